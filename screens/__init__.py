@@ -1,0 +1,1 @@
+"""The Textual app: one screen per wizard stage, rendering what ``wizard`` computes."""
