@@ -1,0 +1,481 @@
+"""Tests of the shipped presets and of their loader, ``wizard.presets``."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from wizard.errors import PresetError
+from wizard.paths import parse_path
+from wizard.presets import (
+    MODEL_KINDS,
+    MOMENTS,
+    STEP_IDS,
+    VALIDATION_RUN,
+    FrameGrid,
+    Presets,
+    generic_field_key,
+    load_presets,
+)
+
+UI_IMAGE_ARCHS = [
+    "anima", "flux", "flux_kontext", "flex1", "flex2", "chroma", "zeta_chroma", "lumina2",
+    "qwen_image", "qwen_image:2512", "qwen_image_edit", "qwen_image_edit_plus",
+    "qwen_image_edit_plus:2511", "hidream", "hidream_e1", "sdxl", "sd15", "omnigen2", "flux2",
+    "zimage:turbo", "zimage", "zimage:deturbo", "flux2_klein_4b", "ernie_image", "flux2_klein_9b",
+    "ace_step_15_xl", "ace_step_15", "nucleus_image", "hidream_o1", "zimage_l2p", "ideogram4",
+    "prx_pixel", "krea2", "krea2:turbo", "krea2:o_edit", "krea2:o_edit_turbo", "mageflow",
+    "mageflow_edit", "boogu_image", "boogu_image_edit",
+]  # fmt: skip
+UI_VIDEO_ARCHS = [
+    "wan21:1b", "wan21_i2v:14b480p", "wan21_i2v:14b", "wan21:14b", "wan22_14b:t2v",
+    "wan22_14b_i2v", "wan22_5b", "minimax_h3", "minimax_h3_ref2va", "ltx2", "ltx2.3", "ltx2.5",
+]  # fmt: skip
+PYTHON_ONLY_ARCHS = [
+    "chroma_radiance", "f-lite", "cogview4", "wan21", "wan21_i2v", "sd1", "sd2", "sd3", "pixart",
+    "pixart_sigma", "auraflow", "vega", "ssd",
+]  # fmt: skip
+
+WAN = FrameGrid(step=4, offset=1)
+LTX = FrameGrid(step=8, offset=1)
+MINIMAX = FrameGrid(step=17, offset=5)
+
+
+@pytest.fixture(scope="module")
+def presets() -> Presets:
+    return load_presets()
+
+
+@pytest.fixture
+def preset_copy(tmp_path: Path) -> Path:
+    """A writable copy of the shipped preset folder."""
+    source = resources.files("presets")
+    for name in ("archs.yaml", "ladders.yaml", "ui_fields.yaml"):
+        (tmp_path / name).write_text((source / name).read_text(encoding="utf-8"), "utf-8")
+    return tmp_path
+
+
+def test_default_load_is_cached() -> None:
+    assert load_presets() is load_presets()
+
+
+def test_an_explicit_folder_loads_the_same_data(preset_copy: Path, presets: Presets) -> None:
+    assert load_presets(preset_copy) == presets
+
+
+# --- architectures ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arch", UI_IMAGE_ARCHS + UI_VIDEO_ARCHS + PYTHON_ONLY_ARCHS)
+def test_every_reference_arch_is_present_under_its_own_id(presets: Presets, arch: str) -> None:
+    facts = presets.arch(arch)
+    assert facts is not None
+    assert facts.id == arch
+
+
+def test_ui_archs_and_python_only_archs_are_told_apart(presets: Presets) -> None:
+    assert all(presets.arch(a).in_ui for a in UI_IMAGE_ARCHS + UI_VIDEO_ARCHS)  # type: ignore[union-attr]
+    assert not any(presets.arch(a).in_ui for a in PYTHON_ONLY_ARCHS)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("arch", "kind", "group"),
+    [
+        ("qwen_image_edit", "image", "instruction"),
+        ("krea2:o_edit", "image", "experimental"),
+        ("wan22_14b_i2v", "video", "video"),
+        ("ace_step_15", "audio", "audio"),
+        ("ltx2.3", "video", "video"),
+        ("sdxl", "image", "image"),
+    ],
+)
+def test_kinds_and_groups(presets: Presets, arch: str, kind: str, group: str) -> None:
+    facts = presets.arch(arch)
+    assert facts is not None
+    assert (facts.kind, facts.group) == (kind, group)
+
+
+def test_audio_archs_use_the_image_ladder(presets: Presets) -> None:
+    facts = presets.arch("ace_step_15_xl")
+    assert facts is not None
+    assert facts.ladder_kind == "image"
+
+
+@pytest.mark.parametrize(
+    ("arch", "expected"),
+    [
+        ("wan21:14b", "wan21:14b"),
+        ("wan21:1b", "wan21:1b"),
+        ("wan21:2b", "wan21"),
+        ("zimage:turbo", "zimage:turbo"),
+        ("zimage:other", "zimage"),
+        ("wan22_14b", "wan22_14b:t2v"),
+        ("flex1", "flex1"),
+    ],
+)
+def test_variant_lookup(presets: Presets, arch: str, expected: str) -> None:
+    facts = presets.arch(arch)
+    assert facts is not None
+    assert facts.id == expected
+
+
+def test_flex1_is_the_flux_family(presets: Presets) -> None:
+    facts = presets.arch("flex1")
+    assert facts is not None
+    assert (facts.python_arch, facts.legacy_flag, facts.legacy_class) == ("flux", "is_flux", True)
+
+
+@pytest.mark.parametrize("arch", [None, "", "no_such_arch", ":14b"])
+def test_unknown_archs_are_none(presets: Presets, arch: str | None) -> None:
+    assert presets.arch(arch) is None
+
+
+@pytest.mark.parametrize(
+    ("flag", "arch"),
+    [
+        ("is_v2", "sd2"),
+        ("is_v3", "sd3"),
+        ("is_xl", "sdxl"),
+        ("is_pixart", "pixart"),
+        ("is_pixart_sigma", "pixart_sigma"),
+        ("is_auraflow", "auraflow"),
+        ("is_flux", "flux"),
+        ("is_lumina2", "lumina2"),
+        ("is_vega", "vega"),
+        ("is_ssd", "ssd"),
+    ],
+)
+def test_legacy_flags(presets: Presets, flag: str, arch: str) -> None:
+    facts = presets.arch_from_model({"name_or_path": "x", flag: True})
+    assert facts is not None
+    assert facts.id == arch
+    assert facts.legacy_flag == flag
+
+
+def test_arch_from_model_prefers_the_arch_key_and_the_toolkits_flag_order(
+    presets: Presets,
+) -> None:
+    assert presets.arch_from_model({"arch": "wan21:14b", "is_flux": True}).id == "wan21:14b"  # type: ignore[union-attr]
+    assert presets.arch_from_model({"is_flux": True, "is_xl": True}).id == "sdxl"  # type: ignore[union-attr]
+    assert presets.arch_from_model({"is_flux": False}) is None
+    assert presets.arch_from_model({}) is None
+
+
+def test_layer_offloading_support(presets: Presets) -> None:
+    support = {a: presets.arch(a).layer_offloading for a in ("ace_step_15", "boogu_image", "wan21")}  # type: ignore[union-attr]
+    assert support == {"ace_step_15": "raises", "boogu_image": "ignored", "wan21": "works"}
+
+
+def test_ui_boxes_follow_the_reference(presets: Presets) -> None:
+    wan = presets.arch("wan21:14b")
+    wan22 = presets.arch("wan22_14b:t2v")
+    flux = presets.arch("flux")
+    assert wan is not None and wan22 is not None and flux is not None
+    assert (wan.ui_low_vram_box, wan.ui_layer_offloading_box) == (True, False)
+    assert (wan22.ui_low_vram_box, wan22.ui_layer_offloading_box) == (True, True)
+    assert (flux.ui_low_vram_box, flux.ui_layer_offloading_box) == (False, False)
+
+
+def test_low_memory_recipes(presets: Presets) -> None:
+    minimax = presets.arch("minimax_h3")
+    ltx25 = presets.arch("ltx2.5")
+    ace = presets.arch("ace_step_15")
+    assert minimax is not None and ltx25 is not None and ace is not None
+    assert (minimax.low_memory.qtype, minimax.low_memory.qtype_te) == ("convrot8", "nvfp4")
+    assert (ltx25.low_memory.qtype, ltx25.low_memory.qtype_te) == ("convrot8", "convrot8")
+    assert ace.low_memory.layer_offloading is None
+    offload = {c.field: c.default_on for c in minimax.low_memory.changes()}
+    assert offload["model.low_vram"] is True
+    assert offload["model.layer_offloading"] is False
+
+
+def test_recipes_only_change_fields_of_the_low_vram_step(presets: Presets) -> None:
+    allowed = set(presets.step("low_vram").fields)
+    for facts in presets.archs:
+        assert {change.field for change in facts.low_memory.changes()} <= allowed, facts.id
+
+
+@pytest.mark.parametrize(
+    ("arch", "grid", "temporal", "spatial", "sample_frames"),
+    [
+        ("wan21:14b", (4, 1), 4, 8, 41),
+        ("wan22_5b", (4, 1), 4, 16, 121),
+        ("ltx2", (8, 1), 8, 32, 121),
+        ("minimax_h3", (17, 5), 3.4, 16, 107),
+    ],
+)
+def test_video_facts(
+    presets: Presets,
+    arch: str,
+    grid: tuple[int, int],
+    temporal: float,
+    spatial: int,
+    sample_frames: int,
+) -> None:
+    facts = presets.arch(arch)
+    assert facts is not None and facts.frames is not None
+    assert (facts.frames.step, facts.frames.offset) == grid
+    assert facts.temporal_compression == temporal
+    assert facts.spatial_compression == spatial
+    assert facts.default_sample_frames == sample_frames
+
+
+def test_only_video_archs_have_frames(presets: Presets) -> None:
+    for facts in presets.archs:
+        assert (facts.frames is not None) == (facts.kind == "video"), facts.id
+
+
+# --- frame grids -----------------------------------------------------------------------------
+
+
+def test_wan_halving_walks_81_41_21_9() -> None:
+    assert [WAN.halve(n) for n in (81, 41, 21)] == [41, 21, 9]
+
+
+@pytest.mark.parametrize(
+    ("grid", "frames", "half"),
+    [(LTX, 121, 57), (LTX, 57, 25), (LTX, 9, 1), (MINIMAX, 107, 39), (MINIMAX, 39, 5)],
+)
+def test_halving_on_other_grids(grid: FrameGrid, frames: int, half: int) -> None:
+    assert grid.halve(frames) == half
+
+
+@pytest.mark.parametrize(
+    ("grid", "frames", "snapped"),
+    [
+        (WAN, 80, 77),
+        (WAN, 81, 81),
+        (WAN, 0, 1),
+        (LTX, 120, 113),
+        (MINIMAX, 100, 90),
+        (MINIMAX, 4, 5),
+    ],
+)
+def test_snap_down(grid: FrameGrid, frames: int, snapped: int) -> None:
+    assert grid.snap_down(frames) == snapped
+
+
+def test_is_valid() -> None:
+    assert [n for n in range(30) if MINIMAX.is_valid(n)] == [5, 22]
+    assert [n for n in range(12) if WAN.is_valid(n)] == [1, 5, 9]
+
+
+grids = st.sampled_from([WAN, LTX, MINIMAX])
+
+
+@given(grid=grids, frames=st.integers(min_value=1, max_value=2000))
+def test_snap_down_lands_on_the_grid_at_or_below_the_input(grid: FrameGrid, frames: int) -> None:
+    snapped = grid.snap_down(frames)
+    assert grid.is_valid(snapped)
+    assert snapped <= max(frames, grid.smallest)
+    assert snapped + grid.step > frames
+
+
+@given(grid=grids, frames=st.integers(min_value=1, max_value=2000))
+def test_halve_lands_on_the_grid_and_shrinks(grid: FrameGrid, frames: int) -> None:
+    half = grid.halve(frames)
+    assert grid.is_valid(half)
+    assert half <= max(frames, grid.smallest)
+    assert half <= max(frames / 2 + 0.5, grid.smallest)
+    if frames > grid.smallest:
+        assert half < frames
+
+
+# --- ladders, moments, steps -----------------------------------------------------------------
+
+
+def test_ladders_match_the_design(presets: Presets) -> None:
+    assert presets.ladder("image") == (
+        "gradient_checkpointing", "batch_size", "top_bucket", "sampling", "low_vram",
+    )  # fmt: skip
+    assert presets.ladder("video") == (
+        "gradient_checkpointing", "num_frames", "batch_size", "top_bucket", "sampling", "low_vram",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("moment", "image", "video"),
+    [
+        ("loading", ("sampling", "low_vram"), ("sampling", "low_vram")),
+        (
+            "early_steps",
+            ("gradient_checkpointing", "batch_size", "top_bucket"),
+            ("gradient_checkpointing", "batch_size", "top_bucket"),
+        ),
+        ("sampling", ("sampling",), ("sampling",)),
+        ("intermittent", ("top_bucket",), ("num_frames", "top_bucket")),
+        ("environment", (), ()),
+    ],
+)
+def test_moment_first_steps(
+    presets: Presets, moment: str, image: tuple[str, ...], video: tuple[str, ...]
+) -> None:
+    info = presets.moment(moment)  # type: ignore[arg-type]
+    assert (info.first("image"), info.first("video")) == (image, video)
+    assert info.words and info.cause and info.label
+
+
+def test_loading_words_are_the_users(presets: Presets) -> None:
+    words = presets.moment("loading").words
+    assert "before step 1" in words and "baseline" in words
+    assert "1-10" in presets.moment("early_steps").words
+
+
+def test_rollback_order_puts_the_moment_first_then_the_ladder(presets: Presets) -> None:
+    assert presets.rollback_order("intermittent", "video") == (
+        "num_frames", "top_bucket", "gradient_checkpointing", "batch_size", "sampling", "low_vram",
+    )  # fmt: skip
+    assert presets.rollback_order("early_steps", "image") == presets.ladder("image")
+    assert presets.rollback_order("environment", "video") == ()
+
+
+@pytest.mark.parametrize("kind", MODEL_KINDS)
+@pytest.mark.parametrize("moment", MOMENTS)
+def test_rollback_order_never_repeats_a_step(presets: Presets, moment: str, kind: str) -> None:
+    order = presets.rollback_order(moment, kind)  # type: ignore[arg-type]
+    assert len(order) == len(set(order))
+
+
+@pytest.mark.parametrize("step_id", [*STEP_IDS, VALIDATION_RUN])
+def test_every_step_has_a_title_a_two_line_why_and_fields(presets: Presets, step_id: str) -> None:
+    info = presets.step(step_id)  # type: ignore[arg-type]
+    assert info.title and len(info.title) <= 40
+    assert len(info.why.splitlines()) == 2
+    assert info.fields
+
+
+def test_scale_up_order(presets: Presets) -> None:
+    assert presets.scale_up_order == (
+        "validation_run", "top_bucket", "sampling", "batch_size", "num_frames",
+    )  # fmt: skip
+    assert all(presets.step(step).restore for step in presets.scale_up_order)
+    assert presets.step("validation_run").fields == ("train.steps",)
+
+
+# --- UI hints --------------------------------------------------------------------------------
+
+
+def test_every_field_a_step_may_change_has_a_ui_hint(presets: Presets) -> None:
+    for step_id, info in presets.steps.items():
+        for field in info.fields:
+            assert presets.ui_hint(field), f"{step_id}: {field}"
+
+
+@pytest.mark.parametrize(
+    ("path", "hint"),
+    [
+        ("config.process[0].train.batch_size", "Training → Batch Size"),
+        ("train.batch_size", "Training → Batch Size"),
+        ("datasets[].resolution", "Datasets → Dataset N → Resolutions"),
+        ("config.process[0].datasets[2].resolution", "Datasets → Dataset N → Resolutions"),
+        ("train.gradient_checkpointing", "Show Advanced → train.gradient_checkpointing"),
+        ("train.optimizer", None),
+    ],
+)
+def test_ui_hint_accepts_paths_and_generic_keys(
+    presets: Presets, path: str, hint: str | None
+) -> None:
+    assert presets.ui_hint(path) == hint
+    if path.startswith("config."):
+        assert presets.ui_hint(parse_path(path)) == hint
+
+
+def test_ui_hint_depends_on_what_the_arch_shows(presets: Presets) -> None:
+    assert presets.ui_hint("model.low_vram", presets.arch("qwen_image")) == (
+        "Model → Options → Low VRAM"
+    )
+    assert presets.ui_hint("model.low_vram", presets.arch("flux")) == (
+        "Show Advanced → model.low_vram"
+    )
+    assert presets.ui_hint("model.low_vram") == "Model → Options → Low VRAM"
+
+
+def test_generic_field_key() -> None:
+    assert generic_field_key(("config", "process", 1, "sample", "samples", 3, "width")) == (
+        "sample.samples[].width"
+    )
+    assert generic_field_key("sample.samples[].width") == "sample.samples[].width"
+
+
+# --- broken presets --------------------------------------------------------------------------
+
+
+def _break(folder: Path, name: str, old: str, new: str) -> int:
+    """Replace the first ``old`` in a preset file; return the 1-based line it was on."""
+    path = folder / name
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    line = text[: text.index(old)].count("\n") + 1
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return line
+
+
+def test_a_bad_value_names_file_line_and_field(preset_copy: Path) -> None:
+    line = _break(
+        preset_copy, "archs.yaml", "frames: &wan_grid {step: 4,", "frames: &wan_grid {step: -4,"
+    )
+    with pytest.raises(PresetError) as caught:
+        load_presets(preset_copy)
+    error = caught.value
+    assert error.file is not None and error.file.endswith("archs.yaml")
+    assert error.line == line
+    assert "step" in error.message
+    assert "wan21:1b" in error.message
+    assert str(error).startswith(f"{error.file}:{line}:")
+
+
+def test_a_bad_literal_is_quoted(preset_copy: Path) -> None:
+    line = _break(preset_copy, "archs.yaml", "kind: video", "kind: vidoe")
+    with pytest.raises(PresetError) as caught:
+        load_presets(preset_copy)
+    assert caught.value.line == line
+    assert "kind" in caught.value.message and "'vidoe'" in caught.value.message
+
+
+def test_an_unknown_key_is_refused(preset_copy: Path) -> None:
+    line = _break(
+        preset_copy, "ladders.yaml", "  batch_size:\n    title:", "  batch_size:\n    titel:"
+    )
+    with pytest.raises(PresetError, match="titel") as caught:
+        load_presets(preset_copy)
+    assert caught.value.file is not None and caught.value.file.endswith("ladders.yaml")
+    assert caught.value.line is not None and caught.value.line >= line
+
+
+def test_a_step_field_without_a_ui_entry_is_refused(preset_copy: Path) -> None:
+    line = _break(preset_copy, "ladders.yaml", "- train.batch_size", "- train.batchsize")
+    with pytest.raises(PresetError, match=r"train\.batchsize") as caught:
+        load_presets(preset_copy)
+    assert caught.value.line == line
+
+
+def test_a_misspelled_moment_is_refused_at_its_key(preset_copy: Path) -> None:
+    line = _break(preset_copy, "ladders.yaml", "  intermittent:", "  intermitent:")
+    with pytest.raises(PresetError, match="intermitent") as caught:
+        load_presets(preset_copy)
+    assert caught.value.line == line
+
+
+def test_a_duplicate_key_is_refused(preset_copy: Path) -> None:
+    line = _break(preset_copy, "ui_fields.yaml", "  train.steps:", "  train.batch_size:")
+    with pytest.raises(PresetError, match="twice") as caught:
+        load_presets(preset_copy)
+    assert caught.value.line == line
+
+
+def test_broken_yaml_is_located(preset_copy: Path) -> None:
+    _break(preset_copy, "ui_fields.yaml", "fields:", "fields: [")
+    with pytest.raises(PresetError, match="not valid YAML") as caught:
+        load_presets(preset_copy)
+    assert caught.value.line is not None
+
+
+def test_a_missing_file_is_named(preset_copy: Path) -> None:
+    (preset_copy / "ladders.yaml").unlink()
+    with pytest.raises(PresetError, match="cannot read") as caught:
+        load_presets(preset_copy)
+    assert caught.value.file is not None and caught.value.file.endswith("ladders.yaml")

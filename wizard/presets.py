@@ -1,0 +1,661 @@
+"""The data in ``presets/``: per-arch facts, the roll-back ladders, the moment table, UI hints.
+
+The YAML files describe AI Toolkit; this module only gives them a schema and a small query API.
+Every file is validated by a frozen pydantic model that forbids unknown keys, and a bad value
+fails loudly with a :class:`~wizard.errors.PresetError` that points at its file, line and column.
+
+Typical use::
+
+    presets = load_presets()
+    facts = presets.arch_from_model(config_model_section)
+    order = presets.rollback_order("early_steps", facts.ladder_kind if facts else "image")
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Collection, Iterator, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar, get_args
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
+
+from wizard.errors import PresetError
+from wizard.paths import FieldPath, format_path
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
+Moment = Literal["loading", "early_steps", "sampling", "intermittent", "environment"]
+ModelKind = Literal["image", "video"]
+ArchKind = Literal["image", "video", "audio"]
+ArchGroup = Literal["image", "instruction", "video", "audio", "experimental"]
+LadderStepId = Literal[
+    "gradient_checkpointing", "batch_size", "top_bucket", "sampling", "num_frames", "low_vram"
+]
+AnyStepId = Literal[
+    "gradient_checkpointing",
+    "batch_size",
+    "top_bucket",
+    "sampling",
+    "num_frames",
+    "low_vram",
+    "validation_run",
+]
+OffloadSupport = Literal["works", "ignored", "raises"]
+UiCondition = Literal[
+    "low_vram_box", "layer_offloading_box", "quantize_box", "quantize_te_box", "video"
+]
+RecipeField = Literal[
+    "low_vram",
+    "quantize",
+    "qtype",
+    "quantize_te",
+    "qtype_te",
+    "cache_text_embeddings",
+    "layer_offloading",
+    "layer_offloading_transformer_percent",
+    "layer_offloading_text_encoder_percent",
+]
+
+MOMENTS: Final[tuple[Moment, ...]] = get_args(Moment)
+MODEL_KINDS: Final[tuple[ModelKind, ...]] = get_args(ModelKind)
+ARCH_KINDS: Final[tuple[ArchKind, ...]] = get_args(ArchKind)
+STEP_IDS: Final[tuple[LadderStepId, ...]] = get_args(LadderStepId)
+VALIDATION_RUN: Final = "validation_run"
+
+ARCHS_FILE: Final = "archs.yaml"
+LADDERS_FILE: Final = "ladders.yaml"
+UI_FIELDS_FILE: Final = "ui_fields.yaml"
+
+_INDEX = re.compile(r"\[\d+\]")
+_PROCESS_PREFIX: Final = "config.process[]."
+_K = TypeVar("_K")
+
+
+class _Frozen(BaseModel):
+    """Base of every preset model: immutable, and unknown keys are an error."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def generic_field_key(path: FieldPath | str) -> str:
+    """The key of ``ui_fields.yaml`` for a field path: indexes become ``[]``, no process prefix.
+
+    ``config.process[0].datasets[1].resolution`` and ``("datasets", 1, "resolution")`` both give
+    ``datasets[].resolution``; a key that is already generic is returned unchanged.
+    """
+    text = path if isinstance(path, str) else format_path(path)
+    text = _INDEX.sub("[]", text.strip())
+    return text.removeprefix(_PROCESS_PREFIX)
+
+
+def _unique(items: tuple[_K, ...]) -> tuple[_K, ...]:
+    """Reject a list that names the same item twice."""
+    repeated = sorted({str(item) for item in items if items.count(item) > 1})
+    if repeated:
+        raise ValueError(f"listed more than once: {', '.join(repeated)}")
+    return items
+
+
+def _known_field(value: str, info: ValidationInfo) -> str:
+    """Check a field key against ``ui_fields.yaml`` when the loader passes its keys as context."""
+    known = info.context.get("ui_fields") if isinstance(info.context, dict) else None
+    if known is not None and value not in known:
+        raise ValueError(f"'{value}' is not a key of {UI_FIELDS_FILE}")
+    return value
+
+
+FieldKey = Annotated[str, Field(min_length=1), AfterValidator(_known_field)]
+NonEmpty = Annotated[str, Field(min_length=1)]
+
+
+# --- architectures ---------------------------------------------------------------------------
+
+
+class FrameGrid(_Frozen):
+    """The frame counts a video arch accepts: ``step * n + offset`` for n >= 0 (Wan: 4n+1)."""
+
+    step: int = Field(gt=0)
+    offset: int = Field(ge=1)
+
+    @property
+    def smallest(self) -> int:
+        """The smallest valid frame count."""
+        return self.offset
+
+    def is_valid(self, frames: int) -> bool:
+        """Whether ``frames`` lies on the grid."""
+        return frames >= self.offset and (frames - self.offset) % self.step == 0
+
+    def snap_down(self, frames: int) -> int:
+        """The largest valid count <= ``frames``, but never below the smallest valid count."""
+        if frames <= self.offset:
+            return self.offset
+        return self.offset + (frames - self.offset) // self.step * self.step
+
+    def halve(self, frames: int) -> int:
+        """About half of ``frames``: half rounded up, then snapped down onto the grid.
+
+        On 4n+1 this walks 81 → 41 → 21 → 9 → 5 → 1; on 8n+1 121 → 57 → 25 → 9 → 1;
+        on 17n+5 107 → 39 → 5.
+        """
+        return self.snap_down(math.ceil(frames / 2))
+
+
+_RECIPE_KEYS: Final[Mapping[RecipeField, str]] = {
+    "low_vram": "model.low_vram",
+    "quantize": "model.quantize",
+    "qtype": "model.qtype",
+    "quantize_te": "model.quantize_te",
+    "qtype_te": "model.qtype_te",
+    "cache_text_embeddings": "train.cache_text_embeddings",
+    "layer_offloading": "model.layer_offloading",
+    "layer_offloading_transformer_percent": "model.layer_offloading_transformer_percent",
+    "layer_offloading_text_encoder_percent": "model.layer_offloading_text_encoder_percent",
+}
+
+
+class RecipeChange(_Frozen):
+    """One field the low-memory recipe sets: its generic key, the value, on by default or not."""
+
+    field: str
+    value: bool | float | str
+    default_on: bool
+
+
+class LowMemoryRecipe(_Frozen):
+    """What the ``low_vram`` step sets for one arch; a field left as None is not touched."""
+
+    low_vram: bool | None = None
+    quantize: bool | None = None
+    qtype: NonEmpty | None = None
+    quantize_te: bool | None = None
+    qtype_te: NonEmpty | None = None
+    cache_text_embeddings: bool | None = None
+    layer_offloading: bool | None = None
+    layer_offloading_transformer_percent: float | None = Field(default=None, ge=0.0, le=1.0)
+    layer_offloading_text_encoder_percent: float | None = Field(default=None, ge=0.0, le=1.0)
+    opt_in: Annotated[tuple[RecipeField, ...], AfterValidator(_unique)] = ()
+    """Fields offered but left off by default (layer offloading needs a lot of system RAM)."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LowMemoryRecipe:
+        if self.qtype is not None and self.quantize is not True:
+            raise ValueError("qtype is set but quantize is not true")
+        if self.qtype_te is not None and self.quantize_te is not True:
+            raise ValueError("qtype_te is set but quantize_te is not true")
+        unset = [name for name in self.opt_in if getattr(self, name) is None]
+        if unset:
+            raise ValueError(f"opt_in names fields the recipe does not set: {', '.join(unset)}")
+        return self
+
+    def changes(self) -> tuple[RecipeChange, ...]:
+        """The recipe as field changes, keyed like ``ui_fields.yaml`` (``model.low_vram``...)."""
+        found: list[RecipeChange] = []
+        for name, key in _RECIPE_KEYS.items():
+            value = getattr(self, name)
+            if value is not None:
+                found.append(
+                    RecipeChange(field=key, value=value, default_on=name not in self.opt_in)
+                )
+        return tuple(found)
+
+
+class ArchFacts(_Frozen):
+    """What the wizard knows about one ``model.arch`` value (see the header of archs.yaml)."""
+
+    id: NonEmpty
+    label: NonEmpty
+    group: ArchGroup
+    kind: ArchKind
+    python_arch: NonEmpty
+    python_class: NonEmpty | None = None
+    legacy_class: bool = False
+    legacy_flag: Annotated[str, Field(pattern=r"^is_[a-z0-9_]+$")] | None = None
+    in_ui: bool = True
+    frames: FrameGrid | None = None
+    temporal_compression: float | None = Field(default=None, gt=0)
+    spatial_compression: int | None = Field(default=None, gt=0)
+    patch: int | None = Field(default=None, gt=0)
+    bucket_divisibility: int | None = Field(default=None, gt=0)
+    default_sample_frames: int | None = Field(default=None, gt=0)
+    ui_low_vram_box: bool = False
+    ui_layer_offloading_box: bool = False
+    ui_quantize_box: bool = True
+    ui_quantize_te_box: bool = True
+    layer_offloading: OffloadSupport
+    low_memory: LowMemoryRecipe
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ArchFacts:
+        expected_kind = self.group if self.group in ("video", "audio") else "image"
+        if self.kind != expected_kind:
+            raise ValueError(f"group {self.group} needs kind {expected_kind}, not {self.kind}")
+        video_facts = (self.frames, self.temporal_compression, self.default_sample_frames)
+        if self.kind == "video" and None in video_facts:
+            raise ValueError(
+                "a video arch needs frames, temporal_compression, default_sample_frames"
+            )
+        if self.kind != "video" and video_facts != (None, None, None):
+            raise ValueError("only a video arch has frames, temporal_compression, sample frames")
+        frames, sample_frames = self.frames, self.default_sample_frames
+        if frames and sample_frames and not frames.is_valid(sample_frames):
+            raise ValueError(f"default_sample_frames {sample_frames} is off-grid")
+        spatial = (self.spatial_compression, self.patch, self.bucket_divisibility)
+        if self.kind != "audio" and None in spatial:
+            raise ValueError("needs spatial_compression, patch and bucket_divisibility")
+        if self.layer_offloading != "works" and self.low_memory.layer_offloading:
+            raise ValueError(f"layer offloading {self.layer_offloading}: keep it out of the recipe")
+        return self
+
+    @property
+    def ladder_kind(self) -> ModelKind:
+        """Which roll-back ladder applies: video for video archs, image for everything else."""
+        return "video" if self.kind == "video" else "image"
+
+    def shows(self, condition: UiCondition) -> bool:
+        """Whether AI Toolkit's simple job form shows the control behind ``condition``."""
+        shown: dict[UiCondition, bool] = {
+            "low_vram_box": self.ui_low_vram_box,
+            "layer_offloading_box": self.ui_layer_offloading_box,
+            "quantize_box": self.ui_quantize_box,
+            "quantize_te_box": self.ui_quantize_te_box,
+            "video": self.kind == "video",
+        }
+        return shown[condition]
+
+
+class ArchsFile(_Frozen):
+    """The schema of ``archs.yaml``."""
+
+    legacy_flags: Annotated[tuple[str, ...], AfterValidator(_unique)]
+    recipes: Mapping[str, LowMemoryRecipe]
+    archs: tuple[ArchFacts, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ArchsFile:
+        _unique(tuple(arch.id for arch in self.archs))
+        flagged = {arch.legacy_flag for arch in self.archs if arch.legacy_flag}
+        if flagged != set(self.legacy_flags):
+            raise ValueError("legacy_flags must list exactly the flags the archs use")
+        for flag in self.legacy_flags:
+            if not any(a.legacy_flag == flag and a.id == a.python_arch for a in self.archs):
+                raise ValueError(f"no arch whose id is its python_arch has the flag {flag}")
+        return self
+
+
+# --- the procedure ---------------------------------------------------------------------------
+
+StepList = Annotated[tuple[LadderStepId, ...], AfterValidator(_unique)]
+
+
+class Ladders(_Frozen):
+    """The roll-back order per model kind, first to last."""
+
+    image: StepList
+    video: StepList
+
+    def of(self, kind: ModelKind) -> tuple[LadderStepId, ...]:
+        """The ladder of ``kind``."""
+        return self.image if kind == "image" else self.video
+
+
+class MomentInfo(_Frozen):
+    """One crash moment: the user's words for it, the likely cause, the steps that come first."""
+
+    label: NonEmpty
+    words: NonEmpty
+    cause: NonEmpty
+    first_steps: Ladders
+
+    def first(self, kind: ModelKind) -> tuple[LadderStepId, ...]:
+        """The steps that go first for a model of ``kind`` (empty: change nothing)."""
+        return self.first_steps.of(kind)
+
+
+class StepInfo(_Frozen):
+    """One step: a short title, why it helps (two short lines), the fields it may change."""
+
+    title: NonEmpty
+    why: NonEmpty
+    fields: Annotated[tuple[FieldKey, ...], AfterValidator(_unique)] = Field(min_length=1)
+    restore: NonEmpty | None = None
+    """How the scale-up names undoing this step; only steps of the scale-up order have one."""
+
+
+class LaddersFile(_Frozen):
+    """The schema of ``ladders.yaml``."""
+
+    ladders: Ladders
+    moments: Mapping[Moment, MomentInfo]
+    steps: Mapping[AnyStepId, StepInfo]
+    scale_up: Annotated[tuple[AnyStepId, ...], AfterValidator(_unique)]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LaddersFile:
+        _require_keys("moments", self.moments.keys(), MOMENTS)
+        _require_keys("steps", self.steps.keys(), (*STEP_IDS, VALIDATION_RUN))
+        for moment, info in self.moments.items():
+            for kind in MODEL_KINDS:
+                stray = set(info.first(kind)) - set(self.ladders.of(kind))
+                if stray:
+                    raise ValueError(f"moment {moment}: {sorted(stray)} not in the {kind} ladder")
+        missing = [step for step in self.scale_up if self.steps[step].restore is None]
+        if missing:
+            raise ValueError(f"scale_up steps without a restore title: {', '.join(missing)}")
+        return self
+
+
+def _require_keys(name: str, found: Collection[str], wanted: tuple[str, ...]) -> None:
+    """Every identifier of the vocabulary must have an entry."""
+    missing = [key for key in wanted if key not in found]
+    if missing:
+        raise ValueError(f"{name} lacks {', '.join(missing)}")
+
+
+# --- the web UI --------------------------------------------------------------------------------
+
+
+class UiField(_Frozen):
+    """Where one config field lives in AI Toolkit's web UI."""
+
+    where: NonEmpty
+    shown_for: UiCondition | None = None
+    otherwise: NonEmpty | None = None
+    note: NonEmpty | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> UiField:
+        if (self.shown_for is None) != (self.otherwise is None):
+            raise ValueError("shown_for and otherwise go together")
+        return self
+
+    def hint(self, arch: ArchFacts | None = None) -> str:
+        """Panel → control for ``arch`` (the plain location when the arch is unknown)."""
+        where = self.where
+        if (
+            self.shown_for
+            and self.otherwise
+            and arch is not None
+            and not arch.shows(self.shown_for)
+        ):
+            where = self.otherwise
+        return f"{where} ({self.note})" if self.note else where
+
+
+class UiFieldsFile(_Frozen):
+    """The schema of ``ui_fields.yaml``."""
+
+    fields: Mapping[NonEmpty, UiField] = Field(min_length=1)
+
+
+# --- everything together -----------------------------------------------------------------------
+
+
+class Presets(_Frozen):
+    """All preset data, validated, with the lookups the wizard needs."""
+
+    archs: tuple[ArchFacts, ...]
+    legacy_flags: tuple[str, ...]
+    ladders: Ladders
+    moments: Mapping[Moment, MomentInfo]
+    steps: Mapping[AnyStepId, StepInfo]
+    scale_up_order: tuple[AnyStepId, ...]
+    ui_fields: Mapping[str, UiField]
+
+    _by_id: dict[str, ArchFacts] = PrivateAttr(default_factory=dict)
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Index the archs by id and by the arch the toolkit resolves them to."""
+        for facts in self.archs:
+            self._by_id.setdefault(facts.id, facts)
+        for facts in self.archs:
+            self._by_id.setdefault(facts.python_arch, facts)
+
+    def arch(self, arch: str | None) -> ArchFacts | None:
+        """The facts for a ``model.arch`` value, or None when it is unknown.
+
+        The exact id wins (``wan21:14b``, ``qwen_image:2512``); otherwise the variant tag after
+        the first ``:`` is dropped and the base name is looked up (``wan21:foo`` → ``wan21``),
+        first as an id and then as the arch the toolkit resolves to (``wan22_14b`` →
+        ``wan22_14b:t2v``).
+        """
+        if not arch:
+            return None
+        return self._by_id.get(arch) or self._by_id.get(arch.split(":", 1)[0])
+
+    def arch_from_model(self, model: Mapping[str, Any]) -> ArchFacts | None:
+        """The facts for a config's ``model`` section: its ``arch``, else its legacy ``is_*`` flags.
+
+        Like AI Toolkit, a set ``arch`` wins over the flags, and the flags are tried in the
+        toolkit's order. None when neither says anything (the toolkit would then assume SD 1.x).
+        """
+        arch = model.get("arch")
+        if isinstance(arch, str) and arch:
+            return self.arch(arch)
+        for flag in self.legacy_flags:
+            if model.get(flag):
+                return next(
+                    a for a in self.archs if a.legacy_flag == flag and a.id == a.python_arch
+                )
+        return None
+
+    def ladder(self, kind: ModelKind) -> tuple[LadderStepId, ...]:
+        """The roll-back ladder for ``kind``, first step first."""
+        return self.ladders.of(kind)
+
+    def moment(self, moment_id: Moment) -> MomentInfo:
+        """The moment table's row for ``moment_id``."""
+        return self.moments[moment_id]
+
+    def step(self, step_id: AnyStepId) -> StepInfo:
+        """Title, reason and fields of one step."""
+        return self.steps[step_id]
+
+    def rollback_order(self, moment_id: Moment, kind: ModelKind) -> tuple[LadderStepId, ...]:
+        """The steps in the order they are offered: the moment's first steps, then the ladder.
+
+        Empty for a moment whose first steps are empty (``environment``: the config is not
+        the problem).
+        """
+        first = self.moment(moment_id).first(kind)
+        if not first:
+            return ()
+        return first + tuple(step for step in self.ladder(kind) if step not in first)
+
+    def ui_field(self, field_key: FieldPath | str) -> UiField | None:
+        """The UI entry for a field path or generic key, None if the field has none."""
+        return self.ui_fields.get(generic_field_key(field_key))
+
+    def ui_hint(self, field_key: FieldPath | str, arch: ArchFacts | None = None) -> str | None:
+        """Where to change ``field_key`` in AI Toolkit's web UI, e.g. ``Training → Batch Size``.
+
+        Args:
+            field_key: A field path (``config.process[0].train.batch_size`` or its tuple) or a
+                generic key (``datasets[].resolution``).
+            arch: The job's arch, when known: some controls exist only for some archs, and the
+                hint then says where the others find the field.
+        """
+        entry = self.ui_field(field_key)
+        return entry.hint(arch) if entry else None
+
+
+# --- loading -------------------------------------------------------------------------------------
+
+
+def load_presets(directory: Path | None = None) -> Presets:
+    """Load and validate the preset files of ``directory`` (default: the installed ``presets``).
+
+    Raises:
+        PresetError: a file is missing, is not YAML, or does not match its schema; the error
+            names the file, the line and column of the bad value, and its path in the file.
+    """
+    if directory is None:
+        return _default_presets()
+    return _load(directory)
+
+
+@functools.cache
+def _default_presets() -> Presets:
+    """The shipped presets, loaded once per process."""
+    return _load(resources.files("presets"))
+
+
+def _load(directory: Traversable) -> Presets:
+    ui_fields = _parse(directory / UI_FIELDS_FILE, UiFieldsFile)
+    archs = _parse(directory / ARCHS_FILE, ArchsFile)
+    ladders = _parse(directory / LADDERS_FILE, LaddersFile, {"ui_fields": set(ui_fields.fields)})
+    return Presets(
+        archs=archs.archs,
+        legacy_flags=archs.legacy_flags,
+        ladders=ladders.ladders,
+        moments=ladders.moments,
+        steps=ladders.steps,
+        scale_up_order=ladders.scale_up,
+        ui_fields=ui_fields.fields,
+    )
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _parse(file: Traversable, schema: type[_M], context: dict[str, Any] | None = None) -> _M:
+    """Read one preset file and validate it against ``schema``, or raise a located PresetError."""
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PresetError(
+            f"cannot read preset file: {exc.strerror or exc}", file=str(file)
+        ) from exc
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        _reject_duplicate_keys(root, file)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        raise PresetError(
+            f"not valid YAML: {exc.problem}",
+            file=str(file),
+            line=mark.line + 1 if mark else None,
+            column=mark.column + 1 if mark else None,
+        ) from exc
+    try:
+        return schema.model_validate(data, context=context)
+    except ValidationError as exc:
+        raise _located(exc, root, file) from exc
+
+
+def _reject_duplicate_keys(node: yaml.Node | None, file: Traversable) -> None:
+    """PyYAML keeps the last of two equal keys silently; in a preset that is always a mistake."""
+    for mapping in _mappings(node, set()):
+        seen: set[str] = set()
+        for key, _ in mapping.value:
+            if key.value in seen:
+                raise PresetError(
+                    f"key '{key.value}' appears twice in this mapping",
+                    file=str(file),
+                    line=key.start_mark.line + 1,
+                    column=key.start_mark.column + 1,
+                )
+            seen.add(key.value)
+
+
+def _mappings(node: yaml.Node | None, visited: set[int]) -> Iterator[yaml.MappingNode]:
+    """Every mapping node under ``node``, each once (aliases share nodes)."""
+    if node is None or id(node) in visited:
+        return
+    visited.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        yield node
+        for key, value in node.value:
+            yield from _mappings(key, visited)
+            yield from _mappings(value, visited)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            yield from _mappings(item, visited)
+
+
+def _located(exc: ValidationError, root: yaml.Node | None, file: Traversable) -> PresetError:
+    """Turn the first pydantic error into a PresetError at the YAML node it is about."""
+    # A misspelt key shows up twice, as an extra key and as a missing one: report the first.
+    error = min(exc.errors(), key=lambda e: e["type"] == "missing")
+    node, where = _node_at(root, error["loc"])
+    if error["type"] == "extra_forbidden" and node is not None:
+        node = _key_node(root, node)
+    message = f"{where or '(top level)'}: {error['msg']}"
+    if error["type"] not in ("missing", "extra_forbidden") and _short(error["input"]):
+        message += f" (got {error['input']!r})"
+    if exc.error_count() > 1:
+        message += f" (and {exc.error_count() - 1} more problems)"
+    mark = node.start_mark if node is not None else None
+    return PresetError(
+        message,
+        file=str(file),
+        line=mark.line + 1 if mark else None,
+        column=mark.column + 1 if mark else None,
+    )
+
+
+def _short(value: Any) -> bool:
+    """Whether a bad input is small enough to quote in a one-line message."""
+    return isinstance(value, str | int | float | bool) and len(repr(value)) <= 40
+
+
+def _node_at(root: yaml.Node | None, loc: tuple[int | str, ...]) -> tuple[yaml.Node | None, str]:
+    """Follow a pydantic error location through the composed YAML as far as it goes.
+
+    Returns the deepest node reached and its path in the file (``archs[3] (wan21).frames``).
+    Parts that are not in the YAML (pydantic's union tags) end the walk; ``[key]`` selects
+    the key node of a mapping entry rather than its value.
+    """
+    node, where = root, ""
+    for part in loc:
+        if part == "[key]" and node is not None:
+            node = _key_node(root, node)
+            break
+        if isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            where += f"[{part}]" + _id_suffix(node)
+        elif isinstance(node, yaml.MappingNode) and isinstance(part, str):
+            entry = next(((k, v) for k, v in node.value if k.value == part), None)
+            if entry is None:
+                where += f".{part}" if where else part
+                break
+            node = entry[1]
+            where += f".{part}" if where else part
+        else:
+            break
+    return node, where
+
+
+def _id_suffix(node: yaml.Node) -> str:
+    """`` (id)`` for a list item that has an ``id`` key, so the message names the arch."""
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if key.value == "id" and isinstance(value, yaml.ScalarNode):
+                return f" ({value.value})"
+    return ""
+
+
+def _key_node(root: yaml.Node | None, value: yaml.Node) -> yaml.Node:
+    """The key node whose value is ``value`` (for errors about a mapping key itself)."""
+    for mapping in _mappings(root, set()):
+        for key, item in mapping.value:
+            if item is value:
+                found: yaml.Node = key
+                return found
+    return value
