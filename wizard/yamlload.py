@@ -1,0 +1,208 @@
+"""YAML exactly as AI Toolkit reads it, plus the node graph we need to edit it.
+
+AI Toolkit loads job files with PyYAML's ``SafeLoader`` after adding one implicit
+resolver, so that ``1e-4`` is a float (``toolkit/config.py``). We do the same, on
+a subclass so that no other YAML reader in the process changes behaviour.
+
+Besides the tree, we keep the composed node graph: every node knows where it
+starts and ends in the text, which is what lets ``wizard.yamledit`` change one
+field and leave every other byte alone. Loading is defensive: non-safe tags are
+refused (never constructed), alias bombs are refused before anything expands, and
+duplicate keys are reported (the toolkit silently takes the last one).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from wizard.errors import ConfigError
+
+#: The float resolver AI Toolkit adds to SafeLoader (toolkit/config.py).
+TOOLKIT_FLOAT = re.compile(
+    r"""^(?:
+     [-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+    |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+    |\.[0-9_]+(?:[eE][-+][0-9]+)?
+    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""",
+    re.X,
+)
+
+#: A config whose aliases would expand to more nodes than this is refused (billion laughs).
+MAX_EXPANDED_NODES = 200_000
+
+MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class ToolkitLoader(yaml.SafeLoader):
+    """SafeLoader with AI Toolkit's extra float resolver, remembering anchors by node."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.anchor_names: dict[int, str] = {}
+
+    def compose_document(self) -> Node | None:
+        # PyYAML's own body, except that the anchors survive the document.
+        self.get_event()  # type: ignore[no-untyped-call]
+        node: Node | None = self.compose_node(None, None)  # type: ignore[arg-type]
+        self.get_event()  # type: ignore[no-untyped-call]
+        for name, anchored in self.anchors.items():
+            self.anchor_names[id(anchored)] = name
+        self.anchors = {}
+        return node
+
+
+ToolkitLoader.add_implicit_resolver("tag:yaml.org,2002:float", TOOLKIT_FLOAT, list("-+0123456789."))
+
+
+@dataclass(frozen=True)
+class ComposedYaml:
+    """The node graph of one YAML document and what we learnt while composing it.
+
+    Attributes:
+        root: The document's root node.
+        anchor_names: ``id(node)`` → anchor name, for every anchored node.
+        shared: ``id(node)`` of every node reached from more than one place (aliases).
+        duplicates: Human-readable notes on keys that appear twice in one mapping.
+    """
+
+    root: Node
+    anchor_names: dict[int, str]
+    shared: frozenset[int]
+    duplicates: tuple[str, ...]
+
+
+def _mark_error(exc: yaml.MarkedYAMLError, file: Path) -> ConfigError:
+    mark = exc.problem_mark or exc.context_mark
+    problem = exc.problem or exc.context or "this is not valid YAML"
+    hint = _hint_for(problem)
+    message = f"YAML syntax error: {problem}{hint}"
+    if mark is None:
+        return ConfigError(message, file=file)
+    return ConfigError(message, file=file, line=mark.line + 1, column=mark.column + 1)
+
+
+def _hint_for(problem: str) -> str:
+    if "\\t" in problem or "tab" in problem:
+        return "; indent with spaces, not tabs"
+    if "expected a single document" in problem:
+        return "; AI Toolkit reads one document per file: keep one and delete the others"
+    if "could not determine a constructor" in problem:
+        return "; AI Toolkit's safe loader refuses this tag, and so do we (nothing was run)"
+    if "found unexpected end of stream" in problem or "found unexpected end" in problem:
+        return "; is a quote or bracket left open?"
+    return ""
+
+
+def compose(text: str, file: Path) -> ComposedYaml:
+    """Compose ``text`` into nodes, refusing what AI Toolkit's loader would refuse.
+
+    Raises:
+        ConfigError: syntax error, several documents, an empty file or an alias bomb.
+    """
+    loader = ToolkitLoader(text)
+    try:
+        root = loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        raise _mark_error(exc, file) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"YAML error: {exc}", file=file) from None
+    finally:
+        loader.dispose()
+    if root is None:
+        raise ConfigError("the file is empty; pass the job's config file", file=file)
+    shared = _check_expansion(root, file)
+    return ComposedYaml(
+        root=root,
+        anchor_names=loader.anchor_names,
+        shared=shared,
+        duplicates=tuple(_duplicate_keys(root)),
+    )
+
+
+def construct(composed: ComposedYaml, file: Path) -> Any:
+    """Build Python values from composed nodes, with the toolkit's SafeLoader rules."""
+    loader = ToolkitLoader("")
+    try:
+        return loader.construct_document(composed.root)
+    except yaml.MarkedYAMLError as exc:
+        raise _mark_error(exc, file) from None
+    except (ValueError, TypeError) as exc:
+        # e.g. the pathological scalar "._" that the toolkit's float resolver cannot convert.
+        raise ConfigError(f"AI Toolkit could not read a value here: {exc}", file=file) from None
+    finally:
+        loader.dispose()
+
+
+def _children(node: Node) -> list[Node]:
+    if isinstance(node, MappingNode):
+        return [child for pair in node.value for child in pair]
+    if isinstance(node, SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _check_expansion(root: Node, file: Path) -> frozenset[int]:
+    """Count nodes as if every alias were expanded; refuse a graph that explodes.
+
+    Sizes are memoised per node, so a billion-laughs document costs a few hundred
+    steps here instead of exponential memory later.
+    """
+    sizes: dict[int, int] = {}
+    seen_from: dict[int, int] = {}
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            total = 1 + sum(sizes[id(child)] for child in _children(node))
+            if total > MAX_EXPANDED_NODES:
+                mark = node.start_mark
+                raise ConfigError(
+                    "aliases here expand to more than "
+                    f"{MAX_EXPANDED_NODES:,} values (an alias bomb?); refused",
+                    file=file,
+                    line=mark.line + 1,
+                    column=mark.column + 1,
+                )
+            sizes[key] = total
+            continue
+        seen_from[key] = seen_from.get(key, 0) + 1
+        if key in sizes or seen_from[key] > 1:
+            continue
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
+    return frozenset(key for key, count in seen_from.items() if count > 1)
+
+
+def _duplicate_keys(root: Node) -> list[str]:
+    notes: list[str] = []
+    visited: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in visited:
+            continue
+        visited.add(id(node))
+        if isinstance(node, MappingNode):
+            first_line: dict[str, int] = {}
+            for key_node, _ in node.value:
+                if not isinstance(key_node, ScalarNode) or key_node.tag == MERGE_TAG:
+                    continue
+                line = key_node.start_mark.line + 1
+                if key_node.value in first_line:
+                    notes.append(
+                        f"line {line}: key '{key_node.value}' is also on line "
+                        f"{first_line[key_node.value]} of the same section; AI Toolkit "
+                        f"silently uses the last one (line {line})"
+                    )
+                first_line[key_node.value] = line
+        stack.extend(_children(node))
+    return notes
