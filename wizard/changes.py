@@ -1,0 +1,169 @@
+"""From a list of field changes to a saved config and its change log.
+
+Every command that writes (``apply``, ``set``, ``scale-up``) and the app's save
+button come through :func:`prepare` and :func:`commit`: the edits are made on the
+document's text, recorded with their step and reason, appended to the change log
+that already describes the source (if the source is itself our output), and saved
+atomically beside a fresh change log.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from wizard.changelog import (
+    ChangeEntry,
+    ChangeLog,
+    Direction,
+    FileRef,
+    RunRecord,
+    find_changelog,
+    now_iso,
+    read_changelog,
+    sha256_of,
+)
+from wizard.document import MISSING, Edit, JobDocument, RemoveKey, SetValue, same_value
+from wizard.errors import ConfigError, EditError
+from wizard.paths import FieldPath, format_path
+from wizard.save import SaveResult, default_output_path, save
+
+
+@dataclass(frozen=True)
+class Change:
+    """One field to change: set it to ``after``, or remove it when ``after`` is MISSING.
+
+    Attributes:
+        path: The field.
+        after: The new value, or ``MISSING`` to remove the key.
+        step: The step this change belongs to (None for a plain ``set``).
+        reason: Why, in one sentence, for the change log.
+    """
+
+    path: FieldPath
+    after: Any
+    step: str | None = None
+    reason: str = ""
+
+    def edit(self) -> Edit:
+        """The document edit that makes this change."""
+        return RemoveKey(self.path) if self.after is MISSING else SetValue(self.path, self.after)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Changes applied in memory: the new document, its log entries and its diff."""
+
+    before: JobDocument
+    after: JobDocument
+    entries: tuple[ChangeEntry, ...]
+    prior: ChangeLog | None
+    prior_path: Path | None
+
+    @property
+    def changed(self) -> bool:
+        """Did any field actually change?"""
+        return bool(self.entries)
+
+    def diff(self) -> str:
+        """A unified diff of the lines that change."""
+        return unified_diff(self.before, self.after)
+
+
+def prepare(document: JobDocument, changes: Sequence[Change]) -> Prepared:
+    """Apply ``changes`` in memory (skipping those that change nothing).
+
+    Raises:
+        EditError: a change cannot be made safely.
+    """
+    kept: list[Change] = []
+    entries: list[ChangeEntry] = []
+    for change in changes:
+        before = document.get(change.path)
+        if change.after is MISSING and before is MISSING:
+            continue
+        if (
+            before is not MISSING
+            and change.after is not MISSING
+            and same_value(before, change.after)
+        ):
+            continue
+        kept.append(change)
+        entries.append(
+            ChangeEntry(
+                run=0,
+                step=change.step,
+                path=format_path(change.path),
+                before=None if before is MISSING else before,
+                after=None if change.after is MISSING else change.after,
+                reason=change.reason,
+            )
+        )
+    after = document.with_edits([change.edit() for change in kept])
+    try:
+        after.view()
+    except ConfigError as exc:
+        raise EditError(f"refused: {exc.message}") from None
+    prior_path = find_changelog(document.source)
+    prior = read_changelog(prior_path) if prior_path is not None else None
+    if prior is not None and Path(prior.output.path).name != document.source.name:
+        prior, prior_path = None, None
+    return Prepared(document, after, tuple(entries), prior, prior_path)
+
+
+def commit(
+    prepared: Prepared,
+    *,
+    direction: Direction,
+    moment: str | None = None,
+    model_kind: str | None = None,
+    diagnosis: dict[str, Any] | None = None,
+    steps: Sequence[str] = (),
+    output: Path | None = None,
+    changelog_path: Path | None = None,
+    force: bool = False,
+) -> SaveResult:
+    """Save the prepared document and its change log (the prior log plus this run).
+
+    Raises:
+        SaveRefused: the output or change log path is refused; nothing is written.
+    """
+    source = prepared.before.source
+    output = output or default_output_path(source)
+    run = RunRecord(
+        at=now_iso(),
+        direction=direction,
+        moment=moment,
+        model_kind=model_kind,
+        diagnosis=diagnosis,
+        steps=tuple(steps),
+    )
+    base = prepared.prior or ChangeLog(
+        source=FileRef(path=str(source), sha256=sha256_of(prepared.before.to_bytes())),
+        output=FileRef(path=str(output)),
+    )
+    log = base.with_run(run, prepared.entries, output=FileRef(path=str(output)))
+    return save(
+        prepared.after,
+        log,
+        output=output,
+        changelog_path=changelog_path,
+        source=source,
+        force=force,
+    )
+
+
+def unified_diff(before: JobDocument, after: JobDocument, context: int = 1) -> str:
+    """The lines that differ between two documents, as a unified diff."""
+    lines = difflib.unified_diff(
+        before.text.splitlines(),
+        after.text.splitlines(),
+        fromfile=str(before.source),
+        tofile="(new)",
+        n=context,
+        lineterm="",
+    )
+    return "\n".join(lines)

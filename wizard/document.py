@@ -1,0 +1,389 @@
+"""The job document: a config file loaded as AI Toolkit loads it, edited surgically.
+
+``load_document`` reads a ``.yaml``/``.yml``/``.json``/``.jsonc`` file defensively
+(size, binary content, encoding, syntax, unsafe tags, alias bombs) and returns an
+immutable ``JobDocument``: the text as it is on disk, the tree the toolkit would
+see, and the typed view of its memory settings. ``JobDocument.with_edits`` returns
+a new document whose text differs from this one only in the edited fields; every
+edit is checked by loading the new text again and comparing it with the tree we
+meant to produce, so a formatting surprise becomes a refusal, never a wrong config.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Final, Literal, TypeAlias
+
+from wizard.errors import ConfigError, EditError
+from wizard.jsonedit import JsonText
+from wizard.paths import FieldPath, format_path
+from wizard.view import JobView, build_view
+from wizard.yamledit import YamlText
+from wizard.yamlload import compose, construct
+
+Format: TypeAlias = Literal["yaml", "json"]
+
+#: Real job configs are a few kilobytes; anything past this is not one.
+MAX_CONFIG_BYTES: Final = 2 * 1024 * 1024
+
+YAML_SUFFIXES: Final = (".yaml", ".yml")
+JSON_SUFFIXES: Final = (".json", ".jsonc")
+BOM: Final = "\ufeff"
+
+
+class _Missing:
+    """The type of ``MISSING``: a key that is not in the config."""
+
+    _instance: _Missing | None = None
+
+    def __new__(cls) -> _Missing:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+MISSING: Final = _Missing()
+
+
+@dataclass(frozen=True)
+class SetValue:
+    """Set the field at ``path`` to ``value``, adding the key (and its sections) if missing."""
+
+    path: FieldPath
+    value: Any
+
+
+@dataclass(frozen=True)
+class RemoveKey:
+    """Remove the key at ``path`` (nothing happens when it is absent)."""
+
+    path: FieldPath
+
+
+Edit: TypeAlias = SetValue | RemoveKey
+
+
+@dataclass(frozen=True)
+class JobDocument:
+    """One job config: its text, the tree AI Toolkit would load, and its typed view.
+
+    Attributes:
+        source: The file it was read from (for a database job, a descriptive path).
+        fmt: ``"yaml"`` or ``"json"`` (``.jsonc`` is JSON with comments).
+        text: The text without the byte-order mark, line endings as in the file.
+        tree: Exactly what AI Toolkit's loader produces from the text.
+        bom: The file starts with a UTF-8 byte-order mark.
+        newline: ``"\\r\\n"`` or ``"\\n"``, whichever the file uses.
+        warnings: Things worth telling the user that do not stop us (duplicate keys...).
+    """
+
+    source: Path
+    fmt: Format
+    text: str
+    tree: dict[str, Any]
+    bom: bool = False
+    newline: str = "\n"
+    warnings: tuple[str, ...] = ()
+
+    @cached_property
+    def _editor(self) -> YamlText | JsonText:
+        if self.fmt == "yaml":
+            return YamlText(self.text, compose(self.text, self.source), self.newline)
+        return JsonText(self.text, self.newline)
+
+    @cached_property
+    def _view(self) -> JobView:
+        return build_view(self.tree, file=str(self.source), locate=self.position)
+
+    def view(self) -> JobView:
+        """The typed view of every memory-relevant field (validated on first use).
+
+        Raises:
+            ConfigError: a field has a value of the wrong type; names its line and column.
+        """
+        return self._view
+
+    def get(self, path: FieldPath, default: Any = MISSING) -> Any:
+        """The value at ``path`` in the tree, or ``default`` when it is absent."""
+        node: Any = self.tree
+        for part in path:
+            if isinstance(part, int):
+                if not isinstance(node, list) or not 0 <= part < len(node):
+                    return default
+            elif not isinstance(node, dict) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+    def position(self, path: FieldPath) -> tuple[int, int] | None:
+        """1-based (line, column) of the value at ``path`` in the file, if it is there."""
+        return self._editor.position(path)
+
+    def with_edits(self, edits: Iterable[Edit]) -> JobDocument:
+        """A new document with ``edits`` applied to the text, one field at a time.
+
+        Raises:
+            EditError: an edit cannot be made without touching other fields, or the
+                result would not load to exactly the intended tree.
+        """
+        document = self
+        for edit in edits:
+            document = document._apply(edit)
+        return document
+
+    def _apply(self, edit: Edit) -> JobDocument:
+        editor = self._editor
+        if isinstance(edit, SetValue):
+            _check_writable(edit.value, edit.path)
+            text = editor.set_value(edit.path, edit.value)
+        else:
+            text = editor.remove_key(edit.path)
+        expected = apply_to_tree(self.tree, edit)
+        try:
+            edited = parse_document(text, source=self.source, fmt=self.fmt, bom=self.bom)
+        except ConfigError as exc:
+            raise EditError(
+                f"editing {format_path(edit.path)} would break the file ({exc.message}); "
+                "nothing was written"
+            ) from None
+        if not same_value(edited.tree, expected):
+            raise EditError(
+                f"editing {format_path(edit.path)} would not give the intended config; "
+                "nothing was written. Please report this file's layout"
+            )
+        return edited
+
+    def with_header_comment(self, line: str) -> JobDocument:
+        """The same document with ``# line`` as its first line (YAML only, once)."""
+        comment = f"# {line}"
+        if self.fmt != "yaml" or self.text.startswith(comment):
+            return self
+        return parse_document(
+            comment + self.newline + self.text, source=self.source, fmt=self.fmt, bom=self.bom
+        )
+
+    def to_bytes(self) -> bytes:
+        """The bytes to write: the text, UTF-8, with the byte-order mark if the source had one."""
+        return ((BOM if self.bom else "") + self.text).encode("utf-8")
+
+
+# --------------------------------------------------------------------- loading
+
+
+def load_document(path: str | Path) -> JobDocument:
+    """Read a job config as AI Toolkit would, refusing anything unsafe or broken.
+
+    Raises:
+        ConfigError: the file is missing, unreadable, too large, binary, not UTF-8,
+            not valid YAML/JSON, or not an AI Toolkit job.
+    """
+    path = Path(path)
+    fmt = format_for(path)
+    data = _read_bounded(path)
+    if b"\x00" in data:
+        raise ConfigError("this is a binary file, not a job config", file=path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ConfigError(
+            f"byte 0x{data[exc.start]:02x} is not UTF-8 text; save the file as UTF-8",
+            file=path,
+            line=line,
+            column=column,
+        ) from None
+    bom = text.startswith(BOM)
+    document = parse_document(text.removeprefix(BOM), source=path, fmt=fmt, bom=bom)
+    document.view()  # validate now: a bad value is a load error, with its position
+    return document
+
+
+def format_for(path: Path) -> Format:
+    """``yaml`` or ``json`` from the file name, as AI Toolkit chooses its parser."""
+    suffix = path.suffix.lower()
+    if suffix in YAML_SUFFIXES:
+        return "yaml"
+    if suffix in JSON_SUFFIXES:
+        return "json"
+    if path.is_dir():
+        raise ConfigError(
+            "this is a folder; pass a job folder's config file, or the folder to 'oom-wizard'",
+            file=path,
+        )
+    raise ConfigError(
+        "AI Toolkit reads only .yaml, .yml, .json and .jsonc job files; rename or pick the config",
+        file=path,
+    )
+
+
+def _read_bounded(path: Path) -> bytes:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        raise ConfigError("no such file; check the path", file=path) from None
+    except IsADirectoryError:
+        raise ConfigError("this is a folder, not a config file", file=path) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read it: {exc.strerror}", file=path) from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            f"larger than {MAX_CONFIG_BYTES // (1024 * 1024)} MiB, which no job config is; "
+            "is this the right file?",
+            file=path,
+        )
+    return data
+
+
+def parse_document(text: str, *, source: Path, fmt: Format, bom: bool = False) -> JobDocument:
+    """A document from text already in memory (a file's content, a database column).
+
+    Raises:
+        ConfigError: the text is not valid YAML/JSON or its top level is not a mapping.
+    """
+    newline = "\r\n" if "\r\n" in text else "\n"
+    if fmt == "yaml":
+        composed = compose(text, source)
+        tree = construct(composed, source)
+        warnings = composed.duplicates
+    else:
+        tree, warnings = _load_json(text, source)
+    if not isinstance(tree, dict):
+        kind = "a list" if isinstance(tree, list) else f"a single value ({tree!r:.40})"
+        raise ConfigError(
+            f"the file holds {kind}, not a job config (a mapping with 'job' and 'config')",
+            file=source,
+            line=1,
+            column=1,
+        )
+    return JobDocument(
+        source=source,
+        fmt=fmt,
+        text=text,
+        tree=tree,
+        bom=bom,
+        newline=newline,
+        warnings=tuple(f"{source}: {note}" for note in warnings),
+    )
+
+
+_COMMENT_OR_STRING = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/', re.S)
+
+
+def strip_json_comments(text: str) -> str:
+    """``//`` and ``/* */`` comments blanked out (same length, line breaks kept)."""
+
+    def blank(match: re.Match[str]) -> str:
+        found = match.group(0)
+        if found.startswith('"'):
+            return found
+        return re.sub(r"[^\r\n]", " ", found)
+
+    return _COMMENT_OR_STRING.sub(blank, text)
+
+
+def _load_json(text: str, source: Path) -> tuple[Any, tuple[str, ...]]:
+    duplicates: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for key, value in items:
+            if key in seen:
+                duplicates.append(
+                    f"key '{key}' appears twice in one object; AI Toolkit uses the last one"
+                )
+            seen[key] = value
+        return seen
+
+    stripped = strip_json_comments(text)
+    try:
+        tree = json.loads(stripped, object_pairs_hook=pairs)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            _json_problem(stripped, exc), file=source, line=exc.lineno, column=exc.colno
+        ) from None
+    return tree, tuple(duplicates)
+
+
+def _json_problem(text: str, exc: json.JSONDecodeError) -> str:
+    before = text[: exc.pos].rstrip()
+    if before.endswith(",") and text[exc.pos : exc.pos + 1] in "}]":
+        return "a trailing comma before the closing bracket; JSON does not allow it: delete it"
+    if not text.strip():
+        return "the file is empty; pass the job's config file"
+    return f"JSON syntax error: {exc.msg}"
+
+
+# ----------------------------------------------------------- tree arithmetic
+
+
+def apply_to_tree(tree: dict[str, Any], edit: Edit) -> dict[str, Any]:
+    """A deep copy of ``tree`` with ``edit`` applied: what the edited text must load to."""
+    result = copy.deepcopy(tree)
+    node: Any = result
+    for part in edit.path[:-1]:
+        if isinstance(part, int):
+            node = node[part]
+            continue
+        if node.get(part) is None:  # absent, or an empty section (`sample:`)
+            if isinstance(edit, RemoveKey):
+                return result
+            node[part] = {}
+        node = node[part]
+    last = edit.path[-1]
+    if isinstance(edit, SetValue):
+        node[last] = copy.deepcopy(edit.value)
+    elif isinstance(node, dict):
+        node.pop(last, None)
+    return result
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equal as AI Toolkit would see them: bools are not numbers, 1 == 1.0, NaN == NaN."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+            return True
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and bool(a == b)
+
+
+def _check_writable(value: Any, path: FieldPath) -> None:
+    if isinstance(value, dict):
+        for child in value.values():
+            _check_writable(child, path)
+    elif isinstance(value, list):
+        for child in value:
+            _check_writable(child, path)
+    elif value is not None and not isinstance(value, (bool, int, float, str)):
+        raise EditError(f"{format_path(path)}: cannot write a {type(value).__name__}")
+
+
+def edits_summary(edits: Sequence[Edit]) -> list[str]:
+    """One line per edit, for messages and dry runs."""
+    lines = []
+    for edit in edits:
+        if isinstance(edit, SetValue):
+            lines.append(f"{format_path(edit.path)} = {json.dumps(edit.value)}")
+        else:
+            lines.append(f"{format_path(edit.path)} removed")
+    return lines
