@@ -1,0 +1,65 @@
+"""``oom-wizard set CONFIG PATH=VALUE ...``: the document layer on the command line."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from wizard.commands._common import add_output_arguments, print_changes, print_saved, stdout
+from wizard.errors import WizardError
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``set``."""
+    parser = subparsers.add_parser(
+        "set",
+        help="change fields of a config by path, into a new file with a change log",
+        description=(
+            "Change fields by path (AI Toolkit's notation) and save a new config beside "
+            "the source, with a change log. VALUE is a YAML scalar or flow list: "
+            'true, 1, 0.0001, [512, 768], "text".'
+        ),
+    )
+    parser.add_argument("config", help="the job config (.yaml, .yml, .json, .jsonc)")
+    parser.add_argument(
+        "assignments",
+        nargs="*",
+        metavar="PATH=VALUE",
+        help="e.g. config.process[0].train.batch_size=1",
+    )
+    parser.add_argument("--unset", action="append", default=[], metavar="PATH", help="remove a key")
+    add_output_arguments(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Apply the assignments and save, or show them with ``--dry-run``."""
+    from pathlib import Path
+
+    from wizard.changes import commit, prepare
+    from wizard.document import load_document
+    from wizard.fields import parse_assignment, parse_unset
+
+    if not args.assignments and not args.unset:
+        raise WizardError("nothing to set: give PATH=VALUE pairs or --unset PATH")
+    document = load_document(Path(args.config))
+    changes = [parse_assignment(text, document) for text in args.assignments]
+    changes += [parse_unset(text, document) for text in args.unset]
+    prepared = prepare(document, changes)
+    console = stdout()
+    for warning in document.warnings:
+        console.print(f"warning: {warning}", markup=False)
+    print_changes(console, prepared)
+    if args.dry_run or not prepared.changed:
+        if args.dry_run and prepared.changed:
+            console.print(prepared.diff(), markup=False)
+        return 0
+    result = commit(
+        prepared,
+        direction="edit",
+        output=args.output,
+        changelog_path=args.changelog,
+        force=args.force,
+    )
+    print_saved(console, result)
+    return 0

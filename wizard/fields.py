@@ -1,0 +1,117 @@
+"""Fields named on the command line: ``PATH=VALUE`` pairs and ``--unset PATH``.
+
+A path must name a field the config already has, or a memory field AI Toolkit
+knows (so that a typo such as ``train.batchsize`` is refused instead of being
+added where the toolkit would silently ignore it). VALUE is read the way the
+toolkit reads a YAML scalar or flow list.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import yaml
+
+from wizard.changes import Change
+from wizard.document import MISSING, JobDocument
+from wizard.errors import EditError
+from wizard.paths import FieldPath, format_path, parse_path
+from wizard.view import DatasetView, ModelView, SampleItem, SampleView, TrainView
+from wizard.yamlload import ToolkitLoader
+
+
+def parse_assignment(text: str, document: JobDocument) -> Change:
+    """``config.process[0].train.batch_size=1`` → a Change.
+
+    Raises:
+        EditError: no ``=``, an unknown path, or a VALUE that is not a scalar or flow list.
+    """
+    path_text, sep, value_text = text.partition("=")
+    if not sep:
+        raise EditError(f"'{text}' is not PATH=VALUE (for example train.batch_size=1)")
+    path = check_path(path_text, document)
+    return Change(path=path, after=parse_value(value_text, path), reason="set by hand")
+
+
+def parse_unset(text: str, document: JobDocument) -> Change:
+    """``--unset PATH`` → a Change that removes the key."""
+    path = check_path(text, document)
+    if document.get(path) is MISSING:
+        raise EditError(f"{format_path(path)} is not in the config, so there is nothing to unset")
+    return Change(path=path, after=MISSING, reason="removed by hand")
+
+
+def parse_value(text: str, path: FieldPath) -> Any:
+    """A YAML scalar or flow list, read with AI Toolkit's loader."""
+    try:
+        value = yaml.load(text, Loader=ToolkitLoader)
+    except yaml.YAMLError:
+        raise EditError(
+            f"{format_path(path)}: '{text}' is not a value; write true, 1, 0.0001, "
+            '[512, 768] or "text"'
+        ) from None
+    if isinstance(value, dict) or (
+        isinstance(value, list) and any(isinstance(item, (dict, list)) for item in value)
+    ):
+        raise EditError(f"{format_path(path)}: only a plain value or a flat list can be set")
+    if text.strip() == "":
+        raise EditError(f"{format_path(path)}: no value after '='")
+    return value
+
+
+def check_path(text: str, document: JobDocument) -> FieldPath:
+    """The parsed path, if the config has it or it is a field AI Toolkit knows.
+
+    Raises:
+        EditError: the path names nothing the toolkit would read.
+    """
+    try:
+        path = parse_path(text)
+    except Exception as exc:  # parse_path raises WizardError; re-raise as an edit problem
+        raise EditError(str(exc)) from None
+    if document.get(path) is not MISSING:
+        return path
+    processes = document.get(("config", "process"), [])
+    if len(path) < 4 or path[:2] != ("config", "process") or not isinstance(path[2], int):
+        raise EditError(
+            f"{format_path(path)} is not in the config and is not a field oom-wizard knows; "
+            "check the spelling (fields live under config.process[N])"
+        )
+    if not isinstance(processes, list) or path[2] >= len(processes):
+        raise EditError(f"{format_path(path[:3])} does not exist")
+    generic = generic_key(path[3:])
+    if generic not in known_field_keys():
+        raise EditError(
+            f"{format_path(path)} is not in the config and '{generic}' is not a field "
+            "oom-wizard knows; check the spelling"
+        )
+    return path
+
+
+@cache
+def known_field_keys() -> frozenset[str]:
+    """Every field of the typed view, as ``train.batch_size``, ``datasets[].resolution``..."""
+    sections = (
+        ("train", TrainView),
+        ("model", ModelView),
+        ("sample", SampleView),
+        ("datasets[]", DatasetView),
+        ("sample.samples[]", SampleItem),
+    )
+    keys = {
+        f"{prefix}.{name}"
+        for prefix, model in sections
+        for name in model.model_fields
+        if name not in model.DERIVED
+    }
+    keys.update({"network.linear", "network.rank", "network.linear_alpha", "sample.prompts"})
+    return frozenset(keys)
+
+
+def generic_key(tail: FieldPath) -> str:
+    """``("datasets", 0, "resolution")`` → ``datasets[].resolution``."""
+    out = ""
+    for part in tail:
+        out += "[]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out
