@@ -707,6 +707,10 @@ class _Reader:
                 f"{train.gradient_accumulation_steps}: the toolkit refuses this, the two are "
                 "mutually exclusive; keep one and set the other to 1",
             )
+        model = self._section(ModelView, entry.get("model"), (*base, "model")) or ModelView()
+        sample = self._sample(entry, "sample", base)
+        first_sample = self._sample(entry, "first_sample", base)
+        datasets = self._datasets(entry, base)
         network = self._section(_NetworkSection, entry.get("network"), (*base, "network"))
         return ProcessView(
             index=index,
@@ -714,10 +718,10 @@ class _Reader:
             name=header.name,
             training_folder=header.training_folder,
             train=train,
-            model=self._section(ModelView, entry.get("model"), (*base, "model")) or ModelView(),
-            sample=self._sample(entry, "sample", base),
-            first_sample=self._sample(entry, "first_sample", base),
-            datasets=self._datasets(entry, base),
+            model=model,
+            sample=sample,
+            first_sample=first_sample,
+            datasets=datasets,
             network_rank=_rank(network),
         )
 
