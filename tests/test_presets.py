@@ -12,11 +12,15 @@ from hypothesis import strategies as st
 from wizard.errors import PresetError
 from wizard.paths import parse_path
 from wizard.presets import (
+    ALL_STEP_IDS,
     MODEL_KINDS,
     MOMENTS,
     STEP_IDS,
-    VALIDATION_RUN,
+    AnyStepId,
+    ArchFacts,
     FrameGrid,
+    ModelKind,
+    Moment,
     Presets,
     generic_field_key,
     load_presets,
@@ -50,6 +54,13 @@ def presets() -> Presets:
     return load_presets()
 
 
+def facts_of(presets: Presets, arch: str) -> ArchFacts:
+    """The facts of an arch the shipped presets must know."""
+    facts = presets.arch(arch)
+    assert facts is not None, arch
+    return facts
+
+
 @pytest.fixture
 def preset_copy(tmp_path: Path) -> Path:
     """A writable copy of the shipped preset folder."""
@@ -57,6 +68,16 @@ def preset_copy(tmp_path: Path) -> Path:
     for name in ("archs.yaml", "ladders.yaml", "ui_fields.yaml"):
         (tmp_path / name).write_text((source / name).read_text(encoding="utf-8"), "utf-8")
     return tmp_path
+
+
+def test_vocabulary_is_the_designs() -> None:
+    assert MOMENTS == ("loading", "early_steps", "sampling", "intermittent", "environment")
+    assert MODEL_KINDS == ("image", "video")
+    assert STEP_IDS == (
+        "gradient_checkpointing", "batch_size", "top_bucket", "sampling", "num_frames", "low_vram",
+    )  # fmt: skip
+    assert ALL_STEP_IDS[:-1] == STEP_IDS
+    assert ALL_STEP_IDS[-1] == "validation_run"
 
 
 def test_default_load_is_cached() -> None:
@@ -78,8 +99,8 @@ def test_every_reference_arch_is_present_under_its_own_id(presets: Presets, arch
 
 
 def test_ui_archs_and_python_only_archs_are_told_apart(presets: Presets) -> None:
-    assert all(presets.arch(a).in_ui for a in UI_IMAGE_ARCHS + UI_VIDEO_ARCHS)  # type: ignore[union-attr]
-    assert not any(presets.arch(a).in_ui for a in PYTHON_ONLY_ARCHS)  # type: ignore[union-attr]
+    assert all(facts_of(presets, a).in_ui for a in UI_IMAGE_ARCHS + UI_VIDEO_ARCHS)
+    assert not any(facts_of(presets, a).in_ui for a in PYTHON_ONLY_ARCHS)
 
 
 @pytest.mark.parametrize(
@@ -159,14 +180,18 @@ def test_legacy_flags(presets: Presets, flag: str, arch: str) -> None:
 def test_arch_from_model_prefers_the_arch_key_and_the_toolkits_flag_order(
     presets: Presets,
 ) -> None:
-    assert presets.arch_from_model({"arch": "wan21:14b", "is_flux": True}).id == "wan21:14b"  # type: ignore[union-attr]
-    assert presets.arch_from_model({"is_flux": True, "is_xl": True}).id == "sdxl"  # type: ignore[union-attr]
+    by_arch = presets.arch_from_model({"arch": "wan21:14b", "is_flux": True})
+    by_flags = presets.arch_from_model({"is_flux": True, "is_xl": True})
+    assert by_arch is not None and by_arch.id == "wan21:14b"
+    assert by_flags is not None and by_flags.id == "sdxl"
     assert presets.arch_from_model({"is_flux": False}) is None
     assert presets.arch_from_model({}) is None
 
 
 def test_layer_offloading_support(presets: Presets) -> None:
-    support = {a: presets.arch(a).layer_offloading for a in ("ace_step_15", "boogu_image", "wan21")}  # type: ignore[union-attr]
+    support = {
+        a: facts_of(presets, a).layer_offloading for a in ("ace_step_15", "boogu_image", "wan21")
+    }
     assert support == {"ace_step_15": "raises", "boogu_image": "ignored", "wan21": "works"}
 
 
@@ -312,9 +337,9 @@ def test_ladders_match_the_design(presets: Presets) -> None:
     ],
 )
 def test_moment_first_steps(
-    presets: Presets, moment: str, image: tuple[str, ...], video: tuple[str, ...]
+    presets: Presets, moment: Moment, image: tuple[str, ...], video: tuple[str, ...]
 ) -> None:
-    info = presets.moment(moment)  # type: ignore[arg-type]
+    info = presets.moment(moment)
     assert (info.first("image"), info.first("video")) == (image, video)
     assert info.words and info.cause and info.label
 
@@ -335,14 +360,18 @@ def test_rollback_order_puts_the_moment_first_then_the_ladder(presets: Presets) 
 
 @pytest.mark.parametrize("kind", MODEL_KINDS)
 @pytest.mark.parametrize("moment", MOMENTS)
-def test_rollback_order_never_repeats_a_step(presets: Presets, moment: str, kind: str) -> None:
-    order = presets.rollback_order(moment, kind)  # type: ignore[arg-type]
+def test_rollback_order_never_repeats_a_step(
+    presets: Presets, moment: Moment, kind: ModelKind
+) -> None:
+    order = presets.rollback_order(moment, kind)
     assert len(order) == len(set(order))
 
 
-@pytest.mark.parametrize("step_id", [*STEP_IDS, VALIDATION_RUN])
-def test_every_step_has_a_title_a_two_line_why_and_fields(presets: Presets, step_id: str) -> None:
-    info = presets.step(step_id)  # type: ignore[arg-type]
+@pytest.mark.parametrize("step_id", ALL_STEP_IDS)
+def test_every_step_has_a_title_a_two_line_why_and_fields(
+    presets: Presets, step_id: AnyStepId
+) -> None:
+    info = presets.step(step_id)
     assert info.title and len(info.title) <= 40
     assert len(info.why.splitlines()) == 2
     assert info.fields
@@ -479,3 +508,16 @@ def test_a_missing_file_is_named(preset_copy: Path) -> None:
     with pytest.raises(PresetError, match="cannot read") as caught:
         load_presets(preset_copy)
     assert caught.value.file is not None and caught.value.file.endswith("ladders.yaml")
+
+
+def test_a_first_step_outside_its_ladder_is_refused(preset_copy: Path) -> None:
+    _break(preset_copy, "ladders.yaml", "      image: [top_bucket]", "      image: [num_frames]")
+    with pytest.raises(PresetError, match="not in the image ladder") as caught:
+        load_presets(preset_copy)
+    assert caught.value.file is not None and caught.value.file.endswith("ladders.yaml")
+
+
+def test_a_repeated_arch_id_is_refused(preset_copy: Path) -> None:
+    _break(preset_copy, "archs.yaml", "  - id: wan22_5b\n", "  - id: wan21\n")
+    with pytest.raises(PresetError, match="more than once: wan21"):
+        load_presets(preset_copy)

@@ -30,6 +30,7 @@ from pydantic import (
     PrivateAttr,
     ValidationError,
     ValidationInfo,
+    field_validator,
     model_validator,
 )
 
@@ -46,15 +47,8 @@ ArchGroup = Literal["image", "instruction", "video", "audio", "experimental"]
 LadderStepId = Literal[
     "gradient_checkpointing", "batch_size", "top_bucket", "sampling", "num_frames", "low_vram"
 ]
-AnyStepId = Literal[
-    "gradient_checkpointing",
-    "batch_size",
-    "top_bucket",
-    "sampling",
-    "num_frames",
-    "low_vram",
-    "validation_run",
-]
+AnyStepId = Literal[LadderStepId, "validation_run"]
+"""A ladder step, or the optional short validation run (``train.steps`` → 100)."""
 OffloadSupport = Literal["works", "ignored", "raises"]
 UiCondition = Literal[
     "low_vram_box", "layer_offloading_box", "quantize_box", "quantize_te_box", "video"
@@ -76,6 +70,7 @@ MODEL_KINDS: Final[tuple[ModelKind, ...]] = get_args(ModelKind)
 ARCH_KINDS: Final[tuple[ArchKind, ...]] = get_args(ArchKind)
 STEP_IDS: Final[tuple[LadderStepId, ...]] = get_args(LadderStepId)
 VALIDATION_RUN: Final = "validation_run"
+ALL_STEP_IDS: Final[tuple[AnyStepId, ...]] = get_args(AnyStepId)
 
 ARCHS_FILE: Final = "archs.yaml"
 LADDERS_FILE: Final = "ladders.yaml"
@@ -279,23 +274,30 @@ class ArchFacts(_Frozen):
         return shown[condition]
 
 
+def _unique_ids(archs: tuple[ArchFacts, ...]) -> tuple[ArchFacts, ...]:
+    """Reject two entries with the same arch id."""
+    _unique(tuple(arch.id for arch in archs))
+    return archs
+
+
 class ArchsFile(_Frozen):
     """The schema of ``archs.yaml``."""
 
-    legacy_flags: Annotated[tuple[str, ...], AfterValidator(_unique)]
     recipes: Mapping[str, LowMemoryRecipe]
-    archs: tuple[ArchFacts, ...] = Field(min_length=1)
+    archs: Annotated[tuple[ArchFacts, ...], AfterValidator(_unique_ids)] = Field(min_length=1)
+    legacy_flags: Annotated[tuple[str, ...], AfterValidator(_unique)]
 
-    @model_validator(mode="after")
-    def _consistent(self) -> ArchsFile:
-        _unique(tuple(arch.id for arch in self.archs))
-        flagged = {arch.legacy_flag for arch in self.archs if arch.legacy_flag}
-        if flagged != set(self.legacy_flags):
-            raise ValueError("legacy_flags must list exactly the flags the archs use")
-        for flag in self.legacy_flags:
-            if not any(a.legacy_flag == flag and a.id == a.python_arch for a in self.archs):
+    @field_validator("legacy_flags")
+    @classmethod
+    def _flags_match_archs(cls, flags: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        archs: tuple[ArchFacts, ...] = info.data.get("archs", ())
+        used = {arch.legacy_flag for arch in archs if arch.legacy_flag}
+        if archs and used != set(flags):
+            raise ValueError(f"must list exactly the flags the archs use: {sorted(used)}")
+        for flag in flags:
+            if archs and not any(a.legacy_flag == flag and a.id == a.python_arch for a in archs):
                 raise ValueError(f"no arch whose id is its python_arch has the flag {flag}")
-        return self
+        return flags
 
 
 # --- the procedure ---------------------------------------------------------------------------
@@ -345,26 +347,45 @@ class LaddersFile(_Frozen):
     steps: Mapping[AnyStepId, StepInfo]
     scale_up: Annotated[tuple[AnyStepId, ...], AfterValidator(_unique)]
 
-    @model_validator(mode="after")
-    def _consistent(self) -> LaddersFile:
-        _require_keys("moments", self.moments.keys(), MOMENTS)
-        _require_keys("steps", self.steps.keys(), (*STEP_IDS, VALIDATION_RUN))
-        for moment, info in self.moments.items():
+    @field_validator("moments")
+    @classmethod
+    def _moments_complete(
+        cls, moments: Mapping[Moment, MomentInfo], info: ValidationInfo
+    ) -> Mapping[Moment, MomentInfo]:
+        _require_keys(moments.keys(), MOMENTS)
+        ladders: Ladders | None = info.data.get("ladders")
+        if ladders is None:  # the ladders failed validation and are reported already
+            return moments
+        for moment, entry in moments.items():
             for kind in MODEL_KINDS:
-                stray = set(info.first(kind)) - set(self.ladders.of(kind))
+                stray = set(entry.first(kind)) - set(ladders.of(kind))
                 if stray:
-                    raise ValueError(f"moment {moment}: {sorted(stray)} not in the {kind} ladder")
-        missing = [step for step in self.scale_up if self.steps[step].restore is None]
+                    raise ValueError(f"{moment}: {sorted(stray)} are not in the {kind} ladder")
+        return moments
+
+    @field_validator("steps")
+    @classmethod
+    def _steps_complete(cls, steps: Mapping[AnyStepId, StepInfo]) -> Mapping[AnyStepId, StepInfo]:
+        _require_keys(steps.keys(), ALL_STEP_IDS)
+        return steps
+
+    @field_validator("scale_up")
+    @classmethod
+    def _scale_up_restorable(
+        cls, scale_up: tuple[AnyStepId, ...], info: ValidationInfo
+    ) -> tuple[AnyStepId, ...]:
+        steps: Mapping[AnyStepId, StepInfo] = info.data.get("steps", {})
+        missing = [step for step in scale_up if step in steps and steps[step].restore is None]
         if missing:
-            raise ValueError(f"scale_up steps without a restore title: {', '.join(missing)}")
-        return self
+            raise ValueError(f"steps without a restore title: {', '.join(missing)}")
+        return scale_up
 
 
-def _require_keys(name: str, found: Collection[str], wanted: tuple[str, ...]) -> None:
+def _require_keys(found: Collection[str], wanted: tuple[str, ...]) -> None:
     """Every identifier of the vocabulary must have an entry."""
     missing = [key for key in wanted if key not in found]
     if missing:
-        raise ValueError(f"{name} lacks {', '.join(missing)}")
+        raise ValueError(f"lacks {', '.join(missing)}")
 
 
 # --- the web UI --------------------------------------------------------------------------------
@@ -596,7 +617,7 @@ def _located(exc: ValidationError, root: yaml.Node | None, file: Traversable) ->
     node, where = _node_at(root, error["loc"])
     if error["type"] == "extra_forbidden" and node is not None:
         node = _key_node(root, node)
-    message = f"{where or '(top level)'}: {error['msg']}"
+    message = f"{where or '(top level)'}: {error['msg'].removeprefix('Value error, ')}"
     if error["type"] not in ("missing", "extra_forbidden") and _short(error["input"]):
         message += f" (got {error['input']!r})"
     if exc.error_count() > 1:
