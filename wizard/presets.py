@@ -37,6 +37,11 @@ from pydantic import (
 from wizard.errors import PresetError
 from wizard.paths import FieldPath, format_path
 
+try:
+    from yaml import CSafeLoader as _Loader
+except ImportError:  # PyYAML built without libyaml
+    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
@@ -563,9 +568,8 @@ def _parse(file: Traversable, schema: type[_M], context: dict[str, Any] | None =
             f"cannot read preset file: {exc.strerror or exc}", file=str(file)
         ) from exc
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root, data = _compose_and_construct(text)
         _reject_duplicate_keys(root, file)
-        data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         raise PresetError(
@@ -578,6 +582,16 @@ def _parse(file: Traversable, schema: type[_M], context: dict[str, Any] | None =
         return schema.model_validate(data, context=context)
     except ValidationError as exc:
         raise _located(exc, root, file) from exc
+
+
+def _compose_and_construct(text: str) -> tuple[yaml.Node | None, Any]:
+    """Parse YAML once: the node tree (for line and column of errors) and the plain data."""
+    loader = _Loader(text)
+    try:
+        root = loader.get_single_node()
+        return root, loader.construct_document(root) if root is not None else None
+    finally:
+        loader.dispose()
 
 
 def _reject_duplicate_keys(node: yaml.Node | None, file: Traversable) -> None:
