@@ -10,6 +10,8 @@ from typing import Any
 import pydantic
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from wizard.errors import ConfigError
 from wizard.paths import FieldPath, parse_path
@@ -791,3 +793,45 @@ def test_shipped_examples_read_as_expected() -> None:
     legacy = views["sd_trainer_train.example.yaml"].processes[0]
     assert legacy.type == "textual_inversion_trainer"
     assert legacy.train.batch_size == 4
+
+
+# --- robustness ---------------------------------------------------------------------------
+
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 5000)
+    | st.floats(allow_nan=False)
+    | st.sampled_from(["", "abc", "${X}", "[name]", "a --w 9", "a --w x"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=6,
+)
+_KEYS = st.sampled_from(
+    [
+        ("train", "batch_size"),
+        ("train", "gradient_checkpointing"),
+        ("train", "lr"),
+        ("model", "qtype"),
+        ("model", "quantize"),
+        ("sample", "samples"),
+        ("sample", "prompts"),
+        ("sample", "width"),
+        ("network", "rank"),
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(key=_KEYS, value=_JSON_VALUES, resolution=_JSON_VALUES)
+def test_any_value_gives_a_view_or_a_config_error(
+    key: tuple[str, str], value: Any, resolution: Any
+) -> None:
+    section, name = key
+    process = trainer(**{section: {name: value}}, datasets=[{"resolution": resolution}])
+    try:
+        view = view_of(process)
+    except ConfigError as error:
+        assert error.message.startswith("config.process[0].")
+        assert "\n" not in error.one_line()
+    else:
+        assert view.primary is not None

@@ -245,6 +245,7 @@ class _Section(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _read_section(cls, data: Any) -> Any:
+        """Keep the keys this view reads, note which are set and which are unknown."""
         if not isinstance(data, Mapping):
             return data
         keys = [key for key in cls.model_fields if key not in cls.DERIVED and key in data]
@@ -500,7 +501,10 @@ class DatasetView(_Section):
 
     @property
     def is_video(self) -> bool:
-        """Whether the dataset trains on clips: ``num_frames`` > 1 or ``auto_frame_count``."""
+        """Whether the dataset trains on clips: ``num_frames`` > 1 or ``auto_frame_count``.
+
+        Judged on the known values only: a placeholder counts as neither.
+        """
         return (self.num_frames or 1) > 1 or self.auto_frame_count is True
 
 
@@ -622,6 +626,7 @@ class _Reader:
         self._placeholders: list[str] = []
 
     def job(self, tree: object) -> JobView:
+        """The view of the whole config tree."""
         if not isinstance(tree, Mapping):
             raise self._error(
                 (),
