@@ -1,0 +1,909 @@
+"""AI Toolkit's jobs database: list a UI job, load it, save the fix back, restore it.
+
+The toolkit's web UI keeps every job in a SQLite file, ``aitk_db.db`` in the
+toolkit's folder, in the ``Job`` table of its Prisma schema. The job's config is
+the ``job_config`` column (``JSON.stringify`` of the config), and the UI writes it
+to ``<training folder>/<job>/.job_config.json`` on every start, so a fix reaches a
+UI run only through this table.
+
+Every write happens in one ``BEGIN IMMEDIATE`` transaction that first re-reads the
+row: a job that is running, stopping or queued (or has a stop pending), or whose
+config changed since it was loaded, is never touched. The trainer and the UI hold
+the database only briefly; we wait a few seconds for them and otherwise refuse
+with one line, having written nothing. The change log of a database job lives
+beside the database, ``oom-wizard/<job name>.changelog.json``; each in-place save
+keeps the exact ``job_config`` it replaced there, which :func:`restore_job` puts
+back.
+
+Prisma's SQLite connector stores ``DateTime`` as integer milliseconds since the
+Unix epoch and ``Boolean`` as 0/1; so do we.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sqlite3
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, TypeAlias
+
+from wizard.changelog import (
+    ChangeEntry,
+    ChangeLog,
+    Direction,
+    FileRef,
+    RunRecord,
+    now_iso,
+    read_changelog,
+    sha256_of,
+)
+from wizard.changes import Change, Prepared, prepare
+from wizard.document import MAX_CONFIG_BYTES, JobDocument, parse_document
+from wizard.errors import ConfigError, JobDatabaseError
+
+#: How long we wait for the UI or a trainer to release the database, in seconds.
+BUSY_TIMEOUT_S: Final = 3.0
+
+#: Statuses in which nothing runs the job and nothing will start it on its own.
+SETTLED_STATUSES: Final = frozenset({"stopped", "error", "completed"})
+
+#: Columns of ``Job`` that every AI Toolkit version with a web UI has, and that we use.
+REQUIRED_COLUMNS: Final = (
+    "id",
+    "name",
+    "gpu_ids",
+    "job_config",
+    "created_at",
+    "updated_at",
+    "status",
+    "stop",
+    "step",
+    "info",
+)
+
+#: Columns we read when the table has them (newer toolkit versions).
+OPTIONAL_COLUMNS: Final = ("return_to_queue", "queue_position")
+
+#: The database's file name in the toolkit's folder.
+DB_FILE_NAME: Final = "aitk_db.db"
+
+#: The folder beside ``aitk_db.db`` that holds the change logs of database jobs.
+CHANGELOG_FOLDER: Final = "oom-wizard"
+
+#: The name of a job saved as new: ``<name>_oomfix``, then ``<name>_oomfix_2``...
+CLONE_TAG: Final = "oomfix"
+
+_CLONE_NAME = re.compile(rf"^(?P<base>.+)_{CLONE_TAG}(?:_(?P<n>\d+))?$")
+_UNSAFE_FILE_CHARS = re.compile(r'[\\/:*?"<>|\x00-\x1f]')
+_NAME_PATH = ("config", "name")
+
+
+# ------------------------------------------------------------------ values
+
+
+@dataclass(frozen=True)
+class DbJob:
+    """One row of the ``Job`` table, as it was when read.
+
+    Attributes:
+        db_path: The database file.
+        id: The row's uuid.
+        name: The job's unique name (also its folder name under the training folder).
+        gpu_ids: The GPUs the UI runs it on (``"0"``, ``"0,1"``, ``"mps"``).
+        job_config: The stored JSON text, exactly as read.
+        status: ``stopped``, ``queued``, ``running``, ``stopping``, ``completed`` or ``error``.
+        step: The last step the trainer recorded.
+        info: The UI's status line; after a crash, the error text.
+        stop: A stop has been requested and the trainer has not acted on it yet.
+        return_to_queue: A stop-and-requeue has been requested.
+    """
+
+    db_path: Path
+    id: str
+    name: str
+    gpu_ids: str
+    job_config: str
+    status: str
+    step: int
+    info: str
+    stop: bool = False
+    return_to_queue: bool = False
+
+    @property
+    def source(self) -> Path:
+        """A descriptive pseudo path for messages: ``.../aitk_db.db#job=NAME.json``."""
+        return job_source(self.db_path, self.name)
+
+    @property
+    def changelog_path(self) -> Path:
+        """Where this job's change log lives: ``<db folder>/oom-wizard/<name>.changelog.json``."""
+        return job_changelog_path(self.db_path, self.name)
+
+    @property
+    def error(self) -> str | None:
+        """The first line of the error the trainer stored, when the job ended in an error."""
+        if self.status != "error" or not self.info.strip():
+            return None
+        return self.info.strip().splitlines()[0]
+
+    def busy_reason(self) -> str | None:
+        """Why this job must not be written now, or None when it is safe to write."""
+        name = self.name
+        if self.stop or self.return_to_queue:
+            return (
+                f"job '{name}' has a stop pending; wait until AI Toolkit's UI shows it stopped, "
+                "then run oom-wizard again"
+            )
+        if self.status == "running":
+            return (
+                f"job '{name}' is running; stop it in AI Toolkit's UI and wait until it shows "
+                "stopped, then run oom-wizard again"
+            )
+        if self.status == "stopping":
+            return f"job '{name}' is stopping; wait until AI Toolkit's UI shows it stopped"
+        if self.status == "queued":
+            return (
+                f"job '{name}' is queued and may start at any moment; remove it from the queue "
+                "in AI Toolkit's UI first"
+            )
+        if self.status not in SETTLED_STATUSES:
+            return (
+                f"job '{name}' has status '{self.status}', which oom-wizard does not know; "
+                "it is left untouched"
+            )
+        return None
+
+
+@dataclass(frozen=True)
+class InPlace:
+    """Save by updating the job's own row (``oom-wizard restore`` undoes it)."""
+
+
+@dataclass(frozen=True)
+class AsNew:
+    """Save as a new job, like the UI's Clone.
+
+    Attributes:
+        name: The new job's name; None picks ``<name>_oomfix`` (then ``_2``, ``_3``...).
+    """
+
+    name: str | None = None
+
+
+SaveMode: TypeAlias = InPlace | AsNew
+
+
+@dataclass(frozen=True)
+class DbSaveResult:
+    """What a save or a restore wrote to the database.
+
+    Attributes:
+        db_path: The database file.
+        job_id: The row written (the new row for a save as new).
+        job_name: Its name: the job to start in the UI.
+        origin_name: The job it was made from (the same name when updated in place).
+        in_place: The job's own row was updated (False: a new row was inserted).
+        changelog: The change log written.
+        entries: The field changes this save made.
+    """
+
+    db_path: Path
+    job_id: str
+    job_name: str
+    origin_name: str
+    in_place: bool
+    changelog: Path
+    entries: tuple[ChangeEntry, ...]
+
+    def next_step(self) -> str:
+        """Exactly what to do next in AI Toolkit's UI."""
+        start = (
+            f"Next: start job '{self.job_name}' in AI Toolkit's UI (Jobs page, its Start ▶ "
+            "button); the UI writes the new config to .job_config.json when the job starts."
+        )
+        if self.in_place:
+            return start
+        return f"{start} Job '{self.origin_name}' is unchanged."
+
+
+# ---------------------------------------------------------------- locations
+
+
+def find_db(path: Path) -> Path:
+    """The database file: ``path`` itself, or ``aitk_db.db`` inside it when it is a folder."""
+    return path / DB_FILE_NAME if path.is_dir() else path
+
+
+def job_source(db_path: Path, name: str) -> Path:
+    """The pseudo path that names a database job in messages and change logs."""
+    return db_path.with_name(f"{db_path.name}#job={_file_part(name)}.json")
+
+
+def job_changelog_path(db_path: Path, name: str) -> Path:
+    """``<db folder>/oom-wizard/<name>.changelog.json``."""
+    return db_path.parent / CHANGELOG_FOLDER / f"{_file_part(name)}.changelog.json"
+
+
+def _file_part(name: str) -> str:
+    """A job name made safe as one file name (path separators and the like become ``_``)."""
+    safe = _UNSAFE_FILE_CHARS.sub("_", name).strip()
+    return "_" if safe in ("", ".", "..") else safe
+
+
+# ----------------------------------------------------------------- reading
+
+
+def list_jobs(db_path: Path, *, busy_timeout: float = BUSY_TIMEOUT_S) -> tuple[DbJob, ...]:
+    """Every job in the database, newest first (as the UI lists them).
+
+    Raises:
+        JobDatabaseError: the file is missing, not a SQLite database, not AI Toolkit's
+            jobs database, or stayed locked for ``busy_timeout`` seconds.
+    """
+    with _connect(db_path, write=False, busy_timeout=busy_timeout) as conn:
+        columns = _table_info(conn, db_path)
+        rows = conn.execute(
+            f'SELECT {_select_list(columns)} FROM "Job" ORDER BY "created_at" DESC'
+        ).fetchall()
+    return tuple(_job_from_row(db_path, row) for row in rows)
+
+
+def load_job(db_path: Path, name: str, *, busy_timeout: float = BUSY_TIMEOUT_S) -> DbJob:
+    """The job called ``name``.
+
+    Raises:
+        JobDatabaseError: as :func:`list_jobs`, or no job has that name (the message
+            lists the names there are).
+    """
+    with _connect(db_path, write=False, busy_timeout=busy_timeout) as conn:
+        columns = _table_info(conn, db_path)
+        row = conn.execute(
+            f'SELECT {_select_list(columns)} FROM "Job" WHERE "name" = ?', (name,)
+        ).fetchone()
+        if row is None:
+            names = [found[0] for found in conn.execute('SELECT "name" FROM "Job" ORDER BY 1')]
+            raise JobDatabaseError(_no_such_job(name, names), file=db_path)
+    return _job_from_row(db_path, row)
+
+
+def job_document(job: DbJob) -> JobDocument:
+    """The job's config as a document: the same typed view and plan as a ``.json`` file.
+
+    Raises:
+        ConfigError: the stored JSON is broken, too large or not a valid job config.
+    """
+    if len(job.job_config.encode("utf-8")) > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            f"the stored config is larger than {MAX_CONFIG_BYTES // (1024 * 1024)} MiB, "
+            "which no job config is",
+            file=job.source,
+        )
+    document = parse_document(job.job_config, source=job.source, fmt="json")
+    document.view()  # validate now, as load_document does
+    return document
+
+
+def training_roots(
+    job: DbJob, tree: dict[str, Any], *, busy_timeout: float = BUSY_TIMEOUT_S
+) -> tuple[Path, ...]:
+    """Where the UI may have put the job's folder, most likely first.
+
+    The config's ``process[0].training_folder`` (the UI fills it from its setting), then
+    the ``TRAINING_FOLDER`` setting, then the UI's default ``<toolkit>/output``. Relative
+    paths are taken from the toolkit's folder, where the database is and the trainer runs.
+    """
+    toolkit = job.db_path.parent
+    found: list[str] = []
+    process = _first_process(tree)
+    if isinstance(process.get("training_folder"), str):
+        found.append(process["training_folder"])
+    setting = _setting(job.db_path, "TRAINING_FOLDER", busy_timeout=busy_timeout)
+    if setting:
+        found.append(setting)
+    found.append("output")
+    roots: list[Path] = []
+    for text in found:
+        root = toolkit / Path(text).expanduser()
+        if root not in roots:
+            roots.append(root)
+    return tuple(roots)
+
+
+def find_job_folder(
+    job: DbJob, tree: dict[str, Any], *, busy_timeout: float = BUSY_TIMEOUT_S
+) -> Path | None:
+    """The job's folder (``<training folder>/<job name>``) if it is reachable from here."""
+    for root in training_roots(job, tree, busy_timeout=busy_timeout):
+        folder = root / job.name
+        if folder.is_dir():
+            return folder
+    return None
+
+
+def find_job_log(
+    job: DbJob, tree: dict[str, Any], *, busy_timeout: float = BUSY_TIMEOUT_S
+) -> Path | None:
+    """The log of the job's last run, ``<job folder>/log.txt``, when it is reachable."""
+    folder = find_job_folder(job, tree, busy_timeout=busy_timeout)
+    if folder is None:
+        return None
+    log = folder / "log.txt"
+    return log if log.is_file() else None
+
+
+def read_job_changelog(job: DbJob) -> ChangeLog | None:
+    """The change log that describes the job's current config, if there is one.
+
+    A log whose last save is not what the database holds now (the job was edited in
+    the UI since) describes another config, and is not returned.
+
+    Raises:
+        WizardError: the change log file is damaged.
+    """
+    path = job.changelog_path
+    if not path.is_file():
+        return None
+    log = read_changelog(path)
+    return log if log.output.sha256 == _sha(job.job_config) else None
+
+
+# ----------------------------------------------------------------- writing
+
+
+def save_to_db(
+    prepared: Prepared,
+    job: DbJob,
+    mode: SaveMode,
+    *,
+    direction: Direction,
+    moment: str | None = None,
+    model_kind: str | None = None,
+    diagnosis: dict[str, Any] | None = None,
+    steps: Sequence[str] = (),
+    busy_timeout: float = BUSY_TIMEOUT_S,
+) -> DbSaveResult:
+    """Save ``prepared`` (made from ``job_document(job)``) into the database.
+
+    ``InPlace`` updates the job's ``job_config`` and ``updated_at``; ``AsNew`` inserts a
+    row like the UI's Clone (new uuid, a free name that ``config.name`` follows, status
+    ``stopped``, the same GPUs). Either way in one transaction, and only when the job is
+    settled and unchanged since it was read; the change log is written before the
+    transaction commits and put back if the commit fails.
+
+    Raises:
+        JobDatabaseError: the job is busy, changed, gone, the name is taken, the
+            database stayed locked or lacks columns we need. Nothing is written.
+        EditError: ``config.name`` cannot be changed for a save as new.
+    """
+    if prepared.before.text != job.job_config:
+        raise ValueError("the prepared changes were not made from this job's config")
+    _check_writable_folder(job)
+    prior = read_job_changelog(job)
+    run = _run_record(
+        direction,
+        moment=moment,
+        model_kind=model_kind,
+        diagnosis=diagnosis,
+        steps=steps,
+        database={"job_id": job.id, "job_name": job.name},
+    )
+    if isinstance(mode, InPlace):
+        with _connect(job.db_path, write=True, busy_timeout=busy_timeout) as conn:
+            _begin(conn, job)
+            return _update_in_place(conn, job, prepared, prior, run)
+    roots = training_roots(job, prepared.after.tree, busy_timeout=busy_timeout)
+    with _connect(job.db_path, write=True, busy_timeout=busy_timeout) as conn:
+        columns = _begin(conn, job)
+        name = _new_name(conn, job, roots, mode.name)
+        return _insert_copy(conn, columns, job, prepared, prior, run, name)
+
+
+def restore_job(
+    job: DbJob, *, force: bool = False, busy_timeout: float = BUSY_TIMEOUT_S
+) -> DbSaveResult:
+    """Put back the ``job_config`` that the last in-place save replaced.
+
+    Restores walk back one save at a time. The restore is a run of its own in the
+    change log, with the reverse changes, so the log still tells the whole story.
+
+    Args:
+        job: The job, as just loaded.
+        force: Restore even though the job was edited in the UI since our last save
+            (those edits are lost).
+        busy_timeout: Seconds to wait for a locked database.
+
+    Raises:
+        JobDatabaseError: no change log, nothing left to restore, the job is busy or was
+            edited since, or the database stayed locked. Nothing is written.
+    """
+    path = job.changelog_path
+    if not path.is_file():
+        raise JobDatabaseError(
+            f"oom-wizard has not updated job '{job.name}' in place (no change log here), "
+            "so there is nothing to restore",
+            file=path,
+        )
+    log = read_changelog(path)
+    target = _restorable_run(log, job)
+    if log.output.sha256 != _sha(job.job_config) and not force:
+        raise JobDatabaseError(
+            f"job '{job.name}' was changed in AI Toolkit's UI after oom-wizard saved it; "
+            "restoring would lose those edits (pass --force to restore anyway)",
+            file=path,
+        )
+    previous = _run_database(log.runs[target])["job_config_before"]
+    entries = tuple(
+        ChangeEntry(
+            run=0,
+            step=entry.step,
+            path=entry.path,
+            before=entry.after,
+            after=entry.before,
+            reason=f"restored the config saved before run {target}",
+        )
+        for entry in reversed(log.changes_of_run(target))
+    )
+    run = _run_record(
+        "restore", database={"job_id": job.id, "job_name": job.name, "undoes": target}
+    )
+    new_log = log.with_run(
+        run, entries, output=FileRef(path=str(job.source), sha256=_sha(previous))
+    )
+    _check_writable_folder(job)
+    with _connect(job.db_path, write=True, busy_timeout=busy_timeout) as conn:
+        _begin(conn, job)
+        conn.execute(
+            'UPDATE "Job" SET "job_config" = ?, "updated_at" = ? WHERE "id" = ?',
+            (previous, _now_ms(), job.id),
+        )
+        _commit_with_log(conn, path, new_log, set_aside=False)
+    return _result(job, job.id, job.name, in_place=True, changelog=path, entries=entries)
+
+
+# ------------------------------------------------------------- the writes
+
+
+def _update_in_place(
+    conn: sqlite3.Connection,
+    job: DbJob,
+    prepared: Prepared,
+    prior: ChangeLog | None,
+    run: RunRecord,
+) -> DbSaveResult:
+    after = prepared.after.text
+    run = _with_database(run, saved="in_place", job_config_before=job.job_config)
+    log = _base_log(job, prior).with_run(
+        run, prepared.entries, output=FileRef(path=str(job.source), sha256=_sha(after))
+    )
+    conn.execute(
+        'UPDATE "Job" SET "job_config" = ?, "updated_at" = ? WHERE "id" = ?',
+        (after, _now_ms(), job.id),
+    )
+    path = job.changelog_path
+    _commit_with_log(conn, path, log, set_aside=prior is None)
+    return _result(job, job.id, job.name, in_place=True, changelog=path, entries=prepared.entries)
+
+
+def _insert_copy(
+    conn: sqlite3.Connection,
+    columns: dict[str, _Column],
+    job: DbJob,
+    prepared: Prepared,
+    prior: ChangeLog | None,
+    run: RunRecord,
+    name: str,
+) -> DbSaveResult:
+    renamed = prepare(
+        prepared.after,
+        [Change(_NAME_PATH, name, reason=f"the name of the new job, a copy of '{job.name}'")],
+    )
+    entries = (*prepared.entries, *renamed.entries)
+    new_id = str(uuid.uuid4())
+    new_source = job_source(job.db_path, name)
+    run = _with_database(run, saved="as_new", new_job_id=new_id, new_job_name=name)
+    log = _base_log(job, prior).with_run(
+        run, entries, output=FileRef(path=str(new_source), sha256=_sha(renamed.after.text))
+    )
+    now = _now_ms()
+    values: dict[str, Any] = {
+        "id": new_id,
+        "name": name,
+        "gpu_ids": job.gpu_ids,
+        "job_config": renamed.after.text,
+        "created_at": now,
+        "updated_at": now,
+        "status": "stopped",
+    }
+    if "queue_position" in columns:
+        (highest,) = conn.execute('SELECT MAX("queue_position") FROM "Job"').fetchone()
+        values["queue_position"] = (highest or 0) + 1000
+    _check_fillable(columns, values, job)
+    names = ", ".join(f'"{column}"' for column in values)
+    marks = ", ".join("?" for _ in values)
+    conn.execute(f'INSERT INTO "Job" ({names}) VALUES ({marks})', tuple(values.values()))
+    path = job_changelog_path(job.db_path, name)
+    _commit_with_log(conn, path, log, set_aside=False)
+    return _result(job, new_id, name, in_place=False, changelog=path, entries=entries)
+
+
+def _new_name(
+    conn: sqlite3.Connection, job: DbJob, roots: Sequence[Path], wanted: str | None
+) -> str:
+    """A name no job, job folder or change log has yet (an explicit one must be free).
+
+    A job folder left by a deleted job counts as taken: the trainer would resume from
+    the checkpoints it finds there.
+    """
+    taken = {row[0] for row in conn.execute('SELECT "name" FROM "Job"')}
+
+    def free(name: str) -> bool:
+        return (
+            name not in taken
+            and not job_changelog_path(job.db_path, name).exists()
+            and not any((root / name).exists() for root in roots)
+        )
+
+    if wanted is not None:
+        wanted = wanted.strip()
+        if not wanted:
+            raise JobDatabaseError("the new job's name is empty", file=job.db_path)
+        if not free(wanted):
+            raise JobDatabaseError(
+                f"the name '{wanted}' is taken (a job, its folder or its change log has it); "
+                "pick another name; nothing was written",
+                file=job.db_path,
+            )
+        return wanted
+    match = _CLONE_NAME.match(job.name)
+    base = match.group("base") if match else job.name
+    number = int(match.group("n") or 1) + 1 if match else 1
+    while True:
+        name = f"{base}_{CLONE_TAG}" if number == 1 else f"{base}_{CLONE_TAG}_{number}"
+        if free(name):
+            return name
+        number += 1
+
+
+def _begin(conn: sqlite3.Connection, job: DbJob) -> dict[str, _Column]:
+    """Take the write lock and check that the job may still be written as we read it."""
+    conn.execute("BEGIN IMMEDIATE")
+    columns = _table_info(conn, job.db_path)
+    row = conn.execute(
+        f'SELECT {_select_list(columns)} FROM "Job" WHERE "id" = ?', (job.id,)
+    ).fetchone()
+    if row is None:
+        raise JobDatabaseError(
+            f"job '{job.name}' is no longer in the database; nothing was written",
+            file=job.db_path,
+        )
+    now = _job_from_row(job.db_path, row)
+    reason = now.busy_reason()
+    if reason is not None:
+        raise JobDatabaseError(f"{reason}; nothing was written", file=job.db_path)
+    if now.job_config != job.job_config or now.name != job.name:
+        raise JobDatabaseError(
+            f"job '{job.name}' was changed in AI Toolkit's UI while oom-wizard had it open; "
+            "nothing was written: run oom-wizard again on the new version",
+            file=job.db_path,
+        )
+    return columns
+
+
+def _commit_with_log(
+    conn: sqlite3.Connection, path: Path, log: ChangeLog, *, set_aside: bool
+) -> None:
+    """Write the change log, then commit; if the commit fails, put the old log back.
+
+    Args:
+        conn: The connection, inside the write transaction.
+        path: Where the change log goes.
+        log: The change log to write.
+        set_aside: Keep an existing log at ``path`` under another name (it describes an
+            older version of the job) instead of replacing it.
+    """
+    try:
+        path.parent.mkdir(exist_ok=True)
+        old = path.read_bytes() if path.is_file() else None
+        aside = _aside_path(path) if old is not None and set_aside else None
+        if aside is not None and old is not None:
+            _atomic_write(aside, old)
+        _atomic_write(path, log.to_json().encode("utf-8"))
+    except OSError as exc:
+        raise JobDatabaseError(
+            f"cannot write the change log: {exc.strerror or exc}; nothing was written", file=path
+        ) from None
+    try:
+        conn.execute("COMMIT")
+    except BaseException:
+        if old is None:
+            path.unlink(missing_ok=True)
+        else:
+            _atomic_write(path, old)
+        if aside is not None:
+            aside.unlink(missing_ok=True)
+        raise
+
+
+def _aside_path(path: Path) -> Path:
+    """``NAME.changelog.json`` → the first free ``NAME.changelog.old-N.json``."""
+    stem = path.name.removesuffix(".json")
+    number = 1
+    while (candidate := path.with_name(f"{stem}.old-{number}.json")).exists():
+        number += 1
+    return candidate
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temp_name, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp_name)
+
+
+def _check_writable_folder(job: DbJob) -> None:
+    folder = job.changelog_path.parent
+    writable = folder if folder.is_dir() else folder.parent
+    if not os.access(writable, os.W_OK | os.X_OK):
+        raise JobDatabaseError(
+            f"cannot write the change log in {folder}; nothing was written", file=job.db_path
+        )
+
+
+def _check_fillable(columns: dict[str, _Column], values: dict[str, Any], job: DbJob) -> None:
+    """Refuse a table with a NOT NULL column that has no default and that we do not fill."""
+    unknown = [
+        column.name for column in columns.values() if column.required and column.name not in values
+    ]
+    if unknown:
+        raise JobDatabaseError(
+            f"the Job table needs a value for {', '.join(unknown)}, which this AI Toolkit "
+            "version added and oom-wizard does not know; nothing was written",
+            file=job.db_path,
+        )
+
+
+# --------------------------------------------------------------- the log
+
+
+def _run_record(
+    direction: Direction,
+    *,
+    moment: str | None = None,
+    model_kind: str | None = None,
+    diagnosis: dict[str, Any] | None = None,
+    steps: Sequence[str] = (),
+    database: dict[str, Any],
+) -> RunRecord:
+    return RunRecord.model_validate(
+        {
+            "at": now_iso(),
+            "direction": direction,
+            "moment": moment,
+            "model_kind": model_kind,
+            "diagnosis": diagnosis,
+            "steps": tuple(steps),
+            "database": database,
+        }
+    )
+
+
+def _with_database(run: RunRecord, **extra: Any) -> RunRecord:
+    return run.model_copy(update={"database": {**_run_database(run), **extra}})
+
+
+def _run_database(run: RunRecord) -> dict[str, Any]:
+    """The ``database`` record of a run (empty for a run that did not write a database)."""
+    found = (run.model_extra or {}).get("database")
+    return found if isinstance(found, dict) else {}
+
+
+def _base_log(job: DbJob, prior: ChangeLog | None) -> ChangeLog:
+    if prior is not None:
+        return prior
+    source = FileRef(path=str(job.source), sha256=_sha(job.job_config))
+    return ChangeLog(source=source, output=source)
+
+
+def _restorable_run(log: ChangeLog, job: DbJob) -> int:
+    """The latest in-place save of this job that no restore has undone yet."""
+    undone = {_run_database(run).get("undoes") for run in log.runs}
+    saves = [
+        index
+        for index, run in enumerate(log.runs)
+        if _run_database(run).get("job_id") == job.id
+        and _run_database(run).get("saved") == "in_place"
+        and isinstance(_run_database(run).get("job_config_before"), str)
+    ]
+    left = [index for index in saves if index not in undone]
+    if left:
+        return left[-1]
+    if saves:
+        message = f"every in-place save of job '{job.name}' has been undone already"
+    else:
+        message = f"oom-wizard has not updated job '{job.name}' in place"
+        made = [_run_database(run) for run in log.runs]
+        origins = [r["job_name"] for r in made if r.get("new_job_id") == job.id]
+        if origins:
+            message += (
+                f"; it made it as a copy of '{origins[-1]}', which is unchanged: "
+                f"start '{origins[-1]}' to go back"
+            )
+    raise JobDatabaseError(f"nothing to restore: {message}", file=job.changelog_path)
+
+
+def _result(
+    job: DbJob,
+    job_id: str,
+    name: str,
+    *,
+    in_place: bool,
+    changelog: Path,
+    entries: tuple[ChangeEntry, ...],
+) -> DbSaveResult:
+    return DbSaveResult(
+        db_path=job.db_path,
+        job_id=job_id,
+        job_name=name,
+        origin_name=job.name,
+        in_place=in_place,
+        changelog=changelog,
+        entries=entries,
+    )
+
+
+# ------------------------------------------------------------- SQLite
+
+
+@dataclass(frozen=True)
+class _Column:
+    """One column of the ``Job`` table, from ``PRAGMA table_info``."""
+
+    name: str
+    required: bool  # NOT NULL without a default: an INSERT must give a value
+
+
+@contextlib.contextmanager
+def _connect(db_path: Path, *, write: bool, busy_timeout: float) -> Iterator[sqlite3.Connection]:
+    """A connection in autocommit mode; SQLite errors become one clear line.
+
+    An open transaction is rolled back when the block raises.
+    """
+    if not db_path.is_file():
+        raise JobDatabaseError(
+            "no such file; AI Toolkit's jobs database is aitk_db.db in the toolkit's folder",
+            file=db_path,
+        )
+    uri = f"{db_path.resolve().as_uri()}?mode={'rw' if write else 'ro'}"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise JobDatabaseError(f"cannot open the database: {exc}", file=db_path) from None
+    conn.row_factory = sqlite3.Row
+    try:
+        yield conn
+    except sqlite3.Error as exc:
+        raise _database_error(exc, db_path, busy_timeout) from None
+    finally:
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        conn.close()
+
+
+def _database_error(exc: sqlite3.Error, db_path: Path, busy_timeout: float) -> JobDatabaseError:
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return JobDatabaseError(
+            f"the jobs database stayed locked for {busy_timeout:g} s (AI Toolkit's UI or a "
+            "trainer is writing to it); nothing was written: try again in a moment",
+            file=db_path,
+        )
+    if isinstance(exc, sqlite3.IntegrityError):
+        return JobDatabaseError(
+            f"the database refused the change ({text}); nothing was written", file=db_path
+        )
+    if "not a database" in text or "malformed" in text:
+        return JobDatabaseError(
+            "this is not a SQLite database (or it is damaged); AI Toolkit's jobs database "
+            "is aitk_db.db in the toolkit's folder",
+            file=db_path,
+        )
+    if "readonly" in text:
+        return JobDatabaseError(
+            "the database is read-only for you; nothing was written", file=db_path
+        )
+    return JobDatabaseError(f"SQLite error: {text}; nothing was written", file=db_path)
+
+
+def _table_info(conn: sqlite3.Connection, db_path: Path) -> dict[str, _Column]:
+    rows = conn.execute('PRAGMA table_info("Job")').fetchall()
+    if not rows:
+        raise JobDatabaseError(
+            "no Job table: this is not AI Toolkit's jobs database (aitk_db.db in the "
+            "toolkit's folder)",
+            file=db_path,
+        )
+    columns = {
+        row["name"]: _Column(
+            row["name"], required=bool(row["notnull"]) and row["dflt_value"] is None
+        )
+        for row in rows
+    }
+    missing = [name for name in REQUIRED_COLUMNS if name not in columns]
+    if missing:
+        raise JobDatabaseError(
+            f"the Job table has no column {', '.join(missing)}: a different AI Toolkit version "
+            "than oom-wizard knows; nothing was read or written",
+            file=db_path,
+        )
+    return columns
+
+
+def _select_list(columns: dict[str, _Column]) -> str:
+    wanted = [*REQUIRED_COLUMNS, *(name for name in OPTIONAL_COLUMNS if name in columns)]
+    return ", ".join(f'"{name}"' for name in wanted)
+
+
+def _job_from_row(db_path: Path, row: sqlite3.Row) -> DbJob:
+    values = dict(zip(row.keys(), row, strict=True))
+    return DbJob(
+        db_path=db_path,
+        id=str(values["id"]),
+        name=str(values["name"]),
+        gpu_ids=str(values["gpu_ids"]),
+        job_config=str(values["job_config"]),
+        status=str(values["status"]),
+        step=int(values["step"] or 0),
+        info=str(values["info"] or ""),
+        stop=bool(values["stop"]),
+        return_to_queue=bool(values.get("return_to_queue") or 0),
+    )
+
+
+def _setting(db_path: Path, key: str, *, busy_timeout: float) -> str | None:
+    """A value of the UI's ``Settings`` table, or None (also when the table is absent)."""
+    with _connect(db_path, write=False, busy_timeout=busy_timeout) as conn:
+        if not conn.execute('PRAGMA table_info("Settings")').fetchall():
+            return None
+        row = conn.execute('SELECT "value" FROM "Settings" WHERE "key" = ?', (key,)).fetchone()
+    return str(row[0]) if row is not None and row[0] else None
+
+
+# --------------------------------------------------------------- helpers
+
+
+def _first_process(tree: dict[str, Any]) -> dict[str, Any]:
+    config = tree.get("config")
+    processes = config.get("process") if isinstance(config, dict) else None
+    if isinstance(processes, list) and processes and isinstance(processes[0], dict):
+        return processes[0]
+    return {}
+
+
+def _no_such_job(name: str, names: Sequence[str]) -> str:
+    if not names:
+        return f"no job '{name}': the database has no jobs"
+    shown = ", ".join(f"'{found}'" for found in names[:10])
+    more = f" and {len(names) - 10} more" if len(names) > 10 else ""
+    return f"no job '{name}'; the jobs are {shown}{more}"
+
+
+def _sha(text: str) -> str:
+    return sha256_of(text.encode("utf-8"))
+
+
+def _now_ms() -> int:
+    """Now, as Prisma's SQLite connector stores a DateTime: milliseconds since the epoch."""
+    return time.time_ns() // 1_000_000
