@@ -29,7 +29,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, TypeAlias
 
@@ -191,6 +191,7 @@ class DbSaveResult:
         in_place: The job's own row was updated (False: a new row was inserted).
         changelog: The change log written.
         entries: The field changes this save made.
+        restored_run: For a restore, the change log's run whose save was undone.
     """
 
     db_path: Path
@@ -200,6 +201,7 @@ class DbSaveResult:
     in_place: bool
     changelog: Path
     entries: tuple[ChangeEntry, ...]
+    restored_run: int | None = None
 
     def next_step(self) -> str:
         """Exactly what to do next in AI Toolkit's UI."""
@@ -463,7 +465,8 @@ def restore_job(
             (previous, _now_ms(), job.id),
         )
         _commit_with_log(conn, path, new_log, set_aside=False)
-    return _result(job, job.id, job.name, in_place=True, changelog=path, entries=entries)
+    result = _result(job, job.id, job.name, in_place=True, changelog=path, entries=entries)
+    return replace(result, restored_run=target)
 
 
 # ------------------------------------------------------------- the writes

@@ -1,0 +1,46 @@
+"""``oom-wizard restore --db PATH --job NAME``: put back a UI job's config before our last save."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from wizard.commands._common import stdout
+from wizard.commands._jobdb import add_db_arguments, print_db_saved, show_jobs, wants_db
+from wizard.errors import WizardError
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``restore``."""
+    parser = subparsers.add_parser(
+        "restore",
+        help="undo oom-wizard's last in-place update of a job in AI Toolkit's jobs database",
+        description=(
+            "Put back the config that oom-wizard's last in-place save replaced in AI Toolkit's "
+            "jobs database (the exact text, kept in the job's change log beside the database, "
+            "oom-wizard/NAME.changelog.json). Run it again to walk back further. Never while "
+            "the job runs."
+        ),
+    )
+    add_db_arguments(parser)
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="restore even if the job was edited in the UI after oom-wizard saved it",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Restore the job, or list the jobs when ``--job`` is missing."""
+    from wizard.jobdb import find_db, load_job, restore_job
+
+    if not wants_db(args):
+        raise WizardError("restore needs --db PATH (AI Toolkit's aitk_db.db) and --job NAME")
+    console = stdout()
+    if args.job is None:
+        return show_jobs(args.db, console)
+    job = load_job(find_db(args.db), args.job)
+    result = restore_job(job, force=args.force)
+    print_db_saved(console, result)
+    return 0
