@@ -1,0 +1,623 @@
+"""Tests of the streaming log reader: phases, signals, allocator messages, awkward files."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from wizard.errors import LogError, PresetError
+from wizard.logscan import (
+    MAX_SEGMENT_BYTES,
+    SIGNALS,
+    LogScan,
+    load_log_markers,
+    parse_allocator_message,
+    scan_log,
+    scan_stream,
+    scan_text,
+)
+
+HEADER = [
+    "Running 1 job",
+    "{",
+    '    "type": "diffusion_trainer",',
+    '    "training_folder": "output"',
+    "}",
+    "#############################################",
+    "# Running job: my_lora",
+    "#############################################",
+    "Running  1 process",
+]
+LOAD = [
+    "Loading Wan model",
+    "Loading transformer 1",
+    "Quantizing Transformer 1",
+    " - quantizing 40 transformer blocks",
+    "Loading UMT5EncoderModel",
+    "Loading VAE",
+    "Making pipe",
+    "Preparing Model",
+    "create LoRA network. base dim (rank): 16, alpha: 16",
+]
+DATASET = [
+    "Dataset: /data/clips",
+    "  -  Preprocessing video dimensions",
+    "  -  Found 12 videos and 0 images",
+    "Bucket sizes for /data/clips:",
+    "512x512x41f: 12 files",
+    "1 buckets made",
+    "Caching latents for /data/clips",
+    " - Saving latents to disk",
+    "Caching latents to disk: 100%|##########| 12/12 [00:30<00:00,  2.50s/it]",
+]
+OOM_CURRENT = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 5.06 GiB. GPU 0 has a total "
+    "capacity of 31.36 GiB of which 336.62 MiB is free. Process 4242 has 2.00 GiB memory in use. "
+    "Process 777 has 512.00 MiB memory in use. Including non-PyTorch memory, this process has "
+    "28.18 GiB memory in use. Of the allocated memory 24.17 GiB is allocated by PyTorch, and "
+    "2.92 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large "
+    "try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation."
+)
+FAILURE = [
+    "Error running job: CUDA out of memory. Tried to allocate 5.06 GiB.",
+    "",
+    "========================================",
+    "Result:",
+    " - 0 completed jobs",
+    " - 1 failure",
+    "========================================",
+    "Traceback (most recent call last):",
+    '  File "/ai-toolkit/run.py", line 120, in <module>',
+    "    main()",
+    OOM_CURRENT,
+]
+
+
+def bar(n: int, total: int = 3000, name: str = "my_lora") -> str:
+    """One render of the training bar as tqdm writes it."""
+    pct = n * 100 // total
+    post = ", lr: 1.0e-04 loss: 4.512e-01" if n else ""
+    return f"{name}: {pct:3d}%|#         | {n}/{total} [00:10<1:19:20,  1.73s/it{post}]"
+
+
+def redraws(first: int, last: int, total: int = 3000) -> str:
+    """Successive training-bar renders joined by carriage returns, as in log.txt."""
+    return "".join("\r" + bar(n, total) for n in range(first, last + 1))
+
+
+def scan(*lines: str, newline: str = "\n") -> LogScan:
+    return scan_text(newline.join(lines) + newline)
+
+
+# --- phases -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tail", "phase"),
+    [
+        (LOAD[:2], "model_load"),
+        (["Loading Qwen Image model", "Loading transformer"], "model_load"),
+        (LOAD[:3], "quantize"),
+        (
+            [
+                "Loading transformer",
+                "Quantizing blocks (uint4): 40%|####      | 24/60 [00:09<00:14]",
+            ],
+            "quantize",
+        ),
+        ([*LOAD, *DATASET[:5]], "cache_latents"),
+        ([*LOAD, *DATASET], "cache_latents"),
+        (
+            [*LOAD, "Caching text_embeddings for /data", " - Saving text embeddings to disk"],
+            "cache_text",
+        ),
+        (
+            [
+                *LOAD,
+                "Caching embeddings and unloading text encoder",
+                "***** UNLOADING TEXT ENCODER *****",
+            ],
+            "cache_text",
+        ),
+        ([*LOAD, *DATASET, "Generating baseline samples before training"], "baseline_sample"),
+        ([*LOAD, "Generating first sample from first sample config"], "baseline_sample"),
+        (
+            [*LOAD, "Generating Samples:  50%|#####     | 1/2 [00:30<00:30, 30.0s/it]"],
+            "baseline_sample",
+        ),
+        ([*LOAD, "Skipping first sample due to config setting", bar(0)], "training"),
+        ([*LOAD, bar(0), bar(250)], "training"),
+        (
+            [
+                *LOAD,
+                bar(0),
+                bar(250),
+                "",
+                "Saving at step 250",
+                "Saved checkpoint to /out/x_000000250.safetensors",
+            ],
+            "save",
+        ),
+        (
+            [*LOAD, bar(250), "Generating Samples:   0%|          | 0/2 [00:00<?, ?it/s]"],
+            "periodic_sample",
+        ),
+        (
+            [*LOAD, bar(250), "Generating Images:   0%|          | 0/2 [00:00<?, ?it/s]"],
+            "periodic_sample",
+        ),
+        ([*LOAD, bar(250), " 40%|####      | 10/25 [00:10<00:15,  1.00s/it]"], "periodic_sample"),
+        ([*LOAD, bar(250), "Unloading vae"], "periodic_sample"),
+        ([*LOAD, bar(250), "Sampling at step 250"], "periodic_sample"),
+        (
+            [*LOAD, bar(250), "Generating Samples: 100%|##########| 2/2 [00:50<00:00]", bar(251)],
+            "training",
+        ),
+        (["some unrelated line", "another one"], "unknown"),
+    ],
+)
+def test_each_phase(tail: list[str], phase: str) -> None:
+    assert scan(*HEADER, *tail).phase == phase
+
+
+def test_an_unnamed_bar_before_training_keeps_the_phase() -> None:
+    result = scan(*LOAD[:3], " 40%|####      | 16/40 [00:05<00:07,  3.1it/s]")
+    assert result.phase == "quantize"
+
+
+def test_download_bars_are_not_the_training_bar() -> None:
+    result = scan(
+        "Loading transformer",
+        "model-00001-of-00002.safetensors:  45%|####5     | 4.50G/9.99G [00:30<00:36, 152MB/s]",
+        "Fetching 3 files: 100%|##########| 3/3 [00:00<00:00, 10.2it/s]",
+    )
+    assert result.phase == "model_load"
+    assert not result.training_started
+
+
+def test_a_sample_line_with_a_step_in_another_language_is_a_periodic_sample() -> None:
+    result = scan(
+        "generating sample images at step / サンプル画像生成ステップ: 250",
+        "torch.cuda.OutOfMemoryError: CUDA out of memory.",
+    )
+    assert result.phase == "periodic_sample"
+    assert result.last_step == 250
+
+
+def test_the_training_bar_gives_the_last_step_and_the_total() -> None:
+    result = scan_text("\n".join([*HEADER, *LOAD]) + "\n" + redraws(0, 40) + "\n")
+    assert (result.last_step, result.total_steps, result.first_step) == (40, 3000, 0)
+    assert result.training_started and not result.crashed
+
+
+def test_frames_of_the_failing_traceback_place_a_crash_without_a_bar() -> None:
+    result = scan(
+        "Traceback (most recent call last):",
+        '  File "E:\\ai-toolkit\\jobs\\process\\BaseSDTrainProcess.py", line 2128, in run',
+        "    loss_dict = self.hook_train_loop(batch_list)",
+        '  File "E:\\tk\\sd_trainer\\SDTrainer.py", line 1927, in hook_train_loop',
+        '  File "E:\\tk\\venv\\Lib\\site-packages\\torch\\_tensor.py", line 648, in backward',
+        "torch.OutOfMemoryError: CUDA out of memory.",
+    )
+    assert (result.phase, result.marker_phase, result.frame_phase) == (
+        "training",
+        "unknown",
+        "training",
+    )
+    assert result.evidence_for("frame")[0].line == 4
+
+
+def test_sampling_frames_beat_the_last_training_bar() -> None:
+    result = scan(
+        *LOAD,
+        bar(500),
+        "Traceback (most recent call last):",
+        '  File "/tk/jobs/process/BaseSDTrainProcess.py", line 2730, in run',
+        '  File "/tk/jobs/process/BaseSDTrainProcess.py", line 300, in sample',
+        '  File "/tk/toolkit/models/base_model.py", line 460, in generate_images',
+        '  File "/tk/toolkit/models/base_model.py", line 900, in encode_prompt',
+        OOM_CURRENT,
+    )
+    assert result.phase == "periodic_sample"
+    assert result.last_step == 500
+
+
+# --- signals ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "signal"),
+    [
+        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB.", "cuda_oom"),
+        ("torch.cuda.OutOfMemoryError: CUDA out of memory.", "cuda_oom"),
+        ("RuntimeError: HIP out of memory. Tried to allocate 2.00 GiB", "cuda_oom"),
+        ("RuntimeError: CUDA error: out of memory", "cuda_error_oom"),
+        (
+            "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(h)`",
+            "cublas_alloc",
+        ),
+        (
+            "torch.OutOfMemoryError: CUDA out of memory. GPU 0 has a total capacity of 23.53 GiB "
+            "of which 0 bytes is free.",
+            "zero_free",
+        ),
+        (
+            "CUDA out of memory. (GPU 0; 7.79 GiB total capacity; 5.47 GiB already allocated; "
+            "0 bytes free; 5.55 GiB reserved in total by PyTorch)",
+            "zero_free",
+        ),
+        ("# OOM during training step, skipping batch 2/3 #", "oom_skip"),
+        (
+            "Error running job: OOM during training step 3 times in a row, aborting training",
+            "oom_abort",
+        ),
+        (
+            "Error running job: local variable 'loss_dict' referenced before assignment",
+            "loss_dict_followon",
+        ),
+        (
+            "UnboundLocalError: cannot access local variable 'loss_dict' where it is not "
+            "associated with a value",
+            "loss_dict_followon",
+        ),
+        ("Job process terminated with signal SIGKILL.", "host_oom_kill"),
+        ("Killed", "host_oom_kill"),
+        (
+            "/bin/sh: line 1:  4242 Killed                  python run.py config/my.yaml",
+            "host_oom_kill",
+        ),
+        ("Job process terminated with exit code 137.", "host_oom_kill"),
+        (
+            "[12345.678] Out of memory: Killed process 4242 (python) total-vm:90000000kB",
+            "host_oom_kill",
+        ),
+    ],
+)
+def test_each_signal(line: str, signal: str) -> None:
+    result = scan(*LOAD, line)
+    assert signal in result.signals
+    assert result.evidence_for(signal)[0].line == len(LOAD) + 1
+
+
+def test_signals_are_reported_in_a_fixed_order() -> None:
+    result = scan(
+        "RuntimeError: CUDA error: out of memory", "torch.OutOfMemoryError: CUDA out of memory."
+    )
+    assert list(result.signals) == [s for s in SIGNALS if s in result.signals]
+
+
+def test_a_silent_exit_has_no_python_error() -> None:
+    result = scan(*LOAD, bar(12), "Job process terminated with exit code 1.")
+    assert result.signals == ("silent_exit",)
+    assert result.crashed and result.exit_code == 1
+
+
+def test_an_exit_after_a_traceback_is_not_silent() -> None:
+    result = scan(*LOAD, *FAILURE, "Job process terminated with exit code 1.")
+    assert "silent_exit" not in result.signals
+    assert result.crashed
+
+
+def test_a_skip_banner_records_the_step_it_happened_at() -> None:
+    result = scan(
+        *LOAD,
+        bar(0),
+        bar(57),
+        "",
+        "################################################",
+        "# OOM during training step, skipping batch 1/3 #",
+        "################################################",
+        "",
+        bar(58),
+        bar(90),
+    )
+    assert result.skip_count == 1
+    skip = result.skips[0]
+    assert (skip.attempt, skip.step) == (1, 57)
+    assert not result.crashed  # training went on: a hint, not a crash
+    assert result.phase == "training" and result.last_step == 90
+
+
+def test_the_loss_dict_follow_on_after_a_skip_is_a_crash_at_that_step() -> None:
+    result = scan(
+        "Skipping first sample due to config setting",
+        "SS:   0%|          | 0/5000 [00:00<?, ?it/s]",
+        "################################################",
+        "# OOM during training step, skipping batch 1/3 #",
+        "################################################",
+        "Error running job: local variable 'loss_dict' referenced before assignment",
+    )
+    assert result.crashed
+    assert {"oom_skip", "loss_dict_followon"} <= set(result.signals)
+    assert (result.last_step, result.total_steps, result.skips[0].step) == (0, 5000, 0)
+
+
+def test_a_stopped_job_did_not_crash() -> None:
+    result = scan(
+        *LOAD,
+        bar(40),
+        "========================================",
+        "Job stopped",
+        "========================================",
+    )
+    assert result.stopped and not result.crashed
+
+
+def test_a_terminate_signal_is_a_stop() -> None:
+    result = scan(*LOAD, bar(40), "Job process terminated with signal SIGTERM.")
+    assert result.stopped and not result.crashed and not result.signals
+
+
+def test_a_traceback_followed_by_progress_is_not_the_crash() -> None:
+    result = scan(
+        *LOAD,
+        "Failed to compile model: boom",
+        "Traceback (most recent call last):",
+        '  File "/tk/x.py", line 1, in hook_train_loop',
+        "RuntimeError: boom",
+        "Continuing without compilation",
+        bar(0),
+        bar(10),
+    )
+    assert not result.crashed
+    assert result.frame_phase is None and result.phase == "training"
+
+
+def test_host_copy_in_the_failing_traceback() -> None:
+    result = scan(
+        '[rank0]:   File "/dp/utils/offloading.py", line 119, in weights_to_device',
+        "[rank0]:     module.weight.data = module.weight.data.to(device, non_blocking=True)",
+        "[rank0]: RuntimeError: CUDA error: out of memory",
+    )
+    assert result.host_copy
+    assert result.signals == ("cuda_error_oom",)
+    assert result.exception is not None and result.exception.line == 3
+
+
+def test_non_blocking_outside_a_traceback_is_not_evidence() -> None:
+    assert not scan(
+        "note: tensors move with non_blocking=True here", "CUDA out of memory."
+    ).host_copy
+
+
+# --- the allocator message ----------------------------------------------------------------------
+
+
+def test_current_allocator_message() -> None:
+    oom = scan(*LOAD, OOM_CURRENT).oom
+    assert oom is not None
+    assert oom.form == "current" and oom.gpu == 0
+    assert (oom.tried, oom.total, oom.this_process) == (5.06, 31.36, 28.18)
+    assert oom.free == pytest.approx(336.62 / 1024)
+    assert (oom.allocated, oom.reserved_unallocated) == (24.17, 2.92)
+    assert [(p.pid, p.gib) for p in oom.other_processes] == [(4242, 2.0), (777, 0.5)]
+    assert oom.others_total == 2.5
+    assert oom.line == len(LOAD) + 1
+
+
+def test_legacy_allocator_message() -> None:
+    found = parse_allocator_message(
+        "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 1; 23.69 GiB total "
+        "capacity; 22.52 GiB already allocated; 3.31 MiB free; 22.63 GiB reserved in total by "
+        "PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb"
+    )
+    assert found["form"] == "legacy" and found["gpu"] == 1
+    assert found["tried"] == pytest.approx(20 / 1024)
+    assert (found["total"], found["allocated"], found["reserved"]) == (23.69, 22.52, 22.63)
+    assert found["free"] == pytest.approx(3.31 / 1024)
+
+
+def test_legacy_message_with_the_capacty_misspelling_and_zero_free() -> None:
+    result = scan(
+        "RuntimeError: CUDA out of memory. Tried to allocate 2.00 MiB (GPU 0; 4.00 GiB total "
+        "capacty; 3.10 GiB already allocated; 0 bytes free; 3.20 GiB reserved in total by PyTorch)"
+    )
+    oom = result.oom
+    assert oom is not None and oom.form == "legacy"
+    assert (oom.total, oom.free, oom.allocated, oom.reserved) == (4.0, 0.0, 3.1, 3.2)
+    assert oom.reserved_unallocated == pytest.approx(0.1)
+    assert {"cuda_oom", "zero_free"} <= set(result.signals)
+
+
+def test_a_message_wrapped_over_several_lines_is_put_back_together() -> None:
+    result = scan(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total",
+        "capacity of 23.55 GiB of which 120.00 MiB is free. Including non-PyTorch memory, this",
+        "process has 23.40 GiB memory in use. Of the allocated memory 21.00 GiB is allocated by",
+        "PyTorch, and 1.80 GiB is reserved by PyTorch but unallocated.",
+    )
+    oom = result.oom
+    assert oom is not None
+    assert oom.tried == 1.0
+    # Numbers cut in half by the wrap cannot be read; those on one line can.
+    assert oom.reserved_unallocated == 1.8
+
+
+def test_a_bare_oom_line_keeps_the_numbers_of_the_full_message() -> None:
+    result = scan(*LOAD, *FAILURE, "torch.OutOfMemoryError: CUDA out of memory.")
+    assert result.oom is not None and result.oom.tried == 5.06
+
+
+# --- resume and several runs --------------------------------------------------------------------
+
+
+def test_two_runs_are_counted_and_the_last_is_described() -> None:
+    first = [*HEADER, *LOAD, bar(0), bar(120), *FAILURE]
+    second = [*HEADER, *LOAD, "Generating baseline samples before training"]
+    result = scan(*first, *second)
+    assert result.run_count == 2
+    assert result.run_start_line == len(first) + 1
+    assert result.phase == "baseline_sample"
+    assert not result.crashed and result.oom is None and not result.signals
+
+
+def test_a_resume_is_seen_in_the_metadata_line() -> None:
+    result = scan(
+        *HEADER,
+        "#### IMPORTANT RESUMING FROM /out/my_lora_000000500.safetensors ####",
+        "Loading from /out/my_lora_000000500.safetensors",
+        "Found step 500 in metadata, starting from there",
+        bar(500),
+        bar(501),
+    )
+    assert result.resumed and result.first_step == 500
+
+
+def test_a_resume_is_seen_in_the_first_training_bar() -> None:
+    result = scan(*LOAD, bar(1200), bar(1201))
+    assert result.resumed and result.first_step == 1200
+
+
+def test_a_fresh_start_is_not_a_resume() -> None:
+    assert not scan(*HEADER, *LOAD, bar(0), bar(1)).resumed
+
+
+def test_a_config_dump_alone_starts_a_run() -> None:
+    result = scan(*LOAD, bar(3), *FAILURE, "{", '    "job": "extension",', *LOAD)
+    assert result.run_count == 2 and not result.crashed
+
+
+def test_a_log_without_a_header() -> None:
+    result = scan(bar(10), bar(11), *FAILURE)
+    assert result.run_count == 1 and not result.header_seen
+    assert result.crashed and result.last_step == 11
+
+
+# --- the reader's edge cases --------------------------------------------------------------------
+
+
+def test_carriage_return_redraws_share_one_line_number() -> None:
+    text = "\n".join(LOAD) + "\n" + redraws(0, 300) + "\n" + "\n".join(FAILURE) + "\n"
+    result = scan_text(text)
+    assert result.last_step == 300
+    assert result.evidence_for("bar")[0].line == len(LOAD) + 1
+    assert result.oom is not None and result.oom.line == len(LOAD) + 1 + len(FAILURE)
+    assert result.line_count == len(LOAD) + 1 + len(FAILURE)
+
+
+def test_crlf_line_endings_give_the_same_scan() -> None:
+    lines = [*HEADER, *LOAD, bar(0), bar(20), *FAILURE]
+    assert scan(*lines, newline="\r\n") == scan(*lines)
+
+
+def test_non_utf8_bytes_are_replaced() -> None:
+    data = b"Loading transformer\n\xff\xfe\x80 caf\xe9 \x93\n" + OOM_CURRENT.encode() + b"\n"
+    result = scan_text(data)
+    assert result.phase == "model_load" and result.oom is not None and result.oom.line == 3
+
+
+def test_a_utf16_log_from_powershell_is_read() -> None:
+    data = ("\n".join([*LOAD, OOM_CURRENT]) + "\n").encode("utf-16")
+    result = scan_text(data)
+    assert result.phase == "model_load" and result.oom is not None and result.oom.tried == 5.06
+
+
+def test_ansi_colour_codes_are_removed() -> None:
+    result = scan(
+        "\x1b[32mLoading transformer\x1b[0m",
+        "\x1b[1m\x1b[31mtorch.OutOfMemoryError: CUDA out of memory.\x1b[0m",
+    )
+    assert result.phase == "model_load"
+    assert result.exception is not None
+    assert result.exception.text == "torch.OutOfMemoryError: CUDA out of memory."
+
+
+def test_a_windows_double_printed_traceback_counts_once() -> None:
+    traceback = [
+        "Traceback (most recent call last):",
+        '  File "C:\\ai-toolkit\\run.py", line 120, in <module>',
+        "    main()",
+        OOM_CURRENT,
+    ]
+    result = scan(*LOAD, bar(3), "Error running job: CUDA out of memory.", *traceback, *traceback)
+    assert result.run_count == 1 and result.crashed
+    assert len(result.evidence_for("cuda_oom")) == 2  # the error line and the first message
+    assert result.oom is not None and result.oom.tried == 5.06
+
+
+def test_a_traceback_glued_to_a_bar_is_still_read() -> None:
+    result = scan(*LOAD, bar(7) + "Traceback (most recent call last):", OOM_CURRENT)
+    assert result.last_step == 7 and result.crashed and result.phase == "training"
+
+
+def test_an_overlong_segment_is_cut_and_the_rest_still_read() -> None:
+    junk = "x" * (MAX_SEGMENT_BYTES * 3)
+    result = scan_stream(
+        io.BytesIO(f"Loading transformer\n{junk}\n{OOM_CURRENT}\n".encode()), chunk_bytes=4096
+    )
+    assert result.phase == "model_load"
+    assert result.oom is not None and result.oom.line == 3
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, 7, 64, 4096])
+def test_chunk_boundaries_do_not_change_the_scan(chunk_bytes: int) -> None:
+    text = (
+        "\r\n".join([*HEADER, *LOAD, *DATASET])
+        + "\r\n"
+        + redraws(0, 60)
+        + "\n"
+        + "\n".join(FAILURE)
+    )
+    data = text.encode()
+    whole = scan_stream(io.BytesIO(data))
+    assert scan_stream(io.BytesIO(data), chunk_bytes=chunk_bytes) == whole
+
+
+def test_an_empty_log() -> None:
+    result = scan_text("")
+    assert (result.phase, result.crashed, result.line_count, result.run_count) == (
+        "unknown",
+        False,
+        0,
+        1,
+    )
+
+
+def test_line_count_without_a_final_newline() -> None:
+    assert scan_text("a\nb\nc").line_count == 3
+    assert scan_text("a\nb\nc\n").line_count == 3
+
+
+# --- files and the marker table -----------------------------------------------------------------
+
+
+def test_scan_log_reads_a_file(tmp_path: Path) -> None:
+    log = tmp_path / "log.txt"
+    log.write_text("\n".join([*LOAD, OOM_CURRENT]) + "\n", encoding="utf-8")
+    result = scan_log(log)
+    assert result.source == str(log) and result.crashed
+
+
+def test_a_missing_log_is_a_log_error(tmp_path: Path) -> None:
+    with pytest.raises(LogError, match="no such log file"):
+        scan_log(tmp_path / "nope.txt")
+
+
+def test_a_folder_is_not_a_log(tmp_path: Path) -> None:
+    with pytest.raises(LogError, match="folder"):
+        scan_log(tmp_path)
+
+
+def test_the_shipped_marker_table_loads() -> None:
+    markers = load_log_markers()
+    assert markers.phases and markers.signals
+    assert {rule.signal for rule in markers.signals} == set(SIGNALS) - {"silent_exit"}
+
+
+def test_a_bad_pattern_in_the_marker_table_is_a_preset_error(tmp_path: Path) -> None:
+    shipped = Path(__file__).parent.parent / "presets" / "log_markers.yaml"
+    bad = tmp_path / "log_markers.yaml"
+    bad.write_text(
+        shipped.read_text(encoding="utf-8").replace("'^Running \\d+ jobs?\\s*$'", "'^(Running'")
+    )
+    with pytest.raises(PresetError, match="bad pattern"):
+        load_log_markers(bad)
+
+
+def test_an_unknown_key_in_the_marker_table_is_a_preset_error(tmp_path: Path) -> None:
+    bad = tmp_path / "log_markers.yaml"
+    bad.write_text("run_start: []\nsurprise: 1\n")
+    with pytest.raises(PresetError):
+        load_log_markers(bad)
