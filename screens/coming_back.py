@@ -1,0 +1,71 @@
+"""Coming back: the config is our own output. Did the retry run?"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.widgets import Footer, Header, OptionList, Static
+from textual.widgets.option_list import Option
+
+from screens.base import StageScreen
+from screens.widgets import show_value
+
+RAN, CRASHED = "ran", "crashed"
+
+
+class ComingBackScreen(StageScreen):
+    """Shows what the last run changed and asks whether the retry trained through."""
+
+    BINDINGS = [  # noqa: RUF012
+        Binding("enter", "next", "Next", priority=True),
+        Binding("escape", "back", "Back"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with VerticalScroll(id="body"):
+            yield Static("Welcome back. Did the retry run?", classes="title")
+            yield Static(self._last_changes(), id="last")
+            yield OptionList(
+                Option("Yes: it trained without running out of memory", id=RAN),
+                Option("No: it ran out of memory again", id=CRASHED),
+                id="answer-list",
+                compact=True,
+            )
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Focus the question."""
+        answers = self.query_one("#answer-list", OptionList)
+        answers.highlighted = 0
+        answers.focus()
+
+    def _last_changes(self) -> Content:
+        log = self.state.changelog
+        assert log is not None
+        index = len(log.runs) - 1
+        run = log.runs[index]
+        lines = [
+            Content.assemble(
+                ("Last time ", "bold"), f"({run.direction}, {run.at}) the wizard changed:"
+            )
+        ]
+        for entry in log.changes_of_run(index):
+            before = "(absent)" if entry.before is None else show_value(entry.before)
+            after = "(removed)" if entry.after is None else show_value(entry.after)
+            lines.append(Content(f"  {entry.path}: {before} → {after}"))
+        return Content("\n").join(lines)
+
+    def action_next(self) -> None:
+        """Yes: scale up one step. No: a new diagnosis that knows what changed last."""
+        answers = self.query_one("#answer-list", OptionList)
+        if answers.highlighted == 0:
+            self.wizard.show_scale_up()
+        else:
+            self.wizard.show_moment()
+
+    def action_back(self) -> None:
+        """Back to the loaded job."""
+        self.dismiss()

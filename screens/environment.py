@@ -1,0 +1,83 @@
+"""The environment verdict: the GPU or the worker is the problem, not the config."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.widgets import Footer, Header, OptionList, Static
+from textual.widgets.option_list import Option
+
+from screens.base import StageScreen
+from wizard.presets import MOMENTS, load_presets
+from wizard.session import FALLBACK_MOMENT, Answers, answer
+
+CONFIG_MOMENTS = tuple(moment for moment in MOMENTS if moment != "environment")
+
+
+class EnvironmentScreen(StageScreen):
+    """Why the config is not the problem, what to check, and a way to go on anyway."""
+
+    BINDINGS = [  # noqa: RUF012
+        Binding("enter", "go_on", "Go on anyway", priority=True),
+        Binding("escape", "back", "Back"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        state = self.state
+        presets = load_presets()
+        yield Header()
+        with VerticalScroll(id="body"):
+            yield Static("It is the GPU, not the config", classes="title")
+            yield Static(presets.moment("environment").cause, classes="why")
+            yield Static(self._reasons(), id="reasons")
+            yield Static("Check first", classes="section")
+            checks = [f"• {check}" for check in state.plan.environment_checks]
+            yield Static("\n".join(checks), id="checks")
+            yield Static(
+                Content.styled(
+                    "Don't keep retrying the same config: it will fail the same way.", "bold"
+                ),
+                classes="note",
+            )
+            yield Static("Or go on anyway, as if it crashed:", classes="section")
+            yield OptionList(
+                *(Option(presets.moment(m).label, id=m) for m in CONFIG_MOMENTS),
+                id="go-on",
+                compact=True,
+            )
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Preselect the likeliest config moment."""
+        options = self.query_one("#go-on", OptionList)
+        options.highlighted = CONFIG_MOMENTS.index(FALLBACK_MOMENT)
+        options.focus()
+
+    def _reasons(self) -> Content:
+        diagnosis = self.state.diagnosis
+        if diagnosis is None:
+            return Content("You said even a conservative config fails at once.")
+        report: dict[str, Any] = diagnosis.to_json()
+        reasons = [f"• {reason}" for reason in report.get("reasons") or []]
+        return Content("\n".join(reasons) or "You said even a conservative config fails at once.")
+
+    def action_go_on(self) -> None:
+        """Roll the config back anyway, for the moment highlighted."""
+        options = self.query_one("#go-on", OptionList)
+        moment = CONFIG_MOMENTS[options.highlighted or 0]
+        current = self.state.answers
+        self.wizard.update_state(
+            answer(
+                self.state,
+                Answers(moment, current.model_kind, worked_before=current.worked_before),
+            )
+        )
+        self.wizard.show_plan()
+
+    def action_back(self) -> None:
+        """Back to when it crashed."""
+        self.dismiss()

@@ -1,0 +1,60 @@
+"""The help screen: the keys, and the procedure in a few lines."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+HELP = """\
+# oom-wizard
+
+Your AI Toolkit job died with **CUDA out of memory**. The wizard finds *when* it crashed,
+then rolls the config back **one step at a time**, so that each retry tells you something.
+
+| Key | What it does |
+|---|---|
+| **Enter** | accept what is highlighted and go on |
+| **Space** | toggle the switch or checkbox under the cursor |
+| **Tab** / **Shift+Tab** | move between fields |
+| **Escape** | go back one stage |
+| **Ctrl+N** | skip this step |
+| **Ctrl+S** | save now with the steps so far, and retry |
+| **Ctrl+T** | image ↔ video (when did it crash) |
+| **Ctrl+P** | command palette: stages, themes |
+| **F1** or **?** | this help |
+| **Ctrl+Q** | quit without saving |
+
+The source config is never written: the new one is saved beside it, with a change log
+that lets the wizard give the settings back one by one once a retry trains through.
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    """Keys and the procedure, over the current stage."""
+
+    BINDINGS = [  # noqa: RUF012
+        Binding("escape,f1,question_mark,enter", "close", "Close", priority=True),
+    ]
+
+    DEFAULT_CSS = """
+    HelpScreen {
+        align: center middle;
+    }
+    HelpScreen > VerticalScroll {
+        width: 76;
+        max-height: 22;
+        border: round $accent;
+        background: $surface;
+    }
+    """
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Markdown(HELP)
+
+    def action_close(self) -> None:
+        """Back to the stage."""
+        self.dismiss()

@@ -1,0 +1,207 @@
+"""Stage 1, Load: pick the config (or job folder), read it and its log, show what it is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
+from textual.suggester import Suggester
+from textual.widgets import DirectoryTree, Footer, Header, Input, Static
+
+from screens.base import StageScreen
+from screens.messages import JobLoaded, LoadFailed
+from wizard.errors import WizardError
+from wizard.presets import load_presets
+from wizard.session import WizardState, open_job
+
+CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".jsonc")
+
+
+class PathSuggester(Suggester):
+    """Completes a typed path with the first file or folder of that name."""
+
+    def __init__(self) -> None:
+        super().__init__(use_cache=False, case_sensitive=True)
+
+    async def get_suggestion(self, value: str) -> str | None:
+        """The first entry of the typed folder whose name starts with the typed tail."""
+        if not value:
+            return None
+        typed = Path(value).expanduser()
+        folder, stem = (typed, "") if value.endswith("/") else (typed.parent, typed.name)
+        try:
+            names = sorted(entry.name for entry in folder.iterdir())
+        except OSError:
+            return None
+        for name in names:
+            if name.startswith(stem) and name != stem and not name.startswith("."):
+                return value + name[len(stem) :]
+        return None
+
+
+class ConfigTree(DirectoryTree):
+    """A folder tree that lists folders and job configs only."""
+
+    def filter_paths(self, paths: Any) -> list[Path]:
+        """Folders and config files, no hidden entries (except the UI's job config)."""
+        return [
+            path
+            for path in paths
+            if (not path.name.startswith(".") or path.name == ".job_config.json")
+            and (path.is_dir() or path.suffix in CONFIG_SUFFIXES)
+        ]
+
+
+class LoadScreen(StageScreen):
+    """Reads the job (in a worker) and shows its memory-relevant facts."""
+
+    BINDINGS = [  # noqa: RUF012
+        Binding("enter", "next", "Next", priority=True),
+    ]
+
+    def __init__(self, target: Path | None, *, log: Path | None = None) -> None:
+        super().__init__()
+        self.target = target
+        self.log_path = log
+        self.loaded: WizardState | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with VerticalScroll(id="body"):
+            yield Static("Load the job that ran out of memory", classes="title")
+            with Vertical(id="picker"):
+                yield Input(
+                    placeholder="a config (.yaml, .json) or an AI Toolkit job folder",
+                    suggester=PathSuggester(),
+                    id="path",
+                )
+                yield ConfigTree(Path.cwd(), id="tree")
+            yield Static("", id="status")
+            yield Static("", id="error", classes="error")
+            yield Static("", id="summary")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Load the target given on the command line, or ask for one."""
+        picker = self.query_one("#picker")
+        picker.display = self.target is None
+        if self.target is not None:
+            self.load(self.target)
+        else:
+            self.query_one("#path", Input).focus()
+
+    def load(self, target: Path) -> None:
+        """Read ``target`` in a worker; the result arrives as a message."""
+        self.query_one("#error", Static).update("")
+        self.query_one("#status", Static).update(f"Reading {target} …")
+        self._read(target, self.log_path)
+
+    @work(thread=True, exclusive=True, exit_on_error=False)
+    def _read(self, target: Path, log: Path | None) -> None:
+        try:
+            state = open_job(target, log)
+        except WizardError as exc:
+            self.post_message(LoadFailed(exc.one_line()))
+        else:
+            self.post_message(JobLoaded(state))
+
+    @on(JobLoaded)
+    def _loaded(self, event: JobLoaded) -> None:
+        self.loaded = event.state
+        self.wizard.update_state(event.state)
+        self.query_one("#picker").display = False
+        self.query_one("#status", Static).update(
+            Content.styled("Read. Enter: when did it crash?", "$text-success")
+        )
+        self.query_one("#summary", Static).update(summary(event.state))
+
+    @on(LoadFailed)
+    def _failed(self, event: LoadFailed) -> None:
+        self.query_one("#status", Static).update("")
+        self.query_one("#error", Static).update(f"oom-wizard: error: {event.error}")
+        self.notify(event.error, title="Cannot load", severity="error")
+        self.query_one("#picker").display = True
+        self.query_one("#path", Input).focus()
+
+    @on(DirectoryTree.FileSelected)
+    def _picked(self, event: DirectoryTree.FileSelected) -> None:
+        self.load(event.path)
+
+    def action_next(self) -> None:
+        """Go on when loaded; otherwise load what is typed (or the folder selected)."""
+        if self.loaded is not None:
+            self.wizard.show_start()
+            return
+        typed = self.query_one("#path", Input).value.strip()
+        if typed:
+            self.load(Path(typed).expanduser())
+            return
+        tree = self.query_one("#tree", ConfigTree)
+        node = tree.cursor_node
+        if tree.has_focus and node is not None and node.data is not None:
+            path = Path(node.data.path)
+            if path.is_file():
+                self.load(path)
+            else:
+                tree.action_select_cursor()
+
+
+def summary(state: WizardState) -> Content:
+    """The job in a few lines: name, arch, kind, processes, datasets, the GPU figures."""
+    view = state.document.view()
+    lines: list[Content] = [
+        _row("Config", str(state.source)),
+        _row("Log", str(state.log_path) if state.log_path else "none (answer from memory)"),
+        _row("Job", view.name or "(no name)"),
+    ]
+    presets = load_presets()
+    for process in view.processes:
+        model = state.document.get(process.path("model"), {})
+        facts = presets.arch_from_model(model if isinstance(model, dict) else {})
+        arch = f"{facts.label} ({facts.kind})" if facts else str(process.model.arch or "unknown")
+        lines.append(_row(f"Process {process.index}", f"{process.type} · {arch}"))
+        train = process.train
+        lines.append(
+            _row(
+                "  Training",
+                f"batch {train.batch_size} · gradient checkpointing "
+                f"{'on' if train.gradient_checkpointing else 'off'} · {train.steps} steps",
+            )
+        )
+        for dataset in process.datasets:
+            buckets = ", ".join(str(size) for size in dataset.resolution)
+            frames = f" · {dataset.num_frames} frames" if dataset.is_video else ""
+            if dataset.auto_frame_count:
+                frames = " · frames from clip length"
+            lines.append(_row(f"  Dataset {dataset.index}", f"buckets {buckets}{frames}"))
+    lines.extend(_gpu_rows(state))
+    if state.coming_back and state.changelog_path is not None:
+        lines.append(_row("Change log", str(state.changelog_path)))
+    return Content("\n").join(lines)
+
+
+def _gpu_rows(state: WizardState) -> list[Content]:
+    if state.diagnosis is None:
+        return []
+    report = state.diagnosis.to_json()
+    oom = report.get("oom") or {}
+    rows: list[Content] = []
+    if isinstance(oom, dict) and oom:
+        figures = " · ".join(f"{key.replace('_', ' ')} {value}" for key, value in oom.items())
+        rows.append(_row("GPU", figures))
+    phase = report.get("phase")
+    step, total = report.get("last_step"), report.get("total_steps")
+    where = f"phase {phase}" if phase else "phase unknown"
+    if step is not None and total:
+        where += f" · step {step}/{total}"
+    rows.append(_row("Crash", where))
+    return rows
+
+
+def _row(label: str, value: str) -> Content:
+    return Content.assemble((f"{label:<12}", "bold"), value)

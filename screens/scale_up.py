@@ -1,0 +1,115 @@
+"""Scale up: after a retry trained through, give back exactly one heavier setting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Footer, Header, Input, Static
+
+from screens.base import StageScreen
+from screens.messages import ConfigSaved, SaveFailed
+from screens.widgets import DiffView
+from wizard.changelog import changelog_path_for
+from wizard.changes import Prepared, prepare
+from wizard.errors import WizardError
+from wizard.plan import ScaleUp
+from wizard.save import default_output_path
+from wizard.session import next_scale_up, save_scale_up
+
+
+class ScaleUpScreen(StageScreen):
+    """The next re-add in the scale-up order, its diff, and the save."""
+
+    BINDINGS = [  # noqa: RUF012
+        Binding("enter", "save", "Save", priority=True),
+        Binding("escape", "back", "Back"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.next_up: ScaleUp | None = next_scale_up(self.state)
+        self.ready: Prepared | None = None
+        self.saving = False
+
+    def compose(self) -> ComposeResult:
+        output = default_output_path(self.state.source)
+        yield Header()
+        with VerticalScroll(id="body"):
+            if self.next_up is None:
+                yield Static("Everything is back", classes="title")
+                yield Static(
+                    "Every setting the roll-back took away has been given back. "
+                    "Enter closes the wizard.",
+                    classes="why",
+                )
+            else:
+                yield Static(f"Scale up · {self.next_up.title}", classes="title")
+                yield Static(self.next_up.why, classes="why")
+                with Horizontal(classes="path-row"):
+                    yield Static("Save as")
+                    yield Input(str(output), id="output", compact=True)
+                with Horizontal(classes="path-row"):
+                    yield Static("Change log")
+                    yield Input(str(changelog_path_for(output)), id="changelog", compact=True)
+                yield Static("", id="error", classes="error")
+                yield DiffView(id="diff")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Show the diff of the re-add."""
+        if self.next_up is None:
+            return
+        try:
+            self.ready = prepare(self.state.document, list(self.next_up.changes))
+        except WizardError as exc:
+            self.query_one("#error", Static).update(f"oom-wizard: error: {exc.one_line()}")
+            return
+        self.query_one("#diff", DiffView).show(self.ready.diff())
+
+    @on(Input.Changed, "#output")
+    def _output_changed(self, event: Input.Changed) -> None:
+        if event.value.strip():
+            self.query_one("#changelog", Input).value = str(
+                changelog_path_for(Path(event.value.strip()).expanduser())
+            )
+
+    def action_save(self) -> None:
+        """Save the scaled-up config in a worker (or quit when nothing is left)."""
+        if self.next_up is None:
+            self.app.exit(0)
+            return
+        if self.saving or self.ready is None:
+            return
+        self.saving = True
+        output = Path(self.query_one("#output", Input).value.strip()).expanduser()
+        changelog = Path(self.query_one("#changelog", Input).value.strip()).expanduser()
+        self._save(self.next_up, output, changelog)
+
+    @work(thread=True, exclusive=True, exit_on_error=False)
+    def _save(self, next_up: ScaleUp, output: Path, changelog: Path) -> None:
+        try:
+            result = save_scale_up(self.state, next_up, output=output, changelog_path=changelog)
+        except WizardError as exc:
+            self.post_message(SaveFailed(exc.one_line()))
+        else:
+            self.post_message(ConfigSaved(result))
+
+    @on(ConfigSaved)
+    def _saved(self, event: ConfigSaved) -> None:
+        self.saving = False
+        assert self.ready is not None
+        self.wizard.show_result(event.result, self.ready, scale_up=True)
+
+    @on(SaveFailed)
+    def _failed(self, event: SaveFailed) -> None:
+        self.saving = False
+        self.query_one("#error", Static).update(f"oom-wizard: error: {event.error}")
+        self.notify(event.error, title="Not saved", severity="error")
+
+    def action_back(self) -> None:
+        """Back to the question."""
+        self.dismiss()

@@ -1,0 +1,219 @@
+"""Stage 3, one roll-back step: why, a row per field, the memory estimate and the diff."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.content import Content
+from textual.validation import Integer, Number, Validator
+from textual.widgets import Checkbox, Footer, Header, Input, Static, Switch
+
+from screens.base import StageScreen
+from screens.widgets import DiffView, ladder_content, show_value
+from wizard.errors import WizardError
+from wizard.paths import format_path
+from wizard.plan import FieldProposal, StepChoice, StepProposal
+from wizard.session import choose, effective_choices, estimate, prepared
+
+
+class FieldRow(Horizontal):
+    """One field of a step: its toggle, current → proposed, the proposed value if editable."""
+
+    def __init__(self, proposal: FieldProposal, index: int, enabled: bool) -> None:
+        super().__init__(classes="field-row")
+        self.proposal = proposal
+        self.index = index
+        self.enabled = enabled
+
+    def compose(self) -> ComposeResult:
+        proposal = self.proposal
+        if proposal.control == "bucket":
+            yield Checkbox(
+                proposal.label, value=self.enabled, id=f"toggle-{self.index}", compact=True
+            )
+        else:
+            yield Switch(value=self.enabled, id=f"toggle-{self.index}")
+        if proposal.control in ("number", "text"):
+            yield Input(
+                show_value(proposal.after),
+                validators=_validators(proposal.after),
+                id=f"value-{self.index}",
+                compact=True,
+            )
+        yield Static(self._text(), classes="field-text")
+
+    def _text(self) -> Content:
+        proposal = self.proposal
+        change = f"{show_value(proposal.before)} → {show_value(proposal.after)}"
+        parts: list[Content | str | tuple[str, str]] = []
+        if proposal.control != "bucket":
+            parts += [(proposal.label, "bold"), "  "]
+        parts.append(change)
+        if proposal.ui_hint:
+            parts += ["\n", (f"UI: {proposal.ui_hint}", "$text-muted")]
+        return Content.assemble(*parts)
+
+    @property
+    def on(self) -> bool:
+        """Whether the field is toggled on."""
+        toggle = self.query_one(f"#toggle-{self.index}")
+        assert isinstance(toggle, Switch | Checkbox)
+        return toggle.value
+
+    def edited(self) -> tuple[bool, Any]:
+        """(valid, value) of the proposed-value input; (True, None) when not edited."""
+        if self.proposal.control not in ("number", "text"):
+            return True, None
+        field_input = self.query_one(f"#value-{self.index}", Input)
+        text = field_input.value.strip()
+        if text == show_value(self.proposal.after):
+            return True, None
+        if self.proposal.control == "text":
+            return True, text
+        if not field_input.is_valid:
+            return False, None
+        return True, _number(text, self.proposal.after)
+
+
+class StepScreen(StageScreen):
+    """One step of the roll-back ("Step 2 of 5 · Batch size to 1")."""
+
+    BINDINGS = [  # noqa: RUF012
+        Binding("enter", "accept", "Accept", priority=True, tooltip="Apply the toggles shown"),
+        Binding("ctrl+n", "skip", "Skip step", priority=True),
+        Binding("escape", "back", "Back"),
+        Binding("ctrl+s", "save_now", "Save now", priority=True, tooltip="Save and retry now"),
+    ]
+
+    def __init__(self, index: int) -> None:
+        super().__init__()
+        self.index = index
+        self.step: StepProposal = self.state.rollback_steps()[index]
+
+    def compose(self) -> ComposeResult:
+        state, step = self.state, self.step
+        steps = state.rollback_steps()
+        recorded = state.choices.get(step.id)
+        yield Header()
+        with VerticalScroll(id="body"):
+            yield Static(
+                f"Step {self.index + 1} of {len(steps)} · {step.title}",
+                classes="title",
+                id="step-title",
+            )
+            yield Static(ladder_content(steps, step.id), id="ladder")
+            yield Static(step.why, classes="why")
+            if step.note:
+                yield Static(step.note, classes="note")
+            with Horizontal(classes="field-row"):
+                yield Switch(value=recorded.enabled if recorded else step.default_on, id="step-on")
+                yield Static(Content.styled("Apply this step", "bold"), classes="field-text")
+            for number, proposal in enumerate(step.fields):
+                enabled = proposal.default_on
+                if recorded is not None:
+                    enabled = recorded.fields.get(format_path(proposal.path), enabled)
+                yield FieldRow(proposal, number, enabled)
+            yield Static("", id="estimate")
+            yield DiffView(id="step-diff")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Show the estimate and the diff of the defaults."""
+        self.refresh_preview()
+
+    def choice(self) -> StepChoice:
+        """The step as the toggles and inputs show it now."""
+        fields: dict[str, bool] = {}
+        values: dict[str, Any] = {}
+        for row in self.query(FieldRow):
+            key = format_path(row.proposal.path)
+            fields[key] = row.on
+            valid, value = row.edited()
+            if valid and value is not None:
+                values[key] = value
+        return StepChoice(
+            step_id=self.step.id,
+            enabled=self.query_one("#step-on", Switch).value,
+            fields=fields,
+            values=values,
+        )
+
+    def invalid_rows(self) -> list[FieldRow]:
+        """Rows whose typed value does not validate."""
+        return [row for row in self.query(FieldRow) if not row.edited()[0]]
+
+    @on(Switch.Changed)
+    @on(Checkbox.Changed)
+    @on(Input.Changed)
+    def refresh_preview(self) -> None:
+        """Recompute the memory estimate and this step's diff from the toggles."""
+        choice = self.choice()
+        state = self.state
+        try:
+            upto = effective_choices(state, upto=self.index + 1, extra=choice)
+            figure = estimate(state, upto)
+            only_this = {
+                key: value if key == choice.step_id else StepChoice(key, enabled=False)
+                for key, value in upto.items()
+            }
+            diff = prepared(state, only_this).diff()
+        except WizardError as exc:
+            self.query_one("#estimate", Static).update(
+                Content.styled(exc.one_line(), "$text-error")
+            )
+            return
+        text = f"Memory, relative to today (≈): training {figure.train_pct:.0f}%"
+        if figure.sample_pct is not None:
+            text += f" · samples {figure.sample_pct:.0f}%"
+        self.query_one("#estimate", Static).update(
+            Content.assemble(text, ("\n" + figure.note if figure.note else "", "$text-muted"))
+        )
+        self.query_one("#step-diff", DiffView).show(diff)
+
+    def _record(self) -> bool:
+        bad = self.invalid_rows()
+        if bad:
+            self.notify(
+                f"{bad[0].proposal.label}: not a valid value", title="Check", severity="error"
+            )
+            return False
+        self.wizard.update_state(choose(self.state, self.choice()))
+        return True
+
+    def action_accept(self) -> None:
+        """Keep the toggles as shown and go to the next step."""
+        if self._record():
+            self.wizard.show_step(self.index + 1)
+
+    def action_skip(self) -> None:
+        """Leave this step out and go to the next one."""
+        self.wizard.update_state(choose(self.state, StepChoice(self.step.id, enabled=False)))
+        self.wizard.show_step(self.index + 1)
+
+    def action_back(self) -> None:
+        """Back to the previous step (or the moment)."""
+        self.dismiss()
+
+    def action_save_now(self) -> None:
+        """Save with this step and those before it; later steps stay for another retry."""
+        if self._record():
+            self.wizard.show_review(self.index + 1)
+
+
+def _validators(value: Any) -> list[Validator]:
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int):
+        return [Integer(minimum=0)]
+    if isinstance(value, float):
+        return [Number(minimum=0)]
+    return []
+
+
+def _number(text: str, like: Any) -> Any:
+    """``text`` as the type of the proposed value."""
+    return int(text) if isinstance(like, int) and not isinstance(like, bool) else float(text)

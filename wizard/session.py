@@ -1,0 +1,309 @@
+"""The wizard's state between screens: what was loaded, what the user answered and chose.
+
+The app owns exactly one :class:`WizardState`. Every function here is pure except the few
+that read or write files (:func:`open_job`, :func:`save`, :func:`save_scale_up`), which the
+app runs in worker threads. Each returns a new state; nothing is changed in place. This module
+only composes the domain (``document``, ``logscan``, ``diagnosis``, ``plan``, ``changes``): it
+decides nothing about AI Toolkit by itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from wizard.changelog import ChangeLog, find_changelog, read_changelog
+from wizard.changes import Change, Prepared, commit, prepare
+from wizard.document import JobDocument, load_document
+from wizard.presets import MODEL_KINDS, MOMENTS, load_presets
+
+if TYPE_CHECKING:
+    from wizard.diagnosis import Diagnosis
+    from wizard.plan import MemoryEstimate, Plan, ScaleUp, StepChoice, StepProposal
+    from wizard.save import SaveResult
+
+#: The moment offered first when nothing points anywhere (no log, no answer yet).
+FALLBACK_MOMENT = "early_steps"
+
+#: The optional validation run is offered on the review screen, not as a step screen.
+VALIDATION_STEP = "validation_run"
+
+
+@dataclass(frozen=True)
+class Answers:
+    """What the user says about the crash (preselected from the diagnosis)."""
+
+    moment: str
+    model_kind: str
+    worked_before: bool = False
+
+
+@dataclass(frozen=True)
+class WizardState:
+    """Everything the wizard knows about one job, and every choice made so far.
+
+    Attributes:
+        document: The config as loaded (never written).
+        log_path: The training log used for the diagnosis, if any.
+        diagnosis: What the log and config say (None without a log).
+        changelog: The change log that describes this config, when it is our own output.
+        changelog_path: Where that change log is.
+        answers: The moment, model kind and "worked before" answer in effect.
+        plan: The roll-back plan for those answers.
+        choices: The user's choice per step id; a step without one takes its defaults.
+    """
+
+    document: JobDocument
+    log_path: Path | None
+    diagnosis: Diagnosis | None
+    changelog: ChangeLog | None
+    changelog_path: Path | None
+    answers: Answers
+    plan: Plan
+    choices: Mapping[str, StepChoice] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def source(self) -> Path:
+        """The config file the wizard was opened on."""
+        return self.document.source
+
+    @property
+    def coming_back(self) -> bool:
+        """Whether this config is the output of an earlier run of the wizard."""
+        return self.changelog is not None and self.changelog.last_run() is not None
+
+    @property
+    def is_ui_job(self) -> bool:
+        """Whether the config is the one AI Toolkit's web UI writes into a job folder."""
+        return self.source.name == ".job_config.json"
+
+    def rollback_steps(self) -> tuple[StepProposal, ...]:
+        """The steps shown one screen each (the validation run is offered on the review)."""
+        return tuple(step for step in self.plan.steps if step.id != VALIDATION_STEP)
+
+    def validation_step(self) -> StepProposal | None:
+        """The optional short validation run, when the plan offers one."""
+        return next((s for s in self.plan.steps if s.id == VALIDATION_STEP), None)
+
+
+def open_job(target: Path, log: Path | None = None) -> WizardState:
+    """Load a config (or the config of a job folder), its log and change log, and diagnose.
+
+    This reads files: run it in a worker thread.
+
+    Args:
+        target: A config file or an AI Toolkit job folder.
+        log: The training log, when it is not the job folder's own.
+
+    Raises:
+        WizardError: the config, the log or the change log cannot be read.
+    """
+    from wizard.jobdir import locate_job
+
+    located = locate_job(target)
+    config_path = located.config
+    log_path = log if log is not None else located.log
+    document = load_document(config_path)
+    changelog_path = find_changelog(config_path)
+    changelog = read_changelog(changelog_path) if changelog_path is not None else None
+    diagnosis = _diagnose(document, log_path, changelog, None)
+    answers = Answers(
+        moment=_detected_moment(diagnosis),
+        model_kind=_detected_kind(document, diagnosis),
+    )
+    plan = _plan(document, answers, changelog, diagnosis)
+    return WizardState(document, log_path, diagnosis, changelog, changelog_path, answers, plan)
+
+
+def answer(state: WizardState, answers: Answers) -> WizardState:
+    """The state after the user's answers: a fresh diagnosis and plan, choices reset."""
+    if answers == state.answers:
+        return state
+    diagnosis = _diagnose(state.document, state.log_path, state.changelog, answers)
+    plan = _plan(state.document, answers, state.changelog, diagnosis)
+    return replace(
+        state, answers=answers, diagnosis=diagnosis, plan=plan, choices=MappingProxyType({})
+    )
+
+
+def choose(state: WizardState, choice: StepChoice) -> WizardState:
+    """The state with one step's choice recorded (replacing an earlier one)."""
+    choices = dict(state.choices)
+    choices[choice.step_id] = choice
+    return replace(state, choices=MappingProxyType(choices))
+
+
+def default_choice(step: StepProposal) -> StepChoice:
+    """What accepting a step's defaults means."""
+    from wizard.plan import StepChoice
+
+    return StepChoice(step_id=step.id, enabled=step.default_on and not step.satisfied)
+
+
+def effective_choices(
+    state: WizardState, upto: int | None = None, extra: StepChoice | None = None
+) -> dict[str, StepChoice]:
+    """The choice for every step: made, or the default for steps not decided yet.
+
+    Args:
+        state: The wizard state.
+        upto: Only the first ``upto`` roll-back steps count (the rest are left off);
+            None counts every step, with its default where undecided.
+        extra: A choice that overrides the recorded one (the step being edited).
+    """
+    steps = state.rollback_steps()
+    decided: dict[str, StepChoice] = {}
+    for index, step in enumerate(steps):
+        if upto is not None and index >= upto:
+            decided[step.id] = _off(step.id)
+        else:
+            decided[step.id] = state.choices.get(step.id) or default_choice(step)
+    validation = state.validation_step()
+    if validation is not None:
+        decided[validation.id] = state.choices.get(validation.id) or default_choice(validation)
+    if extra is not None:
+        decided[extra.step_id] = extra
+    return decided
+
+
+def changes(state: WizardState, choices: Mapping[str, StepChoice]) -> list[Change]:
+    """The field changes the choices make."""
+    from wizard.plan import changes_for
+
+    return changes_for(state.plan, choices)
+
+
+def prepared(state: WizardState, choices: Mapping[str, StepChoice]) -> Prepared:
+    """The choices applied in memory (raises EditError if an edit cannot be made)."""
+    return prepare(state.document, changes(state, choices))
+
+
+def estimate(state: WizardState, choices: Mapping[str, StepChoice]) -> MemoryEstimate:
+    """The relative memory estimate of the choices (today's config = 100)."""
+    from wizard.plan import estimate as plan_estimate
+
+    return plan_estimate(state.document, changes(state, choices), state.answers.model_kind)
+
+
+def applied_steps(choices: Mapping[str, StepChoice]) -> list[str]:
+    """The ids of the steps that are switched on, in plan order."""
+    return [step_id for step_id, choice in choices.items() if choice.enabled]
+
+
+def save(
+    state: WizardState,
+    choices: Mapping[str, StepChoice],
+    *,
+    output: Path | None,
+    changelog_path: Path | None,
+) -> SaveResult:
+    """Write the roll-back config and its change log (never over an existing file).
+
+    Raises:
+        SaveRefused: the output or change log is refused; nothing is written.
+        EditError: an edit cannot be made safely.
+    """
+    ready = prepared(state, choices)
+    diagnosis = state.diagnosis.to_json() if state.diagnosis is not None else None
+    return commit(
+        ready,
+        direction="rollback",
+        moment=state.answers.moment,
+        model_kind=state.answers.model_kind,
+        diagnosis=diagnosis,
+        steps=applied_steps(choices),
+        output=output,
+        changelog_path=changelog_path,
+    )
+
+
+def next_scale_up(state: WizardState) -> ScaleUp | None:
+    """The one setting the next retry gets back, or None when everything is restored."""
+    from wizard.plan import next_scale_up as plan_next_scale_up
+
+    if state.changelog is None:
+        return None
+    return plan_next_scale_up(state.document, state.changelog)
+
+
+def save_scale_up(
+    state: WizardState, scale_up: ScaleUp, *, output: Path | None, changelog_path: Path | None
+) -> SaveResult:
+    """Write the scaled-up config and append a ``scale_up`` run to its change log.
+
+    Raises:
+        SaveRefused: the output or change log is refused; nothing is written.
+    """
+    ready = prepare(state.document, list(scale_up.changes))
+    return commit(
+        ready,
+        direction="scale_up",
+        model_kind=state.answers.model_kind,
+        steps=[scale_up.step],
+        output=output,
+        changelog_path=changelog_path,
+    )
+
+
+def _off(step_id: str) -> StepChoice:
+    from wizard.plan import StepChoice
+
+    return StepChoice(step_id=step_id, enabled=False)
+
+
+def _diagnose(
+    document: JobDocument,
+    log_path: Path | None,
+    changelog: ChangeLog | None,
+    answers: Answers | None,
+) -> Diagnosis | None:
+    """The diagnosis of the log (None without a log), knowing the answers and last change."""
+    if log_path is None:
+        return None
+    from wizard.diagnosis import diagnose
+    from wizard.logscan import scan_log
+
+    scan = scan_log(log_path)
+    given: dict[str, Any] = {}
+    if answers is not None:
+        given = {
+            "moment": answers.moment,
+            "model_kind": answers.model_kind,
+            "worked_before": answers.worked_before,
+        }
+    return diagnose(scan, document.view(), answers=given, changelog=changelog)
+
+
+def _detected_moment(diagnosis: Diagnosis | None) -> str:
+    moment = getattr(diagnosis, "moment", None)
+    return moment if moment in MOMENTS else FALLBACK_MOMENT
+
+
+def _detected_kind(document: JobDocument, diagnosis: Diagnosis | None) -> str:
+    kind = getattr(diagnosis, "model_kind", None)
+    if kind in MODEL_KINDS:
+        return str(kind)
+    primary = document.view().primary
+    if primary is not None:
+        facts = load_presets().arch_from_model(document.get(primary.path("model"), {}))
+        if facts is not None:
+            return facts.ladder_kind
+        if any(dataset.is_video for dataset in primary.datasets):
+            return "video"
+    return "image"
+
+
+def _plan(
+    document: JobDocument,
+    answers: Answers,
+    changelog: ChangeLog | None,
+    diagnosis: Diagnosis | None,
+) -> Plan:
+    from wizard.plan import build_plan
+
+    return build_plan(
+        document, answers.moment, answers.model_kind, changelog=changelog, diagnosis=diagnosis
+    )
