@@ -1,0 +1,158 @@
+"""A look at this machine's GPUs and host memory, for when the wizard runs where the job ran.
+
+``nvidia-smi`` tells how full each card is right now and which processes hold memory on it;
+``/proc/meminfo`` tells how much host RAM is left. The job that crashed is gone by then, so a
+process still holding a large share of the card is competition (another job, a stuck worker),
+which the diagnosis reports as an environment problem.
+
+Nothing here is required: without ``nvidia-smi`` (a laptop, a Mac, a machine other than the
+trainer's), or when it fails or hangs, :func:`probe_gpu` returns None without a word.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+PROBE_TIMEOUT_S: Final = 3.0
+"""How long ``nvidia-smi`` may take (it can hang on a wedged driver)."""
+GPU_QUERY: Final = "index,name,memory.total,memory.used,memory.free"
+APPS_QUERY: Final = "pid,process_name,used_memory"
+MEMINFO: Final = Path("/proc/meminfo")
+_MIB_PER_GIB: Final = 1024.0
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """One card as ``nvidia-smi`` sees it (GiB)."""
+
+    index: int
+    name: str
+    total_gib: float
+    used_gib: float
+    free_gib: float
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    """A process holding memory on a card; ``used_gib`` is None where the driver hides it
+    (Windows' WDDM mode reports ``[N/A]``)."""
+
+    pid: int
+    name: str
+    used_gib: float | None
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """The GPUs, the processes on them and the host's memory, at the time of the probe."""
+
+    gpus: tuple[GpuInfo, ...]
+    processes: tuple[GpuProcess, ...]
+    host_total_gib: float | None = None
+    host_available_gib: float | None = None
+
+    @property
+    def processes_gib(self) -> float:
+        """GiB held by the listed processes (those whose use is reported)."""
+        return sum(p.used_gib for p in self.processes if p.used_gib is not None)
+
+    @property
+    def total_gib(self) -> float:
+        """Capacity of all cards together."""
+        return sum(g.total_gib for g in self.gpus)
+
+    @property
+    def used_gib(self) -> float:
+        """Memory in use on all cards together."""
+        return sum(g.used_gib for g in self.gpus)
+
+
+def probe_gpu(*, timeout: float = PROBE_TIMEOUT_S, meminfo: Path = MEMINFO) -> ProbeResult | None:
+    """Ask ``nvidia-smi`` about the cards and their processes; None when it cannot answer.
+
+    Args:
+        timeout: Seconds each ``nvidia-smi`` call may take.
+        meminfo: Where to read the host's memory (Linux); absent elsewhere.
+    """
+    executable = shutil.which("nvidia-smi")
+    if executable is None:
+        return None
+    gpu_text = _query(executable, f"--query-gpu={GPU_QUERY}", timeout)
+    gpus = parse_gpus(gpu_text) if gpu_text is not None else ()
+    if not gpus:
+        return None
+    apps_text = _query(executable, f"--query-compute-apps={APPS_QUERY}", timeout)
+    total, available = read_host_memory(meminfo)
+    return ProbeResult(
+        gpus=gpus,
+        processes=parse_processes(apps_text or ""),
+        host_total_gib=total,
+        host_available_gib=available,
+    )
+
+
+def _query(executable: str, query: str, timeout: float) -> str | None:
+    """One ``nvidia-smi`` query as CSV without header and units; None if it fails."""
+    try:
+        done = subprocess.run(
+            [executable, query, "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _mib(text: str) -> float | None:
+    """A MiB figure as GiB; None for ``[N/A]`` and the like."""
+    try:
+        return float(text.strip()) / _MIB_PER_GIB
+    except ValueError:
+        return None
+
+
+def parse_gpus(text: str) -> tuple[GpuInfo, ...]:
+    """Rows of ``index, name, total, used, free`` (MiB); malformed rows are skipped."""
+    gpus: list[GpuInfo] = []
+    for row in text.splitlines():
+        index, _, rest = row.partition(",")
+        name, *sizes = rest.rsplit(",", 3)
+        total, used, free = (_mib(value) for value in sizes) if len(sizes) == 3 else (None,) * 3
+        if not index.strip().isdigit() or total is None or used is None or free is None:
+            continue
+        gpus.append(GpuInfo(int(index), name.strip(), total, used, free))
+    return tuple(gpus)
+
+
+def parse_processes(text: str) -> tuple[GpuProcess, ...]:
+    """Rows of ``pid, process name, used memory`` (MiB); the name may hold commas."""
+    processes: list[GpuProcess] = []
+    for row in text.splitlines():
+        pid, _, rest = row.partition(",")
+        name, _, used = rest.rpartition(",")
+        if not pid.strip().isdigit() or not name.strip():
+            continue
+        processes.append(GpuProcess(int(pid), name.strip(), _mib(used)))
+    return tuple(processes)
+
+
+def read_host_memory(meminfo: Path = MEMINFO) -> tuple[float | None, float | None]:
+    """(total, available) host RAM in GiB from ``/proc/meminfo``; (None, None) elsewhere."""
+    try:
+        text = meminfo.read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None, None
+    values: dict[str, float] = {}
+    for row in text.splitlines():
+        key, _, rest = row.partition(":")
+        parts = rest.split()
+        if parts and parts[0].isdigit():
+            values[key] = int(parts[0]) / (1024.0 * 1024.0)  # kB → GiB
+    return values.get("MemTotal"), values.get("MemAvailable")
