@@ -1,0 +1,120 @@
+"""Tests of finding a job's config and the right log in an AI Toolkit job folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from wizard.errors import ConfigError
+from wizard.jobdir import locate_job
+
+CONFIG = {
+    "job": "extension",
+    "config": {
+        "name": "my_lora",
+        "process": [
+            {
+                "type": "ui_trainer",
+                "train": {"batch_size": 1, "steps": 3000},
+                "model": {"arch": "wan22_14b:t2v", "name_or_path": "ai-toolkit/Wan2.2"},
+                "datasets": [{"folder_path": "/d", "resolution": [512], "num_frames": 41}],
+            }
+        ],
+    },
+}
+RUNNING = "Running 1 job\nLoading Wan model\nmy_lora:   1%|          | 30/3000 [01:00<1:40:00]\n"
+CRASHED_AT_SAMPLE = (
+    "Running 1 job\nmy_lora:   8%|#         | 250/3000 [10:00<1:40:00]\n"
+    "Generating Samples:   0%|          | 0/2 [00:00<?, ?it/s]\n"
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.00 GiB.\n"
+)
+CRASHED_AT_LOAD = "Running 1 job\nLoading Wan model\ntorch.OutOfMemoryError: CUDA out of memory.\n"
+STOPPED = "Running 1 job\nmy_lora:   0%|          | 2/3000 [00:10<1:40:00]\nJob stopped\n"
+
+
+def job_folder(root: Path, log: str | None, old: dict[int, str]) -> Path:
+    folder = root / "output" / "my_lora"
+    (folder / "logs").mkdir(parents=True)
+    (folder / ".job_config.json").write_text(json.dumps(CONFIG), encoding="utf-8")
+    if log is not None:
+        (folder / "log.txt").write_text(log, encoding="utf-8")
+    for n, text in old.items():
+        (folder / "logs" / f"{n}_log.txt").write_text(text, encoding="utf-8")
+    return folder
+
+
+def test_a_crashed_log_txt_is_the_log(tmp_path: Path) -> None:
+    folder = job_folder(tmp_path, CRASHED_AT_SAMPLE, {0: CRASHED_AT_LOAD, 1: STOPPED})
+    found = locate_job(folder)
+    assert found.config == folder / ".job_config.json" and found.ui_job
+    assert found.log == folder / "log.txt"
+    assert found.log_note == "log.txt (the latest run)"
+    assert found.log_scan is not None and found.log_scan.phase == "periodic_sample"
+
+
+def test_a_running_retry_does_not_hide_the_newest_crash(tmp_path: Path) -> None:
+    folder = job_folder(tmp_path, RUNNING, {0: CRASHED_AT_LOAD, 1: CRASHED_AT_SAMPLE, 2: STOPPED})
+    found = locate_job(folder)
+    assert found.log == folder / "logs" / "1_log.txt"
+    assert found.log_note == "logs/1_log.txt: the newest run that crashed (log.txt shows no crash)"
+    assert found.log_scan is not None and found.log_scan.phase == "periodic_sample"
+
+
+def test_numbers_are_compared_as_numbers(tmp_path: Path) -> None:
+    folder = job_folder(tmp_path, None, {9: CRASHED_AT_LOAD, 10: CRASHED_AT_SAMPLE})
+    assert locate_job(folder).log == folder / "logs" / "10_log.txt"
+
+
+def test_without_any_crash_the_newest_log_is_read_and_said_so(tmp_path: Path) -> None:
+    folder = job_folder(tmp_path, RUNNING, {0: STOPPED})
+    found = locate_job(folder)
+    assert found.log == folder / "log.txt"
+    assert found.log_note is not None and "no log in this folder shows a crash" in found.log_note
+
+
+def test_a_folder_without_logs(tmp_path: Path) -> None:
+    folder = job_folder(tmp_path, None, {})
+    found = locate_job(folder)
+    assert found.log is None and found.log_note is not None and "--log" in found.log_note
+
+
+def test_a_cli_run_folder_has_config_yaml(tmp_path: Path) -> None:
+    folder = tmp_path / "job"
+    folder.mkdir()
+    (folder / "config.yaml").write_text("job: extension\n", encoding="utf-8")
+    (folder / "log.txt").write_text(CRASHED_AT_LOAD, encoding="utf-8")
+    found = locate_job(folder)
+    assert (found.config.name, found.ui_job, found.log) == (
+        "config.yaml",
+        False,
+        folder / "log.txt",
+    )
+
+
+def test_the_ui_config_file_itself_finds_the_logs_beside_it(tmp_path: Path) -> None:
+    folder = job_folder(tmp_path, CRASHED_AT_LOAD, {})
+    found = locate_job(folder / ".job_config.json")
+    assert found.log == folder / "log.txt" and found.ui_job
+
+
+def test_any_other_config_file_has_no_log(tmp_path: Path) -> None:
+    config = tmp_path / "my_job.yaml"
+    config.write_text("job: extension\n", encoding="utf-8")
+    (tmp_path / "log.txt").write_text(CRASHED_AT_LOAD, encoding="utf-8")
+    found = locate_job(config)
+    assert (found.config, found.log, found.log_note, found.ui_job) == (config, None, None, False)
+
+
+def test_a_folder_with_no_config_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        locate_job(tmp_path)
+    assert caught.value.one_line() == (
+        f"{tmp_path}: no .job_config.json or config.yaml in this folder; pass the config file"
+    )
+
+
+def test_a_missing_path_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such file or folder"):
+        locate_job(tmp_path / "absent")

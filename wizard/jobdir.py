@@ -1,0 +1,130 @@
+"""Find a job's config and the right log from what the user points at.
+
+The user may give a config file, or an AI Toolkit job folder ``<training_folder>/<name>/``. In
+the folder, the web UI writes ``.job_config.json`` (regenerated from its database at every
+start) and a CLI run writes ``config.yaml`` (a snapshot of the loaded config); the UI wins when
+both are there. The job's output goes to ``log.txt``; before each start the UI moves the
+previous one to ``logs/<n>_log.txt``.
+
+The log to diagnose is the newest one that crashed: ``log.txt`` if it did, else the old log
+with the highest ``n`` that did. A retry that is still running, or was stopped, does not hide
+the crash before it. Which log was taken, and why, is said in ``JobLocation.log_note``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from wizard.errors import ConfigError
+from wizard.logscan import LogScan, scan_log
+
+UI_CONFIG: Final = ".job_config.json"
+CLI_CONFIG: Final = "config.yaml"
+LOG_FILE: Final = "log.txt"
+OLD_LOGS_DIR: Final = "logs"
+_OLD_LOG = re.compile(r"^(\d+)_log\.txt$")
+
+
+@dataclass(frozen=True)
+class JobLocation:
+    """Where a job's config and log are.
+
+    Attributes:
+        config: The config file.
+        log: The log to diagnose, if one was found.
+        log_note: Which log was taken and why (or why there is none), for the user.
+        ui_job: The config is the web UI's ``.job_config.json``: a fixed config must go back
+            into the UI, editing this file changes nothing.
+        log_scan: The chosen log's scan, when choosing it needed one (saves a second read).
+    """
+
+    config: Path
+    log: Path | None
+    log_note: str | None
+    ui_job: bool
+    log_scan: LogScan | None = None
+
+
+def locate_job(path: Path) -> JobLocation:
+    """The config and log for a config file or a job folder.
+
+    A config file named like the toolkit's own (``.job_config.json``, ``config.yaml``) in a
+    folder that has logs is treated as that job folder's config; any other file has no log
+    (pass one with ``--log``).
+
+    Raises:
+        ConfigError: the path does not exist, or is a folder without a config.
+        LogError: a log in the folder cannot be read.
+    """
+    if not path.exists():
+        raise ConfigError("no such file or folder", file=path)
+    if path.is_dir():
+        config = _folder_config(path)
+        return _with_log(config, path)
+    if path.name in (UI_CONFIG, CLI_CONFIG) and _logs_in(path.parent):
+        return _with_log(path, path.parent)
+    return JobLocation(config=path, log=None, log_note=None, ui_job=path.name == UI_CONFIG)
+
+
+def _folder_config(folder: Path) -> Path:
+    for name in (UI_CONFIG, CLI_CONFIG):
+        if (folder / name).is_file():
+            return folder / name
+    raise ConfigError(
+        f"no {UI_CONFIG} or {CLI_CONFIG} in this folder; pass the config file", file=folder
+    )
+
+
+def _with_log(config: Path, folder: Path) -> JobLocation:
+    log, note, scan = choose_log(folder)
+    return JobLocation(config, log, note, config.name == UI_CONFIG, scan)
+
+
+def _logs_in(folder: Path) -> list[Path]:
+    """``log.txt`` first, then ``logs/<n>_log.txt`` from the highest ``n`` down."""
+    found = [folder / LOG_FILE] if (folder / LOG_FILE).is_file() else []
+    old_dir = folder / OLD_LOGS_DIR
+    if old_dir.is_dir():
+        numbered = [
+            (int(match[1]), entry)
+            for entry in old_dir.iterdir()
+            if (match := _OLD_LOG.match(entry.name)) and entry.is_file()
+        ]
+        found.extend(entry for _, entry in sorted(numbered, reverse=True))
+    return found
+
+
+def choose_log(folder: Path) -> tuple[Path | None, str, LogScan | None]:
+    """The newest log in ``folder`` that crashed, a note saying which, and its scan.
+
+    When none crashed, the newest log is taken and the note says so.
+
+    Raises:
+        LogError: a log cannot be read.
+    """
+    candidates = _logs_in(folder)
+    if not candidates:
+        return None, f"no {LOG_FILE} in this folder; pass the log with --log", None
+    newest_scan: LogScan | None = None
+    for log in candidates:
+        scan = scan_log(log)
+        newest_scan = newest_scan or scan
+        if scan.crashed:
+            return log, _note(folder, log, candidates[0]), scan
+    name = candidates[0].relative_to(folder).as_posix()
+    return (
+        candidates[0],
+        f"{name}: no log in this folder shows a crash; reading the newest",
+        newest_scan,
+    )
+
+
+def _note(folder: Path, chosen: Path, newest: Path) -> str:
+    name = chosen.relative_to(folder).as_posix()
+    if chosen == newest:
+        return f"{name} (the latest run)"
+    newer = newest.relative_to(folder).as_posix()
+    return f"{name}: the newest run that crashed ({newer} shows no crash)"
