@@ -1,0 +1,163 @@
+"""Tests of ``oom-wizard restore`` and of the ``--db PATH --job NAME`` argument helpers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from tests.aitk_db import add_job, job_row, make_db
+from wizard.changes import Change, prepare
+from wizard.cli import main
+from wizard.commands._jobdb import (
+    add_db_arguments,
+    load_db_job,
+    print_db_saved,
+    save_mode,
+    wants_db,
+)
+from wizard.errors import WizardError
+from wizard.jobdb import AsNew, InPlace, job_document, load_job, save_to_db
+from wizard.paths import parse_path
+
+BATCH = parse_path("config.process[0].train.batch_size")
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    """A jobs database with a crashed job ``my_lora`` and a running one."""
+    path = make_db(tmp_path / "aitk_db.db")
+    add_job(path, "my_lora", step=120)
+    add_job(path, "busy", status="running", info="Training", step=40)
+    return path
+
+
+def saved_in_place(db: Path) -> None:
+    job = load_job(db, "my_lora")
+    prepared = prepare(job_document(job), [Change(BATCH, 1, "batch_size", "smaller")])
+    save_to_db(prepared, job, InPlace(), direction="rollback")
+
+
+def parser() -> argparse.ArgumentParser:
+    result = argparse.ArgumentParser(prog="apply", exit_on_error=False)
+    add_db_arguments(result, saving=True)
+    return result
+
+
+def test_restore_without_a_job_lists_the_jobs(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["restore", "--db", str(db.parent)]) == 0
+
+    out = capsys.readouterr().out
+    assert "my_lora" in out and "error" in out and "120" in out
+    assert "CUDA out of memory" in out
+    assert "busy" in out and "running" in out
+    assert "--job NAME" in out
+
+
+def test_restore_puts_the_config_back_and_says_what_to_do(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    saved_in_place(db)
+
+    assert main(["restore", "--db", str(db), "--job", "my_lora"]) == 0
+
+    out = capsys.readouterr().out
+    row = job_row(db, "my_lora")
+    assert row is not None
+    assert json.loads(row["job_config"])["config"]["process"][0]["train"]["batch_size"] == 4
+    assert "Restored job 'my_lora'" in out
+    assert "config.process[0].train.batch_size: 1 → 4" in out
+    assert str(db.parent / "oom-wizard" / "my_lora.changelog.json") in out
+    assert "start job 'my_lora' in AI Toolkit's UI" in out
+
+
+def test_restore_of_a_running_job_is_one_line_and_status_2(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["restore", "--db", str(db), "--job", "busy"]) == 2
+
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("oom-wizard: error: ")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["restore", "--job", "my_lora"], ["restore"]],
+)
+def test_restore_needs_db(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    assert "--db PATH" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--in-place"], InPlace()),
+        (["--as-new"], AsNew(None)),
+        (["--as-new", "fixed ✨"], AsNew("fixed ✨")),
+    ],
+)
+def test_save_mode_from_the_arguments(argv: list[str], expected: InPlace | AsNew) -> None:
+    args = parser().parse_args(["--db", "x.db", "--job", "j", *argv])
+
+    assert save_mode(args) == expected
+
+
+def test_a_save_to_the_database_needs_a_mode() -> None:
+    args = parser().parse_args(["--db", "x.db", "--job", "j"])
+
+    with pytest.raises(WizardError, match=r"--in-place .* or --as-new"):
+        save_mode(args)
+
+
+def test_in_place_and_as_new_exclude_each_other() -> None:
+    with pytest.raises((argparse.ArgumentError, SystemExit)):
+        parser().parse_args(["--db", "x.db", "--job", "j", "--in-place", "--as-new"])
+
+
+def test_wants_db_refuses_a_config_and_a_database_together() -> None:
+    args = parser().parse_args(["--db", "x.db", "--job", "j"])
+
+    assert wants_db(args)
+    with pytest.raises(WizardError, match="not both"):
+        wants_db(args, config="job.yaml")
+    assert not wants_db(parser().parse_args([]), config="job.yaml")
+    with pytest.raises(WizardError, match="--job NAME needs --db PATH"):
+        wants_db(parser().parse_args(["--job", "j"]))
+
+
+def test_load_db_job_finds_the_document_and_its_log(db: Path) -> None:
+    folder = db.parent / "output" / "my_lora"
+    folder.mkdir(parents=True)
+    (folder / "log.txt").write_text("log\n", encoding="utf-8")
+    args = parser().parse_args(["--db", str(db.parent), "--job", "my_lora"])
+
+    document, log, job = load_db_job(args)
+
+    assert job.name == "my_lora" and job.status == "error"
+    assert document.view().processes[0].train.batch_size == 4
+    assert log == folder / "log.txt"
+
+
+def test_load_db_job_needs_a_job(db: Path) -> None:
+    with pytest.raises(WizardError, match="--job NAME"):
+        load_db_job(parser().parse_args(["--db", str(db)]))
+
+
+def test_print_db_saved_for_a_new_job(db: Path) -> None:
+    job = load_job(db, "my_lora")
+    prepared = prepare(job_document(job), [Change(BATCH, 1, "batch_size", "smaller")])
+    result = save_to_db(prepared, job, AsNew(), direction="rollback")
+    console = Console(record=True, width=200)
+
+    print_db_saved(console, result)
+
+    text = console.export_text()
+    assert "Created job 'my_lora_oomfix' (a copy of 'my_lora')" in text
+    assert "config.name: 'my_lora' → 'my_lora_oomfix'" in text
+    assert "start job 'my_lora_oomfix' in AI Toolkit's UI" in text
+    assert "Job 'my_lora' is unchanged." in text
