@@ -34,11 +34,11 @@ from wizard.jobdb import (
     DbJob,
     InPlace,
     find_db,
-    find_job_log,
     job_changelog_path,
     job_document,
     list_jobs,
     load_job,
+    locate_job_log,
     read_job_changelog,
     restore_job,
     save_to_db,
@@ -49,6 +49,12 @@ VERIFY = Path(__file__).resolve().parents[2] / "shared" / "checks" / "verify_cha
 BATCH = parse_path("config.process[0].train.batch_size")
 CHECKPOINTING = parse_path("config.process[0].train.gradient_checkpointing")
 RESOLUTION = parse_path("config.process[0].datasets[0].resolution")
+CRASHED = (
+    "Running 1 job\nmy_lora:   1%|          | 3/3000 [00:09<2:30:00]\n"
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+    "Job process terminated with exit code 1.\n"
+)
+STOPPED = "Running 1 job\nmy_lora:   0%|          | 1/3000 [00:05<4:10:00]\nJob stopped\n"
 ROLLBACK = (
     Change(CHECKPOINTING, True, "gradient_checkpointing", "saves activation memory"),
     Change(BATCH, 1, "batch_size", "one image per step"),
@@ -162,11 +168,29 @@ def test_find_db_accepts_the_toolkit_folder(db: Path) -> None:
 def test_log_found_through_the_configs_training_folder(db: Path) -> None:
     folder = db.parent / "output" / "my_lora"
     (folder / "logs").mkdir(parents=True)
-    (folder / "log.txt").write_text("step 1\n", encoding="utf-8")
-    (folder / "logs" / "0_log.txt").write_text("older run\n", encoding="utf-8")
+    (folder / "log.txt").write_text(CRASHED, encoding="utf-8")
+    (folder / "logs" / "0_log.txt").write_text(CRASHED, encoding="utf-8")
     job = load_job(db, "my_lora")
 
-    assert find_job_log(job, job_document(job).tree) == folder / "log.txt"
+    found = locate_job_log(job, job_document(job).tree)
+
+    assert found.log == folder / "log.txt"
+    assert found.log_note == "log.txt (the latest run)"
+    assert found.ui_job and found.config == job.source
+
+
+def test_the_newest_crashed_log_is_chosen_as_in_a_job_folder(db: Path) -> None:
+    folder = db.parent / "output" / "my_lora"
+    (folder / "logs").mkdir(parents=True)
+    (folder / "log.txt").write_text(STOPPED, encoding="utf-8")
+    (folder / "logs" / "0_log.txt").write_text(CRASHED, encoding="utf-8")
+    (folder / "logs" / "1_log.txt").write_text(CRASHED, encoding="utf-8")
+    job = load_job(db, "my_lora")
+
+    found = locate_job_log(job, job_document(job).tree)
+
+    assert found.log == folder / "logs" / "1_log.txt"
+    assert found.log_scan is not None and found.log_scan.crashed
 
 
 def test_log_found_through_the_training_folder_setting(db: Path, tmp_path: Path) -> None:
@@ -176,16 +200,19 @@ def test_log_found_through_the_training_folder_setting(db: Path, tmp_path: Path)
     root = tmp_path / "trainings"
     set_setting(db, "TRAINING_FOLDER", str(root))
     (root / "moved").mkdir(parents=True)
-    (root / "moved" / "log.txt").write_text("log\n", encoding="utf-8")
+    (root / "moved" / "log.txt").write_text(CRASHED, encoding="utf-8")
     job = load_job(db, "moved")
 
-    assert find_job_log(job, job_document(job).tree) == root / "moved" / "log.txt"
+    assert locate_job_log(job, job_document(job).tree).log == root / "moved" / "log.txt"
 
 
 def test_no_log_when_the_job_folder_is_not_reachable(db: Path) -> None:
     job = load_job(db, "my_lora")
 
-    assert find_job_log(job, job_document(job).tree) is None
+    found = locate_job_log(job, job_document(job).tree)
+
+    assert found.log is None
+    assert found.log_note is not None and "--log" in found.log_note
 
 
 # ----------------------------------------------------------- update in place

@@ -133,14 +133,14 @@ def test_wants_db_refuses_a_config_and_a_database_together() -> None:
 def test_load_db_job_finds_the_document_and_its_log(db: Path) -> None:
     folder = db.parent / "output" / "my_lora"
     folder.mkdir(parents=True)
-    (folder / "log.txt").write_text("log\n", encoding="utf-8")
+    (folder / "log.txt").write_text("CUDA out of memory\n", encoding="utf-8")
     args = parser().parse_args(["--db", str(db.parent), "--job", "my_lora"])
 
-    document, log, job = load_db_job(args)
+    document, location, job = load_db_job(args)
 
     assert job.name == "my_lora" and job.status == "error"
     assert document.view().processes[0].train.batch_size == 4
-    assert log == folder / "log.txt"
+    assert location.log == folder / "log.txt" and location.ui_job
 
 
 def test_load_db_job_needs_a_job(db: Path) -> None:

@@ -46,6 +46,7 @@ from wizard.changelog import (
 from wizard.changes import Change, Prepared, prepare
 from wizard.document import MAX_CONFIG_BYTES, JobDocument, parse_document
 from wizard.errors import ConfigError, JobDatabaseError
+from wizard.jobdir import JobLocation, choose_log
 
 #: How long we wait for the UI or a trainer to release the database, in seconds.
 BUSY_TIMEOUT_S: Final = 3.0
@@ -328,15 +329,23 @@ def find_job_folder(
     return None
 
 
-def find_job_log(
+def locate_job_log(
     job: DbJob, tree: dict[str, Any], *, busy_timeout: float = BUSY_TIMEOUT_S
-) -> Path | None:
-    """The log of the job's last run, ``<job folder>/log.txt``, when it is reachable."""
+) -> JobLocation:
+    """The job's log, chosen in its folder as for any UI job folder, and a note saying which.
+
+    The ``config`` of the result is the job's pseudo path (the config is in the database).
+
+    Raises:
+        LogError: a log in the job's folder cannot be read.
+    """
     folder = find_job_folder(job, tree, busy_timeout=busy_timeout)
     if folder is None:
-        return None
-    log = folder / "log.txt"
-    return log if log.is_file() else None
+        roots = " or ".join(str(root) for root in training_roots(job, tree))
+        note = f"the job's folder '{job.name}' is not in {roots}; pass its log with --log"
+        return JobLocation(config=job.source, log=None, log_note=note, ui_job=True)
+    log, note, scan = choose_log(folder)
+    return JobLocation(config=job.source, log=log, log_note=note, ui_job=True, log_scan=scan)
 
 
 def read_job_changelog(job: DbJob) -> ChangeLog | None:

@@ -21,6 +21,7 @@ from wizard.errors import WizardError
 if TYPE_CHECKING:
     from wizard.document import JobDocument
     from wizard.jobdb import DbJob, DbSaveResult, SaveMode
+    from wizard.jobdir import JobLocation
 
 #: The longest ``info`` shown in the job list (the UI stores whole exception texts).
 INFO_WIDTH = 70
@@ -100,19 +101,22 @@ def job_table(jobs: tuple[DbJob, ...]) -> Table:
     return table
 
 
-def load_db_job(args: argparse.Namespace) -> tuple[JobDocument, Path | None, DbJob]:
-    """The job named by ``--db PATH --job NAME``: its document, its log (if found), its row.
+def load_db_job(args: argparse.Namespace) -> tuple[JobDocument, JobLocation, DbJob]:
+    """The job named by ``--db PATH --job NAME``: its document, where its log is, its row.
+
+    The location's ``log`` is the newest log in the job's folder that crashed (None when
+    the folder is not reachable from here) and ``log_note`` says which, as for a job folder.
 
     Raises:
         WizardError: no ``--job``, no such job, or a database or config that cannot be read.
     """
-    from wizard.jobdb import find_db, find_job_log, job_document, load_job
+    from wizard.jobdb import find_db, job_document, load_job, locate_job_log
 
     if args.job is None:
         raise WizardError("pick a job with --job NAME (without it, --db lists the jobs)")
     job = load_job(find_db(args.db), args.job)
     document = job_document(job)
-    return document, find_job_log(job, document.tree), job
+    return document, locate_job_log(job, document.tree), job
 
 
 def save_mode(args: argparse.Namespace) -> SaveMode:
