@@ -471,8 +471,8 @@ def test_a_change_log_of_an_older_version_is_set_aside(db: Path) -> None:
         ({"status": "running"}, "is running; stop it"),
         ({"status": "stopping"}, "is stopping"),
         ({"status": "queued"}, "is queued"),
-        ({"status": "stopped", "stop": 1}, "has a stop pending"),
-        ({"status": "error", "return_to_queue": 1}, "has a stop pending"),
+        ({"status": "running", "stop": 1}, "has a stop pending"),
+        ({"status": "running", "return_to_queue": 1}, "has a stop pending"),
         ({"status": "paused"}, "status 'paused'"),
     ],
 )
@@ -489,6 +489,13 @@ def test_a_busy_job_is_never_touched(
 
     assert all_rows(db) == before
     assert not (tmp_path / "oom-wizard").exists()
+
+
+def test_a_job_the_user_stopped_can_be_updated(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "aitk_db.db")
+    add_job(db, "my_lora", status="stopped", stop=1, info="Job stopped")  # the flag stays set
+
+    assert save(db, InPlace()).in_place
 
 
 def test_a_job_that_started_after_loading_is_refused(db: Path) -> None:

@@ -7,7 +7,7 @@ to ``<training folder>/<job>/.job_config.json`` on every start, so a fix reaches
 UI run only through this table.
 
 Every write happens in one ``BEGIN IMMEDIATE`` transaction that first re-reads the
-row: a job that is running, stopping or queued (or has a stop pending), or whose
+row: a job that is running (also with a stop pending), stopping or queued, or whose
 config changed since it was loaded, is never touched. The trainer and the UI hold
 the database only briefly; we wait a few seconds for them and otherwise refuse
 with one line, having written nothing. The change log of a database job lives
@@ -101,8 +101,9 @@ class DbJob:
         status: ``stopped``, ``queued``, ``running``, ``stopping``, ``completed`` or ``error``.
         step: The last step the trainer recorded.
         info: The UI's status line; after a crash, the error text.
-        stop: A stop has been requested and the trainer has not acted on it yet.
-        return_to_queue: A stop-and-requeue has been requested.
+        stop: A stop was requested (the flag stays set after the job stopped, until the
+            next start; it is pending only while the job still runs).
+        return_to_queue: A stop-and-requeue was requested (pending while the job runs).
     """
 
     db_path: Path
@@ -136,7 +137,7 @@ class DbJob:
     def busy_reason(self) -> str | None:
         """Why this job must not be written now, or None when it is safe to write."""
         name = self.name
-        if self.stop or self.return_to_queue:
+        if self.status == "running" and (self.stop or self.return_to_queue):
             return (
                 f"job '{name}' has a stop pending; wait until AI Toolkit's UI shows it stopped, "
                 "then run oom-wizard again"
