@@ -573,6 +573,16 @@ def test_an_exclusive_lock_makes_reading_fail_cleanly(db: Path, writer: sqlite3.
         list_jobs(db, busy_timeout=0.2)
 
 
+def test_a_change_log_that_cannot_be_written_rolls_the_save_back(db: Path) -> None:
+    (db.parent / "oom-wizard").write_text("a file where the folder should be", encoding="utf-8")
+    before = all_rows(db)
+
+    with pytest.raises(JobDatabaseError, match="cannot write the change log"):
+        save(db, InPlace())
+
+    assert all_rows(db) == before
+
+
 def test_a_job_table_without_the_columns_we_need_is_refused(tmp_path: Path) -> None:
     db = make_db(tmp_path / "aitk_db.db", schema=SCHEMA.replace('"info" TEXT', '"infos" TEXT'))
 

@@ -323,11 +323,7 @@ def find_job_folder(
     job: DbJob, tree: dict[str, Any], *, busy_timeout: float = BUSY_TIMEOUT_S
 ) -> Path | None:
     """The job's folder (``<training folder>/<job name>``) if it is reachable from here."""
-    for root in training_roots(job, tree, busy_timeout=busy_timeout):
-        folder = root / job.name
-        if folder.is_dir():
-            return folder
-    return None
+    return _folder_in(training_roots(job, tree, busy_timeout=busy_timeout), job.name)
 
 
 def locate_job_log(
@@ -340,13 +336,18 @@ def locate_job_log(
     Raises:
         LogError: a log in the job's folder cannot be read.
     """
-    folder = find_job_folder(job, tree, busy_timeout=busy_timeout)
+    roots = training_roots(job, tree, busy_timeout=busy_timeout)
+    folder = _folder_in(roots, job.name)
     if folder is None:
-        roots = " or ".join(str(root) for root in training_roots(job, tree))
-        note = f"the job's folder '{job.name}' is not in {roots}; pass its log with --log"
+        where = " or ".join(str(root) for root in roots)
+        note = f"the job's folder '{job.name}' is not in {where}; pass its log with --log"
         return JobLocation(config=job.source, log=None, log_note=note, ui_job=True)
     log, note, scan = choose_log(folder)
     return JobLocation(config=job.source, log=log, log_note=note, ui_job=True, log_scan=scan)
+
+
+def _folder_in(roots: Sequence[Path], name: str) -> Path | None:
+    return next((root / name for root in roots if (root / name).is_dir()), None)
 
 
 def read_job_changelog(job: DbJob) -> ChangeLog | None:
@@ -620,27 +621,37 @@ def _commit_with_log(
         set_aside: Keep an existing log at ``path`` under another name (it describes an
             older version of the job) instead of replacing it.
     """
+    old: bytes | None = None
+    written: list[Path] = []
     try:
         path.parent.mkdir(exist_ok=True)
-        old = path.read_bytes() if path.is_file() else None
-        aside = _aside_path(path) if old is not None and set_aside else None
-        if aside is not None and old is not None:
+        if path.is_file():
+            old = path.read_bytes()
+        if old is not None and set_aside:
+            aside = _aside_path(path)
             _atomic_write(aside, old)
+            written.append(aside)
+        written.append(path)
         _atomic_write(path, log.to_json().encode("utf-8"))
-    except OSError as exc:
-        raise JobDatabaseError(
-            f"cannot write the change log: {exc.strerror or exc}; nothing was written", file=path
-        ) from None
-    try:
         conn.execute("COMMIT")
-    except BaseException:
-        if old is None:
-            path.unlink(missing_ok=True)
-        else:
-            _atomic_write(path, old)
-        if aside is not None:
-            aside.unlink(missing_ok=True)
+    except BaseException as exc:
+        _put_back(written, path, old)
+        if isinstance(exc, OSError):
+            raise JobDatabaseError(
+                f"cannot write the change log: {exc.strerror or exc}; nothing was written",
+                file=path,
+            ) from None
         raise
+
+
+def _put_back(written: Sequence[Path], path: Path, old: bytes | None) -> None:
+    """Undo the file writes of :func:`_commit_with_log` after a failure."""
+    with contextlib.suppress(OSError):
+        for done in written:
+            if done == path and old is not None:
+                _atomic_write(path, old)
+            else:
+                done.unlink(missing_ok=True)
 
 
 def _aside_path(path: Path) -> Path:
@@ -731,13 +742,14 @@ def _base_log(job: DbJob, prior: ChangeLog | None) -> ChangeLog:
 
 def _restorable_run(log: ChangeLog, job: DbJob) -> int:
     """The latest in-place save of this job that no restore has undone yet."""
-    undone = {_run_database(run).get("undoes") for run in log.runs}
+    records = [_run_database(run) for run in log.runs]
+    undone = {record.get("undoes") for record in records}
     saves = [
         index
-        for index, run in enumerate(log.runs)
-        if _run_database(run).get("job_id") == job.id
-        and _run_database(run).get("saved") == "in_place"
-        and isinstance(_run_database(run).get("job_config_before"), str)
+        for index, record in enumerate(records)
+        if record.get("job_id") == job.id
+        and record.get("saved") == "in_place"
+        and isinstance(record.get("job_config_before"), str)
     ]
     left = [index for index in saves if index not in undone]
     if left:
@@ -746,8 +758,7 @@ def _restorable_run(log: ChangeLog, job: DbJob) -> int:
         message = f"every in-place save of job '{job.name}' has been undone already"
     else:
         message = f"oom-wizard has not updated job '{job.name}' in place"
-        made = [_run_database(run) for run in log.runs]
-        origins = [r["job_name"] for r in made if r.get("new_job_id") == job.id]
+        origins = [record["job_name"] for record in records if record.get("new_job_id") == job.id]
         if origins:
             message += (
                 f"; it made it as a copy of '{origins[-1]}', which is unchanged: "
