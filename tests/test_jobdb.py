@@ -261,14 +261,17 @@ def test_in_place_update_is_exactly_the_logged_changes_and_keeps_key_order(
 
 
 @pytest.mark.skipif(not VERIFY.is_file(), reason="../shared/checks is not here")
-def test_in_place_update_passes_the_independent_check(db: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", [InPlace(), AsNew()], ids=["in_place", "as_new"])
+def test_the_saved_job_passes_the_independent_check(
+    db: Path, tmp_path: Path, mode: InPlace | AsNew
+) -> None:
     before_file = tmp_path / "before.json"
     before_file.write_text(load_job(db, "my_lora").job_config, encoding="utf-8")
 
-    result = save(db, InPlace())
+    result = save(db, mode)
 
     after_file = tmp_path / "after.json"
-    after_file.write_text(load_job(db, "my_lora").job_config, encoding="utf-8")
+    after_file.write_text(load_job(db, result.job_name).job_config, encoding="utf-8")
     check = subprocess.run(
         [
             sys.executable,
