@@ -1,0 +1,99 @@
+"""Shared helpers of the plan, apply, scale-up and history tests: jobs in memory, the examples,
+and ``verify_change.py`` loaded in-process."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import importlib.util
+import io
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import yaml
+
+from wizard.cli import main
+from wizard.document import JobDocument, parse_document
+from wizard.paths import FieldPath
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+EXAMPLES = SHARED / "aitk-examples"
+VERIFY_CHANGE = SHARED / "checks" / "verify_change.py"
+NOWHERE = Path("/nonexistent/oom-wizard-test/job.yaml")
+
+P0: FieldPath = ("config", "process", 0)
+
+
+def job(
+    *,
+    arch: str | None = "flux",
+    train: Mapping[str, Any] | None = None,
+    datasets: list[Mapping[str, Any]] | None = None,
+    sample: Mapping[str, Any] | None = None,
+    model: Mapping[str, Any] | None = None,
+    extra_processes: list[Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A small AI Toolkit job tree with one training process."""
+    process: dict[str, Any] = {
+        "type": "sd_trainer",
+        "train": dict(train or {"batch_size": 1, "steps": 2000}),
+        "model": {**({"arch": arch} if arch else {}), **(model or {})},
+        "datasets": [dict(d) for d in (datasets or [{"resolution": [512, 768, 1024]}])],
+    }
+    if sample is not None:
+        process["sample"] = dict(sample)
+    processes = [process, *(copy.deepcopy(p) for p in extra_processes or [])]
+    return {"job": "extension", "config": {"name": "t", "process": processes}}
+
+
+def document(tree: Mapping[str, Any], source: Path = NOWHERE) -> JobDocument:
+    """A job document from a tree, as if read from a YAML file at ``source``."""
+    text = yaml.safe_dump(dict(tree), sort_keys=False)
+    return parse_document(text, source=source, fmt="yaml")
+
+
+def examples() -> list[Path]:
+    """AI Toolkit's example configs that load (one of them is not valid YAML)."""
+    from wizard.document import load_document
+    from wizard.errors import ConfigError
+
+    found = []
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        try:
+            load_document(path)
+        except ConfigError:
+            continue
+        found.append(path)
+    return found
+
+
+@cache
+def verify_change() -> ModuleType:
+    """``../shared/checks/verify_change.py`` as a module (run in-process, not per subprocess)."""
+    spec = importlib.util.spec_from_file_location("verify_change", VERIFY_CHANGE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def verify(original: Path, edited: Path, changelog: Path | None = None) -> tuple[int, str]:
+    """Run verify_change in-process: its exit status and its output."""
+    args = [str(original), str(edited)]
+    if changelog is not None:
+        args += ["--changelog", str(changelog)]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = verify_change().main(args)
+    return status, out.getvalue()
+
+
+def cli(*args: str | Path) -> tuple[int, str, str]:
+    """Run ``oom-wizard ARGS`` in-process: status, stdout, stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main([str(arg) for arg in args])
+    return status, out.getvalue(), err.getvalue()

@@ -1,0 +1,77 @@
+"""Tests of ``oom-wizard plan``: text and JSON output, and where the moment and kind come from."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from tests.plan_support import cli, job
+
+TREE = job(
+    arch="wan21:14b",
+    train={"batch_size": 2, "steps": 2000},
+    datasets=[{"resolution": [512, 1024], "num_frames": 81}],
+    sample={"width": 832, "height": 480, "num_frames": 81},
+)
+
+
+def write(tmp_path: Path, tree: dict[str, object] = TREE) -> Path:
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def test_json_is_the_plan_and_the_assumed_moment_is_said_on_stderr(tmp_path: Path) -> None:
+    status, out, err = cli("plan", write(tmp_path), "--json")
+    assert status == 0
+    data = json.loads(out)
+    assert (data["moment"], data["model_kind"]) == ("early_steps", "video")
+    assert [s["id"] for s in data["steps"]][:3] == [
+        "gradient_checkpointing",
+        "batch_size",
+        "top_bucket",
+    ]
+    assert "moment early_steps assumed" in err
+    assert "model kind video (model.arch is Wan 2.1 (14B))" in err
+
+
+def test_flags_win_and_are_named(tmp_path: Path) -> None:
+    status, out, err = cli(
+        "plan", write(tmp_path), "--json", "--moment", "sampling", "--kind", "image"
+    )
+    assert status == 0
+    data = json.loads(out)
+    assert (data["moment"], data["model_kind"]) == ("sampling", "image")
+    assert "moment sampling (--moment)" in err and "model kind image (--kind)" in err
+
+
+def test_text_shows_every_step_its_fields_and_an_estimate(tmp_path: Path) -> None:
+    status, out, _ = cli("plan", write(tmp_path), "--moment", "intermittent")
+    assert status == 0
+    assert "moment intermittent (--moment)" in out
+    assert "Fewer frames [num_frames]: on by default" in out
+    assert "datasets[0].num_frames: 81 → 41" in out
+    assert "bucket 1024 (dataset 0): 1024 → (dropped)" in out
+    assert "this step alone: training ≈" in out
+    assert "Gradient checkpointing on [gradient_checkpointing]: done" in out
+
+
+def test_environment_lists_checks_and_no_steps(tmp_path: Path) -> None:
+    status, out, _ = cli("plan", write(tmp_path), "--moment", "environment")
+    assert status == 0
+    assert "Nothing in the config changes" in out and "nvidia-smi" in out
+    status, out, _ = cli("plan", write(tmp_path), "--moment", "environment", "--json")
+    assert json.loads(out)["steps"] == []
+
+
+def test_a_missing_config_is_one_line_and_status_2(tmp_path: Path) -> None:
+    status, out, err = cli("plan", tmp_path / "nope.yaml")
+    assert status == 2 and out == ""
+    assert err.startswith("oom-wizard: error: ") and err.count("\n") == 1
+
+
+def test_no_config_at_all_is_refused(tmp_path: Path) -> None:
+    status, _, err = cli("plan")
+    assert status == 2 and "give the job's config file" in err

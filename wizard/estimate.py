@@ -1,0 +1,218 @@
+"""A relative memory estimate: how a set of changes moves the activation peaks.
+
+It is **relative and approximate**: today's config is 100 %, and the figure says where the
+changed config lands against it. It counts the activation load of one training step and of
+one sample, the part of VRAM that the roll-back's shape levers move; it does not count
+weights, optimizer state, quantization or offloading (the low-memory path lowers those, so
+its figure stays at 100 % here and the note says why).
+
+The formula
+-----------
+
+For each training process, the training load is the largest over its datasets of::
+
+    tokens(dataset) × batch(dataset) × checkpointing
+
+    tokens   = (R / (s × p))²  ×  frames_latent
+    R        = the dataset's largest resolution bucket (a bucket caps the pixel count at R²)
+    s, p     = the arch's spatial VAE compression and transformer patch size (presets;
+               8 and 2 when the arch is unknown)
+    frames_latent = 1 + (F − 1) / t  for a video model, else 1
+    F        = the dataset's num_frames; with auto_frame_count on, clips are not capped, so
+               F is taken as the larger of num_frames and the arch's default sample length
+    t        = the arch's temporal compression (presets; 8, the toolkit's fallback, when
+               unknown)
+    batch    = datasets[].batch_size, else train.batch_size
+    checkpointing = 1 with gradient checkpointing on, 4 with it off (a rough figure for
+               keeping every layer's activations instead of recomputing them)
+
+The sampling load is the largest over the samples that will render (none when
+``train.disable_sampling`` is on) of ``(W / (s × p)) × (H / (s × p)) × frames_latent``, with
+each sample's own width, height and frames winning over the section's. Sample steps and
+``sample_every`` change time and frequency, not the peak, so they leave it as it is.
+
+The job's load is the largest over its training processes, and the estimate is
+``100 × after / before``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from wizard.changes import Change
+from wizard.document import JobDocument, apply_to_tree
+from wizard.presets import ArchFacts, Presets, load_presets
+from wizard.view import DatasetView, JobView, ProcessView, SampleView, build_view
+
+CHECKPOINTING_OFF_FACTOR: Final = 4.0
+"""Activation load without gradient checkpointing, relative to with it (rough)."""
+
+FALLBACK_SPATIAL: Final = 8
+FALLBACK_PATCH: Final = 2
+FALLBACK_TEMPORAL: Final = 8.0
+"""AI Toolkit's data loader assumes a temporal compression of 8 when the model says nothing."""
+
+NOTE: Final = (
+    "Relative and approximate: activation load of one training step and one sample against "
+    "today's config (100 %), from tokens per sample × batch × a checkpointing factor. "
+    "Weights, quantization and offloading are not counted."
+)
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Where the changed config lands against today's (= 100).
+
+    Attributes:
+        train_pct: The training step's activation load, in percent of today's.
+        sample_pct: The sampling load in percent of today's; 0 when the changes switch
+            sampling off, None when today's config renders no samples.
+        note: How to read the figures, and what they leave out.
+    """
+
+    train_pct: float
+    sample_pct: float | None
+    note: str
+
+
+def estimate(
+    document: JobDocument,
+    changes: Sequence[Change],
+    model_kind: str,
+    *,
+    presets: Presets | None = None,
+) -> MemoryEstimate:
+    """The relative estimate of ``changes`` applied to ``document``.
+
+    Args:
+        document: Today's config.
+        changes: The changes to weigh (as :func:`wizard.plan.changes_for` makes them).
+        model_kind: ``video`` counts frames; ``image`` counts one frame per sample.
+        presets: The preset data (default: the shipped presets).
+
+    Raises:
+        ConfigError: the changes give a value the toolkit would refuse (a batch of 0...).
+    """
+    presets = presets or load_presets()
+    tree = document.tree
+    for change in changes:
+        tree = apply_to_tree(tree, change.edit())
+    before = document.view()
+    after = build_view(tree, file=str(document.source), locate=lambda _path: None)
+    facts = _facts_by_process(document, before, presets)
+    video = model_kind == "video"
+    train_before = _train_load(before, facts, video)
+    train_after = _train_load(after, facts, video)
+    sample_before = _sample_load(before, facts, video)
+    sample_after = _sample_load(after, facts, video)
+    notes = [NOTE]
+    if video and _auto_frames(before):
+        notes.append(
+            "Auto frame count is on, so clip length is unknown; it is counted as the arch's "
+            "default sample length."
+        )
+    return MemoryEstimate(
+        train_pct=_percent(train_after, train_before) or 100.0,
+        sample_pct=_percent(sample_after, sample_before),
+        note=" ".join(notes),
+    )
+
+
+def _percent(after: float, before: float) -> float | None:
+    if before <= 0:
+        return None
+    return round(100.0 * after / before, 1)
+
+
+def arch_facts(document: JobDocument, process: ProcessView, presets: Presets) -> ArchFacts | None:
+    """The presets' facts for the arch a process trains: its ``arch``, else its legacy
+    ``is_*`` flags, else what the toolkit resolves an empty model section to (SD 1.x)."""
+    model = document.get(process.path("model"), {})
+    facts = presets.arch_from_model(model if isinstance(model, Mapping) else {})
+    return facts or presets.arch(process.model.resolved_arch)
+
+
+def _facts_by_process(
+    document: JobDocument, view: JobView, presets: Presets
+) -> Mapping[int, ArchFacts | None]:
+    return {process.index: arch_facts(document, process, presets) for process in view.processes}
+
+
+def _train_load(view: JobView, facts: Mapping[int, ArchFacts | None], video: bool) -> float:
+    loads = [
+        _dataset_load(process, dataset, facts.get(process.index), video)
+        for process in view.processes
+        for dataset in process.datasets
+    ]
+    return max(loads, default=0.0)
+
+
+def _dataset_load(
+    process: ProcessView, dataset: DatasetView, facts: ArchFacts | None, video: bool
+) -> float:
+    resolution = max(dataset.resolution or (0,))
+    side = resolution / _latent_pixel(facts)
+    frames = _dataset_frames(dataset, facts) if video else 1
+    batch = dataset.batch_size or process.train.batch_size or 1
+    checkpointing = (
+        1.0 if process.train.gradient_checkpointing is not False else (CHECKPOINTING_OFF_FACTOR)
+    )
+    return side * side * _latent_frames(frames, facts) * batch * checkpointing
+
+
+def _dataset_frames(dataset: DatasetView, facts: ArchFacts | None) -> int:
+    frames = dataset.num_frames or 1
+    if dataset.auto_frame_count is True:
+        default = facts.default_sample_frames if facts else None
+        return max(frames, default or frames)
+    return frames
+
+
+def _sample_load(view: JobView, facts: Mapping[int, ArchFacts | None], video: bool) -> float:
+    loads = [
+        _process_sample_load(process, process.sample, facts.get(process.index), video)
+        for process in view.processes
+        if process.sample is not None and process.train.disable_sampling is not True
+    ]
+    return max(loads, default=0.0)
+
+
+def _process_sample_load(
+    process: ProcessView, sample: SampleView | None, facts: ArchFacts | None, video: bool
+) -> float:
+    if sample is None:
+        return 0.0
+    count = max(len(sample.prompt_paths()), 1)
+    pixel = _latent_pixel(facts)
+    loads = []
+    for index in range(count):
+        size: dict[str, int] = {
+            "width": sample.width or 1,
+            "height": sample.height or 1,
+            "num_frames": sample.num_frames or 1,
+        }
+        for override in sample.overrides():
+            if override.sample == index:
+                size[override.field] = override.value
+        frames = size["num_frames"] if video else 1
+        loads.append(
+            (size["width"] / pixel) * (size["height"] / pixel) * _latent_frames(frames, facts)
+        )
+    return max(loads)
+
+
+def _latent_pixel(facts: ArchFacts | None) -> float:
+    spatial = facts.spatial_compression if facts and facts.spatial_compression else None
+    patch = facts.patch if facts and facts.patch else None
+    return float((spatial or FALLBACK_SPATIAL) * (patch or FALLBACK_PATCH))
+
+
+def _latent_frames(frames: int, facts: ArchFacts | None) -> float:
+    temporal = facts.temporal_compression if facts and facts.temporal_compression else None
+    return 1.0 + (max(frames, 1) - 1) / (temporal or FALLBACK_TEMPORAL)
+
+
+def _auto_frames(view: JobView) -> bool:
+    return any(d.auto_frame_count is True for p in view.processes for d in p.datasets)

@@ -1,0 +1,1187 @@
+"""The roll-back plan: the procedure of DESIGN.md made exact for one config.
+
+:func:`build_plan` turns a config, the crash moment and the model kind into ordered
+steps (the moment's first changes, then the rest of the ladder from ``presets/``, then
+an optional short validation run). Every step carries its exact field proposals, each
+with ``before`` → ``after`` and a default toggle; a step with nothing left to change by
+default is *satisfied* and shown as done. :func:`changes_for` turns the user's choices
+(or the defaults) into :class:`~wizard.changes.Change` values, which are the only way
+anything is written.
+
+Idempotence. Steps with an absolute target (checkpointing on, batch 1, the low-memory
+path, sampling disabled for a ``loading`` crash, the validation run) are satisfied by the
+config's values. Steps that go down one rung per roll-back (``top_bucket``,
+``num_frames``, ``sampling``) would always find a next rung, so they count as done when
+the latest roll-back run in the change log applied them; only a new crash after that
+retry (``new_crash=True``) moves them one rung further, and the step's note says so.
+
+The estimate and the scale-up live in :mod:`wizard.estimate` and :mod:`wizard.scaleup`
+and are re-exported here, so that callers need one import.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Final, Literal, Protocol, TypeAlias
+
+from wizard.changelog import ChangeLog
+from wizard.changes import Change
+from wizard.document import MISSING, JobDocument, same_value
+from wizard.errors import ConfigError, WizardError
+from wizard.estimate import MemoryEstimate, arch_facts, estimate
+from wizard.paths import FieldPath, format_path
+from wizard.presets import (
+    MODEL_KINDS,
+    MOMENTS,
+    VALIDATION_RUN,
+    ArchFacts,
+    FrameGrid,
+    ModelKind,
+    Moment,
+    Presets,
+    StepInfo,
+    load_presets,
+)
+from wizard.scaleup import ScaleUp, next_scale_up, pending_scale_ups
+from wizard.view import ProcessView, SampleView
+
+__all__ = [
+    "DEFAULT_MOMENT",
+    "Control",
+    "DiagnosisLike",
+    "FieldProposal",
+    "MemoryEstimate",
+    "Plan",
+    "ScaleUp",
+    "StepChoice",
+    "StepProposal",
+    "build_plan",
+    "changes_for",
+    "default_model_kind",
+    "estimate",
+    "fallback_grid",
+    "next_scale_up",
+    "pending_scale_ups",
+]
+
+Control: TypeAlias = Literal["switch", "bucket", "number", "text"]
+
+DEFAULT_MOMENT: Final[Moment] = "early_steps"
+"""The moment assumed when neither the user nor a log says: the first training steps are
+where most OOM reports land, and their first changes (checkpointing, batch 1, the biggest
+bucket) are the procedure's main activation levers. Callers must say it was assumed."""
+
+KEEP_BUCKETS_UP_TO: Final = 768
+"""Buckets of this size or smaller stay by default (512 and 768 are the usual floor)."""
+
+RESOLUTION_RUNGS: Final = (1536, 1280, 1024, 768, 512)
+"""A single resolution steps down this ladder, one rung per roll-back."""
+
+SAMPLE_LONG_SIDE: Final[Mapping[str, int]] = MappingProxyType({"image": 768, "video": 512})
+"""The longest side a lighter sample may have, per model kind."""
+
+SAMPLE_SIDE_FLOOR: Final = 256
+"""Samples are never made smaller than this on their long side."""
+
+SAMPLE_STEPS_FLOOR: Final = 10
+"""Fewer sample steps never go below this."""
+
+SIZE_MULTIPLE: Final = 16
+"""Sample width and height stay multiples of this."""
+
+VALIDATION_STEPS: Final = 100
+"""``train.steps`` of the optional short validation run."""
+
+ROLLBACK_RUNG_STEPS: Final = frozenset({"top_bucket", "num_frames", "sampling"})
+"""Steps that go down one rung per roll-back (done when the last roll-back applied them)."""
+
+ENVIRONMENT_CHECKS: Final = (
+    "Stop retrying the same job: when even a small config fails at once, the config is "
+    "not what runs out.",
+    "See what else holds the GPU: nvidia-smi lists every process and its memory; close other "
+    "training jobs, image generators, a second toolkit worker or a stuck Python process.",
+    "Start from a fresh worker: restart AI Toolkit's UI server (or the container or pod) so no "
+    "memory is held by the crashed run.",
+    "If the OOM message says a lot is reserved but unallocated, set "
+    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the shell, the UI server's "
+    "environment or the toolkit's .env file.",
+    "Then run the unchanged config once more; if it still fails at once, the GPU or its "
+    "driver needs attention (reboot, driver update).",
+)
+
+
+class DiagnosisLike(Protocol):
+    """What the plan reads from a diagnosis (``wizard.diagnosis.Diagnosis`` fits)."""
+
+    @property
+    def moment(self) -> str | None:
+        """The crash moment the log points to."""
+
+    @property
+    def model_kind(self) -> str | None:
+        """The model kind the config and log point to."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The diagnosis as ``diagnose --json`` prints it."""
+
+
+# --------------------------------------------------------------------------- values
+
+
+@dataclass(frozen=True)
+class FieldProposal:
+    """One field a step would change, with its toggle.
+
+    Attributes:
+        path: The field (for a bucket: the item's path inside the resolution list).
+        before: The value today; ``MISSING`` when the key is absent.
+        after: The proposed value; ``MISSING`` removes the key (or drops the bucket).
+        default_on: Whether the toggle starts on.
+        label: A short row label (``train.batch_size``, ``bucket 1024 (dataset 0)``).
+        ui_hint: Where the field is in AI Toolkit's web UI, if it has a control.
+        control: How the app shows it: a switch, a bucket chip, a number or a text input.
+        group: Fields with the same group edit one value together (the buckets of one
+            resolution list); the group is that value's path.
+        group_items: For a grouped field, the whole list as it is today.
+        requires: The key of another field of the step that this one only makes sense with
+            (the accumulation that keeps the effective batch needs the smaller batch).
+    """
+
+    path: FieldPath
+    before: Any
+    after: Any
+    default_on: bool
+    label: str
+    ui_hint: str | None
+    control: Control
+    group: str | None = None
+    group_items: tuple[Any, ...] = ()
+    requires: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The field's key in :class:`StepChoice` mappings: its formatted path."""
+        return format_path(self.path)
+
+    def to_json(self) -> dict[str, Any]:
+        """The field as ``plan --json`` prints it."""
+        return {
+            "path": self.key,
+            "before": _json_value(self.before),
+            "after": _json_value(self.after),
+            "default_on": self.default_on,
+        }
+
+
+@dataclass(frozen=True)
+class StepProposal:
+    """One step of the plan.
+
+    Attributes:
+        id: The step id (``batch_size``...).
+        title: A short title from the presets.
+        why: Why it helps, from the presets.
+        satisfied: Nothing is left to change by default (the step is shown as done).
+        default_on: Whether the step is switched on when the user accepts the defaults.
+        ui_hint: Where its main field is in AI Toolkit's web UI.
+        fields: The proposals (optional ones may remain on a satisfied step).
+        note: What else the user should know (placeholders, rungs, host RAM...).
+    """
+
+    id: str
+    title: str
+    why: str
+    satisfied: bool
+    default_on: bool
+    ui_hint: str | None
+    fields: tuple[FieldProposal, ...]
+    note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The step as ``plan --json`` prints it."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "why": self.why,
+            "satisfied": self.satisfied,
+            "default_on": self.default_on,
+            "ui_hint": self.ui_hint,
+            "fields": [proposal.to_json() for proposal in self.fields],
+        }
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The roll-back plan for one config, moment and model kind.
+
+    Attributes:
+        moment: The crash moment the plan is for.
+        model_kind: ``image`` or ``video``.
+        steps: The steps in the order they are offered (none for ``environment``).
+        environment_checks: What to check instead, for the ``environment`` moment.
+    """
+
+    moment: str
+    model_kind: str
+    steps: tuple[StepProposal, ...]
+    environment_checks: tuple[str, ...] = ()
+
+    def step(self, step_id: str) -> StepProposal | None:
+        """The step with id ``step_id``, if the plan has it."""
+        return next((step for step in self.steps if step.id == step_id), None)
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan in DESIGN.md's ``plan --json`` shape."""
+        return {
+            "moment": self.moment,
+            "model_kind": self.model_kind,
+            "steps": [step.to_json() for step in self.steps],
+        }
+
+
+@dataclass(frozen=True)
+class StepChoice:
+    """The user's decision about one step.
+
+    Attributes:
+        step_id: The step.
+        enabled: Whether the step is applied at all.
+        fields: Field key → on/off; a field not listed keeps its ``default_on``.
+        values: Field key → an edited value (number and text inputs).
+    """
+
+    step_id: str
+    enabled: bool
+    fields: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
+    values: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
+def _json_value(value: Any) -> Any:
+    """``MISSING`` as null, tuples as lists: a value ready for ``json.dumps``."""
+    if value is MISSING:
+        return None
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+# --------------------------------------------------------------------------- building
+
+
+def build_plan(
+    document: JobDocument,
+    moment: str,
+    model_kind: str,
+    *,
+    changelog: ChangeLog | None = None,
+    diagnosis: DiagnosisLike | None = None,
+    new_crash: bool = False,
+    presets: Presets | None = None,
+) -> Plan:
+    """The roll-back plan for ``document`` after a crash at ``moment``.
+
+    Args:
+        document: The config as loaded.
+        moment: One of ``presets.MOMENTS``.
+        model_kind: ``image`` or ``video``.
+        changelog: The change log that describes this config, when it is our output:
+            one-rung steps that its latest roll-back applied count as done.
+        diagnosis: The log's diagnosis; for ``environment`` its reasons head the checks.
+        new_crash: The config crashed again after the last roll-back: one-rung steps go
+            one rung further instead of counting as done.
+        presets: The preset data (default: the shipped presets).
+
+    Raises:
+        WizardError: an unknown moment or kind, or a job without a training process.
+    """
+    presets = presets or load_presets()
+    checked_moment, kind = _checked(moment, model_kind)
+    processes = _processes(document, presets, kind)
+    if checked_moment == "environment":
+        return Plan(
+            moment=checked_moment,
+            model_kind=kind,
+            steps=(),
+            environment_checks=_environment_checks(diagnosis),
+        )
+    order = (*presets.rollback_order(checked_moment, kind), VALIDATION_RUN)
+    done = {} if new_crash else _done_by_last_rollback(changelog)
+    applied_before = set(_done_by_last_rollback(changelog)) if new_crash else set()
+    steps = [
+        _step(step_id, checked_moment, processes, presets, done, applied_before)
+        for step_id in order
+    ]
+    first = presets.moment(checked_moment).first(kind)
+    return Plan(
+        moment=checked_moment,
+        model_kind=kind,
+        steps=tuple(_with_defaults(steps, first)),
+    )
+
+
+def _checked(moment: str, model_kind: str) -> tuple[Moment, ModelKind]:
+    """The moment and kind as vocabulary values, or a one-line error."""
+    for value, known, what in ((moment, MOMENTS, "moment"), (model_kind, MODEL_KINDS, "kind")):
+        if value not in known:
+            raise WizardError(f"unknown {what} '{value}'; use one of {', '.join(known)}")
+    checked_moment = next(m for m in MOMENTS if m == moment)
+    kind = next(k for k in MODEL_KINDS if k == model_kind)
+    return checked_moment, kind
+
+
+def _environment_checks(diagnosis: DiagnosisLike | None) -> tuple[str, ...]:
+    """The checks for a GPU or worker problem, the diagnosis's own reasons first."""
+    reasons: list[str] = []
+    if diagnosis is not None:
+        found = diagnosis.to_json().get("reasons") or []
+        reasons = [f"The log shows: {reason}" for reason in found if isinstance(reason, str)]
+    return (*reasons, *ENVIRONMENT_CHECKS)
+
+
+def _done_by_last_rollback(changelog: ChangeLog | None) -> dict[str, str]:
+    """One-rung steps the latest roll-back applied (and no later scale-up undid), with when."""
+    if changelog is None:
+        return {}
+    runs = list(enumerate(changelog.runs))
+    rollbacks = [index for index, run in runs if run.direction == "rollback"]
+    if not rollbacks:
+        return {}
+    last = rollbacks[-1]
+    undone = {step for index, run in runs[last + 1 :] for step in run.steps}
+    applied = {entry.step for entry in changelog.changes_of_run(last)} | set(
+        changelog.runs[last].steps
+    )
+    when = changelog.runs[last].at
+    return {
+        step: when
+        for step in applied
+        if step is not None and step in ROLLBACK_RUNG_STEPS and step not in undone
+    }
+
+
+def _with_defaults(steps: list[StepProposal], first: Sequence[str]) -> list[StepProposal]:
+    """Switch on the moment's first steps that have work left; when none has, the next one.
+
+    The validation run is never switched on by default.
+    """
+    actionable = [s for s in steps if not s.satisfied and s.id != VALIDATION_RUN]
+    chosen = {s.id for s in actionable if s.id in first}
+    promoted = None
+    if not chosen and actionable:
+        promoted = actionable[0]
+        chosen = {promoted.id}
+    result: list[StepProposal] = []
+    for step in steps:
+        on = step.id in chosen
+        note = step.note
+        if step is promoted:
+            extra = (
+                "The moment's usual first changes are already in place; this is the next "
+                "step of the ladder."
+            )
+            note = f"{note} {extra}" if note else extra
+        result.append(_replace_step(step, default_on=on, note=note))
+    return result
+
+
+def _replace_step(step: StepProposal, *, default_on: bool, note: str | None) -> StepProposal:
+    return StepProposal(
+        id=step.id,
+        title=step.title,
+        why=step.why,
+        satisfied=step.satisfied,
+        default_on=default_on,
+        ui_hint=step.ui_hint,
+        fields=step.fields,
+        note=note,
+    )
+
+
+# --------------------------------------------------------------------------- processes
+
+
+@dataclass(frozen=True)
+class _Process:
+    """One training process with the facts a step needs."""
+
+    view: ProcessView
+    raw: Mapping[str, Any]
+    facts: ArchFacts | None
+    kind: ModelKind
+    presets: Presets
+    prefix: str
+
+    def path(self, *parts: str | int) -> FieldPath:
+        return self.view.path(*parts)
+
+    def get(self, *parts: str | int) -> Any:
+        """The value as written in the file under this process, ``MISSING`` when absent."""
+        node: Any = self.raw
+        for part in parts:
+            if isinstance(part, int):
+                if not isinstance(node, list) or not 0 <= part < len(node):
+                    return MISSING
+            elif not isinstance(node, Mapping) or part not in node:
+                return MISSING
+            node = node[part]
+        return node
+
+    def label(self, text: str) -> str:
+        return f"{self.prefix}{text}"
+
+    def hint(self, path: FieldPath) -> str | None:
+        return self.presets.ui_hint(path, self.facts)
+
+    @property
+    def grid(self) -> FrameGrid:
+        return self.facts.frames if self.facts and self.facts.frames else fallback_grid()
+
+    @property
+    def frame_floor(self) -> int:
+        """The smallest frame count above one on the grid: clips never become stills."""
+        grid = self.grid
+        return grid.offset if grid.offset > 1 else grid.offset + grid.step
+
+
+def fallback_grid() -> FrameGrid:
+    """The frame grid for an arch the presets do not know.
+
+    AI Toolkit's data loader falls back to a temporal compression of 8 (frames 8n+1) when the
+    model says nothing.
+    """
+    return FrameGrid(step=8, offset=1)
+
+
+def _processes(document: JobDocument, presets: Presets, kind: ModelKind) -> list[_Process]:
+    view = document.view()
+    if not view.processes:
+        raise ConfigError(
+            "this job has no training process (sd_trainer, diffusion_trainer...); "
+            "there is nothing for a memory roll-back to change",
+            file=document.source,
+        )
+    several = len(view.processes) > 1
+    return [
+        _Process(
+            view=process,
+            raw=document.get(process.path()),
+            facts=arch_facts(document, process, presets),
+            kind=kind,
+            presets=presets,
+            prefix=f"process {process.index}: " if several else "",
+        )
+        for process in view.processes
+    ]
+
+
+def default_model_kind(document: JobDocument, presets: Presets | None = None) -> tuple[str, str]:
+    """The model kind of the config and where it comes from, for when nobody says.
+
+    Returns:
+        ``(kind, reason)``: ``video`` for a video arch or a dataset with clips, else ``image``.
+    """
+    presets = presets or load_presets()
+    primary = document.view().primary
+    if primary is None:
+        return "image", "no training process"
+    facts = arch_facts(document, primary, presets)
+    if facts is not None:
+        return facts.ladder_kind, f"model.arch is {facts.label}"
+    if any(dataset.is_video for dataset in primary.datasets):
+        return "video", "a dataset has more than one frame"
+    return "image", "the arch is unknown and no dataset has clips"
+
+
+# --------------------------------------------------------------------------- steps
+
+
+@dataclass
+class _Found:
+    """What a step builder found: its proposals and notes."""
+
+    fields: list[FieldProposal] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def note_placeholder(self, process: _Process, *parts: str | int) -> None:
+        path = format_path(process.path(*parts))
+        self.notes.append(
+            f"{path} is a ${{...}} placeholder, so its value is unknown here; "
+            "set it where the variable is defined."
+        )
+
+
+_Builder: TypeAlias = Callable[[_Process, Moment, _Found], None]
+
+
+def _step(
+    step_id: str,
+    moment: Moment,
+    processes: Sequence[_Process],
+    presets: Presets,
+    done: Mapping[str, str],
+    applied_before: set[str],
+) -> StepProposal:
+    info = _step_info(presets, step_id)
+    found = _Found()
+    if step_id in done:
+        found.notes.append(
+            f"Applied in the last roll-back ({done[step_id]}). It goes one rung further only "
+            "after a new crash with that config (plan --new-crash, or a newer log)."
+        )
+    else:
+        for process in processes:
+            _BUILDERS[step_id](process, moment, found)
+        if step_id in applied_before and found.fields:
+            rungs = ", ".join(_rung_text(f) for f in found.fields if f.default_on)
+            found.notes.insert(
+                0, f"It crashed again after the last roll-back: one rung further ({rungs})."
+            )
+    satisfied = not any(proposal.default_on for proposal in found.fields)
+    hint = found.fields[0].ui_hint if found.fields else presets.ui_hint(info.fields[0])
+    return StepProposal(
+        id=step_id,
+        title=info.title,
+        why=info.why,
+        satisfied=satisfied,
+        default_on=False,
+        ui_hint=hint,
+        fields=tuple(found.fields),
+        note=" ".join(dict.fromkeys(found.notes)) or None,
+    )
+
+
+def _step_info(presets: Presets, step_id: str) -> StepInfo:
+    """The presets' title, reason and fields of a step."""
+    return next(info for key, info in presets.steps.items() if key == step_id)
+
+
+def _rung_text(proposal: FieldProposal) -> str:
+    after = "dropped" if proposal.after is MISSING else _show(proposal.after)
+    return f"{proposal.label} {_show(proposal.before)} → {after}"
+
+
+def _show(value: Any) -> str:
+    if value is MISSING:
+        return "(absent)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_show(item) for item in value) + "]"
+    return str(value)
+
+
+def _propose(
+    found: _Found,
+    process: _Process,
+    parts: tuple[str | int, ...],
+    before: Any,
+    after: Any,
+    *,
+    default_on: bool = True,
+    control: Control = "switch",
+    label: str | None = None,
+    requires: str | None = None,
+) -> FieldProposal:
+    path = process.path(*parts)
+    proposal = FieldProposal(
+        path=path,
+        before=before,
+        after=after,
+        default_on=default_on,
+        label=process.label(label or format_path(parts)),
+        ui_hint=process.hint(path),
+        control=control,
+        requires=requires,
+    )
+    found.fields.append(proposal)
+    return proposal
+
+
+# --- gradient checkpointing ------------------------------------------------------------------
+
+
+def _gradient_checkpointing(process: _Process, moment: Moment, found: _Found) -> None:
+    train = process.view.train
+    if not train.is_known("gradient_checkpointing"):
+        found.note_placeholder(process, "train", "gradient_checkpointing")
+    elif train.gradient_checkpointing is False:
+        _propose(found, process, ("train", "gradient_checkpointing"), False, True)
+
+
+# --- batch size ------------------------------------------------------------------------------
+
+
+def _batch_size(process: _Process, moment: Moment, found: _Found) -> None:
+    train = process.view.train
+    if not train.is_known("batch_size"):
+        found.note_placeholder(process, "train", "batch_size")
+        return
+    train_batch = train.batch_size or 1
+    lowered: list[tuple[FieldProposal, int]] = []
+    if train_batch > 1:
+        proposal = _propose(
+            found, process, ("train", "batch_size"), train_batch, 1, control="number"
+        )
+        lowered.append((proposal, train_batch))
+    for dataset in process.view.datasets:
+        if not dataset.is_known("batch_size"):
+            found.note_placeholder(process, "datasets", dataset.index, "batch_size")
+        elif dataset.batch_size is not None and dataset.batch_size > 1:
+            parts = ("datasets", dataset.index, "batch_size")
+            proposal = _propose(found, process, parts, dataset.batch_size, 1, control="number")
+            lowered.append((proposal, dataset.batch_size))
+    if lowered:
+        _keep_effective_batch(process, found, lowered)
+
+
+def _keep_effective_batch(
+    process: _Process, found: _Found, lowered: Sequence[tuple[FieldProposal, int]]
+) -> None:
+    """Offer to multiply the accumulation in use by the old batch (on by default)."""
+    train = process.view.train
+    largest, old_batch = max(lowered, key=lambda pair: pair[1])
+    key = _accumulation_key(process)
+    if key is None:
+        found.notes.append(
+            "train.gradient_accumulation_steps is -1 (a whole epoch per optimizer step) or a "
+            "placeholder; the effective batch is left to it."
+        )
+        return
+    current = getattr(train, key) or 1
+    _propose(
+        found,
+        process,
+        ("train", key),
+        process.get("train", key),
+        current * old_batch,
+        control="number",
+        label=f"keep the effective batch (train.{key})",
+        requires=largest.key,
+    )
+
+
+def _accumulation_key(process: _Process) -> str | None:
+    """The accumulation key in use: ``gradient_accumulation`` unless only the legacy one is set.
+
+    None when the legacy key accumulates over a whole epoch (-1) or a key is a placeholder:
+    multiplying it would mean something else.
+    """
+    train = process.view.train
+    if not (
+        train.is_known("gradient_accumulation") and train.is_known("gradient_accumulation_steps")
+    ):
+        return None
+    legacy = train.gradient_accumulation_steps
+    if legacy == -1:
+        return None
+    if legacy is not None and legacy > 1 and (train.gradient_accumulation or 1) == 1:
+        return "gradient_accumulation_steps"
+    return "gradient_accumulation"
+
+
+# --- top bucket ------------------------------------------------------------------------------
+
+
+def _top_bucket(process: _Process, moment: Moment, found: _Found) -> None:
+    for dataset in process.view.datasets:
+        if not dataset.is_known("resolution"):
+            found.note_placeholder(process, "datasets", dataset.index, "resolution")
+            continue
+        buckets = dataset.resolution or ()
+        if len(buckets) >= 2:
+            _bucket_toggles(process, found, dataset.index, buckets)
+        elif buckets:
+            _step_down(process, found, dataset.index, buckets[0], dataset.resolution_is_list)
+    if any(f.control == "bucket" for f in found.fields):
+        found.notes.append(
+            "Each dataset keeps its smallest resolution, so none is left empty; buckets of "
+            f"{KEEP_BUCKETS_UP_TO} and below stay unless you drop them."
+        )
+
+
+def _bucket_toggles(process: _Process, found: _Found, index: int, buckets: tuple[int, ...]) -> None:
+    """One toggle per bucket but the smallest; the largest is dropped by default."""
+    keep = buckets.index(min(buckets))
+    largest = max(buckets)
+    list_path = process.path("datasets", index, "resolution")
+    for position, bucket in enumerate(buckets):
+        if position == keep:
+            continue
+        found.fields.append(
+            FieldProposal(
+                path=(*list_path, position),
+                before=bucket,
+                after=MISSING,
+                default_on=bucket == largest and bucket > KEEP_BUCKETS_UP_TO,
+                label=process.label(f"bucket {bucket} (dataset {index})"),
+                ui_hint=process.hint(list_path),
+                control="bucket",
+                group=format_path(list_path),
+                group_items=buckets,
+            )
+        )
+
+
+def _step_down(process: _Process, found: _Found, index: int, value: int, as_list: bool) -> None:
+    """A single resolution goes one rung down the ladder (by default only above 768)."""
+    lower = next((rung for rung in RESOLUTION_RUNGS if rung < value), None)
+    if lower is None:
+        return
+    before: Any = [value] if as_list else value
+    after: Any = [lower] if as_list else lower
+    _propose(
+        found,
+        process,
+        ("datasets", index, "resolution"),
+        before,
+        after,
+        default_on=value > KEEP_BUCKETS_UP_TO,
+        label=f"resolution {value} → {lower} (dataset {index})",
+    )
+
+
+# --- sampling --------------------------------------------------------------------------------
+
+
+def _sampling(process: _Process, moment: Moment, found: _Found) -> None:
+    train, sample = process.view.train, process.view.sample
+    if sample is None:
+        return
+    if not train.is_known("disable_sampling"):
+        found.note_placeholder(process, "train", "disable_sampling")
+        return
+    if train.disable_sampling is True:
+        return
+    if process.view.first_sample is not None:
+        found.notes.append(
+            "The first_sample: section runs its own preview before training; "
+            "skip_first_sample does not stop it, disable_sampling does."
+        )
+    if moment == "loading":
+        if train.skip_first_sample is not True:
+            _propose(
+                found,
+                process,
+                ("train", "skip_first_sample"),
+                process.get("train", "skip_first_sample"),
+                True,
+            )
+        _propose(
+            found,
+            process,
+            ("train", "disable_sampling"),
+            process.get("train", "disable_sampling"),
+            True,
+            label="train.disable_sampling (for a validation run)",
+        )
+        return
+    _lighter_samples(process, sample, found)
+    _propose(
+        found,
+        process,
+        ("train", "disable_sampling"),
+        process.get("train", "disable_sampling"),
+        True,
+        default_on=False,
+    )
+
+
+def _lighter_samples(process: _Process, sample: SampleView, found: _Found) -> None:
+    """Smaller size, fewer steps, rarer, shorter; per-sample overrides too."""
+    size = (sample.width, sample.height)
+    if None not in size and sample.is_known("width") and sample.is_known("height"):
+        width, height = smaller_size(sample.width or 1, sample.height or 1, process.kind)
+        for key, old, new in (("width", sample.width, width), ("height", sample.height, height)):
+            if new != old:
+                _propose(
+                    found,
+                    process,
+                    ("sample", key),
+                    process.get("sample", key),
+                    new,
+                    control="number",
+                )
+    fewer = fewer_sample_steps(sample.sample_steps)
+    if fewer is not None:
+        _propose(
+            found,
+            process,
+            ("sample", "sample_steps"),
+            process.get("sample", "sample_steps"),
+            fewer,
+            control="number",
+        )
+    if sample.is_known("sample_every") and sample.sample_every:
+        _propose(
+            found,
+            process,
+            ("sample", "sample_every"),
+            process.get("sample", "sample_every"),
+            sample.sample_every * 2,
+            control="number",
+        )
+    if process.kind == "video" and sample.is_known("num_frames"):
+        frames = fewer_frames(sample.num_frames or 1, process)
+        if frames is not None:
+            _propose(
+                found,
+                process,
+                ("sample", "num_frames"),
+                process.get("sample", "num_frames"),
+                frames,
+                control="number",
+            )
+    _overrides(process, sample, found)
+    for key in sorted(sample.unknown & {"width", "height", "sample_steps", "sample_every"}):
+        found.note_placeholder(process, "sample", key)
+
+
+def _overrides(process: _Process, sample: SampleView, found: _Found) -> None:
+    """Per-sample width/height/frames (fields and prompt flags) shrunk like the globals."""
+    overrides = sample.overrides()
+    if not overrides:
+        return
+    prompts = dict(sample.prompt_paths())
+    rewritten: dict[FieldPath, dict[str, int]] = {}
+    for override in overrides:
+        new = _override_value(process, sample, override.sample, override.field)
+        if new is None or new == override.value:
+            continue
+        if override.source == "field":
+            path = override.path
+            found.fields.append(
+                FieldProposal(
+                    path=path,
+                    before=override.value,
+                    after=new,
+                    default_on=True,
+                    label=process.label(format_path(path[3:])),
+                    ui_hint=process.hint(path),
+                    control="number",
+                )
+            )
+        elif override.flag is not None:
+            rewritten.setdefault(override.path, {})[override.flag] = new
+    for path, flags in rewritten.items():
+        before = prompts.get(path) or ""
+        found.fields.append(
+            FieldProposal(
+                path=path,
+                before=before,
+                after=rewrite_prompt_flags(before, flags),
+                default_on=True,
+                label=process.label(f"{format_path(path[3:])} ({', '.join(sorted(flags))})"),
+                ui_hint=None,
+                control="text",
+            )
+        )
+    found.notes.append(
+        "Some samples set their own size or length, which wins over the section's; "
+        "they are shrunk the same way."
+    )
+
+
+def _override_value(process: _Process, sample: SampleView, index: int, name: str) -> int | None:
+    """The lighter value of one sample's ``width``/``height``/``num_frames``."""
+    effective = _effective_sample(sample, index)
+    if name == "num_frames":
+        frames = effective["num_frames"]
+        return fewer_frames(frames, process) if frames > 1 else None
+    width, height = smaller_size(effective["width"], effective["height"], process.kind)
+    return width if name == "width" else height
+
+
+def _effective_sample(sample: SampleView, index: int) -> dict[str, int]:
+    """The width, height and frames one sample renders at (its overrides win, the last one)."""
+    values = {
+        "width": sample.width or 1,
+        "height": sample.height or 1,
+        "num_frames": sample.num_frames or 1,
+    }
+    for override in sample.overrides():
+        if override.sample == index:
+            values[override.field] = override.value
+    return values
+
+
+def smaller_size(width: int, height: int, kind: str) -> tuple[int, int]:
+    """One rung smaller, aspect kept: the long side to the kind's cap, or to 3/4 below it.
+
+    Both sides are multiples of 16, never larger than before, and the long side never goes
+    below 256 (a size already at or under the floor stays as it is).
+    """
+    long_side = max(width, height)
+    cap = SAMPLE_LONG_SIDE[kind]
+    target = cap if long_side > cap else _floor_multiple(long_side * 3 // 4)
+    target = max(target, SAMPLE_SIDE_FLOOR)
+    if target >= long_side:
+        return width, height
+    scale = target / long_side
+
+    def side(value: int) -> int:
+        if value == long_side:
+            return target
+        scaled = max(SIZE_MULTIPLE, round(value * scale / SIZE_MULTIPLE) * SIZE_MULTIPLE)
+        return min(scaled, max(SIZE_MULTIPLE, _floor_multiple(value)))
+
+    return side(width), side(height)
+
+
+def _floor_multiple(value: int) -> int:
+    return value // SIZE_MULTIPLE * SIZE_MULTIPLE
+
+
+def fewer_sample_steps(steps: int | None) -> int | None:
+    """About half the sample steps, never below 10; None when there is nothing to cut."""
+    if steps is None or steps <= SAMPLE_STEPS_FLOOR:
+        return None
+    return max(SAMPLE_STEPS_FLOOR, math.ceil(steps / 2))
+
+
+def fewer_frames(frames: int, process: _Process) -> int | None:
+    """About half the frames on the arch's grid, never a single frame; None at the floor."""
+    if frames <= 1:
+        return None
+    lower = max(process.grid.halve(frames), process.frame_floor)
+    return lower if lower < frames else None
+
+
+def rewrite_prompt_flags(prompt: str, values: Mapping[str, int]) -> str:
+    """The prompt with the numbers after the given flags (``--w``...) replaced.
+
+    The prompt is split on ``--`` exactly as AI Toolkit's sampler splits it; only the value
+    text of the named flags changes, every other character stays.
+    """
+    pieces = prompt.split("--")
+    for position in range(1, len(pieces)):
+        piece = pieces[position]
+        flag = piece.split(" ")[0].strip()
+        if f"--{flag}" not in values:
+            continue
+        rest = piece[len(flag) :]
+        old = rest.strip()
+        pieces[position] = flag + rest.replace(old, str(values[f"--{flag}"]), 1)
+    return "--".join(pieces)
+
+
+# --- frames ----------------------------------------------------------------------------------
+
+
+def _num_frames(process: _Process, moment: Moment, found: _Found) -> None:
+    if process.kind != "video":
+        return
+    for dataset in process.view.datasets:
+        if not (dataset.is_known("num_frames") and dataset.is_known("auto_frame_count")):
+            found.note_placeholder(process, "datasets", dataset.index, "num_frames")
+            continue
+        frames = dataset.num_frames or 1
+        frames_parts = ("datasets", dataset.index, "num_frames")
+        if dataset.auto_frame_count is True:
+            fixed = _fixed_count(process, frames)
+            frames_field = None
+            if fixed != frames:
+                frames_field = _propose(
+                    found,
+                    process,
+                    frames_parts,
+                    process.get(*frames_parts),
+                    fixed,
+                    control="number",
+                )
+            _propose(
+                found,
+                process,
+                ("datasets", dataset.index, "auto_frame_count"),
+                True,
+                False,
+                requires=frames_field.key if frames_field else None,
+            )
+            continue
+        lower = fewer_frames(frames, process)
+        if lower is not None:
+            _propose(found, process, frames_parts, frames, lower, control="number")
+    _sample_frames(process, found)
+    if any(f.label.endswith("auto_frame_count") for f in found.fields):
+        found.notes.append(
+            "Auto frame count has no upper limit (a long clip trains at its full length); "
+            "a fixed count caps it."
+        )
+
+
+def _fixed_count(process: _Process, frames: int) -> int:
+    """The fixed frame count that replaces auto frame count, on the grid."""
+    if frames > 1:
+        return max(process.grid.snap_down(frames), process.frame_floor)
+    default = process.facts.default_sample_frames if process.facts else None
+    base = default or process.frame_floor
+    return max(process.grid.halve(base), process.frame_floor)
+
+
+def _sample_frames(process: _Process, found: _Found) -> None:
+    """Sample length too, on its own toggle (off: samples are the sampling step's business)."""
+    sample = process.view.sample
+    if sample is None or not sample.is_known("num_frames"):
+        return
+    frames = fewer_frames(sample.num_frames or 1, process)
+    if frames is not None:
+        _propose(
+            found,
+            process,
+            ("sample", "num_frames"),
+            process.get("sample", "num_frames"),
+            frames,
+            default_on=False,
+            control="number",
+        )
+
+
+# --- low-memory path -------------------------------------------------------------------------
+
+
+def _low_vram(process: _Process, moment: Moment, found: _Found) -> None:
+    facts = process.facts
+    if facts is None:
+        _recipe_field(process, found, "model.low_vram", True, default_on=True)
+        found.notes.append("The arch is unknown to oom-wizard, so only model.low_vram is offered.")
+    else:
+        for change in facts.low_memory.changes():
+            _recipe_field(process, found, change.field, change.value, default_on=change.default_on)
+        if facts.layer_offloading == "works" and facts.low_memory.layer_offloading:
+            found.notes.append(
+                "Layer offloading moves weights to system RAM (it needs a lot of it, and is "
+                "slower); with it on, the toolkit turns a qfloat8 qtype into float8."
+            )
+    if process.view.model.compile is True:
+        found.notes.append(
+            "model.compile is on: it moves the transformer to the GPU before compiling, which "
+            "undoes low_vram's CPU parking."
+        )
+    found.notes.append(
+        "The optimizer and learning rate stay: they are not the first memory levers."
+    )
+
+
+def _recipe_field(
+    process: _Process, found: _Found, key: str, value: bool | float | str, *, default_on: bool
+) -> None:
+    section, name = key.split(".", 1)
+    view = process.view.train if section == "train" else process.view.model
+    if not view.is_known(name):
+        found.note_placeholder(process, section, name)
+        return
+    raw = process.get(section, name)
+    current = getattr(view, name)
+    if name in ("qtype", "qtype_te") and raw not in (MISSING, None, ""):
+        return  # the user chose a quantization type; the recipe only fills a missing one
+    if name == "cache_text_embeddings" and process.view.train.unload_text_encoder is True:
+        found.notes.append(
+            "Cached text embeddings are not offered: train.unload_text_encoder is on, and the "
+            "two exclude each other."
+        )
+        return
+    if same_value(current, value):
+        return
+    _propose(
+        found,
+        process,
+        (section, name),
+        raw,
+        value,
+        default_on=default_on,
+        control="text" if isinstance(value, str) else "switch",
+    )
+
+
+# --- validation run --------------------------------------------------------------------------
+
+
+def _validation_run(process: _Process, moment: Moment, found: _Found) -> None:
+    train = process.view.train
+    if not train.is_known("steps"):
+        found.note_placeholder(process, "train", "steps")
+    elif (train.steps or 0) > VALIDATION_STEPS:
+        _propose(
+            found,
+            process,
+            ("train", "steps"),
+            process.get("train", "steps"),
+            VALIDATION_STEPS,
+            control="number",
+        )
+
+
+_BUILDERS: Final[Mapping[str, _Builder]] = MappingProxyType(
+    {
+        "gradient_checkpointing": _gradient_checkpointing,
+        "batch_size": _batch_size,
+        "top_bucket": _top_bucket,
+        "sampling": _sampling,
+        "num_frames": _num_frames,
+        "low_vram": _low_vram,
+        VALIDATION_RUN: _validation_run,
+    }
+)
+
+
+# --------------------------------------------------------------------------- choices
+
+
+def changes_for(plan: Plan, choices: Mapping[str, StepChoice] | None = None) -> list[Change]:
+    """The field changes the choices make, in plan order.
+
+    Args:
+        plan: The plan.
+        choices: Step id → choice. None means the defaults: every ``default_on`` step with
+            its default field toggles. A step missing from a mapping is off.
+
+    A field whose ``requires`` field is off is left out; the buckets of one list become one
+    change of the whole list; when two steps change the same field, the first one wins.
+    """
+    changes: list[Change] = []
+    taken: set[FieldPath] = set()
+    for step in plan.steps:
+        choice = _choice(step, choices)
+        if choice is None or not choice.enabled:
+            continue
+        for change in _step_changes(step, choice):
+            if change.path not in taken:
+                taken.add(change.path)
+                changes.append(change)
+    return changes
+
+
+def _choice(step: StepProposal, choices: Mapping[str, StepChoice] | None) -> StepChoice | None:
+    if choices is None:
+        return StepChoice(step_id=step.id, enabled=step.default_on)
+    return choices.get(step.id)
+
+
+def _step_changes(step: StepProposal, choice: StepChoice) -> Iterable[Change]:
+    on = {f.key: choice.fields.get(f.key, f.default_on) for f in step.fields}
+    dropped: dict[str, tuple[FieldPath, tuple[Any, ...], set[int]]] = {}
+    for proposal in step.fields:
+        if not on[proposal.key] or (proposal.requires and not on.get(proposal.requires, False)):
+            continue
+        reason = f"{step.title}: {proposal.label}"
+        if proposal.group is not None:
+            list_path = proposal.path[:-1]
+            _, items, drops = dropped.setdefault(
+                proposal.group, (list_path, proposal.group_items, set())
+            )
+            drops.add(int(proposal.path[-1]))
+            continue
+        after = choice.values.get(proposal.key, proposal.after)
+        yield Change(path=proposal.path, after=after, step=step.id, reason=reason)
+    for list_path, items, drops in dropped.values():
+        kept = [item for position, item in enumerate(items) if position not in drops]
+        if kept:
+            gone = ", ".join(str(items[p]) for p in sorted(drops))
+            yield Change(
+                path=list_path,
+                after=kept,
+                step=step.id,
+                reason=f"{step.title}: drop {gone} from {format_path(list_path)}",
+            )
