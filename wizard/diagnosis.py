@@ -1,0 +1,1043 @@
+"""When and why the job ran out of memory, from the log, the config, the user and the GPU.
+
+:func:`diagnose` weighs what is known — a :class:`~wizard.logscan.LogScan`, the config's
+:class:`~wizard.view.JobView`, the user's :class:`Answers`, a GPU probe, the change log — and
+returns a frozen :class:`Diagnosis`: the crash *moment* (DESIGN.md's five), the model kind,
+whether the environment rather than the config is to blame and why, the evidence lines, the
+allocator's numbers, and advice that goes beyond the config, each piece only when its evidence
+is there. It must never tell someone to shrink a config that is not the problem.
+
+Every judgement that is a heuristic rather than a fact of the toolkit is a named constant or a
+named function below, with its reasoning in its docstring:
+
+- the moment from the phase and the step (:func:`_moment_from_phase`, ``EARLY_STEP_LIMIT``);
+  a training crash at an unknown step with several buckets is ``intermittent``
+  (:func:`_unknown_step_moment`); a crash with no phase line and no training bar happened
+  before step 1 (:func:`_moment_without_phase`);
+- the environment rules (:func:`_environment`): other processes on the card, memory held
+  outside this process, a conservative config dying at once with a driver-level signal, a
+  pinned-memory copy, a host-RAM kill; and the counter-rule that a process holding nearly the
+  whole card alone is the job itself (``JOB_HOLDS_CARD_SHARE``);
+- the model kind from the arch, the legacy flags, frames > 1, then the model path
+  (``VIDEO_PATH_HINT``).
+
+The user's answers win over all of this; where they disagree with the log, the disagreement
+is kept and shown.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from wizard.changelog import ChangeLog
+from wizard.errors import WizardError
+from wizard.logscan import (
+    LOADING_PHASES,
+    EvidenceLine,
+    LogScan,
+    OomFigures,
+    Phase,
+    Signal,
+)
+from wizard.presets import MODEL_KINDS, MOMENTS, ArchFacts, ModelKind, Moment, load_presets
+from wizard.probe import ProbeResult
+from wizard.view import JobView, ProcessView
+
+Confidence = Literal["high", "medium", "low"]
+AdviceId = Literal[
+    "undo_scale_up",
+    "other_processes",
+    "pinned_memory",
+    "host_ram",
+    "fresh_worker",
+    "expandable_segments",
+    "pin_version",
+    "check_system_log",
+    "not_oom",
+]
+
+EARLY_STEP_LIMIT: Final = 10
+"""A training crash in steps 1-10 is ``early_steps`` (DESIGN.md); later, after healthy progress,
+the config fits most steps and one heavy batch tips it over: ``intermittent``."""
+OTHER_PROCESS_SHARE: Final = 0.10
+OTHER_PROCESS_MIN_GIB: Final = 1.0
+"""Other processes (or memory held outside the job) make the GPU "not clean" when they hold at
+least this share of the card and at least this many GiB: a desktop's own ~0.5 GiB does not
+count, a second job or a stuck worker does."""
+JOB_HOLDS_CARD_SHARE: Final = 0.90
+"""When the job's own process holds at least this share of the card and no other process is
+listed, the job filled the card: the config, not the environment."""
+FRAGMENTATION_MIN_GIB: Final = 1.0
+"""Reserved-but-unallocated memory at least this large (or as large as the failed allocation)
+is worth ``expandable_segments:True``, as PyTorch's own message suggests."""
+CONSERVATIVE_MAX_BUCKET: Final = 768
+CONSERVATIVE_MAX_FRAMES: Final = 33
+CONSERVATIVE_MAX_SAMPLE_SIDE: Final = 768
+"""A conservative config: batch 1, gradient checkpointing on, biggest bucket <= 768, at most
+33 frames, and sampling off or no larger than 768x768 and 33 frames. If such a config dies at
+once with a driver-level signal, shrinking it further is not the answer."""
+MAX_EVIDENCE: Final = 8
+"""Evidence lines in a diagnosis (the scan keeps more)."""
+VIDEO_PATH_HINT: Final = re.compile(
+    r"(?<![a-z])(?:wan\d|ltx|hunyuan[\W_]?video|mochi|cogvideo|minimax|skyreels|video|[ti]2v)",
+    re.IGNORECASE,
+)
+"""Model repositories or files whose name says video: the last hint for the model kind."""
+
+OOM_SIGNALS: Final[frozenset[Signal]] = frozenset(
+    {
+        "cuda_oom",
+        "cuda_error_oom",
+        "cublas_alloc",
+        "zero_free",
+        "oom_skip",
+        "oom_abort",
+        "loss_dict_followon",
+    }
+)
+"""Signals that show the GPU ran out of memory (directly, or through a known follow-on)."""
+DRIVER_SIGNALS: Final[frozenset[Signal]] = frozenset(
+    {"zero_free", "cublas_alloc", "cuda_error_oom"}
+)
+"""Signals below PyTorch's allocator: the card itself had nothing left to give."""
+STEP_SIGNALS: Final[frozenset[Signal]] = frozenset({"oom_skip", "oom_abort", "loss_dict_followon"})
+"""Signals only a training step produces."""
+
+_EVIDENCE_PRIORITY: Final[tuple[str, ...]] = (
+    "cuda_oom",
+    "cuda_error_oom",
+    "cublas_alloc",
+    "zero_free",
+    "oom_abort",
+    "loss_dict_followon",
+    "host_oom_kill",
+    "exception",
+    "host_copy",
+    "oom_skip",
+    "phase",
+    "bar",
+    "frame",
+    "exit",
+    "error",
+    "resume",
+    "stopped",
+)
+
+_PHASE_WORDS: Final[Mapping[Phase, str]] = {
+    "model_load": "while loading the model",
+    "quantize": "while quantizing the model",
+    "cache_latents": "while caching latents (the VAE encoding the dataset)",
+    "cache_text": "while caching text embeddings",
+    "baseline_sample": "during the baseline sample, before step 1",
+    "training": "in a training step",
+    "periodic_sample": "while generating samples",
+    "save": "while saving a checkpoint",
+    "unknown": "",
+}
+
+
+# --- inputs and output --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Answers:
+    """What the user says: when it crashed, which kind of model, whether it worked before.
+
+    Attributes:
+        moment: The crash moment, if the user gave one.
+        model_kind: ``image`` or ``video``, if the user gave one.
+        worked_before: "This exact config worked before."
+    """
+
+    moment: Moment | None = None
+    model_kind: ModelKind | None = None
+    worked_before: bool = False
+
+    @classmethod
+    def coerce(cls, value: Answers | Mapping[str, Any] | None) -> Answers:
+        """Answers from themselves, from a mapping with the same keys, or none.
+
+        Raises:
+            WizardError: an unknown moment or model kind.
+        """
+        if value is None:
+            return cls()
+        if isinstance(value, Answers):
+            return value
+        moment, kind = value.get("moment"), value.get("model_kind")
+        if moment is not None and moment not in MOMENTS:
+            raise WizardError(f"unknown moment '{moment}'; use one of {', '.join(MOMENTS)}")
+        if kind is not None and kind not in MODEL_KINDS:
+            raise WizardError(f"unknown kind '{kind}'; use one of {', '.join(MODEL_KINDS)}")
+        return cls(
+            moment=next((m for m in MOMENTS if m == moment), None),
+            model_kind=next((k for k in MODEL_KINDS if k == kind), None),
+            worked_before=bool(value.get("worked_before", False)),
+        )
+
+
+@dataclass(frozen=True)
+class Advice:
+    """One piece of advice beyond the config, given only with its evidence."""
+
+    id: AdviceId
+    text: str
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The verdict on one crash; :meth:`to_json` is what ``diagnose --json`` prints.
+
+    Attributes:
+        moment: The crash moment (the user's answer when given), None when nothing says.
+        phase: The finer phase from the log.
+        model_kind: ``image`` or ``video``; None when unknown.
+        arch: The config's arch (or the one its legacy flags select).
+        signals: What the log shows (see :data:`wizard.logscan.SIGNALS`).
+        environment_suspected: The GPU, the worker or the host is suspect, not the config.
+        reasons: Why the environment is or is not suspected.
+        evidence: The lines that support the verdict, in file order.
+        oom: PyTorch's allocator figures.
+        last_step: The last training step the log shows.
+        total_steps: The training bar's total.
+        advice: Advice beyond the config, each with its evidence present.
+        verdict: The finding in one sentence.
+        first_change: The first thing to change (or to do).
+        confidence: How sure the moment is.
+        log: The log read.
+        crashed: Whether the log's last run crashed (None without a log).
+        disagreements: Where the user's answers and the log disagree.
+        notes: Other things worth saying (an audio model, a log without a crash...).
+        run_count: Runs in the log.
+        resumed: The last run continued an earlier one.
+        skip_count: OOM-skipped batches in the last run.
+        probe: The GPU probe, if one was made.
+    """
+
+    moment: Moment | None
+    phase: Phase
+    model_kind: ModelKind | None
+    arch: str | None
+    signals: tuple[Signal, ...]
+    environment_suspected: bool
+    reasons: tuple[str, ...]
+    evidence: tuple[EvidenceLine, ...]
+    oom: OomFigures | None
+    last_step: int | None
+    total_steps: int | None
+    advice: tuple[Advice, ...]
+    verdict: str
+    first_change: str | None
+    confidence: Confidence
+    log: str | None
+    crashed: bool | None
+    disagreements: tuple[str, ...]
+    notes: tuple[str, ...]
+    run_count: int
+    resumed: bool
+    skip_count: int
+    probe: ProbeResult | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The diagnosis as JSON-ready data (DESIGN.md's keys, and a few more)."""
+        return {
+            "moment": self.moment,
+            "phase": self.phase,
+            "model_kind": self.model_kind,
+            "arch": self.arch,
+            "signals": list(self.signals),
+            "environment_suspected": self.environment_suspected,
+            "reasons": list(self.reasons),
+            "evidence": [{"line": e.line, "text": e.text} for e in self.evidence],
+            "oom": _oom_json(self.oom),
+            "last_step": self.last_step,
+            "total_steps": self.total_steps,
+            "advice": [{"id": a.id, "text": a.text} for a in self.advice],
+            "verdict": self.verdict,
+            "first_change": self.first_change,
+            "confidence": self.confidence,
+            "log": self.log,
+            "crashed": self.crashed,
+            "disagreements": list(self.disagreements),
+            "notes": list(self.notes),
+            "run_count": self.run_count,
+            "resumed": self.resumed,
+            "skip_count": self.skip_count,
+            "gpu_now": _probe_json(self.probe),
+        }
+
+
+def _round(value: float) -> float:
+    return round(value, 3)
+
+
+def _oom_json(oom: OomFigures | None) -> dict[str, Any]:
+    """The allocator figures that the message gave (GiB), and nothing else."""
+    if oom is None:
+        return {}
+    figures = {
+        "tried_gib": oom.tried,
+        "total_gib": oom.total,
+        "free_gib": oom.free,
+        "this_process_gib": oom.this_process,
+        "allocated_gib": oom.allocated,
+        "reserved_gib": oom.reserved,
+        "reserved_unallocated_gib": oom.reserved_unallocated,
+    }
+    found: dict[str, Any] = {k: _round(v) for k, v in figures.items() if v is not None}
+    if oom.other_processes:
+        found["other_processes"] = [
+            {"pid": p.pid, "gib": _round(p.gib)} for p in oom.other_processes
+        ]
+    return found
+
+
+def _probe_json(probe: ProbeResult | None) -> dict[str, Any] | None:
+    if probe is None:
+        return None
+    return {
+        "gpus": [
+            {
+                "index": g.index,
+                "name": g.name,
+                "total_gib": _round(g.total_gib),
+                "used_gib": _round(g.used_gib),
+            }
+            for g in probe.gpus
+        ],
+        "processes": [
+            {
+                "pid": p.pid,
+                "name": p.name,
+                "gib": None if p.used_gib is None else _round(p.used_gib),
+            }
+            for p in probe.processes
+        ],
+        "host_total_gib": None if probe.host_total_gib is None else _round(probe.host_total_gib),
+        "host_available_gib": (
+            None if probe.host_available_gib is None else _round(probe.host_available_gib)
+        ),
+    }
+
+
+# --- the diagnosis ------------------------------------------------------------------------------
+
+
+def diagnose(
+    scan: LogScan | None,
+    view: JobView | None,
+    *,
+    answers: Answers | Mapping[str, Any] | None = None,
+    probe: ProbeResult | None = None,
+    changelog: ChangeLog | None = None,
+) -> Diagnosis:
+    """Say when and why the job ran out of memory, from whatever is known.
+
+    Args:
+        scan: The log's scan (None without a log).
+        view: The config's typed view (None without a config).
+        answers: The user's answers (an :class:`Answers` or a mapping with its keys); they win
+            over the log, and a disagreement is shown.
+        probe: The GPU as it is now (None when it could not be looked at).
+        changelog: The config's change log, when it is the wizard's own output.
+
+    Raises:
+        WizardError: an answer names an unknown moment or kind.
+    """
+    given = Answers.coerce(answers)
+    process = view.primary if view is not None else None
+    kind = _model_kind(process)
+    found = _moment_from_log(scan, process)
+    env = _environment(scan, process, probe, given)
+    scaled = _scale_up_advice(changelog)
+
+    log_moment: Moment | None = "environment" if env.strong else found.moment
+    moment = given.moment or log_moment
+    model_kind = given.model_kind or kind.kind
+    disagreements = _disagreements(given, log_moment, found, env, kind)
+    advice = (*scaled, *env.advice)
+    notes = [*kind.notes, *(found.notes if log_moment == found.moment else ())]
+    if scan is None:
+        notes.append("No log: the moment comes only from your answers.")
+    return Diagnosis(
+        moment=moment,
+        phase=scan.phase if scan is not None else "unknown",
+        model_kind=model_kind,
+        arch=kind.arch,
+        signals=scan.signals if scan is not None else (),
+        environment_suspected=env.strong or env.suspected,
+        reasons=env.reasons,
+        evidence=_evidence(scan),
+        oom=scan.oom if scan is not None else None,
+        last_step=scan.last_step if scan is not None else None,
+        total_steps=scan.total_steps if scan is not None else None,
+        advice=advice,
+        verdict=_verdict(scan, moment, found, env, kind, model_kind, given),
+        first_change=_first_change(moment, model_kind, advice),
+        confidence="high" if given.moment else found.confidence,
+        log=scan.source if scan is not None else None,
+        crashed=scan.crashed if scan is not None else None,
+        disagreements=disagreements,
+        notes=tuple(notes),
+        run_count=scan.run_count if scan is not None else 0,
+        resumed=scan.resumed if scan is not None else False,
+        skip_count=scan.skip_count if scan is not None else 0,
+        probe=probe,
+    )
+
+
+# --- model kind ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Kind:
+    kind: ModelKind | None
+    arch: str | None
+    label: str | None
+    source: str
+    notes: tuple[str, ...] = ()
+
+
+def _model_kind(process: ProcessView | None) -> _Kind:
+    """The model kind: the arch's kind, else the legacy flags, else frames > 1, else the path.
+
+    Edit (instruction) archs count as image. An audio arch is treated as an image model without
+    frames, and a note says so: the roll-back covers image and video models only.
+    """
+    if process is None:
+        return _Kind(None, None, None, "no config: the model kind is unknown")
+    model = process.model
+    presets = load_presets()
+    arch = model.arch or (model.resolved_arch if _legacy_flags(process) else None)
+    facts = presets.arch(model.arch) if model.arch else None
+    if facts is None and _legacy_flags(process):
+        facts = presets.arch(model.resolved_arch)
+    if facts is not None:
+        return _kind_of_arch(facts, arch)
+    notes = (f"The arch '{model.arch}' is not one this wizard knows.",) if model.arch else ()
+    if _frames_above_one(process):
+        return _Kind("video", arch, None, "frames above 1 in the config", notes)
+    path = model.name_or_path
+    if path:
+        kind: ModelKind = "video" if VIDEO_PATH_HINT.search(path) else "image"
+        return _Kind(kind, arch, None, f"the model path {path}", notes)
+    return _Kind(None, arch, None, "nothing in the config says", notes)
+
+
+def _legacy_flags(process: ProcessView) -> frozenset[str]:
+    return process.model.legacy_flags - {"is_v_pred"}
+
+
+def _kind_of_arch(facts: ArchFacts, arch: str | None) -> _Kind:
+    source = f"the arch {arch} ({facts.label})"
+    if facts.kind == "audio":
+        note = (
+            f"{facts.label} is an audio model: the roll-back covers image and video models; "
+            "it is treated here as an image model without frames."
+        )
+        return _Kind("image", arch, facts.label, source, (note,))
+    return _Kind(facts.ladder_kind, arch, facts.label, source)
+
+
+def _frames_above_one(process: ProcessView) -> bool:
+    """Any dataset, sample section or single sample with more than one frame."""
+    if any(dataset.is_video for dataset in process.datasets):
+        return True
+    for sample in (process.sample, process.first_sample):
+        if sample is None:
+            continue
+        if (sample.num_frames or 1) > 1:
+            return True
+        if any(o.field == "num_frames" and o.value > 1 for o in sample.overrides()):
+            return True
+    return False
+
+
+# --- the moment from the log --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Moment:
+    moment: Moment | None
+    why: str
+    confidence: Confidence
+    notes: tuple[str, ...] = ()
+
+
+def _moment_from_log(scan: LogScan | None, process: ProcessView | None) -> _Moment:
+    """The moment the log points to, or None with the reason it does not point anywhere."""
+    if scan is None:
+        return _Moment(None, "no log", "low")
+    if not scan.crashed and not scan.has("oom_skip"):
+        note = "The log's last run shows no crash"
+        if scan.stopped:
+            note += " (it was stopped)"
+        elif scan.run_count > 1:
+            note += f" (the file holds {scan.run_count} runs; only the last is read)"
+        return _Moment(None, "the log shows no crash", "low", (note + ".",))
+    if scan.crashed and not (set(scan.signals) & (OOM_SIGNALS | {"host_oom_kill", "silent_exit"})):
+        if scan.exception is not None:
+            text = scan.exception.text
+            note = (
+                f"The job failed with '{text}' (line {scan.exception.line}), not with an "
+                "out-of-memory error: rolling the memory settings back will not fix that."
+            )
+            return _Moment(None, "the crash is not an out-of-memory error", "low", (note,))
+        found = _moment_from_phase(scan, process)
+        note = "The log does not show the error itself (it is cut off): assuming out of memory."
+        return _Moment(found.moment, found.why, "low", (*found.notes, note))
+    return _moment_from_phase(scan, process)
+
+
+def _moment_from_phase(scan: LogScan, process: ProcessView | None) -> _Moment:
+    """Loading phases (the baseline sample included) are ``loading``; a periodic sample is
+    ``sampling``; a training step (or a save) depends on the step: within the first
+    ``EARLY_STEP_LIMIT`` steps ``early_steps``, after healthy progress ``intermittent``."""
+    phase = scan.phase
+    if phase == "unknown" and scan.has(*STEP_SIGNALS):
+        phase = "training"
+    sure: Confidence = "high" if scan.marker_phase == phase or scan.frame_phase else "medium"
+    if phase in LOADING_PHASES:
+        return _Moment("loading", _PHASE_WORDS[phase], sure)
+    if phase == "periodic_sample":
+        return _Moment("sampling", _phase_words(scan, phase), sure)
+    if phase in ("training", "save"):
+        return _training_moment(scan, process, phase, sure)
+    return _moment_without_phase(scan)
+
+
+def _training_moment(
+    scan: LogScan, process: ProcessView | None, phase: Phase, sure: Confidence
+) -> _Moment:
+    trouble = _trouble_step(scan)
+    where = _phase_words(scan, phase)
+    if trouble is None:
+        return _unknown_step_moment(process, where)
+    if trouble <= EARLY_STEP_LIMIT:
+        return _Moment("early_steps", f"{where}, within the first steps", sure)
+    skipped = f" after {scan.skip_count} skipped batches" if scan.skip_count else ""
+    why = f"{where}, after {trouble - 1} steps that fit{skipped}"
+    return _Moment("intermittent", why, sure)
+
+
+def _trouble_step(scan: LogScan) -> int | None:
+    """The 1-based step that ran out of memory: the one after the bar's last count.
+
+    Without a crash (skips only), the step of the last skip banner.
+    """
+    if not scan.crashed and scan.skips:
+        last_skip = scan.skips[-1].step
+        return None if last_skip is None else last_skip + 1
+    return None if scan.last_step is None else scan.last_step + 1
+
+
+def _unknown_step_moment(process: ProcessView | None, where: str) -> _Moment:
+    """A training-step crash whose step the log does not show (a pasted traceback).
+
+    With several resolution buckets (or clip lengths taken from each clip) the step that fails
+    is the one that draws the biggest bucket: a borderline config, ``intermittent``. Otherwise
+    the first step is the likeliest: ``early_steps``. Either way the confidence is low.
+    """
+    if process is not None and _several_buckets(process):
+        why = f"{where} whose number the log does not show, with several buckets"
+        return _Moment("intermittent", why, "low")
+    return _Moment("early_steps", f"{where} whose number the log does not show", "low")
+
+
+def _several_buckets(process: ProcessView) -> bool:
+    sizes = {size for dataset in process.datasets for size in dataset.resolution or ()}
+    clips = any(dataset.auto_frame_count for dataset in process.datasets)
+    return len(sizes) > 1 or clips
+
+
+def _moment_without_phase(scan: LogScan) -> _Moment:
+    """No phase line and no training bar: if this is the whole log, the job never reached
+    step 1, so it died while loading. Said with low confidence: a pasted excerpt looks the
+    same."""
+    if scan.training_started or scan.last_step is not None:
+        return _Moment(None, "the log does not show where it was", "low")
+    why = "before step 1, as the log shows no training progress bar"
+    note = "The log has no phase line: if it is only an excerpt, say when it crashed (--moment)."
+    return _Moment("loading", why, "low", (note,))
+
+
+def _phase_words(scan: LogScan, phase: Phase) -> str:
+    words = _PHASE_WORDS[phase]
+    step, total = scan.last_step, scan.total_steps
+    if phase == "training" and step is not None:
+        words = f"in training step {step + 1}" + (f" of {total}" if total else "")
+    elif phase in ("periodic_sample", "save") and step is not None:
+        words += f" at step {step}"
+    return words
+
+
+# --- the environment ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Environment:
+    strong: bool
+    suspected: bool
+    reasons: tuple[str, ...]
+    advice: tuple[Advice, ...]
+
+
+def _environment(
+    scan: LogScan | None, process: ProcessView | None, probe: ProbeResult | None, given: Answers
+) -> _Environment:
+    """Whether the GPU, the worker or the host is to blame, with reasons and advice.
+
+    Strong (the moment becomes ``environment``): other processes or memory held outside the
+    job take a real share of the card; a pinned-memory copy failed; a host-RAM kill; a
+    conservative config died at once with a driver-level signal. Suspected only: a silent
+    exit; "it worked before"; a driver-level signal at once when the config is unknown.
+    Against: the job's own process held nearly the whole card.
+    """
+    strong: list[str] = []
+    suspected: list[str] = []
+    advice: list[Advice] = []
+    oom = scan.oom if scan is not None else None
+    job_alone = _job_holds_card(oom)
+    if job_alone is not None:
+        against = job_alone
+    else:
+        against = ""
+        _others_in_message(oom, strong, advice)
+    if scan is None or scan.crashed:
+        _others_now(probe, strong, advice)
+    if scan is not None:
+        _pinned_copy(scan, process, strong, advice)
+        _host_kill(scan, process, probe, strong, advice)
+        if not job_alone:
+            _driver_signal_at_once(scan, process, strong, suspected, advice)
+        _silent_exit(scan, suspected, advice)
+        _fragmentation(oom, advice)
+    if given.worked_before:
+        _worked_before(suspected, advice)
+    reasons = [*strong, *suspected] + ([against] if against else [])
+    return _Environment(bool(strong), bool(suspected), tuple(reasons), tuple(advice))
+
+
+def _share(gib: float, total: float | None) -> bool:
+    """Whether ``gib`` is a real share of a card of ``total`` GiB."""
+    floor = OTHER_PROCESS_SHARE * total if total else 0.0
+    return gib >= max(OTHER_PROCESS_MIN_GIB, floor)
+
+
+def _job_holds_card(oom: OomFigures | None) -> str | None:
+    """The counter-rule: this process alone held nearly the whole card."""
+    if oom is None or oom.this_process is None or not oom.total or oom.other_processes:
+        return None
+    if oom.this_process < JOB_HOLDS_CARD_SHARE * oom.total:
+        return None
+    return (
+        f"this process held {oom.this_process:.2f} of {oom.total:.2f} GiB and no other process "
+        "is listed: the job itself filled the card, it is the config, not the environment"
+    )
+
+
+def _others_in_message(oom: OomFigures | None, strong: list[str], advice: list[Advice]) -> None:
+    """Other processes listed by PyTorch, or memory in use outside this process."""
+    if oom is None or not oom.total:
+        return
+    if oom.other_processes and _share(oom.others_total, oom.total):
+        listed = ", ".join(
+            f"pid {p.pid} {p.gib:.2f} GiB" if p.pid else f"{p.gib:.2f} GiB"
+            for p in oom.other_processes
+        )
+        strong.append(
+            f"other processes held {oom.others_total:.2f} of {oom.total:.2f} GiB when it "
+            f"failed ({listed})"
+        )
+        advice.append(
+            Advice(
+                "other_processes",
+                f"Other processes held the card ({listed}): stop them (nvidia-smi lists them) "
+                "or start from a fresh worker, then retry the same config unchanged.",
+            )
+        )
+        return
+    if oom.this_process is None or oom.free is None:
+        return
+    outside = oom.total - oom.free - oom.this_process - oom.others_total
+    if _share(outside, oom.total):
+        strong.append(
+            f"{outside:.2f} of {oom.total:.2f} GiB was in use outside this process and no "
+            "process is listed for it (another container or a process this one cannot see)"
+        )
+        advice.append(
+            Advice(
+                "other_processes",
+                f"{outside:.2f} GiB of the card was held by something else: check nvidia-smi "
+                "on the host, stop it or move to a fresh worker, then retry unchanged.",
+            )
+        )
+
+
+def _others_now(probe: ProbeResult | None, strong: list[str], advice: list[Advice]) -> None:
+    """The probe, after the crash: whatever still holds the card is competition."""
+    if probe is None or not probe.gpus:
+        return
+    listed = [p for p in probe.processes if p.used_gib]
+    held = probe.processes_gib if listed else probe.used_gib
+    if not _share(held, probe.total_gib):
+        return
+    if listed:
+        names = ", ".join(f"pid {p.pid} {p.name} {p.used_gib:.2f} GiB" for p in listed)
+        strong.append(f"right now {held:.2f} of {probe.total_gib:.2f} GiB is held by {names}")
+    else:
+        strong.append(
+            f"right now {held:.2f} of {probe.total_gib:.2f} GiB of the GPU is in use and "
+            "nvidia-smi lists no process for it"
+        )
+    advice.append(
+        Advice(
+            "other_processes",
+            f"The GPU is not free now ({held:.2f} GiB in use): stop what holds it or start from a "
+            "fresh worker before the retry.",
+        )
+    )
+
+
+def _pinned_copy(
+    scan: LogScan, process: ProcessView | None, strong: list[str], advice: list[Advice]
+) -> None:
+    """``CUDA error: out of memory`` raised while copying weights with ``non_blocking=True``
+    (or pinning memory): the failed allocation is page-locked host RAM, not VRAM."""
+    if not (scan.has("cuda_error_oom") and scan.host_copy):
+        return
+    strong.append(
+        "'CUDA error: out of memory' was raised while copying weights between the GPU and "
+        "pinned (page-locked) host memory: that allocation is host RAM, which is scarce under "
+        "WSL2 and Windows; it is not the GPU that is full"
+    )
+    offloading = process is not None and process.model.layer_offloading is True
+    where = (
+        " (model.layer_offloading is on: lower layer_offloading_transformer_percent or turn it off)"
+        if offloading
+        else ""
+    )
+    advice.append(
+        Advice(
+            "pinned_memory",
+            "Do not add more offloading: it needs more pinned host memory, which is what ran "
+            f"out. Use less offloading{where}; under WSL2 give WSL more memory, or run natively.",
+        )
+    )
+
+
+def _host_kill(
+    scan: LogScan,
+    process: ProcessView | None,
+    probe: ProbeResult | None,
+    strong: list[str],
+    advice: list[Advice],
+) -> None:
+    """Killed from outside Python (SIGKILL, ``Killed``, exit 137, the kernel's OOM killer)
+    with no GPU out-of-memory: the host ran out of RAM."""
+    if not scan.has("host_oom_kill") or scan.has(*OOM_SIGNALS):
+        return
+    strong.append(
+        "the trainer was killed from outside Python (SIGKILL / Killed / exit 137) with no GPU "
+        "out-of-memory error: on Linux that is the kernel's OOM killer, the host ran out of RAM"
+    )
+    heavy = []
+    if process is not None:
+        if process.model.layer_offloading is True:
+            heavy.append("model.layer_offloading")
+        if any(
+            d.cache_latents is True and d.cache_latents_to_disk is not True
+            for d in process.datasets
+        ):
+            heavy.append("datasets[].cache_latents (in RAM)")
+    ram = ""
+    if probe is not None and probe.host_total_gib is not None:
+        ram = f" This machine has {probe.host_total_gib:.1f} GiB of RAM"
+        if probe.host_available_gib is not None:
+            ram += f", {probe.host_available_gib:.1f} GiB available now"
+        ram += "."
+    using = f" This config uses {', '.join(heavy)}." if heavy else ""
+    advice.append(
+        Advice(
+            "host_ram",
+            "Host RAM, not VRAM: offloading moves weights into RAM and makes this worse, so "
+            "lower or turn off layer offloading, cache latents to disk instead of in memory, "
+            f"close other programs, or add RAM or swap.{using}{ram}",
+        )
+    )
+
+
+def conservative(process: ProcessView) -> tuple[bool, str]:
+    """Whether the config is already small (see ``CONSERVATIVE_*``), and how it is.
+
+    Unknown values (placeholders) do not count as small.
+    """
+    train = process.train
+    buckets = [size for d in process.datasets for size in d.resolution or ()]
+    frames = max((d.num_frames or 0 for d in process.datasets), default=1)
+    checks = {
+        "batch 1": train.batch_size == 1
+        and all(d.batch_size in (None, 1) for d in process.datasets),
+        "gradient checkpointing on": train.gradient_checkpointing is True,
+        f"biggest bucket {max(buckets, default=0)}": bool(buckets)
+        and max(buckets) <= CONSERVATIVE_MAX_BUCKET,
+        f"{frames} frame(s)": frames <= CONSERVATIVE_MAX_FRAMES
+        and not any(d.auto_frame_count for d in process.datasets),
+        _sampling_words(process): _small_sampling(process),
+    }
+    return all(checks.values()), ", ".join(checks)
+
+
+def _sampling_words(process: ProcessView) -> str:
+    sample = process.sample
+    if process.train.disable_sampling is True or sample is None:
+        return "sampling off"
+    return f"samples {sample.width}x{sample.height}x{sample.num_frames}"
+
+
+def _small_sampling(process: ProcessView) -> bool:
+    if process.train.disable_sampling is True:
+        return True
+    sections = [s for s in (process.sample, process.first_sample) if s is not None]
+    for sample in sections:
+        sizes = {"width": sample.width, "height": sample.height, "num_frames": sample.num_frames}
+        for override in sample.overrides():
+            sizes[override.field] = max(sizes[override.field] or 0, override.value)
+        side = max(sizes["width"] or 10**6, sizes["height"] or 10**6)
+        if (
+            side > CONSERVATIVE_MAX_SAMPLE_SIDE
+            or (sizes["num_frames"] or 10**6) > CONSERVATIVE_MAX_FRAMES
+        ):
+            return False
+    return True
+
+
+def _at_once(scan: LogScan) -> bool:
+    """Whether it died before this run completed a training step."""
+    return scan.last_step is None or scan.last_step == (scan.first_step or 0)
+
+
+def _driver_signal_at_once(
+    scan: LogScan,
+    process: ProcessView | None,
+    strong: list[str],
+    suspected: list[str],
+    advice: list[Advice],
+) -> None:
+    """A driver-level signal (0 bytes free, CUBLAS alloc, CUDA error) at once: with a config
+    that is already conservative, the GPU or worker is in a bad state."""
+    signals = [s for s in scan.signals if s in DRIVER_SIGNALS]
+    if not signals or not _at_once(scan) or scan.host_copy:
+        return
+    said = " and ".join(_SIGNAL_WORDS[s] for s in signals)
+    if process is None:
+        suspected.append(
+            f"it failed at once with {said}: if the config is already small, suspect the GPU "
+            "or the worker rather than the config"
+        )
+        return
+    small, how = conservative(process)
+    if not small:
+        return
+    strong.append(f"a conservative config ({how}) failed at once with {said}")
+    advice.append(
+        Advice(
+            "fresh_worker",
+            "Stop retrying the same job: the config is already small and the card had nothing "
+            "left at once. Restart the worker (a fresh pod or container, or reboot), check that "
+            "nvidia-smi shows the card empty, and if it still fails, report it with the driver, "
+            "torch and toolkit versions instead of shrinking the config further.",
+        )
+    )
+
+
+_SIGNAL_WORDS: Final[Mapping[Signal, str]] = {
+    "zero_free": "'0 bytes free'",
+    "cublas_alloc": "CUBLAS_STATUS_ALLOC_FAILED",
+    "cuda_error_oom": "'CUDA error: out of memory'",
+}
+
+
+def _silent_exit(scan: LogScan, suspected: list[str], advice: list[Advice]) -> None:
+    if not scan.has("silent_exit"):
+        return
+    code = f" {scan.exit_code}" if scan.exit_code is not None else ""
+    suspected.append(
+        f"the process ended (exit{code}) with no Python error: the log cannot show an "
+        "out-of-memory; it may have been killed or crashed in native code"
+    )
+    advice.append(
+        Advice(
+            "check_system_log",
+            "Look at the system log for a kill or a driver fault (Linux: `dmesg | tail`, "
+            "`journalctl -k`; Windows: Event Viewer) and at host RAM while the job runs.",
+        )
+    )
+
+
+def _fragmentation(oom: OomFigures | None, advice: list[Advice]) -> None:
+    """Reserved-but-unallocated memory that is large: expandable segments, where to put it."""
+    if oom is None or oom.reserved_unallocated is None:
+        return
+    wasted = oom.reserved_unallocated
+    if wasted < FRAGMENTATION_MIN_GIB and not (oom.tried and wasted >= oom.tried):
+        return
+    enough = ""
+    if oom.tried:
+        reachable = wasted + (oom.free or 0.0)
+        enough = (
+            " That alone could make room for the failed allocation."
+            if reachable >= oom.tried
+            else f" It will not cover the {oom.tried:.2f} GiB allocation alone."
+        )
+    advice.append(
+        Advice(
+            "expandable_segments",
+            f"PyTorch held {wasted:.2f} GiB reserved but unallocated (fragmentation): set "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True where the trainer starts: in the "
+            "shell before `python run.py`, in the environment of the AI Toolkit UI server (jobs "
+            f"inherit it), or in <toolkit root>/.env.{enough}",
+        )
+    )
+
+
+def _worked_before(suspected: list[str], advice: list[Advice]) -> None:
+    suspected.append(
+        "you say this exact config worked before: something outside the config changed "
+        "(a toolkit, torch or driver update, another process, a dirty worker)"
+    )
+    advice.append(
+        Advice(
+            "pin_version",
+            "Suspect an update: go back to the toolkit version that worked (git log / git "
+            "checkout in the toolkit folder, or the previous torch) and retry the same config; "
+            "if that works, report the regression.",
+        )
+    )
+
+
+# --- change log, evidence, verdict --------------------------------------------------------------
+
+
+def _scale_up_advice(changelog: ChangeLog | None) -> tuple[Advice, ...]:
+    """When the last run of the wizard was a scale-up, what it re-added is the likely cause."""
+    last = changelog.last_run() if changelog is not None else None
+    if changelog is None or last is None or last.direction != "scale_up":
+        return ()
+    changes = changelog.changes_of_run(len(changelog.runs) - 1)
+    if not changes:
+        return ()
+    presets = load_presets()
+    titles: dict[str, str] = {str(step_id): info.title for step_id, info in presets.steps.items()}
+    parts = []
+    for entry in changes:
+        title = titles.get(entry.step or "")
+        step = f" ({title})" if title else ""
+        parts.append(f"{entry.path}: {entry.before!r} → {entry.after!r}{step}")
+    return (
+        Advice(
+            "undo_scale_up",
+            "The last oom-wizard run was a scale-up that changed "
+            + "; ".join(parts)
+            + ". That is the likely cause: put it back (the previous config still has it) and "
+            "keep the rest.",
+        ),
+    )
+
+
+def _evidence(scan: LogScan | None) -> tuple[EvidenceLine, ...]:
+    """The most telling lines, one per line number, at most ``MAX_EVIDENCE``, in file order."""
+    if scan is None:
+        return ()
+    rank = {tag: i for i, tag in enumerate(_EVIDENCE_PRIORITY)}
+    best: dict[int, EvidenceLine] = {}
+    for item in sorted(scan.evidence, key=lambda e: rank.get(e.tag, len(rank))):
+        best.setdefault(item.line, item)
+    chosen = sorted(best.values(), key=lambda e: rank.get(e.tag, len(rank)))[:MAX_EVIDENCE]
+    return tuple(sorted(chosen, key=lambda e: e.line))
+
+
+def _disagreements(
+    given: Answers, log_moment: Moment | None, found: _Moment, env: _Environment, kind: _Kind
+) -> tuple[str, ...]:
+    out = []
+    if given.moment and log_moment and given.moment != log_moment:
+        why = "the environment" if env.strong else found.why
+        out.append(
+            f"You said '{given.moment}', but the log points to '{log_moment}' ({why}); your "
+            "answer is used."
+        )
+    if given.model_kind and kind.kind and given.model_kind != kind.kind:
+        out.append(
+            f"You said {given.model_kind}, but {kind.source} says {kind.kind}; your answer is used."
+        )
+    return tuple(out)
+
+
+def _verdict(
+    scan: LogScan | None,
+    moment: Moment | None,
+    found: _Moment,
+    env: _Environment,
+    kind: _Kind,
+    model_kind: ModelKind | None,
+    given: Answers,
+) -> str:
+    """The finding in one sentence: what happened, when, and what kind of model."""
+    what = _what_happened(scan)
+    when = f" {found.why}" if found.moment is not None else ""
+    if moment is None:
+        label = "no crash moment"
+    elif given.moment:
+        label = f"moment: {moment}, as you said"
+    else:
+        label = f"moment: {moment}"
+    if env.strong and moment == "environment":
+        label += ", not the config"
+    model = kind.label or kind.arch or "the model"
+    article = "an" if model_kind == "image" else "a"
+    kind_words = f"{model} is {article} {model_kind} model" if model_kind else "model kind unknown"
+    return f"{what}{when} ({label}); {kind_words}."
+
+
+def _what_happened(scan: LogScan | None) -> str:
+    if scan is None:
+        return "No log was read"
+    if scan.has("cuda_error_oom") and scan.host_copy:
+        return "CUDA ran out of pinned host memory while copying weights"
+    if scan.has("host_oom_kill") and not scan.has(*OOM_SIGNALS):
+        return "The trainer was killed when the host ran out of RAM"
+    if scan.crashed and scan.has(*OOM_SIGNALS):
+        return "The job ran out of GPU memory"
+    if scan.has("silent_exit"):
+        return "The trainer exited without a Python error"
+    if scan.crashed and scan.exception is not None:
+        return f"The job failed with {scan.exception.text.split(':', 1)[0]}"
+    if scan.crashed:
+        return "The job crashed (the error itself is not in the log)"
+    if scan.has("oom_skip"):
+        return f"Training skipped {scan.skip_count} batch(es) for lack of GPU memory and went on"
+    return "The log's last run shows no crash"
+
+
+def _first_change(
+    moment: Moment | None, kind: ModelKind | None, advice: Iterable[Advice]
+) -> str | None:
+    """The first thing to do: a scale-up to undo, the environment's first advice, or the
+    moment's first roll-back step."""
+    items = list(advice)
+    if items and items[0].id == "undo_scale_up":
+        return items[0].text
+    if moment == "environment":
+        return items[0].text if items else "Nothing in the config: start from a fresh worker."
+    if moment is None:
+        return None
+    presets = load_presets()
+    order = presets.rollback_order(moment, kind or "image")
+    if not order:
+        return None
+    step = presets.step(order[0])
+    return f"{step.title}: {step.why.splitlines()[0]}"
