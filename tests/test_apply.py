@@ -1,0 +1,174 @@
+"""Tests of ``oom-wizard apply``: what it writes, what it records, and that it can be repeated.
+
+The example loop runs ``apply --all`` on every AI Toolkit example config for every moment,
+checks each output with ``verify_change.py`` (in-process) and plans the output again with
+its change log: every step must then be satisfied.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.plan_support import cli, examples, job, verify
+from wizard.changelog import read_changelog
+from wizard.document import load_document
+from wizard.plan import build_plan, default_model_kind
+from wizard.presets import MOMENTS
+
+TREE = job(
+    arch="flux",
+    train={"batch_size": 4, "steps": 2000, "gradient_accumulation_steps": 2},
+    datasets=[{"resolution": [512, 768, 1024]}],
+    sample={"width": 1024, "height": 1024, "sample_steps": 30, "sample_every": 250},
+)
+
+
+def write(tmp_path: Path, tree: dict[str, object] = TREE, name: str = "job.yaml") -> Path:
+    path = tmp_path / name
+    if name.endswith(".json"):
+        path.write_text(json.dumps(tree, indent=2), encoding="utf-8")
+    else:
+        path.write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def changelog_of(config: Path) -> Any:
+    """The change log beside ``config``, as parsed JSON."""
+    return json.loads(config.with_name(config.stem + ".changelog.json").read_text("utf-8"))
+
+
+@pytest.mark.parametrize("example", examples(), ids=lambda path: path.stem)
+def test_apply_all_verifies_and_replans_satisfied_for_every_moment(
+    example: Path, tmp_path: Path
+) -> None:
+    source = tmp_path / example.name
+    shutil.copyfile(example, source)
+    kind, _ = default_model_kind(load_document(source))
+    for moment in MOMENTS:
+        out = tmp_path / f"{moment}.yaml"
+        status, stdout, stderr = cli("apply", source, "--all", "--moment", moment, "-o", out)
+        assert status == 0, stderr
+        if moment == "environment":
+            assert not out.exists() and "Nothing in the config changes" in stdout
+            continue
+        log = tmp_path / f"{moment}.changelog.json"
+        verdict, report = verify(source, out, log)
+        assert verdict == 0, report
+        again = build_plan(load_document(out), moment, kind, changelog=read_changelog(log))
+        assert [s.id for s in again.steps if not s.satisfied] == [], moment
+
+
+def test_default_apply_saves_the_default_steps_beside_the_source(tmp_path: Path) -> None:
+    source = write(tmp_path)
+    status, out, _ = cli("apply", source, "--moment", "early_steps")
+    assert status == 0
+    output = tmp_path / "job.oomfix.yaml"
+    assert f"Wrote {output}" in out
+    log = changelog_of(output)
+    assert log["runs"] == [
+        {
+            "at": log["runs"][0]["at"],
+            "direction": "rollback",
+            "moment": "early_steps",
+            "model_kind": "image",
+            "diagnosis": None,
+            "steps": ["batch_size", "top_bucket"],
+        }
+    ]
+    changes = {c["path"]: (c["before"], c["after"], c["step"]) for c in log["changes"]}
+    assert changes == {
+        "config.process[0].train.batch_size": (4, 1, "batch_size"),
+        "config.process[0].train.gradient_accumulation_steps": (2, 8, "batch_size"),
+        "config.process[0].datasets[0].resolution": ([512, 768, 1024], [512, 768], "top_bucket"),
+    }
+    assert all(c["reason"] for c in log["changes"])
+    tree = yaml.safe_load(output.read_text(encoding="utf-8"))
+    assert "gradient_accumulation" not in tree["config"]["process"][0]["train"]
+
+
+def test_steps_names_the_steps(tmp_path: Path) -> None:
+    source = write(tmp_path)
+    status, _, _ = cli("apply", source, "--moment", "early_steps", "--steps", "sampling")
+    assert status == 0
+    log = changelog_of(tmp_path / "job.oomfix.yaml")
+    assert {c["step"] for c in log["changes"]} == {"sampling"}
+
+
+def test_an_unknown_step_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    source = write(tmp_path)
+    status, _, err = cli("apply", source, "--moment", "early_steps", "--steps", "num_frames")
+    assert status == 2 and "num_frames not in this plan" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job.yaml"]
+
+
+def test_dry_run_shows_the_diff_and_writes_nothing(tmp_path: Path) -> None:
+    source = write(tmp_path)
+    status, out, _ = cli("apply", source, "--moment", "early_steps", "--dry-run")
+    assert status == 0
+    removed = [line for line in out.splitlines() if line.startswith("-") and "1024" in line]
+    assert removed == ["-      - 1024"]
+    assert "batch_size: 4 → 1" in out and "Estimate: training ≈" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job.yaml"]
+
+
+def test_environment_writes_nothing(tmp_path: Path) -> None:
+    source = write(tmp_path)
+    status, out, _ = cli("apply", source, "--moment", "environment", "--all")
+    assert status == 0 and "nvidia-smi" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job.yaml"]
+
+
+def test_nothing_to_change_writes_nothing(tmp_path: Path) -> None:
+    light = job(train={"batch_size": 1, "steps": 50}, datasets=[{"resolution": 512}])
+    source = write(tmp_path, light)
+    status, out, _ = cli("apply", source, "--moment", "early_steps", "--steps", "batch_size")
+    assert status == 0 and "Nothing to change" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job.yaml"]
+
+
+def test_an_existing_output_is_refused(tmp_path: Path) -> None:
+    source = write(tmp_path)
+    taken = tmp_path / "taken.yaml"
+    taken.write_text("keep me", encoding="utf-8")
+    status, _, err = cli("apply", source, "--moment", "early_steps", "-o", taken)
+    assert status == 2 and "already exists" in err
+    assert taken.read_text(encoding="utf-8") == "keep me"
+
+
+def test_json_stays_json(tmp_path: Path) -> None:
+    source = write(tmp_path, name="job.json")
+    status, _, _ = cli("apply", source, "--moment", "early_steps")
+    assert status == 0
+    output = tmp_path / "job.oomfix.json"
+    tree = json.loads(output.read_text(encoding="utf-8"))
+    assert tree["config"]["process"][0]["train"]["batch_size"] == 1
+    verdict, report = verify(source, output, tmp_path / "job.oomfix.changelog.json")
+    assert verdict == 0, report
+
+
+def test_a_new_crash_goes_one_rung_further_and_the_log_accumulates(tmp_path: Path) -> None:
+    source = write(tmp_path, job(datasets=[{"resolution": [512, 1024, 1536]}]))
+    assert cli("apply", source, "--moment", "intermittent")[0] == 0
+    first = tmp_path / "job.oomfix.yaml"
+    _, out, _ = cli("plan", first, "--moment", "intermittent")
+    assert "Drop the biggest resolution [top_bucket]: done" in out
+    assert "Applied in the last roll-back" in out
+    _, out, _ = cli("plan", first, "--moment", "intermittent", "--new-crash")
+    assert "It crashed again after the last roll-back: one rung further" in out
+    assert cli("apply", first, "--moment", "intermittent", "--new-crash")[0] == 0
+    second = tmp_path / "job.oomfix-2.yaml"
+    log = changelog_of(second)
+    assert log["source"]["path"] == str(source)
+    resolution = [c for c in log["changes"] if c["path"].endswith("resolution")]
+    assert [(c["before"], c["after"]) for c in resolution] == [
+        ([512, 1024, 1536], [512, 1024]),
+        ([512, 1024], [512]),
+    ]
+    verdict, report = verify(source, second, tmp_path / "job.oomfix-2.changelog.json")
+    assert verdict == 0, report

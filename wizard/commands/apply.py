@@ -1,0 +1,158 @@
+"""``oom-wizard apply CONFIG``: save the roll-back as a new config with its change log.
+
+Without ``--steps`` or ``--all`` it applies the plan's default-on steps with their default
+field toggles (what the wizard saves when every default is accepted); ``--all`` applies
+every step of the plan with its default toggles; ``--steps ID,ID`` names the steps. The
+moment and kind are settled exactly as ``plan`` settles them. The source is never written.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from wizard.commands._common import add_output_arguments, print_changes, print_saved, stdout
+from wizard.commands._jobdb import add_db_arguments, print_db_saved, save_mode, show_jobs, wants_db
+from wizard.commands.plan import (
+    add_target_arguments,
+    build,
+    describe_estimate,
+    load_target,
+    render_checks,
+)
+from wizard.errors import WizardError
+
+if TYPE_CHECKING:
+    from wizard.changes import Prepared
+    from wizard.jobdb import DbJob
+    from wizard.plan import Plan, StepChoice
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``apply``."""
+    parser = subparsers.add_parser(
+        "apply",
+        help="save the roll-back as a new config beside the source, with a change log",
+        description=(
+            "Apply the roll-back plan and save a new config (never the source) with a change "
+            "log that records every change, its step and why. Default: the steps that are on "
+            "by default; --all: every step; --steps: the ones named."
+        ),
+    )
+    add_target_arguments(parser)
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "--steps",
+        metavar="ID,ID",
+        help="apply these steps (ids as 'plan' prints them), each with its default toggles",
+    )
+    which.add_argument(
+        "--all", action="store_true", help="apply every step of the plan with its defaults"
+    )
+    add_output_arguments(parser)
+    add_db_arguments(parser, saving=True)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Apply the chosen steps and save, or show the result with ``--dry-run``."""
+    from wizard.changes import commit, prepare
+    from wizard.plan import changes_for, estimate
+
+    console = stdout()
+    if wants_db(args, args.config) and args.job is None:
+        return show_jobs(args.db, console)
+    target = load_target(args)
+    plan = build(target)
+    for note in target.notes:
+        console.print(note, markup=False)
+    if plan.environment_checks:
+        render_checks(console, plan)
+        return 0
+    choices = choose(plan, all_steps=args.all, named=args.steps)
+    changes = changes_for(plan, choices)
+    prepared = prepare(target.document, changes)
+    print_changes(console, prepared)
+    if not prepared.changed:
+        return 0
+    figures = estimate(target.document, changes, plan.model_kind)
+    console.print(f"Estimate: {describe_estimate(figures)}", markup=False)
+    if args.dry_run:
+        console.print(prepared.diff(), markup=False)
+        return 0
+    steps = applied_steps(plan, prepared)
+    diagnosis = target.diagnosis.to_json() if target.diagnosis is not None else None
+    if target.job is not None:
+        _save_to_db(args, target.job, plan, prepared, steps, diagnosis)
+        return 0
+    result = commit(
+        prepared,
+        direction="rollback",
+        moment=plan.moment,
+        model_kind=plan.model_kind,
+        diagnosis=diagnosis,
+        steps=steps,
+        output=args.output,
+        changelog_path=args.changelog,
+        force=args.force,
+    )
+    print_saved(console, result)
+    return 0
+
+
+def choose(plan: Plan, *, all_steps: bool, named: str | None) -> Mapping[str, StepChoice] | None:
+    """The step choices of ``--all`` / ``--steps`` (None: the plan's defaults).
+
+    Raises:
+        WizardError: ``--steps`` names a step that is not in this plan.
+    """
+    from wizard.plan import StepChoice
+
+    if all_steps:
+        return {step.id: StepChoice(step_id=step.id, enabled=True) for step in plan.steps}
+    if named is None:
+        return None
+    wanted = [item.strip() for item in named.split(",") if item.strip()]
+    known = [step.id for step in plan.steps]
+    unknown = [item for item in wanted if item not in known]
+    if unknown or not wanted:
+        raise WizardError(
+            f"--steps: {', '.join(unknown) or 'no step named'} not in this plan "
+            f"({plan.moment}, {plan.model_kind}); its steps are {', '.join(known)}"
+        )
+    return {step_id: StepChoice(step_id=step_id, enabled=step_id in wanted) for step_id in known}
+
+
+def applied_steps(plan: Plan, prepared: Prepared) -> list[str]:
+    """The steps that changed something, in plan order (what the change log records)."""
+    changed = {entry.step for entry in prepared.entries}
+    return [step.id for step in plan.steps if step.id in changed]
+
+
+def _save_to_db(
+    args: argparse.Namespace,
+    job: DbJob,
+    plan: Plan,
+    prepared: Prepared,
+    steps: Sequence[str],
+    diagnosis: dict[str, Any] | None,
+) -> None:
+    from wizard.jobdb import save_to_db
+
+    if args.output is not None or args.changelog is not None:
+        raise WizardError(
+            "-o and --changelog are for config files; a database job is saved with "
+            "--in-place or --as-new, and its change log goes beside the database"
+        )
+    result = save_to_db(
+        prepared,
+        job,
+        save_mode(args),
+        direction="rollback",
+        moment=plan.moment,
+        model_kind=plan.model_kind,
+        diagnosis=diagnosis,
+        steps=steps,
+    )
+    print_db_saved(stdout(), result)
