@@ -629,13 +629,16 @@ def _share(gib: float, total: float | None) -> bool:
 
 def _job_holds_card(oom: OomFigures | None) -> str | None:
     """The counter-rule: this process alone held nearly the whole card."""
-    if oom is None or oom.this_process is None or not oom.total or oom.other_processes:
+    if oom is None or oom.this_process is None or not oom.total:
+        return None
+    if _share(oom.others_total, oom.total):
         return None
     if oom.this_process < JOB_HOLDS_CARD_SHARE * oom.total:
         return None
     return (
         f"this process held {oom.this_process:.2f} of {oom.total:.2f} GiB and no other process "
-        "is listed: the job itself filled the card, it is the config, not the environment"
+        "holds a real share: the job itself filled the card, it is the config, not the "
+        "environment"
     )
 
 

@@ -1,0 +1,580 @@
+"""Tests of the diagnosis: moments, model kinds, the environment verdict, advice and answers."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any, Literal
+
+import pytest
+
+from wizard.changelog import ChangeEntry, ChangeLog, FileRef, RunRecord
+from wizard.diagnosis import (
+    EARLY_STEP_LIMIT,
+    Answers,
+    Diagnosis,
+    conservative,
+    diagnose,
+)
+from wizard.errors import WizardError
+from wizard.logscan import LogScan, scan_text
+from wizard.probe import GpuInfo, GpuProcess, ProbeResult
+from wizard.view import JobView, build_view
+
+BASE: dict[str, Any] = {
+    "job": "extension",
+    "config": {
+        "name": "my_lora",
+        "process": [
+            {
+                "type": "diffusion_trainer",
+                "train": {
+                    "batch_size": 1,
+                    "steps": 3000,
+                    "gradient_checkpointing": True,
+                    "disable_sampling": True,
+                },
+                "model": {"arch": "flux", "name_or_path": "black-forest-labs/FLUX.1-dev"},
+                "datasets": [{"folder_path": "/d", "resolution": [512]}],
+                "sample": {"width": 512, "height": 512, "sample_every": 250},
+            }
+        ],
+    },
+}
+
+
+def view_of(**sections: dict[str, Any]) -> JobView:
+    """The base config with some sections' keys replaced (``datasets`` replaces the list)."""
+    tree = copy.deepcopy(BASE)
+    process = tree["config"]["process"][0]
+    for name, values in sections.items():
+        if name == "datasets":
+            process["datasets"] = values["items"]
+        elif values is None:
+            process.pop(name, None)
+        else:
+            process[name] = {**process.get(name, {}), **values}
+    return build_view(tree, file="job.yaml", locate=lambda path: None)
+
+
+def bar(n: int, total: int = 3000) -> str:
+    return f"my_lora: {n * 100 // total:3d}%|#         | {n}/{total} [00:10<1:19:20,  1.73s/it]"
+
+
+def log(*lines: str) -> LogScan:
+    return scan_text("\n".join(lines) + "\n")
+
+
+def oom_message(
+    *,
+    tried: str = "2.00 GiB",
+    total: float = 24.0,
+    free: str = "100.00 MiB",
+    this: float = 23.4,
+    unallocated: str = "0.20 GiB",
+    others: str = "",
+) -> str:
+    return (
+        f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {tried}. GPU 0 has a total "
+        f"capacity of {total:.2f} GiB of which {free} is free. {others}Including non-PyTorch "
+        f"memory, this process has {this:.2f} GiB memory in use. Of the allocated memory "
+        f"18.00 GiB is allocated by PyTorch, and {unallocated} is reserved by PyTorch but "
+        "unallocated."
+    )
+
+
+OOM = "torch.OutOfMemoryError: CUDA out of memory."
+LOADING = ["Loading Flux model", "Loading transformer", "Quantizing transformer"]
+
+
+def advice_ids(diagnosis: Diagnosis) -> list[str]:
+    return [a.id for a in diagnosis.advice]
+
+
+# --- moments ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("lines", "moment"),
+    [
+        ([*LOADING, OOM], "loading"),
+        (["Loading transformer", "Quantizing transformer", OOM], "loading"),
+        (["Caching latents for /d", OOM], "loading"),
+        (["Caching text_embeddings for /d", OOM], "loading"),
+        (["Generating baseline samples before training", OOM], "loading"),
+        (
+            [*LOADING, bar(0), bar(250), "Generating Images:   0%|          | 0/2 [00:00<?]", OOM],
+            "sampling",
+        ),
+        ([*LOADING, bar(0), OOM], "early_steps"),
+        ([*LOADING, bar(0), bar(EARLY_STEP_LIMIT - 1), OOM], "early_steps"),
+        ([*LOADING, bar(0), bar(EARLY_STEP_LIMIT), OOM], "intermittent"),
+        ([*LOADING, bar(0), bar(700), "", "Saving at step 750", OOM], "intermittent"),
+        (["generating sample images at step / サンプル画像生成ステップ: 250", OOM], "sampling"),
+    ],
+)
+def test_moment_from_the_phase_and_step(lines: list[str], moment: str) -> None:
+    assert diagnose(log(*lines), view_of()).moment == moment
+
+
+def test_skips_at_the_first_steps_then_the_abort_are_early_steps() -> None:
+    banner = "# OOM during training step, skipping batch {}/3 #"
+    result = diagnose(
+        log(
+            bar(0),
+            banner.format(1),
+            bar(1),
+            banner.format(2),
+            bar(2),
+            banner.format(3),
+            bar(3),
+            "Error running job: OOM during training step 3 times in a row, aborting training",
+        ),
+        view_of(),
+    )
+    assert result.moment == "early_steps"
+    assert {"oom_skip", "oom_abort"} <= set(result.signals)
+
+
+def test_skips_mixed_with_progress_are_intermittent_even_without_a_crash() -> None:
+    scan = log(
+        bar(0), bar(400), "# OOM during training step, skipping batch 1/3 #", bar(401), bar(900)
+    )
+    result = diagnose(scan, view_of())
+    assert not scan.crashed
+    assert result.moment == "intermittent"
+    assert result.verdict.startswith("Training skipped 1 batch(es)")
+
+
+TRACEBACK_IN_TRAINING = [
+    "Traceback (most recent call last):",
+    '  File "/tk/jobs/process/BaseSDTrainProcess.py", line 2128, in run',
+    '  File "/tk/extensions_built_in/sd_trainer/SDTrainer.py", line 1927, in hook_train_loop',
+    '  File "/venv/torch/_tensor.py", line 648, in backward',
+    OOM,
+]
+
+
+def test_a_training_traceback_without_a_bar_and_several_buckets_is_intermittent() -> None:
+    result = diagnose(
+        log(*TRACEBACK_IN_TRAINING),
+        view_of(datasets={"items": [{"folder_path": "/d", "resolution": [512, 768, 1024]}]}),
+    )
+    assert (result.moment, result.phase, result.confidence) == ("intermittent", "training", "low")
+
+
+def test_a_training_traceback_without_a_bar_and_one_bucket_is_early_steps() -> None:
+    result = diagnose(log(*TRACEBACK_IN_TRAINING), view_of())
+    assert (result.moment, result.confidence) == ("early_steps", "low")
+
+
+def test_clip_lengths_from_each_clip_count_as_several_buckets() -> None:
+    clips = {"items": [{"folder_path": "/v", "resolution": [512], "auto_frame_count": True}]}
+    assert diagnose(log(*TRACEBACK_IN_TRAINING), view_of(datasets=clips)).moment == "intermittent"
+
+
+def test_an_oom_line_alone_means_before_step_1_said_with_low_confidence() -> None:
+    result = diagnose(log(OOM), view_of())
+    assert (result.moment, result.phase, result.confidence) == ("loading", "unknown", "low")
+    assert any("excerpt" in note for note in result.notes)
+
+
+def test_a_loss_dict_follow_on_alone_is_a_training_step() -> None:
+    scan = log("Error running job: local variable 'loss_dict' referenced before assignment")
+    assert diagnose(scan, view_of()).moment == "early_steps"
+
+
+def test_a_log_without_a_crash_has_no_moment() -> None:
+    result = diagnose(log(*LOADING, bar(0), bar(100)), view_of())
+    assert result.moment is None and result.crashed is False
+    assert "no crash" in result.verdict
+
+
+def test_a_crash_that_is_not_an_oom_has_no_moment() -> None:
+    scan = log(
+        *LOADING,
+        "Error running job: [Errno 2] No such file or directory: '/d'",
+        "FileNotFoundError: [Errno 2] No such file or directory: '/d'",
+    )
+    result = diagnose(scan, view_of())
+    assert result.moment is None
+    assert any("not with an out-of-memory error" in note for note in result.notes)
+
+
+def test_a_cut_off_traceback_is_assumed_to_be_the_oom() -> None:
+    result = diagnose(
+        log(*LOADING, bar(0), bar(30), "Traceback (most recent call last):"), view_of()
+    )
+    assert (result.moment, result.confidence) == ("intermittent", "low")
+
+
+def test_no_log_no_answer_no_moment() -> None:
+    result = diagnose(None, view_of())
+    assert (result.moment, result.phase, result.crashed, result.signals) == (
+        None,
+        "unknown",
+        None,
+        (),
+    )
+
+
+# --- model kinds --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model", "kind"),
+    [
+        ({"arch": "qwen_image"}, "image"),
+        ({"arch": "qwen_image_edit_plus:2511"}, "image"),
+        ({"arch": "wan22_14b:t2v"}, "video"),
+        ({"arch": "ltx2.3"}, "video"),
+        ({"arch": "wan21:1b"}, "video"),
+    ],
+)
+def test_the_arch_decides_the_kind(model: dict[str, Any], kind: str) -> None:
+    assert diagnose(None, view_of(model=model)).model_kind == kind
+
+
+def test_an_audio_arch_is_treated_as_image_and_said_so() -> None:
+    result = diagnose(None, view_of(model={"arch": "ace_step_15"}))
+    assert result.model_kind == "image"
+    assert any("audio model" in note and "image and video" in note for note in result.notes)
+
+
+def test_legacy_flags_give_the_arch() -> None:
+    result = diagnose(None, view_of(model={"arch": None, "is_xl": True}))
+    assert (result.model_kind, result.arch) == ("image", "sdxl")
+
+
+@pytest.mark.parametrize(
+    "sections",
+    [
+        {"datasets": {"items": [{"folder_path": "/v", "resolution": [512], "num_frames": 41}]}},
+        {"sample": {"num_frames": 81}},
+        {"sample": {"samples": [{"prompt": "a cat --frames 33"}]}},
+    ],
+)
+def test_frames_above_one_anywhere_mean_video(sections: dict[str, Any]) -> None:
+    model = {"model": {"arch": None, "name_or_path": "some/model"}}
+    assert diagnose(None, view_of(**model, **sections)).model_kind == "video"
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [
+        ("Wan-AI/Wan2.1-T2V-14B-Diffusers", "video"),
+        ("Lightricks/LTX-Video", "video"),
+        ("black-forest-labs/FLUX.1-dev", "image"),
+    ],
+)
+def test_the_model_path_is_the_last_hint(path: str, kind: str) -> None:
+    assert diagnose(None, view_of(model={"arch": None, "name_or_path": path})).model_kind == kind
+
+
+def test_an_unknown_arch_is_said_and_the_path_still_hints() -> None:
+    result = diagnose(None, view_of(model={"arch": "newmodel", "name_or_path": "x/wan2.5-video"}))
+    assert result.model_kind == "video"
+    assert any("'newmodel'" in note for note in result.notes)
+
+
+def test_without_a_config_the_kind_is_unknown_and_said_so() -> None:
+    result = diagnose(log(*LOADING, OOM), None)
+    assert result.model_kind is None and result.arch is None
+    assert "model kind unknown" in result.verdict
+
+
+# --- the environment ----------------------------------------------------------------------------
+
+
+def test_other_processes_in_the_message_are_the_environment() -> None:
+    others = "Process 4242 has 6.00 GiB memory in use. Process 77 has 1.50 GiB memory in use. "
+    result = diagnose(
+        log(*LOADING, bar(0), bar(40), oom_message(others=others, this=16.0)), view_of()
+    )
+    assert result.moment == "environment" and result.environment_suspected
+    assert "pid 4242 6.00 GiB" in result.reasons[0]
+    assert advice_ids(result) == ["other_processes"]
+    assert result.first_change == result.advice[0].text
+
+
+def test_a_small_other_process_is_not_the_environment() -> None:
+    others = "Process 4242 has 300.00 MiB memory in use. "
+    result = diagnose(log(*LOADING, bar(0), oom_message(others=others)), view_of())
+    assert result.moment == "early_steps" and not result.environment_suspected
+
+
+def test_memory_held_outside_this_process_without_a_listed_process() -> None:
+    result = diagnose(log(*LOADING, oom_message(this=12.0)), view_of())
+    assert result.moment == "environment"
+    assert "outside this process" in result.reasons[0]
+
+
+def test_the_job_holding_nearly_all_the_card_is_not_the_environment() -> None:
+    message = oom_message(this=23.5, free="0 bytes")
+    result = diagnose(log(*LOADING, message), view_of())
+    assert "zero_free" in result.signals
+    assert result.moment == "loading" and not result.environment_suspected
+    assert "the job itself filled the card" in result.reasons[0]
+
+
+def test_a_conservative_config_dying_at_once_with_zero_free_is_the_environment() -> None:
+    legacy = (
+        "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 23.65 GiB total "
+        "capacity; 1.10 GiB already allocated; 0 bytes free; 1.20 GiB reserved in total by PyTorch)"
+    )
+    result = diagnose(log(*LOADING, legacy), view_of())
+    assert result.moment == "environment"
+    assert "conservative config" in result.reasons[0]
+    assert "fresh_worker" in advice_ids(result)
+
+
+@pytest.mark.parametrize(
+    "sections",
+    [
+        {"train": {"batch_size": 4}},
+        {"train": {"gradient_checkpointing": False}},
+        {"datasets": {"items": [{"folder_path": "/d", "resolution": [512, 1024]}]}},
+        {"train": {"disable_sampling": False}, "sample": {"width": 1024, "height": 1024}},
+    ],
+)
+def test_a_config_that_is_not_conservative_keeps_its_moment(sections: dict[str, Any]) -> None:
+    view = view_of(**sections)
+    assert view.primary is not None and not conservative(view.primary)[0]
+    scan = log(*LOADING, "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling x")
+    result = diagnose(scan, view)
+    assert result.moment == "loading" and not result.environment_suspected
+
+
+def test_a_driver_signal_late_in_training_is_not_at_once() -> None:
+    scan = log(*LOADING, bar(0), bar(500), "RuntimeError: CUDA error: out of memory")
+    assert diagnose(scan, view_of()).moment == "intermittent"
+
+
+def test_a_driver_signal_at_once_without_a_config_is_only_suspected() -> None:
+    result = diagnose(log(*LOADING, "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED"), None)
+    assert result.moment == "loading" and result.environment_suspected
+    assert "if the config is already small" in result.reasons[0]
+
+
+PINNED = [
+    '  File "/tk/toolkit/memory_management/manager.py", line 80, in move',
+    '    block.to("cpu", non_blocking=True)',
+    "RuntimeError: CUDA error: out of memory",
+]
+
+
+def test_a_pinned_memory_copy_is_the_environment_and_never_asks_for_more_offloading() -> None:
+    view = view_of(
+        model={
+            "arch": "wan21:1b",
+            "layer_offloading": True,
+            "layer_offloading_transformer_percent": 0.3,
+        },
+        datasets={"items": [{"folder_path": "/d", "resolution": [1024]}]},
+    )
+    result = diagnose(log(*LOADING, *PINNED), view)
+    assert result.moment == "environment"
+    assert "pinned" in result.reasons[0]
+    assert advice_ids(result) == ["pinned_memory"]
+    text = result.advice[0].text
+    assert "Do not add more offloading" in text and "layer_offloading_transformer_percent" in text
+    assert not any(
+        "more offloading" in a.text.replace("Do not add more offloading", "") for a in result.advice
+    )
+
+
+def test_a_host_kill_is_host_ram_and_offloading_makes_it_worse() -> None:
+    probe = ProbeResult(
+        gpus=(GpuInfo(0, "RTX 4090", 24.0, 0.5, 23.5),),
+        processes=(),
+        host_total_gib=32.0,
+        host_available_gib=20.0,
+    )
+    scan = log(*LOADING, "Job process terminated with signal SIGKILL.")
+    result = diagnose(scan, view_of(model={"layer_offloading": True}), probe=probe)
+    assert result.moment == "environment"
+    assert "host ran out of RAM" in result.reasons[0]
+    host = next(a for a in result.advice if a.id == "host_ram")
+    assert "makes this worse" in host.text and "model.layer_offloading" in host.text
+    assert "32.0 GiB of RAM" in host.text
+    assert "killed when the host ran out of RAM" in result.verdict
+
+
+def test_a_kill_after_a_gpu_oom_is_not_a_host_kill() -> None:
+    scan = log(*LOADING, bar(0), OOM, "Job process terminated with exit code 137.")
+    result = diagnose(scan, view_of())
+    assert result.moment == "early_steps" and "host_ram" not in advice_ids(result)
+
+
+def test_a_silent_exit_is_only_suspected() -> None:
+    result = diagnose(
+        log(*LOADING, bar(0), bar(20), "Job process terminated with exit code 1."), view_of()
+    )
+    assert result.signals == ("silent_exit",)
+    assert result.environment_suspected and result.moment == "intermittent"
+    assert advice_ids(result) == ["check_system_log"]
+
+
+def test_the_probe_shows_other_processes_after_a_crash() -> None:
+    probe = ProbeResult(
+        gpus=(GpuInfo(0, "RTX 3090", 24.0, 9.0, 15.0),),
+        processes=(GpuProcess(999, "python3", 9.0),),
+    )
+    result = diagnose(log(*LOADING, bar(0), OOM), view_of(), probe=probe)
+    assert result.moment == "environment"
+    assert "pid 999 python3" in result.reasons[0]
+    assert result.to_json()["gpu_now"]["processes"] == [{"pid": 999, "name": "python3", "gib": 9.0}]
+
+
+def test_the_probe_is_not_held_against_a_job_that_is_still_running() -> None:
+    probe = ProbeResult(
+        gpus=(GpuInfo(0, "X", 24.0, 20.0, 4.0),), processes=(GpuProcess(1, "py", 20.0),)
+    )
+    result = diagnose(log(*LOADING, bar(0), bar(10)), view_of(), probe=probe)
+    assert not result.environment_suspected
+
+
+def test_worked_before_suspects_an_update() -> None:
+    result = diagnose(log(*LOADING, bar(0), OOM), view_of(), answers=Answers(worked_before=True))
+    assert result.environment_suspected and result.moment == "early_steps"
+    assert advice_ids(result) == ["pin_version"]
+
+
+# --- advice only with its evidence --------------------------------------------------------------
+
+
+def test_expandable_segments_when_much_is_reserved_but_unallocated() -> None:
+    scan = log(*LOADING, oom_message(this=23.0, unallocated="2.92 GiB", tried="5.06 GiB"))
+    advice = diagnose(scan, view_of()).advice
+    assert [a.id for a in advice] == ["expandable_segments"]
+    text = advice[0].text
+    assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in text
+    assert "UI server" in text and "<toolkit root>/.env" in text
+    assert "will not cover the 5.06 GiB" in text
+
+
+def test_expandable_segments_that_would_make_room() -> None:
+    scan = log(*LOADING, oom_message(this=23.0, unallocated="1.50 GiB", tried="1.00 GiB"))
+    assert "could make room" in diagnose(scan, view_of()).advice[0].text
+
+
+def test_no_expandable_segments_when_little_is_reserved() -> None:
+    assert diagnose(log(*LOADING, oom_message(this=23.0)), view_of()).advice == ()
+
+
+def test_a_plain_crash_gets_no_advice_beyond_the_config() -> None:
+    result = diagnose(log(*LOADING, bar(0), OOM), view_of())
+    assert result.advice == () and result.reasons == ()
+    assert result.first_change is not None and result.first_change.startswith("Gradient")
+
+
+# --- answers ------------------------------------------------------------------------------------
+
+
+def test_the_users_moment_wins_and_the_disagreement_is_shown() -> None:
+    result = diagnose(log(*LOADING, bar(0), OOM), view_of(), answers={"moment": "sampling"})
+    assert result.moment == "sampling" and result.confidence == "high"
+    assert result.disagreements == (
+        "You said 'sampling', but the log points to 'early_steps' (in training step 1 of 3000, "
+        "within the first steps); your answer is used.",
+    )
+    assert "as you said" in result.verdict
+
+
+def test_an_answer_that_agrees_is_no_disagreement() -> None:
+    result = diagnose(log(*LOADING, bar(0), OOM), view_of(), answers=Answers(moment="early_steps"))
+    assert result.disagreements == ()
+
+
+def test_the_users_kind_wins_and_the_disagreement_is_shown() -> None:
+    result = diagnose(None, view_of(), answers={"model_kind": "video"})
+    assert result.model_kind == "video"
+    assert "says image" in result.disagreements[0]
+
+
+def test_an_answered_moment_works_without_a_log() -> None:
+    assert diagnose(None, None, answers={"moment": "sampling"}).moment == "sampling"
+
+
+def test_an_unknown_answer_is_refused() -> None:
+    with pytest.raises(WizardError, match="unknown moment 'sometimes'"):
+        diagnose(None, None, answers={"moment": "sometimes"})
+
+
+# --- the change log -----------------------------------------------------------------------------
+
+
+def changelog(direction: Literal["rollback", "scale_up"]) -> ChangeLog:
+    resolution = "config.process[0].datasets[0].resolution"
+    return ChangeLog(
+        source=FileRef(path="job.yaml"),
+        output=FileRef(path="job.oomfix.yaml"),
+        runs=(
+            RunRecord(at="2025-01-01T00:00:00+00:00", direction="rollback"),
+            RunRecord(at="2025-01-02T00:00:00+00:00", direction=direction),
+        ),
+        changes=(
+            ChangeEntry(run=0, step="top_bucket", path=resolution, before=[512, 1024], after=[512]),
+            ChangeEntry(run=1, step="top_bucket", path=resolution, before=[512], after=[512, 1024]),
+        ),
+    )
+
+
+def test_after_a_scale_up_the_re_added_setting_is_the_likely_cause() -> None:
+    result = diagnose(
+        log(*LOADING, bar(0), bar(300), OOM), view_of(), changelog=changelog("scale_up")
+    )
+    assert advice_ids(result)[0] == "undo_scale_up"
+    text = result.advice[0].text
+    assert "config.process[0].datasets[0].resolution: [512] → [512, 1024]" in text
+    assert "Drop the biggest resolution" in text and "likely cause" in text
+    assert result.first_change == text
+
+
+def test_after_a_roll_back_nothing_is_blamed_on_it() -> None:
+    result = diagnose(log(*LOADING, bar(0), OOM), view_of(), changelog=changelog("rollback"))
+    assert "undo_scale_up" not in advice_ids(result)
+
+
+# --- the JSON -----------------------------------------------------------------------------------
+
+DESIGN_KEYS = {
+    "moment",
+    "phase",
+    "model_kind",
+    "arch",
+    "signals",
+    "environment_suspected",
+    "reasons",
+    "evidence",
+    "oom",
+    "last_step",
+    "total_steps",
+    "advice",
+}
+
+
+def test_the_json_has_the_design_keys_and_is_serialisable() -> None:
+    others = "Process 4242 has 6.00 GiB memory in use. "
+    result = diagnose(
+        log(*LOADING, bar(0), bar(40), oom_message(others=others, this=16.0)), view_of()
+    )
+    data = result.to_json()
+    assert set(data) >= DESIGN_KEYS
+    assert {"verdict", "log", "disagreements", "run_count", "resumed"} <= set(data)
+    assert data["oom"]["other_processes"] == [{"pid": 4242, "gib": 6.0}]
+    assert data["oom"]["tried_gib"] == 2.0 and data["oom"]["free_gib"] == pytest.approx(
+        0.098, abs=1e-3
+    )
+    assert all(set(item) == {"line", "text"} for item in data["evidence"])
+    assert all(set(item) == {"id", "text"} for item in data["advice"])
+    json.dumps(data)
+
+
+def test_the_evidence_is_short_and_in_file_order() -> None:
+    lines = [*LOADING, bar(0), bar(9)] + ["# OOM during training step, skipping batch 1/3 #"] * 1
+    result = diagnose(
+        log(*lines, "Error running job: CUDA out of memory.", *TRACEBACK_IN_TRAINING), view_of()
+    )
+    numbers = [e.line for e in result.evidence]
+    assert numbers == sorted(numbers) and len(numbers) <= 8 and len(set(numbers)) == len(numbers)
