@@ -1,0 +1,145 @@
+"""``oom-wizard history CONFIG_OR_CHANGELOG``: the story of a config, from its change log.
+
+Each run (roll-back, scale-up, edit) with when, the moment and kind it was for, and every
+field it changed with why; then what the next scale-up would re-add. Given a config, it
+reads the change log beside it; given a change log, it reads the config the log describes
+(its ``output``) to say what comes next.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from wizard.commands._common import stdout
+from wizard.errors import WizardError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from wizard.changelog import ChangeLog
+    from wizard.document import JobDocument
+
+_DIRECTIONS = {
+    "rollback": "roll-back",
+    "scale_up": "scale-up",
+    "edit": "edit",
+    "restore": "restore",
+}
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``history``."""
+    parser = subparsers.add_parser(
+        "history",
+        help="show what each run changed and why, and what scale-up re-adds next",
+        description=(
+            "Render a change log: every run of oom-wizard on this line of configs, what it "
+            "changed and why, and what the next scale-up would re-add."
+        ),
+    )
+    parser.add_argument(
+        "target",
+        metavar="CONFIG_OR_CHANGELOG",
+        help="a config that oom-wizard saved, or its .changelog.json",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the history."""
+    from wizard.changelog import CHANGELOG_SUFFIX, find_changelog, read_changelog
+    from wizard.document import load_document
+
+    target = Path(args.target)
+    if target.name.endswith(CHANGELOG_SUFFIX):
+        log_path = target
+        config: Path | None = Path(read_changelog(target).output.path)
+    else:
+        found = find_changelog(target)
+        if found is None:
+            if not target.exists():
+                raise WizardError("no such file", file=target)
+            raise WizardError(
+                "no change log beside this config: oom-wizard did not save it "
+                "(or its .changelog.json was moved)",
+                file=target,
+            )
+        log_path, config = found, target
+    changelog = read_changelog(log_path)
+    document = load_document(config) if config is not None and config.is_file() else None
+    render_history(stdout(), changelog, log_path, document)
+    return 0
+
+
+def render_history(
+    console: Console, changelog: ChangeLog, log_path: Path, document: JobDocument | None
+) -> None:
+    """The change log as text, and the next re-add when the config is at hand."""
+    console.print(f"Change log {log_path}", markup=False)
+    console.print(f"  original config: {changelog.source.path}", markup=False)
+    console.print(f"  latest config:   {changelog.output.path}", markup=False)
+    for index, run in enumerate(changelog.runs):
+        console.print("", markup=False)
+        about = ", ".join(
+            text
+            for text in (
+                f"moment {run.moment}" if run.moment else "",
+                f"{run.model_kind} model" if run.model_kind else "",
+            )
+            if text
+        )
+        header = f"Run {index} · {run.at} · {_DIRECTIONS.get(run.direction, run.direction)}"
+        console.print(f"{header}{f' ({about})' if about else ''}", markup=False)
+        if run.steps:
+            console.print(f"  steps: {', '.join(run.steps)}", markup=False)
+        entries = changelog.changes_of_run(index)
+        if not entries:
+            console.print("  no field changed", markup=False)
+        for entry in entries:
+            console.print(
+                f"  {entry.path}: {_show(entry.before, 'absent')} → "
+                f"{_show(entry.after, 'removed')}",
+                markup=False,
+            )
+            if entry.reason:
+                console.print(f"      why: {entry.reason}", markup=False)
+    console.print("", markup=False)
+    _render_next(console, changelog, document)
+
+
+def _render_next(console: Console, changelog: ChangeLog, document: JobDocument | None) -> None:
+    from wizard.paths import format_path
+    from wizard.plan import next_scale_up
+
+    if document is None:
+        console.print(
+            "Next scale-up: unknown (the latest config is not at its recorded path).",
+            markup=False,
+        )
+        return
+    step = next_scale_up(document, changelog)
+    if step is None:
+        console.print(
+            "Next scale-up: nothing left; every lowered setting is back "
+            "(the memory settings stay).",
+            markup=False,
+        )
+        return
+    console.print(f"Next scale-up: {step.title} [{step.step}]", markup=False)
+    for change in step.changes:
+        current = document.get(change.path)
+        console.print(
+            f"  {format_path(change.path)}: {_show(current, 'absent')} → "
+            f"{_show(change.after, 'removed')}",
+            markup=False,
+        )
+
+
+def _show(value: Any, missing: str) -> str:
+    from wizard.document import MISSING
+
+    if value is None or value is MISSING:
+        return f"({missing})"
+    return repr(value)

@@ -1,0 +1,101 @@
+"""``oom-wizard scale-up CONFIG``: after a stable run, get one heavier setting back.
+
+It reads the change log that describes CONFIG (beside it, or ``--changelog``) and proposes
+exactly one re-add, in the fixed scale-up order. With ``-o OUT`` or ``--yes`` it writes the
+next config and a change log that extends CONFIG's with a ``scale_up`` run (its ``source``
+stays the original config); otherwise it only shows what it would do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from wizard.commands._common import print_changes, print_saved, stdout
+from wizard.errors import WizardError
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``scale-up``."""
+    parser = subparsers.add_parser(
+        "scale-up",
+        help="after a stable run, re-add one setting the roll-back lowered",
+        description=(
+            "Propose exactly one re-add from the change log, in this order: the step count of "
+            "a validation run, the biggest resolution, richer samples, the larger batch, "
+            "longer clips. Each restored field gets its value from before the roll-back. "
+            "Writes the next config only with -o OUT or --yes."
+        ),
+    )
+    parser.add_argument("config", metavar="CONFIG", help="the config the roll-back saved")
+    parser.add_argument(
+        "--changelog",
+        type=Path,
+        metavar="PATH",
+        help="CONFIG's change log (default: the one beside it, CONFIG-stem.changelog.json)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        metavar="OUT",
+        help="write the next config here (default with --yes: CONFIG's name, next number)",
+    )
+    parser.add_argument("--yes", action="store_true", help="write it under the default name")
+    parser.add_argument(
+        "--force", action="store_true", help="replace OUT if it exists (never the source)"
+    )
+    parser.add_argument("--dry-run", action="store_true", help="show the diff, write nothing")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Show the next re-add; write it with ``-o`` or ``--yes``."""
+    from wizard.changelog import find_changelog, read_changelog
+    from wizard.changes import commit, prepare
+    from wizard.document import load_document
+    from wizard.plan import next_scale_up
+
+    config = Path(args.config)
+    document = load_document(config)
+    log_path = args.changelog or find_changelog(config)
+    if log_path is None:
+        raise WizardError(
+            "no change log beside this config; scale-up needs the .changelog.json that "
+            "'apply' wrote (or pass it with --changelog)",
+            file=config,
+        )
+    changelog = read_changelog(log_path)
+    console = stdout()
+    step = next_scale_up(document, changelog)
+    if step is None:
+        console.print(
+            "Nothing left to re-add: every setting the roll-back lowered is back to its "
+            "original value (the memory settings stay as they are).",
+            markup=False,
+        )
+        return 0
+    console.print(f"Next re-add: {step.title} [{step.step}]", markup=False)
+    console.print(f"  {step.why}", markup=False)
+    prepared = dataclasses.replace(
+        prepare(document, list(step.changes)), prior=changelog, prior_path=log_path
+    )
+    print_changes(console, prepared)
+    if args.dry_run or (args.output is None and not args.yes):
+        console.print(prepared.diff(), markup=False)
+        if not args.dry_run:
+            console.print("Write it with --yes (or -o OUT).", markup=False)
+        return 0
+    last = changelog.last_run()
+    result = commit(
+        prepared,
+        direction="scale_up",
+        model_kind=last.model_kind if last is not None else None,
+        steps=[step.step],
+        output=args.output,
+        force=args.force,
+    )
+    print_saved(console, result)
+    return 0
