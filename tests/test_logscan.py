@@ -497,6 +497,25 @@ def test_carriage_return_redraws_share_one_line_number() -> None:
     assert result.line_count == len(LOAD) + 1 + len(FAILURE)
 
 
+def test_later_lines_of_redraws_keep_the_last_step() -> None:
+    text = redraws(0, 5) + "\n" + redraws(6, 500) + "\n" + redraws(501, 502) + "\n"
+    result = scan_text(text)
+    assert (result.last_step, result.first_step, result.line_count) == (502, 0, 3)
+    assert result.evidence_for("bar")[0].line == 3
+
+
+def test_a_sample_bar_at_the_end_of_a_line_of_redraws() -> None:
+    sample = "\rGenerating Images:   0%|          | 0/2 [00:00<?, ?it/s]"
+    result = scan_text(redraws(0, 5) + "\n" + redraws(6, 50) + sample + "\n" + OOM_CURRENT + "\n")
+    assert (result.phase, result.last_step) == ("periodic_sample", 50)
+
+
+def test_text_glued_to_the_last_of_many_redraws() -> None:
+    glued = redraws(6, 50) + "Traceback (most recent call last):"
+    result = scan_text(redraws(0, 5) + "\n" + glued + "\n" + OOM_CURRENT + "\n")
+    assert (result.phase, result.last_step, result.crashed) == ("training", 50, True)
+
+
 def test_crlf_line_endings_give_the_same_scan() -> None:
     lines = [*HEADER, *LOAD, bar(0), bar(20), *FAILURE]
     assert scan(*lines, newline="\r\n") == scan(*lines)

@@ -29,7 +29,7 @@ import functools
 import io
 import re
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -780,6 +780,7 @@ class _Scanner:
         self._run = self._new_run(1, header=False)
         self._repeat = _NO_BAR
         self._head_training = False
+        self._train_prefix = b""
         self._kinds: dict[bytes, BarKind] = {}
         self._dump_line: int | None = None
         self._ends_with_newline = True  # an empty log has no lines
@@ -799,7 +800,13 @@ class _Scanner:
         pending_line = 0
         for index, line in enumerate(lines):
             if line:
-                for seg in line.split(b"\r") if b"\r" in line else (line,):
+                if b"\r" not in line:
+                    segs: Sequence[bytes] = (line,)
+                elif self._only_training_redraws(line):
+                    segs = (line[line.rfind(b"\r") + 1 :],)
+                else:
+                    segs = line.split(b"\r")
+                for seg in segs:
                     if seg.startswith(repeat) and seg.endswith(b"]"):
                         pending, pending_line = seg, line_no
                         continue
@@ -820,6 +827,18 @@ class _Scanner:
             self._remember(pending, pending_line)
         self._line = line_no
         self._ends_with_newline = block.endswith(b"\n")
+
+    def _only_training_redraws(self, line: bytes) -> bool:
+        """Whether every ``\\r`` segment of ``line`` is a clean redraw of the training bar.
+
+        Then only the last one matters: the line is not split at all. Not before the run's
+        first training bar, whose first value tells a resume.
+        """
+        prefix = self._train_prefix
+        if not prefix or not line.startswith(prefix) or not self._run.training_started:
+            return False
+        # Every \r but the first must close a bar ("]") and open the training bar again.
+        return line.endswith(b"]") and line.count(b"]" + prefix) == line.count(b"\r") - 1
 
     def _remember(self, seg: bytes, line: int) -> None:
         if self._head_training:
@@ -863,6 +882,8 @@ class _Scanner:
             kind = next((k for pattern, k in self._p.bars if pattern.search(desc)), "training")
             if kind == "training" and bar is None:
                 kind = "ignore"  # sizes such as 4.50G/9.99G: a download, not steps
+        if kind == "training":
+            self._train_prefix = b"\r" + head.rstrip(_PCT_DIGITS)
         self._kinds[head] = kind
         return kind
 
