@@ -19,7 +19,9 @@ For each training process, the training load is the largest over its datasets of
                8 and 2 when the arch is unknown)
     frames_latent = 1 + (F − 1) / t  for a video model, else 1
     F        = the dataset's num_frames; with auto_frame_count on, clips are not capped, so
-               F is taken as the larger of num_frames and the arch's default sample length
+               F is taken as the largest of num_frames, the arch's default sample length and
+               the shortest clip on its frame grid (never less than a fixed count the plan
+               would put in its place)
     t        = the arch's temporal compression (presets; 8, the toolkit's fallback, when
                unknown)
     batch    = datasets[].batch_size, else train.batch_size
@@ -43,7 +45,7 @@ from typing import Final
 
 from wizard.changes import Change
 from wizard.document import JobDocument, apply_to_tree
-from wizard.presets import ArchFacts, Presets, load_presets
+from wizard.presets import ArchFacts, FrameGrid, Presets, load_presets
 from wizard.view import DatasetView, JobView, ProcessView, SampleView, build_view
 
 CHECKPOINTING_OFF_FACTOR: Final = 4.0
@@ -51,7 +53,7 @@ CHECKPOINTING_OFF_FACTOR: Final = 4.0
 
 FALLBACK_SPATIAL: Final = 8
 FALLBACK_PATCH: Final = 2
-FALLBACK_TEMPORAL: Final = 8.0
+FALLBACK_TEMPORAL: Final = 8
 """AI Toolkit's data loader assumes a temporal compression of 8 when the model says nothing."""
 
 NOTE: Final = (
@@ -165,9 +167,30 @@ def _dataset_load(
 def _dataset_frames(dataset: DatasetView, facts: ArchFacts | None) -> int:
     frames = dataset.num_frames or 1
     if dataset.auto_frame_count is True:
-        default = facts.default_sample_frames if facts else None
-        return max(frames, default or frames)
+        return assumed_clip_length(frames, facts)
     return frames
+
+
+def assumed_clip_length(frames: int, facts: ArchFacts | None) -> int:
+    """The clip length counted for a dataset with auto frame count (no upper limit)."""
+    default = facts.default_sample_frames if facts else None
+    return max(frames, default or 1, frame_floor(frame_grid(facts)))
+
+
+def frame_grid(facts: ArchFacts | None) -> FrameGrid:
+    """The arch's frame grid; for an arch the presets do not know, the toolkit's fallback.
+
+    AI Toolkit's data loader assumes a temporal compression of 8 (frames 8n+1) when the model
+    says nothing.
+    """
+    if facts is not None and facts.frames is not None:
+        return facts.frames
+    return FrameGrid(step=FALLBACK_TEMPORAL, offset=1)
+
+
+def frame_floor(grid: FrameGrid) -> int:
+    """The smallest frame count above one on ``grid``: a clip never becomes a still."""
+    return grid.offset if grid.offset > 1 else grid.offset + grid.step
 
 
 def _sample_load(view: JobView, facts: Mapping[int, ArchFacts | None], video: bool) -> float:

@@ -31,7 +31,7 @@ from wizard.changelog import ChangeLog
 from wizard.changes import Change
 from wizard.document import MISSING, JobDocument, same_value
 from wizard.errors import ConfigError, WizardError
-from wizard.estimate import MemoryEstimate, arch_facts, estimate
+from wizard.estimate import MemoryEstimate, arch_facts, estimate, frame_floor, frame_grid
 from wizard.paths import FieldPath, format_path
 from wizard.presets import (
     MODEL_KINDS,
@@ -62,7 +62,7 @@ __all__ = [
     "changes_for",
     "default_model_kind",
     "estimate",
-    "fallback_grid",
+    "frame_grid",
     "next_scale_up",
     "pending_scale_ups",
 ]
@@ -437,22 +437,12 @@ class _Process:
 
     @property
     def grid(self) -> FrameGrid:
-        return self.facts.frames if self.facts and self.facts.frames else fallback_grid()
+        return frame_grid(self.facts)
 
     @property
     def frame_floor(self) -> int:
         """The smallest frame count above one on the grid: clips never become stills."""
-        grid = self.grid
-        return grid.offset if grid.offset > 1 else grid.offset + grid.step
-
-
-def fallback_grid() -> FrameGrid:
-    """The frame grid for an arch the presets do not know.
-
-    AI Toolkit's data loader falls back to a temporal compression of 8 (frames 8n+1) when the
-    model says nothing.
-    """
-    return FrameGrid(step=8, offset=1)
+        return frame_floor(self.grid)
 
 
 def _processes(document: JobDocument, presets: Presets, kind: ModelKind) -> list[_Process]:
