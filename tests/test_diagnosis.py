@@ -136,6 +136,14 @@ def test_skips_at_the_first_steps_then_the_abort_are_early_steps() -> None:
     assert {"oom_skip", "oom_abort"} <= set(result.signals)
 
 
+def test_a_crash_right_after_a_resume_counts_from_the_resume() -> None:
+    resumed = log("Found step 1500 in metadata, starting from there", bar(1500), bar(1502), OOM)
+    result = diagnose(resumed, view_of())
+    assert result.moment == "early_steps" and result.resumed
+    assert "after resuming" in result.verdict
+    assert diagnose(log(bar(1500), bar(1530), OOM), view_of()).moment == "intermittent"
+
+
 def test_skips_mixed_with_progress_are_intermittent_even_without_a_crash() -> None:
     scan = log(
         bar(0), bar(400), "# OOM during training step, skipping batch 1/3 #", bar(401), bar(900)

@@ -162,6 +162,25 @@ def test_each_phase(tail: list[str], phase: str) -> None:
     assert scan(*HEADER, *tail).phase == phase
 
 
+@pytest.mark.parametrize(
+    ("lines", "phase"),
+    [
+        (["loading model for process 0/1", "caching latents."], "cache_latents"),
+        (["caching text encoder outputs."], "cache_text"),
+        (
+            ["running training / 学習開始", "steps:   0%|          | 0/1600 [00:00<?, ?it/s]"],
+            "training",
+        ),
+        (["steps:  10%|#         | 160/1600 [02:00<18:00, 1.2s/it, avr_loss=0.0731]"], "training"),
+        (["Epoch 1/10, Steps:   5%|5         | 50/1000 [00:40<12:00,  1.3it/s]"], "training"),
+        ([bar(300), "sampling: 100%|##########| 25/25 [00:05<00:00,  5.0it/s]"], "periodic_sample"),
+        ([bar(300), "Running validation..."], "periodic_sample"),
+    ],
+)
+def test_relatives_lines(lines: list[str], phase: str) -> None:
+    assert scan(*lines).phase == phase
+
+
 def test_an_unnamed_bar_before_training_keeps_the_phase() -> None:
     result = scan(*LOAD[:3], " 40%|####      | 16/40 [00:05<00:07,  3.1it/s]")
     assert result.phase == "quantize"

@@ -517,21 +517,25 @@ def _training_moment(
     if trouble is None:
         return _unknown_step_moment(process, where)
     if trouble <= EARLY_STEP_LIMIT:
-        return _Moment("early_steps", f"{where}, within the first steps", sure)
-    skipped = f" after {scan.skip_count} skipped batches" if scan.skip_count else ""
+        first = " after resuming" if scan.resumed else ""
+        return _Moment("early_steps", f"{where}, within the first steps{first}", sure)
+    skipped = f" and {scan.skip_count} skipped batches" if scan.skip_count else ""
     why = f"{where}, after {trouble - 1} steps that fit{skipped}"
     return _Moment("intermittent", why, sure)
 
 
 def _trouble_step(scan: LogScan) -> int | None:
-    """The 1-based step that ran out of memory: the one after the bar's last count.
+    """The step of this run that ran out of memory, counted from the run's start (1 = the
+    first step it made): the one after the bar's last count, or without a crash (skips
+    only) the one of the last skip banner.
 
-    Without a crash (skips only), the step of the last skip banner.
+    A resumed run counts from where it resumed: a config that dies at once after a resume
+    (the optimizer state loaded back adds memory) did not survive its first steps.
     """
-    if not scan.crashed and scan.skips:
-        last_skip = scan.skips[-1].step
-        return None if last_skip is None else last_skip + 1
-    return None if scan.last_step is None else scan.last_step + 1
+    step = scan.skips[-1].step if not scan.crashed and scan.skips else scan.last_step
+    if step is None:
+        return None
+    return step - (scan.first_step or 0) + 1
 
 
 def _unknown_step_moment(process: ProcessView | None, where: str) -> _Moment:
