@@ -119,9 +119,12 @@ def test_environment_checks_start_with_the_diagnosis_reasons() -> None:
     class Found:
         moment = "environment"
         model_kind = "image"
+        crashed = True
+        environment_suspected = True
+        reasons = ("0 bytes free on the GPU",)
 
         def to_json(self) -> dict[str, Any]:
-            return {"reasons": ["0 bytes free on the GPU"]}
+            return {}
 
     plan = build_plan(document(HEAVY), "environment", "image", diagnosis=Found())
     assert plan.environment_checks[0] == "The log shows: 0 bytes free on the GPU"

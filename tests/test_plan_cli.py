@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import time
 from pathlib import Path
 
+import pytest
 import yaml
 
-from tests.plan_support import cli, job
+from tests.plan_support import SHARED, cli, job
 
 TREE = job(
     arch="wan21:14b",
@@ -72,6 +76,48 @@ def test_a_missing_config_is_one_line_and_status_2(tmp_path: Path) -> None:
     assert err.startswith("oom-wizard: error: ") and err.count("\n") == 1
 
 
-def test_no_config_at_all_is_refused(tmp_path: Path) -> None:
+def test_no_config_at_all_is_refused() -> None:
     status, _, err = cli("plan")
     assert status == 2 and "give the job's config file" in err
+
+
+CASE = SHARED / "cases" / "04_aitk-wan22-i2v-5090-oom-skip-batch-then-crash"
+needs_case = pytest.mark.skipif(not CASE.is_dir(), reason="../shared/cases is not here")
+
+
+@needs_case
+def test_the_log_gives_the_moment_and_kind() -> None:
+    status, out, err = cli("plan", CASE / "job.yaml", "--log", CASE / "log.txt", "--json")
+    assert status == 0
+    assert (json.loads(out)["moment"], json.loads(out)["model_kind"]) == ("early_steps", "video")
+    assert "moment early_steps (from the log)" in err
+
+
+@needs_case
+def test_the_users_moment_wins_over_the_log() -> None:
+    status, out, _ = cli(
+        "plan", CASE / "job.yaml", "--log", CASE / "log.txt", "--moment", "sampling", "--json"
+    )
+    assert status == 0 and json.loads(out)["moment"] == "sampling"
+
+
+@needs_case
+def test_apply_records_the_diagnosis_and_a_newer_crash_goes_one_rung_further(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "job.yaml"
+    shutil.copyfile(CASE / "job.yaml", source)
+    status, _, err = cli("apply", source, "--log", CASE / "log.txt", "--moment", "intermittent")
+    assert status == 0, err
+    output = tmp_path / "job.oomfix.yaml"
+    log = json.loads((tmp_path / "job.oomfix.changelog.json").read_text("utf-8"))
+    assert log["runs"][0]["diagnosis"]["signals"]
+    _, out, _ = cli("plan", output, "--moment", "intermittent")
+    assert "Fewer frames [num_frames]: done" in out
+    retry_log = tmp_path / "log.txt"
+    shutil.copyfile(CASE / "log.txt", retry_log)
+    later = time.time() + 60
+    os.utime(retry_log, (later, later))
+    _, out, _ = cli("plan", output, "--moment", "intermittent", "--log", retry_log)
+    assert "newer than the last roll-back and shows a crash" in out
+    assert "datasets[0].num_frames: 21 → 9" in out

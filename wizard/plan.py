@@ -114,18 +114,30 @@ ENVIRONMENT_CHECKS: Final = (
 
 
 class DiagnosisLike(Protocol):
-    """What the plan reads from a diagnosis (``wizard.diagnosis.Diagnosis`` fits)."""
+    """What the plan and its commands read from a diagnosis (``wizard.diagnosis.Diagnosis``)."""
 
     @property
     def moment(self) -> str | None:
-        """The crash moment the log points to."""
+        """The crash moment the log points to (None when nothing says)."""
 
     @property
     def model_kind(self) -> str | None:
         """The model kind the config and log point to."""
 
+    @property
+    def crashed(self) -> bool | None:
+        """Whether the log's last run crashed (None without a log)."""
+
+    @property
+    def environment_suspected(self) -> bool:
+        """Whether the GPU, worker or host is suspect rather than the config."""
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Why the environment is or is not suspected."""
+
     def to_json(self) -> dict[str, Any]:
-        """The diagnosis as ``diagnose --json`` prints it."""
+        """The diagnosis as ``diagnose --json`` prints it (recorded in the change log)."""
 
 
 # --------------------------------------------------------------------------- values
@@ -334,11 +346,9 @@ def _checked(moment: str, model_kind: str) -> tuple[Moment, ModelKind]:
 
 def _environment_checks(diagnosis: DiagnosisLike | None) -> tuple[str, ...]:
     """The checks for a GPU or worker problem, the diagnosis's own reasons first."""
-    reasons: list[str] = []
-    if diagnosis is not None:
-        found = diagnosis.to_json().get("reasons") or []
-        reasons = [f"The log shows: {reason}" for reason in found if isinstance(reason, str)]
-    return (*reasons, *ENVIRONMENT_CHECKS)
+    if diagnosis is None or not diagnosis.environment_suspected:
+        return ENVIRONMENT_CHECKS
+    return (*(f"The log shows: {reason}" for reason in diagnosis.reasons), *ENVIRONMENT_CHECKS)
 
 
 def _done_by_last_rollback(changelog: ChangeLog | None) -> dict[str, str]:

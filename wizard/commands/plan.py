@@ -226,7 +226,7 @@ def _crashed_since(
     if log is None or changelog is None or diagnosis is None:
         return False
     rollbacks = [run for run in changelog.runs if run.direction == "rollback"]
-    if not rollbacks or not diagnosis.to_json().get("signals"):
+    if not rollbacks or not diagnosis.crashed:
         return False
     try:
         saved = datetime.fromisoformat(rollbacks[-1].at)
