@@ -15,7 +15,7 @@ Then it runs, each as a child process measured with ``os.wait4`` (wall time and 
 Targets (issue 3): diagnose on 1 GB in <= 10 s and <= 150 MB peak RSS. The machine is
 shared: run the 1 GB benchmark sparingly. Usage::
 
-    python bench/bench_diagnose.py [--size-mb 1024] [--startup-runs 5] [--keep]
+    python bench/bench_diagnose.py [--size-mb 1024] [--startup-runs 5] [--bar-lines] [--keep]
 """
 
 from __future__ import annotations
@@ -121,14 +121,22 @@ def write_sample_pass(out: TextIO) -> None:
     out.write(small_bar("Generating Images", 2, 2) + "\n\n")
 
 
-def write_log(path: Path, size_bytes: int) -> int:
-    """Write the log; return the step the final OOM happened at."""
+def write_log(path: Path, size_bytes: int, *, bar_lines: bool = False) -> int:
+    """Write the log; return the step the final OOM happened at.
+
+    Args:
+        path: Where.
+        size_bytes: About how large.
+        bar_lines: End every training-bar redraw with a newline (a terminal capture, or a
+            pasted log) instead of joining them with carriage returns as in ``log.txt``.
+    """
+    joiner = "\n" if bar_lines else ""
     with path.open("w", encoding="utf-8", newline="") as out:
         write_start(out)
         step = 0
         while out.tell() < size_bytes:
             block = [bar(s) for s in range(step, step + SAVE_EVERY)]
-            out.write("".join(block))
+            out.write(joiner.join(block))
             step += SAVE_EVERY
             if step % (SAVE_EVERY * 40) == 0:
                 out.write(
@@ -168,13 +176,18 @@ def main() -> int:
     parser.add_argument("--size-mb", type=int, default=1024, help="log size (default 1024)")
     parser.add_argument("--startup-runs", type=int, default=5, help="start-up repetitions")
     parser.add_argument("--keep", action="store_true", help="keep the generated log")
+    parser.add_argument(
+        "--bar-lines",
+        action="store_true",
+        help="every training-bar redraw on its own line (a terminal capture), not joined by \\r",
+    )
     args = parser.parse_args()
 
     folder = Path(tempfile.mkdtemp(prefix="oomwiz-bench-"))
     try:
         log = folder / "log.txt"
         started = time.perf_counter()
-        final_step = write_log(log, args.size_mb * 1024 * 1024)
+        final_step = write_log(log, args.size_mb * 1024 * 1024, bar_lines=args.bar_lines)
         size_mb = log.stat().st_size / 1e6
         print(f"log: {log} ({size_mb:,.0f} MB, written in {time.perf_counter() - started:.1f} s)")
 

@@ -800,9 +800,10 @@ class _Scanner:
         pending_line = 0
         for index, line in enumerate(lines):
             if line:
-                if b"\r" not in line:
+                redraws = line.count(b"\r")
+                if not redraws:
                     segs: Sequence[bytes] = (line,)
-                elif self._only_training_redraws(line):
+                elif redraws > 2 and self._only_training_redraws(line, redraws):
                     segs = (line[line.rfind(b"\r") + 1 :],)
                 else:
                     segs = line.split(b"\r")
@@ -828,7 +829,7 @@ class _Scanner:
         self._line = line_no
         self._ends_with_newline = block.endswith(b"\n")
 
-    def _only_training_redraws(self, line: bytes) -> bool:
+    def _only_training_redraws(self, line: bytes, redraws: int) -> bool:
         """Whether every ``\\r`` segment of ``line`` is a clean redraw of the training bar.
 
         Then only the last one matters: the line is not split at all. Not before the run's
@@ -838,7 +839,7 @@ class _Scanner:
         if not prefix or not line.startswith(prefix) or not self._run.training_started:
             return False
         # Every \r but the first must close a bar ("]") and open the training bar again.
-        return line.endswith(b"]") and line.count(b"]" + prefix) == line.count(b"\r") - 1
+        return line.endswith(b"]") and line.count(b"]" + prefix) == redraws - 1
 
     def _remember(self, seg: bytes, line: int) -> None:
         if self._head_training:
