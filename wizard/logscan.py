@@ -104,6 +104,18 @@ FramePhase = Literal[
     "model_load", "quantize", "cache_latents", "cache_text", "training", "sample", "save"
 ]
 
+BarKind = Literal[
+    "training",
+    "unnamed",
+    "model_load",
+    "quantize",
+    "cache_latents",
+    "cache_text",
+    "sample",
+    "ignore",
+]
+"""How a progress bar moves the phase (``unnamed``: a bar without a description)."""
+
 MARKERS_FILE: Final = "log_markers.yaml"
 CHUNK_BYTES: Final = 1 << 20
 """Bytes read at a time."""
@@ -125,7 +137,7 @@ STOP_SIGNALS: Final = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _BAR = re.compile(
-    r"^(?P<desc>.*?):?\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*(?:\[(?P<rest>.*))?$"
+    r"^(?P<desc>.*?):?\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*(?:\[.*)?$"
 )
 _PCT_DIGITS: Final = b"0123456789 "
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
@@ -659,39 +671,21 @@ def _shorten(text: str) -> str:
     return text if len(text) <= EVIDENCE_CHARS else text[: EVIDENCE_CHARS - 1] + "…"
 
 
-@dataclass
-class _Bar:
-    """A parsed progress-bar segment."""
+@dataclass(frozen=True)
+class BarReading:
+    """What a tqdm bar segment shows: its description and ``n`` of ``total``."""
 
     desc: str
     n: int
     total: int
-    postfix: str
 
 
-def parse_bar(text: str) -> _Bar | None:
+def parse_bar(text: str) -> BarReading | None:
     """The description, ``n`` and ``total`` of a tqdm bar segment, or None."""
     match = _BAR.match(text)
     if match is None:
         return None
-    return _Bar(
-        desc=match["desc"].strip(),
-        n=int(match["n"]),
-        total=int(match["total"]),
-        postfix=match["rest"] or "",
-    )
-
-
-BarKind = Literal[
-    "training",
-    "unnamed",
-    "model_load",
-    "quantize",
-    "cache_latents",
-    "cache_text",
-    "sample",
-    "ignore",
-]
+    return BarReading(desc=match["desc"].strip(), n=int(match["n"]), total=int(match["total"]))
 
 
 @dataclass
