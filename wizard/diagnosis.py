@@ -394,6 +394,8 @@ def diagnose(
 
 @dataclass(frozen=True)
 class _Kind:
+    """The model kind found in the config, where it came from, and what to say about it."""
+
     kind: ModelKind | None
     arch: str | None
     label: str | None
@@ -461,6 +463,8 @@ def _frames_above_one(process: ProcessView) -> bool:
 
 @dataclass(frozen=True)
 class _Moment:
+    """The moment the log points to, in words, and how sure that is."""
+
     moment: Moment | None
     why: str
     confidence: Confidence
@@ -583,6 +587,8 @@ def _phase_words(scan: LogScan, phase: Phase) -> str:
 
 @dataclass(frozen=True)
 class _Environment:
+    """The environment verdict: strong reasons make the moment ``environment``."""
+
     strong: bool
     suspected: bool
     reasons: tuple[str, ...]

@@ -147,6 +147,8 @@ _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 
 
 class _Frozen(BaseModel):
+    """Base of the marker-table models: immutable, unknown keys refused."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
@@ -740,11 +742,13 @@ class _Run:
             self.host_copy = False
 
     def fail(self) -> None:
+        """A failure line: the run ends here unless progress follows."""
         self.progressed = True
         self.failing = True
         self.stopped = False
 
     def enter(self, phase: Phase, line: int, text: str) -> None:
+        """Move to ``phase``; the line that did it is kept as evidence."""
         if phase != self.phase or self.phase_evidence is None:
             self.phase = phase
             self.phase_evidence = EvidenceLine(line, _shorten(text), "phase")
@@ -786,6 +790,7 @@ class _Scanner:
     # The hot loop: keep it small. A bar redraw that repeats the previous segment's head is
     # only remembered; everything else goes through _bar or _text.
     def feed(self, block: bytes) -> None:
+        """Read one block (it ends on a separator) and carry the line count over."""
         lines = block.split(b"\n")
         last_index = len(lines) - 1
         line_no = self._line
@@ -840,6 +845,7 @@ class _Scanner:
             self._run.train_bar, self._run.train_bar_line = seg, line
 
     def _bar(self, seg: bytes, pos: int, line: int) -> None:
+        """A progress-bar segment whose head differs from the previous segment's."""
         end = seg.rfind(b"]")
         if end >= 0 and seg[end + 1 :].strip():
             self._bar(seg[: end + 1], pos, line)
@@ -866,6 +872,7 @@ class _Scanner:
             run.enter(kind, line, clean(seg))
 
     def _classify(self, head: bytes, seg: bytes) -> BarKind:
+        """What a bar with this head (description and percentage) is; cached per head."""
         if len(self._kinds) >= _BAR_CACHE_LIMIT:
             self._kinds.clear()
         desc = clean(head.rstrip(_PCT_DIGITS)).strip().removesuffix(":").strip()
@@ -895,6 +902,7 @@ class _Scanner:
             run.enter("training", line, clean(seg))
 
     def _text(self, raw: bytes, line: int) -> None:
+        """Any other segment: decoded, cleaned, prefiltered, then read rule by rule."""
         self._repeat, self._head_training = _NO_BAR, False
         text = clean(raw)
         if self._p.prefix is not None and text.startswith("["):
@@ -1041,6 +1049,7 @@ class _Scanner:
             return
 
     def result(self, source: str | None) -> LogScan:
+        """The last run as a frozen :class:`LogScan`."""
         run = self._run
         line_count = self._line - 1 if self._ends_with_newline else self._line
         _, total = run.train_step()
