@@ -955,7 +955,8 @@ class _Scanner:
             match = pattern.search(text)
             if match is None:
                 continue
-            run.note(line, text, signal)
+            if not (run.frames_seen and text[:1].isspace()):  # not a traceback's source line
+                run.note(line, text, signal)
             run.signals.add(signal)
             if signal == "oom_skip":
                 run.progress()
