@@ -181,6 +181,27 @@ def test_relatives_lines(lines: list[str], phase: str) -> None:
     assert scan(*lines).phase == phase
 
 
+def test_timestamps_before_every_line_are_removed() -> None:
+    stamp = "2025-03-01T10:15:32.123456789Z "
+    result = scan(
+        stamp + "Loading transformer",
+        stamp + bar(0),
+        stamp + bar(120),
+        stamp + "Generating Images:   0%|          | 0/2 [00:00<?, ?it/s]",
+        "[10:15:40] " + OOM_CURRENT,
+    )
+    assert (result.phase, result.last_step) == ("periodic_sample", 120)
+    assert result.oom is not None and result.oom.tried == 5.06
+
+
+def test_a_bar_that_reports_a_loss_is_the_training_bar_whatever_its_name() -> None:
+    named = (
+        "sample lora:   4%|4         | 120/3000 [00:10<1:19:20,  1.73s/it, lr: 1.0e-04 loss: 0.4]"
+    )
+    result = scan("Loading transformer", named)
+    assert result.phase == "training" and result.last_step == 120
+
+
 def test_an_unnamed_bar_before_training_keeps_the_phase() -> None:
     result = scan(*LOAD[:3], " 40%|####      | 16/40 [00:05<00:07,  3.1it/s]")
     assert result.phase == "quantize"

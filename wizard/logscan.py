@@ -140,6 +140,8 @@ _BAR = re.compile(
     r"^(?P<desc>.*?):?\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*(?:\[.*)?$"
 )
 _PCT_DIGITS: Final = b"0123456789 "
+_TRAINING_POSTFIX = re.compile(rb"\b(?:lr|loss|avr_loss)[:=]\s*[-+.\d]")
+"""A bar whose postfix reports a learning rate or a loss is the training bar."""
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 
 
@@ -248,7 +250,8 @@ class _Compiled:
         self.frame = re.compile(markers.frame)
         self.frame_phases = [(re.compile(r.source()), r.phase) for r in markers.frame_phases]
         self.host_copy = _any(markers.host_copy)
-        self.prefix = _any(markers.line_prefixes) if markers.line_prefixes else None
+        joined = "|".join(f"(?:{p})" for p in markers.line_prefixes)
+        self.prefix = re.compile(f"(?:{joined})+") if joined else None
         sources = [
             *markers.run_start,
             markers.config_dump.open,
@@ -875,19 +878,27 @@ class _Scanner:
         """What a bar with this head (description and percentage) is; cached per head."""
         if len(self._kinds) >= _BAR_CACHE_LIMIT:
             self._kinds.clear()
-        desc = clean(head.rstrip(_PCT_DIGITS)).strip().removesuffix(":").strip()
-        bar = parse_bar(clean(seg))
+        desc = self._unprefixed(clean(head.rstrip(_PCT_DIGITS))).strip().removesuffix(":")
         kind: BarKind
-        if not desc:
+        if not desc.strip():
             kind = "unnamed"
+        elif parse_bar(clean(seg)) is None:
+            kind = "ignore"  # sizes such as 4.50G/9.99G: a download, not steps
+        elif _TRAINING_POSTFIX.search(seg):
+            kind = "training"  # whatever the job is called, only training reports a loss
         else:
+            desc = desc.strip()
             kind = next((k for pattern, k in self._p.bars if pattern.search(desc)), "training")
-            if kind == "training" and bar is None:
-                kind = "ignore"  # sizes such as 4.50G/9.99G: a download, not steps
         if kind == "training":
             self._train_prefix = b"\r" + head.rstrip(_PCT_DIGITS)
         self._kinds[head] = kind
         return kind
+
+    def _unprefixed(self, text: str) -> str:
+        """``text`` without the line prefixes of the marker table (rank tags, timestamps)."""
+        if self._p.prefix is not None and (match := self._p.prefix.match(text)):
+            return text[match.end() :]
+        return text
 
     def _training_bar(self, seg: bytes, line: int) -> None:
         run = self._run
@@ -904,9 +915,7 @@ class _Scanner:
     def _text(self, raw: bytes, line: int) -> None:
         """Any other segment: decoded, cleaned, prefiltered, then read rule by rule."""
         self._repeat, self._head_training = _NO_BAR, False
-        text = clean(raw)
-        if self._p.prefix is not None and text.startswith("["):
-            text = self._p.prefix.sub("", text, count=1)
+        text = self._unprefixed(clean(raw))
         if not text.strip():
             return
         run = self._run
