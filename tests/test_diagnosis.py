@@ -539,6 +539,15 @@ def test_after_a_scale_up_the_re_added_setting_is_the_likely_cause() -> None:
     assert result.first_change == text
 
 
+def test_other_processes_come_before_a_scale_up() -> None:
+    others = "Process 4242 has 6.00 GiB memory in use. "
+    scan = log(*LOADING, bar(0), bar(300), oom_message(others=others, this=16.0))
+    result = diagnose(scan, view_of(), changelog=changelog("scale_up"))
+    assert result.moment == "environment"
+    assert advice_ids(result) == ["other_processes", "undo_scale_up"]
+    assert result.first_change == result.advice[0].text
+
+
 def test_after_a_roll_back_nothing_is_blamed_on_it() -> None:
     result = diagnose(log(*LOADING, bar(0), OOM), view_of(), changelog=changelog("rollback"))
     assert "undo_scale_up" not in advice_ids(result)

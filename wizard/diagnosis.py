@@ -358,7 +358,8 @@ def diagnose(
     moment = given.moment or log_moment
     model_kind = given.model_kind or kind.kind
     disagreements = _disagreements(given, log_moment, found, env, kind)
-    advice = (*scaled, *env.advice)
+    # The environment's own advice comes first when it is to blame; else a scale-up to undo.
+    advice = (*env.advice, *scaled) if env.strong else (*scaled, *env.advice)
     notes = [*kind.notes, *(found.notes if log_moment == found.moment else ())]
     if scan is None:
         notes.append("No log: the moment comes only from your answers.")
