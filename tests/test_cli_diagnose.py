@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from tests.aitk_db import add_job, make_db
+
 REPO = Path(__file__).resolve().parent.parent
 
 CONFIG = """\
@@ -133,6 +135,22 @@ def test_a_job_folder_is_diagnosed_from_the_newest_crashed_log(tmp_path: Path) -
         250,
     )
     assert any("logs/1_log.txt: the newest run that crashed" in note for note in data["notes"])
+
+
+def test_a_job_of_the_ui_database_is_diagnosed_from_its_folder(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "aitk_db.db")
+    add_job(db, "my_lora")
+    folder = tmp_path / "output" / "my_lora"
+    folder.mkdir(parents=True)
+    (folder / "log.txt").write_text(SAMPLE_CRASH, encoding="utf-8")
+    listed = run_cli("--db", str(db), "--no-probe")
+    assert listed.returncode == 0 and "my_lora" in listed.stdout
+    data = run_json("--db", str(db), "--job", "my_lora", "--no-probe")
+    assert (data["moment"], data["model_kind"], data["log"]) == (
+        "sampling",
+        "image",
+        str(folder / "log.txt"),
+    )
 
 
 def test_the_human_report(job: tuple[Path, Path]) -> None:

@@ -204,7 +204,7 @@ def _first_step(diagnosis: Diagnosis, document: JobDocument, inputs: Inputs) -> 
         return "Every default step of this roll-back is already in the config."
 
     def shown(value: Any, absent: str) -> str:
-        return absent if value is MISSING else json.dumps(value)
+        return absent if value is MISSING else json.dumps(value, default=str)
 
     changes = [
         f"{f.label} {shown(f.before, '(absent)')} → {shown(f.after, '(removed)')}"
