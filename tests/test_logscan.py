@@ -6,6 +6,8 @@ import io
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from wizard.errors import LogError, PresetError
 from wizard.logscan import (
@@ -622,6 +624,30 @@ def test_chunk_boundaries_do_not_change_the_scan(chunk_bytes: int) -> None:
     data = text.encode()
     whole = scan_stream(io.BytesIO(data))
     assert scan_stream(io.BytesIO(data), chunk_bytes=chunk_bytes) == whole
+
+
+PIECES = [*HEADER, *LOAD, *DATASET, *FAILURE, bar(0), bar(17), bar(2999), "\x1b[31mred\x1b[0m"]
+SEPARATORS = ["\n", "\r", "\r\n"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    parts=st.lists(
+        st.tuples(
+            st.sampled_from(PIECES) | st.binary(max_size=12).map(lambda b: b.decode("latin-1")),
+            st.sampled_from(SEPARATORS),
+        ),
+        max_size=40,
+    ),
+    chunk_bytes=st.integers(min_value=1, max_value=300),
+)
+def test_any_log_reads_the_same_in_any_chunk_size(
+    parts: list[tuple[str, str]], chunk_bytes: int
+) -> None:
+    data = "".join(text + sep for text, sep in parts).encode("utf-8", "surrogateescape")
+    whole = scan_stream(io.BytesIO(data))
+    assert scan_stream(io.BytesIO(data), chunk_bytes=chunk_bytes) == whole
+    assert whole.line_count == data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
 
 
 def test_an_empty_log() -> None:
