@@ -161,3 +161,85 @@ def test_print_db_saved_for_a_new_job(db: Path) -> None:
     assert "config.name: 'my_lora' → 'my_lora_oomfix'" in text
     assert "start job 'my_lora_oomfix' in AI Toolkit's UI" in text
     assert "Job 'my_lora' is unchanged." in text
+
+
+# ------------------------------------------------- the whole flow on the command line
+
+
+@pytest.fixture
+def crashed(db: Path) -> Path:
+    """``my_lora``'s folder under the toolkit's ``output`` with a log that crashed at step 3."""
+    folder = db.parent / "output" / "my_lora"
+    folder.mkdir(parents=True)
+    (folder / "log.txt").write_text(
+        "Running 1 job\nmy_lora:   0%|          | 3/3000 [00:09<2:30:00]\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n",
+        encoding="utf-8",
+    )
+    return db
+
+
+def stored_train(db: Path, name: str) -> dict[str, object]:
+    row = job_row(db, name)
+    assert row is not None
+    train: dict[str, object] = json.loads(row["job_config"])["config"]["process"][0]["train"]
+    return train
+
+
+def test_plan_of_a_database_job_is_the_plan_of_its_json(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exported = tmp_path / "my_lora.json"
+    exported.write_text(load_job(db, "my_lora").job_config, encoding="utf-8")
+
+    assert main(["plan", "--db", str(db), "--job", "my_lora", "--json"]) == 0
+    from_db = json.loads(capsys.readouterr().out)
+    assert main(["plan", str(exported), "--json"]) == 0
+
+    assert from_db == json.loads(capsys.readouterr().out)
+    assert from_db["steps"]
+
+
+def test_apply_in_place_then_restore(crashed: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["apply", "--db", str(crashed), "--job", "my_lora", "--in-place"]) == 0
+    out = capsys.readouterr().out
+    assert "log.txt (the latest run)" in out
+    assert "Updated job 'my_lora'" in out
+    assert "Next: start job 'my_lora' in AI Toolkit's UI" in out
+    assert stored_train(crashed, "my_lora")["batch_size"] == 1
+
+    assert main(["restore", "--db", str(crashed), "--job", "my_lora"]) == 0
+    assert stored_train(crashed, "my_lora")["batch_size"] == 4
+
+
+def test_apply_as_new_leaves_the_job_alone(
+    crashed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = job_row(crashed, "my_lora")
+
+    assert main(["apply", "--db", str(crashed), "--job", "my_lora", "--as-new"]) == 0
+
+    assert job_row(crashed, "my_lora") == before
+    assert stored_train(crashed, "my_lora_oomfix")["batch_size"] == 1
+    assert "Next: start job 'my_lora_oomfix' in AI Toolkit's UI" in capsys.readouterr().out
+
+
+def test_apply_without_a_mode_writes_nothing(
+    crashed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = job_row(crashed, "my_lora")
+
+    assert main(["apply", "--db", str(crashed), "--job", "my_lora"]) == 2
+
+    assert "--in-place" in capsys.readouterr().err
+    assert job_row(crashed, "my_lora") == before
+    assert not (crashed.parent / "oom-wizard").exists()
+
+
+def test_apply_to_a_running_job_is_refused(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = job_row(db, "busy")
+
+    assert main(["apply", "--db", str(db), "--job", "busy", "--in-place"]) == 2
+
+    assert "job 'busy' is running" in capsys.readouterr().err
+    assert job_row(db, "busy") == before
