@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from wizard.changes import Prepared
-from wizard.save import SaveResult
+if TYPE_CHECKING:
+    from wizard.changes import Prepared
+    from wizard.save import SaveResult
 
 
 def add_output_arguments(parser: argparse.ArgumentParser, *, dry_run: bool = True) -> None:
