@@ -228,6 +228,7 @@ def test_dataset_batch_sizes_go_to_one_and_the_largest_sets_the_factor() -> None
     assert field_of(step, "train.gradient_accumulation").requires == (
         "config.process[0].datasets[0].batch_size"
     )
+    assert step.note is not None and "different batch sizes" in step.note
     assert changed(tree, "batch_size") == {
         "config.process[0].train.batch_size": 1,
         "config.process[0].datasets[0].batch_size": 1,

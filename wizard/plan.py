@@ -21,6 +21,7 @@ and are re-exported here, so that callers need one import.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -393,21 +394,8 @@ def _with_defaults(steps: list[StepProposal], first: Sequence[str]) -> list[Step
                 "step of the ladder."
             )
             note = f"{note} {extra}" if note else extra
-        result.append(_replace_step(step, default_on=on, note=note))
+        result.append(dataclasses.replace(step, default_on=on, note=note))
     return result
-
-
-def _replace_step(step: StepProposal, *, default_on: bool, note: str | None) -> StepProposal:
-    return StepProposal(
-        id=step.id,
-        title=step.title,
-        why=step.why,
-        satisfied=step.satisfied,
-        default_on=default_on,
-        ui_hint=step.ui_hint,
-        fields=step.fields,
-        note=note,
-    )
 
 
 # --------------------------------------------------------------------------- processes
@@ -559,8 +547,9 @@ def _step_info(presets: Presets, step_id: str) -> StepInfo:
 
 
 def _rung_text(proposal: FieldProposal) -> str:
-    after = "dropped" if proposal.after is MISSING else _show(proposal.after)
-    return f"{proposal.label} {_show(proposal.before)} → {after}"
+    if proposal.control == "bucket":
+        return f"{proposal.label} dropped"
+    return f"{proposal.label} {_show(proposal.before)} → {_show(proposal.after)}"
 
 
 def _show(value: Any) -> str:
@@ -651,6 +640,12 @@ def _keep_effective_batch(
         )
         return
     current = getattr(train, key) or 1
+    batches = {dataset.batch_size or train.batch_size for dataset in process.view.datasets}
+    if len(batches) > 1:
+        found.notes.append(
+            f"The datasets used different batch sizes; the accumulation follows the largest "
+            f"({old_batch}), so the others now accumulate more than they held before."
+        )
     _propose(
         found,
         process,
@@ -791,49 +786,26 @@ def _sampling(process: _Process, moment: Moment, found: _Found) -> None:
 
 def _lighter_samples(process: _Process, sample: SampleView, found: _Found) -> None:
     """Smaller size, fewer steps, rarer, shorter; per-sample overrides too."""
-    size = (sample.width, sample.height)
-    if None not in size and sample.is_known("width") and sample.is_known("height"):
-        width, height = smaller_size(sample.width or 1, sample.height or 1, process.kind)
-        for key, old, new in (("width", sample.width, width), ("height", sample.height, height)):
-            if new != old:
-                _propose(
-                    found,
-                    process,
-                    ("sample", key),
-                    process.get("sample", key),
-                    new,
-                    control="number",
-                )
+
+    def lower(key: str, value: int) -> None:
+        before = process.get("sample", key)
+        _propose(found, process, ("sample", key), before, value, control="number")
+
+    if sample.width is not None and sample.height is not None:
+        width, height = smaller_size(sample.width, sample.height, process.kind)
+        if width != sample.width:
+            lower("width", width)
+        if height != sample.height:
+            lower("height", height)
     fewer = fewer_sample_steps(sample.sample_steps)
     if fewer is not None:
-        _propose(
-            found,
-            process,
-            ("sample", "sample_steps"),
-            process.get("sample", "sample_steps"),
-            fewer,
-            control="number",
-        )
-    if sample.is_known("sample_every") and sample.sample_every:
-        _propose(
-            found,
-            process,
-            ("sample", "sample_every"),
-            process.get("sample", "sample_every"),
-            sample.sample_every * 2,
-            control="number",
-        )
-    if process.kind == "video" and sample.is_known("num_frames"):
-        frames = fewer_frames(sample.num_frames or 1, process)
+        lower("sample_steps", fewer)
+    if sample.sample_every:
+        lower("sample_every", sample.sample_every * 2)
+    if process.kind == "video" and sample.num_frames is not None:
+        frames = fewer_frames(sample.num_frames, process)
         if frames is not None:
-            _propose(
-                found,
-                process,
-                ("sample", "num_frames"),
-                process.get("sample", "num_frames"),
-                frames,
-                control="number",
-            )
+            lower("num_frames", frames)
     _overrides(process, sample, found)
     for key in sorted(sample.unknown & {"width", "height", "sample_steps", "sample_every"}):
         found.note_placeholder(process, "sample", key)
@@ -973,6 +945,7 @@ def rewrite_prompt_flags(prompt: str, values: Mapping[str, int]) -> str:
 def _num_frames(process: _Process, moment: Moment, found: _Found) -> None:
     if process.kind != "video":
         return
+    capped = False
     for dataset in process.view.datasets:
         if not (dataset.is_known("num_frames") and dataset.is_known("auto_frame_count")):
             found.note_placeholder(process, "datasets", dataset.index, "num_frames")
@@ -999,12 +972,13 @@ def _num_frames(process: _Process, moment: Moment, found: _Found) -> None:
                 False,
                 requires=frames_field.key if frames_field else None,
             )
+            capped = True
             continue
         lower = fewer_frames(frames, process)
         if lower is not None:
             _propose(found, process, frames_parts, frames, lower, control="number")
     _sample_frames(process, found)
-    if any(f.label.endswith("auto_frame_count") for f in found.fields):
+    if capped:
         found.notes.append(
             "Auto frame count has no upper limit (a long clip trains at its full length); "
             "a fixed count caps it."
@@ -1049,7 +1023,7 @@ def _low_vram(process: _Process, moment: Moment, found: _Found) -> None:
     else:
         for change in facts.low_memory.changes():
             _recipe_field(process, found, change.field, change.value, default_on=change.default_on)
-        if facts.layer_offloading == "works" and facts.low_memory.layer_offloading:
+        if any(f.path[-1] == "layer_offloading" for f in found.fields):
             found.notes.append(
                 "Layer offloading moves weights to system RAM (it needs a lot of it, and is "
                 "slower); with it on, the toolkit turns a qfloat8 qtype into float8."
