@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.aitk_db import add_job, job_row, make_db
 from tests.plan_support import cli, examples, job, verify
 from wizard.changelog import read_changelog
 from wizard.document import load_document
@@ -172,3 +173,40 @@ def test_a_new_crash_goes_one_rung_further_and_the_log_accumulates(tmp_path: Pat
     ]
     verdict, report = verify(source, second, tmp_path / "job.oomfix-2.changelog.json")
     assert verdict == 0, report
+
+
+def test_plan_and_apply_work_on_a_job_of_the_ui_database(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "aitk_db.db")
+    add_job(db, "my_lora", step=3)
+    status, out, _ = cli("plan", "--db", db, "--job", "my_lora", "--moment", "early_steps")
+    assert status == 0 and "train.batch_size: 4 → 1" in out
+    status, out, err = cli(
+        "apply", "--db", db, "--job", "my_lora", "--moment", "early_steps", "--as-new"
+    )
+    assert status == 0, err
+    assert "Created job 'my_lora_oomfix'" in out
+    row = job_row(db, "my_lora_oomfix")
+    assert row is not None
+    saved = json.loads(row["job_config"])
+    train = saved["config"]["process"][0]["train"]
+    assert (train["batch_size"], train["gradient_accumulation"]) == (1, 4)
+    assert train["gradient_checkpointing"] is True
+
+
+def test_a_database_job_is_not_saved_to_a_file(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "aitk_db.db")
+    add_job(db, "my_lora")
+    status, _, err = cli(
+        "apply",
+        "--db",
+        db,
+        "--job",
+        "my_lora",
+        "--moment",
+        "early_steps",
+        "--in-place",
+        "-o",
+        tmp_path / "out.yaml",
+    )
+    assert status == 2 and "-o and --changelog are for config files" in err
+    assert not (tmp_path / "out.yaml").exists()

@@ -282,6 +282,7 @@ def render_plan(console: Console, target: Target, plan: Plan) -> None:
         return
     figures = estimate(target.document, changes_for(plan), plan.model_kind)
     console.print(f"  with the default steps: {describe_estimate(figures)}", markup=False)
+    console.print(f"  {figures.note}", markup=False)
     console.print("")
     for number, step in enumerate(plan.steps, start=1):
         render_step(console, target, plan, number, step.id)
