@@ -11,6 +11,7 @@ from textual.widgets.option_list import Option
 
 from screens.base import StageScreen
 from screens.widgets import show_value
+from wizard.session import retry_crashed
 
 RAN, CRASHED = "ran", "crashed"
 
@@ -64,6 +65,7 @@ class ComingBackScreen(StageScreen):
         if answers.highlighted == 0:
             self.wizard.show_scale_up()
         else:
+            self.wizard.update_state(retry_crashed(self.state))
             self.wizard.show_moment()
 
     def action_back(self) -> None:

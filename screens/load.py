@@ -80,7 +80,8 @@ class LoadScreen(StageScreen):
                     suggester=PathSuggester(),
                     id="path",
                 )
-                yield ConfigTree(Path.cwd(), id="tree")
+                if self.target is None:
+                    yield ConfigTree(Path("."), id="tree")
             yield Static("", id="status")
             yield Static("", id="error", classes="error")
             yield Static("", id="summary")
@@ -125,7 +126,10 @@ class LoadScreen(StageScreen):
         self.query_one("#status", Static).update("")
         self.query_one("#error", Static).update(f"oom-wizard: error: {event.error}")
         self.notify(event.error, title="Cannot load", severity="error")
-        self.query_one("#picker").display = True
+        picker = self.query_one("#picker")
+        picker.display = True
+        if not picker.query(ConfigTree):
+            picker.mount(ConfigTree(Path("."), id="tree"))
         self.query_one("#path", Input).focus()
 
     @on(DirectoryTree.FileSelected)
@@ -141,9 +145,9 @@ class LoadScreen(StageScreen):
         if typed:
             self.load(Path(typed).expanduser())
             return
-        tree = self.query_one("#tree", ConfigTree)
-        node = tree.cursor_node
-        if tree.has_focus and node is not None and node.data is not None:
+        tree = self.query_one("#tree", ConfigTree) if self.query("#tree") else None
+        node = tree.cursor_node if tree is not None else None
+        if tree is not None and tree.has_focus and node is not None and node.data is not None:
             path = Path(node.data.path)
             if path.is_file():
                 self.load(path)

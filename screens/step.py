@@ -14,6 +14,7 @@ from textual.widgets import Checkbox, Footer, Header, Input, Static, Switch
 
 from screens.base import StageScreen
 from screens.widgets import DiffView, ladder_content, show_value
+from wizard.document import MISSING
 from wizard.errors import WizardError
 from wizard.paths import format_path
 from wizard.plan import FieldProposal, StepChoice, StepProposal
@@ -48,7 +49,9 @@ class FieldRow(Horizontal):
 
     def _text(self) -> Content:
         proposal = self.proposal
-        change = f"{show_value(proposal.before)} → {show_value(proposal.after)}"
+        dropped = proposal.control == "bucket" and proposal.after is MISSING
+        after = "dropped" if dropped else show_value(proposal.after)
+        change = f"{show_value(proposal.before)} → {after}"
         parts: list[Content | str | tuple[str, str]] = []
         if proposal.control != "bucket":
             parts += [(proposal.label, "bold"), "  "]

@@ -54,6 +54,8 @@ class WizardState:
         answers: The moment, model kind and "worked before" answer in effect.
         plan: The roll-back plan for those answers.
         choices: The user's choice per step id; a step without one takes its defaults.
+        crashed_again: The user says the retry of this (our own) config crashed too: steps
+            that go down one rung per retry go one rung further.
     """
 
     document: JobDocument
@@ -64,6 +66,7 @@ class WizardState:
     answers: Answers
     plan: Plan
     choices: Mapping[str, StepChoice] = field(default_factory=lambda: MappingProxyType({}))
+    crashed_again: bool = False
 
     @property
     def source(self) -> Path:
@@ -114,7 +117,7 @@ def open_job(target: Path, log: Path | None = None) -> WizardState:
         moment=_detected_moment(diagnosis),
         model_kind=_detected_kind(document, diagnosis),
     )
-    plan = _plan(document, answers, changelog, diagnosis)
+    plan = _plan(document, answers, changelog, diagnosis, new_crash=False)
     return WizardState(document, log_path, diagnosis, changelog, changelog_path, answers, plan)
 
 
@@ -123,10 +126,16 @@ def answer(state: WizardState, answers: Answers) -> WizardState:
     if answers == state.answers:
         return state
     diagnosis = _diagnose(state.document, state.log_path, state.changelog, answers)
-    plan = _plan(state.document, answers, state.changelog, diagnosis)
+    plan = _plan(state.document, answers, state.changelog, diagnosis, state.crashed_again)
     return replace(
         state, answers=answers, diagnosis=diagnosis, plan=plan, choices=MappingProxyType({})
     )
+
+
+def retry_crashed(state: WizardState) -> WizardState:
+    """The state after "the retry ran out of memory again": the plan goes one rung further."""
+    plan = _plan(state.document, state.answers, state.changelog, state.diagnosis, new_crash=True)
+    return replace(state, crashed_again=True, plan=plan, choices=MappingProxyType({}))
 
 
 def choose(state: WizardState, choice: StepChoice) -> WizardState:
@@ -301,9 +310,15 @@ def _plan(
     answers: Answers,
     changelog: ChangeLog | None,
     diagnosis: Diagnosis | None,
+    new_crash: bool,
 ) -> Plan:
     from wizard.plan import build_plan
 
     return build_plan(
-        document, answers.moment, answers.model_kind, changelog=changelog, diagnosis=diagnosis
+        document,
+        answers.moment,
+        answers.model_kind,
+        changelog=changelog,
+        diagnosis=diagnosis,
+        new_crash=new_crash,
     )

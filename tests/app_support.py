@@ -1,0 +1,93 @@
+"""Helpers for the app's Pilot, snapshot and key-count tests: demo copies, logs, driving."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from textual.pilot import Pilot
+from textual.widgets import Input
+
+from screens.app import OomWizardApp, create_app
+from wizard.commands.demo import IMAGE_JOB, VIDEO_JOB, DemoJob, copy_demo
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+VERIFY = SHARED / "checks" / "verify_change.py"
+FIXED_TIME = "2026-01-01T12:00:00+00:00"
+
+
+def demo_folder(root: Path) -> Path:
+    """A fresh copy of the demo jobs under ``root``."""
+    return copy_demo(root / "oom-wizard-demo")
+
+
+def demo_app(folder: Path, job: DemoJob = IMAGE_JOB, *, log: Path | None = None) -> OomWizardApp:
+    """The app on one demo job of ``folder`` (its own log unless ``log`` is given)."""
+    return create_app(folder / job.config, log=log or folder / job.log)
+
+
+def video_app(folder: Path) -> OomWizardApp:
+    """The app on the video demo job."""
+    return demo_app(folder, VIDEO_JOB)
+
+
+def baseline_sample_log(folder: Path) -> Path:
+    """A log of the image demo job that dies while generating the baseline sample."""
+    text = (folder / IMAGE_JOB.log).read_text(encoding="utf-8")
+    head = text[: text.index("Generating baseline samples before training")]
+    tail = (
+        "Generating baseline samples before training\n"
+        "Generating Images:   0%|          | 0/3 [00:00<?, ?it/s]\n"
+        "Error running job: CUDA out of memory. Tried to allocate 4.50 GiB. GPU 0 has a total "
+        "capacity of 23.54 GiB of which 2.87 GiB is free. Including non-PyTorch memory, this "
+        "process has 20.66 GiB memory in use. Of the allocated memory 19.98 GiB is allocated by "
+        "PyTorch, and 218.40 MiB is reserved by PyTorch but unallocated.\n\n"
+        "========================================\nResult:\n - 0 completed jobs\n"
+        " - 1 failure\n========================================\n"
+        "Traceback (most recent call last):\n"
+        '  File "/home/me/ai-toolkit/run.py", line 96, in main\n'
+        "    job.run()\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.50 GiB. GPU 0 has a "
+        "total capacity of 23.54 GiB of which 2.87 GiB is free. Including non-PyTorch memory, "
+        "this process has 20.66 GiB memory in use. Of the allocated memory 19.98 GiB is "
+        "allocated by PyTorch, and 218.40 MiB is reserved by PyTorch but unallocated.\n"
+    )
+    path = folder / "baseline_sample.log"
+    path.write_text(head + tail, encoding="utf-8")
+    return path
+
+
+def freeze_changelog_time(path: Path) -> None:
+    """Give every run of a change log the same timestamp (for snapshots)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for run in data["runs"]:
+        run["at"] = FIXED_TIME
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+async def settle(pilot: Pilot[int], seconds: float = 0.3) -> None:
+    """Let the screen change land (worker-driven changes: :func:`wait_for_screen`)."""
+    await pilot.pause(seconds)
+
+
+async def wait_for_screen(pilot: Pilot[int], name: str, tries: int = 30) -> None:
+    """Pause until the screen called ``name`` is on top (worker-driven changes)."""
+    for _ in range(tries):
+        if type(pilot.app.screen).__name__ == name:
+            return
+        await settle(pilot, 0.1)
+    raise AssertionError(f"expected {name}, got {type(pilot.app.screen).__name__}")
+
+
+async def press(pilot: Pilot[int], *keys: str) -> None:
+    """Press keys one by one, letting each screen change land."""
+    for key in keys:
+        await pilot.press(key)
+        await settle(pilot, 0.05)
+
+
+def freeze_inputs(app: OomWizardApp) -> None:
+    """Stop the cursor blinking in every input on screen (deterministic snapshots)."""
+    for field in app.screen.query(Input):
+        field.cursor_blink = False

@@ -1,0 +1,228 @@
+"""Pilot tests of whole wizard flows, at 80x24, on the bundled demo jobs and variants."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from textual.widgets import Input, OptionList, Static, Switch
+
+from screens.app import OomWizardApp
+from screens.environment import EnvironmentScreen
+from screens.step import StepScreen
+from tests.app_support import (
+    baseline_sample_log,
+    demo_app,
+    demo_folder,
+    press,
+    video_app,
+    wait_for_screen,
+)
+from wizard.commands.demo import IMAGE_JOB, VIDEO_JOB
+
+SIZE = (80, 24)
+
+
+def saved(folder: Path, job_config: str) -> tuple[dict[str, object], dict[str, object]]:
+    """The tree of the saved config and its change log, beside the demo job."""
+    stem = Path(job_config).stem
+    config = yaml.safe_load((folder / f"{stem}.oomfix.yaml").read_text(encoding="utf-8"))
+    log = json.loads((folder / f"{stem}.oomfix.changelog.json").read_text(encoding="utf-8"))
+    return config, log
+
+
+def process(tree: dict[str, object]) -> dict[str, object]:
+    """``config.process[0]`` of a loaded tree."""
+    return tree["config"]["process"][0]  # type: ignore[index, no-any-return]
+
+
+def step_id(app: OomWizardApp) -> str:
+    """The id of the step on screen."""
+    screen = app.screen
+    assert isinstance(screen, StepScreen)
+    return screen.step.id
+
+
+async def through_steps(pilot, app: OomWizardApp) -> list[str]:
+    """Press Enter on every step screen; return the step ids seen."""
+    seen = []
+    while isinstance(app.screen, StepScreen):
+        seen.append(step_id(app))
+        await press(pilot, "enter")
+    return seen
+
+
+async def test_image_job_crashing_in_the_first_steps(tmp_path: Path) -> None:
+    folder = demo_folder(tmp_path)
+    app = demo_app(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_screen(pilot, "LoadScreen")
+        await wait_for_loaded(pilot, app)
+        await press(pilot, "enter")
+        assert type(app.screen).__name__ == "MomentScreen"
+        assert app.require_state().answers.moment == "early_steps"
+        assert app.require_state().answers.model_kind == "image"
+        await press(pilot, "enter")
+        seen = await through_steps(pilot, app)
+        assert seen[:3] == ["gradient_checkpointing", "batch_size", "top_bucket"]
+        await wait_for_screen(pilot, "ReviewScreen")
+        await press(pilot, "enter")
+        await wait_for_screen(pilot, "ResultScreen")
+    config, log = saved(folder, IMAGE_JOB.config)
+    train = process(config)["train"]
+    assert train["gradient_checkpointing"] is True  # type: ignore[index]
+    assert train["batch_size"] == 1  # type: ignore[index]
+    assert log["runs"][0]["moment"] == "early_steps"  # type: ignore[index]
+    assert (folder / IMAGE_JOB.config).read_bytes() == (
+        Path(__file__).parent.parent / "presets" / "demo" / IMAGE_JOB.config
+    ).read_bytes()
+
+
+async def test_video_job_crashing_intermittently(tmp_path: Path) -> None:
+    folder = demo_folder(tmp_path)
+    app = video_app(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_loaded(pilot, app)
+        await press(pilot, "enter")
+        state = app.require_state()
+        assert state.answers.moment == "intermittent"
+        assert state.answers.model_kind == "video"
+        await press(pilot, "enter")
+        seen = await through_steps(pilot, app)
+        assert seen[0] == "num_frames"
+        await wait_for_screen(pilot, "ReviewScreen")
+        await press(pilot, "enter")
+        await wait_for_screen(pilot, "ResultScreen")
+    config, _ = saved(folder, VIDEO_JOB.config)
+    dataset = process(config)["datasets"][0]  # type: ignore[index]
+    assert dataset["num_frames"] == 41
+
+
+async def test_crash_at_loading_disables_sampling(tmp_path: Path) -> None:
+    folder = demo_folder(tmp_path)
+    app = demo_app(folder, log=baseline_sample_log(folder))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_loaded(pilot, app)
+        await press(pilot, "enter")
+        assert app.require_state().answers.moment == "loading"
+        await press(pilot, "enter")
+        assert step_id(app) == "sampling"
+        seen = await through_steps(pilot, app)
+        assert seen[0] == "sampling"
+        await wait_for_screen(pilot, "ReviewScreen")
+        await press(pilot, "enter")
+        await wait_for_screen(pilot, "ResultScreen")
+    config, log = saved(folder, IMAGE_JOB.config)
+    assert process(config)["train"]["disable_sampling"] is True  # type: ignore[index]
+    assert "sampling" in log["runs"][0]["steps"]  # type: ignore[index]
+
+
+async def test_environment_verdict(tmp_path: Path) -> None:
+    folder = demo_folder(tmp_path)
+    app = demo_app(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_loaded(pilot, app)
+        await press(pilot, "enter")
+        moments = app.screen.query_one("#moments", OptionList)
+        moments.highlighted = 4
+        await press(pilot, "enter")
+        assert isinstance(app.screen, EnvironmentScreen)
+        checks = str(app.screen.query_one("#checks", Static).render())
+        assert checks.strip()
+        assert app.require_state().plan.steps == ()
+        await press(pilot, "enter")
+        assert isinstance(app.screen, StepScreen)
+        assert app.require_state().answers.moment == "early_steps"
+
+
+async def test_going_back_and_changing_a_toggle(tmp_path: Path) -> None:
+    folder = demo_folder(tmp_path)
+    app = demo_app(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_loaded(pilot, app)
+        await press(pilot, "enter", "enter")
+        assert step_id(app) == "gradient_checkpointing"
+        await press(pilot, "enter")
+        assert step_id(app) == "batch_size"
+        await press(pilot, "escape")
+        assert step_id(app) == "gradient_checkpointing"
+        app.screen.query_one("#step-on", Switch).value = False
+        await press(pilot, "enter")
+        assert app.require_state().choices["gradient_checkpointing"].enabled is False
+        await through_steps(pilot, app)
+        await wait_for_screen(pilot, "ReviewScreen")
+        await press(pilot, "enter")
+        await wait_for_screen(pilot, "ResultScreen")
+    config, _ = saved(folder, IMAGE_JOB.config)
+    assert process(config)["train"]["gradient_checkpointing"] is False  # type: ignore[index]
+
+
+async def test_save_refused_when_the_output_exists(tmp_path: Path) -> None:
+    folder = demo_folder(tmp_path)
+    taken = folder / "taken.yaml"
+    taken.write_text("# mine\n", encoding="utf-8")
+    app = demo_app(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_loaded(pilot, app)
+        await press(pilot, "enter", "enter", "ctrl+s")
+        await wait_for_screen(pilot, "ReviewScreen")
+        app.screen.query_one("#output", Input).value = str(taken)
+        await press(pilot, "enter")
+        await wait_for_screen(pilot, "ReviewScreen")
+        error = str(app.screen.query_one("#error", Static).render())
+        assert "already exists" in error
+        assert error.startswith(f"oom-wizard: error: {taken}")
+    assert taken.read_text(encoding="utf-8") == "# mine\n"
+    assert not (folder / "taken.changelog.json").exists()
+
+
+async def test_coming_back_and_scaling_up_one_step(tmp_path: Path) -> None:
+    folder = demo_folder(tmp_path)
+    first = demo_app(folder)
+    async with first.run_test(size=SIZE) as pilot:
+        await wait_for_loaded(pilot, first)
+        await press(pilot, "enter", "enter")
+        await through_steps(pilot, first)
+        await wait_for_screen(pilot, "ReviewScreen")
+        await press(pilot, "enter")
+        await wait_for_screen(pilot, "ResultScreen")
+    output = folder / "flux_portrait_lora.oomfix.yaml"
+    again = OomWizardApp(output)
+    async with again.run_test(size=SIZE) as pilot:
+        await wait_for_loaded(pilot, again)
+        await press(pilot, "enter")
+        assert type(again.screen).__name__ == "ComingBackScreen"
+        await press(pilot, "enter")
+        assert type(again.screen).__name__ == "ScaleUpScreen"
+        await press(pilot, "enter")
+        await wait_for_screen(pilot, "ResultScreen")
+    log = json.loads((folder / "flux_portrait_lora.oomfix-2.changelog.json").read_text())
+    assert [run["direction"] for run in log["runs"]] == ["rollback", "scale_up"]
+    assert len(log["runs"][1]["steps"]) == 1
+
+
+async def test_a_config_that_cannot_be_loaded_shows_one_line(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("config:\n  process: [\n", encoding="utf-8")
+    app = OomWizardApp(broken)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(30):
+            await pilot.pause(0.1)
+            error = str(app.screen.query_one("#error", Static).render())
+            if error:
+                break
+        assert error.startswith(f"oom-wizard: error: {broken}:")
+        assert "\n" not in error.strip()
+        assert "Traceback" not in error
+
+
+async def wait_for_loaded(pilot, app: OomWizardApp) -> None:
+    """Wait until the load worker has put a state on the app."""
+    for _ in range(50):
+        if app.state is not None:
+            await pilot.pause()
+            return
+        await pilot.pause(0.1)
+    pytest.fail("the job did not load")
