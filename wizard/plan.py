@@ -51,6 +51,7 @@ from wizard.view import ProcessView, SampleView
 
 __all__ = [
     "DEFAULT_MOMENT",
+    "ENVIRONMENT_CHECKS",
     "Control",
     "DiagnosisLike",
     "FieldProposal",
@@ -63,9 +64,13 @@ __all__ = [
     "changes_for",
     "default_model_kind",
     "estimate",
+    "fewer_frames",
+    "fewer_sample_steps",
     "frame_grid",
     "next_scale_up",
     "pending_scale_ups",
+    "rewrite_prompt_flags",
+    "smaller_size",
 ]
 
 Control: TypeAlias = Literal["switch", "bucket", "number", "text"]
@@ -803,7 +808,7 @@ def _lighter_samples(process: _Process, sample: SampleView, found: _Found) -> No
     if sample.sample_every:
         lower("sample_every", sample.sample_every * 2)
     if process.kind == "video" and sample.num_frames is not None:
-        frames = fewer_frames(sample.num_frames, process)
+        frames = fewer_frames(sample.num_frames, process.grid)
         if frames is not None:
             lower("num_frames", frames)
     _overrides(process, sample, found)
@@ -861,7 +866,7 @@ def _override_value(process: _Process, sample: SampleView, index: int, name: str
     effective = _effective_sample(sample, index)
     if name == "num_frames":
         frames = effective["num_frames"]
-        return fewer_frames(frames, process) if frames > 1 else None
+        return fewer_frames(frames, process.grid) if frames > 1 else None
     width, height = smaller_size(effective["width"], effective["height"], process.kind)
     return width if name == "width" else height
 
@@ -913,11 +918,11 @@ def fewer_sample_steps(steps: int | None) -> int | None:
     return max(SAMPLE_STEPS_FLOOR, math.ceil(steps / 2))
 
 
-def fewer_frames(frames: int, process: _Process) -> int | None:
+def fewer_frames(frames: int, grid: FrameGrid) -> int | None:
     """About half the frames on the arch's grid, never a single frame; None at the floor."""
     if frames <= 1:
         return None
-    lower = max(process.grid.halve(frames), process.frame_floor)
+    lower = max(grid.halve(frames), frame_floor(grid))
     return lower if lower < frames else None
 
 
@@ -974,7 +979,7 @@ def _num_frames(process: _Process, moment: Moment, found: _Found) -> None:
             )
             capped = True
             continue
-        lower = fewer_frames(frames, process)
+        lower = fewer_frames(frames, process.grid)
         if lower is not None:
             _propose(found, process, frames_parts, frames, lower, control="number")
     _sample_frames(process, found)
@@ -999,7 +1004,7 @@ def _sample_frames(process: _Process, found: _Found) -> None:
     sample = process.view.sample
     if sample is None or not sample.is_known("num_frames"):
         return
-    frames = fewer_frames(sample.num_frames or 1, process)
+    frames = fewer_frames(sample.num_frames or 1, process.grid)
     if frames is not None:
         _propose(
             found,
