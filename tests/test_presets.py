@@ -380,6 +380,7 @@ def test_every_step_has_a_title_a_two_line_why_and_fields(
 def test_scale_up_order(presets: Presets) -> None:
     assert presets.scale_up_order == (
         "validation_run", "top_bucket", "sampling", "batch_size", "num_frames",
+        "low_vram", "gradient_checkpointing",
     )  # fmt: skip
     assert all(presets.step(step).restore for step in presets.scale_up_order)
     assert presets.step("validation_run").fields == ("train.steps",)

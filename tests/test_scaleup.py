@@ -21,10 +21,16 @@ from wizard.changelog import read_changelog
 from wizard.changes import commit, prepare
 from wizard.document import load_document
 from wizard.plan import StepChoice, build_plan, changes_for, next_scale_up
-from wizard.presets import load_presets
 
-SCALE_UP_ORDER = ["validation_run", "top_bucket", "sampling", "batch_size", "num_frames"]
-MEMORY_STEPS = {"gradient_checkpointing", "low_vram"}
+SCALE_UP_ORDER = [
+    "validation_run",
+    "top_bucket",
+    "sampling",
+    "batch_size",
+    "num_frames",
+    "low_vram",
+    "gradient_checkpointing",
+]
 
 
 def latest(folder: Path) -> Path:
@@ -82,7 +88,7 @@ def test_round_trip_restores_every_value(example: Path, tmp_path: Path) -> None:
     assert verdict == 0, report
 
 
-def test_round_trip_after_all_steps_keeps_only_the_memory_settings(tmp_path: Path) -> None:
+def test_round_trip_after_all_steps_restores_every_value(tmp_path: Path) -> None:
     tree = job(
         arch="wan21:14b",
         train={"batch_size": 2, "steps": 3000, "gradient_checkpointing": False},
@@ -93,18 +99,10 @@ def test_round_trip_after_all_steps_keeps_only_the_memory_settings(tmp_path: Pat
     source.write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
     assert cli("apply", source, "--moment", "early_steps", "--all")[0] == 0
     assert scale_up_all(tmp_path) == SCALE_UP_ORDER
-    final = latest(tmp_path)
-    log = read_changelog(changelog_beside(final))
-    kept = {entry.path for entry in log.changes if entry.step in MEMORY_STEPS}
-    differing = _differing(source, final)
-    assert differing and differing <= kept
+    assert _differing(source, latest(tmp_path)) == set()
 
 
-def test_memory_settings_come_back_too_when_the_presets_list_them(tmp_path: Path) -> None:
-    presets = load_presets()
-    extended = presets.model_copy(
-        update={"scale_up_order": (*presets.scale_up_order, "low_vram", "gradient_checkpointing")}
-    )
+def test_quality_comes_back_before_the_memory_settings(tmp_path: Path) -> None:
     tree = job(arch="qwen_image", train={"batch_size": 2, "gradient_checkpointing": False})
     source = tmp_path / "job.yaml"
     source.write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
@@ -114,9 +112,7 @@ def test_memory_settings_come_back_too_when_the_presets_list_them(tmp_path: Path
     saved = commit(prepare(document, changes_for(plan, every)), direction="rollback")
     restored = []
     while (
-        step := next_scale_up(
-            load_document(saved.config), read_changelog(saved.changelog), presets=extended
-        )
+        step := next_scale_up(load_document(saved.config), read_changelog(saved.changelog))
     ) is not None:
         restored.append(step.step)
         saved = commit(
@@ -124,6 +120,7 @@ def test_memory_settings_come_back_too_when_the_presets_list_them(tmp_path: Path
             direction="scale_up",
             steps=[step.step],
         )
+    assert restored == [s for s in SCALE_UP_ORDER if s in restored]
     assert restored[-2:] == ["low_vram", "gradient_checkpointing"]
     assert _differing(source, saved.config) == set()
 
