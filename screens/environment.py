@@ -34,9 +34,6 @@ class EnvironmentScreen(StageScreen):
             yield Static("It is the GPU, not the config", classes="title")
             yield Static(presets.moment("environment").cause, classes="why")
             yield Static(self._reasons(), id="reasons")
-            yield Static("Check first", classes="section")
-            checks = [f"• {check}" for check in state.plan.environment_checks]
-            yield Static("\n".join(checks), id="checks")
             yield Static(
                 Content.styled(
                     "Don't keep retrying the same config: it will fail the same way.", "bold"
@@ -49,6 +46,9 @@ class EnvironmentScreen(StageScreen):
                 id="go-on",
                 compact=True,
             )
+            yield Static("What to check before any retry", classes="section")
+            checks = [f"• {check}" for check in state.plan.environment_checks]
+            yield Static("\n".join(checks), id="checks")
         yield Footer()
 
     def on_mount(self) -> None:

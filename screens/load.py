@@ -195,9 +195,14 @@ def _gpu_rows(state: WizardState) -> list[Content]:
     report = state.diagnosis.to_json()
     oom = report.get("oom") or {}
     rows: list[Content] = []
-    if isinstance(oom, dict) and oom:
-        figures = " · ".join(f"{key.replace('_', ' ')} {value}" for key, value in oom.items())
-        rows.append(_row("GPU", figures))
+    if isinstance(oom, dict):
+        figures = [
+            f"{key.removesuffix('_gib').replace('_', ' ')} {value:g} GiB"
+            for key, value in oom.items()
+            if key.endswith("_gib") and isinstance(value, int | float)
+        ]
+        if figures:
+            rows.append(_row("GPU", " · ".join(figures)))
     phase = report.get("phase")
     step, total = report.get("last_step"), report.get("total_steps")
     where = f"phase {phase}" if phase else "phase unknown"

@@ -22,7 +22,9 @@ from wizard.presets import MODEL_KINDS, MOMENTS, load_presets
 
 if TYPE_CHECKING:
     from wizard.diagnosis import Diagnosis
+    from wizard.logscan import LogScan
     from wizard.plan import MemoryEstimate, Plan, ScaleUp, StepChoice, StepProposal
+    from wizard.probe import ProbeResult
     from wizard.save import SaveResult
 
 #: The moment offered first when nothing points anywhere (no log, no answer yet).
@@ -54,6 +56,8 @@ class WizardState:
         answers: The moment, model kind and "worked before" answer in effect.
         plan: The roll-back plan for those answers.
         choices: The user's choice per step id; a step without one takes its defaults.
+        scan: What the log shows (read once, when the job is opened).
+        probe: The GPU as ``nvidia-smi`` showed it when the job was opened (None without one).
         crashed_again: The user says the retry of this (our own) config crashed too: steps
             that go down one rung per retry go one rung further.
     """
@@ -66,6 +70,8 @@ class WizardState:
     answers: Answers
     plan: Plan
     choices: Mapping[str, StepChoice] = field(default_factory=lambda: MappingProxyType({}))
+    scan: LogScan | None = None
+    probe: ProbeResult | None = None
     crashed_again: bool = False
 
     @property
@@ -105,6 +111,7 @@ def open_job(target: Path, log: Path | None = None) -> WizardState:
         WizardError: the config, the log or the change log cannot be read.
     """
     from wizard.jobdir import locate_job
+    from wizard.probe import probe_gpu
 
     located = locate_job(target)
     config_path = located.config
@@ -112,20 +119,32 @@ def open_job(target: Path, log: Path | None = None) -> WizardState:
     document = load_document(config_path)
     changelog_path = find_changelog(config_path)
     changelog = read_changelog(changelog_path) if changelog_path is not None else None
-    diagnosis = _diagnose(document, log_path, changelog, None)
+    scan = _scan(log_path)
+    probe = probe_gpu()
+    diagnosis = _diagnose(document, scan, changelog, None, probe)
     answers = Answers(
         moment=_detected_moment(diagnosis),
         model_kind=_detected_kind(document, diagnosis),
     )
     plan = _plan(document, answers, changelog, diagnosis, new_crash=False)
-    return WizardState(document, log_path, diagnosis, changelog, changelog_path, answers, plan)
+    return WizardState(
+        document,
+        log_path,
+        diagnosis,
+        changelog,
+        changelog_path,
+        answers,
+        plan,
+        scan=scan,
+        probe=probe,
+    )
 
 
 def answer(state: WizardState, answers: Answers) -> WizardState:
     """The state after the user's answers: a fresh diagnosis and plan, choices reset."""
     if answers == state.answers:
         return state
-    diagnosis = _diagnose(state.document, state.log_path, state.changelog, answers)
+    diagnosis = _diagnose(state.document, state.scan, state.changelog, answers, state.probe)
     plan = _plan(state.document, answers, state.changelog, diagnosis, state.crashed_again)
     return replace(
         state, answers=answers, diagnosis=diagnosis, plan=plan, choices=MappingProxyType({})
@@ -263,19 +282,27 @@ def _off(step_id: str) -> StepChoice:
     return StepChoice(step_id=step_id, enabled=False)
 
 
-def _diagnose(
-    document: JobDocument,
-    log_path: Path | None,
-    changelog: ChangeLog | None,
-    answers: Answers | None,
-) -> Diagnosis | None:
-    """The diagnosis of the log (None without a log), knowing the answers and last change."""
+def _scan(log_path: Path | None) -> LogScan | None:
+    """The log's scan (streamed, bounded memory), None without a log."""
     if log_path is None:
         return None
-    from wizard.diagnosis import diagnose
     from wizard.logscan import scan_log
 
-    scan = scan_log(log_path)
+    return scan_log(log_path)
+
+
+def _diagnose(
+    document: JobDocument,
+    scan: LogScan | None,
+    changelog: ChangeLog | None,
+    answers: Answers | None,
+    probe: ProbeResult | None,
+) -> Diagnosis | None:
+    """The diagnosis of the log (None without a log), knowing the answers and last change."""
+    if scan is None:
+        return None
+    from wizard.diagnosis import diagnose
+
     given: dict[str, Any] = {}
     if answers is not None:
         given = {
@@ -283,7 +310,7 @@ def _diagnose(
             "model_kind": answers.model_kind,
             "worked_before": answers.worked_before,
         }
-    return diagnose(scan, document.view(), answers=given, changelog=changelog)
+    return diagnose(scan, document.view(), answers=given, probe=probe, changelog=changelog)
 
 
 def _detected_moment(diagnosis: Diagnosis | None) -> str:

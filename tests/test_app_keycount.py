@@ -1,0 +1,45 @@
+"""The demo, every default accepted, reaches a saved config in at most 8 key presses."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.app_support import VERIFY, demo_app, demo_folder, settle, wait_for_screen
+from wizard.commands.demo import IMAGE_JOB
+
+MAX_PRESSES = 8
+
+
+async def test_demo_to_saved_config_in_at_most_eight_presses(tmp_path: Path) -> None:
+    folder = demo_folder(tmp_path)
+    app = demo_app(folder)
+    presses = 0
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(50):
+            if app.state is not None:
+                break
+            await pilot.pause(0.1)
+        while type(app.screen).__name__ != "ResultScreen" and presses < MAX_PRESSES + 5:
+            await pilot.press("enter")
+            presses += 1
+            await settle(pilot, 0.1)
+            if type(app.screen).__name__ == "ReviewScreen" and app.screen.saving:  # type: ignore[attr-defined]
+                await wait_for_screen(pilot, "ResultScreen")
+    assert presses <= MAX_PRESSES, f"{presses} presses"
+    output = folder / "flux_portrait_lora.oomfix.yaml"
+    changelog = folder / "flux_portrait_lora.oomfix.changelog.json"
+    assert output.is_file() and changelog.is_file()
+    if not VERIFY.is_file():
+        pytest.skip("../shared/checks/verify_change.py is not here")
+    source = folder / IMAGE_JOB.config
+    check = subprocess.run(
+        [sys.executable, str(VERIFY), str(source), str(output), "--changelog", str(changelog)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr

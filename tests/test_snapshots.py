@@ -1,0 +1,124 @@
+"""An SVG snapshot of every stage at 80x24 and 120x40 (update: pytest --snapshot-update).
+
+Paths on screen are relative to a temporary working folder, change-log times are fixed and
+the input cursor does not blink, so the pictures are the same on every run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import OptionList
+
+from screens.app import OomWizardApp
+from tests.app_support import (
+    demo_app,
+    demo_folder,
+    freeze_changelog_time,
+    freeze_inputs,
+    press,
+    wait_for_screen,
+)
+
+SIZES = [(80, 24), (120, 40)]
+Steps = Callable[[Pilot[int]], Awaitable[None]]
+
+
+async def loaded(pilot: Pilot[int]) -> None:
+    for _ in range(50):
+        if isinstance(pilot.app, OomWizardApp) and pilot.app.state is not None:
+            break
+        await pilot.pause(0.1)
+    await pilot.pause(0.2)
+
+
+async def to_moment(pilot: Pilot[int]) -> None:
+    await loaded(pilot)
+    await press(pilot, "enter")
+
+
+async def to_environment(pilot: Pilot[int]) -> None:
+    await to_moment(pilot)
+    pilot.app.screen.query_one("#moments", OptionList).highlighted = 4
+    await press(pilot, "enter")
+
+
+async def to_step(pilot: Pilot[int]) -> None:
+    await to_moment(pilot)
+    await press(pilot, "enter", "enter")
+
+
+async def to_help(pilot: Pilot[int]) -> None:
+    await to_step(pilot)
+    await press(pilot, "f1")
+
+
+async def to_review(pilot: Pilot[int]) -> None:
+    await to_step(pilot)
+    await press(pilot, "ctrl+s")
+
+
+async def to_result(pilot: Pilot[int]) -> None:
+    await to_review(pilot)
+    await press(pilot, "enter")
+    await wait_for_screen(pilot, "ResultScreen")
+
+
+async def to_coming_back(pilot: Pilot[int]) -> None:
+    await to_moment(pilot)
+
+
+async def to_scale_up(pilot: Pilot[int]) -> None:
+    await to_moment(pilot)
+    await press(pilot, "enter")
+
+
+STAGES: dict[str, tuple[str, Steps]] = {
+    "load": ("first", loaded),
+    "moment": ("first", to_moment),
+    "environment": ("first", to_environment),
+    "step": ("first", to_step),
+    "help": ("first", to_help),
+    "review": ("first", to_review),
+    "result": ("first", to_result),
+    "coming_back": ("again", to_coming_back),
+    "scale_up": ("again", to_scale_up),
+}
+
+
+def rolled_back_demo() -> Path:
+    """The demo folder after one roll-back saved with every default (for coming back)."""
+    from wizard.session import effective_choices, open_job, save
+
+    folder = demo_folder(Path.cwd())
+    state = open_job(
+        Path("oom-wizard-demo/flux_portrait_lora.yaml"), folder / "flux_portrait_lora.log"
+    )
+    result = save(state, effective_choices(state), output=None, changelog_path=None)
+    freeze_changelog_time(result.changelog)
+    return Path("oom-wizard-demo") / result.config.name
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+@pytest.mark.parametrize("stage", list(STAGES))
+def test_stage(
+    stage: str, size: tuple[int, int], snap_compare: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    which, steps = STAGES[stage]
+    if which == "again":
+        app = OomWizardApp(rolled_back_demo())
+    else:
+        demo_folder(tmp_path)
+        app = demo_app(Path("oom-wizard-demo"))
+
+    async def run_before(pilot: Pilot[int]) -> None:
+        await steps(pilot)
+        freeze_inputs(pilot.app)  # type: ignore[arg-type]
+        await pilot.pause(0.1)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
