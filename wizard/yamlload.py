@@ -70,7 +70,7 @@ class ComposedYaml:
         root: The document's root node.
         anchor_names: ``id(node)`` → anchor name, for every anchored node.
         shared: ``id(node)`` of every node reached from more than one place (aliases).
-        duplicates: Human-readable notes on keys that appear twice in one mapping.
+        duplicates: ``LINE:COL: note`` on every key written again in one mapping.
     """
 
     root: Node
@@ -82,8 +82,16 @@ class ComposedYaml:
 def _mark_error(exc: yaml.MarkedYAMLError, file: Path) -> ConfigError:
     mark = exc.problem_mark or exc.context_mark
     problem = exc.problem or exc.context or "this is not valid YAML"
-    hint = _hint_for(problem)
-    message = f"YAML syntax error: {problem}{hint}"
+    context = exc.context or ""
+    message = f"YAML syntax error: {problem}{_hint_for(problem)}"
+    if "expected a single document" in context:
+        message = (
+            "a second YAML document starts here; AI Toolkit reads one document per file: "
+            "keep one and delete the others"
+        )
+    elif "quoted scalar" in context and "end of stream" in problem and exc.context_mark:
+        mark = exc.context_mark  # where the quote opens, not where the file ends
+        message = "YAML syntax error: the quote that opens here is never closed"
     if mark is None:
         return ConfigError(message, file=file)
     return ConfigError(message, file=file, line=mark.line + 1, column=mark.column + 1)
@@ -92,8 +100,8 @@ def _mark_error(exc: yaml.MarkedYAMLError, file: Path) -> ConfigError:
 def _hint_for(problem: str) -> str:
     if "\\t" in problem or "tab" in problem:
         return "; indent with spaces, not tabs"
-    if "expected a single document" in problem:
-        return "; AI Toolkit reads one document per file: keep one and delete the others"
+    if "expected <block end>" in problem:
+        return "; check this line's indentation, and the lines above for a quote left open"
     if "could not determine a constructor" in problem:
         return "; AI Toolkit's safe loader refuses this tag, and so do we (nothing was run)"
     if "found unexpected end of stream" in problem or "found unexpected end" in problem:
@@ -161,6 +169,16 @@ def _check_expansion(root: Node, file: Path) -> frozenset[int]:
     while stack:
         node, children_done = stack.pop()
         key = id(node)
+        if not children_done and key in seen_from and key not in sizes:
+            # Reached again while its own children are still being counted: a cycle.
+            mark = node.start_mark
+            raise ConfigError(
+                "an alias here refers to the value that contains it (a recursive anchor); "
+                "AI Toolkit cannot use such a config",
+                file=file,
+                line=mark.line + 1,
+                column=mark.column + 1,
+            )
         if children_done:
             total = 1 + sum(sizes[id(child)] for child in _children(node))
             if total > MAX_EXPANDED_NODES:
@@ -196,13 +214,19 @@ def _duplicate_keys(root: Node) -> list[str]:
             for key_node, _ in node.value:
                 if not isinstance(key_node, ScalarNode) or key_node.tag == MERGE_TAG:
                     continue
-                line = key_node.start_mark.line + 1
+                mark = key_node.start_mark
                 if key_node.value in first_line:
                     notes.append(
-                        f"line {line}: key '{key_node.value}' is also on line "
-                        f"{first_line[key_node.value]} of the same section; AI Toolkit "
-                        f"silently uses the last one (line {line})"
+                        duplicate_note(key_node.value, mark.line + 1, mark.column + 1, first_line)
                     )
-                first_line[key_node.value] = line
+                first_line[key_node.value] = mark.line + 1
         stack.extend(_children(node))
     return notes
+
+
+def duplicate_note(key: str, line: int, column: int, earlier: dict[str, int]) -> str:
+    """``LINE:COL: ...`` for a key written again in one mapping (the toolkit keeps the last)."""
+    return (
+        f"{line}:{column}: key '{key}' is written twice in the same section (also on line "
+        f"{earlier[key]}); AI Toolkit silently uses this one, the last"
+    )
