@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
 from wizard.errors import ConfigError, EditError
-from wizard.jsonedit import JsonText
+from wizard.jsonedit import JsonText, duplicate_keys
 from wizard.paths import FieldPath, format_path
 from wizard.view import JobView, build_view
 from wizard.yamledit import YamlText
@@ -167,9 +167,13 @@ class JobDocument:
         return edited
 
     def with_header_comment(self, line: str) -> JobDocument:
-        """The same document with ``# line`` as its first line (YAML only, once)."""
+        """The same document with ``# line`` as its first line (YAML only, once).
+
+        A file with a byte-order mark gets no header: the mark belongs to the first
+        line, and a line put above it would change that line too.
+        """
         comment = f"# {line}"
-        if self.fmt != "yaml" or self.text.startswith(comment):
+        if self.fmt != "yaml" or self.bom or self.text.startswith(comment):
             return self
         return parse_document(
             comment + self.newline + self.text, source=self.source, fmt=self.fmt, bom=self.bom
@@ -277,7 +281,7 @@ def parse_document(text: str, *, source: Path, fmt: Format, bom: bool = False) -
         tree=tree,
         bom=bom,
         newline=newline,
-        warnings=tuple(f"{source}: {note}" for note in warnings),
+        warnings=tuple(f"{source}:{note}" for note in warnings),
     )
 
 
@@ -297,26 +301,14 @@ def strip_json_comments(text: str) -> str:
 
 
 def _load_json(text: str, source: Path) -> tuple[Any, tuple[str, ...]]:
-    duplicates: list[str] = []
-
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        seen: dict[str, Any] = {}
-        for key, value in items:
-            if key in seen:
-                duplicates.append(
-                    f"key '{key}' appears twice in one object; AI Toolkit uses the last one"
-                )
-            seen[key] = value
-        return seen
-
     stripped = strip_json_comments(text)
     try:
-        tree = json.loads(stripped, object_pairs_hook=pairs)
+        tree = json.loads(stripped)
     except json.JSONDecodeError as exc:
         raise ConfigError(
             _json_problem(stripped, exc), file=source, line=exc.lineno, column=exc.colno
         ) from None
-    return tree, tuple(duplicates)
+    return tree, tuple(duplicate_keys(text))
 
 
 def _json_problem(text: str, exc: json.JSONDecodeError) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 from wizard.errors import EditError
 from wizard.paths import FieldPath, format_path
+from wizard.yamlload import duplicate_note
 
 
 @dataclass
@@ -128,6 +129,35 @@ def parse_spans(text: str) -> Span:
     return _Parser(text).parse()
 
 
+def _item_separator(text: str, span: Span) -> str | None:
+    """The separator between a container's first two entries, when they share a line."""
+    starts = [m.key_start for m in span.members] or [i.start for i in span.items]
+    ends = [m.value.end for m in span.members] or [i.end for i in span.items]
+    if len(starts) < 2:
+        return None
+    gap = text[ends[0] : starts[1]]
+    if "\n" in gap or "/" in gap:
+        return None
+    return "," + gap.split(",", 1)[1]
+
+
+def duplicate_keys(text: str) -> list[str]:
+    """``LINE:COL: note`` on every key written again in one object (``json`` keeps the last)."""
+    notes: list[str] = []
+    stack = [parse_spans(text)]
+    while stack:
+        span = stack.pop()
+        earlier: dict[str, int] = {}
+        for member in span.members:
+            line = text.count("\n", 0, member.key_start) + 1
+            if member.key in earlier:
+                column = member.key_start - text.rfind("\n", 0, member.key_start)
+                notes.append(duplicate_note(member.key, line, column, earlier))
+            earlier[member.key] = line
+        stack.extend(reversed([member.value for member in span.members] + span.items))
+    return notes
+
+
 class JsonText:
     """A JSON text and the edits that can be made to it.
 
@@ -150,6 +180,8 @@ class JsonText:
                     raise EditError(f"{format_path(path[: depth + 1])} does not exist")
                 child = node.items[part]
             else:
+                if depth > 0 and self.text[node.start : node.end] == "null":
+                    return None, node, path[depth:]  # an empty section, written as null
                 if node.kind != "object":
                     raise EditError(
                         f"{format_path(path[:depth])} is not a section, so it has no '{part}'"
@@ -184,26 +216,76 @@ class JsonText:
         nested: Any = value
         for key in reversed(missing[1:]):
             nested = {key: nested}
+        if container.kind == "scalar":  # null becomes the new section
+            section = {missing[0]: nested}
+            if self._pretty():
+                rendered = self._render_pretty(section, self._indent_of(container.start))
+            else:
+                rendered = self._render(section, container)
+            return self._splice(container.start, container.end, rendered)
         return self._add_member(container, str(missing[0]), nested)
 
     def remove_key(self, path: FieldPath) -> str:
-        """The text without the member at ``path`` (unchanged if it is absent)."""
+        """The text without the member at ``path`` (unchanged if it is absent).
+
+        A key written twice is removed twice, so that no earlier copy comes back.
+        """
         span, container, missing = self.find(path)
         if span is None or missing or container.kind != "object":
             return self.text
+        text = self.text
+        for index in reversed(range(len(container.members))):
+            if container.members[index].key == path[-1]:
+                text = JsonText(text, self.newline)._remove_member(container.start, index)
+        return text
+
+    def _remove_member(self, container_start: int, index: int) -> str:
+        container = self._container_at(container_start)
         members = container.members
-        index = max(i for i, member in enumerate(members) if member.key == path[-1])
+        member = members[index]
+        if len(members) == 1:
+            around = (
+                self.text[container.start + 1 : member.key_start]
+                + self.text[member.value.end : container.end - 1]
+            )
+            if "/" in around:  # comments in the object stay
+                return self._splice(member.key_start, member.value.end, "")
+            return self._splice(container.start + 1, container.end - 1, "")
+        begin = self._line_start(member.key_start)
+        on_own_line = not self.text[begin : member.key_start].strip()
+        if on_own_line and self._has_line_break(member.value.end, container.end):
+            # Pretty layout: the member's own lines go, with a comment at the end of them;
+            # comment lines above the next member stay with it.
+            end = self._line_end_incl(self._comma_after(member.value.end) or member.value.end)
+            if index + 1 == len(members):
+                comma = self._comma_after(members[index - 1].value.end)
+                assert comma is not None
+                return self.text[:comma] + self.text[comma + 1 : begin] + self.text[end:]
+            return self.text[:begin] + self.text[end:]
         if index + 1 < len(members):
-            return self._splice(members[index].key_start, members[index + 1].key_start, "")
-        if index > 0:
-            return self._splice(members[index - 1].value.end, span.end, "")
-        return self._splice(container.start + 1, container.end - 1, "")
+            return self._splice(member.key_start, members[index + 1].key_start, "")
+        comma = self._comma_after(members[index - 1].value.end)
+        assert comma is not None
+        return self.text[:comma] + self.text[member.value.end :]
 
     def _add_member(self, container: Span, key: str, value: Any) -> str:
         rendered_key = json.dumps(key, ensure_ascii=False)
+        item_sep, key_sep = self._separators()
         if not container.members:
-            entry = f"{rendered_key}: {json.dumps(value, ensure_ascii=False)}"
-            return self._splice(container.start + 1, container.end - 1, entry)
+            interior = self.text[container.start + 1 : container.end - 1]
+            if self._pretty():
+                indent = self._indent_of(container.start)
+                inner = indent + " " * self._indent_step()
+                rendered = self._render_pretty(value, inner)
+                entry = f"{self.newline}{inner}{rendered_key}{key_sep}{rendered}"
+                if interior.strip():
+                    return self._splice(container.start + 1, container.start + 1, entry)
+                return self._splice(
+                    container.start + 1, container.end - 1, entry + self.newline + indent
+                )
+            rendered = json.dumps(value, ensure_ascii=False, separators=(item_sep, key_sep))
+            entry = f"{rendered_key}{key_sep}{rendered}"
+            return self._splice(container.start + 1, container.start + 1, entry)
         last = container.members[-1]
         colon = self.text[last.key_end : last.value.start]
         if len(container.members) > 1:
@@ -215,19 +297,72 @@ class JsonText:
             rendered = self._render_pretty(value, indent)
             entry = f",{self.newline}{indent}{rendered_key}{colon}{rendered}"
         else:
-            entry = f",{gap}{rendered_key}{colon}{json.dumps(value, ensure_ascii=False)}"
+            space = gap[: len(gap) - len(gap.lstrip(" \t"))]
+            if len(container.members) == 1:  # no gap to learn from: the text's own style
+                space = item_sep.removeprefix(",")
+            separators = ("," + space, colon)
+            rendered = json.dumps(value, ensure_ascii=False, separators=separators)
+            entry = f",{space}{rendered_key}{colon}{rendered}"
         return self._splice(last.value.end, last.value.end, entry)
 
     def _render(self, value: Any, replacing: Span) -> str:
         original = self.text[replacing.start : replacing.end]
         if isinstance(value, (list, dict)) and "\n" in original:
-            line_start = self.text.rfind("\n", 0, replacing.start) + 1
-            indent = self.text[line_start : replacing.start]
-            indent = indent[: len(indent) - len(indent.lstrip())]
-            return self._render_pretty(value, indent)
-        compact = "," in original and ", " not in original
-        separators = (",", ":") if compact else (", ", ": ")
-        return json.dumps(value, ensure_ascii=False, separators=separators)
+            return self._render_pretty(value, self._indent_of(replacing.start))
+        item_sep, key_sep = self._separators()
+        own = _item_separator(self.text, replacing)
+        return json.dumps(value, ensure_ascii=False, separators=(own or item_sep, key_sep))
+
+    def _separators(self) -> tuple[str, str]:
+        """The inline separators of this text: ``", "`` and ``": "``, or ``","`` and ``":"``."""
+        item_sep: str | None = None
+        key_sep: str | None = None
+        stack = [self.root]
+        while stack and (item_sep is None or key_sep is None):
+            span = stack.pop()
+            item_sep = item_sep or _item_separator(self.text, span)
+            for member in span.members[:1]:
+                colon = self.text[member.key_end : member.value.start]
+                if key_sep is None and "/" not in colon and "\n" not in colon:
+                    key_sep = colon
+            stack.extend(reversed([m.value for m in span.members] + span.items))
+        compact = key_sep == ":"
+        return item_sep or ("," if compact else ", "), key_sep or ": "
+
+    def _pretty(self) -> bool:
+        """Is the text laid out on several lines (as opposed to one-line, compact JSON)?"""
+        return self._has_line_break(self.root.start, self.root.end)
+
+    def _has_line_break(self, start: int, end: int) -> bool:
+        return "\n" in self.text[start:end] or "\r" in self.text[start:end]
+
+    def _container_at(self, start: int) -> Span:
+        stack = [self.root]
+        while stack:
+            span = stack.pop()
+            if span.start == start and span.kind != "scalar":
+                return span
+            stack.extend([m.value for m in span.members] + span.items)
+        raise EditError("internal: lost track of a JSON object while editing")
+
+    def _comma_after(self, index: int) -> int | None:
+        """The offset of the ``,`` that follows a value (past blanks and comments), if any."""
+        parser = _Parser(self.text)
+        parser.pos = index
+        parser._skip()
+        return parser.pos if self.text.startswith(",", parser.pos) else None
+
+    def _indent_of(self, index: int) -> str:
+        line = self.text[self._line_start(index) : index]
+        return line[: len(line) - len(line.lstrip(" \t"))]
+
+    def _line_start(self, index: int) -> int:
+        return max(self.text.rfind("\n", 0, index), self.text.rfind("\r", 0, index)) + 1
+
+    def _line_end_incl(self, index: int) -> int:
+        """Past the line break that ends the line holding ``index`` (or the text end)."""
+        newline = self.text.find("\n", index)
+        return len(self.text) if newline < 0 else newline + 1
 
     def _render_pretty(self, value: Any, indent: str) -> str:
         if not isinstance(value, (list, dict)):
