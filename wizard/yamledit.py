@@ -22,6 +22,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -29,9 +30,10 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from wizard.errors import EditError
 from wizard.paths import FieldPath, format_path
-from wizard.yamlload import MERGE_TAG, ComposedYaml, ToolkitLoader
+from wizard.yamlload import MERGE_TAG, ComposedYaml, ToolkitLoader, compose
 
 _PREFIX = re.compile(r"(?:[&!]\S*\s+)*")
+_BLOCK_HEADER = re.compile(r"[|>][-+0-9]*")
 
 
 @dataclass(frozen=True)
@@ -164,7 +166,12 @@ class YamlText:
                 f"{format_path(path)} is inherited through a merge key (<<:); "
                 "it cannot be removed here without changing the anchor"
             )
-        return self._remove_pair(located, path)
+        text = self._remove_pair(located, path)
+        if _direct_count(located.parent, str(path[-1])) > 1:
+            # The key is written twice: remove the earlier copy too, or it would come back.
+            edited = YamlText(text, compose(text, Path("(edited text)")), self.newline)
+            return edited.remove_key(path)
+        return text
 
     # ------------------------------------------------------- replace a value
 
@@ -174,18 +181,28 @@ class YamlText:
         start = self._content_start(node)
         if isinstance(node, SequenceNode) and isinstance(value, list) and not node.flow_style:
             return self._edit_block_sequence(node, value, located)
+        in_flow = bool(getattr(located.parent, "flow_style", False))  # inside [...] or {...}
         if isinstance(node, ScalarNode):
+            if node.start_mark.index == node.end_mark.index:
+                # An empty value (`width:`) is a zero-length scalar right after the colon.
+                rendered = render_inline(value, like=None, flow=in_flow)
+                return self._splice(start, start, " " + rendered)
             if node.style in ("|", ">"):
-                end = self._line_end(node.start_mark.index)
+                # `key: |` + its lines  →  `key: value`, keeping a comment after the `|`.
+                header = _BLOCK_HEADER.match(self.text, start)
+                assert header is not None
+                rest = self.text[header.end() : self._line_end(start)]
+                block_end = self._line_end(self._content_end(node))
                 rendered = render_inline(value, like=None)
-                return self._splice(start, end, rendered)
-            rendered = render_inline(value, like=node)
+                return self.text[:start] + rendered + rest + self.text[block_end:]
+            rendered = render_inline(value, like=node, flow=in_flow)
             return self._splice(start, node.end_mark.index, rendered)
         if getattr(node, "flow_style", False):
             if isinstance(node, SequenceNode) and isinstance(value, list):
                 original = self.text[start : node.end_mark.index]
                 return self._splice(start, node.end_mark.index, render_flow_list(value, original))
-            return self._splice(start, node.end_mark.index, render_inline(value, like=None))
+            rendered = render_inline(value, like=None, flow=in_flow)
+            return self._splice(start, node.end_mark.index, rendered)
         return self._replace_block_with_inline(located, value)
 
     def _edit_block_sequence(self, node: SequenceNode, items: list[Any], located: Located) -> str:
@@ -274,8 +291,11 @@ class YamlText:
         value_text = rest.split("#", 1)[0].strip()
         if value_text not in ("", "null", "~", "Null", "NULL"):
             raise EditError(f"cannot add '{key}' under a section written as '{value_text}'")
-        comment = rest[rest.index("#") :] if "#" in rest else ""
-        head = self.text[: colon + 1] + (f" {comment}" if comment else "")
+        # Drop only the null token; the key, the spacing and any comment stay as written.
+        head = self.text[:line_end]
+        if value_text:
+            token = colon + 1 + rest.index(value_text)
+            head = self.text[:token].rstrip(" ") + self.text[token + len(value_text) : line_end]
         lines = render_block(
             key, nested, parent_indent + self.indent_step(), self.indent_step(), self.newline
         )
@@ -289,7 +309,7 @@ class YamlText:
         close = mapping.end_mark.index - 1
         if self.text[close] != "}":
             raise EditError(f"cannot add '{key}' to this inline section")
-        entry = f"{render_key(key)}: {render_inline(value, like=None)}"
+        entry = f"{render_key(key, flow=True)}: {render_inline(value, like=None, flow=True)}"
         if mapping.value:
             return self._splice(close, close, f", {entry}")
         return self._splice(close, close, entry)
@@ -404,6 +424,17 @@ def _find_key(mapping: MappingNode, key: str) -> tuple[ScalarNode, Node, bool] |
     return None
 
 
+def _direct_count(mapping: Node, key: str) -> int:
+    """How many times ``key`` is written directly in ``mapping`` (merge keys aside)."""
+    if not isinstance(mapping, MappingNode):
+        return 0
+    return sum(
+        1
+        for key_node, _ in mapping.value
+        if isinstance(key_node, ScalarNode) and key_node.tag != MERGE_TAG and key_node.value == key
+    )
+
+
 def _is_null(node: Node) -> bool:
     return isinstance(node, ScalarNode) and node.tag == "tag:yaml.org,2002:null"
 
@@ -439,20 +470,27 @@ def _key(value: Any) -> str:
 # --------------------------------------------------------------- rendering
 
 
-def render_key(key: str) -> str:
-    """A mapping key, quoted only when it must be."""
-    return key if _plain_ok(key) else json.dumps(key, ensure_ascii=False)
+def render_key(key: str, *, flow: bool = False) -> str:
+    """A mapping key, quoted only when it must be (``flow``: inside ``{...}``)."""
+    return key if _plain_ok(key, flow=flow) else json.dumps(key, ensure_ascii=False)
 
 
-def render_inline(value: Any, like: ScalarNode | None) -> str:
-    """``value`` as YAML on one line, in the style of the scalar it replaces, if any."""
+def render_inline(value: Any, like: ScalarNode | None, *, flow: bool = False) -> str:
+    """``value`` as YAML on one line, in the style of the scalar it replaces, if any.
+
+    Args:
+        value: What to write.
+        like: The scalar being replaced, whose quotes and boolean spelling are kept.
+        flow: The value goes inside ``[...]`` or ``{...}``, where ``,[]{}`` need quotes.
+    """
     if isinstance(value, dict):
         inner = ", ".join(
-            f"{render_key(str(k))}: {render_inline(v, None)}" for k, v in value.items()
+            f"{render_key(str(k), flow=True)}: {render_inline(v, None, flow=True)}"
+            for k, v in value.items()
         )
         return "{" + inner + "}"
     if isinstance(value, list):
-        return "[" + ", ".join(render_inline(v, None) for v in value) + "]"
+        return "[" + ", ".join(render_inline(v, None, flow=True) for v in value) + "]"
     if isinstance(value, bool):
         return _render_bool(value, like.value if like is not None and like.style is None else None)
     if value is None:
@@ -465,7 +503,7 @@ def render_inline(value: Any, like: ScalarNode | None) -> str:
         quote = like.style if like is not None and like.style in ("'", '"') else None
         if quote == "'":
             return "'" + value.replace("'", "''") + "'" if "\n" not in value else json.dumps(value)
-        if quote is None and _plain_ok(value):
+        if quote is None and _plain_ok(value, flow=flow):
             return value
         return json.dumps(value, ensure_ascii=False)
     raise EditError(f"cannot write a value of type {type(value).__name__}")
@@ -476,7 +514,7 @@ def render_flow_list(items: list[Any], original: str) -> str:
     inner = original[1:-1]
     padded = inner.startswith(" ") and inner.endswith(" ") and inner.strip() != ""
     separator = ", " if (", " in inner or "," not in inner) else ","
-    body = separator.join(render_inline(item, None) for item in items)
+    body = separator.join(render_inline(item, None, flow=True) for item in items)
     if padded and body:
         return f"[ {body} ]"
     return f"[{body}]"
@@ -518,14 +556,24 @@ def _render_bool(value: bool, original: str | None) -> str:
         "no": ("yes", "no"),
         "on": ("on", "off"),
         "off": ("on", "off"),
+        "Yes": ("Yes", "No"),
+        "No": ("Yes", "No"),
+        "YES": ("YES", "NO"),
+        "NO": ("YES", "NO"),
+        "On": ("On", "Off"),
+        "Off": ("On", "Off"),
+        "ON": ("ON", "OFF"),
+        "OFF": ("ON", "OFF"),
     }
     yes, no = families.get(original or "", ("true", "false"))
     return yes if value else no
 
 
-def _plain_ok(text: str) -> bool:
+def _plain_ok(text: str, *, flow: bool = False) -> bool:
     """Would ``text`` written bare read back as exactly this string (toolkit loader)?"""
     if not text or text != text.strip() or any(c in text for c in "\n\r\t#"):
+        return False
+    if flow and any(c in text for c in ",[]{}"):
         return False
     if text[0] in "&*!|>'\"%@`[]{},?:-" or ": " in text or text.endswith(":"):
         return False
