@@ -78,6 +78,8 @@ def check_output(output: Path, *, source: Path | None, force: bool = False) -> N
             file=output,
         )
     folder = output.parent
+    if folder.exists() and not folder.is_dir():
+        raise SaveRefused(f"{folder} is a file, not a folder; choose another place", file=output)
     if not folder.is_dir():
         raise SaveRefused(f"the folder {folder} does not exist; create it first", file=output)
     if not os.access(folder, os.W_OK | os.X_OK):
