@@ -16,11 +16,10 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from wizard.session import WizardState
-
 if TYPE_CHECKING:
     from wizard.changes import Prepared
     from wizard.save import SaveResult
+    from wizard.session import WizardState
 
 
 class OomWizardApp(App[int]):

@@ -6,10 +6,9 @@ from typing import TYPE_CHECKING, cast
 
 from textual.screen import Screen
 
-from wizard.session import WizardState
-
 if TYPE_CHECKING:
     from screens.app import OomWizardApp
+    from wizard.session import WizardState
 
 
 class StageScreen(Screen[None]):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -16,8 +16,9 @@ from textual.widgets import DirectoryTree, Footer, Header, Input, Static
 from screens.base import StageScreen
 from screens.messages import JobLoaded, LoadFailed
 from wizard.errors import WizardError
-from wizard.presets import load_presets
-from wizard.session import WizardState, open_job
+
+if TYPE_CHECKING:
+    from wizard.session import WizardState
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".jsonc")
 
@@ -104,6 +105,8 @@ class LoadScreen(StageScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def _read(self, target: Path, log: Path | None) -> None:
+        from wizard.session import open_job
+
         try:
             state = open_job(target, log)
         except WizardError as exc:
@@ -157,6 +160,8 @@ class LoadScreen(StageScreen):
 
 def summary(state: WizardState) -> Content:
     """The job in a few lines: name, arch, kind, processes, datasets, the GPU figures."""
+    from wizard.presets import load_presets
+
     view = state.document.view()
     lines: list[Content] = [
         _row("Config", str(state.source)),

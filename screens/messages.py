@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from wizard.save import SaveResult
-from wizard.session import WizardState
+if TYPE_CHECKING:
+    from wizard.save import SaveResult
+    from wizard.session import WizardState
 
 
 @dataclass
