@@ -166,6 +166,7 @@ def summary(state: WizardState) -> Content:
     lines: list[Content] = [
         _row("Config", str(state.source)),
         _row("Log", str(state.log_path) if state.log_path else "none (answer from memory)"),
+        *([_row("", state.log_note)] if state.log_note else []),
         _row("Job", view.name or "(no name)"),
     ]
     presets = load_presets()
@@ -183,7 +184,8 @@ def summary(state: WizardState) -> Content:
             )
         )
         for dataset in process.datasets:
-            buckets = ", ".join(str(size) for size in dataset.resolution)
+            sizes = dataset.resolution
+            buckets = ", ".join(str(size) for size in sizes) if sizes else "(a placeholder)"
             frames = f" · {dataset.num_frames} frames" if dataset.is_video else ""
             if dataset.auto_frame_count:
                 frames = " · frames from clip length"

@@ -65,7 +65,7 @@ class MomentScreen(StageScreen):
     def on_mount(self) -> None:
         """Highlight the moment in effect and focus the list."""
         moments = self.query_one("#moments", OptionList)
-        moments.highlighted = MOMENTS.index(self.state.answers.moment)  # type: ignore[arg-type]
+        moments.highlighted = MOMENTS.index(self.state.answers.moment)
         moments.focus()
 
     def _detected(self) -> Content:
@@ -114,5 +114,5 @@ class MomentScreen(StageScreen):
     def action_toggle_kind(self) -> None:
         """Switch between image and video."""
         current = self.chosen().model_kind
-        other = MODEL_KINDS[(MODEL_KINDS.index(current) + 1) % len(MODEL_KINDS)]  # type: ignore[arg-type]
+        other = MODEL_KINDS[(MODEL_KINDS.index(current) + 1) % len(MODEL_KINDS)]
         self.query_one(f"#{other}", RadioButton).value = True

@@ -52,7 +52,7 @@ class ResultScreen(StageScreen):
         )
 
     def _how_to_run(self) -> Content:
-        if self.wizard.require_state().is_ui_job:
+        if self.wizard.require_state().ui_job:
             return Content(
                 "This job comes from AI Toolkit's web UI, which rewrites .job_config.json "
                 "on every start. Open the job in the UI, change the fields below (each says "

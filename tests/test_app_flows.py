@@ -21,6 +21,7 @@ from tests.app_support import (
     wait_for_screen,
 )
 from wizard.commands.demo import IMAGE_JOB, VIDEO_JOB
+from wizard.document import load_document
 
 SIZE = (80, 24)
 
@@ -226,3 +227,25 @@ async def wait_for_loaded(pilot, app: OomWizardApp) -> None:
             return
         await pilot.pause(0.1)
     pytest.fail("the job did not load")
+
+
+async def test_a_web_ui_job_folder_says_what_to_do_in_the_ui(tmp_path: Path) -> None:
+    folder = demo_folder(tmp_path)
+    job = tmp_path / "output" / "flux_portrait_lora"
+    job.mkdir(parents=True)
+    tree = load_document(folder / IMAGE_JOB.config).tree
+    (job / ".job_config.json").write_text(json.dumps(tree, indent=2), encoding="utf-8")
+    (job / "log.txt").write_bytes((folder / IMAGE_JOB.log).read_bytes())
+    app = OomWizardApp(job)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_loaded(pilot, app)
+        assert app.require_state().log_path == job / "log.txt"
+        await press(pilot, "enter", "enter")
+        await through_steps(pilot, app)
+        await wait_for_screen(pilot, "ReviewScreen")
+        await press(pilot, "enter")
+        await wait_for_screen(pilot, "ResultScreen")
+        how = str(app.screen.query_one("#run", Static).render())
+        assert "web UI" in how
+        assert "python run.py" not in how
+    assert (job / ".job_config.oomfix.json").is_file()

@@ -58,7 +58,7 @@ def session(tmp_path: Path) -> Iterator[str]:
     try:
         yield name
     finally:
-        subprocess.run([TMUX, "kill-session", "-t", name], capture_output=True, check=False)
+        tmux("kill-session", "-t", name)
 
 
 def wait_for(name: str, text: str, timeout: float = 20.0) -> str:

@@ -56,6 +56,8 @@ class WizardState:
         answers: The moment, model kind and "worked before" answer in effect.
         plan: The roll-back plan for those answers.
         choices: The user's choice per step id; a step without one takes its defaults.
+        log_note: Which log was taken and why (or why there is none), from the job folder.
+        ui_job: The config is the web UI's ``.job_config.json``: the fix goes back into the UI.
         scan: What the log shows (read once, when the job is opened).
         probe: The GPU as ``nvidia-smi`` showed it when the job was opened (None without one).
         crashed_again: The user says the retry of this (our own) config crashed too: steps
@@ -70,6 +72,8 @@ class WizardState:
     answers: Answers
     plan: Plan
     choices: Mapping[str, StepChoice] = field(default_factory=lambda: MappingProxyType({}))
+    log_note: str | None = None
+    ui_job: bool = False
     scan: LogScan | None = None
     probe: ProbeResult | None = None
     crashed_again: bool = False
@@ -83,11 +87,6 @@ class WizardState:
     def coming_back(self) -> bool:
         """Whether this config is the output of an earlier run of the wizard."""
         return self.changelog is not None and self.changelog.last_run() is not None
-
-    @property
-    def is_ui_job(self) -> bool:
-        """Whether the config is the one AI Toolkit's web UI writes into a job folder."""
-        return self.source.name == ".job_config.json"
 
     def rollback_steps(self) -> tuple[StepProposal, ...]:
         """The steps shown one screen each (the validation run is offered on the review)."""
@@ -135,6 +134,8 @@ def open_job(target: Path, log: Path | None = None) -> WizardState:
         changelog_path,
         answers,
         plan,
+        log_note=None if log is not None else located.log_note,
+        ui_job=located.ui_job,
         scan=scan,
         probe=probe,
     )

@@ -1,0 +1,71 @@
+"""Export the README's screenshots: the step screen and the result screen of the demo, 100x32.
+
+Usage (from the repository root)::
+
+    .venv/bin/python docs/export_screenshots.py
+
+It runs the demo in a temporary folder (so the paths on screen are short and relative) and
+writes ``docs/step.svg`` and ``docs/result.svg``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from pathlib import Path
+
+from textual.widgets import Input
+
+from screens.app import OomWizardApp, create_app
+from wizard.commands.demo import IMAGE_JOB, copy_demo
+
+DOCS = Path(__file__).resolve().parent
+SIZE = (100, 32)
+
+
+async def wait_for(app: OomWizardApp, name: str, pause: object) -> None:
+    """Pause until the screen called ``name`` is on top."""
+    for _ in range(100):
+        if type(app.screen).__name__ == name:
+            return
+        await pause(0.1)  # type: ignore[operator]
+    raise RuntimeError(f"{name} never appeared")
+
+
+def still(app: OomWizardApp) -> None:
+    """No blinking cursor in the picture."""
+    for field in app.screen.query(Input):
+        field.cursor_blink = False
+
+
+async def export() -> None:
+    folder = copy_demo(Path("oom-wizard-demo"))
+    app = create_app(folder / IMAGE_JOB.config, log=folder / IMAGE_JOB.log)
+    async with app.run_test(size=SIZE) as pilot:
+        while app.state is None:
+            await pilot.pause(0.1)
+        for _ in range(3):
+            await pilot.press("enter")
+            await pilot.pause(0.3)
+        await wait_for(app, "StepScreen", pilot.pause)
+        app.save_screenshot("step.svg", path=str(DOCS))
+        while type(app.screen).__name__ in ("StepScreen",):
+            await pilot.press("enter")
+            await pilot.pause(0.3)
+        await wait_for(app, "ReviewScreen", pilot.pause)
+        await pilot.press("enter")
+        await wait_for(app, "ResultScreen", pilot.pause)
+        still(app)
+        app.save_screenshot("result.svg", path=str(DOCS))
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        os.chdir(folder)
+        asyncio.run(export())
+    print(f"wrote {DOCS / 'step.svg'} and {DOCS / 'result.svg'}")
+
+
+if __name__ == "__main__":
+    main()
