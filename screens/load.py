@@ -24,7 +24,7 @@ CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".jsonc")
 
 
 class PathSuggester(Suggester):
-    """Completes a typed path with the first file or folder of that name."""
+    """Completes a typed path with the first job config or folder of that name."""
 
     def __init__(self) -> None:
         super().__init__(use_cache=False, case_sensitive=True)
@@ -36,7 +36,11 @@ class PathSuggester(Suggester):
         typed = Path(value).expanduser()
         folder, stem = (typed, "") if value.endswith("/") else (typed.parent, typed.name)
         try:
-            names = sorted(entry.name for entry in folder.iterdir())
+            names = sorted(
+                entry.name
+                for entry in folder.iterdir()
+                if entry.is_dir() or entry.suffix in CONFIG_SUFFIXES
+            )
         except OSError:
             return None
         for name in names:
@@ -75,6 +79,8 @@ class LoadScreen(StageScreen):
         yield Header()
         with VerticalScroll(id="body"):
             yield Static("Load the job that ran out of memory", classes="title")
+            yield Static("", id="status")
+            yield Static("", id="error", classes="error")
             with Vertical(id="picker"):
                 yield Input(
                     placeholder="a config (.yaml, .json) or an AI Toolkit job folder",
@@ -82,9 +88,7 @@ class LoadScreen(StageScreen):
                     id="path",
                 )
                 if self.target is None:
-                    yield ConfigTree(Path("."), id="tree")
-            yield Static("", id="status")
-            yield Static("", id="error", classes="error")
+                    yield ConfigTree(Path.cwd(), id="tree")
             yield Static("", id="summary")
         yield Footer()
 
@@ -132,7 +136,7 @@ class LoadScreen(StageScreen):
         picker = self.query_one("#picker")
         picker.display = True
         if not picker.query(ConfigTree):
-            picker.mount(ConfigTree(Path("."), id="tree"))
+            picker.mount(ConfigTree(Path.cwd(), id="tree"))
         self.query_one("#path", Input).focus()
 
     @on(DirectoryTree.FileSelected)

@@ -249,3 +249,20 @@ async def test_a_web_ui_job_folder_says_what_to_do_in_the_ui(tmp_path: Path) -> 
         assert "web UI" in how
         assert "python run.py" not in how
     assert (job / ".job_config.oomfix.json").is_file()
+
+
+async def test_an_invalid_number_keeps_the_step_open(tmp_path: Path) -> None:
+    folder = demo_folder(tmp_path)
+    app = demo_app(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_loaded(pilot, app)
+        await press(pilot, "enter", "enter", "enter")
+        assert step_id(app) == "batch_size"
+        field = app.screen.query_one("#value-0", Input)
+        field.value = "two"
+        await press(pilot, "enter")
+        assert step_id(app) == "batch_size"
+        assert "batch_size" not in app.require_state().choices
+        field.value = "1"
+        await press(pilot, "enter")
+        assert step_id(app) == "top_bucket"
