@@ -266,3 +266,33 @@ async def test_an_invalid_number_keeps_the_step_open(tmp_path: Path) -> None:
         field.value = "1"
         await press(pilot, "enter")
         assert step_id(app) == "top_bucket"
+
+
+async def test_coming_back_after_another_crash_goes_one_rung_further(tmp_path: Path) -> None:
+    folder = demo_folder(tmp_path)
+    first = demo_app(folder)
+    async with first.run_test(size=SIZE) as pilot:
+        await wait_for_loaded(pilot, first)
+        await press(pilot, "enter", "enter")
+        await through_steps(pilot, first)
+        await wait_for_screen(pilot, "ReviewScreen")
+        await press(pilot, "enter")
+        await wait_for_screen(pilot, "ResultScreen")
+    again = OomWizardApp(folder / "flux_portrait_lora.oomfix.yaml")
+    async with again.run_test(size=SIZE) as pilot:
+        await wait_for_loaded(pilot, again)
+        await press(pilot, "enter", "down", "enter")
+        assert type(again.screen).__name__ == "MomentScreen"
+        assert again.require_state().crashed_again is True
+        await press(pilot, "enter")
+        assert isinstance(again.screen, StepScreen)
+
+
+async def test_the_command_palette_offers_the_stages(tmp_path: Path) -> None:
+    folder = demo_folder(tmp_path)
+    app = demo_app(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_loaded(pilot, app)
+        titles = {command.title for command in app.get_system_commands(app.screen)}
+        assert {"Help", "Stage: when did it crash?", "Stage: review and save"} <= titles
+        assert any("theme" in title.lower() for title in titles)
