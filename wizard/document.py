@@ -302,22 +302,30 @@ def strip_json_comments(text: str) -> str:
 
 def _load_json(text: str, source: Path) -> tuple[Any, tuple[str, ...]]:
     stripped = strip_json_comments(text)
+    if not stripped.strip():
+        raise ConfigError("the file is empty; pass the job's config file", file=source)
     try:
         tree = json.loads(stripped)
     except json.JSONDecodeError as exc:
-        raise ConfigError(
-            _json_problem(stripped, exc), file=source, line=exc.lineno, column=exc.colno
-        ) from None
+        raise _json_error(stripped, exc, source) from None
     return tree, tuple(duplicate_keys(text))
 
 
-def _json_problem(text: str, exc: json.JSONDecodeError) -> str:
+def _json_error(text: str, exc: json.JSONDecodeError, source: Path) -> ConfigError:
+    """The decoder's complaint, pointing at the comma itself when one is left before a bracket."""
     before = text[: exc.pos].rstrip()
-    if before.endswith(",") and text[exc.pos : exc.pos + 1] in "}]":
-        return "a trailing comma before the closing bracket; JSON does not allow it: delete it"
-    if not text.strip():
-        return "the file is empty; pass the job's config file"
-    return f"JSON syntax error: {exc.msg}"
+    closing = text[exc.pos : exc.pos + 1]
+    if before.endswith(",") and closing and closing in "}]":
+        comma = len(before) - 1
+        return ConfigError(
+            "a trailing comma before the closing bracket; JSON does not allow it: delete it",
+            file=source,
+            line=text.count("\n", 0, comma) + 1,
+            column=comma - text.rfind("\n", 0, comma),
+        )
+    return ConfigError(
+        f"JSON syntax error: {exc.msg}", file=source, line=exc.lineno, column=exc.colno
+    )
 
 
 # ----------------------------------------------------------- tree arithmetic

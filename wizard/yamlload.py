@@ -124,7 +124,7 @@ def compose(text: str, file: Path) -> ComposedYaml:
         raise ConfigError(f"YAML error: {exc}", file=file) from None
     finally:
         loader.dispose()
-    if root is None:
+    if root is None or _is_empty_document(root):
         raise ConfigError("the file is empty; pass the job's config file", file=file)
     shared = _check_expansion(root, file)
     return ComposedYaml(
@@ -132,6 +132,16 @@ def compose(text: str, file: Path) -> ComposedYaml:
         anchor_names=loader.anchor_names,
         shared=shared,
         duplicates=tuple(_duplicate_keys(root)),
+    )
+
+
+def _is_empty_document(root: Node) -> bool:
+    """A document with nothing in it but a ``---`` marker (an empty, untagged null)."""
+    return (
+        isinstance(root, ScalarNode)
+        and root.value == ""
+        and root.style is None
+        and root.tag == "tag:yaml.org,2002:null"
     )
 
 
