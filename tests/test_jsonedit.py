@@ -221,8 +221,16 @@ def test_a_trailing_comma_is_named_with_its_position() -> None:
     with pytest.raises(ConfigError) as raised:
         document('{\n  "a": 1,\n}\n')
 
-    assert (raised.value.line, raised.value.column) == (3, 1)
+    assert (raised.value.line, raised.value.column) == (2, 9)  # the comma itself
     assert "trailing comma" in raised.value.message
+
+
+def test_a_file_cut_short_after_a_comma_is_not_called_a_trailing_comma() -> None:
+    with pytest.raises(ConfigError) as raised:
+        document('{"a": 1,')
+
+    assert "trailing comma" not in raised.value.message
+    assert (raised.value.line, raised.value.column) == (1, 9)
 
 
 def test_a_list_index_out_of_range_is_refused() -> None:
