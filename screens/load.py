@@ -97,7 +97,7 @@ class LoadScreen(StageScreen):
         picker = self.query_one("#picker")
         picker.display = self.target is None
         if self.target is not None:
-            self.load(self.target)
+            self.call_after_refresh(self.load, self.target)
         else:
             self.query_one("#path", Input).focus()
 
