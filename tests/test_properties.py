@@ -4,16 +4,22 @@ Hypothesis writes AI Toolkit-like configs in the styles people really use (block
 flow lists, list-item mappings such as ``datasets``, comments above entries, between
 list items and at the end of lines, quoted and bare scalars, ``1e-4`` floats, YAML
 1.1 booleans, empty sections, 2- or 4-space indentation, dashes indented or not, CRLF,
-a ``---`` marker) and a random edit set (set existing scalars, add missing keys and
-missing sections, replace lists, remove keys and whole sections). The renderer
-remembers which lines belong to which field. After the edits:
+a ``---`` marker, a byte-order mark) and a random edit set (set existing scalars, add
+missing keys and missing sections, replace lists, remove keys and whole sections). The
+renderer remembers which lines belong to which field. After the edits, the bytes that
+``save`` would write (with its header comment):
 
-* the text loads, with AI Toolkit's loader, to the source tree plus exactly the edits
+* load, with AI Toolkit's loader, to the source tree plus exactly the edits
   (types included: an int stays an int, a bool a bool);
-* every line that belongs to no edited field is still there, in the same order;
-* every other line of the result holds an edited key or an item of a replaced list,
-  or is a line of an edited field kept as it was;
-* an inline comment on a changed scalar survives, and CRLF stays CRLF.
+* keep every line that belongs to no edited field, in the same order;
+* hold nothing else but edited keys, items of replaced lists, and lines of edited
+  fields kept as they were;
+* keep a block list block and a flow list flow, an inline comment on a changed scalar,
+  CRLF line endings and the byte-order mark.
+
+The same configs and edits, written as JSON in AI Toolkit's layouts (pretty, and the
+UI database's one-line form), must come out exactly as ``json.dumps`` writes the
+edited tree in that layout.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from hypothesis import strategies as st
 
 from wizard.document import Edit, RemoveKey, SetValue, parse_document
 from wizard.paths import FieldPath
+from wizard.save import HEADER
 from wizard.yamlload import ToolkitLoader
 
 T = TypeVar("T")
@@ -389,6 +396,7 @@ class Case:
     allowed_lines: set[int]
     edited_keys: set[str]
     crlf: bool
+    bom: bool
 
 
 P0: FieldPath = ("config", "process", 0)
@@ -487,6 +495,7 @@ def cases(draw: Draw[Any]) -> Case:
         allowed,
         keys,
         crlf,
+        draw(st.booleans()),
     )
 
 
@@ -585,19 +594,26 @@ def test_the_generator_writes_what_it_means() -> None:
 @given(cases())
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_edits_change_exactly_the_edited_fields(case: Case) -> None:
-    document = parse_document(case.text, source=Path("job.yaml"), fmt="yaml")
+    document = parse_document(case.text, source=Path("job.yaml"), fmt="yaml", bom=case.bom)
 
     edited = document.with_edits(case.edits)
+    saved = edited.with_header_comment(HEADER).to_bytes()  # what save() writes
 
     # 1. the toolkit reads the source tree plus exactly the edits
-    assert strictly_equal(yaml.load(edited.text, Loader=ToolkitLoader), case.expected)
+    text = saved.decode("utf-8")
+    assert text.startswith("\ufeff") is case.bom
+    text = text.removeprefix("\ufeff")
+    assert strictly_equal(yaml.load(text, Loader=ToolkitLoader), case.expected)
     # 2. line endings
     if case.crlf:
-        assert re.search(r"(?<!\r)\n", edited.text) is None
+        assert re.search(r"(?<!\r)\n", text) is None
     else:
-        assert "\r" not in edited.text
+        assert "\r" not in text
     before = case.text.splitlines()
-    after = edited.text.splitlines()
+    after = text.splitlines()
+    if not case.bom:  # the one line save() adds, naming the change log
+        assert after[0] == f"# {HEADER}"
+        after = after[1:]
     # 3. every line outside the edited fields survives, in order
     kept = [line for i, line in enumerate(before) if i not in case.allowed_lines]
     assert is_subsequence(kept, after)
