@@ -111,7 +111,7 @@ class ReviewScreen(StageScreen):
         output = Path(self.query_one("#output", Input).value.strip()).expanduser()
         changelog = Path(self.query_one("#changelog", Input).value.strip()).expanduser()
         self.saving = True
-        self.query_one("#error", Static).update("Saving …")
+        self.query_one("#error", Static).update(Content.styled("Saving …", "$text-muted"))
         self._save(dict(self.choices()), output, changelog)
 
     @work(thread=True, exclusive=True, exit_on_error=False)
