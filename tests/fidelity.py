@@ -2,8 +2,9 @@
 
     python tests/fidelity.py ../shared/aitk-examples
 
-For every ``.yaml``/``.yml``/``.json`` config in the folder (plus a CRLF copy, a
-byte-order-mark copy and a CRLF+BOM copy of the first one), this runs
+For every ``.yaml``/``.yml``/``.json`` config in the folder (plus copies of the first
+one: CRLF, byte-order mark, both, without the four fields, and as JSON pretty and in
+the UI database's one-line form), this runs
 ``oom-wizard set`` in-process on four memory fields of ``config.process[0]``:
 ``train.batch_size``, ``train.gradient_checkpointing``, ``datasets[0].resolution``
 and ``sample.width``, with values chosen so that each one really changes (and is
@@ -22,6 +23,7 @@ import argparse
 import contextlib
 import importlib.util
 import io
+import json
 import re
 import sys
 import tempfile
@@ -137,8 +139,28 @@ def check_config(source: Path, workdir: Path, verify: Verifier, name: str | None
     if status != 0:
         problems = "; ".join(line for line in out.splitlines() if line.startswith("FAIL"))
         return Outcome(name, False, f"verify_change exited {status}: {problems or out.strip()}")
+    if source.suffix in (".json", ".jsonc") and not same_json_layout(source, output):
+        return Outcome(name, False, "the JSON layout changed (indentation or separators)")
     fields = ", ".join(a.split("=", 1)[0].removeprefix(f"{PROCESS}.") for a in args[2:])
     return Outcome(name, True, f"{len(args) - 2} fields ({fields}) verified")
+
+
+JSON_LAYOUTS: list[dict[str, Any]] = [
+    {"indent": 2, "ensure_ascii": False},
+    {"indent": 4, "ensure_ascii": False},
+    {"separators": (",", ":"), "ensure_ascii": False},  # JSON.stringify, as the UI stores it
+    {"ensure_ascii": False},
+]
+
+
+def same_json_layout(source: Path, output: Path) -> bool:
+    """When ``json.dumps`` in some layout writes the source exactly, it writes the output too."""
+    before, after = source.read_text("utf-8"), output.read_text("utf-8")
+    for layout in JSON_LAYOUTS:
+        for ending in ("", "\n"):
+            if json.dumps(json.loads(before), **layout) + ending == before:
+                return json.dumps(json.loads(after), **layout) + ending == after
+    return True  # a hand-written layout: verify_change.py compares the values
 
 
 def _check_refusal(name: str, source: Path, before: bytes, output: Path) -> Outcome:
@@ -170,19 +192,29 @@ def configs_in(folder: Path) -> list[Path]:
     )
 
 
-def variants_of(source: Path, workdir: Path) -> list[tuple[str, Path]]:
-    """Copies of ``source`` in ``workdir``: CRLF, BOM, CRLF+BOM, and one without the fields.
+def variants_of(source: Path, tree: Any, workdir: Path) -> list[tuple[str, Path]]:
+    """Copies of ``source`` in ``workdir``: CRLF, BOM, CRLF+BOM, fields missing, and JSON.
 
-    The last copy lacks ``batch_size``, ``gradient_checkpointing``, ``resolution`` and
-    the whole ``sample:`` section, so that the edit has to add them.
+    The "missing" copy lacks ``batch_size``, ``gradient_checkpointing``, ``resolution``
+    and the whole ``sample:`` section, so that the edit has to add them. The JSON
+    copies hold ``tree`` pretty-printed and in the UI database's one-line form.
     """
     data = source.read_bytes().removeprefix(BOM).replace(b"\r\n", b"\n")
     crlf = data.replace(b"\n", b"\r\n")
     missing = without_fields(data.decode("utf-8")).encode("utf-8")
-    copies = {"crlf": crlf, "bom": BOM + data, "crlf+bom": BOM + crlf, "missing": missing}
+    pretty = json.dumps(tree, indent=2, ensure_ascii=False) + "\n"
+    one_line = json.dumps(tree, separators=(",", ":"), ensure_ascii=False)
+    copies = {
+        "crlf": (crlf, source.suffix),
+        "bom": (BOM + data, source.suffix),
+        "crlf+bom": (BOM + crlf, source.suffix),
+        "missing": (missing, source.suffix),
+        "json": (pretty.encode("utf-8"), ".json"),
+        "ui database json": (one_line.encode("utf-8"), ".json"),
+    }
     made = []
-    for tag, content in copies.items():
-        path = workdir / f"{source.stem}.{tag.replace('+', '-')}{source.suffix}"
+    for tag, (content, suffix) in copies.items():
+        path = workdir / f"{source.stem}.{re.sub(r'[^a-z]+', '-', tag)}{suffix}"
         path.write_bytes(content)
         made.append((f"{source.name} [{tag}]", path))
     return made
@@ -211,7 +243,7 @@ def without_fields(text: str) -> str:
 
 
 def run_fidelity(folder: Path, workdir: Path, verify: Verifier | None = None) -> list[Outcome]:
-    """The verdict on every config of ``folder`` and on the line-ending/BOM variants.
+    """The verdict on every config of ``folder`` and on the variants of the first one.
 
     Args:
         folder: A folder of AI Toolkit configs (read, never written).
@@ -228,7 +260,8 @@ def run_fidelity(folder: Path, workdir: Path, verify: Verifier | None = None) ->
     if configs:
         variant_dir = workdir / "variants"
         variant_dir.mkdir()
-        for name, path in variants_of(configs[0], variant_dir):
+        tree = verify.load_tree(configs[0])
+        for name, path in variants_of(configs[0], tree, variant_dir):
             out_dir = variant_dir / path.stem
             out_dir.mkdir()
             outcomes.append(check_config(path, out_dir, verify, name=name))

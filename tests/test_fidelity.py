@@ -23,8 +23,8 @@ def test_every_example_config_survives_set_and_passes_verify_change(tmp_path: Pa
 
     failures = [outcome.line() for outcome in outcomes if not outcome.ok]
     assert failures == []
-    # every example, plus its CRLF, BOM, CRLF+BOM and fields-missing copies
-    assert len(outcomes) == len(configs_in(EXAMPLES)) + 4
+    # every example, plus its CRLF, BOM, CRLF+BOM, fields-missing and two JSON copies
+    assert len(outcomes) == len(configs_in(EXAMPLES)) + 6
     # the variants were really edited (a file is "refused" only when AI Toolkit's own
     # loader rejects it too, as it does one upstream example with an unclosed quote)
     variants = [outcome for outcome in outcomes if "[" in outcome.name]
