@@ -287,7 +287,7 @@ def test_json_with_a_trailing_comma(capsys, frozen, tmp_path):
     text = '{\n  "job": "extension",\n  "config": {"process": [{"type": "sd_trainer"},]}\n}\n'
     path = source(frozen, "job.json", text)
 
-    assert "trailing comma" in refused(run(capsys, "set", path, BATCH), path, (3, 48))
+    assert "trailing comma" in refused(run(capsys, "set", path, BATCH), path, (3, 49))
 
 
 def test_several_yaml_documents(capsys, frozen, tmp_path):

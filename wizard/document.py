@@ -312,20 +312,14 @@ def _load_json(text: str, source: Path) -> tuple[Any, tuple[str, ...]]:
 
 
 def _json_error(text: str, exc: json.JSONDecodeError, source: Path) -> ConfigError:
-    """The decoder's complaint, pointing at the comma itself when one is left before a bracket."""
+    """The decoder's complaint, in words for a trailing comma before a closing bracket."""
     before = text[: exc.pos].rstrip()
     closing = text[exc.pos : exc.pos + 1]
     if before.endswith(",") and closing and closing in "}]":
-        comma = len(before) - 1
-        return ConfigError(
-            "a trailing comma before the closing bracket; JSON does not allow it: delete it",
-            file=source,
-            line=text.count("\n", 0, comma) + 1,
-            column=comma - text.rfind("\n", 0, comma),
-        )
-    return ConfigError(
-        f"JSON syntax error: {exc.msg}", file=source, line=exc.lineno, column=exc.colno
-    )
+        message = "a trailing comma before the closing bracket; JSON does not allow it: delete it"
+    else:
+        message = f"JSON syntax error: {exc.msg}"
+    return ConfigError(message, file=source, line=exc.lineno, column=exc.colno)
 
 
 # ----------------------------------------------------------- tree arithmetic
