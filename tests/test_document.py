@@ -137,6 +137,32 @@ def test_load_document_reads_yaml_suffixes(tmp_path: Path, name: str) -> None:
     assert doc.tree["config"]["process"][0]["train"]["lr"] == 1e-4
 
 
+def test_a_suffix_the_toolkit_would_refuse_is_read_with_a_warning(tmp_path: Path) -> None:
+    path = write(tmp_path, "JOB.YAML", MINIMAL)
+
+    (warning,) = load_document(path).warnings
+
+    assert warning.startswith(f"{path}: AI Toolkit reads only names ending in lower-case")
+    assert load_document(write(tmp_path, "job.yaml", MINIMAL)).warnings == ()
+
+
+def test_a_json_byte_order_mark_is_kept_with_a_warning(tmp_path: Path) -> None:
+    text = '{"job": "extension", "config": {"name": "x", "process": [{"type": "sd_trainer"}]}}'
+    path = write(tmp_path, "job.json", b"\xef\xbb\xbf" + text.encode())
+
+    doc = load_document(path)
+
+    assert doc.bom and doc.to_bytes() == path.read_bytes()
+    assert len(doc.warnings) == 1 and "Unexpected UTF-8 BOM" in doc.warnings[0]
+
+
+def test_utf16_is_named(tmp_path: Path) -> None:
+    path = write(tmp_path, "job.yaml", MINIMAL.encode("utf-16"))
+
+    with pytest.raises(ConfigError, match="UTF-16"):
+        load_document(path)
+
+
 def test_load_document_refuses_other_suffixes(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"\.yaml, \.yml, \.json and \.jsonc"):
         load_document(write(tmp_path, "job.txt", MINIMAL))

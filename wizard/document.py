@@ -12,6 +12,7 @@ meant to produce, so a formatting surprise becomes a refusal, never a wrong conf
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 import re
@@ -197,6 +198,10 @@ def load_document(path: str | Path) -> JobDocument:
     path = Path(path)
     fmt = format_for(path)
     data = _read_bounded(path)
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ConfigError(
+            "this file is saved as UTF-16; AI Toolkit reads UTF-8: save it as UTF-8", file=path
+        )
     if b"\x00" in data:
         raise ConfigError("this is a binary file, not a job config", file=path)
     try:
@@ -213,7 +218,30 @@ def load_document(path: str | Path) -> JobDocument:
     bom = text.startswith(BOM)
     document = parse_document(text.removeprefix(BOM), source=path, fmt=fmt, bom=bom)
     document.view()  # validate now: a bad value is a load error, with its position
+    notes = _toolkit_would_refuse(path, fmt, bom)
+    if notes:
+        document = dataclasses.replace(document, warnings=(*document.warnings, *notes))
     return document
+
+
+def _toolkit_would_refuse(path: Path, fmt: Format, bom: bool) -> tuple[str, ...]:
+    """What AI Toolkit's own loader refuses in a file we can read (kept as it is on save).
+
+    The toolkit opens configs as UTF-8 text, picks its reader by the exact, lower-case
+    suffix, and hands JSON to ``json.loads``, which refuses a byte-order mark.
+    """
+    notes = []
+    if path.suffix not in (*YAML_SUFFIXES, *JSON_SUFFIXES):
+        notes.append(
+            f"{path}: AI Toolkit reads only names ending in lower-case .yaml, .yml, .json or "
+            f".jsonc and refuses '{path.suffix}'; rename the file before you run it"
+        )
+    if fmt == "json" and bom:
+        notes.append(
+            f"{path}: starts with a byte-order mark, which AI Toolkit's JSON reader refuses "
+            "('Unexpected UTF-8 BOM'); the output keeps it: save it without the mark to run it"
+        )
+    return tuple(notes)
 
 
 def format_for(path: Path) -> Format:
