@@ -156,6 +156,19 @@ def test_a_json_byte_order_mark_is_kept_with_a_warning(tmp_path: Path) -> None:
     assert len(doc.warnings) == 1 and "Unexpected UTF-8 BOM" in doc.warnings[0]
 
 
+def test_values_the_toolkit_cannot_turn_into_json_are_warned_about(tmp_path: Path) -> None:
+    text = MINIMAL + "meta:\n  date: 2024-01-02\n  blob: !!binary aGk=\n  quoted: '2024-01-02'\n"
+
+    warnings = load_document(write(tmp_path, "job.yaml", text)).warnings
+
+    assert warnings == (
+        f"{tmp_path / 'job.yaml'}:13:9: meta.date is read as a date, which AI Toolkit cannot "
+        "turn into JSON at start-up; put the value in quotes",
+        f"{tmp_path / 'job.yaml'}:14:9: meta.blob is read as a bytes, which AI Toolkit cannot "
+        "turn into JSON at start-up; put the value in quotes",
+    )
+
+
 def test_utf16_is_named(tmp_path: Path) -> None:
     path = write(tmp_path, "job.yaml", MINIMAL.encode("utf-16"))
 

@@ -218,7 +218,7 @@ def load_document(path: str | Path) -> JobDocument:
     bom = text.startswith(BOM)
     document = parse_document(text.removeprefix(BOM), source=path, fmt=fmt, bom=bom)
     document.view()  # validate now: a bad value is a load error, with its position
-    notes = _toolkit_would_refuse(path, fmt, bom)
+    notes = _toolkit_would_refuse(path, fmt, bom) + _not_json_values(document)
     if notes:
         document = dataclasses.replace(document, warnings=(*document.warnings, *notes))
     return document
@@ -242,6 +242,31 @@ def _toolkit_would_refuse(path: Path, fmt: Format, bom: bool) -> tuple[str, ...]
             "('Unexpected UTF-8 BOM'); the output keeps it: save it without the mark to run it"
         )
     return tuple(notes)
+
+
+def _not_json_values(document: JobDocument) -> tuple[str, ...]:
+    """Values AI Toolkit cannot pass through ``json.dumps``, which it does to every config.
+
+    YAML 1.1 reads ``2024-01-01`` as a date, ``!!binary`` as bytes and ``!!set`` as a set;
+    the toolkit's start-up turns the config into JSON (for ``[name]``) and stops on them.
+    """
+    notes = []
+    stack: list[tuple[FieldPath, Any]] = [((), document.tree)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(((*path, str(key)), child) for key, child in value.items())
+        elif isinstance(value, list):
+            stack.extend(((*path, index), child) for index, child in enumerate(value))
+        elif not (value is None or isinstance(value, (str, int, float))):
+            where = document.position(path)
+            at = f"{where[0]}:{where[1]}: " if where else " "
+            notes.append(
+                f"{document.source}:{at}{format_path(path)} is read as a "
+                f"{type(value).__name__}, which AI Toolkit cannot turn into JSON at start-up; "
+                "put the value in quotes"
+            )
+    return tuple(sorted(notes))
 
 
 def format_for(path: Path) -> Format:
