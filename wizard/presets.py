@@ -19,7 +19,7 @@ import re
 from collections.abc import Collection, Iterator, Mapping
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar
 
 import yaml
 from pydantic import (
@@ -37,6 +37,41 @@ from pydantic import (
 from wizard.errors import PresetError
 from wizard.paths import FieldPath, format_path
 
+# Re-exported: the vocabulary belongs with the data it indexes.
+from wizard.vocabulary import (
+    ALL_STEP_IDS as ALL_STEP_IDS,
+)
+from wizard.vocabulary import (
+    ARCH_KINDS as ARCH_KINDS,
+)
+from wizard.vocabulary import (
+    MODEL_KINDS as MODEL_KINDS,
+)
+from wizard.vocabulary import (
+    MOMENTS as MOMENTS,
+)
+from wizard.vocabulary import (
+    STEP_IDS as STEP_IDS,
+)
+from wizard.vocabulary import (
+    VALIDATION_RUN as VALIDATION_RUN,
+)
+from wizard.vocabulary import (
+    AnyStepId as AnyStepId,
+)
+from wizard.vocabulary import (
+    ArchKind as ArchKind,
+)
+from wizard.vocabulary import (
+    LadderStepId as LadderStepId,
+)
+from wizard.vocabulary import (
+    ModelKind as ModelKind,
+)
+from wizard.vocabulary import (
+    Moment as Moment,
+)
+
 try:
     from yaml import CSafeLoader as _Loader
 except ImportError:  # PyYAML built without libyaml
@@ -45,15 +80,7 @@ except ImportError:  # PyYAML built without libyaml
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
-Moment = Literal["loading", "early_steps", "sampling", "intermittent", "environment"]
-ModelKind = Literal["image", "video"]
-ArchKind = Literal["image", "video", "audio"]
 ArchGroup = Literal["image", "instruction", "video", "audio", "experimental"]
-LadderStepId = Literal[
-    "gradient_checkpointing", "batch_size", "top_bucket", "sampling", "num_frames", "low_vram"
-]
-AnyStepId = Literal[LadderStepId, "validation_run"]
-"""A ladder step, or the optional short validation run (``train.steps`` → 100)."""
 OffloadSupport = Literal["works", "ignored", "raises"]
 UiCondition = Literal[
     "low_vram_box", "layer_offloading_box", "quantize_box", "quantize_te_box", "video"
@@ -69,13 +96,6 @@ RecipeField = Literal[
     "layer_offloading_transformer_percent",
     "layer_offloading_text_encoder_percent",
 ]
-
-MOMENTS: Final[tuple[Moment, ...]] = get_args(Moment)
-MODEL_KINDS: Final[tuple[ModelKind, ...]] = get_args(ModelKind)
-ARCH_KINDS: Final[tuple[ArchKind, ...]] = get_args(ArchKind)
-STEP_IDS: Final[tuple[LadderStepId, ...]] = get_args(LadderStepId)
-VALIDATION_RUN: Final = "validation_run"
-ALL_STEP_IDS: Final[tuple[AnyStepId, ...]] = get_args(AnyStepId)
 
 ARCHS_FILE: Final = "archs.yaml"
 LADDERS_FILE: Final = "ladders.yaml"

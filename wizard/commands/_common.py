@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.console import Console
-
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from wizard.changes import Prepared
     from wizard.save import SaveResult
 
@@ -39,6 +39,8 @@ def add_output_arguments(parser: argparse.ArgumentParser, *, dry_run: bool = Tru
 
 def stdout() -> Console:
     """The console for normal output (no colour when piped)."""
+    from rich.console import Console
+
     return Console(highlight=False, soft_wrap=True)
 
 

@@ -12,13 +12,12 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
 from wizard.errors import WizardError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
     from wizard.document import JobDocument
     from wizard.jobdb import DbJob, DbSaveResult, SaveMode
     from wizard.jobdir import JobLocation
@@ -90,6 +89,9 @@ def show_jobs(db: Path, console: Console) -> int:
 
 def job_table(jobs: tuple[DbJob, ...]) -> Table:
     """The job list as a table: name, status, step and the first line of ``info``."""
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(box=None, pad_edge=False, show_edge=False)
     for title in ("NAME", "STATUS", "STEP", "INFO"):
         table.add_column(title, justify="right" if title == "STEP" else "left")

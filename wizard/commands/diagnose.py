@@ -33,7 +33,7 @@ REPORT_TEXT = 160
 
 def add_parser(subparsers: Any) -> None:
     """Register ``diagnose``."""
-    from wizard.presets import MODEL_KINDS, MOMENTS
+    from wizard.vocabulary import MODEL_KINDS, MOMENTS
 
     parser = subparsers.add_parser(
         "diagnose",

@@ -17,13 +17,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
 from wizard.commands._common import stdout
 from wizard.commands._jobdb import add_db_arguments, load_db_job, show_jobs, wants_db
 from wizard.errors import WizardError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from wizard.changelog import ChangeLog
     from wizard.document import JobDocument
     from wizard.jobdb import DbJob
@@ -51,7 +51,7 @@ def add_parser(subparsers: Any) -> None:
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
     """CONFIG (or JOB_DIR), ``--moment``, ``--kind``, ``--log`` and ``--new-crash``."""
-    from wizard.presets import MODEL_KINDS, MOMENTS
+    from wizard.vocabulary import MODEL_KINDS, MOMENTS
 
     parser.add_argument(
         "config",
@@ -190,7 +190,7 @@ def _diagnose(source: _Source, log: Path, args: argparse.Namespace) -> Diagnosis
 
 def _moment(flag: str | None, diagnosis: DiagnosisLike | None) -> tuple[str, str]:
     from wizard.plan import DEFAULT_MOMENT
-    from wizard.presets import MOMENTS
+    from wizard.vocabulary import MOMENTS
 
     if flag is not None:
         return flag, f"moment {flag} (--moment)"
@@ -208,7 +208,7 @@ def _kind(
     document: JobDocument, flag: str | None, diagnosis: DiagnosisLike | None
 ) -> tuple[str, str]:
     from wizard.plan import default_model_kind
-    from wizard.presets import MODEL_KINDS
+    from wizard.vocabulary import MODEL_KINDS
 
     if flag is not None:
         return flag, f"model kind {flag} (--kind)"

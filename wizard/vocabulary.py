@@ -1,0 +1,26 @@
+"""The stable identifiers of DESIGN.md: moments, model kinds and step ids.
+
+They live in a module of their own, free of pydantic and YAML, so that building the
+command line (``--moment``, ``--kind`` choices) costs nothing at start-up.
+``wizard.presets`` re-exports them next to the data they index.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, get_args
+
+Moment = Literal["loading", "early_steps", "sampling", "intermittent", "environment"]
+ModelKind = Literal["image", "video"]
+ArchKind = Literal["image", "video", "audio"]
+LadderStepId = Literal[
+    "gradient_checkpointing", "batch_size", "top_bucket", "sampling", "num_frames", "low_vram"
+]
+AnyStepId = Literal[LadderStepId, "validation_run"]
+"""A ladder step, or the optional short validation run (``train.steps`` → 100)."""
+
+MOMENTS: Final[tuple[Moment, ...]] = get_args(Moment)
+MODEL_KINDS: Final[tuple[ModelKind, ...]] = get_args(ModelKind)
+ARCH_KINDS: Final[tuple[ArchKind, ...]] = get_args(ArchKind)
+STEP_IDS: Final[tuple[LadderStepId, ...]] = get_args(LadderStepId)
+VALIDATION_RUN: Final = "validation_run"
+ALL_STEP_IDS: Final[tuple[AnyStepId, ...]] = get_args(AnyStepId)
