@@ -301,14 +301,7 @@ def test_several_yaml_documents(capsys, frozen, tmp_path):
 
 # ------------------------------------------------------------------- set arguments
 
-NEEDS_FILE = (
-    "the line does not name the config: wizard/fields.py raises EditError without "
-    "file=document.source, and wizard/changes.prepare re-raises the view's error without "
-    "its file (see the helper's report); remove this marker once they do"
-)
 
-
-@pytest.mark.xfail(strict=True, reason=NEEDS_FILE)
 def test_set_an_unknown_path(capsys, frozen, tmp_path):
     path = source(frozen, "job.yaml")
 
@@ -317,7 +310,6 @@ def test_set_an_unknown_path(capsys, frozen, tmp_path):
     assert "batchsize" in refused(result, path)
 
 
-@pytest.mark.xfail(strict=True, reason=NEEDS_FILE)
 def test_set_a_value_of_the_wrong_type(capsys, frozen, tmp_path):
     path = source(frozen, "job.yaml")
 

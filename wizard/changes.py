@@ -106,7 +106,7 @@ def prepare(document: JobDocument, changes: Sequence[Change]) -> Prepared:
     try:
         after.view()
     except ConfigError as exc:
-        raise EditError(f"refused: {exc.message}") from None
+        raise EditError(f"refused: {exc.message}", file=document.source) from None
     prior_path = find_changelog(document.source)
     prior = read_changelog(prior_path) if prior_path is not None else None
     if prior is not None and Path(prior.output.path).name != document.source.name:

@@ -15,7 +15,7 @@ import yaml
 
 from wizard.changes import Change
 from wizard.document import MISSING, JobDocument
-from wizard.errors import EditError
+from wizard.errors import EditError, WizardError
 from wizard.paths import FieldPath, format_path, parse_path
 from wizard.view import DatasetView, ModelView, SampleItem, SampleView, TrainView
 from wizard.yamlload import ToolkitLoader
@@ -29,16 +29,22 @@ def parse_assignment(text: str, document: JobDocument) -> Change:
     """
     path_text, sep, value_text = text.partition("=")
     if not sep:
-        raise EditError(f"'{text}' is not PATH=VALUE (for example train.batch_size=1)")
+        raise _refused(document, f"'{text}' is not PATH=VALUE (for example train.batch_size=1)")
     path = check_path(path_text, document)
-    return Change(path=path, after=parse_value(value_text, path), reason="set by hand")
+    try:
+        value = parse_value(value_text, path)
+    except EditError as exc:
+        raise _refused(document, exc.message, path) from None
+    return Change(path=path, after=value, reason="set by hand")
 
 
 def parse_unset(text: str, document: JobDocument) -> Change:
     """``--unset PATH`` → a Change that removes the key."""
     path = check_path(text, document)
     if document.get(path) is MISSING:
-        raise EditError(f"{format_path(path)} is not in the config, so there is nothing to unset")
+        raise _refused(
+            document, f"{format_path(path)} is not in the config, so there is nothing to unset"
+        )
     return Change(path=path, after=MISSING, reason="removed by hand")
 
 
@@ -68,25 +74,34 @@ def check_path(text: str, document: JobDocument) -> FieldPath:
     """
     try:
         path = parse_path(text)
-    except Exception as exc:  # parse_path raises WizardError; re-raise as an edit problem
-        raise EditError(str(exc)) from None
+    except WizardError as exc:
+        raise _refused(document, exc.message) from None
     if document.get(path) is not MISSING:
         return path
     processes = document.get(("config", "process"), [])
     if len(path) < 4 or path[:2] != ("config", "process") or not isinstance(path[2], int):
-        raise EditError(
+        raise _refused(
+            document,
             f"{format_path(path)} is not in the config and is not a field oom-wizard knows; "
-            "check the spelling (fields live under config.process[N])"
+            "check the spelling (fields live under config.process[N])",
         )
     if not isinstance(processes, list) or path[2] >= len(processes):
-        raise EditError(f"{format_path(path[:3])} does not exist")
+        raise _refused(document, f"{format_path(path[:3])} does not exist")
     generic = generic_key(path[3:])
     if generic not in known_field_keys():
-        raise EditError(
+        raise _refused(
+            document,
             f"{format_path(path)} is not in the config and '{generic}' is not a field "
-            "oom-wizard knows; check the spelling"
+            "oom-wizard knows; check the spelling",
         )
     return path
+
+
+def _refused(document: JobDocument, message: str, path: FieldPath | None = None) -> EditError:
+    """An EditError about ``document``, at the field's position when the field is there."""
+    where = document.position(path) if path is not None else None
+    line, column = where if where is not None else (None, None)
+    return EditError(message, file=document.source, line=line, column=column)
 
 
 @cache

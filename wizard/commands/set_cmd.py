@@ -49,9 +49,9 @@ def run(args: argparse.Namespace) -> int:
     console = stdout()
     for warning in document.warnings:
         console.print(f"warning: {warning}", markup=False)
-    print_changes(console, prepared)
     if args.dry_run or not prepared.changed:
-        if args.dry_run and prepared.changed:
+        print_changes(console, prepared)
+        if prepared.changed:
             console.print(prepared.diff(), markup=False)
         return 0
     result = commit(
@@ -61,5 +61,6 @@ def run(args: argparse.Namespace) -> int:
         changelog_path=args.changelog,
         force=args.force,
     )
+    print_changes(console, prepared)
     print_saved(console, result)
     return 0
