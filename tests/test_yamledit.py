@@ -310,6 +310,8 @@ def test_a_flow_list_stays_flow_with_its_own_spacing() -> None:
         ("[512,768]", [512, 640, 768], "[512,640,768]"),
         ("[512, 768]", [1024], "[1024]"),
         ("[ 512 ]", [512, 768], "[ 512, 768 ]"),
+        ("[ 512, 768, 1024]", [512, 768], "[ 512, 768]"),
+        ("[512, 768 ]", [512], "[512 ]"),
     ],
 )
 def test_flow_list_spacing_variants(written: str, value: list[int], expected: str) -> None:

@@ -512,12 +512,12 @@ def render_inline(value: Any, like: ScalarNode | None, *, flow: bool = False) ->
 def render_flow_list(items: list[Any], original: str) -> str:
     """A flow list in the spacing of ``original`` (``[512, 768]``, ``[ 512,768 ]``...)."""
     inner = original[1:-1]
-    padded = inner.startswith(" ") and inner.endswith(" ") and inner.strip() != ""
+    content = inner.strip(" ")
+    lead = inner[: len(inner) - len(inner.lstrip(" "))] if content else ""
+    trail = inner[len(inner.rstrip(" ")) :] if content else ""
     separator = ", " if (", " in inner or "," not in inner) else ","
     body = separator.join(render_inline(item, None, flow=True) for item in items)
-    if padded and body:
-        return f"[ {body} ]"
-    return f"[{body}]"
+    return f"[{lead}{body}{trail}]" if body else "[]"
 
 
 def render_block(key: str, value: Any, indent: int, step: int, newline: str) -> str:
