@@ -25,7 +25,6 @@ import contextlib
 import os
 import re
 import sqlite3
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -47,6 +46,7 @@ from wizard.changes import Change, Prepared, prepare
 from wizard.document import MAX_CONFIG_BYTES, JobDocument, parse_document
 from wizard.errors import ConfigError, JobDatabaseError
 from wizard.jobdir import JobLocation, choose_log
+from wizard.save import atomic_write
 
 #: How long we wait for the UI or a trainer to release the database, in seconds.
 BUSY_TIMEOUT_S: Final = 3.0
@@ -629,10 +629,10 @@ def _commit_with_log(
             old = path.read_bytes()
         if old is not None and set_aside:
             aside = _aside_path(path)
-            _atomic_write(aside, old)
+            atomic_write(aside, old, replace=True)
             written.append(aside)
         written.append(path)
-        _atomic_write(path, log.to_json().encode("utf-8"))
+        atomic_write(path, log.to_json().encode("utf-8"), replace=True)
         conn.execute("COMMIT")
     except BaseException as exc:
         _put_back(written, path, old)
@@ -649,7 +649,7 @@ def _put_back(written: Sequence[Path], path: Path, old: bytes | None) -> None:
     with contextlib.suppress(OSError):
         for done in written:
             if done == path and old is not None:
-                _atomic_write(path, old)
+                atomic_write(path, old, replace=True)
             else:
                 done.unlink(missing_ok=True)
 
@@ -661,19 +661,6 @@ def _aside_path(path: Path) -> Path:
     while (candidate := path.with_name(f"{stem}.old-{number}.json")).exists():
         number += 1
     return candidate
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temp_name, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp_name)
 
 
 def _check_writable_folder(job: DbJob) -> None:

@@ -15,7 +15,6 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -124,9 +123,9 @@ def save(
     mode = _mode_of(source)
     written: list[Path] = []
     try:
-        _atomic_write(output, data, mode=mode, force=force)
+        atomic_write(output, data, mode=mode, replace=force)
         written.append(output)
-        _atomic_write(log_path, log.to_json().encode("utf-8"), mode=mode, force=force)
+        atomic_write(log_path, log.to_json().encode("utf-8"), mode=mode, replace=force)
         written.append(log_path)
     except OSError as exc:
         for path in written:
@@ -136,16 +135,18 @@ def save(
     return SaveResult(config=output, changelog=log_path)
 
 
-def write_new_file(path: Path, data: bytes, *, protect: Sequence[Path] = ()) -> None:
-    """Atomically write ``data`` to a path that must not exist yet (nor be a protected file)."""
-    for protected in protect:
-        check_output(path, source=protected)
-    if not protect:
-        check_output(path, source=None)
-    _atomic_write(path, data, mode=0o644, force=False)
+def atomic_write(path: Path, data: bytes, *, mode: int = 0o644, replace: bool = False) -> None:
+    """Write ``data`` to ``path`` through a temp file in the same folder, fsync and rename.
 
+    A kill at any moment leaves either the old state or the complete new file.
 
-def _atomic_write(path: Path, data: bytes, *, mode: int, force: bool) -> None:
+    Args:
+        path: The destination.
+        data: The bytes to write.
+        mode: Permission bits of the new file.
+        replace: Replace an existing file; otherwise a file that appears meanwhile is
+            never overwritten (``SaveRefused``).
+    """
     handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     temp = Path(temp_name)
     try:
@@ -154,7 +155,7 @@ def _atomic_write(path: Path, data: bytes, *, mode: int, force: bool) -> None:
             stream.flush()
             os.fsync(stream.fileno())
         os.chmod(temp, mode)
-        if force:
+        if replace:
             os.replace(temp, path)
         else:
             # link() fails if the target appeared meanwhile: never overwrite by accident.
