@@ -25,7 +25,8 @@ def add_parser(subparsers: Any) -> None:
         description=(
             "Propose exactly one re-add from the change log, in this order: the step count of "
             "a validation run, the biggest resolution, richer samples, the larger batch, "
-            "longer clips. Each restored field gets its value from before the roll-back. "
+            "longer clips; then, last, the low-memory path and checkpointing (they buy speed, "
+            "not quality). Each restored field gets its value from before the roll-back. "
             "Writes the next config only with -o OUT or --yes."
         ),
     )
