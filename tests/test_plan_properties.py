@@ -176,7 +176,7 @@ def test_repeated_rollbacks_keep_the_invariants(tree: dict[str, Any], moment: st
     doc = document(tree)
     kind = kind_of(doc)
     process = doc.view().processes[0]
-    facts = arch_facts(doc, process, load_presets())
+    facts = arch_facts(process, load_presets())
     grid = frame_grid(facts)
     for rollback in range(3):
         plan = build_plan(doc, moment, kind, new_crash=rollback > 0)

@@ -363,7 +363,7 @@ def test_null_is_accepted_where_the_toolkit_accepts_it() -> None:
     assert process.sample is not None
     assert process.sample.sample_every is None
     assert process.sample.periodic_sampling is False
-    assert process.model.resolved_arch == "sd1"
+    assert process.model.arch_keys() == {}
     assert process.network_rank == 8
 
 
@@ -532,7 +532,7 @@ def test_name_placeholder_where_a_number_is_expected_is_an_error() -> None:
 def test_arch_placeholder_leaves_the_arch_unknown() -> None:
     model = primary(trainer(model={"arch": "${ARCH}", "is_flux": True})).model
     assert model.arch == "${ARCH}"
-    assert model.resolved_arch is None
+    assert model.arch_keys() == {"arch": "${ARCH}", "is_flux": True}
 
 
 # --- gradient accumulation ----------------------------------------------------------------
@@ -634,22 +634,24 @@ def test_dataset_is_video_by_frames_or_auto_frame_count(
 
 
 @pytest.mark.parametrize(
-    ("model", "arch", "flags"),
+    ("model", "flags"),
     [
-        ({"is_xl": True}, "sdxl", {"is_xl"}),
-        ({"is_flux": True, "is_v_pred": True}, "flux", {"is_flux", "is_v_pred"}),
-        ({"is_v2": True, "is_xl": True}, "sd2", {"is_v2", "is_xl"}),
-        ({"is_xl": False, "is_v_pred": True}, "sd1", {"is_v_pred"}),
-        ({"arch": "wan21:14b"}, "wan21", set()),
-        ({"arch": "flex1"}, "flux", set()),
-        ({"arch": "qwen_image", "is_flux": True}, "qwen_image", {"is_flux"}),
-        ({}, "sd1", set()),
+        ({"is_xl": True}, {"is_xl"}),
+        ({"is_flux": True, "is_v_pred": True}, {"is_flux", "is_v_pred"}),
+        ({"is_v2": True, "is_xl": True}, {"is_v2", "is_xl"}),
+        ({"is_xl": False, "is_v_pred": True}, {"is_v_pred"}),
+        ({"arch": "wan21:14b"}, set()),
+        ({"arch": "qwen_image", "is_flux": True}, {"is_flux"}),
+        ({}, set()),
     ],
 )
-def test_arch_and_legacy_flags(model: dict[str, Any], arch: str, flags: set[str]) -> None:
+def test_legacy_flags_and_the_keys_that_choose_the_arch(
+    model: dict[str, Any], flags: set[str]
+) -> None:
     view = primary(trainer(model=model)).model
-    assert view.resolved_arch == arch
     assert view.legacy_flags == flags
+    expected = dict.fromkeys(flags, True) | ({"arch": model["arch"]} if "arch" in model else {})
+    assert view.arch_keys() == expected
 
 
 # --- samples ------------------------------------------------------------------------------
@@ -780,7 +782,7 @@ def test_shipped_examples_read_as_expected() -> None:
     views = _example_views()
     flux = views["train_lora_flux_24gb.yaml"].processes[0]
     assert flux.train.lr == pytest.approx(1e-4)
-    assert flux.model.resolved_arch == "flux"
+    assert flux.model.arch_keys() == {"is_flux": True}
     assert flux.datasets[0].resolution == (512, 768, 1024)
     assert flux.network_rank == 16
     assert flux.sample is not None and flux.sample.width == 1024

@@ -414,10 +414,8 @@ def _model_kind(process: ProcessView | None) -> _Kind:
         return _Kind(None, None, None, "no config: the model kind is unknown")
     model = process.model
     presets = load_presets()
-    arch = model.arch or (model.resolved_arch if _legacy_flags(process) else None)
-    facts = presets.arch(model.arch) if model.arch else None
-    if facts is None and _legacy_flags(process):
-        facts = presets.arch(model.resolved_arch)
+    facts = presets.arch_from_model(model.arch_keys())
+    arch = model.arch or (facts.id if facts is not None else None)
     if facts is not None:
         return _kind_of_arch(facts, arch)
     notes = (f"The arch '{model.arch}' is not one this wizard knows.",) if model.arch else ()
@@ -428,10 +426,6 @@ def _model_kind(process: ProcessView | None) -> _Kind:
         kind: ModelKind = "video" if VIDEO_PATH_HINT.search(path) else "image"
         return _Kind(kind, arch, None, f"the model path {path}", notes)
     return _Kind(None, arch, None, "nothing in the config says", notes)
-
-
-def _legacy_flags(process: ProcessView) -> frozenset[str]:
-    return process.model.legacy_flags - {"is_v_pred"}
 
 
 def _kind_of_arch(facts: ArchFacts, arch: str | None) -> _Kind:

@@ -128,18 +128,16 @@ def _percent(after: float, before: float) -> float | None:
     return round(100.0 * after / before, 1)
 
 
-def arch_facts(document: JobDocument, process: ProcessView, presets: Presets) -> ArchFacts | None:
+def arch_facts(process: ProcessView, presets: Presets) -> ArchFacts | None:
     """The presets' facts for the arch a process trains: its ``arch``, else its legacy
-    ``is_*`` flags, else what the toolkit resolves an empty model section to (SD 1.x)."""
-    model = document.get(process.path("model"), {})
-    facts = presets.arch_from_model(model if isinstance(model, Mapping) else {})
-    return facts or presets.arch(process.model.resolved_arch)
+    ``is_*`` flags (None when neither names one we know: the estimate then uses defaults)."""
+    return presets.arch_from_model(process.model.arch_keys())
 
 
 def _facts_by_process(
     document: JobDocument, view: JobView, presets: Presets
 ) -> Mapping[int, ArchFacts | None]:
-    return {process.index: arch_facts(document, process, presets) for process in view.processes}
+    return {process.index: arch_facts(process, presets) for process in view.processes}
 
 
 def _train_load(view: JobView, facts: Mapping[int, ArchFacts | None], video: bool) -> float:

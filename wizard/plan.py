@@ -461,7 +461,7 @@ def _processes(document: JobDocument, presets: Presets, kind: ModelKind) -> list
         _Process(
             view=process,
             raw=document.get(process.path()),
-            facts=arch_facts(document, process, presets),
+            facts=arch_facts(process, presets),
             kind=kind,
             presets=presets,
             prefix=f"process {process.index}: " if several else "",
@@ -480,7 +480,7 @@ def default_model_kind(document: JobDocument, presets: Presets | None = None) ->
     primary = document.view().primary
     if primary is None:
         return "image", "no training process"
-    facts = arch_facts(document, primary, presets)
+    facts = arch_facts(primary, presets)
     if facts is not None:
         return facts.ladder_kind, f"model.arch is {facts.label}"
     if any(dataset.is_video for dataset in primary.datasets):

@@ -52,20 +52,6 @@ TRAINING_PROCESS_TYPES: Final[tuple[str, ...]] = (
 )
 """Process types that run AI Toolkit's diffusion training loop (and so can run out of memory)."""
 
-LEGACY_ARCH_FLAGS: Final[tuple[tuple[str, str], ...]] = (
-    ("is_v2", "sd2"),
-    ("is_v3", "sd3"),
-    ("is_xl", "sdxl"),
-    ("is_pixart", "pixart"),
-    ("is_pixart_sigma", "pixart_sigma"),
-    ("is_auraflow", "auraflow"),
-    ("is_flux", "flux"),
-    ("is_lumina2", "lumina2"),
-    ("is_vega", "vega"),
-    ("is_ssd", "ssd"),
-)
-"""``model.is_*`` flags and the arch each selects, in the order the toolkit tries them."""
-
 SIZE_FLAGS: Final[Mapping[str, str]] = {
     "w": "width",
     "h": "height",
@@ -335,8 +321,21 @@ class ModelView(_Section):
     @property
     def legacy_flags(self) -> frozenset[str]:
         """The ``is_*`` keys set to true (``is_v_pred`` included: it is not an arch flag)."""
-        names = [flag for flag, _ in LEGACY_ARCH_FLAGS] + ["is_v_pred"]
-        return frozenset(name for name in names if getattr(self, name) is True)
+        return frozenset(
+            name
+            for name in type(self).model_fields
+            if name.startswith("is_") and getattr(self, name)
+        )
+
+    def arch_keys(self) -> dict[str, Any]:
+        """The keys that choose the model class, as the file sets them: ``arch`` and ``is_*``.
+
+        ``wizard.presets.Presets.arch_from_model`` resolves them as the toolkit does.
+        """
+        keys: dict[str, Any] = dict.fromkeys(self.legacy_flags, True)
+        if self.arch is not None:
+            keys["arch"] = self.arch
+        return keys
 
     @property
     def qtype_base(self) -> str | None:
@@ -349,20 +348,6 @@ class ModelView(_Section):
         if self.qtype is None or "|" not in self.qtype:
             return None
         return self.qtype.split("|", 1)[1]
-
-    @property
-    def resolved_arch(self) -> str | None:
-        """The arch the toolkit selects: ``arch`` without its ``:tag`` (``flex1`` is ``flux``),
-        else the first true legacy flag, else ``sd1``; None while ``arch`` is a placeholder."""
-        if not self.is_known("arch"):
-            return None
-        if self.arch is not None:
-            base = self.arch.split(":", 1)[0]
-            return "flux" if base == "flex1" else base
-        for flag, arch in LEGACY_ARCH_FLAGS:
-            if getattr(self, flag) is True:
-                return arch
-        return "sd1"
 
 
 class SampleItem(_Section):
