@@ -112,6 +112,7 @@ def test_environment_changes_nothing_and_lists_checks(kind: str) -> None:
     plan = plan_of(HEAVY, "environment", kind)
     assert plan.steps == ()
     assert plan.environment_checks == ENVIRONMENT_CHECKS
+    assert plan.to_json()["environment_checks"] == list(ENVIRONMENT_CHECKS)
     assert changes_for(plan) == []
 
 
@@ -570,7 +571,8 @@ def test_several_processes_are_all_planned_and_labelled() -> None:
 
 def test_json_has_exactly_the_design_shape() -> None:
     data = plan_of(HEAVY).to_json()
-    assert set(data) == {"moment", "model_kind", "steps"}
+    assert set(data) == {"moment", "model_kind", "steps", "environment_checks"}
+    assert data["environment_checks"] == []
     for step in data["steps"]:
         assert set(step) == {"id", "title", "why", "satisfied", "default_on", "ui_hint", "fields"}
         for proposal in step["fields"]:

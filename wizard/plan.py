@@ -252,11 +252,12 @@ class Plan:
         return next((step for step in self.steps if step.id == step_id), None)
 
     def to_json(self) -> dict[str, Any]:
-        """The plan in DESIGN.md's ``plan --json`` shape."""
+        """The plan in DESIGN.md's ``plan --json`` shape, plus the environment checks."""
         return {
             "moment": self.moment,
             "model_kind": self.model_kind,
             "steps": [step.to_json() for step in self.steps],
+            "environment_checks": list(self.environment_checks),
         }
 
 
