@@ -18,8 +18,7 @@ from textual.worker import Worker, WorkerState
 
 if TYPE_CHECKING:
     from wizard.changes import Prepared
-    from wizard.save import SaveResult
-    from wizard.session import WizardState
+    from wizard.session import Saved, WizardState
 
 
 class OomWizardApp(App[int]):
@@ -34,17 +33,26 @@ class OomWizardApp(App[int]):
         Binding("ctrl+q", "quit", "Quit", priority=True),
     ]
 
-    def __init__(self, target: Path | None, *, log: Path | None = None) -> None:
+    def __init__(
+        self,
+        target: Path | None,
+        *,
+        log: Path | None = None,
+        db: Path | None = None,
+        job: str | None = None,
+    ) -> None:
         super().__init__()
         self.target = target
         self.log_path = log
+        self.db = db
+        self.job_name = job
         self.state: WizardState | None = None
 
     def on_mount(self) -> None:
-        """Open on the load screen (which loads ``target`` at once when there is one)."""
+        """Open on the load screen (which loads the job at once when it is named)."""
         from screens.load import LoadScreen
 
-        self.push_screen(LoadScreen(self.target, log=self.log_path))
+        self.push_screen(LoadScreen(self.target, log=self.log_path, db=self.db, job=self.job_name))
 
     # --- state --------------------------------------------------------------------------
 
@@ -102,7 +110,7 @@ class OomWizardApp(App[int]):
 
         self.push_screen(ReviewScreen(upto))
 
-    def show_result(self, result: SaveResult, prepared: Prepared, *, scale_up: bool) -> None:
+    def show_result(self, result: Saved, prepared: Prepared, *, scale_up: bool) -> None:
         """Where the file is and what to do next."""
         from screens.result import ResultScreen
 
@@ -159,14 +167,25 @@ class OomWizardApp(App[int]):
             )
 
 
-def create_app(target: Path | str | None = None, *, log: Path | str | None = None) -> OomWizardApp:
+def create_app(
+    target: Path | str | None = None,
+    *,
+    log: Path | str | None = None,
+    db: Path | str | None = None,
+    job: str | None = None,
+) -> OomWizardApp:
     """The app, for the command line, the tests and the snapshots.
 
     Args:
-        target: A config file or AI Toolkit job folder; None asks for one in the app.
+        target: A config file or AI Toolkit job folder; None asks for one in the app
+            (unless ``db`` is given).
         log: The training log, when it is not in the job folder.
+        db: AI Toolkit's jobs database (``aitk_db.db`` or its folder): the job comes from it.
+        job: The database job to open; None lists the database's jobs to pick one.
     """
     return OomWizardApp(
         Path(target) if target is not None else None,
         log=Path(log) if log is not None else None,
+        db=Path(db) if db is not None else None,
+        job=job,
     )

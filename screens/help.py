@@ -29,6 +29,8 @@ then rolls the config back **one step at a time**, so that each retry tells you 
 
 The source config is never written: the new one is saved beside it, with a change log
 that lets the wizard give the settings back one by one once a retry trains through.
+A job of the web UI (`--db`) is changed in its database only when you pick "Update job"
+(`oom-wizard restore` undoes it) or "Save as a new job".
 """
 
 

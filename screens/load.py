@@ -1,4 +1,8 @@
-"""Stage 1, Load: pick the config (or job folder), read it and its log, show what it is."""
+"""Stage 1, Load: pick the job, read it and its log, show what it is.
+
+The job is a config file or job folder (typed, or picked in a folder tree), or a job of AI
+Toolkit's jobs database (``--db``), picked from the list of its jobs.
+"""
 
 from __future__ import annotations
 
@@ -11,16 +15,21 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.suggester import Suggester
-from textual.widgets import DirectoryTree, Footer, Header, Input, Static
+from textual.widgets import DirectoryTree, Footer, Header, Input, OptionList, Static
+from textual.widgets.option_list import Option
 
 from screens.base import StageScreen
-from screens.messages import JobLoaded, LoadFailed
+from screens.messages import JobLoaded, JobsListed, LoadFailed
 from wizard.errors import WizardError
 
 if TYPE_CHECKING:
+    from wizard.jobdb import DbJob
     from wizard.session import WizardState
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".jsonc")
+
+#: Column widths of the database's job list (the info column takes the rest of the line).
+NAME_WIDTH, STATUS_WIDTH, STEP_WIDTH = 28, 9, 6
 
 
 class PathSuggester(Suggester):
@@ -67,13 +76,28 @@ class LoadScreen(StageScreen):
 
     BINDINGS = [  # noqa: RUF012
         Binding("enter", "next", "Next", priority=True),
+        Binding("escape", "other_job", "Other job"),
     ]
 
-    def __init__(self, target: Path | None, *, log: Path | None = None) -> None:
+    def __init__(
+        self,
+        target: Path | None,
+        *,
+        log: Path | None = None,
+        db: Path | None = None,
+        job: str | None = None,
+    ) -> None:
         super().__init__()
         self.target = target
         self.log_path = log
+        self.db = db
+        self.job_name = job
         self.loaded: WizardState | None = None
+
+    @property
+    def listing(self) -> bool:
+        """Whether the user picks the job from the database's list."""
+        return self.db is not None and self.job_name is None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -81,31 +105,56 @@ class LoadScreen(StageScreen):
             yield Static("Load the job that ran out of memory", classes="title")
             yield Static("", id="status")
             yield Static("", id="error", classes="error")
+            if self.listing:
+                with Vertical(id="job-list"):
+                    yield Static(_job_header(), id="job-header")
+                    yield OptionList(id="jobs", compact=True)
             with Vertical(id="picker"):
                 yield Input(
                     placeholder="a config (.yaml, .json) or an AI Toolkit job folder",
                     suggester=PathSuggester(),
                     id="path",
                 )
-                if self.target is None:
+                if self.target is None and self.db is None:
                     yield ConfigTree(Path.cwd(), id="tree")
             yield Static("", id="summary")
         yield Footer()
 
     def on_mount(self) -> None:
-        """Load the target given on the command line, or ask for one."""
+        """Load the job named on the command line, list the database's jobs, or ask."""
         picker = self.query_one("#picker")
-        picker.display = self.target is None
-        if self.target is not None:
+        picker.display = self.target is None and self.db is None
+        if self.db is not None and self.job_name is not None:
+            self.call_after_refresh(self.load_db_job, self.job_name)
+        elif self.db is not None:
+            self.query_one("#job-list").display = False
+            self.query_one("#status", Static).update(f"Reading the jobs in {self.db} …")
+            self._list(self.db)
+        elif self.target is not None:
             self.call_after_refresh(self.load, self.target)
         else:
             self.query_one("#path", Input).focus()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """ "Other job" only when a database job was picked from the list."""
+        if action == "other_job":
+            return self.listing and self.loaded is not None
+        return True
+
     def load(self, target: Path) -> None:
         """Read ``target`` in a worker; the result arrives as a message."""
-        self.query_one("#error", Static).update("")
-        self.query_one("#status", Static).update(f"Reading {target} …")
+        self._reading(str(target))
         self._read(target, self.log_path)
+
+    def load_db_job(self, name: str) -> None:
+        """Read the database job ``name`` in a worker; the result arrives as a message."""
+        assert self.db is not None
+        self._reading(f"job '{name}'")
+        self._read_db(self.db, name, self.log_path)
+
+    def _reading(self, what: str) -> None:
+        self.query_one("#error", Static).update("")
+        self.query_one("#status", Static).update(f"Reading {what} …")
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def _read(self, target: Path, log: Path | None) -> None:
@@ -118,21 +167,62 @@ class LoadScreen(StageScreen):
         else:
             self.post_message(JobLoaded(state))
 
+    @work(thread=True, exclusive=True, exit_on_error=False)
+    def _read_db(self, db: Path, name: str, log: Path | None) -> None:
+        from wizard.session import open_db_job
+
+        try:
+            state = open_db_job(db, name, log)
+        except WizardError as exc:
+            self.post_message(LoadFailed(exc.one_line()))
+        else:
+            self.post_message(JobLoaded(state))
+
+    @work(thread=True, exclusive=True, exit_on_error=False)
+    def _list(self, db: Path) -> None:
+        from wizard.jobdb import find_db, list_jobs
+
+        path = find_db(db)
+        try:
+            jobs = list_jobs(path)
+        except WizardError as exc:
+            self.post_message(LoadFailed(exc.one_line()))
+        else:
+            self.post_message(JobsListed(path, jobs))
+
+    @on(JobsListed)
+    def _listed(self, event: JobsListed) -> None:
+        status = self.query_one("#status", Static)
+        if not event.jobs:
+            status.update(f"No jobs in {event.db_path}.")
+            return
+        status.update(f"Jobs in {event.db_path}, newest first. Enter opens the highlighted one.")
+        jobs = self.query_one("#jobs", OptionList)
+        jobs.add_options(Option(_job_row(job), id=job.name) for job in event.jobs)
+        self.query_one("#job-list").display = True
+        jobs.highlighted = 0
+        jobs.focus()
+
     @on(JobLoaded)
     def _loaded(self, event: JobLoaded) -> None:
         self.loaded = event.state
         self.wizard.update_state(event.state)
         self.query_one("#picker").display = False
+        if self.listing:
+            self.query_one("#job-list").display = False
         self.query_one("#status", Static).update(
             Content.styled("Read. Enter: when did it crash?", "$text-success")
         )
         self.query_one("#summary", Static).update(summary(event.state))
+        self.refresh_bindings()
 
     @on(LoadFailed)
     def _failed(self, event: LoadFailed) -> None:
         self.query_one("#status", Static).update("")
         self.query_one("#error", Static).update(f"oom-wizard: error: {event.error}")
         self.notify(event.error, title="Cannot load", severity="error")
+        if self.db is not None:
+            return
         picker = self.query_one("#picker")
         picker.display = True
         if not picker.query(ConfigTree):
@@ -144,10 +234,32 @@ class LoadScreen(StageScreen):
         self.load(event.path)
 
     def action_next(self) -> None:
-        """Go on when loaded; otherwise load what is typed (or the folder selected)."""
+        """Go on when loaded; otherwise load the job highlighted, typed or selected."""
         if self.loaded is not None:
             self.wizard.show_start()
+        elif self.listing:
+            self._open_highlighted_job()
+        else:
+            self._open_typed_or_selected()
+
+    def action_other_job(self) -> None:
+        """Back to the database's job list, to pick another job."""
+        self.loaded = None
+        self.query_one("#summary", Static).update("")
+        self.query_one("#status", Static).update("Enter opens the highlighted job.")
+        self.query_one("#job-list").display = True
+        self.query_one("#jobs", OptionList).focus()
+        self.refresh_bindings()
+
+    def _open_highlighted_job(self) -> None:
+        jobs = self.query_one("#jobs", OptionList)
+        if jobs.highlighted is None:
             return
+        name = jobs.get_option_at_index(jobs.highlighted).id
+        if name is not None:
+            self.load_db_job(name)
+
+    def _open_typed_or_selected(self) -> None:
         typed = self.query_one("#path", Input).value.strip()
         if typed:
             self.load(Path(typed).expanduser())
@@ -162,13 +274,32 @@ class LoadScreen(StageScreen):
                 tree.action_select_cursor()
 
 
+def _job_header() -> Content:
+    """The column titles of the job list."""
+    text = f"{'NAME':<{NAME_WIDTH}} {'STATUS':<{STATUS_WIDTH}} {'STEP':>{STEP_WIDTH}}  INFO"
+    return Content.styled(text, "bold $text-muted")
+
+
+def _job_row(job: DbJob) -> Content:
+    """One job as a row of the list: name, status, step and the first line of its info."""
+    name = job.name if len(job.name) <= NAME_WIDTH else job.name[: NAME_WIDTH - 1] + "…"
+    info = job.info.strip().splitlines()[0] if job.info.strip() else ""
+    status_style = "$text-error" if job.status == "error" else ""
+    return Content.assemble(
+        (f"{name:<{NAME_WIDTH}} ", "bold"),
+        (f"{job.status:<{STATUS_WIDTH}} ", status_style),
+        f"{job.step:>{STEP_WIDTH}}  ",
+        (info, "$text-muted"),
+    )
+
+
 def summary(state: WizardState) -> Content:
     """The job in a few lines: name, arch, kind, processes, datasets, the GPU figures."""
     from wizard.presets import load_presets
 
     view = state.document.view()
     lines: list[Content] = [
-        _row("Config", str(state.source)),
+        *_origin_rows(state),
         _row("Log", str(state.log_path) if state.log_path else "none (answer from memory)"),
         *([_row("", state.log_note)] if state.log_note else []),
         _row("Job", view.name or "(no name)"),
@@ -200,6 +331,20 @@ def summary(state: WizardState) -> Content:
     return Content("\n").join(lines)
 
 
+def _origin_rows(state: WizardState) -> list[Content]:
+    """Where the config comes from: its file, or its row of the jobs database."""
+    job = state.db_job
+    if job is None:
+        return [_row("Config", str(state.source))]
+    rows = [
+        _row("Database", str(job.db_path)),
+        _row("UI job", f"{job.name} · {job.status} · step {job.step}"),
+    ]
+    if job.error:
+        rows.append(_row("", Content.styled(job.error, "$text-error")))
+    return rows
+
+
 def _gpu_rows(state: WizardState) -> list[Content]:
     if state.diagnosis is None:
         return []
@@ -223,5 +368,5 @@ def _gpu_rows(state: WizardState) -> list[Content]:
     return rows
 
 
-def _row(label: str, value: str) -> Content:
+def _row(label: str, value: str | Content) -> Content:
     return Content.assemble((f"{label:<12}", "bold"), value)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from wizard.save import SaveResult
-    from wizard.session import WizardState
+    from wizard.jobdb import DbJob
+    from wizard.session import Saved, WizardState
 
 
 @dataclass
@@ -17,6 +18,14 @@ class JobLoaded(Message):
     """The config, its log and change log were read and diagnosed."""
 
     state: WizardState
+
+
+@dataclass
+class JobsListed(Message):
+    """The jobs of AI Toolkit's jobs database were read (newest first)."""
+
+    db_path: Path
+    jobs: tuple[DbJob, ...]
 
 
 @dataclass
@@ -28,9 +37,9 @@ class LoadFailed(Message):
 
 @dataclass
 class ConfigSaved(Message):
-    """The new config and its change log were written."""
+    """The new config and its change log were written (to files or the jobs database)."""
 
-    result: SaveResult
+    result: Saved
 
 
 @dataclass

@@ -1,6 +1,8 @@
-"""Stage 5, Result: where the new config is, how to run it, and how to scale up later."""
+"""Stage 5, Result: where the fix is, how to run it, and how to scale up later."""
 
 from __future__ import annotations
+
+import shlex
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -10,19 +12,21 @@ from textual.widgets import Footer, Header, Static
 
 from screens.base import StageScreen
 from screens.widgets import show_value
+from wizard.changelog import ChangeEntry
 from wizard.changes import Prepared
+from wizard.jobdb import DbSaveResult
 from wizard.presets import load_presets
-from wizard.save import SaveResult
+from wizard.session import Saved
 
 
 class ResultScreen(StageScreen):
-    """The saved files, the command (or the UI clicks) to retry, the scale-up order."""
+    """The saved files or job, the command (or the UI clicks) to retry, the scale-up order."""
 
     BINDINGS = [  # noqa: RUF012
         Binding("enter", "app.quit", "Done", priority=True),
     ]
 
-    def __init__(self, result: SaveResult, prepared: Prepared, *, scale_up: bool) -> None:
+    def __init__(self, result: Saved, prepared: Prepared, *, scale_up: bool) -> None:
         super().__init__()
         self.result = result
         self.ready = prepared
@@ -33,7 +37,7 @@ class ResultScreen(StageScreen):
         with VerticalScroll(id="body"):
             title = "Saved: the next retry gets one setting back" if self.scale_up else "Saved"
             yield Static(title, classes="title")
-            yield Static(self._files(), id="files")
+            yield Static(self._saved(), id="files")
             yield Static("How to retry", classes="section")
             yield Static(self._how_to_run(), id="run")
             yield Static("What changed", classes="section")
@@ -42,16 +46,46 @@ class ResultScreen(StageScreen):
             yield Static(self._scale_up_order(), id="later")
         yield Footer()
 
-    def _files(self) -> Content:
+    @property
+    def entries(self) -> tuple[ChangeEntry, ...]:
+        """The changes written (a new job's also renames it)."""
+        if isinstance(self.result, DbSaveResult):
+            return self.result.entries
+        return self.ready.entries
+
+    def _saved(self) -> Content:
+        result = self.result
+        if not isinstance(result, DbSaveResult):
+            return Content.assemble(
+                ("Config      ", "bold"),
+                str(result.config),
+                "\n",
+                ("Change log  ", "bold"),
+                str(result.changelog),
+            )
+        how = (
+            "updated in place"
+            if result.in_place
+            else f"a new job, a copy of '{result.origin_name}'"
+        )
         return Content.assemble(
-            ("Config      ", "bold"),
-            str(self.result.config),
+            ("UI job      ", "bold"),
+            f"{result.job_name} ({how})",
+            "\n",
+            ("Database    ", "bold"),
+            str(result.db_path),
             "\n",
             ("Change log  ", "bold"),
-            str(self.result.changelog),
+            str(result.changelog),
         )
 
     def _how_to_run(self) -> Content:
+        result = self.result
+        if isinstance(result, DbSaveResult):
+            lines = [Content.styled(result.next_step(), "bold $text-accent")]
+            if result.in_place:
+                lines.append(Content(f"To undo it: oom-wizard restore {_db_job_arguments(result)}"))
+            return Content("\n").join(lines)
         if self.wizard.require_state().ui_job:
             return Content(
                 "This job comes from AI Toolkit's web UI, which rewrites .job_config.json "
@@ -60,13 +94,13 @@ class ResultScreen(StageScreen):
             )
         return Content.assemble(
             "From AI Toolkit's folder:\n",
-            (f"  python run.py {self.result.config}", "bold $text-accent"),
+            (f"  python run.py {result.config}", "bold $text-accent"),
         )
 
     def _changes(self) -> Content:
         presets = load_presets()
         lines: list[Content] = []
-        for entry in self.ready.entries:
+        for entry in self.entries:
             before = "(absent)" if entry.before is None else show_value(entry.before)
             after = "(removed)" if entry.after is None else show_value(entry.after)
             hint = presets.ui_hint(entry.path)
@@ -78,10 +112,8 @@ class ResultScreen(StageScreen):
 
     def _scale_up_order(self) -> Content:
         presets = load_presets()
-        applied = {entry.step for entry in self.ready.entries}
-        lines = [
-            Content("Run `oom-wizard` on the new config; it gives back one setting per retry:")
-        ]
+        applied = {entry.step for entry in self.entries}
+        lines = [Content(f"Run {self._reopen()}; it gives back one setting per retry:")]
         number = 0
         for step_id in presets.scale_up_order:
             if step_id not in applied:
@@ -91,3 +123,15 @@ class ResultScreen(StageScreen):
         if number == 0:
             lines.append(Content.styled("  nothing to give back: no step was rolled back", "dim"))
         return Content("\n").join(lines)
+
+    def _reopen(self) -> str:
+        """How to open the fix again, to scale it up."""
+        result = self.result
+        if isinstance(result, DbSaveResult):
+            return f"`oom-wizard {_db_job_arguments(result)}`"
+        return "`oom-wizard` on the new config"
+
+
+def _db_job_arguments(result: DbSaveResult) -> str:
+    """``--db PATH --job NAME`` for the saved job, quoted for a shell."""
+    return f"--db {shlex.quote(str(result.db_path))} --job {shlex.quote(result.job_name)}"

@@ -3,28 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
-from textual.widgets import Footer, Header, Input, Static, Switch
+from textual.widgets import Footer, Header, Input, OptionList, Static, Switch
 
 from screens.base import StageScreen
+from screens.destination import DestinationPicker
 from screens.messages import ConfigSaved, SaveFailed
 from screens.widgets import DiffView
-from wizard.changelog import changelog_path_for
 from wizard.changes import Prepared
 from wizard.errors import WizardError
 from wizard.plan import StepChoice
-from wizard.save import default_output_path
-from wizard.session import effective_choices, prepared, save
+from wizard.session import Destination, effective_choices, prepared, save
 
 
 class ReviewScreen(StageScreen):
-    """Everything that will change, the output and change-log paths, and the save."""
+    """Everything that will change, where it is saved, and the save."""
 
     BINDINGS = [  # noqa: RUF012
         Binding("enter", "save", "Save", priority=True),
@@ -39,17 +37,11 @@ class ReviewScreen(StageScreen):
 
     def compose(self) -> ComposeResult:
         state = self.state
-        output = default_output_path(state.source)
         yield Header()
         with VerticalScroll(id="body"):
             yield Static("Review and save", classes="title")
             yield Static("", id="summary")
-            with Horizontal(classes="path-row"):
-                yield Static("Save as")
-                yield Input(str(output), id="output", compact=True)
-            with Horizontal(classes="path-row"):
-                yield Static("Change log")
-                yield Input(str(changelog_path_for(output)), id="changelog", compact=True)
+            yield DestinationPicker(state, id="destination")
             validation = state.validation_step()
             if validation is not None:
                 with Horizontal(classes="field-row"):
@@ -83,41 +75,43 @@ class ReviewScreen(StageScreen):
             self.ready = None
             self._show_error(exc.one_line())
             return
-        count = len(self.ready.entries)
-        steps = sorted({entry.step for entry in self.ready.entries if entry.step})
-        summary = f"{count} field{'s' if count != 1 else ''} change"
-        if steps:
-            summary += f" ({', '.join(steps)})"
-        summary += f". The source, {self.state.source.name}, is never written."
-        self.query_one("#summary", Static).update(summary)
-        self.query_one("#diff", DiffView).show(self.ready.diff())
+        self.query_one("#summary", Static).update(self._summary(self.ready))
+        self.query_one("#diff", DiffView).show(self.ready)
 
-    @on(Input.Changed, "#output")
-    def _output_changed(self, event: Input.Changed) -> None:
-        """Keep the change log beside the output unless it was edited by hand."""
-        if event.value.strip():
-            self.query_one("#changelog", Input).value = str(
-                changelog_path_for(Path(event.value.strip()).expanduser())
-            )
-        self.query_one("#error", Static).update("")
+    def _summary(self, ready: Prepared) -> str:
+        count = len(ready.entries)
+        steps = sorted({entry.step for entry in ready.entries if entry.step})
+        text = f"{count} field{'s' if count != 1 else ''} change"
+        if steps:
+            text += f" ({', '.join(steps)})"
+        job = self.state.db_job
+        if job is None:
+            return text + f". The source, {self.state.source.name}, is never written."
+        return text + f". Job '{job.name}' of AI Toolkit's UI. Save to:"
+
+    @on(Input.Changed)
+    @on(OptionList.OptionHighlighted, "#where")
+    def _clear_error(self) -> None:
+        """An edited destination may well be saved: the last refusal no longer applies."""
+        if not self.saving:
+            self.query_one("#error", Static).update("")
 
     def action_save(self) -> None:
-        """Save in a worker (refused when nothing changes or a path is taken)."""
+        """Save in a worker (refused when nothing changes or the destination is refused)."""
         if self.saving:
             return
         if self.ready is None or not self.ready.changed:
             self._show_error("nothing to save: no field changes with these choices")
             return
-        output = Path(self.query_one("#output", Input).value.strip()).expanduser()
-        changelog = Path(self.query_one("#changelog", Input).value.strip()).expanduser()
+        destination = self.query_one(DestinationPicker).destination()
         self.saving = True
         self.query_one("#error", Static).update(Content.styled("Saving …", "$text-muted"))
-        self._save(dict(self.choices()), output, changelog)
+        self._save(dict(self.choices()), destination)
 
     @work(thread=True, exclusive=True, exit_on_error=False)
-    def _save(self, choices: Mapping[str, StepChoice], output: Path, changelog: Path) -> None:
+    def _save(self, choices: Mapping[str, StepChoice], destination: Destination) -> None:
         try:
-            result = save(self.state, choices, output=output, changelog_path=changelog)
+            result = save(self.state, choices, destination)
         except WizardError as exc:
             self.post_message(SaveFailed(exc.one_line()))
         else:

@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Footer, Header, Input, Static
+from textual.containers import VerticalScroll
+from textual.widgets import Footer, Header, Static
 
 from screens.base import StageScreen
+from screens.destination import DestinationPicker
 from screens.messages import ConfigSaved, SaveFailed
 from screens.widgets import DiffView
-from wizard.changelog import changelog_path_for
 from wizard.changes import Prepared, prepare
 from wizard.errors import WizardError
 from wizard.plan import ScaleUp
-from wizard.save import default_output_path
-from wizard.session import next_scale_up, save_scale_up
+from wizard.session import Destination, next_scale_up, save_scale_up
 
 
 class ScaleUpScreen(StageScreen):
@@ -36,7 +33,6 @@ class ScaleUpScreen(StageScreen):
         self.saving = False
 
     def compose(self) -> ComposeResult:
-        output = default_output_path(self.state.source)
         yield Header()
         with VerticalScroll(id="body"):
             if self.next_up is None:
@@ -49,12 +45,7 @@ class ScaleUpScreen(StageScreen):
             else:
                 yield Static(f"Scale up · {self.next_up.title}", classes="title")
                 yield Static(self.next_up.why, classes="why")
-                with Horizontal(classes="path-row"):
-                    yield Static("Save as")
-                    yield Input(str(output), id="output", compact=True)
-                with Horizontal(classes="path-row"):
-                    yield Static("Change log")
-                    yield Input(str(changelog_path_for(output)), id="changelog", compact=True)
+                yield DestinationPicker(self.state, id="destination")
                 yield Static("", id="error", classes="error")
                 yield DiffView(id="diff")
         yield Footer()
@@ -68,14 +59,7 @@ class ScaleUpScreen(StageScreen):
         except WizardError as exc:
             self.query_one("#error", Static).update(f"oom-wizard: error: {exc.one_line()}")
             return
-        self.query_one("#diff", DiffView).show(self.ready.diff())
-
-    @on(Input.Changed, "#output")
-    def _output_changed(self, event: Input.Changed) -> None:
-        if event.value.strip():
-            self.query_one("#changelog", Input).value = str(
-                changelog_path_for(Path(event.value.strip()).expanduser())
-            )
+        self.query_one("#diff", DiffView).show(self.ready)
 
     def action_save(self) -> None:
         """Save the scaled-up config in a worker (or quit when nothing is left)."""
@@ -85,14 +69,12 @@ class ScaleUpScreen(StageScreen):
         if self.saving or self.ready is None:
             return
         self.saving = True
-        output = Path(self.query_one("#output", Input).value.strip()).expanduser()
-        changelog = Path(self.query_one("#changelog", Input).value.strip()).expanduser()
-        self._save(self.next_up, output, changelog)
+        self._save(self.next_up, self.query_one(DestinationPicker).destination())
 
     @work(thread=True, exclusive=True, exit_on_error=False)
-    def _save(self, next_up: ScaleUp, output: Path, changelog: Path) -> None:
+    def _save(self, next_up: ScaleUp, destination: Destination) -> None:
         try:
-            result = save_scale_up(self.state, next_up, output=output, changelog_path=changelog)
+            result = save_scale_up(self.state, next_up, destination)
         except WizardError as exc:
             self.post_message(SaveFailed(exc.one_line()))
         else:

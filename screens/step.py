@@ -163,7 +163,7 @@ class StepScreen(StageScreen):
                 key: value if key == choice.step_id else StepChoice(key, enabled=False)
                 for key, value in upto.items()
             }
-            diff = prepared(state, only_this).diff()
+            ready = prepared(state, only_this)
         except WizardError as exc:
             self.query_one("#estimate", Static).update(
                 Content.styled(exc.one_line(), "$text-error")
@@ -175,7 +175,7 @@ class StepScreen(StageScreen):
         self.query_one("#estimate", Static).update(
             Content.assemble(text, ("\n" + figure.note if figure.note else "", "$text-muted"))
         )
-        self.query_one("#step-diff", DiffView).show(diff)
+        self.query_one("#step-diff", DiffView).show(ready)
 
     def _record(self) -> bool:
         bad = self.invalid_rows()

@@ -1,7 +1,8 @@
-"""Small widgets shared by the stage screens: a highlighted diff, the step ladder, values."""
+"""Small widgets shared by the stage screens: the changes as a diff, the step ladder, values."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from textual.content import Content
@@ -10,7 +11,13 @@ from textual.widgets import Static
 from wizard.document import MISSING
 
 if TYPE_CHECKING:
+    from wizard.changelog import ChangeEntry
+    from wizard.changes import Prepared
     from wizard.plan import StepProposal
+
+#: A diff line longer than this is unreadable as a line (a config stored as one line of
+#: JSON, as the web UI stores it): such a change is shown field by field instead.
+LONG_DIFF_LINE = 160
 
 
 def show_value(value: Any) -> str:
@@ -46,8 +53,21 @@ def diff_content(diff: str) -> Content:
     return Content("\n").join(lines)
 
 
+def field_changes_content(entries: Sequence[ChangeEntry]) -> Content:
+    """The changes field by field, as a diff of ``path: value`` lines."""
+    if not entries:
+        return Content.styled("No field changes.", "$text-muted")
+    lines = [Content.styled("The config is one long line; the fields that change:", "$text-muted")]
+    for entry in entries:
+        before = "(absent)" if entry.before is None else show_value(entry.before)
+        after = "(removed)" if entry.after is None else show_value(entry.after)
+        lines.append(Content.styled(f"- {entry.path}: {before}", "$text-error"))
+        lines.append(Content.styled(f"+ {entry.path}: {after}", "$text-success"))
+    return Content("\n").join(lines)
+
+
 class DiffView(Static):
-    """The lines a change makes, as a highlighted unified diff."""
+    """What a change does: the highlighted unified diff, or field by field for long lines."""
 
     DEFAULT_CSS = """
     DiffView {
@@ -57,9 +77,13 @@ class DiffView(Static):
     }
     """
 
-    def show(self, diff: str) -> None:
-        """Render ``diff``."""
-        self.update(diff_content(diff))
+    def show(self, ready: Prepared) -> None:
+        """Render the changes of ``ready``."""
+        diff = ready.diff()
+        if any(len(line) > LONG_DIFF_LINE for line in diff.splitlines()):
+            self.update(field_changes_content(ready.entries))
+        else:
+            self.update(diff_content(diff))
 
 
 def ladder_content(steps: tuple[StepProposal, ...], current: str | None) -> Content:

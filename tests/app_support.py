@@ -1,4 +1,5 @@
-"""Helpers for the app's Pilot, snapshot and key-count tests: demo copies, logs, driving."""
+"""Helpers for the app's Pilot, snapshot and key-count tests: demo copies, logs, a jobs
+database, driving."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 from screens.app import OomWizardApp, create_app
+from tests.aitk_db import CREATED_MS, add_job, make_db, ui_job_config
 from wizard.commands.demo import IMAGE_JOB, VIDEO_JOB, DemoJob, copy_demo
 
 REPO = Path(__file__).resolve().parent.parent
@@ -56,6 +58,42 @@ def baseline_sample_log(folder: Path) -> Path:
     path = folder / "baseline_sample.log"
     path.write_text(head + tail, encoding="utf-8")
     return path
+
+
+#: The crashed job of :func:`ui_jobs_db` (newest, first in the list), and a running one.
+UI_JOB = "flux_portrait"
+RUNNING_JOB = "wan_dance_clips"
+
+
+def ui_jobs_db(root: Path) -> Path:
+    """A jobs database in ``root`` as AI Toolkit's UI leaves it after an OOM crash.
+
+    Four jobs, newest first: ``flux_portrait`` died with CUDA out of memory (its folder,
+    ``root/output/flux_portrait``, holds the image demo's log), one completed, one still
+    running, one never started.
+    """
+    db = make_db(root / "aitk_db.db")
+    jobs = [
+        (UI_JOB, "error", 4, "CUDA out of memory. Tried to allocate 2.25 GiB. GPU 0 has 23.54 GiB"),
+        ("sdxl_style", "completed", 3000, "Job completed"),
+        (RUNNING_JOB, "running", 812, "Training"),
+        ("first_try", "stopped", 0, ""),
+    ]
+    for age, (name, status, step, info) in enumerate(jobs):
+        config = ui_job_config(name)
+        add_job(
+            db,
+            name,
+            config=config,
+            status=status,
+            step=step,
+            info=info,
+            created_ms=CREATED_MS - age,
+        )
+    folder = root / "output" / UI_JOB
+    folder.mkdir(parents=True)
+    (folder / "log.txt").write_bytes((REPO / "presets" / "demo" / IMAGE_JOB.log).read_bytes())
+    return db
 
 
 def freeze_changelog_time(path: Path) -> None:

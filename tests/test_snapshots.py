@@ -1,5 +1,8 @@
 """An SVG snapshot of every stage at 80x24 and 120x40 (update: pytest --snapshot-update).
 
+Besides the demo's stages: the job list of a web-UI jobs database, and the review of one
+of its jobs (where the fix goes: the job itself, a new job or a file).
+
 Paths on screen are relative to a temporary working folder, change-log times are fixed and
 the input cursor does not blink, so the pictures are the same on every run.
 """
@@ -14,13 +17,15 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import OptionList
 
-from screens.app import OomWizardApp
+from screens.app import OomWizardApp, create_app
 from tests.app_support import (
+    UI_JOB,
     demo_app,
     demo_folder,
     freeze_changelog_time,
     freeze_inputs,
     press,
+    ui_jobs_db,
     wait_for_screen,
 )
 
@@ -31,6 +36,14 @@ Steps = Callable[[Pilot[int]], Awaitable[None]]
 async def loaded(pilot: Pilot[int]) -> None:
     for _ in range(50):
         if isinstance(pilot.app, OomWizardApp) and pilot.app.state is not None:
+            break
+        await pilot.pause(0.1)
+    await pilot.pause(0.2)
+
+
+async def listed(pilot: Pilot[int]) -> None:
+    for _ in range(50):
+        if pilot.app.screen.query_one("#jobs", OptionList).option_count:
             break
         await pilot.pause(0.1)
     await pilot.pause(0.2)
@@ -87,18 +100,22 @@ STAGES: dict[str, tuple[str, Steps]] = {
     "result": ("first", to_result),
     "coming_back": ("again", to_coming_back),
     "scale_up": ("again", to_scale_up),
+    "db_jobs": ("db", listed),
+    "db_review": ("db_job", to_review),
 }
 
 
 def rolled_back_demo() -> Path:
     """The demo folder after one roll-back saved with every default (for coming back)."""
-    from wizard.session import effective_choices, open_job, save
+    from wizard.save import SaveResult
+    from wizard.session import ToFile, effective_choices, open_job, save
 
     folder = demo_folder(Path.cwd())
     state = open_job(
         Path("oom-wizard-demo/flux_portrait_lora.yaml"), folder / "flux_portrait_lora.log"
     )
-    result = save(state, effective_choices(state), output=None, changelog_path=None)
+    result = save(state, effective_choices(state), ToFile())
+    assert isinstance(result, SaveResult)
     freeze_changelog_time(result.changelog)
     return Path("oom-wizard-demo") / result.config.name
 
@@ -112,6 +129,9 @@ def test_stage(
     which, steps = STAGES[stage]
     if which == "again":
         app = OomWizardApp(rolled_back_demo())
+    elif which in ("db", "db_job"):
+        ui_jobs_db(tmp_path)
+        app = create_app(db=Path("aitk_db.db"), job=UI_JOB if which == "db_job" else None)
     else:
         demo_folder(tmp_path)
         app = demo_app(Path("oom-wizard-demo"))

@@ -1,10 +1,11 @@
 """The wizard's state between screens: what was loaded, what the user answered and chose.
 
 The app owns exactly one :class:`WizardState`. Every function here is pure except the few
-that read or write files (:func:`open_job`, :func:`save`, :func:`save_scale_up`), which the
-app runs in worker threads. Each returns a new state; nothing is changed in place. This module
-only composes the domain (``document``, ``logscan``, ``diagnosis``, ``plan``, ``changes``): it
-decides nothing about AI Toolkit by itself.
+that read or write files or the jobs database (:func:`open_job`, :func:`open_db_job`,
+:func:`save`, :func:`save_scale_up`), which the app runs in worker threads. Each returns a new
+state; nothing is changed in place. This module only composes the domain (``document``,
+``logscan``, ``diagnosis``, ``plan``, ``changes``, ``jobdb``): it decides nothing about AI
+Toolkit by itself.
 """
 
 from __future__ import annotations
@@ -13,15 +14,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from wizard.changelog import ChangeLog, find_changelog, read_changelog
+from wizard.changelog import ChangeLog, Direction, find_changelog, read_changelog
 from wizard.changes import Change, Prepared, commit, prepare
 from wizard.document import JobDocument, load_document
 from wizard.presets import MODEL_KINDS, MOMENTS, load_presets
 
 if TYPE_CHECKING:
     from wizard.diagnosis import Diagnosis
+    from wizard.jobdb import AsNew, DbJob, DbSaveResult, InPlace
+    from wizard.jobdir import JobLocation
     from wizard.logscan import LogScan
     from wizard.plan import MemoryEstimate, Plan, ScaleUp, StepChoice, StepProposal
     from wizard.probe import ProbeResult
@@ -32,6 +35,27 @@ FALLBACK_MOMENT = "early_steps"
 
 #: The optional validation run is offered on the review screen, not as a step screen.
 VALIDATION_STEP = "validation_run"
+
+
+@dataclass(frozen=True)
+class ToFile:
+    """Save the fix as a new config file and its change log (never over an existing file).
+
+    Attributes:
+        output: The new config; None derives it from the source (``my_job.oomfix.yaml``).
+        changelog: The change log; None puts it beside the output.
+    """
+
+    output: Path | None = None
+    changelog: Path | None = None
+
+
+#: Where a save goes: a new file, or (for a job of the web UI's database) the job's own
+#: row (:class:`~wizard.jobdb.InPlace`) or a new job (:class:`~wizard.jobdb.AsNew`).
+Destination: TypeAlias = "ToFile | InPlace | AsNew"
+
+#: What a save wrote: files (:class:`~wizard.save.SaveResult`) or a database row.
+Saved: TypeAlias = "SaveResult | DbSaveResult"
 
 
 @dataclass(frozen=True)
@@ -62,6 +86,8 @@ class WizardState:
         probe: The GPU as ``nvidia-smi`` showed it when the job was opened (None without one).
         crashed_again: The user says the retry of this (our own) config crashed too: steps
             that go down one rung per retry go one rung further.
+        db_job: The row of AI Toolkit's jobs database the config was read from, when it was
+            (``document.source`` is then the job's pseudo path, not a file).
     """
 
     document: JobDocument
@@ -77,10 +103,11 @@ class WizardState:
     scan: LogScan | None = None
     probe: ProbeResult | None = None
     crashed_again: bool = False
+    db_job: DbJob | None = None
 
     @property
     def source(self) -> Path:
-        """The config file the wizard was opened on."""
+        """The config file the wizard was opened on (a database job's pseudo path)."""
         return self.document.source
 
     @property
@@ -110,15 +137,61 @@ def open_job(target: Path, log: Path | None = None) -> WizardState:
         WizardError: the config, the log or the change log cannot be read.
     """
     from wizard.jobdir import locate_job
-    from wizard.probe import probe_gpu
 
     located = locate_job(target)
-    config_path = located.config
-    log_path = log if log is not None else located.log
-    document = load_document(config_path)
-    changelog_path = find_changelog(config_path)
+    document = load_document(located.config)
+    changelog_path = find_changelog(located.config)
     changelog = read_changelog(changelog_path) if changelog_path is not None else None
-    scan = _scan(log_path)
+    return _opened(document, located, log, changelog, changelog_path)
+
+
+def open_db_job(db: Path, name: str, log: Path | None = None) -> WizardState:
+    """Load a job of AI Toolkit's jobs database, its log (through its folder) and change log.
+
+    This reads the database and files: run it in a worker thread.
+
+    Args:
+        db: ``aitk_db.db``, or the toolkit's folder that holds it.
+        name: The job's name, as the UI lists it.
+        log: The training log, when the job's folder is not reachable from here.
+
+    Raises:
+        WizardError: no such job, a database or stored config that cannot be read, or a log
+            or change log that cannot be read.
+    """
+    from wizard.jobdb import find_db, job_document, load_job, locate_job_log, read_job_changelog
+
+    job = load_job(find_db(db), name)
+    document = job_document(job)
+    located = locate_job_log(job, document.tree)
+    changelog = read_job_changelog(job)
+    changelog_path = job.changelog_path if changelog is not None else None
+    state = _opened(document, located, log, changelog, changelog_path)
+    return replace(state, db_job=job)
+
+
+def _opened(
+    document: JobDocument,
+    located: JobLocation,
+    log: Path | None,
+    changelog: ChangeLog | None,
+    changelog_path: Path | None,
+) -> WizardState:
+    """The first state of a loaded job: its log scanned and diagnosed, the plan built.
+
+    Args:
+        document: The config.
+        located: Where the job's own log is (and whether it is a web-UI job).
+        log: A log given by the user; it wins over the located one.
+        changelog: The change log that describes this config, if any.
+        changelog_path: Where that change log is.
+    """
+    from wizard.probe import probe_gpu
+
+    log_path = log if log is not None else located.log
+    note = None if log is not None else located.log_note
+    own_scan = located.log_scan if log is None else None
+    scan = own_scan or _scan(log_path)
     probe = probe_gpu()
     diagnosis = _diagnose(document, scan, changelog, None, probe)
     answers = Answers(
@@ -134,7 +207,7 @@ def open_job(target: Path, log: Path | None = None) -> WizardState:
         changelog_path,
         answers,
         plan,
-        log_note=None if log is not None else located.log_note,
+        log_note=note,
         ui_job=located.ui_job,
         scan=scan,
         probe=probe,
@@ -222,31 +295,39 @@ def applied_steps(choices: Mapping[str, StepChoice]) -> list[str]:
     return [step_id for step_id, choice in choices.items() if choice.enabled]
 
 
-def save(
-    state: WizardState,
-    choices: Mapping[str, StepChoice],
-    *,
-    output: Path | None,
-    changelog_path: Path | None,
-) -> SaveResult:
-    """Write the roll-back config and its change log (never over an existing file).
+def save(state: WizardState, choices: Mapping[str, StepChoice], destination: Destination) -> Saved:
+    """Write the roll-back: a new config file, or into the jobs database.
 
     Raises:
         SaveRefused: the output or change log is refused; nothing is written.
+        JobDatabaseError: the database refuses (a running job, a taken name, a lock).
         EditError: an edit cannot be made safely.
     """
     ready = prepared(state, choices)
     diagnosis = state.diagnosis.to_json() if state.diagnosis is not None else None
-    return commit(
+    return _write(
+        state,
         ready,
+        destination,
         direction="rollback",
         moment=state.answers.moment,
-        model_kind=state.answers.model_kind,
         diagnosis=diagnosis,
         steps=applied_steps(choices),
-        output=output,
-        changelog_path=changelog_path,
     )
+
+
+def default_file_output(state: WizardState) -> Path:
+    """The first free file name for the fix saved as a file.
+
+    Beside the source for a config file; in the working folder, after the job's name, for
+    a database job (whose config has no file of its own).
+    """
+    from wizard.save import default_output_path
+
+    if state.db_job is None:
+        return default_output_path(state.source)
+    name = state.db_job.changelog_path.name.removesuffix(".changelog.json")
+    return default_output_path(Path(f"{name}.json"))
 
 
 def next_scale_up(state: WizardState) -> ScaleUp | None:
@@ -258,22 +339,52 @@ def next_scale_up(state: WizardState) -> ScaleUp | None:
     return plan_next_scale_up(state.document, state.changelog)
 
 
-def save_scale_up(
-    state: WizardState, scale_up: ScaleUp, *, output: Path | None, changelog_path: Path | None
-) -> SaveResult:
+def save_scale_up(state: WizardState, scale_up: ScaleUp, destination: Destination) -> Saved:
     """Write the scaled-up config and append a ``scale_up`` run to its change log.
 
     Raises:
         SaveRefused: the output or change log is refused; nothing is written.
+        JobDatabaseError: the database refuses (a running job, a taken name, a lock).
     """
     ready = prepare(state.document, list(scale_up.changes))
-    return commit(
+    return _write(state, ready, destination, direction="scale_up", steps=[scale_up.step])
+
+
+def _write(
+    state: WizardState,
+    ready: Prepared,
+    destination: Destination,
+    *,
+    direction: Direction,
+    steps: list[str],
+    moment: str | None = None,
+    diagnosis: dict[str, Any] | None = None,
+) -> Saved:
+    """Save ``ready`` where ``destination`` says, with one run of the change log."""
+    if isinstance(destination, ToFile):
+        return commit(
+            ready,
+            direction=direction,
+            moment=moment,
+            model_kind=state.answers.model_kind,
+            diagnosis=diagnosis,
+            steps=steps,
+            output=destination.output,
+            changelog_path=destination.changelog,
+        )
+    if state.db_job is None:
+        raise ValueError("only a job of the jobs database can be saved into it")
+    from wizard.jobdb import save_to_db
+
+    return save_to_db(
         ready,
-        direction="scale_up",
+        state.db_job,
+        destination,
+        direction=direction,
+        moment=moment,
         model_kind=state.answers.model_kind,
-        steps=[scale_up.step],
-        output=output,
-        changelog_path=changelog_path,
+        diagnosis=diagnosis,
+        steps=steps,
     )
 
 

@@ -1,10 +1,17 @@
-"""``oom-wizard [CONFIG | JOB_DIR] [--log LOG]``: the wizard itself (a Textual app)."""
+"""``oom-wizard [CONFIG | JOB_DIR] [--log LOG]``, ``oom-wizard --db PATH [--job NAME]``: the wizard.
+
+The wizard itself is a Textual app (``screens``), started here and nowhere else but ``demo``.
+With ``--db`` the job comes from AI Toolkit's jobs database: ``--job`` opens it at once,
+without it the app lists the database's jobs to pick one.
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 from typing import Any
+
+from wizard.commands._jobdb import add_db_arguments, wants_db
 
 
 def add_parser(subparsers: Any) -> None:
@@ -13,8 +20,8 @@ def add_parser(subparsers: Any) -> None:
         "open",
         help="the wizard: from a crashed job to a saved retry config (the default command)",
         description=(
-            "Open the wizard on a job config or an AI Toolkit job folder. Without one, "
-            "the wizard asks for it."
+            "Open the wizard on a job config, an AI Toolkit job folder, or a job of the web "
+            "UI's jobs database (--db). Without any, the wizard asks for a config."
         ),
     )
     parser.add_argument(
@@ -25,6 +32,7 @@ def add_parser(subparsers: Any) -> None:
         help="the job config (.yaml, .json) or its output folder (with log.txt)",
     )
     parser.add_argument("--log", type=Path, metavar="LOG", help="the training log to diagnose")
+    add_db_arguments(parser)
     parser.set_defaults(handler=run)
 
 
@@ -32,6 +40,9 @@ def run(args: argparse.Namespace) -> int:
     """Start the app; the exit status is the app's."""
     from screens.app import create_app
 
-    app = create_app(args.target, log=args.log)
+    if wants_db(args, args.target):
+        app = create_app(log=args.log, db=args.db, job=args.job)
+    else:
+        app = create_app(args.target, log=args.log)
     app.run()
     return app.return_code or 0

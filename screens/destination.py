@@ -1,0 +1,128 @@
+"""Where a fix is saved: a new config file, or (for a web-UI job) its row or a new job.
+
+One widget for the review and the scale-up screens. A config file is always saved as a
+new file beside it. A job of AI Toolkit's jobs database offers three places: update the
+job itself, a new job like the UI's Clone (its name editable; empty takes the name the
+database picks), or a config file. The database takes neither while the job runs (or is
+stopping or queued): both are then greyed out, the reason is shown, and the file remains.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from wizard.changelog import changelog_path_for
+from wizard.session import Destination, ToFile, WizardState, default_file_output
+
+IN_PLACE: Final = "in-place"
+AS_NEW: Final = "as-new"
+TO_FILE: Final = "to-file"
+
+
+class DestinationPicker(Vertical):
+    """The save's destination, as the user set it."""
+
+    DEFAULT_CSS = """
+    DestinationPicker {
+        height: auto;
+        & > #file-rows {
+            height: auto;
+        }
+    }
+    """
+
+    def __init__(self, state: WizardState, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.state = state
+
+    def compose(self) -> ComposeResult:
+        job = self.state.db_job
+        if job is not None:
+            busy = job.busy_reason()
+            yield OptionList(
+                Option(
+                    f"Update job '{job.name}' (oom-wizard restore undoes it)",
+                    id=IN_PLACE,
+                    disabled=busy is not None,
+                ),
+                Option(
+                    "Save as a new job, like the UI's Clone", id=AS_NEW, disabled=busy is not None
+                ),
+                Option("Save a config file (for run.py, or to paste into the UI)", id=TO_FILE),
+                id="where",
+                compact=True,
+            )
+            if busy is not None:
+                yield Static(f"Not now: {busy}", id="busy", classes="note")
+            with Horizontal(classes="path-row", id="name-row"):
+                yield Static("New name")
+                yield Input(
+                    placeholder=f"{job.name}_oomfix, or the next free name",
+                    id="new-name",
+                    compact=True,
+                )
+        output = default_file_output(self.state)
+        with Vertical(id="file-rows"):
+            with Horizontal(classes="path-row"):
+                yield Static("Save as")
+                yield Input(str(output), id="output", compact=True)
+            with Horizontal(classes="path-row"):
+                yield Static("Change log")
+                yield Input(str(changelog_path_for(output)), id="changelog", compact=True)
+
+    def on_mount(self) -> None:
+        """For a database job: the first place that is open, focused."""
+        if self.state.db_job is None:
+            return
+        where = self.query_one("#where", OptionList)
+        first = TO_FILE if self.state.db_job.busy_reason() else IN_PLACE
+        where.highlighted = where.get_option_index(first)
+        where.focus()
+        self._show_fields(self.choice)
+
+    @property
+    def choice(self) -> str:
+        """``IN_PLACE``, ``AS_NEW`` or ``TO_FILE``."""
+        if self.state.db_job is None:
+            return TO_FILE
+        where = self.query_one("#where", OptionList)
+        if where.highlighted is None:
+            return TO_FILE
+        return where.get_option_at_index(where.highlighted).id or TO_FILE
+
+    def destination(self) -> Destination:
+        """Where the save goes, as the widgets show it now."""
+        from wizard.jobdb import AsNew, InPlace
+
+        choice = self.choice
+        if choice == IN_PLACE:
+            return InPlace()
+        if choice == AS_NEW:
+            return AsNew(self.query_one("#new-name", Input).value.strip() or None)
+        output = Path(self.query_one("#output", Input).value.strip()).expanduser()
+        changelog = Path(self.query_one("#changelog", Input).value.strip()).expanduser()
+        return ToFile(output, changelog)
+
+    @on(OptionList.OptionHighlighted, "#where")
+    def _where_changed(self, event: OptionList.OptionHighlighted) -> None:
+        self._show_fields(event.option.id or TO_FILE)
+
+    def _show_fields(self, choice: str) -> None:
+        """The new job's name for a new job, the file paths for a file; nothing else."""
+        self.query_one("#name-row").display = choice == AS_NEW
+        self.query_one("#file-rows").display = choice == TO_FILE
+
+    @on(Input.Changed, "#output")
+    def _output_changed(self, event: Input.Changed) -> None:
+        """Keep the change log beside the output."""
+        if event.value.strip():
+            self.query_one("#changelog", Input).value = str(
+                changelog_path_for(Path(event.value.strip()).expanduser())
+            )

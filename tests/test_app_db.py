@@ -1,0 +1,247 @@
+"""Pilot tests of the wizard on jobs of AI Toolkit's web UI, read from a real ``aitk_db.db``.
+
+The database is a SQLite file with the toolkit's own table definitions (``tests/aitk_db.py``):
+the wizard lists its jobs, opens one, rolls it back and saves it into the database (the
+job itself, or a new job), or into a file when the database must not be touched.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import Input, OptionList, Static
+
+from screens.app import OomWizardApp, create_app
+from screens.destination import AS_NEW, IN_PLACE, TO_FILE, DestinationPicker
+from screens.step import StepScreen
+from tests.aitk_db import all_rows, job_row
+from tests.app_support import (
+    RUNNING_JOB,
+    UI_JOB,
+    VERIFY,
+    press,
+    ui_jobs_db,
+    wait_for_screen,
+)
+from wizard.paths import FieldPath, parse_path
+
+SIZE = (80, 24)
+
+
+async def wait_for_state(pilot: Any, app: OomWizardApp) -> None:
+    """Pause until the load worker has put a state on the app."""
+    for _ in range(50):
+        if app.state is not None:
+            await pilot.pause()
+            return
+        await pilot.pause(0.1)
+    pytest.fail("the job did not load")
+
+
+async def through_steps(pilot: Any, app: OomWizardApp) -> None:
+    """Accept every step's defaults."""
+    while isinstance(app.screen, StepScreen):
+        await press(pilot, "enter")
+
+
+def screen_text(app: OomWizardApp, selector: str) -> str:
+    """The text of one Static on the current screen."""
+    return str(app.screen.query_one(selector, Static).render())
+
+
+def apply_changes(tree: Any, changes: list[dict[str, Any]]) -> Any:
+    """``tree`` with the change log's changes made (a null ``after`` removes the key)."""
+    for change in changes:
+        path: FieldPath = parse_path(change["path"])
+        parent = tree
+        for key in path[:-1]:
+            parent = parent[key]
+        if change["after"] is None:
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = change["after"]
+    return tree
+
+
+def key_order(tree: Any, prefix: str = "") -> list[str]:
+    """Every key path of ``tree``, in document order."""
+    if isinstance(tree, dict):
+        found: list[str] = []
+        for key, value in tree.items():
+            found += [f"{prefix}.{key}", *key_order(value, f"{prefix}.{key}")]
+        return found
+    if isinstance(tree, list):
+        return [path for i, item in enumerate(tree) for path in key_order(item, f"{prefix}[{i}]")]
+    return []
+
+
+async def test_a_database_job_rolled_back_and_updated_in_place(tmp_path: Path) -> None:
+    db = ui_jobs_db(tmp_path)
+    before = job_row(db, UI_JOB)
+    assert before is not None
+    app = create_app(db=db)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(50):
+            if app.screen.query_one("#jobs", OptionList).option_count:
+                break
+            await pilot.pause(0.1)
+        jobs = app.screen.query_one("#jobs", OptionList)
+        assert jobs.option_count == 4
+        assert jobs.get_option_at_index(0).id == UI_JOB
+        await press(pilot, "enter")
+        await wait_for_state(pilot, app)
+        state = app.require_state()
+        assert state.db_job is not None and state.db_job.name == UI_JOB
+        assert state.log_path == tmp_path / "output" / UI_JOB / "log.txt"
+        assert "CUDA out of memory" in screen_text(app, "#summary")
+        await press(pilot, "enter", "enter")
+        assert app.require_state().answers.moment == "early_steps"
+        await through_steps(pilot, app)
+        await wait_for_screen(pilot, "ReviewScreen")
+        assert app.screen.query_one(DestinationPicker).choice == IN_PLACE
+        await press(pilot, "enter")
+        await wait_for_screen(pilot, "ResultScreen")
+        how = screen_text(app, "#run")
+        assert f"start job '{UI_JOB}' in AI Toolkit's UI" in how
+        assert f"oom-wizard restore --db {db} --job {UI_JOB}" in how
+    after = job_row(db, UI_JOB)
+    assert after is not None
+    log = json.loads((tmp_path / "oom-wizard" / f"{UI_JOB}.changelog.json").read_text())
+    assert [run["direction"] for run in log["runs"]] == ["rollback"]
+    assert log["changes"], "the roll-back changed nothing"
+    old, new = json.loads(before["job_config"]), json.loads(after["job_config"])
+    assert new == apply_changes(json.loads(before["job_config"]), log["changes"])
+    kept = set(key_order(old)) & set(key_order(new))
+    assert [k for k in key_order(new) if k in kept] == [k for k in key_order(old) if k in kept]
+    assert {key: after[key] for key in ("id", "status", "gpu_ids")} == {
+        key: before[key] for key in ("id", "status", "gpu_ids")
+    }
+    if VERIFY.is_file():
+        (tmp_path / "before.json").write_text(before["job_config"], encoding="utf-8")
+        (tmp_path / "after.json").write_text(after["job_config"], encoding="utf-8")
+        check = subprocess.run(
+            [
+                sys.executable,
+                str(VERIFY),
+                str(tmp_path / "before.json"),
+                str(tmp_path / "after.json"),
+                "--changelog",
+                str(tmp_path / "oom-wizard" / f"{UI_JOB}.changelog.json"),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert check.returncode == 0, check.stdout + check.stderr
+
+
+async def test_coming_back_to_a_database_job_scales_it_up_in_place(tmp_path: Path) -> None:
+    db = ui_jobs_db(tmp_path)
+    first = create_app(db=db, job=UI_JOB)
+    async with first.run_test(size=SIZE) as pilot:
+        await wait_for_state(pilot, first)
+        await press(pilot, "enter", "enter")
+        await through_steps(pilot, first)
+        await wait_for_screen(pilot, "ReviewScreen")
+        await press(pilot, "enter")
+        await wait_for_screen(pilot, "ResultScreen")
+    again = create_app(db=db, job=UI_JOB)
+    async with again.run_test(size=SIZE) as pilot:
+        await wait_for_state(pilot, again)
+        assert again.require_state().coming_back
+        await press(pilot, "enter")
+        assert type(again.screen).__name__ == "ComingBackScreen"
+        await press(pilot, "enter")
+        assert type(again.screen).__name__ == "ScaleUpScreen"
+        await press(pilot, "enter")
+        await wait_for_screen(pilot, "ResultScreen")
+        assert f"start job '{UI_JOB}'" in screen_text(again, "#run")
+    log = json.loads((tmp_path / "oom-wizard" / f"{UI_JOB}.changelog.json").read_text())
+    assert [run["direction"] for run in log["runs"]] == ["rollback", "scale_up"]
+
+
+async def test_saving_as_a_new_job_under_a_typed_name(tmp_path: Path) -> None:
+    db = ui_jobs_db(tmp_path)
+    rows_before = all_rows(db)
+    app = create_app(db=db, job=UI_JOB)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_state(pilot, app)
+        await press(pilot, "enter", "enter", "ctrl+s")
+        await wait_for_screen(pilot, "ReviewScreen")
+        assert not app.screen.query_one("#name-row").display
+        await press(pilot, "down")
+        assert app.screen.query_one(DestinationPicker).choice == AS_NEW
+        assert app.screen.query_one("#name-row").display
+        assert not app.screen.query_one("#file-rows").display
+        app.screen.query_one("#new-name", Input).value = "flux_portrait_small"
+        await press(pilot, "enter")
+        await wait_for_screen(pilot, "ResultScreen")
+        assert "start job 'flux_portrait_small'" in screen_text(app, "#run")
+        assert f"a copy of '{UI_JOB}'" in screen_text(app, "#files")
+    created = job_row(db, "flux_portrait_small")
+    assert created is not None and created["status"] == "stopped"
+    assert json.loads(created["job_config"])["config"]["name"] == "flux_portrait_small"
+    assert job_row(db, UI_JOB) == next(row for row in rows_before if row["name"] == UI_JOB)
+
+
+async def test_a_running_job_is_saved_only_to_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    db = ui_jobs_db(tmp_path)
+    rows_before = all_rows(db)
+    app = create_app(db=db, job=RUNNING_JOB)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_state(pilot, app)
+        await press(pilot, "enter", "enter", "ctrl+s")
+        await wait_for_screen(pilot, "ReviewScreen")
+        where = app.screen.query_one("#where", OptionList)
+        assert [where.get_option(option).disabled for option in (IN_PLACE, AS_NEW, TO_FILE)] == [
+            True,
+            True,
+            False,
+        ]
+        busy = screen_text(app, "#busy")
+        assert busy.startswith(f"Not now: job '{RUNNING_JOB}' is running")
+        assert "\n" not in busy
+        assert app.screen.query_one(DestinationPicker).choice == TO_FILE
+        await press(pilot, "enter")
+        await wait_for_screen(pilot, "ResultScreen")
+    assert all_rows(db) == rows_before
+    saved = tmp_path / f"{RUNNING_JOB}.oomfix.json"
+    assert json.loads(saved.read_text(encoding="utf-8"))["config"]["name"] == RUNNING_JOB
+    assert (tmp_path / f"{RUNNING_JOB}.oomfix.changelog.json").is_file()
+
+
+async def test_a_database_that_cannot_be_read_shows_one_line(tmp_path: Path) -> None:
+    not_a_db = tmp_path / "aitk_db.db"
+    not_a_db.write_text("this is not SQLite\n", encoding="utf-8")
+    app = create_app(db=not_a_db)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(30):
+            await pilot.pause(0.1)
+            error = screen_text(app, "#error")
+            if error:
+                break
+        assert error.startswith(f"oom-wizard: error: {not_a_db}")
+        assert "\n" not in error.strip()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--job", UI_JOB], ["config.yaml", "--db", "aitk_db.db"]],
+    ids=["job-without-db", "config-and-db"],
+)
+def test_the_wizard_refuses_half_a_database_job(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from wizard.cli import main
+
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("oom-wizard: error: ") and error.count("\n") == 1
