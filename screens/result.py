@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 
 from textual.app import ComposeResult
@@ -24,6 +25,7 @@ class ResultScreen(StageScreen):
 
     BINDINGS = [  # noqa: RUF012
         Binding("enter", "app.quit", "Done", priority=True),
+        Binding("c", "copy_command", "Copy command"),
     ]
 
     def __init__(self, result: Saved, prepared: Prepared, *, scale_up: bool) -> None:
@@ -86,16 +88,38 @@ class ResultScreen(StageScreen):
             if result.in_place:
                 lines.append(Content(f"To undo it: oom-wizard restore {_db_job_arguments(result)}"))
             return Content("\n").join(lines)
-        if self.wizard.require_state().ui_job:
+        command = self.run_command
+        if command is None:
             return Content(
                 "This job comes from AI Toolkit's web UI, which rewrites .job_config.json "
                 "on every start. Open the job in the UI, change the fields below (each says "
                 "where), or paste the new config under Show Advanced; then start the job."
             )
         return Content.assemble(
-            "From AI Toolkit's folder:\n",
-            (f"  python run.py {result.config}", "bold $text-accent"),
+            "From AI Toolkit's folder (c copies the command):\n",
+            (f"  {command}", "bold $text-accent"),
         )
+
+    @property
+    def run_command(self) -> str | None:
+        """``python run.py /absolute/path`` for a saved config file (None for a UI job).
+
+        The path is absolute: run.py looks for a relative path in its own ``config/`` folder
+        first, and it runs from the toolkit's folder, not from where the wizard saved.
+        """
+        if isinstance(self.result, DbSaveResult) or self.wizard.require_state().ui_job:
+            return None
+        return f"python run.py {shlex.quote(os.path.abspath(self.result.config))}"
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Offer "copy" only when there is a command to copy."""
+        return action != "copy_command" or self.run_command is not None
+
+    def action_copy_command(self) -> None:
+        """Put the run command on the clipboard (through the terminal)."""
+        if self.run_command is not None:
+            self.app.copy_to_clipboard(self.run_command)
+            self.notify(self.run_command, title="Copied")
 
     def _changes(self) -> Content:
         presets = load_presets()

@@ -160,6 +160,28 @@ async def test_going_back_and_changing_a_toggle(tmp_path: Path) -> None:
     assert process(config)["train"]["gradient_checkpointing"] is False  # type: ignore[index]
 
 
+async def test_the_run_command_names_the_saved_file_by_its_absolute_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    demo_folder(tmp_path)
+    app = demo_app(Path("oom-wizard-demo"))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_loaded(pilot, app)
+        await press(pilot, "enter", "enter", "ctrl+s")
+        await wait_for_screen(pilot, "ReviewScreen")
+        assert not Path(app.screen.query_one("#output", Input).value).is_absolute()
+        await press(pilot, "enter")
+        await wait_for_screen(pilot, "ResultScreen")
+        how = str(app.screen.query_one("#run", Static).render())
+        await press(pilot, "c")
+        copied = app.clipboard
+    saved_file = Path.cwd() / "oom-wizard-demo" / "flux_portrait_lora.oomfix.yaml"
+    assert saved_file.is_file()
+    assert f"python run.py {saved_file}" in how
+    assert copied == f"python run.py {saved_file}"
+
+
 async def test_save_refused_when_the_output_exists(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
     taken = folder / "taken.yaml"

@@ -4,11 +4,13 @@ Besides the demo's stages: the job list of a web-UI jobs database, and the revie
 of its jobs (where the fix goes: the job itself, a new job or a file).
 
 Paths on screen are relative to a temporary working folder, change-log times are fixed and
-the input cursor does not blink, so the pictures are the same on every run.
+the input cursor does not blink, so the pictures are the same on every run. The result
+screen shows absolute paths: its demo is copied to a fixed folder, :data:`FIXED_ROOT`.
 """
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,9 @@ from tests.app_support import (
 )
 
 SIZES = [(80, 24), (120, 40)]
+
+#: Where the result stage's demo lives, so that its absolute paths are the same on every run.
+FIXED_ROOT = Path("/tmp/oomw")
 Steps = Callable[[Pilot[int]], Awaitable[None]]
 
 
@@ -97,7 +102,7 @@ STAGES: dict[str, tuple[str, Steps]] = {
     "step": ("first", to_step),
     "help": ("first", to_help),
     "review": ("first", to_review),
-    "result": ("first", to_result),
+    "result": ("fixed", to_result),
     "coming_back": ("again", to_coming_back),
     "scale_up": ("again", to_scale_up),
     "db_jobs": ("db", listed),
@@ -132,6 +137,9 @@ def test_stage(
     elif which in ("db", "db_job"):
         ui_jobs_db(tmp_path)
         app = create_app(db=Path("aitk_db.db"), job=UI_JOB if which == "db_job" else None)
+    elif which == "fixed":
+        shutil.rmtree(FIXED_ROOT, ignore_errors=True)
+        app = demo_app(demo_folder(FIXED_ROOT))
     else:
         demo_folder(tmp_path)
         app = demo_app(Path("oom-wizard-demo"))
