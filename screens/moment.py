@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -13,7 +12,7 @@ from textual.widgets.option_list import Option
 
 from screens.base import StageScreen
 from wizard.presets import MODEL_KINDS, MOMENTS, load_presets
-from wizard.session import Answers, answer
+from wizard.session import Answers, WizardState, answer
 
 #: How many evidence lines the screen shows (the rest are in ``diagnose``).
 EVIDENCE_LINES = 6
@@ -47,6 +46,7 @@ class MomentScreen(StageScreen):
             ]
             yield OptionList(*options, id="moments", compact=True)
             yield Static(self._detected(), id="detected")
+            yield Static("", id="disagreement", classes="note")
             yield Static(self._evidence(), id="evidence")
             with Vertical(id="answers"):
                 with RadioSet(id="kind", compact=True):
@@ -67,28 +67,40 @@ class MomentScreen(StageScreen):
         moments = self.query_one("#moments", OptionList)
         moments.highlighted = MOMENTS.index(self.state.answers.moment)
         moments.focus()
+        self.show_disagreement()
 
     def _detected(self) -> Content:
-        diagnosis = self.state.diagnosis
-        if diagnosis is None:
+        """The log's own verdict (never the user's answer)."""
+        verdict = self.state.log_diagnosis
+        if verdict is None:
             return Content.styled("No log: pick what you saw.", "$text-muted")
-        report: dict[str, Any] = diagnosis.to_json()
-        label = load_presets().moment(report["moment"]).label if report.get("moment") else "?"
-        text = f"The log points to: {label}"
-        if report.get("environment_suspected"):
+        if verdict.moment is None:
+            return Content.styled("The log does not say when: pick what you saw.", "$text-muted")
+        text = f"The log points to: {_label(verdict.moment)}"
+        if verdict.model_kind is not None:
+            text += f" · {verdict.model_kind} model"
+        if verdict.environment_suspected:
             text += " · the GPU itself looks suspect"
         return Content.styled(text, "$text-accent")
 
     def _evidence(self) -> Content:
-        diagnosis = self.state.diagnosis
-        if diagnosis is None:
+        verdict = self.state.log_diagnosis
+        if verdict is None:
             return Content("")
-        evidence = diagnosis.to_json().get("evidence") or []
         lines = [
-            Content.assemble((f"{item['line']:>6}  ", "$text-muted"), str(item["text"])[:200])
-            for item in evidence[-EVIDENCE_LINES:]
+            Content.assemble((f"{item.line:>6}  ", "$text-muted"), item.text[:200])
+            for item in verdict.evidence[-EVIDENCE_LINES:]
         ]
         return Content("\n").join(lines)
+
+    @on(OptionList.OptionHighlighted, "#moments")
+    @on(RadioSet.Changed, "#kind")
+    def show_disagreement(self) -> None:
+        """One line when the answers on screen differ from what the log says."""
+        line = disagreement(self.state, self.chosen())
+        shown = self.query_one("#disagreement", Static)
+        shown.update(line or "")
+        shown.display = line is not None
 
     def chosen(self) -> Answers:
         """The answers as the widgets show them now."""
@@ -116,3 +128,25 @@ class MomentScreen(StageScreen):
         current = self.chosen().model_kind
         other = MODEL_KINDS[(MODEL_KINDS.index(current) + 1) % len(MODEL_KINDS)]
         self.query_one(f"#{other}", RadioButton).value = True
+
+
+def disagreement(state: WizardState, chosen: Answers) -> str | None:
+    """Where ``chosen`` differs from the log's own verdict, in one line (None: it agrees)."""
+    verdict = state.log_diagnosis
+    if verdict is None:
+        return None
+    differ: list[str] = []
+    if verdict.moment is not None and chosen.moment != verdict.moment:
+        differ.append(_label(chosen.moment))
+    if verdict.model_kind is not None and chosen.model_kind != verdict.model_kind:
+        differ.append(f"{chosen.model_kind} model")
+    if not differ:
+        return None
+    return f"You picked: {' · '.join(differ)}. Your answer is used."
+
+
+def _label(moment: str) -> str:
+    """A moment's label, in the user's words."""
+    presets = load_presets()
+    labels: dict[str, str] = {known: presets.moment(known).label for known in MOMENTS}
+    return labels[moment]

@@ -138,6 +138,30 @@ async def test_environment_verdict(tmp_path: Path) -> None:
         assert app.require_state().answers.moment == "early_steps"
 
 
+async def test_the_log_keeps_its_own_verdict_beside_the_users_answer(tmp_path: Path) -> None:
+    folder = demo_folder(tmp_path)
+    app = demo_app(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_loaded(pilot, app)
+        await press(pilot, "enter")
+        detected = str(app.screen.query_one("#detected", Static).render())
+        assert detected == "The log points to: In the first training steps · image model"
+        assert not app.screen.query_one("#disagreement", Static).display
+        app.screen.query_one("#moments", OptionList).highlighted = 2
+        await press(pilot, "ctrl+t")
+        disagreement = str(app.screen.query_one("#disagreement", Static).render())
+        assert disagreement == (
+            "You picked: While generating samples · video model. Your answer is used."
+        )
+        await press(pilot, "enter")
+        assert app.require_state().answers.moment == "sampling"
+        app.show_moment()
+        await pilot.pause(0.3)
+        assert str(app.screen.query_one("#detected", Static).render()) == detected
+        again = str(app.screen.query_one("#disagreement", Static).render())
+        assert again == disagreement
+
+
 async def test_going_back_and_changing_a_toggle(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
     app = demo_app(folder)

@@ -74,7 +74,8 @@ class WizardState:
     Attributes:
         document: The config as loaded (never written).
         log_path: The training log used for the diagnosis, if any.
-        diagnosis: What the log and config say (None without a log).
+        diagnosis: What the log and config say, knowing the user's answers (None without a
+            log).
         changelog: The change log that describes this config, when it is our own output.
         changelog_path: Where that change log is.
         answers: The moment, model kind and "worked before" answer in effect.
@@ -88,6 +89,8 @@ class WizardState:
             that go down one rung per retry go one rung further.
         db_job: The row of AI Toolkit's jobs database the config was read from, when it was
             (``document.source`` is then the job's pseudo path, not a file).
+        log_diagnosis: The log's own verdict, before any answer of the user (None without a
+            log): what "the log points to" shows, whatever the user picks.
     """
 
     document: JobDocument
@@ -104,6 +107,7 @@ class WizardState:
     probe: ProbeResult | None = None
     crashed_again: bool = False
     db_job: DbJob | None = None
+    log_diagnosis: Diagnosis | None = None
 
     @property
     def source(self) -> Path:
@@ -211,6 +215,7 @@ def _opened(
         ui_job=located.ui_job,
         scan=scan,
         probe=probe,
+        log_diagnosis=diagnosis,
     )
 
 
