@@ -7,10 +7,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
-from textual.widgets import Checkbox, Footer, Header, OptionList, RadioButton, RadioSet, Static
+from textual.widgets import Footer, Header, OptionList, RadioSet, Static
 from textual.widgets.option_list import Option
 
 from screens.base import StageScreen
+from screens.widgets import Choice, Tick
 from wizard.presets import MODEL_KINDS, MOMENTS, load_presets
 from wizard.session import Answers, WizardState, answer
 
@@ -51,14 +52,13 @@ class MomentScreen(StageScreen):
             with Vertical(id="answers"):
                 with RadioSet(id="kind", compact=True):
                     for kind in MODEL_KINDS:
-                        yield RadioButton(
+                        yield Choice(
                             f"{kind} model", value=kind == state.answers.model_kind, id=kind
                         )
-                yield Checkbox(
+                yield Tick(
                     "This exact config worked before",
                     value=state.answers.worked_before,
                     id="worked",
-                    compact=True,
                 )
         yield Footer()
 
@@ -111,7 +111,7 @@ class MomentScreen(StageScreen):
         return Answers(
             moment=MOMENTS[index],
             model_kind=kind,
-            worked_before=self.query_one("#worked", Checkbox).value,
+            worked_before=self.query_one("#worked", Tick).value,
         )
 
     def action_next(self) -> None:
@@ -127,7 +127,7 @@ class MomentScreen(StageScreen):
         """Switch between image and video."""
         current = self.chosen().model_kind
         other = MODEL_KINDS[(MODEL_KINDS.index(current) + 1) % len(MODEL_KINDS)]
-        self.query_one(f"#{other}", RadioButton).value = True
+        self.query_one(f"#{other}", Choice).value = True
 
 
 def disagreement(state: WizardState, chosen: Answers) -> str | None:

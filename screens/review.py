@@ -7,14 +7,14 @@ from collections.abc import Mapping
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
-from textual.widgets import Footer, Header, Input, OptionList, Static, Switch
+from textual.widgets import Footer, Header, Input, OptionList, Static
 
 from screens.base import StageScreen
 from screens.destination import DestinationPicker
 from screens.messages import ConfigSaved, SaveFailed
-from screens.widgets import DiffView
+from screens.widgets import DiffView, Tick
 from wizard.changes import Prepared
 from wizard.errors import WizardError
 from wizard.plan import StepChoice
@@ -44,12 +44,9 @@ class ReviewScreen(StageScreen):
             yield DestinationPicker(state, id="destination")
             validation = state.validation_step()
             if validation is not None:
-                with Horizontal(classes="field-row"):
-                    yield Switch(value=validation.default_on, id="validation")
-                    yield Static(
-                        Content.assemble((validation.title, "bold"), "  ", validation.why),
-                        classes="field-text",
-                    )
+                with Vertical(classes="field-row"):
+                    yield Tick(validation.title, value=validation.default_on, id="validation")
+                    yield Static(validation.why, classes="field-hint")
             yield Static("", id="error", classes="error")
             yield DiffView(id="diff")
         yield Footer()
@@ -63,10 +60,10 @@ class ReviewScreen(StageScreen):
         extra = None
         validation = self.state.validation_step()
         if validation is not None:
-            extra = StepChoice(validation.id, enabled=self.query_one("#validation", Switch).value)
+            extra = StepChoice(validation.id, enabled=self.query_one("#validation", Tick).value)
         return effective_choices(self.state, upto=self.upto, extra=extra)
 
-    @on(Switch.Changed, "#validation")
+    @on(Tick.Changed, "#validation")
     def refresh_diff(self) -> None:
         """Recompute the whole diff."""
         try:

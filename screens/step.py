@@ -7,13 +7,13 @@ from typing import Any
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.validation import Integer, Number, Validator
-from textual.widgets import Checkbox, Footer, Header, Input, Static, Switch
+from textual.widgets import Footer, Header, Input, Static
 
 from screens.base import StageScreen
-from screens.widgets import DiffView, ladder_content, show_value
+from screens.widgets import DiffView, Tick, ladder_content, show_value
 from wizard.document import MISSING
 from wizard.errors import WizardError
 from wizard.paths import format_path
@@ -21,8 +21,13 @@ from wizard.plan import FieldProposal, StepChoice, StepProposal
 from wizard.session import choose, effective_choices, estimate, prepared
 
 
-class FieldRow(Horizontal):
-    """One field of a step: its toggle, current → proposed, the proposed value if editable."""
+class FieldRow(Vertical):
+    """One field of a step: its box (saying what it does), the proposed value if editable.
+
+    ``[x] train.gradient_checkpointing: false → true``, ``[x] train.batch_size: 2 → [1]``
+    (the proposed value is an input), ``[ ] drop bucket 768 (dataset 0)``; the place in AI
+    Toolkit's UI below.
+    """
 
     def __init__(self, proposal: FieldProposal, index: int, enabled: bool) -> None:
         super().__init__(classes="field-row")
@@ -32,40 +37,22 @@ class FieldRow(Horizontal):
 
     def compose(self) -> ComposeResult:
         proposal = self.proposal
-        if proposal.control == "bucket":
-            yield Checkbox(
-                proposal.label, value=self.enabled, id=f"toggle-{self.index}", compact=True
-            )
-        else:
-            yield Switch(value=self.enabled, id=f"toggle-{self.index}")
-        if proposal.control in ("number", "text"):
-            yield Input(
-                show_value(proposal.after),
-                validators=_validators(proposal.after),
-                id=f"value-{self.index}",
-                compact=True,
-            )
-        yield Static(self._text(), classes="field-text")
-
-    def _text(self) -> Content:
-        proposal = self.proposal
-        dropped = proposal.control == "bucket" and proposal.after is MISSING
-        after = "dropped" if dropped else show_value(proposal.after)
-        change = f"{show_value(proposal.before)} → {after}"
-        parts: list[Content | str | tuple[str, str]] = []
-        if proposal.control != "bucket":
-            parts += [(proposal.label, "bold"), "  "]
-        parts.append(change)
+        with Horizontal(classes="field-line"):
+            yield Tick(effect_label(proposal), value=self.enabled, id=f"toggle-{self.index}")
+            if proposal.control in ("number", "text"):
+                yield Input(
+                    show_value(proposal.after),
+                    validators=_validators(proposal.after),
+                    id=f"value-{self.index}",
+                    compact=True,
+                )
         if proposal.ui_hint:
-            parts += ["\n", (f"UI: {proposal.ui_hint}", "$text-muted")]
-        return Content.assemble(*parts)
+            yield Static(f"UI: {proposal.ui_hint}", classes="field-hint")
 
     @property
     def on(self) -> bool:
         """Whether the field is toggled on."""
-        toggle = self.query_one(f"#toggle-{self.index}")
-        assert isinstance(toggle, Switch | Checkbox)
-        return toggle.value
+        return self.query_one(f"#toggle-{self.index}", Tick).value
 
     def edited(self) -> tuple[bool, Any]:
         """(valid, value) of the proposed-value input; (True, None) when not edited."""
@@ -112,9 +99,11 @@ class StepScreen(StageScreen):
             yield Static(step.why, classes="why")
             if step.note:
                 yield Static(step.note, classes="note")
-            with Horizontal(classes="field-row"):
-                yield Switch(value=recorded.enabled if recorded else step.default_on, id="step-on")
-                yield Static(Content.styled("Apply this step", "bold"), classes="field-text")
+            yield Tick(
+                "Apply this step",
+                value=recorded.enabled if recorded else step.default_on,
+                id="step-on",
+            )
             for number, proposal in enumerate(step.fields):
                 enabled = proposal.default_on
                 if recorded is not None:
@@ -140,7 +129,7 @@ class StepScreen(StageScreen):
                 values[key] = value
         return StepChoice(
             step_id=self.step.id,
-            enabled=self.query_one("#step-on", Switch).value,
+            enabled=self.query_one("#step-on", Tick).value,
             fields=fields,
             values=values,
         )
@@ -149,8 +138,7 @@ class StepScreen(StageScreen):
         """Rows whose typed value does not validate."""
         return [row for row in self.query(FieldRow) if not row.edited()[0]]
 
-    @on(Switch.Changed)
-    @on(Checkbox.Changed)
+    @on(Tick.Changed)
     @on(Input.Changed)
     def refresh_preview(self) -> None:
         """Recompute the memory estimate and this step's diff from the toggles."""
@@ -205,6 +193,16 @@ class StepScreen(StageScreen):
         """Save with this step and those before it; later steps stay for another retry."""
         if self._record():
             self.wizard.show_review(self.index + 1)
+
+
+def effect_label(proposal: FieldProposal) -> str:
+    """What the field's box does when it is on, in words (an input follows a bare ``→``)."""
+    before = show_value(proposal.before)
+    if proposal.control == "bucket" and proposal.after is MISSING:
+        return f"drop {proposal.label}"
+    if proposal.control in ("number", "text"):
+        return f"{proposal.label}: {before} →"
+    return f"{proposal.label}: {before} → {show_value(proposal.after)}"
 
 
 def _validators(value: Any) -> list[Validator]:

@@ -1,4 +1,5 @@
-"""Small widgets shared by the stage screens: the changes as a diff, the step ladder, values."""
+"""Small widgets shared by the stage screens: toggles that read without colour, the changes
+as a diff, the step ladder, values."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from textual.content import Content
-from textual.widgets import Static
+from textual.widgets import Checkbox, RadioButton, Static
 
 from wizard.document import MISSING
 
@@ -18,6 +19,39 @@ if TYPE_CHECKING:
 #: A diff line longer than this is unreadable as a line (a config stored as one line of
 #: JSON, as the web UI stores it): such a change is shown field by field instead.
 LONG_DIFF_LINE = 160
+
+
+class Tick(Checkbox):
+    """A compact checkbox that reads the same without colour: ``[x]`` on, ``[ ]`` off.
+
+    Textual's own box draws the same glyph either way and tells them apart by colour only,
+    which a plain-text capture (or a colour-blind reader) cannot. The label says what the
+    box does when it is on ("drop bucket 1024").
+    """
+
+    def __init__(self, label: str, value: bool, *, id: str | None = None) -> None:
+        super().__init__(label, value, id=id, compact=True)
+
+    @property
+    def _button(self) -> Content:
+        """``[x]`` or ``[ ]`` (replaces Textual's colour-only glyph)."""
+        if self.value:
+            return Content.styled("[x]", "bold $text-success")
+        return Content.styled("[ ]", "$text-muted")
+
+
+class Choice(RadioButton):
+    """A compact radio button that reads the same without colour: ``(•)`` chosen, ``( )`` not."""
+
+    def __init__(self, label: str, value: bool, *, id: str | None = None) -> None:
+        super().__init__(label, value, id=id, compact=True)
+
+    @property
+    def _button(self) -> Content:
+        """``(•)`` or ``( )`` (replaces Textual's colour-only glyph)."""
+        if self.value:
+            return Content.styled("(•)", "bold $text-success")
+        return Content.styled("( )", "$text-muted")
 
 
 def show_value(value: Any) -> str:

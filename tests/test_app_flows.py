@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from textual.widgets import Input, OptionList, Static, Switch
+from textual.widgets import Input, OptionList, Static
 
 from screens.app import OomWizardApp
 from screens.environment import EnvironmentScreen
 from screens.step import StepScreen
+from screens.widgets import Choice, Tick
 from tests.app_support import (
     baseline_sample_log,
     demo_app,
@@ -162,6 +163,34 @@ async def test_the_log_keeps_its_own_verdict_beside_the_users_answer(tmp_path: P
         assert again == disagreement
 
 
+def read(box: Tick | Choice) -> str:
+    """A box as a plain-text capture shows it."""
+    return str(box.render()).rstrip()
+
+
+async def test_every_toggle_reads_on_or_off_without_colour(tmp_path: Path) -> None:
+    folder = demo_folder(tmp_path)
+    app = demo_app(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_loaded(pilot, app)
+        await press(pilot, "enter")
+        shown = [read(box) for box in app.screen.query(Choice)]
+        assert shown == ["(•) image model", "( ) video model"]
+        worked = app.screen.query_one("#worked", Tick)
+        assert read(worked) == "[ ] This exact config worked before"
+        worked.focus()
+        await press(pilot, "space")
+        assert read(worked) == "[x] This exact config worked before"
+        await press(pilot, "enter", "enter", "enter")
+        assert step_id(app) == "top_bucket"
+        boxes = {read(box) for box in app.screen.query(Tick)}
+        assert boxes == {
+            "[x] Apply this step",
+            "[ ] drop bucket 768 (dataset 0)",
+            "[x] drop bucket 1024 (dataset 0)",
+        }
+
+
 async def test_going_back_and_changing_a_toggle(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
     app = demo_app(folder)
@@ -173,7 +202,7 @@ async def test_going_back_and_changing_a_toggle(tmp_path: Path) -> None:
         assert step_id(app) == "batch_size"
         await press(pilot, "escape")
         assert step_id(app) == "gradient_checkpointing"
-        app.screen.query_one("#step-on", Switch).value = False
+        app.screen.query_one("#step-on", Tick).value = False
         await press(pilot, "enter")
         assert app.require_state().choices["gradient_checkpointing"].enabled is False
         await through_steps(pilot, app)
