@@ -4,7 +4,8 @@ Usage (from the repository root)::
 
     .venv/bin/python docs/export_screenshots.py
 
-It runs the demo in a temporary folder (so the paths on screen are short and relative) and
+It runs the demo in a fresh folder under the temporary directory, always the same one (the
+result screen shows the saved file's absolute path, so a random name would show up there), and
 writes ``docs/step.svg`` and ``docs/result.svg``.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from wizard.commands.demo import IMAGE_JOB, copy_demo
 
 DOCS = Path(__file__).resolve().parent
 SIZE = (100, 32)
+WORK = Path(tempfile.gettempdir()) / "oom-wizard-screenshots"
 
 
 async def wait_for(app: OomWizardApp, name: str, pause: object) -> None:
@@ -61,9 +64,13 @@ async def export() -> None:
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as folder:
-        os.chdir(folder)
+    shutil.rmtree(WORK, ignore_errors=True)
+    WORK.mkdir()
+    os.chdir(WORK)
+    try:
         asyncio.run(export())
+    finally:
+        shutil.rmtree(WORK, ignore_errors=True)
     print(f"wrote {DOCS / 'step.svg'} and {DOCS / 'result.svg'}")
 
 
