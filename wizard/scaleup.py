@@ -105,6 +105,6 @@ def _why(presets: Presets) -> str:
     order = " → ".join(presets.step(step).restore or step for step in presets.scale_up_order)
     return (
         "One heavier setting per retry, so that a new crash names its cause. "
-        f"The order is {order}; the memory settings (checkpointing, the low-memory path) "
-        "stay."
+        f"The order is {order}: quality first; the memory settings (the low-memory path, "
+        "checkpointing) come back last, because they buy speed, not quality."
     )

@@ -122,8 +122,7 @@ def _render_next(console: Console, changelog: ChangeLog, document: JobDocument |
     step = next_scale_up(document, changelog)
     if step is None:
         console.print(
-            "Next scale-up: nothing left; every lowered setting is back "
-            "(the memory settings stay).",
+            "Next scale-up: nothing left; every setting the roll-back changed is back.",
             markup=False,
         )
         return

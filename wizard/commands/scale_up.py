@@ -73,8 +73,8 @@ def run(args: argparse.Namespace) -> int:
     step = next_scale_up(document, changelog)
     if step is None:
         console.print(
-            "Nothing left to re-add: every setting the roll-back lowered is back to its "
-            "original value (the memory settings stay as they are).",
+            "Nothing left to re-add: every setting the roll-back changed is back to its "
+            "original value.",
             markup=False,
         )
         return 0
