@@ -2,11 +2,11 @@
 
 Usage (from the repository root)::
 
-    .venv/bin/python docs/export_screenshots.py
+    .venv/bin/python -m screens.export_screenshots
 
 It runs the demo in a fresh folder under the temporary directory, always the same one (the
 result screen shows the saved file's absolute path, so a random name would show up there), and
-writes ``docs/step.svg`` and ``docs/result.svg``.
+writes ``screens/screenshots/step.svg`` and ``screens/screenshots/result.svg``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from textual.widgets import Input
 from screens.app import OomWizardApp, create_app
 from wizard.commands.demo import IMAGE_JOB, copy_demo
 
-DOCS = Path(__file__).resolve().parent
+DOCS = Path(__file__).resolve().parent / "screenshots"
 SIZE = (100, 32)
 WORK = Path(tempfile.gettempdir()) / "oom-wizard-screenshots"
 
