@@ -12,7 +12,6 @@ from wizard.document import MISSING
 from wizard.errors import ConfigError, WizardError
 from wizard.paths import format_path
 from wizard.plan import (
-    ENVIRONMENT_CHECKS,
     FieldProposal,
     Plan,
     StepChoice,
@@ -23,6 +22,7 @@ from wizard.plan import (
     rewrite_prompt_flags,
     smaller_size,
 )
+from wizard.presets import ModelKind, load_presets
 
 # The procedure as DESIGN.md states it (deliberately not read from presets/).
 LADDER = {
@@ -111,8 +111,11 @@ def test_only_the_moments_first_steps_are_on_by_default(moment: str, kind: str) 
 def test_environment_changes_nothing_and_lists_checks(kind: str) -> None:
     plan = plan_of(HEAVY, "environment", kind)
     assert plan.steps == ()
-    assert plan.environment_checks == ENVIRONMENT_CHECKS
-    assert plan.to_json()["environment_checks"] == list(ENVIRONMENT_CHECKS)
+    checks = load_presets().environment_checks
+    assert plan.environment_checks == checks
+    assert plan.to_json()["environment_checks"] == list(checks)
+    assert any("nvidia-smi" in check for check in checks)
+    assert any("expandable_segments:True" in check for check in checks)
     assert changes_for(plan) == []
 
 
@@ -129,7 +132,7 @@ def test_environment_checks_start_with_the_diagnosis_reasons() -> None:
 
     plan = build_plan(document(HEAVY), "environment", "image", diagnosis=Found())
     assert plan.environment_checks[0] == "The log shows: 0 bytes free on the GPU"
-    assert plan.environment_checks[1:] == ENVIRONMENT_CHECKS
+    assert plan.environment_checks[1:] == load_presets().environment_checks
 
 
 def test_when_the_first_steps_are_done_the_next_ladder_step_is_on() -> None:
@@ -381,7 +384,7 @@ def test_no_sample_section_means_nothing_to_lighten() -> None:
         ((300, 200), "image", (256, 176)),
     ],
 )
-def test_smaller_size(size: tuple[int, int], kind: str, expected: tuple[int, int]) -> None:
+def test_smaller_size(size: tuple[int, int], kind: ModelKind, expected: tuple[int, int]) -> None:
     assert smaller_size(*size, kind) == expected
 
 

@@ -29,7 +29,6 @@ from wizard.plan import (
     build_plan,
     changes_for,
     default_model_kind,
-    frame_grid,
     next_scale_up,
 )
 from wizard.presets import load_presets
@@ -177,7 +176,7 @@ def test_repeated_rollbacks_keep_the_invariants(tree: dict[str, Any], moment: st
     kind = kind_of(doc)
     process = doc.view().processes[0]
     facts = arch_facts(process, load_presets())
-    grid = frame_grid(facts)
+    grid = load_presets().frame_grid(facts)
     for rollback in range(3):
         plan = build_plan(doc, moment, kind, new_crash=rollback > 0)
         changes = changes_for(plan, everything(plan))

@@ -522,3 +522,44 @@ def test_a_repeated_arch_id_is_refused(preset_copy: Path) -> None:
     _break(preset_copy, "archs.yaml", "  - id: wan22_5b\n", "  - id: wan21\n")
     with pytest.raises(PresetError, match="more than once: wan21"):
         load_presets(preset_copy)
+
+
+def test_the_step_limits_are_data(presets: Presets) -> None:
+    limits = presets.limits
+    assert limits.resolution_rungs == (1536, 1280, 1024, 768, 512)
+    assert limits.keep_buckets_up_to == 768
+    assert (limits.sample_long_side.of("image"), limits.sample_long_side.of("video")) == (768, 512)
+    assert presets.frame_grid(None) == FrameGrid(step=8, offset=1)
+    assert presets.frame_grid(facts_of(presets, "wan21:14b")) == WAN
+
+
+def test_resolution_rungs_that_do_not_go_down_are_refused(preset_copy: Path) -> None:
+    line = _break(preset_copy, "ladders.yaml", "[1536, 1280, 1024,", "[1536, 1024, 1280,")
+    with pytest.raises(PresetError, match="largest first") as caught:
+        load_presets(preset_copy)
+    assert caught.value.line == line
+
+
+def test_a_sample_cap_off_the_size_multiple_is_refused(preset_copy: Path) -> None:
+    _break(preset_copy, "ladders.yaml", "{image: 768, video: 512}", "{image: 770, video: 512}")
+    with pytest.raises(PresetError, match="multiples of size_multiple 16"):
+        load_presets(preset_copy)
+
+
+def test_an_unknown_arch_grid_off_its_compression_is_refused(preset_copy: Path) -> None:
+    _break(
+        preset_copy,
+        "archs.yaml",
+        "  frames: {step: 8, offset: 1}",
+        "  frames: {step: 4, offset: 1}",
+    )
+    with pytest.raises(PresetError, match="temporal_compression"):
+        load_presets(preset_copy)
+
+
+def test_environment_checks_may_not_be_empty(preset_copy: Path) -> None:
+    text = (preset_copy / "ladders.yaml").read_text(encoding="utf-8")
+    head = text[: text.index("environment_checks:")]
+    (preset_copy / "ladders.yaml").write_text(head + "environment_checks: []\n", "utf-8")
+    with pytest.raises(PresetError, match="environment_checks"):
+        load_presets(preset_copy)

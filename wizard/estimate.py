@@ -51,11 +51,6 @@ from wizard.view import DatasetView, JobView, ProcessView, SampleView, build_vie
 CHECKPOINTING_OFF_FACTOR: Final = 4.0
 """Activation load without gradient checkpointing, relative to with it (rough)."""
 
-FALLBACK_SPATIAL: Final = 8
-FALLBACK_PATCH: Final = 2
-FALLBACK_TEMPORAL: Final = 8
-"""AI Toolkit's data loader assumes a temporal compression of 8 when the model says nothing."""
-
 NOTE: Final = (
     "Relative and approximate: activation load of one training step and one sample against "
     "today's config (100 %), from tokens per sample × batch × a checkpointing factor. "
@@ -103,12 +98,15 @@ def estimate(
         tree = apply_to_tree(tree, change.edit())
     before = document.view()
     after = build_view(tree, file=str(document.source), locate=lambda _path: None)
-    facts = _facts_by_process(document, before, presets)
+    shapes = {
+        process.index: _Shape.of(arch_facts(process, presets), presets)
+        for process in before.processes
+    }
     video = model_kind == "video"
-    train_before = _train_load(before, facts, video)
-    train_after = _train_load(after, facts, video)
-    sample_before = _sample_load(before, facts, video)
-    sample_after = _sample_load(after, facts, video)
+    train_before = _train_load(before, shapes, video)
+    train_after = _train_load(after, shapes, video)
+    sample_before = _sample_load(before, shapes, video)
+    sample_after = _sample_load(after, shapes, video)
     notes = [NOTE]
     if video and _auto_frames(before):
         notes.append(
@@ -134,56 +132,65 @@ def arch_facts(process: ProcessView, presets: Presets) -> ArchFacts | None:
     return presets.arch_from_model(process.model.arch_keys())
 
 
-def _facts_by_process(
-    document: JobDocument, view: JobView, presets: Presets
-) -> Mapping[int, ArchFacts | None]:
-    return {process.index: arch_facts(process, presets) for process in view.processes}
+@dataclass(frozen=True)
+class _Shape:
+    """How one process turns pixels and frames into tokens: its arch's facts, else the
+    presets' ``unknown_arch`` fallback, field by field."""
+
+    latent_pixel: float
+    temporal: float
+    grid: FrameGrid
+    default_frames: int | None
+
+    @classmethod
+    def of(cls, facts: ArchFacts | None, presets: Presets) -> _Shape:
+        unknown = presets.unknown_arch
+        spatial = (facts and facts.spatial_compression) or unknown.spatial_compression
+        patch = (facts and facts.patch) or unknown.patch
+        return cls(
+            latent_pixel=float(spatial * patch),
+            temporal=(facts and facts.temporal_compression) or unknown.temporal_compression,
+            grid=presets.frame_grid(facts),
+            default_frames=facts.default_sample_frames if facts else None,
+        )
+
+    def latent_frames(self, frames: int) -> float:
+        """``1 + (F − 1) / t``: the latent frames of a clip of ``frames``."""
+        return 1.0 + (max(frames, 1) - 1) / self.temporal
+
+    def tokens(self, width: int, height: int, frames: int) -> float:
+        """Tokens of one item: ``(W / (s × p)) × (H / (s × p)) × frames_latent``."""
+        return (
+            (width / self.latent_pixel) * (height / self.latent_pixel) * self.latent_frames(frames)
+        )
 
 
-def _train_load(view: JobView, facts: Mapping[int, ArchFacts | None], video: bool) -> float:
+def _train_load(view: JobView, shapes: Mapping[int, _Shape], video: bool) -> float:
     loads = [
-        _dataset_load(process, dataset, facts.get(process.index), video)
+        _dataset_load(process, dataset, shapes[process.index], video)
         for process in view.processes
         for dataset in process.datasets
     ]
     return max(loads, default=0.0)
 
 
-def _dataset_load(
-    process: ProcessView, dataset: DatasetView, facts: ArchFacts | None, video: bool
-) -> float:
+def _dataset_load(process: ProcessView, dataset: DatasetView, shape: _Shape, video: bool) -> float:
     resolution = max(dataset.resolution or (0,))
-    side = resolution / _latent_pixel(facts)
-    frames = _dataset_frames(dataset, facts) if video else 1
+    frames = _dataset_frames(dataset, shape) if video else 1
     batch = dataset.batch_size or process.train.batch_size or 1
     checkpointing = (
-        1.0 if process.train.gradient_checkpointing is not False else (CHECKPOINTING_OFF_FACTOR)
+        1.0 if process.train.gradient_checkpointing is not False else CHECKPOINTING_OFF_FACTOR
     )
-    return side * side * _latent_frames(frames, facts) * batch * checkpointing
+    return shape.tokens(resolution, resolution, frames) * batch * checkpointing
 
 
-def _dataset_frames(dataset: DatasetView, facts: ArchFacts | None) -> int:
+def _dataset_frames(dataset: DatasetView, shape: _Shape) -> int:
+    """The clip length counted for a dataset: with auto frame count on (no upper limit), the
+    largest of its num_frames, the arch's default sample length and the shortest clip."""
     frames = dataset.num_frames or 1
-    if dataset.auto_frame_count is True:
-        return assumed_clip_length(frames, facts)
-    return frames
-
-
-def assumed_clip_length(frames: int, facts: ArchFacts | None) -> int:
-    """The clip length counted for a dataset with auto frame count (no upper limit)."""
-    default = facts.default_sample_frames if facts else None
-    return max(frames, default or 1, frame_floor(frame_grid(facts)))
-
-
-def frame_grid(facts: ArchFacts | None) -> FrameGrid:
-    """The arch's frame grid; for an arch the presets do not know, the toolkit's fallback.
-
-    AI Toolkit's data loader assumes a temporal compression of 8 (frames 8n+1) when the model
-    says nothing.
-    """
-    if facts is not None and facts.frames is not None:
-        return facts.frames
-    return FrameGrid(step=FALLBACK_TEMPORAL, offset=1)
+    if dataset.auto_frame_count is not True:
+        return frames
+    return max(frames, shape.default_frames or 1, frame_floor(shape.grid))
 
 
 def frame_floor(grid: FrameGrid) -> int:
@@ -191,48 +198,24 @@ def frame_floor(grid: FrameGrid) -> int:
     return grid.offset if grid.offset > 1 else grid.offset + grid.step
 
 
-def _sample_load(view: JobView, facts: Mapping[int, ArchFacts | None], video: bool) -> float:
+def _sample_load(view: JobView, shapes: Mapping[int, _Shape], video: bool) -> float:
     loads = [
-        _process_sample_load(process, process.sample, facts.get(process.index), video)
+        _process_sample_load(process.sample, shapes[process.index], video)
         for process in view.processes
         if process.sample is not None and process.train.disable_sampling is not True
     ]
     return max(loads, default=0.0)
 
 
-def _process_sample_load(
-    process: ProcessView, sample: SampleView | None, facts: ArchFacts | None, video: bool
-) -> float:
-    if sample is None:
-        return 0.0
+def _process_sample_load(sample: SampleView, shape: _Shape, video: bool) -> float:
+    """The heaviest sample: each one at the size and length it renders at."""
     count = max(len(sample.prompt_paths()), 1)
-    pixel = _latent_pixel(facts)
     loads = []
     for index in range(count):
-        size: dict[str, int] = {
-            "width": sample.width or 1,
-            "height": sample.height or 1,
-            "num_frames": sample.num_frames or 1,
-        }
-        for override in sample.overrides():
-            if override.sample == index:
-                size[override.field] = override.value
+        size = sample.rendered_size(index)
         frames = size["num_frames"] if video else 1
-        loads.append(
-            (size["width"] / pixel) * (size["height"] / pixel) * _latent_frames(frames, facts)
-        )
+        loads.append(shape.tokens(size["width"], size["height"], frames))
     return max(loads)
-
-
-def _latent_pixel(facts: ArchFacts | None) -> float:
-    spatial = facts.spatial_compression if facts and facts.spatial_compression else None
-    patch = facts.patch if facts and facts.patch else None
-    return float((spatial or FALLBACK_SPATIAL) * (patch or FALLBACK_PATCH))
-
-
-def _latent_frames(frames: int, facts: ArchFacts | None) -> float:
-    temporal = facts.temporal_compression if facts and facts.temporal_compression else None
-    return 1.0 + (max(frames, 1) - 1) / (temporal or FALLBACK_TEMPORAL)
 
 
 def _auto_frames(view: JobView) -> bool:

@@ -32,7 +32,7 @@ from wizard.changelog import ChangeLog
 from wizard.changes import Change
 from wizard.document import MISSING, JobDocument, same_value
 from wizard.errors import ConfigError, WizardError
-from wizard.estimate import MemoryEstimate, arch_facts, estimate, frame_floor, frame_grid
+from wizard.estimate import MemoryEstimate, arch_facts, estimate, frame_floor
 from wizard.paths import FieldPath, format_path
 from wizard.presets import (
     MODEL_KINDS,
@@ -40,6 +40,7 @@ from wizard.presets import (
     VALIDATION_RUN,
     ArchFacts,
     FrameGrid,
+    Limits,
     ModelKind,
     Moment,
     Presets,
@@ -51,7 +52,6 @@ from wizard.view import ProcessView, SampleView
 
 __all__ = [
     "DEFAULT_MOMENT",
-    "ENVIRONMENT_CHECKS",
     "Control",
     "DiagnosisLike",
     "FieldProposal",
@@ -66,7 +66,6 @@ __all__ = [
     "estimate",
     "fewer_frames",
     "fewer_sample_steps",
-    "frame_grid",
     "next_scale_up",
     "pending_scale_ups",
     "rewrite_prompt_flags",
@@ -80,43 +79,8 @@ DEFAULT_MOMENT: Final[Moment] = "early_steps"
 where most OOM reports land, and their first changes (checkpointing, batch 1, the biggest
 bucket) are the procedure's main activation levers. Callers must say it was assumed."""
 
-KEEP_BUCKETS_UP_TO: Final = 768
-"""Buckets of this size or smaller stay by default (512 and 768 are the usual floor)."""
-
-RESOLUTION_RUNGS: Final = (1536, 1280, 1024, 768, 512)
-"""A single resolution steps down this ladder, one rung per roll-back."""
-
-SAMPLE_LONG_SIDE: Final[Mapping[str, int]] = MappingProxyType({"image": 768, "video": 512})
-"""The longest side a lighter sample may have, per model kind."""
-
-SAMPLE_SIDE_FLOOR: Final = 256
-"""Samples are never made smaller than this on their long side."""
-
-SAMPLE_STEPS_FLOOR: Final = 10
-"""Fewer sample steps never go below this."""
-
-SIZE_MULTIPLE: Final = 16
-"""Sample width and height stay multiples of this."""
-
-VALIDATION_STEPS: Final = 100
-"""``train.steps`` of the optional short validation run."""
-
 ROLLBACK_RUNG_STEPS: Final = frozenset({"top_bucket", "num_frames", "sampling"})
 """Steps that go down one rung per roll-back (done when the last roll-back applied them)."""
-
-ENVIRONMENT_CHECKS: Final = (
-    "Stop retrying the same job: when even a small config fails at once, the config is "
-    "not what runs out.",
-    "See what else holds the GPU: nvidia-smi lists every process and its memory; close other "
-    "training jobs, image generators, a second toolkit worker or a stuck Python process.",
-    "Start from a fresh worker: restart AI Toolkit's UI server (or the container or pod) so no "
-    "memory is held by the crashed run.",
-    "If the OOM message says a lot is reserved but unallocated, set "
-    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the shell, the UI server's "
-    "environment or the toolkit's .env file.",
-    "Then run the unchanged config once more; if it still fails at once, the GPU or its "
-    "driver needs attention (reboot, driver update).",
-)
 
 
 class DiagnosisLike(Protocol):
@@ -324,7 +288,7 @@ def build_plan(
             moment=checked_moment,
             model_kind=kind,
             steps=(),
-            environment_checks=_environment_checks(diagnosis),
+            environment_checks=_environment_checks(diagnosis, presets),
         )
     order = (*presets.rollback_order(checked_moment, kind), VALIDATION_RUN)
     done = {} if new_crash else _done_by_last_rollback(changelog)
@@ -351,11 +315,12 @@ def _checked(moment: str, model_kind: str) -> tuple[Moment, ModelKind]:
     return checked_moment, kind
 
 
-def _environment_checks(diagnosis: DiagnosisLike | None) -> tuple[str, ...]:
+def _environment_checks(diagnosis: DiagnosisLike | None, presets: Presets) -> tuple[str, ...]:
     """The checks for a GPU or worker problem, the diagnosis's own reasons first."""
+    checks = presets.environment_checks
     if diagnosis is None or not diagnosis.environment_suspected:
-        return ENVIRONMENT_CHECKS
-    return (*(f"The log shows: {reason}" for reason in diagnosis.reasons), *ENVIRONMENT_CHECKS)
+        return checks
+    return (*(f"The log shows: {reason}" for reason in diagnosis.reasons), *checks)
 
 
 def _done_by_last_rollback(changelog: ChangeLog | None) -> dict[str, str]:
@@ -440,8 +405,12 @@ class _Process:
         return self.presets.ui_hint(path, self.facts)
 
     @property
+    def limits(self) -> Limits:
+        return self.presets.limits
+
+    @property
     def grid(self) -> FrameGrid:
-        return frame_grid(self.facts)
+        return self.presets.frame_grid(self.facts)
 
     @property
     def frame_floor(self) -> int:
@@ -509,6 +478,9 @@ class _Found:
 
 _Builder: TypeAlias = Callable[[_Process, Moment, _Found], None]
 
+_AS_WRITTEN: Final = object()
+"""The default ``before`` of :func:`_propose`: the value as the file writes it."""
+
 
 def _step(
     step_id: str,
@@ -572,18 +544,31 @@ def _propose(
     found: _Found,
     process: _Process,
     parts: tuple[str | int, ...],
-    before: Any,
     after: Any,
     *,
+    before: Any = _AS_WRITTEN,
     default_on: bool = True,
     control: Control = "switch",
     label: str | None = None,
     requires: str | None = None,
 ) -> FieldProposal:
+    """Add a proposal for the field at ``parts`` under the process, and return it.
+
+    Args:
+        found: Where the step collects its proposals.
+        process: The process the field belongs to.
+        parts: The field's path inside the process (``("train", "batch_size")``).
+        after: The proposed value.
+        before: The value today (default: as the file writes it, ``MISSING`` when absent).
+        default_on: Whether the toggle starts on.
+        control: How the app shows the field.
+        label: The row label (default: the path inside the process).
+        requires: The key of the field this one only makes sense with.
+    """
     path = process.path(*parts)
     proposal = FieldProposal(
         path=path,
-        before=before,
+        before=process.get(*parts) if before is _AS_WRITTEN else before,
         after=after,
         default_on=default_on,
         label=process.label(label or format_path(parts)),
@@ -603,7 +588,7 @@ def _gradient_checkpointing(process: _Process, moment: Moment, found: _Found) ->
     if not train.is_known("gradient_checkpointing"):
         found.note_placeholder(process, "train", "gradient_checkpointing")
     elif train.gradient_checkpointing is False:
-        _propose(found, process, ("train", "gradient_checkpointing"), False, True)
+        _propose(found, process, ("train", "gradient_checkpointing"), True, before=False)
 
 
 # --- batch size ------------------------------------------------------------------------------
@@ -618,7 +603,7 @@ def _batch_size(process: _Process, moment: Moment, found: _Found) -> None:
     lowered: list[tuple[FieldProposal, int]] = []
     if train_batch > 1:
         proposal = _propose(
-            found, process, ("train", "batch_size"), train_batch, 1, control="number"
+            found, process, ("train", "batch_size"), 1, before=train_batch, control="number"
         )
         lowered.append((proposal, train_batch))
     for dataset in process.view.datasets:
@@ -626,7 +611,9 @@ def _batch_size(process: _Process, moment: Moment, found: _Found) -> None:
             found.note_placeholder(process, "datasets", dataset.index, "batch_size")
         elif dataset.batch_size is not None and dataset.batch_size > 1:
             parts = ("datasets", dataset.index, "batch_size")
-            proposal = _propose(found, process, parts, dataset.batch_size, 1, control="number")
+            proposal = _propose(
+                found, process, parts, 1, before=dataset.batch_size, control="number"
+            )
             lowered.append((proposal, dataset.batch_size))
     if lowered:
         _keep_effective_batch(process, found, lowered)
@@ -656,7 +643,6 @@ def _keep_effective_batch(
         found,
         process,
         ("train", key),
-        process.get("train", key),
         current * old_batch,
         control="number",
         label=f"keep the effective batch (train.{key})",
@@ -699,7 +685,7 @@ def _top_bucket(process: _Process, moment: Moment, found: _Found) -> None:
     if any(f.control == "bucket" for f in found.fields):
         found.notes.append(
             "Each dataset keeps its smallest resolution, so none is left empty; buckets of "
-            f"{KEEP_BUCKETS_UP_TO} and below stay unless you drop them."
+            f"{process.limits.keep_buckets_up_to} and below stay unless you drop them."
         )
 
 
@@ -716,7 +702,7 @@ def _bucket_toggles(process: _Process, found: _Found, index: int, buckets: tuple
                 path=(*list_path, position),
                 before=bucket,
                 after=MISSING,
-                default_on=bucket == largest and bucket > KEEP_BUCKETS_UP_TO,
+                default_on=bucket == largest and bucket > process.limits.keep_buckets_up_to,
                 label=process.label(f"bucket {bucket} (dataset {index})"),
                 ui_hint=process.hint(list_path),
                 control="bucket",
@@ -727,8 +713,10 @@ def _bucket_toggles(process: _Process, found: _Found, index: int, buckets: tuple
 
 
 def _step_down(process: _Process, found: _Found, index: int, value: int, as_list: bool) -> None:
-    """A single resolution goes one rung down the ladder (by default only above 768)."""
-    lower = next((rung for rung in RESOLUTION_RUNGS if rung < value), None)
+    """A single resolution goes one rung down the ladder (by default only above the keep
+    threshold)."""
+    limits = process.limits
+    lower = next((rung for rung in limits.resolution_rungs if rung < value), None)
     if lower is None:
         return
     before: Any = [value] if as_list else value
@@ -737,9 +725,9 @@ def _step_down(process: _Process, found: _Found, index: int, value: int, as_list
         found,
         process,
         ("datasets", index, "resolution"),
-        before,
         after,
-        default_on=value > KEEP_BUCKETS_UP_TO,
+        before=before,
+        default_on=value > limits.keep_buckets_up_to,
         label=f"resolution {value} → {lower} (dataset {index})",
     )
 
@@ -761,49 +749,31 @@ def _sampling(process: _Process, moment: Moment, found: _Found) -> None:
             "The first_sample: section runs its own preview before training; "
             "skip_first_sample does not stop it, disable_sampling does."
         )
+    disable = ("train", "disable_sampling")
     if moment == "loading":
         if train.skip_first_sample is not True:
-            _propose(
-                found,
-                process,
-                ("train", "skip_first_sample"),
-                process.get("train", "skip_first_sample"),
-                True,
-            )
+            _propose(found, process, ("train", "skip_first_sample"), True)
         _propose(
-            found,
-            process,
-            ("train", "disable_sampling"),
-            process.get("train", "disable_sampling"),
-            True,
-            label="train.disable_sampling (for a validation run)",
+            found, process, disable, True, label=f"{format_path(disable)} (for a validation run)"
         )
         return
     _lighter_samples(process, sample, found)
-    _propose(
-        found,
-        process,
-        ("train", "disable_sampling"),
-        process.get("train", "disable_sampling"),
-        True,
-        default_on=False,
-    )
+    _propose(found, process, disable, True, default_on=False)
 
 
 def _lighter_samples(process: _Process, sample: SampleView, found: _Found) -> None:
     """Smaller size, fewer steps, rarer, shorter; per-sample overrides too."""
 
     def lower(key: str, value: int) -> None:
-        before = process.get("sample", key)
-        _propose(found, process, ("sample", key), before, value, control="number")
+        _propose(found, process, ("sample", key), value, control="number")
 
     if sample.width is not None and sample.height is not None:
-        width, height = smaller_size(sample.width, sample.height, process.kind)
+        width, height = smaller_size(sample.width, sample.height, process.kind, process.limits)
         if width != sample.width:
             lower("width", width)
         if height != sample.height:
             lower("height", height)
-    fewer = fewer_sample_steps(sample.sample_steps)
+    fewer = fewer_sample_steps(sample.sample_steps, process.limits)
     if fewer is not None:
         lower("sample_steps", fewer)
     if sample.sample_every:
@@ -829,18 +799,8 @@ def _overrides(process: _Process, sample: SampleView, found: _Found) -> None:
         if new is None or new == override.value:
             continue
         if override.source == "field":
-            path = override.path
-            found.fields.append(
-                FieldProposal(
-                    path=path,
-                    before=override.value,
-                    after=new,
-                    default_on=True,
-                    label=process.label(format_path(path[3:])),
-                    ui_hint=process.hint(path),
-                    control="number",
-                )
-            )
+            parts = override.path[len(process.path()) :]
+            _propose(found, process, parts, new, before=override.value, control="number")
         elif override.flag is not None:
             rewritten.setdefault(override.path, {})[override.flag] = new
     for path, flags in rewritten.items():
@@ -851,7 +811,9 @@ def _overrides(process: _Process, sample: SampleView, found: _Found) -> None:
                 before=before,
                 after=rewrite_prompt_flags(before, flags),
                 default_on=True,
-                label=process.label(f"{format_path(path[3:])} ({', '.join(sorted(flags))})"),
+                label=process.label(
+                    f"{format_path(path[len(process.path()) :])} ({', '.join(sorted(flags))})"
+                ),
                 ui_hint=None,
                 control="text",
             )
@@ -864,37 +826,29 @@ def _overrides(process: _Process, sample: SampleView, found: _Found) -> None:
 
 def _override_value(process: _Process, sample: SampleView, index: int, name: str) -> int | None:
     """The lighter value of one sample's ``width``/``height``/``num_frames``."""
-    effective = _effective_sample(sample, index)
+    size = sample.rendered_size(index)
     if name == "num_frames":
-        frames = effective["num_frames"]
+        frames = size["num_frames"]
         return fewer_frames(frames, process.grid) if frames > 1 else None
-    width, height = smaller_size(effective["width"], effective["height"], process.kind)
+    width, height = smaller_size(size["width"], size["height"], process.kind, process.limits)
     return width if name == "width" else height
 
 
-def _effective_sample(sample: SampleView, index: int) -> dict[str, int]:
-    """The width, height and frames one sample renders at (its overrides win, the last one)."""
-    values = {
-        "width": sample.width or 1,
-        "height": sample.height or 1,
-        "num_frames": sample.num_frames or 1,
-    }
-    for override in sample.overrides():
-        if override.sample == index:
-            values[override.field] = override.value
-    return values
-
-
-def smaller_size(width: int, height: int, kind: str) -> tuple[int, int]:
+def smaller_size(
+    width: int, height: int, kind: ModelKind, limits: Limits | None = None
+) -> tuple[int, int]:
     """One rung smaller, aspect kept: the long side to the kind's cap, or to 3/4 below it.
 
-    Both sides are multiples of 16, never larger than before, and the long side never goes
-    below 256 (a size already at or under the floor stays as it is).
+    Both sides are multiples of ``limits.size_multiple`` (16), never larger than before, and
+    the long side never goes below ``limits.sample_side_floor`` (256; a size already at or
+    under the floor stays as it is). ``limits`` defaults to the shipped presets'.
     """
+    limits = limits or load_presets().limits
+    multiple = limits.size_multiple
     long_side = max(width, height)
-    cap = SAMPLE_LONG_SIDE[kind]
-    target = cap if long_side > cap else _floor_multiple(long_side * 3 // 4)
-    target = max(target, SAMPLE_SIDE_FLOOR)
+    cap = limits.sample_long_side.of(kind)
+    target = cap if long_side > cap else long_side * 3 // 4 // multiple * multiple
+    target = max(target, limits.sample_side_floor)
     if target >= long_side:
         return width, height
     scale = target / long_side
@@ -902,21 +856,19 @@ def smaller_size(width: int, height: int, kind: str) -> tuple[int, int]:
     def side(value: int) -> int:
         if value == long_side:
             return target
-        scaled = max(SIZE_MULTIPLE, round(value * scale / SIZE_MULTIPLE) * SIZE_MULTIPLE)
-        return min(scaled, max(SIZE_MULTIPLE, _floor_multiple(value)))
+        scaled = max(multiple, round(value * scale / multiple) * multiple)
+        return min(scaled, max(multiple, value // multiple * multiple))
 
     return side(width), side(height)
 
 
-def _floor_multiple(value: int) -> int:
-    return value // SIZE_MULTIPLE * SIZE_MULTIPLE
-
-
-def fewer_sample_steps(steps: int | None) -> int | None:
-    """About half the sample steps, never below 10; None when there is nothing to cut."""
-    if steps is None or steps <= SAMPLE_STEPS_FLOOR:
+def fewer_sample_steps(steps: int | None, limits: Limits | None = None) -> int | None:
+    """About half the sample steps, never below ``limits.sample_steps_floor`` (10); None when
+    there is nothing to cut. ``limits`` defaults to the shipped presets'."""
+    floor = (limits or load_presets().limits).sample_steps_floor
+    if steps is None or steps <= floor:
         return None
-    return max(SAMPLE_STEPS_FLOOR, math.ceil(steps / 2))
+    return max(floor, math.ceil(steps / 2))
 
 
 def fewer_frames(frames: int, grid: FrameGrid) -> int | None:
@@ -953,42 +905,44 @@ def _num_frames(process: _Process, moment: Moment, found: _Found) -> None:
         return
     capped = False
     for dataset in process.view.datasets:
-        if not (dataset.is_known("num_frames") and dataset.is_known("auto_frame_count")):
-            found.note_placeholder(process, "datasets", dataset.index, "num_frames")
-            continue
-        frames = dataset.num_frames or 1
         frames_parts = ("datasets", dataset.index, "num_frames")
-        if dataset.auto_frame_count is True:
-            fixed = _fixed_count(process, frames)
-            frames_field = None
-            if fixed != frames:
-                frames_field = _propose(
-                    found,
-                    process,
-                    frames_parts,
-                    process.get(*frames_parts),
-                    fixed,
-                    control="number",
-                )
+        if not (dataset.is_known("num_frames") and dataset.is_known("auto_frame_count")):
+            found.note_placeholder(process, *frames_parts)
+        elif dataset.auto_frame_count is True:
+            _cap_auto_frames(process, found, dataset.index, dataset.num_frames or 1)
+            capped = True
+        elif (lower := fewer_frames(dataset.num_frames or 1, process.grid)) is not None:
             _propose(
                 found,
                 process,
-                ("datasets", dataset.index, "auto_frame_count"),
-                True,
-                False,
-                requires=frames_field.key if frames_field else None,
+                frames_parts,
+                lower,
+                before=dataset.num_frames or 1,
+                control="number",
             )
-            capped = True
-            continue
-        lower = fewer_frames(frames, process.grid)
-        if lower is not None:
-            _propose(found, process, frames_parts, frames, lower, control="number")
     _sample_frames(process, found)
     if capped:
         found.notes.append(
             "Auto frame count has no upper limit (a long clip trains at its full length); "
             "a fixed count caps it."
         )
+
+
+def _cap_auto_frames(process: _Process, found: _Found, index: int, frames: int) -> None:
+    """Auto frame count off, with a fixed count on the grid in its place."""
+    fixed = _fixed_count(process, frames)
+    frames_field = None
+    if fixed != frames:
+        parts = ("datasets", index, "num_frames")
+        frames_field = _propose(found, process, parts, fixed, control="number")
+    _propose(
+        found,
+        process,
+        ("datasets", index, "auto_frame_count"),
+        False,
+        before=True,
+        requires=frames_field.key if frames_field else None,
+    )
 
 
 def _fixed_count(process: _Process, frames: int) -> int:
@@ -1008,13 +962,7 @@ def _sample_frames(process: _Process, found: _Found) -> None:
     frames = fewer_frames(sample.num_frames or 1, process.grid)
     if frames is not None:
         _propose(
-            found,
-            process,
-            ("sample", "num_frames"),
-            process.get("sample", "num_frames"),
-            frames,
-            default_on=False,
-            control="number",
+            found, process, ("sample", "num_frames"), frames, default_on=False, control="number"
         )
 
 
@@ -1068,8 +1016,8 @@ def _recipe_field(
         found,
         process,
         (section, name),
-        raw,
         value,
+        before=raw,
         default_on=default_on,
         control="text" if isinstance(value, str) else "switch",
     )
@@ -1082,15 +1030,9 @@ def _validation_run(process: _Process, moment: Moment, found: _Found) -> None:
     train = process.view.train
     if not train.is_known("steps"):
         found.note_placeholder(process, "train", "steps")
-    elif (train.steps or 0) > VALIDATION_STEPS:
-        _propose(
-            found,
-            process,
-            ("train", "steps"),
-            process.get("train", "steps"),
-            VALIDATION_STEPS,
-            control="number",
-        )
+    elif (train.steps or 0) > process.limits.validation_steps:
+        steps = process.limits.validation_steps
+        _propose(found, process, ("train", "steps"), steps, control="number")
 
 
 _BUILDERS: Final[Mapping[str, _Builder]] = MappingProxyType(

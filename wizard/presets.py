@@ -14,6 +14,7 @@ Typical use::
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 from collections.abc import Collection, Iterator, Mapping
@@ -299,6 +300,21 @@ class ArchFacts(_Frozen):
         return shown[condition]
 
 
+class UnknownArch(_Frozen):
+    """What the toolkit assumes for a model the presets do not know (``unknown_arch``)."""
+
+    frames: FrameGrid
+    temporal_compression: float = Field(gt=0)
+    spatial_compression: int = Field(gt=0)
+    patch: int = Field(gt=0)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> UnknownArch:
+        if self.frames.step != self.temporal_compression:
+            raise ValueError("frames.step must equal temporal_compression")
+        return self
+
+
 def _unique_ids(archs: tuple[ArchFacts, ...]) -> tuple[ArchFacts, ...]:
     """Reject two entries with the same arch id."""
     _unique(tuple(arch.id for arch in archs))
@@ -309,6 +325,7 @@ class ArchsFile(_Frozen):
     """The schema of ``archs.yaml``."""
 
     recipes: Mapping[str, LowMemoryRecipe]
+    unknown_arch: UnknownArch
     archs: Annotated[tuple[ArchFacts, ...], AfterValidator(_unique_ids)] = Field(min_length=1)
     legacy_flags: Annotated[tuple[str, ...], AfterValidator(_unique)]
 
@@ -364,6 +381,50 @@ class StepInfo(_Frozen):
     """How the scale-up names undoing this step; only steps of the scale-up order have one."""
 
 
+class PerKind(_Frozen):
+    """One number per model kind."""
+
+    image: int = Field(gt=0)
+    video: int = Field(gt=0)
+
+    def of(self, kind: ModelKind) -> int:
+        """The number for ``kind``."""
+        return self.image if kind == "image" else self.video
+
+
+class Limits(_Frozen):
+    """The numbers the roll-back steps work with: rungs, caps and floors."""
+
+    resolution_rungs: tuple[Annotated[int, Field(gt=0)], ...] = Field(min_length=1)
+    """A single resolution steps down this ladder, one rung per roll-back (largest first)."""
+    keep_buckets_up_to: int = Field(gt=0)
+    """Buckets of this size or smaller stay by default."""
+    sample_long_side: PerKind
+    """The longest side a lighter sample may have."""
+    sample_side_floor: int = Field(gt=0)
+    """Samples are never made smaller than this on their long side."""
+    sample_steps_floor: int = Field(gt=0)
+    """Fewer sample steps never go below this."""
+    size_multiple: int = Field(gt=0)
+    """Sample width and height stay multiples of this."""
+    validation_steps: int = Field(gt=0)
+    """``train.steps`` of the optional short validation run."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Limits:
+        rungs = self.resolution_rungs
+        if any(lower >= higher for higher, lower in itertools.pairwise(rungs)):
+            raise ValueError("resolution_rungs must go down, largest first")
+        sizes = (self.sample_side_floor, self.sample_long_side.image, self.sample_long_side.video)
+        if any(size % self.size_multiple for size in sizes):
+            raise ValueError(
+                f"sample sizes must be multiples of size_multiple {self.size_multiple}"
+            )
+        if self.sample_side_floor > min(self.sample_long_side.image, self.sample_long_side.video):
+            raise ValueError("sample_side_floor is above a sample_long_side")
+        return self
+
+
 class LaddersFile(_Frozen):
     """The schema of ``ladders.yaml``."""
 
@@ -371,6 +432,8 @@ class LaddersFile(_Frozen):
     moments: Mapping[Moment, MomentInfo]
     steps: Mapping[AnyStepId, StepInfo]
     scale_up: Annotated[tuple[AnyStepId, ...], AfterValidator(_unique)]
+    limits: Limits
+    environment_checks: tuple[NonEmpty, ...] = Field(min_length=1)
 
     @field_validator("moments")
     @classmethod
@@ -461,6 +524,9 @@ class Presets(_Frozen):
     moments: Mapping[Moment, MomentInfo]
     steps: Mapping[AnyStepId, StepInfo]
     scale_up_order: tuple[AnyStepId, ...]
+    limits: Limits
+    environment_checks: tuple[str, ...]
+    unknown_arch: UnknownArch
     ui_fields: Mapping[str, UiField]
 
     _by_id: dict[str, ArchFacts] = PrivateAttr(default_factory=dict)
@@ -499,6 +565,12 @@ class Presets(_Frozen):
                     a for a in self.archs if a.legacy_flag == flag and a.id == a.python_arch
                 )
         return None
+
+    def frame_grid(self, facts: ArchFacts | None) -> FrameGrid:
+        """The frame grid of an arch; for one the presets do not know, the toolkit's fallback."""
+        if facts is not None and facts.frames is not None:
+            return facts.frames
+        return self.unknown_arch.frames
 
     def ladder(self, kind: ModelKind) -> tuple[LadderStepId, ...]:
         """The roll-back ladder for ``kind``, first step first."""
@@ -572,6 +644,9 @@ def _load(directory: Traversable) -> Presets:
         moments=ladders.moments,
         steps=ladders.steps,
         scale_up_order=ladders.scale_up,
+        limits=ladders.limits,
+        environment_checks=ladders.environment_checks,
+        unknown_arch=archs.unknown_arch,
         ui_fields=ui_fields.fields,
     )
 

@@ -435,6 +435,19 @@ class SampleView(_Section):
                     )
         return tuple(found)
 
+    def rendered_size(self, index: int) -> dict[SizeField, int]:
+        """The width, height and frames sample ``index`` renders at: the section's values,
+        overridden by the sample's own (the last override wins); 1 for an unknown value."""
+        size: dict[SizeField, int] = {
+            "width": self.width or 1,
+            "height": self.height or 1,
+            "num_frames": self.num_frames or 1,
+        }
+        for override in self.overrides():
+            if override.sample == index:
+                size[override.field] = override.value
+        return size
+
     def _field_overrides(self, index: int) -> Iterator[SampleOverride]:
         item = self.samples[index]
         for name in ("width", "height", "num_frames"):
