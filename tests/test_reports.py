@@ -1,0 +1,46 @@
+"""The diagnosis on real OOM reports kept as fixtures: ``tests/fixtures/reports/<id>/``.
+
+Each folder is one public report (AI Toolkit or a close relative), rewritten in AI Toolkit's keys
+and in the log shapes of the tool that printed it: ``job.yaml``, ``log.txt`` and
+``expected.yaml`` (``moment``, ``model_kind``, the source URL). Unlike ``../shared/cases`` these
+are part of the repository, so the table always runs; it measures how well the diagnosis
+generalises beyond the development cases.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from wizard.diagnosis import diagnose
+from wizard.document import load_document
+from wizard.logscan import scan_log
+
+REPORTS = Path(__file__).resolve().parent / "fixtures" / "reports"
+REPORT_DIRS = sorted(p for p in REPORTS.iterdir() if (p / "expected.yaml").is_file())
+
+
+def _expected(report: Path) -> dict[str, str]:
+    data = yaml.safe_load((report / "expected.yaml").read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def test_there_are_enough_reports_and_each_names_its_source() -> None:
+    assert len(REPORT_DIRS) >= 14
+    for report in REPORT_DIRS:
+        assert _expected(report)["source"].startswith("https://github.com/"), report.name
+
+
+@pytest.mark.parametrize("report", REPORT_DIRS, ids=[p.name for p in REPORT_DIRS])
+def test_report_moment_and_model_kind(report: Path) -> None:
+    expected = _expected(report)
+    view = load_document(report / "job.yaml").view()
+    result = diagnose(scan_log(report / "log.txt"), view)
+    assert (result.moment, result.model_kind) == (
+        expected["moment"],
+        expected["model_kind"],
+    ), result.verdict
+    assert result.evidence, "a diagnosis shows the lines it rests on"
