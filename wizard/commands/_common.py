@@ -1,16 +1,35 @@
-"""Arguments and output shared by the commands that write a config."""
+"""Arguments and output shared by the commands: the crash answers, the output files, the
+lines that show a change."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from wizard.changes import Prepared
     from wizard.save import SaveResult
+
+
+def add_crash_arguments(
+    parser: argparse.ArgumentParser, *, moment_help: str, kind_help: str, log_help: str
+) -> None:
+    """``--moment``, ``--kind`` and ``--log``: what the user knows about the crash.
+
+    Args:
+        parser: The command's parser.
+        moment_help: What ``--moment`` means for this command (its default, if any).
+        kind_help: The same for ``--kind``.
+        log_help: The same for ``--log``.
+    """
+    from wizard.vocabulary import MODEL_KINDS, MOMENTS
+
+    parser.add_argument("--moment", choices=MOMENTS, help=moment_help)
+    parser.add_argument("--kind", choices=MODEL_KINDS, help=kind_help)
+    parser.add_argument("--log", type=Path, metavar="LOG", help=log_help)
 
 
 def add_output_arguments(parser: argparse.ArgumentParser, *, dry_run: bool = True) -> None:
@@ -50,9 +69,18 @@ def print_changes(console: Console, prepared: Prepared) -> None:
         console.print("Nothing to change: the config already has these values.")
         return
     for entry in prepared.entries:
-        before = "(absent)" if entry.before is None else repr(entry.before)
-        after = "(removed)" if entry.after is None else repr(entry.after)
-        console.print(f"  {entry.path}: {before} → {after}", markup=False)
+        console.print(change_line(entry.path, entry.before, entry.after), markup=False)
+
+
+def change_line(path: str, before: Any, after: Any) -> str:
+    """``  path: before → after``; a missing value (None or ``MISSING``) reads
+    ``(absent)`` before and ``(removed)`` after."""
+    from wizard.document import MISSING
+
+    def shown(value: Any, missing: str) -> str:
+        return missing if value is None or value is MISSING else repr(value)
+
+    return f"  {path}: {shown(before, '(absent)')} → {shown(after, '(removed)')}"
 
 
 def print_saved(console: Console, result: SaveResult) -> None:

@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from wizard.commands._common import change_line
 from wizard.errors import WizardError
 
 if TYPE_CHECKING:
@@ -151,8 +152,6 @@ def print_db_saved(console: Console, result: DbSaveResult) -> None:
             markup=False,
         )
     for entry in result.entries:
-        before = "(absent)" if entry.before is None else repr(entry.before)
-        after = "(removed)" if entry.after is None else repr(entry.after)
-        console.print(f"  {entry.path}: {before} → {after}", markup=False)
+        console.print(change_line(entry.path, entry.before, entry.after), markup=False)
     console.print(f"Change log {result.changelog}", markup=False)
     console.print(result.next_step(), markup=False)

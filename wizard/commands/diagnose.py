@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from wizard.commands._common import add_crash_arguments, stdout
 from wizard.commands._jobdb import add_db_arguments, load_db_job, show_jobs, wants_db
 from wizard.errors import WizardError
 
@@ -33,8 +34,6 @@ REPORT_TEXT = 160
 
 def add_parser(subparsers: Any) -> None:
     """Register ``diagnose``."""
-    from wizard.vocabulary import MODEL_KINDS, MOMENTS
-
     parser = subparsers.add_parser(
         "diagnose",
         help="say when and why a job ran out of memory (writes nothing)",
@@ -50,15 +49,13 @@ def add_parser(subparsers: Any) -> None:
         metavar="CONFIG | JOB_DIR",
         help="the job config, or the job's output folder (<training_folder>/<name>/)",
     )
-    parser.add_argument(
-        "--log",
-        type=Path,
-        metavar="LOG",
-        help="the training log (default: the newest crashed log of the job folder)",
+    add_crash_arguments(
+        parser,
+        moment_help="when it crashed, if you know",
+        kind_help="image or video model, if you know",
+        log_help="the training log (default: the newest crashed log of the job folder)",
     )
     parser.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
-    parser.add_argument("--moment", choices=MOMENTS, help="when it crashed, if you know")
-    parser.add_argument("--kind", choices=MODEL_KINDS, help="image or video model, if you know")
     parser.add_argument(
         "--worked-before",
         action="store_true",
@@ -84,8 +81,6 @@ class Inputs:
 
 def run(args: argparse.Namespace) -> int:
     """Diagnose and print; 0 when a diagnosis was printed."""
-    from wizard.commands._common import stdout
-
     if wants_db(args, args.target) and args.job is None:
         return show_jobs(args.db, stdout())
     diagnosis = diagnose_inputs(gather(args), args)

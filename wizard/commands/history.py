@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wizard.commands._common import stdout
+from wizard.commands._common import change_line, stdout
 from wizard.errors import WizardError
 
 if TYPE_CHECKING:
@@ -98,11 +98,7 @@ def render_history(
         if not entries:
             console.print("  no field changed", markup=False)
         for entry in entries:
-            console.print(
-                f"  {entry.path}: {_show(entry.before, 'absent')} → "
-                f"{_show(entry.after, 'removed')}",
-                markup=False,
-            )
+            console.print(change_line(entry.path, entry.before, entry.after), markup=False)
             if entry.reason:
                 console.print(f"      why: {entry.reason}", markup=False)
     console.print("", markup=False)
@@ -128,17 +124,5 @@ def _render_next(console: Console, changelog: ChangeLog, document: JobDocument |
         return
     console.print(f"Next scale-up: {step.title} [{step.step}]", markup=False)
     for change in step.changes:
-        current = document.get(change.path)
-        console.print(
-            f"  {format_path(change.path)}: {_show(current, 'absent')} → "
-            f"{_show(change.after, 'removed')}",
-            markup=False,
-        )
-
-
-def _show(value: Any, missing: str) -> str:
-    from wizard.document import MISSING
-
-    if value is None or value is MISSING:
-        return f"({missing})"
-    return repr(value)
+        line = change_line(format_path(change.path), document.get(change.path), change.after)
+        console.print(line, markup=False)

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wizard.commands._common import stdout
+from wizard.commands._common import add_crash_arguments, stdout
 from wizard.commands._jobdb import add_db_arguments, load_db_job, show_jobs, wants_db
 from wizard.errors import WizardError
 
@@ -51,23 +51,18 @@ def add_parser(subparsers: Any) -> None:
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
     """CONFIG (or JOB_DIR), ``--moment``, ``--kind``, ``--log`` and ``--new-crash``."""
-    from wizard.vocabulary import MODEL_KINDS, MOMENTS
-
     parser.add_argument(
         "config",
         nargs="?",
         metavar="CONFIG",
         help="the job config (.yaml, .yml, .json, .jsonc), or the job's output folder",
     )
-    parser.add_argument(
-        "--moment",
-        choices=MOMENTS,
-        help="when it crashed (default: from the log, else early_steps, said so)",
+    add_crash_arguments(
+        parser,
+        moment_help="when it crashed (default: from the log, else early_steps, said so)",
+        kind_help="image or video model (default: from the arch)",
+        log_help="the training log (log.txt)",
     )
-    parser.add_argument(
-        "--kind", choices=MODEL_KINDS, help="image or video model (default: from the arch)"
-    )
-    parser.add_argument("--log", type=Path, metavar="LOG", help="the training log (log.txt)")
     parser.add_argument(
         "--new-crash",
         action="store_true",
