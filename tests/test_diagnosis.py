@@ -336,6 +336,19 @@ def test_a_conservative_config_dying_at_once_with_zero_free_is_the_environment()
     assert "fresh_worker" in advice_ids(result)
 
 
+def test_a_legacy_message_where_pytorch_reserved_the_card_is_the_job() -> None:
+    """'0 bytes free' in the legacy form, but this PyTorch reserved all the card but its CUDA
+    context: the job filled the card, even with a conservative config."""
+    legacy = (
+        "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 4.00 GiB total "
+        "capacity; 3.43 GiB already allocated; 0 bytes free; 3.50 GiB reserved in total by PyTorch)"
+    )
+    result = diagnose(log(*LOADING, legacy), view_of())
+    assert result.moment == "loading"
+    assert not result.environment_suspected
+    assert "the job itself filled the card" in result.reasons[-1]
+
+
 @pytest.mark.parametrize(
     "sections",
     [

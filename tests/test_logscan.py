@@ -251,6 +251,35 @@ def test_frames_of_the_failing_traceback_place_a_crash_without_a_bar() -> None:
     assert result.evidence_for("frame")[0].line == 4
 
 
+def test_a_deepspeed_train_batch_frame_is_a_training_step() -> None:
+    """diffusion-pipe's step runs in DeepSpeed's ``train_batch``, under ``[rank0]:`` tags."""
+    result = scan(
+        "[rank0]: Traceback (most recent call last):",
+        '[rank0]:   File "/dp/train.py", line 646, in <module>',
+        "[rank0]:     loss = model_engine.train_batch().item()",
+        '[rank0]:   File "/dp/deepspeed/runtime/pipe/engine.py", line 373, in train_batch',
+        "[rank0]: torch.OutOfMemoryError: CUDA out of memory.",
+    )
+    assert (result.phase, result.frame_phase) == ("training", "training")
+
+
+def test_a_launcher_reporting_return_code_minus_9_is_a_host_kill() -> None:
+    """DeepSpeed's launcher says ``exits with return code = -9`` when the child was SIGKILLed."""
+    result = scan(
+        "[2025-03-14 10:50:58,183] [INFO] [launch.py:319:sigkill_handler] Killing subprocess 1960",
+        "[2025-03-14 10:50:58,286] [ERROR] [launch.py:325:sigkill_handler] ['python', '-u', "
+        "'train.py'] exits with return code = -9",
+    )
+    assert result.crashed and result.exit_code == -9
+    assert result.signals == ("host_oom_kill",)
+
+
+def test_a_launcher_reporting_return_code_1_is_an_exit_but_no_kill() -> None:
+    result = scan("[ERROR] [launch.py:325:sigkill_handler] ['python'] exits with return code = 1")
+    assert result.crashed and result.exit_code == 1
+    assert result.signals == ("silent_exit",)
+
+
 def test_sampling_frames_beat_the_last_training_bar() -> None:
     result = scan(
         *LOAD,

@@ -17,7 +17,8 @@ named function below, with its reasoning in its docstring:
 - the environment rules (:func:`_environment`): other processes on the card, memory held
   outside this process, a conservative config dying at once with a driver-level signal, a
   pinned-memory copy, a host-RAM kill; and the counter-rule that a process holding nearly the
-  whole card alone is the job itself (``JOB_HOLDS_CARD_SHARE``);
+  whole card alone is the job itself (``JOB_HOLDS_CARD_SHARE``; in PyTorch's legacy message,
+  :func:`_legacy_job_holds_card`);
 - the model kind from the arch, the legacy flags, frames > 1, then the model path
   (``VIDEO_PATH_HINT``).
 
@@ -634,8 +635,10 @@ def _share(gib: float, total: float | None) -> bool:
 
 def _job_holds_card(oom: OomFigures | None) -> str | None:
     """The counter-rule: this process alone held nearly the whole card."""
-    if oom is None or oom.this_process is None or not oom.total:
+    if oom is None or not oom.total:
         return None
+    if oom.this_process is None:
+        return _legacy_job_holds_card(oom)
     if _share(oom.others_total, oom.total):
         return None
     if oom.this_process < JOB_HOLDS_CARD_SHARE * oom.total:
@@ -644,6 +647,27 @@ def _job_holds_card(oom: OomFigures | None) -> str | None:
         f"this process held {oom.this_process:.2f} of {oom.total:.2f} GiB and no other process "
         "holds a real share: the job itself filled the card, it is the config, not the "
         "environment"
+    )
+
+
+def _legacy_job_holds_card(oom: OomFigures) -> str | None:
+    """The counter-rule for PyTorch's legacy message, which names no process.
+
+    ``(GPU 0; 4.00 GiB total capacity; 3.43 GiB already allocated; 0 bytes free; 3.50 GiB
+    reserved in total by PyTorch)``: what is neither free nor reserved by this PyTorch is the
+    CUDA context plus anything else on the card. When that rest is not a real share of the card
+    (:func:`_share`), nothing else held the card: its "0 bytes free" is the job's own doing, so a
+    driver-level look is no reason to blame the environment.
+    """
+    if oom.form != "legacy" or oom.reserved is None or oom.free is None or not oom.total:
+        return None
+    outside = oom.total - oom.reserved - oom.free
+    if _share(outside, oom.total):
+        return None
+    return (
+        f"PyTorch in this process had reserved {oom.reserved:.2f} of {oom.total:.2f} GiB and only "
+        f"{max(outside, 0.0):.2f} GiB was held outside it: the job itself filled the card, it is "
+        "the config, not the environment"
     )
 
 
