@@ -162,40 +162,33 @@ def _checked_prompt(prompt: str) -> str:
 _WholeAtLeast1 = Annotated[int, Strict(), Ge(1), _Expect("a whole number >= 1")]
 _WholeAtLeast0 = Annotated[int, Strict(), Ge(0)]
 
-Flag: TypeAlias = Annotated[
-    Annotated[bool, Strict()] | None, BeforeValidator(_known), _Expect("true or false")
-]
-Count: TypeAlias = Annotated[
-    _WholeAtLeast1 | None, BeforeValidator(_known), _Expect("a whole number >= 1")
-]
+_T = TypeVar("_T")
+
+_Known: TypeAlias = Annotated[_T | None, BeforeValidator(_known)]
+"""A value the key must hold; a placeholder reads as None (unknown), null is refused."""
+_KnownOrNull: TypeAlias = Annotated[_T | None, BeforeValidator(_known_or_null)]
+"""A value that may be null; a placeholder reads as None (unknown)."""
+
+Flag: TypeAlias = Annotated[_Known[Annotated[bool, Strict()]], _Expect("true or false")]
+Count: TypeAlias = Annotated[_Known[_WholeAtLeast1], _Expect("a whole number >= 1")]
 OptionalCount: TypeAlias = Annotated[
-    _WholeAtLeast1 | None,
-    BeforeValidator(_known_or_null),
-    _Expect("a whole number >= 1, or null"),
+    _KnownOrNull[_WholeAtLeast1], _Expect("a whole number >= 1, or null")
 ]
-StartStep: TypeAlias = Annotated[
-    _WholeAtLeast0 | None, BeforeValidator(_known), _Expect("a whole number >= 0")
-]
+StartStep: TypeAlias = Annotated[_Known[_WholeAtLeast0], _Expect("a whole number >= 0")]
 SampleEvery: TypeAlias = Annotated[
-    _WholeAtLeast0 | None,
-    BeforeValidator(_known_or_null),
+    _KnownOrNull[_WholeAtLeast0],
     _Expect("a whole number >= 0 (0 or null turns periodic sampling off)"),
 ]
 AccumulationSteps: TypeAlias = Annotated[
-    Annotated[int, Strict(), AfterValidator(_accumulation_steps)] | None,
-    BeforeValidator(_known),
+    _Known[Annotated[int, Strict(), AfterValidator(_accumulation_steps)]],
     _Expect("a whole number >= 1, or -1 for a whole epoch"),
 ]
-Number: TypeAlias = Annotated[
-    Annotated[float, Strict()] | None, BeforeValidator(_known), _Expect("a number")
-]
+Number: TypeAlias = Annotated[_Known[Annotated[float, Strict()]], _Expect("a number")]
 NonNegative: TypeAlias = Annotated[
-    Annotated[float, Strict(), Ge(0)] | None, BeforeValidator(_known), _Expect("a number >= 0")
+    _Known[Annotated[float, Strict(), Ge(0)]], _Expect("a number >= 0")
 ]
 Fraction: TypeAlias = Annotated[
-    Annotated[float, Strict(), Ge(0), Le(1)] | None,
-    BeforeValidator(_known),
-    _Expect("a number from 0.0 to 1.0"),
+    _Known[Annotated[float, Strict(), Ge(0), Le(1)]], _Expect("a number from 0.0 to 1.0")
 ]
 Text: TypeAlias = Annotated[Annotated[str, Strict()], BeforeValidator(_not_null), _Expect("text")]
 OptionalText: TypeAlias = Annotated[Annotated[str, Strict()] | None, _Expect("text, or null")]
