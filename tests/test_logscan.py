@@ -263,6 +263,19 @@ def test_a_deepspeed_train_batch_frame_is_a_training_step() -> None:
     assert (result.phase, result.frame_phase) == ("training", "training")
 
 
+def test_a_wrapper_timestamp_and_level_tag_are_removed_before_frames_are_read() -> None:
+    """FluxGym prints ``[date time] [INFO] `` before every line of sd-scripts' traceback."""
+    tag = "[2024-09-09 17:43:57] [INFO] "
+    result = scan(
+        tag + "Traceback (most recent call last):",
+        tag + 'File "F:/fluxgym/sd-scripts/train_network.py", line 402, in train',
+        tag + 'File "F:/fluxgym/sd-scripts/flux_train_network.py", line 218, in '
+        "cache_text_encoder_outputs_if_needed",
+        tag + "torch.OutOfMemoryError: CUDA out of memory.",
+    )
+    assert (result.phase, result.frame_phase) == ("cache_text", "cache_text")
+
+
 def test_a_launcher_reporting_return_code_minus_9_is_a_host_kill() -> None:
     """DeepSpeed's launcher says ``exits with return code = -9`` when the child was SIGKILLed."""
     result = scan(
