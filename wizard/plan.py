@@ -291,8 +291,9 @@ def build_plan(
             environment_checks=_environment_checks(diagnosis, presets),
         )
     order = (*presets.rollback_order(checked_moment, kind), VALIDATION_RUN)
-    done = {} if new_crash else _done_by_last_rollback(changelog)
-    applied_before = set(_done_by_last_rollback(changelog)) if new_crash else set()
+    last_rollback = _done_by_last_rollback(changelog)
+    done = {} if new_crash else last_rollback
+    applied_before = set(last_rollback) if new_crash else set()
     steps = [
         _step(step_id, checked_moment, processes, presets, done, applied_before)
         for step_id in order
@@ -377,7 +378,7 @@ class _Process:
     """One training process with the facts a step needs."""
 
     view: ProcessView
-    raw: Mapping[str, Any]
+    document: JobDocument
     facts: ArchFacts | None
     kind: ModelKind
     presets: Presets
@@ -388,15 +389,7 @@ class _Process:
 
     def get(self, *parts: str | int) -> Any:
         """The value as written in the file under this process, ``MISSING`` when absent."""
-        node: Any = self.raw
-        for part in parts:
-            if isinstance(part, int):
-                if not isinstance(node, list) or not 0 <= part < len(node):
-                    return MISSING
-            elif not isinstance(node, Mapping) or part not in node:
-                return MISSING
-            node = node[part]
-        return node
+        return self.document.get(self.path(*parts))
 
     def label(self, text: str) -> str:
         return f"{self.prefix}{text}"
@@ -430,7 +423,7 @@ def _processes(document: JobDocument, presets: Presets, kind: ModelKind) -> list
     return [
         _Process(
             view=process,
-            raw=document.get(process.path()),
+            document=document,
             facts=arch_facts(process, presets),
             kind=kind,
             presets=presets,
@@ -1089,11 +1082,11 @@ def _step_changes(step: StepProposal, choice: StepChoice) -> Iterable[Change]:
             continue
         reason = f"{step.title}: {proposal.label}"
         if proposal.group is not None:
-            list_path = proposal.path[:-1]
-            _, items, drops = dropped.setdefault(
+            list_path, position = proposal.path[:-1], int(proposal.path[-1])
+            _, _, drops = dropped.setdefault(
                 proposal.group, (list_path, proposal.group_items, set())
             )
-            drops.add(int(proposal.path[-1]))
+            drops.add(position)
             continue
         after = choice.values.get(proposal.key, proposal.after)
         yield Change(path=proposal.path, after=after, step=step.id, reason=reason)

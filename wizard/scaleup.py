@@ -2,11 +2,11 @@
 
 After a roll-back has run stably, the settings it lowered come back one step at a time, in
 the order of ``scale_up`` in ``presets/ladders.yaml`` (the short validation run's step
-count, then the biggest bucket, richer samples, the larger batch, longer clips), so that a
-new crash names its cause. Every restored field gets its *original* value: the first
-``before`` the change log records for it, measured from the source config (a dropped
-bucket comes back in its original place in the list). Steps outside that order, the memory
-settings (gradient checkpointing, the low-memory path), are kept.
+count, then the biggest bucket, richer samples, the larger batch, longer clips, and last the
+memory settings, which buy speed rather than quality), so that a new crash names its cause.
+Every restored field gets its *original* value: the first ``before`` the change log records
+for it, measured from the source config (a dropped bucket comes back in its original place
+in the list). A step outside that order is never undone.
 """
 
 from __future__ import annotations
@@ -67,26 +67,20 @@ def pending_scale_ups(
             if entry.step == step and entry.path not in claimed
         ]
         claimed.update(paths)
+        info = presets.step(step)
         changes = tuple(
             Change(
                 path=parsed,
                 after=_original(originals[path]),
                 step=step,
-                reason=f"{presets.step(step).restore}: back to the value before the roll-back",
+                reason=f"{info.restore}: back to the value before the roll-back",
             )
             for path in dict.fromkeys(paths)
             if not _same(document.get(parsed := parse_path(path)), _original(originals[path]))
         )
         if changes:
-            info = presets.step(step)
-            pending.append(
-                ScaleUp(
-                    step=step,
-                    title=info.restore or info.title,
-                    why=_why(presets),
-                    changes=changes,
-                )
-            )
+            title = info.restore or info.title
+            pending.append(ScaleUp(step=step, title=title, why=_why(presets), changes=changes))
     return tuple(pending)
 
 
