@@ -26,6 +26,18 @@ NOWHERE = Path("/nonexistent/oom-wizard-test/job.yaml")
 
 P0: FieldPath = ("config", "process", 0)
 
+# The scale-up order as DESIGN.md states it, quality first and the memory settings last
+# (deliberately not read from presets/).
+SCALE_UP_ORDER = [
+    "validation_run",
+    "top_bucket",
+    "sampling",
+    "batch_size",
+    "num_frames",
+    "low_vram",
+    "gradient_checkpointing",
+]
+
 
 def job(
     *,

@@ -6,14 +6,12 @@ from typing import Any
 
 import pytest
 
-from tests.plan_support import document, job
+from tests.plan_support import P0, document, job
 from wizard.changes import Change
 from wizard.errors import ConfigError
-from wizard.estimate import CHECKPOINTING_OFF_FACTOR, estimate
+from wizard.estimate import CHECKPOINTING_OFF_FACTOR, MemoryEstimate, estimate
 from wizard.plan import StepChoice, build_plan, changes_for
 from wizard.presets import MOMENTS
-
-P0 = ("config", "process", 0)
 
 HEAVY = job(
     arch="wan21:14b",
@@ -23,7 +21,9 @@ HEAVY = job(
 )
 
 
-def one_step(tree: dict[str, Any], step_id: str, moment: str = "early_steps", kind: str = "video"):
+def one_step(
+    tree: dict[str, Any], step_id: str, moment: str = "early_steps", kind: str = "video"
+) -> MemoryEstimate:
     doc = document(tree)
     plan = build_plan(doc, moment, kind)
     changes = changes_for(plan, {step_id: StepChoice(step_id, True)})
@@ -54,6 +54,15 @@ def test_half_the_frames_counts_latent_frames() -> None:
     # Wan: 4x temporal compression; 81 frames are 21 latent frames, 41 are 11.
     assert one_step(HEAVY, "num_frames", "intermittent").train_pct == pytest.approx(
         100 * 11 / 21, abs=0.1
+    )
+
+
+def test_an_unknown_arch_counts_frames_on_the_toolkits_fallback_grid() -> None:
+    # No facts: temporal compression 8 (archs.yaml, unknown_arch); 81 -> 41 frames on 8n+1
+    # are 11 -> 6 latent frames.
+    tree = job(arch="not_an_arch", datasets=[{"resolution": 512, "num_frames": 81}])
+    assert one_step(tree, "num_frames", "intermittent").train_pct == pytest.approx(
+        100 * 6 / 11, abs=0.1
     )
 
 

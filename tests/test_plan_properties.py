@@ -16,7 +16,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.plan_support import document
+from tests.plan_support import SCALE_UP_ORDER, document
 from tests.test_plan import FIRST, LADDER
 from wizard.changelog import read_changelog
 from wizard.changes import commit, prepare
@@ -47,15 +47,6 @@ ARCHS = [
 ]
 SIZES = [256, 512, 632, 768, 1024, 1280, 1328, 1536, 2048]
 MOMENTS = ["loading", "early_steps", "sampling", "intermittent"]
-SCALE_UP_ORDER = [
-    "validation_run",
-    "top_bucket",
-    "sampling",
-    "batch_size",
-    "num_frames",
-    "low_vram",
-    "gradient_checkpointing",
-]
 
 resolutions = st.one_of(
     st.sampled_from(SIZES), st.lists(st.sampled_from(SIZES), min_size=1, max_size=4)

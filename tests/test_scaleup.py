@@ -16,21 +16,11 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.plan_support import cli, examples, job, verify, verify_change
+from tests.plan_support import SCALE_UP_ORDER, cli, examples, job, verify, verify_change
 from wizard.changelog import read_changelog
 from wizard.changes import commit, prepare
 from wizard.document import load_document
 from wizard.plan import StepChoice, build_plan, changes_for, next_scale_up
-
-SCALE_UP_ORDER = [
-    "validation_run",
-    "top_bucket",
-    "sampling",
-    "batch_size",
-    "num_frames",
-    "low_vram",
-    "gradient_checkpointing",
-]
 
 
 def latest(folder: Path) -> Path:
