@@ -471,10 +471,7 @@ def restore_job(
     _check_writable_folder(job)
     with _connect(job.db_path, write=True, busy_timeout=busy_timeout) as conn:
         _begin(conn, job)
-        conn.execute(
-            'UPDATE "Job" SET "job_config" = ?, "updated_at" = ? WHERE "id" = ?',
-            (previous, _now_ms(), job.id),
-        )
+        _write_config(conn, job, previous)
         _commit_with_log(conn, path, new_log, set_aside=False)
     result = _result(job, job.id, job.name, in_place=True, changelog=path, entries=entries)
     return replace(result, restored_run=target)
@@ -495,13 +492,18 @@ def _update_in_place(
     log = _base_log(job, prior).with_run(
         run, prepared.entries, output=FileRef(path=str(job.source), sha256=_sha(after))
     )
-    conn.execute(
-        'UPDATE "Job" SET "job_config" = ?, "updated_at" = ? WHERE "id" = ?',
-        (after, _now_ms(), job.id),
-    )
+    _write_config(conn, job, after)
     path = job.changelog_path
     _commit_with_log(conn, path, log, set_aside=prior is None)
     return _result(job, job.id, job.name, in_place=True, changelog=path, entries=prepared.entries)
+
+
+def _write_config(conn: sqlite3.Connection, job: DbJob, text: str) -> None:
+    """Replace the job's ``job_config`` with ``text`` and stamp ``updated_at``."""
+    conn.execute(
+        'UPDATE "Job" SET "job_config" = ?, "updated_at" = ? WHERE "id" = ?',
+        (text, _now_ms(), job.id),
+    )
 
 
 def _insert_copy(
