@@ -3,25 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.content import Content
 from textual.widgets import Footer, Header, Input, OptionList, Static
 
-from screens.base import StageScreen
 from screens.destination import DestinationPicker
-from screens.messages import ConfigSaved, SaveFailed
+from screens.saving import SavingStage
 from screens.widgets import DiffView, Tick
 from wizard.changes import Prepared
 from wizard.errors import WizardError
 from wizard.plan import StepChoice
-from wizard.session import Destination, effective_choices, prepared, save
+from wizard.session import effective_choices, prepared, save
 
 
-class ReviewScreen(StageScreen):
+class ReviewScreen(SavingStage):
     """Everything that will change, where it is saved, and the save."""
 
     BINDINGS = [  # noqa: RUF012
@@ -32,8 +31,6 @@ class ReviewScreen(StageScreen):
     def __init__(self, upto: int | None) -> None:
         super().__init__()
         self.upto = upto
-        self.ready: Prepared | None = None
-        self.saving = False
 
     def compose(self) -> ComposeResult:
         state = self.state
@@ -70,7 +67,7 @@ class ReviewScreen(StageScreen):
             self.ready = prepared(self.state, self.choices())
         except WizardError as exc:
             self.ready = None
-            self._show_error(exc.one_line())
+            self.show_error(exc.one_line())
             return
         self.query_one("#summary", Static).update(self._summary(self.ready))
         self.query_one("#diff", DiffView).show(self.ready)
@@ -98,37 +95,9 @@ class ReviewScreen(StageScreen):
         if self.saving:
             return
         if self.ready is None or not self.ready.changed:
-            self._show_error("nothing to save: no field changes with these choices")
+            self.show_error("nothing to save: no field changes with these choices")
             return
-        destination = self.query_one(DestinationPicker).destination()
-        self.saving = True
-        self.query_one("#error", Static).update(Content.styled("Saving …", "$text-muted"))
-        self._save(dict(self.choices()), destination)
-
-    @work(thread=True, exclusive=True, exit_on_error=False)
-    def _save(self, choices: Mapping[str, StepChoice], destination: Destination) -> None:
-        try:
-            result = save(self.state, choices, destination)
-        except WizardError as exc:
-            self.post_message(SaveFailed(exc.one_line()))
-        else:
-            self.post_message(ConfigSaved(result))
-
-    @on(ConfigSaved)
-    def _saved(self, event: ConfigSaved) -> None:
-        self.saving = False
-        self.query_one("#error", Static).update("")
-        assert self.ready is not None
-        self.wizard.show_result(event.result, self.ready, scale_up=False)
-
-    @on(SaveFailed)
-    def _failed(self, event: SaveFailed) -> None:
-        self.saving = False
-        self._show_error(event.error)
-
-    def _show_error(self, line: str) -> None:
-        self.query_one("#error", Static).update(f"oom-wizard: error: {line}")
-        self.notify(line, title="Not saved", severity="error")
+        self.start_save(partial(save, self.state, dict(self.choices())))
 
     def action_back(self) -> None:
         """Back to the last step."""

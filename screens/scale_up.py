@@ -2,35 +2,34 @@
 
 from __future__ import annotations
 
-from textual import on, work
+from functools import partial
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Header, Static
 
-from screens.base import StageScreen
 from screens.destination import DestinationPicker
-from screens.messages import ConfigSaved, SaveFailed
+from screens.saving import SavingStage
 from screens.widgets import DiffView
-from wizard.changes import Prepared, prepare
+from wizard.changes import prepare
 from wizard.errors import WizardError
 from wizard.plan import ScaleUp
-from wizard.session import Destination, next_scale_up, save_scale_up
+from wizard.session import next_scale_up, save_scale_up
 
 
-class ScaleUpScreen(StageScreen):
+class ScaleUpScreen(SavingStage):
     """The next re-add in the scale-up order, its diff, and the save."""
 
     BINDINGS = [  # noqa: RUF012
         Binding("enter", "save", "Save", priority=True),
         Binding("escape", "back", "Back"),
     ]
+    SCALE_UP = True
 
     def __init__(self) -> None:
         super().__init__()
         self.next_up: ScaleUp | None = next_scale_up(self.state)
-        self.ready: Prepared | None = None
-        self.saving = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -57,7 +56,7 @@ class ScaleUpScreen(StageScreen):
         try:
             self.ready = prepare(self.state.document, list(self.next_up.changes))
         except WizardError as exc:
-            self.query_one("#error", Static).update(f"oom-wizard: error: {exc.one_line()}")
+            self.show_error(exc.one_line())
             return
         self.query_one("#diff", DiffView).show(self.ready)
 
@@ -66,31 +65,8 @@ class ScaleUpScreen(StageScreen):
         if self.next_up is None:
             self.app.exit(0)
             return
-        if self.saving or self.ready is None:
-            return
-        self.saving = True
-        self._save(self.next_up, self.query_one(DestinationPicker).destination())
-
-    @work(thread=True, exclusive=True, exit_on_error=False)
-    def _save(self, next_up: ScaleUp, destination: Destination) -> None:
-        try:
-            result = save_scale_up(self.state, next_up, destination)
-        except WizardError as exc:
-            self.post_message(SaveFailed(exc.one_line()))
-        else:
-            self.post_message(ConfigSaved(result))
-
-    @on(ConfigSaved)
-    def _saved(self, event: ConfigSaved) -> None:
-        self.saving = False
-        assert self.ready is not None
-        self.wizard.show_result(event.result, self.ready, scale_up=True)
-
-    @on(SaveFailed)
-    def _failed(self, event: SaveFailed) -> None:
-        self.saving = False
-        self.query_one("#error", Static).update(f"oom-wizard: error: {event.error}")
-        self.notify(event.error, title="Not saved", severity="error")
+        if self.ready is not None:
+            self.start_save(partial(save_scale_up, self.state, self.next_up))
 
     def action_back(self) -> None:
         """Back to the question."""
