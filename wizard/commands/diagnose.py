@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from wizard.changelog import ChangeLog
     from wizard.diagnosis import Diagnosis
     from wizard.document import JobDocument
+    from wizard.jobdir import JobLocation
     from wizard.logscan import LogScan
 
 #: Evidence text longer than this is cut in the human report (``--json`` keeps it whole).
@@ -121,25 +122,28 @@ def _from_path(path: Path, log: Path | None) -> Inputs:
 
     located = locate_job(path)
     document = load_document(located.config)
-    notes = [*document.warnings]
-    if log is None and located.log_note:
-        notes.append(f"Log: {located.log_note}")
     changelog, note = _changelog(located.config)
-    if note:
-        notes.append(note)
-    chosen = log or located.log
-    scan = located.log_scan if chosen == located.log else None
-    return Inputs(document, chosen, scan, changelog, tuple(notes))
+    notes = (*document.warnings, *_log_note(located, log), *([note] if note else []))
+    return Inputs(document, *_chosen_log(located, log), changelog, notes)
 
 
 def _from_database(args: argparse.Namespace) -> Inputs:
     from wizard.jobdb import read_job_changelog
 
     document, located, job = load_db_job(args)
-    notes = [f"Log: {located.log_note}"] if args.log is None and located.log_note else []
-    chosen = args.log or located.log
-    scan = located.log_scan if chosen == located.log else None
-    return Inputs(document, chosen, scan, read_job_changelog(job), tuple(notes))
+    chosen, scan = _chosen_log(located, args.log)
+    return Inputs(document, chosen, scan, read_job_changelog(job), _log_note(located, args.log))
+
+
+def _chosen_log(located: JobLocation, log: Path | None) -> tuple[Path | None, LogScan | None]:
+    """``--log`` when given, else the job folder's log (with the scan made to find it)."""
+    chosen = log or located.log
+    return chosen, located.log_scan if chosen == located.log else None
+
+
+def _log_note(located: JobLocation, log: Path | None) -> tuple[str, ...]:
+    """Which log of the job folder was read, when ``--log`` did not name one."""
+    return (f"Log: {located.log_note}",) if log is None and located.log_note else ()
 
 
 def _changelog(config: Path) -> tuple[ChangeLog | None, str | None]:

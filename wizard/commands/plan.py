@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from wizard.jobdb import DbJob
     from wizard.jobdir import JobLocation
     from wizard.logscan import LogScan
-    from wizard.plan import DiagnosisLike, MemoryEstimate, Plan
+    from wizard.plan import DiagnosisLike, MemoryEstimate, Plan, StepProposal
 
 
 def add_parser(subparsers: Any) -> None:
@@ -280,7 +280,7 @@ def render_plan(console: Console, target: Target, plan: Plan) -> None:
     console.print(f"  {figures.note}", markup=False)
     console.print("")
     for number, step in enumerate(plan.steps, start=1):
-        render_step(console, target, plan, number, step.id)
+        render_step(console, target, plan, number, step)
     console.print(
         "Apply the default steps with 'oom-wizard apply', all of them with --all, "
         "or name them with --steps ID,ID.",
@@ -299,17 +299,18 @@ def render_checks(console: Console, plan: Plan) -> None:
         console.print(f"  - {check}", markup=False)
 
 
-def render_step(console: Console, target: Target, plan: Plan, number: int, step_id: str) -> None:
+def render_step(
+    console: Console, target: Target, plan: Plan, number: int, step: StepProposal
+) -> None:
     """One step: title and state, its fields, why, where in the UI, its note and estimate."""
     from wizard.plan import StepChoice, changes_for, estimate
 
-    step = plan.step(step_id)
-    if step is None:
-        return
     if step.satisfied:
         state = "done"
+    elif step.default_on:
+        state = "on by default"
     else:
-        state = "on by default" if step.default_on else "offered, off by default"
+        state = "offered, off by default"
     console.print(f"{number:2}. {step.title} [{step.id}]: {state}", markup=False)
     for proposal in step.fields:
         toggle = "on " if proposal.default_on else "off"
