@@ -7,6 +7,7 @@ import contextlib
 import copy
 import importlib.util
 import io
+import json
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -65,6 +66,15 @@ def document(tree: Mapping[str, Any], source: Path = NOWHERE) -> JobDocument:
     """A job document from a tree, as if read from a YAML file at ``source``."""
     text = yaml.safe_dump(dict(tree), sort_keys=False)
     return parse_document(text, source=source, fmt="yaml")
+
+
+def write_job(path: Path, tree: Mapping[str, Any]) -> Path:
+    """Write a job tree as a config file (JSON for a ``.json`` path, else YAML); return the path."""
+    if path.suffix == ".json":
+        path.write_text(json.dumps(tree, indent=2), encoding="utf-8")
+    else:
+        path.write_text(yaml.safe_dump(dict(tree), sort_keys=False), encoding="utf-8")
+    return path
 
 
 def examples() -> list[Path]:

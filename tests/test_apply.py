@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.aitk_db import add_job, job_row, make_db
-from tests.plan_support import cli, examples, job, verify
+from tests.plan_support import cli, examples, job, verify, write_job
 from wizard.changelog import read_changelog
 from wizard.document import load_document
 from wizard.plan import build_plan, default_model_kind
@@ -31,12 +31,7 @@ TREE = job(
 
 
 def write(tmp_path: Path, tree: dict[str, object] = TREE, name: str = "job.yaml") -> Path:
-    path = tmp_path / name
-    if name.endswith(".json"):
-        path.write_text(json.dumps(tree, indent=2), encoding="utf-8")
-    else:
-        path.write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
-    return path
+    return write_job(tmp_path / name, tree)
 
 
 def changelog_of(config: Path) -> Any:

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
-from tests.plan_support import cli, job
+from tests.plan_support import cli, job, write_job
 
 
 def rolled_back(tmp_path: Path) -> Path:
     """A config rolled back with every step; returns the saved config."""
     source = tmp_path / "job.yaml"
     tree = job(train={"batch_size": 4, "steps": 3000}, datasets=[{"resolution": [512, 1024]}])
-    source.write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
+    write_job(source, tree)
     assert cli("apply", source, "--moment", "early_steps", "--all")[0] == 0
     return tmp_path / "job.oomfix.yaml"
 
@@ -53,7 +51,7 @@ def test_history_says_when_nothing_is_left(tmp_path: Path) -> None:
 
 def test_history_without_a_change_log_is_refused(tmp_path: Path) -> None:
     plain = tmp_path / "job.yaml"
-    plain.write_text(yaml.safe_dump(job()), encoding="utf-8")
+    write_job(plain, job())
     status, _, err = cli("history", plain)
     assert status == 2 and "no change log beside this config" in err
     status, _, err = cli("history", tmp_path / "gone.yaml")

@@ -9,9 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.plan_support import SHARED, cli, job
+from tests.plan_support import SHARED, cli, job, write_job
 
 TREE = job(
     arch="wan21:14b",
@@ -22,9 +21,7 @@ TREE = job(
 
 
 def write(tmp_path: Path, tree: dict[str, object] = TREE) -> Path:
-    path = tmp_path / "job.yaml"
-    path.write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
-    return path
+    return write_job(tmp_path / "job.yaml", tree)
 
 
 def test_json_is_the_plan_and_the_assumed_moment_is_said_on_stderr(tmp_path: Path) -> None:

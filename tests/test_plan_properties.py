@@ -12,11 +12,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.plan_support import SCALE_UP_ORDER, document
+from tests.plan_support import SCALE_UP_ORDER, document, write_job
 from tests.test_plan import FIRST, LADDER
 from wizard.changelog import read_changelog
 from wizard.changes import commit, prepare
@@ -202,7 +201,7 @@ def test_saved_rollback_replans_satisfied_and_scales_back_up(
 ) -> None:
     with tempfile.TemporaryDirectory() as folder:
         source = Path(folder) / "job.yaml"
-        source.write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
+        write_job(source, tree)
         doc = load_document(source)
         kind = kind_of(doc)
         plan = build_plan(doc, moment, kind)
@@ -223,7 +222,7 @@ def test_saved_rollback_replans_satisfied_and_scales_back_up(
 def test_round_trip_of_the_scale_up_steps_restores_every_value(tree: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory() as folder:
         source = Path(folder) / "job.yaml"
-        source.write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
+        write_job(source, tree)
         doc = load_document(source)
         plan = build_plan(doc, "early_steps", kind_of(doc))
         chosen = {s.id: StepChoice(s.id, s.id in SCALE_UP_ORDER) for s in plan.steps}

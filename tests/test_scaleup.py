@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.plan_support import SCALE_UP_ORDER, cli, examples, job, verify, verify_change
+from tests.plan_support import SCALE_UP_ORDER, cli, examples, job, verify, verify_change, write_job
 from wizard.changelog import read_changelog
 from wizard.changes import commit, prepare
 from wizard.document import load_document
@@ -86,7 +86,7 @@ def test_round_trip_after_all_steps_restores_every_value(tmp_path: Path) -> None
         sample={"width": 832, "height": 480, "num_frames": 81, "sample_every": 250},
     )
     source = tmp_path / "job.yaml"
-    source.write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
+    write_job(source, tree)
     assert cli("apply", source, "--moment", "early_steps", "--all")[0] == 0
     assert scale_up_all(tmp_path) == SCALE_UP_ORDER
     assert _differing(source, latest(tmp_path)) == set()
@@ -95,7 +95,7 @@ def test_round_trip_after_all_steps_restores_every_value(tmp_path: Path) -> None
 def test_quality_comes_back_before_the_memory_settings(tmp_path: Path) -> None:
     tree = job(arch="qwen_image", train={"batch_size": 2, "gradient_checkpointing": False})
     source = tmp_path / "job.yaml"
-    source.write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
+    write_job(source, tree)
     document = load_document(source)
     plan = build_plan(document, "early_steps", "image")
     every = {step.id: StepChoice(step.id, True) for step in plan.steps}
@@ -118,7 +118,7 @@ def test_quality_comes_back_before_the_memory_settings(tmp_path: Path) -> None:
 def test_a_dropped_bucket_comes_back_in_its_place(tmp_path: Path) -> None:
     source = tmp_path / "job.yaml"
     tree = job(datasets=[{"resolution": [1024, 512, 768]}])
-    source.write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
+    write_job(source, tree)
     assert cli("apply", source, "--moment", "intermittent")[0] == 0
     assert (
         cli(
@@ -140,7 +140,7 @@ def test_a_dropped_bucket_comes_back_in_its_place(tmp_path: Path) -> None:
 
 def test_scale_up_shows_and_writes_nothing_without_yes_or_output(tmp_path: Path) -> None:
     source = tmp_path / "job.yaml"
-    source.write_text(yaml.safe_dump(job(train={"batch_size": 4, "steps": 100})), "utf-8")
+    write_job(source, job(train={"batch_size": 4, "steps": 100}))
     assert cli("apply", source, "--moment", "early_steps")[0] == 0
     before = sorted(p.name for p in tmp_path.iterdir())
     status, out, _ = cli("scale-up", latest(tmp_path))
@@ -156,7 +156,7 @@ def test_scale_up_shows_and_writes_nothing_without_yes_or_output(tmp_path: Path)
 
 def test_scale_up_extends_the_change_log_from_the_original_source(tmp_path: Path) -> None:
     source = tmp_path / "job.yaml"
-    source.write_text(yaml.safe_dump(job(train={"batch_size": 4, "steps": 3000})), "utf-8")
+    write_job(source, job(train={"batch_size": 4, "steps": 3000}))
     assert cli("apply", source, "--moment", "early_steps", "--all")[0] == 0
     out = tmp_path / "next.yaml"
     assert cli("scale-up", latest(tmp_path), "-o", out)[0] == 0
@@ -169,14 +169,14 @@ def test_scale_up_extends_the_change_log_from_the_original_source(tmp_path: Path
 
 def test_scale_up_without_a_change_log_is_refused(tmp_path: Path) -> None:
     source = tmp_path / "job.yaml"
-    source.write_text(yaml.safe_dump(job()), "utf-8")
+    write_job(source, job())
     status, _, err = cli("scale-up", source)
     assert status == 2 and "no change log beside this config" in err
 
 
 def test_scale_up_reads_a_named_change_log(tmp_path: Path) -> None:
     source = tmp_path / "job.yaml"
-    source.write_text(yaml.safe_dump(job(train={"batch_size": 4, "steps": 30})), "utf-8")
+    write_job(source, job(train={"batch_size": 4, "steps": 30}))
     assert (
         cli(
             "apply",
