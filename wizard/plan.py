@@ -38,13 +38,13 @@ from wizard.presets import (
     MODEL_KINDS,
     MOMENTS,
     VALIDATION_RUN,
+    AnyStepId,
     ArchFacts,
     FrameGrid,
     Limits,
     ModelKind,
     Moment,
     Presets,
-    StepInfo,
     load_presets,
 )
 from wizard.scaleup import ScaleUp, next_scale_up, pending_scale_ups
@@ -290,7 +290,7 @@ def build_plan(
             steps=(),
             environment_checks=_environment_checks(diagnosis, presets),
         )
-    order = (*presets.rollback_order(checked_moment, kind), VALIDATION_RUN)
+    order: tuple[AnyStepId, ...] = (*presets.rollback_order(checked_moment, kind), VALIDATION_RUN)
     last_rollback = _done_by_last_rollback(changelog)
     done = {} if new_crash else last_rollback
     applied_before = set(last_rollback) if new_crash else set()
@@ -476,14 +476,14 @@ _AS_WRITTEN: Final = object()
 
 
 def _step(
-    step_id: str,
+    step_id: AnyStepId,
     moment: Moment,
     processes: Sequence[_Process],
     presets: Presets,
     done: Mapping[str, str],
     applied_before: set[str],
 ) -> StepProposal:
-    info = _step_info(presets, step_id)
+    info = presets.step(step_id)
     found = _Found()
     if step_id in done:
         found.notes.append(
@@ -510,11 +510,6 @@ def _step(
         fields=tuple(found.fields),
         note=" ".join(dict.fromkeys(found.notes)) or None,
     )
-
-
-def _step_info(presets: Presets, step_id: str) -> StepInfo:
-    """The presets' title, reason and fields of a step."""
-    return next(info for key, info in presets.steps.items() if key == step_id)
 
 
 def _rung_text(proposal: FieldProposal) -> str:
