@@ -18,7 +18,7 @@ from textual.worker import Worker, WorkerState
 
 if TYPE_CHECKING:
     from wizard.changes import Prepared
-    from wizard.session import Saved, WizardState
+    from wizard.session import JobRequest, Saved, WizardState
 
 
 class OomWizardApp(App[int]):
@@ -33,26 +33,16 @@ class OomWizardApp(App[int]):
         Binding("ctrl+q", "quit", "Quit", priority=True),
     ]
 
-    def __init__(
-        self,
-        target: Path | None,
-        *,
-        log: Path | None = None,
-        db: Path | None = None,
-        job: str | None = None,
-    ) -> None:
+    def __init__(self, request: JobRequest) -> None:
         super().__init__()
-        self.target = target
-        self.log_path = log
-        self.db = db
-        self.job_name = job
+        self.request = request
         self.state: WizardState | None = None
 
     def on_mount(self) -> None:
         """Open on the load screen (which loads the job at once when it is named)."""
         from screens.load import LoadScreen
 
-        self.push_screen(LoadScreen(self.target, log=self.log_path, db=self.db, job=self.job_name))
+        self.push_screen(LoadScreen(self.request))
 
     # --- state --------------------------------------------------------------------------
 
@@ -176,16 +166,14 @@ def create_app(
 ) -> OomWizardApp:
     """The app, for the command line, the tests and the snapshots.
 
-    Args:
-        target: A config file or AI Toolkit job folder; None asks for one in the app
-            (unless ``db`` is given).
-        log: The training log, when it is not in the job folder.
-        db: AI Toolkit's jobs database (``aitk_db.db`` or its folder): the job comes from it.
-        job: The database job to open; None lists the database's jobs to pick one.
+    The arguments are the fields of :class:`~wizard.session.JobRequest` (a string is a path);
+    none at all asks for a config in the app.
     """
-    return OomWizardApp(
-        Path(target) if target is not None else None,
-        log=Path(log) if log is not None else None,
-        db=Path(db) if db is not None else None,
-        job=job,
-    )
+    from wizard.session import JobRequest
+
+    return OomWizardApp(JobRequest(_path(target), _path(log), _path(db), job))
+
+
+def _path(value: Path | str | None) -> Path | None:
+    """``value`` as a path (None stays None)."""
+    return Path(value) if value is not None else None

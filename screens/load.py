@@ -6,6 +6,8 @@ Toolkit's jobs database (``--db``), picked from the list of its jobs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +26,7 @@ from wizard.errors import WizardError
 
 if TYPE_CHECKING:
     from wizard.jobdb import DbJob
-    from wizard.session import WizardState
+    from wizard.session import JobRequest, WizardState
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".jsonc")
 
@@ -79,33 +81,19 @@ class LoadScreen(StageScreen):
         Binding("escape", "other_job", "Other job"),
     ]
 
-    def __init__(
-        self,
-        target: Path | None,
-        *,
-        log: Path | None = None,
-        db: Path | None = None,
-        job: str | None = None,
-    ) -> None:
+    def __init__(self, request: JobRequest) -> None:
         super().__init__()
-        self.target = target
-        self.log_path = log
-        self.db = db
-        self.job_name = job
+        self.request = request
         self.loaded: WizardState | None = None
 
-    @property
-    def listing(self) -> bool:
-        """Whether the user picks the job from the database's list."""
-        return self.db is not None and self.job_name is None
-
     def compose(self) -> ComposeResult:
+        request = self.request
         yield Header()
         with VerticalScroll(id="body"):
             yield Static("Load the job that ran out of memory", classes="title")
             yield Static("", id="status")
             yield Static("", id="error", classes="error")
-            if self.listing:
+            if request.listing:
                 with Vertical(id="job-list"):
                     yield Static(_job_header(), id="job-header")
                     yield OptionList(id="jobs", compact=True)
@@ -115,64 +103,56 @@ class LoadScreen(StageScreen):
                     suggester=PathSuggester(),
                     id="path",
                 )
-                if self.target is None and self.db is None:
+                if request.asks_for_config:
                     yield ConfigTree(Path.cwd(), id="tree")
             yield Static("", id="summary")
         yield Footer()
 
     def on_mount(self) -> None:
         """Load the job named on the command line, list the database's jobs, or ask."""
-        picker = self.query_one("#picker")
-        picker.display = self.target is None and self.db is None
-        if self.db is not None and self.job_name is not None:
-            self.call_after_refresh(self.load_db_job, self.job_name)
-        elif self.db is not None:
+        request = self.request
+        self.query_one("#picker").display = request.asks_for_config
+        if request.db is not None and request.job is not None:
+            self.call_after_refresh(self.load_db_job, request.job)
+        elif request.db is not None:
             self.query_one("#job-list").display = False
-            self.query_one("#status", Static).update(f"Reading the jobs in {self.db} …")
-            self._list(self.db)
-        elif self.target is not None:
-            self.call_after_refresh(self.load, self.target)
+            self.query_one("#status", Static).update(f"Reading the jobs in {request.db} …")
+            self._list(request.db)
+        elif request.target is not None:
+            self.call_after_refresh(self.load, request.target)
         else:
             self.query_one("#path", Input).focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """ "Other job" only when a database job was picked from the list."""
         if action == "other_job":
-            return self.listing and self.loaded is not None
+            return self.request.listing and self.loaded is not None
         return True
 
     def load(self, target: Path) -> None:
         """Read ``target`` in a worker; the result arrives as a message."""
-        self._reading(str(target))
-        self._read(target, self.log_path)
+        from wizard.session import open_job
+
+        self._read(str(target), partial(open_job, target, self.request.log))
 
     def load_db_job(self, name: str) -> None:
         """Read the database job ``name`` in a worker; the result arrives as a message."""
-        assert self.db is not None
-        self._reading(f"job '{name}'")
-        self._read_db(self.db, name, self.log_path)
-
-    def _reading(self, what: str) -> None:
-        self.query_one("#error", Static).update("")
-        self.query_one("#status", Static).update(f"Reading {what} …")
-
-    @work(thread=True, exclusive=True, exit_on_error=False)
-    def _read(self, target: Path, log: Path | None) -> None:
-        from wizard.session import open_job
-
-        try:
-            state = open_job(target, log)
-        except WizardError as exc:
-            self.post_message(LoadFailed(exc.one_line()))
-        else:
-            self.post_message(JobLoaded(state))
-
-    @work(thread=True, exclusive=True, exit_on_error=False)
-    def _read_db(self, db: Path, name: str, log: Path | None) -> None:
         from wizard.session import open_db_job
 
+        db = self.request.db
+        assert db is not None
+        self._read(f"job '{name}'", partial(open_db_job, db, name, self.request.log))
+
+    def _read(self, what: str, open_state: Callable[[], WizardState]) -> None:
+        """Say what is being read, and read it in a worker."""
+        self.query_one("#error", Static).update("")
+        self.query_one("#status", Static).update(f"Reading {what} …")
+        self._open(open_state)
+
+    @work(thread=True, exclusive=True, exit_on_error=False)
+    def _open(self, open_state: Callable[[], WizardState]) -> None:
         try:
-            state = open_db_job(db, name, log)
+            state = open_state()
         except WizardError as exc:
             self.post_message(LoadFailed(exc.one_line()))
         else:
@@ -208,7 +188,7 @@ class LoadScreen(StageScreen):
         self.loaded = event.state
         self.wizard.update_state(event.state)
         self.query_one("#picker").display = False
-        if self.listing:
+        if self.request.listing:
             self.query_one("#job-list").display = False
         self.query_one("#status", Static).update(
             Content.styled("Read. Enter: when did it crash?", "$text-success")
@@ -221,7 +201,7 @@ class LoadScreen(StageScreen):
         self.query_one("#status", Static).update("")
         self.query_one("#error", Static).update(f"oom-wizard: error: {event.error}")
         self.notify(event.error, title="Cannot load", severity="error")
-        if self.db is not None:
+        if self.request.db is not None:
             return
         picker = self.query_one("#picker")
         picker.display = True
@@ -237,7 +217,7 @@ class LoadScreen(StageScreen):
         """Go on when loaded; otherwise load the job highlighted, typed or selected."""
         if self.loaded is not None:
             self.wizard.show_start()
-        elif self.listing:
+        elif self.request.listing:
             self._open_highlighted_job()
         else:
             self._open_typed_or_selected()

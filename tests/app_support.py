@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from textual.pilot import Pilot
-from textual.widgets import Input
+from textual.widgets import Input, OptionList, Static
 
 from screens.app import OomWizardApp, create_app
 from tests.aitk_db import CREATED_MS, add_job, make_db, ui_job_config
@@ -104,6 +105,23 @@ def freeze_changelog_time(path: Path) -> None:
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
+def wizard(pilot: Pilot[int]) -> OomWizardApp:
+    """The app a pilot drives, typed."""
+    app = pilot.app
+    assert isinstance(app, OomWizardApp)
+    return app
+
+
+def screen_name(pilot: Pilot[int]) -> str:
+    """The class name of the screen on top."""
+    return type(pilot.app.screen).__name__
+
+
+def screen_text(pilot: Pilot[int], selector: str) -> str:
+    """The text of one Static on the screen on top."""
+    return str(pilot.app.screen.query_one(selector, Static).render())
+
+
 async def settle(pilot: Pilot[int], seconds: float = 0.3) -> None:
     """Let the screen change land (worker-driven changes: :func:`wait_for_screen`)."""
     await pilot.pause(seconds)
@@ -112,10 +130,40 @@ async def settle(pilot: Pilot[int], seconds: float = 0.3) -> None:
 async def wait_for_screen(pilot: Pilot[int], name: str, tries: int = 30) -> None:
     """Pause until the screen called ``name`` is on top (worker-driven changes)."""
     for _ in range(tries):
-        if type(pilot.app.screen).__name__ == name:
+        if screen_name(pilot) == name:
             return
         await settle(pilot, 0.1)
-    raise AssertionError(f"expected {name}, got {type(pilot.app.screen).__name__}")
+    raise AssertionError(f"expected {name}, got {screen_name(pilot)}")
+
+
+async def wait_for_state(pilot: Pilot[int]) -> None:
+    """Pause until the load worker has put a state on the app, and its screen has updated."""
+    for _ in range(50):
+        if wizard(pilot).state is not None:
+            await pilot.pause()
+            return
+        await settle(pilot, 0.1)
+    pytest.fail("the job did not load")
+
+
+async def wait_for_jobs(pilot: Pilot[int]) -> OptionList:
+    """Pause until the jobs database's list is filled; the list."""
+    for _ in range(50):
+        jobs = pilot.app.screen.query_one("#jobs", OptionList)
+        if jobs.option_count:
+            return jobs
+        await settle(pilot, 0.1)
+    pytest.fail("the jobs were not listed")
+
+
+async def wait_for_error(pilot: Pilot[int]) -> str:
+    """Pause until the screen's ``#error`` line says something; that line."""
+    for _ in range(30):
+        await settle(pilot, 0.1)
+        error = screen_text(pilot, "#error")
+        if error:
+            return error
+    pytest.fail("no error was shown")
 
 
 async def press(pilot: Pilot[int], *keys: str) -> None:
@@ -123,6 +171,40 @@ async def press(pilot: Pilot[int], *keys: str) -> None:
     for key in keys:
         await pilot.press(key)
         await settle(pilot, 0.05)
+
+
+async def accept_steps(pilot: Pilot[int]) -> list[str]:
+    """Press Enter on every step screen, accepting its toggles; the step ids seen."""
+    from screens.step import StepScreen
+
+    seen: list[str] = []
+    while isinstance(screen := pilot.app.screen, StepScreen):
+        seen.append(screen.step.id)
+        await press(pilot, "enter")
+    return seen
+
+
+async def save_from_review(pilot: Pilot[int]) -> None:
+    """Once the review is on top, save to the destination shown and wait for the result."""
+    await wait_for_screen(pilot, "ReviewScreen")
+    await press(pilot, "enter")
+    await wait_for_screen(pilot, "ResultScreen")
+
+
+async def review_first_step(pilot: Pilot[int]) -> None:
+    """From launch to the review of the first step alone (Ctrl+S, "save now", on it)."""
+    await wait_for_state(pilot)
+    await press(pilot, "enter", "enter", "ctrl+s")
+    await wait_for_screen(pilot, "ReviewScreen")
+
+
+async def roll_back_with_defaults(pilot: Pilot[int]) -> list[str]:
+    """From launch to the result, every default accepted; the step ids seen."""
+    await wait_for_state(pilot)
+    await press(pilot, "enter", "enter")
+    seen = await accept_steps(pilot)
+    await save_from_review(pilot)
+    return seen
 
 
 def freeze_inputs(app: OomWizardApp) -> None:

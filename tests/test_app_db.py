@@ -14,44 +14,31 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import Input, OptionList, Static
+from textual.widgets import Input, OptionList
 
-from screens.app import OomWizardApp, create_app
+from screens.app import create_app
 from screens.destination import AS_NEW, IN_PLACE, TO_FILE, DestinationPicker
-from screens.step import StepScreen
 from tests.aitk_db import all_rows, job_row
 from tests.app_support import (
     RUNNING_JOB,
     UI_JOB,
     VERIFY,
+    accept_steps,
     press,
+    review_first_step,
+    roll_back_with_defaults,
+    save_from_review,
+    screen_name,
+    screen_text,
     ui_jobs_db,
+    wait_for_error,
+    wait_for_jobs,
     wait_for_screen,
+    wait_for_state,
 )
 from wizard.paths import FieldPath, parse_path
 
 SIZE = (80, 24)
-
-
-async def wait_for_state(pilot: Any, app: OomWizardApp) -> None:
-    """Pause until the load worker has put a state on the app."""
-    for _ in range(50):
-        if app.state is not None:
-            await pilot.pause()
-            return
-        await pilot.pause(0.1)
-    pytest.fail("the job did not load")
-
-
-async def through_steps(pilot: Any, app: OomWizardApp) -> None:
-    """Accept every step's defaults."""
-    while isinstance(app.screen, StepScreen):
-        await press(pilot, "enter")
-
-
-def screen_text(app: OomWizardApp, selector: str) -> str:
-    """The text of one Static on the current screen."""
-    return str(app.screen.query_one(selector, Static).render())
 
 
 def apply_changes(tree: Any, changes: list[dict[str, Any]]) -> Any:
@@ -86,27 +73,22 @@ async def test_a_database_job_rolled_back_and_updated_in_place(tmp_path: Path) -
     assert before is not None
     app = create_app(db=db)
     async with app.run_test(size=SIZE) as pilot:
-        for _ in range(50):
-            if app.screen.query_one("#jobs", OptionList).option_count:
-                break
-            await pilot.pause(0.1)
-        jobs = app.screen.query_one("#jobs", OptionList)
+        jobs = await wait_for_jobs(pilot)
         assert jobs.option_count == 4
         assert jobs.get_option_at_index(0).id == UI_JOB
         await press(pilot, "enter")
-        await wait_for_state(pilot, app)
+        await wait_for_state(pilot)
         state = app.require_state()
         assert state.db_job is not None and state.db_job.name == UI_JOB
         assert state.log_path == tmp_path / "output" / UI_JOB / "log.txt"
-        assert "CUDA out of memory" in screen_text(app, "#summary")
+        assert "CUDA out of memory" in screen_text(pilot, "#summary")
         await press(pilot, "enter", "enter")
         assert app.require_state().answers.moment == "early_steps"
-        await through_steps(pilot, app)
+        await accept_steps(pilot)
         await wait_for_screen(pilot, "ReviewScreen")
         assert app.screen.query_one(DestinationPicker).choice == IN_PLACE
-        await press(pilot, "enter")
-        await wait_for_screen(pilot, "ResultScreen")
-        how = screen_text(app, "#run")
+        await save_from_review(pilot)
+        how = screen_text(pilot, "#run")
         assert f"start job '{UI_JOB}' in AI Toolkit's UI" in how
         assert f"oom-wizard restore --db {db} --job {UI_JOB}" in how
     after = job_row(db, UI_JOB)
@@ -144,23 +126,18 @@ async def test_coming_back_to_a_database_job_scales_it_up_in_place(tmp_path: Pat
     db = ui_jobs_db(tmp_path)
     first = create_app(db=db, job=UI_JOB)
     async with first.run_test(size=SIZE) as pilot:
-        await wait_for_state(pilot, first)
-        await press(pilot, "enter", "enter")
-        await through_steps(pilot, first)
-        await wait_for_screen(pilot, "ReviewScreen")
-        await press(pilot, "enter")
-        await wait_for_screen(pilot, "ResultScreen")
+        await roll_back_with_defaults(pilot)
     again = create_app(db=db, job=UI_JOB)
     async with again.run_test(size=SIZE) as pilot:
-        await wait_for_state(pilot, again)
+        await wait_for_state(pilot)
         assert again.require_state().coming_back
         await press(pilot, "enter")
-        assert type(again.screen).__name__ == "ComingBackScreen"
+        assert screen_name(pilot) == "ComingBackScreen"
         await press(pilot, "enter")
-        assert type(again.screen).__name__ == "ScaleUpScreen"
+        assert screen_name(pilot) == "ScaleUpScreen"
         await press(pilot, "enter")
         await wait_for_screen(pilot, "ResultScreen")
-        assert f"start job '{UI_JOB}'" in screen_text(again, "#run")
+        assert f"start job '{UI_JOB}'" in screen_text(pilot, "#run")
     log = json.loads((tmp_path / "oom-wizard" / f"{UI_JOB}.changelog.json").read_text())
     assert [run["direction"] for run in log["runs"]] == ["rollback", "scale_up"]
 
@@ -170,9 +147,7 @@ async def test_saving_as_a_new_job_under_a_typed_name(tmp_path: Path) -> None:
     rows_before = all_rows(db)
     app = create_app(db=db, job=UI_JOB)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for_state(pilot, app)
-        await press(pilot, "enter", "enter", "ctrl+s")
-        await wait_for_screen(pilot, "ReviewScreen")
+        await review_first_step(pilot)
         assert not app.screen.query_one("#name-row").display
         await press(pilot, "down")
         assert app.screen.query_one(DestinationPicker).choice == AS_NEW
@@ -181,8 +156,8 @@ async def test_saving_as_a_new_job_under_a_typed_name(tmp_path: Path) -> None:
         app.screen.query_one("#new-name", Input).value = "flux_portrait_small"
         await press(pilot, "enter")
         await wait_for_screen(pilot, "ResultScreen")
-        assert "start job 'flux_portrait_small'" in screen_text(app, "#run")
-        assert f"a copy of '{UI_JOB}'" in screen_text(app, "#files")
+        assert "start job 'flux_portrait_small'" in screen_text(pilot, "#run")
+        assert f"a copy of '{UI_JOB}'" in screen_text(pilot, "#files")
     created = job_row(db, "flux_portrait_small")
     assert created is not None and created["status"] == "stopped"
     assert json.loads(created["job_config"])["config"]["name"] == "flux_portrait_small"
@@ -197,16 +172,14 @@ async def test_a_running_job_is_saved_only_to_a_file(
     rows_before = all_rows(db)
     app = create_app(db=db, job=RUNNING_JOB)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for_state(pilot, app)
-        await press(pilot, "enter", "enter", "ctrl+s")
-        await wait_for_screen(pilot, "ReviewScreen")
+        await review_first_step(pilot)
         where = app.screen.query_one("#where", OptionList)
         assert [where.get_option(option).disabled for option in (IN_PLACE, AS_NEW, TO_FILE)] == [
             True,
             True,
             False,
         ]
-        busy = screen_text(app, "#busy")
+        busy = screen_text(pilot, "#busy")
         assert busy.startswith(f"Not now: job '{RUNNING_JOB}' is running")
         assert "\n" not in busy
         assert app.screen.query_one(DestinationPicker).choice == TO_FILE
@@ -223,11 +196,7 @@ async def test_a_database_that_cannot_be_read_shows_one_line(tmp_path: Path) -> 
     not_a_db.write_text("this is not SQLite\n", encoding="utf-8")
     app = create_app(db=not_a_db)
     async with app.run_test(size=SIZE) as pilot:
-        for _ in range(30):
-            await pilot.pause(0.1)
-            error = screen_text(app, "#error")
-            if error:
-                break
+        error = await wait_for_error(pilot)
         assert error.startswith(f"oom-wizard: error: {not_a_db}")
         assert "\n" not in error.strip()
 

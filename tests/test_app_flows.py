@@ -9,17 +9,25 @@ import pytest
 import yaml
 from textual.widgets import Input, OptionList, Static
 
-from screens.app import OomWizardApp
+from screens.app import OomWizardApp, create_app
 from screens.environment import EnvironmentScreen
 from screens.step import StepScreen
 from screens.widgets import Choice, Tick
 from tests.app_support import (
+    accept_steps,
     baseline_sample_log,
     demo_app,
     demo_folder,
     press,
+    review_first_step,
+    roll_back_with_defaults,
+    save_from_review,
+    screen_name,
+    screen_text,
     video_app,
+    wait_for_error,
     wait_for_screen,
+    wait_for_state,
 )
 from wizard.commands.demo import IMAGE_JOB, VIDEO_JOB
 from wizard.document import load_document
@@ -47,31 +55,20 @@ def step_id(app: OomWizardApp) -> str:
     return screen.step.id
 
 
-async def through_steps(pilot, app: OomWizardApp) -> list[str]:
-    """Press Enter on every step screen; return the step ids seen."""
-    seen = []
-    while isinstance(app.screen, StepScreen):
-        seen.append(step_id(app))
-        await press(pilot, "enter")
-    return seen
-
-
 async def test_image_job_crashing_in_the_first_steps(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
     app = demo_app(folder)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for_screen(pilot, "LoadScreen")
-        await wait_for_loaded(pilot, app)
+        await wait_for_state(pilot)
         await press(pilot, "enter")
-        assert type(app.screen).__name__ == "MomentScreen"
+        assert screen_name(pilot) == "MomentScreen"
         assert app.require_state().answers.moment == "early_steps"
         assert app.require_state().answers.model_kind == "image"
         await press(pilot, "enter")
-        seen = await through_steps(pilot, app)
+        seen = await accept_steps(pilot)
         assert seen[:3] == ["gradient_checkpointing", "batch_size", "top_bucket"]
-        await wait_for_screen(pilot, "ReviewScreen")
-        await press(pilot, "enter")
-        await wait_for_screen(pilot, "ResultScreen")
+        await save_from_review(pilot)
     config, log = saved(folder, IMAGE_JOB.config)
     train = process(config)["train"]
     assert train["gradient_checkpointing"] is True  # type: ignore[index]
@@ -86,17 +83,15 @@ async def test_video_job_crashing_intermittently(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
     app = video_app(folder)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for_loaded(pilot, app)
+        await wait_for_state(pilot)
         await press(pilot, "enter")
         state = app.require_state()
         assert state.answers.moment == "intermittent"
         assert state.answers.model_kind == "video"
         await press(pilot, "enter")
-        seen = await through_steps(pilot, app)
+        seen = await accept_steps(pilot)
         assert seen[0] == "num_frames"
-        await wait_for_screen(pilot, "ReviewScreen")
-        await press(pilot, "enter")
-        await wait_for_screen(pilot, "ResultScreen")
+        await save_from_review(pilot)
     config, _ = saved(folder, VIDEO_JOB.config)
     dataset = process(config)["datasets"][0]  # type: ignore[index]
     assert dataset["num_frames"] == 41
@@ -106,16 +101,14 @@ async def test_crash_at_loading_disables_sampling(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
     app = demo_app(folder, log=baseline_sample_log(folder))
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for_loaded(pilot, app)
+        await wait_for_state(pilot)
         await press(pilot, "enter")
         assert app.require_state().answers.moment == "loading"
         await press(pilot, "enter")
         assert step_id(app) == "sampling"
-        seen = await through_steps(pilot, app)
+        seen = await accept_steps(pilot)
         assert seen[0] == "sampling"
-        await wait_for_screen(pilot, "ReviewScreen")
-        await press(pilot, "enter")
-        await wait_for_screen(pilot, "ResultScreen")
+        await save_from_review(pilot)
     config, log = saved(folder, IMAGE_JOB.config)
     assert process(config)["train"]["disable_sampling"] is True  # type: ignore[index]
     assert "sampling" in log["runs"][0]["steps"]  # type: ignore[index]
@@ -125,13 +118,13 @@ async def test_environment_verdict(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
     app = demo_app(folder)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for_loaded(pilot, app)
+        await wait_for_state(pilot)
         await press(pilot, "enter")
         moments = app.screen.query_one("#moments", OptionList)
         moments.highlighted = 4
         await press(pilot, "enter")
         assert isinstance(app.screen, EnvironmentScreen)
-        checks = str(app.screen.query_one("#checks", Static).render())
+        checks = screen_text(pilot, "#checks")
         assert checks.strip()
         assert app.require_state().plan.steps == ()
         await press(pilot, "enter")
@@ -143,14 +136,14 @@ async def test_the_log_keeps_its_own_verdict_beside_the_users_answer(tmp_path: P
     folder = demo_folder(tmp_path)
     app = demo_app(folder)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for_loaded(pilot, app)
+        await wait_for_state(pilot)
         await press(pilot, "enter")
-        detected = str(app.screen.query_one("#detected", Static).render())
+        detected = screen_text(pilot, "#detected")
         assert detected == "The log points to: In the first training steps · image model"
         assert not app.screen.query_one("#disagreement", Static).display
         app.screen.query_one("#moments", OptionList).highlighted = 2
         await press(pilot, "ctrl+t")
-        disagreement = str(app.screen.query_one("#disagreement", Static).render())
+        disagreement = screen_text(pilot, "#disagreement")
         assert disagreement == (
             "You picked: While generating samples · video model. Your answer is used."
         )
@@ -158,8 +151,8 @@ async def test_the_log_keeps_its_own_verdict_beside_the_users_answer(tmp_path: P
         assert app.require_state().answers.moment == "sampling"
         app.show_moment()
         await pilot.pause(0.3)
-        assert str(app.screen.query_one("#detected", Static).render()) == detected
-        again = str(app.screen.query_one("#disagreement", Static).render())
+        assert screen_text(pilot, "#detected") == detected
+        again = screen_text(pilot, "#disagreement")
         assert again == disagreement
 
 
@@ -172,7 +165,7 @@ async def test_every_toggle_reads_on_or_off_without_colour(tmp_path: Path) -> No
     folder = demo_folder(tmp_path)
     app = demo_app(folder)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for_loaded(pilot, app)
+        await wait_for_state(pilot)
         await press(pilot, "enter")
         shown = [read(box) for box in app.screen.query(Choice)]
         assert shown == ["(•) image model", "( ) video model"]
@@ -195,7 +188,7 @@ async def test_going_back_and_changing_a_toggle(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
     app = demo_app(folder)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for_loaded(pilot, app)
+        await wait_for_state(pilot)
         await press(pilot, "enter", "enter")
         assert step_id(app) == "gradient_checkpointing"
         await press(pilot, "enter")
@@ -205,10 +198,8 @@ async def test_going_back_and_changing_a_toggle(tmp_path: Path) -> None:
         app.screen.query_one("#step-on", Tick).value = False
         await press(pilot, "enter")
         assert app.require_state().choices["gradient_checkpointing"].enabled is False
-        await through_steps(pilot, app)
-        await wait_for_screen(pilot, "ReviewScreen")
-        await press(pilot, "enter")
-        await wait_for_screen(pilot, "ResultScreen")
+        await accept_steps(pilot)
+        await save_from_review(pilot)
     config, _ = saved(folder, IMAGE_JOB.config)
     assert process(config)["train"]["gradient_checkpointing"] is False  # type: ignore[index]
 
@@ -220,13 +211,11 @@ async def test_the_run_command_names_the_saved_file_by_its_absolute_path(
     demo_folder(tmp_path)
     app = demo_app(Path("oom-wizard-demo"))
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for_loaded(pilot, app)
-        await press(pilot, "enter", "enter", "ctrl+s")
-        await wait_for_screen(pilot, "ReviewScreen")
+        await review_first_step(pilot)
         assert not Path(app.screen.query_one("#output", Input).value).is_absolute()
         await press(pilot, "enter")
         await wait_for_screen(pilot, "ResultScreen")
-        how = str(app.screen.query_one("#run", Static).render())
+        how = screen_text(pilot, "#run")
         await press(pilot, "c")
         copied = app.clipboard
     saved_file = Path.cwd() / "oom-wizard-demo" / "flux_portrait_lora.oomfix.yaml"
@@ -241,13 +230,11 @@ async def test_save_refused_when_the_output_exists(tmp_path: Path) -> None:
     taken.write_text("# mine\n", encoding="utf-8")
     app = demo_app(folder)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for_loaded(pilot, app)
-        await press(pilot, "enter", "enter", "ctrl+s")
-        await wait_for_screen(pilot, "ReviewScreen")
+        await review_first_step(pilot)
         app.screen.query_one("#output", Input).value = str(taken)
         await press(pilot, "enter")
         await wait_for_screen(pilot, "ReviewScreen")
-        error = str(app.screen.query_one("#error", Static).render())
+        error = screen_text(pilot, "#error")
         assert "already exists" in error
         assert error.startswith(f"oom-wizard: error: {taken}")
     assert taken.read_text(encoding="utf-8") == "# mine\n"
@@ -258,20 +245,15 @@ async def test_coming_back_and_scaling_up_one_step(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
     first = demo_app(folder)
     async with first.run_test(size=SIZE) as pilot:
-        await wait_for_loaded(pilot, first)
-        await press(pilot, "enter", "enter")
-        await through_steps(pilot, first)
-        await wait_for_screen(pilot, "ReviewScreen")
-        await press(pilot, "enter")
-        await wait_for_screen(pilot, "ResultScreen")
+        await roll_back_with_defaults(pilot)
     output = folder / "flux_portrait_lora.oomfix.yaml"
-    again = OomWizardApp(output)
+    again = create_app(output)
     async with again.run_test(size=SIZE) as pilot:
-        await wait_for_loaded(pilot, again)
+        await wait_for_state(pilot)
         await press(pilot, "enter")
-        assert type(again.screen).__name__ == "ComingBackScreen"
+        assert screen_name(pilot) == "ComingBackScreen"
         await press(pilot, "enter")
-        assert type(again.screen).__name__ == "ScaleUpScreen"
+        assert screen_name(pilot) == "ScaleUpScreen"
         await press(pilot, "enter")
         await wait_for_screen(pilot, "ResultScreen")
     log = json.loads((folder / "flux_portrait_lora.oomfix-2.changelog.json").read_text())
@@ -282,26 +264,12 @@ async def test_coming_back_and_scaling_up_one_step(tmp_path: Path) -> None:
 async def test_a_config_that_cannot_be_loaded_shows_one_line(tmp_path: Path) -> None:
     broken = tmp_path / "broken.yaml"
     broken.write_text("config:\n  process: [\n", encoding="utf-8")
-    app = OomWizardApp(broken)
+    app = create_app(broken)
     async with app.run_test(size=SIZE) as pilot:
-        for _ in range(30):
-            await pilot.pause(0.1)
-            error = str(app.screen.query_one("#error", Static).render())
-            if error:
-                break
+        error = await wait_for_error(pilot)
         assert error.startswith(f"oom-wizard: error: {broken}:")
         assert "\n" not in error.strip()
         assert "Traceback" not in error
-
-
-async def wait_for_loaded(pilot, app: OomWizardApp) -> None:
-    """Wait until the load worker has put a state on the app."""
-    for _ in range(50):
-        if app.state is not None:
-            await pilot.pause()
-            return
-        await pilot.pause(0.1)
-    pytest.fail("the job did not load")
 
 
 async def test_a_web_ui_job_folder_says_what_to_do_in_the_ui(tmp_path: Path) -> None:
@@ -311,16 +279,14 @@ async def test_a_web_ui_job_folder_says_what_to_do_in_the_ui(tmp_path: Path) -> 
     tree = load_document(folder / IMAGE_JOB.config).tree
     (job / ".job_config.json").write_text(json.dumps(tree, indent=2), encoding="utf-8")
     (job / "log.txt").write_bytes((folder / IMAGE_JOB.log).read_bytes())
-    app = OomWizardApp(job)
+    app = create_app(job)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for_loaded(pilot, app)
+        await wait_for_state(pilot)
         assert app.require_state().log_path == job / "log.txt"
         await press(pilot, "enter", "enter")
-        await through_steps(pilot, app)
-        await wait_for_screen(pilot, "ReviewScreen")
-        await press(pilot, "enter")
-        await wait_for_screen(pilot, "ResultScreen")
-        how = str(app.screen.query_one("#run", Static).render())
+        await accept_steps(pilot)
+        await save_from_review(pilot)
+        how = screen_text(pilot, "#run")
         assert "web UI" in how
         assert "python run.py" not in how
     assert (job / ".job_config.oomfix.json").is_file()
@@ -330,7 +296,7 @@ async def test_an_invalid_number_keeps_the_step_open(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
     app = demo_app(folder)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for_loaded(pilot, app)
+        await wait_for_state(pilot)
         await press(pilot, "enter", "enter", "enter")
         assert step_id(app) == "batch_size"
         field = app.screen.query_one("#value-0", Input)
@@ -347,17 +313,12 @@ async def test_coming_back_after_another_crash_goes_one_rung_further(tmp_path: P
     folder = demo_folder(tmp_path)
     first = demo_app(folder)
     async with first.run_test(size=SIZE) as pilot:
-        await wait_for_loaded(pilot, first)
-        await press(pilot, "enter", "enter")
-        await through_steps(pilot, first)
-        await wait_for_screen(pilot, "ReviewScreen")
-        await press(pilot, "enter")
-        await wait_for_screen(pilot, "ResultScreen")
-    again = OomWizardApp(folder / "flux_portrait_lora.oomfix.yaml")
+        await roll_back_with_defaults(pilot)
+    again = create_app(folder / "flux_portrait_lora.oomfix.yaml")
     async with again.run_test(size=SIZE) as pilot:
-        await wait_for_loaded(pilot, again)
+        await wait_for_state(pilot)
         await press(pilot, "enter", "down", "enter")
-        assert type(again.screen).__name__ == "MomentScreen"
+        assert screen_name(pilot) == "MomentScreen"
         assert again.require_state().crashed_again is True
         await press(pilot, "enter")
         assert isinstance(again.screen, StepScreen)
@@ -367,7 +328,7 @@ async def test_the_command_palette_offers_the_stages(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
     app = demo_app(folder)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for_loaded(pilot, app)
+        await wait_for_state(pilot)
         titles = {command.title for command in app.get_system_commands(app.screen)}
         assert {"Help", "Stage: when did it crash?", "Stage: review and save"} <= titles
         assert any("theme" in title.lower() for title in titles)

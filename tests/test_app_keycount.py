@@ -8,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.app_support import VERIFY, demo_app, demo_folder, settle, wait_for_screen
+from screens.review import ReviewScreen
+from tests.app_support import (
+    VERIFY,
+    demo_app,
+    demo_folder,
+    screen_name,
+    settle,
+    wait_for_screen,
+    wait_for_state,
+)
 from wizard.commands.demo import IMAGE_JOB
 
 MAX_PRESSES = 8
@@ -19,15 +28,12 @@ async def test_demo_to_saved_config_in_at_most_eight_presses(tmp_path: Path) -> 
     app = demo_app(folder)
     presses = 0
     async with app.run_test(size=(80, 24)) as pilot:
-        for _ in range(50):
-            if app.state is not None:
-                break
-            await pilot.pause(0.1)
-        while type(app.screen).__name__ != "ResultScreen" and presses < MAX_PRESSES + 5:
+        await wait_for_state(pilot)
+        while screen_name(pilot) != "ResultScreen" and presses < MAX_PRESSES + 5:
             await pilot.press("enter")
             presses += 1
             await settle(pilot, 0.1)
-            if type(app.screen).__name__ == "ReviewScreen" and app.screen.saving:  # type: ignore[attr-defined]
+            if isinstance(app.screen, ReviewScreen) and app.screen.saving:
                 await wait_for_screen(pilot, "ResultScreen")
     assert presses <= MAX_PRESSES, f"{presses} presses"
     output = folder / "flux_portrait_lora.oomfix.yaml"

@@ -19,7 +19,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import OptionList
 
-from screens.app import OomWizardApp, create_app
+from screens.app import create_app
 from tests.app_support import (
     UI_JOB,
     demo_app,
@@ -28,7 +28,10 @@ from tests.app_support import (
     freeze_inputs,
     press,
     ui_jobs_db,
+    wait_for_jobs,
     wait_for_screen,
+    wait_for_state,
+    wizard,
 )
 
 SIZES = [(80, 24), (120, 40)]
@@ -39,18 +42,12 @@ Steps = Callable[[Pilot[int]], Awaitable[None]]
 
 
 async def loaded(pilot: Pilot[int]) -> None:
-    for _ in range(50):
-        if isinstance(pilot.app, OomWizardApp) and pilot.app.state is not None:
-            break
-        await pilot.pause(0.1)
+    await wait_for_state(pilot)
     await pilot.pause(0.2)
 
 
 async def listed(pilot: Pilot[int]) -> None:
-    for _ in range(50):
-        if pilot.app.screen.query_one("#jobs", OptionList).option_count:
-            break
-        await pilot.pause(0.1)
+    await wait_for_jobs(pilot)
     await pilot.pause(0.2)
 
 
@@ -133,7 +130,7 @@ def test_stage(
     monkeypatch.chdir(tmp_path)
     which, steps = STAGES[stage]
     if which == "again":
-        app = OomWizardApp(rolled_back_demo())
+        app = create_app(rolled_back_demo())
     elif which in ("db", "db_job"):
         ui_jobs_db(tmp_path)
         app = create_app(db=Path("aitk_db.db"), job=UI_JOB if which == "db_job" else None)
@@ -146,7 +143,7 @@ def test_stage(
 
     async def run_before(pilot: Pilot[int]) -> None:
         await steps(pilot)
-        freeze_inputs(pilot.app)  # type: ignore[arg-type]
+        freeze_inputs(wizard(pilot))
         await pilot.pause(0.1)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
