@@ -15,15 +15,15 @@ For each training process, the training load is the largest over its datasets of
 
     tokens   = (R / (s × p))²  ×  frames_latent
     R        = the dataset's largest resolution bucket (a bucket caps the pixel count at R²)
-    s, p     = the arch's spatial VAE compression and transformer patch size (presets;
-               8 and 2 when the arch is unknown)
+    s, p     = the arch's spatial VAE compression and transformer patch size (archs.yaml;
+               its ``unknown_arch`` entry, 8 and 2, when the arch is unknown)
     frames_latent = 1 + (F − 1) / t  for a video model, else 1
     F        = the dataset's num_frames; with auto_frame_count on, clips are not capped, so
                F is taken as the largest of num_frames, the arch's default sample length and
                the shortest clip on its frame grid (never less than a fixed count the plan
                would put in its place)
-    t        = the arch's temporal compression (presets; 8, the toolkit's fallback, when
-               unknown)
+    t        = the arch's temporal compression (archs.yaml; ``unknown_arch``, 8, the
+               toolkit's fallback, when unknown)
     batch    = datasets[].batch_size, else train.batch_size
     checkpointing = 1 with gradient checkpointing on, 4 with it off (a rough figure for
                keeping every layer's activations instead of recomputing them)
