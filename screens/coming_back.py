@@ -6,11 +6,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
-from textual.widgets import Footer, Header, OptionList, Static
+from textual.widgets import Footer, Header, Static
 from textual.widgets.option_list import Option
 
 from screens.base import StageScreen
-from screens.widgets import show_value
+from screens.widgets import MarkedOptionList, show_value
 from wizard.session import retry_crashed
 
 RAN, CRASHED = "ran", "crashed"
@@ -29,7 +29,7 @@ class ComingBackScreen(StageScreen):
         with VerticalScroll(id="body"):
             yield Static("Welcome back. Did the retry run?", classes="title")
             yield Static(self._last_changes(), id="last")
-            yield OptionList(
+            yield MarkedOptionList(
                 Option("Yes: it trained without running out of memory", id=RAN),
                 Option("No: it ran out of memory again", id=CRASHED),
                 id="answer-list",
@@ -39,7 +39,7 @@ class ComingBackScreen(StageScreen):
 
     def on_mount(self) -> None:
         """Focus the question."""
-        answers = self.query_one("#answer-list", OptionList)
+        answers = self.query_one("#answer-list", MarkedOptionList)
         answers.highlighted = 0
         answers.focus()
 
@@ -61,7 +61,7 @@ class ComingBackScreen(StageScreen):
 
     def action_next(self) -> None:
         """Yes: scale up one step. No: a new diagnosis that knows what changed last."""
-        answers = self.query_one("#answer-list", OptionList)
+        answers = self.query_one("#answer-list", MarkedOptionList)
         if answers.highlighted == 0:
             self.wizard.show_scale_up()
         else:

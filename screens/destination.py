@@ -18,6 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from screens.widgets import MarkedOptionList
 from wizard.changelog import changelog_path_for
 from wizard.session import Destination, ToFile, WizardState, default_file_output
 
@@ -46,7 +47,7 @@ class DestinationPicker(Vertical):
         job = self.state.db_job
         if job is not None:
             busy = job.busy_reason()
-            yield OptionList(
+            yield MarkedOptionList(
                 Option(
                     f"Update job '{job.name}' (oom-wizard restore undoes it)",
                     id=IN_PLACE,
@@ -81,7 +82,7 @@ class DestinationPicker(Vertical):
         """For a database job: the first place that is open, focused."""
         if self.state.db_job is None:
             return
-        where = self.query_one("#where", OptionList)
+        where = self.query_one("#where", MarkedOptionList)
         first = TO_FILE if self.state.db_job.busy_reason() else IN_PLACE
         where.highlighted = where.get_option_index(first)
         where.focus()
@@ -92,7 +93,7 @@ class DestinationPicker(Vertical):
         """``IN_PLACE``, ``AS_NEW`` or ``TO_FILE``."""
         if self.state.db_job is None:
             return TO_FILE
-        where = self.query_one("#where", OptionList)
+        where = self.query_one("#where", MarkedOptionList)
         if where.highlighted is None:
             return TO_FILE
         return where.get_option_at_index(where.highlighted).id or TO_FILE

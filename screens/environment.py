@@ -8,10 +8,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
-from textual.widgets import Footer, Header, OptionList, Static
+from textual.widgets import Footer, Header, Static
 from textual.widgets.option_list import Option
 
 from screens.base import StageScreen
+from screens.widgets import MarkedOptionList
 from wizard.presets import MOMENTS, load_presets
 from wizard.session import FALLBACK_MOMENT, Answers, answer
 
@@ -41,7 +42,7 @@ class EnvironmentScreen(StageScreen):
                 classes="note",
             )
             yield Static("Or go on anyway, as if it crashed:", classes="section")
-            yield OptionList(
+            yield MarkedOptionList(
                 *(Option(presets.moment(m).label, id=m) for m in CONFIG_MOMENTS),
                 id="go-on",
                 compact=True,
@@ -53,7 +54,7 @@ class EnvironmentScreen(StageScreen):
 
     def on_mount(self) -> None:
         """Preselect the likeliest config moment."""
-        options = self.query_one("#go-on", OptionList)
+        options = self.query_one("#go-on", MarkedOptionList)
         options.highlighted = CONFIG_MOMENTS.index(FALLBACK_MOMENT)
         options.focus()
 
@@ -67,7 +68,7 @@ class EnvironmentScreen(StageScreen):
 
     def action_go_on(self) -> None:
         """Roll the config back anyway, for the moment highlighted."""
-        options = self.query_one("#go-on", OptionList)
+        options = self.query_one("#go-on", MarkedOptionList)
         moment = CONFIG_MOMENTS[options.highlighted or 0]
         current = self.state.answers
         self.wizard.update_state(

@@ -17,11 +17,12 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.suggester import Suggester
-from textual.widgets import DirectoryTree, Footer, Header, Input, OptionList, Static
+from textual.widgets import DirectoryTree, Footer, Header, Input, Static
 from textual.widgets.option_list import Option
 
 from screens.base import StageScreen
 from screens.messages import JobLoaded, JobsListed, LoadFailed
+from screens.widgets import MARKER_WIDTH, MarkedOptionList
 from wizard.errors import WizardError
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ class LoadScreen(StageScreen):
             if request.listing:
                 with Vertical(id="job-list"):
                     yield Static(_job_header(), id="job-header")
-                    yield OptionList(id="jobs", compact=True)
+                    yield MarkedOptionList(id="jobs", compact=True)
             with Vertical(id="picker"):
                 yield Input(
                     placeholder="a config (.yaml, .json) or an AI Toolkit job folder",
@@ -177,7 +178,7 @@ class LoadScreen(StageScreen):
             status.update(f"No jobs in {event.db_path}.")
             return
         status.update(f"Jobs in {event.db_path}, newest first. Enter opens the highlighted one.")
-        jobs = self.query_one("#jobs", OptionList)
+        jobs = self.query_one("#jobs", MarkedOptionList)
         jobs.add_options(Option(_job_row(job), id=job.name) for job in event.jobs)
         self.query_one("#job-list").display = True
         jobs.highlighted = 0
@@ -228,11 +229,11 @@ class LoadScreen(StageScreen):
         self.query_one("#summary", Static).update("")
         self.query_one("#status", Static).update("Enter opens the highlighted job.")
         self.query_one("#job-list").display = True
-        self.query_one("#jobs", OptionList).focus()
+        self.query_one("#jobs", MarkedOptionList).focus()
         self.refresh_bindings()
 
     def _open_highlighted_job(self) -> None:
-        jobs = self.query_one("#jobs", OptionList)
+        jobs = self.query_one("#jobs", MarkedOptionList)
         if jobs.highlighted is None:
             return
         name = jobs.get_option_at_index(jobs.highlighted).id
@@ -255,8 +256,11 @@ class LoadScreen(StageScreen):
 
 
 def _job_header() -> Content:
-    """The column titles of the job list."""
-    text = f"{'NAME':<{NAME_WIDTH}} {'STATUS':<{STATUS_WIDTH}} {'STEP':>{STEP_WIDTH}}  INFO"
+    """The column titles of the job list (indented past the rows' highlight marker)."""
+    text = (
+        " " * MARKER_WIDTH
+        + f"{'NAME':<{NAME_WIDTH}} {'STATUS':<{STATUS_WIDTH}} {'STEP':>{STEP_WIDTH}}  INFO"
+    )
     return Content.styled(text, "bold $text-muted")
 
 

@@ -11,7 +11,7 @@ from textual.widgets import Footer, Header, OptionList, RadioSet, Static
 from textual.widgets.option_list import Option
 
 from screens.base import StageScreen
-from screens.widgets import Choice, Tick
+from screens.widgets import Choice, MarkedOptionList, Tick
 from wizard.presets import MODEL_KINDS, MOMENTS, load_presets
 from wizard.session import Answers, WizardState, answer
 
@@ -45,7 +45,7 @@ class MomentScreen(StageScreen):
                 )
                 for moment in MOMENTS
             ]
-            yield OptionList(*options, id="moments", compact=True)
+            yield MarkedOptionList(*options, id="moments", compact=True)
             yield Static(self._detected(), id="detected")
             yield Static("", id="disagreement", classes="note")
             yield Static(self._evidence(), id="evidence")
@@ -64,7 +64,7 @@ class MomentScreen(StageScreen):
 
     def on_mount(self) -> None:
         """Highlight the moment in effect and focus the list."""
-        moments = self.query_one("#moments", OptionList)
+        moments = self.query_one("#moments", MarkedOptionList)
         moments.highlighted = MOMENTS.index(self.state.answers.moment)
         moments.focus()
         self.show_disagreement()
@@ -104,7 +104,7 @@ class MomentScreen(StageScreen):
 
     def chosen(self) -> Answers:
         """The answers as the widgets show them now."""
-        moments = self.query_one("#moments", OptionList)
+        moments = self.query_one("#moments", MarkedOptionList)
         index = moments.highlighted if moments.highlighted is not None else 0
         pressed = self.query_one("#kind", RadioSet).pressed_button
         kind = pressed.id if pressed is not None and pressed.id else self.state.answers.model_kind

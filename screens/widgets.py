@@ -1,13 +1,15 @@
-"""Small widgets shared by the stage screens: toggles that read without colour, the changes
-as a diff, the step ladder, values."""
+"""Small widgets shared by the stage screens: toggles and lists that read without colour, the
+changes as a diff, the step ladder, values."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from rich.segment import Segment
 from textual.content import Content
-from textual.widgets import Checkbox, RadioButton, Static
+from textual.strip import Strip
+from textual.widgets import Checkbox, OptionList, RadioButton, Static
 
 from wizard.document import MISSING
 
@@ -52,6 +54,35 @@ class Choice(RadioButton):
         if self.value:
             return Content.styled("(•)", "bold $text-success")
         return Content.styled("( )", "$text-muted")
+
+
+#: What marks the highlighted row of a :class:`MarkedOptionList`, and the width it takes.
+MARKER = "▶ "
+MARKER_WIDTH = len(MARKER)
+
+
+class MarkedOptionList(OptionList):
+    """An option list whose highlighted row reads without colour: ``▶`` marks it.
+
+    Textual shows the highlight as a background only, which a plain-text capture (or a
+    colour-blind reader) cannot see. The marker takes a gutter left of every row, as
+    Textual's own ``SelectionList`` does for its boxes.
+    """
+
+    def _get_left_gutter_width(self) -> int:
+        return MARKER_WIDTH
+
+    def render_line(self, y: int) -> Strip:
+        """The row as Textual renders it, after the marker (or the blank gutter)."""
+        line = super().render_line(y)
+        try:
+            index, line_in_option = self._lines[self.scroll_offset.y + y]
+        except IndexError:
+            return line
+        marked = index == self.highlighted and line_in_option == 0
+        style = next(iter(line)).style if line.cell_length else None
+        gutter = Segment(MARKER if marked else " " * MARKER_WIDTH, style)
+        return Strip([gutter, *line], line.cell_length + MARKER_WIDTH)
 
 
 def show_value(value: Any) -> str:

@@ -12,7 +12,7 @@ from textual.widgets import Input, OptionList, Static
 from screens.app import OomWizardApp, create_app
 from screens.environment import EnvironmentScreen
 from screens.step import StepScreen
-from screens.widgets import Choice, Tick
+from screens.widgets import MARKER, Choice, MarkedOptionList, Tick
 from tests.app_support import (
     accept_steps,
     baseline_sample_log,
@@ -332,3 +332,20 @@ async def test_the_command_palette_offers_the_stages(tmp_path: Path) -> None:
         titles = {command.title for command in app.get_system_commands(app.screen)}
         assert {"Help", "Stage: when did it crash?", "Stage: review and save"} <= titles
         assert any("theme" in title.lower() for title in titles)
+
+
+async def test_the_highlighted_row_reads_without_colour(tmp_path: Path) -> None:
+    folder = demo_folder(tmp_path)
+    app = demo_app(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_state(pilot)
+        await press(pilot, "enter")
+        moments = app.screen.query_one("#moments", MarkedOptionList)
+
+        def marked() -> list[str]:
+            lines = (moments.render_line(y).text for y in range(moments.size.height))
+            return [line for line in lines if not line.startswith(" " * len(MARKER))]
+
+        assert [line.split(" — ")[0] for line in marked()] == ["▶ In the first training steps"]
+        await press(pilot, "down")
+        assert [line.split(" — ")[0] for line in marked()] == ["▶ While generating samples"]
