@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 from tests.plan_support import P0, document, job
-from wizard.changes import Change
 from wizard.document import MISSING
 from wizard.errors import ConfigError, WizardError
 from wizard.paths import format_path
@@ -493,6 +492,7 @@ def test_low_vram_never_touches_the_optimizer_or_learning_rate() -> None:
     for arch in ("flux", "wan21:14b", "ace_step_15", "sdxl", None):
         step = step_of(job(arch=arch, train={"optimizer": "adamw", "lr": 1e-4}), "low_vram")
         assert not any(f.key.endswith(("optimizer", "lr")) for f in step.fields)
+        assert step.note is not None and "optimizer and learning rate stay" in step.note
 
 
 def test_no_layer_offloading_where_it_does_not_work() -> None:
@@ -547,8 +547,11 @@ def test_a_step_missing_from_the_choices_is_off_and_edited_values_win() -> None:
 
 def test_every_change_names_its_step_and_reason() -> None:
     plan = plan_of(HEAVY)
-    for change in changes_for(plan, {s.id: StepChoice(s.id, True) for s in plan.steps}):
-        assert isinstance(change, Change) and change.step and change.reason
+    titles = {step.id: step.title for step in plan.steps}
+    changes = changes_for(plan, {s.id: StepChoice(s.id, True) for s in plan.steps})
+    assert {change.step for change in changes} == {s.id for s in plan.steps if s.fields}
+    for change in changes:
+        assert change.step in titles and change.reason.startswith(f"{titles[change.step]}: ")
 
 
 def test_two_steps_on_one_field_give_one_change() -> None:
