@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 #: the state and the choices on screen).
 Writer = Callable[["Destination"], "Saved"]
 
+#: The worker group of the save (a screen has at most one save under way).
+SAVE_GROUP = "save"
+
 
 class SavingStage(StageScreen):
     """A stage that ends in a save: where to (a :class:`DestinationPicker`), the save in a
@@ -37,17 +40,24 @@ class SavingStage(StageScreen):
     def __init__(self) -> None:
         super().__init__()
         self.ready: Prepared | None = None
-        self.saving = False
+
+    @property
+    def saving(self) -> bool:
+        """Whether a save of this screen is under way (its worker has not finished)."""
+        return any(
+            worker.node is self and not worker.is_finished
+            for worker in self.workers
+            if worker.group == SAVE_GROUP
+        )
 
     def start_save(self, write: Writer) -> None:
         """Save in a worker to the destination shown (once: a save under way is not repeated)."""
         if self.saving:
             return
-        self.saving = True
         self.query_one("#error", Static).update(Content.styled("Saving …", "$text-muted"))
         self._save(write, self.query_one(DestinationPicker).destination())
 
-    @work(thread=True, exclusive=True, exit_on_error=False)
+    @work(thread=True, exclusive=True, exit_on_error=False, group=SAVE_GROUP)
     def _save(self, write: Writer, destination: Destination) -> None:
         try:
             result = write(destination)
@@ -58,14 +68,12 @@ class SavingStage(StageScreen):
 
     @on(ConfigSaved)
     def _saved(self, event: ConfigSaved) -> None:
-        self.saving = False
         self.query_one("#error", Static).update("")
         assert self.ready is not None
         self.wizard.show_result(event.result, self.ready, scale_up=self.SCALE_UP)
 
     @on(SaveFailed)
     def _failed(self, event: SaveFailed) -> None:
-        self.saving = False
         self.show_error(event.error)
 
     def show_error(self, line: str) -> None:
