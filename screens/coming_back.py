@@ -10,7 +10,7 @@ from textual.widgets import Footer, Header, Static
 from textual.widgets.option_list import Option
 
 from screens.base import StageScreen
-from screens.widgets import MarkedOptionList, show_value
+from screens.widgets import MarkedOptionList, change_line
 from wizard.session import retry_crashed
 
 RAN, CRASHED = "ran", "crashed"
@@ -44,6 +44,7 @@ class ComingBackScreen(StageScreen):
         answers.focus()
 
     def _last_changes(self) -> Content:
+        """The changes of the change log's last run, one line each."""
         log = self.state.changelog
         assert log is not None
         index = len(log.runs) - 1
@@ -53,16 +54,13 @@ class ComingBackScreen(StageScreen):
                 ("Last time ", "bold"), f"({run.direction}, {run.at}) the wizard changed:"
             )
         ]
-        for entry in log.changes_of_run(index):
-            before = "(absent)" if entry.before is None else show_value(entry.before)
-            after = "(removed)" if entry.after is None else show_value(entry.after)
-            lines.append(Content(f"  {entry.path}: {before} → {after}"))
+        lines.extend(Content(f"  {change_line(entry)}") for entry in log.changes_of_run(index))
         return Content("\n").join(lines)
 
     def action_next(self) -> None:
         """Yes: scale up one step. No: a new diagnosis that knows what changed last."""
-        answers = self.query_one("#answer-list", MarkedOptionList)
-        if answers.highlighted == 0:
+        highlighted = self.query_one("#answer-list", MarkedOptionList).highlighted_option
+        if highlighted is not None and highlighted.id == RAN:
             self.wizard.show_scale_up()
         else:
             self.wizard.update_state(retry_crashed(self.state))

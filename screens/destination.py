@@ -93,10 +93,8 @@ class DestinationPicker(Vertical):
         """``IN_PLACE``, ``AS_NEW`` or ``TO_FILE``."""
         if self.state.db_job is None:
             return TO_FILE
-        where = self.query_one("#where", MarkedOptionList)
-        if where.highlighted is None:
-            return TO_FILE
-        return where.get_option_at_index(where.highlighted).id or TO_FILE
+        highlighted = self.query_one("#where", MarkedOptionList).highlighted_option
+        return highlighted.id or TO_FILE if highlighted is not None else TO_FILE
 
     def destination(self) -> Destination:
         """Where the save goes, as the widgets show it now."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -59,17 +57,17 @@ class EnvironmentScreen(StageScreen):
         options.focus()
 
     def _reasons(self) -> Content:
+        """Why the environment is suspected: the diagnosis's reasons, or the user's answer."""
         diagnosis = self.state.diagnosis
-        if diagnosis is None:
+        reasons = diagnosis.reasons if diagnosis is not None else ()
+        if not reasons:
             return Content("You said even a conservative config fails at once.")
-        report: dict[str, Any] = diagnosis.to_json()
-        reasons = [f"• {reason}" for reason in report.get("reasons") or []]
-        return Content("\n".join(reasons) or "You said even a conservative config fails at once.")
+        return Content("\n".join(f"• {reason}" for reason in reasons))
 
     def action_go_on(self) -> None:
         """Roll the config back anyway, for the moment highlighted."""
-        options = self.query_one("#go-on", MarkedOptionList)
-        moment = CONFIG_MOMENTS[options.highlighted or 0]
+        highlighted = self.query_one("#go-on", MarkedOptionList).highlighted_option
+        moment = highlighted.id if highlighted is not None and highlighted.id else FALLBACK_MOMENT
         current = self.state.answers
         self.wizard.update_state(
             answer(

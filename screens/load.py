@@ -233,12 +233,9 @@ class LoadScreen(StageScreen):
         self.refresh_bindings()
 
     def _open_highlighted_job(self) -> None:
-        jobs = self.query_one("#jobs", MarkedOptionList)
-        if jobs.highlighted is None:
-            return
-        name = jobs.get_option_at_index(jobs.highlighted).id
-        if name is not None:
-            self.load_db_job(name)
+        highlighted = self.query_one("#jobs", MarkedOptionList).highlighted_option
+        if highlighted is not None and highlighted.id is not None:
+            self.load_db_job(highlighted.id)
 
     def _open_typed_or_selected(self) -> None:
         typed = self.query_one("#path", Input).value.strip()
@@ -330,6 +327,7 @@ def _origin_rows(state: WizardState) -> list[Content]:
 
 
 def _gpu_rows(state: WizardState) -> list[Content]:
+    """PyTorch's memory figures from the log, and where the crash came."""
     if state.diagnosis is None:
         return []
     report = state.diagnosis.to_json()
@@ -353,4 +351,5 @@ def _gpu_rows(state: WizardState) -> list[Content]:
 
 
 def _row(label: str, value: str | Content) -> Content:
+    """One summary row: the label in bold, in a column of its own."""
     return Content.assemble((f"{label:<12}", "bold"), value)

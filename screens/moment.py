@@ -84,6 +84,7 @@ class MomentScreen(StageScreen):
         return Content.styled(text, "$text-accent")
 
     def _evidence(self) -> Content:
+        """The log's last evidence lines, with their line numbers."""
         verdict = self.state.log_diagnosis
         if verdict is None:
             return Content("")

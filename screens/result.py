@@ -12,7 +12,7 @@ from textual.content import Content
 from textual.widgets import Footer, Header, Static
 
 from screens.base import StageScreen
-from screens.widgets import show_value
+from screens.widgets import change_line
 from wizard.changelog import ChangeEntry
 from wizard.changes import Prepared
 from wizard.jobdb import DbSaveResult
@@ -107,7 +107,7 @@ class ResultScreen(StageScreen):
         The path is absolute: run.py looks for a relative path in its own ``config/`` folder
         first, and it runs from the toolkit's folder, not from where the wizard saved.
         """
-        if isinstance(self.result, DbSaveResult) or self.wizard.require_state().ui_job:
+        if isinstance(self.result, DbSaveResult) or self.state.ui_job:
             return None
         return f"python run.py {shlex.quote(os.path.abspath(self.result.config))}"
 
@@ -125,10 +125,8 @@ class ResultScreen(StageScreen):
         presets = load_presets()
         lines: list[Content] = []
         for entry in self.entries:
-            before = "(absent)" if entry.before is None else show_value(entry.before)
-            after = "(removed)" if entry.after is None else show_value(entry.after)
             hint = presets.ui_hint(entry.path)
-            row = Content.assemble(f"{entry.path}: {before} → {after}")
+            row = Content(change_line(entry))
             if hint:
                 row = Content.assemble(row, (f"  (UI: {hint})", "$text-muted"))
             lines.append(row)

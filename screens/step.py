@@ -50,7 +50,7 @@ class FieldRow(Vertical):
             yield Static(f"UI: {proposal.ui_hint}", classes="field-hint")
 
     @property
-    def on(self) -> bool:
+    def toggled(self) -> bool:
         """Whether the field is toggled on."""
         return self.query_one(f"#toggle-{self.index}", Tick).value
 
@@ -123,7 +123,7 @@ class StepScreen(StageScreen):
         values: dict[str, Any] = {}
         for row in self.query(FieldRow):
             key = format_path(row.proposal.path)
-            fields[key] = row.on
+            fields[key] = row.toggled
             valid, value = row.edited()
             if valid and value is not None:
                 values[key] = value

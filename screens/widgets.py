@@ -98,6 +98,19 @@ def show_value(value: Any) -> str:
     return str(value)
 
 
+def shown_change(entry: ChangeEntry) -> tuple[str, str]:
+    """A change's before and after as the user reads them (``(absent)``, ``(removed)``)."""
+    before = "(absent)" if entry.before is None else show_value(entry.before)
+    after = "(removed)" if entry.after is None else show_value(entry.after)
+    return before, after
+
+
+def change_line(entry: ChangeEntry) -> str:
+    """``path: before → after``."""
+    before, after = shown_change(entry)
+    return f"{entry.path}: {before} → {after}"
+
+
 def diff_content(diff: str) -> Content:
     """A unified diff with added lines, removed lines and hunk headers highlighted."""
     if not diff.strip():
@@ -124,8 +137,7 @@ def field_changes_content(entries: Sequence[ChangeEntry]) -> Content:
         return Content.styled("No field changes.", "$text-muted")
     lines = [Content.styled("The config is one long line; the fields that change:", "$text-muted")]
     for entry in entries:
-        before = "(absent)" if entry.before is None else show_value(entry.before)
-        after = "(removed)" if entry.after is None else show_value(entry.after)
+        before, after = shown_change(entry)
         lines.append(Content.styled(f"- {entry.path}: {before}", "$text-error"))
         lines.append(Content.styled(f"+ {entry.path}: {after}", "$text-success"))
     return Content("\n").join(lines)
