@@ -17,9 +17,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from textual.pilot import Pilot
 from textual.widgets import Input
 
 from screens.app import OomWizardApp, create_app
+from screens.step import StepScreen
 from wizard.commands.demo import IMAGE_JOB, copy_demo
 
 DOCS = Path(__file__).resolve().parent / "screenshots"
@@ -27,12 +29,12 @@ SIZE = (100, 32)
 WORK = Path(tempfile.gettempdir()) / "oom-wizard-screenshots"
 
 
-async def wait_for(app: OomWizardApp, name: str, pause: object) -> None:
+async def wait_for(pilot: Pilot[int], name: str) -> None:
     """Pause until the screen called ``name`` is on top."""
     for _ in range(100):
-        if type(app.screen).__name__ == name:
+        if type(pilot.app.screen).__name__ == name:
             return
-        await pause(0.1)  # type: ignore[operator]
+        await pilot.pause(0.1)
     raise RuntimeError(f"{name} never appeared")
 
 
@@ -43,6 +45,7 @@ def still(app: OomWizardApp) -> None:
 
 
 async def export() -> None:
+    """Walk the demo with every default and save the two pictures on the way."""
     folder = copy_demo(Path("oom-wizard-demo"))
     app = create_app(folder / IMAGE_JOB.config, log=folder / IMAGE_JOB.log)
     async with app.run_test(size=SIZE) as pilot:
@@ -51,19 +54,20 @@ async def export() -> None:
         for _ in range(3):
             await pilot.press("enter")
             await pilot.pause(0.3)
-        await wait_for(app, "StepScreen", pilot.pause)
+        await wait_for(pilot, "StepScreen")
         app.save_screenshot("step.svg", path=str(DOCS))
-        while type(app.screen).__name__ in ("StepScreen",):
+        while isinstance(app.screen, StepScreen):
             await pilot.press("enter")
             await pilot.pause(0.3)
-        await wait_for(app, "ReviewScreen", pilot.pause)
+        await wait_for(pilot, "ReviewScreen")
         await pilot.press("enter")
-        await wait_for(app, "ResultScreen", pilot.pause)
+        await wait_for(pilot, "ResultScreen")
         still(app)
         app.save_screenshot("result.svg", path=str(DOCS))
 
 
 def main() -> None:
+    """Export both pictures from a fresh demo folder, then remove it."""
     shutil.rmtree(WORK, ignore_errors=True)
     WORK.mkdir()
     os.chdir(WORK)

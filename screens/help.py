@@ -41,18 +41,6 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,f1,question_mark,enter", "close", "Close", priority=True),
     ]
 
-    DEFAULT_CSS = """
-    HelpScreen {
-        align: center middle;
-    }
-    HelpScreen > VerticalScroll {
-        width: 76;
-        max-height: 22;
-        border: round $accent;
-        background: $surface;
-    }
-    """
-
     def compose(self) -> ComposeResult:
         with VerticalScroll():
             yield Markdown(HELP)
