@@ -12,7 +12,8 @@ from textual.widgets.option_list import Option
 from screens.base import StageScreen
 from screens.widgets import MarkedOptionList
 from wizard.presets import MOMENTS, load_presets
-from wizard.session import FALLBACK_MOMENT, Answers, answer
+from wizard.session import Answers, answer
+from wizard.vocabulary import DEFAULT_MOMENT
 
 CONFIG_MOMENTS = tuple(moment for moment in MOMENTS if moment != "environment")
 
@@ -47,13 +48,13 @@ class EnvironmentScreen(StageScreen):
             )
             yield Static("What to check before any retry", classes="section")
             checks = [f"• {check}" for check in state.plan.environment_checks]
-            yield Static("\n".join(checks), id="checks")
+            yield Static("\n".join(checks), id="checks", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:
         """Preselect the likeliest config moment."""
         options = self.query_one("#go-on", MarkedOptionList)
-        options.highlighted = CONFIG_MOMENTS.index(FALLBACK_MOMENT)
+        options.highlighted = CONFIG_MOMENTS.index(DEFAULT_MOMENT)
         options.focus()
 
     def _reasons(self) -> Content:
@@ -67,7 +68,7 @@ class EnvironmentScreen(StageScreen):
     def action_go_on(self) -> None:
         """Roll the config back anyway, for the moment highlighted."""
         highlighted = self.query_one("#go-on", MarkedOptionList).highlighted_option
-        moment = highlighted.id if highlighted is not None and highlighted.id else FALLBACK_MOMENT
+        moment = highlighted.id if highlighted is not None and highlighted.id else DEFAULT_MOMENT
         current = self.state.answers
         self.wizard.update_state(
             answer(

@@ -49,6 +49,7 @@ from wizard.presets import (
 )
 from wizard.scaleup import ScaleUp, next_scale_up, pending_scale_ups
 from wizard.view import ProcessView, SampleView
+from wizard.vocabulary import DEFAULT_MOMENT
 
 __all__ = [
     "DEFAULT_MOMENT",
@@ -74,7 +75,6 @@ __all__ = [
 
 Control: TypeAlias = Literal["switch", "bucket", "number", "text"]
 
-DEFAULT_MOMENT: Final[Moment] = "early_steps"
 """The moment assumed when neither the user nor a log says: the first training steps are
 where most OOM reports land, and their first changes (checkpointing, batch 1, the biggest
 bucket) are the procedure's main activation levers. Callers must say it was assumed."""

@@ -20,6 +20,7 @@ from wizard.changelog import ChangeLog, Direction, find_changelog, read_changelo
 from wizard.changes import Change, Prepared, commit, prepare
 from wizard.document import JobDocument, load_document
 from wizard.presets import MODEL_KINDS, MOMENTS, load_presets
+from wizard.vocabulary import DEFAULT_MOMENT
 
 if TYPE_CHECKING:
     from wizard.diagnosis import Diagnosis
@@ -30,8 +31,6 @@ if TYPE_CHECKING:
     from wizard.probe import ProbeResult
     from wizard.save import SaveResult
 
-#: The moment offered first when nothing points anywhere (no log, no answer yet).
-FALLBACK_MOMENT = "early_steps"
 
 #: The optional validation run is offered on the review screen, not as a step screen.
 VALIDATION_STEP = "validation_run"
@@ -460,7 +459,7 @@ def _diagnose(
 
 def _detected_moment(diagnosis: Diagnosis | None) -> str:
     moment = getattr(diagnosis, "moment", None)
-    return moment if moment in MOMENTS else FALLBACK_MOMENT
+    return moment if moment in MOMENTS else DEFAULT_MOMENT
 
 
 def _detected_kind(document: JobDocument, diagnosis: Diagnosis | None) -> str:

@@ -19,6 +19,9 @@ AnyStepId = Literal[LadderStepId, "validation_run"]
 """A ladder step, or the optional short validation run (``train.steps`` → 100)."""
 
 MOMENTS: Final[tuple[Moment, ...]] = get_args(Moment)
+DEFAULT_MOMENT: Final[Moment] = "early_steps"
+"""Assumed, and said so, when neither the user nor a log tells the moment: the first training
+steps are where most out-of-memory crashes happen, and their changes are the main levers."""
 MODEL_KINDS: Final[tuple[ModelKind, ...]] = get_args(ModelKind)
 ARCH_KINDS: Final[tuple[ArchKind, ...]] = get_args(ArchKind)
 STEP_IDS: Final[tuple[LadderStepId, ...]] = get_args(LadderStepId)
