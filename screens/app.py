@@ -18,7 +18,8 @@ from textual.worker import Worker, WorkerState
 
 if TYPE_CHECKING:
     from wizard.changes import Prepared
-    from wizard.session import JobRequest, Saved, WizardState
+    from wizard.request import JobRequest
+    from wizard.session import Saved, WizardState
 
 
 class OomWizardApp(App[int]):
@@ -166,10 +167,10 @@ def create_app(
 ) -> OomWizardApp:
     """The app, for the command line, the tests and the snapshots.
 
-    The arguments are the fields of :class:`~wizard.session.JobRequest` (a string is a path);
+    The arguments are the fields of :class:`~wizard.request.JobRequest` (a string is a path);
     none at all asks for a config in the app.
     """
-    from wizard.session import JobRequest
+    from wizard.request import JobRequest
 
     return OomWizardApp(JobRequest(_path(target), _path(log), _path(db), job))
 

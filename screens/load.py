@@ -27,7 +27,8 @@ from wizard.errors import WizardError
 
 if TYPE_CHECKING:
     from wizard.jobdb import DbJob
-    from wizard.session import JobRequest, WizardState
+    from wizard.request import JobRequest
+    from wizard.session import WizardState
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".jsonc")
 
@@ -132,17 +133,13 @@ class LoadScreen(StageScreen):
 
     def load(self, target: Path) -> None:
         """Read ``target`` in a worker; the result arrives as a message."""
-        from wizard.session import open_job
-
-        self._read(str(target), partial(open_job, target, self.request.log))
+        self._read(str(target), partial(_open_job, target, self.request.log))
 
     def load_db_job(self, name: str) -> None:
         """Read the database job ``name`` in a worker; the result arrives as a message."""
-        from wizard.session import open_db_job
-
         db = self.request.db
         assert db is not None
-        self._read(f"job '{name}'", partial(open_db_job, db, name, self.request.log))
+        self._read(f"job '{name}'", partial(_open_db_job, db, name, self.request.log))
 
     def _read(self, what: str, open_state: Callable[[], WizardState]) -> None:
         """Say what is being read, and read it in a worker."""
@@ -353,3 +350,19 @@ def _gpu_rows(state: WizardState) -> list[Content]:
 def _row(label: str, value: str | Content) -> Content:
     """One summary row: the label in bold, in a column of its own."""
     return Content.assemble((f"{label:<12}", "bold"), value)
+
+
+# The domain (pydantic, the presets, the document layer) is imported inside the worker, so
+# the first screen paints while it loads.
+
+
+def _open_job(target: Path, log: Path | None) -> WizardState:
+    from wizard.session import open_job
+
+    return open_job(target, log)
+
+
+def _open_db_job(db: Path, name: str, log: Path | None) -> WizardState:
+    from wizard.session import open_db_job
+
+    return open_db_job(db, name, log)

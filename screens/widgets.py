@@ -11,7 +11,7 @@ from textual.content import Content
 from textual.strip import Strip
 from textual.widgets import Checkbox, OptionList, RadioButton, Static
 
-from wizard.document import MISSING
+from wizard.paths import MISSING
 
 if TYPE_CHECKING:
     from wizard.changelog import ChangeEntry

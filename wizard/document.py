@@ -24,6 +24,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 from wizard.errors import ConfigError, EditError
 from wizard.jsonedit import JsonText, duplicate_keys
+from wizard.paths import MISSING as MISSING
 from wizard.paths import FieldPath, format_path
 from wizard.view import JobView, build_view
 from wizard.yamledit import YamlText
@@ -37,26 +38,6 @@ MAX_CONFIG_BYTES: Final = 2 * 1024 * 1024
 YAML_SUFFIXES: Final = (".yaml", ".yml")
 JSON_SUFFIXES: Final = (".json", ".jsonc")
 BOM: Final = "\ufeff"
-
-
-class _Missing:
-    """The type of ``MISSING``: a key that is not in the config."""
-
-    _instance: _Missing | None = None
-
-    def __new__(cls) -> _Missing:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "MISSING"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-MISSING: Final = _Missing()
 
 
 @dataclass(frozen=True)

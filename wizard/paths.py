@@ -1,15 +1,37 @@
 """Field paths in AI Toolkit's own notation: ``config.process[0].datasets[1].resolution``.
 
 A path is kept as a tuple of mapping keys (``str``) and list indexes (``int``) so that
-the rest of the code never parses strings twice.
+the rest of the code never parses strings twice. ``MISSING`` stands for the value at a
+path the config does not have.
 """
 
 from __future__ import annotations
 
 import re
-from typing import TypeAlias
+from typing import Final, TypeAlias
 
 from wizard.errors import WizardError
+
+
+class _Missing:
+    """The type of ``MISSING``: a key that is not in the config."""
+
+    _instance: _Missing | None = None
+
+    def __new__(cls) -> _Missing:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+MISSING: Final = _Missing()
+
 
 PathPart: TypeAlias = str | int
 FieldPath: TypeAlias = tuple[PathPart, ...]

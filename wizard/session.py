@@ -37,34 +37,6 @@ VALIDATION_STEP = "validation_run"
 
 
 @dataclass(frozen=True)
-class JobRequest:
-    """What the wizard was asked to open, as the command line named it.
-
-    Attributes:
-        target: A config file or AI Toolkit job folder; None asks for one (unless ``db``
-            is given).
-        log: The training log, when it is not the job folder's own.
-        db: AI Toolkit's jobs database (``aitk_db.db`` or its folder): the job comes from it.
-        job: The database job to open; None lists the database's jobs to pick one.
-    """
-
-    target: Path | None = None
-    log: Path | None = None
-    db: Path | None = None
-    job: str | None = None
-
-    @property
-    def asks_for_config(self) -> bool:
-        """Whether the user names the config in the app (neither a config nor a database)."""
-        return self.target is None and self.db is None
-
-    @property
-    def listing(self) -> bool:
-        """Whether the user picks the job from the database's list."""
-        return self.db is not None and self.job is None
-
-
-@dataclass(frozen=True)
 class ToFile:
     """Save the fix as a new config file and its change log (never over an existing file).
 
