@@ -60,8 +60,6 @@ class Prepared:
     before: JobDocument
     after: JobDocument
     entries: tuple[ChangeEntry, ...]
-    prior: ChangeLog | None
-    prior_path: Path | None
 
     @property
     def changed(self) -> bool:
@@ -107,11 +105,16 @@ def prepare(document: JobDocument, changes: Sequence[Change]) -> Prepared:
         after.view()
     except ConfigError as exc:
         raise EditError(f"refused: {exc.message}", file=document.source) from None
-    prior_path = find_changelog(document.source)
-    prior = read_changelog(prior_path) if prior_path is not None else None
-    if prior is not None and Path(prior.output.path).name != document.source.name:
-        prior, prior_path = None, None
-    return Prepared(document, after, tuple(entries), prior, prior_path)
+    return Prepared(document, after, tuple(entries))
+
+
+def changelog_of(config: Path) -> ChangeLog | None:
+    """The change log beside ``config`` when it describes it (``config`` is our output)."""
+    path = find_changelog(config)
+    if path is None:
+        return None
+    log = read_changelog(path)
+    return log if Path(log.output.path).name == config.name else None
 
 
 def commit(
@@ -125,8 +128,12 @@ def commit(
     output: Path | None = None,
     changelog_path: Path | None = None,
     force: bool = False,
+    prior: ChangeLog | None = None,
 ) -> SaveResult:
     """Save the prepared document and its change log (the prior log plus this run).
+
+    The prior log is ``prior``, else the one beside the source when the source is itself
+    an output of ours, else a new log starts here.
 
     Raises:
         SaveRefused: the output or change log path is refused; nothing is written.
@@ -141,10 +148,12 @@ def commit(
         diagnosis=diagnosis,
         steps=tuple(steps),
     )
-    base = prepared.prior or ChangeLog(
-        source=FileRef(path=str(source), sha256=sha256_of(prepared.before.to_bytes())),
-        output=FileRef(path=str(output)),
-    )
+    base = prior if prior is not None else changelog_of(source)
+    if base is None:
+        base = ChangeLog(
+            source=FileRef(path=str(source), sha256=sha256_of(prepared.before.to_bytes())),
+            output=FileRef(path=str(output)),
+        )
     log = base.with_run(run, prepared.entries, output=FileRef(path=str(output)))
     return save(
         prepared.after,

@@ -9,7 +9,6 @@ stays the original config); otherwise it only shows what it would do.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -80,9 +79,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     console.print(f"Next re-add: {step.title} [{step.step}]", markup=False)
     console.print(f"  {step.why}", markup=False)
-    prepared = dataclasses.replace(
-        prepare(document, list(step.changes)), prior=changelog, prior_path=log_path
-    )
+    prepared = prepare(document, list(step.changes))
     print_changes(console, prepared)
     if args.dry_run or (args.output is None and not args.yes):
         console.print(prepared.diff(), markup=False)
@@ -97,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
         steps=[step.step],
         output=args.output,
         force=args.force,
+        prior=changelog,
     )
     print_saved(console, result)
     return 0
