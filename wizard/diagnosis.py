@@ -36,6 +36,7 @@ from typing import Any, Final, Literal
 from wizard.changelog import ChangeLog
 from wizard.errors import WizardError
 from wizard.logscan import (
+    GPU_SIGNALS,
     LOADING_PHASES,
     EvidenceLine,
     LogScan,
@@ -88,18 +89,6 @@ VIDEO_PATH_HINT: Final = re.compile(
 )
 """Model repositories or files whose name says video: the last hint for the model kind."""
 
-OOM_SIGNALS: Final[frozenset[Signal]] = frozenset(
-    {
-        "cuda_oom",
-        "cuda_error_oom",
-        "cublas_alloc",
-        "zero_free",
-        "oom_skip",
-        "oom_abort",
-        "loss_dict_followon",
-    }
-)
-"""Signals that show the GPU ran out of memory (directly, or through a known follow-on)."""
 DRIVER_SIGNALS: Final[frozenset[Signal]] = frozenset(
     {"zero_free", "cublas_alloc", "cuda_error_oom"}
 )
@@ -478,7 +467,7 @@ def _moment_from_log(scan: LogScan | None, process: ProcessView | None) -> _Mome
         elif scan.run_count > 1:
             note += f" (the file holds {scan.run_count} runs; only the last is read)"
         return _Moment(None, "the log shows no crash", "low", (note + ".",))
-    if scan.crashed and not (set(scan.signals) & (OOM_SIGNALS | {"host_oom_kill", "silent_exit"})):
+    if scan.crashed and not (set(scan.signals) & (GPU_SIGNALS | {"host_oom_kill", "silent_exit"})):
         if scan.exception is not None:
             text = scan.exception.text
             note = (
@@ -770,7 +759,7 @@ def _host_kill(
 ) -> None:
     """Killed from outside Python (SIGKILL, ``Killed``, exit 137, the kernel's OOM killer)
     with no GPU out-of-memory: the host ran out of RAM."""
-    if not scan.has("host_oom_kill") or scan.has(*OOM_SIGNALS):
+    if not scan.has("host_oom_kill") or scan.has(*GPU_SIGNALS):
         return
     strong.append(
         "the trainer was killed from outside Python (SIGKILL / Killed / exit 137) with no GPU "
@@ -1040,9 +1029,9 @@ def _what_happened(scan: LogScan | None) -> str:
         return "No log was read"
     if scan.has("cuda_error_oom") and scan.host_copy:
         return "CUDA ran out of pinned host memory while copying weights"
-    if scan.has("host_oom_kill") and not scan.has(*OOM_SIGNALS):
+    if scan.has("host_oom_kill") and not scan.has(*GPU_SIGNALS):
         return "The trainer was killed when the host ran out of RAM"
-    if scan.crashed and scan.has(*OOM_SIGNALS):
+    if scan.crashed and scan.has(*GPU_SIGNALS):
         return "The job ran out of GPU memory"
     if scan.has("silent_exit"):
         return "The trainer exited without a Python error"

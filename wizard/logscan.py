@@ -58,7 +58,7 @@ LOADING_PHASES: Final[frozenset[Phase]] = frozenset(
 )
 """Phases before the first training step (the ``loading`` moment)."""
 
-Signal = Literal[
+GpuSignal = Literal[
     "cuda_oom",
     "cuda_error_oom",
     "cublas_alloc",
@@ -66,23 +66,17 @@ Signal = Literal[
     "oom_skip",
     "oom_abort",
     "loss_dict_followon",
-    "host_oom_kill",
-    "silent_exit",
 ]
+"""Signals that the GPU ran out of memory, directly or through a known follow-on error."""
+
+LineSignal = Literal[GpuSignal, "host_oom_kill"]
+"""The signals a single line shows (``silent_exit`` is concluded from the whole run)."""
+
+Signal = Literal[LineSignal, "silent_exit"]
 SIGNALS: Final[tuple[Signal, ...]] = get_args(Signal)
 """Every signal, in the order they are reported."""
 
-LineSignal = Literal[
-    "cuda_oom",
-    "cuda_error_oom",
-    "cublas_alloc",
-    "zero_free",
-    "oom_skip",
-    "oom_abort",
-    "loss_dict_followon",
-    "host_oom_kill",
-]
-"""The signals a single line shows (``silent_exit`` is concluded from the whole run)."""
+GPU_SIGNALS: Final[frozenset[Signal]] = frozenset(get_args(GpuSignal))
 
 FATAL_SIGNALS: Final[frozenset[Signal]] = frozenset(
     {"cuda_oom", "cuda_error_oom", "cublas_alloc", "oom_abort", "loss_dict_followon"}
