@@ -101,13 +101,17 @@ class _Parser:
             self.pos += 1  # ':'
             self._skip()
             span.members.append(Member(key, key_start, key_end, self._value()))
-            self._skip()
-            if self.text[self.pos] == ",":
-                self.pos += 1
-                self._skip()
+            self._separator()
         self.pos += 1
         span.end = self.pos
         return span
+
+    def _separator(self) -> None:
+        """Skip to the next member or item: white space, comments and one comma."""
+        self._skip()
+        if self.text[self.pos] == ",":
+            self.pos += 1
+            self._skip()
 
     def _array(self) -> Span:
         span = Span(self.pos, 0, "array")
@@ -115,10 +119,7 @@ class _Parser:
         self._skip()
         while self.text[self.pos] != "]":
             span.items.append(self._value())
-            self._skip()
-            if self.text[self.pos] == ",":
-                self.pos += 1
-                self._skip()
+            self._separator()
         self.pos += 1
         span.end = self.pos
         return span
