@@ -217,20 +217,6 @@ def test_saved_rollback_replans_satisfied_and_scales_back_up(
         _assert_same_values(load_document(source), final)
 
 
-@SLOW
-@given(configs())
-def test_round_trip_of_the_scale_up_steps_restores_every_value(tree: dict[str, Any]) -> None:
-    with tempfile.TemporaryDirectory() as folder:
-        source = Path(folder) / "job.yaml"
-        write_job(source, tree)
-        doc = load_document(source)
-        plan = build_plan(doc, "early_steps", kind_of(doc))
-        chosen = {s.id: StepChoice(s.id, s.id in SCALE_UP_ORDER) for s in plan.steps}
-        saved = commit(prepare(doc, changes_for(plan, chosen)), direction="rollback")
-        final = _scale_up_until_done(saved.config, saved.changelog)
-        _assert_same_values(doc, final)
-
-
 def _scale_up_until_done(config: Path, changelog: Path) -> JobDocument:
     restored: list[str] = []
     while True:
