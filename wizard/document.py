@@ -16,7 +16,7 @@ import dataclasses
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -404,14 +404,3 @@ def _check_writable(value: Any, path: FieldPath) -> None:
             _check_writable(child, path)
     elif value is not None and not isinstance(value, (bool, int, float, str)):
         raise EditError(f"{format_path(path)}: cannot write a {type(value).__name__}")
-
-
-def edits_summary(edits: Sequence[Edit]) -> list[str]:
-    """One line per edit, for messages and dry runs."""
-    lines = []
-    for edit in edits:
-        if isinstance(edit, SetValue):
-            lines.append(f"{format_path(edit.path)} = {json.dumps(edit.value)}")
-        else:
-            lines.append(f"{format_path(edit.path)} removed")
-    return lines

@@ -319,13 +319,6 @@ def training_roots(
     return tuple(roots)
 
 
-def find_job_folder(
-    job: DbJob, tree: dict[str, Any], *, busy_timeout: float = BUSY_TIMEOUT_S
-) -> Path | None:
-    """The job's folder (``<training folder>/<job name>``) if it is reachable from here."""
-    return _folder_in(training_roots(job, tree, busy_timeout=busy_timeout), job.name)
-
-
 def locate_job_log(
     job: DbJob, tree: dict[str, Any], *, busy_timeout: float = BUSY_TIMEOUT_S
 ) -> JobLocation:

@@ -51,7 +51,6 @@ Phase = Literal[
     "save",
     "unknown",
 ]
-PHASES: Final[tuple[Phase, ...]] = get_args(Phase)
 
 LOADING_PHASES: Final[frozenset[Phase]] = frozenset(
     {"model_load", "quantize", "cache_latents", "cache_text", "baseline_sample"}
