@@ -1,0 +1,192 @@
+"""The project's own exactness checker (``tests/exactness.py``) catches what it must.
+
+Every other test that saves a config trusts this checker, so it is tested here on edits that
+are exact and on edits broken in each way it claims to catch. Where ``../shared/checks`` is
+present, the independent ``verify_change.py`` must agree with it on the same files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from tests import exactness
+from tests.corpus import own_configs, verify_script
+from tests.fidelity import load_verifier
+from tests.plan_support import cli
+
+SOURCE = """\
+# a job
+job: extension
+config:
+  name: t
+  process:
+    - type: sd_trainer
+      train:
+        batch_size: 4 # four at a time
+        lr: 1e-4
+        gradient_checkpointing: false
+      datasets:
+        - folder_path: /data
+          resolution: [512, 768, 1024]
+"""
+
+
+def _log(path: Path, *changes: tuple[str, object, object]) -> Path:
+    entries = [{"run": 0, "path": p, "before": b, "after": a} for p, b, a in changes]
+    path.write_text(json.dumps({"changes": entries}), encoding="utf-8")
+    return path
+
+
+def _files(tmp_path: Path, edited: str, source: str = SOURCE) -> tuple[Path, Path]:
+    original, output = tmp_path / "job.yaml", tmp_path / "job.out.yaml"
+    original.write_bytes(source.encode())
+    output.write_bytes(edited.encode())
+    return original, output
+
+
+BATCH = "config.process[0].train.batch_size"
+BUCKETS = "config.process[0].datasets[0].resolution"
+
+
+def test_an_exact_edit_passes(tmp_path: Path) -> None:
+    edited = SOURCE.replace("batch_size: 4", "batch_size: 1").replace(", 1024]", "]")
+    original, output = _files(tmp_path, "# changes: job.changelog.json\n" + edited)
+    log = _log(tmp_path / "log.json", (BATCH, 4, 1), (BUCKETS, [512, 768, 1024], [512, 768]))
+    verdict = exactness.check(original, output, log)
+    assert verdict.ok, verdict.problems
+    assert verdict.differing == 2
+
+
+@pytest.mark.parametrize(
+    ("edited", "changes", "problem"),
+    [
+        pytest.param(
+            SOURCE.replace("batch_size: 4", "batch_size: 1"), [], "the log gives 4", id="unlogged"
+        ),
+        pytest.param(
+            SOURCE.replace("batch_size: 4", "batch_size: 2"),
+            [(BATCH, 4, 1)],
+            "the log gives 1, the edited file has 2",
+            id="wrong-after",
+        ),
+        pytest.param(
+            SOURCE.replace("batch_size: 4", "batch_size: 1"),
+            [(BATCH, 8, 1)],
+            "before=8",
+            id="wrong-before",
+        ),
+        pytest.param(SOURCE, [(BATCH, 4, 1)], "the edited file has 4", id="logged-not-done"),
+        pytest.param(
+            SOURCE.replace("# a job\n", "").replace("batch_size: 4", "batch_size: 1"),
+            [(BATCH, 4, 1)],
+            "a comment of the original is gone",
+            id="lost-comment",
+        ),
+        pytest.param(
+            SOURCE.replace("batch_size: 4 # four at a time", "batch_size: 1"),
+            [(BATCH, 4, 1)],
+            "inline comment",
+            id="lost-inline-comment",
+        ),
+        pytest.param(
+            SOURCE.replace("batch_size: 4", "batch_size: 1").replace("name: t", "name:   t"),
+            [(BATCH, 4, 1)],
+            "holds no changed field: name:   t",
+            id="moved-line",
+        ),
+        pytest.param(
+            SOURCE.replace("batch_size: 4", "batch_size: 1").replace("\n", "\r\n"),
+            [(BATCH, 4, 1)],
+            "CRLF",
+            id="line-endings",
+        ),
+        pytest.param(
+            "\ufeff" + SOURCE.replace("batch_size: 4", "batch_size: 1"),
+            [(BATCH, 4, 1)],
+            "byte-order mark",
+            id="bom",
+        ),
+        pytest.param(
+            SOURCE.replace("lr: 1e-4", "lr: '1e-4'").replace("batch_size: 4", "batch_size: 1"),
+            [(BATCH, 4, 1)],
+            "'1e-4'",
+            id="float-became-string",
+        ),
+        pytest.param(
+            SOURCE.replace("gradient_checkpointing: false", "gradient_checkpointing: 0"),
+            [],
+            "gradient_checkpointing",
+            id="bool-became-int",
+        ),
+    ],
+)
+def test_a_broken_edit_is_caught(
+    tmp_path: Path, edited: str, changes: list[tuple[str, object, object]], problem: str
+) -> None:
+    original, output = _files(tmp_path, edited)
+    verdict = exactness.check(original, output, _log(tmp_path / "log.json", *changes))
+    assert not verdict.ok
+    assert any(problem in line for line in verdict.problems), verdict.problems
+
+
+def test_the_toolkit_reads_1e_4_as_a_float(tmp_path: Path) -> None:
+    original, _ = _files(tmp_path, SOURCE)
+    tree = exactness.load_tree(original)
+    assert tree["config"]["process"][0]["train"]["lr"] == pytest.approx(0.0001)
+
+
+def test_a_removed_key_is_a_null_after(tmp_path: Path) -> None:
+    edited = SOURCE.replace("        lr: 1e-4\n", "")
+    original, output = _files(tmp_path, edited)
+    log = _log(tmp_path / "log.json", ("config.process[0].train.lr", 0.0001, None))
+    assert exactness.check(original, output, log).ok
+
+
+def test_the_command_line_prints_a_verdict_and_exits_by_it(tmp_path: Path) -> None:
+    original, output = _files(tmp_path, SOURCE.replace("batch_size: 4", "batch_size: 1"))
+    log = _log(tmp_path / "log.json", (BATCH, 4, 1))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert exactness.main([str(original), str(output), "--changelog", str(log)]) == 0
+        assert exactness.main([str(original), str(output)]) == 0
+        assert exactness.main([str(original), str(tmp_path / "missing.yaml")]) == 2
+    assert out.getvalue().splitlines()[0].startswith("exactness: ok; 1 field(s) differ")
+
+
+def _apply_all(source: Path, out_dir: Path) -> tuple[Path, Path]:
+    output = out_dir / f"{source.stem}.fixed{source.suffix}"
+    log = out_dir / f"{source.stem}.fixed.changelog.json"
+    status, _, err = cli(
+        "apply", source, "--moment", "early_steps", "--all", "-o", output, "--changelog", log
+    )
+    assert status == 0, err
+    return output, log
+
+
+@pytest.mark.parametrize("source", own_configs(), ids=lambda path: path.name)
+def test_every_roll_back_of_the_own_configs_is_exact(tmp_path: Path, source: Path) -> None:
+    output, log = _apply_all(source, tmp_path)
+    verdict = exactness.check(source, output, log)
+    assert verdict.ok, verdict.problems
+    assert verdict.differing > 0
+
+
+@pytest.mark.skipif(verify_script() is None, reason="../shared/checks/verify_change.py is absent")
+@pytest.mark.parametrize("source", own_configs(), ids=lambda path: path.name)
+def test_the_independent_checker_agrees(tmp_path: Path, source: Path) -> None:
+    script = verify_script()
+    assert script is not None
+    independent = load_verifier(script)
+    output, log = _apply_all(source, tmp_path)
+    broken = tmp_path / f"broken{source.suffix}"
+    broken.write_bytes(output.read_bytes().replace(b"txt", b"jpg"))
+    for edited in (output, broken):
+        with contextlib.redirect_stdout(io.StringIO()):
+            theirs = independent.main([str(source), str(edited), "--changelog", str(log)])
+        ours = exactness.check(source, edited, log)
+        assert (theirs == 0) == ours.ok, (edited.name, ours.problems)
