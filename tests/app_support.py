@@ -15,8 +15,6 @@ from tests.aitk_db import CREATED_MS, add_job, make_db, ui_job_config
 from wizard.commands.demo import IMAGE_JOB, VIDEO_JOB, DemoJob, copy_demo
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
-VERIFY = SHARED / "checks" / "verify_change.py"
 FIXED_TIME = "2026-01-01T12:00:00+00:00"
 
 

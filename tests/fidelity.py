@@ -1,6 +1,7 @@
 """Load-edit-save fidelity over a folder of real AI Toolkit configs.
 
-    python tests/fidelity.py ../shared/aitk-examples
+    python -m tests.fidelity tests/fixtures/configs
+    python -m tests.fidelity ../shared/aitk-examples --verifier ../shared/checks/verify_change.py
 
 For every ``.yaml``/``.yml``/``.json`` config in the folder (plus copies of the first
 one: CRLF, byte-order mark, both, without the four fields, and as JSON pretty and in
@@ -8,9 +9,11 @@ the UI database's one-line form), this runs
 ``oom-wizard set`` in-process on four memory fields of ``config.process[0]``:
 ``train.batch_size``, ``train.gradient_checkpointing``, ``datasets[0].resolution``
 and ``sample.width``, with values chosen so that each one really changes (and is
-added when it is missing). The result is then checked by the independent
-``../shared/checks/verify_change.py``: the tree differs by exactly the logged
-changes, and no line outside them moved. The source bytes must be unchanged.
+added when it is missing). The result is then checked by an exactness checker: the
+project's own (``tests/exactness.py``), or with ``--verifier`` an independent script
+with the same command line, such as ``../shared/checks/verify_change.py``: the tree
+differs by exactly the logged changes, and no line outside them moved. The source
+bytes must be unchanged.
 
 It prints one line per file and a final ``N passed, N failed`` line, and exits
 non-zero when any file fails. ``tests/test_fidelity.py`` runs the same function
@@ -32,13 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests import exactness
+from tests.corpus import CONFIG_SUFFIXES
 from wizard.cli import main as wizard_main
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-EXAMPLES = SHARED / "aitk-examples"
-VERIFY_SCRIPT = SHARED / "checks" / "verify_change.py"
-CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".jsonc")
 PROCESS = "config.process[0]"
 BOM = b"\xef\xbb\xbf"
 
@@ -57,7 +57,7 @@ class Outcome:
 
     Attributes:
         name: The file's name (with a ``[crlf]``/``[bom]`` tag for the variants).
-        ok: The edit was saved and ``verify_change.py`` accepted it.
+        ok: The edit was saved and the exactness checker accepted it.
         detail: What was checked, or what went wrong.
         refused: AI Toolkit cannot load the file, and oom-wizard refused it too.
     """
@@ -72,8 +72,13 @@ class Outcome:
         return f"{'ok  ' if self.ok else 'FAIL'} {self.name}: {self.detail}"
 
 
-def load_verifier(script: Path = VERIFY_SCRIPT) -> Verifier:
-    """``verify_change.py`` imported from its file (it is not a package)."""
+def own_verifier() -> Verifier:
+    """The project's own checker, ``tests/exactness.py``."""
+    return Verifier(main=exactness.main, load_tree=exactness.load_tree)
+
+
+def load_verifier(script: Path) -> Verifier:
+    """An independent checker such as ``verify_change.py``, imported from its file."""
     spec = importlib.util.spec_from_file_location("verify_change", script)
     if spec is None or spec.loader is None:
         raise FileNotFoundError(script)
@@ -138,7 +143,7 @@ def check_config(source: Path, workdir: Path, verify: Verifier, name: str | None
     )
     if status != 0:
         problems = "; ".join(line for line in out.splitlines() if line.startswith("FAIL"))
-        return Outcome(name, False, f"verify_change exited {status}: {problems or out.strip()}")
+        return Outcome(name, False, f"the checker exited {status}: {problems or out.strip()}")
     if source.suffix in (".json", ".jsonc") and not same_json_layout(source, output):
         return Outcome(name, False, "the JSON layout changed (indentation or separators)")
     fields = ", ".join(a.split("=", 1)[0].removeprefix(f"{PROCESS}.") for a in args[2:])
@@ -248,9 +253,9 @@ def run_fidelity(folder: Path, workdir: Path, verify: Verifier | None = None) ->
     Args:
         folder: A folder of AI Toolkit configs (read, never written).
         workdir: An empty folder for the outputs and the variants.
-        verify: ``verify_change.main``; loaded from ``../shared/checks`` when omitted.
+        verify: The checker; the project's own when omitted.
     """
-    verify = verify or load_verifier()
+    verify = verify or own_verifier()
     configs = configs_in(folder)
     outcomes = []
     for index, source in enumerate(configs):
@@ -272,12 +277,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Check every config of the folder; exit status 1 when any fails."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("folder", type=Path, help="a folder of AI Toolkit job configs")
+    parser.add_argument(
+        "--verifier", type=Path, help="an independent checker script (default: tests/exactness.py)"
+    )
     args = parser.parse_args(argv)
-    if not args.folder.is_dir() or not VERIFY_SCRIPT.is_file():
-        print(f"fidelity: need a folder of configs and {VERIFY_SCRIPT}", file=sys.stderr)
+    if not args.folder.is_dir() or (args.verifier and not args.verifier.is_file()):
+        print("fidelity: need a folder of configs (and the --verifier script)", file=sys.stderr)
         return 2
+    verify = load_verifier(args.verifier) if args.verifier else own_verifier()
     with tempfile.TemporaryDirectory(prefix="oom-wizard-fidelity-") as temp:
-        outcomes = run_fidelity(args.folder, Path(temp))
+        outcomes = run_fidelity(args.folder, Path(temp), verify)
     for outcome in outcomes:
         print(outcome.line())
     failed = sum(not outcome.ok for outcome in outcomes)

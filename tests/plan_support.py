@@ -1,28 +1,24 @@
-"""Shared helpers of the plan, apply, scale-up and history tests: jobs in memory, the examples,
-and ``verify_change.py`` loaded in-process."""
+"""Shared helpers of the plan, apply, scale-up and history tests: jobs in memory, the example
+configs, and the project's exactness check run in-process."""
 
 from __future__ import annotations
 
 import contextlib
 import copy
-import importlib.util
 import io
 import json
 from collections.abc import Mapping
-from functools import cache
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import yaml
 
+from tests import exactness
+from tests.corpus import own_configs, shared_examples
 from wizard.cli import main
 from wizard.document import JobDocument, parse_document
 from wizard.paths import FieldPath
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-EXAMPLES = SHARED / "aitk-examples"
-VERIFY_CHANGE = SHARED / "checks" / "verify_change.py"
 NOWHERE = Path("/nonexistent/oom-wizard-test/job.yaml")
 
 P0: FieldPath = ("config", "process", 0)
@@ -78,12 +74,13 @@ def write_job(path: Path, tree: Mapping[str, Any]) -> Path:
 
 
 def examples() -> list[Path]:
-    """AI Toolkit's example configs that load (one of them is not valid YAML)."""
+    """Example configs that load: the project's own, then AI Toolkit's from ``../shared``
+    when it is there (one of those is not valid YAML, and is left out)."""
     from wizard.document import load_document
     from wizard.errors import ConfigError
 
     found = []
-    for path in sorted(EXAMPLES.glob("*.yaml")):
+    for path in [*own_configs(), *shared_examples()]:
         try:
             load_document(path)
         except ConfigError:
@@ -92,25 +89,11 @@ def examples() -> list[Path]:
     return found
 
 
-@cache
-def verify_change() -> ModuleType:
-    """``../shared/checks/verify_change.py`` as a module (run in-process, not per subprocess)."""
-    spec = importlib.util.spec_from_file_location("verify_change", VERIFY_CHANGE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def verify(original: Path, edited: Path, changelog: Path | None = None) -> tuple[int, str]:
-    """Run verify_change in-process: its exit status and its output."""
-    args = [str(original), str(edited)]
-    if changelog is not None:
-        args += ["--changelog", str(changelog)]
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        status = verify_change().main(args)
-    return status, out.getvalue()
+    """The project's exactness check (``tests/exactness.py``): 0 and its verdict when exact,
+    1 and the problems when not."""
+    verdict = exactness.check(original, edited, changelog)
+    return (0 if verdict.ok else 1), "\n".join([*verdict.problems, verdict.line()])
 
 
 def cli(*args: str | Path) -> tuple[int, str, str]:

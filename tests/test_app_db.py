@@ -8,8 +8,6 @@ job itself, or a new job), or into a file when the database must not be touched.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +16,11 @@ from textual.widgets import Input, OptionList
 
 from screens.app import create_app
 from screens.destination import AS_NEW, IN_PLACE, TO_FILE, DestinationPicker
+from tests import exactness
 from tests.aitk_db import all_rows, job_row
 from tests.app_support import (
     RUNNING_JOB,
     UI_JOB,
-    VERIFY,
     accept_steps,
     press,
     review_first_step,
@@ -103,23 +101,14 @@ async def test_a_database_job_rolled_back_and_updated_in_place(tmp_path: Path) -
     assert {key: after[key] for key in ("id", "status", "gpu_ids")} == {
         key: before[key] for key in ("id", "status", "gpu_ids")
     }
-    if VERIFY.is_file():
-        (tmp_path / "before.json").write_text(before["job_config"], encoding="utf-8")
-        (tmp_path / "after.json").write_text(after["job_config"], encoding="utf-8")
-        check = subprocess.run(
-            [
-                sys.executable,
-                str(VERIFY),
-                str(tmp_path / "before.json"),
-                str(tmp_path / "after.json"),
-                "--changelog",
-                str(tmp_path / "oom-wizard" / f"{UI_JOB}.changelog.json"),
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert check.returncode == 0, check.stdout + check.stderr
+    (tmp_path / "before.json").write_text(before["job_config"], encoding="utf-8")
+    (tmp_path / "after.json").write_text(after["job_config"], encoding="utf-8")
+    verdict = exactness.check(
+        tmp_path / "before.json",
+        tmp_path / "after.json",
+        tmp_path / "oom-wizard" / f"{UI_JOB}.changelog.json",
+    )
+    assert verdict.ok, verdict.problems
 
 
 async def test_coming_back_to_a_database_job_scales_it_up_in_place(tmp_path: Path) -> None:

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-
 from screens.review import ReviewScreen
+from tests import exactness
 from tests.app_support import (
-    VERIFY,
     demo_app,
     demo_folder,
     screen_name,
@@ -39,13 +35,6 @@ async def test_demo_to_saved_config_in_at_most_eight_presses(tmp_path: Path) -> 
     output = folder / "flux_portrait_lora.oomfix.yaml"
     changelog = folder / "flux_portrait_lora.oomfix.changelog.json"
     assert output.is_file() and changelog.is_file()
-    if not VERIFY.is_file():
-        pytest.skip("../shared/checks/verify_change.py is not here")
     source = folder / IMAGE_JOB.config
-    check = subprocess.run(
-        [sys.executable, str(VERIFY), str(source), str(output), "--changelog", str(changelog)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert check.returncode == 0, check.stdout + check.stderr
+    verdict = exactness.check(source, output, changelog)
+    assert verdict.ok, verdict.problems

@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.corpus import shared_cases
 from wizard.diagnosis import diagnose
 from wizard.document import load_document
 from wizard.logscan import scan_log
 
-CASES = Path(__file__).resolve().parent.parent.parent / "shared" / "cases"
-CASE_DIRS = sorted(p for p in CASES.glob("*/") if (p / "expected.yaml").is_file())
+CASE_DIRS = shared_cases()
 
 
-@pytest.mark.skipif(not CASE_DIRS, reason=f"no cases in {CASES}")
+@pytest.mark.skipif(not CASE_DIRS, reason="../shared/cases is not beside the checkout")
 @pytest.mark.parametrize("case", CASE_DIRS, ids=[p.name[:40] for p in CASE_DIRS])
 def test_case_moment_and_model_kind(case: Path) -> None:
     expected = yaml.safe_load((case / "expected.yaml").read_text(encoding="utf-8"))
@@ -33,7 +33,7 @@ def test_case_moment_and_model_kind(case: Path) -> None:
     assert result.evidence, "a diagnosis shows the lines it rests on"
 
 
-@pytest.mark.skipif(not CASE_DIRS, reason=f"no cases in {CASES}")
+@pytest.mark.skipif(not CASE_DIRS, reason="../shared/cases is not beside the checkout")
 @pytest.mark.parametrize("case", CASE_DIRS, ids=[p.name[:40] for p in CASE_DIRS])
 def test_case_log_alone_still_finds_the_moment(case: Path) -> None:
     """Without the config the moment is the same, except where the config is the evidence

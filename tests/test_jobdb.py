@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -14,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests import exactness
 from tests.aitk_db import (
     CREATED_MS,
     OLDEST_JOB_TABLE,
@@ -45,7 +44,6 @@ from wizard.jobdb import (
 )
 from wizard.paths import parse_path
 
-VERIFY = Path(__file__).resolve().parents[2] / "shared" / "checks" / "verify_change.py"
 BATCH = parse_path("config.process[0].train.batch_size")
 CHECKPOINTING = parse_path("config.process[0].train.gradient_checkpointing")
 RESOLUTION = parse_path("config.process[0].datasets[0].resolution")
@@ -260,9 +258,8 @@ def test_in_place_update_is_exactly_the_logged_changes_and_keeps_key_order(
     assert log["runs"][0]["database"]["job_config_before"] == original
 
 
-@pytest.mark.skipif(not VERIFY.is_file(), reason="../shared/checks is not here")
 @pytest.mark.parametrize("mode", [InPlace(), AsNew()], ids=["in_place", "as_new"])
-def test_the_saved_job_passes_the_independent_check(
+def test_the_saved_job_passes_the_exactness_check(
     db: Path, tmp_path: Path, mode: InPlace | AsNew
 ) -> None:
     before_file = tmp_path / "before.json"
@@ -272,20 +269,8 @@ def test_the_saved_job_passes_the_independent_check(
 
     after_file = tmp_path / "after.json"
     after_file.write_text(load_job(db, result.job_name).job_config, encoding="utf-8")
-    check = subprocess.run(
-        [
-            sys.executable,
-            str(VERIFY),
-            str(before_file),
-            str(after_file),
-            "--changelog",
-            str(result.changelog),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert check.returncode == 0, check.stdout + check.stderr
+    verdict = exactness.check(before_file, after_file, result.changelog)
+    assert verdict.ok, verdict.problems
 
 
 def test_unicode_survives_byte_for_byte_outside_the_changed_values(db: Path) -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.plan_support import SHARED, cli, job, write_job
+from tests.plan_support import cli, job, write_job
+from wizard.commands.demo import VIDEO_JOB, copy_demo
 
 TREE = job(
     arch="wan21:14b",
@@ -78,43 +79,42 @@ def test_no_config_at_all_is_refused() -> None:
     assert status == 2 and "give the job's config file" in err
 
 
-CASE = SHARED / "cases" / "04_aitk-wan22-i2v-5090-oom-skip-batch-then-crash"
-needs_case = pytest.mark.skipif(not CASE.is_dir(), reason="../shared/cases is not here")
+@pytest.fixture
+def video_demo(tmp_path: Path) -> tuple[Path, Path]:
+    """The bundled Wan 2.1 demo job, which dies now and then at step 613: config and log."""
+    folder = copy_demo(tmp_path / "demo")
+    return folder / VIDEO_JOB.config, folder / VIDEO_JOB.log
 
 
-@needs_case
-def test_the_log_gives_the_moment_and_kind() -> None:
-    status, out, err = cli("plan", CASE / "job.yaml", "--log", CASE / "log.txt", "--json")
+def test_the_log_gives_the_moment_and_kind(video_demo: tuple[Path, Path]) -> None:
+    config, log = video_demo
+    status, out, err = cli("plan", config, "--log", log, "--json")
     assert status == 0
-    assert (json.loads(out)["moment"], json.loads(out)["model_kind"]) == ("early_steps", "video")
-    assert "moment early_steps (from the log)" in err
+    assert (json.loads(out)["moment"], json.loads(out)["model_kind"]) == ("intermittent", "video")
+    assert "moment intermittent (from the log)" in err
 
 
-@needs_case
-def test_the_users_moment_wins_over_the_log() -> None:
-    status, out, _ = cli(
-        "plan", CASE / "job.yaml", "--log", CASE / "log.txt", "--moment", "sampling", "--json"
-    )
+def test_the_users_moment_wins_over_the_log(video_demo: tuple[Path, Path]) -> None:
+    config, log = video_demo
+    status, out, _ = cli("plan", config, "--log", log, "--moment", "sampling", "--json")
     assert status == 0 and json.loads(out)["moment"] == "sampling"
 
 
-@needs_case
 def test_apply_records_the_diagnosis_and_a_newer_crash_goes_one_rung_further(
-    tmp_path: Path,
+    video_demo: tuple[Path, Path],
 ) -> None:
-    source = tmp_path / "job.yaml"
-    shutil.copyfile(CASE / "job.yaml", source)
-    status, _, err = cli("apply", source, "--log", CASE / "log.txt", "--moment", "intermittent")
+    source, crash_log = video_demo
+    status, _, err = cli("apply", source, "--log", crash_log, "--moment", "intermittent")
     assert status == 0, err
-    output = tmp_path / "job.oomfix.yaml"
-    log = json.loads((tmp_path / "job.oomfix.changelog.json").read_text("utf-8"))
+    output = source.with_name("wan_dance_lora.oomfix.yaml")
+    log = json.loads(output.with_name("wan_dance_lora.oomfix.changelog.json").read_text("utf-8"))
     assert log["runs"][0]["diagnosis"]["signals"]
     _, out, _ = cli("plan", output, "--moment", "intermittent")
     assert "Fewer frames [num_frames]: done" in out
-    retry_log = tmp_path / "log.txt"
-    shutil.copyfile(CASE / "log.txt", retry_log)
+    retry_log = source.with_name("retry.log")
+    shutil.copyfile(crash_log, retry_log)
     later = time.time() + 60
     os.utime(retry_log, (later, later))
     _, out, _ = cli("plan", output, "--moment", "intermittent", "--log", retry_log)
     assert "newer than the last roll-back and shows a crash" in out
-    assert "datasets[0].num_frames: 21 → 9" in out
+    assert "datasets[0].num_frames: 41 → 21" in out

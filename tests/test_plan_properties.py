@@ -232,13 +232,6 @@ def _scale_up_until_done(config: Path, changelog: Path) -> JobDocument:
 
 
 def _assert_same_values(original: JobDocument, final: JobDocument) -> None:
-    from tests.plan_support import verify_change
+    from tests.exactness import differing
 
-    check = verify_change()
-    before, after = check.flatten(original.tree), check.flatten(final.tree)
-    differing = {
-        path
-        for path in before.keys() | after.keys()
-        if not check.same(before.get(path, check._MISSING), after.get(path, check._MISSING))
-    }
-    assert not differing, sorted(differing)
+    assert not differing(original.tree, final.tree), sorted(differing(original.tree, final.tree))

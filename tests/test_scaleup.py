@@ -2,7 +2,7 @@
 
 The round trip runs on every AI Toolkit example config: roll back every step the scale-up
 order knows, then ``scale-up --yes`` until nothing is left; the final config must have the
-source's values (``verify_change.py SOURCE FINAL``: no field differs).
+source's values (the exactness check of SOURCE against FINAL: no field differs).
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import json
 import re
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
-from tests.plan_support import SCALE_UP_ORDER, cli, examples, job, verify, verify_change, write_job
+from tests import exactness
+from tests.plan_support import SCALE_UP_ORDER, cli, examples, job, verify, write_job
 from wizard.changelog import read_changelog
 from wizard.changes import commit, prepare
 from wizard.document import load_document
@@ -25,7 +25,8 @@ from wizard.plan import StepChoice, build_plan, changes_for, next_scale_up
 
 def latest(folder: Path) -> Path:
     """The newest config in ``folder`` (each save gets the next ``.oomfix-N`` name)."""
-    return max(folder.glob("*.oomfix*.yaml"), key=_save_number)
+    configs = [path for path in folder.glob("*.oomfix*") if ".changelog" not in path.name]
+    return max(configs, key=_save_number)
 
 
 def _save_number(config: Path) -> int:
@@ -199,13 +200,5 @@ def test_scale_up_reads_a_named_change_log(tmp_path: Path) -> None:
 
 
 def _differing(original: Path, edited: Path) -> set[str]:
-    """The paths whose values differ, as verify_change.py's --json reports them."""
-    check = verify_change()
-    flat_a = check.flatten(check.load_tree(original))
-    flat_b = check.flatten(check.load_tree(edited))
-    missing: Any = check._MISSING
-    return {
-        path
-        for path in flat_a.keys() | flat_b.keys()
-        if not check.same(flat_a.get(path, missing), flat_b.get(path, missing))
-    }
+    """The paths whose values differ, as AI Toolkit loads the two files."""
+    return exactness.differing(exactness.load_tree(original), exactness.load_tree(edited))

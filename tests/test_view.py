@@ -13,6 +13,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.corpus import needs_shared, own_configs, shared_examples
 from wizard.errors import ConfigError
 from wizard.paths import FieldPath, parse_path
 from wizard.view import (
@@ -23,8 +24,6 @@ from wizard.view import (
     build_view,
     size_flags,
 )
-
-EXAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "aitk-examples"
 
 
 class _ToolkitLoader(yaml.SafeLoader):
@@ -757,11 +756,9 @@ def test_size_flags_split_like_the_toolkit(prompt: str, flags: list[tuple[str, s
 # --- real configs -------------------------------------------------------------------------
 
 
-def _example_views() -> dict[str, JobView]:
-    if not EXAMPLES.is_dir():
-        pytest.skip("the shared AI Toolkit examples are not present")
+def _views(paths: list[Path]) -> dict[str, JobView]:
     views: dict[str, JobView] = {}
-    for path in sorted(EXAMPLES.glob("*.yaml")):
+    for path in paths:
         try:
             tree = load_yaml(path.read_text(encoding="utf-8"))
         except yaml.YAMLError:
@@ -770,16 +767,46 @@ def _example_views() -> dict[str, JobView]:
     return views
 
 
+def test_every_own_config_builds_a_view() -> None:
+    views = _views(own_configs())
+    assert len(views) == len(own_configs()) >= 7
+    for name, view in views.items():
+        assert view.primary is not None, name
+        assert view.placeholders == (), name
+
+
+def test_own_configs_read_as_expected() -> None:
+    views = _views(own_configs())
+    flux = views["flux_portrait_24gb.yaml"].processes[0]
+    assert flux.train.lr == pytest.approx(1e-4)
+    assert flux.model.arch_keys() == {"is_flux": True}
+    assert flux.datasets[0].resolution == (512, 768, 1024)
+    assert flux.network_rank == 32
+    assert flux.sample is not None and flux.sample.width == 1024
+
+    wan = views["wan22_i2v_clips.yml"].processes[0]
+    assert wan.model.qtype_base == "uint4"
+    assert wan.model.qtype_adapter is not None
+    assert wan.model.qtype_adapter.endswith("wan22_14b_i2v_torchao_uint4.safetensors")
+    assert [d.num_frames for d in wan.datasets] == [81, 1]
+
+    sdxl = views["sdxl_style_12gb.yaml"].processes[0]
+    assert sdxl.model.arch_keys() == {"is_xl": True}
+    assert sdxl.train.batch_size == 4 and sdxl.train.gradient_checkpointing is False
+
+
+@needs_shared
 def test_every_shipped_example_builds_a_view() -> None:
-    views = _example_views()
+    views = _views(shared_examples())
     assert len(views) >= 20
     for name, view in views.items():
         assert view.primary is not None, name
         assert view.placeholders == (), name
 
 
+@needs_shared
 def test_shipped_examples_read_as_expected() -> None:
-    views = _example_views()
+    views = _views(shared_examples())
     flux = views["train_lora_flux_24gb.yaml"].processes[0]
     assert flux.train.lr == pytest.approx(1e-4)
     assert flux.model.arch_keys() == {"is_flux": True}
