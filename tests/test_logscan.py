@@ -248,7 +248,8 @@ def test_frames_of_the_failing_traceback_place_a_crash_without_a_bar() -> None:
         "unknown",
         "training",
     )
-    assert result.evidence_for("frame")[0].line == 4
+    # The outermost that says anything: the call under BaseSDTrainProcess.run's frame.
+    assert result.evidence_for("frame")[0].line == 3
 
 
 def test_a_deepspeed_train_batch_frame_is_a_training_step() -> None:
@@ -730,7 +731,8 @@ def test_a_folder_is_not_a_log(tmp_path: Path) -> None:
 def test_the_shipped_marker_table_loads() -> None:
     markers = load_log_markers()
     assert markers.phases and markers.signals
-    assert {rule.signal for rule in markers.signals} == set(SIGNALS) - {"silent_exit"}
+    run_signals = {"silent_exit", "sysmem_spill", "stall"}
+    assert {rule.signal for rule in markers.signals} == set(SIGNALS) - run_signals
 
 
 def test_a_bad_pattern_in_the_marker_table_is_a_preset_error(tmp_path: Path) -> None:
@@ -739,8 +741,27 @@ def test_a_bad_pattern_in_the_marker_table_is_a_preset_error(tmp_path: Path) -> 
     bad.write_text(
         shipped.read_text(encoding="utf-8").replace("'^Running \\d+ jobs?\\s*$'", "'^(Running'")
     )
-    with pytest.raises(PresetError, match="bad pattern"):
+    with pytest.raises(PresetError, match="not a valid regular expression") as caught:
         load_log_markers(bad)
+    # Located like every other preset: the file, the line and the column of the pattern.
+    line = next(
+        n for n, text in enumerate(bad.read_text().splitlines(), 1) if "'^(Running'" in text
+    )
+    assert caught.value.one_line().startswith(f"{bad}:{line}:5: run_start[0]: ")
+
+
+def test_a_wrong_value_in_the_marker_table_names_its_line_and_column(tmp_path: Path) -> None:
+    bad = tmp_path / "log_markers.yaml"
+    shipped = Path(__file__).parent.parent / "presets" / "log_markers.yaml"
+    text = shipped.read_text(encoding="utf-8").replace(
+        "{signal: cublas_alloc,", "{signal: cublas_allocated,"
+    )
+    bad.write_text(text)
+    line = next(n for n, row in enumerate(text.splitlines(), 1) if "cublas_allocated" in row)
+    with pytest.raises(PresetError) as caught:
+        load_log_markers(bad)
+    assert caught.value.one_line().startswith(f"{bad}:{line}:")
+    assert "signal" in caught.value.one_line()
 
 
 def test_an_unknown_key_in_the_marker_table_is_a_preset_error(tmp_path: Path) -> None:
