@@ -193,9 +193,21 @@ def test_a_loss_dict_follow_on_alone_is_a_training_step() -> None:
 
 
 def test_a_log_without_a_crash_has_no_moment() -> None:
-    result = diagnose(log(*LOADING, bar(0), bar(100)), view_of())
+    finished = ["Saving at step 3000", "", "Result:", " - 1 completed jobs", " - 0 failure"]
+    result = diagnose(log(*LOADING, bar(0), bar(100), bar(3000), *finished), view_of())
     assert result.moment is None and result.crashed is False
     assert "no crash" in result.verdict
+
+
+def test_a_training_bar_at_its_total_is_a_finished_run() -> None:
+    result = diagnose(log(*LOADING, bar(0), bar(2999), bar(3000)), view_of())
+    assert result.moment is None and "no crash" in result.verdict
+
+
+def test_a_log_that_stops_inside_training_gives_that_moment_with_low_confidence() -> None:
+    result = diagnose(log(*LOADING, bar(0), bar(100)), view_of())
+    assert (result.moment, result.confidence, result.crashed) == ("intermittent", "low", False)
+    assert "stops" in result.verdict and "stalled or was killed" in result.verdict
 
 
 def test_a_crash_that_is_not_an_oom_has_no_moment() -> None:
