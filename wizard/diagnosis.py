@@ -532,20 +532,16 @@ def _open_end_moment(scan: LogScan, process: ProcessView | None, now: float) -> 
     stalled there (the driver's system-memory fallback crawls for hours), was killed from
     outside, or the log was pasted up to there. That phase's moment, said with low confidence."""
     found = _moment_from_phase(scan, process)
+    where = _PHASE_WORDS[scan.phase] or "where it was"
     if scan.spill_step is not None:
         why = (
-            f"training slowed down several-fold from step {scan.spill_step} after a stable "
-            "stretch, with no error: the driver spilling VRAM into system memory"
+            f"from training step {scan.spill_step}, after a stable stretch (its s/it grew "
+            "several-fold), with no error: the driver spilling VRAM into system memory"
         )
     elif scan.has("stall"):
-        where = _PHASE_WORDS[scan.phase] or "where it was"
-        why = (
-            f"the log stops {where} on a bar with no progress at all, with no error: "
-            "the job stalled there"
-        )
+        why = f"{where}, on a bar with no progress at all and no error: the job stalled there"
     else:
-        where = _PHASE_WORDS[scan.phase] or "where it was"
-        why = f"the log stops {where}, with no error: the job stalled or was killed there"
+        why = f"{where}, with no error: the job stalled or was killed there"
     notes = list(found.notes)
     if scan.modified is not None and now - scan.modified < LOG_STILL_WRITTEN_S:
         minutes = max(int((now - scan.modified) // 60), 0)
@@ -684,11 +680,12 @@ def _environment(
     notes: list[str] = []
     oom = scan.oom if scan is not None else None
     job_alone = _job_holds_card(oom)
+    _outside_note(oom, notes)
     if job_alone is not None:
         against = job_alone
     else:
         against = ""
-        _others_in_message(oom, strong, advice, notes)
+        _others_in_message(oom, strong, advice)
     if scan is None or scan.crashed:
         _others_now(probe, strong, advice)
     if scan is not None:
@@ -748,9 +745,19 @@ def _legacy_job_holds_card(oom: OomFigures) -> str | None:
     )
 
 
-def _others_in_message(
-    oom: OomFigures | None, strong: list[str], advice: list[Advice], notes: list[str]
-) -> None:
+def _outside_note(oom: OomFigures | None, notes: list[str]) -> None:
+    """Memory held outside the job that is too little to blame is still worth a line."""
+    if oom is None or not oom.total or oom.this_process is None or oom.free is None:
+        return
+    outside = oom.total - oom.free - oom.this_process - oom.others_total
+    if outside >= OUTSIDE_NOTE_MIN_GIB and not _share(outside, oom.total):
+        notes.append(
+            f"{outside:.2f} of {oom.total:.2f} GiB was in use outside this process (a desktop "
+            "session, a browser): too little to blame, but closing it gives the job that much."
+        )
+
+
+def _others_in_message(oom: OomFigures | None, strong: list[str], advice: list[Advice]) -> None:
     """Other processes listed by PyTorch, or memory in use outside this process."""
     if oom is None or not oom.total:
         return
@@ -774,11 +781,6 @@ def _others_in_message(
     if oom.this_process is None or oom.free is None:
         return
     outside = oom.total - oom.free - oom.this_process - oom.others_total
-    if not _share(outside, oom.total) and outside >= OUTSIDE_NOTE_MIN_GIB:
-        notes.append(
-            f"{outside:.2f} of {oom.total:.2f} GiB was in use outside this process (a desktop "
-            "session, a browser): too little to blame, but closing it gives the job that much."
-        )
     if _share(outside, oom.total):
         strong.append(
             f"{outside:.2f} of {oom.total:.2f} GiB was in use outside this process and no "
@@ -1300,9 +1302,9 @@ def _what_happened(scan: LogScan | None) -> str:
     if scan.has("oom_skip"):
         return f"Training skipped {scan.skip_count} batch(es) for lack of GPU memory and went on"
     if scan.ends_open and scan.spill_step is not None:
-        return "The job slowed to a crawl with no error"
+        return "The job slowed to a crawl"
     if scan.ends_open:
-        return "The log stops with no error"
+        return "The log stops"
     return "The log's last run shows no crash"
 
 

@@ -1035,23 +1035,26 @@ class _Scanner:
         if run.oom_tail:
             run.oom_tail -= 1
             self._oom_numbers(text, line, continuation=True)
-        if not self._p.prefilter.search(text):
+        # A pasted log is often indented by the paste (a code block, a quote); the toolkit's
+        # own lines are read without that indent. In a traceback the indent means source code.
+        body = text.lstrip(" ") if not run.frames_seen else text
+        if not self._p.prefilter.search(body):
             return
-        if self._p.run_start.search(text):
+        if self._p.run_start.search(body):
             self._start_run(line)
             return
-        if self._p.dump_open.match(text):
+        if self._p.dump_open.match(body):
             self._dump_line = line
             return
-        self._resume(text, line)
+        self._resume(body, line)
         self._signals(text, line)
-        self._failure(text, line)
+        self._failure(body, line)
         self._frames(text, line)
-        self._phase(text, line)
-        if self._p.finished.search(text):
+        self._phase(body, line)
+        if self._p.finished.search(body):
             run.finished = True
             run.progress()
-            run.note(line, text, "finished")
+            run.note(line, body, "finished")
 
     def _dump_text(self, text: str) -> None:
         """A line of the process config printed as JSON: kept until its closing brace."""
@@ -1158,7 +1161,7 @@ class _Scanner:
     def _frames(self, text: str, line: int) -> None:
         run = self._run
         if match := self._p.frame.match(text):
-            run.frames_seen = True
+            run.frames_seen = run.python_error = True
             func, file = match["func"], match["file"]
             if run.traceback_hint is None:
                 run.expect_call = True
@@ -1185,7 +1188,7 @@ class _Scanner:
             if kind == "sample":
                 # A sample pass the log opens with, with no run header before it, is one of
                 # the many periodic passes of a pasted excerpt, not the one baseline pass.
-                excerpt = not run.header and run.phase == "unknown" and not run.progressed
+                excerpt = not run.header and run.phase in ("unknown", "periodic_sample")
                 sampled_later = run.training_started or bool(step and int(step) > 0) or excerpt
                 run.enter("periodic_sample" if sampled_later else "baseline_sample", line, text)
             elif kind == "training_start":
