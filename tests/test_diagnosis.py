@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from typing import Any, Literal
 
@@ -193,9 +194,21 @@ def test_a_loss_dict_follow_on_alone_is_a_training_step() -> None:
 
 
 def test_a_log_without_a_crash_has_no_moment() -> None:
-    result = diagnose(log(*LOADING, bar(0), bar(100)), view_of())
+    finished = ["Saving at step 3000", "", "Result:", " - 1 completed jobs", " - 0 failure"]
+    result = diagnose(log(*LOADING, bar(0), bar(100), bar(3000), *finished), view_of())
     assert result.moment is None and result.crashed is False
     assert "no crash" in result.verdict
+
+
+def test_a_training_bar_at_its_total_is_a_finished_run() -> None:
+    result = diagnose(log(*LOADING, bar(0), bar(2999), bar(3000)), view_of())
+    assert result.moment is None and "no crash" in result.verdict
+
+
+def test_a_log_that_stops_inside_training_gives_that_moment_with_low_confidence() -> None:
+    result = diagnose(log(*LOADING, bar(0), bar(100)), view_of())
+    assert (result.moment, result.confidence, result.crashed) == ("intermittent", "low", False)
+    assert "stops" in result.verdict and "stalled or was killed" in result.verdict
 
 
 def test_a_crash_that_is_not_an_oom_has_no_moment() -> None:
@@ -608,3 +621,179 @@ def test_the_evidence_is_short_and_in_file_order() -> None:
     )
     numbers = [e.line for e in result.evidence]
     assert numbers == sorted(numbers) and len(numbers) <= 8 and len(set(numbers)) == len(numbers)
+
+
+# --- the shapes of issue 9 ---------------------------------------------------------------------
+
+BASELINE_STALL = [  # ai-toolkit#330
+    "Generating baseline samples before training",
+    "Generating Images:   0%|                                          | 0/1 [00:00<?, ?it/s]",
+]
+LOKR = [  # ai-toolkit#595 (an excerpt that starts at step 299)
+    "lokr-test-2:  10%|9         | 299/3000 [10:44<1:37:05,  2.16s/it, lr: 2.0e-04 loss: "
+    "5.226e-01]",
+    "Saving at step 300",
+    "lokr-test-2:  20%|#9        | 599/3000 [19:45<1:03:24,  1.58s/it, lr: 2.0e-04 loss: "
+    "6.736e-01]",
+    "Saving at step 600",
+    "lokr-test-2:  30%|##9       | 899/3000 [29:51<1:06:28,  1.90s/it, lr: 2.0e-04 loss: "
+    "6.463e-01]",
+    "Saving at step 900",
+]
+SPILL = (
+    "lokr-test-2:  40%|###9      | 1199/3000 [2:49:04<14:04:18, 28.13s/it, lr: 2.0e-04 "
+    "loss: 7.3e-01]"
+)
+NOW = 1_800_000_000.0
+
+
+def aged(scan: LogScan, seconds: float) -> LogScan:
+    """The scan as if its file had been written ``seconds`` before ``NOW``."""
+    return dataclasses.replace(scan, modified=NOW - seconds)
+
+
+def test_a_log_that_stops_in_the_baseline_sample_is_loading_said_in_words() -> None:
+    result = diagnose(aged(log(*LOADING, *BASELINE_STALL), 7200), view_of(), now=NOW)
+    assert (result.moment, result.confidence, result.crashed) == ("loading", "low", False)
+    assert result.verdict.startswith("The log stops during the baseline sample")
+    assert "stalled" in result.verdict and "stall" in result.signals
+    assert "sysmem_fallback" in advice_ids(result) and "stalled" in advice_ids(result)
+
+
+def test_a_log_still_being_written_may_still_be_running() -> None:
+    result = diagnose(aged(log(*LOADING, *BASELINE_STALL), 30), view_of(), now=NOW)
+    assert any("may still be running" in note for note in result.notes)
+    old = diagnose(aged(log(*LOADING, *BASELINE_STALL), 7200), view_of(), now=NOW)
+    assert not any("may still be running" in note for note in old.notes)
+
+
+def card(total: float) -> ProbeResult:
+    return ProbeResult(gpus=(GpuInfo(0, "a card", total, 0.5, total - 0.5),), processes=())
+
+
+def test_a_stall_on_a_card_under_24_gb_is_the_sysmem_spill() -> None:
+    small = diagnose(log(*LOADING, *BASELINE_STALL), view_of(), probe=card(16.0), now=NOW)
+    big = diagnose(log(*LOADING, *BASELINE_STALL), view_of(), probe=card(80.0), now=NOW)
+    assert "sysmem_spill" in small.signals and "stall" in small.signals
+    assert "sysmem_spill" not in big.signals and "stall" in big.signals
+
+
+def test_a_slowdown_after_hours_is_intermittent_from_the_step_it_began() -> None:
+    result = diagnose(log(*LOKR, SPILL, "Saving at step 1200"), view_of(), now=NOW)
+    assert (result.moment, result.confidence) == ("intermittent", "low")
+    assert "sysmem_spill" in result.signals and "from training step 1199" in result.verdict
+    advice = next(a.text for a in result.advice if a.id == "sysmem_fallback")
+    assert "Prefer No Sysmem Fallback" in advice and "'intermittent'" in advice
+
+
+def test_a_slowdown_in_the_first_steps_is_early_steps() -> None:
+    # A short run (100 steps): every step moves the bar's percentage, so each is read.
+    bars = ["my_lora:   0%|          | 0/100 [00:00<?, ?it/s]"] + [
+        f"my_lora:   {n}%|          | {n}/100 [00:{n * 2:02d}<03:20,  {rate}s/it, lr: 1e-04]"
+        for n, rate in ((1, "5.00"), (2, "2.00"), (3, "2.00"), (4, "2.10"), (5, "9.50"))
+    ]
+    result = diagnose(log(*LOADING, *bars), view_of(), now=NOW)
+    assert (result.moment, "sysmem_spill" in result.signals) == ("early_steps", True)
+
+
+def test_an_oom_after_hours_of_an_excerpt_is_intermittent_not_after_resuming() -> None:
+    result = diagnose(log(*LOKR, OOM), view_of(), now=NOW)
+    assert result.moment == "intermittent" and not result.resumed
+    assert "resum" not in result.verdict
+
+
+def test_a_real_resume_that_dies_at_once_is_early_steps_after_resuming() -> None:
+    resumed = "my_lora:  17%|#6        | 501/3000 [00:21<12:24:06, 21.27s/it, lr: 9.2e-05]"
+    result = diagnose(log(resumed, OOM), view_of(), now=NOW)
+    assert result.moment == "early_steps" and "after resuming" in result.verdict
+
+
+def test_python_memory_error_is_host_ram() -> None:
+    result = diagnose(log(*LOADING, "Traceback (most recent call last):", "MemoryError"), view_of())
+    assert result.moment == "environment" and "host_ram" in advice_ids(result)
+    assert "host RAM" in result.verdict
+
+
+def test_a_desktops_gib_on_a_24_gb_card_is_a_note_not_a_verdict() -> None:
+    message = oom_message(total=23.99, this=21.0, free="1.00 GiB")  # 2 GiB outside the job
+    result = diagnose(log(*LOADING, bar(0), message), view_of())
+    assert result.moment == "early_steps" and not result.environment_suspected
+    assert any("outside this process" in note for note in result.notes)
+
+
+def test_a_real_share_held_outside_the_job_is_the_environment() -> None:
+    message = oom_message(total=23.99, this=14.0, free="1.00 GiB")  # 9 GiB outside the job
+    result = diagnose(log(*LOADING, bar(0), message), view_of())
+    assert result.moment == "environment"
+
+
+def test_a_job_holding_nearly_the_whole_card_is_the_config_and_never_the_gpu() -> None:
+    message = oom_message(total=23.51, this=20.99, free="98.31 MiB")  # OneTrainer#841
+    result = diagnose(log(*LOADING, message), view_of())
+    assert result.moment == "loading" and not result.environment_suspected
+    assert any("it is the config" in reason for reason in result.reasons)
+
+
+PRINTED = [
+    "Running 1 job",
+    "{",
+    '    "type": "diffusion_trainer",',
+    '    "train": {"batch_size": 2, "gradient_checkpointing": true},',
+    '    "datasets": [{"folder_path": "/d", "resolution": [512]}]',
+    "}",
+    *LOADING,
+    OOM,
+]
+
+
+def test_a_log_whose_printed_config_differs_is_from_the_run_before() -> None:
+    result = diagnose(log(*PRINTED), view_of())
+    assert result.log_matches_config is False
+    assert [(m.path, m.in_log, m.in_config) for m in result.log_mismatch] == [
+        ("config.process[0].train.batch_size", 2, 1)
+    ]
+    assert "batch_size was 2 there, 1 now" in result.verdict
+    assert result.verdict.startswith("This log is from the run before")
+    data = result.to_json()
+    assert data["log_matches_config"] is False
+    assert data["log_mismatch"] == [
+        {"path": "config.process[0].train.batch_size", "in_log": 2, "in_config": 1}
+    ]
+
+
+def test_a_log_whose_printed_config_matches_is_this_configs() -> None:
+    printed = [line.replace('"batch_size": 2', '"batch_size": 1') for line in PRINTED]
+    result = diagnose(log(*printed), view_of())
+    assert (result.log_matches_config, result.log_mismatch) == (True, ())
+    assert not result.verdict.startswith("This log")
+
+
+def test_a_log_without_a_printed_config_cannot_tell() -> None:
+    result = diagnose(log(*LOADING, OOM), view_of())
+    assert result.to_json()["log_matches_config"] is None
+
+
+def changelog_at(at: str) -> ChangeLog:
+    return ChangeLog(
+        source=FileRef(path="a.yaml"),
+        output=FileRef(path="a.oomfix.yaml"),
+        runs=(RunRecord(at=at, direction="rollback", moment="early_steps"),),
+        changes=(
+            ChangeEntry(
+                run=0,
+                step="batch_size",
+                path="config.process[0].train.batch_size",
+                before=2,
+                after=1,
+            ),
+        ),
+    )
+
+
+def test_a_log_older_than_the_last_change_is_from_the_run_before_it() -> None:
+    scan = dataclasses.replace(log(*LOADING, OOM), modified=1_700_000_000.0)
+    stale = diagnose(scan, view_of(), changelog=changelog_at("2024-01-01T00:00:00+00:00"))
+    fresh = diagnose(scan, view_of(), changelog=changelog_at("2023-01-01T00:00:00+00:00"))
+    assert stale.log_matches_config is False and "before your last change" in stale.verdict
+    assert stale.confidence == "low"
+    assert fresh.log_matches_config is None

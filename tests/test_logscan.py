@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 
 import pytest
@@ -248,7 +249,8 @@ def test_frames_of_the_failing_traceback_place_a_crash_without_a_bar() -> None:
         "unknown",
         "training",
     )
-    assert result.evidence_for("frame")[0].line == 4
+    # The outermost that says anything: the call under BaseSDTrainProcess.run's frame.
+    assert result.evidence_for("frame")[0].line == 3
 
 
 def test_a_deepspeed_train_batch_frame_is_a_training_step() -> None:
@@ -730,7 +732,8 @@ def test_a_folder_is_not_a_log(tmp_path: Path) -> None:
 def test_the_shipped_marker_table_loads() -> None:
     markers = load_log_markers()
     assert markers.phases and markers.signals
-    assert {rule.signal for rule in markers.signals} == set(SIGNALS) - {"silent_exit"}
+    run_signals = {"silent_exit", "sysmem_spill", "stall"}
+    assert {rule.signal for rule in markers.signals} == set(SIGNALS) - run_signals
 
 
 def test_a_bad_pattern_in_the_marker_table_is_a_preset_error(tmp_path: Path) -> None:
@@ -739,8 +742,27 @@ def test_a_bad_pattern_in_the_marker_table_is_a_preset_error(tmp_path: Path) -> 
     bad.write_text(
         shipped.read_text(encoding="utf-8").replace("'^Running \\d+ jobs?\\s*$'", "'^(Running'")
     )
-    with pytest.raises(PresetError, match="bad pattern"):
+    with pytest.raises(PresetError, match="not a valid regular expression") as caught:
         load_log_markers(bad)
+    # Located like every other preset: the file, the line and the column of the pattern.
+    line = next(
+        n for n, text in enumerate(bad.read_text().splitlines(), 1) if "'^(Running'" in text
+    )
+    assert caught.value.one_line().startswith(f"{bad}:{line}:5: run_start[0]: ")
+
+
+def test_a_wrong_value_in_the_marker_table_names_its_line_and_column(tmp_path: Path) -> None:
+    bad = tmp_path / "log_markers.yaml"
+    shipped = Path(__file__).parent.parent / "presets" / "log_markers.yaml"
+    text = shipped.read_text(encoding="utf-8").replace(
+        "{signal: cublas_alloc,", "{signal: cublas_allocated,"
+    )
+    bad.write_text(text)
+    line = next(n for n, row in enumerate(text.splitlines(), 1) if "cublas_allocated" in row)
+    with pytest.raises(PresetError) as caught:
+        load_log_markers(bad)
+    assert caught.value.one_line().startswith(f"{bad}:{line}:")
+    assert "signal" in caught.value.one_line()
 
 
 def test_an_unknown_key_in_the_marker_table_is_a_preset_error(tmp_path: Path) -> None:
@@ -748,3 +770,247 @@ def test_an_unknown_key_in_the_marker_table_is_a_preset_error(tmp_path: Path) ->
     bad.write_text("run_start: []\nsurprise: 1\n")
     with pytest.raises(PresetError):
         load_log_markers(bad)
+
+
+# --- the shapes of issue 9, each with lines from a real report ----------------------------------
+# The sources are the fixtures in tests/fixtures/reports/ (their expected.yaml names the URL).
+
+LOKR_EXCERPT = [  # ai-toolkit#595: a log that starts at step 299, after 10 minutes of training
+    "Skipping first sample due to config setting",
+    "lokr-test-2:  10%|9         | 299/3000 [10:44<1:37:05,  2.16s/it, lr: 2.0e-04 loss: "
+    "5.226e-01]",
+    "Saving at step 300",
+    "lokr-test-2:  20%|#9        | 599/3000 [19:45<1:03:24,  1.58s/it, lr: 2.0e-04 loss: "
+    "6.736e-01]",
+    "Saving at step 600",
+    "lokr-test-2:  30%|##9       | 899/3000 [29:51<1:06:28,  1.90s/it, lr: 2.0e-04 loss: "
+    "6.463e-01]",
+    "Saving at step 900",
+    "lokr-test-2:  40%|###9      | 1199/3000 [2:49:04<14:04:18, 28.13s/it, lr: 2.0e-04 loss: "
+    "7.353e-01]",
+    "Saving at step 1200",
+]
+
+
+def test_a_bar_first_seen_after_hours_of_elapsed_time_is_an_excerpt_not_a_resume() -> None:
+    result = scan(*LOKR_EXCERPT[:3])
+    assert (result.excerpt, result.resumed, result.first_step) == (True, False, 0)
+
+
+def test_a_bar_first_seen_past_zero_with_almost_no_elapsed_time_is_a_resume() -> None:
+    # ai-toolkit#1007: both versions' lines, each a resume at step 500.
+    for line in (
+        "HR_Krea2:  19%|#9        | 501/2600 [00:21<12:24:06, 21.27s/it, lr: 9.2e-05 loss: "
+        "6.988e-02]",
+        "HR_Krea2:  19%|#9        | 501/2600 [05:03<177:04:17, 303.70s/it, lr: 9.3e-05 loss: "
+        "1.196e-01]",
+    ):
+        result = scan(line)
+        assert (result.resumed, result.excerpt, result.first_step) == (True, False, 501), line
+
+
+def test_the_toolkit_saying_it_resumed_wins_over_the_elapsed_time() -> None:
+    result = scan("Found step 299 in metadata, starting from there", *LOKR_EXCERPT[1:3])
+    assert result.resumed and not result.excerpt
+
+
+def test_a_bar_whose_s_per_it_grows_several_fold_is_a_sysmem_spill_where_it_began() -> None:
+    result = scan(*LOKR_EXCERPT)
+    assert result.spill_step == 1199 and "sysmem_spill" in result.signals
+    assert result.evidence_for("sysmem_spill")[0].text.startswith("lokr-test-2:  40%")
+
+
+def test_a_steady_bar_is_no_spill() -> None:
+    assert scan(*LOKR_EXCERPT[:7]).spill_step is None
+
+
+def test_a_log_that_stops_on_a_bar_at_zero_is_a_stall_in_that_phase() -> None:
+    # ai-toolkit#330, with the paste's leading space.
+    result = scan(
+        " Generating baseline samples before training",
+        " Generating Images:   0%|                                          | 0/1 [00:00<?, ?it/s]",
+    )
+    assert (result.phase, result.ends_open, result.crashed) == ("baseline_sample", True, False)
+    assert "stall" in result.signals and result.stall_line == 2
+
+
+def test_a_log_that_stops_after_progress_is_open_but_no_stall() -> None:
+    result = scan(*LOAD, bar(0), bar(40))
+    assert result.ends_open and "stall" not in result.signals
+
+
+def test_a_finished_run_is_not_open() -> None:
+    result = scan(*LOAD, bar(0), bar(3000), "Result:", " - 1 completed jobs", " - 0 failure")
+    assert result.finished and not result.ends_open
+
+
+def test_a_crash_is_not_open() -> None:
+    result = scan(*LOAD, bar(0), OOM_CURRENT)
+    assert result.crashed and not result.ends_open and "stall" not in result.signals
+
+
+@pytest.mark.parametrize(
+    ("line", "signal"),
+    [
+        # autotrain-advanced#737 on ROCm
+        (
+            "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 124.00 MiB. GPU 0 has a "
+            "total capacity of 19.94 GiB of which 554.47 MiB is free.",
+            "cuda_oom",
+        ),
+        # ace-step#282 on a Mac
+        (
+            "RuntimeError: MPS backend out of memory (MPS allocated: 45.18 GiB, other allocations: "
+            "719.81 MiB, max allowed: 45.90 GiB). Tried to allocate 23.44 MiB on private pool.",
+            "cuda_oom",
+        ),
+        # ComfyUI's allocator wrapper, and its error report's short form
+        ("Allocation on device 0 would exceed allowed memory. (out of memory)", "cuda_oom"),
+        ("- **Exception Message:** Allocation on device ", "cuda_oom"),
+        # Python's own, and numpy's wording of it
+        ("MemoryError", "host_memory_error"),
+        (
+            "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 1.50 GiB for an array "
+            "with shape (4, 16, 128, 128, 96) and data type float32",
+            "host_memory_error",
+        ),
+        # accelerate's launcher when the kernel killed the trainer (kohya_ss#1065)
+        (
+            "subprocess.CalledProcessError: Command '['python', 'train_network.py']' died with "
+            "<Signals.SIGKILL: 9>.",
+            "host_oom_kill",
+        ),
+    ],
+)
+def test_every_wording_of_out_of_memory(line: str, signal: str) -> None:
+    result = scan(*LOAD, line)
+    assert signal in result.signals and result.crashed
+
+
+def test_an_oom_message_from_rocm_gives_its_numbers() -> None:
+    result = scan(
+        "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 124.00 MiB. GPU 0 has "
+        "a total "
+        "capacity of 19.94 GiB of which 554.47 MiB is free. Of the allocated memory 15.87 GiB is "
+        "allocated by PyTorch, and 165.29 MiB is reserved by PyTorch but unallocated."
+    )
+    assert result.oom is not None and result.oom.total == pytest.approx(19.94)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[process exited with code 1 (0x00000001)]",  # alignment-handbook#63, English
+        "[已退出进程，代码为 1 (0x00000001)]",  # ai-toolkit#409, the same terminal in Chinese
+        "[Processus arrêté avec le code 1 (0x00000001)]",  # any language: the code is the match
+        "[2025-02-16 13:28:07] [ERROR] Command exited with code 1",  # fluxgym#337
+    ],
+)
+def test_a_terminal_or_launcher_exit_code_in_any_language_is_an_exit(line: str) -> None:
+    result = scan(*LOAD, bar(0), bar(5), line)
+    assert result.crashed and result.exit_code == 1 and "silent_exit" in result.signals
+
+
+def test_an_exit_code_zero_in_the_terminal_is_no_crash() -> None:
+    result = scan(*LOAD, bar(0), bar(3000), "[process exited with code 0 (0x00000000)]")
+    assert not result.crashed
+
+
+def test_the_call_under_a_frame_names_the_phase_when_the_function_does_not() -> None:
+    # kohya_ss#2305: `train` both caches and trains; its line says which.
+    result = scan(
+        "Traceback (most recent call last):",
+        '  File "K:\\kohya_ss\\sd-scripts\\sdxl_train_network.py", line 185, in <module>',
+        "    trainer.train(args)",
+        '  File "K:\\kohya_ss\\sd-scripts\\train_network.py", line 272, in train',
+        "    train_dataset_group.cache_latents(vae, args.vae_batch_size, "
+        "args.cache_latents_to_disk",
+    )
+    assert (result.crashed, result.frame_phase) == (True, "cache_latents")
+
+
+def test_moving_the_model_to_the_device_is_loading() -> None:
+    # OneTrainer#841
+    result = scan(
+        "Traceback (most recent call last):",
+        '  File "/home/gero/GitHub/OneTrainer/modules/trainer/GenericTrainer.py", line 129, '
+        "in start",
+        "    self.model_setup.setup_train_device(self.model, self.config)",
+        '  File "/home/gero/GitHub/OneTrainer/modules/model/FluxModel.py", line 161, in '
+        "transformer_to",
+        "    self.transformer.to(device=device)",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 108.00 MiB.",
+    )
+    assert result.phase == "model_load"
+
+
+def test_accelerates_wrapped_forward_is_a_training_step() -> None:
+    # fluxgym#337, cut off before its last line, behind FluxGym's prefixes.
+    result = scan(
+        '[2025-02-16 13:28:06] [INFO] File "F:\\fluxgym\\env\\lib\\site-packages\\accelerate\\utils'
+        '\\operations.py", line 819, in forward',
+        "[2025-02-16 13:28:06] [INFO] return model_forward(*args, **kwargs)",
+        "[2025-02-16 13:28:07] [ERROR] Command exited with code 1",
+    )
+    assert (result.crashed, result.phase) == (True, "training")
+    assert "silent_exit" not in result.signals  # a traceback was printed: not a silent exit
+
+
+def test_a_comfyui_error_report_names_the_training_node() -> None:
+    # ComfyUI-FluxTrainer#91
+    result = scan(
+        "# ComfyUI Error Report",
+        "## Error Details",
+        "- **Node Type:** FluxTrainLoop",
+        "- **Exception Type:** torch.OutOfMemoryError",
+        "- **Exception Message:** Allocation on device ",
+    )
+    assert (result.phase, result.crashed) == ("training", True)
+
+
+def test_rich_and_logging_level_prefixes_are_removed() -> None:
+    result = scan(
+        "                    INFO     caching latents...                          "
+        "train_util.py:1021",
+        "INFO:hv_train_network:Load dataset config from /home/u/dataset.toml",
+    )
+    assert result.phase == "cache_latents"
+
+
+PRINTED_CONFIG = [  # the shape AI Toolkit prints at the start of a run (ai-toolkit#515)
+    "Running 1 job",
+    "{",
+    '    "type": "diffusion_trainer",',
+    '    "training_folder": "/root/tools/ai-toolkit/output",',
+    '    "train": {',
+    '        "batch_size": 2,',
+    '        "gradient_checkpointing": true',
+    "    },",
+    '    "datasets": [',
+    '        {"folder_path": "/data", "resolution": [512, 768]}',
+    "    ]",
+    "}",
+    "Loading Flux model",
+]
+
+
+def test_the_printed_process_config_gives_its_memory_fields() -> None:
+    result = scan(*PRINTED_CONFIG)
+    assert result.config_dump == (
+        ("train.batch_size", 2),
+        ("train.gradient_checkpointing", True),
+        ("datasets[0].resolution", [512, 768]),
+    )
+    assert result.header_seen and result.phase == "model_load"
+
+
+def test_a_printed_config_that_is_not_json_is_ignored() -> None:
+    result = scan("Running 1 job", "{", '    "train": {batch_size: 2}', "}", "Loading model")
+    assert result.config_dump is None and result.phase == "model_load"
+
+
+def test_the_log_files_modification_time_is_kept(tmp_path: Path) -> None:
+    log = tmp_path / "log.txt"
+    log.write_text("\n".join(LOAD) + "\n", encoding="utf-8")
+    os.utime(log, (1_700_000_000, 1_700_000_000))
+    assert scan_log(log).modified == 1_700_000_000

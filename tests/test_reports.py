@@ -10,6 +10,7 @@ generalises beyond the development cases.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -22,14 +23,14 @@ REPORTS = Path(__file__).resolve().parent / "fixtures" / "reports"
 REPORT_DIRS = sorted(p for p in REPORTS.iterdir() if (p / "expected.yaml").is_file())
 
 
-def _expected(report: Path) -> dict[str, str]:
+def _expected(report: Path) -> dict[str, Any]:
     data = yaml.safe_load((report / "expected.yaml").read_text(encoding="utf-8"))
     assert isinstance(data, dict)
     return data
 
 
 def test_there_are_enough_reports_and_each_names_its_source() -> None:
-    assert len(REPORT_DIRS) >= 14
+    assert len(REPORT_DIRS) >= 30
     for report in REPORT_DIRS:
         assert _expected(report)["source"].startswith("https://github.com/"), report.name
 
@@ -44,3 +45,18 @@ def test_report_moment_and_model_kind(report: Path) -> None:
         expected["model_kind"],
     ), result.verdict
     assert result.evidence, "a diagnosis shows the lines it rests on"
+    if "environment" in expected:
+        blamed = result.moment == "environment"
+        assert blamed == bool(expected["environment"]), result.reasons
+    for signal in expected.get("signals", ()):
+        assert signal in result.signals, (signal, result.signals)
+
+
+def test_the_table_script_prints_every_report_and_the_totals() -> None:
+    from tests.report_table import render, report_dirs, row_of
+
+    rows = [row_of(folder) for folder in report_dirs([REPORTS])]
+    text = render(rows)
+    assert all(row.name in text for row in rows)
+    right = sum(row.moment_right for row in rows)
+    assert f"moment {right}/{len(rows)}" in text

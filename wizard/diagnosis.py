@@ -29,15 +29,19 @@ is kept and shown.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Final, Literal
 
 from wizard.changelog import ChangeLog
 from wizard.errors import WizardError
 from wizard.logscan import (
     GPU_SIGNALS,
+    HOST_SIGNALS,
     LOADING_PHASES,
+    SIGNALS,
     EvidenceLine,
     LogScan,
     OomFigures,
@@ -59,19 +63,28 @@ AdviceId = Literal[
     "pin_version",
     "check_system_log",
     "not_oom",
+    "sysmem_fallback",
+    "stalled",
 ]
 
 EARLY_STEP_LIMIT: Final = 10
 """A training crash in steps 1-10 is ``early_steps`` (DESIGN.md); later, after healthy progress,
 the config fits most steps and one heavy batch tips it over: ``intermittent``."""
-OTHER_PROCESS_SHARE: Final = 0.10
-OTHER_PROCESS_MIN_GIB: Final = 1.0
+OTHER_PROCESS_SHARE: Final = 0.15
+OTHER_PROCESS_MIN_GIB: Final = 2.5
 """Other processes (or memory held outside the job) make the GPU "not clean" when they hold at
-least this share of the card and at least this many GiB: a desktop's own ~0.5 GiB does not
-count, a second job or a stuck worker does."""
-JOB_HOLDS_CARD_SHARE: Final = 0.90
-"""When the job's own process holds at least this share of the card and no other process is
-listed, the job filled the card: the config, not the environment."""
+least this share of the card and at least this many GiB: a desktop session's one or two GiB
+on a 24 GB card is a note, a second job or a stuck worker is the verdict."""
+OUTSIDE_NOTE_MIN_GIB: Final = 0.75
+"""Memory held outside the job worth a note (not a verdict) when it is below the share above."""
+JOB_HOLDS_CARD_SHARE: Final = 0.85
+"""When the job's own process holds at least this share of the card and no other process
+holds a real share, the job filled the card: the config, not the environment."""
+SPILL_CARD_MAX_GIB: Final = 24.5
+"""NVIDIA's system-memory fallback turns an OOM into a crawl on consumer cards: a bar stuck at
+no progress on a card below this size is read as the spill, not only as a stall."""
+LOG_STILL_WRITTEN_S: Final = 600.0
+"""A log modified this recently may belong to a job that is still running (or stalled)."""
 FRAGMENTATION_MIN_GIB: Final = 1.0
 """Reserved-but-unallocated memory at least this large (or as large as the failed allocation)
 is worth ``expandable_segments:True``, as PyTorch's own message suggests."""
@@ -178,6 +191,15 @@ class Advice:
 
 
 @dataclass(frozen=True)
+class LogMismatch:
+    """A memory field whose value in the log's printed config differs from the config given."""
+
+    path: str
+    in_log: Any
+    in_config: Any
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     """The verdict on one crash; :meth:`to_json` is what ``diagnose --json`` prints.
 
@@ -205,6 +227,10 @@ class Diagnosis:
         resumed: The last run continued an earlier one.
         skip_count: OOM-skipped batches in the last run.
         probe: The GPU probe, if one was made.
+        log_matches_config: Whether the log is from this config: True when the config it
+            printed matches, False when it differs or the log is older than the config's last
+            change, None when it cannot tell.
+        log_mismatch: The memory fields that differ between the log's config and this one.
     """
 
     moment: Moment | None
@@ -230,6 +256,8 @@ class Diagnosis:
     resumed: bool
     skip_count: int
     probe: ProbeResult | None
+    log_matches_config: bool | None = None
+    log_mismatch: tuple[LogMismatch, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The diagnosis as JSON-ready data (DESIGN.md's keys, and a few more)."""
@@ -257,6 +285,11 @@ class Diagnosis:
             "resumed": self.resumed,
             "skip_count": self.skip_count,
             "gpu_now": _probe_json(self.probe),
+            "log_matches_config": self.log_matches_config,
+            "log_mismatch": [
+                {"path": m.path, "in_log": m.in_log, "in_config": m.in_config}
+                for m in self.log_mismatch
+            ],
         }
 
 
@@ -323,6 +356,7 @@ def diagnose(
     answers: Answers | Mapping[str, Any] | None = None,
     probe: ProbeResult | None = None,
     changelog: ChangeLog | None = None,
+    now: float | None = None,
 ) -> Diagnosis:
     """Say when and why the job ran out of memory, from whatever is known.
 
@@ -333,6 +367,7 @@ def diagnose(
             over the log, and a disagreement is shown.
         probe: The GPU as it is now (None when it could not be looked at).
         changelog: The config's change log, when it is the wizard's own output.
+        now: The time to compare the log's modification time with (default: now).
 
     Raises:
         WizardError: an answer names an unknown moment or kind.
@@ -340,9 +375,11 @@ def diagnose(
     given = Answers.coerce(answers)
     process = view.primary if view is not None else None
     kind = _model_kind(process)
-    found = _moment_from_log(scan, process)
+    found = _moment_from_log(scan, process, time.time() if now is None else now)
     env = _environment(scan, process, probe, given)
     scaled = _scale_up_advice(changelog)
+    signals, slow_advice = _slowdown(scan, probe, found)
+    match = _log_match(scan, process, changelog)
 
     log_moment: Moment | None = "environment" if env.strong else found.moment
     moment = given.moment or log_moment
@@ -350,15 +387,20 @@ def diagnose(
     disagreements = _disagreements(given, log_moment, found, env, kind)
     # The environment's own advice comes first when it is to blame; else a scale-up to undo.
     advice = (*env.advice, *scaled) if env.strong else (*scaled, *env.advice)
+    advice = (*advice, *slow_advice)
     notes = [*kind.notes, *(found.notes if log_moment == found.moment else ())]
+    notes += env.notes
     if scan is None:
         notes.append("No log: the moment comes only from your answers.")
+    verdict = _verdict(scan, moment, found, env, kind, model_kind, given)
+    if match.words:
+        verdict = f"{match.words} {verdict}"
     return Diagnosis(
         moment=moment,
         phase=scan.phase if scan is not None else "unknown",
         model_kind=model_kind,
         arch=kind.arch,
-        signals=scan.signals if scan is not None else (),
+        signals=signals,
         environment_suspected=env.strong or env.suspected,
         reasons=env.reasons,
         evidence=_evidence(scan),
@@ -366,9 +408,9 @@ def diagnose(
         last_step=scan.last_step if scan is not None else None,
         total_steps=scan.total_steps if scan is not None else None,
         advice=advice,
-        verdict=_verdict(scan, moment, found, env, kind, model_kind, given),
+        verdict=verdict,
         first_change=_first_change(moment, model_kind, advice),
-        confidence="high" if given.moment else found.confidence,
+        confidence="high" if given.moment else ("low" if match.stale else found.confidence),
         log=scan.source if scan is not None else None,
         crashed=scan.crashed if scan is not None else None,
         disagreements=disagreements,
@@ -377,6 +419,8 @@ def diagnose(
         resumed=scan.resumed if scan is not None else False,
         skip_count=scan.skip_count if scan is not None else 0,
         probe=probe,
+        log_matches_config=match.matches,
+        log_mismatch=match.mismatch,
     )
 
 
@@ -456,10 +500,12 @@ class _Moment:
     notes: tuple[str, ...] = ()
 
 
-def _moment_from_log(scan: LogScan | None, process: ProcessView | None) -> _Moment:
+def _moment_from_log(scan: LogScan | None, process: ProcessView | None, now: float) -> _Moment:
     """The moment the log points to, or None with the reason it does not point anywhere."""
     if scan is None:
         return _Moment(None, "no log", "low")
+    if not scan.crashed and scan.ends_open and not scan.has("oom_skip"):
+        return _open_end_moment(scan, process, now)
     if not scan.crashed and not scan.has("oom_skip"):
         note = "The log's last run shows no crash"
         if scan.stopped:
@@ -479,6 +525,37 @@ def _moment_from_log(scan: LogScan | None, process: ProcessView | None) -> _Mome
         note = "The log does not show the error itself (it is cut off): assuming out of memory."
         return _Moment(found.moment, found.why, "low", (*found.notes, note))
     return _moment_from_phase(scan, process)
+
+
+def _open_end_moment(scan: LogScan, process: ProcessView | None, now: float) -> _Moment:
+    """The run just stops inside a phase, with no error and no sign that it finished: the job
+    stalled there (the driver's system-memory fallback crawls for hours), was killed from
+    outside, or the log was pasted up to there. That phase's moment, said with low confidence."""
+    found = _moment_from_phase(scan, process)
+    where = _PHASE_WORDS[scan.phase] or "where it was"
+    if scan.spill_step is not None:
+        why = (
+            f"from training step {scan.spill_step}, after a stable stretch (its s/it grew "
+            "several-fold), with no error: the driver spilling VRAM into system memory"
+        )
+    elif scan.has("stall"):
+        why = f"{where}, on a bar with no progress at all and no error: the job stalled there"
+    else:
+        why = f"{where}, with no error: the job stalled or was killed there"
+    notes = list(found.notes)
+    if scan.modified is not None and now - scan.modified < LOG_STILL_WRITTEN_S:
+        minutes = max(int((now - scan.modified) // 60), 0)
+        ago = "less than a minute ago" if minutes == 0 else f"{minutes} min ago"
+        notes.append(
+            f"The log was written {ago}: the job may still be running, or stalled. "
+            "Check that its process is alive before you change anything."
+        )
+    else:
+        notes.append(
+            "The log has no error and no sign that the run finished: assuming it stalled or was "
+            "killed there (if you only pasted part of it, say when it crashed)."
+        )
+    return _Moment(found.moment, why, "low", tuple(notes))
 
 
 def _moment_from_phase(scan: LogScan, process: ProcessView | None) -> _Moment:
@@ -521,7 +598,12 @@ def _trouble_step(scan: LogScan) -> int | None:
     A resumed run counts from where it resumed: a config that dies at once after a resume
     (the optimizer state loaded back adds memory) did not survive its first steps.
     """
-    step = scan.skips[-1].step if not scan.crashed and scan.skips else scan.last_step
+    if not scan.crashed and scan.spill_step is not None:
+        step: int | None = scan.spill_step
+    elif not scan.crashed and scan.skips:
+        step = scan.skips[-1].step
+    else:
+        step = scan.last_step
     if step is None:
         return None
     return step - (scan.first_step or 0) + 1
@@ -578,6 +660,7 @@ class _Environment:
     suspected: bool
     reasons: tuple[str, ...]
     advice: tuple[Advice, ...]
+    notes: tuple[str, ...] = ()
 
 
 def _environment(
@@ -594,8 +677,10 @@ def _environment(
     strong: list[str] = []
     suspected: list[str] = []
     advice: list[Advice] = []
+    notes: list[str] = []
     oom = scan.oom if scan is not None else None
     job_alone = _job_holds_card(oom)
+    _outside_note(oom, notes)
     if job_alone is not None:
         against = job_alone
     else:
@@ -613,7 +698,7 @@ def _environment(
     if given.worked_before:
         _worked_before(suspected, advice)
     reasons = [*strong, *suspected] + ([against] if against else [])
-    return _Environment(bool(strong), bool(suspected), tuple(reasons), tuple(advice))
+    return _Environment(bool(strong), bool(suspected), tuple(reasons), tuple(advice), tuple(notes))
 
 
 def _share(gib: float, total: float | None) -> bool:
@@ -658,6 +743,18 @@ def _legacy_job_holds_card(oom: OomFigures) -> str | None:
         f"{max(outside, 0.0):.2f} GiB was held outside it: the job itself filled the card, it is "
         "the config, not the environment"
     )
+
+
+def _outside_note(oom: OomFigures | None, notes: list[str]) -> None:
+    """Memory held outside the job that is too little to blame is still worth a line."""
+    if oom is None or not oom.total or oom.this_process is None or oom.free is None:
+        return
+    outside = oom.total - oom.free - oom.this_process - oom.others_total
+    if outside >= OUTSIDE_NOTE_MIN_GIB and not _share(outside, oom.total):
+        notes.append(
+            f"{outside:.2f} of {oom.total:.2f} GiB was in use outside this process (a desktop "
+            "session, a browser): too little to blame, but closing it gives the job that much."
+        )
 
 
 def _others_in_message(oom: OomFigures | None, strong: list[str], advice: list[Advice]) -> None:
@@ -759,12 +856,18 @@ def _host_kill(
 ) -> None:
     """Killed from outside Python (SIGKILL, ``Killed``, exit 137, the kernel's OOM killer)
     with no GPU out-of-memory: the host ran out of RAM."""
-    if not scan.has("host_oom_kill") or scan.has(*GPU_SIGNALS):
+    if not scan.has(*HOST_SIGNALS) or scan.has(*GPU_SIGNALS):
         return
-    strong.append(
-        "the trainer was killed from outside Python (SIGKILL / Killed / exit 137) with no GPU "
-        "out-of-memory error: on Linux that is the kernel's OOM killer, the host ran out of RAM"
-    )
+    if scan.has("host_oom_kill"):
+        strong.append(
+            "the trainer was killed from outside Python (SIGKILL / Killed / exit 137) with no GPU "
+            "out-of-memory error: on Linux that is the kernel's OOM killer, the host ran out of RAM"
+        )
+    else:
+        strong.append(
+            "Python raised MemoryError with no GPU out-of-memory error: the host ran out of RAM "
+            "(or of address space), not the card"
+        )
     heavy = []
     if process is not None:
         if process.model.layer_offloading is True:
@@ -940,6 +1043,161 @@ def _worked_before(suspected: list[str], advice: list[Advice]) -> None:
     )
 
 
+# --- slowdowns -----------------------------------------------------------------------------------
+
+
+def _card_gib(scan: LogScan | None, probe: ProbeResult | None) -> float | None:
+    """The card's size, from the allocator message or the probe."""
+    if scan is not None and scan.oom is not None and scan.oom.total:
+        return scan.oom.total
+    if probe is not None and probe.gpus:
+        return probe.gpus[0].total_gib
+    return None
+
+
+def _slowdown(
+    scan: LogScan | None, probe: ProbeResult | None, found: _Moment
+) -> tuple[tuple[Signal, ...], tuple[Advice, ...]]:
+    """The signals, with ``sysmem_spill`` added when a stall sits on a card small enough for
+    the driver's fallback to be the likely cause, and the advice a slowdown calls for."""
+    if scan is None:
+        return (), ()
+    signals = list(scan.signals)
+    card = _card_gib(scan, probe)
+    stalled_small = scan.has("stall") and card is not None and card < SPILL_CARD_MAX_GIB
+    if stalled_small and "sysmem_spill" not in signals:
+        signals.append("sysmem_spill")
+    if "sysmem_spill" not in signals and "stall" not in signals:
+        return tuple(signals), ()
+    moment = f" for the '{found.moment}' moment" if found.moment else ""
+    advice = [
+        Advice(
+            "sysmem_fallback",
+            "A crawl with no error is an out-of-memory in disguise: the NVIDIA driver moves VRAM "
+            "into shared system memory instead of failing. On Windows set NVIDIA Control Panel → "
+            "Manage 3D settings → 'CUDA - Sysmem Fallback Policy: Prefer No Sysmem Fallback' (for "
+            "the trainer's python.exe, or globally): it then fails fast with a clean CUDA "
+            f"out-of-memory error, and the roll-back{moment} below is what makes it fit.",
+        )
+    ]
+    if "stall" in signals:
+        advice.append(
+            Advice(
+                "stalled",
+                "The job made no progress at all where the log stops. Check that its process is "
+                "still alive (nvidia-smi, Task Manager): busy GPU and no progress is the fallback "
+                "above; no process at all means it was killed (look at the system log).",
+            )
+        )
+    ordered = tuple(s for s in SIGNALS if s in signals)
+    return ordered, tuple(advice)
+
+
+# --- the right run ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _LogMatch:
+    """Whether the log is from the config given, and the words that say it when it is not."""
+
+    matches: bool | None
+    mismatch: tuple[LogMismatch, ...] = ()
+    stale: bool = False
+    words: str = ""
+
+
+_ABSENT: Final = object()
+
+
+def _view_value(process: ProcessView, path: str) -> Any:
+    """The value at ``path`` (``train.batch_size``, ``datasets[1].resolution``) in the view."""
+    section_name, _, key = path.rpartition(".")
+    section: Any
+    if section_name.startswith("datasets["):
+        index = int(section_name[len("datasets[") : -1])
+        if index >= len(process.datasets):
+            return _ABSENT
+        section = process.datasets[index]
+    else:
+        section = getattr(process, section_name, None)
+    if section is None:
+        return _ABSENT
+    return getattr(section, key, _ABSENT)
+
+
+def _same(in_log: Any, in_config: Any) -> bool:
+    """Equal as AI Toolkit reads them: a resolution of 512 is [512]; lists and tuples alike."""
+
+    def norm(value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return tuple(norm(v) for v in value)
+        return value
+
+    left, right = norm(in_log), norm(in_config)
+    if isinstance(left, tuple) != isinstance(right, tuple):
+        left = left if isinstance(left, tuple) else (left,)
+        right = right if isinstance(right, tuple) else (right,)
+    return bool(left == right)
+
+
+def _log_match(
+    scan: LogScan | None, process: ProcessView | None, changelog: ChangeLog | None
+) -> _LogMatch:
+    """Compare the process config the log printed with the config given, and the log's age
+    with the config's last change. A log written before that change is from the run before it."""
+    if scan is None or process is None:
+        return _LogMatch(None)
+    mismatch: list[LogMismatch] = []
+    for path, in_log in scan.config_dump or ():
+        in_config = _view_value(process, path)
+        if in_config is _ABSENT or in_config is None:
+            continue
+        if not _same(in_log, in_config):
+            plain = in_config if not isinstance(in_config, tuple) else list(in_config)
+            mismatch.append(LogMismatch(process.path_text(path), in_log, plain))
+    changed_at = _last_change_time(changelog)
+    stale = changed_at is not None and scan.modified is not None and scan.modified < changed_at
+    if mismatch:
+        differences = ", ".join(
+            f"{m.path.rsplit('.', 1)[-1]} was {_plain(m.in_log)} there, {_plain(m.in_config)} now"
+            for m in mismatch[:3]
+        )
+        more = f" (and {len(mismatch) - 3} more)" if len(mismatch) > 3 else ""
+        lead = "your last change" if changelog is not None else "the config you gave"
+        words = (
+            f"This log is from the run before {lead}: {differences}{more}. "
+            "Its crash is not the new config's; run the new config to see whether it fits."
+        )
+        return _LogMatch(False, tuple(mismatch), stale=True, words=words)
+    if stale:
+        words = (
+            "This log was written before your last change to the config: it is from the run "
+            "before that change, and its crash is not the new config's."
+        )
+        return _LogMatch(False, (), stale=True, words=words)
+    if scan.config_dump:
+        return _LogMatch(True)
+    return _LogMatch(None)
+
+
+def _last_change_time(changelog: ChangeLog | None) -> float | None:
+    last = changelog.last_run() if changelog is not None else None
+    if last is None:
+        return None
+    try:
+        return datetime.fromisoformat(last.at.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_plain(v) for v in value) + "]"
+    return str(value)
+
+
 # --- change log, evidence, verdict --------------------------------------------------------------
 
 
@@ -1031,6 +1289,8 @@ def _what_happened(scan: LogScan | None) -> str:
         return "CUDA ran out of pinned host memory while copying weights"
     if scan.has("host_oom_kill") and not scan.has(*GPU_SIGNALS):
         return "The trainer was killed when the host ran out of RAM"
+    if scan.has("host_memory_error") and not scan.has(*GPU_SIGNALS):
+        return "The trainer ran out of host RAM (MemoryError)"
     if scan.crashed and scan.has(*GPU_SIGNALS):
         return "The job ran out of GPU memory"
     if scan.has("silent_exit"):
@@ -1041,6 +1301,10 @@ def _what_happened(scan: LogScan | None) -> str:
         return "The job crashed (the error itself is not in the log)"
     if scan.has("oom_skip"):
         return f"Training skipped {scan.skip_count} batch(es) for lack of GPU memory and went on"
+    if scan.ends_open and scan.spill_step is not None:
+        return "The job slowed to a crawl"
+    if scan.ends_open:
+        return "The log stops"
     return "The log's last run shows no crash"
 
 

@@ -25,20 +25,25 @@ holding several runs is diagnosed on its last one.
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import functools
 import io
+import json
+import os
 import re
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import IO, Any, Final, Literal, get_args
+from typing import IO, TYPE_CHECKING, Annotated, Any, Final, Literal, get_args
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr
 
 from wizard.errors import LogError, PresetError
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 Phase = Literal[
     "model_load",
@@ -68,14 +73,23 @@ GpuSignal = Literal[
 ]
 """Signals that the GPU ran out of memory, directly or through a known follow-on error."""
 
-LineSignal = Literal[GpuSignal, "host_oom_kill"]
-"""The signals a single line shows (``silent_exit`` is concluded from the whole run)."""
+HostSignal = Literal["host_oom_kill", "host_memory_error"]
+"""Signals that the host (RAM), not the GPU, ran out: a kill from outside, Python's MemoryError."""
 
-Signal = Literal[LineSignal, "silent_exit"]
+LineSignal = Literal[GpuSignal, HostSignal]
+"""The signals a single line shows (the others are concluded from the whole run)."""
+
+RunSignal = Literal["silent_exit", "sysmem_spill", "stall"]
+"""Signals concluded from the whole run: an exit with no error, a training bar that slowed down
+several-fold after a stable stretch (the driver spilling VRAM into system memory), a log that
+stops on a bar with no progress at all."""
+
+Signal = Literal[LineSignal, RunSignal]
 SIGNALS: Final[tuple[Signal, ...]] = get_args(Signal)
 """Every signal, in the order they are reported."""
 
 GPU_SIGNALS: Final[frozenset[Signal]] = frozenset(get_args(GpuSignal))
+HOST_SIGNALS: Final[frozenset[Signal]] = frozenset(get_args(HostSignal))
 
 FATAL_SIGNALS: Final[frozenset[Signal]] = frozenset(
     {"cuda_oom", "cuda_error_oom", "cublas_alloc", "oom_abort", "loss_dict_followon"}
@@ -125,6 +139,19 @@ OOM_MESSAGE_TAIL: Final = 3
 _BAR_CACHE_LIMIT: Final = 1024
 _NO_BAR: Final = b"\n"
 """What a segment starts with when it repeats the previous bar: never, after a text segment."""
+RESUME_MAX_ELAPSED_S: Final = 60.0
+"""A training bar first seen past step 0 is a resume when its first redraw shows at most this
+much elapsed time; more, and it is an excerpt of a longer run, unless that time is far too
+short for the steps shown at the bar's own rate (``RESUME_ELAPSED_SHARE``)."""
+RESUME_ELAPSED_SHARE: Final = 0.25
+"""An elapsed time below this share of ``n × s/it`` cannot have made those steps: a resume."""
+SPILL_FACTOR: Final = 4.0
+"""A training bar whose s/it grows to this many times its best so far has slowed down by the
+driver's system-memory fallback (VRAM spilled into shared system memory), not by chance."""
+SPILL_MIN_READINGS: Final = 2
+"""Readings of the bar's rate (after its first step) that make the stable stretch."""
+MAX_DUMP_LINES: Final = 4000
+"""The printed process config longer than this is not read (it is not the toolkit's dump)."""
 STOP_SIGNALS: Final = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
 """A job ended by one of these was stopped (by the user, the UI or a shutdown), not crashed."""
 
@@ -133,12 +160,29 @@ _BAR = re.compile(
     r"^(?P<desc>.*?):?\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*(?:\[.*)?$"
 )
 _PCT_DIGITS: Final = b"0123456789 "
+_RATE = re.compile(
+    rb"\[(?P<elapsed>\d+(?::\d{1,2}){1,2})<[^,\]]*,\s*(?P<rate>\d+(?:\.\d+)?)(?P<unit>s/it|it/s)"
+)
+"""tqdm's ``[elapsed<remaining, rate]``: ``[5:41:20<1:02:11,  2.16s/it`` or ``12.5it/s``."""
 _TRAINING_POSTFIX = re.compile(rb"\b(?:lr|loss|avr_loss)[:=]\s*[-+.\d]")
 """A bar whose postfix reports a learning rate or a loss is the training bar."""
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 
 
 # --- the marker table ---------------------------------------------------------------------------
+
+
+def _regex(pattern: str) -> str:
+    """A pattern of the table: it must compile (the error then points at its line and column)."""
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"not a valid regular expression: {exc.msg}") from None
+    return pattern
+
+
+Regex = Annotated[str, Field(min_length=1), AfterValidator(_regex)]
+"""A regular expression of the marker table, checked when the table is loaded."""
 
 
 class _Frozen(BaseModel):
@@ -150,7 +194,7 @@ class _Frozen(BaseModel):
 class _Rule(_Frozen):
     """One pattern of the marker table, with its own flags."""
 
-    pattern: str = Field(min_length=1)
+    pattern: Regex
     ignore_case: bool = False
 
     def source(self) -> str:
@@ -177,35 +221,40 @@ class SignalRule(_Rule):
 
 
 class FrameRule(_Rule):
-    """A traceback function name that places the failure in a phase."""
+    """A traceback function name (or the call under a frame) that places the failure in a
+    phase; ``file``, when given, must match the frame's file as well."""
 
     phase: FramePhase
+    file: Regex | None = None
 
 
 class ConfigDump(_Frozen):
     """The process config printed as JSON: its opening line, and the line that confirms it."""
 
-    open: str
-    key: str
+    open: Regex
+    key: Regex
 
 
 class LogMarkers(_Frozen):
     """The schema of ``presets/log_markers.yaml`` (see the comments in that file)."""
 
-    run_start: tuple[str, ...]
+    run_start: tuple[Regex, ...]
     config_dump: ConfigDump
-    resume: tuple[str, ...]
+    resume: tuple[Regex, ...]
     phases: tuple[PhaseRule, ...]
     bars: tuple[BarRule, ...]
     signals: tuple[SignalRule, ...]
-    python_errors: tuple[str, ...]
-    exception: str
-    exits: tuple[str, ...]
-    stopped: tuple[str, ...]
-    frame: str
+    python_errors: tuple[Regex, ...]
+    exception: Regex
+    exits: tuple[Regex, ...]
+    stopped: tuple[Regex, ...]
+    frame: Regex
     frame_phases: tuple[FrameRule, ...]
-    host_copy: tuple[str, ...]
-    line_prefixes: tuple[str, ...] = ()
+    host_copy: tuple[Regex, ...]
+    line_prefixes: tuple[Regex, ...] = ()
+    finished: tuple[Regex, ...] = ()
+    call_phases: tuple[FrameRule, ...] = ()
+    config_fields: tuple[str, ...] = ()
 
     _compiled: _Compiled | None = PrivateAttr(default=None)
 
@@ -241,7 +290,13 @@ class _Compiled:
         self.exits = [re.compile(p) for p in markers.exits]
         self.stopped = _any(markers.stopped)
         self.frame = re.compile(markers.frame)
-        self.frame_phases = [(re.compile(r.source()), r.phase) for r in markers.frame_phases]
+        self.frame_phases = [
+            (re.compile(r.source()), re.compile(r.file) if r.file else None, r.phase)
+            for r in markers.frame_phases
+        ]
+        self.call_phases = [(re.compile(r.source()), r.phase) for r in markers.call_phases]
+        self.finished = _any(markers.finished)
+        self.config_fields = markers.config_fields
         self.host_copy = _any(markers.host_copy)
         joined = "|".join(f"(?:{p})" for p in markers.line_prefixes)
         self.prefix = re.compile(f"(?:{joined})+") if joined else None
@@ -255,6 +310,7 @@ class _Compiled:
             markers.exception,
             *markers.exits,
             *markers.stopped,
+            *markers.finished,
             markers.frame,
             *markers.host_copy,
         ]
@@ -264,40 +320,31 @@ class _Compiled:
 def load_log_markers(path: Path | None = None) -> LogMarkers:
     """Load and check the marker table (default: the shipped ``presets/log_markers.yaml``).
 
+    It is read like every other preset (:func:`wizard.presets.parse_preset`): an error names
+    the file, the line and the column of the value that is wrong.
+
     Raises:
         PresetError: the file is missing, not YAML, does not match the schema, or holds a
             pattern that is not a valid regular expression.
     """
     if path is None:
         return _shipped_markers()
-    return _read_markers(path.read_text(encoding="utf-8"), str(path))
+    return _read_markers(path)
 
 
 @functools.cache
 def _shipped_markers() -> LogMarkers:
-    file = resources.files("presets") / MARKERS_FILE
-    return _read_markers(file.read_text(encoding="utf-8"), str(file))
+    return _read_markers(resources.files("presets") / MARKERS_FILE)
 
 
-def _read_markers(text: str, where: str) -> LogMarkers:
+def _read_markers(file: Traversable) -> LogMarkers:
+    from wizard.presets import parse_preset
+
+    markers = parse_preset(file, LogMarkers)
     try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        markers = LogMarkers.model_validate(data)
         markers.compiled()
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        raise PresetError(
-            f"not valid YAML: {exc.problem}",
-            file=where,
-            line=mark.line + 1 if mark else None,
-            column=mark.column + 1 if mark else None,
-        ) from None
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        place = ".".join(str(part) for part in error["loc"])
-        raise PresetError(f"{place}: {error['msg']}", file=where) from None
-    except re.error as exc:
-        raise PresetError(f"bad pattern {exc.pattern!r}: {exc.msg}", file=where) from None
+    except re.error as exc:  # each pattern compiles; their join can still clash
+        raise PresetError(f"patterns do not join: {exc.msg}", file=str(file)) from None
     return markers
 
 
@@ -405,6 +452,17 @@ class LogScan:
         exit_code: The exit status the log reports, if any.
         host_copy: The failing traceback copies between GPU and pinned host memory.
         evidence: Lines that support the findings, in file order.
+        finished: The run says it finished (a final result line, a training bar at its total).
+        ends_open: The run just stops: it progressed, then no error, no stop and no finish sign
+            (a stall, a kill from outside, or a pasted excerpt).
+        excerpt: The training bar was first seen past step 0 with hours of elapsed time: the
+            log starts in the middle of a run, which is not a resume.
+        spill_step: The training step at which the bar's s/it grew ``SPILL_FACTOR``-fold over
+            its stable stretch (``sysmem_spill``).
+        stall_line: The bar stuck at no progress the log stops on (``stall``).
+        modified: The log file's modification time (seconds since the epoch), if a file.
+        config_dump: The memory fields (``config_fields``) of the process config the run
+            printed at its start: (path relative to the process, value).
     """
 
     source: str | None
@@ -431,6 +489,13 @@ class LogScan:
     exit_code: int | None
     host_copy: bool
     evidence: tuple[EvidenceLine, ...]
+    finished: bool = False
+    ends_open: bool = False
+    excerpt: bool = False
+    spill_step: int | None = None
+    stall_line: int | None = None
+    modified: float | None = None
+    config_dump: tuple[tuple[str, Any], ...] | None = None
 
     def has(self, *signals: Signal) -> bool:
         """Whether the run shows any of ``signals``."""
@@ -564,7 +629,8 @@ def scan_log(path: str | Path, *, markers: LogMarkers | None = None) -> LogScan:
         raise LogError("this is a folder, not a log; pass the log file (log.txt)", file=path)
     try:
         with path.open("rb") as stream:
-            return scan_stream(stream, source=str(path), markers=markers)
+            scan = scan_stream(stream, source=str(path), markers=markers)
+            return dataclasses.replace(scan, modified=os.fstat(stream.fileno()).st_mtime)
     except FileNotFoundError:
         raise LogError("no such log file", file=path) from None
     except OSError as exc:
@@ -720,6 +786,14 @@ class _Run:
     traceback_hint: FramePhase | None = None
     frame_phase: FramePhase | None = None
     host_copy: bool = False
+    expect_call: bool = False
+    finished: bool = False
+    excerpt: bool = False
+    best_rate: float | None = None
+    rate_readings: int = 0
+    spill_step: int | None = None
+    zero_bar_line: int | None = None
+    config_dump: tuple[tuple[str, Any], ...] | None = None
 
     def note(self, line: int, text: str, tag: str) -> None:
         """Keep an evidence line (once per text and tag)."""
@@ -730,6 +804,7 @@ class _Run:
     def progress(self) -> None:
         """Training (or loading) moved on: what failed before did not end the run."""
         self.progressed = True
+        self.expect_call = False
         if self.failing or self.frames_seen:
             self.failing = False
             self.frames_seen = False
@@ -756,6 +831,26 @@ class _Run:
         bar = parse_bar(clean(self.train_bar))
         return (bar.n, bar.total) if bar else (None, None)
 
+    def rate_reading(self, seg: bytes, line: int) -> None:
+        """One reading of the training bar's rate: the stable stretch, or the spill from it."""
+        match = _RATE.search(seg)
+        bar = parse_bar(clean(seg)) if match else None
+        if match is None or bar is None or bar.n <= (self.first_step or 0) + 1:
+            return  # the first step's rate includes compiling and warm-up
+        rate = float(match["rate"])
+        seconds = rate if match["unit"] == b"s/it" else (1.0 / rate if rate else 0.0)
+        if seconds <= 0:
+            return
+        best = self.best_rate
+        stable = best is not None and self.rate_readings >= SPILL_MIN_READINGS
+        if stable and best is not None and seconds >= SPILL_FACTOR * best:
+            if self.spill_step is None:
+                self.spill_step = bar.n
+                self.note(line, clean(seg), "sysmem_spill")
+            return
+        self.rate_readings += 1
+        self.best_rate = seconds if best is None else min(best, seconds)
+
     def current_step(self) -> int | None:
         """The latest step the log has shown, from the bar or a save/sample line."""
         if self.marker_step is not None and self.marker_step_line > self.train_bar_line:
@@ -777,6 +872,7 @@ class _Scanner:
         self._train_prefix = b""
         self._kinds: dict[bytes, BarKind] = {}
         self._dump_line: int | None = None
+        self._dump: list[str] | None = None
         self._ends_with_newline = True  # an empty log has no lines
 
     def _new_run(self, line: int, *, header: bool) -> _Run:
@@ -837,8 +933,13 @@ class _Scanner:
         return line.endswith(b"]") and line.count(b"]" + prefix) == redraws - 1
 
     def _remember(self, seg: bytes, line: int) -> None:
+        """The last redraw of a bar on its line: a redraw is progress (a stuck bar is not
+        redrawn); the training bar's rate is read here, once per line."""
+        run = self._run
+        run.zero_bar_line = None
         if self._head_training:
-            self._run.train_bar, self._run.train_bar_line = seg, line
+            run.train_bar, run.train_bar_line = seg, line
+            run.rate_reading(seg, line)
 
     def _bar(self, seg: bytes, pos: int, line: int) -> None:
         """A progress-bar segment whose head differs from the previous segment's."""
@@ -856,6 +957,8 @@ class _Scanner:
             return
         run = self._run
         run.progress()
+        reading = parse_bar(clean(seg))
+        run.zero_bar_line = line if reading is not None and reading.n == 0 else None
         if kind == "training":
             self._training_bar(seg, line)
         elif kind == "unnamed":
@@ -900,8 +1003,12 @@ class _Scanner:
             run.training_started = True
             step, _ = run.train_step()
             run.first_step = step
-            if step:
+            if step and not run.resumed and _long_before(seg, step):
+                run.excerpt, run.first_step = True, 0  # the start of this run is not in the log
+            elif step:
                 run.resumed = True
+        else:
+            run.rate_reading(seg, line)
         if run.phase != "training":
             run.enter("training", line, clean(seg))
 
@@ -912,27 +1019,64 @@ class _Scanner:
         if not text.strip():
             return
         run = self._run
+        if self._dump is not None:
+            self._dump_text(text)
+            return
         if self._dump_line is not None:
             dump_line, self._dump_line = self._dump_line, None
             if self._p.dump_key.match(text):
                 self._start_run(dump_line)
+                self._dump = ["{", text]
                 return
+        if run.expect_call:
+            run.expect_call = False
+            if not self._p.frame.match(text):
+                self._call(text, line)
         if run.oom_tail:
             run.oom_tail -= 1
             self._oom_numbers(text, line, continuation=True)
-        if not self._p.prefilter.search(text):
+        # A pasted log is often indented by the paste (a code block, a quote); the toolkit's
+        # own lines are read without that indent. In a traceback the indent means source code.
+        body = text.lstrip(" ") if not run.frames_seen else text
+        if not self._p.prefilter.search(body):
             return
-        if self._p.run_start.search(text):
+        if self._p.run_start.search(body):
             self._start_run(line)
             return
-        if self._p.dump_open.match(text):
+        if self._p.dump_open.match(body):
             self._dump_line = line
             return
-        self._resume(text, line)
+        self._resume(body, line)
         self._signals(text, line)
-        self._failure(text, line)
+        self._failure(body, line)
         self._frames(text, line)
-        self._phase(text, line)
+        self._phase(body, line)
+        if self._p.finished.search(body):
+            run.finished = True
+            run.progress()
+            run.note(line, body, "finished")
+
+    def _dump_text(self, text: str) -> None:
+        """A line of the process config printed as JSON: kept until its closing brace."""
+        dump = self._dump
+        assert dump is not None
+        dump.append(text)
+        if text == "}":
+            self._dump = None
+            self._run.config_dump = _dump_fields("\n".join(dump), self._p.config_fields)
+        elif len(dump) > MAX_DUMP_LINES:
+            self._dump = None
+
+    def _call(self, text: str, line: int) -> None:
+        """The source line under a frame: the call it made may name the phase."""
+        run = self._run
+        if run.traceback_hint is not None:
+            return
+        for pattern, phase in self._p.call_phases:
+            if pattern.search(text):
+                run.traceback_hint = run.frame_phase = phase
+                run.note(line, text, "frame")
+                return
 
     def _start_run(self, line: int) -> None:
         if self._run.progressed:
@@ -1017,11 +1161,12 @@ class _Scanner:
     def _frames(self, text: str, line: int) -> None:
         run = self._run
         if match := self._p.frame.match(text):
-            run.frames_seen = True
-            func = match["func"]
+            run.frames_seen = run.python_error = True
+            func, file = match["func"], match["file"]
             if run.traceback_hint is None:
-                for pattern, phase in self._p.frame_phases:
-                    if pattern.search(func):
+                run.expect_call = True
+                for pattern, in_file, phase in self._p.frame_phases:
+                    if pattern.search(func) and (in_file is None or in_file.search(file)):
                         run.traceback_hint = run.frame_phase = phase
                         run.note(line, text, "frame")
                         break
@@ -1041,7 +1186,10 @@ class _Scanner:
             if step is not None:
                 run.marker_step, run.marker_step_line = int(step), line
             if kind == "sample":
-                sampled_later = run.training_started or bool(step and int(step) > 0)
+                # A sample pass the log opens with, with no run header before it, is one of
+                # the many periodic passes of a pasted excerpt, not the one baseline pass.
+                excerpt = not run.header and run.phase in ("unknown", "periodic_sample")
+                sampled_later = run.training_started or bool(step and int(step) > 0) or excerpt
                 run.enter("periodic_sample" if sampled_later else "baseline_sample", line, text)
             elif kind == "training_start":
                 if not run.training_started and run.marker_step is None:
@@ -1061,9 +1209,25 @@ class _Scanner:
             run.note(run.train_bar_line, bar_text, "bar")
         crashed = run.failing and not run.stopped
         signals = set(run.signals)
-        explained = signals & FATAL_SIGNALS or "host_oom_kill" in signals
+        explained = signals & FATAL_SIGNALS or signals & HOST_SIGNALS
         if crashed and run.exit_seen and not run.python_error and not explained:
             signals.add("silent_exit")
+        step_now = run.current_step()
+        finished = run.finished or (
+            total is not None and step_now is not None and step_now >= total
+        )
+        ends_open = (
+            not crashed
+            and not run.stopped
+            and not finished
+            and run.progressed
+            and run.phase != "unknown"
+        )
+        stall_line = run.zero_bar_line if ends_open else None
+        if stall_line is not None:
+            signals.add("stall")
+        if run.spill_step is not None:
+            signals.add("sysmem_spill")
         phase = run.phase
         frame_phase: Phase | None = None
         if crashed and run.frame_phase is not None:
@@ -1101,7 +1265,60 @@ class _Scanner:
             exit_code=run.exit_code,
             host_copy=run.host_copy,
             evidence=tuple(evidence),
+            finished=finished,
+            ends_open=ends_open,
+            excerpt=run.excerpt,
+            spill_step=run.spill_step,
+            stall_line=stall_line,
+            config_dump=run.config_dump,
         )
+
+
+def _elapsed_seconds(text: bytes) -> float:
+    """``5:41:20`` or ``10:44`` as seconds."""
+    seconds = 0.0
+    for part in text.split(b":"):
+        seconds = seconds * 60 + int(part)
+    return seconds
+
+
+def _long_before(seg: bytes, step: int) -> bool:
+    """Whether a training bar first seen at ``step`` had been running long before the log
+    starts (an excerpt), rather than starting there (a resume): tqdm's elapsed time is counted
+    from the bar's creation, so a resumed bar shows almost none."""
+    match = _RATE.search(seg)
+    if match is None:
+        return False
+    elapsed = _elapsed_seconds(match["elapsed"])
+    if elapsed <= RESUME_MAX_ELAPSED_S:
+        return False
+    rate = float(match["rate"])
+    per_step = rate if match["unit"] == b"s/it" else (1.0 / rate if rate else 0.0)
+    return elapsed >= RESUME_ELAPSED_SHARE * step * per_step
+
+
+def _dump_fields(text: str, fields: Sequence[str]) -> tuple[tuple[str, Any], ...] | None:
+    """The memory fields of a printed process config (None when it is not JSON)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    found: list[tuple[str, Any]] = []
+    for path in fields:
+        section, _, key = path.rpartition(".")
+        if section.endswith("[]"):
+            items = data.get(section[:-2])
+            if isinstance(items, list):
+                for index, item in enumerate(items):
+                    if isinstance(item, dict) and key in item:
+                        found.append((f"{section[:-2]}[{index}].{key}", item[key]))
+            continue
+        holder = data.get(section) if section else data
+        if isinstance(holder, dict) and key in holder:
+            found.append((path, holder[key]))
+    return tuple(found)
 
 
 def _resolve_frame_phase(phase: FramePhase, training_started: bool) -> Phase:

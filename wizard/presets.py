@@ -654,6 +654,12 @@ def _load(directory: Traversable) -> Presets:
 _M = TypeVar("_M", bound=BaseModel)
 
 
+def parse_preset(file: Traversable, schema: type[_M]) -> _M:
+    """Read one preset file of another module (the log markers) exactly like these: YAML,
+    no duplicate keys, the schema, and every error located at its line and column."""
+    return _parse(file, schema)
+
+
 def _parse(file: Traversable, schema: type[_M], context: dict[str, Any] | None = None) -> _M:
     """Read one preset file and validate it against ``schema``, or raise a located PresetError."""
     try:

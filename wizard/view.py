@@ -557,6 +557,10 @@ class ProcessView(BaseModel):
         """The field path of ``parts`` inside this process."""
         return ("config", "process", self.index, *parts)
 
+    def path_text(self, relative: str) -> str:
+        """``train.batch_size`` inside this process, in AI Toolkit's notation."""
+        return f"config.process[{self.index}].{relative}"
+
 
 class JobView(BaseModel):
     """The whole job: its name and type, its training processes and the others."""
