@@ -9,9 +9,15 @@ the app).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
+import os
+import signal
 import sys
+import threading
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from types import ModuleType
 
 from wizard import __version__
@@ -21,6 +27,20 @@ PROG = "oom-wizard"
 EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, so the same clean-up runs as for Ctrl-C."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+def _on_sighup(signum: int, frame: object) -> None:
+    raise Terminated
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,7 +77,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args_list
+    restore = _install_signal_handlers()
     try:
+        return _main(args_list, debug)
+    finally:
+        if argv is None and threading.current_thread() is threading.main_thread():
+            # The process is about to exit and has said what it did: a late Ctrl-C or
+            # SIGTERM must not turn into a traceback from the interpreter's shutdown.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        else:
+            restore()
+
+
+def _main(args_list: list[str], debug: bool) -> int:
+    from wizard.save import recover, written_this_process
+
+    before = written_this_process()
+    try:
+        with contextlib.suppress(OSError):
+            recover(Path.cwd())
         from wizard.commands import split_default_command
 
         parser = build_parser()
@@ -71,19 +110,90 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WizardError as exc:
         if debug:
             traceback.print_exc()
-        print(f"{PROG}: error: {exc.one_line()}", file=sys.stderr)
+        _say(f"{PROG}: error: {exc.one_line()}{_written_note(before)}")
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted; nothing was written", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        what = "terminated" if isinstance(exc, Terminated) else "interrupted"
+        written = _new_files(before)
+        if written:
+            names = " and ".join(str(path) for path in written)
+            _say(f"{PROG}: {what} after the save was complete: {names} were written")
+        else:
+            _say(f"{PROG}: {what}; nothing was written")
+        return EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED
     except BrokenPipeError:
+        _silence_stdout()
         return EXIT_OK
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EIO, errno.EDQUOT) and not _stdout_ok():
+            _silence_stdout()
+            _say(
+                f"{PROG}: error: cannot write to standard output: {exc.strerror}"
+                f"{_written_note(before)}"
+            )
+            return EXIT_BAD_INPUT
+        return _internal(exc, debug)
     except Exception as exc:
-        if debug:
-            traceback.print_exc()
-        print(
-            f"{PROG}: internal error: {type(exc).__name__}: {exc} "
-            "(run again with --debug for a traceback, and please report it)",
-            file=sys.stderr,
-        )
-        return EXIT_INTERNAL
+        return _internal(exc, debug)
+
+
+def _internal(exc: Exception, debug: bool) -> int:
+    if debug:
+        traceback.print_exc()
+    _say(
+        f"{PROG}: internal error: {type(exc).__name__}: {exc} "
+        "(run again with --debug for a traceback, and please report it)"
+    )
+    return EXIT_INTERNAL
+
+
+def _new_files(before: tuple[Path, ...]) -> tuple[Path, ...]:
+    from wizard.save import written_this_process
+
+    return written_this_process()[len(before) :]
+
+
+def _written_note(before: tuple[Path, ...]) -> str:
+    """Nothing, or what was saved before the failure (so no message claims otherwise)."""
+    written = _new_files(before)
+    if not written:
+        return ""
+    return " (the save itself was complete: " + " and ".join(map(str, written)) + " were written)"
+
+
+def _say(line: str) -> None:
+    """One line on stderr, even when stderr itself is gone."""
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr, flush=True)
+
+
+def _stdout_ok() -> bool:
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush cannot fail again."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):
+        return
+
+
+def _install_signal_handlers() -> Callable[[], None]:
+    """SIGTERM and SIGHUP unwind like Ctrl-C (temp files go); return what puts the old back."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    old_term = signal.signal(signal.SIGTERM, _on_sigterm)
+    old_hup = signal.signal(signal.SIGHUP, _on_sighup)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, old_term)
+        signal.signal(signal.SIGHUP, old_hup)
+
+    return restore

@@ -1,20 +1,45 @@
-"""Saving: always a new file, never the source, atomically, with its change log.
+"""Saving: always a new file, never the source, atomically, with its change log as a pair.
 
-A save writes two files, the config and its change log. Each is written to a
-temporary file in its destination folder, flushed and fsynced, then renamed into
-place, so a kill at any moment leaves either no output or a complete one. Before
-anything is written every refusal is checked: the source itself (also through a
-symlink or another path to the same file), an existing output without ``force``,
-a folder that does not exist or cannot be written.
+A save writes two files, the config and its change log, and the user sees both or
+neither. The commit (:func:`save`) goes:
+
+1. every refusal is checked before anything is written: the source itself (also
+   through a symlink or another path to the same file), an existing output without
+   ``force``, a folder that does not exist or cannot be written, a name that is too
+   long or not UTF-8;
+2. both files are written to temp files in their destination folders and fsynced;
+3. a journal naming the four paths and both hashes is written and fsynced beside
+   the config; with ``force``, each file about to be replaced gets a hard-linked
+   backup first;
+4. the change log is renamed into place, then the config; the folders are fsynced;
+5. the backups and the journal are removed.
+
+A failure at any step puts back what was there (the backups restore a replaced
+file), so an error leaves the folder as it was. Catchable signals (SIGINT, SIGTERM)
+are held off during steps 3 to 5, so they land before the renames (nothing is
+written) or after them (both are). For SIGKILL, :func:`recover` — run by every save
+and at start-up in the working folder — finishes or undoes what a dead process left:
+a journal whose change log is in place rolls forward (the config is renamed in);
+otherwise the temps and backups are removed. Only the tool's own names are touched
+(``.NAME.oomw-PID-TOKEN.tmp`` and friends), and only when process PID is gone.
+
+Every write step calls :data:`STEP_HOOK` when a test has set it: the seam the
+fault tests use to fail or kill a save at each step deterministically.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import json
 import os
 import re
+import secrets
+import shutil
+import signal
 import stat
-import tempfile
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -28,6 +53,20 @@ HEADER: Final = (
     "Edited by oom-wizard: what changed and why is in the .changelog.json file of the same name."
 )
 _TAGGED_STEM = re.compile(rf"^(?P<base>.+)\.{OUTPUT_TAG}(?:-(?P<n>\d+))?$")
+
+#: The tool's own leftovers: ``.NAME.oomw-PID-TOKEN.tmp`` (a file being written),
+#: ``.NAME.oomw-PID-TOKEN.bak`` (a file about to be replaced) and
+#: ``.oomw-PID-TOKEN.journal`` (a commit in progress). Nothing else is ever removed.
+TEMP_NAME: Final = re.compile(
+    r"^\.(?:.*\.)?oomw-(?P<pid>\d+)-(?P<token>[0-9a-f]{16})\.(?P<kind>tmp|bak|journal)$"
+)
+#: How much of the destination's name a temp name keeps (so it fits NAME_MAX).
+_NAME_KEPT: Final = 80
+
+#: Called as ``STEP_HOOK(step, path)`` before every write step of a save (tests only).
+STEP_HOOK: Callable[[str, Path], None] | None = None
+
+_written: list[Path] = []
 
 
 @dataclass(frozen=True)
@@ -62,6 +101,45 @@ def check_output(output: Path, *, source: Path | None, force: bool = False) -> N
     Raises:
         SaveRefused: one line that says what to do instead.
     """
+    check_name(output)
+    try:
+        _check_output(output, source=source, force=force)
+    except OSError as exc:
+        raise SaveRefused(f"cannot use this name: {exc.strerror or exc}", file=output) from None
+
+
+def check_name(path: Path, *, what: str = "file") -> None:
+    """Refuse a name the change log cannot record (not UTF-8) or the folder cannot hold.
+
+    Raises:
+        SaveRefused: the name is not valid UTF-8, or longer than the file system allows.
+    """
+    shown = os.fsencode(path).decode("utf-8", "replace")
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise SaveRefused(
+            f"this {what} name is not valid UTF-8, so the change log cannot record it; "
+            "pick a name in UTF-8",
+            file=shown,
+        ) from None
+    limit = _name_max(path.parent)
+    if len(os.fsencode(path.name)) > limit:
+        raise SaveRefused(
+            f"this {what} name is longer than the {limit} bytes the file system allows; "
+            "pick a shorter name",
+            file=shown,
+        )
+
+
+def _name_max(folder: Path) -> int:
+    try:
+        return int(os.pathconf(folder if folder.is_dir() else ".", "PC_NAME_MAX"))
+    except (OSError, ValueError):
+        return 255
+
+
+def _check_output(output: Path, *, source: Path | None, force: bool) -> None:
     if source is not None and _same_file(output, source):
         raise SaveRefused(
             "this is the source config itself; oom-wizard never writes the source. "
@@ -76,6 +154,8 @@ def check_output(output: Path, *, source: Path | None, force: bool = False) -> N
             "(or pass --force to replace it)",
             file=output,
         )
+    if output.exists() and not output.is_file():
+        raise SaveRefused("this is not a regular file; it will not be replaced", file=output)
     folder = output.parent
     if folder.exists() and not folder.is_dir():
         raise SaveRefused(f"{folder} is a file, not a folder; choose another place", file=output)
@@ -96,7 +176,7 @@ def save(
     source: Path | None = None,
     force: bool = False,
 ) -> SaveResult:
-    """Write ``document`` to ``output`` and ``changelog`` beside it, atomically.
+    """Write ``document`` to ``output`` and ``changelog`` beside it, as one pair.
 
     Args:
         document: The edited document (its ``source`` is the file it came from).
@@ -104,39 +184,42 @@ def save(
         output: Where the config goes; never the source, never over a file unless ``force``.
         changelog_path: Where the change log goes (default: beside the output).
         source: The source file to protect, and whose permission bits to copy.
-        force: Replace an existing output and change log.
+        force: Replace an existing output and change log (each is backed up until the
+            pair is in place, and put back on any failure).
 
     Raises:
-        SaveRefused: before anything is written, if any target is refused.
+        SaveRefused: a target is refused, or a write failed; either way the folders are
+            as they were (the message says so, or says exactly what is not).
     """
     from wizard.changelog import FileRef, sha256_of
 
     source = source if source is not None else document.source
     log_path = changelog_path or changelog_path_for(output)
+    if source is not None:
+        check_name(source, what="source")
     check_output(output, source=source, force=force)
     check_output(log_path, source=source, force=force)
     if _same_file(log_path, output) or log_path == output:
         raise SaveRefused("the change log cannot be the config itself", file=log_path)
+    for folder in {output.parent, log_path.parent}:
+        recover(folder)
     final = document.with_header_comment(HEADER)
     data = final.to_bytes()
     log = changelog.model_copy(update={"output": FileRef(path=str(output), sha256=sha256_of(data))})
+    log_data = log.to_json().encode("utf-8")
     mode = _mode_of(source)
-    written: list[Path] = []
-    try:
-        atomic_write(output, data, mode=mode, replace=force)
-        written.append(output)
-        atomic_write(log_path, log.to_json().encode("utf-8"), mode=mode, replace=force)
-        written.append(log_path)
-    except OSError as exc:
-        for path in written:
-            with contextlib.suppress(OSError):
-                path.unlink()
-        raise SaveRefused(f"could not write: {exc.strerror or exc}", file=output) from None
+    commit_pair(
+        [(log_path, log_data), (output, data)], mode=mode, replace=force, what=_what(log_path)
+    )
     return SaveResult(config=output, changelog=log_path)
 
 
+def _what(log_path: Path) -> Callable[[Path], str]:
+    return lambda path: "the change log" if path == log_path else "the config"
+
+
 def atomic_write(path: Path, data: bytes, *, mode: int = 0o644, replace: bool = False) -> None:
-    """Write ``data`` to ``path`` through a temp file in the same folder, fsync and rename.
+    """Write one file through a temp file in the same folder, fsync and rename.
 
     A kill at any moment leaves either the old state or the complete new file.
 
@@ -146,33 +229,336 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o644, replace: bool = 
         mode: Permission bits of the new file.
         replace: Replace an existing file; otherwise a file that appears meanwhile is
             never overwritten (``SaveRefused``).
+
+    Raises:
+        OSError: the write failed; nothing changed at ``path``.
+        SaveRefused: ``path`` appeared meanwhile (without ``replace``).
     """
-    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    temp = Path(temp_name)
+    commit_pair([(path, data)], mode=mode, replace=replace, journal=False, wrap=False)
+
+
+def commit_pair(
+    files: list[tuple[Path, bytes]],
+    *,
+    mode: int = 0o644,
+    replace: bool = False,
+    journal: bool = True,
+    wrap: bool = True,
+    what: Callable[[Path], str] = lambda path: str(path.name),
+) -> None:
+    """Write ``files`` so that all of them or none of them appear, in the order given.
+
+    Args:
+        files: (destination, bytes) pairs; the last one is renamed in last.
+        mode: Permission bits of the new files.
+        replace: Replace existing files (backed up until the commit is done).
+        journal: Write a journal so that :func:`recover` can finish a commit a SIGKILL
+            interrupted between the renames.
+        wrap: Turn an ``OSError`` into a ``SaveRefused`` that says what is on disk.
+        what: How to name a destination in a message.
+
+    Raises:
+        SaveRefused: a write failed or a destination appeared; nothing was written.
+        OSError: the same, when ``wrap`` is false.
+    """
+    token = secrets.token_hex(8)
+    temps = [_temp_name(path, token, "tmp") for path, _ in files]
+    backups = [_temp_name(path, token, "bak") for path, _ in files]
+    journal_path = files[-1][0].parent / f".oomw-{os.getpid()}-{token}.journal"
+    created: list[Path] = []
+    renamed: list[int] = []
+    current = files[0][0]
     try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temp, mode)
-        if replace:
-            os.replace(temp, path)
-        else:
-            # link() fails if the target appeared meanwhile: never overwrite by accident.
-            try:
-                os.link(temp, path)
-            except FileExistsError:
-                raise SaveRefused(
-                    "appeared while saving; nothing was overwritten", file=path
-                ) from None
-            except OSError:
-                if path.exists():
-                    raise
-                os.replace(temp, path)
-        _fsync_dir(path.parent)
+        for (path, data), temp in zip(files, temps, strict=True):
+            current = path
+            _write_temp(temp, data, mode, created)
+        with _signals_held():
+            if journal:
+                current = journal_path
+                _step("journal", journal_path)
+                record = {
+                    "files": [
+                        {
+                            "final": str(path),
+                            "temp": str(temp),
+                            "backup": str(backup),
+                            "sha256": _sha(data),
+                        }
+                        for (path, data), temp, backup in zip(files, temps, backups, strict=True)
+                    ],
+                    "replace": replace,
+                }
+                _write_temp(journal_path, json.dumps(record).encode("utf-8"), 0o600, created)
+                _fsync_dir(journal_path.parent)
+            if replace:
+                for (path, _), backup in zip(files, backups, strict=True):
+                    if path.exists():
+                        current = path
+                        _step("backup", path)
+                        _backup(path, backup)
+                        created.append(backup)
+            for index, ((path, _), temp) in enumerate(zip(files, temps, strict=True)):
+                current = path
+                _step("rename", path)
+                _rename_in(temp, path, replace=replace)
+                renamed.append(index)
+                created.remove(temp)
+            for folder in dict.fromkeys(path.parent for path, _ in files):
+                _step("fsync-dir", folder)
+                _fsync_dir(folder)
+            _written.extend(path for path, _ in files)
+            for leftover in [path for path in created if path != journal_path]:
+                _step("cleanup", leftover)
+                _unlink(leftover)
+                created.remove(leftover)
+            if journal:
+                _step("unjournal", journal_path)
+                _unlink(journal_path)
+                created.remove(journal_path)
+    except BaseException as exc:
+        if len(renamed) == len(files):
+            # Everything is in place; only leftovers remain. The save stands.
+            for leftover in created:
+                with contextlib.suppress(OSError):
+                    _unlink(leftover)
+            if isinstance(exc, (OSError, SaveRefused)):
+                return
+            raise
+        lost = _roll_back(files, temps, backups, renamed, replace)
+        for leftover in created:
+            if leftover not in lost.values():
+                with contextlib.suppress(OSError):
+                    _unlink(leftover)
+        _forget([path for path, _ in files])
+        if not wrap or not isinstance(exc, (OSError, SaveRefused)):
+            raise
+        raise _refusal(exc, current, what, lost) from None
+
+
+def _refusal(
+    exc: BaseException, current: Path, what: Callable[[Path], str], lost: dict[Path, Path]
+) -> SaveRefused:
+    if isinstance(exc, SaveRefused):
+        base = exc.message
+        file = exc.file or str(current)
+    else:
+        assert isinstance(exc, OSError)
+        name = what(current) if not current.name.endswith(".journal") else "the save journal"
+        base = f"could not write {name}: {exc.strerror or exc}"
+        file = str(current)
+    if lost:
+        kept = "; ".join(f"{final} is kept as {backup}" for final, backup in lost.items())
+        return SaveRefused(f"{base}; could not put back every file: {kept}", file=file)
+    return SaveRefused(f"{base}; nothing was written, every existing file is as it was", file=file)
+
+
+def _roll_back(
+    files: list[tuple[Path, bytes]],
+    temps: list[Path],
+    backups: list[Path],
+    renamed: list[int],
+    replace: bool,
+) -> dict[Path, Path]:
+    """Undo the renames done so far; return {final: backup} for any that could not be."""
+    lost: dict[Path, Path] = {}
+    for index in reversed(renamed):
+        path = files[index][0]
+        backup = backups[index]
+        try:
+            if replace and backup.exists():
+                os.replace(backup, path)
+            else:
+                _unlink(path)
+        except OSError:
+            if replace and backup.exists():
+                lost[path] = backup
+    return lost
+
+
+def written_this_process() -> tuple[Path, ...]:
+    """Every file a save of this process has put in place (for an honest exit message)."""
+    return tuple(_written)
+
+
+def _forget(paths: list[Path]) -> None:
+    for path in paths:
+        while path in _written:
+            _written.remove(path)
+
+
+def _step(step: str, path: Path) -> None:
+    hook = STEP_HOOK
+    if hook is not None:
+        hook(step, path)
+
+
+def _temp_name(path: Path, token: str, kind: str) -> Path:
+    kept = path.name[:_NAME_KEPT]
+    return path.parent / f".{kept}.oomw-{os.getpid()}-{token}.{kind}"
+
+
+def _write_temp(temp: Path, data: bytes, mode: int, created: list[Path]) -> None:
+    _step("create", temp)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    created.append(temp)
+    with os.fdopen(fd, "wb") as stream:
+        _step("write", temp)
+        stream.write(data)
+        stream.flush()
+        _step("fsync", temp)
+        os.fsync(stream.fileno())
+    os.chmod(temp, mode)
+
+
+def _backup(path: Path, backup: Path) -> None:
+    try:
+        os.link(path, backup)
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+        shutil.copy2(path, backup)
+
+
+def _rename_in(temp: Path, path: Path, *, replace: bool) -> None:
+    if replace:
+        os.replace(temp, path)
+        return
+    # link() fails if the target appeared meanwhile: never overwrite by accident.
+    try:
+        os.link(temp, path)
+    except FileExistsError:
+        raise SaveRefused("appeared while saving; it was not overwritten", file=path) from None
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+        if path.exists() or path.is_symlink():
+            raise SaveRefused("appeared while saving; it was not overwritten", file=path) from None
+        os.replace(temp, path)
+        return
+    _unlink(temp)
+
+
+def _unlink(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+def _sha(data: bytes) -> str:
+    from wizard.changelog import sha256_of
+
+    return sha256_of(data)
+
+
+_HELD: Final = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM off while the renames run (main thread only).
+
+    A signal that arrives meanwhile is delivered when the block ends, so it lands
+    before the renames or after all of them, never between.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        yield
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            temp.unlink()
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+# ------------------------------------------------------------------ recovery
+
+
+def recover(folder: Path) -> tuple[Path, ...]:
+    """Finish or undo the saves that dead processes left in ``folder``; return what changed.
+
+    A journal whose last-but-one file (the change log) is in place with its recorded hash
+    rolls forward: the remaining temps are renamed in. Any other journal rolls back: its
+    temps and backups are removed and every final name is left as it was. Temps without a
+    journal (a process killed before its renames began) are removed. Only names of
+    :data:`TEMP_NAME`'s pattern whose process is gone are touched; errors are ignored
+    (recovery never stops a save).
+    """
+    touched: list[Path] = []
+    try:
+        entries = [entry for entry in os.scandir(folder) if ".oomw-" in entry.name]
+    except OSError:
+        return ()
+    leftovers = []
+    for entry in entries:
+        match = TEMP_NAME.match(entry.name)
+        if match is None or not entry.is_file(follow_symlinks=False):
+            continue
+        if _alive(int(match.group("pid"))):
+            continue
+        leftovers.append((match.group("kind"), Path(entry.path)))
+    for kind, path in sorted(leftovers, key=lambda item: item[0] != "journal"):
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            if kind == "journal":
+                touched.extend(_replay(path))
+            elif path.exists():
+                _unlink(path)
+                touched.append(path)
+    return tuple(touched)
+
+
+def _replay(journal: Path) -> list[Path]:
+    """Finish (roll forward) or undo (roll back) the commit that ``journal`` describes."""
+    record = json.loads(journal.read_bytes()[: 1024 * 1024])
+    files = [
+        (Path(item["final"]), Path(item["temp"]), Path(item["backup"]), str(item["sha256"]))
+        for item in record["files"]
+    ]
+    replace = bool(record["replace"])
+    touched: list[Path] = []
+    # The renames run in order, so the commit got past its point of no return when any
+    # final name holds the bytes it was to receive: then every other temp goes in too.
+    if any(_holds(final, sha) for final, _temp, _backup, sha in files):
+        try:
+            for final, temp, _backup, sha in files:
+                if temp.exists() and not _holds(final, sha):
+                    _rename_in(temp, final, replace=replace)
+                    touched.append(final)
+        except SaveRefused:
+            # A name was taken meanwhile (never without --force): undo ours instead.
+            for final, _temp, backup, sha in files:
+                if backup.exists():
+                    os.replace(backup, final)
+                elif _holds(final, sha):
+                    _unlink(final)
+                touched.append(final)
+    for _final, temp, backup, _sha in files:
+        for leftover in (temp, backup):
+            if leftover.exists():
+                _unlink(leftover)
+                touched.append(leftover)
+    _unlink(journal)
+    touched.append(journal)
+    return touched
+
+
+def _holds(final: Path, sha: str) -> bool:
+    from wizard.changelog import sha256_of
+
+    try:
+        return final.is_file() and sha256_of(final.read_bytes()) == sha
+    except OSError:
+        return False
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _fsync_dir(folder: Path) -> None:
