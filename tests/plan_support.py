@@ -32,9 +32,15 @@ P0: FieldPath = ("config", "process", 0)
 SCALE_UP_ORDER = [
     "validation_run",
     "top_bucket",
+    "smaller_bucket",
     "sampling",
+    "lora_rank",
     "batch_size",
     "num_frames",
+    "optimizer_8bit",
+    "layer_offloading",
+    "text_encoder",
+    "quantize",
     "low_vram",
     "gradient_checkpointing",
 ]
@@ -90,6 +96,49 @@ def examples() -> list[Path]:
             continue
         found.append(path)
     return found
+
+
+def differing(original: Path | JobDocument, edited: Path | JobDocument) -> set[str]:
+    """The leaf paths whose values differ between two configs, as the toolkit loads them
+    (this project's loader; ``verify_change.py`` is the independent check when present)."""
+    from wizard.document import load_document, same_value
+
+    def tree(item: Path | JobDocument) -> Any:
+        return (load_document(item) if isinstance(item, Path) else item).tree
+
+    flat_a, flat_b = _flatten(tree(original)), _flatten(tree(edited))
+    gone = object()
+    return {
+        path
+        for path in flat_a.keys() | flat_b.keys()
+        if (a := flat_a.get(path, gone)) is gone
+        or (b := flat_b.get(path, gone)) is gone
+        or not same_value(a, b)
+    }
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Leaf path → value; an empty mapping or list is a leaf of its own."""
+    if isinstance(value, dict) and value:
+        found: dict[str, Any] = {}
+        for key, item in value.items():
+            found.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+        return found
+    if isinstance(value, list) and value:
+        found = {}
+        for index, item in enumerate(value):
+            found.update(_flatten(item, f"{prefix}[{index}]"))
+        return found
+    return {prefix: value}
+
+
+def verify_if_present(original: Path, edited: Path, changelog: Path | None = None) -> None:
+    """The independent check of ``../shared/checks/verify_change.py``, when it is beside the
+    checkout (an extra: the tests that call it check the same values themselves)."""
+    if not VERIFY_CHANGE.exists():
+        return
+    verdict, report = verify(original, edited, changelog)
+    assert verdict == 0, report
 
 
 @cache

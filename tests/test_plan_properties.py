@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.plan_support import SCALE_UP_ORDER, document, write_job
-from tests.test_plan import FIRST, LADDER
+from tests.test_plan import expected_order
 from wizard.changelog import read_changelog
 from wizard.changes import commit, prepare
 from wizard.document import JobDocument, load_document
@@ -154,9 +154,7 @@ def test_order_matches_the_design(tree: dict[str, Any], moment: str, kind: str) 
     if moment == "environment":
         assert plan.steps == () and plan.environment_checks
         return
-    first = FIRST[(moment, kind)]
-    expected = first + [s for s in LADDER[kind] if s not in first] + ["validation_run"]
-    assert [step.id for step in plan.steps] == expected
+    assert [step.id for step in plan.steps] == expected_order(moment, kind)
 
 
 @FAST
@@ -232,13 +230,6 @@ def _scale_up_until_done(config: Path, changelog: Path) -> JobDocument:
 
 
 def _assert_same_values(original: JobDocument, final: JobDocument) -> None:
-    from tests.plan_support import verify_change
+    from tests.plan_support import differing
 
-    check = verify_change()
-    before, after = check.flatten(original.tree), check.flatten(final.tree)
-    differing = {
-        path
-        for path in before.keys() | after.keys()
-        if not check.same(before.get(path, check._MISSING), after.get(path, check._MISSING))
-    }
-    assert not differing, sorted(differing)
+    assert not differing(original, final), sorted(differing(original, final))
