@@ -89,6 +89,21 @@ def examples() -> list[Path]:
     return found
 
 
+def differing(original: Path | JobDocument, edited: Path | JobDocument) -> set[str]:
+    """The leaf paths whose values differ between two configs, as AI Toolkit loads them."""
+
+    def tree(item: Path | JobDocument) -> Any:
+        return exactness.load_tree(item) if isinstance(item, Path) else item.tree
+
+    return exactness.differing(tree(original), tree(edited))
+
+
+def assert_exact(original: Path, edited: Path, changelog: Path | None = None) -> None:
+    """The saved config is exactly the source plus the logged changes (``tests/exactness.py``)."""
+    verdict = exactness.check(original, edited, changelog)
+    assert verdict.ok, verdict.problems
+
+
 def verify(original: Path, edited: Path, changelog: Path | None = None) -> tuple[int, str]:
     """The project's exactness check (``tests/exactness.py``): 0 and its verdict when exact,
     1 and the problems when not."""

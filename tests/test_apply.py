@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.aitk_db import add_job, job_row, make_db
-from tests.plan_support import cli, examples, job, verify, write_job
+from tests.plan_support import assert_exact, cli, differing, examples, job, verify, write_job
 from wizard.changelog import read_changelog
 from wizard.document import load_document
 from wizard.plan import build_plan, default_model_kind
@@ -144,8 +144,12 @@ def test_json_stays_json(tmp_path: Path) -> None:
     output = tmp_path / "job.oomfix.json"
     tree = json.loads(output.read_text(encoding="utf-8"))
     assert tree["config"]["process"][0]["train"]["batch_size"] == 1
-    verdict, report = verify(source, output, tmp_path / "job.oomfix.changelog.json")
-    assert verdict == 0, report
+    assert differing(source, output) == {
+        "config.process[0].train.batch_size",
+        "config.process[0].train.gradient_accumulation_steps",
+        "config.process[0].datasets[0].resolution[2]",
+    }
+    assert_exact(source, output, tmp_path / "job.oomfix.changelog.json")
 
 
 def test_a_new_crash_goes_one_rung_further_and_the_log_accumulates(tmp_path: Path) -> None:
@@ -166,8 +170,11 @@ def test_a_new_crash_goes_one_rung_further_and_the_log_accumulates(tmp_path: Pat
         ([512, 1024, 1536], [512, 1024]),
         ([512, 1024], [512]),
     ]
-    verdict, report = verify(source, second, tmp_path / "job.oomfix-2.changelog.json")
-    assert verdict == 0, report
+    assert differing(source, second) == {
+        "config.process[0].datasets[0].resolution[1]",
+        "config.process[0].datasets[0].resolution[2]",
+    }
+    assert_exact(source, second, tmp_path / "job.oomfix-2.changelog.json")
 
 
 def test_plan_and_apply_work_on_a_job_of_the_ui_database(tmp_path: Path) -> None:

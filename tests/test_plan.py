@@ -35,9 +35,13 @@ LADDER = {
         "low_vram",
     ],
 }
+# Where the ladder goes on when the usual rungs are in place (issue 11), in order of cost;
+# the last two only for crashes in a training step.
+DEEPER = ["smaller_bucket", "quantize", "text_encoder", "layer_offloading"]
+TRAINING_ONLY = ["lora_rank", "optimizer_8bit"]
 FIRST = {
-    ("loading", "image"): ["sampling", "low_vram"],
-    ("loading", "video"): ["sampling", "low_vram"],
+    ("loading", "image"): ["sampling", "low_vram", "quantize", "text_encoder"],
+    ("loading", "video"): ["sampling", "low_vram", "quantize", "text_encoder"],
     ("early_steps", "image"): ["gradient_checkpointing", "batch_size", "top_bucket"],
     ("early_steps", "video"): ["gradient_checkpointing", "batch_size", "top_bucket"],
     ("sampling", "image"): ["sampling"],
@@ -91,11 +95,17 @@ def changed(
 # ------------------------------------------------------------------------- order
 
 
+def expected_order(moment: str, kind: str) -> list[str]:
+    """The moment's first steps, the rest of the ladder, the deeper levers, the validation run."""
+    first = FIRST[(moment, kind)]
+    deeper = DEEPER + (TRAINING_ONLY if moment in ("early_steps", "intermittent") else [])
+    rest = [s for s in LADDER[kind] + deeper if s not in first]
+    return first + rest + ["validation_run"]
+
+
 @pytest.mark.parametrize(("moment", "kind"), sorted(FIRST))
 def test_order_is_the_moments_first_steps_then_the_ladder(moment: str, kind: str) -> None:
-    first = FIRST[(moment, kind)]
-    expected = first + [s for s in LADDER[kind] if s not in first] + ["validation_run"]
-    assert [s.id for s in plan_of(HEAVY, moment, kind).steps] == expected
+    assert [s.id for s in plan_of(HEAVY, moment, kind).steps] == expected_order(moment, kind)
 
 
 @pytest.mark.parametrize(("moment", "kind"), sorted(FIRST))
@@ -134,11 +144,12 @@ def test_environment_checks_start_with_the_diagnosis_reasons() -> None:
     assert plan.environment_checks[1:] == load_presets().environment_checks
 
 
-def test_when_the_first_steps_are_done_the_next_ladder_step_is_on() -> None:
+def test_when_the_first_steps_are_done_the_next_step_that_lowers_the_peak_is_on() -> None:
     light = job(
         train={"batch_size": 1, "steps": 2000},
         datasets=[{"resolution": [512]}],
         sample={"width": 1024, "height": 1024},
+        model={"low_vram": True},
     )
     plan = plan_of(light)
     assert [s.id for s in plan.steps if s.satisfied][:3] == [
@@ -146,9 +157,13 @@ def test_when_the_first_steps_are_done_the_next_ladder_step_is_on() -> None:
         "batch_size",
         "top_bucket",
     ]
+    # Lighter samples do not lower a training step, so the ladder goes on past them.
     sampling = plan.step("sampling")
-    assert sampling is not None and sampling.default_on
-    assert sampling.note is not None and "next step of the ladder" in sampling.note
+    assert sampling is not None and not sampling.default_on and not sampling.satisfied
+    on = [s for s in plan.steps if s.default_on]
+    assert [s.id for s in on] == ["quantize"]
+    assert on[0].note is not None and "next step down the ladder" in on[0].note
+    assert not plan.exhausted
 
 
 def test_unknown_moment_or_kind_is_a_one_line_error() -> None:
@@ -457,48 +472,53 @@ def test_image_datasets_and_sample_frames_by_default_are_untouched() -> None:
 # ------------------------------------------------------------------------ low VRAM
 
 
-def test_low_vram_recipe_with_layer_offloading_as_an_opt_in() -> None:
-    step = step_of(job(arch="qwen_image"), "low_vram", "loading")
-    on = {f.key.rsplit(".", 1)[1]: f.after for f in step.fields if f.default_on}
-    off = {f.key.rsplit(".", 1)[1] for f in step.fields if not f.default_on}
-    assert on == {
-        "low_vram": True,
-        "quantize": True,
-        "quantize_te": True,
-        "cache_text_embeddings": True,
-    }
-    assert off == {"layer_offloading"}
-    assert step.note is not None and "system RAM" in step.note and "float8" in step.note
+def test_the_low_memory_recipe_is_spread_over_its_steps() -> None:
+    plan = plan_of(job(arch="qwen_image"), "loading")
+
+    def on(step_id: str) -> dict[str, Any]:
+        step = plan.step(step_id)
+        assert step is not None
+        return {f.key.rsplit(".", 1)[1]: f.after for f in step.fields if f.default_on}
+
+    assert on("low_vram") == {"low_vram": True}
+    assert on("quantize") == {"quantize": True, "quantize_te": True}
+    assert on("text_encoder") == {"cache_text_embeddings": True}
+    offload = plan.step("layer_offloading")
+    assert offload is not None and not offload.default_on
+    assert offload.note is not None and "system RAM" in offload.note and "float8" in offload.note
+    assert offload.costs is not None and "RAM" in offload.costs
 
 
-def test_low_vram_keeps_a_chosen_qtype_and_skips_cached_embeddings_with_unload() -> None:
+def test_quantize_keeps_a_chosen_qtype_and_text_encoder_skips_caching_with_unload() -> None:
     tree = job(
         arch="qwen_image",
         model={"quantize": False, "qtype": "uint4|ostris/x/y.safetensors"},
         train={"unload_text_encoder": True},
     )
-    step = step_of(tree, "low_vram", "loading")
-    keys = {f.key.rsplit(".", 1)[1] for f in step.fields}
-    assert "qtype" not in keys and "cache_text_embeddings" not in keys
-    assert step.note is not None and "unload_text_encoder" in step.note
+    quantize = step_of(tree, "quantize", "loading")
+    assert "qtype" not in {f.key.rsplit(".", 1)[1] for f in quantize.fields}
+    text = step_of(tree, "text_encoder", "loading")
+    assert text.fields == () and text.note is not None and "unload_text_encoder" in text.note
 
 
-def test_low_vram_fills_an_empty_qtype() -> None:
-    step = step_of(job(arch="minimax_h3", model={"qtype": ""}), "low_vram", "loading", "video")
+def test_quantize_fills_an_empty_qtype() -> None:
+    step = step_of(job(arch="minimax_h3", model={"qtype": ""}), "quantize", "loading", "video")
     assert field_of(step, "model.qtype").after == "convrot8"
 
 
-def test_low_vram_never_touches_the_optimizer_or_learning_rate() -> None:
+def test_the_memory_path_steps_never_touch_the_optimizer_or_learning_rate() -> None:
+    memory = ("low_vram", "quantize", "text_encoder", "layer_offloading")
     for arch in ("flux", "wan21:14b", "ace_step_15", "sdxl", None):
-        step = step_of(job(arch=arch, train={"optimizer": "adamw", "lr": 1e-4}), "low_vram")
-        assert not any(f.key.endswith(("optimizer", "lr")) for f in step.fields)
-        assert step.note is not None and "optimizer and learning rate stay" in step.note
+        plan = plan_of(job(arch=arch, train={"optimizer": "adamw", "lr": 1e-4}))
+        for step in plan.steps:
+            if step.id in memory:
+                assert not any(f.key.endswith(("optimizer", "lr")) for f in step.fields)
 
 
 def test_no_layer_offloading_where_it_does_not_work() -> None:
     for arch in ("ace_step_15", "boogu_image", "flux"):
-        step = step_of(job(arch=arch), "low_vram")
-        assert not any("layer_offloading" in f.key for f in step.fields)
+        step = step_of(job(arch=arch), "layer_offloading")
+        assert step.fields == ()
 
 
 def test_an_unknown_arch_gets_only_low_vram() -> None:
@@ -577,10 +597,21 @@ def test_several_processes_are_all_planned_and_labelled() -> None:
 
 def test_json_has_exactly_the_design_shape() -> None:
     data = plan_of(HEAVY).to_json()
-    assert set(data) == {"moment", "model_kind", "steps", "environment_checks"}
-    assert data["environment_checks"] == []
+    assert set(data) == {
+        "moment",
+        "model_kind",
+        "steps",
+        "environment_checks",
+        "exhausted",
+        "estimate",
+    }
+    assert data["environment_checks"] == [] and data["exhausted"] is False
+    assert set(data["estimate"]) == {"training", "sample", "weights_gib", "peak", "lowers_peak"}
+    assert set(data["estimate"]["weights_gib"]) == {"before", "after"}
     for step in data["steps"]:
-        assert set(step) == {"id", "title", "why", "satisfied", "default_on", "ui_hint", "fields"}
+        assert set(step) == {
+            "id", "title", "why", "satisfied", "default_on", "ui_hint", "costs", "fields",
+        }  # fmt: skip
         for proposal in step["fields"]:
             assert set(proposal) == {"path", "before", "after", "default_on"}
     top = next(s for s in data["steps"] if s["id"] == "top_bucket")

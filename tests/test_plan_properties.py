@@ -232,6 +232,6 @@ def _scale_up_until_done(config: Path, changelog: Path) -> JobDocument:
 
 
 def _assert_same_values(original: JobDocument, final: JobDocument) -> None:
-    from tests.exactness import differing
+    from tests.plan_support import differing
 
-    assert not differing(original.tree, final.tree), sorted(differing(original.tree, final.tree))
+    assert not differing(original, final), sorted(differing(original, final))

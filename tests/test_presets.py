@@ -65,7 +65,7 @@ def facts_of(presets: Presets, arch: str) -> ArchFacts:
 def preset_copy(tmp_path: Path) -> Path:
     """A writable copy of the shipped preset folder."""
     source = resources.files("presets")
-    for name in ("archs.yaml", "ladders.yaml", "ui_fields.yaml"):
+    for name in ("archs.yaml", "ladders.yaml", "levers.yaml", "ui_fields.yaml"):
         (tmp_path / name).write_text((source / name).read_text(encoding="utf-8"), "utf-8")
     return tmp_path
 
@@ -73,8 +73,11 @@ def preset_copy(tmp_path: Path) -> Path:
 def test_vocabulary_is_the_designs() -> None:
     assert MOMENTS == ("loading", "early_steps", "sampling", "intermittent", "environment")
     assert MODEL_KINDS == ("image", "video")
+    # DESIGN.md's six steps keep their ids and order; the deeper levers follow.
     assert STEP_IDS == (
         "gradient_checkpointing", "batch_size", "top_bucket", "sampling", "num_frames", "low_vram",
+        "smaller_bucket", "quantize", "text_encoder", "layer_offloading", "lora_rank",
+        "optimizer_8bit",
     )  # fmt: skip
     assert ALL_STEP_IDS[:-1] == STEP_IDS
     assert ALL_STEP_IDS[-1] == "validation_run"
@@ -213,15 +216,53 @@ def test_low_memory_recipes(presets: Presets) -> None:
     assert (minimax.low_memory.qtype, minimax.low_memory.qtype_te) == ("convrot8", "nvfp4")
     assert (ltx25.low_memory.qtype, ltx25.low_memory.qtype_te) == ("convrot8", "convrot8")
     assert ace.low_memory.layer_offloading is None
-    offload = {c.field: c.default_on for c in minimax.low_memory.changes()}
+    offload = {c.field: c.value for c in minimax.low_memory.changes()}
     assert offload["model.low_vram"] is True
-    assert offload["model.layer_offloading"] is False
+    assert offload["model.layer_offloading"] is True
+    only = minimax.low_memory.changes(("qtype", "qtype_te"))
+    assert [(c.field, c.value) for c in only] == [
+        ("model.qtype", "convrot8"),
+        ("model.qtype_te", "nvfp4"),
+    ]
 
 
-def test_recipes_only_change_fields_of_the_low_vram_step(presets: Presets) -> None:
-    allowed = set(presets.step("low_vram").fields)
+def test_recipes_only_change_fields_of_the_low_memory_steps(presets: Presets) -> None:
+    allowed = {
+        field
+        for step in ("low_vram", "quantize", "text_encoder", "layer_offloading")
+        for field in presets.step(step).fields
+    }
     for facts in presets.archs:
         assert {change.field for change in facts.low_memory.changes()} <= allowed, facts.id
+
+
+def test_parameter_counts_name_their_source(presets: Presets) -> None:
+    counted = [facts for facts in presets.archs if facts.params is not None]
+    assert len(counted) >= 20
+    assert all(facts.params and facts.params.source for facts in counted)
+    flux, wan22 = presets.arch("flux"), presets.arch("wan22_14b:t2v")
+    assert flux and flux.params and flux.params.transformer == 12.0
+    assert wan22 and wan22.params and wan22.params.experts == 2
+
+
+def test_levers_bytes_per_weight(presets: Presets) -> None:
+    levers = presets.levers
+    assert levers.weight_bytes("bf16") == 2 and levers.weight_bytes(None) == 4
+    assert levers.quantized_bytes(None) == 1  # qfloat8, the toolkit's default
+    assert levers.quantized_bytes("uint4|ostris/accuracy_recovery_adapters/x.safetensors") == 0.5
+    assert levers.quantized_bytes("nvfp4") == 0.5
+    adamw = levers.optimizer("AdamW")
+    assert adamw is not None and adamw.eight_bit == "adamw8bit"
+    eight = levers.optimizer("adamw8bit")
+    assert eight is not None and eight.eight_bit is None
+
+
+def test_an_eight_bit_optimizer_the_table_lacks_is_an_error(preset_copy: Path) -> None:
+    levers = preset_copy / "levers.yaml"
+    text = levers.read_text(encoding="utf-8")
+    levers.write_text(text.replace("eight_bit: lion8bit", "eight_bit: lion4bit"), "utf-8")
+    with pytest.raises(PresetError, match="lion4bit"):
+        load_presets(preset_copy)
 
 
 @pytest.mark.parametrize(
@@ -325,7 +366,11 @@ def test_ladders_match_the_design(presets: Presets) -> None:
 @pytest.mark.parametrize(
     ("moment", "image", "video"),
     [
-        ("loading", ("sampling", "low_vram"), ("sampling", "low_vram")),
+        (
+            "loading",
+            ("sampling", "low_vram", "quantize", "text_encoder"),
+            ("sampling", "low_vram", "quantize", "text_encoder"),
+        ),
         (
             "early_steps",
             ("gradient_checkpointing", "batch_size", "top_bucket"),
@@ -351,10 +396,18 @@ def test_loading_words_are_the_users(presets: Presets) -> None:
 
 
 def test_rollback_order_puts_the_moment_first_then_the_ladder(presets: Presets) -> None:
+    deeper = ("smaller_bucket", "quantize", "text_encoder", "layer_offloading")
+    training_only = ("lora_rank", "optimizer_8bit")
     assert presets.rollback_order("intermittent", "video") == (
         "num_frames", "top_bucket", "gradient_checkpointing", "batch_size", "sampling", "low_vram",
+        *deeper, *training_only,
     )  # fmt: skip
-    assert presets.rollback_order("early_steps", "image") == presets.ladder("image")
+    assert presets.rollback_order("early_steps", "image") == (
+        *presets.ladder("image"), *deeper, *training_only,
+    )  # fmt: skip
+    assert presets.rollback_order("sampling", "image") == (
+        "sampling", "gradient_checkpointing", "batch_size", "top_bucket", "low_vram", *deeper,
+    )  # fmt: skip
     assert presets.rollback_order("environment", "video") == ()
 
 
@@ -379,7 +432,8 @@ def test_every_step_has_a_title_a_two_line_why_and_fields(
 
 def test_scale_up_order(presets: Presets) -> None:
     assert presets.scale_up_order == (
-        "validation_run", "top_bucket", "sampling", "batch_size", "num_frames",
+        "validation_run", "top_bucket", "smaller_bucket", "sampling", "lora_rank", "batch_size",
+        "num_frames", "optimizer_8bit", "layer_offloading", "text_encoder", "quantize",
         "low_vram", "gradient_checkpointing",
     )  # fmt: skip
     assert all(presets.step(step).restore for step in presets.scale_up_order)
@@ -403,7 +457,7 @@ def test_every_field_a_step_may_change_has_a_ui_hint(presets: Presets) -> None:
         ("datasets[].resolution", "Datasets → Dataset N → Resolutions"),
         ("config.process[0].datasets[2].resolution", "Datasets → Dataset N → Resolutions"),
         ("train.gradient_checkpointing", "Show Advanced → train.gradient_checkpointing"),
-        ("train.optimizer", None),
+        ("train.lr", None),
     ],
 )
 def test_ui_hint_accepts_paths_and_generic_keys(

@@ -1,10 +1,13 @@
-"""A relative memory estimate: how a set of changes moves the activation peaks.
+"""An approximate memory estimate: how a set of changes moves the peaks that crash.
 
-It is **relative and approximate**: today's config is 100 %, and the figure says where the
-changed config lands against it. It counts the activation load of one training step and of
-one sample, the part of VRAM that the roll-back's shape levers move; it does not count
-weights, optimizer state, quantization or offloading (the low-memory path lowers those, so
-its figure stays at 100 % here and the note says why).
+It has two parts, both **approximate**. The activation part is relative: today's config is
+100 %, and the figure says where the changed config lands against it, for one training step
+and for one sample (the part of VRAM the shape levers move). The weights part is absolute:
+the weights resident on the GPU, in GiB, at the three peaks (the end of loading, a training
+step, a sample), from the arch's parameter counts (``archs.yaml``, with their source) and the
+bytes per weight of its dtype and qtype (``levers.yaml``), minus what offloading moves to the
+CPU. Quantization, low_vram, cached text embeddings, offloading, the LoRA rank and the
+optimizer move that part; activations are not turned into GiB.
 
 The formula
 -----------
@@ -35,13 +38,43 @@ each sample's own width, height and frames winning over the section's. Sample st
 
 The job's load is the largest over its training processes, and the estimate is
 ``100 × after / before``.
+
+The weights, per training process (the job's figure is the largest), in GiB (``× 10⁹ / 2³⁰``
+of billions of bytes)::
+
+    transformer = P_t × b_t × E × (1 − o_t)
+    text_enc    = P_te × b_te × (1 − o_te)
+    trainable   = LoRA: P_t × k × rank × (4 + 4 + S)      (fp32 weights and gradients)
+                  no network section (full fine-tune): P_t × (b + S)
+    training    = transformer + text_enc_train + trainable
+    sample      = transformer + text_enc_sample + trainable
+    load        = max(transformer_load, transformer + text_enc_load)
+
+    P_t, P_te  = the arch's transformer and text-encoder parameters (billions; an arch without
+                 counts uses levers.yaml's ``unknown_params``: the direction holds, the GiB
+                 figures are then not shown)
+    b          = bytes per weight of ``train.dtype`` (fp32 4, bf16 2, the toolkit's default fp32)
+    b_t        = the qtype's bytes with ``model.quantize`` on (qfloat8 1, uint4 0.5...), else b;
+                 b_te likewise with ``model.quantize_te`` (which defaults to ``quantize``)
+    E          = the arch's experts (Wan 2.2 14B: 2), or 1 with ``model.low_vram`` on (the idle
+                 expert stays on the CPU)
+    o_t, o_te  = ``layer_offloading_*_percent`` with ``model.layer_offloading`` on (and the arch
+                 supports it), else 0
+    text_enc_train = 0 with ``train.cache_text_embeddings`` (the encoder is freed) or
+                 ``train.unload_text_encoder`` (parked on the CPU), else text_enc
+    text_enc_sample = 0 with cached embeddings only (unloading moves it back for samples)
+    k          = levers.yaml's trainable weights per rank per transformer weight (rough)
+    S          = the optimizer's state bytes per trainable weight (adamw 8, adamw8bit 2)
+    transformer_load = the transformer at b (not b_t) while it is quantized on the GPU, which
+                 happens without ``model.low_vram``; with it the blocks are quantized from
+                 system RAM. text_enc_load likewise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
 
 from wizard.changes import Change
 from wizard.document import JobDocument, apply_to_tree
@@ -52,26 +85,104 @@ CHECKPOINTING_OFF_FACTOR: Final = 4.0
 """Activation load without gradient checkpointing, relative to with it (rough)."""
 
 NOTE: Final = (
-    "Relative and approximate: activation load of one training step and one sample against "
-    "today's config (100 %), from tokens per sample × batch × a checkpointing factor. "
-    "Weights, quantization and offloading are not counted."
+    "Approximate: activation load of one training step and one sample against today's "
+    "config (100 %), from tokens per sample × batch × a checkpointing factor; resident "
+    "weights in GiB from the arch's parameter counts, dtype, qtype and offloading."
 )
+
+GIB: Final = 1e9 / 2**30
+"""GiB per billion bytes."""
+
+_EPSILON: Final = 1e-6
+
+Peak = Literal["load", "training", "sample"]
+
+CRASHED_PEAK: Final[Mapping[str, Peak]] = {
+    "loading": "load",
+    "early_steps": "training",
+    "intermittent": "training",
+    "sampling": "sample",
+}
+"""The peak a crash at each moment ran into (``loading`` also counts the first sample)."""
+
+
+@dataclass(frozen=True)
+class Residency:
+    """Weights resident on the GPU at each peak, in GiB."""
+
+    load: float
+    training: float
+    sample: float
+
+    def at(self, peak: Peak) -> float:
+        """The figure of one peak."""
+        return {"load": self.load, "training": self.training, "sample": self.sample}[peak]
+
+
+@dataclass(frozen=True)
+class WeightsEstimate:
+    """Resident weights before and after the changes.
+
+    Attributes:
+        before: Today's config.
+        after: With the changes.
+        known: Every process's arch has parameter counts; when False the figures come from
+            nominal counts and only their direction means something.
+    """
+
+    before: Residency
+    after: Residency
+    known: bool
 
 
 @dataclass(frozen=True)
 class MemoryEstimate:
-    """Where the changed config lands against today's (= 100).
+    """Where the changed config lands against today's (= 100), and its resident weights.
 
     Attributes:
         train_pct: The training step's activation load, in percent of today's.
         sample_pct: The sampling load in percent of today's; 0 when the changes switch
             sampling off, None when today's config renders no samples.
         note: How to read the figures, and what they leave out.
+        weights: The resident weights in GiB before and after.
     """
 
     train_pct: float
     sample_pct: float | None
     note: str
+    weights: WeightsEstimate | None = None
+
+    def lowers(self, moment: str) -> bool:
+        """Whether the changes lower the peak a crash at ``moment`` ran into.
+
+        The training step for ``early_steps`` and ``intermittent``, the sample for
+        ``sampling``, the loaded weights or the first sample for ``loading``.
+        """
+        peak = CRASHED_PEAK.get(moment)
+        if peak is None:
+            return False
+        weights = self.weights
+        sample = self.sample_pct is not None and self.sample_pct < 100.0 - _EPSILON
+
+        def lighter(which: Peak) -> bool:
+            return weights is not None and weights.after.at(which) < weights.before.at(which) - 1e-4
+
+        if peak == "training":
+            return self.train_pct < 100.0 - _EPSILON or lighter("training")
+        if peak == "sample":
+            return sample or lighter("sample")
+        return lighter("load") or sample or lighter("sample")
+
+    def weights_gib(self, moment: str) -> tuple[float | None, float | None]:
+        """The resident weights of the crashed peak, before and after, in GiB (rounded to
+        0.1); None when the arch's parameter counts are unknown."""
+        peak = CRASHED_PEAK.get(moment, "training")
+        if self.weights is None or not self.weights.known:
+            return None, None
+        return (
+            round(self.weights.before.at(peak), 1),
+            round(self.weights.after.at(peak), 1),
+        )
 
 
 def estimate(
@@ -113,10 +224,19 @@ def estimate(
             "Auto frame count is on, so clip length is unknown; it is counted as the arch's "
             "default sample length."
         )
+    facts = {process.index: arch_facts(process, presets) for process in before.processes}
+    known = all(f is not None and f.params is not None for f in facts.values())
+    if not known:
+        notes.append("The arch's parameter counts are unknown, so the weights have no GiB here.")
     return MemoryEstimate(
         train_pct=_percent(train_after, train_before) or 100.0,
         sample_pct=_percent(sample_after, sample_before),
         note=" ".join(notes),
+        weights=WeightsEstimate(
+            before=_residency(before, facts, presets),
+            after=_residency(after, facts, presets),
+            known=known,
+        ),
     )
 
 
@@ -220,3 +340,79 @@ def _process_sample_load(sample: SampleView, shape: _Shape, video: bool) -> floa
 
 def _auto_frames(view: JobView) -> bool:
     return any(d.auto_frame_count is True for p in view.processes for d in p.datasets)
+
+
+# --------------------------------------------------------------------------- weights
+
+
+def _residency(view: JobView, facts: Mapping[int, ArchFacts | None], presets: Presets) -> Residency:
+    """The job's resident weights: per peak, the largest over its training processes."""
+    each = [
+        _process_residency(process, facts.get(process.index), presets) for process in view.processes
+    ]
+    return Residency(
+        load=max((r.load for r in each), default=0.0),
+        training=max((r.training for r in each), default=0.0),
+        sample=max((r.sample for r in each), default=0.0),
+    )
+
+
+def _process_residency(
+    process: ProcessView, facts: ArchFacts | None, presets: Presets
+) -> Residency:
+    """The docstring's formula for one process."""
+    levers = presets.levers
+    model, train = process.model, process.train
+    params = facts.params if facts is not None else None
+    p_t = params.transformer if params else levers.unknown_params.transformer
+    p_te = params.text_encoder if params else levers.unknown_params.text_encoder
+    experts = 1 if model.low_vram is True else (params.experts if params else 1)
+    full = levers.weight_bytes(train.dtype)
+    quantize_te = model.quantize_te if "quantize_te" in model.present else model.quantize
+    b_t = min(full, levers.quantized_bytes(model.qtype)) if model.quantize is True else full
+    b_te = min(full, levers.quantized_bytes(model.qtype_te)) if quantize_te is True else full
+    o_t, o_te = _offloaded(process, facts)
+    transformer = p_t * b_t * experts * (1.0 - o_t)
+    text_encoder = p_te * b_te * (1.0 - o_te)
+    cached = train.cache_text_embeddings is True
+    te_train = 0.0 if cached or train.unload_text_encoder is True else text_encoder
+    te_sample = 0.0 if cached else text_encoder
+    trainable = _trainable(process, p_t, full, presets)
+    transformer_load = (
+        p_t * full * experts * (1.0 - o_t)
+        if model.quantize is True and model.low_vram is not True
+        else transformer
+    )
+    te_load = (
+        p_te * full * (1.0 - o_te)
+        if quantize_te is True and model.low_vram is not True
+        else text_encoder
+    )
+    return Residency(
+        load=GIB * max(transformer_load, transformer + te_load),
+        training=GIB * (transformer + te_train + trainable),
+        sample=GIB * (transformer + te_sample + trainable),
+    )
+
+
+def _offloaded(process: ProcessView, facts: ArchFacts | None) -> tuple[float, float]:
+    """The fractions of the transformer and text encoder that layer offloading moves off."""
+    model = process.model
+    on = model.layer_offloading if "layer_offloading" in model.present else model.auto_memory
+    if on is not True or (facts is not None and facts.layer_offloading != "works"):
+        return 0.0, 0.0
+    return (
+        float(model.layer_offloading_transformer_percent or 0.0),
+        float(model.layer_offloading_text_encoder_percent or 0.0),
+    )
+
+
+def _trainable(process: ProcessView, p_t: float, full: float, presets: Presets) -> float:
+    """Billions of bytes for the trained weights, their gradients and the optimizer state."""
+    levers = presets.levers
+    info = levers.optimizer(process.train.optimizer)
+    state = info.state_bytes if info is not None else levers.unknown_optimizer_state_bytes
+    if process.network_rank is None:  # no network section: a full fine-tune
+        return p_t * (full + state)
+    rank = process.network_rank or levers.lora.rank_default
+    return p_t * levers.lora.params_per_rank * rank * (4.0 + 4.0 + state)

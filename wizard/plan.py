@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Literal, Protocol, TypeAlias
@@ -32,7 +32,7 @@ from wizard.changelog import ChangeLog
 from wizard.changes import Change
 from wizard.document import MISSING, JobDocument, same_value
 from wizard.errors import ConfigError, WizardError
-from wizard.estimate import MemoryEstimate, arch_facts, estimate, frame_floor
+from wizard.estimate import CRASHED_PEAK, MemoryEstimate, arch_facts, estimate, frame_floor
 from wizard.paths import FieldPath, format_path
 from wizard.presets import (
     MODEL_KINDS,
@@ -45,6 +45,7 @@ from wizard.presets import (
     ModelKind,
     Moment,
     Presets,
+    RecipeField,
     load_presets,
 )
 from wizard.scaleup import ScaleUp, next_scale_up, pending_scale_ups
@@ -79,7 +80,9 @@ Control: TypeAlias = Literal["switch", "bucket", "number", "text"]
 where most OOM reports land, and their first changes (checkpointing, batch 1, the biggest
 bucket) are the procedure's main activation levers. Callers must say it was assumed."""
 
-ROLLBACK_RUNG_STEPS: Final = frozenset({"top_bucket", "num_frames", "sampling"})
+ROLLBACK_RUNG_STEPS: Final = frozenset(
+    {"top_bucket", "num_frames", "sampling", "smaller_bucket", "layer_offloading", "lora_rank"}
+)
 """Steps that go down one rung per roll-back (done when the last roll-back applied them)."""
 
 
@@ -171,6 +174,7 @@ class StepProposal:
         ui_hint: Where its main field is in AI Toolkit's web UI.
         fields: The proposals (optional ones may remain on a satisfied step).
         note: What else the user should know (placeholders, rungs, host RAM...).
+        costs: What the step costs besides memory (speed, system RAM, quality).
     """
 
     id: str
@@ -181,6 +185,7 @@ class StepProposal:
     ui_hint: str | None
     fields: tuple[FieldProposal, ...]
     note: str | None = None
+    costs: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The step as ``plan --json`` prints it."""
@@ -191,8 +196,25 @@ class StepProposal:
             "satisfied": self.satisfied,
             "default_on": self.default_on,
             "ui_hint": self.ui_hint,
+            "costs": self.costs,
             "fields": [proposal.to_json() for proposal in self.fields],
         }
+
+
+PEAK_WORDS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "load": "the loaded weights and the first sample",
+        "training": "one training step",
+        "sample": "the sample",
+    }
+)
+"""How the plan names the peak a crash ran into (see :data:`wizard.estimate.CRASHED_PEAK`)."""
+
+EXHAUSTED_ADVICE: Final = (
+    "Nothing left on the ladder lowers {peak}: this model does not fit this card at these "
+    "settings. What remains: a bigger card (or a cloud GPU with more VRAM), a smaller variant "
+    "of the model, or more offloading to system RAM at the cost of speed and host RAM."
+)
 
 
 @dataclass(frozen=True)
@@ -204,25 +226,56 @@ class Plan:
         model_kind: ``image`` or ``video``.
         steps: The steps in the order they are offered (none for ``environment``).
         environment_checks: What to check instead, for the ``environment`` moment.
+        exhausted: No step left lowers the peak the crash ran into: the default fix is
+            empty, and nothing should be saved as a fix.
+        estimate: The estimate of the default fix (None for ``environment``).
     """
 
     moment: str
     model_kind: str
     steps: tuple[StepProposal, ...]
     environment_checks: tuple[str, ...] = ()
+    exhausted: bool = False
+    estimate: MemoryEstimate | None = None
 
     def step(self, step_id: str) -> StepProposal | None:
         """The step with id ``step_id``, if the plan has it."""
         return next((step for step in self.steps if step.id == step_id), None)
 
+    @property
+    def peak(self) -> str | None:
+        """The peak the crash ran into (``load``, ``training``, ``sample``), if any."""
+        return CRASHED_PEAK.get(self.moment)
+
+    @property
+    def exhausted_advice(self) -> str | None:
+        """What remains when the ladder is exhausted (None when it is not)."""
+        if not self.exhausted:
+            return None
+        return EXHAUSTED_ADVICE.format(peak=PEAK_WORDS.get(self.peak or "", "the peak"))
+
     def to_json(self) -> dict[str, Any]:
         """The plan in DESIGN.md's ``plan --json`` shape, plus the environment checks."""
-        return {
+        result: dict[str, Any] = {
             "moment": self.moment,
             "model_kind": self.model_kind,
             "steps": [step.to_json() for step in self.steps],
             "environment_checks": list(self.environment_checks),
+            "exhausted": self.exhausted,
+            "estimate": None,
         }
+        if self.estimate is not None:
+            before, after = self.estimate.weights_gib(self.moment)
+            result["estimate"] = {
+                "training": self.estimate.train_pct,
+                "sample": self.estimate.sample_pct,
+                "weights_gib": {"before": before, "after": after},
+                "peak": self.peak,
+                "lowers_peak": self.estimate.lowers(self.moment),
+            }
+        if self.exhausted:
+            result["remaining"] = self.exhausted_advice
+        return result
 
 
 @dataclass(frozen=True)
@@ -299,10 +352,15 @@ def build_plan(
         for step_id in order
     ]
     first = presets.moment(checked_moment).first(kind)
+    chosen, exhausted, figures = _with_defaults(
+        steps, first, document, checked_moment, kind, presets
+    )
     return Plan(
         moment=checked_moment,
         model_kind=kind,
-        steps=tuple(_with_defaults(steps, first)),
+        steps=tuple(chosen),
+        exhausted=exhausted,
+        estimate=figures,
     )
 
 
@@ -345,29 +403,57 @@ def _done_by_last_rollback(changelog: ChangeLog | None) -> dict[str, str]:
     }
 
 
-def _with_defaults(steps: list[StepProposal], first: Sequence[str]) -> list[StepProposal]:
-    """Switch on the moment's first steps that have work left; when none has, the next one.
+def _with_defaults(
+    steps: list[StepProposal],
+    first: Sequence[str],
+    document: JobDocument,
+    moment: Moment,
+    kind: ModelKind,
+    presets: Presets,
+) -> tuple[list[StepProposal], bool, MemoryEstimate]:
+    """Switch on the default fix: the moment's first steps that have work left, and when
+    they leave the crashed peak where it was, the next step down that lowers it.
 
-    The validation run is never switched on by default.
+    Returns the steps, whether the ladder is exhausted (nothing lowers the peak: then no
+    step is on), and the estimate of the default fix. The validation run is never on by
+    default.
     """
     actionable = [s for s in steps if not s.satisfied and s.id != VALIDATION_RUN]
-    chosen = {s.id for s in actionable if s.id in first}
+
+    def figures(ids: Collection[str]) -> MemoryEstimate:
+        trial = Plan(moment, kind, tuple(_switched(steps, ids)))
+        return estimate(document, changes_for(trial), kind, presets=presets)
+
+    chosen = [s.id for s in actionable if s.id in first]
+    current = figures(chosen)
     promoted = None
-    if not chosen and actionable:
-        promoted = actionable[0]
-        chosen = {promoted.id}
+    if not current.lowers(moment):
+        for step in actionable:
+            if step.id not in chosen and figures([step.id]).lowers(moment):
+                promoted = step
+                chosen.append(step.id)
+                current = figures(chosen)
+                break
+    exhausted = not current.lowers(moment)
+    if exhausted:
+        chosen, promoted = [], None
+        current = figures(chosen)
+    peak = PEAK_WORDS.get(CRASHED_PEAK.get(moment, ""), "the peak")
     result: list[StepProposal] = []
-    for step in steps:
-        on = step.id in chosen
-        note = step.note
-        if step is promoted:
+    for step in _switched(steps, chosen):
+        if step.id == (promoted.id if promoted else None):
             extra = (
-                "The moment's usual first changes are already in place; this is the next "
-                "step of the ladder."
+                "The moment's usual first changes leave the crash's peak where it was; this "
+                f"is the next step down the ladder that lowers {peak}."
             )
-            note = f"{note} {extra}" if note else extra
-        result.append(dataclasses.replace(step, default_on=on, note=note))
-    return result
+            step = dataclasses.replace(step, note=f"{step.note} {extra}" if step.note else extra)
+        result.append(step)
+    return result, exhausted, current
+
+
+def _switched(steps: Sequence[StepProposal], ids: Collection[str]) -> list[StepProposal]:
+    """The steps with exactly ``ids`` switched on."""
+    return [dataclasses.replace(step, default_on=step.id in ids) for step in steps]
 
 
 # --------------------------------------------------------------------------- processes
@@ -509,6 +595,7 @@ def _step(
         ui_hint=hint,
         fields=tuple(found.fields),
         note=" ".join(dict.fromkeys(found.notes)) or None,
+        costs=info.costs,
     )
 
 
@@ -700,9 +787,11 @@ def _bucket_toggles(process: _Process, found: _Found, index: int, buckets: tuple
         )
 
 
-def _step_down(process: _Process, found: _Found, index: int, value: int, as_list: bool) -> None:
+def _step_down(
+    process: _Process, found: _Found, index: int, value: int, as_list: bool, always: bool = False
+) -> None:
     """A single resolution goes one rung down the ladder (by default only above the keep
-    threshold)."""
+    threshold, unless ``always``)."""
     limits = process.limits
     lower = next((rung for rung in limits.resolution_rungs if rung < value), None)
     if lower is None:
@@ -715,7 +804,7 @@ def _step_down(process: _Process, found: _Found, index: int, value: int, as_list
         ("datasets", index, "resolution"),
         after,
         before=before,
-        default_on=value > limits.keep_buckets_up_to,
+        default_on=always or value > limits.keep_buckets_up_to,
         label=f"resolution {value} → {lower} (dataset {index})",
     )
 
@@ -960,29 +1049,160 @@ def _sample_frames(process: _Process, found: _Found) -> None:
 def _low_vram(process: _Process, moment: Moment, found: _Found) -> None:
     facts = process.facts
     if facts is None:
-        _recipe_field(process, found, "model.low_vram", True, default_on=True)
+        _recipe_field(process, found, "model.low_vram", True)
         found.notes.append("The arch is unknown to oom-wizard, so only model.low_vram is offered.")
     else:
-        for change in facts.low_memory.changes():
-            _recipe_field(process, found, change.field, change.value, default_on=change.default_on)
-        if any(f.path[-1] == "layer_offloading" for f in found.fields):
-            found.notes.append(
-                "Layer offloading moves weights to system RAM (it needs a lot of it, and is "
-                "slower); with it on, the toolkit turns a qfloat8 qtype into float8."
-            )
+        _recipe(process, found, ("low_vram",))
     if process.view.model.compile is True:
         found.notes.append(
             "model.compile is on: it moves the transformer to the GPU before compiling, which "
             "undoes low_vram's CPU parking."
         )
-    found.notes.append(
-        "The optimizer and learning rate stay: they are not the first memory levers."
-    )
 
 
-def _recipe_field(
-    process: _Process, found: _Found, key: str, value: bool | float | str, *, default_on: bool
-) -> None:
+def _quantize(process: _Process, moment: Moment, found: _Found) -> None:
+    """The transformer, then the text encoder, with the arch's own qtypes."""
+    if process.facts is None:
+        found.notes.append("The arch is unknown to oom-wizard, so no qtype is proposed for it.")
+        return
+    _recipe(process, found, ("quantize", "qtype", "quantize_te", "qtype_te"))
+    if not found.fields and process.facts.low_memory.quantize is None:
+        found.notes.append(f"AI Toolkit does not offer quantization for {process.facts.label}.")
+
+
+def _text_encoder(process: _Process, moment: Moment, found: _Found) -> None:
+    """Cached text embeddings: the text encoder is freed for the whole run."""
+    if process.facts is None:
+        found.notes.append("The arch is unknown to oom-wizard, so the text encoder is left alone.")
+        return
+    _recipe(process, found, ("cache_text_embeddings",))
+    if found.fields:
+        found.notes.append(
+            "Caching frees the text encoder; train.unload_text_encoder would only park it and "
+            "train on the trigger word alone, so it is not proposed."
+        )
+
+
+def _layer_offloading(process: _Process, moment: Moment, found: _Found) -> None:
+    """Layer offloading on, its percents one rung up (half, then all)."""
+    facts, model = process.facts, process.view.model
+    if facts is None or not facts.low_memory.layer_offloading or facts.layer_offloading != "works":
+        if facts is not None and facts.layer_offloading != "works":
+            found.notes.append(
+                f"Layer offloading is not offered: for {facts.label} AI Toolkit "
+                f"{'raises an error' if facts.layer_offloading == 'raises' else 'ignores it'}."
+            )
+        return
+    keys = ("layer_offloading_transformer_percent", "layer_offloading_text_encoder_percent")
+    if not all(model.is_known(name) for name in ("layer_offloading", *keys)):
+        for name in ("layer_offloading", *keys):
+            if not model.is_known(name):
+                found.note_placeholder(process, "model", name)
+        return
+    on = model.layer_offloading is True
+    switch = None
+    if not on:
+        switch = _propose(found, process, ("model", "layer_offloading"), True)
+    for key in keys:
+        current = float(getattr(model, key) or 0.0) if on else 0.0
+        rung = next((r for r in process.limits.offload_rungs if r > current + 1e-9), None)
+        if rung is not None:
+            _propose(
+                found,
+                process,
+                ("model", key),
+                rung,
+                control="number",
+                requires=switch.key if switch else None,
+            )
+    if found.fields:
+        found.notes.append(
+            "Offloaded weights live in system RAM (it needs a lot of it) and every step gets "
+            "slower; with it on, the toolkit turns a qfloat8 qtype into float8."
+        )
+
+
+def _lora_rank(process: _Process, moment: Moment, found: _Found) -> None:
+    """About half the rank, alpha in proportion, never below the floor."""
+    network = process.get("network")
+    if not isinstance(network, Mapping):
+        found.notes.append("No network section (a full fine-tune): there is no LoRA rank.")
+        return
+    key = "rank" if network.get("rank") is not None else "linear"
+    rank = process.view.network_rank
+    if rank is None:
+        found.note_placeholder(process, "network", key)
+        return
+    floor = process.limits.rank_floor
+    lower = max(floor, math.ceil(rank / 2))
+    if lower >= rank:
+        return
+    before = network.get(key, MISSING)
+    _propose(found, process, ("network", key), lower, before=before, control="number")
+    alpha = network.get("linear_alpha")
+    if isinstance(alpha, (int, float)) and not isinstance(alpha, bool):
+        scaled = alpha * lower / rank
+        new_alpha: float | int = int(scaled) if float(scaled).is_integer() else round(scaled, 4)
+        label = "network.linear_alpha (same alpha/rank ratio)"
+        _propose(
+            found, process, ("network", "linear_alpha"), new_alpha, control="number", label=label
+        )
+
+
+def _optimizer_8bit(process: _Process, moment: Moment, found: _Found) -> None:
+    """The 8-bit variant of the optimizer, where it has one."""
+    train = process.view.train
+    if not train.is_known("optimizer"):
+        found.note_placeholder(process, "train", "optimizer")
+        return
+    info = process.presets.levers.optimizer(train.optimizer)
+    if info is None or info.eight_bit is None:
+        return
+    _propose(found, process, ("train", "optimizer"), info.eight_bit, control="text")
+
+
+def _smaller_bucket(process: _Process, moment: Moment, found: _Found) -> None:
+    """The largest bucket left when it is small enough that top_bucket keeps it."""
+    keep = process.limits.keep_buckets_up_to
+    for dataset in process.view.datasets:
+        if not dataset.is_known("resolution"):
+            continue
+        buckets = dataset.resolution or ()
+        if not buckets or max(buckets) > keep:
+            continue  # the top_bucket step's business
+        if len(buckets) >= 2:
+            largest = max(buckets)
+            list_path = process.path("datasets", dataset.index, "resolution")
+            position = buckets.index(largest)
+            found.fields.append(
+                FieldProposal(
+                    path=(*list_path, position),
+                    before=largest,
+                    after=MISSING,
+                    default_on=True,
+                    label=process.label(f"bucket {largest} (dataset {dataset.index})"),
+                    ui_hint=process.hint(list_path),
+                    control="bucket",
+                    group=format_path(list_path),
+                    group_items=buckets,
+                )
+            )
+        else:
+            _step_down(process, found, dataset.index, buckets[0], dataset.resolution_is_list, True)
+    if found.fields:
+        found.notes.append("Each dataset keeps at least one resolution.")
+
+
+def _recipe(process: _Process, found: _Found, names: tuple[RecipeField, ...]) -> None:
+    """The arch recipe's fields among ``names``, each proposed where the config differs."""
+    facts = process.facts
+    if facts is None:
+        return
+    for change in facts.low_memory.changes(names):
+        _recipe_field(process, found, change.field, change.value)
+
+
+def _recipe_field(process: _Process, found: _Found, key: str, value: bool | float | str) -> None:
     section, name = key.split(".", 1)
     view = process.view.train if section == "train" else process.view.model
     if not view.is_known(name):
@@ -1006,7 +1226,6 @@ def _recipe_field(
         (section, name),
         value,
         before=raw,
-        default_on=default_on,
         control="text" if isinstance(value, str) else "switch",
     )
 
@@ -1031,6 +1250,12 @@ _BUILDERS: Final[Mapping[str, _Builder]] = MappingProxyType(
         "sampling": _sampling,
         "num_frames": _num_frames,
         "low_vram": _low_vram,
+        "smaller_bucket": _smaller_bucket,
+        "quantize": _quantize,
+        "text_encoder": _text_encoder,
+        "layer_offloading": _layer_offloading,
+        "lora_rank": _lora_rank,
+        "optimizer_8bit": _optimizer_8bit,
         VALIDATION_RUN: _validation_run,
     }
 )

@@ -55,6 +55,9 @@ from wizard.vocabulary import (
     STEP_IDS as STEP_IDS,
 )
 from wizard.vocabulary import (
+    TRAINING_MOMENTS as TRAINING_MOMENTS,
+)
+from wizard.vocabulary import (
     VALIDATION_RUN as VALIDATION_RUN,
 )
 from wizard.vocabulary import (
@@ -94,12 +97,11 @@ RecipeField = Literal[
     "qtype_te",
     "cache_text_embeddings",
     "layer_offloading",
-    "layer_offloading_transformer_percent",
-    "layer_offloading_text_encoder_percent",
 ]
 
 ARCHS_FILE: Final = "archs.yaml"
 LADDERS_FILE: Final = "ladders.yaml"
+LEVERS_FILE: Final = "levers.yaml"
 UI_FIELDS_FILE: Final = "ui_fields.yaml"
 
 _INDEX = re.compile(r"\[\d+\]")
@@ -185,21 +187,19 @@ _RECIPE_KEYS: Final[Mapping[RecipeField, str]] = {
     "qtype_te": "model.qtype_te",
     "cache_text_embeddings": "train.cache_text_embeddings",
     "layer_offloading": "model.layer_offloading",
-    "layer_offloading_transformer_percent": "model.layer_offloading_transformer_percent",
-    "layer_offloading_text_encoder_percent": "model.layer_offloading_text_encoder_percent",
 }
 
 
 class RecipeChange(_Frozen):
-    """One field the low-memory recipe sets: its generic key, the value, on by default or not."""
+    """One field the low-memory recipe sets: its generic key and the value."""
 
     field: str
     value: bool | float | str
-    default_on: bool
 
 
 class LowMemoryRecipe(_Frozen):
-    """What the ``low_vram`` step sets for one arch; a field left as None is not touched."""
+    """The low-memory fields of one arch, spread over the ``low_vram``, ``quantize``,
+    ``text_encoder`` and ``layer_offloading`` steps; a field left as None is not touched."""
 
     low_vram: bool | None = None
     quantize: bool | None = None
@@ -208,10 +208,7 @@ class LowMemoryRecipe(_Frozen):
     qtype_te: NonEmpty | None = None
     cache_text_embeddings: bool | None = None
     layer_offloading: bool | None = None
-    layer_offloading_transformer_percent: float | None = Field(default=None, ge=0.0, le=1.0)
-    layer_offloading_text_encoder_percent: float | None = Field(default=None, ge=0.0, le=1.0)
-    opt_in: Annotated[tuple[RecipeField, ...], AfterValidator(_unique)] = ()
-    """Fields offered but left off by default (layer offloading needs a lot of system RAM)."""
+    """True: the layer_offloading step is offered (its percents come from the limits)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> LowMemoryRecipe:
@@ -219,21 +216,27 @@ class LowMemoryRecipe(_Frozen):
             raise ValueError("qtype is set but quantize is not true")
         if self.qtype_te is not None and self.quantize_te is not True:
             raise ValueError("qtype_te is set but quantize_te is not true")
-        unset = [name for name in self.opt_in if getattr(self, name) is None]
-        if unset:
-            raise ValueError(f"opt_in names fields the recipe does not set: {', '.join(unset)}")
         return self
 
-    def changes(self) -> tuple[RecipeChange, ...]:
-        """The recipe as field changes, keyed like ``ui_fields.yaml`` (``model.low_vram``...)."""
+    def changes(self, names: Collection[RecipeField] | None = None) -> tuple[RecipeChange, ...]:
+        """The recipe as field changes, keyed like ``ui_fields.yaml`` (``model.low_vram``...);
+        only the recipe fields in ``names`` when given."""
         found: list[RecipeChange] = []
         for name, key in _RECIPE_KEYS.items():
             value = getattr(self, name)
-            if value is not None:
-                found.append(
-                    RecipeChange(field=key, value=value, default_on=name not in self.opt_in)
-                )
+            if value is not None and (names is None or name in names):
+                found.append(RecipeChange(field=key, value=value))
         return tuple(found)
+
+
+class ArchParams(_Frozen):
+    """Parameter counts of one arch in billions, and where the figures come from."""
+
+    transformer: float = Field(gt=0)
+    text_encoder: float = Field(ge=0)
+    experts: int = Field(default=1, ge=1)
+    """How many transformers the arch holds (Wan 2.2 14B: two)."""
+    source: NonEmpty
 
 
 class ArchFacts(_Frozen):
@@ -260,6 +263,7 @@ class ArchFacts(_Frozen):
     ui_quantize_te_box: bool = True
     layer_offloading: OffloadSupport
     low_memory: LowMemoryRecipe
+    params: ArchParams | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> ArchFacts:
@@ -325,6 +329,7 @@ class ArchsFile(_Frozen):
     """The schema of ``archs.yaml``."""
 
     recipes: Mapping[str, LowMemoryRecipe]
+    weights: Mapping[str, ArchParams]
     unknown_arch: UnknownArch
     archs: Annotated[tuple[ArchFacts, ...], AfterValidator(_unique_ids)] = Field(min_length=1)
     legacy_flags: Annotated[tuple[str, ...], AfterValidator(_unique)]
@@ -379,6 +384,8 @@ class StepInfo(_Frozen):
     fields: Annotated[tuple[FieldKey, ...], AfterValidator(_unique)] = Field(min_length=1)
     restore: NonEmpty | None = None
     """How the scale-up names undoing this step; only steps of the scale-up order have one."""
+    costs: NonEmpty | None = None
+    """What the step costs besides memory (speed, system RAM, quality), for its note."""
 
 
 class PerKind(_Frozen):
@@ -409,9 +416,15 @@ class Limits(_Frozen):
     """Sample width and height stay multiples of this."""
     validation_steps: int = Field(gt=0)
     """``train.steps`` of the optional short validation run."""
+    rank_floor: int = Field(gt=0)
+    """A lower LoRA rank never goes below this."""
+    offload_rungs: tuple[Annotated[float, Field(gt=0.0, le=1.0)], ...] = Field(min_length=1)
+    """The fractions layer offloading goes up by, one per roll-back (smallest first)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Limits:
+        if any(lower >= higher for lower, higher in itertools.pairwise(self.offload_rungs)):
+            raise ValueError("offload_rungs must go up, smallest first")
         rungs = self.resolution_rungs
         if any(lower >= higher for higher, lower in itertools.pairwise(rungs)):
             raise ValueError("resolution_rungs must go down, largest first")
@@ -429,11 +442,23 @@ class LaddersFile(_Frozen):
     """The schema of ``ladders.yaml``."""
 
     ladders: Ladders
+    deeper: Ladders
+    training_only: StepList
     moments: Mapping[Moment, MomentInfo]
     steps: Mapping[AnyStepId, StepInfo]
     scale_up: Annotated[tuple[AnyStepId, ...], AfterValidator(_unique)]
     limits: Limits
     environment_checks: tuple[NonEmpty, ...] = Field(min_length=1)
+
+    @field_validator("deeper")
+    @classmethod
+    def _deeper_is_new(cls, deeper: Ladders, info: ValidationInfo) -> Ladders:
+        ladders: Ladders | None = info.data.get("ladders")
+        for kind in MODEL_KINDS:
+            both = set(deeper.of(kind)) & set(ladders.of(kind) if ladders else ())
+            if both:
+                raise ValueError(f"{sorted(both)} are in the {kind} ladder already")
+        return deeper
 
     @field_validator("moments")
     @classmethod
@@ -442,11 +467,12 @@ class LaddersFile(_Frozen):
     ) -> Mapping[Moment, MomentInfo]:
         _require_keys(moments.keys(), MOMENTS)
         ladders: Ladders | None = info.data.get("ladders")
-        if ladders is None:  # the ladders failed validation and are reported already
+        deeper: Ladders | None = info.data.get("deeper")
+        if ladders is None or deeper is None:  # reported already
             return moments
         for moment, entry in moments.items():
             for kind in MODEL_KINDS:
-                stray = set(entry.first(kind)) - set(ladders.of(kind))
+                stray = set(entry.first(kind)) - set(ladders.of(kind)) - set(deeper.of(kind))
                 if stray:
                     raise ValueError(f"{moment}: {sorted(stray)} are not in the {kind} ladder")
         return moments
@@ -474,6 +500,68 @@ def _require_keys(found: Collection[str], wanted: tuple[str, ...]) -> None:
     missing = [key for key in wanted if key not in found]
     if missing:
         raise ValueError(f"lacks {', '.join(missing)}")
+
+
+# --- the levers' worth -----------------------------------------------------------------------
+
+
+class OptimizerInfo(_Frozen):
+    """One optimizer: its state per trainable weight, and its 8-bit variant if it has one."""
+
+    state_bytes: float = Field(ge=0)
+    eight_bit: NonEmpty | None = None
+
+
+class LoraFacts(_Frozen):
+    """How the LoRA's size follows its rank (see levers.yaml)."""
+
+    rank_default: int = Field(gt=0)
+    params_per_rank: float = Field(gt=0)
+
+
+class NominalParams(_Frozen):
+    """Parameter counts assumed for an arch without its own (direction only, no GiB)."""
+
+    transformer: float = Field(gt=0)
+    text_encoder: float = Field(ge=0)
+
+
+class LeversFile(_Frozen):
+    """The schema of ``levers.yaml``."""
+
+    dtype_bytes: Mapping[NonEmpty, float] = Field(min_length=1)
+    qtype_bytes: Mapping[NonEmpty, float] = Field(min_length=1)
+    default_qtype: NonEmpty
+    optimizers: Mapping[NonEmpty, OptimizerInfo] = Field(min_length=1)
+    unknown_optimizer_state_bytes: float = Field(ge=0)
+    lora: LoraFacts
+    unknown_params: NominalParams
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LeversFile:
+        if self.default_qtype not in self.qtype_bytes:
+            raise ValueError(f"default_qtype {self.default_qtype} has no qtype_bytes entry")
+        stray = sorted(
+            info.eight_bit
+            for info in self.optimizers.values()
+            if info.eight_bit and info.eight_bit not in self.optimizers
+        )
+        if stray:
+            raise ValueError(f"eight_bit names optimizers the table lacks: {', '.join(stray)}")
+        return self
+
+    def weight_bytes(self, dtype: str | None) -> float:
+        """Bytes per weight for ``train.dtype`` (its Python default, fp32, when unknown)."""
+        return self.dtype_bytes.get((dtype or "fp32").lower(), self.dtype_bytes["fp32"])
+
+    def quantized_bytes(self, qtype: str | None) -> float:
+        """Bytes per weight for a qtype (the ARA form by its part before ``|``; 1 if unknown)."""
+        name = (qtype or self.default_qtype).split("|", 1)[0].strip().lower()
+        return self.qtype_bytes.get(name or self.default_qtype, 1.0)
+
+    def optimizer(self, name: str | None) -> OptimizerInfo | None:
+        """The table's entry for an optimizer name (case-insensitive)."""
+        return self.optimizers.get((name or "adamw").lower())
 
 
 # --- the web UI --------------------------------------------------------------------------------
@@ -521,6 +609,8 @@ class Presets(_Frozen):
     archs: tuple[ArchFacts, ...]
     legacy_flags: tuple[str, ...]
     ladders: Ladders
+    deeper: Ladders
+    training_only: tuple[LadderStepId, ...]
     moments: Mapping[Moment, MomentInfo]
     steps: Mapping[AnyStepId, StepInfo]
     scale_up_order: tuple[AnyStepId, ...]
@@ -528,6 +618,7 @@ class Presets(_Frozen):
     environment_checks: tuple[str, ...]
     unknown_arch: UnknownArch
     ui_fields: Mapping[str, UiField]
+    levers: LeversFile
 
     _by_id: dict[str, ArchFacts] = PrivateAttr(default_factory=dict)
 
@@ -585,7 +676,8 @@ class Presets(_Frozen):
         return self.steps[step_id]
 
     def rollback_order(self, moment_id: Moment, kind: ModelKind) -> tuple[LadderStepId, ...]:
-        """The steps in the order they are offered: the moment's first steps, then the ladder.
+        """The steps in the order they are offered: the moment's first steps, then the ladder,
+        then the deeper levers (the training-only ones for training-step crashes only).
 
         Empty for a moment whose first steps are empty (``environment``: the config is not
         the problem).
@@ -593,7 +685,13 @@ class Presets(_Frozen):
         first = self.moment(moment_id).first(kind)
         if not first:
             return ()
-        return first + tuple(step for step in self.ladder(kind) if step not in first)
+        training = moment_id in TRAINING_MOMENTS
+        rest = (
+            step
+            for step in (*self.ladder(kind), *self.deeper.of(kind))
+            if step not in first and (training or step not in self.training_only)
+        )
+        return first + tuple(rest)
 
     def ui_field(self, field_key: FieldPath | str) -> UiField | None:
         """The UI entry for a field path or generic key, None if the field has none."""
@@ -637,10 +735,14 @@ def _load(directory: Traversable) -> Presets:
     ui_fields = _parse(directory / UI_FIELDS_FILE, UiFieldsFile)
     archs = _parse(directory / ARCHS_FILE, ArchsFile)
     ladders = _parse(directory / LADDERS_FILE, LaddersFile, {"ui_fields": set(ui_fields.fields)})
+    levers = _parse(directory / LEVERS_FILE, LeversFile)
     return Presets(
         archs=archs.archs,
         legacy_flags=archs.legacy_flags,
         ladders=ladders.ladders,
+        deeper=ladders.deeper,
+        training_only=ladders.training_only,
+        levers=levers,
         moments=ladders.moments,
         steps=ladders.steps,
         scale_up_order=ladders.scale_up,

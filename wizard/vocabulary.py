@@ -13,12 +13,26 @@ Moment = Literal["loading", "early_steps", "sampling", "intermittent", "environm
 ModelKind = Literal["image", "video"]
 ArchKind = Literal["image", "video", "audio"]
 LadderStepId = Literal[
-    "gradient_checkpointing", "batch_size", "top_bucket", "sampling", "num_frames", "low_vram"
+    "gradient_checkpointing",
+    "batch_size",
+    "top_bucket",
+    "sampling",
+    "num_frames",
+    "low_vram",
+    "smaller_bucket",
+    "quantize",
+    "text_encoder",
+    "layer_offloading",
+    "lora_rank",
+    "optimizer_8bit",
 ]
+"""DESIGN.md's six steps, then the deeper levers the ladder goes on to when the crash needs it."""
 AnyStepId = Literal[LadderStepId, "validation_run"]
 """A ladder step, or the optional short validation run (``train.steps`` → 100)."""
 
 MOMENTS: Final[tuple[Moment, ...]] = get_args(Moment)
+TRAINING_MOMENTS: Final[frozenset[Moment]] = frozenset({"early_steps", "intermittent"})
+"""The moments whose crash is in a training step (the peak is one step's memory)."""
 DEFAULT_MOMENT: Final[Moment] = "early_steps"
 """Assumed, and said so, when neither the user nor a log tells the moment: the first training
 steps are where most out-of-memory crashes happen, and their changes are the main levers."""
