@@ -105,6 +105,7 @@ class Attempt:
     duration_s: float
     at: str
     changed: tuple[str, ...] = ()
+    """What this attempt's config changed from the config of the attempt before."""
 
     def describe(self) -> str:
         """``crashed at step 3/3000 in training (early_steps)`` and the like."""
@@ -179,6 +180,8 @@ class _Loop:
     attempts: list[Attempt] = field(default_factory=list)
     pending: list[AttemptRecord] = field(default_factory=list)
     saved: list[Path] = field(default_factory=list)
+    changed: tuple[str, ...] = ()
+    """The changes the last save made: they belong to the next attempt."""
 
     def run_once(
         self, config: Path, kind: Literal["full", "validation"]
@@ -205,7 +208,9 @@ class _Loop:
             exit_code=end.returncode,
             duration_s=end.duration_s,
             at=at,
+            changed=self.changed,
         )
+        self.changed = ()
         return attempt, scan
 
     def remember(self, attempt: Attempt) -> None:
@@ -345,8 +350,8 @@ def _upward(loop: _Loop, config: Path) -> Outcome:
         )
         loop.saved.append(result.config)
         loop.say(f"Scale-up: {scale.title} → {result.config}")
+        loop.changed = _entry_lines(prepared)
         attempt, scan = loop.run_once(result.config, "full")
-        attempt = dataclasses.replace(attempt, changed=_entry_lines(prepared))
         if attempt.outcome == "interrupted":
             loop.remember(attempt)
             return loop.stop(
@@ -461,10 +466,9 @@ def _roll_back(
         prior=loop.prior(document),
     )
     loop.saved.append(result.config)
-    loop.attempts[-1] = dataclasses.replace(loop.attempts[-1], changed=tuple(lines))
+    loop.changed = tuple(lines)
     loop.say(f"Roll-back ({plan.moment}): " + "; ".join(lines) + f" → {result.config}")
-    validating = any(e.step == VALIDATION_RUN for e in prepared.entries)
-    return result.config, "validation" if validating else "full"
+    return result.config, "validation" if _still_short(result.config) else "full"
 
 
 def _choices(plan: Plan, validate: bool, steps: int) -> dict[str, StepChoice] | None:
@@ -510,9 +514,22 @@ def _restore_steps(loop: _Loop, document: JobDocument) -> Path | None:
     prepared = prepare(document, list(scale.changes))
     result = commit(prepared, direction="scale_up", steps=[scale.step], prior=loop.prior(document))
     loop.saved.append(result.config)
-    loop.attempts[-1] = dataclasses.replace(loop.attempts[-1], changed=_entry_lines(prepared))
+    loop.changed = _entry_lines(prepared)
     loop.say(f"Validation passed: {scale.title} → {result.config}")
     return result.config
+
+
+def _still_short(config: Path) -> bool:
+    """Whether ``config`` still runs the short validation step count (a scale-up restores it)."""
+    from wizard.changes import changelog_of
+    from wizard.document import load_document
+    from wizard.scaleup import pending_scale_ups
+
+    changelog = changelog_of(config)
+    if changelog is None:
+        return False
+    pending = pending_scale_ups(load_document(config), changelog)
+    return any(scale.step == VALIDATION_RUN for scale in pending)
 
 
 def _entry_lines(prepared: Prepared) -> tuple[str, ...]:
