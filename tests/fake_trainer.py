@@ -459,7 +459,9 @@ def start_worker() -> int | None:
     """A child in the same process group, like a dataloader worker."""
     if os.environ.get("FAKE_WORKER") != "1":
         return None
-    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    worker = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(600)"], stderr=subprocess.DEVNULL
+    )
     return worker.pid
 
 

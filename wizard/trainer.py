@@ -185,16 +185,8 @@ class TrainerProcess:
         return True
 
     def group_alive(self) -> bool:
-        """Whether any process of the child's group still exists."""
-        if self.pgid is None:
-            return False
-        try:
-            os.killpg(self.pgid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        """Whether any live process (not a zombie) of the child's group still exists."""
+        return self.pgid is not None and group_alive(self.pgid)
 
     def _reap_group(self) -> None:
         """Workers the trainer left behind get SIGTERM, then SIGKILL."""
@@ -217,6 +209,30 @@ class TrainerProcess:
             duration_s=time.monotonic() - self._started,
             interrupted=interrupted,
         )
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` lives; zombies waiting for a reaper do not count."""
+    proc = Path("/proc")
+    if proc.is_dir():
+        for entry in proc.iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rfind(")") + 2 :].split()
+            if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+                return True
+        return False
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def run_trainer(

@@ -90,8 +90,11 @@ class _OptionParser(argparse.ArgumentParser):
 def _split(args: argparse.Namespace) -> list[str]:
     """Options after CONFIG are read into ``args``; the words after ``--`` are the trainer."""
     words = list(args.trainer)
-    cut = words.index("--") if "--" in words else len(words)
-    head, tail = words[:cut], words[cut + 1 :]
+    if "--" in words:
+        cut = words.index("--")
+    else:  # argparse drops a ``--`` that comes right after CONFIG
+        cut = len(words) if words[:1] and words[0].startswith("-") else -1
+    head, tail = (words[:cut], words[cut + 1 :]) if cut >= 0 else ([], words)
     if head:
         later = _OptionParser(prog="oom-wizard run", add_help=False)
         _add_options(later)
