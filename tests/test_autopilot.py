@@ -23,6 +23,7 @@ from tests.autopilot_support import (
 )
 from wizard.autopilot import Settings, autopilot
 from wizard.changelog import ChangeLog, changelog_path_for, read_changelog
+from wizard.cli import main
 from wizard.diagnosis import Diagnosis
 from wizard.document import load_document
 from wizard.paths import parse_path
@@ -268,3 +269,22 @@ def test_an_unknown_trainer_is_one_line_and_status_2(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.startswith("oom-wizard: error: cannot start the trainer")
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_history_shows_the_attempts_as_a_timeline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outcome = play(tmp_path, scenario("image-intermittent"))
+    capsys.readouterr()
+
+    assert main(["history", str(outcome.config)]) == 0
+
+    text = capsys.readouterr().out
+    lines = [line for line in text.splitlines() if " run · " in line]
+    assert len(lines) == len(outcome.attempts) == 3
+    assert (
+        "image-intermittent.yaml · full run · crashed at step 43 in training (intermittent)"
+        in lines[0]
+    )
+    assert "validation run · passed validation (100 steps)" in lines[1]
+    assert "image-intermittent.oomfix-2.yaml · full run · finished (3000 steps)" in lines[2]

@@ -108,19 +108,8 @@ class Attempt:
     """What this attempt's config changed from the config of the attempt before."""
 
     def describe(self) -> str:
-        """``crashed at step 3/3000 in training (early_steps)`` and the like."""
-        if self.outcome == "crashed":
-            where = f" at step {self.step}" if self.step is not None else ""
-            phase = f" in {self.phase}" if self.phase and self.phase != "unknown" else ""
-            moment = f" ({self.moment})" if self.moment else ""
-            return f"crashed{where}{phase}{moment}"
-        if self.outcome == "passed_validation":
-            return f"passed validation ({self.step} steps)"
-        if self.outcome == "finished":
-            return f"finished ({self.step} steps)" if self.step is not None else "finished"
-        if self.outcome == "interrupted":
-            return "interrupted (Ctrl-C)"
-        return f"failed (exit status {self.exit_code}), not out of memory"
+        """``crashed at step 3 in training (early_steps)`` and the like."""
+        return describe_outcome(self.outcome, self.step, self.phase, self.moment, self.exit_code)
 
     def record(self) -> AttemptRecord:
         """The change log's entry."""
@@ -152,6 +141,32 @@ class Outcome:
     def exit_status(self) -> int:
         """0 finished, 2 stopped without a finished run, 130 interrupted."""
         return EXIT_STATUS[self.status]
+
+
+def describe_outcome(
+    outcome: str, step: int | None, phase: str | None, moment: str | None, exit_code: int | None
+) -> str:
+    """How an attempt ended, in words (``history`` shows recorded attempts with it too)."""
+    if outcome == "crashed":
+        where = f" at step {step}" if step is not None else ""
+        inside = f" in {phase}" if phase and phase != "unknown" else ""
+        about = f" ({moment})" if moment else ""
+        return f"crashed{where}{inside}{about}"
+    if outcome == "passed_validation":
+        return f"passed validation ({step} steps)"
+    if outcome == "finished":
+        return f"finished ({step} steps)" if step is not None else "finished"
+    if outcome == "interrupted":
+        return "interrupted (Ctrl-C)"
+    return f"failed (exit status {exit_code}), not out of memory"
+
+
+def describe_record(record: AttemptRecord) -> str:
+    """A recorded attempt in one line: its config, the kind of run, how it ended, how long."""
+    ended = describe_outcome(
+        record.outcome, record.step, record.phase, record.moment, record.exit_code
+    )
+    return f"{record.config} · {record.kind} run · {ended} · {record.duration_s:.1f} s"
 
 
 def always_yes(diagnosis: Diagnosis, fix: Sequence[str]) -> bool:
