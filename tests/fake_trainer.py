@@ -436,7 +436,8 @@ class Trainer:
                 and step % self.sample_every == 0
             ):
                 self.sample(training=True)
-            err(self.bar(step + 1, self.rate), end="\r")
+            rate = 1.2 + self.demand.step_gib(self.bucket_at(step)) / 20  # bigger is slower
+            err(self.bar(step + 1, rate), end="\r")
         err("")
         out(f"Saved checkpoint to output/{self.name}/{self.name}.safetensors")
         if not self.disable_sampling:

@@ -134,7 +134,7 @@ def test_a_finished_run_ends_without_a_crash(tmp_path: Path) -> None:
     status = job.status()
     assert status.ended and not status.crashed
     assert status.step == status.total == 3000
-    assert len(status.rates) > 50 and set(status.rates) == {status.seconds_per_step}
+    assert len(status.rates) > 50 and status.seconds_per_step in status.rates
 
 
 def bar(step: int, rate: float) -> bytes:

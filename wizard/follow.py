@@ -24,9 +24,14 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Final, Literal
+from typing import IO, TYPE_CHECKING, Final, Literal
 
 from wizard.logscan import LiveScan, LogScan
+
+if TYPE_CHECKING:
+    from wizard.changelog import ChangeLog
+    from wizard.diagnosis import Diagnosis
+    from wizard.document import JobDocument
 
 READ_LIMIT: Final = 8 << 20
 """Bytes read per poll at most (a huge backlog is read over several polls)."""
@@ -283,3 +288,110 @@ def _finished(scan: LogScan) -> bool:
         and scan.last_step >= scan.total_steps
         and scan.exit_code in (None, 0)
     )
+
+
+@dataclass(frozen=True)
+class CrashReport:
+    """A followed run's crash, diagnosed: the verdict and the first change to make."""
+
+    verdict: str
+    moment: str | None
+    first_change: str | None
+
+
+def diagnose_crash(log: Path, config: Path | None) -> CrashReport:
+    """Diagnose the log's last run as ``diagnose`` does, and name the plan's first change.
+
+    The first change is the plan's first default step that changes something (with its
+    fields), or the diagnosis's own advice for the ``environment`` moment.
+
+    Raises:
+        WizardError: the config or log cannot be read.
+    """
+    from wizard.changes import changelog_of
+    from wizard.diagnosis import diagnose
+    from wizard.document import load_document
+    from wizard.logscan import scan_log
+
+    scan = scan_log(log)
+    document = load_document(config) if config is not None else None
+    changelog = changelog_of(config) if config is not None else None
+    diagnosis = diagnose(
+        scan, document.view() if document is not None else None, changelog=changelog
+    )
+    first = diagnosis.first_change
+    if document is not None and diagnosis.moment not in (None, "environment"):
+        first = _first_step(document, diagnosis, changelog) or first
+    return CrashReport(diagnosis.verdict, diagnosis.moment, first)
+
+
+def _first_step(
+    document: JobDocument, diagnosis: Diagnosis, changelog: ChangeLog | None
+) -> str | None:
+    from wizard.errors import WizardError
+    from wizard.plan import build_plan, default_model_kind
+
+    assert diagnosis.moment is not None
+    kind = diagnosis.model_kind or default_model_kind(document)[0]
+    try:
+        plan = build_plan(
+            document, diagnosis.moment, kind, changelog=changelog, diagnosis=diagnosis
+        )
+    except WizardError:
+        return None
+    step = next((s for s in plan.steps if s.default_on and not s.satisfied), None)
+    if step is None:
+        return "Every default step of this roll-back is already in the config."
+    import json
+
+    from wizard.document import MISSING
+
+    fields = [
+        f"{f.label} → {'(removed)' if f.after is MISSING else json.dumps(f.after, default=str)}"
+        for f in step.fields
+        if f.default_on
+    ]
+    return f"{step.title}: {', '.join(fields)}" if fields else step.title
+
+
+@dataclass(frozen=True)
+class WatchTarget:
+    """The log to follow, and the config it belongs to (for the diagnosis)."""
+
+    log: Path
+    config: Path | None
+    name: str
+
+
+def watch_target(target: Path | None, log: Path | None) -> WatchTarget:
+    """What ``watch`` follows for a config, a job folder, and/or ``--log``.
+
+    A job folder's log is its ``log.txt`` (AI Toolkit writes it there; it may not exist yet).
+    A config's is ``<training_folder>/<name>/log.txt`` as the toolkit resolves it (relative to
+    the current folder), unless ``--log`` names one.
+
+    Raises:
+        WizardError: nothing to follow, or a config that cannot be read.
+    """
+    from wizard.errors import WizardError
+    from wizard.jobdir import CLI_CONFIG, LOG_FILE, UI_CONFIG, locate_job
+
+    if target is None:
+        if log is None:
+            raise WizardError("give the job's config, its output folder, or --log LOG")
+        return WatchTarget(log, None, log.parent.name)
+    if target.is_dir():
+        config = locate_job(target).config
+        return WatchTarget(log or target / LOG_FILE, config, target.name)
+    if not target.is_file():
+        raise WizardError("no such file or folder", file=target)
+    from wizard.document import load_document
+
+    document = load_document(target)
+    name = str(document.get(("config", "name"), target.stem))
+    if log is not None:
+        return WatchTarget(log, target, name)
+    if target.name in (CLI_CONFIG, UI_CONFIG):
+        return WatchTarget(target.parent / LOG_FILE, target, name)
+    folder = document.get(("config", "process", 0, "training_folder"), "output")
+    return WatchTarget(Path(str(folder)) / name / LOG_FILE, target, name)
