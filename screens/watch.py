@@ -69,6 +69,8 @@ class WatchApp(App[WatchResult]):
         self.live = LiveJob(log) if stall_s is None else LiveJob(log, stall_s=stall_s)
         self.crash: CrashReport | None = None
         self.diagnosing = False
+        self._shown = ""
+        self._rates: tuple[float, ...] = ()
 
     def compose(self) -> ComposeResult:
         """Header, the job, progress, sparkline, warnings, GPU, and the crash panel."""
@@ -98,8 +100,12 @@ class WatchApp(App[WatchResult]):
         for text in update.warnings:
             warnings.write_line(f"⚠ {text}")
         status = update.status
-        self.query_one("#progress", Static).update(progress_text(status))
-        if status.rates:
+        shown = progress_text(status)
+        if shown != self._shown:  # repaint only what changed: a busy log costs little
+            self._shown = shown
+            self.query_one("#progress", Static).update(shown)
+        if status.rates and status.rates != self._rates:
+            self._rates = status.rates
             self.query_one("#rates", Sparkline).data = list(status.rates)
         if status.crashed and self.crash is None and not self.diagnosing:
             self.diagnosing = True
