@@ -69,6 +69,34 @@ class RunRecord(_Frozen):
     steps: tuple[str, ...] = ()
 
 
+class AttemptRecord(_Frozen):
+    """One run of the trainer under ``oom-wizard run``.
+
+    Attributes:
+        config: The config it ran.
+        kind: ``full``, or ``validation`` (the short run after a fix).
+        outcome: ``crashed``, ``passed_validation``, ``finished``, ``failed`` (not out of
+            memory), or ``interrupted``.
+        step: The last training step the log showed.
+        phase: Where it was when it ended (the log scan's phase).
+        moment: The diagnosed moment of a crash.
+        exit_code: The trainer's exit status (negative: the signal that ended it).
+        duration_s: Seconds it ran.
+        log: The log it wrote.
+    """
+
+    at: str
+    config: str
+    kind: Literal["full", "validation"] = "full"
+    outcome: str
+    step: int | None = None
+    phase: str | None = None
+    moment: str | None = None
+    exit_code: int | None = None
+    duration_s: float = 0.0
+    log: str | None = None
+
+
 class ChangeLog(_Frozen):
     """The whole change log of one line of configs (a source and its descendants)."""
 
@@ -77,6 +105,7 @@ class ChangeLog(_Frozen):
     output: FileRef
     runs: tuple[RunRecord, ...] = ()
     changes: tuple[ChangeEntry, ...] = Field(default=())
+    attempts: tuple[AttemptRecord, ...] = ()
 
     def last_run(self) -> RunRecord | None:
         """The most recent run, if any."""
@@ -112,9 +141,16 @@ class ChangeLog(_Frozen):
             }
         )
 
+    def with_attempts(self, attempts: Sequence[AttemptRecord]) -> ChangeLog:
+        """This log with trainer attempts appended (an old log without any reads as none)."""
+        return self.model_copy(update={"attempts": (*self.attempts, *attempts)})
+
     def to_json(self) -> str:
         """The file's text: stable key order, two-space indent, a final newline."""
-        return json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+        data = self.model_dump(mode="json")
+        if not data["attempts"]:
+            del data["attempts"]  # logs without trainer runs keep their old shape
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
 def now_iso() -> str:

@@ -1325,3 +1325,40 @@ def _resolve_frame_phase(phase: FramePhase, training_started: bool) -> Phase:
     if phase == "sample":
         return "periodic_sample" if training_started else "baseline_sample"
     return phase
+
+
+class LiveScan:
+    """A log read as it grows: :meth:`feed` the new bytes, :meth:`snapshot` the scan so far.
+
+    The same scanner as :func:`scan_log`, fed piece by piece: a piece may end in the middle of
+    a segment (the rest comes later), and a snapshot leaves the state as it was, so the
+    following never reads a byte twice. UTF-16 logs are not followed (a live trainer writes
+    UTF-8).
+    """
+
+    def __init__(self, markers: LogMarkers | None = None) -> None:
+        self._scanner = _Scanner((markers or load_log_markers()).compiled())
+        self._carry = b""
+        self._first = True
+
+    def feed(self, data: bytes) -> None:
+        """Read more of the log (any size, cut anywhere)."""
+        if self._first and data:
+            data = data.removeprefix(codecs.BOM_UTF8)
+            self._first = False
+        data = self._carry + data
+        cut = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
+        self._carry = data[cut:]
+        if len(self._carry) > MAX_SEGMENT_BYTES:
+            self._carry = self._carry[:MAX_SEGMENT_BYTES]
+        if cut:
+            self._scanner.feed(data[:cut])
+
+    def snapshot(self, source: str | None = None) -> LogScan:
+        """The scan of what was fed so far (an unfinished last segment not included)."""
+        run = self._scanner._run
+        evidence = deque(run.evidence, maxlen=run.evidence.maxlen)
+        try:
+            return self._scanner.result(source)
+        finally:
+            run.evidence = evidence

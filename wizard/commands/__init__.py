@@ -22,6 +22,8 @@ COMMANDS: dict[str, str] = {
     "scale-up": "scale_up",
     "history": "history",
     "restore": "restore",
+    "watch": "watch",
+    "run": "run",
 }
 
 

@@ -102,7 +102,19 @@ def render_history(
             if entry.reason:
                 console.print(f"      why: {entry.reason}", markup=False)
     console.print("", markup=False)
+    if changelog.attempts:
+        _render_attempts(console, changelog)
     _render_next(console, changelog, document)
+
+
+def _render_attempts(console: Console, changelog: ChangeLog) -> None:
+    """The trainer runs of ``oom-wizard run``, in order: a timeline."""
+    from wizard.autopilot import describe_record
+
+    console.print("Attempts (oom-wizard run)", markup=False)
+    for number, record in enumerate(changelog.attempts, start=1):
+        console.print(f"  {number}. {record.at} · {describe_record(record)}", markup=False)
+    console.print("", markup=False)
 
 
 def _render_next(console: Console, changelog: ChangeLog, document: JobDocument | None) -> None:

@@ -1,0 +1,191 @@
+"""``oom-wizard watch``: the live screen beside a running job.
+
+It polls the job's log (``wizard.follow.LiveJob``) a few times a second and shows the job and
+its phase, step/total and the time left, the s/it trend as a sparkline, the OOM skips and the
+other warnings as they come, and the GPU (from ``nvidia-smi``, when it is there) and host RAM.
+When the run crashes it diagnoses the crash and shows the verdict and the first change; Enter
+then opens the wizard on that crash. It never writes anything of the job's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.widgets import Footer, Header, Log, Sparkline, Static
+
+from wizard.follow import CrashReport, LiveJob, LiveStatus
+
+POLL_S = 0.1
+"""Seconds between two reads of the log."""
+PROBE_S = 5.0
+"""Seconds between two looks at the GPU."""
+
+
+@dataclass(frozen=True)
+class WatchResult:
+    """What the user chose when leaving: open the wizard on the crash, or just quit."""
+
+    open_wizard: bool
+
+
+class WatchApp(App[WatchResult]):
+    """The live screen (see the module docstring)."""
+
+    TITLE = "oom-wizard watch"
+    CSS = """
+    #job { text-style: bold; }
+    #progress, #gpu { height: auto; }
+    #rates { height: 3; margin: 0 0 1 0; }
+    #warnings { height: 1fr; border: round $warning; }
+    #crash { height: auto; border: heavy $error; display: none; padding: 0 1; }
+    #crash.shown { display: block; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open_wizard", "Open the wizard", show=False),
+        Binding("q", "quit_watch", "Quit"),
+    ]
+
+    def __init__(
+        self,
+        log: Path,
+        config: Path | None,
+        *,
+        name: str | None = None,
+        poll_s: float = POLL_S,
+        probe: bool = True,
+        stall_s: float | None = None,
+    ) -> None:
+        super().__init__()
+        self.log_path = log
+        self.config = config
+        self.job_name = name or (config.stem if config is not None else log.parent.name)
+        self.poll_s = poll_s
+        self.probe = probe
+        self.live = LiveJob(log) if stall_s is None else LiveJob(log, stall_s=stall_s)
+        self.crash: CrashReport | None = None
+        self.diagnosing = False
+        self._shown = ""
+        self._rates: tuple[float, ...] = ()
+
+    def compose(self) -> ComposeResult:
+        """Header, the job, progress, sparkline, warnings, GPU, and the crash panel."""
+        yield Header()
+        with Vertical():
+            yield Static(f"Job {self.job_name} · log {self.log_path}", id="job", markup=False)
+            yield Static("Waiting for the log to appear…", id="progress", markup=False)
+            yield Sparkline([], id="rates")
+            yield Log(id="warnings", highlight=False)
+            yield Static("", id="gpu", markup=False)
+            yield Static("", id="crash", markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Start polling the log (and the GPU)."""
+        self.query_one("#warnings", Log).border_title = "Warnings"
+        self.set_interval(self.poll_s, self.tick)
+        self.tick()
+        if self.probe:
+            self.set_interval(PROBE_S, self.look_at_gpu)
+            self.look_at_gpu()
+
+    def tick(self) -> None:
+        """Read what is new in the log and show it."""
+        update = self.live.poll()
+        warnings = self.query_one("#warnings", Log)
+        for text in update.warnings:
+            warnings.write_line(f"⚠ {text}")
+        status = update.status
+        shown = progress_text(status)
+        if shown != self._shown:  # repaint only what changed: a busy log costs little
+            self._shown = shown
+            self.query_one("#progress", Static).update(shown)
+        if status.rates and status.rates != self._rates:
+            self._rates = status.rates
+            self.query_one("#rates", Sparkline).data = list(status.rates)
+        if status.crashed and self.crash is None and not self.diagnosing:
+            self.diagnosing = True
+            self.run_worker(self._diagnose, thread=True, exclusive=True, group="diagnose")
+
+    def _diagnose(self) -> None:
+        from wizard.errors import WizardError
+        from wizard.follow import diagnose_crash
+
+        try:
+            report = diagnose_crash(self.log_path, self.config)
+        except WizardError as exc:
+            report = CrashReport(f"The job crashed ({exc.one_line()})", None, None)
+        self.call_from_thread(self.show_crash, report)
+
+    def show_crash(self, report: CrashReport) -> None:
+        """The crash, diagnosed, and the first change; Enter opens the wizard."""
+        self.crash = report
+        lines = [f"CRASHED: {report.verdict}"]
+        if report.first_change:
+            lines.append(f"First change: {report.first_change}")
+        if self.config is not None:
+            lines.append("Enter: open the wizard on this crash · q: quit")
+        panel = self.query_one("#crash", Static)
+        panel.update("\n".join(lines))
+        panel.add_class("shown")
+
+    def look_at_gpu(self) -> None:
+        """Poll nvidia-smi and /proc/meminfo in a thread (it can take a moment)."""
+        self.run_worker(self._probe, thread=True, exclusive=True, group="probe")
+
+    def _probe(self) -> None:
+        from wizard.probe import probe_gpu, read_host_memory
+
+        probe = probe_gpu()
+        parts: list[str] = []
+        if probe is None:
+            parts.append("GPU: nvidia-smi is not here")
+        else:
+            parts += [
+                f"GPU {g.index} {g.name}: {g.used_gib:.1f}/{g.total_gib:.1f} GiB"
+                for g in probe.gpus
+            ]
+            parts += [
+                f"pid {p.pid} {p.name}" + (f" {p.used_gib:.1f} GiB" if p.used_gib else "")
+                for p in probe.processes
+            ]
+        total, free = read_host_memory()
+        if total is not None and free is not None:
+            parts.append(f"host RAM {total - free:.1f}/{total:.1f} GiB used")
+        self.call_from_thread(self.query_one("#gpu", Static).update, " · ".join(parts))
+
+    def action_open_wizard(self) -> None:
+        """Leave, asking the command to open the wizard on the crash."""
+        if self.crash is not None and self.config is not None:
+            self.exit(WatchResult(open_wizard=True))
+
+    def action_quit_watch(self) -> None:
+        """Leave."""
+        self.exit(WatchResult(open_wizard=False))
+
+
+def progress_text(status: LiveStatus) -> str:
+    """``Phase training · step 250/3000 · 1.73 s/it · 1:19:20 left · 2 OOM skips``."""
+    if status.waiting:
+        return "Waiting for the log to appear…"
+    parts = [f"Phase {status.phase.replace('_', ' ')}"]
+    if status.step is not None:
+        total = f"/{status.total}" if status.total else ""
+        parts.append(f"step {status.step}{total}")
+    if status.seconds_per_step is not None:
+        parts.append(f"{status.seconds_per_step:.2f} s/it")
+    if status.left and not status.ended:
+        parts.append(f"{status.left} left")
+    if status.skip_count:
+        parts.append(f"{status.skip_count} OOM skip(s)")
+    if status.crashed:
+        parts.append("crashed")
+    elif status.stopped:
+        parts.append("stopped")
+    elif status.ended:
+        parts.append("finished")
+    return " · ".join(parts)

@@ -1,0 +1,130 @@
+"""``watch``: the live screen against logs the fake trainer writes, in-process and in tmux."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from screens.watch import WatchApp, WatchResult
+from tests.autopilot_support import FAKE, SCENARIOS, write_config
+from tests.test_follow import fake_log
+from wizard.follow import watch_target
+
+TMUX = shutil.which("tmux")
+WIZARD = Path(sys.executable).with_name("oom-wizard")
+
+
+def text_of(app: WatchApp, selector: str) -> str:
+    return str(app.query_one(selector).render())
+
+
+async def test_the_live_screen_shows_progress_a_skip_then_the_crash_diagnosed(
+    tmp_path: Path,
+) -> None:
+    data = fake_log(tmp_path)
+    config = tmp_path / "image-early-steps.yaml"
+    log = tmp_path / "log.txt"
+    app = WatchApp(log, config, poll_s=0.02, probe=False)
+    cut = data.index(b"# OOM during training step, skipping batch 1/3 #")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.1)
+        assert "Waiting for the log" in text_of(app, "#progress")
+        log.write_bytes(data[:cut])
+        await pilot.pause(0.2)
+        assert "Phase training · step 0/3000" in text_of(app, "#progress")
+        log.write_bytes(data[: cut + 200])
+        await pilot.pause(0.2)
+        assert "OOM at step 1: the toolkit skipped the batch (1/3 in a row)" in "\n".join(
+            app.query_one("#warnings").lines  # type: ignore[attr-defined]
+        )
+        assert app.crash is None
+        log.write_bytes(data)
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if app.crash is not None:
+                break
+        panel = text_of(app, "#crash")
+        assert "CRASHED: The job ran out of GPU memory in training step 4" in panel
+        assert "First change: Gradient checkpointing on" in panel
+        await pilot.press("enter")
+    assert app.return_value == WatchResult(open_wizard=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([config.name, "log.txt"])
+
+
+def test_watch_finds_the_log_of_a_config_and_of_a_job_folder(tmp_path: Path) -> None:
+    config = write_config(tmp_path, SCENARIOS[0])
+    found = watch_target(config, None)
+    assert found.log == Path("output") / "flux_portrait_lora" / "log.txt"
+    assert found.name == "flux_portrait_lora"
+    folder = tmp_path / "output" / "flux_portrait_lora"
+    folder.mkdir(parents=True)
+    (folder / "config.yaml").write_bytes(config.read_bytes())
+    assert watch_target(folder, None).log == folder / "log.txt"
+    assert watch_target(None, tmp_path / "x.log").config is None
+
+
+def tmux(*args: str) -> str:
+    assert TMUX is not None
+    return subprocess.run([TMUX, *args], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+@pytest.mark.skipif(not WIZARD.exists(), reason="the oom-wizard script is not installed")
+def test_watch_in_tmux_beside_the_fake_trainer(tmp_path: Path) -> None:
+    """The live screen, a skip warning, then the crash opening the wizard."""
+    scenario = next(s for s in SCENARIOS if s.name == "image-intermittent")
+    config = write_config(tmp_path, scenario)
+    log = tmp_path / "log.txt"
+    name = f"oomwatch-{uuid.uuid4().hex[:8]}"
+    tmux(
+        "new-session", "-d", "-s", name, "-x", "100", "-y", "30", "-c", str(tmp_path),
+        f"{WIZARD} watch {config} --log {log} --no-probe; sleep 30",
+    )  # fmt: skip
+    trainer = None
+    try:
+
+        def screen() -> str:
+            return tmux("capture-pane", "-p", "-t", name)
+
+        def wait(text: str, tries: int = 150) -> str:
+            for _ in range(tries):
+                shown = screen()
+                if text in shown:
+                    return shown
+                time.sleep(0.1)
+            raise AssertionError(f"{text!r} never shown:\n{screen()}")
+
+        wait("Waiting for the log")
+        env = {
+            **os.environ,
+            "FAKE_VRAM_GB": "24",
+            "FAKE_STEP_S": "0.01",
+            "FAKE_BIG_BUCKET_FROM": "40",
+        }
+        with log.open("wb") as sink:
+            trainer = subprocess.Popen(
+                [sys.executable, str(FAKE), str(config)],
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
+            wait("Phase training")
+            wait("OOM at step 41")
+            shown = wait("CRASHED")
+            assert "moment: intermittent" in shown
+            assert "First change: Drop the biggest resolution: bucket 1536" in shown
+            trainer.wait(30)
+        tmux("send-keys", "-t", name, "Enter")
+        wait("Read. Enter: when did it crash?")
+    finally:
+        if trainer is not None and trainer.poll() is None:
+            trainer.kill()
+        subprocess.run([TMUX or "tmux", "kill-session", "-t", name], capture_output=True)

@@ -1,0 +1,175 @@
+"""``oom-wizard run CONFIG [--auto] [--max-retries N] [--validation-steps N] -- TRAINER…``.
+
+Runs the trainer on the config (``{config}`` in the command is replaced by its path; the
+default is ``python run.py {config}`` in AI Toolkit's folder), its output on the terminal and
+in a log beside the config, and on an out-of-memory crash saves the next roll-back and runs
+again (``wizard.autopilot``). Without ``--auto`` it asks before each retry, with the fix shown
+and "yes" preselected. ``--scale-up`` goes upward from a config that finished.
+
+Exit status: 0 the last attempt finished; 2 it stopped without a finished run; 130 Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from wizard.errors import WizardError
+
+if TYPE_CHECKING:
+    from wizard.diagnosis import Diagnosis
+    from wizard.trainer import TrainerEnd
+
+PREFIX = "[oom-wizard] "
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``run``."""
+    parser = subparsers.add_parser(
+        "run",
+        help="run the trainer, and on an out-of-memory crash roll back one step and retry",
+        description=(
+            "Run the trainer as a child process ({config} in its command is replaced by the "
+            "config's path), show and log its output, and when it runs out of memory save the "
+            "next roll-back as a new config and run again: first a short validation run, then "
+            "the full one. It stops, and says why, instead of relaunching an unchanged config."
+        ),
+    )
+    parser.add_argument("config", type=Path, metavar="CONFIG", help="the job config to run")
+    _add_options(parser)
+    parser.add_argument(
+        "trainer",
+        nargs=argparse.REMAINDER,
+        metavar="-- TRAINER …",
+        help="the trainer command (default in AI Toolkit's folder: python run.py {config})",
+    )
+    parser.set_defaults(handler=run)
+
+
+def _add_options(parser: argparse.ArgumentParser) -> None:
+    """The options, which may come before or after CONFIG."""
+    parser.add_argument(
+        "--auto", action="store_true", help="retry without asking (the default fix each time)"
+    )
+    parser.add_argument(
+        "--max-retries", type=int, default=5, metavar="N", help="roll-backs tried at most (5)"
+    )
+    parser.add_argument(
+        "--validation-steps",
+        type=int,
+        default=100,
+        metavar="N",
+        help="train.steps of the short run after each fix (100; 0: no validation run)",
+    )
+    parser.add_argument(
+        "--scale-up",
+        action="store_true",
+        help="after a finished run: re-add one setting per run until one crashes",
+    )
+    parser.add_argument(
+        "--grace",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds the trainer gets after SIGINT, then SIGTERM, before SIGKILL (10)",
+    )
+
+
+class _OptionParser(argparse.ArgumentParser):
+    """The options given after CONFIG (argparse hands them over with the trainer's words)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise WizardError(f"run: {message} (see 'oom-wizard run --help')")
+
+
+def _split(args: argparse.Namespace) -> list[str]:
+    """Options after CONFIG are read into ``args``; the words after ``--`` are the trainer."""
+    words = list(args.trainer)
+    if "--" in words:
+        cut = words.index("--")
+    else:  # argparse drops a ``--`` that comes right after CONFIG
+        cut = len(words) if words[:1] and words[0].startswith("-") else -1
+    head, tail = (words[:cut], words[cut + 1 :]) if cut >= 0 else ([], words)
+    if head:
+        later = _OptionParser(prog="oom-wizard run", add_help=False)
+        _add_options(later)
+        later.parse_args(head, namespace=args)
+    return tail
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the loop; its exit status."""
+    from wizard.autopilot import Settings, always_yes, autopilot
+    from wizard.trainer import default_command, run_trainer, trainer_argv
+
+    template = _split(args)
+    if not args.config.is_file():
+        raise WizardError("no such config", file=args.config)
+    if args.max_retries < 0 or args.validation_steps < 0:
+        raise WizardError("--max-retries and --validation-steps cannot be negative")
+    if not template:
+        found = default_command(Path.cwd())
+        if found is None:
+            raise WizardError(
+                "give the trainer command after --, e.g. -- python run.py {config} "
+                "(that is the default when run from AI Toolkit's folder)"
+            )
+        template = found
+    echo = sys.stdout.buffer
+
+    def runner(config: Path, log: Path) -> TrainerEnd:
+        return run_trainer(trainer_argv(template, config), log, echo=echo, grace_s=args.grace)
+
+    settings = Settings(
+        max_retries=args.max_retries,
+        validation_steps=args.validation_steps,
+        scale_up=args.scale_up,
+    )
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        outcome = autopilot(
+            args.config,
+            runner,
+            settings=settings,
+            ask=always_yes if args.auto else _ask,
+            say=_say,
+        )
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    _say("Attempts:")
+    for attempt in outcome.attempts:
+        changed = f"; then changed {', '.join(attempt.changed)}" if attempt.changed else ""
+        _say(
+            f"  {attempt.number}. {attempt.config.name} ({attempt.kind}): {attempt.describe()}"
+            f", {attempt.duration_s:.1f} s{changed}"
+        )
+    return outcome.exit_status
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM to us is a stop like Ctrl-C: the trainer's group is stopped too."""
+    raise KeyboardInterrupt
+
+
+def _say(text: str) -> None:
+    sys.stdout.write(f"{PREFIX}{text}\n")
+    sys.stdout.flush()
+
+
+def _ask(diagnosis: Diagnosis, fix: Sequence[str]) -> bool:
+    """Show the diagnosis and the fix; Enter (or y) saves it and retries."""
+    _say(diagnosis.verdict)
+    for line in fix:
+        _say(f"  {line}")
+    if not sys.stdin.isatty():
+        _say("Not a terminal to ask in: run with --auto to retry without asking.")
+        return False
+    sys.stdout.write(f"{PREFIX}Save this roll-back and run again? [Y/n] ")
+    sys.stdout.flush()
+    answer = sys.stdin.readline().strip().lower()
+    return answer in ("", "y", "yes")

@@ -1,0 +1,71 @@
+"""``oom-wizard watch [CONFIG | JOB_DIR] [--log LOG]``: follow a running job live.
+
+The live screen (``screens.watch``) follows the job's log as it grows, shows its phase,
+progress, speed, skips and the GPU, tells a skip, a stall or a slowdown as it happens, and when
+the job crashes shows the diagnosis and the first change; Enter then opens the wizard on that
+crash. It never writes anything of the job's.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``watch``."""
+    parser = subparsers.add_parser(
+        "watch",
+        help="follow a running job live, and open the wizard when it crashes",
+        description=(
+            "Follow a running job's log like tail -F (it may not exist yet, and may be "
+            "truncated or rotated by a restart), show its phase, step, speed, OOM skips and "
+            "the GPU, warn of a skip, a stall or a slowdown as it happens, and when the job "
+            "crashes, show the diagnosis and open the wizard on it. Writes nothing."
+        ),
+    )
+    parser.add_argument(
+        "target",
+        nargs="?",
+        type=Path,
+        metavar="CONFIG | JOB_DIR",
+        help="the job config, or its output folder (<training_folder>/<name>/)",
+    )
+    parser.add_argument(
+        "--log", type=Path, metavar="LOG", help="the log to follow (default: the job's log.txt)"
+    )
+    parser.add_argument(
+        "--stall-minutes",
+        type=float,
+        default=10.0,
+        metavar="N",
+        help="warn when no new step comes for N minutes (10)",
+    )
+    parser.add_argument(
+        "--no-probe", action="store_true", help="do not ask nvidia-smi about the GPU"
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Show the live screen; open the wizard on a crash when asked."""
+    from screens.watch import WatchApp
+    from wizard.follow import watch_target
+
+    target = watch_target(args.target, args.log)
+    app = WatchApp(
+        target.log,
+        target.config,
+        name=target.name,
+        probe=not args.no_probe,
+        stall_s=args.stall_minutes * 60,
+    )
+    result = app.run()
+    if result is not None and result.open_wizard and target.config is not None:
+        from screens.app import create_app
+
+        wizard = create_app(target.config, log=target.log)
+        wizard.run()
+        return wizard.return_code or 0
+    return 0
