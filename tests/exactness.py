@@ -12,7 +12,8 @@ float), and then:
    never equal to numbers; ``1`` and ``1.0`` are.
 2. **The text.** Each line the edit removed or added must hold a changed key (in JSON, one
    of the keys on the line; a one-line JSON is one line), a key of a section the edit added,
-   an item of a changed list, a bracket, or be blank; an added line may also be a comment.
+   an item of a changed list, a bracket, a section in flow style that holds a changed field,
+   or be blank; an added line may also be a comment; a JSON line may gain or lose its comma.
    No comment line of the original is lost, and an inline comment on a changed line is kept.
 3. **The bytes around the text.** A byte-order mark and the line endings are kept.
 
@@ -270,10 +271,14 @@ def check_text(original: str, edited: str, paths: Iterable[str], is_json: bool) 
                 return bool(keys & changed) or (added and bool(keys & sections))
         key = None if is_json else _key_of(line)
         if key is not None:
-            return key in changed or (added and key in sections)
+            # a section written in flow style (``network: {linear: 32}``) holds its fields
+            flow = key in sections and bool(re.search(r":\s*[\[{]", line))
+            return key in changed or flow or (added and key in sections)
         return bool((_JSON_ITEM if is_json else _YAML_ITEM).match(line))
 
     before, after = original.splitlines(), edited.splitlines()
+    if is_json:  # a key added after the last one of an object puts a comma on the line before
+        before, after = [line.rstrip(",") for line in before], [line.rstrip(",") for line in after]
     matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":

@@ -134,6 +134,21 @@ def test_a_broken_edit_is_caught(
     assert any(problem in line for line in verdict.problems), verdict.problems
 
 
+def test_a_field_in_a_flow_section_and_a_json_comma_are_explained(tmp_path: Path) -> None:
+    flow = "job: extension\nconfig:\n  network: {type: lora, linear: 32}  # rank\n"
+    original, output = _files(tmp_path, flow.replace("32", "16"), source=flow)
+    log = _log(tmp_path / "log.json", ("config.network.linear", 32, 16))
+    assert exactness.check(original, output, log).ok
+    pretty = '{\n  "config": {\n    "a": 1\n  }\n}\n'
+    original, output = tmp_path / "a.json", tmp_path / "b.json"
+    original.write_text(pretty, encoding="utf-8")
+    output.write_text(pretty.replace('"a": 1', '"a": 1,\n    "b": 2'), encoding="utf-8")
+    log = _log(tmp_path / "log.json", ("config.b", None, 2))
+    assert exactness.check(original, output, log).ok
+    output.write_text(pretty.replace('"a": 1', '"a": 1,\n    "c": 2'), encoding="utf-8")
+    assert not exactness.check(original, output, log).ok
+
+
 def test_the_toolkit_reads_1e_4_as_a_float(tmp_path: Path) -> None:
     original, _ = _files(tmp_path, SOURCE)
     tree = exactness.load_tree(original)
