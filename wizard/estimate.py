@@ -74,6 +74,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Final, Literal
 
 from wizard.changes import Change
@@ -104,6 +105,15 @@ CRASHED_PEAK: Final[Mapping[str, Peak]] = {
     "sampling": "sample",
 }
 """The peak a crash at each moment ran into (``loading`` also counts the first sample)."""
+
+PEAK_WORDS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "load": "the loaded weights and the first sample",
+        "training": "one training step",
+        "sample": "the sample",
+    }
+)
+"""How the plan names the peak a crash ran into (see :data:`CRASHED_PEAK`)."""
 
 
 @dataclass(frozen=True)

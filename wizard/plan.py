@@ -32,7 +32,14 @@ from wizard.changelog import ChangeLog
 from wizard.changes import Change
 from wizard.document import MISSING, JobDocument, same_value
 from wizard.errors import ConfigError, WizardError
-from wizard.estimate import CRASHED_PEAK, MemoryEstimate, arch_facts, estimate, frame_floor
+from wizard.estimate import (
+    CRASHED_PEAK,
+    PEAK_WORDS,
+    MemoryEstimate,
+    arch_facts,
+    estimate,
+    frame_floor,
+)
 from wizard.paths import FieldPath, format_path
 from wizard.presets import (
     MODEL_KINDS,
@@ -200,15 +207,6 @@ class StepProposal:
             "fields": [proposal.to_json() for proposal in self.fields],
         }
 
-
-PEAK_WORDS: Final[Mapping[str, str]] = MappingProxyType(
-    {
-        "load": "the loaded weights and the first sample",
-        "training": "one training step",
-        "sample": "the sample",
-    }
-)
-"""How the plan names the peak a crash ran into (see :data:`wizard.estimate.CRASHED_PEAK`)."""
 
 EXHAUSTED_ADVICE: Final = (
     "Nothing left on the ladder lowers {peak}: this model does not fit this card at these "

@@ -264,7 +264,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def render_plan(console: Console, target: Target, plan: Plan) -> None:
-    """The plan as text: context, then one block per step."""
+    """The plan as text: context, the default fix's estimate (and, when nothing lowers the
+    crashed peak, that the ladder is exhausted and what remains), then one block per step."""
     from wizard.plan import changes_for, estimate
 
     console.print(f"Roll-back plan for {target.document.source}", markup=False)
@@ -275,9 +276,19 @@ def render_plan(console: Console, target: Target, plan: Plan) -> None:
     if plan.environment_checks:
         render_checks(console, plan)
         return
-    figures = estimate(target.document, changes_for(plan), plan.model_kind)
-    console.print(f"  with the default steps: {describe_estimate(figures)}", markup=False)
+    figures = plan.estimate or estimate(target.document, changes_for(plan), plan.model_kind)
+    console.print(
+        f"  with the default steps: {describe_estimate(figures, plan.moment)}", markup=False
+    )
     console.print(f"  {figures.note}", markup=False)
+    if plan.exhausted_advice:
+        console.print("", markup=False)
+        console.print(f"Ladder exhausted. {plan.exhausted_advice}", markup=False)
+        console.print(
+            "No step is on by default, and 'oom-wizard apply' saves nothing as a fix; you can "
+            "still name steps with --steps.",
+            markup=False,
+        )
     console.print("")
     for number, step in enumerate(plan.steps, start=1):
         render_step(console, target, plan, number, step)
@@ -321,21 +332,36 @@ def render_step(
     console.print(f"      why: {' '.join(step.why.split())}", markup=False)
     if step.ui_hint:
         console.print(f"      in AI Toolkit's UI: {step.ui_hint}", markup=False)
+    if step.costs:
+        console.print(f"      costs: {step.costs}", markup=False)
     if step.note:
         console.print(f"      note: {step.note}", markup=False)
     if step.fields and not step.satisfied:
         alone = changes_for(plan, {step.id: StepChoice(step_id=step.id, enabled=True)})
         figures = estimate(target.document, alone, plan.model_kind)
-        console.print(f"      this step alone: {describe_estimate(figures)}", markup=False)
+        console.print(
+            f"      this step alone: {describe_estimate(figures, plan.moment)}", markup=False
+        )
     console.print("")
 
 
-def describe_estimate(figures: MemoryEstimate) -> str:
-    """``training ≈ 25 % of today, samples ≈ 56 %`` (relative, approximate)."""
+def describe_estimate(figures: MemoryEstimate, moment: str | None = None) -> str:
+    """``training ≈ 25 % of today, samples ≈ 56 %; weights on the GPU ≈ 16.9 → 9.1 GiB``
+    (approximate), and for a crash ``moment``, whether the peak it ran into goes down."""
+    from wizard.estimate import CRASHED_PEAK, PEAK_WORDS
+
     text = f"training ≈ {figures.train_pct:g} % of today"
     if figures.sample_pct is not None:
         text += f", samples ≈ {figures.sample_pct:g} %"
-    return text + " (relative activation load, approximate)"
+    text += " (relative activation load"
+    if moment is not None:
+        before, after = figures.weights_gib(moment)
+        if before is not None and after is not None:
+            text += f"; weights on the GPU ≈ {before:g} → {after:g} GiB"
+    text += ", approximate)"
+    if moment is not None and moment in CRASHED_PEAK and not figures.lowers(moment):
+        text += f"; this leaves {PEAK_WORDS[CRASHED_PEAK[moment]]} unchanged"
+    return text
 
 
 def show(value: Any) -> str:
