@@ -212,3 +212,17 @@ def test_a_database_job_is_not_saved_to_a_file(tmp_path: Path) -> None:
     )
     assert status == 2 and "-o and --changelog are for config files" in err
     assert not (tmp_path / "out.yaml").exists()
+
+
+def test_dry_run_of_a_database_job_lists_the_fields_not_a_one_line_diff(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "aitk_db.db")
+    add_job(db, "my_lora")
+    before = job_row(db, "my_lora")
+    status, out, err = cli(
+        "apply", "--db", db, "--job", "my_lora", "--moment", "early_steps", "--dry-run"
+    )
+    assert status == 0, err
+    assert "config.process[0].train.batch_size: 4 → 1" in out
+    assert "nothing was written" in out
+    assert max(len(line) for line in out.splitlines()) < 400
+    assert job_row(db, "my_lora") == before
