@@ -1286,6 +1286,13 @@ def changes_for(plan: Plan, choices: Mapping[str, StepChoice] | None = None) -> 
     return changes
 
 
+def _is_increase(proposal: FieldProposal, after: Any) -> bool:
+    """Whether an edited value costs more memory than today's (see :mod:`wizard.values`)."""
+    from wizard.values import validate_value
+
+    return validate_value(proposal.path, after, None, before=proposal.before).increase
+
+
 def _choice(step: StepProposal, choices: Mapping[str, StepChoice] | None) -> StepChoice | None:
     if choices is None:
         return StepChoice(step_id=step.id, enabled=step.default_on)
@@ -1307,6 +1314,8 @@ def _step_changes(step: StepProposal, choice: StepChoice) -> Iterable[Change]:
             drops.add(position)
             continue
         after = choice.values.get(proposal.key, proposal.after)
+        if proposal.key in choice.values and _is_increase(proposal, after):
+            reason += f" (an increase: {_show(proposal.before)} → {_show(after)}, confirmed)"
         yield Change(path=proposal.path, after=after, step=step.id, reason=reason)
     for list_path, items, drops in dropped.values():
         kept = [item for position, item in enumerate(items) if position not in drops]
