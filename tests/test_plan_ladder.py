@@ -311,3 +311,39 @@ def test_a_bucket_is_never_dropped_to_nothing() -> None:
         for change in changes_for(plan, every):
             if change.path[-1] == "resolution":
                 assert change.after not in ([], MISSING)
+
+
+# ------------------------------------------------------------------- sampling off
+
+
+def test_sampling_off_comes_with_the_validation_run_and_says_so() -> None:
+    doc = document(job(train={"steps": 3000}, sample={"width": 1024, "height": 1024}))
+    plan = plan_for(doc, "loading")
+    on = [s.id for s in plan.steps if s.default_on]
+    assert "sampling" in on and "validation_run" in on
+    sampling = plan.step("sampling")
+    assert sampling is not None
+    disable = next(f for f in sampling.fields if f.key.endswith("disable_sampling"))
+    assert "a full run with it makes no samples" in disable.label
+    changed = {format_path(c.path): c.after for c in changes_for(plan)}
+    assert changed[P + "train.steps"] == 100 and changed[P + "train.disable_sampling"] is True
+
+
+def test_the_scale_up_gives_sampling_back_first_after_the_validation_run(tmp_path: Path) -> None:
+    from wizard.plan import next_scale_up
+
+    source = write_job(
+        tmp_path / "job.yaml",
+        job(train={"steps": 3000}, sample={"width": 1024, "height": 1024}),
+    )
+    doc = load_document(source)
+    plan = plan_for(doc, "loading")
+    saved = commit(
+        prepare(doc, changes_for(plan)),
+        direction="rollback",
+        moment="loading",
+        steps=[s.id for s in plan.steps if s.default_on],
+    )
+    first = next_scale_up(load_document(saved.config), read_changelog(saved.changelog))
+    assert first is not None and first.step == "sampling"
+    assert any(c.path[-1] == "disable_sampling" for c in first.changes)

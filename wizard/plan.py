@@ -413,8 +413,8 @@ def _with_defaults(
     they leave the crashed peak where it was, the next step down that lowers it.
 
     Returns the steps, whether the ladder is exhausted (nothing lowers the peak: then no
-    step is on), and the estimate of the default fix. The validation run is never on by
-    default.
+    step is on), and the estimate of the default fix. The validation run is on by default
+    only with a fix that switches sampling off.
     """
     actionable = [s for s in steps if not s.satisfied and s.id != VALIDATION_RUN]
 
@@ -435,7 +435,9 @@ def _with_defaults(
     exhausted = not current.lowers(moment)
     if exhausted:
         chosen, promoted = [], None
-        current = figures(chosen)
+    elif _disables_sampling(steps, chosen):
+        chosen += [s.id for s in steps if s.id == VALIDATION_RUN and not s.satisfied]
+    current = figures(chosen)
     peak = PEAK_WORDS.get(CRASHED_PEAK.get(moment, ""), "the peak")
     result: list[StepProposal] = []
     for step in _switched(steps, chosen):
@@ -447,6 +449,17 @@ def _with_defaults(
             step = dataclasses.replace(step, note=f"{step.note} {extra}" if step.note else extra)
         result.append(step)
     return result, exhausted, current
+
+
+def _disables_sampling(steps: Sequence[StepProposal], ids: Collection[str]) -> bool:
+    """Whether the chosen steps switch sampling off by default: then the short validation run
+    goes with them, so that no full run is spent without a single sample."""
+    return any(
+        f.default_on and f.path[-2:] == ("train", "disable_sampling") and f.after is True
+        for step in steps
+        if step.id in ids
+        for f in step.fields
+    )
 
 
 def _switched(steps: Sequence[StepProposal], ids: Collection[str]) -> list[StepProposal]:
@@ -829,7 +842,14 @@ def _sampling(process: _Process, moment: Moment, found: _Found) -> None:
         if train.skip_first_sample is not True:
             _propose(found, process, ("train", "skip_first_sample"), True)
         _propose(
-            found, process, disable, True, label=f"{format_path(disable)} (for a validation run)"
+            found,
+            process,
+            disable,
+            True,
+            label=(
+                f"{format_path(disable)} (with the short validation run; a full run with it "
+                "makes no samples at all)"
+            ),
         )
         return
     _lighter_samples(process, sample, found)

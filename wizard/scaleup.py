@@ -7,6 +7,11 @@ memory settings, which buy speed rather than quality), so that a new crash names
 Every restored field gets its *original* value: the first ``before`` the change log records
 for it, measured from the source config (a dropped bucket comes back in its original place
 in the list). A step outside that order is never undone.
+
+Sampling off comes back first: when the roll-back switched ``train.disable_sampling`` on
+together with the short validation run, a stable validation run has shown nothing about the
+samples, so the first re-add gives sampling back (with the step count still short), and the
+step count follows.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from wizard.changelog import ChangeLog
 from wizard.changes import Change
 from wizard.document import MISSING, JobDocument, same_value
 from wizard.paths import parse_path
-from wizard.presets import Presets, load_presets
+from wizard.presets import AnyStepId, Presets, load_presets
 
 
 @dataclass(frozen=True)
@@ -60,7 +65,7 @@ def pending_scale_ups(
     originals = {path: first for path, (first, _last) in changelog.net().items()}
     claimed: set[str] = set()
     pending: list[ScaleUp] = []
-    for step in presets.scale_up_order:
+    for step in _order(changelog, presets):
         paths = [
             entry.path
             for entry in changelog.changes
@@ -82,6 +87,21 @@ def pending_scale_ups(
             title = info.restore or info.title
             pending.append(ScaleUp(step=step, title=title, why=_why(presets), changes=changes))
     return tuple(pending)
+
+
+def _order(changelog: ChangeLog, presets: Presets) -> tuple[AnyStepId, ...]:
+    """The scale-up order, with sampling first when it was switched off for a validation run."""
+    order: tuple[AnyStepId, ...] = presets.scale_up_order
+    steps = {entry.step for entry in changelog.changes}
+    sampling_off = any(
+        entry.step == "sampling"
+        and entry.path.endswith(".train.disable_sampling")
+        and entry.after is True
+        for entry in changelog.changes
+    )
+    if sampling_off and "validation_run" in steps:
+        order = ("sampling", *(step for step in order if step != "sampling"))
+    return order
 
 
 def _original(value: Any) -> Any:
