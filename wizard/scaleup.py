@@ -43,6 +43,61 @@ class ScaleUp:
     changes: tuple[Change, ...]
 
 
+@dataclass(frozen=True)
+class ManualChange:
+    """A field a ``set`` run changed that still differs from the source.
+
+    Attributes:
+        path: The field, in AI Toolkit's notation.
+        original: Its value in the source config (``MISSING`` when the source lacks it).
+        current: Its value today (``MISSING`` when the key is gone).
+    """
+
+    path: str
+    original: Any
+    current: Any
+
+
+def standing_manual_changes(
+    document: JobDocument, changelog: ChangeLog
+) -> tuple[ManualChange, ...]:
+    """The fields changed by hand (``oom-wizard set``) that are not back to the source's value.
+
+    The scale-up never undoes them (they belong to no step), so nothing may say "everything is
+    back" while one of them stands.
+    """
+    originals = {path: first for path, (first, _last) in changelog.net().items()}
+    manual = [
+        entry.path
+        for entry in changelog.changes
+        if 0 <= entry.run < len(changelog.runs) and changelog.runs[entry.run].direction == "edit"
+    ]
+    standing = []
+    for path in dict.fromkeys(manual):
+        original = _original(originals.get(path))
+        current = document.get(parse_path(path))
+        if not _same(current, original):
+            standing.append(ManualChange(path=path, original=original, current=current))
+    return tuple(standing)
+
+
+def nothing_left_text(document: JobDocument, changelog: ChangeLog) -> tuple[str, ...]:
+    """What to say when no re-add is left: everything is back, or which manual changes stand."""
+    manual = standing_manual_changes(document, changelog)
+    if not manual:
+        return ("every setting the roll-back changed is back to its original value.",)
+    return (
+        "every setting the roll-back changed is back, but not everything is: "
+        f"{len(manual)} manual change{'s' if len(manual) != 1 else ''} made with "
+        "'oom-wizard set' still stand (the scale-up never undoes them):",
+        *(f"  {m.path}: {_shown(m.original)} → {_shown(m.current)} (set by hand)" for m in manual),
+    )
+
+
+def _shown(value: Any) -> str:
+    return "(absent)" if value is MISSING else repr(value)
+
+
 def next_scale_up(
     document: JobDocument, changelog: ChangeLog, *, presets: Presets | None = None
 ) -> ScaleUp | None:
