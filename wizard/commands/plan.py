@@ -145,12 +145,35 @@ def _from_file(args: argparse.Namespace) -> _Source:
         raise WizardError("give the job's config file (or its folder), or --db PATH --job NAME")
     located = locate_job(Path(args.config))
     found = find_changelog(located.config)
+    document = load_document(located.config)
     source = _Source(
-        document=load_document(located.config),
+        document=document,
         changelog=read_changelog(found) if found is not None else None,
         log=args.log,
+        notes=(ui_job_note(located.config, document),) if located.ui_job else (),
     )
     return _with_located_log(source, located, args)
+
+
+def ui_job_note(config: Path, document: JobDocument) -> str:
+    """For a web-UI job's ``.job_config.json``: the UI rewrites it from its database at every
+    start, so point to ``--db`` and the database found for it."""
+    from wizard.jobdb import DB_FILE_NAME
+
+    name = config.parent.name
+    candidates = []
+    primary = document.view().primary
+    recorded = document.get(primary.path("sqlite_db_path")) if primary is not None else None
+    if isinstance(recorded, str) and recorded:
+        candidates.append(Path(recorded))
+    candidates.append(config.parent.parent.parent / DB_FILE_NAME)
+    found = next((path for path in candidates if path.is_file()), None)
+    where = f"--db {found} --job {name}" if found else f"--db PATH/{DB_FILE_NAME} --job {name}"
+    return (
+        f"{config.name} is written anew from AI Toolkit's jobs database at every start, so a "
+        f"fixed copy of it changes nothing in the UI; to fix the job itself use {where}"
+        + ("" if found else " (the database is aitk_db.db in the toolkit's folder)")
+    )
 
 
 def _from_db(args: argparse.Namespace) -> _Source:
@@ -166,7 +189,7 @@ def _with_located_log(source: _Source, located: JobLocation, args: argparse.Name
     """The job folder's log (and its note), unless ``--log`` names one."""
     if args.log is not None or located.log is None:
         return source
-    notes = (located.log_note,) if located.log_note else ()
+    notes = (*source.notes, *((located.log_note,) if located.log_note else ()))
     return dataclasses.replace(source, log=located.log, scan=located.log_scan, notes=notes)
 
 
