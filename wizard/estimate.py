@@ -65,9 +65,11 @@ of billions of bytes)::
     text_enc_sample = 0 with cached embeddings only (unloading moves it back for samples)
     k          = levers.yaml's trainable weights per rank per transformer weight (rough)
     S          = the optimizer's state bytes per trainable weight (adamw 8, adamw8bit 2)
-    transformer_load = the transformer at b (not b_t) while it is quantized on the GPU, which
-                 happens without ``model.low_vram``; with it the blocks are quantized from
-                 system RAM. text_enc_load likewise.
+    transformer_load = the transformer at b (not b_t) while it is quantized: without
+                 ``model.low_vram`` the full-precision model is moved to the GPU first, with it
+                 it stays in system RAM and is quantized block by block (AI Toolkit's
+                 toolkit/models/wan21/wan21.py:357-363, toolkit/util/quantize.py:445-466).
+                 text_enc_load likewise.
 """
 
 from __future__ import annotations
