@@ -347,3 +347,11 @@ def test_the_scale_up_gives_sampling_back_first_after_the_validation_run(tmp_pat
     first = next_scale_up(load_document(saved.config), read_changelog(saved.changelog))
     assert first is not None and first.step == "sampling"
     assert any(c.path[-1] == "disable_sampling" for c in first.changes)
+
+
+def test_diagnose_says_the_ladder_is_exhausted(tmp_path: Path) -> None:
+    source = tmp_path / "floor.yaml"
+    source.write_bytes((FIXTURES / "floor_everything.yaml").read_bytes())
+    status, out, _ = cli("diagnose", source, "--moment", "early_steps", "--no-probe")
+    assert status == 0
+    assert "does not fit this card" in " ".join(out.split())
