@@ -60,6 +60,18 @@ def verify_script() -> Path | None:
     return VERIFY_SCRIPT if VERIFY_SCRIPT is not None and VERIFY_SCRIPT.is_file() else None
 
 
+#: Marks a test that needs AI Toolkit's example configs from ``../shared``.
+needs_examples = pytest.mark.skipif(
+    not shared_examples(), reason="AI Toolkit's examples are not beside the checkout"
+)
+
+
+def shared_example(name: str) -> Path:
+    """One of AI Toolkit's example configs by its file name (under ``needs_examples``)."""
+    assert EXAMPLES is not None, "mark the test with needs_examples"
+    return EXAMPLES / name
+
+
 #: Marks a test that needs ``../shared``: skipped, with the reason, when it is absent.
 needs_shared = pytest.mark.skipif(
     SHARED is None or not SHARED.is_dir(), reason="../shared is not beside the checkout"

@@ -212,3 +212,50 @@ def test_a_database_job_is_not_saved_to_a_file(tmp_path: Path) -> None:
     )
     assert status == 2 and "-o and --changelog are for config files" in err
     assert not (tmp_path / "out.yaml").exists()
+
+
+def test_dry_run_of_a_database_job_lists_the_fields_not_a_one_line_diff(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "aitk_db.db")
+    add_job(db, "my_lora")
+    before = job_row(db, "my_lora")
+    status, out, err = cli(
+        "apply", "--db", db, "--job", "my_lora", "--moment", "early_steps", "--dry-run"
+    )
+    assert status == 0, err
+    assert "config.process[0].train.batch_size: 4 → 1" in out
+    assert "nothing was written" in out
+    assert max(len(line) for line in out.splitlines()) < 400
+    assert job_row(db, "my_lora") == before
+
+
+def test_restore_ends_by_saying_the_restored_config_ran_out_of_memory(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "aitk_db.db")
+    add_job(db, "my_lora", step=3)
+    args = ("--db", db, "--job", "my_lora", "--moment", "early_steps")
+    assert cli("apply", *args, "--in-place")[0] == 0
+    status, out, err = cli("restore", "--db", db, "--job", "my_lora")
+    assert status == 0, err
+    last = out.strip().splitlines()[-1]
+    assert "The restored config is the one that ran out of memory" in out
+    assert f"oom-wizard plan --db {db} --job my_lora" in last
+
+
+@pytest.mark.parametrize("recorded", [True, False])
+def test_a_ui_job_folder_without_db_points_to_the_database(tmp_path: Path, recorded: bool) -> None:
+    root = tmp_path / "ai-toolkit"
+    folder = root / "output" / "my_lora"
+    folder.mkdir(parents=True)
+    db = make_db(root / "aitk_db.db")
+    tree = dict(TREE)
+    if recorded:  # the worker records the database path in the job it writes
+        moved = make_db(tmp_path / "elsewhere.db")
+        tree = json.loads(json.dumps(TREE))
+        tree["config"]["process"][0]["sqlite_db_path"] = str(moved)
+        db = moved
+    write_job(folder / ".job_config.json", tree)
+    status, out, _ = cli("plan", folder, "--moment", "early_steps")
+    assert status == 0
+    assert f"use --db {db} --job my_lora" in out
+    assert "written anew from AI Toolkit's jobs database" in out
+    status, out, _ = cli("apply", folder, "--moment", "early_steps", "--dry-run")
+    assert status == 0 and f"--db {db} --job my_lora" in out

@@ -114,3 +114,132 @@ def test_no_step_raises_the_estimate(moment: str, kind: str) -> None:
 def test_an_impossible_value_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="batch_size"):
         estimate(document(HEAVY), [Change((*P0, "train", "batch_size"), 0)], "video")
+
+
+# --------------------------------------------------------------------------- weights
+
+GIB = 1e9 / 2**30
+FLUX_LORA = {"type": "lora", "linear": 16, "linear_alpha": 16}
+
+
+def flux(model: dict[str, Any] | None = None, **train: Any) -> dict[str, Any]:
+    tree = job(arch="flux", train={"batch_size": 1, "dtype": "bf16", **train}, model=model)
+    tree["config"]["process"][0]["network"] = dict(FLUX_LORA)
+    return tree
+
+
+def weights(tree: dict[str, Any], changes: list[Change] | None = None) -> Any:
+    figures = estimate(document(tree), changes or [], "image")
+    assert figures.weights is not None
+    return figures.weights
+
+
+def lora(optimizer_bytes: float = 8.0, rank: int = 16) -> float:
+    """LoRA weights, gradients and adamw state for FLUX (12B) at ``rank``, in GB."""
+    return 12.0 * 0.00065 * rank * (4 + 4 + optimizer_bytes)
+
+
+def test_weights_count_transformer_text_encoder_and_the_lora() -> None:
+    today = weights(flux(optimizer="adamw")).before
+    # bf16: 12B × 2 + 4.9B × 2, and the LoRA in fp32 with adamw's two states.
+    assert today.training == pytest.approx(GIB * (24.0 + 9.8 + lora()), rel=1e-6)
+    assert today.sample == today.training
+
+
+def test_absent_dtype_is_the_toolkits_fp32() -> None:
+    tree = flux(optimizer="adamw")
+    del tree["config"]["process"][0]["train"]["dtype"]
+    assert weights(tree).before.training == pytest.approx(GIB * (48.0 + 19.6 + lora()), rel=1e-6)
+
+
+def test_quantization_halves_bf16_weights_and_the_text_encoder_follows_quantize() -> None:
+    change = Change(path=(*P0, "model", "quantize"), after=True, step="quantize", reason="q")
+    after = weights(flux(optimizer="adamw"), [change]).after
+    # quantize_te is absent, so it follows quantize: both to qfloat8, 1 byte.
+    assert after.training == pytest.approx(GIB * (12.0 + 4.9 + lora()), rel=1e-6)
+
+
+def test_quantizing_without_low_vram_loads_the_full_precision_model_first() -> None:
+    quantized = flux({"quantize": True, "quantize_te": True}, optimizer="adamw")
+    low = Change(path=(*P0, "model", "low_vram"), after=True, step="low_vram", reason="lv")
+    figures = weights(quantized, [low])
+    # The bf16 transformer sits on the GPU while it is quantized: 12B × 2 bytes.
+    assert figures.before.load == pytest.approx(GIB * 24.0, rel=1e-6)
+    assert figures.after.load == pytest.approx(GIB * (12.0 + 4.9), rel=1e-6)
+
+
+def test_cached_embeddings_free_the_text_encoder_and_unloading_only_parks_it() -> None:
+    cache = Change(path=(*P0, "train", "cache_text_embeddings"), after=True, step="t", reason="t")
+    unload = Change(path=(*P0, "train", "unload_text_encoder"), after=True, step="t", reason="t")
+    cached = weights(flux(optimizer="adamw"), [cache])
+    parked = weights(flux(optimizer="adamw"), [unload])
+    assert cached.before.training - cached.after.training == pytest.approx(GIB * 9.8, rel=1e-6)
+    assert cached.after.sample == cached.after.training
+    assert parked.after.training == cached.after.training
+    assert parked.after.sample == parked.before.sample  # back on the GPU for samples
+
+
+def test_offloading_moves_its_share_off_the_gpu_where_the_arch_supports_it() -> None:
+    half = {
+        "layer_offloading": True,
+        "layer_offloading_transformer_percent": 0.5,
+        "layer_offloading_text_encoder_percent": 0.0,
+    }
+    on = job(arch="qwen_image", train={"dtype": "bf16"}, model=half)
+    off = job(arch="qwen_image", train={"dtype": "bf16"})
+    difference = weights(off).before.training - weights(on).before.training
+    assert difference == pytest.approx(GIB * 20.0 * 2 * 0.5, rel=1e-6)
+    # FLUX.1 ignores layer offloading: nothing moves.
+    ignored = flux(half, optimizer="adamw")
+    assert weights(ignored).before.training == weights(flux(optimizer="adamw")).before.training
+
+
+def test_low_vram_keeps_the_idle_wan22_expert_on_the_cpu() -> None:
+    tree = job(arch="wan22_14b:t2v", train={"dtype": "bf16", "cache_text_embeddings": True})
+    low = Change(path=(*P0, "model", "low_vram"), after=True, step="low_vram", reason="lv")
+    figures = weights(tree, [low])
+    expert = GIB * 14.0 * 2
+    assert figures.before.training - figures.after.training == pytest.approx(expert, rel=1e-6)
+
+
+def test_rank_and_the_8bit_optimizer_lower_the_training_weights() -> None:
+    rank = Change(path=(*P0, "network", "linear"), after=8, step="lora_rank", reason="r")
+    eight = Change(path=(*P0, "train", "optimizer"), after="adamw8bit", step="o", reason="o")
+    base = weights(flux(optimizer="adamw")).before.training
+    assert base - weights(flux(optimizer="adamw"), [rank]).after.training == pytest.approx(
+        GIB * (lora() - lora(rank=8)), rel=1e-6
+    )
+    assert base - weights(flux(optimizer="adamw"), [eight]).after.training == pytest.approx(
+        GIB * (lora() - lora(2.0)), rel=1e-6
+    )
+
+
+def test_an_arch_without_counts_gives_a_direction_but_no_gib() -> None:
+    tree = job(arch="brand_new", train={"dtype": "bf16"})
+    change = Change(path=(*P0, "model", "quantize"), after=True, step="quantize", reason="q")
+    figures = estimate(document(tree), [change], "image")
+    assert figures.lowers("early_steps")
+    assert figures.weights_gib("early_steps") == (None, None)
+    assert "unknown" in figures.note
+
+
+@pytest.mark.parametrize(
+    ("moment", "change", "lowers"),
+    [
+        ("early_steps", ("train", "batch_size", 1), True),
+        ("early_steps", ("sample", "width", 512), False),
+        ("sampling", ("sample", "width", 512), True),
+        ("sampling", ("train", "batch_size", 1), False),
+        ("loading", ("train", "disable_sampling", True), True),
+        ("loading", ("train", "batch_size", 1), False),
+        ("intermittent", ("model", "quantize", True), True),
+    ],
+)
+def test_lowers_names_the_peak_of_the_moment(
+    moment: str, change: tuple[str, str, Any], lowers: bool
+) -> None:
+    tree = flux(optimizer="adamw", batch_size=4)
+    tree["config"]["process"][0]["sample"] = {"width": 1024, "height": 1024}
+    section, key, value = change
+    edit = Change(path=(*P0, section, key), after=value, step="x", reason="x")
+    assert estimate(document(tree), [edit], "image").lowers(moment) is lowers

@@ -112,7 +112,9 @@ def test_order_is_the_moments_first_steps_then_the_ladder(moment: str, kind: str
 def test_only_the_moments_first_steps_are_on_by_default(moment: str, kind: str) -> None:
     plan = plan_of(HEAVY, moment, kind)
     on = [s.id for s in plan.steps if s.default_on]
-    assert on == [s.id for s in plan.steps if s.id in FIRST[(moment, kind)] and not s.satisfied]
+    first = [s.id for s in plan.steps if s.id in FIRST[(moment, kind)] and not s.satisfied]
+    # Sampling off for a loading crash comes with the short validation run.
+    assert on == first + (["validation_run"] if moment == "loading" else [])
     assert on
 
 

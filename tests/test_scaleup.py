@@ -210,3 +210,43 @@ def test_scale_up_reads_a_named_change_log(tmp_path: Path) -> None:
     assert status == 0 and "Larger batch" in out
     log = read_changelog(tmp_path / "a.oomfix.changelog.json")
     assert [run.direction for run in log.runs] == ["rollback", "scale_up"]
+
+
+def test_a_set_change_stands_so_nothing_claims_everything_is_back(tmp_path: Path) -> None:
+    source = write_job(tmp_path / "job.yaml", job(train={"batch_size": 4, "steps": 3000}))
+    assert cli("apply", source, "--moment", "early_steps", "--steps", "batch_size")[0] == 0
+    rolled = tmp_path / "job.oomfix.yaml"
+    status, _, err = cli(
+        "set", rolled, "config.process[0].train.lr=0.0002", "-o", tmp_path / "edited.yaml"
+    )
+    assert status == 0, err
+    edited = tmp_path / "edited.yaml"
+    status, out, _ = cli("scale-up", edited, "--yes")
+    assert status == 0 and "Next re-add: Larger batch [batch_size]" in out
+    final = latest(tmp_path)
+    status, out, _ = cli("scale-up", final, "--yes")
+    assert status == 0 and "Nothing left to re-add" in out
+    assert "is back to its original value" not in out
+    assert "1 manual change made with 'oom-wizard set' still stand" in out
+    assert "config.process[0].train.lr: (absent) → 0.0002 (set by hand)" in out
+    status, out, _ = cli("history", final)
+    assert status == 0 and "Next scale-up: nothing left" in out
+    assert "manual change" in out and "train.lr" in out
+
+
+def test_a_set_change_undone_by_hand_no_longer_stands(tmp_path: Path) -> None:
+    from wizard.scaleup import standing_manual_changes
+
+    source = write_job(tmp_path / "job.yaml", job(train={"batch_size": 4, "steps": 3000}))
+    assert cli("apply", source, "--moment", "early_steps", "--steps", "batch_size")[0] == 0
+    rolled = tmp_path / "job.oomfix.yaml"
+    once = tmp_path / "once.yaml"
+    assert cli("set", rolled, "config.process[0].train.steps=500", "-o", once)[0] == 0
+    log = read_changelog(once.with_name("once.changelog.json"))
+    assert [m.path for m in standing_manual_changes(load_document(once), log)] == [
+        "config.process[0].train.steps"
+    ]
+    twice = tmp_path / "twice.yaml"
+    assert cli("set", once, "config.process[0].train.steps=3000", "-o", twice)[0] == 0
+    log = read_changelog(twice.with_name("twice.changelog.json"))
+    assert standing_manual_changes(load_document(twice), log) == ()

@@ -65,15 +65,18 @@ of billions of bytes)::
     text_enc_sample = 0 with cached embeddings only (unloading moves it back for samples)
     k          = levers.yaml's trainable weights per rank per transformer weight (rough)
     S          = the optimizer's state bytes per trainable weight (adamw 8, adamw8bit 2)
-    transformer_load = the transformer at b (not b_t) while it is quantized on the GPU, which
-                 happens without ``model.low_vram``; with it the blocks are quantized from
-                 system RAM. text_enc_load likewise.
+    transformer_load = the transformer at b (not b_t) while it is quantized: without
+                 ``model.low_vram`` the full-precision model is moved to the GPU first, with it
+                 it stays in system RAM and is quantized block by block (AI Toolkit's
+                 toolkit/models/wan21/wan21.py:357-363, toolkit/util/quantize.py:445-466).
+                 text_enc_load likewise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Final, Literal
 
 from wizard.changes import Change
@@ -104,6 +107,15 @@ CRASHED_PEAK: Final[Mapping[str, Peak]] = {
     "sampling": "sample",
 }
 """The peak a crash at each moment ran into (``loading`` also counts the first sample)."""
+
+PEAK_WORDS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "load": "the loaded weights and the first sample",
+        "training": "one training step",
+        "sample": "the sample",
+    }
+)
+"""How the plan names the peak a crash ran into (see :data:`CRASHED_PEAK`)."""
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,14 @@ from wizard.changelog import ChangeLog
 from wizard.changes import Change
 from wizard.document import MISSING, JobDocument, same_value
 from wizard.errors import ConfigError, WizardError
-from wizard.estimate import CRASHED_PEAK, MemoryEstimate, arch_facts, estimate, frame_floor
+from wizard.estimate import (
+    CRASHED_PEAK,
+    PEAK_WORDS,
+    MemoryEstimate,
+    arch_facts,
+    estimate,
+    frame_floor,
+)
 from wizard.paths import FieldPath, format_path
 from wizard.presets import (
     MODEL_KINDS,
@@ -200,15 +207,6 @@ class StepProposal:
             "fields": [proposal.to_json() for proposal in self.fields],
         }
 
-
-PEAK_WORDS: Final[Mapping[str, str]] = MappingProxyType(
-    {
-        "load": "the loaded weights and the first sample",
-        "training": "one training step",
-        "sample": "the sample",
-    }
-)
-"""How the plan names the peak a crash ran into (see :data:`wizard.estimate.CRASHED_PEAK`)."""
 
 EXHAUSTED_ADVICE: Final = (
     "Nothing left on the ladder lowers {peak}: this model does not fit this card at these "
@@ -415,8 +413,8 @@ def _with_defaults(
     they leave the crashed peak where it was, the next step down that lowers it.
 
     Returns the steps, whether the ladder is exhausted (nothing lowers the peak: then no
-    step is on), and the estimate of the default fix. The validation run is never on by
-    default.
+    step is on), and the estimate of the default fix. The validation run is on by default
+    only with a fix that switches sampling off.
     """
     actionable = [s for s in steps if not s.satisfied and s.id != VALIDATION_RUN]
 
@@ -437,7 +435,9 @@ def _with_defaults(
     exhausted = not current.lowers(moment)
     if exhausted:
         chosen, promoted = [], None
-        current = figures(chosen)
+    elif _disables_sampling(steps, chosen):
+        chosen += [s.id for s in steps if s.id == VALIDATION_RUN and not s.satisfied]
+    current = figures(chosen)
     peak = PEAK_WORDS.get(CRASHED_PEAK.get(moment, ""), "the peak")
     result: list[StepProposal] = []
     for step in _switched(steps, chosen):
@@ -449,6 +449,17 @@ def _with_defaults(
             step = dataclasses.replace(step, note=f"{step.note} {extra}" if step.note else extra)
         result.append(step)
     return result, exhausted, current
+
+
+def _disables_sampling(steps: Sequence[StepProposal], ids: Collection[str]) -> bool:
+    """Whether the chosen steps switch sampling off by default: then the short validation run
+    goes with them, so that no full run is spent without a single sample."""
+    return any(
+        f.default_on and f.path[-2:] == ("train", "disable_sampling") and f.after is True
+        for step in steps
+        if step.id in ids
+        for f in step.fields
+    )
 
 
 def _switched(steps: Sequence[StepProposal], ids: Collection[str]) -> list[StepProposal]:
@@ -831,7 +842,14 @@ def _sampling(process: _Process, moment: Moment, found: _Found) -> None:
         if train.skip_first_sample is not True:
             _propose(found, process, ("train", "skip_first_sample"), True)
         _propose(
-            found, process, disable, True, label=f"{format_path(disable)} (for a validation run)"
+            found,
+            process,
+            disable,
+            True,
+            label=(
+                f"{format_path(disable)} (with the short validation run; a full run with it "
+                "makes no samples at all)"
+            ),
         )
         return
     _lighter_samples(process, sample, found)
@@ -1288,6 +1306,13 @@ def changes_for(plan: Plan, choices: Mapping[str, StepChoice] | None = None) -> 
     return changes
 
 
+def _is_increase(proposal: FieldProposal, after: Any) -> bool:
+    """Whether an edited value costs more memory than today's (see :mod:`wizard.values`)."""
+    from wizard.values import validate_value
+
+    return validate_value(proposal.path, after, None, before=proposal.before).increase
+
+
 def _choice(step: StepProposal, choices: Mapping[str, StepChoice] | None) -> StepChoice | None:
     if choices is None:
         return StepChoice(step_id=step.id, enabled=step.default_on)
@@ -1309,6 +1334,8 @@ def _step_changes(step: StepProposal, choice: StepChoice) -> Iterable[Change]:
             drops.add(position)
             continue
         after = choice.values.get(proposal.key, proposal.after)
+        if proposal.key in choice.values and _is_increase(proposal, after):
+            reason += f" (an increase: {_show(proposal.before)} → {_show(after)}, confirmed)"
         yield Change(path=proposal.path, after=after, step=step.id, reason=reason)
     for list_path, items, drops in dropped.values():
         kept = [item for position, item in enumerate(items) if position not in drops]

@@ -526,6 +526,25 @@ class NominalParams(_Frozen):
     text_encoder: float = Field(ge=0)
 
 
+class ValueRule(_Frozen):
+    """What a value typed for one field may be (``values`` in levers.yaml)."""
+
+    kind: Literal["int", "float", "text"]
+    min: float | None = None
+    max: float | None = None
+    multiple_of: int | Literal["arch"] | None = None
+    grid: Literal["frames"] | None = None
+    heavier: Literal["higher", "lower", "none"]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ValueRule:
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError("min is above max")
+        if self.kind == "text" and (self.min, self.max, self.multiple_of) != (None, None, None):
+            raise ValueError("a text value has no range or multiple")
+        return self
+
+
 class LeversFile(_Frozen):
     """The schema of ``levers.yaml``."""
 
@@ -536,6 +555,7 @@ class LeversFile(_Frozen):
     unknown_optimizer_state_bytes: float = Field(ge=0)
     lora: LoraFacts
     unknown_params: NominalParams
+    values: Mapping[NonEmpty, ValueRule] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _consistent(self) -> LeversFile:

@@ -7,6 +7,11 @@ memory settings, which buy speed rather than quality), so that a new crash names
 Every restored field gets its *original* value: the first ``before`` the change log records
 for it, measured from the source config (a dropped bucket comes back in its original place
 in the list). A step outside that order is never undone.
+
+Sampling off comes back first: when the roll-back switched ``train.disable_sampling`` on
+together with the short validation run, a stable validation run has shown nothing about the
+samples, so the first re-add gives sampling back (with the step count still short), and the
+step count follows.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from wizard.changelog import ChangeLog
 from wizard.changes import Change
 from wizard.document import MISSING, JobDocument, same_value
 from wizard.paths import parse_path
-from wizard.presets import Presets, load_presets
+from wizard.presets import AnyStepId, Presets, load_presets
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,61 @@ class ScaleUp:
     title: str
     why: str
     changes: tuple[Change, ...]
+
+
+@dataclass(frozen=True)
+class ManualChange:
+    """A field a ``set`` run changed that still differs from the source.
+
+    Attributes:
+        path: The field, in AI Toolkit's notation.
+        original: Its value in the source config (``MISSING`` when the source lacks it).
+        current: Its value today (``MISSING`` when the key is gone).
+    """
+
+    path: str
+    original: Any
+    current: Any
+
+
+def standing_manual_changes(
+    document: JobDocument, changelog: ChangeLog
+) -> tuple[ManualChange, ...]:
+    """The fields changed by hand (``oom-wizard set``) that are not back to the source's value.
+
+    The scale-up never undoes them (they belong to no step), so nothing may say "everything is
+    back" while one of them stands.
+    """
+    originals = {path: first for path, (first, _last) in changelog.net().items()}
+    manual = [
+        entry.path
+        for entry in changelog.changes
+        if 0 <= entry.run < len(changelog.runs) and changelog.runs[entry.run].direction == "edit"
+    ]
+    standing = []
+    for path in dict.fromkeys(manual):
+        original = _original(originals.get(path))
+        current = document.get(parse_path(path))
+        if not _same(current, original):
+            standing.append(ManualChange(path=path, original=original, current=current))
+    return tuple(standing)
+
+
+def nothing_left_text(document: JobDocument, changelog: ChangeLog) -> tuple[str, ...]:
+    """What to say when no re-add is left: everything is back, or which manual changes stand."""
+    manual = standing_manual_changes(document, changelog)
+    if not manual:
+        return ("every setting the roll-back changed is back to its original value.",)
+    return (
+        "every setting the roll-back changed is back, but not everything is: "
+        f"{len(manual)} manual change{'s' if len(manual) != 1 else ''} made with "
+        "'oom-wizard set' still stand (the scale-up never undoes them):",
+        *(f"  {m.path}: {_shown(m.original)} → {_shown(m.current)} (set by hand)" for m in manual),
+    )
+
+
+def _shown(value: Any) -> str:
+    return "(absent)" if value is MISSING else repr(value)
 
 
 def next_scale_up(
@@ -60,7 +120,7 @@ def pending_scale_ups(
     originals = {path: first for path, (first, _last) in changelog.net().items()}
     claimed: set[str] = set()
     pending: list[ScaleUp] = []
-    for step in presets.scale_up_order:
+    for step in _order(changelog, presets):
         paths = [
             entry.path
             for entry in changelog.changes
@@ -82,6 +142,21 @@ def pending_scale_ups(
             title = info.restore or info.title
             pending.append(ScaleUp(step=step, title=title, why=_why(presets), changes=changes))
     return tuple(pending)
+
+
+def _order(changelog: ChangeLog, presets: Presets) -> tuple[AnyStepId, ...]:
+    """The scale-up order, with sampling first when it was switched off for a validation run."""
+    order: tuple[AnyStepId, ...] = presets.scale_up_order
+    steps = {entry.step for entry in changelog.changes}
+    sampling_off = any(
+        entry.step == "sampling"
+        and entry.path.endswith(".train.disable_sampling")
+        and entry.after is True
+        for entry in changelog.changes
+    )
+    if sampling_off and "validation_run" in steps:
+        order = ("sampling", *(step for step in order if step != "sampling"))
+    return order
 
 
 def _original(value: Any) -> Any:

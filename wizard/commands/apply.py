@@ -71,15 +71,26 @@ def run(args: argparse.Namespace) -> int:
         render_checks(console, plan)
         return 0
     choices = choose(plan, all_steps=args.all, named=args.steps)
+    if choices is None and plan.exhausted_advice:
+        raise WizardError(
+            f"{target.document.source}: ladder exhausted, nothing saved. {plan.exhausted_advice}"
+        )
     changes = changes_for(plan, choices)
     prepared = prepare(target.document, changes)
     print_changes(console, prepared)
     if not prepared.changed:
         return 0
     figures = estimate(target.document, changes, plan.model_kind)
-    console.print(f"Estimate: {describe_estimate(figures)}", markup=False)
+    console.print(f"Estimate: {describe_estimate(figures, plan.moment)}", markup=False)
     if args.dry_run:
-        console.print(prepared.diff(), markup=False)
+        if target.job is None:
+            console.print(prepared.diff(), markup=False)
+        else:
+            console.print(
+                "Dry run: the job's config is one JSON value in the database, so the changed "
+                "fields above are the whole difference; nothing was written.",
+                markup=False,
+            )
         return 0
     steps = applied_steps(plan, prepared)
     diagnosis = target.diagnosis.to_json() if target.diagnosis is not None else None

@@ -200,7 +200,10 @@ def _first_step(diagnosis: Diagnosis, document: JobDocument, inputs: Inputs) -> 
         return diagnosis.first_change
     step = next((s for s in plan.steps if s.default_on and not s.satisfied), None)
     if step is None:
-        return "Every default step of this roll-back is already in the config."
+        return (
+            plan.exhausted_advice
+            or "Every default step of this roll-back is already in the config."
+        )
 
     def shown(value: Any, absent: str) -> str:
         return absent if value is MISSING else json.dumps(value, default=str)

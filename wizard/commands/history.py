@@ -129,10 +129,12 @@ def _render_next(console: Console, changelog: ChangeLog, document: JobDocument |
         return
     step = next_scale_up(document, changelog)
     if step is None:
-        console.print(
-            "Next scale-up: nothing left; every setting the roll-back changed is back.",
-            markup=False,
-        )
+        from wizard.scaleup import nothing_left_text
+
+        first, *rest = nothing_left_text(document, changelog)
+        console.print(f"Next scale-up: nothing left; {first}", markup=False)
+        for line in rest:
+            console.print(line, markup=False)
         return
     console.print(f"Next scale-up: {step.title} [{step.step}]", markup=False)
     for change in step.changes:

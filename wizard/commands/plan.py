@@ -145,12 +145,35 @@ def _from_file(args: argparse.Namespace) -> _Source:
         raise WizardError("give the job's config file (or its folder), or --db PATH --job NAME")
     located = locate_job(Path(args.config))
     found = find_changelog(located.config)
+    document = load_document(located.config)
     source = _Source(
-        document=load_document(located.config),
+        document=document,
         changelog=read_changelog(found) if found is not None else None,
         log=args.log,
+        notes=(ui_job_note(located.config, document),) if located.ui_job else (),
     )
     return _with_located_log(source, located, args)
+
+
+def ui_job_note(config: Path, document: JobDocument) -> str:
+    """For a web-UI job's ``.job_config.json``: the UI rewrites it from its database at every
+    start, so point to ``--db`` and the database found for it."""
+    from wizard.jobdb import DB_FILE_NAME
+
+    name = config.parent.name
+    candidates = []
+    primary = document.view().primary
+    recorded = document.get(primary.path("sqlite_db_path")) if primary is not None else None
+    if isinstance(recorded, str) and recorded:
+        candidates.append(Path(recorded))
+    candidates.append(config.parent.parent.parent / DB_FILE_NAME)
+    found = next((path for path in candidates if path.is_file()), None)
+    where = f"--db {found} --job {name}" if found else f"--db PATH/{DB_FILE_NAME} --job {name}"
+    return (
+        f"{config.name} is written anew from AI Toolkit's jobs database at every start, so a "
+        f"fixed copy of it changes nothing in the UI; to fix the job itself use {where}"
+        + ("" if found else " (the database is aitk_db.db in the toolkit's folder)")
+    )
 
 
 def _from_db(args: argparse.Namespace) -> _Source:
@@ -166,7 +189,7 @@ def _with_located_log(source: _Source, located: JobLocation, args: argparse.Name
     """The job folder's log (and its note), unless ``--log`` names one."""
     if args.log is not None or located.log is None:
         return source
-    notes = (located.log_note,) if located.log_note else ()
+    notes = (*source.notes, *((located.log_note,) if located.log_note else ()))
     return dataclasses.replace(source, log=located.log, scan=located.log_scan, notes=notes)
 
 
@@ -264,7 +287,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def render_plan(console: Console, target: Target, plan: Plan) -> None:
-    """The plan as text: context, then one block per step."""
+    """The plan as text: context, the default fix's estimate (and, when nothing lowers the
+    crashed peak, that the ladder is exhausted and what remains), then one block per step."""
     from wizard.plan import changes_for, estimate
 
     console.print(f"Roll-back plan for {target.document.source}", markup=False)
@@ -275,9 +299,19 @@ def render_plan(console: Console, target: Target, plan: Plan) -> None:
     if plan.environment_checks:
         render_checks(console, plan)
         return
-    figures = estimate(target.document, changes_for(plan), plan.model_kind)
-    console.print(f"  with the default steps: {describe_estimate(figures)}", markup=False)
+    figures = plan.estimate or estimate(target.document, changes_for(plan), plan.model_kind)
+    console.print(
+        f"  with the default steps: {describe_estimate(figures, plan.moment)}", markup=False
+    )
     console.print(f"  {figures.note}", markup=False)
+    if plan.exhausted_advice:
+        console.print("", markup=False)
+        console.print(f"Ladder exhausted. {plan.exhausted_advice}", markup=False)
+        console.print(
+            "No step is on by default, and 'oom-wizard apply' saves nothing as a fix; you can "
+            "still name steps with --steps.",
+            markup=False,
+        )
     console.print("")
     for number, step in enumerate(plan.steps, start=1):
         render_step(console, target, plan, number, step)
@@ -321,21 +355,36 @@ def render_step(
     console.print(f"      why: {' '.join(step.why.split())}", markup=False)
     if step.ui_hint:
         console.print(f"      in AI Toolkit's UI: {step.ui_hint}", markup=False)
+    if step.costs:
+        console.print(f"      costs: {step.costs}", markup=False)
     if step.note:
         console.print(f"      note: {step.note}", markup=False)
     if step.fields and not step.satisfied:
         alone = changes_for(plan, {step.id: StepChoice(step_id=step.id, enabled=True)})
         figures = estimate(target.document, alone, plan.model_kind)
-        console.print(f"      this step alone: {describe_estimate(figures)}", markup=False)
+        console.print(
+            f"      this step alone: {describe_estimate(figures, plan.moment)}", markup=False
+        )
     console.print("")
 
 
-def describe_estimate(figures: MemoryEstimate) -> str:
-    """``training ≈ 25 % of today, samples ≈ 56 %`` (relative, approximate)."""
+def describe_estimate(figures: MemoryEstimate, moment: str | None = None) -> str:
+    """``training ≈ 25 % of today, samples ≈ 56 %; weights on the GPU ≈ 16.9 → 9.1 GiB``
+    (approximate), and for a crash ``moment``, whether the peak it ran into goes down."""
+    from wizard.estimate import CRASHED_PEAK, PEAK_WORDS
+
     text = f"training ≈ {figures.train_pct:g} % of today"
     if figures.sample_pct is not None:
         text += f", samples ≈ {figures.sample_pct:g} %"
-    return text + " (relative activation load, approximate)"
+    text += " (relative activation load"
+    if moment is not None:
+        before, after = figures.weights_gib(moment)
+        if before is not None and after is not None:
+            text += f"; weights on the GPU ≈ {before:g} → {after:g} GiB"
+    text += ", approximate)"
+    if moment is not None and moment in CRASHED_PEAK and not figures.lowers(moment):
+        text += f"; this leaves {PEAK_WORDS[CRASHED_PEAK[moment]]} unchanged"
+    return text
 
 
 def show(value: Any) -> str:

@@ -43,4 +43,10 @@ def run(args: argparse.Namespace) -> int:
     job = load_job(find_db(args.db), args.job)
     result = restore_job(job, force=args.force)
     print_db_saved(console, result)
+    console.print(
+        "The restored config is the one that ran out of memory: started as it is, the job "
+        f"will most likely crash the same way. 'oom-wizard plan --db {args.db} --job "
+        f"{args.job}' shows the roll-back again.",
+        markup=False,
+    )
     return 0

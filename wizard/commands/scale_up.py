@@ -71,11 +71,12 @@ def run(args: argparse.Namespace) -> int:
     console = stdout()
     step = next_scale_up(document, changelog)
     if step is None:
-        console.print(
-            "Nothing left to re-add: every setting the roll-back changed is back to its "
-            "original value.",
-            markup=False,
-        )
+        from wizard.scaleup import nothing_left_text
+
+        first, *rest = nothing_left_text(document, changelog)
+        console.print(f"Nothing left to re-add: {first}", markup=False)
+        for line in rest:
+            console.print(line, markup=False)
         return 0
     console.print(f"Next re-add: {step.title} [{step.step}]", markup=False)
     console.print(f"  {step.why}", markup=False)
