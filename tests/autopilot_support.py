@@ -141,6 +141,18 @@ SCENARIOS: tuple[Scenario, ...] = (
         },
     ),
     Scenario("image-environment", FLUX, 24, {}, {"FAKE_OTHER_GB": "14"}),
+    Scenario(
+        "video-host-oom-kill",
+        WAN,
+        24,
+        {
+            "process.0.model.layer_offloading": True,
+            "process.0.model.layer_offloading_transformer_percent": 0.9,
+            "process.0.datasets.0.cache_latents_to_disk": False,
+            "process.0.datasets.0.cache_latents": True,
+        },
+        {"FAKE_HOST_RAM_GB": "16"},
+    ),
     Scenario("image-ladder-exhausted", FLUX, 8),
     Scenario("image-scale-up-crash", FLUX, 24, scale_up_after=True),
 )

@@ -96,6 +96,18 @@ def test_environment_verdict_stops_at_once_and_saves_nothing(tmp_path: Path) -> 
     assert not list(tmp_path.glob("*.oomfix*"))
 
 
+def test_a_host_oom_kill_is_written_into_the_log_and_stops_the_loop(tmp_path: Path) -> None:
+    outcome = play(tmp_path, scenario("video-host-oom-kill"))
+
+    (attempt,) = outcome.attempts
+    assert attempt.exit_code == -signal.SIGKILL
+    assert (attempt.moment, attempt.phase) == ("environment", "cache_latents")
+    assert outcome.exit_status == 2 and "OOM killer" in outcome.reason
+    lines = attempt.log.read_text().splitlines()
+    assert lines[-1] == "Job process terminated with signal SIGKILL."
+    assert lines[-2].startswith("Caching latents to disk:  40%")
+
+
 def test_max_retries_stops_the_loop(tmp_path: Path) -> None:
     outcome = play(tmp_path, scenario("image-ladder-exhausted"), Settings(max_retries=1))
 

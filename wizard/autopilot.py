@@ -322,7 +322,7 @@ def _downward(loop: _Loop, config: Path, kind: Literal["full", "validation"]) ->
             why = "; ".join(diagnosis.reasons) or diagnosis.verdict
             return loop.stop(
                 "stopped",
-                f"Stopped: the GPU's environment is to blame, not the config ({why}). "
+                f"Stopped: the verdict is environment, not the config: {why}. "
                 "Retrying the same job would not help.",
                 config,
             )
