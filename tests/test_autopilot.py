@@ -265,6 +265,8 @@ def test_the_command_runs_to_a_finished_config(tmp_path: Path) -> None:
     assert "[oom-wizard] The run finished" in text
     # The trainer's own output reaches the terminal too, bars and all.
     assert "# OOM during training step, skipping batch 1/3 #" in text
+    # ... and the log is watched: each skip is told with its step.
+    assert "[oom-wizard] ⚠ OOM at step 1: the toolkit skipped the batch (1/3 in a row)" in text
     assert "\r" in text
     assert (tmp_path / "image-early-steps.oomfix-2.yaml").is_file()
 

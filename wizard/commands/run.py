@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from wizard.trainer import TrainerEnd
 
 PREFIX = "[oom-wizard] "
+WATCH_S = 0.5
+"""Seconds between two looks at the log for warnings."""
 
 
 def add_parser(subparsers: Any) -> None:
@@ -123,7 +126,14 @@ def run(args: argparse.Namespace) -> int:
     echo = sys.stdout.buffer
 
     def runner(config: Path, log: Path) -> TrainerEnd:
-        return run_trainer(trainer_argv(template, config), log, echo=echo, grace_s=args.grace)
+        done = threading.Event()
+        watcher = threading.Thread(target=_watch, args=(log, done), daemon=True)
+        watcher.start()
+        try:
+            return run_trainer(trainer_argv(template, config), log, echo=echo, grace_s=args.grace)
+        finally:
+            done.set()
+            watcher.join()
 
     settings = Settings(
         max_retries=args.max_retries,
@@ -149,6 +159,19 @@ def run(args: argparse.Namespace) -> int:
             f", {attempt.duration_s:.1f} s{changed}"
         )
     return outcome.exit_status
+
+
+def _watch(log: Path, done: threading.Event) -> None:
+    """Tell the log's warnings as they come (skips, a stall, a slowdown) while it runs."""
+    from wizard.follow import LiveJob
+
+    job = LiveJob(log)
+    while True:
+        finished = done.wait(WATCH_S)
+        for warning in job.poll().warnings:
+            _say(f"⚠ {warning}")
+        if finished:
+            return
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
