@@ -302,3 +302,30 @@ def test_history_shows_the_attempts_as_a_timeline(
     )
     assert "validation run · passed validation (100 steps)" in lines[1]
     assert "image-intermittent.oomfix-2.yaml · full run · finished (3000 steps)" in lines[2]
+
+
+@pytest.mark.skipif(not WIZARD.exists(), reason="the oom-wizard script is not installed")
+def test_a_stall_is_told_while_the_trainer_lives(tmp_path: Path) -> None:
+    proc, _ = start_run(
+        tmp_path, {"FAKE_STALL_AT": "5", "FAKE_STALL_S": "1.5"}, "--stall-minutes", "0.01"
+    )
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert b"[oom-wizard] \xe2\x9a\xa0 Stalled: no new step for 0 min after step 5" in out
+
+
+@pytest.mark.skipif(not WIZARD.exists(), reason="the oom-wizard script is not installed")
+def test_run_scale_up_from_a_finished_config(tmp_path: Path) -> None:
+    finished = play(tmp_path, scenario("image-early-steps")).config
+    done = subprocess.run(
+        [str(WIZARD), "run", str(finished), "--scale-up", "--auto", "--", sys.executable,
+         str(FAKE), "{config}"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "FAKE_VRAM_GB": "24"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Scale-up: Re-add the biggest resolution" in done.stdout
+    assert "crashed at step 3 in training (early_steps)" in done.stdout
+    assert "that is the stable config" in done.stdout

@@ -75,6 +75,13 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         help="after a finished run: re-add one setting per run until one crashes",
     )
     parser.add_argument(
+        "--stall-minutes",
+        type=float,
+        default=10.0,
+        metavar="N",
+        help="warn when no new step comes for N minutes while the trainer lives (10)",
+    )
+    parser.add_argument(
         "--grace",
         type=float,
         default=10.0,
@@ -127,7 +134,8 @@ def run(args: argparse.Namespace) -> int:
 
     def runner(config: Path, log: Path) -> TrainerEnd:
         done = threading.Event()
-        watcher = threading.Thread(target=_watch, args=(log, done), daemon=True)
+        stall_s = args.stall_minutes * 60
+        watcher = threading.Thread(target=_watch, args=(log, done, stall_s), daemon=True)
         watcher.start()
         try:
             return run_trainer(trainer_argv(template, config), log, echo=echo, grace_s=args.grace)
@@ -161,11 +169,11 @@ def run(args: argparse.Namespace) -> int:
     return outcome.exit_status
 
 
-def _watch(log: Path, done: threading.Event) -> None:
+def _watch(log: Path, done: threading.Event, stall_s: float) -> None:
     """Tell the log's warnings as they come (skips, a stall, a slowdown) while it runs."""
     from wizard.follow import LiveJob
 
-    job = LiveJob(log)
+    job = LiveJob(log, stall_s=stall_s)
     while True:
         finished = done.wait(WATCH_S)
         for warning in job.poll().warnings:
