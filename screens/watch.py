@@ -9,12 +9,15 @@ then opens the wizard on that crash. It never writes anything of the job's.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.widgets import Footer, Header, Log, Sparkline, Static
 
 from wizard.follow import CrashReport, JobRow, LiveJob, LiveStatus, WatchTarget
@@ -106,12 +109,15 @@ class WatchApp(App[WatchResult]):
         assert self.target.db is not None and self.target.job is not None
         row = read_job_row(self.target.db, self.target.job)
         if row is not None:
-            self.call_from_thread(self.query_one("#row", Static).update, row_text(row))
+            self._from_thread(self._show, "#row", row_text(row))
 
     def tick(self) -> None:
-        """Read what is new in the log and show it."""
+        """Read what is new in the log and show it (nothing once the screen is gone)."""
+        try:
+            warnings = self.query_one("#warnings", Log)
+        except NoMatches:  # a last timer tick while the app shuts down
+            return
         update = self.live.poll()
-        warnings = self.query_one("#warnings", Log)
         for text in update.warnings:
             warnings.write_line(f"⚠ {text}")
         status = update.status
@@ -134,7 +140,7 @@ class WatchApp(App[WatchResult]):
             report = diagnose_crash(self.target)
         except WizardError as exc:
             report = CrashReport(f"The job crashed ({exc.one_line()})", None, None)
-        self.call_from_thread(self.show_crash, report)
+        self._from_thread(self.show_crash, report)
 
     def show_crash(self, report: CrashReport) -> None:
         """The crash, diagnosed, and the first change; Enter opens the wizard."""
@@ -171,7 +177,16 @@ class WatchApp(App[WatchResult]):
         total, free = read_host_memory()
         if total is not None and free is not None:
             parts.append(f"host RAM {total - free:.1f}/{total:.1f} GiB used")
-        self.call_from_thread(self.query_one("#gpu", Static).update, " · ".join(parts))
+        self._from_thread(self._show, "#gpu", " · ".join(parts))
+
+    def _from_thread(self, callback: Callable[..., object], *args: object) -> None:
+        """Run ``callback`` on the app's thread; dropped when the app is already gone."""
+        with contextlib.suppress(RuntimeError):
+            self.call_from_thread(callback, *args)
+
+    def _show(self, selector: str, text: str) -> None:
+        with contextlib.suppress(NoMatches):
+            self.query_one(selector, Static).update(text)
 
     def action_open_wizard(self) -> None:
         """Leave, asking the command to open the wizard on the crash."""
