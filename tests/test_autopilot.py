@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -329,3 +330,39 @@ def test_run_scale_up_from_a_finished_config(tmp_path: Path) -> None:
     assert "Scale-up: Re-add the biggest resolution" in done.stdout
     assert "crashed at step 3 in training (early_steps)" in done.stdout
     assert "that is the stable config" in done.stdout
+
+
+def test_a_trainer_stopped_from_outside_is_not_a_crash(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pids"
+    env = {"FAKE_STALL_AT": "2", "FAKE_STALL_S": "30", "FAKE_PIDFILE": str(pidfile)}
+    config = write_config(tmp_path, scenario("image-early-steps"))
+
+    def stop_it() -> None:  # the UI's stop button: SIGINT to the trainer itself
+        os.kill(int(wait_for(pidfile).split()[0]), signal.SIGINT)
+
+    stopper = threading.Thread(target=stop_it)
+    stopper.start()
+    outcome = autopilot(config, fake_runner(48, env))
+    stopper.join()
+
+    assert outcome.exit_status == 2
+    assert [a.outcome for a in outcome.attempts] == ["stopped"]
+    assert "stopped" in outcome.reason
+    assert not list(tmp_path.glob("*.oomfix*"))
+
+
+@pytest.mark.skipif(not WIZARD.exists(), reason="the oom-wizard script is not installed")
+def test_without_auto_and_no_terminal_to_ask_in_it_stops(tmp_path: Path) -> None:
+    config = write_config(tmp_path, scenario("image-early-steps"))
+    done = subprocess.run(
+        [str(WIZARD), "run", str(config), "--", sys.executable, str(FAKE), "{config}"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "FAKE_VRAM_GB": "24"},
+    )
+    assert done.returncode == 2
+    assert "gradient_checkpointing: false → true" in done.stdout
+    assert "run with --auto" in done.stdout
+    assert not list(tmp_path.glob("*.oomfix*"))

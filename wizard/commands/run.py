@@ -157,6 +157,9 @@ def run(args: argparse.Namespace) -> int:
             ask=always_yes if args.auto else _ask,
             say=_say,
         )
+    except KeyboardInterrupt:  # between two attempts: what was saved is complete
+        _say("Interrupted between attempts; every config saved so far is complete.")
+        return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
     _say("Attempts:")
