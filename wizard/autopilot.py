@@ -321,10 +321,6 @@ def _downward(loop: _Loop, config: Path, kind: Literal["full", "validation"]) ->
             )
         attempt = dataclasses.replace(attempt, outcome="crashed")
         loop.remember(attempt)
-        if diagnosis.moment is None:
-            return loop.stop(
-                "stopped", "Stopped: the log does not say when it ran out of memory.", config
-            )
         if diagnosis.moment == "environment":
             why = "; ".join(diagnosis.reasons) or diagnosis.verdict
             return loop.stop(
