@@ -154,6 +154,19 @@ SCENARIOS: tuple[Scenario, ...] = (
         {"FAKE_HOST_RAM_GB": "16"},
     ),
     Scenario("image-ladder-exhausted", FLUX, 8),
+    Scenario(
+        "image-already-minimal",
+        FLUX,
+        6,
+        {
+            "process.0.train.batch_size": 1,
+            "process.0.train.gradient_checkpointing": True,
+            "process.0.datasets.0.resolution": [512],
+            "process.0.train.disable_sampling": True,
+            "process.0.train.skip_first_sample": True,
+            "process.0.train.steps": 100,
+        },
+    ),
     Scenario("image-scale-up-crash", FLUX, 24, scale_up_after=True),
 )
 

@@ -88,6 +88,17 @@ def test_no_config_is_launched_twice(tmp_path: Path) -> None:
     assert all(a.outcome == "crashed" for a in outcome.attempts)
 
 
+def test_a_config_with_every_step_taken_stops_with_the_ladder_exhausted(tmp_path: Path) -> None:
+    outcome = play(tmp_path, scenario("image-already-minimal"))
+
+    assert outcome.exit_status == 2 and len(outcome.attempts) == 1
+    assert outcome.reason == (
+        "Stopped: the roll-back ladder for loading is exhausted: every step is already in the "
+        "config, and the config is not relaunched unchanged."
+    )
+    assert outcome.saved == ()
+
+
 def test_environment_verdict_stops_at_once_and_saves_nothing(tmp_path: Path) -> None:
     outcome = play(tmp_path, scenario("image-environment"))
 
