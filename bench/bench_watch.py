@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from screens.watch import POLL_S, WatchApp
 from tests.autopilot_support import FAKE, SCENARIOS, write_config
-from wizard.follow import LiveJob
+from wizard.follow import LiveJob, WatchTarget
 
 
 def fake_log(folder: Path, vram: str = "24") -> tuple[Path, bytes]:
@@ -54,7 +54,7 @@ async def one_latency(folder: Path, config: Path, data: bytes) -> float:
     log = folder / f"log-{time.monotonic_ns()}.txt"
     cut = data.index(b"Error running job: ")
     log.write_bytes(data[:cut])
-    app = WatchApp(log, config, probe=False)
+    app = WatchApp(WatchTarget(log, config, "bench"), probe=False)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause(0.5)
         with log.open("ab") as stream:
@@ -88,7 +88,7 @@ def child(mode: str, log: Path, config: Path, seconds: float) -> None:
     else:
 
         async def run_app() -> None:
-            app = WatchApp(log, config, probe=False)
+            app = WatchApp(WatchTarget(log, config, "bench"), probe=False)
             async with app.run_test(size=(100, 30)) as pilot:
                 await pilot.pause(seconds)
 

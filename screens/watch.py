@@ -9,21 +9,25 @@ then opens the wizard on that crash. It never writes anything of the job's.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import ClassVar
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.widgets import Footer, Header, Log, Sparkline, Static
 
-from wizard.follow import CrashReport, LiveJob, LiveStatus
+from wizard.follow import CrashReport, JobRow, LiveJob, LiveStatus, WatchTarget
 
 POLL_S = 0.1
 """Seconds between two reads of the log."""
 PROBE_S = 5.0
 """Seconds between two looks at the GPU."""
+ROW_S = 2.0
+"""Seconds between two reads of a web-UI job's row."""
 
 
 @dataclass(frozen=True)
@@ -52,21 +56,19 @@ class WatchApp(App[WatchResult]):
 
     def __init__(
         self,
-        log: Path,
-        config: Path | None,
+        target: WatchTarget,
         *,
-        name: str | None = None,
         poll_s: float = POLL_S,
         probe: bool = True,
         stall_s: float | None = None,
     ) -> None:
         super().__init__()
-        self.log_path = log
-        self.config = config
-        self.job_name = name or (config.stem if config is not None else log.parent.name)
+        self.target = target
+        self.log_path = target.log
+        self.job_name = target.name
         self.poll_s = poll_s
         self.probe = probe
-        self.live = LiveJob(log) if stall_s is None else LiveJob(log, stall_s=stall_s)
+        self.live = LiveJob(target.log) if stall_s is None else LiveJob(target.log, stall_s=stall_s)
         self.crash: CrashReport | None = None
         self.diagnosing = False
         self._shown = ""
@@ -80,6 +82,7 @@ class WatchApp(App[WatchResult]):
             yield Static("Waiting for the log to appear…", id="progress", markup=False)
             yield Sparkline([], id="rates")
             yield Log(id="warnings", highlight=False)
+            yield Static("", id="row", markup=False)
             yield Static("", id="gpu", markup=False)
             yield Static("", id="crash", markup=False)
         yield Footer()
@@ -92,11 +95,29 @@ class WatchApp(App[WatchResult]):
         if self.probe:
             self.set_interval(PROBE_S, self.look_at_gpu)
             self.look_at_gpu()
+        if self.target.db is not None:
+            self.set_interval(ROW_S, self.read_row)
+            self.read_row()
+
+    def read_row(self) -> None:
+        """Read the web-UI job's row (read-only, one short read) in a thread."""
+        self.run_worker(self._row, thread=True, exclusive=True, group="row")
+
+    def _row(self) -> None:
+        from wizard.follow import read_job_row
+
+        assert self.target.db is not None and self.target.job is not None
+        row = read_job_row(self.target.db, self.target.job)
+        if row is not None:
+            self._from_thread(self._show, "#row", row_text(row))
 
     def tick(self) -> None:
-        """Read what is new in the log and show it."""
+        """Read what is new in the log and show it (nothing once the screen is gone)."""
+        try:
+            warnings = self.query_one("#warnings", Log)
+        except NoMatches:  # a last timer tick while the app shuts down
+            return
         update = self.live.poll()
-        warnings = self.query_one("#warnings", Log)
         for text in update.warnings:
             warnings.write_line(f"⚠ {text}")
         status = update.status
@@ -116,10 +137,10 @@ class WatchApp(App[WatchResult]):
         from wizard.follow import diagnose_crash
 
         try:
-            report = diagnose_crash(self.log_path, self.config)
+            report = diagnose_crash(self.target)
         except WizardError as exc:
             report = CrashReport(f"The job crashed ({exc.one_line()})", None, None)
-        self.call_from_thread(self.show_crash, report)
+        self._from_thread(self.show_crash, report)
 
     def show_crash(self, report: CrashReport) -> None:
         """The crash, diagnosed, and the first change; Enter opens the wizard."""
@@ -127,7 +148,7 @@ class WatchApp(App[WatchResult]):
         lines = [f"CRASHED: {report.verdict}"]
         if report.first_change:
             lines.append(f"First change: {report.first_change}")
-        if self.config is not None:
+        if self.target.can_open_wizard:
             lines.append("Enter: open the wizard on this crash · q: quit")
         panel = self.query_one("#crash", Static)
         panel.update("\n".join(lines))
@@ -156,16 +177,31 @@ class WatchApp(App[WatchResult]):
         total, free = read_host_memory()
         if total is not None and free is not None:
             parts.append(f"host RAM {total - free:.1f}/{total:.1f} GiB used")
-        self.call_from_thread(self.query_one("#gpu", Static).update, " · ".join(parts))
+        self._from_thread(self._show, "#gpu", " · ".join(parts))
+
+    def _from_thread(self, callback: Callable[..., object], *args: object) -> None:
+        """Run ``callback`` on the app's thread; dropped when the app is already gone."""
+        with contextlib.suppress(RuntimeError):
+            self.call_from_thread(callback, *args)
+
+    def _show(self, selector: str, text: str) -> None:
+        with contextlib.suppress(NoMatches):
+            self.query_one(selector, Static).update(text)
 
     def action_open_wizard(self) -> None:
         """Leave, asking the command to open the wizard on the crash."""
-        if self.crash is not None and self.config is not None:
+        if self.crash is not None and self.target.can_open_wizard:
             self.exit(WatchResult(open_wizard=True))
 
     def action_quit_watch(self) -> None:
         """Leave."""
         self.exit(WatchResult(open_wizard=False))
+
+
+def row_text(row: JobRow) -> str:
+    """``UI job: running · step 250 · Training``."""
+    info = row.info.strip().splitlines()[0] if row.info.strip() else ""
+    return f"UI job: {row.status} · step {row.step}" + (f" · {info}" if info else "")
 
 
 def progress_text(status: LiveStatus) -> str:

@@ -141,7 +141,32 @@ SCENARIOS: tuple[Scenario, ...] = (
         },
     ),
     Scenario("image-environment", FLUX, 24, {}, {"FAKE_OTHER_GB": "14"}),
+    Scenario(
+        "video-host-oom-kill",
+        WAN,
+        24,
+        {
+            "process.0.model.layer_offloading": True,
+            "process.0.model.layer_offloading_transformer_percent": 0.9,
+            "process.0.datasets.0.cache_latents_to_disk": False,
+            "process.0.datasets.0.cache_latents": True,
+        },
+        {"FAKE_HOST_RAM_GB": "16"},
+    ),
     Scenario("image-ladder-exhausted", FLUX, 8),
+    Scenario(
+        "image-already-minimal",
+        FLUX,
+        6,
+        {
+            "process.0.train.batch_size": 1,
+            "process.0.train.gradient_checkpointing": True,
+            "process.0.datasets.0.resolution": [512],
+            "process.0.train.disable_sampling": True,
+            "process.0.train.skip_first_sample": True,
+            "process.0.train.steps": 100,
+        },
+    ),
     Scenario("image-scale-up-crash", FLUX, 24, scale_up_after=True),
 )
 

@@ -346,7 +346,8 @@ class Trainer:
                 out(f"{shape}: 8 files")
             out(f"{len(self.demand.buckets)} buckets made")
             out(f"Caching latents for {folder}")
-            out(" - Saving latents to disk")
+            in_ram = dataset.get("cache_latents") and not dataset.get("cache_latents_to_disk")
+            out(" - Keeping latents in memory" if in_ram else " - Saving latents to disk")
             if self.host and self.demand.host_ram > self.host:
                 err(
                     "Caching latents to disk:  40%|####      | 10/24 [00:02<00:03,  4.00it/s]",

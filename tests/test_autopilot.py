@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from tests.autopilot_support import (
+    DEMO,
     FAKE,
+    FLUX,
     SCENARIOS,
     Scenario,
     fake_runner,
@@ -69,10 +74,7 @@ def test_early_steps_crash_on_24_gb_fits_after_one_roll_back_and_a_validation_ru
     assert all(a.duration_s > 0 for a in log.attempts)
     # The source is never written.
     source = tmp_path / "image-early-steps.yaml"
-    assert (
-        source.read_bytes()
-        == write_config(tmp_path / "..", scenario("image-early-steps")).read_bytes()
-    )
+    assert source.read_bytes() == (DEMO / FLUX).read_bytes()
 
 
 def test_no_config_is_launched_twice(tmp_path: Path) -> None:
@@ -81,8 +83,19 @@ def test_no_config_is_launched_twice(tmp_path: Path) -> None:
     texts = [a.config.read_bytes() for a in outcome.attempts]
     assert len(set(texts)) == len(texts)
     assert outcome.status == "stopped" and outcome.exit_status == 2
-    assert "no step left" in outcome.reason or "exhausted" in outcome.reason
+    assert outcome.reason.startswith("Stopped: the same crash came back (crashed in model_load")
     assert all(a.outcome == "crashed" for a in outcome.attempts)
+
+
+def test_a_config_with_every_step_taken_stops_with_the_ladder_exhausted(tmp_path: Path) -> None:
+    outcome = play(tmp_path, scenario("image-already-minimal"))
+
+    assert outcome.exit_status == 2 and len(outcome.attempts) == 1
+    assert outcome.reason == (
+        "Stopped: the roll-back ladder for loading is exhausted: every step is already in the "
+        "config, and the config is not relaunched unchanged."
+    )
+    assert outcome.saved == ()
 
 
 def test_environment_verdict_stops_at_once_and_saves_nothing(tmp_path: Path) -> None:
@@ -94,6 +107,18 @@ def test_environment_verdict_stops_at_once_and_saves_nothing(tmp_path: Path) -> 
     assert "environment" in outcome.reason
     assert outcome.saved == ()
     assert not list(tmp_path.glob("*.oomfix*"))
+
+
+def test_a_host_oom_kill_is_written_into_the_log_and_stops_the_loop(tmp_path: Path) -> None:
+    outcome = play(tmp_path, scenario("video-host-oom-kill"))
+
+    (attempt,) = outcome.attempts
+    assert attempt.exit_code == -signal.SIGKILL
+    assert (attempt.moment, attempt.phase) == ("environment", "cache_latents")
+    assert outcome.exit_status == 2 and "OOM killer" in outcome.reason
+    lines = attempt.log.read_text().splitlines()
+    assert lines[-1] == "Job process terminated with signal SIGKILL."
+    assert lines[-2].startswith("Caching latents to disk:  40%")
 
 
 def test_max_retries_stops_the_loop(tmp_path: Path) -> None:
@@ -253,6 +278,8 @@ def test_the_command_runs_to_a_finished_config(tmp_path: Path) -> None:
     assert "[oom-wizard] The run finished" in text
     # The trainer's own output reaches the terminal too, bars and all.
     assert "# OOM during training step, skipping batch 1/3 #" in text
+    # ... and the log is watched: each skip is told with its step.
+    assert "[oom-wizard] ⚠ OOM at step 1: the toolkit skipped the batch (1/3 in a row)" in text
     assert "\r" in text
     assert (tmp_path / "image-early-steps.oomfix-2.yaml").is_file()
 
@@ -288,3 +315,114 @@ def test_history_shows_the_attempts_as_a_timeline(
     )
     assert "validation run · passed validation (100 steps)" in lines[1]
     assert "image-intermittent.oomfix-2.yaml · full run · finished (3000 steps)" in lines[2]
+
+
+@pytest.mark.skipif(not WIZARD.exists(), reason="the oom-wizard script is not installed")
+def test_a_stall_is_told_while_the_trainer_lives(tmp_path: Path) -> None:
+    proc, _ = start_run(
+        tmp_path, {"FAKE_STALL_AT": "5", "FAKE_STALL_S": "1.5"}, "--stall-minutes", "0.01"
+    )
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert b"[oom-wizard] \xe2\x9a\xa0 Stalled: no new step for 0 min after step 5" in out
+
+
+@pytest.mark.skipif(not WIZARD.exists(), reason="the oom-wizard script is not installed")
+def test_run_scale_up_from_a_finished_config(tmp_path: Path) -> None:
+    finished = play(tmp_path, scenario("image-early-steps")).config
+    done = subprocess.run(
+        [str(WIZARD), "run", str(finished), "--scale-up", "--auto", "--", sys.executable,
+         str(FAKE), "{config}"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "FAKE_VRAM_GB": "24"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Scale-up: Re-add the biggest resolution" in done.stdout
+    assert "crashed at step 3 in training (early_steps)" in done.stdout
+    assert "that is the stable config" in done.stdout
+
+
+def test_a_trainer_stopped_from_outside_is_not_a_crash(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pids"
+    env = {"FAKE_STALL_AT": "2", "FAKE_STALL_S": "30", "FAKE_PIDFILE": str(pidfile)}
+    config = write_config(tmp_path, scenario("image-early-steps"))
+
+    def stop_it() -> None:  # the UI's stop button: SIGINT to the trainer itself
+        os.kill(int(wait_for(pidfile).split()[0]), signal.SIGINT)
+
+    stopper = threading.Thread(target=stop_it)
+    stopper.start()
+    outcome = autopilot(config, fake_runner(48, env))
+    stopper.join()
+
+    assert outcome.exit_status == 2
+    assert [a.outcome for a in outcome.attempts] == ["stopped"]
+    assert "stopped" in outcome.reason
+    assert not list(tmp_path.glob("*.oomfix*"))
+
+
+@pytest.mark.skipif(not WIZARD.exists(), reason="the oom-wizard script is not installed")
+def test_without_auto_and_no_terminal_to_ask_in_it_stops(tmp_path: Path) -> None:
+    config = write_config(tmp_path, scenario("image-early-steps"))
+    done = subprocess.run(
+        [str(WIZARD), "run", str(config), "--", sys.executable, str(FAKE), "{config}"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "FAKE_VRAM_GB": "24"},
+    )
+    assert done.returncode == 2
+    assert "gradient_checkpointing: false → true" in done.stdout
+    assert "run with --auto" in done.stdout
+    assert not list(tmp_path.glob("*.oomfix*"))
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@pytest.mark.skipif(not WIZARD.exists(), reason="the oom-wizard script is not installed")
+def test_ctrl_c_in_a_real_terminal_leaves_no_process(tmp_path: Path) -> None:
+    config = write_config(tmp_path, scenario("image-early-steps"))
+    pidfile = tmp_path / "pids"
+    name = f"oomrun-{uuid.uuid4().hex[:8]}"
+    command = (
+        f"env FAKE_VRAM_GB=24 FAKE_STALL_AT=1 FAKE_WORKER=1 FAKE_PIDFILE={pidfile} "
+        f"{WIZARD} run {config} --auto --grace 2 -- {sys.executable} {FAKE} {{config}}; "
+        f"echo EXIT=$?; sleep 30"
+    )
+    tmux = shutil.which("tmux") or "tmux"
+    subprocess.run(
+        [
+            tmux,
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            "120",
+            "-y",
+            "30",
+            "-c",
+            str(tmp_path),
+            command,
+        ],
+        check=True,
+    )
+    try:
+        pid, pgid, worker = (int(x) for x in wait_for(pidfile).split())
+        assert group_alive(pgid)
+        subprocess.run([tmux, "send-keys", "-t", name, "C-c"], check=True)
+        for _ in range(200):
+            shown = subprocess.run(
+                [tmux, "capture-pane", "-p", "-t", name], capture_output=True, text=True
+            ).stdout
+            if "EXIT=" in shown:
+                break
+            time.sleep(0.05)
+        assert "EXIT=130" in shown, shown
+        assert not group_alive(pgid)
+        assert not pid_alive(pid) and not pid_alive(worker)
+    finally:
+        subprocess.run([tmux, "kill-session", "-t", name], capture_output=True)

@@ -73,10 +73,7 @@ def test_default_fix_lowers_the_crashed_peak_or_is_exhausted(config: Path, momen
     assert_fix_lowers_or_exhausted(doc, plan_for(doc, moment))
 
 
-@pytest.mark.skipif(
-    EXAMPLES is None or not EXAMPLES.is_dir(),
-    reason="AI Toolkit's examples are not beside the checkout",
-)
+@needs_examples
 @pytest.mark.parametrize(("config", "moment"), list(cases(examples())), ids=str)
 def test_default_fix_lowers_the_crashed_peak_on_the_examples(config: Path, moment: str) -> None:
     doc = load_document(config)
@@ -122,10 +119,7 @@ def test_the_kontext_case_gets_a_training_lowering_fix() -> None:
     assert sampling is not None and not sampling.default_on
 
 
-@pytest.mark.skipif(
-    EXAMPLES is None or not EXAMPLES.is_dir(),
-    reason="AI Toolkit's examples are not beside the checkout",
-)
+@needs_examples
 @pytest.mark.parametrize("name", ["train_lora_flux_kontext_24gb", "train_lora_wan21_14b_24gb"])
 def test_the_issue_examples_get_a_training_lowering_fix(name: str) -> None:
     doc = load_document(shared_example(f"{name}.yaml"))

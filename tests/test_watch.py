@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -13,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from screens.watch import WatchApp, WatchResult
+from tests.aitk_db import add_job, all_rows, make_db
 from tests.autopilot_support import FAKE, SCENARIOS, write_config
 from tests.test_follow import fake_log
-from wizard.follow import watch_target
+from wizard.follow import JobRow, WatchTarget, read_job_row, watch_db_target, watch_target
 
 TMUX = shutil.which("tmux")
 WIZARD = Path(sys.executable).with_name("oom-wizard")
@@ -31,7 +33,7 @@ async def test_the_live_screen_shows_progress_a_skip_then_the_crash_diagnosed(
     data = fake_log(tmp_path)
     config = tmp_path / "image-early-steps.yaml"
     log = tmp_path / "log.txt"
-    app = WatchApp(log, config, poll_s=0.02, probe=False)
+    app = WatchApp(WatchTarget(log, config, "image-early-steps"), poll_s=0.02, probe=False)
     cut = data.index(b"# OOM during training step, skipping batch 1/3 #")
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause(0.1)
@@ -128,3 +130,29 @@ def test_watch_in_tmux_beside_the_fake_trainer(tmp_path: Path) -> None:
         if trainer is not None and trainer.poll() is None:
             trainer.kill()
         subprocess.run([TMUX or "tmux", "kill-session", "-t", name], capture_output=True)
+
+
+async def test_a_web_ui_job_shows_its_row_and_is_read_without_blocking(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "aitk_db.db")
+    add_job(db, "my_lora", status="running", step=250, info="Training")
+    target = watch_db_target(db, "my_lora", None)
+    assert target.log == tmp_path / "output" / "my_lora" / "log.txt"
+    assert target.can_open_wizard and target.config is None
+
+    app = WatchApp(target, poll_s=0.05, probe=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if "UI job" in text_of(app, "#row"):
+                break
+        assert text_of(app, "#row") == "UI job: running · step 250 · Training"
+
+    assert read_job_row(db, "my_lora") == JobRow("running", 250, "Training")
+    writer = sqlite3.connect(db, isolation_level=None)
+    try:
+        writer.execute("BEGIN EXCLUSIVE")  # the UI in the middle of a write
+        assert read_job_row(db, "my_lora", busy_timeout=0.05) is None
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert all_rows(db)[0]["step"] == 250  # nothing of the job's was written

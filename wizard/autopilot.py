@@ -158,6 +158,8 @@ def describe_outcome(
         return f"finished ({step} steps)" if step is not None else "finished"
     if outcome == "interrupted":
         return "interrupted (Ctrl-C)"
+    if outcome == "stopped":
+        return "stopped (the trainer says so)"
     return f"failed (exit status {exit_code}), not out of memory"
 
 
@@ -302,6 +304,11 @@ def _downward(loop: _Loop, config: Path, kind: Literal["full", "validation"]) ->
         if attempt.outcome == "finished":
             loop.remember(attempt)
             return loop.stop("finished", f"The run finished: {config} fits.", config)
+        if attempt.outcome == "stopped":
+            loop.remember(attempt)
+            return loop.stop(
+                "stopped", "Stopped: the trainer was stopped (its log says so).", config
+            )
         diagnosis = _diagnose(scan, document, config)
         attempt = dataclasses.replace(attempt, moment=diagnosis.moment)
         if attempt.outcome == "failed" and diagnosis.moment is None:
@@ -314,15 +321,11 @@ def _downward(loop: _Loop, config: Path, kind: Literal["full", "validation"]) ->
             )
         attempt = dataclasses.replace(attempt, outcome="crashed")
         loop.remember(attempt)
-        if diagnosis.moment is None:
-            return loop.stop(
-                "stopped", "Stopped: the log does not say when it ran out of memory.", config
-            )
         if diagnosis.moment == "environment":
             why = "; ".join(diagnosis.reasons) or diagnosis.verdict
             return loop.stop(
                 "stopped",
-                f"Stopped: the GPU's environment is to blame, not the config ({why}). "
+                f"Stopped: the verdict is environment, not the config: {why}. "
                 "Retrying the same job would not help.",
                 config,
             )
@@ -560,6 +563,8 @@ def _outcome(end: TrainerEnd, scan: LogScan, kind: str) -> str:
     """How the run ended, before the diagnosis says more about a crash."""
     if end.interrupted:
         return "interrupted"
+    if scan.stopped and not scan.crashed:
+        return "stopped"
     if end.returncode == 0 and not scan.crashed:
         return "passed_validation" if kind == "validation" else "finished"
     return "failed"

@@ -76,7 +76,7 @@ class AttemptRecord(_Frozen):
         config: The config it ran.
         kind: ``full``, or ``validation`` (the short run after a fix).
         outcome: ``crashed``, ``passed_validation``, ``finished``, ``failed`` (not out of
-            memory), or ``interrupted``.
+            memory), ``stopped`` (the trainer's log says so), or ``interrupted``.
         step: The last training step the log showed.
         phase: Where it was when it ended (the log scan's phase).
         moment: The diagnosed moment of a crash.

@@ -299,23 +299,20 @@ class CrashReport:
     first_change: str | None
 
 
-def diagnose_crash(log: Path, config: Path | None) -> CrashReport:
+def diagnose_crash(target: WatchTarget) -> CrashReport:
     """Diagnose the log's last run as ``diagnose`` does, and name the plan's first change.
 
     The first change is the plan's first default step that changes something (with its
     fields), or the diagnosis's own advice for the ``environment`` moment.
 
     Raises:
-        WizardError: the config or log cannot be read.
+        WizardError: the config, the database job or the log cannot be read.
     """
-    from wizard.changes import changelog_of
     from wizard.diagnosis import diagnose
-    from wizard.document import load_document
     from wizard.logscan import scan_log
 
-    scan = scan_log(log)
-    document = load_document(config) if config is not None else None
-    changelog = changelog_of(config) if config is not None else None
+    scan = scan_log(target.log)
+    document, changelog = _job_of(target)
     diagnosis = diagnose(
         scan, document.view() if document is not None else None, changelog=changelog
     )
@@ -323,6 +320,21 @@ def diagnose_crash(log: Path, config: Path | None) -> CrashReport:
     if document is not None and diagnosis.moment not in (None, "environment"):
         first = _first_step(document, diagnosis, changelog) or first
     return CrashReport(diagnosis.verdict, diagnosis.moment, first)
+
+
+def _job_of(target: WatchTarget) -> tuple[JobDocument | None, ChangeLog | None]:
+    """The config and its change log: from the file, or from the UI's database."""
+    if target.db is not None and target.job is not None:
+        from wizard.jobdb import job_document, load_job, read_job_changelog
+
+        job = load_job(target.db, target.job)
+        return job_document(job), read_job_changelog(job)
+    if target.config is None:
+        return None, None
+    from wizard.changes import changelog_of
+    from wizard.document import load_document
+
+    return load_document(target.config), changelog_of(target.config)
 
 
 def _first_step(
@@ -356,11 +368,68 @@ def _first_step(
 
 @dataclass(frozen=True)
 class WatchTarget:
-    """The log to follow, and the config it belongs to (for the diagnosis)."""
+    """The log to follow, and the config it belongs to (a file, or a job of the UI's database).
+
+    Attributes:
+        log: The log to follow (it may not exist yet).
+        config: The config file, when the job is a file.
+        name: The job's name.
+        db: The UI's jobs database, for a database job.
+        job: The database job's name.
+    """
 
     log: Path
     config: Path | None
     name: str
+    db: Path | None = None
+    job: str | None = None
+
+    @property
+    def can_open_wizard(self) -> bool:
+        """Whether the wizard can be opened on the job (a config, or a database job)."""
+        return self.config is not None or self.job is not None
+
+
+def watch_db_target(db: Path, name: str, log: Path | None) -> WatchTarget:
+    """A job of AI Toolkit's web UI: its folder's ``log.txt`` (it may not exist yet).
+
+    Raises:
+        WizardError: no such database or job, or a job config that cannot be read.
+    """
+    from wizard.jobdb import find_db, job_document, load_job, training_roots
+    from wizard.jobdir import LOG_FILE
+
+    found = find_db(db)
+    job = load_job(found, name)
+    roots = training_roots(job, job_document(job).tree)
+    folder = next((root / name for root in roots if (root / name).is_dir()), roots[0] / name)
+    return WatchTarget(log or folder / LOG_FILE, None, name, db=found, job=name)
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """The UI's row of a job: what the trainer last wrote there."""
+
+    status: str
+    step: int
+    info: str
+
+
+ROW_BUSY_S: Final = 0.2
+"""Seconds a read of the UI's database may wait for a lock before it is skipped."""
+
+
+def read_job_row(db: Path, name: str, *, busy_timeout: float = ROW_BUSY_S) -> JobRow | None:
+    """The job's row, read-only, in one short autocommit read; None when the database is busy
+    or unreadable (the next poll tries again: the UI's writers never wait on us for long)."""
+    from wizard.errors import WizardError
+    from wizard.jobdb import load_job
+
+    try:
+        job = load_job(db, name, busy_timeout=busy_timeout)
+    except WizardError:
+        return None
+    return JobRow(job.status, job.step, job.info)
 
 
 def watch_target(target: Path | None, log: Path | None) -> WatchTarget:

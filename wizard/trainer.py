@@ -203,6 +203,7 @@ class TrainerProcess:
             self._pump.join()
         if returncode != 0:
             with self.log.open("ab") as sink:
+                sink.write(b"\n" if _ends_mid_line(self.log) else b"")
                 sink.write(epilogue(returncode).encode())
         return TrainerEnd(
             returncode=returncode,
@@ -233,6 +234,16 @@ def group_alive(pgid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _ends_mid_line(log: Path) -> bool:
+    """Whether the log's last byte is not a newline (a bar redraw ends with ``\\r``)."""
+    try:
+        with log.open("rb") as stream:
+            stream.seek(-1, os.SEEK_END)
+            return stream.read(1) != b"\n"
+    except OSError:
+        return False
 
 
 def run_trainer(

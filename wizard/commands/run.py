@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from wizard.trainer import TrainerEnd
 
 PREFIX = "[oom-wizard] "
+WATCH_S = 0.5
+"""Seconds between two looks at the log for warnings."""
 
 
 def add_parser(subparsers: Any) -> None:
@@ -70,6 +73,13 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         "--scale-up",
         action="store_true",
         help="after a finished run: re-add one setting per run until one crashes",
+    )
+    parser.add_argument(
+        "--stall-minutes",
+        type=float,
+        default=10.0,
+        metavar="N",
+        help="warn when no new step comes for N minutes while the trainer lives (10)",
     )
     parser.add_argument(
         "--grace",
@@ -123,7 +133,15 @@ def run(args: argparse.Namespace) -> int:
     echo = sys.stdout.buffer
 
     def runner(config: Path, log: Path) -> TrainerEnd:
-        return run_trainer(trainer_argv(template, config), log, echo=echo, grace_s=args.grace)
+        done = threading.Event()
+        stall_s = args.stall_minutes * 60
+        watcher = threading.Thread(target=_watch, args=(log, done, stall_s), daemon=True)
+        watcher.start()
+        try:
+            return run_trainer(trainer_argv(template, config), log, echo=echo, grace_s=args.grace)
+        finally:
+            done.set()
+            watcher.join()
 
     settings = Settings(
         max_retries=args.max_retries,
@@ -139,6 +157,9 @@ def run(args: argparse.Namespace) -> int:
             ask=always_yes if args.auto else _ask,
             say=_say,
         )
+    except KeyboardInterrupt:  # between two attempts: what was saved is complete
+        _say("Interrupted between attempts; every config saved so far is complete.")
+        return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
     _say("Attempts:")
@@ -149,6 +170,19 @@ def run(args: argparse.Namespace) -> int:
             f", {attempt.duration_s:.1f} s{changed}"
         )
     return outcome.exit_status
+
+
+def _watch(log: Path, done: threading.Event, stall_s: float) -> None:
+    """Tell the log's warnings as they come (skips, a stall, a slowdown) while it runs."""
+    from wizard.follow import LiveJob
+
+    job = LiveJob(log, stall_s=stall_s)
+    while True:
+        finished = done.wait(WATCH_S)
+        for warning in job.poll().warnings:
+            _say(f"⚠ {warning}")
+        if finished:
+            return
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

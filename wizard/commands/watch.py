@@ -1,4 +1,4 @@
-"""``oom-wizard watch [CONFIG | JOB_DIR] [--log LOG]``: follow a running job live.
+"""``oom-wizard watch [CONFIG | JOB_DIR | --db PATH --job NAME] [--log LOG]``: follow a job live.
 
 The live screen (``screens.watch``) follows the job's log as it grows, shows its phase,
 progress, speed, skips and the GPU, tells a skip, a stall or a slowdown as it happens, and when
@@ -11,6 +11,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 from typing import Any
+
+from wizard.commands._jobdb import add_db_arguments, wants_db
+from wizard.errors import WizardError
 
 
 def add_parser(subparsers: Any) -> None:
@@ -45,27 +48,30 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--no-probe", action="store_true", help="do not ask nvidia-smi about the GPU"
     )
+    add_db_arguments(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Show the live screen; open the wizard on a crash when asked."""
     from screens.watch import WatchApp
-    from wizard.follow import watch_target
+    from wizard.follow import watch_db_target, watch_target
 
-    target = watch_target(args.target, args.log)
-    app = WatchApp(
-        target.log,
-        target.config,
-        name=target.name,
-        probe=not args.no_probe,
-        stall_s=args.stall_minutes * 60,
-    )
+    if wants_db(args, args.target):
+        if args.job is None:
+            raise WizardError("watch a web-UI job with --db PATH --job NAME")
+        target = watch_db_target(args.db, args.job, args.log)
+    else:
+        target = watch_target(args.target, args.log)
+    app = WatchApp(target, probe=not args.no_probe, stall_s=args.stall_minutes * 60)
     result = app.run()
-    if result is not None and result.open_wizard and target.config is not None:
-        from screens.app import create_app
+    if result is None or not result.open_wizard:
+        return 0
+    from screens.app import create_app
 
+    if target.job is not None:
+        wizard = create_app(log=target.log, db=target.db, job=target.job)
+    else:
         wizard = create_app(target.config, log=target.log)
-        wizard.run()
-        return wizard.return_code or 0
-    return 0
+    wizard.run()
+    return wizard.return_code or 0
