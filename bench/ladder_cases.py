@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.test_plan_ladder import (
     assert_fix_lowers_or_exhausted,
     cases,
-    own_configs,
+    fixture_configs,
     plan_for,
 )
 from wizard.document import load_document
@@ -58,7 +58,7 @@ def main() -> None:
     default = Path(__file__).resolve().parents[2] / "shared" / "aitk-examples"
     parser.add_argument("--examples", type=Path, default=default)
     args = parser.parse_args()
-    count("fixtures and demo jobs", own_configs())
+    count("fixtures and demo jobs", fixture_configs())
     if args.examples.is_dir():
         count(f"examples ({args.examples})", loadable(args.examples))
     else:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.corpus import OWN_CONFIGS, own_configs, shared_example
+from tests.corpus import OWN_CONFIGS, needs_examples, own_configs, shared_example
 from tests.plan_support import cli, document, examples, job, write_job
 from wizard.changelog import ChangeLog, read_changelog
 from wizard.changes import commit, prepare
