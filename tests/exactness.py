@@ -268,7 +268,8 @@ def check_text(original: str, edited: str, paths: Iterable[str], is_json: bool) 
         if is_json:
             keys = set(re.findall(r'"((?:[^"\\]|\\.)*)"\s*:', line))
             if keys:
-                return bool(keys & changed) or (added and bool(keys & sections))
+                inline = bool(keys & sections) and bool(re.search(r":\s*[\[{]", line))
+                return bool(keys & changed) or inline or (added and bool(keys & sections))
         key = None if is_json else _key_of(line)
         if key is not None:
             # a section written in flow style (``network: {linear: 32}``) holds its fields

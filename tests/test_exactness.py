@@ -179,6 +179,9 @@ def _apply_all(source: Path, out_dir: Path) -> tuple[Path, Path]:
     status, _, err = cli(
         "apply", source, "--moment", "early_steps", "--all", "-o", output, "--changelog", log
     )
+    if status == 2 and "exhausted" in err:  # nothing left to roll back: nothing is written
+        assert not output.exists() and not log.exists()
+        pytest.skip("the roll-back ladder of this config is exhausted")
     assert status == 0, err
     return output, log
 
