@@ -231,6 +231,7 @@ class Diagnosis:
             printed matches, False when it differs or the log is older than the config's last
             change, None when it cannot tell.
         log_mismatch: The memory fields that differ between the log's config and this one.
+        log_note: When the log is not this config's, that in one sentence (else empty).
     """
 
     moment: Moment | None
@@ -258,6 +259,7 @@ class Diagnosis:
     probe: ProbeResult | None
     log_matches_config: bool | None = None
     log_mismatch: tuple[LogMismatch, ...] = ()
+    log_note: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The diagnosis as JSON-ready data (DESIGN.md's keys, and a few more)."""
@@ -401,7 +403,7 @@ def diagnose(
         model_kind=model_kind,
         arch=kind.arch,
         signals=signals,
-        environment_suspected=env.strong or env.suspected,
+        environment_suspected=env.strong or (env.suspected and not env.against),
         reasons=env.reasons,
         evidence=_evidence(scan),
         oom=scan.oom if scan is not None else None,
@@ -421,6 +423,7 @@ def diagnose(
         probe=probe,
         log_matches_config=match.matches,
         log_mismatch=match.mismatch,
+        log_note=match.words,
     )
 
 
@@ -661,6 +664,9 @@ class _Environment:
     reasons: tuple[str, ...]
     advice: tuple[Advice, ...]
     notes: tuple[str, ...] = ()
+    against: bool = False
+    """A reason says the job filled the card itself: then nothing short of a strong reason may
+    make the GPU "suspect" beside it."""
 
 
 def _environment(
@@ -698,7 +704,9 @@ def _environment(
     if given.worked_before:
         _worked_before(suspected, advice)
     reasons = [*strong, *suspected] + ([against] if against else [])
-    return _Environment(bool(strong), bool(suspected), tuple(reasons), tuple(advice), tuple(notes))
+    return _Environment(
+        bool(strong), bool(suspected), tuple(reasons), tuple(advice), tuple(notes), bool(against)
+    )
 
 
 def _share(gib: float, total: float | None) -> bool:
