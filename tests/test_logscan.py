@@ -1014,3 +1014,76 @@ def test_the_log_files_modification_time_is_kept(tmp_path: Path) -> None:
     log.write_text("\n".join(LOAD) + "\n", encoding="utf-8")
     os.utime(log, (1_700_000_000, 1_700_000_000))
     assert scan_log(log).modified == 1_700_000_000
+
+
+@pytest.mark.parametrize(
+    ("line", "signal"),
+    [
+        ("RuntimeError: HIP error: out of memory", "cuda_error_oom"),
+        (
+            "Search for `hipErrorOutOfMemory' in https://rocm.docs.amd.com for more",
+            "cuda_error_oom",
+        ),
+        ("Error named symbol: cudaMalloc failed: out of memory", "cuda_error_oom"),
+        (
+            "RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: can't "
+            "allocate memory: you tried to allocate 3355443200 bytes. Error code 12",
+            "host_memory_error",
+        ),
+        (
+            "torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 "
+            "(pid: 3889428) of binary: /usr/bin/python",
+            "host_oom_kill",
+        ),
+    ],
+)
+def test_more_wordings_of_out_of_memory(line: str, signal: str) -> None:
+    assert signal in scan(*LOAD, line).signals
+
+
+@pytest.mark.parametrize(
+    ("frames", "phase"),
+    [
+        (  # the optimizer's first step allocates its states
+            [
+                '  File "/ai-toolkit/extensions_built_in/sd_trainer/SDTrainer.py", line 9, in x',
+                "    self.optimizer.step()",
+            ],
+            "training",
+        ),
+        (
+            [
+                '  File "/venv/lib/python3.10/site-packages/torch/utils/checkpoint.py", line 4, in '
+                "recompute_fn",
+            ],
+            "training",
+        ),
+        (
+            [
+                '  File "/venv/lib/site-packages/diffusers/pipelines/flux/pipeline_flux.py", '
+                "line 913, in __call__",
+            ],
+            "periodic_sample",
+        ),
+        (
+            ['  File "/musubi-tuner/src/musubi_tuner/cache_latents.py", line 281, in main'],
+            "cache_latents",
+        ),
+    ],
+)
+def test_frames_of_every_trainer_name_the_phase(frames: list[str], phase: str) -> None:
+    result = scan(
+        *LOAD, bar(0), bar(20), "Traceback (most recent call last):", *frames, OOM_CURRENT
+    )
+    assert result.phase == phase
+
+
+def test_a_validation_bar_of_simpletuner_is_a_sample_pass() -> None:
+    # SimpleTuner#2477
+    result = scan(
+        "Epoch 11/40, Steps:  27%|██▋       | 5534/20160 [7:06:41<17:55:04,  4.41s/it, "
+        "lr=0.000399, step_loss=0.0117]",
+        "Processing validation prompts:  60%|██████    | 3/5 [01:02<00:42, 21.06s/it]",
+        OOM_CURRENT,
+    )
+    assert result.phase == "periodic_sample"
