@@ -797,3 +797,31 @@ def test_a_log_older_than_the_last_change_is_from_the_run_before_it() -> None:
     assert stale.log_matches_config is False and "before your last change" in stale.verdict
     assert stale.confidence == "low"
     assert fresh.log_matches_config is None
+
+
+def test_a_cut_off_traceback_in_a_training_step_assumes_oom_and_says_so() -> None:
+    # kohya_ss#875, cut off in the U-Net forward
+    result = diagnose(
+        log(
+            "steps:   0%|          | 1/1150 [00:04<1:33:36,  4.89s/it, loss=0.43]",
+            "Traceback (most recent call last):",
+            '  File "D:\\kohya_ss\\train_network.py", line 610, in train',
+            "    noise_pred = unet(n",
+        ),
+        view_of(),
+    )
+    assert (result.moment, result.confidence) == ("early_steps", "low")
+    assert any("out of memory is assumed" in note for note in result.notes)
+
+
+def test_a_cut_off_traceback_that_points_nowhere_assumes_nothing() -> None:
+    result = diagnose(
+        log(
+            "Traceback (most recent call last):",
+            '  File "/app/run.py", line 12, in <module>',
+            "    main()",
+        ),
+        view_of(),
+    )
+    assert result.moment is None and result.crashed
+    assert any("does not assume an out-of-memory" in note for note in result.notes)

@@ -524,8 +524,22 @@ def _moment_from_log(scan: LogScan | None, process: ProcessView | None, now: flo
                 "out-of-memory error: rolling the memory settings back will not fix that."
             )
             return _Moment(None, "the crash is not an out-of-memory error", "low", (note,))
+        if (
+            scan.frame_phase is None
+            and scan.marker_phase == "unknown"
+            and not scan.training_started
+        ):
+            note = (
+                "The traceback is cut off before its error line and nothing in the log points to "
+                "a memory-hungry phase: the wizard does not assume an out-of-memory. Paste the "
+                "whole error, or say when it crashed."
+            )
+            return _Moment(None, "the error itself is not in the log", "low", (note,))
         found = _moment_from_phase(scan, process)
-        note = "The log does not show the error itself (it is cut off): assuming out of memory."
+        note = (
+            "The log does not show the error itself (it is cut off); the phase it stops in "
+            "points to memory, so out of memory is assumed."
+        )
         return _Moment(found.moment, found.why, "low", (*found.notes, note))
     return _moment_from_phase(scan, process)
 
