@@ -1087,3 +1087,29 @@ def test_a_validation_bar_of_simpletuner_is_a_sample_pass() -> None:
         OOM_CURRENT,
     )
     assert result.phase == "periodic_sample"
+
+
+def test_a_rich_traceback_of_sd_scripts_places_the_crash() -> None:
+    # kohya_ss#1441's shape: rich's box, the current line marked with ❱.
+    result = scan(
+        "caching latents...",
+        " 19%|█████▉                         | 14/74 [00:05<00:23,  2.57it/s]",
+        "╭─────────────────────────────── Traceback (most recent call last) ────────────────────╮",
+        "│ C:\\Users\\t3mpl\\kohya_ss\\train_network.py:252 in train                          │",
+        "│                                                                                      │",
+        "│   251 │   if cache_latents:                                                          │",
+        "│ ❱ 252 │   │   train_dataset_group.cache_latents(vae, args.vae_batch_size)             │",
+        "│                                                                                      │",
+        "│ /usr/local/lib/python3.9/dist-packages/diffusers/models/unet_2d_condition.py         │",
+        "│ :407 in forward                                                                      │",
+        "╰──────────────────────────────────────────────────────────────────────────────────────╯",
+        "OutOfMemoryError: CUDA out of memory. Tried to allocate 440.00 MiB (GPU 0; 24.00 GiB "
+        "total capacity; 1.20 GiB already allocated; 21.99 GiB free; 1.31 GiB reserved in total "
+        "by PyTorch)",
+    )
+    assert (result.crashed, result.frame_phase, result.phase) == (
+        True,
+        "cache_latents",
+        "cache_latents",
+    )
+    assert result.evidence_for("frame")[0].text.startswith("│ ❱ 252")

@@ -1028,7 +1028,7 @@ class _Scanner:
                 self._start_run(dump_line)
                 self._dump = ["{", text]
                 return
-        if run.expect_call:
+        if run.expect_call and not _rich_context(text):
             run.expect_call = False
             if not self._p.frame.match(text):
                 self._call(text, line)
@@ -1162,7 +1162,8 @@ class _Scanner:
         run = self._run
         if match := self._p.frame.match(text):
             run.frames_seen = run.python_error = True
-            func, file = match["func"], match["file"]
+            func = match["func"] or match.groupdict().get("rfunc") or ""
+            file = match["file"] or match.groupdict().get("rfile") or ""
             if run.traceback_hint is None:
                 run.expect_call = True
                 for pattern, in_file, phase in self._p.frame_phases:
@@ -1272,6 +1273,12 @@ class _Scanner:
             stall_line=stall_line,
             config_dump=run.config_dump,
         )
+
+
+def _rich_context(text: str) -> bool:
+    """A line of a rich traceback's box that is not the frame's current line (marked ``❱``):
+    the call under a frame is read from the marked line, not from the context around it."""
+    return text.lstrip().startswith("│") and "❱" not in text
 
 
 def _elapsed_seconds(text: bytes) -> float:
