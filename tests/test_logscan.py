@@ -1113,3 +1113,13 @@ def test_a_rich_traceback_of_sd_scripts_places_the_crash() -> None:
         "cache_latents",
     )
     assert result.evidence_for("frame")[0].text.startswith("│ ❱ 252")
+
+
+def test_a_bar_counting_bytes_is_a_download_not_the_training_bar() -> None:
+    # diffusers#9546: the validation pipeline fetches its files, then runs out of memory.
+    result = scan(
+        "09/28/2024 00:34:14 - INFO - __main__ - Running validation... ",
+        "model_index.json: 100%|██████████| 536/536 [00:00<00:00, 1.54MB/s]",
+        OOM_CURRENT,
+    )
+    assert (result.training_started, result.phase) == (False, "periodic_sample")

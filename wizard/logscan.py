@@ -160,6 +160,8 @@ _BAR = re.compile(
     r"^(?P<desc>.*?):?\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*(?:\[.*)?$"
 )
 _PCT_DIGITS: Final = b"0123456789 "
+_BYTE_RATE = re.compile(rb"\d\s*[kKMGT]?i?B/s\]")
+"""A bar counting bytes per second (``1.54MB/s]``) is a download, whatever its counts."""
 _RATE = re.compile(
     rb"\[(?P<elapsed>\d+(?::\d{1,2}){1,2})<[^,\]]*,\s*(?P<rate>\d+(?:\.\d+)?)(?P<unit>s/it|it/s)"
 )
@@ -978,8 +980,8 @@ class _Scanner:
         kind: BarKind
         if not desc.strip():
             kind = "unnamed"
-        elif parse_bar(clean(seg)) is None:
-            kind = "ignore"  # sizes such as 4.50G/9.99G: a download, not steps
+        elif parse_bar(clean(seg)) is None or _BYTE_RATE.search(seg):
+            kind = "ignore"  # sizes such as 4.50G/9.99G, or a rate in bytes: a download
         elif _TRAINING_POSTFIX.search(seg):
             kind = "training"  # whatever the job is called, only training reports a loss
         else:
