@@ -1123,3 +1123,9 @@ def test_a_bar_counting_bytes_is_a_download_not_the_training_bar() -> None:
         OOM_CURRENT,
     )
     assert (result.training_started, result.phase) == (False, "periodic_sample")
+
+
+def test_a_bar_first_seen_at_step_1_after_the_time_one_step_takes_is_no_resume() -> None:
+    # kohya_ss#875: the paste lost the 0/1150 redraw; 4 s at 4.89 s/it is that one step.
+    result = scan("steps:   0%|          | 1/1150 [00:04<1:33:36,  4.89s/it, loss=0.43]")
+    assert (result.resumed, result.first_step, result.last_step) == (False, 0, 1)

@@ -139,12 +139,12 @@ OOM_MESSAGE_TAIL: Final = 3
 _BAR_CACHE_LIMIT: Final = 1024
 _NO_BAR: Final = b"\n"
 """What a segment starts with when it repeats the previous bar: never, after a text segment."""
-RESUME_MAX_ELAPSED_S: Final = 60.0
-"""A training bar first seen past step 0 is a resume when its first redraw shows at most this
-much elapsed time; more, and it is an excerpt of a longer run, unless that time is far too
-short for the steps shown at the bar's own rate (``RESUME_ELAPSED_SHARE``)."""
 RESUME_ELAPSED_SHARE: Final = 0.25
-"""An elapsed time below this share of ``n × s/it`` cannot have made those steps: a resume."""
+"""A training bar first seen past step 0 whose elapsed time is below this share of
+``n × s/it`` cannot have made those steps: it was created there, a resume. More, and the run
+started before the log does (an excerpt): not a resume."""
+RESUME_MAX_ELAPSED_S: Final = 60.0
+"""Without a rate on the bar, a resume is one whose first redraw shows at most this elapsed."""
 SPILL_FACTOR: Final = 4.0
 """A training bar whose s/it grows to this many times its best so far has slowed down by the
 driver's system-memory fallback (VRAM spilled into shared system memory), not by chance."""
@@ -1292,17 +1292,18 @@ def _elapsed_seconds(text: bytes) -> float:
 
 
 def _long_before(seg: bytes, step: int) -> bool:
-    """Whether a training bar first seen at ``step`` had been running long before the log
-    starts (an excerpt), rather than starting there (a resume): tqdm's elapsed time is counted
-    from the bar's creation, so a resumed bar shows almost none."""
+    """Whether a training bar first seen at ``step`` had been running since step 0 before the
+    log shows it (an excerpt, or its first redraws lost in a paste), rather than starting
+    there (a resume). tqdm counts the elapsed time from the bar's creation: a resumed bar shows
+    far less time than ``step`` steps take at its own rate; without a rate, almost none."""
     match = _RATE.search(seg)
     if match is None:
         return False
     elapsed = _elapsed_seconds(match["elapsed"])
-    if elapsed <= RESUME_MAX_ELAPSED_S:
-        return False
     rate = float(match["rate"])
     per_step = rate if match["unit"] == b"s/it" else (1.0 / rate if rate else 0.0)
+    if per_step <= 0:
+        return elapsed > RESUME_MAX_ELAPSED_S
     return elapsed >= RESUME_ELAPSED_SHARE * step * per_step
 
 
