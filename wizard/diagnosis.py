@@ -20,7 +20,15 @@ named function below, with its reasoning in its docstring:
   whole card alone is the job itself (``JOB_HOLDS_CARD_SHARE``; in PyTorch's legacy message,
   :func:`_legacy_job_holds_card`);
 - the model kind from the arch, the legacy flags, frames > 1, then the model path
-  (``VIDEO_PATH_HINT``).
+  (``VIDEO_PATH_HINT``);
+- a log that just stops, with no error, gives its phase's moment with low confidence
+  (:func:`_open_end_moment`; a log written in the last ``LOG_STILL_WRITTEN_S`` may still be
+  running); a slowdown or a stall is the driver's system-memory fallback, with its advice
+  (:func:`_slowdown`, ``SPILL_CARD_MAX_GIB``); a cut-off traceback is assumed to be an OOM only
+  when the phase it stops in points there;
+- the right run (:func:`_log_match`): the config the log printed against the config given, and
+  the log's age against the change log's last run; when they differ the verdict says the log
+  is from the run before the change.
 
 The user's answers win over all of this; where they disagree with the log, the disagreement
 is kept and shown.

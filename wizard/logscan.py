@@ -20,6 +20,15 @@ The state kept while reading is bounded: the current run's phase, its last train
 redraw, counters, the last few skip banners and a ring of the last evidence lines. A new run
 (``Running 1 job``, the job banner, or the config printed as JSON) starts fresh state, so a file
 holding several runs is diagnosed on its last one.
+
+Beyond single lines, the run as a whole says: whether it finished (a result line, the bar at its
+total) or just stops inside a phase (``ends_open``, and ``stall`` when it stops on a bar with no
+progress); whether the training bar's s/it grew several-fold after a stable stretch
+(``sysmem_spill``: the driver spilling VRAM into system memory); whether a bar first seen past
+step 0 is a resume or an excerpt of a longer run (tqdm's elapsed time against its rate); which
+phase a traceback's frames, or the calls under them, point to; and the memory fields of the
+process config AI Toolkit prints at the start (``config_dump``), to tell whether the log is
+from the config given. Every pattern involved is data in the marker table.
 """
 
 from __future__ import annotations
