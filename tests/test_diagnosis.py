@@ -825,3 +825,18 @@ def test_a_cut_off_traceback_that_points_nowhere_assumes_nothing() -> None:
     )
     assert result.moment is None and result.crashed
     assert any("does not assume an out-of-memory" in note for note in result.notes)
+
+
+def test_a_crawling_sample_pass_is_the_sampling_moment_with_the_fallback_advice() -> None:
+    training = [
+        f"my_lora:  {n // 30}%|          | {n}/3000 [{n // 30:02d}:00<1:40:00,  2.00s/it, "
+        "lr: 1.0e-04 loss: 4.5e-01]"
+        for n in (60, 90, 120, 150)
+    ]
+    crawl = [
+        "  0%|          | 0/30 [00:00<?, ?it/s]",
+        "  3%|3         | 1/30 [01:55<55:46, 115.39s/it]",
+    ]
+    result = diagnose(log(*training, "Generating Images", *crawl), view_of(), now=NOW)
+    assert (result.moment, result.confidence) == ("sampling", "low")
+    assert "crawling" in result.verdict and "sysmem_fallback" in advice_ids(result)

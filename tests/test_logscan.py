@@ -1129,3 +1129,32 @@ def test_a_bar_first_seen_at_step_1_after_the_time_one_step_takes_is_no_resume()
     # kohya_ss#875: the paste lost the 0/1150 redraw; 4 s at 4.89 s/it is that one step.
     result = scan("steps:   0%|          | 1/1150 [00:04<1:33:36,  4.89s/it, loss=0.43]")
     assert (result.resumed, result.first_step, result.last_step) == (False, 0, 1)
+
+
+def test_a_sample_pass_crawling_far_slower_than_training_steps_is_a_spill() -> None:
+    # ai-toolkit#504's sample pass: 115 s per denoising step, after training steps of ~2 s.
+    training = [
+        f"my_lora:  {n // 30}%|          | {n}/3000 [{n // 30:02d}:00<1:40:00,  {rate}s/it, "
+        "lr: 1.0e-04 loss: 4.5e-01]"
+        for n, rate in ((60, "2.01"), (90, "1.98"), (120, "2.02"), (150, "2.00"))
+    ]
+    result = scan(
+        *training,
+        "Generating Images:   0%|          | 0/2 [00:00<?, ?it/s]Unloading vae",
+        "Unloading text encoder",
+        "  0%|          | 0/30 [00:00<?, ?it/s]",
+        "  3%|3         | 1/30 [01:55<55:46, 115.39s/it]",
+        "  7%|6         | 2/30 [03:50<53:38, 114.95s/it]",
+    )
+    assert (result.phase, result.spill_step) == ("periodic_sample", 150)
+    assert "sysmem_spill" in result.signals and result.ends_open
+
+
+def test_a_sample_pass_at_its_usual_speed_is_no_spill() -> None:
+    result = scan(
+        "my_lora:   3%|          | 90/3000 [03:00<1:40:00,  2.00s/it, lr: 1.0e-04 loss: 4.5e-01]",
+        "my_lora:   4%|          | 120/3000 [04:00<1:40:00,  2.00s/it, lr: 1.0e-04 loss: 4.5e-01]",
+        "my_lora:   5%|          | 150/3000 [05:00<1:40:00,  2.00s/it, lr: 1.0e-04 loss: 4.5e-01]",
+        "  3%|3         | 1/30 [00:01<00:40,  1.39s/it]",
+    )
+    assert result.spill_step is None

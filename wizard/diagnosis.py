@@ -558,7 +558,12 @@ def _open_end_moment(scan: LogScan, process: ProcessView | None, now: float) -> 
     outside, or the log was pasted up to there. That phase's moment, said with low confidence."""
     found = _moment_from_phase(scan, process)
     where = _PHASE_WORDS[scan.phase] or "where it was"
-    if scan.spill_step is not None:
+    if scan.spill_step is not None and scan.phase in ("periodic_sample", "baseline_sample"):
+        why = (
+            f"{where}, its steps crawling many times slower than training's, with no error: "
+            "the driver spilling VRAM into system memory"
+        )
+    elif scan.spill_step is not None:
         why = (
             f"from training step {scan.spill_step}, after a stable stretch (its s/it grew "
             "several-fold), with no error: the driver spilling VRAM into system memory"

@@ -868,6 +868,20 @@ class _Run:
         self.rate_readings += 1
         self.best_rate = seconds if best is None else min(best, seconds)
 
+    def sample_rate_reading(self, seg: bytes, line: int) -> None:
+        """A sample pass's step rate against training's: a denoising step does less work than a
+        training step (no backward pass), so one that takes ``SPILL_FACTOR`` times longer than
+        the best training step is crawling on spilled memory."""
+        match = _RATE.search(seg)
+        best = self.best_rate
+        if match is None or best is None or self.spill_step is not None:
+            return
+        rate = float(match["rate"])
+        seconds = rate if match["unit"] == b"s/it" else (1.0 / rate if rate else 0.0)
+        if seconds >= SPILL_FACTOR * best:
+            self.spill_step = self.current_step() or 0
+            self.note(line, clean(seg), "sysmem_spill")
+
     def current_step(self) -> int | None:
         """The latest step the log has shown, from the bar or a save/sample line."""
         if self.marker_step is not None and self.marker_step_line > self.train_bar_line:
@@ -980,9 +994,11 @@ class _Scanner:
         elif kind == "unnamed":
             if run.training_started:
                 run.enter("periodic_sample", line, clean(seg))
+                run.sample_rate_reading(seg, line)
         elif kind == "sample":
             phase: Phase = "periodic_sample" if run.training_started else "baseline_sample"
             run.enter(phase, line, clean(seg))
+            run.sample_rate_reading(seg, line)
         else:
             run.enter(kind, line, clean(seg))
 
