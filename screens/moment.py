@@ -81,6 +81,8 @@ class MomentScreen(StageScreen):
             text += f" · {verdict.model_kind} model"
         if verdict.environment_suspected:
             text += " · the GPU itself looks suspect"
+        if verdict.log_note:  # the log is from the run before the config's last change
+            text += f"\n{verdict.log_note}"
         return Content.styled(text, "$text-accent")
 
     def _evidence(self) -> Content:

@@ -53,7 +53,7 @@ SAMPLE_CRASH = (
 RUNNING = "Running 1 job\nmy_lora:   0%|          | 3/3000 [00:10<1:40:00,  2.0s/it]\n"
 DESIGN_KEYS = {
     "moment", "phase", "model_kind", "arch", "signals", "environment_suspected", "reasons",
-    "evidence", "oom", "last_step", "total_steps", "advice",
+    "evidence", "oom", "last_step", "total_steps", "advice", "log_matches_config", "log_mismatch",
 }  # fmt: skip
 
 
@@ -101,6 +101,31 @@ def test_json_has_the_design_keys(job: tuple[Path, Path]) -> None:
     assert [e["line"] for e in data["evidence"]] == [3, 4]
     assert data["first_change"].startswith("Lighter samples")
     assert data["log"] == str(log)
+
+
+def test_a_log_from_the_run_before_says_so_in_json_and_in_words(tmp_path: Path) -> None:
+    config = tmp_path / "my_job.yaml"
+    config.write_text(CONFIG, encoding="utf-8")
+    log = tmp_path / "log.txt"
+    printed = '{\n    "type": "diffusion_trainer",\n    "train": {"batch_size": 2}\n}\n'
+    log.write_text(BASELINE_CRASH.replace("Running 1 job\n", "Running 1 job\n" + printed))
+    data = run_json(str(config), "--log", str(log), "--no-probe")
+    assert data["log_matches_config"] is False
+    assert data["log_mismatch"] == [
+        {"path": "config.process[0].train.batch_size", "in_log": 2, "in_config": 1}
+    ]
+    done = run_cli(str(config), "--log", str(log), "--no-probe")
+    assert done.returncode == 0 and "batch_size was 2 there, 1 now" in done.stdout
+
+
+def test_a_log_with_the_same_printed_config_matches(tmp_path: Path) -> None:
+    config = tmp_path / "my_job.yaml"
+    config.write_text(CONFIG, encoding="utf-8")
+    log = tmp_path / "log.txt"
+    printed = '{\n    "type": "diffusion_trainer",\n    "train": {"batch_size": 1}\n}\n'
+    log.write_text(BASELINE_CRASH.replace("Running 1 job\n", "Running 1 job\n" + printed))
+    data = run_json(str(config), "--log", str(log), "--no-probe")
+    assert (data["log_matches_config"], data["log_mismatch"]) == (True, [])
 
 
 def test_a_log_alone_works_and_says_the_kind_is_unknown(job: tuple[Path, Path]) -> None:

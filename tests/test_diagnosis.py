@@ -797,3 +797,46 @@ def test_a_log_older_than_the_last_change_is_from_the_run_before_it() -> None:
     assert stale.log_matches_config is False and "before your last change" in stale.verdict
     assert stale.confidence == "low"
     assert fresh.log_matches_config is None
+
+
+def test_a_cut_off_traceback_in_a_training_step_assumes_oom_and_says_so() -> None:
+    # kohya_ss#875, cut off in the U-Net forward
+    result = diagnose(
+        log(
+            "steps:   0%|          | 1/1150 [00:04<1:33:36,  4.89s/it, loss=0.43]",
+            "Traceback (most recent call last):",
+            '  File "D:\\kohya_ss\\train_network.py", line 610, in train',
+            "    noise_pred = unet(n",
+        ),
+        view_of(),
+    )
+    assert (result.moment, result.confidence) == ("early_steps", "low")
+    assert any("out of memory is assumed" in note for note in result.notes)
+
+
+def test_a_cut_off_traceback_that_points_nowhere_assumes_nothing() -> None:
+    result = diagnose(
+        log(
+            "Traceback (most recent call last):",
+            '  File "/app/run.py", line 12, in <module>',
+            "    main()",
+        ),
+        view_of(),
+    )
+    assert result.moment is None and result.crashed
+    assert any("does not assume an out-of-memory" in note for note in result.notes)
+
+
+def test_a_crawling_sample_pass_is_the_sampling_moment_with_the_fallback_advice() -> None:
+    training = [
+        f"my_lora:  {n // 30}%|          | {n}/3000 [{n // 30:02d}:00<1:40:00,  2.00s/it, "
+        "lr: 1.0e-04 loss: 4.5e-01]"
+        for n in (60, 90, 120, 150)
+    ]
+    crawl = [
+        "  0%|          | 0/30 [00:00<?, ?it/s]",
+        "  3%|3         | 1/30 [01:55<55:46, 115.39s/it]",
+    ]
+    result = diagnose(log(*training, "Generating Images", *crawl), view_of(), now=NOW)
+    assert (result.moment, result.confidence) == ("sampling", "low")
+    assert "crawling" in result.verdict and "sysmem_fallback" in advice_ids(result)

@@ -1014,3 +1014,147 @@ def test_the_log_files_modification_time_is_kept(tmp_path: Path) -> None:
     log.write_text("\n".join(LOAD) + "\n", encoding="utf-8")
     os.utime(log, (1_700_000_000, 1_700_000_000))
     assert scan_log(log).modified == 1_700_000_000
+
+
+@pytest.mark.parametrize(
+    ("line", "signal"),
+    [
+        ("RuntimeError: HIP error: out of memory", "cuda_error_oom"),
+        (
+            "Search for `hipErrorOutOfMemory' in https://rocm.docs.amd.com for more",
+            "cuda_error_oom",
+        ),
+        ("Error named symbol: cudaMalloc failed: out of memory", "cuda_error_oom"),
+        (
+            "RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: can't "
+            "allocate memory: you tried to allocate 3355443200 bytes. Error code 12",
+            "host_memory_error",
+        ),
+        (
+            "torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 "
+            "(pid: 3889428) of binary: /usr/bin/python",
+            "host_oom_kill",
+        ),
+    ],
+)
+def test_more_wordings_of_out_of_memory(line: str, signal: str) -> None:
+    assert signal in scan(*LOAD, line).signals
+
+
+@pytest.mark.parametrize(
+    ("frames", "phase"),
+    [
+        (  # the optimizer's first step allocates its states
+            [
+                '  File "/ai-toolkit/extensions_built_in/sd_trainer/SDTrainer.py", line 9, in x',
+                "    self.optimizer.step()",
+            ],
+            "training",
+        ),
+        (
+            [
+                '  File "/venv/lib/python3.10/site-packages/torch/utils/checkpoint.py", line 4, in '
+                "recompute_fn",
+            ],
+            "training",
+        ),
+        (
+            [
+                '  File "/venv/lib/site-packages/diffusers/pipelines/flux/pipeline_flux.py", '
+                "line 913, in __call__",
+            ],
+            "periodic_sample",
+        ),
+        (
+            ['  File "/musubi-tuner/src/musubi_tuner/cache_latents.py", line 281, in main'],
+            "cache_latents",
+        ),
+    ],
+)
+def test_frames_of_every_trainer_name_the_phase(frames: list[str], phase: str) -> None:
+    result = scan(
+        *LOAD, bar(0), bar(20), "Traceback (most recent call last):", *frames, OOM_CURRENT
+    )
+    assert result.phase == phase
+
+
+def test_a_validation_bar_of_simpletuner_is_a_sample_pass() -> None:
+    # SimpleTuner#2477
+    result = scan(
+        "Epoch 11/40, Steps:  27%|██▋       | 5534/20160 [7:06:41<17:55:04,  4.41s/it, "
+        "lr=0.000399, step_loss=0.0117]",
+        "Processing validation prompts:  60%|██████    | 3/5 [01:02<00:42, 21.06s/it]",
+        OOM_CURRENT,
+    )
+    assert result.phase == "periodic_sample"
+
+
+def test_a_rich_traceback_of_sd_scripts_places_the_crash() -> None:
+    # kohya_ss#1441's shape: rich's box, the current line marked with ❱.
+    result = scan(
+        "caching latents...",
+        " 19%|█████▉                         | 14/74 [00:05<00:23,  2.57it/s]",
+        "╭─────────────────────────────── Traceback (most recent call last) ────────────────────╮",
+        "│ C:\\Users\\t3mpl\\kohya_ss\\train_network.py:252 in train                          │",
+        "│                                                                                      │",
+        "│   251 │   if cache_latents:                                                          │",
+        "│ ❱ 252 │   │   train_dataset_group.cache_latents(vae, args.vae_batch_size)             │",
+        "│                                                                                      │",
+        "│ /usr/local/lib/python3.9/dist-packages/diffusers/models/unet_2d_condition.py         │",
+        "│ :407 in forward                                                                      │",
+        "╰──────────────────────────────────────────────────────────────────────────────────────╯",
+        "OutOfMemoryError: CUDA out of memory. Tried to allocate 440.00 MiB (GPU 0; 24.00 GiB "
+        "total capacity; 1.20 GiB already allocated; 21.99 GiB free; 1.31 GiB reserved in total "
+        "by PyTorch)",
+    )
+    assert (result.crashed, result.frame_phase, result.phase) == (
+        True,
+        "cache_latents",
+        "cache_latents",
+    )
+    assert result.evidence_for("frame")[0].text.startswith("│ ❱ 252")
+
+
+def test_a_bar_counting_bytes_is_a_download_not_the_training_bar() -> None:
+    # diffusers#9546: the validation pipeline fetches its files, then runs out of memory.
+    result = scan(
+        "09/28/2024 00:34:14 - INFO - __main__ - Running validation... ",
+        "model_index.json: 100%|██████████| 536/536 [00:00<00:00, 1.54MB/s]",
+        OOM_CURRENT,
+    )
+    assert (result.training_started, result.phase) == (False, "periodic_sample")
+
+
+def test_a_bar_first_seen_at_step_1_after_the_time_one_step_takes_is_no_resume() -> None:
+    # kohya_ss#875: the paste lost the 0/1150 redraw; 4 s at 4.89 s/it is that one step.
+    result = scan("steps:   0%|          | 1/1150 [00:04<1:33:36,  4.89s/it, loss=0.43]")
+    assert (result.resumed, result.first_step, result.last_step) == (False, 0, 1)
+
+
+def test_a_sample_pass_crawling_far_slower_than_training_steps_is_a_spill() -> None:
+    # ai-toolkit#504's sample pass: 115 s per denoising step, after training steps of ~2 s.
+    training = [
+        f"my_lora:  {n // 30}%|          | {n}/3000 [{n // 30:02d}:00<1:40:00,  {rate}s/it, "
+        "lr: 1.0e-04 loss: 4.5e-01]"
+        for n, rate in ((60, "2.01"), (90, "1.98"), (120, "2.02"), (150, "2.00"))
+    ]
+    result = scan(
+        *training,
+        "Generating Images:   0%|          | 0/2 [00:00<?, ?it/s]Unloading vae",
+        "Unloading text encoder",
+        "  0%|          | 0/30 [00:00<?, ?it/s]",
+        "  3%|3         | 1/30 [01:55<55:46, 115.39s/it]",
+        "  7%|6         | 2/30 [03:50<53:38, 114.95s/it]",
+    )
+    assert (result.phase, result.spill_step) == ("periodic_sample", 150)
+    assert "sysmem_spill" in result.signals and result.ends_open
+
+
+def test_a_sample_pass_at_its_usual_speed_is_no_spill() -> None:
+    result = scan(
+        "my_lora:   3%|          | 90/3000 [03:00<1:40:00,  2.00s/it, lr: 1.0e-04 loss: 4.5e-01]",
+        "my_lora:   4%|          | 120/3000 [04:00<1:40:00,  2.00s/it, lr: 1.0e-04 loss: 4.5e-01]",
+        "my_lora:   5%|          | 150/3000 [05:00<1:40:00,  2.00s/it, lr: 1.0e-04 loss: 4.5e-01]",
+        "  3%|3         | 1/30 [00:01<00:40,  1.39s/it]",
+    )
+    assert result.spill_step is None

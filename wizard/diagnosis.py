@@ -20,7 +20,15 @@ named function below, with its reasoning in its docstring:
   whole card alone is the job itself (``JOB_HOLDS_CARD_SHARE``; in PyTorch's legacy message,
   :func:`_legacy_job_holds_card`);
 - the model kind from the arch, the legacy flags, frames > 1, then the model path
-  (``VIDEO_PATH_HINT``).
+  (``VIDEO_PATH_HINT``);
+- a log that just stops, with no error, gives its phase's moment with low confidence
+  (:func:`_open_end_moment`; a log written in the last ``LOG_STILL_WRITTEN_S`` may still be
+  running); a slowdown or a stall is the driver's system-memory fallback, with its advice
+  (:func:`_slowdown`, ``SPILL_CARD_MAX_GIB``); a cut-off traceback is assumed to be an OOM only
+  when the phase it stops in points there;
+- the right run (:func:`_log_match`): the config the log printed against the config given, and
+  the log's age against the change log's last run; when they differ the verdict says the log
+  is from the run before the change.
 
 The user's answers win over all of this; where they disagree with the log, the disagreement
 is kept and shown.
@@ -231,6 +239,7 @@ class Diagnosis:
             printed matches, False when it differs or the log is older than the config's last
             change, None when it cannot tell.
         log_mismatch: The memory fields that differ between the log's config and this one.
+        log_note: When the log is not this config's, that in one sentence (else empty).
     """
 
     moment: Moment | None
@@ -258,6 +267,7 @@ class Diagnosis:
     probe: ProbeResult | None
     log_matches_config: bool | None = None
     log_mismatch: tuple[LogMismatch, ...] = ()
+    log_note: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The diagnosis as JSON-ready data (DESIGN.md's keys, and a few more)."""
@@ -401,7 +411,7 @@ def diagnose(
         model_kind=model_kind,
         arch=kind.arch,
         signals=signals,
-        environment_suspected=env.strong or env.suspected,
+        environment_suspected=env.strong or (env.suspected and not env.against),
         reasons=env.reasons,
         evidence=_evidence(scan),
         oom=scan.oom if scan is not None else None,
@@ -421,6 +431,7 @@ def diagnose(
         probe=probe,
         log_matches_config=match.matches,
         log_mismatch=match.mismatch,
+        log_note=match.words,
     )
 
 
@@ -521,8 +532,22 @@ def _moment_from_log(scan: LogScan | None, process: ProcessView | None, now: flo
                 "out-of-memory error: rolling the memory settings back will not fix that."
             )
             return _Moment(None, "the crash is not an out-of-memory error", "low", (note,))
+        if (
+            scan.frame_phase is None
+            and scan.marker_phase == "unknown"
+            and not scan.training_started
+        ):
+            note = (
+                "The traceback is cut off before its error line and nothing in the log points to "
+                "a memory-hungry phase: the wizard does not assume an out-of-memory. Paste the "
+                "whole error, or say when it crashed."
+            )
+            return _Moment(None, "the error itself is not in the log", "low", (note,))
         found = _moment_from_phase(scan, process)
-        note = "The log does not show the error itself (it is cut off): assuming out of memory."
+        note = (
+            "The log does not show the error itself (it is cut off); the phase it stops in "
+            "points to memory, so out of memory is assumed."
+        )
         return _Moment(found.moment, found.why, "low", (*found.notes, note))
     return _moment_from_phase(scan, process)
 
@@ -533,7 +558,12 @@ def _open_end_moment(scan: LogScan, process: ProcessView | None, now: float) -> 
     outside, or the log was pasted up to there. That phase's moment, said with low confidence."""
     found = _moment_from_phase(scan, process)
     where = _PHASE_WORDS[scan.phase] or "where it was"
-    if scan.spill_step is not None:
+    if scan.spill_step is not None and scan.phase in ("periodic_sample", "baseline_sample"):
+        why = (
+            f"{where}, its steps crawling many times slower than training's, with no error: "
+            "the driver spilling VRAM into system memory"
+        )
+    elif scan.spill_step is not None:
         why = (
             f"from training step {scan.spill_step}, after a stable stretch (its s/it grew "
             "several-fold), with no error: the driver spilling VRAM into system memory"
@@ -661,6 +691,9 @@ class _Environment:
     reasons: tuple[str, ...]
     advice: tuple[Advice, ...]
     notes: tuple[str, ...] = ()
+    against: bool = False
+    """A reason says the job filled the card itself: then nothing short of a strong reason may
+    make the GPU "suspect" beside it."""
 
 
 def _environment(
@@ -698,7 +731,9 @@ def _environment(
     if given.worked_before:
         _worked_before(suspected, advice)
     reasons = [*strong, *suspected] + ([against] if against else [])
-    return _Environment(bool(strong), bool(suspected), tuple(reasons), tuple(advice), tuple(notes))
+    return _Environment(
+        bool(strong), bool(suspected), tuple(reasons), tuple(advice), tuple(notes), bool(against)
+    )
 
 
 def _share(gib: float, total: float | None) -> bool:

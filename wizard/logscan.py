@@ -20,6 +20,15 @@ The state kept while reading is bounded: the current run's phase, its last train
 redraw, counters, the last few skip banners and a ring of the last evidence lines. A new run
 (``Running 1 job``, the job banner, or the config printed as JSON) starts fresh state, so a file
 holding several runs is diagnosed on its last one.
+
+Beyond single lines, the run as a whole says: whether it finished (a result line, the bar at its
+total) or just stops inside a phase (``ends_open``, and ``stall`` when it stops on a bar with no
+progress); whether the training bar's s/it grew several-fold after a stable stretch
+(``sysmem_spill``: the driver spilling VRAM into system memory); whether a bar first seen past
+step 0 is a resume or an excerpt of a longer run (tqdm's elapsed time against its rate); which
+phase a traceback's frames, or the calls under them, point to; and the memory fields of the
+process config AI Toolkit prints at the start (``config_dump``), to tell whether the log is
+from the config given. Every pattern involved is data in the marker table.
 """
 
 from __future__ import annotations
@@ -139,12 +148,12 @@ OOM_MESSAGE_TAIL: Final = 3
 _BAR_CACHE_LIMIT: Final = 1024
 _NO_BAR: Final = b"\n"
 """What a segment starts with when it repeats the previous bar: never, after a text segment."""
-RESUME_MAX_ELAPSED_S: Final = 60.0
-"""A training bar first seen past step 0 is a resume when its first redraw shows at most this
-much elapsed time; more, and it is an excerpt of a longer run, unless that time is far too
-short for the steps shown at the bar's own rate (``RESUME_ELAPSED_SHARE``)."""
 RESUME_ELAPSED_SHARE: Final = 0.25
-"""An elapsed time below this share of ``n × s/it`` cannot have made those steps: a resume."""
+"""A training bar first seen past step 0 whose elapsed time is below this share of
+``n × s/it`` cannot have made those steps: it was created there, a resume. More, and the run
+started before the log does (an excerpt): not a resume."""
+RESUME_MAX_ELAPSED_S: Final = 60.0
+"""Without a rate on the bar, a resume is one whose first redraw shows at most this elapsed."""
 SPILL_FACTOR: Final = 4.0
 """A training bar whose s/it grows to this many times its best so far has slowed down by the
 driver's system-memory fallback (VRAM spilled into shared system memory), not by chance."""
@@ -160,10 +169,16 @@ _BAR = re.compile(
     r"^(?P<desc>.*?):?\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*(?:\[.*)?$"
 )
 _PCT_DIGITS: Final = b"0123456789 "
+_BYTE_RATE = re.compile(rb"\d\s*[kKMGT]?i?B/s\]")
+"""A bar counting bytes per second (``1.54MB/s]``) is a download, whatever its counts."""
 _RATE = re.compile(
-    rb"\[(?P<elapsed>\d+(?::\d{1,2}){1,2})<[^,\]]*,\s*(?P<rate>\d+(?:\.\d+)?)(?P<unit>s/it|it/s)"
+    rb"\|\s*(?P<n>\d+)/\d+\s*\[(?P<elapsed>\d+(?::\d{1,2}){1,2})<[^,\]]*,\s*"
+    rb"(?P<rate>\d+(?:\.\d+)?)(?P<unit>s/it|it/s)"
 )
-"""tqdm's ``[elapsed<remaining, rate]``: ``[5:41:20<1:02:11,  2.16s/it`` or ``12.5it/s``."""
+"""tqdm's ``| n/total [elapsed<remaining, rate``: ``| 299/3000 [5:41:20<1:02:11,  2.16s/it``
+or ``12.5it/s`` (one search on the raw bytes, no decoding)."""
+_ZERO_BAR = re.compile(rb"\|\s*0/\d+\s*(?:\[|$)")
+"""A bar at ``0/total``."""
 _TRAINING_POSTFIX = re.compile(rb"\b(?:lr|loss|avr_loss)[:=]\s*[-+.\d]")
 """A bar whose postfix reports a learning rate or a loss is the training bar."""
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
@@ -834,8 +849,10 @@ class _Run:
     def rate_reading(self, seg: bytes, line: int) -> None:
         """One reading of the training bar's rate: the stable stretch, or the spill from it."""
         match = _RATE.search(seg)
-        bar = parse_bar(clean(seg)) if match else None
-        if match is None or bar is None or bar.n <= (self.first_step or 0) + 1:
+        if match is None:
+            return
+        n = int(match["n"])
+        if n <= (self.first_step or 0) + 1:
             return  # the first step's rate includes compiling and warm-up
         rate = float(match["rate"])
         seconds = rate if match["unit"] == b"s/it" else (1.0 / rate if rate else 0.0)
@@ -845,11 +862,25 @@ class _Run:
         stable = best is not None and self.rate_readings >= SPILL_MIN_READINGS
         if stable and best is not None and seconds >= SPILL_FACTOR * best:
             if self.spill_step is None:
-                self.spill_step = bar.n
+                self.spill_step = n
                 self.note(line, clean(seg), "sysmem_spill")
             return
         self.rate_readings += 1
         self.best_rate = seconds if best is None else min(best, seconds)
+
+    def sample_rate_reading(self, seg: bytes, line: int) -> None:
+        """A sample pass's step rate against training's: a denoising step does less work than a
+        training step (no backward pass), so one that takes ``SPILL_FACTOR`` times longer than
+        the best training step is crawling on spilled memory."""
+        match = _RATE.search(seg)
+        best = self.best_rate
+        if match is None or best is None or self.spill_step is not None:
+            return
+        rate = float(match["rate"])
+        seconds = rate if match["unit"] == b"s/it" else (1.0 / rate if rate else 0.0)
+        if seconds >= SPILL_FACTOR * best:
+            self.spill_step = self.current_step() or 0
+            self.note(line, clean(seg), "sysmem_spill")
 
     def current_step(self) -> int | None:
         """The latest step the log has shown, from the bar or a save/sample line."""
@@ -957,16 +988,17 @@ class _Scanner:
             return
         run = self._run
         run.progress()
-        reading = parse_bar(clean(seg))
-        run.zero_bar_line = line if reading is not None and reading.n == 0 else None
+        run.zero_bar_line = line if _ZERO_BAR.search(seg) else None
         if kind == "training":
             self._training_bar(seg, line)
         elif kind == "unnamed":
             if run.training_started:
                 run.enter("periodic_sample", line, clean(seg))
+                run.sample_rate_reading(seg, line)
         elif kind == "sample":
             phase: Phase = "periodic_sample" if run.training_started else "baseline_sample"
             run.enter(phase, line, clean(seg))
+            run.sample_rate_reading(seg, line)
         else:
             run.enter(kind, line, clean(seg))
 
@@ -978,8 +1010,8 @@ class _Scanner:
         kind: BarKind
         if not desc.strip():
             kind = "unnamed"
-        elif parse_bar(clean(seg)) is None:
-            kind = "ignore"  # sizes such as 4.50G/9.99G: a download, not steps
+        elif parse_bar(clean(seg)) is None or _BYTE_RATE.search(seg):
+            kind = "ignore"  # sizes such as 4.50G/9.99G, or a rate in bytes: a download
         elif _TRAINING_POSTFIX.search(seg):
             kind = "training"  # whatever the job is called, only training reports a loss
         else:
@@ -1028,7 +1060,7 @@ class _Scanner:
                 self._start_run(dump_line)
                 self._dump = ["{", text]
                 return
-        if run.expect_call:
+        if run.expect_call and not _rich_context(text):
             run.expect_call = False
             if not self._p.frame.match(text):
                 self._call(text, line)
@@ -1162,7 +1194,8 @@ class _Scanner:
         run = self._run
         if match := self._p.frame.match(text):
             run.frames_seen = run.python_error = True
-            func, file = match["func"], match["file"]
+            func = match["func"] or match.groupdict().get("rfunc") or ""
+            file = match["file"] or match.groupdict().get("rfile") or ""
             if run.traceback_hint is None:
                 run.expect_call = True
                 for pattern, in_file, phase in self._p.frame_phases:
@@ -1274,6 +1307,12 @@ class _Scanner:
         )
 
 
+def _rich_context(text: str) -> bool:
+    """A line of a rich traceback's box that is not the frame's current line (marked ``❱``):
+    the call under a frame is read from the marked line, not from the context around it."""
+    return text.lstrip().startswith("│") and "❱" not in text
+
+
 def _elapsed_seconds(text: bytes) -> float:
     """``5:41:20`` or ``10:44`` as seconds."""
     seconds = 0.0
@@ -1283,17 +1322,18 @@ def _elapsed_seconds(text: bytes) -> float:
 
 
 def _long_before(seg: bytes, step: int) -> bool:
-    """Whether a training bar first seen at ``step`` had been running long before the log
-    starts (an excerpt), rather than starting there (a resume): tqdm's elapsed time is counted
-    from the bar's creation, so a resumed bar shows almost none."""
+    """Whether a training bar first seen at ``step`` had been running since step 0 before the
+    log shows it (an excerpt, or its first redraws lost in a paste), rather than starting
+    there (a resume). tqdm counts the elapsed time from the bar's creation: a resumed bar shows
+    far less time than ``step`` steps take at its own rate; without a rate, almost none."""
     match = _RATE.search(seg)
     if match is None:
         return False
     elapsed = _elapsed_seconds(match["elapsed"])
-    if elapsed <= RESUME_MAX_ELAPSED_S:
-        return False
     rate = float(match["rate"])
     per_step = rate if match["unit"] == b"s/it" else (1.0 / rate if rate else 0.0)
+    if per_step <= 0:
+        return elapsed > RESUME_MAX_ELAPSED_S
     return elapsed >= RESUME_ELAPSED_SHARE * step * per_step
 
 
