@@ -320,7 +320,10 @@ def test_history_shows_the_attempts_as_a_timeline(
 @pytest.mark.skipif(not WIZARD.exists(), reason="the oom-wizard script is not installed")
 def test_a_stall_is_told_while_the_trainer_lives(tmp_path: Path) -> None:
     proc, _ = start_run(
-        tmp_path, {"FAKE_STALL_AT": "5", "FAKE_STALL_S": "1.5"}, "--stall-minutes", "0.01"
+        tmp_path,
+        {"FAKE_VRAM_GB": "48", "FAKE_STALL_AT": "5", "FAKE_STALL_S": "2.5"},
+        "--stall-minutes",
+        "0.01",
     )
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
