@@ -353,7 +353,13 @@ def test_a_trainer_stopped_from_outside_is_not_a_crash(tmp_path: Path) -> None:
     config = write_config(tmp_path, scenario("image-early-steps"))
 
     def stop_it() -> None:  # the UI's stop button: SIGINT to the trainer itself
-        os.kill(int(wait_for(pidfile).split()[0]), signal.SIGINT)
+        pid = int(wait_for(pidfile).split()[0])
+        log = tmp_path / "image-early-steps.run.log"
+        for _ in range(400):  # once it trains (it stalls at step 2)
+            if log.exists() and b" 2/3000 [" in log.read_bytes():
+                break
+            time.sleep(0.025)
+        os.kill(pid, signal.SIGINT)
 
     stopper = threading.Thread(target=stop_it)
     stopper.start()
