@@ -228,6 +228,14 @@ def wait_for(path: Path, tries: int = 400) -> str:
     raise AssertionError(f"{path} never appeared")
 
 
+def wait_for_bytes(path: Path, text: bytes, tries: int = 400) -> None:
+    for _ in range(tries):
+        if path.exists() and text in path.read_bytes():
+            return
+        time.sleep(0.025)
+    raise AssertionError(f"{text!r} never in {path}")
+
+
 def pid_alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text()
@@ -254,6 +262,7 @@ def test_ctrl_c_stops_the_trainers_whole_group(
     pid, pgid, worker = (int(x) for x in wait_for(pidfile).split())
     assert pgid == pid and pgid != os.getpgrp()
     assert group_alive(pgid) and pid_alive(worker)
+    wait_for_bytes(tmp_path / "image-early-steps.run.log", b" 1/3000 [")  # it trains
 
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
@@ -354,11 +363,7 @@ def test_a_trainer_stopped_from_outside_is_not_a_crash(tmp_path: Path) -> None:
 
     def stop_it() -> None:  # the UI's stop button: SIGINT to the trainer itself
         pid = int(wait_for(pidfile).split()[0])
-        log = tmp_path / "image-early-steps.run.log"
-        for _ in range(400):  # once it trains (it stalls at step 2)
-            if log.exists() and b" 2/3000 [" in log.read_bytes():
-                break
-            time.sleep(0.025)
+        wait_for_bytes(tmp_path / "image-early-steps.run.log", b" 2/3000 [")  # it trains
         os.kill(pid, signal.SIGINT)
 
     stopper = threading.Thread(target=stop_it)
