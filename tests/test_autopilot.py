@@ -228,6 +228,14 @@ def wait_for(path: Path, tries: int = 400) -> str:
     raise AssertionError(f"{path} never appeared")
 
 
+def wait_for_bytes(path: Path, text: bytes, tries: int = 400) -> None:
+    for _ in range(tries):
+        if path.exists() and text in path.read_bytes():
+            return
+        time.sleep(0.025)
+    raise AssertionError(f"{text!r} never in {path}")
+
+
 def pid_alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text()
@@ -254,6 +262,7 @@ def test_ctrl_c_stops_the_trainers_whole_group(
     pid, pgid, worker = (int(x) for x in wait_for(pidfile).split())
     assert pgid == pid and pgid != os.getpgrp()
     assert group_alive(pgid) and pid_alive(worker)
+    wait_for_bytes(tmp_path / "image-early-steps.run.log", b" 1/3000 [")  # it trains
 
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
@@ -320,7 +329,10 @@ def test_history_shows_the_attempts_as_a_timeline(
 @pytest.mark.skipif(not WIZARD.exists(), reason="the oom-wizard script is not installed")
 def test_a_stall_is_told_while_the_trainer_lives(tmp_path: Path) -> None:
     proc, _ = start_run(
-        tmp_path, {"FAKE_STALL_AT": "5", "FAKE_STALL_S": "1.5"}, "--stall-minutes", "0.01"
+        tmp_path,
+        {"FAKE_VRAM_GB": "48", "FAKE_STALL_AT": "5", "FAKE_STALL_S": "2.5"},
+        "--stall-minutes",
+        "0.01",
     )
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
@@ -350,7 +362,9 @@ def test_a_trainer_stopped_from_outside_is_not_a_crash(tmp_path: Path) -> None:
     config = write_config(tmp_path, scenario("image-early-steps"))
 
     def stop_it() -> None:  # the UI's stop button: SIGINT to the trainer itself
-        os.kill(int(wait_for(pidfile).split()[0]), signal.SIGINT)
+        pid = int(wait_for(pidfile).split()[0])
+        wait_for_bytes(tmp_path / "image-early-steps.run.log", b" 2/3000 [")  # it trains
+        os.kill(pid, signal.SIGINT)
 
     stopper = threading.Thread(target=stop_it)
     stopper.start()

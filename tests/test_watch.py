@@ -9,9 +9,11 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from textual.widgets import Log
 
 from screens.watch import WatchApp, WatchResult
 from tests.aitk_db import add_job, all_rows, make_db
@@ -36,22 +38,27 @@ async def test_the_live_screen_shows_progress_a_skip_then_the_crash_diagnosed(
     app = WatchApp(WatchTarget(log, config, "image-early-steps"), poll_s=0.02, probe=False)
     cut = data.index(b"# OOM during training step, skipping batch 1/3 #")
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause(0.1)
-        assert "Waiting for the log" in text_of(app, "#progress")
+
+        async def until(check: Callable[[], bool]) -> None:
+            for _ in range(200):
+                if check():
+                    return
+                await pilot.pause(0.05)
+            raise AssertionError("the screen never showed it")
+
+        def warnings() -> str:
+            return "\n".join(app.query_one("#warnings", Log).lines)
+
+        await until(lambda: "Waiting for the log" in text_of(app, "#progress"))
         log.write_bytes(data[:cut])
-        await pilot.pause(0.2)
-        assert "Phase training · step 0/3000" in text_of(app, "#progress")
+        await until(lambda: "Phase training · step 0/3000" in text_of(app, "#progress"))
         log.write_bytes(data[: cut + 200])
-        await pilot.pause(0.2)
-        assert "OOM at step 1: the toolkit skipped the batch (1/3 in a row)" in "\n".join(
-            app.query_one("#warnings").lines  # type: ignore[attr-defined]
+        await until(
+            lambda: "OOM at step 1: the toolkit skipped the batch (1/3 in a row)" in warnings()
         )
         assert app.crash is None
         log.write_bytes(data)
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if app.crash is not None:
-                break
+        await until(lambda: app.crash is not None)
         panel = text_of(app, "#crash")
         assert "CRASHED: The job ran out of GPU memory in training step 4" in panel
         assert "First change: Gradient checkpointing on" in panel
@@ -141,7 +148,7 @@ async def test_a_web_ui_job_shows_its_row_and_is_read_without_blocking(tmp_path:
 
     app = WatchApp(target, poll_s=0.05, probe=False)
     async with app.run_test(size=(100, 30)) as pilot:
-        for _ in range(40):
+        for _ in range(200):
             await pilot.pause(0.05)
             if "UI job" in text_of(app, "#row"):
                 break
