@@ -193,6 +193,9 @@ class StepProposal:
     fields: tuple[FieldProposal, ...]
     note: str | None = None
     costs: str | None = None
+    available: bool = True
+    """False when the lever does not exist for this job (its arch has no such control):
+    the step is shown as not available rather than as done."""
 
     def to_json(self) -> dict[str, Any]:
         """The step as ``plan --json`` prints it."""
@@ -204,6 +207,7 @@ class StepProposal:
             "default_on": self.default_on,
             "ui_hint": self.ui_hint,
             "costs": self.costs,
+            "available": self.available,
             "fields": [proposal.to_json() for proposal in self.fields],
         }
 
@@ -557,6 +561,8 @@ class _Found:
 
     fields: list[FieldProposal] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unavailable: int = 0
+    """How many processes the step does not apply to (the arch lacks the lever)."""
 
     def note_placeholder(self, process: _Process, *parts: str | int) -> None:
         path = format_path(process.path(*parts))
@@ -607,6 +613,7 @@ def _step(
         fields=tuple(found.fields),
         note=" ".join(dict.fromkeys(found.notes)) or None,
         costs=info.costs,
+        available=bool(found.fields) or found.unavailable < len(processes),
     )
 
 
@@ -1082,16 +1089,22 @@ def _quantize(process: _Process, moment: Moment, found: _Found) -> None:
     """The transformer, then the text encoder, with the arch's own qtypes."""
     if process.facts is None:
         found.notes.append("The arch is unknown to oom-wizard, so no qtype is proposed for it.")
+        found.unavailable += 1
         return
     _recipe(process, found, ("quantize", "qtype", "quantize_te", "qtype_te"))
-    if not found.fields and process.facts.low_memory.quantize is None:
+    if process.facts.low_memory.quantize is None:
         found.notes.append(f"AI Toolkit does not offer quantization for {process.facts.label}.")
+        found.unavailable += 1
 
 
 def _text_encoder(process: _Process, moment: Moment, found: _Found) -> None:
     """Cached text embeddings: the text encoder is freed for the whole run."""
     if process.facts is None:
         found.notes.append("The arch is unknown to oom-wizard, so the text encoder is left alone.")
+        found.unavailable += 1
+        return
+    if process.facts.low_memory.cache_text_embeddings is None:
+        found.unavailable += 1
         return
     _recipe(process, found, ("cache_text_embeddings",))
     if found.fields:
@@ -1105,6 +1118,7 @@ def _layer_offloading(process: _Process, moment: Moment, found: _Found) -> None:
     """Layer offloading on, its percents one rung up (half, then all)."""
     facts, model = process.facts, process.view.model
     if facts is None or not facts.low_memory.layer_offloading or facts.layer_offloading != "works":
+        found.unavailable += 1
         if facts is not None and facts.layer_offloading != "works":
             found.notes.append(
                 f"Layer offloading is not offered: for {facts.label} AI Toolkit "
@@ -1145,6 +1159,7 @@ def _lora_rank(process: _Process, moment: Moment, found: _Found) -> None:
     network = process.get("network")
     if not isinstance(network, Mapping):
         found.notes.append("No network section (a full fine-tune): there is no LoRA rank.")
+        found.unavailable += 1
         return
     key = "rank" if network.get("rank") is not None else "linear"
     rank = process.view.network_rank
