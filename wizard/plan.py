@@ -1,19 +1,30 @@
 """The roll-back plan: the procedure of DESIGN.md made exact for one config.
 
 :func:`build_plan` turns a config, the crash moment and the model kind into ordered
-steps (the moment's first changes, then the rest of the ladder from ``presets/``, then
-an optional short validation run). Every step carries its exact field proposals, each
-with ``before`` → ``after`` and a default toggle; a step with nothing left to change by
-default is *satisfied* and shown as done. :func:`changes_for` turns the user's choices
-(or the defaults) into :class:`~wizard.changes.Change` values, which are the only way
-anything is written.
+steps (the moment's first changes, then the rest of the ladder from ``presets/``, then the
+deeper levers, then an optional short validation run). Every step carries its exact field
+proposals, each with ``before`` → ``after`` and a default toggle; a step with nothing left
+to change by default is *satisfied* and shown as done. :func:`changes_for` turns the user's
+choices (or the defaults) into :class:`~wizard.changes.Change` values, which are the only
+way anything is written.
+
+The default fix. The moment's first steps that have work left are on; when they leave the
+estimate of the peak the crash ran into unchanged (see
+:meth:`~wizard.estimate.MemoryEstimate.lowers`), the next step down the ladder that lowers
+it is switched on too: the rest of the ladder, then the deeper levers in order of cost (the
+next bucket down, quantization, cached text embeddings, layer offloading by percent, and
+for training-step crashes a lower LoRA rank and an 8-bit optimizer). When no step lowers
+it, the plan is *exhausted*: nothing is on, and :attr:`Plan.exhausted_advice` says what
+remains. A fix that switches sampling off brings the short validation run with it.
 
 Idempotence. Steps with an absolute target (checkpointing on, batch 1, the low-memory
-path, sampling disabled for a ``loading`` crash, the validation run) are satisfied by the
-config's values. Steps that go down one rung per roll-back (``top_bucket``,
-``num_frames``, ``sampling``) would always find a next rung, so they count as done when
-the latest roll-back run in the change log applied them; only a new crash after that
-retry (``new_crash=True``) moves them one rung further, and the step's note says so.
+path, quantization, cached embeddings, the 8-bit optimizer, sampling disabled for a
+``loading`` crash, the validation run) are satisfied by the config's values. Steps that go
+down one rung per roll-back (``top_bucket``, ``num_frames``, ``sampling``,
+``smaller_bucket``, ``layer_offloading``, ``lora_rank``) would always find a next rung, so
+they count as done when the latest roll-back run in the change log applied them; only a
+new crash after that retry (``new_crash=True``) moves them one rung further, and the step's
+note says so.
 
 The estimate and the scale-up live in :mod:`wizard.estimate` and :mod:`wizard.scaleup`
 and are re-exported here, so that callers need one import.
