@@ -31,8 +31,8 @@ P0: FieldPath = ("config", "process", 0)
 # (deliberately not read from presets/).
 SCALE_UP_ORDER = [
     "validation_run",
-    "top_bucket",
     "smaller_bucket",
+    "top_bucket",
     "sampling",
     "lora_rank",
     "batch_size",
