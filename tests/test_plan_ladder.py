@@ -370,3 +370,24 @@ def test_a_lever_the_arch_lacks_is_not_available_rather_than_done() -> None:
     status, out, _ = cli("plan", FIXTURES / "kontext_edit_lora.yaml", "--moment", "early_steps")
     assert status == 0
     assert "Offload layers to system RAM [layer_offloading]: not available for this model" in out
+
+
+def test_after_dropping_the_biggest_bucket_the_next_one_down_waits_for_a_new_crash(
+    tmp_path: Path,
+) -> None:
+    source = write_job(tmp_path / "job.yaml", job(datasets=[{"resolution": [512, 768, 1024]}]))
+    doc = load_document(source)
+    plan = plan_for(doc, "intermittent")
+    saved = commit(
+        prepare(doc, changes_for(plan)),
+        direction="rollback",
+        moment="intermittent",
+        steps=[s.id for s in plan.steps if s.default_on],
+    )
+    log = read_changelog(saved.changelog)
+    again = plan_for(load_document(saved.config), "intermittent", changelog=log)
+    smaller = again.step("smaller_bucket")
+    assert smaller is not None and smaller.satisfied and smaller.fields == ()
+    assert smaller.note is not None and "Applied in the last roll-back" in smaller.note
+    crashed = plan_for(load_document(saved.config), "intermittent", changelog=log, new_crash=True)
+    assert [s.id for s in crashed.steps if s.default_on] == ["smaller_bucket"]

@@ -98,7 +98,7 @@ Control: TypeAlias = Literal["switch", "bucket", "number", "text"]
 where most OOM reports land, and their first changes (checkpointing, batch 1, the biggest
 bucket) are the procedure's main activation levers. Callers must say it was assumed."""
 
-ROLLBACK_RUNG_STEPS: Final = frozenset(
+ROLLBACK_RUNG_STEPS: Final[frozenset[AnyStepId]] = frozenset(
     {"top_bucket", "num_frames", "sampling", "smaller_bucket", "layer_offloading", "lora_rank"}
 )
 """Steps that go down one rung per roll-back (done when the last roll-back applied them)."""
@@ -357,7 +357,7 @@ def build_plan(
             environment_checks=_environment_checks(diagnosis, presets),
         )
     order: tuple[AnyStepId, ...] = (*presets.rollback_order(checked_moment, kind), VALIDATION_RUN)
-    last_rollback = _done_by_last_rollback(changelog)
+    last_rollback = _done_by_last_rollback(changelog, presets)
     done = {} if new_crash else last_rollback
     applied_before = set(last_rollback) if new_crash else set()
     steps = [
@@ -395,8 +395,12 @@ def _environment_checks(diagnosis: DiagnosisLike | None, presets: Presets) -> tu
     return (*(f"The log shows: {reason}" for reason in diagnosis.reasons), *checks)
 
 
-def _done_by_last_rollback(changelog: ChangeLog | None) -> dict[str, str]:
-    """One-rung steps the latest roll-back applied (and no later scale-up undid), with when."""
+def _done_by_last_rollback(changelog: ChangeLog | None, presets: Presets) -> dict[str, str]:
+    """One-rung steps the latest roll-back applied (and no later scale-up undid), with when.
+
+    A rung step whose main field is another applied rung step's counts as applied too: the
+    next bucket down and the biggest bucket are rungs of one list.
+    """
     if changelog is None:
         return {}
     runs = list(enumerate(changelog.runs))
@@ -409,11 +413,14 @@ def _done_by_last_rollback(changelog: ChangeLog | None) -> dict[str, str]:
         changelog.runs[last].steps
     )
     when = changelog.runs[last].at
-    return {
-        step: when
+    done = {
+        step
         for step in applied
         if step is not None and step in ROLLBACK_RUNG_STEPS and step not in undone
     }
+    main = {step: presets.steps[step].fields[0] for step in ROLLBACK_RUNG_STEPS}
+    done |= {step for step in ROLLBACK_RUNG_STEPS if main[step] in {main[d] for d in done}}
+    return {step: when for step in done}
 
 
 def _with_defaults(
