@@ -268,3 +268,13 @@ def test_two_levers_on_one_list_come_back_one_at_a_time(tmp_path: Path) -> None:
 
 def sorted_saves(folder: Path) -> list[Path]:
     return sorted(folder.glob("*.oomfix*.yaml"), key=_save_number)
+
+
+def test_the_why_names_only_the_steps_this_rollback_lowered(tmp_path: Path) -> None:
+    source = write_job(tmp_path / "job.yaml", job(train={"batch_size": 4, "steps": 3000}))
+    assert cli("apply", source, "--moment", "early_steps")[0] == 0
+    config = latest(tmp_path)
+    step = next_scale_up(load_document(config), read_changelog(changelog_beside(config)))
+    assert step is not None
+    assert "The order is Re-add the biggest resolution → Larger batch:" in step.why
+    assert "LoRA rank" not in step.why

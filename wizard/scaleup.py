@@ -122,7 +122,8 @@ def pending_scale_ups(
     originals = {path: first for path, (first, _last) in changelog.net().items()}
     claimed: set[str] = set()
     pending: list[ScaleUp] = []
-    for step in _order(changelog, presets):
+    order = _order(changelog, presets)
+    for step in order:
         targets = _targets(changelog, step, originals, claimed)
         claimed.update(path for path, target in targets.items() if target == originals[path])
         info = presets.step(step)
@@ -139,7 +140,8 @@ def pending_scale_ups(
         )
         if changes:
             title = info.restore or info.title
-            pending.append(ScaleUp(step=step, title=title, why=_why(presets), changes=changes))
+            why = _why(presets, order, changelog)
+            pending.append(ScaleUp(step=step, title=title, why=why, changes=changes))
     return tuple(pending)
 
 
@@ -185,10 +187,12 @@ def _same(current: Any, original: Any) -> bool:
     return same_value(current, original)
 
 
-def _why(presets: Presets) -> str:
-    order = " → ".join(presets.step(step).restore or step for step in presets.scale_up_order)
+def _why(presets: Presets, order: tuple[AnyStepId, ...], changelog: ChangeLog) -> str:
+    """Why this order, naming only the steps this change log lowered (the full order is long)."""
+    lowered = {entry.step for entry in changelog.changes}
+    names = " → ".join(presets.step(step).restore or step for step in order if step in lowered)
     return (
         "One heavier setting per retry, so that a new crash names its cause. "
-        f"The order is {order}: quality first; the memory settings (the low-memory path, "
+        f"The order is {names}: quality first; the memory settings (the low-memory path, "
         "checkpointing) come back last, because they buy speed, not quality."
     )
