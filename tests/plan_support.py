@@ -27,10 +27,16 @@ P0: FieldPath = ("config", "process", 0)
 # (deliberately not read from presets/).
 SCALE_UP_ORDER = [
     "validation_run",
+    "smaller_bucket",
     "top_bucket",
     "sampling",
+    "lora_rank",
     "batch_size",
     "num_frames",
+    "optimizer_8bit",
+    "layer_offloading",
+    "text_encoder",
+    "quantize",
     "low_vram",
     "gradient_checkpointing",
 ]

@@ -612,7 +612,8 @@ def test_json_has_exactly_the_design_shape() -> None:
     assert set(data["estimate"]["weights_gib"]) == {"before", "after"}
     for step in data["steps"]:
         assert set(step) == {
-            "id", "title", "why", "satisfied", "default_on", "ui_hint", "costs", "fields",
+            "id", "title", "why", "satisfied", "default_on", "ui_hint", "costs", "available",
+            "fields",
         }  # fmt: skip
         for proposal in step["fields"]:
             assert set(proposal) == {"path", "before", "after", "default_on"}

@@ -345,3 +345,39 @@ def test_diagnose_says_the_ladder_is_exhausted(tmp_path: Path) -> None:
     status, out, _ = cli("diagnose", source, "--moment", "early_steps", "--no-probe")
     assert status == 0
     assert "does not fit this card" in " ".join(out.split())
+
+
+def test_a_lever_the_arch_lacks_is_not_available_rather_than_done() -> None:
+    plan = plan_for(document(job(arch="flux")), "early_steps")
+    offload = plan.step("layer_offloading")
+    assert offload is not None and not offload.available and offload.satisfied
+    rank = plan.step("lora_rank")  # job() has no network section: a full fine-tune
+    assert rank is not None and not rank.available
+    quantize = plan.step("quantize")
+    assert quantize is not None and quantize.available
+    sdxl = plan_for(document(job(arch="sdxl")), "early_steps").step("quantize")
+    assert sdxl is not None and not sdxl.available
+    status, out, _ = cli("plan", FIXTURES / "kontext_edit_lora.yaml", "--moment", "early_steps")
+    assert status == 0
+    assert "Offload layers to system RAM [layer_offloading]: not available for this model" in out
+
+
+def test_after_dropping_the_biggest_bucket_the_next_one_down_waits_for_a_new_crash(
+    tmp_path: Path,
+) -> None:
+    source = write_job(tmp_path / "job.yaml", job(datasets=[{"resolution": [512, 768, 1024]}]))
+    doc = load_document(source)
+    plan = plan_for(doc, "intermittent")
+    saved = commit(
+        prepare(doc, changes_for(plan)),
+        direction="rollback",
+        moment="intermittent",
+        steps=[s.id for s in plan.steps if s.default_on],
+    )
+    log = read_changelog(saved.changelog)
+    again = plan_for(load_document(saved.config), "intermittent", changelog=log)
+    smaller = again.step("smaller_bucket")
+    assert smaller is not None and smaller.satisfied and smaller.fields == ()
+    assert smaller.note is not None and "Applied in the last roll-back" in smaller.note
+    crashed = plan_for(load_document(saved.config), "intermittent", changelog=log, new_crash=True)
+    assert [s.id for s in crashed.steps if s.default_on] == ["smaller_bucket"]

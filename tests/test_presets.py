@@ -432,7 +432,7 @@ def test_every_step_has_a_title_a_two_line_why_and_fields(
 
 def test_scale_up_order(presets: Presets) -> None:
     assert presets.scale_up_order == (
-        "validation_run", "top_bucket", "smaller_bucket", "sampling", "lora_rank", "batch_size",
+        "validation_run", "smaller_bucket", "top_bucket", "sampling", "lora_rank", "batch_size",
         "num_frames", "optimizer_8bit", "layer_offloading", "text_encoder", "quantize",
         "low_vram", "gradient_checkpointing",
     )  # fmt: skip

@@ -250,3 +250,32 @@ def test_a_set_change_undone_by_hand_no_longer_stands(tmp_path: Path) -> None:
     assert cli("set", once, "config.process[0].train.steps=3000", "-o", twice)[0] == 0
     log = read_changelog(twice.with_name("twice.changelog.json"))
     assert standing_manual_changes(load_document(twice), log) == ()
+
+
+def test_two_levers_on_one_list_come_back_one_at_a_time(tmp_path: Path) -> None:
+    source = write_job(tmp_path / "job.yaml", job(datasets=[{"resolution": [512, 768, 1024]}]))
+    assert cli("apply", source, "--moment", "intermittent")[0] == 0  # drops 1024
+    first = latest(tmp_path)
+    # It crashed again: the biggest bucket left (768) is the next one down.
+    assert cli("apply", first, "--moment", "intermittent", "--new-crash")[0] == 0
+    second = latest(tmp_path)
+    resolution = ("config", "process", 0, "datasets", 0, "resolution")
+    assert load_document(second).get(resolution) == [512]
+    restored = scale_up_all(tmp_path)
+    assert restored == ["smaller_bucket", "top_bucket"]
+    values = [load_document(path).get(resolution) for path in sorted_saves(tmp_path)]
+    assert values[-2:] == [[512, 768], [512, 768, 1024]]
+
+
+def sorted_saves(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*.oomfix*.yaml"), key=_save_number)
+
+
+def test_the_why_names_only_the_steps_this_rollback_lowered(tmp_path: Path) -> None:
+    source = write_job(tmp_path / "job.yaml", job(train={"batch_size": 4, "steps": 3000}))
+    assert cli("apply", source, "--moment", "early_steps")[0] == 0
+    config = latest(tmp_path)
+    step = next_scale_up(load_document(config), read_changelog(changelog_beside(config)))
+    assert step is not None
+    assert "The order is Re-add the biggest resolution → Larger batch:" in step.why
+    assert "LoRA rank" not in step.why

@@ -1,19 +1,30 @@
 """The roll-back plan: the procedure of DESIGN.md made exact for one config.
 
 :func:`build_plan` turns a config, the crash moment and the model kind into ordered
-steps (the moment's first changes, then the rest of the ladder from ``presets/``, then
-an optional short validation run). Every step carries its exact field proposals, each
-with ``before`` → ``after`` and a default toggle; a step with nothing left to change by
-default is *satisfied* and shown as done. :func:`changes_for` turns the user's choices
-(or the defaults) into :class:`~wizard.changes.Change` values, which are the only way
-anything is written.
+steps (the moment's first changes, then the rest of the ladder from ``presets/``, then the
+deeper levers, then an optional short validation run). Every step carries its exact field
+proposals, each with ``before`` → ``after`` and a default toggle; a step with nothing left
+to change by default is *satisfied* and shown as done. :func:`changes_for` turns the user's
+choices (or the defaults) into :class:`~wizard.changes.Change` values, which are the only
+way anything is written.
+
+The default fix. The moment's first steps that have work left are on; when they leave the
+estimate of the peak the crash ran into unchanged (see
+:meth:`~wizard.estimate.MemoryEstimate.lowers`), the next step down the ladder that lowers
+it is switched on too: the rest of the ladder, then the deeper levers in order of cost (the
+next bucket down, quantization, cached text embeddings, layer offloading by percent, and
+for training-step crashes a lower LoRA rank and an 8-bit optimizer). When no step lowers
+it, the plan is *exhausted*: nothing is on, and :attr:`Plan.exhausted_advice` says what
+remains. A fix that switches sampling off brings the short validation run with it.
 
 Idempotence. Steps with an absolute target (checkpointing on, batch 1, the low-memory
-path, sampling disabled for a ``loading`` crash, the validation run) are satisfied by the
-config's values. Steps that go down one rung per roll-back (``top_bucket``,
-``num_frames``, ``sampling``) would always find a next rung, so they count as done when
-the latest roll-back run in the change log applied them; only a new crash after that
-retry (``new_crash=True``) moves them one rung further, and the step's note says so.
+path, quantization, cached embeddings, the 8-bit optimizer, sampling disabled for a
+``loading`` crash, the validation run) are satisfied by the config's values. Steps that go
+down one rung per roll-back (``top_bucket``, ``num_frames``, ``sampling``,
+``smaller_bucket``, ``layer_offloading``, ``lora_rank``) would always find a next rung, so
+they count as done when the latest roll-back run in the change log applied them; only a
+new crash after that retry (``new_crash=True``) moves them one rung further, and the step's
+note says so.
 
 The estimate and the scale-up live in :mod:`wizard.estimate` and :mod:`wizard.scaleup`
 and are re-exported here, so that callers need one import.
@@ -87,7 +98,7 @@ Control: TypeAlias = Literal["switch", "bucket", "number", "text"]
 where most OOM reports land, and their first changes (checkpointing, batch 1, the biggest
 bucket) are the procedure's main activation levers. Callers must say it was assumed."""
 
-ROLLBACK_RUNG_STEPS: Final = frozenset(
+ROLLBACK_RUNG_STEPS: Final[frozenset[AnyStepId]] = frozenset(
     {"top_bucket", "num_frames", "sampling", "smaller_bucket", "layer_offloading", "lora_rank"}
 )
 """Steps that go down one rung per roll-back (done when the last roll-back applied them)."""
@@ -193,6 +204,9 @@ class StepProposal:
     fields: tuple[FieldProposal, ...]
     note: str | None = None
     costs: str | None = None
+    available: bool = True
+    """False when the lever does not exist for this job (its arch has no such control):
+    the step is shown as not available rather than as done."""
 
     def to_json(self) -> dict[str, Any]:
         """The step as ``plan --json`` prints it."""
@@ -204,6 +218,7 @@ class StepProposal:
             "default_on": self.default_on,
             "ui_hint": self.ui_hint,
             "costs": self.costs,
+            "available": self.available,
             "fields": [proposal.to_json() for proposal in self.fields],
         }
 
@@ -342,7 +357,7 @@ def build_plan(
             environment_checks=_environment_checks(diagnosis, presets),
         )
     order: tuple[AnyStepId, ...] = (*presets.rollback_order(checked_moment, kind), VALIDATION_RUN)
-    last_rollback = _done_by_last_rollback(changelog)
+    last_rollback = _done_by_last_rollback(changelog, presets)
     done = {} if new_crash else last_rollback
     applied_before = set(last_rollback) if new_crash else set()
     steps = [
@@ -380,8 +395,12 @@ def _environment_checks(diagnosis: DiagnosisLike | None, presets: Presets) -> tu
     return (*(f"The log shows: {reason}" for reason in diagnosis.reasons), *checks)
 
 
-def _done_by_last_rollback(changelog: ChangeLog | None) -> dict[str, str]:
-    """One-rung steps the latest roll-back applied (and no later scale-up undid), with when."""
+def _done_by_last_rollback(changelog: ChangeLog | None, presets: Presets) -> dict[str, str]:
+    """One-rung steps the latest roll-back applied (and no later scale-up undid), with when.
+
+    A rung step whose main field is another applied rung step's counts as applied too: the
+    next bucket down and the biggest bucket are rungs of one list.
+    """
     if changelog is None:
         return {}
     runs = list(enumerate(changelog.runs))
@@ -394,11 +413,14 @@ def _done_by_last_rollback(changelog: ChangeLog | None) -> dict[str, str]:
         changelog.runs[last].steps
     )
     when = changelog.runs[last].at
-    return {
-        step: when
+    done = {
+        step
         for step in applied
         if step is not None and step in ROLLBACK_RUNG_STEPS and step not in undone
     }
+    main = {step: presets.steps[step].fields[0] for step in ROLLBACK_RUNG_STEPS}
+    done |= {step for step in ROLLBACK_RUNG_STEPS if main[step] in {main[d] for d in done}}
+    return {step: when for step in done}
 
 
 def _with_defaults(
@@ -557,6 +579,8 @@ class _Found:
 
     fields: list[FieldProposal] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unavailable: int = 0
+    """How many processes the step does not apply to (the arch lacks the lever)."""
 
     def note_placeholder(self, process: _Process, *parts: str | int) -> None:
         path = format_path(process.path(*parts))
@@ -607,6 +631,7 @@ def _step(
         fields=tuple(found.fields),
         note=" ".join(dict.fromkeys(found.notes)) or None,
         costs=info.costs,
+        available=bool(found.fields) or found.unavailable < len(processes),
     )
 
 
@@ -1082,16 +1107,22 @@ def _quantize(process: _Process, moment: Moment, found: _Found) -> None:
     """The transformer, then the text encoder, with the arch's own qtypes."""
     if process.facts is None:
         found.notes.append("The arch is unknown to oom-wizard, so no qtype is proposed for it.")
+        found.unavailable += 1
         return
     _recipe(process, found, ("quantize", "qtype", "quantize_te", "qtype_te"))
-    if not found.fields and process.facts.low_memory.quantize is None:
+    if process.facts.low_memory.quantize is None:
         found.notes.append(f"AI Toolkit does not offer quantization for {process.facts.label}.")
+        found.unavailable += 1
 
 
 def _text_encoder(process: _Process, moment: Moment, found: _Found) -> None:
     """Cached text embeddings: the text encoder is freed for the whole run."""
     if process.facts is None:
         found.notes.append("The arch is unknown to oom-wizard, so the text encoder is left alone.")
+        found.unavailable += 1
+        return
+    if process.facts.low_memory.cache_text_embeddings is None:
+        found.unavailable += 1
         return
     _recipe(process, found, ("cache_text_embeddings",))
     if found.fields:
@@ -1105,6 +1136,7 @@ def _layer_offloading(process: _Process, moment: Moment, found: _Found) -> None:
     """Layer offloading on, its percents one rung up (half, then all)."""
     facts, model = process.facts, process.view.model
     if facts is None or not facts.low_memory.layer_offloading or facts.layer_offloading != "works":
+        found.unavailable += 1
         if facts is not None and facts.layer_offloading != "works":
             found.notes.append(
                 f"Layer offloading is not offered: for {facts.label} AI Toolkit "
@@ -1145,6 +1177,7 @@ def _lora_rank(process: _Process, moment: Moment, found: _Found) -> None:
     network = process.get("network")
     if not isinstance(network, Mapping):
         found.notes.append("No network section (a full fine-tune): there is no LoRA rank.")
+        found.unavailable += 1
         return
     key = "rank" if network.get("rank") is not None else "linear"
     rank = process.view.network_rank

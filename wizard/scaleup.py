@@ -6,7 +6,9 @@ count, then the biggest bucket, richer samples, the larger batch, longer clips, 
 memory settings, which buy speed rather than quality), so that a new crash names its cause.
 Every restored field gets its *original* value: the first ``before`` the change log records
 for it, measured from the source config (a dropped bucket comes back in its original place
-in the list). A step outside that order is never undone.
+in the list). A field that two steps lowered comes back in two re-adds, the later lever
+first: the next bucket down gives back the list as it was before it, then the biggest
+bucket returns with the rest. A step outside that order is never undone.
 
 Sampling off comes back first: when the roll-back switched ``train.disable_sampling`` on
 together with the short validation run, a stable validation run has shown nothing about the
@@ -120,28 +122,43 @@ def pending_scale_ups(
     originals = {path: first for path, (first, _last) in changelog.net().items()}
     claimed: set[str] = set()
     pending: list[ScaleUp] = []
-    for step in _order(changelog, presets):
-        paths = [
-            entry.path
-            for entry in changelog.changes
-            if entry.step == step and entry.path not in claimed
-        ]
-        claimed.update(paths)
+    order = _order(changelog, presets)
+    for step in order:
+        targets = _targets(changelog, step, originals, claimed)
+        claimed.update(path for path, target in targets.items() if target == originals[path])
         info = presets.step(step)
         changes = tuple(
             Change(
                 path=parsed,
-                after=_original(originals[path]),
+                after=_original(target),
                 step=step,
                 reason=f"{info.restore}: back to the value before the roll-back",
             )
-            for path in dict.fromkeys(paths)
-            if not _same(document.get(parsed := parse_path(path)), _original(originals[path]))
+            for path, target in targets.items()
+            if not _same(current := document.get(parsed := parse_path(path)), _original(target))
+            and not _same(current, _original(originals[path]))  # back already: never lower it
         )
         if changes:
             title = info.restore or info.title
-            pending.append(ScaleUp(step=step, title=title, why=_why(presets), changes=changes))
+            why = _why(presets, order, changelog)
+            pending.append(ScaleUp(step=step, title=title, why=why, changes=changes))
     return tuple(pending)
+
+
+def _targets(
+    changelog: ChangeLog, step: str, originals: dict[str, Any], claimed: set[str]
+) -> dict[str, Any]:
+    """Path → the value ``step`` restores it to: the value before the step's first roll-back
+    change of it (the original, unless an earlier step had lowered it already). Paths an
+    earlier re-add already brought back to the original are left out."""
+    targets: dict[str, Any] = {}
+    for entry in changelog.changes:
+        if entry.step != step or entry.path in claimed or entry.path in targets:
+            continue
+        run = changelog.runs[entry.run] if 0 <= entry.run < len(changelog.runs) else None
+        rollback = run is not None and run.direction == "rollback"
+        targets[entry.path] = entry.before if rollback else originals[entry.path]
+    return targets
 
 
 def _order(changelog: ChangeLog, presets: Presets) -> tuple[AnyStepId, ...]:
@@ -170,10 +187,12 @@ def _same(current: Any, original: Any) -> bool:
     return same_value(current, original)
 
 
-def _why(presets: Presets) -> str:
-    order = " → ".join(presets.step(step).restore or step for step in presets.scale_up_order)
+def _why(presets: Presets, order: tuple[AnyStepId, ...], changelog: ChangeLog) -> str:
+    """Why this order, naming only the steps this change log lowered (the full order is long)."""
+    lowered = {entry.step for entry in changelog.changes}
+    names = " → ".join(presets.step(step).restore or step for step in order if step in lowered)
     return (
         "One heavier setting per retry, so that a new crash names its cause. "
-        f"The order is {order}: quality first; the memory settings (the low-memory path, "
+        f"The order is {names}: quality first; the memory settings (the low-memory path, "
         "checkpointing) come back last, because they buy speed, not quality."
     )

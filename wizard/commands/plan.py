@@ -339,7 +339,9 @@ def render_step(
     """One step: title and state, its fields, why, where in the UI, its note and estimate."""
     from wizard.plan import StepChoice, changes_for, estimate
 
-    if step.satisfied:
+    if not step.available:
+        state = "not available for this model"
+    elif step.satisfied:
         state = "done"
     elif step.default_on:
         state = "on by default"
