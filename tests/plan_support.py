@@ -96,12 +96,33 @@ def examples() -> list[Path]:
 
 
 def differing(original: Path | JobDocument, edited: Path | JobDocument) -> set[str]:
-    """The leaf paths whose values differ between two configs, as AI Toolkit loads them."""
+    """The leaf paths whose values differ between two configs, as AI Toolkit loads them; a
+    list's items are leaves of their own (``resolution[2]``)."""
 
     def tree(item: Path | JobDocument) -> Any:
         return exactness.load_tree(item) if isinstance(item, Path) else item.tree
 
-    return exactness.differing(tree(original), tree(edited))
+    flat_a, flat_b = _flatten(tree(original)), _flatten(tree(edited))
+    gone = object()
+    return {
+        path
+        for path in flat_a.keys() | flat_b.keys()
+        if not exactness.equal(flat_a.get(path, gone), flat_b.get(path, gone))
+    }
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Leaf path → value; an empty mapping or list is a leaf of its own."""
+    found: dict[str, Any] = {}
+    if isinstance(value, dict) and value:
+        for key, item in value.items():
+            found.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+    elif isinstance(value, list) and value:
+        for index, item in enumerate(value):
+            found.update(_flatten(item, f"{prefix}[{index}]"))
+    else:
+        found[prefix] = value
+    return found
 
 
 def assert_exact(original: Path, edited: Path, changelog: Path | None = None) -> None:

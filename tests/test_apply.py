@@ -53,6 +53,9 @@ def test_apply_all_verifies_and_replans_satisfied_for_every_moment(
         if moment == "environment":
             assert not out.exists() and "Nothing in the config changes" in stdout
             continue
+        if "Nothing to change" in stdout:  # a config already at the floor of every step
+            assert not out.exists()
+            continue
         log = tmp_path / f"{moment}.changelog.json"
         verdict, report = verify(source, out, log)
         assert verdict == 0, report

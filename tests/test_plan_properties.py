@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.plan_support import SCALE_UP_ORDER, document, write_job
-from tests.test_plan import FIRST, LADDER
+from tests.test_plan import expected_order
 from wizard.changelog import read_changelog
 from wizard.changes import commit, prepare
 from wizard.document import JobDocument, load_document
@@ -155,9 +155,7 @@ def test_order_matches_the_design(tree: dict[str, Any], moment: str, kind: str) 
     if moment == "environment":
         assert plan.steps == () and plan.environment_checks
         return
-    first = FIRST[(moment, kind)]
-    expected = first + [s for s in LADDER[kind] if s not in first] + ["validation_run"]
-    assert [step.id for step in plan.steps] == expected
+    assert [step.id for step in plan.steps] == expected_order(moment, kind)
 
 
 @FAST

@@ -74,8 +74,10 @@ def test_round_trip_restores_every_value(example: Path, tmp_path: Path) -> None:
     source = tmp_path / example.name
     shutil.copyfile(example, source)
     steps = ",".join(rollback_steps(source))
-    status, _, err = cli("apply", source, "--moment", "early_steps", "--steps", steps)
+    status, out, err = cli("apply", source, "--moment", "early_steps", "--steps", steps)
     assert status == 0, err
+    if "Nothing to change" in out:  # a config already at the floor of every step
+        pytest.skip("nothing to roll back, so nothing to scale up")
     rolled = json.loads(changelog_beside(latest(tmp_path)).read_text("utf-8"))
     applied = rolled["runs"][0]["steps"]
     restored = scale_up_all(tmp_path)
