@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import itertools
 import json
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
@@ -28,7 +29,7 @@ from wizard.paths import MISSING as MISSING
 from wizard.paths import FieldPath, format_path
 from wizard.view import JobView, build_view
 from wizard.yamledit import YamlText
-from wizard.yamlload import compose, construct
+from wizard.yamlload import ComposedYaml, compose, construct
 
 Format: TypeAlias = Literal["yaml", "json"]
 
@@ -79,11 +80,14 @@ class JobDocument:
     bom: bool = False
     newline: str = "\n"
     warnings: tuple[str, ...] = ()
+    composed: ComposedYaml | None = field(default=None, repr=False, compare=False)
+    """The YAML node graph the tree was built from (None for JSON): the editor reuses it."""
 
     @cached_property
     def _editor(self) -> YamlText | JsonText:
         if self.fmt == "yaml":
-            return YamlText(self.text, compose(self.text, self.source), self.newline)
+            composed = self.composed or compose(self.text, self.source)
+            return YamlText(self.text, composed, self.newline)
         return JsonText(self.text, self.newline)
 
     @cached_property
@@ -121,10 +125,58 @@ class JobDocument:
             EditError: an edit cannot be made without touching other fields, or the
                 result would not load to exactly the intended tree.
         """
+        edits = list(edits)
         document = self
+        if len(edits) > 1 and _independent(edits):
+            # Edits of unrelated fields commute: those that are one splice of the text go
+            # in together (one parse checks them all), the others one at a time after.
+            regions = [(edit, self._splice_of(edit)) for edit in edits]
+            together = [(edit, region) for edit, region in regions if region is not None]
+            if len(together) > 1:
+                batched = self._apply_together(together)
+                if batched is not None:
+                    document = batched
+                    edits = [edit for edit, region in regions if region is None]
         for edit in edits:
             document = document._apply(edit)
         return document
+
+    def _splice_of(self, edit: Edit) -> tuple[int, int, str] | None:
+        if not isinstance(edit, SetValue):
+            return None
+        try:
+            _check_writable(edit.value, edit.path)
+            return self._editor.splice_of(edit.path, edit.value)
+        except EditError:
+            return None
+
+    def _apply_together(
+        self, together: list[tuple[Edit, tuple[int, int, str]]]
+    ) -> JobDocument | None:
+        """The edits (each with its one splice of this text, none overlapping) in one pass.
+
+        The result is parsed once and must load to exactly the intended tree; None (make
+        the edits one at a time, which also names the one that fails) otherwise. This keeps
+        a config with thousands of edited prompts linear instead of one parse per edit.
+        """
+        regions = [region for _, region in together]
+        regions.sort(key=lambda region: region[0])  # stable: insertions keep the edits' order
+        if any(a[1] > b[0] for a, b in itertools.pairwise(regions)):
+            return None
+        pieces: list[str] = []
+        at = 0
+        for start, end, replacement in regions:
+            pieces += [self.text[at:start], replacement]
+            at = end
+        pieces.append(self.text[at:])
+        expected = unshared_copy(self.tree)
+        for edit, _ in together:
+            _apply_in_place(expected, edit)
+        try:
+            edited = parse_document("".join(pieces), source=self.source, fmt=self.fmt, bom=self.bom)
+        except ConfigError:
+            return None
+        return edited if same_value(edited.tree, expected) else None
 
     def _apply(self, edit: Edit) -> JobDocument:
         editor = self._editor
@@ -157,9 +209,9 @@ class JobDocument:
         comment = f"# {line}"
         if self.fmt != "yaml" or self.bom or self.text.startswith(comment):
             return self
-        return parse_document(
-            comment + self.newline + self.text, source=self.source, fmt=self.fmt, bom=self.bom
-        )
+        # A comment line above everything never changes what YAML reads (not even before a
+        # directive), so the tree stays; only the text, and so the node positions, move.
+        return dataclasses.replace(self, text=comment + self.newline + self.text, composed=None)
 
     def to_bytes(self) -> bytes:
         """The bytes to write: the text, UTF-8, with the byte-order mark if the source had one."""
@@ -296,9 +348,13 @@ def parse_document(text: str, *, source: Path, fmt: Format, bom: bool = False) -
     newline = "\r\n" if "\r\n" in text else "\n"
     if fmt == "yaml":
         composed = compose(text, source)
-        tree = construct(composed, source)
         warnings = composed.duplicates
+        merges = "<<" in text
+        tree = construct(composed, source)
+        if merges:
+            composed = None  # constructing merge keys rewrites the node graph in place
     else:
+        composed = None
         tree, warnings = _load_json(text, source)
     if not isinstance(tree, dict):
         kind = "a list" if isinstance(tree, list) else f"a single value ({tree!r:.40})"
@@ -316,6 +372,7 @@ def parse_document(text: str, *, source: Path, fmt: Format, bom: bool = False) -
         bom=bom,
         newline=newline,
         warnings=tuple(f"{source}:{note}" for note in warnings),
+        composed=composed,
     )
 
 
@@ -359,9 +416,34 @@ def _json_error(text: str, exc: json.JSONDecodeError, source: Path) -> ConfigErr
 # ----------------------------------------------------------- tree arithmetic
 
 
+def _independent(edits: list[Edit]) -> bool:
+    """No edit's path is another's, or inside another's (so their order cannot matter)."""
+    paths = {edit.path for edit in edits}
+    if len(paths) < len(edits):
+        return False
+    return not any(path[:depth] in paths for path in paths for depth in range(1, len(path)))
+
+
 def apply_to_tree(tree: dict[str, Any], edit: Edit) -> dict[str, Any]:
-    """A deep copy of ``tree`` with ``edit`` applied: what the edited text must load to."""
-    result = copy.deepcopy(tree)
+    """A copy of ``tree`` with ``edit`` applied: what the edited text must load to.
+
+    The copy shares nothing: a value that YAML aliases into two places is two values
+    here, so an edit that changes the other place too shows up as a difference.
+    """
+    result: dict[str, Any] = unshared_copy(tree)
+    _apply_in_place(result, edit)
+    return result
+
+
+def apply_edits(tree: dict[str, Any], edits: Iterable[Edit]) -> dict[str, Any]:
+    """A copy of ``tree`` (sharing nothing) with every edit applied in order (one copy)."""
+    result: dict[str, Any] = unshared_copy(tree)
+    for edit in edits:
+        _apply_in_place(result, edit)
+    return result
+
+
+def _apply_in_place(result: dict[str, Any], edit: Edit) -> None:
     node: Any = result
     for part in edit.path[:-1]:
         if isinstance(part, int):
@@ -369,15 +451,39 @@ def apply_to_tree(tree: dict[str, Any], edit: Edit) -> dict[str, Any]:
             continue
         if node.get(part) is None:  # absent, or an empty section (`sample:`)
             if isinstance(edit, RemoveKey):
-                return result
+                return
             node[part] = {}
         node = node[part]
     last = edit.path[-1]
     if isinstance(edit, SetValue):
-        node[last] = copy.deepcopy(edit.value)
+        node[last] = unshared_copy(edit.value)
     elif isinstance(node, dict):
         node.pop(last, None)
-    return result
+    elif isinstance(node, list) and isinstance(last, int) and 0 <= last < len(node):
+        del node[last]
+
+
+def unshared_copy(value: Any) -> Any:
+    """A deep copy in which no two places share a list or mapping (unlike ``copy.deepcopy``,
+    which keeps YAML aliases aliased). Iterative: depth is bounded by the loader already."""
+    if not isinstance(value, (dict, list)):
+        return copy.copy(value)
+    root: Any = {} if isinstance(value, dict) else []
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        items = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, child in items:
+            if isinstance(child, (dict, list)):
+                fresh: Any = {} if isinstance(child, dict) else []
+                stack.append((child, fresh))
+            else:
+                fresh = child
+            if isinstance(target, dict):
+                target[key] = fresh
+            else:
+                target.append(fresh)
+    return root
 
 
 def same_value(a: Any, b: Any) -> bool:

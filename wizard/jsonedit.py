@@ -171,6 +171,7 @@ class JsonText:
         self.text = text
         self.newline = newline
         self.root = parse_spans(text)
+        self._spliced: tuple[int, int, str, str] | None = None
 
     def find(self, path: FieldPath) -> tuple[Span | None, Span, FieldPath]:
         """(value span or None, deepest existing container, the missing rest of the path)."""
@@ -379,5 +380,21 @@ class JsonText:
                 return len(line) - len(stripped)
         return 2
 
+    def splice_of(self, path: FieldPath, value: Any) -> tuple[int, int, str] | None:
+        """The one region ``set_value(path, value)`` rewrites, as (start, end, new text).
+
+        None when that edit is more than one splice of this text (then it must be made on
+        its own). Lets several edits be made in one pass and checked with one parse.
+        """
+        self._spliced = None
+        result = self.set_value(path, value)
+        spliced = self._spliced
+        self._spliced = None
+        if spliced is None or spliced[3] is not result:
+            return None
+        return spliced[0], spliced[1], spliced[2]
+
     def _splice(self, start: int, end: int, replacement: str) -> str:
-        return self.text[:start] + replacement + self.text[end:]
+        result = self.text[:start] + replacement + self.text[end:]
+        self._spliced = (start, end, replacement, result)
+        return result

@@ -206,7 +206,9 @@ def _check_expansion(root: Node, file: Path) -> frozenset[int]:
         if key in sizes or seen_from[key] > 1:
             continue
         stack.append((node, True))
-        stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
+        # Every child is pushed, even one already counted: each arrival is a reference,
+        # and a node reached from two places is shared (an alias), whatever the order.
+        stack.extend((child, False) for child in _children(node))
     return frozenset(key for key, count in seen_from.items() if count > 1)
 
 
