@@ -346,15 +346,14 @@ def parse_document(text: str, *, source: Path, fmt: Format, bom: bool = False) -
         ConfigError: the text is not valid YAML/JSON or its top level is not a mapping.
     """
     newline = "\r\n" if "\r\n" in text else "\n"
+    composed: ComposedYaml | None = None
     if fmt == "yaml":
         composed = compose(text, source)
         warnings = composed.duplicates
-        merges = "<<" in text
         tree = construct(composed, source)
-        if merges:
+        if "<<" in text:
             composed = None  # constructing merge keys rewrites the node graph in place
     else:
-        composed = None
         tree, warnings = _load_json(text, source)
     if not isinstance(tree, dict):
         kind = "a list" if isinstance(tree, list) else f"a single value ({tree!r:.40})"
