@@ -375,7 +375,9 @@ def parse_document(text: str, *, source: Path, fmt: Format, bom: bool = False) -
     )
 
 
-_COMMENT_OR_STRING = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/', re.S)
+#: A string (unrolled: linear, no backtracking), or a comment; a string is matched first,
+#: so ``//`` inside one is text.
+_COMMENT_OR_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|//[^\n]*|/\*.*?\*/', re.S)
 
 
 def strip_json_comments(text: str) -> str:
@@ -391,7 +393,19 @@ def strip_json_comments(text: str) -> str:
 
 
 def _load_json(text: str, source: Path) -> tuple[Any, tuple[str, ...]]:
-    stripped = strip_json_comments(text)
+    stripped = strip_json_comments(text) if "/" in text else text
+    if stripped != text and source.suffix.lower() == ".json":
+        at = next(i for i, (a, b) in enumerate(zip(text, stripped, strict=True)) if a != b)
+        line = text.count("\n", 0, at) + 1
+        column = at - (text.rfind("\n", 0, at) + 1) + 1
+        kind = "//" if text.startswith("//", at) else "/* */"
+        raise ConfigError(
+            f"a {kind} comment; AI Toolkit reads .json files with json.loads, which refuses "
+            "comments: delete it",
+            file=source,
+            line=line,
+            column=column,
+        )
     if not stripped.strip():
         raise ConfigError("the file is empty; pass the job's config file", file=source)
     try:

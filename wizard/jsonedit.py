@@ -11,6 +11,7 @@ compact, as AI Toolkit's UI stores it), or removes one member with its comma.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,10 @@ class Member:
     key_start: int
     key_end: int
     value: Span
+
+
+#: A JSON string, quotes included (the unrolled form: linear, no backtracking).
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 
 
 class _Parser:
@@ -82,10 +87,9 @@ class _Parser:
 
     def _string(self) -> str:
         start = self.pos
-        self.pos += 1
-        while self.text[self.pos] != '"':
-            self.pos += 2 if self.text[self.pos] == "\\" else 1
-        self.pos += 1
+        match = _STRING.match(self.text, start)
+        assert match is not None  # the text is valid JSON
+        self.pos = match.end()
         decoded: str = json.loads(self.text[start : self.pos])
         return decoded
 

@@ -507,13 +507,19 @@ def recover(folder: Path) -> tuple[Path, ...]:
 
 def _replay(journal: Path) -> list[Path]:
     """Finish (roll forward) or undo (roll back) the commit that ``journal`` describes."""
-    record = json.loads(journal.read_bytes()[: 1024 * 1024])
-    files = [
-        (Path(item["final"]), Path(item["temp"]), Path(item["backup"]), str(item["sha256"]))
-        for item in record["files"]
-    ]
-    replace = bool(record["replace"])
     touched: list[Path] = []
+    try:
+        record = json.loads(journal.read_bytes()[: 1024 * 1024])
+        files = [
+            (Path(item["final"]), Path(item["temp"]), Path(item["backup"]), str(item["sha256"]))
+            for item in record["files"]
+        ]
+        replace = bool(record["replace"])
+    except (ValueError, KeyError, TypeError):
+        # Cut short while it was written: it is fsynced before the first rename, so no
+        # rename happened. Its temps are strays of a dead process, removed like any other.
+        _unlink(journal)
+        return [journal]
     # The renames run in order, so the commit got past its point of no return when any
     # final name holds the bytes it was to receive: then every other temp goes in too.
     if any(_holds(final, sha) for final, _temp, _backup, sha in files):
