@@ -23,6 +23,8 @@ from wizard.errors import WizardError
 
 FORMAT: Final = "oom-wizard-changelog/1"
 CHANGELOG_SUFFIX: Final = ".changelog.json"
+#: A change log holds a few entries per run; anything past this is not one.
+MAX_CHANGELOG_BYTES: Final = 16 * 1024 * 1024
 
 Direction = Literal["rollback", "scale_up", "edit", "restore"]
 
@@ -144,18 +146,40 @@ def read_changelog(path: Path) -> ChangeLog:
     Raises:
         WizardError: the file is missing, not JSON, or not an oom-wizard change log.
     """
+    from wizard.document import NotRegularFile, read_regular_file
+    from wizard.yamlload import check_limits
+
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_regular_file(path, MAX_CHANGELOG_BYTES + 1)
     except FileNotFoundError:
         raise WizardError("no such change log", file=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise WizardError(f"cannot read this change log: {exc}", file=path) from None
+    except NotRegularFile as exc:
+        raise WizardError(f"this is {exc.kind}, not a change log", file=path) from None
+    except OSError as exc:
+        raise WizardError(
+            f"cannot read this change log: {exc.strerror or exc}", file=path
+        ) from None
+    if len(data) > MAX_CHANGELOG_BYTES:
+        raise WizardError(
+            f"larger than {MAX_CHANGELOG_BYTES // (1024 * 1024)} MiB, which no change log of "
+            "oom-wizard is; is this the right file?",
+            file=path,
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise WizardError(
+            f"not UTF-8 text (byte {exc.start}): not a change log", file=path
+        ) from None
+    check_limits(text, path, what="this change log")
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
         raise WizardError(
             f"not JSON: {exc.msg}", file=path, line=exc.lineno, column=exc.colno
         ) from None
+    except (ValueError, RecursionError) as exc:
+        raise WizardError(f"not a change log: {exc}", file=path) from None
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise WizardError(f"not an oom-wizard change log (expected format {FORMAT})", file=path)
     try:

@@ -16,7 +16,9 @@ import dataclasses
 import itertools
 import json
 import math
+import os
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -29,7 +31,7 @@ from wizard.paths import MISSING as MISSING
 from wizard.paths import FieldPath, format_path
 from wizard.view import JobView, build_view
 from wizard.yamledit import YamlText
-from wizard.yamlload import ComposedYaml, compose, construct
+from wizard.yamlload import ComposedYaml, check_limits, compose, construct
 
 Format: TypeAlias = Literal["yaml", "json"]
 
@@ -229,8 +231,15 @@ def load_document(path: str | Path) -> JobDocument:
             not valid YAML/JSON, or not an AI Toolkit job.
     """
     path = Path(path)
-    fmt = format_for(path)
+    try:
+        fmt = format_for(path)
+    except OSError as exc:  # e.g. a name longer than the file system allows
+        raise ConfigError(f"cannot use this name: {exc.strerror or exc}", file=path) from None
     data = _read_bounded(path)
+    if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        raise ConfigError(
+            "this file is saved as UTF-32; AI Toolkit reads UTF-8: save it as UTF-8", file=path
+        )
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise ConfigError(
             "this file is saved as UTF-16; AI Toolkit reads UTF-8: save it as UTF-8", file=path
@@ -322,12 +331,13 @@ def format_for(path: Path) -> Format:
 
 def _read_bounded(path: Path) -> bytes:
     try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_CONFIG_BYTES + 1)
+        data = read_regular_file(path, MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError("no such file; check the path", file=path) from None
     except IsADirectoryError:
         raise ConfigError("this is a folder, not a config file", file=path) from None
+    except NotRegularFile as exc:
+        raise ConfigError(f"this is {exc.kind}, not a config file", file=path) from None
     except OSError as exc:
         raise ConfigError(f"cannot read it: {exc.strerror}", file=path) from None
     if len(data) > MAX_CONFIG_BYTES:
@@ -339,6 +349,47 @@ def _read_bounded(path: Path) -> bytes:
     return data
 
 
+class NotRegularFile(OSError):
+    """A path that is a FIFO, a device or a socket: reading it could block or never end."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+def read_regular_file(path: Path, limit: int) -> bytes:
+    """At most ``limit`` bytes of ``path``, which must be a regular file.
+
+    The file is opened without blocking (a FIFO would wait for a writer) and checked with
+    ``fstat`` on the open descriptor, so nothing can swap it for another kind meanwhile.
+
+    Raises:
+        NotRegularFile: a FIFO, device, socket or folder.
+        OSError: it cannot be opened or read.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(_kind_of(mode))
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(limit)
+    finally:
+        os.close(fd)
+
+
+def _kind_of(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a pipe (FIFO), which could wait forever"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device, which can be read forever"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
 def parse_document(text: str, *, source: Path, fmt: Format, bom: bool = False) -> JobDocument:
     """A document from text already in memory (a file's content, a database column).
 
@@ -346,15 +397,22 @@ def parse_document(text: str, *, source: Path, fmt: Format, bom: bool = False) -
         ConfigError: the text is not valid YAML/JSON or its top level is not a mapping.
     """
     newline = "\r\n" if "\r\n" in text else "\n"
+    check_limits(text, source)
     composed: ComposedYaml | None = None
-    if fmt == "yaml":
-        composed = compose(text, source)
-        warnings = composed.duplicates
-        tree = construct(composed, source)
-        if "<<" in text:
-            composed = None  # constructing merge keys rewrites the node graph in place
-    else:
-        tree, warnings = _load_json(text, source)
+    try:
+        if fmt == "yaml":
+            composed = compose(text, source)
+            warnings = composed.duplicates
+            tree = construct(composed, source)
+            if "<<" in text:
+                composed = None  # constructing merge keys rewrites the node graph in place
+        else:
+            tree, warnings = _load_json(text, source)
+    except RecursionError:
+        # The depth bound above should make this unreachable; never a traceback if not.
+        raise ConfigError(
+            "nested too deeply to read; no job config is: is this the right file?", file=source
+        ) from None
     if not isinstance(tree, dict):
         kind = "a list" if isinstance(tree, list) else f"a single value ({tree!r:.40})"
         raise ConfigError(

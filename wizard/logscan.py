@@ -27,7 +27,9 @@ from __future__ import annotations
 import codecs
 import functools
 import io
+import os
 import re
+import stat
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -563,7 +565,17 @@ def scan_log(path: str | Path, *, markers: LogMarkers | None = None) -> LogScan:
     if path.is_dir():
         raise LogError("this is a folder, not a log; pass the log file (log.txt)", file=path)
     try:
-        with path.open("rb") as stream:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            kind = "a pipe (FIFO)" if stat.S_ISFIFO(mode) else "a device or socket"
+            raise LogError(
+                f"this is {kind}, not a log file: reading it could wait or go on forever; "
+                "pass the log file (log.txt)",
+                file=path,
+            )
+        with os.fdopen(fd, "rb") as stream:
             return scan_stream(stream, source=str(path), markers=markers)
     except FileNotFoundError:
         raise LogError("no such log file", file=path) from None

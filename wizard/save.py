@@ -201,6 +201,7 @@ def save(
     check_output(log_path, source=source, force=force)
     if _same_file(log_path, output) or log_path == output:
         raise SaveRefused("the change log cannot be the config itself", file=log_path)
+    _check_format(document, output)
     for folder in {output.parent, log_path.parent}:
         recover(folder)
     final = document.with_header_comment(HEADER)
@@ -212,6 +213,22 @@ def save(
         [(log_path, log_data), (output, data)], mode=mode, replace=force, what=_what(log_path)
     )
     return SaveResult(config=output, changelog=log_path)
+
+
+def _check_format(document: JobDocument, output: Path) -> None:
+    """Refuse an output whose name says another format than the text it would hold."""
+    suffix = output.suffix.lower()
+    named = (
+        "json" if suffix in (".json", ".jsonc") else "yaml" if suffix in (".yaml", ".yml") else None
+    )
+    if named is not None and named != document.fmt:
+        kind = "YAML" if document.fmt == "yaml" else "JSON"
+        keep = ".yaml" if document.fmt == "yaml" else ".json"
+        raise SaveRefused(
+            f"the config is {kind} and is saved as {kind} (only the changed lines differ), so "
+            f"a {suffix} name would not be readable by AI Toolkit; name the output {keep}",
+            file=output,
+        )
 
 
 def _what(log_path: Path) -> Callable[[Path], str]:
