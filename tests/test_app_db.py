@@ -36,6 +36,7 @@ from tests.app_support import (
     wait_for_screen,
     wait_for_state,
 )
+from wizard.jobdb import load_job
 from wizard.paths import FieldPath, parse_path
 
 SIZE = (80, 24)
@@ -93,7 +94,7 @@ async def test_a_database_job_rolled_back_and_updated_in_place(tmp_path: Path) -
         assert f"oom-wizard restore --db {db} --job {UI_JOB}" in how
     after = job_row(db, UI_JOB)
     assert after is not None
-    log = json.loads((tmp_path / "oom-wizard" / f"{UI_JOB}.changelog.json").read_text())
+    log = json.loads(load_job(db, UI_JOB).changelog_path.read_text())
     assert [run["direction"] for run in log["runs"]] == ["rollback"]
     assert log["changes"], "the roll-back changed nothing"
     old, new = json.loads(before["job_config"]), json.loads(after["job_config"])
@@ -113,7 +114,7 @@ async def test_a_database_job_rolled_back_and_updated_in_place(tmp_path: Path) -
                 str(tmp_path / "before.json"),
                 str(tmp_path / "after.json"),
                 "--changelog",
-                str(tmp_path / "oom-wizard" / f"{UI_JOB}.changelog.json"),
+                str(load_job(db, UI_JOB).changelog_path),
             ],
             capture_output=True,
             text=True,
@@ -138,7 +139,7 @@ async def test_coming_back_to_a_database_job_scales_it_up_in_place(tmp_path: Pat
         await press(pilot, "enter")
         await wait_for_screen(pilot, "ResultScreen")
         assert f"start job '{UI_JOB}'" in screen_text(pilot, "#run")
-    log = json.loads((tmp_path / "oom-wizard" / f"{UI_JOB}.changelog.json").read_text())
+    log = json.loads(load_job(db, UI_JOB).changelog_path.read_text())
     assert [run["direction"] for run in log["runs"]] == ["rollback", "scale_up"]
 
 

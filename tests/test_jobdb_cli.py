@@ -70,7 +70,7 @@ def test_restore_puts_the_config_back_and_says_what_to_do(
     assert json.loads(row["job_config"])["config"]["process"][0]["train"]["batch_size"] == 4
     assert "Restored job 'my_lora'" in out
     assert "config.process[0].train.batch_size: 1 → 4" in out
-    assert str(db.parent / "oom-wizard" / "my_lora.changelog.json") in out
+    assert str(load_job(db, "my_lora").changelog_path) in out
     assert "start job 'my_lora' in AI Toolkit's UI" in out
 
 
