@@ -922,7 +922,7 @@ def _step_of(value: Any) -> int:
         return 0
     if isinstance(value, int):
         return max(value, 0)
-    if isinstance(value, float) and value.is_integer() and value >= 0:
+    if isinstance(value, float) and value.is_integer() and 0 <= value < 1e15:
         return int(value)
     if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 20:
         return int(value.strip())
