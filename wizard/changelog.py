@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -132,6 +133,49 @@ def sha256_of(data: bytes) -> str:
 def changelog_path_for(output: Path) -> Path:
     """``my_job.oomfix.yaml`` → ``my_job.oomfix.changelog.json``, beside it."""
     return output.with_name(output.stem + CHANGELOG_SUFFIX)
+
+
+def resolve_recorded(log_path: Path, recorded: str) -> Path:
+    """A path the change log records, as a path to open: a relative one is relative to the
+    change log's own folder (never to the current folder)."""
+    path = Path(recorded)
+    return path if path.is_absolute() else log_path.parent / path
+
+
+def record_path(path: Path, log_path: Path) -> str:
+    """How the change log at ``log_path`` records ``path``: as given when absolute, else
+    relative to the change log's folder (so that it means the same from any folder)."""
+    if path.is_absolute():
+        return str(path)
+    return os.path.relpath(path.absolute(), log_path.parent.absolute())
+
+
+def check_belongs(log: ChangeLog, log_path: Path, config: Path, data: bytes) -> str | None:
+    """Refuse a change log that describes another config; a note when it is ours but edited.
+
+    The log names its latest output and that file's SHA-256. A config with neither that
+    name nor those bytes is another job's; one with the name but other bytes was edited
+    after the save (a note, the caller goes on from the file as it is).
+
+    Raises:
+        WizardError: the change log describes another config.
+    """
+    same_bytes = log.output.sha256 is not None and log.output.sha256 == sha256_of(data)
+    recorded = resolve_recorded(log_path, log.output.path)
+    same_name = recorded.name == config.name
+    if same_bytes:
+        return None
+    if not same_name:
+        raise WizardError(
+            f"this change log describes {log.output.path}, not {config.name} (neither its "
+            "name nor its SHA-256 match): pass the change log that oom-wizard wrote for "
+            "this config",
+            file=log_path,
+        )
+    return (
+        f"{config}: edited after oom-wizard saved it (its SHA-256 is not the one in "
+        f"{log_path}); the scale-up goes on from the file as it is now"
+    )
 
 
 def find_changelog(config: Path) -> Path | None:

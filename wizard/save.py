@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from wizard.changelog import ChangeLog, changelog_path_for
+from wizard.changelog import ChangeLog, changelog_path_for, record_path
 from wizard.document import JobDocument
 from wizard.errors import SaveRefused
 
@@ -206,7 +206,14 @@ def save(
         recover(folder)
     final = document.with_header_comment(HEADER)
     data = final.to_bytes()
-    log = changelog.model_copy(update={"output": FileRef(path=str(output), sha256=sha256_of(data))})
+    recorded = FileRef(path=record_path(output, log_path), sha256=sha256_of(data))
+    update: dict[str, FileRef] = {"output": recorded}
+    if len(changelog.runs) <= 1 and not Path(changelog.source.path).is_absolute():
+        # A log that starts here: a source named relative to the current folder is
+        # recorded relative to the change log's folder instead.
+        source_path = record_path(Path(changelog.source.path), log_path)
+        update["source"] = changelog.source.model_copy(update={"path": source_path})
+    log = changelog.model_copy(update=update)
     log_data = log.to_json().encode("utf-8")
     mode = _mode_of(source)
     commit_pair(
