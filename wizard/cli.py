@@ -110,7 +110,7 @@ def _main(args_list: list[str], debug: bool) -> int:
     except WizardError as exc:
         if debug:
             traceback.print_exc()
-        _say(f"{PROG}: error: {exc.one_line()}{_written_note(before)}")
+        _say(f"{error_line(exc)}{_written_note(before)}")
         return EXIT_BAD_INPUT
     except KeyboardInterrupt as exc:
         what = "terminated" if isinstance(exc, Terminated) else "interrupted"
@@ -125,14 +125,13 @@ def _main(args_list: list[str], debug: bool) -> int:
         _silence_stdout()
         return EXIT_OK
     except OSError as exc:
+        if _os_error_line(exc) is None:
+            return _internal(exc, debug)
         if debug:
             traceback.print_exc()
-        line = _os_error_line(exc)
-        if line is None:
-            return _internal(exc, debug)
         if exc.filename is None:
             _silence_stdout()
-        _say(f"{PROG}: error: {line}{_written_note(before)}")
+        _say(f"{error_line(exc)}{_written_note(before)}")
         return EXIT_BAD_INPUT
     except Exception as exc:
         return _internal(exc, debug)
@@ -159,13 +158,35 @@ def _os_error_line(exc: OSError) -> str | None:
     return None
 
 
-def _internal(exc: Exception, debug: bool) -> int:
-    if debug:
-        traceback.print_exc()
-    _say(
+def error_line(exc: BaseException) -> str:
+    """The one line the command line prints for ``exc`` (the app shows the same line).
+
+    A ``WizardError`` is bad input; an ``OSError`` of the machine (a full device, a name
+    too long) is too; anything else is an internal error, a bug.
+    """
+    if isinstance(exc, WizardError):
+        return f"{PROG}: error: {exc.one_line()}"
+    if isinstance(exc, OSError):
+        line = _os_error_line(exc)
+        if line is not None:
+            return f"{PROG}: error: {line}"
+    return (
         f"{PROG}: internal error: {type(exc).__name__}: {exc} "
         "(run again with --debug for a traceback, and please report it)"
     )
+
+
+def is_bad_input(exc: BaseException) -> bool:
+    """Whether ``exc`` is bad input (exit status 2) rather than a bug (exit status 1)."""
+    return isinstance(exc, WizardError) or (
+        isinstance(exc, OSError) and _os_error_line(exc) is not None
+    )
+
+
+def _internal(exc: Exception, debug: bool) -> int:
+    if debug:
+        traceback.print_exc()
+    _say(error_line(exc))
     return EXIT_INTERNAL
 
 

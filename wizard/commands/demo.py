@@ -103,6 +103,6 @@ def run(args: argparse.Namespace) -> int:
 
     folder = copy_demo(args.dir)
     job = VIDEO_JOB if args.video else IMAGE_JOB
-    app = create_app(folder / job.config, log=folder / job.log)
+    app = create_app(folder / job.config, log=folder / job.log, debug=getattr(args, "debug", False))
     app.run()
     return app.return_code or 0
