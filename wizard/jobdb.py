@@ -48,7 +48,7 @@ from wizard.changes import Change, Prepared, prepare
 from wizard.document import MAX_CONFIG_BYTES, JobDocument, parse_document
 from wizard.errors import ConfigError, JobDatabaseError, WizardError
 from wizard.jobdir import JobLocation, choose_log
-from wizard.save import atomic_write
+from wizard.save import atomic_write, forget_written, note_written, signals_held
 
 #: How long we wait for the UI or a trainer to release the database, in seconds.
 BUSY_TIMEOUT_S: Final = 3.0
@@ -655,24 +655,42 @@ def _commit_with_log(
     old: bytes | None = None
     written: list[Path] = []
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_file():
-            old = path.read_bytes()
-        if old is not None and set_aside:
-            aside = _aside_path(path)
-            atomic_write(aside, old, replace=True)
-            written.append(aside)
-        written.append(path)
-        atomic_write(path, log.to_json().encode("utf-8"), replace=True)
-        conn.execute("COMMIT")
+        # Ctrl-C and SIGTERM wait until the pair (log, commit) is done or undone, so the
+        # exit line can say exactly what was written.
+        with signals_held():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.is_file():
+                old = path.read_bytes()
+            if old is not None and set_aside:
+                aside = _aside_path(path)
+                atomic_write(aside, old, replace=True)
+                written.append(aside)
+            written.append(path)
+            atomic_write(path, log.to_json().encode("utf-8"), replace=True)
+            conn.execute("COMMIT")
+            note_written(Path(f"{conn_db_name(conn)} (job '{log_job_name(log)}')"))
     except BaseException as exc:
         _put_back(written, path, old)
+        forget_written(written)
         if isinstance(exc, OSError):
             raise JobDatabaseError(
                 f"cannot write the change log: {exc.strerror or exc}; nothing was written",
                 file=path,
             ) from None
         raise
+
+
+def conn_db_name(conn: sqlite3.Connection) -> str:
+    """The file of the connection's main database."""
+    row = conn.execute("PRAGMA database_list").fetchone()
+    return str(row[2]) if row is not None else "the jobs database"
+
+
+def log_job_name(log: ChangeLog) -> str:
+    """The job the last run of ``log`` saved (its database record), for the exit line."""
+    last = log.last_run()
+    database = _run_database(last) if last is not None else {}
+    return str(database.get("new_job_name") or database.get("job_name") or "?")
 
 
 def _put_back(written: Sequence[Path], path: Path, old: bytes | None) -> None:

@@ -39,7 +39,7 @@ import shutil
 import signal
 import stat
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -296,7 +296,7 @@ def commit_pair(
         for (path, data), temp in zip(files, temps, strict=True):
             current = path
             _write_temp(temp, data, mode, created)
-        with _signals_held():
+        with signals_held():
             if journal:
                 current = journal_path
                 _step("journal", journal_path)
@@ -404,6 +404,16 @@ def written_this_process() -> tuple[Path, ...]:
     return tuple(_written)
 
 
+def note_written(path: Path) -> None:
+    """Record a write made outside :func:`commit_pair` (a database commit)."""
+    _written.append(path)
+
+
+def forget_written(paths: Iterable[Path]) -> None:
+    """Drop ``paths`` from the record: their writes were undone."""
+    _forget(list(paths))
+
+
 def _forget(paths: list[Path]) -> None:
     for path in paths:
         while path in _written:
@@ -477,7 +487,7 @@ _HELD: Final = frozenset({signal.SIGINT, signal.SIGTERM})
 
 
 @contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
+def signals_held() -> Iterator[None]:
     """Hold SIGINT and SIGTERM off while the renames run (main thread only).
 
     A signal that arrives meanwhile is delivered when the block ends, so it lands
