@@ -629,6 +629,21 @@ ABUSE: dict[str, tuple[object, str]] = {
         lambda d: ["set", _good(d), BATCH, "-o", d / "out.json"],
         "name the output .yaml",
     ),
+    "JSONC with comments saved as .json": (
+        lambda d: [
+            "set",
+            _write(
+                d,
+                "job.jsonc",
+                '{\n  // why\n  "job": "extension",\n  "config": {"name": "n", "process": '
+                '[{"type": "sd_trainer", "train": {"batch_size": 4}}]}\n}\n',
+            ),
+            BATCH,
+            "-o",
+            d / "out.json",
+        ],
+        "name the output .jsonc",
+    ),
     "a child of an aliased mapping": (
         lambda d: [
             "set",

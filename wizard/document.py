@@ -278,12 +278,25 @@ def _toolkit_would_refuse(path: Path, fmt: Format, bom: bool) -> tuple[str, ...]
             f"{path}: AI Toolkit reads only names ending in lower-case .yaml, .yml, .json or "
             f".jsonc and refuses '{path.suffix}'; rename the file before you run it"
         )
+    if path.suffix.lower() == ".jsonc" and _has_json_comments(path):
+        notes.append(
+            f"{path}: has // or /* */ comments; AI Toolkit reads .jsonc with plain json.loads, "
+            "which refuses them (only the UI's importer strips them); the output keeps them"
+        )
     if fmt == "json" and bom:
         notes.append(
             f"{path}: starts with a byte-order mark, which AI Toolkit's JSON reader refuses "
             "('Unexpected UTF-8 BOM'); the output keeps it: save it without the mark to run it"
         )
     return tuple(notes)
+
+
+def _has_json_comments(path: Path) -> bool:
+    try:
+        text = read_regular_file(path, MAX_CONFIG_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return False
+    return "/" in text and strip_json_comments(text) != text
 
 
 def _not_json_values(document: JobDocument) -> tuple[str, ...]:

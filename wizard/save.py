@@ -228,6 +228,15 @@ def _check_format(document: JobDocument, output: Path) -> None:
     named = (
         "json" if suffix in (".json", ".jsonc") else "yaml" if suffix in (".yaml", ".yml") else None
     )
+    if suffix == ".json" and document.fmt == "json":
+        from wizard.document import strip_json_comments
+
+        if "/" in document.text and strip_json_comments(document.text) != document.text:
+            raise SaveRefused(
+                "the config has // or /* */ comments, which AI Toolkit's json.loads refuses "
+                "in a .json file (and so does oom-wizard); name the output .jsonc",
+                file=output,
+            )
     if named is not None and named != document.fmt:
         kind = "YAML" if document.fmt == "yaml" else "JSON"
         keep = ".yaml" if document.fmt == "yaml" else ".json"
