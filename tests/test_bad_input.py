@@ -533,6 +533,17 @@ ABUSE: dict[str, tuple[object, str]] = {
         lambda d: ["plan", _write(d, "job.yaml", "job: x\nconfig: " + "[" * DEEP + "]" * DEEP)],
         "nests deeper than 100 levels",
     ),
+    "deep block YAML": (
+        lambda d: [
+            "plan",
+            _write(
+                d,
+                "job.yaml",
+                "job: x\nconfig:\n" + "".join(f"{' ' * (i + 1)}k{i}:\n" for i in range(400)),
+            ),
+        ],
+        "nests deeper than 100 levels",
+    ),
     "deep JSON": (
         lambda d: [
             "plan",

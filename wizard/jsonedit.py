@@ -176,6 +176,7 @@ class JsonText:
         self.newline = newline
         self.root = parse_spans(text)
         self._spliced: tuple[int, int, str, str] | None = None
+        self._regions_only = False
 
     def find(self, path: FieldPath) -> tuple[Span | None, Span, FieldPath]:
         """(value span or None, deepest existing container, the missing rest of the path)."""
@@ -391,7 +392,11 @@ class JsonText:
         its own). Lets several edits be made in one pass and checked with one parse.
         """
         self._spliced = None
-        result = self.set_value(path, value)
+        self._regions_only = True  # _splice records the region and skips building the text
+        try:
+            result = self.set_value(path, value)
+        finally:
+            self._regions_only = False
         spliced = self._spliced
         self._spliced = None
         if spliced is None or spliced[3] is not result:
@@ -399,6 +404,10 @@ class JsonText:
         return spliced[0], spliced[1], spliced[2]
 
     def _splice(self, start: int, end: int, replacement: str) -> str:
+        if self._regions_only:
+            marker = f"\x00{start}:{end}\x00"  # a fresh object: only this return is it
+            self._spliced = (start, end, replacement, marker)
+            return marker
         result = self.text[:start] + replacement + self.text[end:]
         self._spliced = (start, end, replacement, result)
         return result

@@ -71,6 +71,7 @@ class YamlText:
         self.composed = composed
         self.newline = newline
         self._spliced: tuple[int, int, str, str] | None = None
+        self._regions_only = False
 
     # ----------------------------------------------------------------- lookup
 
@@ -409,7 +410,11 @@ class YamlText:
         its own). Lets several edits be made in one pass and checked with one parse.
         """
         self._spliced = None
-        result = self.set_value(path, value)
+        self._regions_only = True  # _splice records the region and skips building the text
+        try:
+            result = self.set_value(path, value)
+        finally:
+            self._regions_only = False
         spliced = self._spliced
         self._spliced = None
         if spliced is None or spliced[3] is not result:
@@ -417,6 +422,10 @@ class YamlText:
         return spliced[0], spliced[1], spliced[2]
 
     def _splice(self, start: int, end: int, replacement: str) -> str:
+        if self._regions_only:
+            marker = f"\x00{start}:{end}\x00"  # a fresh object: only this return is it
+            self._spliced = (start, end, replacement, marker)
+            return marker
         result = self.text[:start] + replacement + self.text[end:]
         self._spliced = (start, end, replacement, result)
         return result

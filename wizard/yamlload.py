@@ -49,6 +49,7 @@ MAX_INT_DIGITS = 4300
 
 _LONG_DIGITS = re.compile(rf"\d{{{MAX_INT_DIGITS + 1},}}")
 _BRACKETS = re.compile(r"[\[\]{}\n\"'#]")
+_DEEP_LINE = re.compile(rf"^[ -]{{{MAX_DEPTH},}}", re.M)
 
 
 def check_limits(text: str, file: str | Path, *, what: str = "the file") -> None:
@@ -96,7 +97,10 @@ def _too_deep(text: str) -> int | None:
     index = 0
     indents: list[int] = []
     length = len(text)
-    line_start = True
+    # Every block level takes a column at least (an indent, or "- "), so lines only need
+    # counting when one starts that far in.
+    counting = _DEEP_LINE.search(text) is not None
+    line_start = counting
     while index < length:
         if line_start:
             line_start = False
@@ -120,14 +124,14 @@ def _too_deep(text: str) -> int | None:
         index = match.end()
         if quote:
             if char == "\n":
-                line_start = True
+                line_start = counting
             if char == quote:
                 if quote == '"' and _escaped(text, match.start()):
                     continue
                 quote = ""
             continue
         if char == "\n":
-            line_start = True
+            line_start = counting
         elif char in "\"'":
             quote = char
         elif char == "#":
