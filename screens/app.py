@@ -34,9 +34,10 @@ class OomWizardApp(App[int]):
         Binding("ctrl+q", "quit", "Quit", priority=True),
     ]
 
-    def __init__(self, request: JobRequest) -> None:
+    def __init__(self, request: JobRequest, *, debug: bool = False) -> None:
         super().__init__()
         self.request = request
+        self.trace_failures = debug
         self.state: WizardState | None = None
 
     def on_mount(self) -> None:
@@ -147,15 +148,41 @@ class OomWizardApp(App[int]):
     # --- the one place worker errors are shown ------------------------------------------------
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """A worker that failed with anything but a WizardError is a bug: say so, keep going."""
+        """The app's own workers; the stages forward theirs (the event does not bubble)."""
         if event.state == WorkerState.ERROR and event.worker.error is not None:
-            error = event.worker.error
-            self.notify(
-                f"internal error: {type(error).__name__}: {error} (please report it)",
-                title="Something went wrong",
-                severity="error",
-                timeout=10,
-            )
+            self.report_failure(event.worker.error)
+
+    def report_failure(self, error: BaseException) -> None:
+        """A worker failed: show the line the command line would print, on the stage too.
+
+        With ``--debug`` the traceback goes to a log file, which the line names.
+        """
+        from wizard.cli import error_line, is_bad_input
+
+        line = error_line(error)
+        if self.trace_failures:
+            line += f" (traceback in {self._write_traceback(error)})"
+        screen = self.screen
+        from screens.base import StageScreen
+
+        if isinstance(screen, StageScreen):
+            screen.show_failure(line)
+        self.notify(
+            line,
+            title="Refused" if is_bad_input(error) else "Something went wrong",
+            severity="error",
+            timeout=15,
+            markup=False,
+        )
+
+    def _write_traceback(self, error: BaseException) -> Path:
+        import tempfile
+        import traceback
+
+        handle, name = tempfile.mkstemp(prefix="oom-wizard-debug-", suffix=".log")
+        with open(handle, "w", encoding="utf-8") as stream:
+            stream.write("".join(traceback.format_exception(error)))
+        return Path(name)
 
 
 def create_app(
@@ -164,15 +191,17 @@ def create_app(
     log: Path | str | None = None,
     db: Path | str | None = None,
     job: str | None = None,
+    debug: bool = False,
 ) -> OomWizardApp:
     """The app, for the command line, the tests and the snapshots.
 
     The arguments are the fields of :class:`~wizard.request.JobRequest` (a string is a path);
-    none at all asks for a config in the app.
+    none at all asks for a config in the app. ``debug`` writes the traceback of a failed
+    worker to a log file that the error line names.
     """
     from wizard.request import JobRequest
 
-    return OomWizardApp(JobRequest(_path(target), _path(log), _path(db), job))
+    return OomWizardApp(JobRequest(_path(target), _path(log), _path(db), job), debug=debug)
 
 
 def _path(value: Path | str | None) -> Path | None:

@@ -34,6 +34,7 @@ from tests.app_support import (
     wait_for_screen,
     wait_for_state,
 )
+from wizard.jobdb import load_job
 from wizard.paths import FieldPath, parse_path
 
 SIZE = (80, 24)
@@ -91,7 +92,7 @@ async def test_a_database_job_rolled_back_and_updated_in_place(tmp_path: Path) -
         assert f"oom-wizard restore --db {db} --job {UI_JOB}" in how
     after = job_row(db, UI_JOB)
     assert after is not None
-    log = json.loads((tmp_path / "oom-wizard" / f"{UI_JOB}.changelog.json").read_text())
+    log = json.loads(load_job(db, UI_JOB).changelog_path.read_text())
     assert [run["direction"] for run in log["runs"]] == ["rollback"]
     assert log["changes"], "the roll-back changed nothing"
     old, new = json.loads(before["job_config"]), json.loads(after["job_config"])
@@ -106,7 +107,7 @@ async def test_a_database_job_rolled_back_and_updated_in_place(tmp_path: Path) -
     verdict = exactness.check(
         tmp_path / "before.json",
         tmp_path / "after.json",
-        tmp_path / "oom-wizard" / f"{UI_JOB}.changelog.json",
+        load_job(db, UI_JOB).changelog_path,
     )
     assert verdict.ok, verdict.problems
 
@@ -127,7 +128,7 @@ async def test_coming_back_to_a_database_job_scales_it_up_in_place(tmp_path: Pat
         await press(pilot, "enter")
         await wait_for_screen(pilot, "ResultScreen")
         assert f"start job '{UI_JOB}'" in screen_text(pilot, "#run")
-    log = json.loads((tmp_path / "oom-wizard" / f"{UI_JOB}.changelog.json").read_text())
+    log = json.loads(load_job(db, UI_JOB).changelog_path.read_text())
     assert [run["direction"] for run in log["runs"]] == ["rollback", "scale_up"]
 
 

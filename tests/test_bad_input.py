@@ -467,3 +467,275 @@ def test_python_dash_m_wizard_prints_one_line_and_exits_2(frozen, tmp_path, case
     assert completed.stderr.startswith(f"oom-wizard: error: {path}:")
     assert completed.stderr.count("\n") == 1
     assert "pwned" not in completed.stdout + completed.stderr
+
+
+# ------------------------------------------- issue 12: the abuse table (items 10, 11, 14)
+
+ANCHORED_TRAIN = """\
+job: extension
+config:
+  name: test_job
+  process:
+    - type: sd_trainer
+      train: &train
+        batch_size: 4
+      datasets:
+        - folder_path: /data
+    - type: sd_trainer
+      train: *train
+      datasets:
+        - folder_path: /data
+"""
+
+ANCHORED_FLOW = """\
+job: extension
+config:
+  name: test_job
+  process:
+    - type: sd_trainer
+      train:
+        batch_size: 4
+      datasets:
+        - folder_path: /a
+          resolution: &res [512, 768]
+        - folder_path: /b
+          resolution: *res
+"""
+
+
+def _fifo(folder: Path, name: str) -> Path:
+    path = folder / name
+    os.mkfifo(path)
+    return path
+
+
+def _write(folder: Path, name: str, data: str | bytes) -> Path:
+    path = folder / name
+    if isinstance(data, str):
+        path.write_text(data, encoding="utf-8")
+    else:
+        path.write_bytes(data)
+    return path
+
+
+def _good(folder: Path) -> Path:
+    return _write(folder, "job.yaml", GOOD)
+
+
+DEEP = 3000
+LONG = "9" * 5000
+NOT_UTF8 = os.fsdecode(b"job\xff.yaml")
+TOO_LONG = "a" * 300 + ".yaml"
+
+#: name → (build the folder and return the arguments, what the one line must contain).
+ABUSE: dict[str, tuple[object, str]] = {
+    "deep YAML": (
+        lambda d: ["plan", _write(d, "job.yaml", "job: x\nconfig: " + "[" * DEEP + "]" * DEEP)],
+        "nests deeper than 100 levels",
+    ),
+    "deep block YAML": (
+        lambda d: [
+            "plan",
+            _write(
+                d,
+                "job.yaml",
+                "job: x\nconfig:\n" + "".join(f"{' ' * (i + 1)}k{i}:\n" for i in range(400)),
+            ),
+        ],
+        "nests deeper than 100 levels",
+    ),
+    "deep JSON": (
+        lambda d: [
+            "plan",
+            _write(d, "job.json", '{"job": "x", "config": ' + "[" * DEEP + "]" * DEEP + "}"),
+        ],
+        "nests deeper than 100 levels",
+    ),
+    "deep set value": (
+        lambda d: ["set", _good(d), "config.process[0].train.lr=" + "[" * DEEP + "]" * DEEP],
+        "nests deeper than 100 levels",
+    ),
+    "deep change log": (
+        lambda d: [
+            "scale-up",
+            _good(d),
+            "--changelog",
+            _write(d, "deep.changelog.json", "[" * DEEP + "]" * DEEP),
+        ],
+        "nests deeper than 100 levels",
+    ),
+    "long integer in YAML": (
+        lambda d: ["plan", _write(d, "job.yaml", GOOD.replace("batch_size: 4", "steps: " + LONG))],
+        "5,000 digits",
+    ),
+    "long integer in JSON": (
+        lambda d: ["plan", _write(d, "job.json", '{"job": "x", "config": {"n": ' + LONG + "}}")],
+        "5,000 digits",
+    ),
+    "long integer in a set value": (
+        lambda d: ["set", _good(d), "config.process[0].train.steps=" + LONG],
+        "5,000 digits",
+    ),
+    "non-UTF-8 source name": (
+        lambda d: ["set", _write(d, NOT_UTF8, GOOD), BATCH, "-o", d / "out.yaml"],
+        "not valid UTF-8",
+    ),
+    "non-UTF-8 output name": (
+        lambda d: ["set", _good(d), BATCH, "-o", d / NOT_UTF8],
+        "not valid UTF-8",
+    ),
+    "source name too long": (lambda d: ["plan", d / TOO_LONG], "too long"),
+    "output name too long": (
+        lambda d: ["set", _good(d), BATCH, "-o", d / TOO_LONG],
+        "longer than the 255 bytes",
+    ),
+    "change log name too long": (
+        lambda d: ["set", _good(d), BATCH, "-o", d / "o.yaml", "--changelog", d / TOO_LONG],
+        "longer than the 255 bytes",
+    ),
+    "demo --dir a file": (lambda d: ["demo", "--dir", _good(d)], "not a folder"),
+    "change log is /dev/zero": (
+        lambda d: ["scale-up", _good(d), "--changelog", "/dev/zero"],
+        "a device",
+    ),
+    "config is a FIFO": (lambda d: ["plan", _fifo(d, "job.yaml")], "a pipe (FIFO)"),
+    "log is a FIFO": (
+        lambda d: ["plan", _good(d), "--log", _fifo(d, "log.txt")],
+        "a pipe (FIFO)",
+    ),
+    "change log is a FIFO": (
+        lambda d: ["scale-up", _good(d), "--changelog", _fifo(d, "x.changelog.json")],
+        "a pipe (FIFO)",
+    ),
+    "log is /dev/zero": (lambda d: ["plan", _good(d), "--log", "/dev/zero"], "a device"),
+    "UTF-32 config": (
+        lambda d: ["plan", _write(d, "job.yaml", GOOD.encode("utf-32"))],
+        "saved as UTF-32",
+    ),
+    "// comment in .json": (
+        lambda d: ["plan", _write(d, "job.json", '{\n  "job": "extension", // why\n  "c": 1}\n')],
+        "a // comment",
+    ),
+    "/* */ comment in .json": (
+        lambda d: ["plan", _write(d, "job.json", '{"job": /* why */ "extension"}\n')],
+        "a /* */ comment",
+    ),
+    "infinite lr": (
+        lambda d: ["set", _good(d), "config.process[0].train.lr=1e400"],
+        "inf is not a finite number",
+    ),
+    "NaN lr": (
+        lambda d: ["set", _good(d), "config.process[0].train.lr=.nan"],
+        "nan is not a finite number",
+    ),
+    "unset config.name": (
+        lambda d: ["set", _good(d), "--unset", "config.name"],
+        "config.name cannot be removed",
+    ),
+    "unset a list item": (
+        lambda d: ["set", _good(d), "--unset", "config.process[0].datasets[0]"],
+        "is a list item",
+    ),
+    "YAML saved as .json": (
+        lambda d: ["set", _good(d), BATCH, "-o", d / "out.json"],
+        "name the output .yaml",
+    ),
+    "JSONC with comments saved as .json": (
+        lambda d: [
+            "set",
+            _write(
+                d,
+                "job.jsonc",
+                '{\n  // why\n  "job": "extension",\n  "config": {"name": "n", "process": '
+                '[{"type": "sd_trainer", "train": {"batch_size": 4}}]}\n}\n',
+            ),
+            BATCH,
+            "-o",
+            d / "out.json",
+        ],
+        "name the output .jsonc",
+    ),
+    "a child of an aliased mapping": (
+        lambda d: [
+            "set",
+            _write(d, "job.yaml", ANCHORED_TRAIN),
+            "config.process[0].train.batch_size=1",
+        ],
+        "the anchor &train (line 6)",
+    ),
+    "an anchored flow list": (
+        lambda d: [
+            "set",
+            _write(d, "job.yaml", ANCHORED_FLOW),
+            "config.process[0].datasets[0].resolution=[512]",
+        ],
+        "the anchor &res (line 10)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", ABUSE)
+def test_abuse_is_one_line_exit_2_and_nothing_written(capsys, frozen, tmp_path, case):
+    build, expected = ABUSE[case]
+    args = build(tmp_path)  # type: ignore[operator]
+    frozen.freeze()
+    started = time.perf_counter()
+
+    result = run(capsys, *args)
+
+    seconds = time.perf_counter() - started
+    print(f"{case}: {seconds:.3f} s")  # measured, never asserted (a shared machine)
+    assert result.status == 2, result
+    assert "Traceback" not in result.err and "internal error" not in result.err
+    assert result.err.count("\n") == 1 and result.err.startswith("oom-wizard: error: ")
+    assert expected in result.err, result.err
+
+
+def test_a_full_standard_output_is_one_line_that_says_what_was_saved(tmp_path):
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    source = tmp_path / "job.yaml"
+    source.write_text(GOOD, encoding="utf-8")
+    with open("/dev/full", "w") as full:
+        completed = subprocess.run(
+            [sys.executable, "-m", "wizard", "set", str(source), BATCH, "-o", "out.yaml"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+            timeout=60,
+            check=False,
+        )
+    assert completed.returncode == 2
+    assert completed.stderr.count("\n") == 1, completed.stderr
+    assert "cannot write the output: No space left on device" in completed.stderr
+    # The save had finished before the output failed; the line says so, and it is true.
+    assert "out.yaml" in completed.stderr and (tmp_path / "out.yaml").is_file()
+
+
+def test_a_diagnosis_to_a_full_standard_output_writes_nothing_and_says_so(tmp_path):
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    source = tmp_path / "job.yaml"
+    source.write_text(GOOD, encoding="utf-8")
+    with open("/dev/full", "w") as full:
+        completed = subprocess.run(
+            [sys.executable, "-m", "wizard", "plan", str(source)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert completed.returncode == 2
+    assert completed.stderr == (
+        "oom-wizard: error: cannot write the output: No space left on device\n"
+    )
+
+
+def test_demo_in_a_folder_that_cannot_be_written(capsys, tmp_path):
+    folder = Path("/proc/1/oom-wizard-demo")
+    result = run(capsys, "demo", "--dir", folder)
+    assert result.status == 2, result
+    assert result.err.startswith(f"oom-wizard: error: {folder}: ")
+    assert not folder.exists()

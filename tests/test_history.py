@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.plan_support import cli, job, write_job
 
 
@@ -62,3 +64,25 @@ def test_history_without_a_change_log_is_refused(tmp_path: Path) -> None:
     assert status == 2 and "no change log beside this config" in err
     status, _, err = cli("history", tmp_path / "gone.yaml")
     assert status == 2 and "no such file" in err
+
+
+# --------------------------------- issue 12: recorded paths are relative to the change log
+
+
+def test_history_from_another_folder_finds_the_config_beside_the_change_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "jobs"
+    folder.mkdir()
+    write_job(folder / "job.yaml", job(train={"batch_size": 4, "steps": 2000}))
+    monkeypatch.chdir(folder)
+    assert cli("apply", "job.yaml", "--moment", "early_steps")[0] == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+
+    status, out, err = cli("history", folder / "job.oomfix.changelog.json")
+
+    assert status == 0, err
+    assert "Next scale-up: unknown" not in out
+    assert "Next scale-up:" in out

@@ -232,7 +232,8 @@ def test_update_in_place_changes_only_the_config_and_updated_at(db: Path) -> Non
     assert tree["train"]["batch_size"] == 1
     assert tree["train"]["gradient_checkpointing"] is True
     assert tree["datasets"][0]["resolution"] == [512, 768]
-    assert result.changelog == db.parent / "oom-wizard" / "my_lora.changelog.json"
+    job_id = load_job(db, "my_lora").id
+    assert result.changelog == db.parent / "oom-wizard" / db.name / f"{job_id}.changelog.json"
     assert "start job 'my_lora' in AI Toolkit's UI" in result.next_step()
 
 
@@ -322,7 +323,8 @@ def test_save_as_new_clones_the_row_like_the_ui(db: Path) -> None:
     assert config["config"]["name"] == "my_lora_oomfix"
     assert config["config"]["process"][0]["train"]["batch_size"] == 1
     assert key_order(row["job_config"]) == key_order(original["job_config"])
-    assert result.changelog == db.parent / "oom-wizard" / "my_lora_oomfix.changelog.json"
+    folder = db.parent / "oom-wizard" / db.name
+    assert result.changelog == folder / f"{result.job_id}.changelog.json"
     assert "start job 'my_lora_oomfix'" in result.next_step()
     assert "'my_lora' is unchanged" in result.next_step()
 
@@ -364,7 +366,7 @@ def test_an_explicit_name_is_used_as_given(db: Path) -> None:
 
     row = job_row(db, "café lora ✨")
     assert row is not None and json.loads(row["job_config"])["config"]["name"] == "café lora ✨"
-    assert result.changelog.name == "café lora ✨.changelog.json"
+    assert result.changelog.name == f"{row['id']}.changelog.json"
 
 
 # ------------------------------------------------------------------ restore
@@ -447,7 +449,8 @@ def test_a_change_log_of_an_older_version_is_set_aside(db: Path) -> None:
     result = save_to_db(rollback(job), job, InPlace(), direction="rollback")
 
     assert len(json.loads(result.changelog.read_text(encoding="utf-8"))["runs"]) == 1
-    assert (result.changelog.parent / "my_lora.changelog.old-1.json").is_file()
+    aside = result.changelog.name.removesuffix(".json") + ".old-1.json"
+    assert (result.changelog.parent / aside).is_file()
 
 
 # ------------------------------------------------------------ refusals
@@ -631,7 +634,181 @@ def test_a_missing_database_is_refused_without_creating_it(tmp_path: Path) -> No
     assert not (tmp_path / "aitk_db.db").exists()
 
 
-def test_a_job_name_with_a_slash_gets_a_safe_change_log_name(tmp_path: Path) -> None:
-    path = job_changelog_path(tmp_path / "aitk_db.db", "team/lora:v2")
+def test_the_change_log_is_keyed_by_the_database_and_the_job_id(tmp_path: Path) -> None:
+    path = job_changelog_path(tmp_path / "aitk_db.db", "d7ebfd7e-5792-4245-88d2-0b329b6b8a66")
 
-    assert path == tmp_path / "oom-wizard" / "team_lora_v2.changelog.json"
+    assert path == (
+        tmp_path
+        / "oom-wizard"
+        / "aitk_db.db"
+        / "d7ebfd7e-5792-4245-88d2-0b329b6b8a66.changelog.json"
+    )
+
+
+def test_an_id_that_is_not_a_plain_token_is_hashed_so_two_never_meet(tmp_path: Path) -> None:
+    db = tmp_path / "aitk_db.db"
+    first, second = job_changelog_path(db, "a/b"), job_changelog_path(db, "a_b")
+
+    assert first != second
+    assert first.parent == tmp_path / "oom-wizard" / "aitk_db.db"
+    assert "/" not in first.name.removesuffix(".changelog.json")
+
+
+# ------------------------------------------ issue 12: one change log per database and job id
+
+
+def _in_place_then_restore(db: Path, name: str) -> tuple[str, str, str]:
+    """(original, after the in-place save, after the restore) job_config of job ``name``."""
+    original = load_job(db, name).job_config
+    save(db, InPlace(), name=name)
+    saved = load_job(db, name).job_config
+    restore_job(load_job(db, name))
+    return original, saved, load_job(db, name).job_config
+
+
+@pytest.mark.parametrize(("first", "second"), [("a/b", "a_b"), (" x", "x"), ("a:b", "a?b")])
+def test_jobs_whose_names_map_to_one_file_name_each_restore_their_own(
+    db: Path, first: str, second: str
+) -> None:
+    add_job(db, first, config=ui_job_config(first, batch_size=4))
+    add_job(db, second, config=ui_job_config(second, batch_size=8))
+    save(db, InPlace(), name=first)
+    save(db, InPlace(), name=second)  # used to move the first job's change log aside
+
+    restore_job(load_job(db, first))
+    restore_job(load_job(db, second))
+
+    assert json.loads(load_job(db, first).job_config) == ui_job_config(first, batch_size=4)
+    assert json.loads(load_job(db, second).job_config) == ui_job_config(second, batch_size=8)
+    assert load_job(db, first).changelog_path != load_job(db, second).changelog_path
+
+
+def test_two_databases_in_one_folder_each_restore_their_own_job(tmp_path: Path) -> None:
+    one = make_db(tmp_path / "aitk_db.db")
+    two = make_db(tmp_path / "aitk_db_copy.db")
+    add_job(one, "my_lora", config=ui_job_config("my_lora", batch_size=4))
+    add_job(two, "my_lora", config=ui_job_config("my_lora", batch_size=6))
+
+    results = [_in_place_then_restore(db, "my_lora") for db in (one, two)]
+
+    for original, saved, restored in results:
+        assert saved != original and restored == original
+    assert load_job(one, "my_lora").changelog_path.parent != (
+        load_job(two, "my_lora").changelog_path.parent
+    )
+
+
+def test_a_renamed_job_keeps_its_change_log(db: Path) -> None:
+    original = load_job(db, "my_lora").job_config
+    save(db, InPlace())
+    conn = sqlite3.connect(db)
+    conn.execute('UPDATE "Job" SET "name" = ? WHERE "name" = ?', ("renamed", "my_lora"))
+    conn.commit()
+    conn.close()
+
+    restore_job(load_job(db, "renamed"))
+
+    assert load_job(db, "renamed").job_config == original
+
+
+def test_every_previous_config_stays_reachable_after_a_ui_edit(db: Path) -> None:
+    first = load_job(db, "my_lora").job_config
+    save(db, InPlace())
+    conn = sqlite3.connect(db)
+    edited = stringify(ui_job_config("my_lora", batch_size=3))
+    conn.execute('UPDATE "Job" SET "job_config" = ? WHERE "name" = ?', (edited, "my_lora"))
+    conn.commit()
+    conn.close()
+    result = save(db, InPlace())  # the old log describes another version: set aside
+
+    folder = result.changelog.parent
+    recorded = []
+    for path in sorted(folder.glob("*.json")):
+        for run in json.loads(path.read_text(encoding="utf-8"))["runs"]:
+            recorded.append(run["database"]["job_config_before"])
+    assert first in recorded and edited in recorded
+
+
+@pytest.mark.parametrize("step", ["abc", 1.5, -3, "12", "9" * 40])
+def test_a_step_that_is_not_an_integer_does_not_break_the_list(db: Path, step: Any) -> None:
+    conn = sqlite3.connect(db)
+    conn.execute('UPDATE "Job" SET "step" = ? WHERE "name" = ?', (step, "my_lora"))
+    conn.commit()
+    conn.close()
+
+    (job,) = list_jobs(db)
+
+    assert job.step == (12 if step == "12" else 0)
+
+
+def test_a_concurrent_save_of_this_tool_is_not_blamed_on_the_ui(db: Path) -> None:
+    stale = load_job(db, "my_lora")
+    save(db, InPlace())
+
+    with pytest.raises(JobDatabaseError, match="just saved by another oom-wizard run"):
+        save_to_db(rollback(stale), stale, InPlace(), direction="rollback")
+
+
+def test_a_ui_edit_is_still_named_as_one(db: Path) -> None:
+    stale = load_job(db, "my_lora")
+    conn = sqlite3.connect(db)
+    edited = stringify(ui_job_config("my_lora", batch_size=3))
+    conn.execute('UPDATE "Job" SET "job_config" = ? WHERE "name" = ?', (edited, "my_lora"))
+    conn.commit()
+    conn.close()
+
+    with pytest.raises(JobDatabaseError, match="changed in AI Toolkit's UI"):
+        save_to_db(rollback(stale), stale, InPlace(), direction="rollback")
+
+
+def test_a_kill_during_the_database_commit_is_named_as_such(db: Path) -> None:
+    """SIGKILL after the change log is in place, before COMMIT: the job is as before."""
+    import os
+    import signal
+
+    from wizard import save as save_module
+
+    original = load_job(db, "my_lora").job_config
+    pid = os.fork()
+    if pid == 0:
+        try:
+
+            def die(step: str, path: Path) -> None:
+                if step == "fsync-dir":
+                    os.kill(os.getpid(), signal.SIGKILL)
+
+            save_module.STEP_HOOK = die
+            save(db, InPlace())
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == -signal.SIGKILL
+    job = load_job(db, "my_lora")
+    assert job.job_config == original and job.changelog_path.is_file()
+
+    with pytest.raises(JobDatabaseError, match="interrupted before the database took it"):
+        restore_job(job)
+
+
+def test_a_wal_database_that_cannot_get_its_side_files_says_so(tmp_path: Path) -> None:
+    from wizard.jobdb import _database_error
+
+    db = make_db(tmp_path / "aitk_db.db")
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.close()
+
+    error = _database_error(sqlite3.OperationalError("unable to open database file"), db, 5.0)
+
+    assert "WAL mode" in error.message and "-wal and -shm" in error.message
+
+
+def test_a_job_config_nested_too_deeply_is_one_line(db: Path) -> None:
+    conn = sqlite3.connect(db)
+    deep = '{"job": "extension", "config": ' + "[" * 3000 + "]" * 3000 + "}"
+    conn.execute('UPDATE "Job" SET "job_config" = ? WHERE "name" = ?', (deep, "my_lora"))
+    conn.commit()
+    conn.close()
+
+    with pytest.raises(ConfigError, match="nests deeper than 100 levels"):
+        job_document(load_job(db, "my_lora"))

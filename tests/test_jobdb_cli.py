@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from tests.aitk_db import add_job, job_row, make_db
+from tests.aitk_db import add_job, all_rows, job_row, make_db
 from wizard.changes import Change, prepare
 from wizard.cli import main
 from wizard.commands._jobdb import (
@@ -70,7 +70,7 @@ def test_restore_puts_the_config_back_and_says_what_to_do(
     assert json.loads(row["job_config"])["config"]["process"][0]["train"]["batch_size"] == 4
     assert "Restored job 'my_lora'" in out
     assert "config.process[0].train.batch_size: 1 → 4" in out
-    assert str(db.parent / "oom-wizard" / "my_lora.changelog.json") in out
+    assert str(load_job(db, "my_lora").changelog_path) in out
     assert "start job 'my_lora' in AI Toolkit's UI" in out
 
 
@@ -243,3 +243,26 @@ def test_apply_to_a_running_job_is_refused(db: Path, capsys: pytest.CaptureFixtu
 
     assert "job 'busy' is running" in capsys.readouterr().err
     assert job_row(db, "busy") == before
+
+
+def test_as_new_with_a_name_too_long_is_one_line_and_writes_nothing(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 12, item 10: ENAMETOOLONG for --as-new is bad input, not an internal error."""
+    rows = all_rows(db)
+    status = main(
+        [
+            "set",
+            "--db",
+            str(db),
+            "--job",
+            "my_lora",
+            "config.process[0].train.batch_size=1",
+            "--as-new",
+            "n" * 300,
+        ]
+    )
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert err.count("\n") == 1 and err.startswith("oom-wizard: error: ")
+    assert all_rows(db) == rows

@@ -64,8 +64,8 @@ def document(text: str, name: str = "job.json") -> JobDocument:
     return parse_document(text, source=Path(name), fmt="json")
 
 
-def edit(text: str, *edits: Edit) -> str:
-    return document(text).with_edits(edits).text
+def edit(text: str, *edits: Edit, name: str = "job.json") -> str:
+    return document(text, name).with_edits(edits).text
 
 
 def expected_tree(edits: list[Edit]) -> dict[str, Any]:
@@ -173,19 +173,19 @@ def test_jsonc_loads_with_both_comment_kinds() -> None:
 
 
 def test_jsonc_set_keeps_the_comment_on_the_line() -> None:
-    after = edit(JSONC, SetValue((*P0, "train", "batch_size"), 1))
+    after = edit(JSONC, SetValue((*P0, "train", "batch_size"), 1), name="job.jsonc")
 
     assert after == JSONC.replace('"batch_size": 4, // lower', '"batch_size": 1, // lower')
 
 
 def test_jsonc_remove_keeps_the_comment_above_the_next_member() -> None:
-    after = edit(JSONC, RemoveKey((*P0, "train", "batch_size")))
+    after = edit(JSONC, RemoveKey((*P0, "train", "batch_size")), name="job.jsonc")
 
     assert after == JSONC.replace('          "batch_size": 4, // lower on OOM\n', "")
 
 
 def test_jsonc_remove_the_last_member_moves_the_comma_not_the_comments() -> None:
-    after = edit(JSONC, RemoveKey((*P0, "train", "steps")))
+    after = edit(JSONC, RemoveKey((*P0, "train", "steps")), name="job.jsonc")
 
     assert after == JSONC.replace('"lr": 0.0001,\n', '"lr": 0.0001\n').replace(
         '          "steps": 100 // short run\n', ""
@@ -193,7 +193,7 @@ def test_jsonc_remove_the_last_member_moves_the_comma_not_the_comments() -> None
 
 
 def test_jsonc_add_goes_after_the_last_member_at_its_indentation() -> None:
-    after = edit(JSONC, SetValue((*P0, "train", "gradient_checkpointing"), True))
+    after = edit(JSONC, SetValue((*P0, "train", "gradient_checkpointing"), True), name="job.jsonc")
 
     assert after == JSONC.replace(
         '"steps": 100 // short run\n',
@@ -205,7 +205,7 @@ def test_jsonc_add_goes_after_the_last_member_at_its_indentation() -> None:
 def test_jsonc_remove_the_only_member_keeps_a_comment_inside() -> None:
     text = '{"a": {"b": 1 // why\n}}'
 
-    assert edit(text, RemoveKey(("a", "b"))) == '{"a": { // why\n}}'
+    assert edit(text, RemoveKey(("a", "b")), name="job.jsonc") == '{"a": { // why\n}}'
 
 
 def test_comment_stripping_keeps_strings_and_positions() -> None:

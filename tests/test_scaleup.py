@@ -281,3 +281,53 @@ def test_the_why_names_only_the_steps_this_rollback_lowered(tmp_path: Path) -> N
     assert step is not None
     assert "The order is Re-add the biggest resolution → Larger batch:" in step.why
     assert "LoRA rank" not in step.why
+
+
+# ------------------------------------- issue 12: a change log must belong to the config
+
+
+def _rolled_back(folder: Path, name: str, batch: int) -> Path:
+    folder.mkdir(exist_ok=True)
+    source = write_job(folder / f"{name}.yaml", job(train={"batch_size": batch, "steps": 2000}))
+    status, _, err = cli("apply", source, "--moment", "early_steps")
+    assert status == 0, err
+    return folder / f"{name}.oomfix.yaml"
+
+
+def test_scale_up_refuses_another_jobs_change_log(tmp_path: Path) -> None:
+    mine = _rolled_back(tmp_path, "mine", 4)
+    theirs = _rolled_back(tmp_path, "theirs", 8)
+    before = sorted(p.name for p in tmp_path.iterdir())
+
+    status, _, err = cli("scale-up", mine, "--changelog", changelog_beside(theirs), "--yes")
+
+    assert status == 2
+    assert "describes" in err and "not mine.oomfix.yaml" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_scale_up_of_an_edited_config_goes_on_with_a_note(tmp_path: Path) -> None:
+    mine = _rolled_back(tmp_path, "mine", 4)
+    mine.write_text(mine.read_text(encoding="utf-8") + "# my own note\n", encoding="utf-8")
+
+    status, out, err = cli("scale-up", mine, "--dry-run")
+
+    assert status == 0, err
+    assert "edited after oom-wizard saved it" in out
+
+
+def test_a_relative_output_is_recorded_relative_to_the_change_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "jobs").mkdir()
+    write_job(tmp_path / "jobs" / "job.yaml", job(train={"batch_size": 4, "steps": 2000}))
+    monkeypatch.chdir(tmp_path)
+    status, _, err = cli(
+        "apply", "jobs/job.yaml", "--moment", "early_steps", "-o", "jobs/job.fixed.yaml"
+    )
+    assert status == 0, err
+
+    log = read_changelog(tmp_path / "jobs" / "job.fixed.changelog.json")
+
+    assert log.output.path == "job.fixed.yaml"
+    assert log.source.path == "job.yaml"

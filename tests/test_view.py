@@ -864,3 +864,34 @@ def test_any_value_gives_a_view_or_a_config_error(
         assert "\n" not in error.one_line()
     else:
         assert view.primary is not None
+
+
+def test_rendered_size_reads_the_prompts_once_for_all_samples(monkeypatch) -> None:
+    """Issue 12, item 12: one pass over the overrides, not one per sample (quadratic)."""
+    import wizard.view as view_module
+
+    prompts = [f"p{i} --w 640" for i in range(200)]
+    tree = {
+        "job": "extension",
+        "config": {
+            "name": "t",
+            "process": [{"type": "sd_trainer", "sample": {"prompts": prompts}}],
+        },
+    }
+    view = view_module.build_view(tree, file="job.yaml", locate=lambda _path: None)
+    sample = view.processes[0].sample
+    assert sample is not None
+    calls = 0
+    real = view_module.size_flags
+
+    def counted(text: str) -> Any:
+        nonlocal calls
+        calls += 1
+        return real(text)
+
+    monkeypatch.setattr(view_module, "size_flags", counted)
+
+    sizes = [sample.rendered_size(i) for i in range(len(prompts))]
+
+    assert all(size["width"] == 640 for size in sizes)
+    assert calls == len(prompts)

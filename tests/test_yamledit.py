@@ -545,3 +545,75 @@ def test_position_is_the_line_and_column_of_the_value(field: str, where: tuple[i
 )
 def test_position_of_something_absent_is_none(field: str) -> None:
     assert document(JOB).position(path(field)) is None
+
+
+# ------------------------------------- issue 12: aliases counted in any order, unshared copies
+
+ALIASED_LATER = """\
+job: extension
+config:
+  name: t
+  process:
+    - type: sd_trainer
+      train: &train
+        batch_size: 4
+    - type: sd_trainer
+      train: *train
+other: *train
+"""
+
+
+@pytest.mark.parametrize(
+    "path",
+    [(*P0, "train", "batch_size"), ("config", "process", 1, "train", "batch_size")],
+)
+def test_a_child_of_an_aliased_mapping_is_refused_naming_its_anchor(path: FieldPath) -> None:
+    with pytest.raises(EditError, match=r"&train \(line 6\)"):
+        edit(ALIASED_LATER, SetValue(path, 1))
+
+
+def test_the_intended_tree_shares_nothing_with_the_aliased_source() -> None:
+    from wizard.document import apply_to_tree
+
+    tree = yaml.load(ALIASED_LATER, Loader=ToolkitLoader)
+    assert tree["config"]["process"][0]["train"] is tree["other"]  # YAML shares them
+
+    expected = apply_to_tree(tree, SetValue((*P0, "train", "batch_size"), 1))
+
+    assert expected["config"]["process"][0]["train"]["batch_size"] == 1
+    assert expected["config"]["process"][1]["train"]["batch_size"] == 4
+    assert expected["other"]["batch_size"] == 4
+
+
+PROMPTS = (
+    "\n".join(
+        [
+            "job: extension",
+            "config:",
+            "  name: t",
+            "  process:",
+            "    - type: sd_trainer",
+            "      sample:",
+            "        width: 1024",
+            "        prompts:",
+        ]
+        + [f'          - "prompt {i} --w 1280 --h 768"  # n{i}' for i in range(60)]
+    )
+    + "\n"
+)
+
+
+def test_many_edits_made_together_give_exactly_the_one_at_a_time_text() -> None:
+    document = parse_document(PROMPTS, source=Path("job.yaml"), fmt="yaml")
+    edits: list[Edit] = [
+        SetValue((*P0, "sample", "prompts", i), f"prompt {i} --w 768 --h 464") for i in range(60)
+    ]
+    edits += [SetValue((*P0, "sample", "width"), 768), SetValue((*P0, "sample", "height"), 768)]
+
+    together = document.with_edits(edits).text
+    one_by_one = document
+    for single in edits:
+        one_by_one = one_by_one.with_edits([single])
+
+    assert together == one_by_one.text
+    assert "# n59" in together and "--w 768 --h 464" in together

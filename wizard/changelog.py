@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,6 +24,8 @@ from wizard.errors import WizardError
 
 FORMAT: Final = "oom-wizard-changelog/1"
 CHANGELOG_SUFFIX: Final = ".changelog.json"
+#: A change log holds a few entries per run; anything past this is not one.
+MAX_CHANGELOG_BYTES: Final = 16 * 1024 * 1024
 
 Direction = Literal["rollback", "scale_up", "edit", "restore"]
 
@@ -168,6 +171,49 @@ def changelog_path_for(output: Path) -> Path:
     return output.with_name(output.stem + CHANGELOG_SUFFIX)
 
 
+def resolve_recorded(log_path: Path, recorded: str) -> Path:
+    """A path the change log records, as a path to open: a relative one is relative to the
+    change log's own folder (never to the current folder)."""
+    path = Path(recorded)
+    return path if path.is_absolute() else log_path.parent / path
+
+
+def record_path(path: Path, log_path: Path) -> str:
+    """How the change log at ``log_path`` records ``path``: as given when absolute, else
+    relative to the change log's folder (so that it means the same from any folder)."""
+    if path.is_absolute():
+        return str(path)
+    return os.path.relpath(path.absolute(), log_path.parent.absolute())
+
+
+def check_belongs(log: ChangeLog, log_path: Path, config: Path, data: bytes) -> str | None:
+    """Refuse a change log that describes another config; a note when it is ours but edited.
+
+    The log names its latest output and that file's SHA-256. A config with neither that
+    name nor those bytes is another job's; one with the name but other bytes was edited
+    after the save (a note, the caller goes on from the file as it is).
+
+    Raises:
+        WizardError: the change log describes another config.
+    """
+    same_bytes = log.output.sha256 is not None and log.output.sha256 == sha256_of(data)
+    recorded = resolve_recorded(log_path, log.output.path)
+    same_name = recorded.name == config.name
+    if same_bytes:
+        return None
+    if not same_name:
+        raise WizardError(
+            f"this change log describes {log.output.path}, not {config.name} (neither its "
+            "name nor its SHA-256 match): pass the change log that oom-wizard wrote for "
+            "this config",
+            file=log_path,
+        )
+    return (
+        f"{config}: edited after oom-wizard saved it (its SHA-256 is not the one in "
+        f"{log_path}); the scale-up goes on from the file as it is now"
+    )
+
+
 def find_changelog(config: Path) -> Path | None:
     """The change log that describes ``config``, when there is one beside it."""
     candidate = changelog_path_for(config)
@@ -180,18 +226,40 @@ def read_changelog(path: Path) -> ChangeLog:
     Raises:
         WizardError: the file is missing, not JSON, or not an oom-wizard change log.
     """
+    from wizard.document import NotRegularFile, read_regular_file
+    from wizard.yamlload import check_limits
+
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_regular_file(path, MAX_CHANGELOG_BYTES + 1)
     except FileNotFoundError:
         raise WizardError("no such change log", file=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise WizardError(f"cannot read this change log: {exc}", file=path) from None
+    except NotRegularFile as exc:
+        raise WizardError(f"this is {exc.kind}, not a change log", file=path) from None
+    except OSError as exc:
+        raise WizardError(
+            f"cannot read this change log: {exc.strerror or exc}", file=path
+        ) from None
+    if len(data) > MAX_CHANGELOG_BYTES:
+        raise WizardError(
+            f"larger than {MAX_CHANGELOG_BYTES // (1024 * 1024)} MiB, which no change log of "
+            "oom-wizard is; is this the right file?",
+            file=path,
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise WizardError(
+            f"not UTF-8 text (byte {exc.start}): not a change log", file=path
+        ) from None
+    check_limits(text, path, what="this change log")
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
         raise WizardError(
             f"not JSON: {exc.msg}", file=path, line=exc.lineno, column=exc.colno
         ) from None
+    except (ValueError, RecursionError) as exc:
+        raise WizardError(f"not a change log: {exc}", file=path) from None
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise WizardError(f"not an oom-wizard change log (expected format {FORMAT})", file=path)
     try:

@@ -10,10 +10,11 @@ atomically beside a fresh change log.
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from wizard.changelog import (
     ChangeEntry,
@@ -80,6 +81,7 @@ def prepare(document: JobDocument, changes: Sequence[Change]) -> Prepared:
     kept: list[Change] = []
     entries: list[ChangeEntry] = []
     for change in changes:
+        _check_change(document, change)
         before = document.get(change.path)
         if change.after is MISSING and before is MISSING:
             continue
@@ -106,6 +108,55 @@ def prepare(document: JobDocument, changes: Sequence[Change]) -> Prepared:
     except ConfigError as exc:
         raise EditError(f"refused: {exc.message}", file=document.source) from None
     return Prepared(document, after, tuple(entries))
+
+
+#: Keys AI Toolkit cannot start without: removing one is refused.
+REQUIRED: Final[dict[FieldPath, str]] = {
+    ("job",): "AI Toolkit reads the job type from it",
+    ("config",): "it holds the whole job",
+    ("config", "name"): "AI Toolkit names the job, its output folder and its files after it",
+    ("config", "process"): "it holds the training processes",
+}
+
+
+def _check_change(document: JobDocument, change: Change) -> None:
+    """Refuse a change AI Toolkit could not use, or the change log could not record.
+
+    Raises:
+        EditError: a required key removed, a list item removed, a value that is not a
+            finite number (``1e400`` reads as infinity, ``.nan`` as not-a-number).
+    """
+    where = format_path(change.path)
+    if change.after is MISSING:
+        if change.path in REQUIRED:
+            raise EditError(
+                f"{where} cannot be removed: {REQUIRED[change.path]}; set another value instead",
+                file=document.source,
+            )
+        if change.path and isinstance(change.path[-1], int):
+            raise EditError(
+                f"{where} is a list item; oom-wizard removes keys, not list items: set the "
+                "whole list instead, or remove the item in an editor",
+                file=document.source,
+            )
+        return
+    bad = _non_finite(change.after)
+    if bad is not None:
+        raise EditError(
+            f"{where}: {bad} is not a finite number, which AI Toolkit cannot train with "
+            "(and JSON cannot record); give a finite value",
+            file=document.source,
+        )
+
+
+def _non_finite(value: Any) -> str | None:
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, list):
+        return next((found for item in value if (found := _non_finite(item))), None)
+    if isinstance(value, dict):
+        return next((found for item in value.values() if (found := _non_finite(item))), None)
+    return None
 
 
 def changelog_of(config: Path) -> ChangeLog | None:

@@ -110,7 +110,7 @@ def _main(args_list: list[str], debug: bool) -> int:
     except WizardError as exc:
         if debug:
             traceback.print_exc()
-        _say(f"{PROG}: error: {exc.one_line()}{_written_note(before)}")
+        _say(f"{error_line(exc)}{_written_note(before)}")
         return EXIT_BAD_INPUT
     except KeyboardInterrupt as exc:
         what = "terminated" if isinstance(exc, Terminated) else "interrupted"
@@ -125,25 +125,68 @@ def _main(args_list: list[str], debug: bool) -> int:
         _silence_stdout()
         return EXIT_OK
     except OSError as exc:
-        if exc.errno in (errno.ENOSPC, errno.EIO, errno.EDQUOT) and not _stdout_ok():
+        if _os_error_line(exc) is None:
+            return _internal(exc, debug)
+        if debug:
+            traceback.print_exc()
+        if exc.filename is None:
             _silence_stdout()
-            _say(
-                f"{PROG}: error: cannot write to standard output: {exc.strerror}"
-                f"{_written_note(before)}"
-            )
-            return EXIT_BAD_INPUT
-        return _internal(exc, debug)
+        _say(f"{error_line(exc)}{_written_note(before)}")
+        return EXIT_BAD_INPUT
     except Exception as exc:
         return _internal(exc, debug)
+
+
+#: Errors of the machine, not of the program: one line, like any bad input.
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG})
+_PATH_ERRNOS = frozenset(
+    {errno.ENAMETOOLONG, errno.ELOOP, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR}
+)
+
+
+def _os_error_line(exc: OSError) -> str | None:
+    """The one line for an ``OSError`` that no layer below turned into a refusal, or None.
+
+    The save and database layers wrap their own writes, so a full device here is the
+    output (standard output, a pipe, a terminal); a name error names its path.
+    """
+    if exc.filename is None and exc.errno in _OUTPUT_ERRNOS:
+        return f"cannot write the output: {exc.strerror}"
+    if exc.filename is not None and exc.errno in (_PATH_ERRNOS | _OUTPUT_ERRNOS):
+        name = os.fsencode(exc.filename).decode("utf-8", "replace")
+        return f"{name}: {exc.strerror}"
+    return None
+
+
+def error_line(exc: BaseException) -> str:
+    """The one line the command line prints for ``exc`` (the app shows the same line).
+
+    A ``WizardError`` is bad input; an ``OSError`` of the machine (a full device, a name
+    too long) is too; anything else is an internal error, a bug.
+    """
+    if isinstance(exc, WizardError):
+        return f"{PROG}: error: {exc.one_line()}"
+    if isinstance(exc, OSError):
+        line = _os_error_line(exc)
+        if line is not None:
+            return f"{PROG}: error: {line}"
+    return (
+        f"{PROG}: internal error: {type(exc).__name__}: {exc} "
+        "(run again with --debug for a traceback, and please report it)"
+    )
+
+
+def is_bad_input(exc: BaseException) -> bool:
+    """Whether ``exc`` is bad input (exit status 2) rather than a bug (exit status 1)."""
+    return isinstance(exc, WizardError) or (
+        isinstance(exc, OSError) and _os_error_line(exc) is not None
+    )
 
 
 def _internal(exc: Exception, debug: bool) -> int:
     if debug:
         traceback.print_exc()
-    _say(
-        f"{PROG}: internal error: {type(exc).__name__}: {exc} "
-        "(run again with --debug for a traceback, and please report it)"
-    )
+    _say(error_line(exc))
     return EXIT_INTERNAL
 
 
@@ -165,14 +208,6 @@ def _say(line: str) -> None:
     """One line on stderr, even when stderr itself is gone."""
     with contextlib.suppress(OSError, ValueError):
         print(line, file=sys.stderr, flush=True)
-
-
-def _stdout_ok() -> bool:
-    try:
-        sys.stdout.flush()
-    except (OSError, ValueError):
-        return False
-    return True
 
 
 def _silence_stdout() -> None:

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import itertools
 import json
 import math
+import os
 import re
+import stat
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
@@ -28,7 +31,7 @@ from wizard.paths import MISSING as MISSING
 from wizard.paths import FieldPath, format_path
 from wizard.view import JobView, build_view
 from wizard.yamledit import YamlText
-from wizard.yamlload import compose, construct
+from wizard.yamlload import ComposedYaml, check_limits, compose, construct
 
 Format: TypeAlias = Literal["yaml", "json"]
 
@@ -79,11 +82,14 @@ class JobDocument:
     bom: bool = False
     newline: str = "\n"
     warnings: tuple[str, ...] = ()
+    composed: ComposedYaml | None = field(default=None, repr=False, compare=False)
+    """The YAML node graph the tree was built from (None for JSON): the editor reuses it."""
 
     @cached_property
     def _editor(self) -> YamlText | JsonText:
         if self.fmt == "yaml":
-            return YamlText(self.text, compose(self.text, self.source), self.newline)
+            composed = self.composed or compose(self.text, self.source)
+            return YamlText(self.text, composed, self.newline)
         return JsonText(self.text, self.newline)
 
     @cached_property
@@ -121,10 +127,58 @@ class JobDocument:
             EditError: an edit cannot be made without touching other fields, or the
                 result would not load to exactly the intended tree.
         """
+        edits = list(edits)
         document = self
+        if len(edits) > 1 and _independent(edits):
+            # Edits of unrelated fields commute: those that are one splice of the text go
+            # in together (one parse checks them all), the others one at a time after.
+            regions = [(edit, self._splice_of(edit)) for edit in edits]
+            together = [(edit, region) for edit, region in regions if region is not None]
+            if len(together) > 1:
+                batched = self._apply_together(together)
+                if batched is not None:
+                    document = batched
+                    edits = [edit for edit, region in regions if region is None]
         for edit in edits:
             document = document._apply(edit)
         return document
+
+    def _splice_of(self, edit: Edit) -> tuple[int, int, str] | None:
+        if not isinstance(edit, SetValue):
+            return None
+        try:
+            _check_writable(edit.value, edit.path)
+            return self._editor.splice_of(edit.path, edit.value)
+        except EditError:
+            return None
+
+    def _apply_together(
+        self, together: list[tuple[Edit, tuple[int, int, str]]]
+    ) -> JobDocument | None:
+        """The edits (each with its one splice of this text, none overlapping) in one pass.
+
+        The result is parsed once and must load to exactly the intended tree; None (make
+        the edits one at a time, which also names the one that fails) otherwise. This keeps
+        a config with thousands of edited prompts linear instead of one parse per edit.
+        """
+        regions = [region for _, region in together]
+        regions.sort(key=lambda region: region[0])  # stable: insertions keep the edits' order
+        if any(a[1] > b[0] for a, b in itertools.pairwise(regions)):
+            return None
+        pieces: list[str] = []
+        at = 0
+        for start, end, replacement in regions:
+            pieces += [self.text[at:start], replacement]
+            at = end
+        pieces.append(self.text[at:])
+        expected = unshared_copy(self.tree)
+        for edit, _ in together:
+            _apply_in_place(expected, edit)
+        try:
+            edited = parse_document("".join(pieces), source=self.source, fmt=self.fmt, bom=self.bom)
+        except ConfigError:
+            return None
+        return edited if same_value(edited.tree, expected) else None
 
     def _apply(self, edit: Edit) -> JobDocument:
         editor = self._editor
@@ -157,9 +211,9 @@ class JobDocument:
         comment = f"# {line}"
         if self.fmt != "yaml" or self.bom or self.text.startswith(comment):
             return self
-        return parse_document(
-            comment + self.newline + self.text, source=self.source, fmt=self.fmt, bom=self.bom
-        )
+        # A comment line above everything never changes what YAML reads (not even before a
+        # directive), so the tree stays; only the text, and so the node positions, move.
+        return dataclasses.replace(self, text=comment + self.newline + self.text, composed=None)
 
     def to_bytes(self) -> bytes:
         """The bytes to write: the text, UTF-8, with the byte-order mark if the source had one."""
@@ -177,8 +231,15 @@ def load_document(path: str | Path) -> JobDocument:
             not valid YAML/JSON, or not an AI Toolkit job.
     """
     path = Path(path)
-    fmt = format_for(path)
+    try:
+        fmt = format_for(path)
+    except OSError as exc:  # e.g. a name longer than the file system allows
+        raise ConfigError(f"cannot use this name: {exc.strerror or exc}", file=path) from None
     data = _read_bounded(path)
+    if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        raise ConfigError(
+            "this file is saved as UTF-32; AI Toolkit reads UTF-8: save it as UTF-8", file=path
+        )
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise ConfigError(
             "this file is saved as UTF-16; AI Toolkit reads UTF-8: save it as UTF-8", file=path
@@ -217,12 +278,25 @@ def _toolkit_would_refuse(path: Path, fmt: Format, bom: bool) -> tuple[str, ...]
             f"{path}: AI Toolkit reads only names ending in lower-case .yaml, .yml, .json or "
             f".jsonc and refuses '{path.suffix}'; rename the file before you run it"
         )
+    if path.suffix.lower() == ".jsonc" and _has_json_comments(path):
+        notes.append(
+            f"{path}: has // or /* */ comments; AI Toolkit reads .jsonc with plain json.loads, "
+            "which refuses them (only the UI's importer strips them); the output keeps them"
+        )
     if fmt == "json" and bom:
         notes.append(
             f"{path}: starts with a byte-order mark, which AI Toolkit's JSON reader refuses "
             "('Unexpected UTF-8 BOM'); the output keeps it: save it without the mark to run it"
         )
     return tuple(notes)
+
+
+def _has_json_comments(path: Path) -> bool:
+    try:
+        text = read_regular_file(path, MAX_CONFIG_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return False
+    return "/" in text and strip_json_comments(text) != text
 
 
 def _not_json_values(document: JobDocument) -> tuple[str, ...]:
@@ -270,12 +344,13 @@ def format_for(path: Path) -> Format:
 
 def _read_bounded(path: Path) -> bytes:
     try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_CONFIG_BYTES + 1)
+        data = read_regular_file(path, MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError("no such file; check the path", file=path) from None
     except IsADirectoryError:
         raise ConfigError("this is a folder, not a config file", file=path) from None
+    except NotRegularFile as exc:
+        raise ConfigError(f"this is {exc.kind}, not a config file", file=path) from None
     except OSError as exc:
         raise ConfigError(f"cannot read it: {exc.strerror}", file=path) from None
     if len(data) > MAX_CONFIG_BYTES:
@@ -287,6 +362,47 @@ def _read_bounded(path: Path) -> bytes:
     return data
 
 
+class NotRegularFile(OSError):
+    """A path that is a FIFO, a device or a socket: reading it could block or never end."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+def read_regular_file(path: Path, limit: int) -> bytes:
+    """At most ``limit`` bytes of ``path``, which must be a regular file.
+
+    The file is opened without blocking (a FIFO would wait for a writer) and checked with
+    ``fstat`` on the open descriptor, so nothing can swap it for another kind meanwhile.
+
+    Raises:
+        NotRegularFile: a FIFO, device, socket or folder.
+        OSError: it cannot be opened or read.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(_kind_of(mode))
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(limit)
+    finally:
+        os.close(fd)
+
+
+def _kind_of(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a pipe (FIFO), which could wait forever"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device, which can be read forever"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
 def parse_document(text: str, *, source: Path, fmt: Format, bom: bool = False) -> JobDocument:
     """A document from text already in memory (a file's content, a database column).
 
@@ -294,12 +410,22 @@ def parse_document(text: str, *, source: Path, fmt: Format, bom: bool = False) -
         ConfigError: the text is not valid YAML/JSON or its top level is not a mapping.
     """
     newline = "\r\n" if "\r\n" in text else "\n"
-    if fmt == "yaml":
-        composed = compose(text, source)
-        tree = construct(composed, source)
-        warnings = composed.duplicates
-    else:
-        tree, warnings = _load_json(text, source)
+    check_limits(text, source)
+    composed: ComposedYaml | None = None
+    try:
+        if fmt == "yaml":
+            composed = compose(text, source)
+            warnings = composed.duplicates
+            tree = construct(composed, source)
+            if "<<" in text:
+                composed = None  # constructing merge keys rewrites the node graph in place
+        else:
+            tree, warnings = _load_json(text, source)
+    except RecursionError:
+        # The depth bound above should make this unreachable; never a traceback if not.
+        raise ConfigError(
+            "nested too deeply to read; no job config is: is this the right file?", file=source
+        ) from None
     if not isinstance(tree, dict):
         kind = "a list" if isinstance(tree, list) else f"a single value ({tree!r:.40})"
         raise ConfigError(
@@ -316,10 +442,13 @@ def parse_document(text: str, *, source: Path, fmt: Format, bom: bool = False) -
         bom=bom,
         newline=newline,
         warnings=tuple(f"{source}:{note}" for note in warnings),
+        composed=composed,
     )
 
 
-_COMMENT_OR_STRING = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/', re.S)
+#: A string (unrolled: linear, no backtracking), or a comment; a string is matched first,
+#: so ``//`` inside one is text.
+_COMMENT_OR_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|//[^\n]*|/\*.*?\*/', re.S)
 
 
 def strip_json_comments(text: str) -> str:
@@ -335,7 +464,19 @@ def strip_json_comments(text: str) -> str:
 
 
 def _load_json(text: str, source: Path) -> tuple[Any, tuple[str, ...]]:
-    stripped = strip_json_comments(text)
+    stripped = strip_json_comments(text) if "/" in text else text
+    if stripped != text and source.suffix.lower() == ".json":
+        at = next(i for i, (a, b) in enumerate(zip(text, stripped, strict=True)) if a != b)
+        line = text.count("\n", 0, at) + 1
+        column = at - (text.rfind("\n", 0, at) + 1) + 1
+        kind = "//" if text.startswith("//", at) else "/* */"
+        raise ConfigError(
+            f"a {kind} comment; AI Toolkit reads .json files with json.loads, which refuses "
+            "comments: delete it",
+            file=source,
+            line=line,
+            column=column,
+        )
     if not stripped.strip():
         raise ConfigError("the file is empty; pass the job's config file", file=source)
     try:
@@ -359,9 +500,34 @@ def _json_error(text: str, exc: json.JSONDecodeError, source: Path) -> ConfigErr
 # ----------------------------------------------------------- tree arithmetic
 
 
+def _independent(edits: list[Edit]) -> bool:
+    """No edit's path is another's, or inside another's (so their order cannot matter)."""
+    paths = {edit.path for edit in edits}
+    if len(paths) < len(edits):
+        return False
+    return not any(path[:depth] in paths for path in paths for depth in range(1, len(path)))
+
+
 def apply_to_tree(tree: dict[str, Any], edit: Edit) -> dict[str, Any]:
-    """A deep copy of ``tree`` with ``edit`` applied: what the edited text must load to."""
-    result = copy.deepcopy(tree)
+    """A copy of ``tree`` with ``edit`` applied: what the edited text must load to.
+
+    The copy shares nothing: a value that YAML aliases into two places is two values
+    here, so an edit that changes the other place too shows up as a difference.
+    """
+    result: dict[str, Any] = unshared_copy(tree)
+    _apply_in_place(result, edit)
+    return result
+
+
+def apply_edits(tree: dict[str, Any], edits: Iterable[Edit]) -> dict[str, Any]:
+    """A copy of ``tree`` (sharing nothing) with every edit applied in order (one copy)."""
+    result: dict[str, Any] = unshared_copy(tree)
+    for edit in edits:
+        _apply_in_place(result, edit)
+    return result
+
+
+def _apply_in_place(result: dict[str, Any], edit: Edit) -> None:
     node: Any = result
     for part in edit.path[:-1]:
         if isinstance(part, int):
@@ -369,15 +535,39 @@ def apply_to_tree(tree: dict[str, Any], edit: Edit) -> dict[str, Any]:
             continue
         if node.get(part) is None:  # absent, or an empty section (`sample:`)
             if isinstance(edit, RemoveKey):
-                return result
+                return
             node[part] = {}
         node = node[part]
     last = edit.path[-1]
     if isinstance(edit, SetValue):
-        node[last] = copy.deepcopy(edit.value)
+        node[last] = unshared_copy(edit.value)
     elif isinstance(node, dict):
         node.pop(last, None)
-    return result
+    elif isinstance(node, list) and isinstance(last, int) and 0 <= last < len(node):
+        del node[last]
+
+
+def unshared_copy(value: Any) -> Any:
+    """A deep copy in which no two places share a list or mapping (unlike ``copy.deepcopy``,
+    which keeps YAML aliases aliased). Iterative: depth is bounded by the loader already."""
+    if not isinstance(value, (dict, list)):
+        return copy.copy(value)
+    root: Any = {} if isinstance(value, dict) else []
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        items = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, child in items:
+            if isinstance(child, (dict, list)):
+                fresh: Any = {} if isinstance(child, dict) else []
+                stack.append((child, fresh))
+            else:
+                fresh = child
+            if isinstance(target, dict):
+                target[key] = fresh
+            else:
+                target.append(fresh)
+    return root
 
 
 def same_value(a: Any, b: Any) -> bool:

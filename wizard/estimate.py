@@ -80,7 +80,7 @@ from types import MappingProxyType
 from typing import Final, Literal
 
 from wizard.changes import Change
-from wizard.document import JobDocument, apply_to_tree
+from wizard.document import JobDocument, apply_edits
 from wizard.presets import ArchFacts, FrameGrid, Presets, load_presets
 from wizard.view import DatasetView, JobView, ProcessView, SampleView, build_view
 
@@ -216,9 +216,7 @@ def estimate(
         ConfigError: the changes give a value the toolkit would refuse (a batch of 0...).
     """
     presets = presets or load_presets()
-    tree = document.tree
-    for change in changes:
-        tree = apply_to_tree(tree, change.edit())
+    tree = apply_edits(document.tree, [change.edit() for change in changes])
     before = document.view()
     after = build_view(tree, file=str(document.source), locate=lambda _path: None)
     shapes = {

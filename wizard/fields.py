@@ -50,6 +50,13 @@ def parse_unset(text: str, document: JobDocument) -> Change:
 
 def parse_value(text: str, path: FieldPath) -> Any:
     """A YAML scalar or flow list, read with AI Toolkit's loader."""
+    from wizard.errors import ConfigError
+    from wizard.yamlload import check_limits
+
+    try:
+        check_limits(text, format_path(path), what="this value")
+    except ConfigError as exc:
+        raise EditError(exc.message) from None
     try:
         value = yaml.load(text, Loader=ToolkitLoader)
     except yaml.YAMLError:

@@ -11,9 +11,11 @@ row: a job that is running (also with a stop pending), stopping or queued, or wh
 config changed since it was loaded, is never touched. The trainer and the UI hold
 the database only briefly; we wait a few seconds for them and otherwise refuse
 with one line, having written nothing. The change log of a database job lives
-beside the database, ``oom-wizard/<job name>.changelog.json``; each in-place save
-keeps the exact ``job_config`` it replaced there, which :func:`restore_job` puts
-back.
+beside the database, ``oom-wizard/<database file>/<job id>.changelog.json``: keyed by
+the database and the ``Job`` table's primary key, so jobs whose names differ only in
+characters a file name cannot hold (``a/b`` and ``a_b``), renamed jobs and jobs of two
+databases in one folder never share a log. Each in-place save keeps the exact
+``job_config`` it replaced there, which :func:`restore_job` puts back.
 
 Prisma's SQLite connector stores ``DateTime`` as integer milliseconds since the
 Unix epoch and ``Boolean`` as 0/1; so do we.
@@ -44,9 +46,9 @@ from wizard.changelog import (
 )
 from wizard.changes import Change, Prepared, prepare
 from wizard.document import MAX_CONFIG_BYTES, JobDocument, parse_document
-from wizard.errors import ConfigError, JobDatabaseError
+from wizard.errors import ConfigError, JobDatabaseError, WizardError
 from wizard.jobdir import JobLocation, choose_log
-from wizard.save import atomic_write
+from wizard.save import atomic_write, forget_written, note_written, signals_held
 
 #: How long we wait for the UI or a trainer to release the database, in seconds.
 BUSY_TIMEOUT_S: Final = 3.0
@@ -81,6 +83,7 @@ CHANGELOG_FOLDER: Final = "oom-wizard"
 CLONE_TAG: Final = "oomfix"
 
 _CLONE_NAME = re.compile(rf"^(?P<base>.+)_{CLONE_TAG}(?:_(?P<n>\d+))?$")
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
 _UNSAFE_FILE_CHARS = re.compile(r'[\\/:*?"<>|\x00-\x1f]')
 _NAME_PATH = ("config", "name")
 
@@ -124,8 +127,13 @@ class DbJob:
 
     @property
     def changelog_path(self) -> Path:
-        """Where this job's change log lives: ``<db folder>/oom-wizard/<name>.changelog.json``."""
-        return job_changelog_path(self.db_path, self.name)
+        """Where this job's change log lives: ``<db folder>/oom-wizard/<db file>/<id>...``."""
+        return job_changelog_path(self.db_path, self.id)
+
+    @property
+    def file_stem(self) -> str:
+        """The job's name made safe as one file name (for an output named after the job)."""
+        return _file_part(self.name)
 
     @property
     def error(self) -> str | None:
@@ -229,9 +237,14 @@ def job_source(db_path: Path, name: str) -> Path:
     return db_path.with_name(f"{db_path.name}#job={_file_part(name)}.json")
 
 
-def job_changelog_path(db_path: Path, name: str) -> Path:
-    """``<db folder>/oom-wizard/<name>.changelog.json``."""
-    return db_path.parent / CHANGELOG_FOLDER / f"{_file_part(name)}.changelog.json"
+def job_changelog_path(db_path: Path, job_id: str) -> Path:
+    """``<db folder>/oom-wizard/<db file name>/<job id>.changelog.json``.
+
+    An id that is not a plain token (the UI's are UUIDs) is replaced by its hash, so that
+    two ids never map to one file.
+    """
+    key = job_id if _PLAIN_ID.fullmatch(job_id) else "id-" + _sha(job_id)[:32]
+    return db_path.parent / CHANGELOG_FOLDER / db_path.name / f"{key}.changelog.json"
 
 
 def _file_part(name: str) -> str:
@@ -436,6 +449,13 @@ def restore_job(
             file=path,
         )
     log = read_changelog(path)
+    if log.output.sha256 != _sha(job.job_config) and _interrupted_save(log, job):
+        raise JobDatabaseError(
+            f"the last save of job '{job.name}' by oom-wizard was interrupted before the "
+            "database took it: the job still has the config from before that save, so "
+            "there is nothing of it to restore (its change log keeps every earlier config)",
+            file=path,
+        )
     target = _restorable_run(log, job)
     if log.output.sha256 != _sha(job.job_config) and not force:
         raise JobDatabaseError(
@@ -536,7 +556,7 @@ def _insert_copy(
     names = ", ".join(f'"{column}"' for column in values)
     marks = ", ".join("?" for _ in values)
     conn.execute(f'INSERT INTO "Job" ({names}) VALUES ({marks})', tuple(values.values()))
-    path = job_changelog_path(job.db_path, name)
+    path = job_changelog_path(job.db_path, new_id)
     _commit_with_log(conn, path, log, set_aside=False)
     return _result(job, new_id, name, in_place=False, changelog=path, entries=entries)
 
@@ -552,11 +572,7 @@ def _new_name(
     taken = {row[0] for row in conn.execute('SELECT "name" FROM "Job"')}
 
     def free(name: str) -> bool:
-        return (
-            name not in taken
-            and not job_changelog_path(job.db_path, name).exists()
-            and not any((root / name).exists() for root in roots)
-        )
+        return name not in taken and not any((root / name).exists() for root in roots)
 
     if wanted is not None:
         wanted = wanted.strip()
@@ -597,11 +613,31 @@ def _begin(conn: sqlite3.Connection, job: DbJob) -> dict[str, _Column]:
         raise JobDatabaseError(f"{reason}; nothing was written", file=job.db_path)
     if now.job_config != job.job_config or now.name != job.name:
         raise JobDatabaseError(
-            f"job '{job.name}' was changed in AI Toolkit's UI while oom-wizard had it open; "
+            f"job '{job.name}' {_changed_by(now)} while oom-wizard had it open; "
             "nothing was written: run oom-wizard again on the new version",
             file=job.db_path,
         )
     return columns
+
+
+def _changed_by(now: DbJob) -> str:
+    """Who changed the job: another save of this tool (its change log names the config the
+    database holds now), or, failing that, AI Toolkit's UI."""
+    with contextlib.suppress(WizardError, OSError):
+        path = now.changelog_path
+        if path.is_file() and read_changelog(path).output.sha256 == _sha(now.job_config):
+            return "was just saved by another oom-wizard run"
+    return "was changed in AI Toolkit's UI"
+
+
+def _interrupted_save(log: ChangeLog, job: DbJob) -> bool:
+    """The log's last in-place save never reached the database: the job still holds the
+    exact config that save recorded as its starting point (a kill during the commit)."""
+    last = log.last_run()
+    if last is None:
+        return False
+    before = _run_database(last).get("job_config_before")
+    return isinstance(before, str) and before == job.job_config
 
 
 def _commit_with_log(
@@ -619,24 +655,42 @@ def _commit_with_log(
     old: bytes | None = None
     written: list[Path] = []
     try:
-        path.parent.mkdir(exist_ok=True)
-        if path.is_file():
-            old = path.read_bytes()
-        if old is not None and set_aside:
-            aside = _aside_path(path)
-            atomic_write(aside, old, replace=True)
-            written.append(aside)
-        written.append(path)
-        atomic_write(path, log.to_json().encode("utf-8"), replace=True)
-        conn.execute("COMMIT")
+        # Ctrl-C and SIGTERM wait until the pair (log, commit) is done or undone, so the
+        # exit line can say exactly what was written.
+        with signals_held():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.is_file():
+                old = path.read_bytes()
+            if old is not None and set_aside:
+                aside = _aside_path(path)
+                atomic_write(aside, old, replace=True)
+                written.append(aside)
+            written.append(path)
+            atomic_write(path, log.to_json().encode("utf-8"), replace=True)
+            conn.execute("COMMIT")
+            note_written(Path(f"{conn_db_name(conn)} (job '{log_job_name(log)}')"))
     except BaseException as exc:
         _put_back(written, path, old)
+        forget_written(written)
         if isinstance(exc, OSError):
             raise JobDatabaseError(
                 f"cannot write the change log: {exc.strerror or exc}; nothing was written",
                 file=path,
             ) from None
         raise
+
+
+def conn_db_name(conn: sqlite3.Connection) -> str:
+    """The file of the connection's main database."""
+    row = conn.execute("PRAGMA database_list").fetchone()
+    return str(row[2]) if row is not None else "the jobs database"
+
+
+def log_job_name(log: ChangeLog) -> str:
+    """The job the last run of ``log`` saved (its database record), for the exit line."""
+    last = log.last_run()
+    database = _run_database(last) if last is not None else {}
+    return str(database.get("new_job_name") or database.get("job_name") or "?")
 
 
 def _put_back(written: Sequence[Path], path: Path, old: bytes | None) -> None:
@@ -660,7 +714,9 @@ def _aside_path(path: Path) -> Path:
 
 def _check_writable_folder(job: DbJob) -> None:
     folder = job.changelog_path.parent
-    writable = folder if folder.is_dir() else folder.parent
+    writable = next(
+        (f for f in (folder, folder.parent, folder.parent.parent) if f.is_dir()), folder
+    )
     if not os.access(writable, os.W_OK | os.X_OK):
         raise JobDatabaseError(
             f"cannot write the change log in {folder}; nothing was written", file=job.db_path
@@ -795,6 +851,8 @@ def _connect(db_path: Path, *, write: bool, busy_timeout: float) -> Iterator[sql
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout, isolation_level=None)
     except sqlite3.Error as exc:
+        if "unable to open" in str(exc) and _is_wal(db_path):
+            raise _database_error(exc, db_path, busy_timeout) from None
         raise JobDatabaseError(f"cannot open the database: {exc}", file=db_path) from None
     conn.row_factory = sqlite3.Row
     try:
@@ -826,11 +884,29 @@ def _database_error(exc: sqlite3.Error, db_path: Path, busy_timeout: float) -> J
             "is aitk_db.db in the toolkit's folder",
             file=db_path,
         )
+    if "unable to open" in text and _is_wal(db_path):
+        return JobDatabaseError(
+            "this database is in WAL mode, and SQLite must create its -wal and -shm files "
+            f"beside it in {db_path.parent}, which it cannot (read-only media or folder): "
+            "copy aitk_db.db with its -wal file to a writable folder, or open it where AI "
+            "Toolkit runs; nothing was written",
+            file=db_path,
+        )
     if "readonly" in text:
         return JobDatabaseError(
             "the database is read-only for you; nothing was written", file=db_path
         )
     return JobDatabaseError(f"SQLite error: {text}; nothing was written", file=db_path)
+
+
+def _is_wal(db_path: Path) -> bool:
+    """The file's header says WAL mode (bytes 18 and 19 are 2)."""
+    try:
+        with db_path.open("rb") as handle:
+            header = handle.read(20)
+    except OSError:
+        return False
+    return len(header) == 20 and header[18] == 2 and header[19] == 2
 
 
 def _table_info(conn: sqlite3.Connection, db_path: Path) -> dict[str, _Column]:
@@ -857,6 +933,20 @@ def _table_info(conn: sqlite3.Connection, db_path: Path) -> dict[str, _Column]:
     return columns
 
 
+def _step_of(value: Any) -> int:
+    """The ``step`` column as a step number; anything that is not one (text, a fraction,
+    a negative) reads as 0, "not started": it only ever describes, never decides."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return max(value, 0)
+    if isinstance(value, float) and value.is_integer() and 0 <= value < 1e15:
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 20:
+        return int(value.strip())
+    return 0
+
+
 def _select_list(columns: dict[str, _Column]) -> str:
     wanted = [*REQUIRED_COLUMNS, *(name for name in OPTIONAL_COLUMNS if name in columns)]
     return ", ".join(f'"{name}"' for name in wanted)
@@ -871,7 +961,7 @@ def _job_from_row(db_path: Path, row: sqlite3.Row) -> DbJob:
         gpu_ids=str(values["gpu_ids"]),
         job_config=str(values["job_config"]),
         status=str(values["status"]),
-        step=int(values["step"] or 0),
+        step=_step_of(values["step"]),
         info=str(values["info"] or ""),
         stop=bool(values["stop"]),
         return_to_queue=bool(values.get("return_to_queue") or 0),

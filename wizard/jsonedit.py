@@ -11,6 +11,7 @@ compact, as AI Toolkit's UI stores it), or removes one member with its comma.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,10 @@ class Member:
     key_start: int
     key_end: int
     value: Span
+
+
+#: A JSON string, quotes included (the unrolled form: linear, no backtracking).
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 
 
 class _Parser:
@@ -82,10 +87,9 @@ class _Parser:
 
     def _string(self) -> str:
         start = self.pos
-        self.pos += 1
-        while self.text[self.pos] != '"':
-            self.pos += 2 if self.text[self.pos] == "\\" else 1
-        self.pos += 1
+        match = _STRING.match(self.text, start)
+        assert match is not None  # the text is valid JSON
+        self.pos = match.end()
         decoded: str = json.loads(self.text[start : self.pos])
         return decoded
 
@@ -171,6 +175,8 @@ class JsonText:
         self.text = text
         self.newline = newline
         self.root = parse_spans(text)
+        self._spliced: tuple[int, int, str, str] | None = None
+        self._regions_only = False
 
     def find(self, path: FieldPath) -> tuple[Span | None, Span, FieldPath]:
         """(value span or None, deepest existing container, the missing rest of the path)."""
@@ -379,5 +385,29 @@ class JsonText:
                 return len(line) - len(stripped)
         return 2
 
+    def splice_of(self, path: FieldPath, value: Any) -> tuple[int, int, str] | None:
+        """The one region ``set_value(path, value)`` rewrites, as (start, end, new text).
+
+        None when that edit is more than one splice of this text (then it must be made on
+        its own). Lets several edits be made in one pass and checked with one parse.
+        """
+        self._spliced = None
+        self._regions_only = True  # _splice records the region and skips building the text
+        try:
+            result = self.set_value(path, value)
+        finally:
+            self._regions_only = False
+        spliced = self._spliced
+        self._spliced = None
+        if spliced is None or spliced[3] is not result:
+            return None
+        return spliced[0], spliced[1], spliced[2]
+
     def _splice(self, start: int, end: int, replacement: str) -> str:
-        return self.text[:start] + replacement + self.text[end:]
+        if self._regions_only:
+            marker = f"\x00{start}:{end}\x00"  # a fresh object: only this return is it
+            self._spliced = (start, end, replacement, marker)
+            return marker
+        result = self.text[:start] + replacement + self.text[end:]
+        self._spliced = (start, end, replacement, result)
+        return result

@@ -40,6 +40,7 @@ import io
 import json
 import os
 import re
+import stat
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -643,9 +644,19 @@ def scan_log(path: str | Path, *, markers: LogMarkers | None = None) -> LogScan:
     if path.is_dir():
         raise LogError("this is a folder, not a log; pass the log file (log.txt)", file=path)
     try:
-        with path.open("rb") as stream:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            os.close(fd)
+            kind = "a pipe (FIFO)" if stat.S_ISFIFO(status.st_mode) else "a device or socket"
+            raise LogError(
+                f"this is {kind}, not a log file: reading it could wait or go on forever; "
+                "pass the log file (log.txt)",
+                file=path,
+            )
+        with os.fdopen(fd, "rb") as stream:
             scan = scan_stream(stream, source=str(path), markers=markers)
-            return dataclasses.replace(scan, modified=os.fstat(stream.fileno()).st_mtime)
+            return dataclasses.replace(scan, modified=status.st_mtime)
     except FileNotFoundError:
         raise LogError("no such log file", file=path) from None
     except OSError as exc:

@@ -39,12 +39,12 @@ import shutil
 import signal
 import stat
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from wizard.changelog import ChangeLog, changelog_path_for
+from wizard.changelog import ChangeLog, changelog_path_for, record_path
 from wizard.document import JobDocument
 from wizard.errors import SaveRefused
 
@@ -201,17 +201,50 @@ def save(
     check_output(log_path, source=source, force=force)
     if _same_file(log_path, output) or log_path == output:
         raise SaveRefused("the change log cannot be the config itself", file=log_path)
+    _check_format(document, output)
     for folder in {output.parent, log_path.parent}:
         recover(folder)
     final = document.with_header_comment(HEADER)
     data = final.to_bytes()
-    log = changelog.model_copy(update={"output": FileRef(path=str(output), sha256=sha256_of(data))})
+    recorded = FileRef(path=record_path(output, log_path), sha256=sha256_of(data))
+    update: dict[str, FileRef] = {"output": recorded}
+    if len(changelog.runs) <= 1 and not Path(changelog.source.path).is_absolute():
+        # A log that starts here: a source named relative to the current folder is
+        # recorded relative to the change log's folder instead.
+        source_path = record_path(Path(changelog.source.path), log_path)
+        update["source"] = changelog.source.model_copy(update={"path": source_path})
+    log = changelog.model_copy(update=update)
     log_data = log.to_json().encode("utf-8")
     mode = _mode_of(source)
     commit_pair(
         [(log_path, log_data), (output, data)], mode=mode, replace=force, what=_what(log_path)
     )
     return SaveResult(config=output, changelog=log_path)
+
+
+def _check_format(document: JobDocument, output: Path) -> None:
+    """Refuse an output whose name says another format than the text it would hold."""
+    suffix = output.suffix.lower()
+    named = (
+        "json" if suffix in (".json", ".jsonc") else "yaml" if suffix in (".yaml", ".yml") else None
+    )
+    if suffix == ".json" and document.fmt == "json":
+        from wizard.document import strip_json_comments
+
+        if "/" in document.text and strip_json_comments(document.text) != document.text:
+            raise SaveRefused(
+                "the config has // or /* */ comments, which AI Toolkit's json.loads refuses "
+                "in a .json file (and so does oom-wizard); name the output .jsonc",
+                file=output,
+            )
+    if named is not None and named != document.fmt:
+        kind = "YAML" if document.fmt == "yaml" else "JSON"
+        keep = ".yaml" if document.fmt == "yaml" else ".json"
+        raise SaveRefused(
+            f"the config is {kind} and is saved as {kind} (only the changed lines differ), so "
+            f"a {suffix} name would not be readable by AI Toolkit; name the output {keep}",
+            file=output,
+        )
 
 
 def _what(log_path: Path) -> Callable[[Path], str]:
@@ -272,7 +305,7 @@ def commit_pair(
         for (path, data), temp in zip(files, temps, strict=True):
             current = path
             _write_temp(temp, data, mode, created)
-        with _signals_held():
+        with signals_held():
             if journal:
                 current = journal_path
                 _step("journal", journal_path)
@@ -380,6 +413,16 @@ def written_this_process() -> tuple[Path, ...]:
     return tuple(_written)
 
 
+def note_written(path: Path) -> None:
+    """Record a write made outside :func:`commit_pair` (a database commit)."""
+    _written.append(path)
+
+
+def forget_written(paths: Iterable[Path]) -> None:
+    """Drop ``paths`` from the record: their writes were undone."""
+    _forget(list(paths))
+
+
 def _forget(paths: list[Path]) -> None:
     for path in paths:
         while path in _written:
@@ -453,7 +496,7 @@ _HELD: Final = frozenset({signal.SIGINT, signal.SIGTERM})
 
 
 @contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
+def signals_held() -> Iterator[None]:
     """Hold SIGINT and SIGTERM off while the renames run (main thread only).
 
     A signal that arrives meanwhile is delivered when the block ends, so it lands
@@ -507,13 +550,19 @@ def recover(folder: Path) -> tuple[Path, ...]:
 
 def _replay(journal: Path) -> list[Path]:
     """Finish (roll forward) or undo (roll back) the commit that ``journal`` describes."""
-    record = json.loads(journal.read_bytes()[: 1024 * 1024])
-    files = [
-        (Path(item["final"]), Path(item["temp"]), Path(item["backup"]), str(item["sha256"]))
-        for item in record["files"]
-    ]
-    replace = bool(record["replace"])
     touched: list[Path] = []
+    try:
+        record = json.loads(journal.read_bytes()[: 1024 * 1024])
+        files = [
+            (Path(item["final"]), Path(item["temp"]), Path(item["backup"]), str(item["sha256"]))
+            for item in record["files"]
+        ]
+        replace = bool(record["replace"])
+    except (ValueError, KeyError, TypeError):
+        # Cut short while it was written: it is fsynced before the first rename, so no
+        # rename happened. Its temps are strays of a dead process, removed like any other.
+        _unlink(journal)
+        return [journal]
     # The renames run in order, so the commit got past its point of no return when any
     # final name holds the bytes it was to receive: then every other temp goes in too.
     if any(_holds(final, sha) for final, _temp, _backup, sha in files):

@@ -330,8 +330,7 @@ def default_file_output(state: WizardState) -> Path:
 
     if state.db_job is None:
         return default_output_path(state.source)
-    name = state.db_job.changelog_path.name.removesuffix(".changelog.json")
-    return default_output_path(Path(f"{name}.json"))
+    return default_output_path(Path(f"{state.db_job.file_stem}.json"))
 
 
 def next_scale_up(state: WizardState) -> ScaleUp | None:

@@ -23,6 +23,7 @@ import types
 import typing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Annotated, Any, ClassVar, Final, Literal, TypeAlias, TypeVar
 
 from annotated_types import Ge, Le, MinLen
@@ -399,6 +400,10 @@ class SampleView(_Section):
 
     def prompt_paths(self) -> tuple[tuple[FieldPath, str | None], ...]:
         """The effective samples' prompts with their paths: ``samples``, else ``prompts``."""
+        return self._prompt_paths
+
+    @cached_property
+    def _prompt_paths(self) -> tuple[tuple[FieldPath, str | None], ...]:
         if self.is_set("samples"):
             return tuple(
                 ((*self.path, "samples", i, "prompt"), item.prompt)
@@ -409,6 +414,10 @@ class SampleView(_Section):
     def overrides(self) -> tuple[SampleOverride, ...]:
         """Every per-sample width, height or frame count, in the order the toolkit applies
         them (a sample's own key first, then its prompt flags, the last one winning)."""
+        return self._overrides
+
+    @cached_property
+    def _overrides(self) -> tuple[SampleOverride, ...]:
         found: list[SampleOverride] = []
         for index, (prompt_path, prompt) in enumerate(self.prompt_paths()):
             if self.is_set("samples"):
@@ -436,10 +445,16 @@ class SampleView(_Section):
             "height": self.height or 1,
             "num_frames": self.num_frames or 1,
         }
-        for override in self.overrides():
-            if override.sample == index:
-                size[override.field] = override.value
+        size.update(self._overrides_by_sample.get(index, {}))
         return size
+
+    @cached_property
+    def _overrides_by_sample(self) -> dict[int, dict[SizeField, int]]:
+        """Per sample, the value each overridden field ends at (one pass over the overrides)."""
+        result: dict[int, dict[SizeField, int]] = {}
+        for override in self.overrides():
+            result.setdefault(override.sample, {})[override.field] = override.value
+        return result
 
     def _field_overrides(self, index: int) -> Iterator[SampleOverride]:
         item = self.samples[index]

@@ -70,6 +70,8 @@ class YamlText:
         self.text = text
         self.composed = composed
         self.newline = newline
+        self._spliced: tuple[int, int, str, str] | None = None
+        self._regions_only = False
 
     # ----------------------------------------------------------------- lookup
 
@@ -280,7 +282,7 @@ class YamlText:
             if anchor == len(self.text) and not self.text.endswith(("\n", "\r")):
                 return self.text + self.newline + lines.removesuffix(self.newline)
             after = self._line_end_incl(anchor)
-            return self.text[:after] + lines + self.text[after:]
+            return self._splice(after, after, lines)
         # An empty section (`sample:` or `sample: null`): the new keys go below its key.
         if located.parent_key is None:
             raise EditError(f"cannot add '{key}' here: its section has no key to hang it from")
@@ -401,8 +403,32 @@ class YamlText:
             return end + 2
         return end + 1 if end < len(self.text) else end
 
+    def splice_of(self, path: FieldPath, value: Any) -> tuple[int, int, str] | None:
+        """The one region ``set_value(path, value)`` rewrites, as (start, end, new text).
+
+        None when that edit is more than one splice of this text (then it must be made on
+        its own). Lets several edits be made in one pass and checked with one parse.
+        """
+        self._spliced = None
+        self._regions_only = True  # _splice records the region and skips building the text
+        try:
+            result = self.set_value(path, value)
+        finally:
+            self._regions_only = False
+        spliced = self._spliced
+        self._spliced = None
+        if spliced is None or spliced[3] is not result:
+            return None
+        return spliced[0], spliced[1], spliced[2]
+
     def _splice(self, start: int, end: int, replacement: str) -> str:
-        return self.text[:start] + replacement + self.text[end:]
+        if self._regions_only:
+            marker = f"\x00{start}:{end}\x00"  # a fresh object: only this return is it
+            self._spliced = (start, end, replacement, marker)
+            return marker
+        result = self.text[:start] + replacement + self.text[end:]
+        self._spliced = (start, end, replacement, result)
+        return result
 
 
 # ------------------------------------------------------------------ lookup

@@ -40,6 +40,119 @@ MAX_EXPANDED_NODES = 200_000
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
 
+#: Deeper nesting than this is refused before any parser sees the text (real job configs
+#: nest about eight levels; Python's parsers recurse and give up near a thousand).
+MAX_DEPTH = 100
+
+#: Python refuses to read an integer with more digits than this (``sys.int_info``).
+MAX_INT_DIGITS = 4300
+
+_LONG_DIGITS = re.compile(rf"\d{{{MAX_INT_DIGITS + 1},}}")
+_BRACKETS = re.compile(r"[\[\]{}\n\"'#]")
+_DEEP_LINE = re.compile(rf"^[ -]{{{MAX_DEPTH},}}", re.M)
+
+
+def check_limits(text: str, file: str | Path, *, what: str = "the file") -> None:
+    """Refuse, before parsing, text nested deeper than :data:`MAX_DEPTH` or holding a number
+    longer than :data:`MAX_INT_DIGITS` digits (each would stop a parser with a Python error).
+
+    The depth counts brackets outside quotes and comments, plus, for block YAML, the levels
+    of indentation and the ``- `` entries of one line. It is a bound, not a parse: a text
+    under it may still be refused by the parser, with its own message.
+
+    Raises:
+        ConfigError: with the line and column where the limit is passed.
+    """
+    digits = _LONG_DIGITS.search(text)
+    if digits is not None:
+        line, column = _line_col(text, digits.start())
+        raise ConfigError(
+            f"a number of {len(digits.group()):,} digits; Python (and so AI Toolkit) reads at "
+            f"most {MAX_INT_DIGITS} digits in a number",
+            file=file,
+            line=line,
+            column=column,
+        )
+    at = _too_deep(text)
+    if at is not None:
+        line, column = _line_col(text, at)
+        raise ConfigError(
+            f"{what} nests deeper than {MAX_DEPTH} levels here; no job config does, and "
+            "the parsers would give up: is this the right file?",
+            file=file,
+            line=line,
+            column=column,
+        )
+
+
+def _line_col(text: str, index: int) -> tuple[int, int]:
+    line = text.count("\n", 0, index) + 1
+    return line, index - (text.rfind("\n", 0, index) + 1) + 1
+
+
+def _too_deep(text: str) -> int | None:
+    """The index where nesting first passes MAX_DEPTH, or None (one linear pass)."""
+    depth = 0
+    quote = ""
+    index = 0
+    indents: list[int] = []
+    length = len(text)
+    # Every block level takes a column at least (an indent, or "- "), so lines only need
+    # counting when one starts that far in.
+    counting = _DEEP_LINE.search(text) is not None
+    line_start = counting
+    while index < length:
+        if line_start:
+            line_start = False
+            if depth == 0 and not quote:
+                end = text.find("\n", index)
+                end = length if end < 0 else end
+                body = text[index:end]
+                stripped = body.lstrip(" ")
+                if stripped and not stripped.startswith("#"):
+                    indent = len(body) - len(stripped)
+                    while indents and indents[-1] >= indent:
+                        indents.pop()
+                    indents.append(indent)
+                    dashes = len(re.match(r"(?:-[ ]+)*", stripped).group().split("-")) - 1  # type: ignore[union-attr]
+                    if len(indents) + dashes > MAX_DEPTH:
+                        return index + indent
+        match = _BRACKETS.search(text, index)
+        if match is None:
+            return None
+        char = match.group()
+        index = match.end()
+        if quote:
+            if char == "\n":
+                line_start = counting
+            if char == quote:
+                if quote == '"' and _escaped(text, match.start()):
+                    continue
+                quote = ""
+            continue
+        if char == "\n":
+            line_start = counting
+        elif char in "\"'":
+            quote = char
+        elif char == "#":
+            end = text.find("\n", index)
+            index = length if end < 0 else end
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return match.start()
+        else:
+            depth = max(depth - 1, 0)
+    return None
+
+
+def _escaped(text: str, index: int) -> bool:
+    slashes = 0
+    while index > 0 and text[index - 1] == "\\":
+        slashes += 1
+        index -= 1
+    return slashes % 2 == 1
+
 
 class ToolkitLoader(yaml.SafeLoader):
     """SafeLoader with AI Toolkit's extra float resolver, remembering anchors by node."""
@@ -206,7 +319,9 @@ def _check_expansion(root: Node, file: Path) -> frozenset[int]:
         if key in sizes or seen_from[key] > 1:
             continue
         stack.append((node, True))
-        stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
+        # Every child is pushed, even one already counted: each arrival is a reference,
+        # and a node reached from two places is shared (an alias), whatever the order.
+        stack.extend((child, False) for child in _children(node))
     return frozenset(key for key, count in seen_from.items() if count > 1)
 
 

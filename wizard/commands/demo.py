@@ -8,6 +8,7 @@ saves lands there and never inside the installed package.
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -63,22 +64,36 @@ def copy_demo(folder: Path) -> Path:
     Raises:
         SaveRefused: a file of the same name with other content is there (nothing is written).
     """
+    from wizard.save import atomic_write
+
     bundled = resources.files("presets") / "demo"
     names = [name for job in DEMO_JOBS for name in (job.config, job.log)]
     payload = {name: (bundled / name).read_bytes() for name in names}
-    for name, data in payload.items():
-        target = folder / name
-        if target.exists() and (not target.is_file() or target.read_bytes() != data):
-            raise SaveRefused(
-                "exists with other content and will not be overwritten; "
-                "remove it or pick another folder with --dir",
-                file=target,
-            )
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, data in payload.items():
-        target = folder / name
-        if not target.exists():
-            target.write_bytes(data)
+    try:
+        if folder.exists() and not folder.is_dir():
+            raise SaveRefused("this is a file, not a folder; pick a folder with --dir", file=folder)
+        for name, data in payload.items():
+            target = folder / name
+            if target.exists() and (not target.is_file() or target.read_bytes() != data):
+                raise SaveRefused(
+                    "exists with other content and will not be overwritten; "
+                    "remove it or pick another folder with --dir",
+                    file=target,
+                )
+        folder.mkdir(parents=True, exist_ok=True)
+        if not os.access(folder, os.W_OK | os.X_OK) and any(
+            not (folder / name).exists() for name in payload
+        ):
+            raise SaveRefused("this folder is not writable; pick another with --dir", file=folder)
+        for name, data in payload.items():
+            target = folder / name
+            if not target.exists():
+                atomic_write(target, data)
+    except OSError as exc:
+        raise SaveRefused(
+            f"cannot put the demo here: {exc.strerror or exc}; pick another folder with --dir",
+            file=folder,
+        ) from None
     return folder
 
 
@@ -88,6 +103,6 @@ def run(args: argparse.Namespace) -> int:
 
     folder = copy_demo(args.dir)
     job = VIDEO_JOB if args.video else IMAGE_JOB
-    app = create_app(folder / job.config, log=folder / job.log)
+    app = create_app(folder / job.config, log=folder / job.log, debug=getattr(args, "debug", False))
     app.run()
     return app.return_code or 0

@@ -49,13 +49,18 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the history."""
-    from wizard.changelog import CHANGELOG_SUFFIX, find_changelog, read_changelog
+    from wizard.changelog import (
+        CHANGELOG_SUFFIX,
+        find_changelog,
+        read_changelog,
+        resolve_recorded,
+    )
     from wizard.document import load_document
 
     target = Path(args.target)
     if target.name.endswith(CHANGELOG_SUFFIX):
         log_path = target
-        config: Path | None = Path(read_changelog(target).output.path)
+        config: Path | None = resolve_recorded(target, read_changelog(target).output.path)
     else:
         found = find_changelog(target)
         if found is None:
@@ -69,6 +74,14 @@ def run(args: argparse.Namespace) -> int:
         log_path, config = found, target
     changelog = read_changelog(log_path)
     document = load_document(config) if config is not None and config.is_file() else None
+    if document is not None and config is not None and changelog.output.sha256 is not None:
+        # A file at the recorded path that is not the one saved says nothing about this log.
+        from wizard.changelog import sha256_of
+
+        if target.name.endswith(CHANGELOG_SUFFIX) and sha256_of(config.read_bytes()) != (
+            changelog.output.sha256
+        ):
+            document = None
     render_history(stdout(), changelog, log_path, document)
     return 0
 

@@ -40,9 +40,10 @@ def run(args: argparse.Namespace) -> int:
     """Start the app; the exit status is the app's."""
     from screens.app import create_app
 
+    debug = bool(getattr(args, "debug", False))
     if wants_db(args, args.target):
-        app = create_app(log=args.log, db=args.db, job=args.job)
+        app = create_app(log=args.log, db=args.db, job=args.job, debug=debug)
     else:
-        app = create_app(args.target, log=args.log)
+        app = create_app(args.target, log=args.log, debug=debug)
     app.run()
     return app.return_code or 0

@@ -53,7 +53,7 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Show the next re-add; write it with ``-o`` or ``--yes``."""
-    from wizard.changelog import find_changelog, read_changelog
+    from wizard.changelog import check_belongs, find_changelog, read_changelog
     from wizard.changes import commit, prepare
     from wizard.document import load_document
     from wizard.plan import next_scale_up
@@ -68,7 +68,10 @@ def run(args: argparse.Namespace) -> int:
             file=config,
         )
     changelog = read_changelog(log_path)
+    note = check_belongs(changelog, log_path, config, config.read_bytes())
     console = stdout()
+    if note is not None:
+        console.print(f"note: {note}", markup=False)
     step = next_scale_up(document, changelog)
     if step is None:
         from wizard.scaleup import nothing_left_text

@@ -1,0 +1,460 @@
+"""Faults during a save: the config and its change log appear as a pair, or not at all.
+
+Three campaigns, all on real files, the last two on real child processes (``os.fork`` of
+this process, which has the code imported already, so a child costs milliseconds):
+
+- every write step of a save fails in turn (through ``wizard.save.STEP_HOOK``, the seam the
+  save code calls before each step), in process: the command exits 2 with one true line,
+  and the folder is exactly as it was (with ``--force``, the replaced files are still there);
+- every write step is hit by SIGKILL, SIGTERM and SIGINT in turn (the hook sends the signal
+  to its own process): for the catchable ones the printed line is checked against the
+  folder at once; for SIGKILL the next run in that folder must clean up;
+- random SIGKILL, SIGTERM and SIGINT at random moments of a save of a large config.
+
+After every one: both final names exist and the change log names the config's bytes, or
+neither exists (with ``--force``: or both are still the old pair); no temp file of the tool
+is left once the next run has been; the message says what is on disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import json
+import os
+import random
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from wizard import save as save_module
+from wizard.cli import main
+
+EDIT = "config.process[0].train.batch_size=2"
+PROMPT = "a photo of a red fox sitting in tall grass at sunrise, soft light, 35mm, " * 10
+
+
+def job_tree(prompts: int) -> dict[str, object]:
+    """An AI Toolkit LoRA job; ``prompts`` long sample prompts make it as large as needed."""
+    return {
+        "job": "extension",
+        "config": {
+            "name": "fault_job",
+            "process": [
+                {
+                    "type": "sd_trainer",
+                    "training_folder": "output",
+                    "device": "cuda:0",
+                    "network": {"type": "lora", "linear": 16, "linear_alpha": 16},
+                    "train": {"batch_size": 4, "steps": 2000, "gradient_checkpointing": True},
+                    "model": {"name_or_path": "black-forest-labs/FLUX.1-dev", "arch": "flux"},
+                    "datasets": [{"folder_path": "/data/fox", "resolution": [512, 768, 1024]}],
+                    "sample": {
+                        "sample_every": 250,
+                        "width": 1024,
+                        "height": 1024,
+                        "prompts": [f"{PROMPT} #{index}" for index in range(prompts)],
+                    },
+                }
+            ],
+        },
+    }
+
+
+def write_config(folder: Path, prompts: int) -> Path:
+    path = folder / "job.json"
+    path.write_text(json.dumps(job_tree(prompts), indent=2), encoding="utf-8")
+    return path
+
+
+@dataclass(frozen=True)
+class Case:
+    """One save to fault: its folder, source, targets and what was there before."""
+
+    folder: Path
+    source: Path
+    output: Path
+    changelog: Path
+    force: bool
+    before: dict[str, bytes]
+
+    def args(self) -> list[str]:
+        force = ["--force"] if self.force else []
+        return ["set", str(self.source), EDIT, "-o", str(self.output), *force]
+
+
+def make_case(folder: Path, *, force: bool, prompts: int = 3) -> Case:
+    source = write_config(folder, prompts)
+    output = folder / "job.fixed.json"
+    changelog = folder / "job.fixed.changelog.json"
+    if force:
+        # An earlier pair that --force replaces: it must never be lost.
+        output.write_text('{"earlier": "config"}\n', encoding="utf-8")
+        changelog.write_text('{"earlier": "change log"}\n', encoding="utf-8")
+    return Case(folder, source, output, changelog, force, files_in(folder))
+
+
+def files_in(folder: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir()) if path.is_file()}
+
+
+def leftovers(folder: Path) -> list[str]:
+    return sorted(name for name in os.listdir(folder) if ".oomw-" in name)
+
+
+def state(case: Case) -> str:
+    """``"old"`` (the folder as before), ``"new"`` (the complete new pair) or a failure."""
+    now = files_in(case.folder)
+    if now == case.before:
+        return "old"
+    if not (case.output.is_file() and case.changelog.is_file()):
+        return (
+            f"split: config {case.output.exists()}, change log {case.changelog.exists()}, "
+            f"files {sorted(now)}"
+        )
+    log = json.loads(case.changelog.read_bytes())
+    data = case.output.read_bytes()
+    if log["output"]["sha256"] != hashlib.sha256(data).hexdigest():
+        return "mismatch: the change log does not name the config's bytes"
+    if log["output"]["path"] != str(case.output):
+        return "mismatch: the change log names another config"
+    if json.loads(data)["config"]["process"][0]["train"]["batch_size"] != 2:
+        return "the new config lacks the edit"
+    others = {name for name in now if name not in (case.output.name, case.changelog.name)}
+    if others != {name for name in case.before if name not in now or name == case.source.name}:
+        return f"unexpected files: {sorted(others)}"
+    return "new"
+
+
+def message_is_true(err: str, status: int, outcome: str) -> None:
+    """The last line printed matches what is on disk."""
+    assert "Traceback" not in err, err
+    lines = err.strip().splitlines()
+    if status == 0:
+        assert outcome == "new"
+        return
+    assert len(lines) == 1, err
+    line = lines[0]
+    if "nothing was written" in line:
+        assert outcome == "old", (line, outcome)
+    elif "after the save was complete" in line:
+        assert outcome == "new", (line, outcome)
+    else:
+        pytest.fail(f"a message that does not say what is on disk: {line}")
+
+
+def next_run(folder: Path) -> None:
+    """Another save into the same folder, as the user's next command would be."""
+    small = folder / "next.yaml"
+    small.write_text(
+        "job: extension\nconfig:\n  name: next\n  process:\n    - type: sd_trainer\n"
+        "      train:\n        batch_size: 4\n",
+        encoding="utf-8",
+    )
+    with contextlib.redirect_stdout(open(os.devnull, "w")):
+        assert main(["set", str(small), EDIT, "-o", str(folder / "next.out.yaml")]) == 0
+    for name in ("next.yaml", "next.out.yaml", "next.out.changelog.json"):
+        (folder / name).unlink()
+
+
+@contextlib.contextmanager
+def hooked(hook: Callable[[str, Path], None]) -> Iterator[None]:
+    save_module.STEP_HOOK = hook
+    try:
+        yield
+    finally:
+        save_module.STEP_HOOK = None
+
+
+def record_steps(tmp_path: Path, *, force: bool) -> list[str]:
+    folder = tmp_path / "record"
+    folder.mkdir()
+    case = make_case(folder, force=force)
+    steps: list[str] = []
+    with (
+        hooked(lambda step, path: steps.append(f"{step} {path.name}")),
+        contextlib.redirect_stdout(open(os.devnull, "w")),
+    ):
+        assert main(case.args()) == 0
+    return steps
+
+
+# ---------------------------------------------------------- every step fails, in process
+
+
+@pytest.mark.parametrize("force", [False, True], ids=["new", "force"])
+def test_a_failure_at_every_write_step_leaves_the_folder_as_it_was(tmp_path, capsys, force):
+    steps = record_steps(tmp_path, force=force)
+    assert any(step.startswith("rename") for step in steps)
+    assert len([step for step in steps if step.startswith("rename")]) == 2
+    outcomes = []
+    for index, step in enumerate(steps):
+        folder = tmp_path / f"step{index}"
+        folder.mkdir()
+        case = make_case(folder, force=force)
+        calls = iter(range(len(steps)))
+
+        def fail(name: str, path: Path, index: int = index, calls: Iterator[int] = calls) -> None:
+            if next(calls) == index:
+                raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+        capsys.readouterr()
+        with hooked(fail):
+            status = main(case.args())
+        err = capsys.readouterr().err
+        outcome = state(case)
+        assert leftovers(folder) == [], (step, leftovers(folder))
+        message_is_true(err, status, outcome)
+        if status != 0:
+            assert status == 2, (step, err)
+            assert outcome == "old", (step, outcome)
+            # The line names the file whose write failed, not always the config.
+            if "changelog" in step.split()[-1] and not step.startswith("journal"):
+                assert "change log" in err, (step, err)
+        outcomes.append(outcome)
+    # Failures before the renames undo everything; after both renames the save stands.
+    assert outcomes[0] == "old" and outcomes[-1] == "new"
+
+
+def test_a_failed_rename_of_the_config_puts_the_replaced_change_log_back(tmp_path, capsys):
+    case = make_case(tmp_path, force=True)
+
+    def fail(name: str, path: Path) -> None:
+        if name == "rename" and path == case.output:
+            raise OSError(errno.EIO, "Input/output error", str(path))
+
+    with hooked(fail):
+        status = main(case.args())
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "nothing was written" in err and "every existing file is as it was" in err
+    assert files_in(tmp_path) == case.before
+
+
+def test_a_change_log_name_that_appears_mid_save_leaves_no_config(tmp_path, capsys):
+    case = make_case(tmp_path, force=False)
+
+    def squat(name: str, path: Path) -> None:
+        if name == "rename" and path == case.changelog:
+            path.write_text("someone else's file\n", encoding="utf-8")
+
+    with hooked(squat):
+        status = main(case.args())
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert "appeared while saving" in err and "nothing was written" in err
+    assert not case.output.exists()
+    assert case.changelog.read_text(encoding="utf-8") == "someone else's file\n"
+    assert leftovers(tmp_path) == []
+
+
+def test_a_full_disk_on_the_change_log_names_the_change_log(tmp_path, capsys):
+    case = make_case(tmp_path, force=False)
+
+    def full(name: str, path: Path) -> None:
+        if name == "write" and path.name.startswith("." + case.changelog.name):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    with hooked(full):
+        status = main(case.args())
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "could not write the change log: No space left on device" in err
+    assert files_in(tmp_path) == case.before
+
+
+# ------------------------------------------------------------------ real child processes
+
+
+@dataclass(frozen=True)
+class Child:
+    """A forked child that runs the command line; its pid and where its output goes."""
+
+    pid: int
+    err: Path
+    started: int  # read end of a pipe that gets a byte when the save's first step starts
+
+
+def spawn(case: Case, hook: Callable[[str, Path], None] | None = None) -> Child:
+    """Fork a child that runs ``main(case.args())``; ``hook`` becomes its STEP_HOOK."""
+    err = case.folder.parent / f"{case.folder.name}.err"
+    err.write_bytes(b"")
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        status = 99
+        try:
+            os.close(read_end)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 1)
+            os.dup2(os.open(err, os.O_WRONLY), 2)
+            sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+            sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+            announced = False
+
+            def step(name: str, path: Path) -> None:
+                nonlocal announced
+                if not announced:
+                    announced = True
+                    os.write(write_end, b"s")
+                if hook is not None:
+                    hook(name, path)
+
+            save_module.STEP_HOOK = step
+            status = main(case.args())
+            sys.stderr.flush()
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    return Child(pid, err, read_end)
+
+
+def reap(child: Child) -> int:
+    _, raw = os.waitpid(child.pid, 0)
+    os.close(child.started)
+    return os.waitstatus_to_exitcode(raw)
+
+
+def check_after(case: Case, child: Child, sig: int, status: int) -> str:
+    """The invariant after the child ended; returns the outcome for the tallies."""
+    err = child.err.read_text(encoding="utf-8", errors="replace")
+    if status == -signal.SIGKILL or (err == "" and status in (-sig, 99)):
+        # SIGKILL, or any signal before the command line had started: a silent death.
+        assert err == "", err
+        next_run(case.folder)
+    else:
+        # A catchable signal: the child cleaned up itself, and said what is on disk.
+        assert leftovers(case.folder) == [], (sig, leftovers(case.folder), err)
+        assert status in (0, 2, 130, 143), (status, err)
+        message_is_true(err, 0 if status == 0 else 1, state(case))
+    outcome = state(case)
+    assert outcome in ("old", "new"), (signal.Signals(sig).name, status, outcome, err)
+    assert leftovers(case.folder) == [], leftovers(case.folder)
+    return outcome
+
+
+SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGINT)
+
+
+@pytest.mark.parametrize("force", [False, True], ids=["new", "force"])
+def test_a_signal_at_every_write_step_leaves_the_pair_or_nothing(tmp_path, force):
+    steps = record_steps(tmp_path, force=force)
+    seen = set()
+    for index in range(len(steps)):
+        for sig in SIGNALS:
+            folder = tmp_path / f"s{index}-{sig}"
+            folder.mkdir()
+            case = make_case(folder, force=force)
+            calls = iter(range(10_000))
+
+            def kill(
+                name: str, path: Path, index: int = index, sig: int = sig, calls=calls
+            ) -> None:
+                if next(calls) == index:
+                    os.kill(os.getpid(), sig)
+
+            child = spawn(case, kill)
+            status = reap(child)
+            seen.add(check_after(case, child, sig, status))
+    assert seen == {"old", "new"}
+
+
+RANDOM_KILLS = 200
+
+
+def test_random_kills_of_a_large_save(tmp_path):
+    """SIGKILL, SIGTERM and SIGINT at random moments, most of them inside the save itself."""
+    rng = random.Random(20261201)
+    next_run(tmp_path)  # import everything once here, so that each forked child is cheap
+    # Time one undisturbed run, and its save window, to aim the delays.
+    (tmp_path / "probe").mkdir()
+    probe = make_case(tmp_path / "probe", force=False, prompts=LARGE_PROMPTS)
+    assert probe.source.stat().st_size > 300_000
+    started = time.perf_counter()
+    child = spawn(probe)
+    os.read(child.started, 1)
+    at_save = time.perf_counter() - started
+    assert reap(child) == 0
+    window = max(time.perf_counter() - started - at_save, 0.002)
+    tallies: dict[str, int] = {}
+    for run in range(RANDOM_KILLS):
+        folder = tmp_path / f"r{run}"
+        folder.mkdir()
+        case = make_case(folder, force=run % 2 == 1, prompts=LARGE_PROMPTS)
+        sig = rng.choice(SIGNALS)
+        child = spawn(case)
+        if rng.random() < 0.2:
+            time.sleep(rng.uniform(0, at_save))  # anywhere while it reads and plans
+        else:
+            os.read(child.started, 1)  # the save has begun: kill it inside its window
+            time.sleep(rng.uniform(0, window * 1.2))
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child.pid, sig)
+        status = reap(child)
+        outcome = check_after(case, child, sig, status)
+        key = f"{signal.Signals(sig).name} {outcome}"
+        tallies[key] = tallies.get(key, 0) + 1
+        for path in folder.iterdir():  # keep the disk use of the campaign small
+            path.unlink()
+        folder.rmdir()
+    print("random kills:", dict(sorted(tallies.items())))
+    assert sum(tallies.values()) >= 200
+
+
+LARGE_PROMPTS = 400
+
+
+# ------------------------------------------------------------------ recovery by itself
+
+
+def test_recovery_touches_only_the_tools_names_of_dead_processes(tmp_path):
+    alive = tmp_path / f".job.json.oomw-{os.getpid()}-0123456789abcdef.tmp"
+    dead_pid = dead_process()
+    dead = tmp_path / f".job.json.oomw-{dead_pid}-0123456789abcdef.tmp"
+    lookalike = tmp_path / f".job.json.oomw-{dead_pid}-notatoken.tmp"
+    user = tmp_path / "job.oomw-notes.txt"
+    for path in (alive, dead, lookalike, user):
+        path.write_text("x", encoding="utf-8")
+
+    removed = save_module.recover(tmp_path)
+
+    assert removed == (dead,)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        p.name for p in (alive, lookalike, user)
+    )
+
+
+def test_a_sigkill_between_the_renames_is_rolled_forward_by_the_next_run(tmp_path):
+    case = make_case(tmp_path, force=True)
+
+    def die(name: str, path: Path) -> None:
+        if name == "rename" and path == case.output:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    child = spawn(case, die)
+    assert reap(child) == -signal.SIGKILL
+    # What the dead process left: the new change log in place, the config not yet.
+    assert json.loads(case.changelog.read_bytes())["format"] == "oom-wizard-changelog/1"
+    assert case.output.read_bytes() == case.before[case.output.name]
+    assert any(name.endswith(".journal") for name in leftovers(tmp_path))
+
+    next_run(tmp_path)
+
+    assert state(case) == "new"
+    assert leftovers(tmp_path) == []
+
+
+def dead_process() -> int:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return pid
