@@ -1,0 +1,375 @@
+"""The reading side of the log scanner: the cheap test for a whole chunk, progress, cancel.
+
+:mod:`wizard.logscan` reads a log in chunks of bytes. Most lines of a real log say nothing
+(library warnings, a logger's chatter, dataset notes), so a chunk is first searched with one
+*trigger*: a byte expression that finds every place where some marker could match. Only the
+lines it finds go to the rules; the others are only counted.
+
+The trigger is derived from the marker table's own joined expression, so a marker added later
+is covered without touching this module. :func:`required_strings` walks a pattern's parse tree
+and returns strings of which every match must contain one (``^Loading\\b`` → ``Loading``;
+``(?:CUDA|HIP) out of memory`` → `` out of memory``). :func:`build_trigger` keeps a short
+window of each (starting at its rarest byte, so that the search engine skips most of a chunk
+at its first-byte check) and joins the windows as a trie. The windows are found in the raw
+bytes because decoding (``errors="replace"``), removing ANSI codes and line prefixes never
+create text: a line holding an escape byte is always looked at, as is every progress bar
+(``%|``).
+
+A case-insensitive rule matches more than ASCII case: Python's ``re`` folds ``K`` (Kelvin
+sign) to ``k``, ``ſ`` to ``s`` and ``İ``/``ı`` to ``i`` (:data:`NON_ASCII_FOLDS`). A required
+string of such a rule is cut at those letters, so that the byte search, which only knows ASCII
+case, never misses them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import importlib
+import re
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+_parser: Any = importlib.import_module("re._parser" if sys.version_info >= (3, 11) else "sre_parse")
+
+NON_ASCII_FOLDS: Final = frozenset("iks")
+"""ASCII letters that a case-insensitive ``re`` pattern also matches as a non-ASCII character."""
+ALWAYS: Final[tuple[bytes, ...]] = (b"%|", b"\x1b")
+"""Byte strings whose lines are always read: a progress bar, and an ANSI escape."""
+WINDOW: Final = 16
+"""Characters kept of each required string, from its rarest one on."""
+MIN_WINDOW: Final = 4
+"""A window starts early enough to hold this many characters, when the string is that long."""
+SHORT_COST: Final = 100.0
+"""The cost of each character a window lacks of ``MIN_WINDOW`` (see :func:`_cost`)."""
+
+# How often a byte shows in ordinary log text, most frequent first (space, lowercase English
+# letters by frequency, digits and the common punctuation of paths and numbers). A byte not
+# listed (uppercase, the rarer punctuation, control bytes) counts as rare.
+_COMMON: Final = " etaoinsrhldcumfpgwybvkxjqz0123456789./-:,=()[]'"
+
+Required = frozenset[tuple[str, bool]]
+"""Strings, each with whether it is matched ignoring case; every match holds one of them."""
+
+
+class ScanCancelled(Exception):
+    """Reading the log was cancelled (by the cancellation check given to the scanner)."""
+
+
+# --- what every match of a pattern must contain --------------------------------------------------
+
+
+def required_strings(pattern: str) -> Required | None:
+    """Strings of which every match of ``pattern`` holds at least one (None: none is needed).
+
+    A superset is always safe: a string is only kept when the parse tree proves it is in every
+    match (a literal run of a sequence, every branch of an alternation, a group repeated at
+    least once). Anchors, classes and optional parts add nothing.
+    """
+    return _sequence(_parser.parse(pattern), ignore_case=False)
+
+
+def _sequence(items: Any, *, ignore_case: bool) -> Required | None:
+    options: list[Required] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if run:
+            options.append(frozenset({("".join(run), ignore_case)}))
+            run.clear()
+
+    for op, arg in items:
+        name = str(op)
+        if name == "LITERAL":
+            char = chr(arg)
+            if char in "\r\n" or (ignore_case and _folds_beyond_ascii(char)):
+                flush()  # a segment never holds \r or \n; see NON_ASCII_FOLDS
+            else:
+                run.append(char)
+            continue
+        if name == "BRANCH" and run:
+            # The parser moves a prefix that all alternatives share in front of them
+            # (``Error|Exception`` → ``E(?:rror|xception)``): join it back.
+            heads = [_literal_head(alternative, ignore_case=ignore_case) for alternative in arg[1]]
+            options.append(frozenset(("".join(run) + head, ignore_case) for head in heads))
+        flush()
+        found = _item(name, arg, ignore_case=ignore_case)
+        if found is not None:
+            options.append(found)
+    flush()
+    if not options:
+        return None
+    return min(options, key=_cost)
+
+
+def _cost(option: Required) -> float:
+    """How much searching for ``option`` costs (lower is better).
+
+    Every string is searched by its window, found first by its first byte: an option of rare
+    first bytes is cheap even when it holds a few strings, and a window shorter than
+    ``MIN_WINDOW`` is expensive (it is found in many lines that say nothing).
+    """
+    cost = 0.0
+    for text, icase in option:
+        window = _window(text, ignore_case=icase)
+        cost += _rarity(window[0], ignore_case=icase) + SHORT_COST * max(
+            MIN_WINDOW - len(window), 0
+        )
+    return cost
+
+
+def _literal_head(items: Any, *, ignore_case: bool) -> str:
+    """The literal characters a sequence starts with (cut as :func:`_sequence` cuts them)."""
+    head: list[str] = []
+    for op, arg in items:
+        if str(op) != "LITERAL":
+            break
+        char = chr(arg)
+        if char in "\r\n" or (ignore_case and _folds_beyond_ascii(char)):
+            break
+        head.append(char)
+    return "".join(head)
+
+
+def _item(name: str, arg: Any, *, ignore_case: bool) -> Required | None:
+    if name == "SUBPATTERN":
+        _group, add_flags, del_flags, body = arg
+        if add_flags & re.IGNORECASE:
+            ignore_case = True
+        if del_flags & re.IGNORECASE:
+            ignore_case = False
+        return _sequence(body, ignore_case=ignore_case)
+    if name == "ATOMIC_GROUP":
+        return _sequence(arg, ignore_case=ignore_case)
+    if name == "BRANCH":
+        union: set[tuple[str, bool]] = set()
+        for alternative in arg[1]:
+            found = _sequence(alternative, ignore_case=ignore_case)
+            if found is None:
+                return None
+            union |= found
+        return frozenset(union)
+    if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+        low, _high, body = arg
+        return _sequence(body, ignore_case=ignore_case) if low >= 1 else None
+    return None
+
+
+def _folds_beyond_ascii(char: str) -> bool:
+    return not char.isascii() or char.lower() in NON_ASCII_FOLDS
+
+
+# --- the trigger ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Window:
+    """A short piece of a required string, and the patterns that need it."""
+
+    data: bytes
+    folded: bool
+    """Matched ignoring ASCII case (``data`` is then lowercase)."""
+    patterns: tuple[int, ...]
+
+    def at(self, raw: bytes, pos: int) -> bool:
+        """Whether the window is in ``raw`` at ``pos``."""
+        if self.folded:
+            return raw[pos : pos + len(self.data)].lower() == self.data
+        return raw.startswith(self.data, pos)
+
+
+class Trigger:
+    """The cheap test of the log's lines, built from the marker patterns.
+
+    ``search`` over a chunk of bytes finds every line that could match one of the patterns;
+    :meth:`passes` then runs, on one such segment, only the patterns whose windows it holds.
+    """
+
+    def __init__(
+        self,
+        search: re.Pattern[bytes],
+        windows: dict[int, list[_Window]],
+        patterns: Sequence[re.Pattern[str]],
+        joined: re.Pattern[str],
+    ) -> None:
+        self.search = search
+        """Finds a window (or a bar's ``%|``, or an escape byte) in a chunk of bytes."""
+        self._windows = windows
+        self._patterns = patterns
+        self._joined = joined
+
+    def passes(self, raw: bytes, text: str) -> bool:
+        """Whether some pattern matches ``text``, the cleaned form of the segment ``raw``."""
+        if b"\x1b" in raw:
+            return self._joined.search(text) is not None  # its codes removed, text is new
+        tried: set[int] = set()
+        search, windows, patterns = self.search.search, self._windows, self._patterns
+        pos = 0
+        while (match := search(raw, pos)) is not None:
+            pos = match.start()
+            for window in windows.get(raw[pos], ()):
+                if window.at(raw, pos):
+                    for index in window.patterns:
+                        if index not in tried:
+                            if patterns[index].search(text):
+                                return True
+                            tried.add(index)
+            pos += 1
+        return False
+
+
+def build_trigger(sources: Sequence[str], joined: re.Pattern[str]) -> Trigger | None:
+    """The :class:`Trigger` of the patterns ``sources`` (regular expressions over text).
+
+    ``joined`` matches where any of them does (it is asked about a line with ANSI codes).
+
+    None when some pattern needs no fixed text at all: then every line must be read.
+    """
+    owners: dict[tuple[str, bool], set[int]] = {}
+    for index, source in enumerate(sources):
+        required = required_strings(source)
+        if required is None:
+            return None
+        for text, ignore_case in required:
+            window = _window(text, ignore_case=ignore_case)
+            owners.setdefault((window, ignore_case), set()).add(index)
+    exact: set[bytes] = set(ALWAYS)
+    folded: set[str] = set()
+    windows: dict[int, list[_Window]] = {}
+    for (window, ignore_case), indexes in sorted(owners.items()):
+        data = window.encode("utf-8")
+        if ignore_case:
+            folded.add(window)
+            data = data.lower()
+            firsts = {data[0], data[:1].upper()[0]}
+        else:
+            exact.add(data)
+            firsts = {data[0]}
+        for first in firsts:
+            windows.setdefault(first, []).append(_Window(data, ignore_case, tuple(sorted(indexes))))
+    compiled = [re.compile(source) for source in sources]
+    return Trigger(re.compile(_alternation(exact, folded)), windows, compiled, joined)
+
+
+def _rarity(char: str, *, ignore_case: bool) -> float:
+    """How often ``char`` shows in ordinary text (higher: more often)."""
+
+    def weight(one: str) -> float:
+        rank = _COMMON.find(one)
+        return 1.0 if rank < 0 else 100.0 * 0.94**rank
+
+    if ignore_case and char.isalpha():
+        return weight(char.lower()) + weight(char.upper())
+    return weight(char)
+
+
+def _window(text: str, *, ignore_case: bool) -> str:
+    """The few characters of ``text`` that start at its rarest one."""
+    last_start = max(len(text) - MIN_WINDOW, 0)
+    start = min(range(last_start + 1), key=lambda i: (_rarity(text[i], ignore_case=ignore_case), i))
+    return text[start : start + WINDOW]
+
+
+def _alternation(exact: set[bytes], folded: set[str]) -> bytes:
+    """One expression for the windows, grouped by their first byte so that the search skips
+    every other byte quickly; a case-insensitive window starts with each case of its first
+    letter and matches the rest ignoring ASCII case."""
+    groups: dict[int, list[bytes]] = {}
+    for word in exact:
+        groups.setdefault(word[0], []).append(word[1:])
+    tails: dict[int, list[bytes]] = {}
+    for window in folded:
+        data = window.encode("utf-8")
+        rest = b"(?i:" + re.escape(data[1:]) + b")" if len(data) > 1 else b""
+        for case in {data[:1].lower(), data[:1].upper()}:
+            tails.setdefault(case[0], []).append(rest)
+    branches = []
+    for byte in sorted(groups.keys() | tails.keys()):
+        words = groups.get(byte, [])
+        inner = [_trie(sorted(words))] if words else []
+        inner += tails.get(byte, [])
+        body = inner[0] if len(inner) == 1 else b"(?:" + b"|".join(inner) + b")"
+        branches.append(re.escape(bytes([byte])) + body)
+    return b"|".join(branches)
+
+
+def _trie(words: list[bytes]) -> bytes:
+    """``words`` as one alternation grouped by common prefixes (a word ends its branch)."""
+    if any(not word for word in words):
+        return b""
+    groups: dict[int, list[bytes]] = {}
+    for word in words:
+        groups.setdefault(word[0], []).append(word[1:])
+    branches = [re.escape(bytes([first])) + _trie(rests) for first, rests in groups.items()]
+    if len(branches) == 1:
+        return branches[0]
+    return b"(?:" + b"|".join(branches) + b")"
+
+
+# --- progress and cancel -------------------------------------------------------------------------
+
+Progress = Callable[[int, int], None]
+"""Called after each chunk with (bytes read, total bytes; 0 when the size is unknown)."""
+Cancelled = Callable[[], bool]
+"""Called after each chunk; True stops the reading with :class:`ScanCancelled`."""
+
+
+@dataclass(frozen=True)
+class Watch:
+    """What a scan reports to while it reads: a progress callback and a cancellation check."""
+
+    progress: Progress | None = None
+    cancelled: Cancelled | None = None
+
+
+_WATCH: contextvars.ContextVar[Watch | None] = contextvars.ContextVar("log_watch", default=None)
+
+
+@contextlib.contextmanager
+def watching(watch: Watch) -> Iterator[None]:
+    """Every log scan started inside this block (in this thread) reports to ``watch``.
+
+    This lets a caller far above the scanner (the app's load worker, through the session)
+    show progress and cancel without every layer passing the callbacks down.
+    """
+    token = _WATCH.set(watch)
+    try:
+        yield
+    finally:
+        _WATCH.reset(token)
+
+
+def current_watch() -> Watch | None:
+    """The watch set by the innermost :func:`watching` block of this thread, if any."""
+    return _WATCH.get()
+
+
+class Readable(Protocol):
+    """What the scanner reads from: a binary stream's ``read``."""
+
+    def read(self, size: int, /) -> bytes:
+        """Up to ``size`` bytes; empty at the end."""
+        ...
+
+
+class WatchedReader:
+    """A binary stream that reports each read to a :class:`Watch` (a few calls per chunk)."""
+
+    def __init__(self, stream: Readable, total: int, watch: Watch) -> None:
+        self._stream = stream
+        self._total = total
+        self._done = 0
+        self._progress = watch.progress
+        self._cancelled = watch.cancelled
+
+    def read(self, size: int, /) -> bytes:
+        """Read up to ``size`` bytes; raise :class:`ScanCancelled` when asked to stop."""
+        if self._cancelled is not None and self._cancelled():
+            raise ScanCancelled
+        data = self._stream.read(size)
+        self._done += len(data)
+        if self._progress is not None:
+            self._progress(self._done, max(self._total, self._done) if self._total else 0)
+        return data
