@@ -16,9 +16,8 @@ create text: a line holding an escape byte is always looked at, as is every prog
 (``%|``).
 
 A case-insensitive rule matches more than ASCII case: Python's ``re`` folds ``K`` (Kelvin
-sign) to ``k``, ``ſ`` to ``s`` and ``İ``/``ı`` to ``i`` (:data:`NON_ASCII_FOLDS`). A required
-string of such a rule is cut at those letters, so that the byte search, which only knows ASCII
-case, never misses them.
+sign) to ``k``, ``ſ`` to ``s`` and ``İ``/``ı`` to ``i`` (:data:`NON_ASCII_FOLDS`). The byte
+search spells those forms out beside the two ASCII cases, so that it never misses them.
 """
 
 from __future__ import annotations
@@ -34,8 +33,12 @@ from typing import Any, Final, Protocol
 
 _parser: Any = importlib.import_module("re._parser" if sys.version_info >= (3, 11) else "sre_parse")
 
-NON_ASCII_FOLDS: Final = frozenset("iks")
-"""ASCII letters that a case-insensitive ``re`` pattern also matches as a non-ASCII character."""
+NON_ASCII_FOLDS: Final[dict[str, tuple[str, ...]]] = {
+    "i": ("\u0130", "\u0131"),
+    "k": ("\u212a",),
+    "s": ("\u017f",),
+}
+"""ASCII letters that a case-insensitive ``re`` pattern also matches as non-ASCII characters."""
 ALWAYS: Final[tuple[bytes, ...]] = (b"%|", b"\x1b")
 """Byte strings whose lines are always read: a progress bar, and an ANSI escape."""
 WINDOW: Final = 16
@@ -45,10 +48,11 @@ MIN_WINDOW: Final = 4
 SHORT_COST: Final = 100.0
 """The cost of each character a window lacks of ``MIN_WINDOW`` (see :func:`_cost`)."""
 
-# How often a byte shows in ordinary log text, most frequent first (space, lowercase English
-# letters by frequency, digits and the common punctuation of paths and numbers). A byte not
-# listed (uppercase, the rarer punctuation, control bytes) counts as rare.
-_COMMON: Final = " etaoinsrhldcumfpgwybvkxjqz0123456789./-:,=()[]'"
+# How often a byte shows in ordinary log text, most frequent first: space, lowercase English
+# letters by frequency, with the digits (logs are full of numbers) and the punctuation of
+# paths, numbers and identifiers among them. A byte not listed (uppercase, the rarer
+# punctuation, control bytes) counts as rare.
+_COMMON: Final = " etaoins0rhl1d2c5u34m6789._/-:fpgw,=ybv()[]'\"kxjqz"
 
 Required = frozenset[tuple[str, bool]]
 """Strings, each with whether it is matched ignoring case; every match holds one of them."""
@@ -84,8 +88,8 @@ def _sequence(items: Any, *, ignore_case: bool) -> Required | None:
         name = str(op)
         if name == "LITERAL":
             char = chr(arg)
-            if char in "\r\n" or (ignore_case and _folds_beyond_ascii(char)):
-                flush()  # a segment never holds \r or \n; see NON_ASCII_FOLDS
+            if char in "\r\n" or (ignore_case and not char.isascii()):
+                flush()  # a segment never holds \r or \n; other cases of non-ASCII: unknown
             else:
                 run.append(char)
             continue
@@ -127,7 +131,7 @@ def _literal_head(items: Any, *, ignore_case: bool) -> str:
         if str(op) != "LITERAL":
             break
         char = chr(arg)
-        if char in "\r\n" or (ignore_case and _folds_beyond_ascii(char)):
+        if char in "\r\n" or (ignore_case and not char.isascii()):
             break
         head.append(char)
     return "".join(head)
@@ -157,8 +161,21 @@ def _item(name: str, arg: Any, *, ignore_case: bool) -> Required | None:
     return None
 
 
-def _folds_beyond_ascii(char: str) -> bool:
-    return not char.isascii() or char.lower() in NON_ASCII_FOLDS
+def cases(char: str, *, ignore_case: bool) -> list[str]:
+    """Every character ``char`` matches as a pattern's literal (see :data:`NON_ASCII_FOLDS`)."""
+    if not ignore_case or not char.isalpha():
+        return [char]
+    lower = char.lower()
+    return sorted({lower, char.upper(), *NON_ASCII_FOLDS.get(lower, ())})
+
+
+def window_pattern(text: str, *, ignore_case: bool) -> bytes:
+    """A byte expression that finds ``text`` wherever the pattern it comes from could."""
+    parts = []
+    for char in text:
+        forms = [re.escape(form.encode("utf-8")) for form in cases(char, ignore_case=ignore_case)]
+        parts.append(forms[0] if len(forms) == 1 else b"(?:" + b"|".join(forms) + b")")
+    return b"".join(parts)
 
 
 # --- the trigger ---------------------------------------------------------------------------------
@@ -168,15 +185,29 @@ def _folds_beyond_ascii(char: str) -> bool:
 class _Window:
     """A short piece of a required string, and the patterns that need it."""
 
-    data: bytes
-    folded: bool
-    """Matched ignoring ASCII case (``data`` is then lowercase)."""
+    text: str
+    ignore_case: bool
     patterns: tuple[int, ...]
+    data: bytes = b""
+    regex: re.Pattern[bytes] | None = None
+
+    @classmethod
+    def of(cls, text: str, ignore_case: bool, patterns: tuple[int, ...]) -> _Window:
+        """The window ``text`` (a regular expression for it when case is ignored)."""
+        if ignore_case:
+            regex = re.compile(window_pattern(text, ignore_case=True))
+            return cls(text, ignore_case, patterns, regex=regex)
+        return cls(text, ignore_case, patterns, data=text.encode("utf-8"))
+
+    def first_bytes(self) -> set[int]:
+        """The bytes a match of the window can start with."""
+        forms = cases(self.text[0], ignore_case=self.ignore_case)
+        return {form.encode("utf-8")[0] for form in forms}
 
     def at(self, raw: bytes, pos: int) -> bool:
         """Whether the window is in ``raw`` at ``pos``."""
-        if self.folded:
-            return raw[pos : pos + len(self.data)].lower() == self.data
+        if self.regex is not None:
+            return self.regex.match(raw, pos) is not None
         return raw.startswith(self.data, pos)
 
 
@@ -233,24 +264,22 @@ def build_trigger(sources: Sequence[str], joined: re.Pattern[str]) -> Trigger | 
         if required is None:
             return None
         for text, ignore_case in required:
-            window = _window(text, ignore_case=ignore_case)
-            owners.setdefault((window, ignore_case), set()).add(index)
-    exact: set[bytes] = set(ALWAYS)
-    folded: set[str] = set()
+            piece = _window(text, ignore_case=ignore_case)
+            owners.setdefault((piece, ignore_case), set()).add(index)
     windows: dict[int, list[_Window]] = {}
-    for (window, ignore_case), indexes in sorted(owners.items()):
-        data = window.encode("utf-8")
+    branches: list[tuple[bytes, bytes]] = [(always, b"") for always in ALWAYS]
+    for (text, ignore_case), indexes in sorted(owners.items()):
+        window = _Window.of(text, ignore_case, tuple(sorted(indexes)))
+        for first in window.first_bytes():
+            windows.setdefault(first, []).append(window)
         if ignore_case:
-            folded.add(window)
-            data = data.lower()
-            firsts = {data[0], data[:1].upper()[0]}
+            tail = window_pattern(text[1:], ignore_case=True)
+            for form in cases(text[0], ignore_case=True):
+                branches.append((form.encode("utf-8"), tail))
         else:
-            exact.add(data)
-            firsts = {data[0]}
-        for first in firsts:
-            windows.setdefault(first, []).append(_Window(data, ignore_case, tuple(sorted(indexes))))
+            branches.append((window.data, b""))
     compiled = [re.compile(source) for source in sources]
-    return Trigger(re.compile(_alternation(exact, folded)), windows, compiled, joined)
+    return Trigger(re.compile(_alternation(branches)), windows, compiled, joined)
 
 
 def _rarity(char: str, *, ignore_case: bool) -> float:
@@ -272,27 +301,27 @@ def _window(text: str, *, ignore_case: bool) -> str:
     return text[start : start + WINDOW]
 
 
-def _alternation(exact: set[bytes], folded: set[str]) -> bytes:
+def _alternation(branches: list[tuple[bytes, bytes]]) -> bytes:
     """One expression for the windows, grouped by their first byte so that the search skips
-    every other byte quickly; a case-insensitive window starts with each case of its first
-    letter and matches the rest ignoring ASCII case."""
-    groups: dict[int, list[bytes]] = {}
-    for word in exact:
-        groups.setdefault(word[0], []).append(word[1:])
+    every other byte quickly.
+
+    Each branch is literal bytes, then an expression (empty for an exact window).
+    """
+    exact: dict[int, list[bytes]] = {}
     tails: dict[int, list[bytes]] = {}
-    for window in folded:
-        data = window.encode("utf-8")
-        rest = b"(?i:" + re.escape(data[1:]) + b")" if len(data) > 1 else b""
-        for case in {data[:1].lower(), data[:1].upper()}:
-            tails.setdefault(case[0], []).append(rest)
-    branches = []
-    for byte in sorted(groups.keys() | tails.keys()):
-        words = groups.get(byte, [])
+    for literal, tail in branches:
+        if tail:
+            tails.setdefault(literal[0], []).append(re.escape(literal[1:]) + tail)
+        else:
+            exact.setdefault(literal[0], []).append(literal[1:])
+    alternatives = []
+    for byte in sorted(exact.keys() | tails.keys()):
+        words = exact.get(byte, [])
         inner = [_trie(sorted(words))] if words else []
-        inner += tails.get(byte, [])
+        inner += sorted(set(tails.get(byte, [])))
         body = inner[0] if len(inner) == 1 else b"(?:" + b"|".join(inner) + b")"
-        branches.append(re.escape(bytes([byte])) + body)
-    return b"|".join(branches)
+        alternatives.append(re.escape(bytes([byte])) + body)
+    return b"|".join(alternatives)
 
 
 def _trie(words: list[bytes]) -> bytes:
