@@ -6,11 +6,19 @@ never read whole: :func:`scan_log` streams it in fixed-size binary chunks and cu
 *segments* on both ``\\r`` (tqdm redraws) and ``\\n``. Line numbers count ``\\n`` only, as an
 editor shows them, so every redraw of a bar shares its line's number.
 
-Two paths keep this fast. A progress-bar segment (it holds ``%|``) costs a few byte
+Three things keep this fast. Each chunk is first searched with one byte expression, the
+*trigger* (:mod:`wizard.logread`), built from the marker patterns themselves: it finds every
+line where some pattern could match, every progress bar and every line with an ANSI code; the
+other lines are only counted. A progress-bar segment (it holds ``%|``) costs a few byte
 comparisons: a redraw of the same bar as the previous segment is only remembered, and only the
-last training-bar redraw is ever parsed. Every other segment is decoded (``errors="replace"``),
-freed of ANSI codes, and tried against one joined expression of all the patterns; only a
-segment that matches is looked at rule by rule.
+last training-bar redraw is ever parsed. Every other segment the trigger found is decoded
+(``errors="replace"``), freed of ANSI codes and line prefixes, and tried against the few
+patterns whose fixed text it holds; only a segment that matches one is looked at rule by rule.
+``scan_stream(..., prefilter=False)`` skips both tests (every segment through every rule):
+the tests compare the two.
+
+Reading reports its progress and can be cancelled between two chunks (``progress`` and
+``cancelled`` of :func:`scan_log`, or a :func:`wizard.logread.watching` block around a caller).
 
 What the lines mean lives in ``presets/log_markers.yaml`` (:class:`LogMarkers`): it is a
 description of AI Toolkit's output, like every other fact about the toolkit. The formats of
