@@ -49,8 +49,8 @@ PROGRESS_MIN_BYTES = 4 << 20
 
 
 @dataclass
-class LogProgress(Message):
-    """The load worker read ``done`` bytes of a log of ``total`` bytes (0: size unknown)."""
+class LogChunksRead(Message):
+    """The load worker has read ``done`` bytes of a log of ``total`` bytes."""
 
     done: int
     total: int
@@ -197,7 +197,7 @@ class LoadScreen(StageScreen):
             self.post_message(message)
 
     def _progress_poster(self, worker: Worker[None]) -> Callable[[int, int], None]:
-        """A progress callback that posts :class:`LogProgress` about every 0.5 % of a log."""
+        """A progress callback that posts :class:`LogChunksRead` about every 0.5 % of a log."""
         last = -1
 
         def progress(done: int, total: int) -> None:
@@ -206,12 +206,12 @@ class LoadScreen(StageScreen):
                 return
             if last < 0 or done - last >= total // PROGRESS_STEPS or done >= total:
                 last = done
-                self.post_message(LogProgress(done, total))
+                self.post_message(LogChunksRead(done, total))
 
         return progress
 
-    @on(LogProgress)
-    def _progressed(self, event: LogProgress) -> None:
+    @on(LogChunksRead)
+    def _progressed(self, event: LogChunksRead) -> None:
         if self.reader is None:
             return  # a message of a reading that was cancelled
         bar = self.query_one("#reading", ProgressBar)
