@@ -2,11 +2,16 @@
 
 The job is a config file or job folder (typed, or picked in a folder tree), or a job of AI
 Toolkit's jobs database (``--db``), picked from the list of its jobs.
+
+Reading happens in a thread worker. A big log shows its progress (bytes read of the total, in
+a progress bar) and Esc cancels the reading: the scanner checks the worker between two
+chunks, and the screen goes back to asking for a job.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,9 +21,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
+from textual.message import Message
 from textual.suggester import Suggester
-from textual.widgets import DirectoryTree, Footer, Header, Input, Static
+from textual.widgets import DirectoryTree, Footer, Header, Input, ProgressBar, Static
 from textual.widgets.option_list import Option
+from textual.worker import Worker, get_current_worker
 
 from screens.base import StageScreen
 from screens.messages import JobLoaded, JobsListed, LoadFailed
@@ -34,6 +41,23 @@ CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".jsonc")
 
 #: Column widths of the database's job list (the info column takes the rest of the line).
 NAME_WIDTH, STATUS_WIDTH, STEP_WIDTH = 28, 9, 6
+
+#: Steps of the reading progress bar over a whole log (one message to the screen per step).
+PROGRESS_STEPS = 200
+#: A log smaller than this is read without showing a progress bar.
+PROGRESS_MIN_BYTES = 4 << 20
+
+
+@dataclass
+class LogChunksRead(Message):
+    """The load worker has read ``done`` bytes of a log of ``total`` bytes."""
+
+    done: int
+    total: int
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:,.0f} MB" if size >= 10**7 else f"{size / 1e6:,.1f} MB"
 
 
 class PathSuggester(Suggester):
@@ -80,6 +104,7 @@ class LoadScreen(StageScreen):
 
     BINDINGS = [  # noqa: RUF012
         Binding("enter", "next", "Next", priority=True),
+        Binding("escape", "cancel_reading", "Cancel reading"),
         Binding("escape", "other_job", "Other job"),
     ]
 
@@ -87,6 +112,8 @@ class LoadScreen(StageScreen):
         super().__init__()
         self.request = request
         self.loaded: WizardState | None = None
+        self.reader: Worker[None] | None = None
+        """The worker reading a job, while it reads."""
 
     def compose(self) -> ComposeResult:
         request = self.request
@@ -94,6 +121,7 @@ class LoadScreen(StageScreen):
         with VerticalScroll(id="body"):
             yield Static("Load the job that ran out of memory", classes="title")
             yield Static("", id="status")
+            yield ProgressBar(id="reading", show_eta=False)
             yield Static("", id="error", classes="error")
             if request.listing:
                 with Vertical(id="job-list"):
@@ -114,6 +142,7 @@ class LoadScreen(StageScreen):
         """Load the job named on the command line, list the database's jobs, or ask."""
         request = self.request
         self.query_one("#picker").display = request.asks_for_config
+        self.query_one("#reading").display = False
         if request.db is not None and request.job is not None:
             self.call_after_refresh(self.load_db_job, request.job)
         elif request.db is not None:
@@ -128,7 +157,9 @@ class LoadScreen(StageScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """ "Other job" only when a database job was picked from the list."""
         if action == "other_job":
-            return self.request.listing and self.loaded is not None
+            return self.request.listing and self.loaded is not None and self.reader is None
+        if action == "cancel_reading":
+            return self.reader is not None
         return True
 
     def load(self, target: Path) -> None:
@@ -145,16 +176,87 @@ class LoadScreen(StageScreen):
         """Say what is being read, and read it in a worker."""
         self.query_one("#error", Static).update("")
         self.query_one("#status", Static).update(f"Reading {what} …")
-        self._open(open_state)
+        self.reader = self._open(open_state)
+        self.refresh_bindings()
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def _open(self, open_state: Callable[[], WizardState]) -> None:
-        try:
-            state = open_state()
-        except WizardError as exc:
-            self.post_message(LoadFailed(exc.one_line()))
+        from wizard.logread import ScanCancelled, Watch, watching
+
+        worker = get_current_worker()
+        with watching(Watch(self._progress_poster(worker), lambda: worker.is_cancelled)):
+            try:
+                state = open_state()
+            except ScanCancelled:
+                return  # the screen already says so (see action_cancel_reading)
+            except WizardError as exc:
+                message: Message = LoadFailed(exc.one_line())
+            else:
+                message = JobLoaded(state)
+        if not worker.is_cancelled:
+            self.post_message(message)
+
+    def _progress_poster(self, worker: Worker[None]) -> Callable[[int, int], None]:
+        """A progress callback that posts :class:`LogChunksRead` about every 0.5 % of a log."""
+        last = -1
+
+        def progress(done: int, total: int) -> None:
+            nonlocal last
+            if total < PROGRESS_MIN_BYTES or worker.is_cancelled:
+                return
+            if last < 0 or done - last >= total // PROGRESS_STEPS or done >= total:
+                last = done
+                self.post_message(LogChunksRead(done, total))
+
+        return progress
+
+    @on(LogChunksRead)
+    def _progressed(self, event: LogChunksRead) -> None:
+        if self.reader is None:
+            return  # a message of a reading that was cancelled
+        bar = self.query_one("#reading", ProgressBar)
+        bar.display = True
+        bar.update(total=event.total, progress=event.done)
+        self.query_one("#status", Static).update(
+            f"Reading the log: {_megabytes(event.done)} of {_megabytes(event.total)} (Esc cancels)"
+        )
+
+    def action_cancel_reading(self) -> None:
+        """Stop reading the job (at the next chunk of its log) and ask for a job again."""
+        if self.reader is None:
+            return
+        self.reader.cancel()
+        self._done_reading()
+        if self.request.listing:
+            again = "Pick a job in the list."
+        elif self.request.db is not None:
+            again = "Enter reads it again."
         else:
-            self.post_message(JobLoaded(state))
+            again = "Type a job or pick one; Enter reads it."
+        self.query_one("#status", Static).update(f"Reading cancelled. {again}")
+        self._ask_again()
+
+    def _done_reading(self) -> None:
+        self.reader = None
+        self.query_one("#reading").display = False
+        self.refresh_bindings()
+
+    def _ask_again(self) -> None:
+        """Show the way to pick a job again (the database's list, or the path and tree)."""
+        if self.request.listing:
+            self.query_one("#job-list").display = True
+            self.query_one("#jobs", MarkedOptionList).focus()
+            return
+        if self.request.db is not None:
+            return
+        picker = self.query_one("#picker")
+        picker.display = True
+        if not picker.query(ConfigTree):
+            picker.mount(ConfigTree(Path.cwd(), id="tree"))
+        path = self.query_one("#path", Input)
+        if not path.value and self.request.target is not None:
+            path.value = str(self.request.target)
+        path.focus()
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def _list(self, db: Path) -> None:
@@ -183,6 +285,7 @@ class LoadScreen(StageScreen):
 
     @on(JobLoaded)
     def _loaded(self, event: JobLoaded) -> None:
+        self._done_reading()
         self.loaded = event.state
         self.wizard.update_state(event.state)
         self.query_one("#picker").display = False
@@ -196,6 +299,7 @@ class LoadScreen(StageScreen):
 
     @on(LoadFailed)
     def _failed(self, event: LoadFailed) -> None:
+        self._done_reading()
         self.query_one("#status", Static).update("")
         self.query_one("#error", Static).update(f"oom-wizard: error: {event.error}")
         self.notify(event.error, title="Cannot load", severity="error")
@@ -213,8 +317,12 @@ class LoadScreen(StageScreen):
 
     def action_next(self) -> None:
         """Go on when loaded; otherwise load the job highlighted, typed or selected."""
+        if self.reader is not None:
+            return  # reading: Esc cancels it
         if self.loaded is not None:
             self.wizard.show_start()
+        elif self.request.db is not None and self.request.job is not None:
+            self.load_db_job(self.request.job)
         elif self.request.listing:
             self._open_highlighted_job()
         else:

@@ -6,11 +6,19 @@ never read whole: :func:`scan_log` streams it in fixed-size binary chunks and cu
 *segments* on both ``\\r`` (tqdm redraws) and ``\\n``. Line numbers count ``\\n`` only, as an
 editor shows them, so every redraw of a bar shares its line's number.
 
-Two paths keep this fast. A progress-bar segment (it holds ``%|``) costs a few byte
+Three things keep this fast. Each chunk is first searched with one byte expression, the
+*trigger* (:mod:`wizard.logread`), built from the marker patterns themselves: it finds every
+line where some pattern could match, every progress bar and every line with an ANSI code; the
+other lines are only counted. A progress-bar segment (it holds ``%|``) costs a few byte
 comparisons: a redraw of the same bar as the previous segment is only remembered, and only the
-last training-bar redraw is ever parsed. Every other segment is decoded (``errors="replace"``),
-freed of ANSI codes, and tried against one joined expression of all the patterns; only a
-segment that matches is looked at rule by rule.
+last training-bar redraw is ever parsed. Every other segment the trigger found is decoded
+(``errors="replace"``), freed of ANSI codes and line prefixes, and tried against the few
+patterns whose fixed text it holds; only a segment that matches one is looked at rule by rule.
+``scan_stream(..., prefilter=False)`` skips both tests (every segment through every rule):
+the tests compare the two.
+
+Reading reports its progress and can be cancelled between two chunks (``progress`` and
+``cancelled`` of :func:`scan_log`, or a :func:`wizard.logread.watching` block around a caller).
 
 What the lines mean lives in ``presets/log_markers.yaml`` (:class:`LogMarkers`): it is a
 description of AI Toolkit's output, like every other fact about the toolkit. The formats of
@@ -46,11 +54,20 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Annotated, Any, Final, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr
 
 from wizard.errors import LogError, PresetError
+from wizard.logread import (
+    Cancelled,
+    Progress,
+    Readable,
+    Watch,
+    WatchedReader,
+    build_trigger,
+    current_watch,
+)
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -331,6 +348,8 @@ class _Compiled:
             *markers.host_copy,
         ]
         self.prefilter = re.compile("|".join(f"(?:{_unnamed(s)})" for s in sources))
+        self.trigger = build_trigger(sources, self.prefilter)
+        """The prefilter's cheap form: over chunks of bytes, then segment by segment."""
 
 
 def load_log_markers(path: Path | None = None) -> LogMarkers:
@@ -634,15 +653,30 @@ def _figures(found: Mapping[str, Any], line: int) -> OomFigures:
 # --- reading ------------------------------------------------------------------------------------
 
 
-def scan_log(path: str | Path, *, markers: LogMarkers | None = None) -> LogScan:
+def scan_log(
+    path: str | Path,
+    *,
+    markers: LogMarkers | None = None,
+    progress: Progress | None = None,
+    cancelled: Cancelled | None = None,
+) -> LogScan:
     """Read the log at ``path`` and describe its last run.
+
+    Args:
+        path: The log file.
+        markers: The marker table (default: the shipped one).
+        progress: Called after each chunk with (bytes read, file size).
+        cancelled: Called after each chunk; when it returns True the reading stops.
+            Without either, those of an enclosing :func:`wizard.logread.watching` block.
 
     Raises:
         LogError: the file is missing, a folder, or cannot be read.
+        ScanCancelled: ``cancelled`` returned True.
     """
     path = Path(path)
     if path.is_dir():
         raise LogError("this is a folder, not a log; pass the log file (log.txt)", file=path)
+    watch = Watch(progress, cancelled) if progress or cancelled else current_watch()
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         status = os.fstat(fd)
@@ -655,7 +689,9 @@ def scan_log(path: str | Path, *, markers: LogMarkers | None = None) -> LogScan:
                 file=path,
             )
         with os.fdopen(fd, "rb") as stream:
-            scan = scan_stream(stream, source=str(path), markers=markers)
+            scan = scan_stream(
+                stream, source=str(path), markers=markers, total=status.st_size, watch=watch
+            )
             return dataclasses.replace(scan, modified=status.st_mtime)
     except FileNotFoundError:
         raise LogError("no such log file", file=path) from None
@@ -670,11 +706,14 @@ def scan_text(text: str | bytes, *, markers: LogMarkers | None = None) -> LogSca
 
 
 def scan_stream(
-    stream: IO[bytes],
+    stream: Readable,
     *,
     source: str | None = None,
     markers: LogMarkers | None = None,
     chunk_bytes: int = CHUNK_BYTES,
+    total: int = 0,
+    watch: Watch | None = None,
+    prefilter: bool = True,
 ) -> LogScan:
     """Describe the last run of the log read from the binary ``stream``.
 
@@ -683,14 +722,23 @@ def scan_stream(
         source: The file name to report.
         markers: The marker table (default: the shipped one).
         chunk_bytes: Bytes per read.
+        total: The stream's size, for ``watch`` (0: unknown).
+        watch: Told of each chunk read, and asked whether to stop (:class:`Watch`).
+        prefilter: Read only the lines the cheap test lets through (the default). False
+            sends every segment through every rule: slow, and only there to check the test.
+
+    Raises:
+        ScanCancelled: ``watch`` asked to stop.
     """
-    scanner = _Scanner((markers or load_log_markers()).compiled())
+    if watch is not None:
+        stream = WatchedReader(stream, total, watch)
+    scanner = _Scanner((markers or load_log_markers()).compiled(), prefilter=prefilter)
     for block in iter_blocks(stream, chunk_bytes):
         scanner.feed(block)
     return scanner.result(source)
 
 
-def iter_blocks(stream: IO[bytes], chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
+def iter_blocks(stream: Readable, chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
     """The log as UTF-8 blocks that each end on a ``\\r`` or ``\\n`` (the last may not).
 
     A UTF-16 log (Windows PowerShell redirection writes one) is transcoded. A segment longer
@@ -727,14 +775,14 @@ def iter_blocks(stream: IO[bytes], chunk_bytes: int = CHUNK_BYTES) -> Iterator[b
         yield carry
 
 
-def _plain_chunks(stream: IO[bytes], head: bytes, size: int) -> Iterator[bytes]:
+def _plain_chunks(stream: Readable, head: bytes, size: int) -> Iterator[bytes]:
     data = head + stream.read(size)
     while data:
         yield data
         data = stream.read(size)
 
 
-def _utf16_chunks(stream: IO[bytes], head: bytes, size: int) -> Iterator[bytes]:
+def _utf16_chunks(stream: Readable, head: bytes, size: int) -> Iterator[bytes]:
     decoder = codecs.getincrementaldecoder("utf-16")(errors="replace")
     data = head + stream.read(size)
     while data:
@@ -904,8 +952,12 @@ class _Run:
 class _Scanner:
     """Feeds blocks of the log through the runs' state; see the module docstring."""
 
-    def __init__(self, patterns: _Compiled) -> None:
+    def __init__(self, patterns: _Compiled, *, prefilter: bool = True) -> None:
         self._p = patterns
+        self._prefilter = prefilter
+        trigger = patterns.trigger if prefilter else None
+        self._trigger = trigger
+        self._search = trigger.search if trigger is not None else None
         self._line = 1
         self._runs = 0
         self._run = self._new_run(1, header=False)
@@ -921,10 +973,52 @@ class _Scanner:
         self._runs += 1
         return _Run(start_line=line, header=header)
 
-    # The hot loop: keep it small. A bar redraw that repeats the previous segment's head is
-    # only remembered; everything else goes through _bar or _text.
     def feed(self, block: bytes) -> None:
         """Read one block (it ends on a separator) and carry the line count over."""
+        if self._search is None:
+            self._feed_lines(block)
+        else:
+            self._feed_triggered(block, self._search)
+        self._ends_with_newline = block.endswith(b"\n")
+
+    def _feed_triggered(self, block: bytes, trigger: re.Pattern[bytes]) -> None:
+        """Only the lines where the trigger finds something go through the rules.
+
+        The others cannot match any pattern (see :mod:`wizard.logread`): they are counted.
+        :meth:`_reads_next_line` says when the next line is read whatever it holds.
+        """
+        pos, size = 0, len(block)
+        search = trigger.search
+        while pos < size:
+            if self._reads_next_line():
+                end = block.find(b"\n", pos) + 1 or size
+            else:
+                match = search(block, pos)
+                if match is None:
+                    break
+                start = block.rfind(b"\n", pos, match.start()) + 1 or pos
+                end = block.find(b"\n", match.end()) + 1 or size
+                self._line += block.count(b"\n", pos, start)
+                pos = start
+            self._feed_lines(block[pos:end])
+            pos = end
+        self._line += block.count(b"\n", pos)
+
+    def _reads_next_line(self) -> bool:
+        """Whether the next line goes to the rules whatever it holds: the rest of an allocator
+        message, the config dump (its opening brace, then every line to its closing one), or
+        the source line under a traceback frame (the call it makes may name the phase)."""
+        return bool(
+            self._dump_line is not None
+            or self._dump is not None
+            or self._run.oom_tail
+            or self._run.expect_call
+        )
+
+    # The hot loop: keep it small. A bar redraw that repeats the previous segment's head is
+    # only remembered; everything else goes through _bar or _text.
+    def _feed_lines(self, block: bytes) -> None:
+        """Every segment of ``block`` (whole lines, or the log's last one) through the rules."""
         lines = block.split(b"\n")
         last_index = len(lines) - 1
         line_no = self._line
@@ -960,7 +1054,6 @@ class _Scanner:
         if pending is not None:
             self._remember(pending, pending_line)
         self._line = line_no
-        self._ends_with_newline = block.endswith(b"\n")
 
     def _only_training_redraws(self, line: bytes, redraws: int) -> bool:
         """Whether every ``\\r`` segment of ``line`` is a clean redraw of the training bar.
@@ -1081,7 +1174,13 @@ class _Scanner:
         # A pasted log is often indented by the paste (a code block, a quote); the toolkit's
         # own lines are read without that indent. In a traceback the indent means source code.
         body = text.lstrip(" ") if not run.frames_seen else text
-        if not self._p.prefilter.search(body):
+        if self._trigger is not None:
+            passes = self._trigger.passes
+            if not (passes(raw, body) or (body is not text and passes(raw, text))):
+                return
+        elif self._prefilter and not (
+            self._p.prefilter.search(body) or self._p.prefilter.search(text)
+        ):
             return
         if self._p.run_start.search(body):
             self._start_run(line)

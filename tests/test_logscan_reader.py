@@ -1,0 +1,423 @@
+"""Tests of how the log is read: the cheap test (trigger), chunks, progress and cancel.
+
+The main property: for any log, and every marker of the shipped table (whatever markers are
+added to it later), scanning with the trigger gives exactly the scan that sends every segment
+through every rule.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import threading
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from wizard.logread import (
+    NON_ASCII_FOLDS,
+    ScanCancelled,
+    Watch,
+    build_trigger,
+    current_watch,
+    required_strings,
+    watching,
+    window_pattern,
+)
+from wizard.logscan import (
+    LogMarkers,
+    LogScan,
+    _unnamed,
+    clean,
+    load_log_markers,
+    scan_log,
+    scan_stream,
+)
+
+REPORTS = Path(__file__).parent / "fixtures" / "reports"
+MARKERS = load_log_markers()
+COMPILED = MARKERS.compiled()
+
+
+def marker_sources(markers: LogMarkers) -> list[str]:
+    """Every pattern the joined prefilter holds, one by one (its top-level alternatives)."""
+    return [_unnamed(source) for source in _split_top_level(markers.compiled().prefilter.pattern)]
+
+
+def _split_top_level(joined: str) -> list[str]:
+    """``(?:a)|(?:b)`` → ``[a, b]`` (the joined prefilter's own parts, whatever they are)."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(joined):
+        char = joined[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":  # a class may hold ( ) |
+            i = _class_end(joined, i)
+            continue
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            parts.append(joined[start:i])
+            start = i + 1
+        i += 1
+    parts.append(joined[start:])
+    return [part[3:-1] if part.startswith("(?:") else part for part in parts]
+
+
+def _class_end(text: str, i: int) -> int:
+    i += 1
+    if i < len(text) and text[i] == "^":
+        i += 1
+    if i < len(text) and text[i] == "]":
+        i += 1
+    while text[i] != "]":
+        i += 2 if text[i] == "\\" else 1
+    return i + 1
+
+
+SOURCES = marker_sources(MARKERS)
+
+
+def scan_both(data: bytes, chunk_bytes: int = 1 << 20) -> tuple[LogScan, LogScan]:
+    """The scan with the trigger, and the scan with every segment read by every rule."""
+    fast = scan_stream(io.BytesIO(data), chunk_bytes=chunk_bytes)
+    full = scan_stream(io.BytesIO(data), chunk_bytes=chunk_bytes, prefilter=False)
+    return fast, full
+
+
+# --- the required strings ------------------------------------------------------------------------
+
+
+def test_the_split_finds_every_marker_pattern() -> None:
+    assert len(SOURCES) > 60
+    joined = "|".join(f"(?:{source})" for source in SOURCES)
+    assert joined == COMPILED.prefilter.pattern
+    assert all(re.compile(source) for source in SOURCES)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        (r"^Loading\b", {("Loading", False)}),
+        (r"\b(?:CUDA|HIP) out of memory", {(" out of memory", False)}),
+        (r"^Saved (?:checkpoint|optimizer) to ", {("Saved ", False)}),
+        # The parser moves the shared "E" out of the alternatives: it is joined back.
+        (r"\w+(?:Error|Exception)", {("Error", False), ("Exception", False)}),
+        (r"(?:ab)+c", {("ab", False)}),
+    ],
+)
+def test_required_strings(pattern: str, expected: set[tuple[str, bool]]) -> None:
+    assert required_strings(pattern) == frozenset(expected)
+
+
+def test_a_string_ignoring_case_is_kept_whole_and_cut_at_non_ascii() -> None:
+    assert required_strings(r"(?i:^Caching latents)") == frozenset({("Caching latents", True)})
+    assert required_strings(r"(?i:^Caf\u00e9 au lait)") == frozenset({(" au lait", True)})
+
+
+@pytest.mark.parametrize("pattern", [r"\d+", r"^\s*$", r"(?:abc)?", r"a|\d"])
+def test_a_pattern_with_no_fixed_text_needs_nothing(pattern: str) -> None:
+    assert required_strings(pattern) is None
+
+
+def test_python_folds_only_these_ascii_letters_to_other_characters() -> None:
+    everything = "".join(chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c < 0xE000)
+    folded: dict[str, set[str]] = {}
+    for char in re.findall("(?i)[a-z]", everything):
+        for letter in "abcdefghijklmnopqrstuvwxyz":
+            if re.fullmatch(f"(?i){letter}", char):
+                folded.setdefault(letter, set()).add(char)
+    assert folded == {letter: set(forms) for letter, forms in NON_ASCII_FOLDS.items()}
+
+
+def test_a_window_ignoring_case_finds_the_non_ascii_forms_too() -> None:
+    pattern = re.compile(window_pattern("Caching", ignore_case=True))
+    for text in ("caching", "CACHING", "CACH\u0130NG", "cach\u0131ng"):
+        assert re.fullmatch("(?i)caching", text)
+        assert pattern.fullmatch(text.encode()), text
+    assert not pattern.search(b"cashing")
+
+
+def contains(text: str, required: frozenset[tuple[str, bool]]) -> bool:
+    """Whether the UTF-8 bytes of ``text`` hold one of ``required`` (as the trigger looks)."""
+    data = text.encode("utf-8", "surrogatepass")
+    return any(
+        re.search(window_pattern(needle, ignore_case=icase), data) for needle, icase in required
+    )
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_every_match_of_every_marker_holds_a_required_string(data: st.DataObject) -> None:
+    for source in SOURCES:
+        required = required_strings(source)
+        assert required is not None, f"no fixed text in {source!r}: every line would be read"
+        text = data.draw(st.from_regex(source), label=source)
+        assert contains(text, required), (source, text)
+
+
+# --- the trigger ---------------------------------------------------------------------------------
+
+
+def test_the_shipped_markers_have_a_trigger() -> None:
+    assert COMPILED.trigger is not None
+
+
+def test_markers_with_no_fixed_text_read_every_line() -> None:
+    assert build_trigger([r"^Loading\b", r"\d+ files"], re.compile("x")) is not None
+    assert build_trigger([r"^Loading\b", r"^\d+$"], re.compile("x")) is None
+
+
+PREFIXES = ["", "[rank0]: ", "2025-03-14T10:48:02.511Z ", "[2024-09-09 17:43:57] [INFO] "]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_the_trigger_lets_through_every_line_a_pattern_matches(data: st.DataObject) -> None:
+    trigger = COMPILED.trigger
+    assert trigger is not None
+    for source in SOURCES:
+        line = data.draw(st.sampled_from(PREFIXES)) + data.draw(st.from_regex(source))
+        line = line.replace("\r", " ").replace("\n", " ")
+        raw = line.encode("utf-8", "replace")
+        text = clean(raw)
+        if COMPILED.prefix is not None and (match := COMPILED.prefix.match(text)):
+            text = text[match.end() :]
+        if COMPILED.prefilter.search(text):
+            assert trigger.search.search(raw) is not None, (source, line)
+            assert trigger.passes(raw, text), (source, line)
+
+
+def test_a_coloured_oom_line_is_read() -> None:
+    line = "\x1b[31mtorch.OutOfMemory\x1b[0mError: CUDA out of\x1b[1m memory. Tried to allocate"
+    fast, full = scan_both(f"Running 1 job\nLoading model\n{line}\n".encode())
+    assert fast == full
+    assert "cuda_oom" in fast.signals
+
+
+# --- the main property: same scan with and without the trigger -----------------------------------
+
+ORDINARY = [
+    "/venv/lib/python3.10/site-packages/torch/utils/checkpoint.py:91: UserWarning: None of the "
+    "inputs have requires_grad=True. Gradients will be None",
+    "  warnings.warn(",
+    "Token indices sequence length is longer than the specified maximum sequence length for "
+    "this model (93 > 77). Running this sequence through the model will result in errors",
+    "{'loss/lr': 0.0001, 'step': 120}",
+    "{",
+    '    "type": "ui_trainer",',
+    "}",
+    "",
+    "   ",
+    "Process 4242 has 2.00 GiB memory in use. Of the allocated memory 20.84 GiB is allocated",
+    "GPU 0 has a total capacity of 23.55 GiB of which 412.31 MiB is free.",
+]
+BARS = [
+    "my_lora:  12%|#2        | 360/3000 [05:41:20<41:12,  1.73s/it, lr: 1e-04 loss: 4.1e-01]",
+    "my_lora:  12%|#2        | 361/3000 [05:41:22<41:10,  1.73s/it, lr: 1e-04 loss: 4.0e-01]",
+    " 40%|####      | 10/25 [00:10<00:15,  1.00it/s]",
+    "Generating Images:  50%|#####     | 1/2 [00:30<00:30, 30.0s/it]",
+    "Caching latents to disk:  10%|#         | 4/40 [00:01<00:09,  4.00it/s]",
+    "model.safetensors:  45%|####5     | 4.50G/9.99G [01:00<01:13, 75.0MB/s]",
+]
+
+
+def _lines_of_reports() -> list[str]:
+    lines: list[str] = []
+    for log in sorted(REPORTS.glob("*/log.txt")):
+        text = log.read_bytes().decode("utf-8", "replace")
+        lines.extend(re.split(r"\r\n|\r|\n", text)[:60])
+    return lines
+
+
+REPORT_LINES = _lines_of_reports()
+
+
+def log_lines() -> st.SearchStrategy[str]:
+    """A line of a log: a marker's match, a real report's line, a bar, ordinary or any text."""
+    marker_lines = st.one_of(*(st.from_regex(source, fullmatch=True) for source in SOURCES))
+    return st.tuples(
+        st.sampled_from([*PREFIXES, "\x1b[33m"]),
+        st.one_of(
+            marker_lines,
+            marker_lines,
+            st.sampled_from(REPORT_LINES),
+            st.sampled_from(BARS),
+            st.sampled_from(ORDINARY),
+            st.text(max_size=40),
+        ),
+    ).map("".join)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.lists(st.tuples(log_lines(), st.sampled_from(["\n", "\r", "\r\n", "\n\n"])), max_size=40),
+    st.sampled_from([7, 64, 1 << 20]),
+)
+def test_the_trigger_never_changes_the_scan(lines: list[tuple[str, str]], chunk_bytes: int) -> None:
+    data = "".join(line + end for line, end in lines).encode("utf-8", "surrogatepass")
+    fast, full = scan_both(data, chunk_bytes)
+    assert fast == full
+
+
+@pytest.mark.parametrize("report", sorted(REPORTS.glob("*/log.txt")), ids=lambda p: p.parent.name)
+def test_every_report_scans_the_same_with_and_without_the_trigger(report: Path) -> None:
+    data = report.read_bytes()
+    for chunk_bytes in (97, 1 << 20):
+        fast, full = scan_both(data, chunk_bytes)
+        assert fast == full
+
+
+def test_lines_after_an_allocator_message_are_read_whatever_they_hold() -> None:
+    log = (
+        "Running 1 job\nLoading model\n"
+        "my_lora:  1%|1| 30/3000 [00:10<10:00,  1.00it/s, loss: 0.1]\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+        "GPU 0 has a total capacity of 23.55 GiB of which 12.00 MiB is free.\n"
+        "Of all that, this process has 23.50 GiB memory in use.\n"
+    )
+    trigger = COMPILED.trigger
+    assert trigger is not None
+    assert trigger.search.search(log.splitlines()[-1].encode()) is None  # read for the OOM only
+    fast, full = scan_both(log.encode())
+    assert fast == full
+    assert fast.oom is not None
+    assert (fast.oom.total, fast.oom.this_process) == (23.55, 23.5)
+
+
+# --- chunks, long lines, memory ------------------------------------------------------------------
+
+
+class Generated:
+    """A stream of ``size`` bytes of ordinary lines made on the fly (never held whole)."""
+
+    def __init__(self, size: int, line: bytes) -> None:
+        self._left = size
+        self._line = line
+
+    def read(self, size: int, /) -> bytes:
+        count = min(size, self._left) // len(self._line)
+        if count == 0:
+            return b""
+        self._left -= count * len(self._line)
+        return self._line * count
+
+
+def test_memory_stays_bounded_on_a_long_log() -> None:
+    line = ORDINARY[0].encode() + b"\n"
+    tracemalloc.start()
+    try:
+        scan = scan_stream(Generated(40 << 20, line))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert scan.line_count == (40 << 20) // len(line)
+    assert peak < 12 << 20
+
+
+def test_a_very_long_line_without_an_end_is_read_in_bounded_memory() -> None:
+    data = b"Running 1 job\nLoading model\n" + b"x" * (8 << 20) + b"\nCUDA out of memory.\n"
+    tracemalloc.start()
+    try:
+        fast = scan_stream(io.BytesIO(data), chunk_bytes=1 << 16)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert "cuda_oom" in fast.signals
+    assert fast.line_count == 4
+    assert peak < (len(data) // 2)
+
+
+# --- progress and cancel -------------------------------------------------------------------------
+
+
+def write_log(path: Path, lines: int) -> Path:
+    body = "\n".join(ORDINARY[i % 3] for i in range(lines))
+    path.write_text(f"Running 1 job\nLoading model\n{body}\nCUDA out of memory.\n", "utf-8")
+    return path
+
+
+def test_progress_is_reported_after_every_chunk_up_to_the_size(tmp_path: Path) -> None:
+    log = write_log(tmp_path / "log.txt", 2000)
+    seen: list[tuple[int, int]] = []
+    scan = scan_log(log, progress=lambda done, total: seen.append((done, total)))
+    size = log.stat().st_size
+    assert "cuda_oom" in scan.signals
+    assert seen[-1] == (size, size)
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
+    assert {total for _, total in seen} == {size}
+
+
+def test_a_cancelled_scan_stops_at_the_next_chunk(tmp_path: Path) -> None:
+    log = write_log(tmp_path / "log.txt", 2000)
+    stop = threading.Event()
+    reads: list[int] = []
+
+    def progress(done: int, total: int) -> None:
+        reads.append(done)
+        if len(reads) == 3:
+            stop.set()
+
+    with pytest.raises(ScanCancelled):
+        scan_stream(
+            io.BytesIO(log.read_bytes()),
+            chunk_bytes=4096,
+            total=log.stat().st_size,
+            watch=Watch(progress, stop.is_set),
+        )
+    assert len(reads) == 3
+    assert reads[-1] < log.stat().st_size
+
+
+def test_watching_reaches_scans_started_far_below_and_only_in_its_thread(tmp_path: Path) -> None:
+    log = write_log(tmp_path / "log.txt", 100)
+    seen: list[int] = []
+    other: list[Watch | None] = []
+    with watching(Watch(progress=lambda done, total: seen.append(done))):
+        thread = threading.Thread(target=lambda: other.append(current_watch()))
+        thread.start()
+        thread.join()
+        scan_log(log)
+    assert seen and seen[-1] == log.stat().st_size
+    assert other == [None]
+    assert current_watch() is None
+
+
+def test_an_explicit_callback_wins_over_the_watch(tmp_path: Path) -> None:
+    log = write_log(tmp_path / "log.txt", 100)
+    outer: list[int] = []
+    inner: list[int] = []
+    with watching(Watch(progress=lambda done, total: outer.append(done))):
+        scan_log(log, progress=lambda done, total: inner.append(done))
+    assert inner and not outer
+
+
+def test_cancel_from_another_thread(tmp_path: Path) -> None:
+    stop = threading.Event()
+    results: list[BaseException | LogScan] = []
+    started = threading.Event()
+
+    def progress(done: int, total: int) -> None:
+        started.set()
+
+    def read() -> None:
+        try:
+            results.append(
+                scan_stream(Generated(1 << 40, b"plain line\n"), watch=Watch(progress, stop.is_set))
+            )
+        except ScanCancelled as exc:
+            results.append(exc)
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    assert started.wait(60)
+    stop.set()
+    thread.join(60)
+    assert not thread.is_alive()
+    assert len(results) == 1 and isinstance(results[0], ScanCancelled)

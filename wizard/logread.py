@@ -1,0 +1,409 @@
+"""The reading side of the log scanner: the cheap test for a whole chunk, progress, cancel.
+
+:mod:`wizard.logscan` reads a log in chunks of bytes. Most lines of a real log say nothing
+(library warnings, a logger's chatter, dataset notes), so a chunk is first searched with one
+*trigger*: a byte expression that finds every place where some marker could match. Only the
+lines it finds go to the rules; the others are only counted.
+
+The trigger is derived from the marker table's own joined expression, so a marker added later
+is covered without touching this module. :func:`required_strings` walks a pattern's parse tree
+and returns strings of which every match must contain one (``^Loading\\b`` → ``Loading``;
+``(?:CUDA|HIP) out of memory`` → `` out of memory``). :func:`build_trigger` keeps a short
+window of each (starting at its rarest byte, so that the search engine skips most of a chunk
+at its first-byte check) and joins the windows as a trie. The windows are found in the raw
+bytes because decoding (``errors="replace"``), removing ANSI codes and line prefixes never
+create text: a line holding an escape byte is always looked at, as is every progress bar
+(``%|``).
+
+A case-insensitive rule matches more than ASCII case: Python's ``re`` folds ``K`` (Kelvin
+sign) to ``k``, ``ſ`` to ``s`` and ``İ``/``ı`` to ``i`` (:data:`NON_ASCII_FOLDS`). The byte
+search spells those forms out beside the two ASCII cases, so that it never misses them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import importlib
+import re
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+_parser: Any = importlib.import_module("re._parser" if sys.version_info >= (3, 11) else "sre_parse")
+
+NON_ASCII_FOLDS: Final[dict[str, tuple[str, ...]]] = {
+    "i": ("\u0130", "\u0131"),
+    "k": ("\u212a",),
+    "s": ("\u017f",),
+}
+"""ASCII letters that a case-insensitive ``re`` pattern also matches as non-ASCII characters."""
+ALWAYS: Final[tuple[bytes, ...]] = (b"%|", b"\x1b")
+"""Byte strings whose lines are always read: a progress bar, and an ANSI escape."""
+WINDOW: Final = 16
+"""Characters kept of each required string, from its rarest one on."""
+MIN_WINDOW: Final = 4
+"""A window shorter than this many bytes costs ``SHORT_COST`` for each byte it lacks."""
+SHORT_COST: Final = 100.0
+"""The cost of each byte a window lacks of ``MIN_WINDOW`` (see :func:`_cost`)."""
+SPACE_WEIGHT: Final = 400.0
+"""A space is several times as common as the commonest letter: a window starting at one (the
+`` in `` of a traceback frame) is found in most lines of ordinary text."""
+
+# How often a byte shows in ordinary log text, most frequent first: space, lowercase English
+# letters by frequency, with the digits (logs are full of numbers) and the punctuation of
+# paths, numbers and identifiers among them. A byte not listed (uppercase, the rarer
+# punctuation, control bytes) counts as rare.
+_COMMON: Final = " etaoins0rhl1d2c5u34m6789._/-:fpgw,=ybv()[]'\"kxjqz"
+
+Required = frozenset[tuple[str, bool]]
+"""Strings, each with whether it is matched ignoring case; every match holds one of them."""
+
+
+class ScanCancelled(Exception):
+    """Reading the log was cancelled (by the cancellation check given to the scanner)."""
+
+
+# --- what every match of a pattern must contain --------------------------------------------------
+
+
+def required_strings(pattern: str) -> Required | None:
+    """Strings of which every match of ``pattern`` holds at least one (None: none is needed).
+
+    A superset is always safe: a string is only kept when the parse tree proves it is in every
+    match (a literal run of a sequence, every branch of an alternation, a group repeated at
+    least once). Anchors, classes and optional parts add nothing.
+    """
+    return _sequence(_parser.parse(pattern), ignore_case=False)
+
+
+def _sequence(items: Any, *, ignore_case: bool) -> Required | None:
+    options: list[Required] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if run:
+            options.append(frozenset({("".join(run), ignore_case)}))
+            run.clear()
+
+    for op, arg in items:
+        name = str(op)
+        if name == "LITERAL":
+            char = chr(arg)
+            if char in "\r\n" or (ignore_case and not char.isascii()):
+                flush()  # a segment never holds \r or \n; other cases of non-ASCII: unknown
+            else:
+                run.append(char)
+            continue
+        if name == "BRANCH" and run:
+            # The parser moves a prefix that all alternatives share in front of them
+            # (``Error|Exception`` → ``E(?:rror|xception)``): join it back.
+            heads = [_literal_head(alternative, ignore_case=ignore_case) for alternative in arg[1]]
+            options.append(frozenset(("".join(run) + head, ignore_case) for head in heads))
+        flush()
+        found = _item(name, arg, ignore_case=ignore_case)
+        if found is not None:
+            options.append(found)
+    flush()
+    if not options:
+        return None
+    return min(options, key=_cost)
+
+
+def _cost(option: Required) -> float:
+    """How much searching for ``option`` costs (lower is better).
+
+    Every string is searched by its window, found first by its first byte: an option of rare
+    first bytes is cheap even when it holds a few strings, and a window shorter than
+    ``MIN_WINDOW`` bytes is expensive (it is found in many lines that say nothing).
+    """
+    return sum(_window_cost(_window(text, ignore_case=icase), icase) for text, icase in option)
+
+
+def _window_cost(window: str, ignore_case: bool) -> float:
+    # the search runs over bytes: a non-ASCII character (rich's box line) is 2-4 of them
+    short = max(MIN_WINDOW - len(window.encode("utf-8")), 0)
+    return _rarity(window[0], ignore_case=ignore_case) + SHORT_COST * short
+
+
+def _literal_head(items: Any, *, ignore_case: bool) -> str:
+    """The literal characters a sequence starts with (cut as :func:`_sequence` cuts them)."""
+    head: list[str] = []
+    for op, arg in items:
+        if str(op) != "LITERAL":
+            break
+        char = chr(arg)
+        if char in "\r\n" or (ignore_case and not char.isascii()):
+            break
+        head.append(char)
+    return "".join(head)
+
+
+def _item(name: str, arg: Any, *, ignore_case: bool) -> Required | None:
+    if name == "SUBPATTERN":
+        _group, add_flags, del_flags, body = arg
+        if add_flags & re.IGNORECASE:
+            ignore_case = True
+        if del_flags & re.IGNORECASE:
+            ignore_case = False
+        return _sequence(body, ignore_case=ignore_case)
+    if name == "ATOMIC_GROUP":
+        return _sequence(arg, ignore_case=ignore_case)
+    if name == "BRANCH":
+        union: set[tuple[str, bool]] = set()
+        for alternative in arg[1]:
+            found = _sequence(alternative, ignore_case=ignore_case)
+            if found is None:
+                return None
+            union |= found
+        return frozenset(union)
+    if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+        low, _high, body = arg
+        return _sequence(body, ignore_case=ignore_case) if low >= 1 else None
+    return None
+
+
+def cases(char: str, *, ignore_case: bool) -> list[str]:
+    """Every character ``char`` matches as a pattern's literal (see :data:`NON_ASCII_FOLDS`)."""
+    if not ignore_case or not char.isalpha():
+        return [char]
+    lower = char.lower()
+    return sorted({lower, char.upper(), *NON_ASCII_FOLDS.get(lower, ())})
+
+
+def window_pattern(text: str, *, ignore_case: bool) -> bytes:
+    """A byte expression that finds ``text`` wherever the pattern it comes from could."""
+    parts = []
+    for char in text:
+        forms = [re.escape(form.encode("utf-8")) for form in cases(char, ignore_case=ignore_case)]
+        parts.append(forms[0] if len(forms) == 1 else b"(?:" + b"|".join(forms) + b")")
+    return b"".join(parts)
+
+
+# --- the trigger ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Window:
+    """A short piece of a required string, and the patterns that need it."""
+
+    text: str
+    ignore_case: bool
+    patterns: tuple[int, ...]
+    data: bytes = b""
+    regex: re.Pattern[bytes] | None = None
+
+    @classmethod
+    def of(cls, text: str, ignore_case: bool, patterns: tuple[int, ...]) -> _Window:
+        """The window ``text`` (a regular expression for it when case is ignored)."""
+        if ignore_case:
+            regex = re.compile(window_pattern(text, ignore_case=True))
+            return cls(text, ignore_case, patterns, regex=regex)
+        return cls(text, ignore_case, patterns, data=text.encode("utf-8"))
+
+    def first_bytes(self) -> set[int]:
+        """The bytes a match of the window can start with."""
+        forms = cases(self.text[0], ignore_case=self.ignore_case)
+        return {form.encode("utf-8")[0] for form in forms}
+
+    def at(self, raw: bytes, pos: int) -> bool:
+        """Whether the window is in ``raw`` at ``pos``."""
+        if self.regex is not None:
+            return self.regex.match(raw, pos) is not None
+        return raw.startswith(self.data, pos)
+
+
+class Trigger:
+    """The cheap test of the log's lines, built from the marker patterns.
+
+    ``search`` over a chunk of bytes finds every line that could match one of the patterns;
+    :meth:`passes` then runs, on one such segment, only the patterns whose windows it holds.
+    """
+
+    def __init__(
+        self,
+        search: re.Pattern[bytes],
+        windows: dict[int, list[_Window]],
+        patterns: Sequence[re.Pattern[str]],
+        joined: re.Pattern[str],
+    ) -> None:
+        self.search = search
+        """Finds a window (or a bar's ``%|``, or an escape byte) in a chunk of bytes."""
+        self._windows = windows
+        self._patterns = patterns
+        self._joined = joined
+
+    def passes(self, raw: bytes, text: str) -> bool:
+        """Whether some pattern matches ``text``, the cleaned form of the segment ``raw``."""
+        if b"\x1b" in raw:
+            return self._joined.search(text) is not None  # its codes removed, text is new
+        tried: set[int] = set()
+        search, windows, patterns = self.search.search, self._windows, self._patterns
+        pos = 0
+        while (match := search(raw, pos)) is not None:
+            pos = match.start()
+            for window in windows.get(raw[pos], ()):
+                if window.at(raw, pos):
+                    for index in window.patterns:
+                        if index not in tried:
+                            if patterns[index].search(text):
+                                return True
+                            tried.add(index)
+            pos += 1
+        return False
+
+
+def build_trigger(sources: Sequence[str], joined: re.Pattern[str]) -> Trigger | None:
+    """The :class:`Trigger` of the patterns ``sources`` (regular expressions over text).
+
+    ``joined`` matches where any of them does (it is asked about a line with ANSI codes).
+
+    None when some pattern needs no fixed text at all: then every line must be read.
+    """
+    owners: dict[tuple[str, bool], set[int]] = {}
+    for index, source in enumerate(sources):
+        required = required_strings(source)
+        if required is None:
+            return None
+        for text, ignore_case in required:
+            piece = _window(text, ignore_case=ignore_case)
+            owners.setdefault((piece, ignore_case), set()).add(index)
+    windows: dict[int, list[_Window]] = {}
+    branches: list[tuple[bytes, bytes]] = [(always, b"") for always in ALWAYS]
+    for (text, ignore_case), indexes in sorted(owners.items()):
+        window = _Window.of(text, ignore_case, tuple(sorted(indexes)))
+        for first in window.first_bytes():
+            windows.setdefault(first, []).append(window)
+        if ignore_case:
+            tail = window_pattern(text[1:], ignore_case=True)
+            for form in cases(text[0], ignore_case=True):
+                branches.append((form.encode("utf-8"), tail))
+        else:
+            branches.append((window.data, b""))
+    compiled = [re.compile(source) for source in sources]
+    return Trigger(re.compile(_alternation(branches)), windows, compiled, joined)
+
+
+def _rarity(char: str, *, ignore_case: bool) -> float:
+    """How often ``char`` shows in ordinary text (higher: more often)."""
+
+    def weight(one: str) -> float:
+        if one == " ":
+            return SPACE_WEIGHT
+        rank = _COMMON.find(one)
+        return 1.0 if rank < 0 else 100.0 * 0.94**rank
+
+    if ignore_case and char.isalpha():
+        return weight(char.lower()) + weight(char.upper())
+    return weight(char)
+
+
+def _window(text: str, *, ignore_case: bool) -> str:
+    """The few characters of ``text`` that are cheapest to search for: they start at a rare
+    character, and are long enough not to be found everywhere (see :func:`_window_cost`)."""
+    windows = [text[start : start + WINDOW] for start in range(len(text))]
+    return min(windows, key=lambda window: _window_cost(window, ignore_case))
+
+
+def _alternation(branches: list[tuple[bytes, bytes]]) -> bytes:
+    """One expression for the windows, grouped by their first byte so that the search skips
+    every other byte quickly.
+
+    Each branch is literal bytes, then an expression (empty for an exact window).
+    """
+    exact: dict[int, list[bytes]] = {}
+    tails: dict[int, list[bytes]] = {}
+    for literal, tail in branches:
+        if tail:
+            tails.setdefault(literal[0], []).append(re.escape(literal[1:]) + tail)
+        else:
+            exact.setdefault(literal[0], []).append(literal[1:])
+    alternatives = []
+    for byte in sorted(exact.keys() | tails.keys()):
+        words = exact.get(byte, [])
+        inner = [_trie(sorted(words))] if words else []
+        inner += sorted(set(tails.get(byte, [])))
+        body = inner[0] if len(inner) == 1 else b"(?:" + b"|".join(inner) + b")"
+        alternatives.append(re.escape(bytes([byte])) + body)
+    return b"|".join(alternatives)
+
+
+def _trie(words: list[bytes]) -> bytes:
+    """``words`` as one alternation grouped by common prefixes (a word ends its branch)."""
+    if any(not word for word in words):
+        return b""
+    groups: dict[int, list[bytes]] = {}
+    for word in words:
+        groups.setdefault(word[0], []).append(word[1:])
+    branches = [re.escape(bytes([first])) + _trie(rests) for first, rests in groups.items()]
+    if len(branches) == 1:
+        return branches[0]
+    return b"(?:" + b"|".join(branches) + b")"
+
+
+# --- progress and cancel -------------------------------------------------------------------------
+
+Progress = Callable[[int, int], None]
+"""Called after each chunk with (bytes read, total bytes; 0 when the size is unknown)."""
+Cancelled = Callable[[], bool]
+"""Called after each chunk; True stops the reading with :class:`ScanCancelled`."""
+
+
+@dataclass(frozen=True)
+class Watch:
+    """What a scan reports to while it reads: a progress callback and a cancellation check."""
+
+    progress: Progress | None = None
+    cancelled: Cancelled | None = None
+
+
+_WATCH: contextvars.ContextVar[Watch | None] = contextvars.ContextVar("log_watch", default=None)
+
+
+@contextlib.contextmanager
+def watching(watch: Watch) -> Iterator[None]:
+    """Every log scan started inside this block (in this thread) reports to ``watch``.
+
+    This lets a caller far above the scanner (the app's load worker, through the session)
+    show progress and cancel without every layer passing the callbacks down.
+    """
+    token = _WATCH.set(watch)
+    try:
+        yield
+    finally:
+        _WATCH.reset(token)
+
+
+def current_watch() -> Watch | None:
+    """The watch set by the innermost :func:`watching` block of this thread, if any."""
+    return _WATCH.get()
+
+
+class Readable(Protocol):
+    """What the scanner reads from: a binary stream's ``read``."""
+
+    def read(self, size: int, /) -> bytes:
+        """Up to ``size`` bytes; empty at the end."""
+        ...
+
+
+class WatchedReader:
+    """A binary stream that reports each read to a :class:`Watch` (a few calls per chunk)."""
+
+    def __init__(self, stream: Readable, total: int, watch: Watch) -> None:
+        self._stream = stream
+        self._total = total
+        self._done = 0
+        self._progress = watch.progress
+        self._cancelled = watch.cancelled
+
+    def read(self, size: int, /) -> bytes:
+        """Read up to ``size`` bytes; raise :class:`ScanCancelled` when asked to stop."""
+        if self._cancelled is not None and self._cancelled():
+            raise ScanCancelled
+        data = self._stream.read(size)
+        self._done += len(data)
+        if self._progress is not None:
+            self._progress(self._done, max(self._total, self._done) if self._total else 0)
+        return data
