@@ -1,18 +1,74 @@
-"""What every stage screen shares: the header, the footer, typed access to the app."""
+"""What every stage screen shares: typed access to the app and its state, and the values a
+stage returns when it is done.
+
+A stage screen never pushes the next one and never changes the app's state: it
+``dismiss``es with one of the values below, and the app's callback (given to
+``push_screen``) decides what comes next, as in Textual's screens guide. Every stage is built
+fresh from the state in effect, so nothing on screen is left over from an older plan.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, Generic, TypeVar, cast
 
 from textual.screen import Screen
 
 if TYPE_CHECKING:
     from screens.app import OomWizardApp
-    from wizard.session import WizardState
+    from wizard.service import Prepared, Saved, ScaleUp, StepChoice, WizardState
+
+ResultT = TypeVar("ResultT")
 
 
-class StageScreen(Screen[None]):
-    """A wizard stage: it reads the app's state and hands the user's choices back to it."""
+class Back:
+    """The user went back one stage (Escape)."""
+
+    def __repr__(self) -> str:
+        return "BACK"
+
+
+#: The one :class:`Back` value.
+BACK: Final = Back()
+
+#: The coming-back screen's answers: the retry trained through, or it crashed again.
+RAN: Final = "ran"
+CRASHED: Final = "crashed"
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """A step was decided (its toggles as shown, or skipped): go on to the next one."""
+
+    choice: StepChoice
+
+
+@dataclass(frozen=True)
+class SaveNow:
+    """A step was decided and the user wants to save now, with the steps up to it."""
+
+    choice: StepChoice
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A save went through: what was written, the changes, and the re-adds ahead.
+
+    Attributes:
+        saved: The files or the database row written.
+        ready: The changes that were saved.
+        later: The scale-ups still ahead of the saved config, in order (``history``'s).
+        scale_up: The save gave a setting back (rather than rolling back).
+    """
+
+    saved: Saved
+    ready: Prepared
+    later: tuple[ScaleUp, ...]
+    scale_up: bool
+
+
+class StageScreen(Screen[ResultT], Generic[ResultT]):
+    """A wizard stage: it renders the app's state and returns the user's decision."""
 
     @property
     def wizard(self) -> OomWizardApp:

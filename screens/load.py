@@ -7,6 +7,7 @@ Toolkit's jobs database (``--db``), picked from the list of its jobs.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,14 +22,13 @@ from textual.widgets import DirectoryTree, Footer, Header, Input, Static
 from textual.widgets.option_list import Option
 
 from screens.base import StageScreen
-from screens.messages import JobLoaded, JobsListed, LoadFailed
+from screens.messages import JobChosen, JobLoaded, JobsListed, LoadFailed
 from screens.widgets import MARKER_WIDTH, MarkedOptionList
 from wizard.errors import WizardError
 
 if TYPE_CHECKING:
-    from wizard.jobdb import DbJob
     from wizard.request import JobRequest
-    from wizard.session import WizardState
+    from wizard.service import DbJob, WizardState
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".jsonc")
 
@@ -75,7 +75,7 @@ class ConfigTree(DirectoryTree):
         ]
 
 
-class LoadScreen(StageScreen):
+class LoadScreen(StageScreen[None]):
     """Reads the job (in a worker) and shows its memory-relevant facts."""
 
     BINDINGS = [  # noqa: RUF012
@@ -133,13 +133,11 @@ class LoadScreen(StageScreen):
 
     def load(self, target: Path) -> None:
         """Read ``target`` in a worker; the result arrives as a message."""
-        self._read(str(target), partial(_open_job, target, self.request.log))
+        self._read(str(target), partial(_start, replace(self.request, target=target)))
 
     def load_db_job(self, name: str) -> None:
         """Read the database job ``name`` in a worker; the result arrives as a message."""
-        db = self.request.db
-        assert db is not None
-        self._read(f"job '{name}'", partial(_open_db_job, db, name, self.request.log))
+        self._read(f"job '{name}'", partial(_start, replace(self.request, job=name)))
 
     def _read(self, what: str, open_state: Callable[[], WizardState]) -> None:
         """Say what is being read, and read it in a worker."""
@@ -158,11 +156,10 @@ class LoadScreen(StageScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def _list(self, db: Path) -> None:
-        from wizard.jobdb import find_db, list_jobs
+        from wizard.service import list_jobs
 
-        path = find_db(db)
         try:
-            jobs = list_jobs(path)
+            path, jobs = list_jobs(db)
         except WizardError as exc:
             self.post_message(LoadFailed(exc.one_line()))
         else:
@@ -184,7 +181,6 @@ class LoadScreen(StageScreen):
     @on(JobLoaded)
     def _loaded(self, event: JobLoaded) -> None:
         self.loaded = event.state
-        self.wizard.update_state(event.state)
         self.query_one("#picker").display = False
         if self.request.listing:
             self.query_one("#job-list").display = False
@@ -214,7 +210,7 @@ class LoadScreen(StageScreen):
     def action_next(self) -> None:
         """Go on when loaded; otherwise load the job highlighted, typed or selected."""
         if self.loaded is not None:
-            self.wizard.show_start()
+            self.post_message(JobChosen(self.loaded))
         elif self.request.listing:
             self._open_highlighted_job()
         else:
@@ -273,7 +269,7 @@ def _job_row(job: DbJob) -> Content:
 
 def summary(state: WizardState) -> Content:
     """The job in a few lines: name, arch, kind, processes, datasets, the GPU figures."""
-    from wizard.presets import load_presets
+    from wizard.service import arch_label
 
     view = state.document.view()
     lines: list[Content] = [
@@ -282,11 +278,9 @@ def summary(state: WizardState) -> Content:
         *([_row("", state.log_note)] if state.log_note else []),
         _row("Job", view.name or "(no name)"),
     ]
-    presets = load_presets()
     for process in view.processes:
         model = state.document.get(process.path("model"), {})
-        facts = presets.arch_from_model(model if isinstance(model, dict) else {})
-        arch = f"{facts.label} ({facts.kind})" if facts else str(process.model.arch or "unknown")
+        arch = arch_label(model) or str(process.model.arch or "unknown")
         lines.append(_row(f"Process {process.index}", f"{process.type} · {arch}"))
         train = process.train
         lines.append(
@@ -325,7 +319,7 @@ def _origin_rows(state: WizardState) -> list[Content]:
 
 def _gpu_rows(state: WizardState) -> list[Content]:
     """PyTorch's memory figures from the log, and where the crash came."""
-    if state.diagnosis is None:
+    if state.log_diagnosis is None:
         return []
     report = state.diagnosis.to_json()
     oom = report.get("oom") or {}
@@ -356,13 +350,7 @@ def _row(label: str, value: str | Content) -> Content:
 # the first screen paints while it loads.
 
 
-def _open_job(target: Path, log: Path | None) -> WizardState:
-    from wizard.session import open_job
+def _start(request: JobRequest) -> WizardState:
+    from wizard.service import start
 
-    return open_job(target, log)
-
-
-def _open_db_job(db: Path, name: str, log: Path | None) -> WizardState:
-    from wizard.session import open_db_job
-
-    return open_db_job(db, name, log)
+    return start(request)

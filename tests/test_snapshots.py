@@ -110,11 +110,13 @@ STAGES: dict[str, tuple[str, Steps]] = {
 def rolled_back_demo() -> Path:
     """The demo folder after one roll-back saved with every default (for coming back)."""
     from wizard.save import SaveResult
-    from wizard.session import ToFile, effective_choices, open_job, save
+    from wizard.service import JobRequest, ToFile, effective_choices, save, start
 
     folder = demo_folder(Path.cwd())
-    state = open_job(
-        Path("oom-wizard-demo/flux_portrait_lora.yaml"), folder / "flux_portrait_lora.log"
+    state = start(
+        JobRequest(
+            Path("oom-wizard-demo/flux_portrait_lora.yaml"), folder / "flux_portrait_lora.log"
+        )
     )
     result = save(state, effective_choices(state), ToFile())
     assert isinstance(result, SaveResult)
