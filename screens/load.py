@@ -25,6 +25,7 @@ from screens.base import StageScreen
 from screens.messages import JobChosen, JobLoaded, JobsListed, LoadFailed
 from screens.widgets import MARKER_WIDTH, MarkedOptionList
 from wizard.errors import WizardError
+from wizard.spelling import oom_figures
 
 if TYPE_CHECKING:
     from wizard.request import JobRequest
@@ -322,16 +323,10 @@ def _gpu_rows(state: WizardState) -> list[Content]:
     if state.log_diagnosis is None:
         return []
     report = state.diagnosis.to_json()
-    oom = report.get("oom") or {}
     rows: list[Content] = []
-    if isinstance(oom, dict):
-        figures = [
-            f"{key.removesuffix('_gib').replace('_', ' ')} {value:g} GiB"
-            for key, value in oom.items()
-            if key.endswith("_gib") and isinstance(value, int | float)
-        ]
-        if figures:
-            rows.append(_row("GPU", " · ".join(figures)))
+    figures = oom_figures(report.get("oom") or {})
+    if figures:
+        rows.append(_row("GPU", " · ".join(figures)))
     phase = report.get("phase")
     step, total = report.get("last_step"), report.get("total_steps")
     where = f"phase {phase}" if phase else "phase unknown"

@@ -101,15 +101,26 @@ class MomentScreen(StageScreen[Answers | Back]):
         shown.display = line is not None
 
     def chosen(self) -> Answers:
-        """The answers as the widgets show them now."""
+        """The answers as the widgets show them now.
+
+        A moment or kind left as preselected from the log and config is not an answer (the
+        command line without ``--moment`` / ``--kind`` is the same job): only a value the
+        user picked, or picked before, counts as theirs.
+        """
         moments = self.query_one("#moments", MarkedOptionList)
         index = moments.highlighted if moments.highlighted is not None else 0
         pressed = self.query_one("#kind", RadioSet).pressed_button
         pressed_id = pressed.id if pressed is not None else None
-        kind = next((k for k in MODEL_KINDS if k == pressed_id), self.state.model_kind)
+        settled = self.state.settled
+        kind = next((k for k in MODEL_KINDS if k == pressed_id), settled.model_kind)
+        moment = MOMENTS[index]
         return Answers(
-            moment=MOMENTS[index],
-            model_kind=kind,
+            moment=None
+            if moment == settled.moment and settled.moment_source != "answer"
+            else moment,
+            model_kind=None
+            if kind == settled.model_kind and settled.kind_source != "answer"
+            else kind,
             worked_before=self.query_one("#worked", Tick).value,
         )
 
@@ -123,7 +134,7 @@ class MomentScreen(StageScreen[Answers | Back]):
 
     def action_toggle_kind(self) -> None:
         """Switch between image and video."""
-        current = self.chosen().model_kind
+        current = self.chosen().model_kind or self.state.model_kind
         other = MODEL_KINDS[(MODEL_KINDS.index(current) + 1) % len(MODEL_KINDS)]
         self.query_one(f"#{other}", Choice).value = True
 
@@ -136,7 +147,7 @@ def disagreement(state: WizardState, chosen: Answers) -> str | None:
     differ: list[str] = []
     if verdict.moment is not None and chosen.moment not in (None, verdict.moment):
         differ.append(_label(chosen.moment))
-    if verdict.model_kind is not None and chosen.model_kind != verdict.model_kind:
+    if verdict.model_kind is not None and chosen.model_kind not in (None, verdict.model_kind):
         differ.append(f"{chosen.model_kind} model")
     if not differ:
         return None

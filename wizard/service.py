@@ -315,6 +315,8 @@ def settle(job: OpenedJob, answers: Answers, *, new_crash: bool = False) -> Sett
     """
     from wizard.plan import build_plan
 
+    found = find_model_kind(job.document.view().primary)
+    answers = _disagreeing(answers, job.log_diagnosis.moment, found.kind)
     diagnosis = diagnose(
         job.scan, job.document.view(), answers=answers, probe=job.probe, changelog=job.changelog
     )
@@ -326,7 +328,6 @@ def settle(job: OpenedJob, answers: Answers, *, new_crash: bool = False) -> Sett
         moment, moment_source = diagnosis.moment, "found"
     else:
         moment, moment_source = DEFAULT_MOMENT, "assumed"
-    found = find_model_kind(job.document.view().primary)
     kind_source: Source
     if answers.model_kind is not None:
         kind, kind_source = answers.model_kind, "answer"
@@ -342,6 +343,20 @@ def settle(job: OpenedJob, answers: Answers, *, new_crash: bool = False) -> Sett
         new_crash=crashed,
     )
     return Settled(moment, moment_source, kind, kind_source, found.source, diagnosis, plan, crashed)
+
+
+def _disagreeing(answers: Answers, moment: Moment | None, kind: ModelKind | None) -> Answers:
+    """The answers without those that only repeat what the log and config say.
+
+    An answer that agrees with the job is no different from no answer: the app, whose moment
+    list and kind buttons are preselected from the job, and the command line, with or
+    without ``--moment`` / ``--kind``, then settle the same diagnosis.
+    """
+    return replace(
+        answers,
+        moment=None if answers.moment == moment else answers.moment,
+        model_kind=None if answers.model_kind == kind else answers.model_kind,
+    )
 
 
 # --- the wizard's state ---------------------------------------------------------------------------

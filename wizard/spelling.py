@@ -74,3 +74,25 @@ def change(path: str, before: Any, after: Any) -> str:
 def gib(amount: float) -> str:
     """A memory figure: ``0.40 GiB``."""
     return f"{amount:.2f} GiB"
+
+
+#: PyTorch's figures (``diagnose --json``'s ``oom`` keys) as the report names them.
+OOM_LABELS: Final[Mapping[str, str]] = {
+    "tried_gib": "tried",
+    "total_gib": "card",
+    "free_gib": "free",
+    "this_process_gib": "this process",
+    "allocated_gib": "allocated",
+    "reserved_gib": "reserved",
+    "reserved_unallocated_gib": "reserved unallocated",
+}
+
+
+def oom_figures(oom: Mapping[str, Any]) -> list[str]:
+    """PyTorch's memory figures of a diagnosis (its ``oom`` JSON), one phrase each:
+    ``tried 2.25 GiB``, ``pid 4242 6.00 GiB``."""
+    parts = [f"{label} {gib(oom[key])}" for key, label in OOM_LABELS.items() if key in oom]
+    for other in oom.get("other_processes", []):
+        who = f"pid {other['pid']}" if other["pid"] else "another process"
+        parts.append(f"{who} {gib(other['gib'])}")
+    return parts

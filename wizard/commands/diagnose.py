@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from wizard.commands._common import add_crash_arguments, stdout
 from wizard.commands._jobdb import add_db_arguments, show_jobs, wants_db
 from wizard.errors import WizardError
-from wizard.spelling import gib
+from wizard.spelling import gib, oom_figures
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -197,21 +197,7 @@ def _log_line(diagnosis: Diagnosis) -> str:
 
 
 def _memory_line(diagnosis: Diagnosis) -> str:
-    oom = diagnosis.to_json()["oom"]
-    names = {
-        "tried_gib": "tried",
-        "total_gib": "card",
-        "free_gib": "free",
-        "this_process_gib": "this process",
-        "allocated_gib": "allocated",
-        "reserved_gib": "reserved",
-        "reserved_unallocated_gib": "reserved unallocated",
-    }
-    parts = [f"{label} {gib(oom[key])}" for key, label in names.items() if key in oom]
-    for other in oom.get("other_processes", []):
-        who = f"pid {other['pid']}" if other["pid"] else "another process"
-        parts.append(f"{who} {gib(other['gib'])}")
-    return " · ".join(parts)
+    return " · ".join(oom_figures(diagnosis.to_json()["oom"] or {}))
 
 
 def _gpu_now_line(diagnosis: Diagnosis) -> str:
