@@ -17,9 +17,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from wizard.errors import WizardError
+from wizard.frozen import FrozenModel
 
 FORMAT: Final = "oom-wizard-changelog/1"
 CHANGELOG_SUFFIX: Final = ".changelog.json"
@@ -27,8 +28,10 @@ CHANGELOG_SUFFIX: Final = ".changelog.json"
 Direction = Literal["rollback", "scale_up", "edit", "restore"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="allow")
+class _Frozen(FrozenModel):
+    """Base of the change log's models: immutable; unknown keys are kept (a newer writer's)."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 class FileRef(_Frozen):

@@ -36,9 +36,11 @@ from pathlib import Path
 from typing import IO, Any, Final, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
 
 from wizard.errors import LogError, PresetError
+from wizard.fastyaml import SafeLoader
+from wizard.frozen import FrozenModel
 
 Phase = Literal[
     "model_load",
@@ -141,10 +143,10 @@ _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 # --- the marker table ---------------------------------------------------------------------------
 
 
-class _Frozen(BaseModel):
+class _Frozen(FrozenModel):
     """Base of the marker-table models: immutable, unknown keys refused."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(extra="forbid")
 
 
 class _Rule(_Frozen):
@@ -281,7 +283,7 @@ def _shipped_markers() -> LogMarkers:
 
 def _read_markers(text: str, where: str) -> LogMarkers:
     try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        data = yaml.load(text, Loader=SafeLoader)
         markers = LogMarkers.model_validate(data)
         markers.compiled()
     except yaml.MarkedYAMLError as exc:
