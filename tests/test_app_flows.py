@@ -24,6 +24,7 @@ from tests.app_support import (
     save_from_review,
     screen_name,
     screen_text,
+    settle,
     video_app,
     wait_for_error,
     wait_for_screen,
@@ -150,7 +151,7 @@ async def test_the_log_keeps_its_own_verdict_beside_the_users_answer(tmp_path: P
         await press(pilot, "enter")
         assert app.require_state().moment == "sampling"
         app.show_moment()
-        await pilot.pause(0.3)
+        await settle(pilot)
         assert screen_text(pilot, "#detected") == detected
         again = screen_text(pilot, "#disagreement")
         assert again == disagreement

@@ -27,6 +27,7 @@ from tests.app_support import (
     freeze_changelog_time,
     freeze_inputs,
     press,
+    settle,
     ui_jobs_db,
     wait_for_jobs,
     wait_for_screen,
@@ -43,12 +44,10 @@ Steps = Callable[[Pilot[int]], Awaitable[None]]
 
 async def loaded(pilot: Pilot[int]) -> None:
     await wait_for_state(pilot)
-    await pilot.pause(0.2)
 
 
 async def listed(pilot: Pilot[int]) -> None:
     await wait_for_jobs(pilot)
-    await pilot.pause(0.2)
 
 
 async def to_moment(pilot: Pilot[int]) -> None:
@@ -146,6 +145,6 @@ def test_stage(
     async def run_before(pilot: Pilot[int]) -> None:
         await steps(pilot)
         freeze_inputs(wizard(pilot))
-        await pilot.pause(0.1)
+        await settle(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
