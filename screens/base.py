@@ -10,12 +10,11 @@ fresh from the state in effect, so nothing on screen is left over from an older 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Final, Generic, Protocol, TypeVar, cast
 
 from textual.screen import Screen
 
 if TYPE_CHECKING:
-    from screens.app import OomWizardApp
     from wizard.service import Prepared, Saved, ScaleUp, StepChoice, WizardState
 
 ResultT = TypeVar("ResultT")
@@ -67,17 +66,22 @@ class Finished:
     scale_up: bool
 
 
+class StateOwner(Protocol):
+    """What a stage needs of the app: the state in effect (the app is the one owner)."""
+
+    def require_state(self) -> WizardState:
+        """The loaded state."""
+        ...
+
+
 class StageScreen(Screen[ResultT], Generic[ResultT]):
-    """A wizard stage: it renders the app's state and returns the user's decision."""
+    """A wizard stage: it renders the app's state and returns the user's decision.
 
-    @property
-    def wizard(self) -> OomWizardApp:
-        """The app, typed."""
-        from screens.app import OomWizardApp
-
-        return cast(OomWizardApp, self.app)
+    It knows the app only as the :class:`StateOwner` (``screens.app`` imports the stages;
+    no stage imports ``screens.app``).
+    """
 
     @property
     def state(self) -> WizardState:
         """The loaded job and the choices so far."""
-        return self.wizard.require_state()
+        return cast(StateOwner, self.app).require_state()

@@ -111,3 +111,15 @@ def test_the_import_rule_catches_a_domain_import(source: str) -> None:
 def test_the_import_rule_lets_the_service_through() -> None:
     source = "from wizard.service import WizardState\nfrom wizard import spelling\n"
     assert domain_imports(source) == []
+
+
+def test_no_stage_imports_the_app() -> None:
+    """``screens.app`` imports the stages and nothing imports it back: no import cycle."""
+    importers = [
+        path.name
+        for path in sorted((REPO / "screens").glob("*.py"))
+        if path.name not in {"app.py", *EXEMPT}
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and node.module == "screens.app"
+    ]
+    assert importers == []
