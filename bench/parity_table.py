@@ -31,10 +31,19 @@ def cell(equal: bool, nothing: bool) -> str:
     return "equal" if equal else "DIFFER"
 
 
+def _cell(check: str) -> int:
+    """A column's width: its name, or the widest cell (``DIFFER``)."""
+    return max(len(check), len("DIFFER"))
+
+
 async def table() -> int:
     """Run every case; print the table and how long each took; the number of differences."""
     width = max(len(case.name) for case in CASES)
-    print(f"{'case':<{width}}  " + "  ".join(CHECKS) + "  seconds")
+    print(
+        f"{'case':<{width}}  "
+        + "  ".join(f"{check:<{_cell(check)}}" for check in CHECKS)
+        + "  seconds"
+    )
     differences = 0
     with tempfile.TemporaryDirectory() as temp:
         for number, case in enumerate(CASES):
@@ -47,7 +56,7 @@ async def table() -> int:
             differences += sum(not equal for equal in checks.values())
             nothing_saved = cli_side.saved is None and app_side.saved is None
             cells = "  ".join(
-                f"{cell(checks[check], nothing_saved and check in SAVED):<{len(check)}}"
+                f"{cell(checks[check], nothing_saved and check in SAVED):<{_cell(check)}}"
                 for check in CHECKS
             )
             print(f"{case.name:<{width}}  {cells}  {seconds:7.1f}")
