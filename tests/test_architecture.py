@@ -123,3 +123,26 @@ def test_no_stage_imports_the_app() -> None:
         if isinstance(node, ast.ImportFrom) and node.module == "screens.app"
     ]
     assert importers == []
+
+
+PLANNER_PROBE = """
+import json, sys
+import wizard.plan, wizard.scaleup, wizard.estimate, wizard.fields
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("wizard."))))
+"""
+
+
+def test_the_planner_imports_no_file_writer() -> None:
+    """The change value lives beside the document: planning loads neither the save pipeline
+    nor the jobs database."""
+    completed = subprocess.run(
+        [sys.executable, "-c", PLANNER_PROBE],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=True,
+    )
+    loaded = set(json.loads(completed.stdout.strip().splitlines()[-1]))
+    assert "wizard.change" in loaded
+    assert loaded.isdisjoint({"wizard.save", "wizard.changes", "wizard.jobdb", "wizard.service"})

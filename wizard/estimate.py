@@ -43,7 +43,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from wizard.changes import Change
+from wizard.change import Change
 from wizard.document import JobDocument, apply_to_tree
 from wizard.presets import ArchFacts, FrameGrid, Presets, load_presets
 from wizard.view import DatasetView, JobView, ProcessView, SampleView, build_view

@@ -29,8 +29,8 @@ from types import MappingProxyType
 from typing import Any, Final, Literal, Protocol, TypeAlias
 
 from wizard import spelling
+from wizard.change import Change
 from wizard.changelog import ChangeLog
-from wizard.changes import Change
 from wizard.document import MISSING, JobDocument, same_value
 from wizard.errors import ConfigError, WizardError
 from wizard.estimate import MemoryEstimate, arch_facts, estimate, frame_floor
