@@ -1,4 +1,4 @@
-"""The app: one :class:`~wizard.session.WizardState`, one screen per stage, one app factory.
+"""The app: one :class:`~wizard.service.WizardState`, one screen per stage, one app factory.
 
 :func:`create_app` is the only way the command line, the tests and the snapshot harness
 build the app. The app moves between stages (``show_*`` methods); the screens render the
@@ -7,19 +7,23 @@ state and hand the user's answers back through :meth:`OomWizardApp.update_state`
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from textual import on
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from screens.base import CRASHED, RAN, Accepted, Back, Finished, SaveNow
+from screens.messages import JobChosen, JobLoaded
+
 if TYPE_CHECKING:
-    from wizard.changes import Prepared
     from wizard.request import JobRequest
-    from wizard.session import Saved, WizardState
+    from wizard.service import Answers, WizardState
 
 
 class OomWizardApp(App[int]):
@@ -46,7 +50,7 @@ class OomWizardApp(App[int]):
 
         self.push_screen(LoadScreen(self.request))
 
-    # --- state --------------------------------------------------------------------------
+    # --- state ---------------------------------------------------------------------------
 
     def require_state(self) -> WizardState:
         """The loaded state (every stage after the load screen has one)."""
@@ -54,35 +58,81 @@ class OomWizardApp(App[int]):
             raise RuntimeError("no job is loaded yet")
         return self.state
 
-    def update_state(self, state: WizardState) -> None:
-        """Replace the state with the one a screen computed."""
-        self.state = state
+    # --- stages: each is pushed fresh with a callback that decides what comes next ----------
 
-    # --- stages ---------------------------------------------------------------------------
+    def _stage(self, screen: Screen[Any], callback: Callable[[Any], None] | None = None) -> None:
+        """Show ``screen`` as the one stage above the load screen.
+
+        A stage that returns has already left the stack; a stage shown from the command
+        palette replaces the one on top (its result is dropped, nothing stale stays).
+        """
+        from screens.load import LoadScreen
+
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, LoadScreen):
+            self.pop_screen()
+        self.push_screen(screen, callback)
+
+    @on(JobLoaded)
+    def _job_loaded(self, event: JobLoaded) -> None:
+        """The load worker read a job: it is the state from now on (the screen shows it)."""
+        self.state = event.state
+
+    @on(JobChosen)
+    def _job_chosen(self, event: JobChosen) -> None:
+        """The load screen went on with a job: it is the state from now on."""
+        self.state = event.state
+        self.show_start()
 
     def show_start(self) -> None:
         """After loading: the coming-back question, or when the job crashed."""
         from screens.coming_back import ComingBackScreen
-        from screens.moment import MomentScreen
 
-        state = self.require_state()
-        self.push_screen(ComingBackScreen() if state.coming_back else MomentScreen())
+        if self.require_state().coming_back:
+            self._stage(ComingBackScreen(), self._came_back)
+        else:
+            self.show_moment()
+
+    def _came_back(self, result: str | Back | None) -> None:
+        if result == RAN:
+            self.show_scale_up()
+        elif result == CRASHED:
+            from wizard.service import retry_crashed
+
+            self.state = retry_crashed(self.require_state())
+            self.show_moment()
 
     def show_moment(self) -> None:
         """When did it crash?"""
         from screens.moment import MomentScreen
 
-        self.push_screen(MomentScreen())
+        self._stage(MomentScreen(), self._answered)
+
+    def _answered(self, result: Answers | Back | None) -> None:
+        """New answers settle a new plan; every step screen after it is built from that plan."""
+        from wizard.service import Answers, answer
+
+        if isinstance(result, Answers):
+            self.state = answer(self.require_state(), result)
+            self.show_plan()
+        elif self.require_state().coming_back:
+            self.show_start()
 
     def show_plan(self) -> None:
         """After the answers: the environment verdict, or the first step to decide."""
         from screens.environment import EnvironmentScreen
 
-        state = self.require_state()
-        if state.answers.moment == "environment":
-            self.push_screen(EnvironmentScreen())
+        if self.require_state().moment == "environment":
+            self._stage(EnvironmentScreen(), self._environment_answered)
         else:
             self.show_step(0)
+
+    def _environment_answered(self, result: Answers | Back | None) -> None:
+        from wizard.service import Answers
+
+        if isinstance(result, Answers):
+            self._answered(result)
+        else:
+            self.show_moment()
 
     def show_step(self, index: int) -> None:
         """The first step at or after ``index`` that is not satisfied yet, else the review."""
@@ -94,25 +144,75 @@ class OomWizardApp(App[int]):
         if index >= len(steps):
             self.show_review(None)
         else:
-            self.push_screen(StepScreen(index))
+            step_id = steps[index].id
+            self._stage(StepScreen(step_id), partial(self._stepped, step_id))
+
+    def _stepped(self, step_id: str, result: Accepted | SaveNow | Back | None) -> None:
+        from wizard.service import choose
+
+        state = self.require_state()
+        index = state.step_index(step_id)
+        if isinstance(result, Accepted | SaveNow):
+            self.state = choose(state, result.choice)
+        if isinstance(result, Accepted):
+            self.show_step(index + 1)
+        elif isinstance(result, SaveNow):
+            self.show_review(index + 1)
+        else:
+            self._show_step_before(index)
+
+    def _show_step_before(self, index: int) -> None:
+        """The last unsatisfied step before ``index``, else the moment."""
+        from screens.step import StepScreen
+
+        steps = self.require_state().rollback_steps()
+        for earlier in range(min(index, len(steps)) - 1, -1, -1):
+            if not steps[earlier].satisfied:
+                step_id = steps[earlier].id
+                self._stage(StepScreen(step_id), partial(self._stepped, step_id))
+                return
+        self.show_moment()
 
     def show_review(self, upto: int | None) -> None:
         """The whole diff and the save; ``upto`` steps count (None: all, with defaults)."""
         from screens.review import ReviewScreen
 
-        self.push_screen(ReviewScreen(upto))
+        self._stage(ReviewScreen(upto), partial(self._reviewed, upto))
 
-    def show_result(self, result: Saved, prepared: Prepared, *, scale_up: bool) -> None:
+    def _reviewed(self, upto: int | None, result: Finished | Back | None) -> None:
+        if isinstance(result, Finished):
+            self.show_result(result)
+        else:
+            steps = self.require_state().rollback_steps()
+            self._show_step_before(len(steps) if upto is None else upto)
+
+    def show_result(self, finished: Finished) -> None:
         """Where the file is and what to do next."""
         from screens.result import ResultScreen
 
-        self.push_screen(ResultScreen(result, prepared, scale_up=scale_up))
+        self._stage(ResultScreen(finished))
 
     def show_scale_up(self) -> None:
         """The one setting the next retry gets back."""
         from screens.scale_up import ScaleUpScreen
 
-        self.push_screen(ScaleUpScreen())
+        self._stage(ScaleUpScreen(), self._scaled_up)
+
+    def _scaled_up(self, result: Finished | Back | None) -> None:
+        if isinstance(result, Finished):
+            self.show_result(result)
+        else:
+            self.show_start()
+
+    def save_now(self) -> None:
+        """Review and save what is decided: on a step, that step and those before it (as
+        its Ctrl+S does); elsewhere every step, with its default where undecided."""
+        from screens.step import StepScreen
+
+        if isinstance(self.screen, StepScreen):
+            self.screen.action_save_now()
+        else:
+            self.show_review(None)
 
     def action_help(self) -> None:
         """Keys and the procedure, over the current screen."""
@@ -137,8 +237,8 @@ class OomWizardApp(App[int]):
         )
         yield SystemCommand(
             "Stage: review and save",
-            "Save with the choices made so far (the rest at their defaults)",
-            lambda: self.show_review(None),
+            "Save now, as Ctrl+S on a step does (elsewhere: every step at its default)",
+            self.save_now,
         )
         if self.state.coming_back:
             yield SystemCommand(
@@ -191,6 +291,7 @@ def create_app(
     log: Path | str | None = None,
     db: Path | str | None = None,
     job: str | None = None,
+    probe: bool = True,
     debug: bool = False,
 ) -> OomWizardApp:
     """The app, for the command line, the tests and the snapshots.
@@ -201,7 +302,7 @@ def create_app(
     """
     from wizard.request import JobRequest
 
-    return OomWizardApp(JobRequest(_path(target), _path(log), _path(db), job), debug=debug)
+    return OomWizardApp(JobRequest(_path(target), _path(log), _path(db), job, probe), debug=debug)
 
 
 def _path(value: Path | str | None) -> Path | None:

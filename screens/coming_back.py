@@ -9,14 +9,11 @@ from textual.content import Content
 from textual.widgets import Footer, Header, Static
 from textual.widgets.option_list import Option
 
-from screens.base import StageScreen
+from screens.base import BACK, CRASHED, RAN, Back, StageScreen
 from screens.widgets import MarkedOptionList, change_line
-from wizard.session import retry_crashed
-
-RAN, CRASHED = "ran", "crashed"
 
 
-class ComingBackScreen(StageScreen):
+class ComingBackScreen(StageScreen[str | Back]):
     """Shows what the last run changed and asks whether the retry trained through."""
 
     BINDINGS = [  # noqa: RUF012
@@ -60,12 +57,8 @@ class ComingBackScreen(StageScreen):
     def action_next(self) -> None:
         """Yes: scale up one step. No: a new diagnosis that knows what changed last."""
         highlighted = self.query_one("#answer-list", MarkedOptionList).highlighted_option
-        if highlighted is not None and highlighted.id == RAN:
-            self.wizard.show_scale_up()
-        else:
-            self.wizard.update_state(retry_crashed(self.state))
-            self.wizard.show_moment()
+        self.dismiss(RAN if highlighted is not None and highlighted.id == RAN else CRASHED)
 
     def action_back(self) -> None:
         """Back to the loaded job."""
-        self.dismiss()
+        self.dismiss(BACK)

@@ -19,8 +19,15 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from screens.widgets import MarkedOptionList
-from wizard.changelog import changelog_path_for
-from wizard.session import Destination, ToFile, WizardState, default_file_output
+from wizard.service import (
+    AsNew,
+    Destination,
+    InPlace,
+    ToFile,
+    WizardState,
+    changelog_path_for,
+    default_file_output,
+)
 
 IN_PLACE: Final = "in-place"
 AS_NEW: Final = "as-new"
@@ -42,6 +49,9 @@ class DestinationPicker(Vertical):
     def __init__(self, state: WizardState, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.state = state
+        #: The change-log path this widget filled in itself (beside the output); while the
+        #: field still shows it, the change log follows the output.
+        self._derived_changelog = str(changelog_path_for(default_file_output(state)))
 
     def compose(self) -> ComposeResult:
         job = self.state.db_job
@@ -76,7 +86,7 @@ class DestinationPicker(Vertical):
                 yield Input(str(output), id="output", compact=True)
             with Horizontal(classes="path-row"):
                 yield Static("Change log")
-                yield Input(str(changelog_path_for(output)), id="changelog", compact=True)
+                yield Input(self._derived_changelog, id="changelog", compact=True)
 
     def on_mount(self) -> None:
         """For a database job: the first place that is open, focused."""
@@ -97,17 +107,22 @@ class DestinationPicker(Vertical):
         return highlighted.id or TO_FILE if highlighted is not None else TO_FILE
 
     def destination(self) -> Destination:
-        """Where the save goes, as the widgets show it now."""
-        from wizard.jobdb import AsNew, InPlace
+        """Where the save goes, as the widgets show it now.
 
+        The change log goes beside the output unless the user typed one of their own: read
+        that way, the destination does not depend on whether the change-log field has caught
+        up with an edit of the output field yet.
+        """
         choice = self.choice
         if choice == IN_PLACE:
             return InPlace()
         if choice == AS_NEW:
             return AsNew(self.query_one("#new-name", Input).value.strip() or None)
         output = Path(self.query_one("#output", Input).value.strip()).expanduser()
-        changelog = Path(self.query_one("#changelog", Input).value.strip()).expanduser()
-        return ToFile(output, changelog)
+        typed = self.query_one("#changelog", Input).value.strip()
+        if typed == self._derived_changelog:
+            return ToFile(output, changelog_path_for(output))
+        return ToFile(output, Path(typed).expanduser())
 
     @on(OptionList.OptionHighlighted, "#where")
     def _where_changed(self, event: OptionList.OptionHighlighted) -> None:
@@ -121,7 +136,9 @@ class DestinationPicker(Vertical):
     @on(Input.Changed, "#output")
     def _output_changed(self, event: Input.Changed) -> None:
         """Keep the change log beside the output."""
-        if event.value.strip():
-            self.query_one("#changelog", Input).value = str(
+        changelog = self.query_one("#changelog", Input)
+        if event.value.strip() and changelog.value.strip() == self._derived_changelog:
+            self._derived_changelog = str(
                 changelog_path_for(Path(event.value.strip()).expanduser())
             )
+            changelog.value = self._derived_changelog

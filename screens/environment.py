@@ -9,16 +9,15 @@ from textual.content import Content
 from textual.widgets import Footer, Header, Static
 from textual.widgets.option_list import Option
 
-from screens.base import StageScreen
+from screens.base import BACK, Back, StageScreen
 from screens.widgets import MarkedOptionList
-from wizard.presets import MOMENTS, load_presets
-from wizard.session import Answers, answer
-from wizard.vocabulary import DEFAULT_MOMENT
+from wizard.service import Answers, moment_info
+from wizard.vocabulary import DEFAULT_MOMENT, MOMENTS
 
 CONFIG_MOMENTS = tuple(moment for moment in MOMENTS if moment != "environment")
 
 
-class EnvironmentScreen(StageScreen):
+class EnvironmentScreen(StageScreen[Answers | Back]):
     """Why the config is not the problem, what to check, and a way to go on anyway."""
 
     BINDINGS = [  # noqa: RUF012
@@ -28,11 +27,10 @@ class EnvironmentScreen(StageScreen):
 
     def compose(self) -> ComposeResult:
         state = self.state
-        presets = load_presets()
         yield Header()
         with VerticalScroll(id="body"):
             yield Static("It is the GPU, not the config", classes="title")
-            yield Static(presets.moment("environment").cause, classes="why")
+            yield Static(moment_info("environment").cause, classes="why")
             yield Static(self._reasons(), id="reasons")
             yield Static(
                 Content.styled(
@@ -42,7 +40,7 @@ class EnvironmentScreen(StageScreen):
             )
             yield Static("Or go on anyway, as if it crashed:", classes="section")
             yield MarkedOptionList(
-                *(Option(presets.moment(m).label, id=m) for m in CONFIG_MOMENTS),
+                *(Option(moment_info(m).label, id=m) for m in CONFIG_MOMENTS),
                 id="go-on",
                 compact=True,
             )
@@ -68,16 +66,11 @@ class EnvironmentScreen(StageScreen):
     def action_go_on(self) -> None:
         """Roll the config back anyway, for the moment highlighted."""
         highlighted = self.query_one("#go-on", MarkedOptionList).highlighted_option
-        moment = highlighted.id if highlighted is not None and highlighted.id else DEFAULT_MOMENT
-        current = self.state.answers
-        self.wizard.update_state(
-            answer(
-                self.state,
-                Answers(moment, current.model_kind, worked_before=current.worked_before),
-            )
-        )
-        self.wizard.show_plan()
+        chosen = highlighted.id if highlighted is not None else None
+        moment = next((m for m in MOMENTS if m == chosen), DEFAULT_MOMENT)
+        current = self.state
+        self.dismiss(Answers(moment, current.model_kind, current.answers.worked_before))
 
     def action_back(self) -> None:
         """Back to when it crashed."""
-        self.dismiss()
+        self.dismiss(BACK)

@@ -11,7 +11,7 @@ chunks, and the screen goes back to asking for a job.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,14 +28,14 @@ from textual.widgets.option_list import Option
 from textual.worker import Worker, get_current_worker
 
 from screens.base import StageScreen
-from screens.messages import JobLoaded, JobsListed, LoadFailed
+from screens.messages import JobChosen, JobLoaded, JobsListed, LoadFailed
 from screens.widgets import MARKER_WIDTH, MarkedOptionList
 from wizard.errors import WizardError
+from wizard.spelling import oom_figures
 
 if TYPE_CHECKING:
-    from wizard.jobdb import DbJob
     from wizard.request import JobRequest
-    from wizard.session import WizardState
+    from wizard.service import DbJob, WizardState
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".jsonc")
 
@@ -99,7 +99,7 @@ class ConfigTree(DirectoryTree):
         ]
 
 
-class LoadScreen(StageScreen):
+class LoadScreen(StageScreen[None]):
     """Reads the job (in a worker) and shows its memory-relevant facts."""
 
     BINDINGS = [  # noqa: RUF012
@@ -164,13 +164,11 @@ class LoadScreen(StageScreen):
 
     def load(self, target: Path) -> None:
         """Read ``target`` in a worker; the result arrives as a message."""
-        self._read(str(target), partial(_open_job, target, self.request.log))
+        self._read(str(target), partial(_start, replace(self.request, target=target)))
 
     def load_db_job(self, name: str) -> None:
         """Read the database job ``name`` in a worker; the result arrives as a message."""
-        db = self.request.db
-        assert db is not None
-        self._read(f"job '{name}'", partial(_open_db_job, db, name, self.request.log))
+        self._read(f"job '{name}'", partial(_start, replace(self.request, job=name)))
 
     def _read(self, what: str, open_state: Callable[[], WizardState]) -> None:
         """Say what is being read, and read it in a worker."""
@@ -260,11 +258,10 @@ class LoadScreen(StageScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def _list(self, db: Path) -> None:
-        from wizard.jobdb import find_db, list_jobs
+        from wizard.service import list_jobs
 
-        path = find_db(db)
         try:
-            jobs = list_jobs(path)
+            path, jobs = list_jobs(db)
         except WizardError as exc:
             self.post_message(LoadFailed(exc.one_line()))
         else:
@@ -287,7 +284,6 @@ class LoadScreen(StageScreen):
     def _loaded(self, event: JobLoaded) -> None:
         self._done_reading()
         self.loaded = event.state
-        self.wizard.update_state(event.state)
         self.query_one("#picker").display = False
         if self.request.listing:
             self.query_one("#job-list").display = False
@@ -320,7 +316,7 @@ class LoadScreen(StageScreen):
         if self.reader is not None:
             return  # reading: Esc cancels it
         if self.loaded is not None:
-            self.wizard.show_start()
+            self.post_message(JobChosen(self.loaded))
         elif self.request.db is not None and self.request.job is not None:
             self.load_db_job(self.request.job)
         elif self.request.listing:
@@ -381,7 +377,7 @@ def _job_row(job: DbJob) -> Content:
 
 def summary(state: WizardState) -> Content:
     """The job in a few lines: name, arch, kind, processes, datasets, the GPU figures."""
-    from wizard.presets import load_presets
+    from wizard.service import arch_label
 
     view = state.document.view()
     lines: list[Content] = [
@@ -390,11 +386,9 @@ def summary(state: WizardState) -> Content:
         *([_row("", state.log_note)] if state.log_note else []),
         _row("Job", view.name or "(no name)"),
     ]
-    presets = load_presets()
     for process in view.processes:
         model = state.document.get(process.path("model"), {})
-        facts = presets.arch_from_model(model if isinstance(model, dict) else {})
-        arch = f"{facts.label} ({facts.kind})" if facts else str(process.model.arch or "unknown")
+        arch = arch_label(model) or str(process.model.arch or "unknown")
         lines.append(_row(f"Process {process.index}", f"{process.type} · {arch}"))
         train = process.train
         lines.append(
@@ -433,19 +427,13 @@ def _origin_rows(state: WizardState) -> list[Content]:
 
 def _gpu_rows(state: WizardState) -> list[Content]:
     """PyTorch's memory figures from the log, and where the crash came."""
-    if state.diagnosis is None:
+    if state.log_diagnosis is None:
         return []
     report = state.diagnosis.to_json()
-    oom = report.get("oom") or {}
     rows: list[Content] = []
-    if isinstance(oom, dict):
-        figures = [
-            f"{key.removesuffix('_gib').replace('_', ' ')} {value:g} GiB"
-            for key, value in oom.items()
-            if key.endswith("_gib") and isinstance(value, int | float)
-        ]
-        if figures:
-            rows.append(_row("GPU", " · ".join(figures)))
+    figures = oom_figures(report.get("oom") or {})
+    if figures:
+        rows.append(_row("GPU", " · ".join(figures)))
     phase = report.get("phase")
     step, total = report.get("last_step"), report.get("total_steps")
     where = f"phase {phase}" if phase else "phase unknown"
@@ -464,13 +452,7 @@ def _row(label: str, value: str | Content) -> Content:
 # the first screen paints while it loads.
 
 
-def _open_job(target: Path, log: Path | None) -> WizardState:
-    from wizard.session import open_job
+def _start(request: JobRequest) -> WizardState:
+    from wizard.service import start
 
-    return open_job(target, log)
-
-
-def _open_db_job(db: Path, name: str, log: Path | None) -> WizardState:
-    from wizard.session import open_db_job
-
-    return open_db_job(db, name, log)
+    return start(request)

@@ -1,4 +1,4 @@
-"""Past-tense messages that workers post to the screens."""
+"""Past-tense messages that workers and the load screen post."""
 
 from __future__ import annotations
 
@@ -9,13 +9,19 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from wizard.jobdb import DbJob
-    from wizard.session import Saved, WizardState
+    from wizard.service import DbJob, Saved, ScaleUp, WizardState
 
 
 @dataclass
 class JobLoaded(Message):
     """The config, its log and change log were read and diagnosed."""
+
+    state: WizardState
+
+
+@dataclass
+class JobChosen(Message):
+    """The user went on from the load screen with this job (the app takes it from here)."""
 
     state: WizardState
 
@@ -37,9 +43,15 @@ class LoadFailed(Message):
 
 @dataclass
 class ConfigSaved(Message):
-    """The new config and its change log were written (to files or the jobs database)."""
+    """The new config and its change log were written (to files or the jobs database).
+
+    Attributes:
+        result: What was written.
+        later: The scale-ups ahead of the saved config.
+    """
 
     result: Saved
+    later: tuple[ScaleUp, ...]
 
 
 @dataclass

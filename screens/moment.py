@@ -10,16 +10,16 @@ from textual.content import Content
 from textual.widgets import Footer, Header, OptionList, RadioSet, Static
 from textual.widgets.option_list import Option
 
-from screens.base import StageScreen
+from screens.base import BACK, Back, StageScreen
 from screens.widgets import Choice, MarkedOptionList, Tick
-from wizard.presets import MODEL_KINDS, MOMENTS, load_presets
-from wizard.session import Answers, WizardState, answer
+from wizard.service import Answers, WizardState, moment_info
+from wizard.vocabulary import MODEL_KINDS, MOMENTS, Moment
 
 #: How many evidence lines the screen shows (the rest are in ``diagnose``).
 EVIDENCE_LINES = 6
 
 
-class MomentScreen(StageScreen):
+class MomentScreen(StageScreen[Answers | Back]):
     """Asks when the job crashed and what kind of model it trains."""
 
     BINDINGS = [  # noqa: RUF012
@@ -30,16 +30,15 @@ class MomentScreen(StageScreen):
 
     def compose(self) -> ComposeResult:
         state = self.state
-        presets = load_presets()
         yield Header()
         with VerticalScroll(id="body"):
             yield Static("When did it crash?", classes="title")
             options = [
                 Option(
                     Content.assemble(
-                        (presets.moment(moment).label, "bold"),
+                        (moment_info(moment).label, "bold"),
                         " — ",
-                        presets.moment(moment).words,
+                        moment_info(moment).words,
                     ),
                     id=moment,
                 )
@@ -52,9 +51,7 @@ class MomentScreen(StageScreen):
             with Vertical(id="answers"):
                 with RadioSet(id="kind", compact=True):
                     for kind in MODEL_KINDS:
-                        yield Choice(
-                            f"{kind} model", value=kind == state.answers.model_kind, id=kind
-                        )
+                        yield Choice(f"{kind} model", value=kind == state.model_kind, id=kind)
                 yield Tick(
                     "This exact config worked before",
                     value=state.answers.worked_before,
@@ -65,7 +62,7 @@ class MomentScreen(StageScreen):
     def on_mount(self) -> None:
         """Highlight the moment in effect and focus the list."""
         moments = self.query_one("#moments", MarkedOptionList)
-        moments.highlighted = MOMENTS.index(self.state.answers.moment)
+        moments.highlighted = MOMENTS.index(self.state.moment)
         moments.focus()
         self.show_disagreement()
 
@@ -106,29 +103,40 @@ class MomentScreen(StageScreen):
         shown.display = line is not None
 
     def chosen(self) -> Answers:
-        """The answers as the widgets show them now."""
+        """The answers as the widgets show them now.
+
+        A moment or kind left as preselected from the log and config is not an answer (the
+        command line without ``--moment`` / ``--kind`` is the same job): only a value the
+        user picked, or picked before, counts as theirs.
+        """
         moments = self.query_one("#moments", MarkedOptionList)
         index = moments.highlighted if moments.highlighted is not None else 0
         pressed = self.query_one("#kind", RadioSet).pressed_button
-        kind = pressed.id if pressed is not None and pressed.id else self.state.answers.model_kind
+        pressed_id = pressed.id if pressed is not None else None
+        settled = self.state.settled
+        kind = next((k for k in MODEL_KINDS if k == pressed_id), settled.model_kind)
+        moment = MOMENTS[index]
         return Answers(
-            moment=MOMENTS[index],
-            model_kind=kind,
+            moment=None
+            if moment == settled.moment and settled.moment_source != "answer"
+            else moment,
+            model_kind=None
+            if kind == settled.model_kind and settled.kind_source != "answer"
+            else kind,
             worked_before=self.query_one("#worked", Tick).value,
         )
 
     def action_next(self) -> None:
-        """Plan for these answers and go on."""
-        self.wizard.update_state(answer(self.state, self.chosen()))
-        self.wizard.show_plan()
+        """Go on with these answers (the app plans for them)."""
+        self.dismiss(self.chosen())
 
     def action_back(self) -> None:
         """Back to the loaded job."""
-        self.dismiss()
+        self.dismiss(BACK)
 
     def action_toggle_kind(self) -> None:
         """Switch between image and video."""
-        current = self.chosen().model_kind
+        current = self.chosen().model_kind or self.state.model_kind
         other = MODEL_KINDS[(MODEL_KINDS.index(current) + 1) % len(MODEL_KINDS)]
         self.query_one(f"#{other}", Choice).value = True
 
@@ -139,17 +147,15 @@ def disagreement(state: WizardState, chosen: Answers) -> str | None:
     if verdict is None:
         return None
     differ: list[str] = []
-    if verdict.moment is not None and chosen.moment != verdict.moment:
+    if verdict.moment is not None and chosen.moment not in (None, verdict.moment):
         differ.append(_label(chosen.moment))
-    if verdict.model_kind is not None and chosen.model_kind != verdict.model_kind:
+    if verdict.model_kind is not None and chosen.model_kind not in (None, verdict.model_kind):
         differ.append(f"{chosen.model_kind} model")
     if not differ:
         return None
     return f"You picked: {' · '.join(differ)}. Your answer is used."
 
 
-def _label(moment: str) -> str:
+def _label(moment: Moment) -> str:
     """A moment's label, in the user's words."""
-    presets = load_presets()
-    labels: dict[str, str] = {known: presets.moment(known).label for known in MOMENTS}
-    return labels[moment]
+    return moment_info(moment).label

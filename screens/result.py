@@ -11,16 +11,12 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Footer, Header, Static
 
-from screens.base import StageScreen
+from screens.base import Finished, StageScreen
 from screens.widgets import change_line
-from wizard.changelog import ChangeEntry
-from wizard.changes import Prepared
-from wizard.jobdb import DbSaveResult
-from wizard.presets import load_presets
-from wizard.session import Saved
+from wizard.service import ChangeEntry, DbSaveResult, ui_hint
 
 
-class ResultScreen(StageScreen):
+class ResultScreen(StageScreen[None]):
     """The saved files or job, the command (or the UI clicks) to retry, the scale-up order."""
 
     BINDINGS = [  # noqa: RUF012
@@ -28,11 +24,12 @@ class ResultScreen(StageScreen):
         Binding("c", "copy_command", "Copy command"),
     ]
 
-    def __init__(self, result: Saved, prepared: Prepared, *, scale_up: bool) -> None:
+    def __init__(self, finished: Finished) -> None:
         super().__init__()
-        self.result = result
-        self.ready = prepared
-        self.scale_up = scale_up
+        self.finished = finished
+        self.result = finished.saved
+        self.ready = finished.ready
+        self.scale_up = finished.scale_up
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -122,10 +119,9 @@ class ResultScreen(StageScreen):
             self.notify(self.run_command, title="Copied")
 
     def _changes(self) -> Content:
-        presets = load_presets()
         lines: list[Content] = []
         for entry in self.entries:
-            hint = presets.ui_hint(entry.path)
+            hint = ui_hint(entry.path)
             row = Content(change_line(entry))
             if hint:
                 row = Content.assemble(row, (f"  (UI: {hint})", "$text-muted"))
@@ -133,16 +129,14 @@ class ResultScreen(StageScreen):
         return Content("\n").join(lines)
 
     def _scale_up_order(self) -> Content:
-        presets = load_presets()
-        applied = {entry.step for entry in self.entries}
+        """The re-adds ahead, in order: the first is what ``history`` names next."""
+        later = self.finished.later
         lines = [Content(f"Run {self._reopen()}; it gives back one setting per retry:")]
-        number = 0
-        for step_id in presets.scale_up_order:
-            if step_id not in applied:
-                continue
-            number += 1
-            lines.append(Content(f"  {number}. {presets.step(step_id).restore}"))
-        if number == 0:
+        lines.extend(
+            Content(f"  {number}. {scale_up.title}")
+            for number, scale_up in enumerate(later, start=1)
+        )
+        if not later:
             lines.append(Content.styled("  nothing to give back: no step was rolled back", "dim"))
         return Content("\n").join(lines)
 

@@ -9,15 +9,14 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.widgets import Footer, Header, Input, OptionList, Static
+from textual.widgets import Footer, Header, Static
 
+from screens.base import BACK
 from screens.destination import DestinationPicker
 from screens.saving import SavingStage
 from screens.widgets import DiffView, Tick
-from wizard.changes import Prepared
 from wizard.errors import WizardError
-from wizard.plan import StepChoice
-from wizard.session import effective_choices, prepared, save
+from wizard.service import Prepared, StepChoice, effective_choices, prepared, save
 
 
 class ReviewScreen(SavingStage):
@@ -83,13 +82,6 @@ class ReviewScreen(SavingStage):
             return text + f". The source, {self.state.source.name}, is never written."
         return text + f". Job '{job.name}' of AI Toolkit's UI. Save to:"
 
-    @on(Input.Changed)
-    @on(OptionList.OptionHighlighted, "#where")
-    def _clear_error(self) -> None:
-        """An edited destination may well be saved: the last refusal no longer applies."""
-        if not self.saving:
-            self.query_one("#error", Static).update("")
-
     def action_save(self) -> None:
         """Save in a worker (refused when nothing changes or the destination is refused)."""
         if self.saving:
@@ -101,4 +93,4 @@ class ReviewScreen(SavingStage):
 
     def action_back(self) -> None:
         """Back to the last step."""
-        self.dismiss()
+        self.dismiss(BACK)

@@ -7,18 +7,17 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.content import Content
-from textual.widgets import Static
+from textual.widgets import Input, OptionList, Static
 
-from screens.base import StageScreen
+from screens.base import Back, Finished, StageScreen
 from screens.destination import DestinationPicker
 from screens.messages import ConfigSaved, SaveFailed
 from wizard.errors import WizardError
 
 if TYPE_CHECKING:
-    from wizard.changes import Prepared
-    from wizard.session import Destination, Saved
+    from wizard.service import Destination, Prepared, Saved
 
-#: Writes the fix where the destination says (a function of ``wizard.session``, bound to
+#: Writes the fix where the destination says (a function of ``wizard.service``, bound to
 #: the state and the choices on screen).
 Writer = Callable[["Destination"], "Saved"]
 
@@ -26,12 +25,16 @@ Writer = Callable[["Destination"], "Saved"]
 SAVE_GROUP = "save"
 
 
-class SavingStage(StageScreen):
+class SavingStage(StageScreen[Finished | Back]):
     """A stage that ends in a save: where to (a :class:`DestinationPicker`), the save in a
-    worker, then the result screen or the refusal in one line.
+    worker, then the result (the screen returns it) or the refusal in one line.
 
     A subclass composes the picker and an ``#error`` line, keeps :attr:`ready` (the changes
     it shows) current, and calls :meth:`start_save` with the function that writes.
+
+    A refusal stays on screen until the destination it refused is changed: an edit that
+    leaves the destination as it was (the change-log field following the output field, a
+    message that arrives after the worker's answer) does not wipe it.
     """
 
     #: Whether the save gives a setting back (the result screen words it so).
@@ -40,6 +43,8 @@ class SavingStage(StageScreen):
     def __init__(self) -> None:
         super().__init__()
         self.ready: Prepared | None = None
+        self.refused: Destination | None = None
+        self._attempt: Destination | None = None
 
     @property
     def saving(self) -> bool:
@@ -52,29 +57,43 @@ class SavingStage(StageScreen):
 
     def start_save(self, write: Writer) -> None:
         """Save in a worker to the destination shown (once: a save under way is not repeated)."""
-        if self.saving:
+        if self.saving or self.ready is None:
             return
         self.query_one("#error", Static).update(Content.styled("Saving …", "$text-muted"))
-        self._save(write, self.query_one(DestinationPicker).destination())
+        self._attempt = self.query_one(DestinationPicker).destination()
+        self._save(write, self._attempt, self.ready)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group=SAVE_GROUP)
-    def _save(self, write: Writer, destination: Destination) -> None:
+    def _save(self, write: Writer, destination: Destination, ready: Prepared) -> None:
+        from wizard.service import pending_scale_ups
+
         try:
             result = write(destination)
         except WizardError as exc:
             self.post_message(SaveFailed(exc.one_line()))
-        else:
-            self.post_message(ConfigSaved(result))
+            return
+        self.post_message(ConfigSaved(result, pending_scale_ups(result, ready)))
 
     @on(ConfigSaved)
     def _saved(self, event: ConfigSaved) -> None:
         self.query_one("#error", Static).update("")
         assert self.ready is not None
-        self.wizard.show_result(event.result, self.ready, scale_up=self.SCALE_UP)
+        self.dismiss(Finished(event.result, self.ready, event.later, scale_up=self.SCALE_UP))
 
     @on(SaveFailed)
     def _failed(self, event: SaveFailed) -> None:
+        self.refused = self._attempt
         self.show_error(event.error)
+
+    @on(Input.Changed)
+    @on(OptionList.OptionHighlighted, "#where")
+    def _destination_edited(self) -> None:
+        """A refusal goes once the destination it refused is no longer the one shown."""
+        if self.refused is None or self.saving:
+            return
+        if self.query_one(DestinationPicker).destination() != self.refused:
+            self.refused = None
+            self.query_one("#error", Static).update("")
 
     def show_error(self, line: str) -> None:
         """The refusal as the command line prints it, and as a notification."""

@@ -9,13 +9,12 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Header, Static
 
+from screens.base import BACK
 from screens.destination import DestinationPicker
 from screens.saving import SavingStage
 from screens.widgets import DiffView
-from wizard.changes import prepare
 from wizard.errors import WizardError
-from wizard.plan import ScaleUp
-from wizard.session import next_scale_up, save_scale_up
+from wizard.service import ScaleUp, next_scale_up, prepare_scale_up, save_scale_up
 
 
 class ScaleUpScreen(SavingStage):
@@ -54,7 +53,7 @@ class ScaleUpScreen(SavingStage):
         if self.next_up is None:
             return
         try:
-            self.ready = prepare(self.state.document, list(self.next_up.changes))
+            self.ready = prepare_scale_up(self.state, self.next_up)
         except WizardError as exc:
             self.show_error(exc.one_line())
             return
@@ -70,4 +69,4 @@ class ScaleUpScreen(SavingStage):
 
     def action_back(self) -> None:
         """Back to the question."""
-        self.dismiss()
+        self.dismiss(BACK)

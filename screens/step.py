@@ -12,13 +12,21 @@ from textual.content import Content
 from textual.validation import Integer, Number, Validator
 from textual.widgets import Footer, Header, Input, Static
 
-from screens.base import StageScreen
-from screens.widgets import DiffView, Tick, ladder_content, show_value
-from wizard.document import MISSING
+from screens.base import BACK, Accepted, Back, SaveNow, StageScreen
+from screens.widgets import DiffView, Tick, ladder_content
 from wizard.errors import WizardError
-from wizard.paths import format_path
-from wizard.plan import FieldProposal, StepChoice, StepProposal
-from wizard.session import choose, effective_choices, estimate, prepared
+from wizard.service import (
+    MISSING,
+    FieldProposal,
+    StepChoice,
+    StepProposal,
+    effective_choices,
+    estimate,
+    format_path,
+    prepared,
+)
+from wizard.spelling import editable
+from wizard.spelling import value as show_value
 
 
 class FieldRow(Vertical):
@@ -41,7 +49,7 @@ class FieldRow(Vertical):
             yield Tick(effect_label(proposal), value=self.enabled, id=f"toggle-{self.index}")
             if proposal.control in ("number", "text"):
                 yield Input(
-                    show_value(proposal.after),
+                    editable(proposal.after),
                     validators=_validators(proposal.after),
                     id=f"value-{self.index}",
                     compact=True,
@@ -60,7 +68,7 @@ class FieldRow(Vertical):
             return True, None
         field_input = self.query_one(f"#value-{self.index}", Input)
         text = field_input.value.strip()
-        if text == show_value(self.proposal.after):
+        if text == editable(self.proposal.after):
             return True, None
         if self.proposal.control == "text":
             return True, text
@@ -69,7 +77,7 @@ class FieldRow(Vertical):
         return True, _number(text, self.proposal.after)
 
 
-class StepScreen(StageScreen):
+class StepScreen(StageScreen[Accepted | SaveNow | Back]):
     """One step of the roll-back ("Step 2 of 5 · Batch size to 1")."""
 
     BINDINGS = [  # noqa: RUF012
@@ -79,10 +87,10 @@ class StepScreen(StageScreen):
         Binding("ctrl+s", "save_now", "Save now", priority=True, tooltip="Save and retry now"),
     ]
 
-    def __init__(self, index: int) -> None:
+    def __init__(self, step_id: str) -> None:
         super().__init__()
-        self.index = index
-        self.step: StepProposal = self.state.rollback_steps()[index]
+        self.step: StepProposal = self.state.step(step_id)
+        self.index = self.state.step_index(step_id)
 
     def compose(self) -> ComposeResult:
         state, step = self.state, self.step
@@ -165,34 +173,33 @@ class StepScreen(StageScreen):
         )
         self.query_one("#step-diff", DiffView).show(ready)
 
-    def _record(self) -> bool:
+    def _valid(self) -> bool:
+        """Whether every typed value validates (else the first bad one is named)."""
         bad = self.invalid_rows()
         if bad:
             self.notify(
                 f"{bad[0].proposal.label}: not a valid value", title="Check", severity="error"
             )
             return False
-        self.wizard.update_state(choose(self.state, self.choice()))
         return True
 
     def action_accept(self) -> None:
-        """Keep the toggles as shown and go to the next step."""
-        if self._record():
-            self.wizard.show_step(self.index + 1)
+        """Keep the toggles as shown and go on to the next step."""
+        if self._valid():
+            self.dismiss(Accepted(self.choice()))
 
     def action_skip(self) -> None:
-        """Leave this step out and go to the next one."""
-        self.wizard.update_state(choose(self.state, StepChoice(self.step.id, enabled=False)))
-        self.wizard.show_step(self.index + 1)
+        """Leave this step out and go on to the next one."""
+        self.dismiss(Accepted(StepChoice(self.step.id, enabled=False)))
 
     def action_back(self) -> None:
         """Back to the previous step (or the moment)."""
-        self.dismiss()
+        self.dismiss(BACK)
 
     def action_save_now(self) -> None:
         """Save with this step and those before it; later steps stay for another retry."""
-        if self._record():
-            self.wizard.show_review(self.index + 1)
+        if self._valid():
+            self.dismiss(SaveNow(self.choice()))
 
 
 def effect_label(proposal: FieldProposal) -> str:

@@ -4,19 +4,17 @@ changes as a diff, the step ladder, values."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.segment import Segment
 from textual.content import Content
 from textual.strip import Strip
 from textual.widgets import Checkbox, OptionList, RadioButton, Static
 
-from wizard.paths import MISSING
+from wizard import spelling
 
 if TYPE_CHECKING:
-    from wizard.changelog import ChangeEntry
-    from wizard.changes import Prepared
-    from wizard.plan import StepProposal
+    from wizard.service import ChangeEntry, Prepared, StepProposal
 
 #: A diff line longer than this is unreadable as a line (a config stored as one line of
 #: JSON, as the web UI stores it): such a change is shown field by field instead.
@@ -85,30 +83,9 @@ class MarkedOptionList(OptionList):
         return Strip([gutter, *line], line.cell_length + MARKER_WIDTH)
 
 
-def show_value(value: Any) -> str:
-    """A config value as the user reads it (``(absent)`` for a missing key)."""
-    if value is MISSING:
-        return "(absent)"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(show_value(item) for item in value) + "]"
-    if value is None:
-        return "null"
-    return str(value)
-
-
-def shown_change(entry: ChangeEntry) -> tuple[str, str]:
-    """A change's before and after as the user reads them (``(absent)``, ``(removed)``)."""
-    before = "(absent)" if entry.before is None else show_value(entry.before)
-    after = "(removed)" if entry.after is None else show_value(entry.after)
-    return before, after
-
-
 def change_line(entry: ChangeEntry) -> str:
-    """``path: before → after``."""
-    before, after = shown_change(entry)
-    return f"{entry.path}: {before} → {after}"
+    """``path: before → after`` (:func:`wizard.spelling.change`)."""
+    return spelling.change(entry.path, entry.before, entry.after)
 
 
 def diff_content(diff: str) -> Content:
@@ -137,7 +114,7 @@ def field_changes_content(entries: Sequence[ChangeEntry]) -> Content:
         return Content.styled("No field changes.", "$text-muted")
     lines = [Content.styled("The config is one long line; the fields that change:", "$text-muted")]
     for entry in entries:
-        before, after = shown_change(entry)
+        before, after = spelling.before_after(entry.before, entry.after)
         lines.append(Content.styled(f"- {entry.path}: {before}", "$text-error"))
         lines.append(Content.styled(f"+ {entry.path}: {after}", "$text-success"))
     return Content("\n").join(lines)

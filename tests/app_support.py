@@ -120,44 +120,49 @@ def screen_text(pilot: Pilot[int], selector: str) -> str:
     return str(pilot.app.screen.query_one(selector, Static).render())
 
 
-async def settle(pilot: Pilot[int], seconds: float = 0.3) -> None:
-    """Let the screen change land (worker-driven changes: :func:`wait_for_screen`)."""
-    await pilot.pause(seconds)
+#: How many idle points a wait lets pass before it gives up (each waits for every pending
+#: message and worker, never for a fixed time).
+IDLE_POINTS = 50
 
 
-async def wait_for_screen(pilot: Pilot[int], name: str, tries: int = 30) -> None:
-    """Pause until the screen called ``name`` is on top (worker-driven changes)."""
-    for _ in range(tries):
+async def settle(pilot: Pilot[int]) -> None:
+    """Let everything under way land: the workers finish, then every message is handled."""
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def wait_for_screen(pilot: Pilot[int], name: str) -> None:
+    """Wait until the screen called ``name`` is on top (after workers and screen changes)."""
+    for _ in range(IDLE_POINTS):
         if screen_name(pilot) == name:
             return
-        await settle(pilot, 0.1)
+        await settle(pilot)
     raise AssertionError(f"expected {name}, got {screen_name(pilot)}")
 
 
 async def wait_for_state(pilot: Pilot[int]) -> None:
-    """Pause until the load worker has put a state on the app, and its screen has updated."""
-    for _ in range(50):
+    """Wait until the load worker has put a state on the app, and its screen has updated."""
+    for _ in range(IDLE_POINTS):
+        await settle(pilot)
         if wizard(pilot).state is not None:
-            await pilot.pause()
             return
-        await settle(pilot, 0.1)
     pytest.fail("the job did not load")
 
 
 async def wait_for_jobs(pilot: Pilot[int]) -> OptionList:
-    """Pause until the jobs database's list is filled; the list."""
-    for _ in range(50):
+    """Wait until the jobs database's list is filled; the list."""
+    for _ in range(IDLE_POINTS):
+        await settle(pilot)
         jobs = pilot.app.screen.query_one("#jobs", OptionList)
         if jobs.option_count:
             return jobs
-        await settle(pilot, 0.1)
     pytest.fail("the jobs were not listed")
 
 
 async def wait_for_error(pilot: Pilot[int]) -> str:
-    """Pause until the screen's ``#error`` line says something; that line."""
-    for _ in range(30):
-        await settle(pilot, 0.1)
+    """Wait until the screen's ``#error`` line says something; that line."""
+    for _ in range(IDLE_POINTS):
+        await settle(pilot)
         error = screen_text(pilot, "#error")
         if error:
             return error
@@ -168,7 +173,7 @@ async def press(pilot: Pilot[int], *keys: str) -> None:
     """Press keys one by one, letting each screen change land."""
     for key in keys:
         await pilot.press(key)
-        await settle(pilot, 0.05)
+        await settle(pilot)
 
 
 async def accept_steps(pilot: Pilot[int]) -> list[str]:

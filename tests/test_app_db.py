@@ -82,7 +82,7 @@ async def test_a_database_job_rolled_back_and_updated_in_place(tmp_path: Path) -
         assert state.log_path == tmp_path / "output" / UI_JOB / "log.txt"
         assert "CUDA out of memory" in screen_text(pilot, "#summary")
         await press(pilot, "enter", "enter")
-        assert app.require_state().answers.moment == "early_steps"
+        assert app.require_state().moment == "early_steps"
         await accept_steps(pilot)
         await wait_for_screen(pilot, "ReviewScreen")
         assert app.screen.query_one(DestinationPicker).choice == IN_PLACE

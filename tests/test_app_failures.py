@@ -23,7 +23,7 @@ from tests.app_support import (
     wait_for_screen,
 )
 from wizard import save as save_module
-from wizard import session
+from wizard import service
 from wizard.commands.demo import IMAGE_JOB
 
 SIZE = (80, 24)
@@ -39,16 +39,16 @@ async def wait_for_notice(pilot, tries: int = 40) -> list[str]:
     for _ in range(tries):
         if notified(pilot.app):
             return notified(pilot.app)
-        await settle(pilot, 0.1)
+        await settle(pilot)
     raise AssertionError("no notification came")
 
 
-def boom(*_args: object) -> session.WizardState:
+def boom(*_args: object) -> service.WizardState:
     raise RuntimeError("boom")
 
 
 async def test_a_load_worker_that_fails_shows_the_clis_line(tmp_path, monkeypatch):
-    monkeypatch.setattr(session, "open_job", boom)
+    monkeypatch.setattr(service, "open_job", boom)
     folder = demo_folder(tmp_path)
     app = demo_app(folder)
     async with app.run_test(size=SIZE) as pilot:
@@ -62,7 +62,7 @@ async def test_a_load_worker_that_fails_shows_the_clis_line(tmp_path, monkeypatc
 
 
 async def test_with_debug_the_traceback_goes_to_a_named_log_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(session, "open_job", boom)
+    monkeypatch.setattr(service, "open_job", boom)
     folder = demo_folder(tmp_path)
     app = create_app(folder / IMAGE_JOB.config, debug=True)
     async with app.run_test(size=SIZE) as pilot:

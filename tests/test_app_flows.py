@@ -24,6 +24,7 @@ from tests.app_support import (
     save_from_review,
     screen_name,
     screen_text,
+    settle,
     video_app,
     wait_for_error,
     wait_for_screen,
@@ -63,8 +64,8 @@ async def test_image_job_crashing_in_the_first_steps(tmp_path: Path) -> None:
         await wait_for_state(pilot)
         await press(pilot, "enter")
         assert screen_name(pilot) == "MomentScreen"
-        assert app.require_state().answers.moment == "early_steps"
-        assert app.require_state().answers.model_kind == "image"
+        assert app.require_state().moment == "early_steps"
+        assert app.require_state().model_kind == "image"
         await press(pilot, "enter")
         seen = await accept_steps(pilot)
         assert seen[:3] == ["gradient_checkpointing", "batch_size", "top_bucket"]
@@ -86,8 +87,8 @@ async def test_video_job_crashing_intermittently(tmp_path: Path) -> None:
         await wait_for_state(pilot)
         await press(pilot, "enter")
         state = app.require_state()
-        assert state.answers.moment == "intermittent"
-        assert state.answers.model_kind == "video"
+        assert state.moment == "intermittent"
+        assert state.model_kind == "video"
         await press(pilot, "enter")
         seen = await accept_steps(pilot)
         assert seen[0] == "num_frames"
@@ -103,7 +104,7 @@ async def test_crash_at_loading_disables_sampling(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await wait_for_state(pilot)
         await press(pilot, "enter")
-        assert app.require_state().answers.moment == "loading"
+        assert app.require_state().moment == "loading"
         await press(pilot, "enter")
         assert step_id(app) == "sampling"
         seen = await accept_steps(pilot)
@@ -129,7 +130,7 @@ async def test_environment_verdict(tmp_path: Path) -> None:
         assert app.require_state().plan.steps == ()
         await press(pilot, "enter")
         assert isinstance(app.screen, StepScreen)
-        assert app.require_state().answers.moment == "early_steps"
+        assert app.require_state().moment == "early_steps"
 
 
 async def test_the_log_keeps_its_own_verdict_beside_the_users_answer(tmp_path: Path) -> None:
@@ -148,9 +149,9 @@ async def test_the_log_keeps_its_own_verdict_beside_the_users_answer(tmp_path: P
             "You picked: While generating samples · video model. Your answer is used."
         )
         await press(pilot, "enter")
-        assert app.require_state().answers.moment == "sampling"
+        assert app.require_state().moment == "sampling"
         app.show_moment()
-        await pilot.pause(0.3)
+        await settle(pilot)
         assert screen_text(pilot, "#detected") == detected
         again = screen_text(pilot, "#disagreement")
         assert again == disagreement

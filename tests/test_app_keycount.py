@@ -28,7 +28,7 @@ async def test_demo_to_saved_config_in_at_most_eight_presses(tmp_path: Path) -> 
         while screen_name(pilot) != "ResultScreen" and presses < MAX_PRESSES + 5:
             await pilot.press("enter")
             presses += 1
-            await settle(pilot, 0.1)
+            await settle(pilot)
             if isinstance(app.screen, ReviewScreen) and app.screen.saving:
                 await wait_for_screen(pilot, "ResultScreen")
     assert presses <= MAX_PRESSES, f"{presses} presses"

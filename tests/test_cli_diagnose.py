@@ -1,4 +1,6 @@
-"""``oom-wizard diagnose`` run as users run it: ``python -m wizard diagnose`` in a subprocess."""
+"""``oom-wizard diagnose``: the command line's ``main`` called in-process (its status, stdout and
+stderr, with the environment a terminal would give it), and once as users run it,
+``python -m wizard diagnose`` in a subprocess."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.aitk_db import add_job, make_db
+from tests.plan_support import cli
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -58,17 +61,39 @@ DESIGN_KEYS = {
 
 
 def run_cli(*args: str, path_dirs: tuple[Path, ...] = ()) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "100", "PYTHONPATH": str(REPO)}
-    env["PATH"] = os.pathsep.join([*map(str, path_dirs), env.get("PATH", "")])
-    return subprocess.run(
-        [sys.executable, "-m", "wizard", "diagnose", *args],
+    """``oom-wizard diagnose ARGS`` in-process, 100 columns wide, ``path_dirs`` first on PATH.
+
+    A subprocess would add only the interpreter's start-up: the module entry point has a
+    test of its own (:func:`test_python_m_wizard_runs_diagnose`).
+    """
+    saved = dict(os.environ)
+    os.environ["COLUMNS"] = "100"
+    os.environ["PATH"] = os.pathsep.join([*map(str, path_dirs), saved.get("PATH", "")])
+    try:
+        status, out, err = cli("diagnose", *args)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return subprocess.CompletedProcess(["diagnose", *args], status, out, err)
+
+
+def test_python_m_wizard_runs_diagnose(tmp_path: Path) -> None:
+    config = tmp_path / "my_job.yaml"
+    config.write_text(CONFIG, encoding="utf-8")
+    log = tmp_path / "log.txt"
+    log.write_text(BASELINE_CRASH, encoding="utf-8")
+    command = [sys.executable, "-m", "wizard", "diagnose", str(config), "--log", str(log)]
+    done = subprocess.run(
+        [*command, "--no-probe", "--json"],
         capture_output=True,
         text=True,
         cwd=REPO,
-        env=env,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
         timeout=60,
         check=False,
     )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["moment"] == "loading"
 
 
 def run_json(*args: str, **kwargs: Any) -> dict[str, Any]:

@@ -430,7 +430,7 @@ def test_a_host_kill_is_host_ram_and_offloading_makes_it_worse() -> None:
     assert "host ran out of RAM" in result.reasons[0]
     host = next(a for a in result.advice if a.id == "host_ram")
     assert "makes this worse" in host.text and "model.layer_offloading" in host.text
-    assert "32.0 GiB of RAM" in host.text
+    assert "32.00 GiB of RAM" in host.text
     assert "killed when the host ran out of RAM" in result.verdict
 
 

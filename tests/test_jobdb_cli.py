@@ -14,7 +14,6 @@ from wizard.changes import Change, prepare
 from wizard.cli import main
 from wizard.commands._jobdb import (
     add_db_arguments,
-    load_db_job,
     print_db_saved,
     save_mode,
     wants_db,
@@ -22,6 +21,7 @@ from wizard.commands._jobdb import (
 from wizard.errors import WizardError
 from wizard.jobdb import AsNew, InPlace, job_document, load_job, save_to_db
 from wizard.paths import parse_path
+from wizard.service import JobRequest, open_job
 
 BATCH = parse_path("config.process[0].train.batch_size")
 
@@ -130,22 +130,22 @@ def test_wants_db_refuses_a_config_and_a_database_together() -> None:
         wants_db(parser().parse_args(["--job", "j"]))
 
 
-def test_load_db_job_finds_the_document_and_its_log(db: Path) -> None:
+def test_the_service_opens_a_db_job_with_its_document_and_log(db: Path) -> None:
     folder = db.parent / "output" / "my_lora"
     folder.mkdir(parents=True)
     (folder / "log.txt").write_text("CUDA out of memory\n", encoding="utf-8")
-    args = parser().parse_args(["--db", str(db.parent), "--job", "my_lora"])
 
-    document, location, job = load_db_job(args)
+    opened = open_job(JobRequest(db=db.parent, job="my_lora", probe=False))
 
-    assert job.name == "my_lora" and job.status == "error"
-    assert document.view().processes[0].train.batch_size == 4
-    assert location.log == folder / "log.txt" and location.ui_job
+    assert opened.db_job is not None
+    assert opened.db_job.name == "my_lora" and opened.db_job.status == "error"
+    assert opened.document.view().processes[0].train.batch_size == 4
+    assert opened.log_path == folder / "log.txt" and opened.ui_job
 
 
-def test_load_db_job_needs_a_job(db: Path) -> None:
+def test_opening_a_db_job_needs_a_job(db: Path) -> None:
     with pytest.raises(WizardError, match="--job NAME"):
-        load_db_job(parser().parse_args(["--db", str(db)]))
+        open_job(JobRequest(db=db, probe=False))
 
 
 def test_print_db_saved_for_a_new_job(db: Path) -> None:
@@ -158,7 +158,7 @@ def test_print_db_saved_for_a_new_job(db: Path) -> None:
 
     text = console.export_text()
     assert "Created job 'my_lora_oomfix' (a copy of 'my_lora')" in text
-    assert "config.name: 'my_lora' → 'my_lora_oomfix'" in text
+    assert 'config.name: "my_lora" → "my_lora_oomfix"' in text
     assert "start job 'my_lora_oomfix' in AI Toolkit's UI" in text
     assert "Job 'my_lora' is unchanged." in text
 

@@ -36,7 +36,7 @@ def test_json_is_the_plan_and_the_assumed_moment_is_said_on_stderr(tmp_path: Pat
         "top_bucket",
     ]
     assert "moment early_steps assumed" in err
-    assert "model kind video (model.arch is Wan 2.1 (14B))" in err
+    assert "model kind video (the arch wan21:14b (Wan 2.1 (14B)))" in err
 
 
 def test_flags_win_and_are_named(tmp_path: Path) -> None:

@@ -3,14 +3,15 @@
 Besides the demo's stages: the job list of a web-UI jobs database, and the review of one
 of its jobs (where the fix goes: the job itself, a new job or a file).
 
-Paths on screen are relative to a temporary working folder, change-log times are fixed and
-the input cursor does not blink, so the pictures are the same on every run. The result
-screen shows absolute paths: its demo is copied to a fixed folder, :data:`FIXED_ROOT`.
+Every run works in its own temporary folder (``tmp_path``): paths on screen are relative to
+it, change-log times are fixed and the input cursor does not blink, so the pictures are the
+same on every run. The result screen's run command holds an absolute path: there the
+temporary folder is shown as :data:`SHOWN_ROOT` (the files themselves are in ``tmp_path``).
 """
 
 from __future__ import annotations
 
-import shutil
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from tests.app_support import (
     freeze_changelog_time,
     freeze_inputs,
     press,
+    settle,
     ui_jobs_db,
     wait_for_jobs,
     wait_for_screen,
@@ -36,19 +38,32 @@ from tests.app_support import (
 
 SIZES = [(80, 24), (120, 40)]
 
-#: Where the result stage's demo lives, so that its absolute paths are the same on every run.
-FIXED_ROOT = Path("/tmp/oomw")
+#: How the result stage's run command shows the run's temporary folder.
+SHOWN_ROOT = "/tmp/oomw"
+
+
+class ShownRoot:
+    """``os`` for ``screens.result``: absolute paths under ``root`` are shown under
+    :data:`SHOWN_ROOT`, so that the run command reads the same on every run."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.path = self
+
+    def abspath(self, path: str | Path) -> str:
+        real = Path(os.path.abspath(path))
+        return str(Path(SHOWN_ROOT) / real.relative_to(self.root))
+
+
 Steps = Callable[[Pilot[int]], Awaitable[None]]
 
 
 async def loaded(pilot: Pilot[int]) -> None:
     await wait_for_state(pilot)
-    await pilot.pause(0.2)
 
 
 async def listed(pilot: Pilot[int]) -> None:
     await wait_for_jobs(pilot)
-    await pilot.pause(0.2)
 
 
 async def to_moment(pilot: Pilot[int]) -> None:
@@ -110,11 +125,13 @@ STAGES: dict[str, tuple[str, Steps]] = {
 def rolled_back_demo() -> Path:
     """The demo folder after one roll-back saved with every default (for coming back)."""
     from wizard.save import SaveResult
-    from wizard.session import ToFile, effective_choices, open_job, save
+    from wizard.service import JobRequest, ToFile, effective_choices, save, start
 
     folder = demo_folder(Path.cwd())
-    state = open_job(
-        Path("oom-wizard-demo/flux_portrait_lora.yaml"), folder / "flux_portrait_lora.log"
+    state = start(
+        JobRequest(
+            Path("oom-wizard-demo/flux_portrait_lora.yaml"), folder / "flux_portrait_lora.log"
+        )
     )
     result = save(state, effective_choices(state), ToFile())
     assert isinstance(result, SaveResult)
@@ -135,8 +152,11 @@ def test_stage(
         ui_jobs_db(tmp_path)
         app = create_app(db=Path("aitk_db.db"), job=UI_JOB if which == "db_job" else None)
     elif which == "fixed":
-        shutil.rmtree(FIXED_ROOT, ignore_errors=True)
-        app = demo_app(demo_folder(FIXED_ROOT))
+        import screens.result
+
+        monkeypatch.setattr(screens.result, "os", ShownRoot(tmp_path))
+        demo_folder(tmp_path)
+        app = demo_app(Path("oom-wizard-demo"))
     else:
         demo_folder(tmp_path)
         app = demo_app(Path("oom-wizard-demo"))
@@ -144,6 +164,6 @@ def test_stage(
     async def run_before(pilot: Pilot[int]) -> None:
         await steps(pilot)
         freeze_inputs(wizard(pilot))
-        await pilot.pause(0.1)
+        await settle(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)

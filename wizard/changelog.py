@@ -18,9 +18,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from wizard.errors import WizardError
+from wizard.frozen import FrozenModel
 
 FORMAT: Final = "oom-wizard-changelog/1"
 CHANGELOG_SUFFIX: Final = ".changelog.json"
@@ -30,8 +37,10 @@ MAX_CHANGELOG_BYTES: Final = 16 * 1024 * 1024
 Direction = Literal["rollback", "scale_up", "edit", "restore"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="allow")
+class _Frozen(FrozenModel):
+    """Base of the change log's models: immutable; unknown keys are kept (a newer writer's)."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 class FileRef(_Frozen):
@@ -61,8 +70,33 @@ class ChangeEntry(_Frozen):
     reason: str = ""
 
 
+SavedAs = Literal["in_place", "as_new"]
+
+
+class DatabaseRecord(_Frozen):
+    """The web-UI job a run read and wrote (a run on a job of AI Toolkit's jobs database).
+
+    Attributes:
+        job_id: The job the run read.
+        job_name: Its name then.
+        saved: How the fix went back: the job itself, or a new job like the UI's Clone.
+        job_config_before: The job's config before an in-place save (what restore puts back).
+        new_job_id: The new job's id, for a save as new.
+        new_job_name: The new job's name, for a save as new.
+        undoes: For a restore: the run whose in-place save it undid.
+    """
+
+    job_id: str
+    job_name: str
+    saved: SavedAs | None = None
+    job_config_before: str | None = None
+    new_job_id: str | None = None
+    new_job_name: str | None = None
+    undoes: int | None = None
+
+
 class RunRecord(_Frozen):
-    """One run of the tool that saved a config."""
+    """One run of the tool that saved a config (``database`` for a web-UI job's runs)."""
 
     at: str
     direction: Direction
@@ -70,6 +104,18 @@ class RunRecord(_Frozen):
     model_kind: str | None = None
     diagnosis: dict[str, Any] | None = None
     steps: tuple[str, ...] = ()
+    database: DatabaseRecord | None = None
+
+    @model_serializer(mode="wrap")
+    def _written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The run as the file holds it: ``database`` only for a web-UI job, without the
+        fields its kind of save does not have."""
+        data: dict[str, Any] = handler(self)
+        if self.database is None:
+            data.pop("database", None)
+        else:
+            data["database"] = self.database.model_dump(mode="json", exclude_none=True)
+        return data
 
 
 class AttemptRecord(_Frozen):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from wizard.change import Change
 from wizard.changelog import (
     ChangeEntry,
     ChangeLog,
@@ -27,31 +28,12 @@ from wizard.changelog import (
     read_changelog,
     sha256_of,
 )
-from wizard.document import MISSING, Edit, JobDocument, RemoveKey, SetValue, same_value
+from wizard.document import MISSING, JobDocument, same_value
 from wizard.errors import ConfigError, EditError
 from wizard.paths import FieldPath, format_path
 from wizard.save import SaveResult, default_output_path, save
 
-
-@dataclass(frozen=True)
-class Change:
-    """One field to change: set it to ``after``, or remove it when ``after`` is MISSING.
-
-    Attributes:
-        path: The field.
-        after: The new value, or ``MISSING`` to remove the key.
-        step: The step this change belongs to (None for a plain ``set``).
-        reason: Why, in one sentence, for the change log.
-    """
-
-    path: FieldPath
-    after: Any
-    step: str | None = None
-    reason: str = ""
-
-    def edit(self) -> Edit:
-        """The document edit that makes this change."""
-        return RemoveKey(self.path) if self.after is MISSING else SetValue(self.path, self.after)
+__all__ = ["Change", "Prepared", "changelog_of", "commit", "prepare", "unified_diff"]
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The command line, and the composition root.
 
 Each subcommand lives in ``wizard.commands`` as a module with ``add_parser`` and
-``run``. This is the one place that turns a ``WizardError`` into one line on stderr
+``run``, listed in :data:`COMMANDS`; the first argument picks one (``open``, the wizard,
+when it names none). This is the one place that turns a ``WizardError`` into one line on stderr
 and exit status 2, and the one place that may load ``screens`` (lazily, to start
 the app).
 """
@@ -19,8 +20,22 @@ import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Final
 
 from wizard import __version__
+from wizard.commands import (
+    apply,
+    demo,
+    diagnose,
+    history,
+    open_cmd,
+    plan,
+    restore,
+    run,
+    scale_up,
+    set_cmd,
+    watch,
+)
 from wizard.errors import WizardError
 
 PROG = "oom-wizard"
@@ -50,14 +65,31 @@ class _Parser(argparse.ArgumentParser):
         raise WizardError(f"{message} (see '{self.prog} --help')")
 
 
-def _command_modules() -> list[ModuleType]:
-    from wizard import commands
-
-    return commands.all_commands()
+#: subcommand name -> its module, in the order ``--help`` lists them. ``open`` is the
+#: default: ``oom-wizard CONFIG`` and ``oom-wizard`` alone are ``oom-wizard open ...``.
+COMMANDS: Final[dict[str, ModuleType]] = {
+    "open": open_cmd,
+    "demo": demo,
+    "diagnose": diagnose,
+    "plan": plan,
+    "apply": apply,
+    "set": set_cmd,
+    "scale-up": scale_up,
+    "history": history,
+    "restore": restore,
+    "watch": watch,
+    "run": run,
+}
+DEFAULT_COMMAND: Final = "open"
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line: ``oom-wizard [CONFIG | JOB_DIR]`` plus the subcommands."""
+    return _build()[0]
+
+
+def _build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The whole command line, and each command's own parser by name."""
     parser = _Parser(
         prog=PROG,
         description=(
@@ -65,21 +97,42 @@ def build_parser() -> argparse.ArgumentParser:
             "roll the config back one step at a time, and later scale it up again."
         ),
     )
+    _add_global_options(parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for module in COMMANDS.values():
+        module.add_parser(sub)
+    return parser, dict(sub.choices)
+
+
+def _add_global_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     parser.add_argument("--debug", action="store_true", help="show a traceback on errors")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in _command_modules():
-        module.add_parser(sub)
-    return parser
+
+
+def _global_options(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
+    """``--debug`` and ``--version`` wherever they are, and the arguments left for a command.
+
+    Parsed (not searched for) before the command, so that an error while parsing the
+    command's own arguments still knows whether to show a traceback.
+    """
+    parser = _Parser(prog=PROG, add_help=False, allow_abbrev=False)
+    _add_global_options(parser)
+    return parser.parse_known_args(list(argv))
+
+
+def _dispatch(commands: dict[str, argparse.ArgumentParser], rest: list[str]) -> argparse.Namespace:
+    """The arguments parsed by the command they name (``open`` unless the first names one)."""
+    name = rest[0] if rest and rest[0] in COMMANDS else DEFAULT_COMMAND
+    arguments = rest[1:] if rest and rest[0] == name else rest
+    return commands[name].parse_args(arguments)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     args_list = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in args_list
     restore = _install_signal_handlers()
     try:
-        return _main(args_list, debug)
+        return _main(args_list)
     finally:
         if argv is None and threading.current_thread() is threading.main_thread():
             # The process is about to exit and has said what it did: a late Ctrl-C or
@@ -90,21 +143,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             restore()
 
 
-def _main(args_list: list[str], debug: bool) -> int:
+def _main(args_list: list[str]) -> int:
     from wizard.save import recover, written_this_process
 
     before = written_this_process()
+    debug = False
     try:
+        options, rest = _global_options(args_list)
+        debug = bool(options.debug)
         with contextlib.suppress(OSError):
             recover(Path.cwd())
-        from wizard.commands import split_default_command
-
-        parser = build_parser()
-        args = parser.parse_args(split_default_command(args_list))
-        handler = getattr(args, "handler", None)
-        if handler is None:
+        parser, commands = _build()
+        if rest and rest[0] in ("-h", "--help"):
             parser.print_help()
             return EXIT_OK
+        args = _dispatch(commands, rest)
+        args.debug = debug  # the app writes its tracebacks to a file with --debug
+        handler = args.handler
         result: int = handler(args)
         return result
     except WizardError as exc:

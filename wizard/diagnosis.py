@@ -19,8 +19,7 @@ named function below, with its reasoning in its docstring:
   pinned-memory copy, a host-RAM kill; and the counter-rule that a process holding nearly the
   whole card alone is the job itself (``JOB_HOLDS_CARD_SHARE``; in PyTorch's legacy message,
   :func:`_legacy_job_holds_card`);
-- the model kind from the arch, the legacy flags, frames > 1, then the model path
-  (``VIDEO_PATH_HINT``);
+- the model kind: the one rule of :mod:`wizard.modelkind`, shared with the plan and the app;
 - a log that just stops, with no error, gives its phase's moment with low confidence
   (:func:`_open_end_moment`; a log written in the last ``LOG_STILL_WRITTEN_S`` may still be
   running); a slowdown or a stall is the driver's system-memory fallback, with its advice
@@ -36,7 +35,6 @@ is kept and shown.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -56,8 +54,11 @@ from wizard.logscan import (
     Phase,
     Signal,
 )
-from wizard.presets import MODEL_KINDS, MOMENTS, ArchFacts, ModelKind, Moment, load_presets
+from wizard.modelkind import KindFinding as _Kind
+from wizard.modelkind import find_model_kind as _model_kind
+from wizard.presets import MODEL_KINDS, MOMENTS, ModelKind, Moment, load_presets
 from wizard.probe import ProbeResult
+from wizard.spelling import change, gib
 from wizard.view import JobView, ProcessView
 
 Confidence = Literal["high", "medium", "low"]
@@ -104,12 +105,6 @@ CONSERVATIVE_MAX_SAMPLE_SIDE: Final = 768
 once with a driver-level signal, shrinking it further is not the answer."""
 MAX_EVIDENCE: Final = 8
 """Evidence lines in a diagnosis (the scan keeps more)."""
-VIDEO_PATH_HINT: Final = re.compile(
-    r"(?<![a-z])(?:wan\d|ltx|hunyuan[\W_]?video|mochi|cogvideo|minimax|skyreels|video|[ti]2v)",
-    re.IGNORECASE,
-)
-"""Model repositories or files whose name says video: the last hint for the model kind."""
-
 DRIVER_SIGNALS: Final[frozenset[Signal]] = frozenset(
     {"zero_free", "cublas_alloc", "cuda_error_oom"}
 )
@@ -435,69 +430,6 @@ def diagnose(
     )
 
 
-# --- model kind ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Kind:
-    """The model kind found in the config, where it came from, and what to say about it."""
-
-    kind: ModelKind | None
-    arch: str | None
-    label: str | None
-    source: str
-    notes: tuple[str, ...] = ()
-
-
-def _model_kind(process: ProcessView | None) -> _Kind:
-    """The model kind: the arch's kind, else the legacy flags, else frames > 1, else the path.
-
-    Edit (instruction) archs count as image. An audio arch is treated as an image model without
-    frames, and a note says so: the roll-back covers image and video models only.
-    """
-    if process is None:
-        return _Kind(None, None, None, "no config: the model kind is unknown")
-    model = process.model
-    presets = load_presets()
-    facts = presets.arch_from_model(model.arch_keys())
-    arch = model.arch or (facts.id if facts is not None else None)
-    if facts is not None:
-        return _kind_of_arch(facts, arch)
-    notes = (f"The arch '{model.arch}' is not one this wizard knows.",) if model.arch else ()
-    if _frames_above_one(process):
-        return _Kind("video", arch, None, "frames above 1 in the config", notes)
-    path = model.name_or_path
-    if path:
-        kind: ModelKind = "video" if VIDEO_PATH_HINT.search(path) else "image"
-        return _Kind(kind, arch, None, f"the model path {path}", notes)
-    return _Kind(None, arch, None, "nothing in the config says", notes)
-
-
-def _kind_of_arch(facts: ArchFacts, arch: str | None) -> _Kind:
-    source = f"the arch {arch} ({facts.label})"
-    if facts.kind == "audio":
-        note = (
-            f"{facts.label} is an audio model: the roll-back covers image and video models; "
-            "it is treated here as an image model without frames."
-        )
-        return _Kind("image", arch, facts.label, source, (note,))
-    return _Kind(facts.ladder_kind, arch, facts.label, source)
-
-
-def _frames_above_one(process: ProcessView) -> bool:
-    """Any dataset, sample section or single sample with more than one frame."""
-    if any(dataset.is_video for dataset in process.datasets):
-        return True
-    for sample in (process.sample, process.first_sample):
-        if sample is None:
-            continue
-        if (sample.num_frames or 1) > 1:
-            return True
-        if any(o.field == "num_frames" and o.value > 1 for o in sample.overrides()):
-            return True
-    return False
-
-
 # --- the moment from the log --------------------------------------------------------------------
 
 
@@ -753,7 +685,7 @@ def _job_holds_card(oom: OomFigures | None) -> str | None:
     if oom.this_process < JOB_HOLDS_CARD_SHARE * oom.total:
         return None
     return (
-        f"this process held {oom.this_process:.2f} of {oom.total:.2f} GiB and no other process "
+        f"this process held {gib(oom.this_process)} of {gib(oom.total)} and no other process "
         "holds a real share: the job itself filled the card, it is the config, not the "
         "environment"
     )
@@ -774,8 +706,8 @@ def _legacy_job_holds_card(oom: OomFigures) -> str | None:
     if _share(outside, oom.total):
         return None
     return (
-        f"PyTorch in this process had reserved {oom.reserved:.2f} of {oom.total:.2f} GiB and only "
-        f"{max(outside, 0.0):.2f} GiB was held outside it: the job itself filled the card, it is "
+        f"PyTorch in this process had reserved {gib(oom.reserved)} of {gib(oom.total)} and only "
+        f"{gib(max(outside, 0.0))} was held outside it: the job itself filled the card, it is "
         "the config, not the environment"
     )
 
@@ -798,11 +730,10 @@ def _others_in_message(oom: OomFigures | None, strong: list[str], advice: list[A
         return
     if oom.other_processes and _share(oom.others_total, oom.total):
         listed = ", ".join(
-            f"pid {p.pid} {p.gib:.2f} GiB" if p.pid else f"{p.gib:.2f} GiB"
-            for p in oom.other_processes
+            f"pid {p.pid} {gib(p.gib)}" if p.pid else f"{gib(p.gib)}" for p in oom.other_processes
         )
         strong.append(
-            f"other processes held {oom.others_total:.2f} of {oom.total:.2f} GiB when it "
+            f"other processes held {gib(oom.others_total)} of {gib(oom.total)} when it "
             f"failed ({listed})"
         )
         advice.append(
@@ -818,13 +749,13 @@ def _others_in_message(oom: OomFigures | None, strong: list[str], advice: list[A
     outside = oom.total - oom.free - oom.this_process - oom.others_total
     if _share(outside, oom.total):
         strong.append(
-            f"{outside:.2f} of {oom.total:.2f} GiB was in use outside this process and no "
+            f"{gib(outside)} of {gib(oom.total)} was in use outside this process and no "
             "process is listed for it (another container or a process this one cannot see)"
         )
         advice.append(
             Advice(
                 "other_processes",
-                f"{outside:.2f} GiB of the card was held by something else: check nvidia-smi "
+                f"{gib(outside)} of the card was held by something else: check nvidia-smi "
                 "on the host, stop it or move to a fresh worker, then retry unchanged.",
             )
         )
@@ -839,17 +770,17 @@ def _others_now(probe: ProbeResult | None, strong: list[str], advice: list[Advic
     if not _share(held, probe.total_gib):
         return
     if listed:
-        names = ", ".join(f"pid {p.pid} {p.name} {p.used_gib:.2f} GiB" for p in listed)
-        strong.append(f"right now {held:.2f} of {probe.total_gib:.2f} GiB is held by {names}")
+        names = ", ".join(f"pid {p.pid} {p.name} {gib(p.used_gib or 0.0)}" for p in listed)
+        strong.append(f"right now {gib(held)} of {gib(probe.total_gib)} is held by {names}")
     else:
         strong.append(
-            f"right now {held:.2f} of {probe.total_gib:.2f} GiB of the GPU is in use and "
+            f"right now {gib(held)} of {gib(probe.total_gib)} of the GPU is in use and "
             "nvidia-smi lists no process for it"
         )
     advice.append(
         Advice(
             "other_processes",
-            f"The GPU is not free now ({held:.2f} GiB in use): stop what holds it or start from a "
+            f"The GPU is not free now ({gib(held)} in use): stop what holds it or start from a "
             "fresh worker before the retry.",
         )
     )
@@ -914,9 +845,9 @@ def _host_kill(
             heavy.append("datasets[].cache_latents (in RAM)")
     ram = ""
     if probe is not None and probe.host_total_gib is not None:
-        ram = f" This machine has {probe.host_total_gib:.1f} GiB of RAM"
+        ram = f" This machine has {gib(probe.host_total_gib)} of RAM"
         if probe.host_available_gib is not None:
-            ram += f", {probe.host_available_gib:.1f} GiB available now"
+            ram += f", {gib(probe.host_available_gib)} available now"
         ram += "."
     using = f" This config uses {', '.join(heavy)}." if heavy else ""
     advice.append(
@@ -1050,12 +981,12 @@ def _fragmentation(oom: OomFigures | None, advice: list[Advice]) -> None:
         enough = (
             " That alone could make room for the failed allocation."
             if reachable >= oom.tried
-            else f" It will not cover the {oom.tried:.2f} GiB allocation alone."
+            else f" It will not cover the {gib(oom.tried)} allocation alone."
         )
     advice.append(
         Advice(
             "expandable_segments",
-            f"PyTorch held {wasted:.2f} GiB reserved but unallocated (fragmentation): set "
+            f"PyTorch held {gib(wasted)} reserved but unallocated (fragmentation): set "
             "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True where the trainer starts: in the "
             "shell before `python run.py`, in the environment of the AI Toolkit UI server (jobs "
             f"inherit it), or in <toolkit root>/.env.{enough}",
@@ -1250,7 +1181,7 @@ def _scale_up_advice(changelog: ChangeLog | None) -> tuple[Advice, ...]:
     for entry in changes:
         title = titles.get(entry.step or "")
         step = f" ({title})" if title else ""
-        parts.append(f"{entry.path}: {entry.before!r} → {entry.after!r}{step}")
+        parts.append(f"{change(entry.path, entry.before, entry.after)}{step}")
     return (
         Advice(
             "undo_scale_up",

@@ -79,7 +79,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, Literal
 
-from wizard.changes import Change
+from wizard.change import Change
 from wizard.document import JobDocument, apply_edits
 from wizard.presets import ArchFacts, FrameGrid, Presets, load_presets
 from wizard.view import DatasetView, JobView, ProcessView, SampleView, build_view

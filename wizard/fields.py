@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from wizard.changes import Change
+from wizard.change import Change
 from wizard.document import MISSING, JobDocument
 from wizard.errors import EditError, WizardError
 from wizard.paths import FieldPath, format_path, parse_path

@@ -37,6 +37,7 @@ from typing import Any, Final, TypeAlias
 from wizard.changelog import (
     ChangeEntry,
     ChangeLog,
+    DatabaseRecord,
     Direction,
     FileRef,
     RunRecord,
@@ -410,7 +411,7 @@ def save_to_db(
         model_kind=model_kind,
         diagnosis=diagnosis,
         steps=steps,
-        database={"job_id": job.id, "job_name": job.name},
+        database=DatabaseRecord(job_id=job.id, job_name=job.name),
     )
     if isinstance(mode, InPlace):
         with _connect(job.db_path, write=True, busy_timeout=busy_timeout) as conn:
@@ -463,7 +464,9 @@ def restore_job(
             "restoring would lose those edits (pass --force to restore anyway)",
             file=path,
         )
-    previous = _run_database(log.runs[target])["job_config_before"]
+    record = log.runs[target].database
+    previous = record.job_config_before if record is not None else None
+    assert previous is not None  # _restorable_run picks only in-place saves that kept it
     entries = tuple(
         ChangeEntry(
             run=0,
@@ -476,7 +479,7 @@ def restore_job(
         for entry in reversed(log.changes_of_run(target))
     )
     run = _run_record(
-        "restore", database={"job_id": job.id, "job_name": job.name, "undoes": target}
+        "restore", database=DatabaseRecord(job_id=job.id, job_name=job.name, undoes=target)
     )
     new_log = log.with_run(
         run, entries, output=FileRef(path=str(job.source), sha256=_sha(previous))
@@ -636,8 +639,8 @@ def _interrupted_save(log: ChangeLog, job: DbJob) -> bool:
     last = log.last_run()
     if last is None:
         return False
-    before = _run_database(last).get("job_config_before")
-    return isinstance(before, str) and before == job.job_config
+    before = last.database.job_config_before if last.database is not None else None
+    return before is not None and before == job.job_config
 
 
 def _commit_with_log(
@@ -689,8 +692,10 @@ def conn_db_name(conn: sqlite3.Connection) -> str:
 def log_job_name(log: ChangeLog) -> str:
     """The job the last run of ``log`` saved (its database record), for the exit line."""
     last = log.last_run()
-    database = _run_database(last) if last is not None else {}
-    return str(database.get("new_job_name") or database.get("job_name") or "?")
+    database = last.database if last is not None else None
+    if database is None:
+        return "?"
+    return database.new_job_name or database.job_name
 
 
 def _put_back(written: Sequence[Path], path: Path, old: bytes | None) -> None:
@@ -746,29 +751,24 @@ def _run_record(
     model_kind: str | None = None,
     diagnosis: dict[str, Any] | None = None,
     steps: Sequence[str] = (),
-    database: dict[str, Any],
+    database: DatabaseRecord,
 ) -> RunRecord:
-    return RunRecord.model_validate(
-        {
-            "at": now_iso(),
-            "direction": direction,
-            "moment": moment,
-            "model_kind": model_kind,
-            "diagnosis": diagnosis,
-            "steps": tuple(steps),
-            "database": database,
-        }
+    return RunRecord(
+        at=now_iso(),
+        direction=direction,
+        moment=moment,
+        model_kind=model_kind,
+        diagnosis=diagnosis,
+        steps=tuple(steps),
+        database=database,
     )
 
 
 def _with_database(run: RunRecord, **extra: Any) -> RunRecord:
-    return run.model_copy(update={"database": {**_run_database(run), **extra}})
-
-
-def _run_database(run: RunRecord) -> dict[str, Any]:
-    """The ``database`` record of a run (empty for a run that did not write a database)."""
-    found = (run.model_extra or {}).get("database")
-    return found if isinstance(found, dict) else {}
+    """The run with more of what it did to the database (how it saved, what it kept)."""
+    if run.database is None:
+        raise ValueError("only a run on a database job records what it did to the database")
+    return run.model_copy(update={"database": run.database.model_copy(update=extra)})
 
 
 def _base_log(job: DbJob, prior: ChangeLog | None) -> ChangeLog:
@@ -780,14 +780,15 @@ def _base_log(job: DbJob, prior: ChangeLog | None) -> ChangeLog:
 
 def _restorable_run(log: ChangeLog, job: DbJob) -> int:
     """The latest in-place save of this job that no restore has undone yet."""
-    records = [_run_database(run) for run in log.runs]
-    undone = {record.get("undoes") for record in records}
+    records = [run.database for run in log.runs]
+    undone = {record.undoes for record in records if record is not None}
     saves = [
         index
         for index, record in enumerate(records)
-        if record.get("job_id") == job.id
-        and record.get("saved") == "in_place"
-        and isinstance(record.get("job_config_before"), str)
+        if record is not None
+        and record.job_id == job.id
+        and record.saved == "in_place"
+        and record.job_config_before is not None
     ]
     left = [index for index in saves if index not in undone]
     if left:
@@ -796,7 +797,11 @@ def _restorable_run(log: ChangeLog, job: DbJob) -> int:
         message = f"every in-place save of job '{job.name}' has been undone already"
     else:
         message = f"oom-wizard has not updated job '{job.name}' in place"
-        origins = [record["job_name"] for record in records if record.get("new_job_id") == job.id]
+        origins = [
+            record.job_name
+            for record in records
+            if record is not None and record.new_job_id == job.id
+        ]
         if origins:
             message += (
                 f"; it made it as a copy of '{origins[-1]}', which is unchanged: "

@@ -56,9 +56,10 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import AfterValidator, ConfigDict, Field, PrivateAttr
 
 from wizard.errors import LogError, PresetError
+from wizard.frozen import FrozenModel
 from wizard.logread import (
     Cancelled,
     Progress,
@@ -218,10 +219,10 @@ Regex = Annotated[str, Field(min_length=1), AfterValidator(_regex)]
 """A regular expression of the marker table, checked when the table is loaded."""
 
 
-class _Frozen(BaseModel):
+class _Frozen(FrozenModel):
     """Base of the marker-table models: immutable, unknown keys refused."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(extra="forbid")
 
 
 class _Rule(_Frozen):

@@ -39,8 +39,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Literal, Protocol, TypeAlias
 
+from wizard import spelling
+from wizard.change import Change
 from wizard.changelog import ChangeLog
-from wizard.changes import Change
 from wizard.document import MISSING, JobDocument, same_value
 from wizard.errors import ConfigError, WizardError
 from wizard.estimate import (
@@ -555,19 +556,18 @@ def _processes(document: JobDocument, presets: Presets, kind: ModelKind) -> list
 def default_model_kind(document: JobDocument, presets: Presets | None = None) -> tuple[str, str]:
     """The model kind of the config and where it comes from, for when nobody says.
 
+    The one rule of :func:`wizard.modelkind.find_model_kind` (the diagnosis and the app use
+    it too); ``image`` when nothing in the config says.
+
     Returns:
-        ``(kind, reason)``: ``video`` for a video arch or a dataset with clips, else ``image``.
+        ``(kind, reason)``.
     """
-    presets = presets or load_presets()
-    primary = document.view().primary
-    if primary is None:
-        return "image", "no training process"
-    facts = arch_facts(primary, presets)
-    if facts is not None:
-        return facts.ladder_kind, f"model.arch is {facts.label}"
-    if any(dataset.is_video for dataset in primary.datasets):
-        return "video", "a dataset has more than one frame"
-    return "image", "the arch is unknown and no dataset has clips"
+    from wizard.modelkind import find_model_kind
+
+    found = find_model_kind(document.view().primary)
+    if found.kind is None:
+        return found.settled, f"{found.source}; {found.settled} assumed"
+    return found.kind, found.source
 
 
 # --------------------------------------------------------------------------- steps
@@ -638,17 +638,8 @@ def _step(
 def _rung_text(proposal: FieldProposal) -> str:
     if proposal.control == "bucket":
         return f"{proposal.label} dropped"
-    return f"{proposal.label} {_show(proposal.before)} → {_show(proposal.after)}"
-
-
-def _show(value: Any) -> str:
-    if value is MISSING:
-        return "(absent)"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_show(item) for item in value) + "]"
-    return str(value)
+    before, after = spelling.before_after(proposal.before, proposal.after)
+    return f"{proposal.label} {before} {spelling.ARROW} {after}"
 
 
 def _propose(
@@ -1368,7 +1359,8 @@ def _step_changes(step: StepProposal, choice: StepChoice) -> Iterable[Change]:
             continue
         after = choice.values.get(proposal.key, proposal.after)
         if proposal.key in choice.values and _is_increase(proposal, after):
-            reason += f" (an increase: {_show(proposal.before)} → {_show(after)}, confirmed)"
+            shown_before, shown_after = spelling.before_after(proposal.before, after)
+            reason += f" (an increase: {shown_before} → {shown_after}, confirmed)"
         yield Change(path=proposal.path, after=after, step=step.id, reason=reason)
     for list_path, items, drops in dropped.values():
         kept = [item for position, item in enumerate(items) if position not in drops]

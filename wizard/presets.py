@@ -36,6 +36,8 @@ from pydantic import (
 )
 
 from wizard.errors import PresetError
+from wizard.fastyaml import SafeLoader as _Loader
+from wizard.frozen import FrozenModel
 from wizard.paths import FieldPath, format_path
 
 # Re-exported: the vocabulary belongs with the data it indexes.
@@ -76,11 +78,6 @@ from wizard.vocabulary import (
     Moment as Moment,
 )
 
-try:
-    from yaml import CSafeLoader as _Loader
-except ImportError:  # PyYAML built without libyaml
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
-
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
@@ -109,10 +106,10 @@ _PROCESS_PREFIX: Final = "config.process[]."
 _K = TypeVar("_K")
 
 
-class _Frozen(BaseModel):
+class _Frozen(FrozenModel):
     """Base of every preset model: immutable, and unknown keys are an error."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(extra="forbid")
 
 
 def generic_field_key(path: FieldPath | str) -> str:

@@ -1,6 +1,6 @@
 """What the wizard was asked to open: a config, a job folder, or a job of the UI's database.
 
-It lives apart from ``wizard.session`` so that the app can be built and painted before
+It lives apart from ``wizard.service`` so that the app can be built and painted before
 the domain (pydantic, the presets, the document layer) is imported.
 """
 
@@ -20,12 +20,15 @@ class JobRequest:
         log: The training log, when it is not the job folder's own.
         db: AI Toolkit's jobs database (``aitk_db.db`` or its folder): the job comes from it.
         job: The database job to open; None lists the database's jobs to pick one.
+        probe: Ask ``nvidia-smi`` about the GPU when the job is opened (``--no-probe`` turns
+            it off); every command and the app honour it the same way.
     """
 
     target: Path | None = None
     log: Path | None = None
     db: Path | None = None
     job: str | None = None
+    probe: bool = True
 
     @property
     def asks_for_config(self) -> bool:

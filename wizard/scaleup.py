@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from wizard.change import Change
 from wizard.changelog import ChangeLog
-from wizard.changes import Change
 from wizard.document import MISSING, JobDocument, same_value
 from wizard.paths import parse_path
 from wizard.presets import AnyStepId, Presets, load_presets

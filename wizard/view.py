@@ -39,6 +39,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from wizard.errors import ConfigError
+from wizard.frozen import FrozenModel
 from wizard.paths import FieldPath, format_path
 
 TRAINING_PROCESS_TYPES: Final[tuple[str, ...]] = (
@@ -206,7 +207,7 @@ Resolution: TypeAlias = Annotated[
 # --- sections -----------------------------------------------------------------------------
 
 
-class _Section(BaseModel):
+class _Section(FrozenModel):
     """A mapping of the config read into a model: its keys, which were set, which are unknown.
 
     Only keys named like a field are read; ``present`` lists those the file sets and
@@ -214,7 +215,7 @@ class _Section(BaseModel):
     ``DERIVED`` are filled in by the reader, never taken from the file.
     """
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(extra="ignore")
 
     DERIVED: ClassVar[frozenset[str]] = frozenset({"present", "unknown"})
     EXPECTED: ClassVar[str] = "a mapping"
@@ -355,10 +356,8 @@ class SampleItem(_Section):
     num_frames: OptionalCount = None
 
 
-class SampleOverride(BaseModel):
+class SampleOverride(FrozenModel):
     """A single sample overriding the section's width, height or frame count."""
-
-    model_config = ConfigDict(frozen=True)
 
     sample: int
     """Index of the sample in the effective list (``samples``, else legacy ``prompts``)."""
@@ -523,10 +522,10 @@ class _NetworkSection(_Section):
     linear: OptionalCount = None
 
 
-class _Fields(BaseModel):
+class _Fields(FrozenModel):
     """Scalar keys read from a mapping that is not a section of its own."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(extra="ignore")
 
 
 class _TopLevel(_Fields):
@@ -543,10 +542,10 @@ class _ProcessHeader(_Fields):
     training_folder: OptionalText = None
 
 
-class ProcessView(BaseModel):
+class ProcessView(FrozenModel):
     """One training process, ``config.process[index]``."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(extra="ignore")
 
     index: int
     type: str
@@ -577,10 +576,10 @@ class ProcessView(BaseModel):
         return f"config.process[{self.index}].{relative}"
 
 
-class JobView(BaseModel):
+class JobView(FrozenModel):
     """The whole job: its name and type, its training processes and the others."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(extra="ignore")
 
     name: str | None
     job: str | None

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 def add_crash_arguments(
     parser: argparse.ArgumentParser, *, moment_help: str, kind_help: str, log_help: str
 ) -> None:
-    """``--moment``, ``--kind`` and ``--log``: what the user knows about the crash.
+    """``--moment``, ``--kind``, ``--log`` and ``--no-probe``: what is known about the crash.
 
     Args:
         parser: The command's parser.
@@ -30,6 +30,14 @@ def add_crash_arguments(
     parser.add_argument("--moment", choices=MOMENTS, help=moment_help)
     parser.add_argument("--kind", choices=MODEL_KINDS, help=kind_help)
     parser.add_argument("--log", type=Path, metavar="LOG", help=log_help)
+    add_probe_argument(parser)
+
+
+def add_probe_argument(parser: argparse.ArgumentParser) -> None:
+    """``--no-probe``: every command that opens a job (and the wizard) honours it alike."""
+    parser.add_argument(
+        "--no-probe", action="store_true", help="do not ask nvidia-smi about the GPU now"
+    )
 
 
 def add_output_arguments(parser: argparse.ArgumentParser, *, dry_run: bool = True) -> None:
@@ -73,14 +81,10 @@ def print_changes(console: Console, prepared: Prepared) -> None:
 
 
 def change_line(path: str, before: Any, after: Any) -> str:
-    """``  path: before → after``; a missing value (None or ``MISSING``) reads
-    ``(absent)`` before and ``(removed)`` after."""
-    from wizard.document import MISSING
+    """``  path: before → after``, spelled by :func:`wizard.spelling.change`."""
+    from wizard.spelling import change
 
-    def shown(value: Any, missing: str) -> str:
-        return missing if value is None or value is MISSING else repr(value)
-
-    return f"  {path}: {shown(before, '(absent)')} → {shown(after, '(removed)')}"
+    return f"  {change(path, before, after)}"
 
 
 def print_saved(console: Console, result: SaveResult) -> None:

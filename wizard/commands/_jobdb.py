@@ -19,9 +19,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-    from wizard.document import JobDocument
     from wizard.jobdb import DbJob, DbSaveResult, SaveMode
-    from wizard.jobdir import JobLocation
 
 #: The longest ``info`` shown in the job list (the UI stores whole exception texts).
 INFO_WIDTH = 70
@@ -102,24 +100,6 @@ def job_table(jobs: tuple[DbJob, ...]) -> Table:
             info = info[: INFO_WIDTH - 1] + "…"
         table.add_row(Text(job.name), Text(job.status), str(job.step), Text(info))
     return table
-
-
-def load_db_job(args: argparse.Namespace) -> tuple[JobDocument, JobLocation, DbJob]:
-    """The job named by ``--db PATH --job NAME``: its document, where its log is, its row.
-
-    The location's ``log`` is the newest log in the job's folder that crashed (None when
-    the folder is not reachable from here) and ``log_note`` says which, as for a job folder.
-
-    Raises:
-        WizardError: no ``--job``, no such job, or a database or config that cannot be read.
-    """
-    from wizard.jobdb import find_db, job_document, load_job, locate_job_log
-
-    if args.job is None:
-        raise WizardError("pick a job with --job NAME (without it, --db lists the jobs)")
-    job = load_job(find_db(args.db), args.job)
-    document = job_document(job)
-    return document, locate_job_log(job, document.tree), job
 
 
 def save_mode(args: argparse.Namespace) -> SaveMode:

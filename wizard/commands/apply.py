@@ -9,23 +9,21 @@ moment and kind are settled exactly as ``plan`` settles them. The source is neve
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from wizard.commands._common import add_output_arguments, print_changes, print_saved, stdout
 from wizard.commands._jobdb import add_db_arguments, print_db_saved, save_mode, show_jobs, wants_db
 from wizard.commands.plan import (
     add_target_arguments,
-    build,
     describe_estimate,
     load_target,
     render_checks,
+    target_notes,
 )
 from wizard.errors import WizardError
 
 if TYPE_CHECKING:
-    from wizard.changes import Prepared
-    from wizard.jobdb import DbJob
     from wizard.plan import Plan, StepChoice
 
 
@@ -56,16 +54,17 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Apply the chosen steps and save, or show the result with ``--dry-run``."""
-    from wizard.changes import commit, prepare
-    from wizard.plan import changes_for, estimate
+    """Apply the chosen steps and save (through the service), or show them with ``--dry-run``."""
+    from wizard.jobdb import DbSaveResult
+    from wizard.save import SaveResult
+    from wizard.service import ToFile, estimate, prepared, save
 
     console = stdout()
     if wants_db(args, args.config) and args.job is None:
         return show_jobs(args.db, console)
-    target = load_target(args)
-    plan = build(target)
-    for note in target.notes:
+    state = load_target(args)
+    plan = state.plan
+    for note in target_notes(state, new_crash_flag=args.new_crash):
         console.print(note, markup=False)
     if plan.environment_checks:
         render_checks(console, plan)
@@ -73,18 +72,17 @@ def run(args: argparse.Namespace) -> int:
     choices = choose(plan, all_steps=args.all, named=args.steps)
     if choices is None and plan.exhausted_advice:
         raise WizardError(
-            f"{target.document.source}: ladder exhausted, nothing saved. {plan.exhausted_advice}"
+            f"{state.document.source}: ladder exhausted, nothing saved. {plan.exhausted_advice}"
         )
-    changes = changes_for(plan, choices)
-    prepared = prepare(target.document, changes)
-    print_changes(console, prepared)
-    if not prepared.changed:
+    ready = prepared(state, choices)
+    print_changes(console, ready)
+    if not ready.changed:
         return 0
-    figures = estimate(target.document, changes, plan.model_kind)
+    figures = estimate(state, choices)
     console.print(f"Estimate: {describe_estimate(figures, plan.moment)}", markup=False)
     if args.dry_run:
-        if target.job is None:
-            console.print(prepared.diff(), markup=False)
+        if state.db_job is None:
+            console.print(ready.diff(), markup=False)
         else:
             console.print(
                 "Dry run: the job's config is one JSON value in the database, so the changed "
@@ -92,23 +90,19 @@ def run(args: argparse.Namespace) -> int:
                 markup=False,
             )
         return 0
-    steps = applied_steps(plan, prepared)
-    diagnosis = target.diagnosis.to_json() if target.diagnosis is not None else None
-    if target.job is not None:
-        _save_to_db(args, target.job, plan, prepared, steps, diagnosis)
+    if state.db_job is not None:
+        if args.output is not None or args.changelog is not None:
+            raise WizardError(
+                "-o and --changelog are for config files; a database job is saved with "
+                "--in-place or --as-new, and its change log goes beside the database"
+            )
+        result = save(state, choices, save_mode(args))
+        assert isinstance(result, DbSaveResult)
+        print_db_saved(console, result)
         return 0
-    result = commit(
-        prepared,
-        direction="rollback",
-        moment=plan.moment,
-        model_kind=plan.model_kind,
-        diagnosis=diagnosis,
-        steps=steps,
-        output=args.output,
-        changelog_path=args.changelog,
-        force=args.force,
-    )
-    print_saved(console, result)
+    saved = save(state, choices, ToFile(args.output, args.changelog, force=args.force))
+    assert isinstance(saved, SaveResult)
+    print_saved(console, saved)
     return 0
 
 
@@ -133,37 +127,3 @@ def choose(plan: Plan, *, all_steps: bool, named: str | None) -> Mapping[str, St
             f"({plan.moment}, {plan.model_kind}); its steps are {', '.join(known)}"
         )
     return {step_id: StepChoice(step_id=step_id, enabled=step_id in wanted) for step_id in known}
-
-
-def applied_steps(plan: Plan, prepared: Prepared) -> list[str]:
-    """The steps that changed something, in plan order (what the change log records)."""
-    changed = {entry.step for entry in prepared.entries}
-    return [step.id for step in plan.steps if step.id in changed]
-
-
-def _save_to_db(
-    args: argparse.Namespace,
-    job: DbJob,
-    plan: Plan,
-    prepared: Prepared,
-    steps: Sequence[str],
-    diagnosis: dict[str, Any] | None,
-) -> None:
-    from wizard.jobdb import save_to_db
-
-    if args.output is not None or args.changelog is not None:
-        raise WizardError(
-            "-o and --changelog are for config files; a database job is saved with "
-            "--in-place or --as-new, and its change log goes beside the database"
-        )
-    result = save_to_db(
-        prepared,
-        job,
-        save_mode(args),
-        direction="rollback",
-        moment=plan.moment,
-        model_kind=plan.model_kind,
-        diagnosis=diagnosis,
-        steps=steps,
-    )
-    print_db_saved(stdout(), result)

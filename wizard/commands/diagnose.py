@@ -12,22 +12,19 @@ import argparse
 import dataclasses
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wizard.commands._common import add_crash_arguments, stdout
-from wizard.commands._jobdb import add_db_arguments, load_db_job, show_jobs, wants_db
+from wizard.commands._jobdb import add_db_arguments, show_jobs, wants_db
 from wizard.errors import WizardError
+from wizard.spelling import gib, oom_figures
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from wizard.changelog import ChangeLog
-    from wizard.diagnosis import Diagnosis
-    from wizard.document import JobDocument
-    from wizard.jobdir import JobLocation
-    from wizard.logscan import LogScan
+    from wizard.diagnosis import Answers, Diagnosis
+    from wizard.service import WizardState
 
 #: Evidence text longer than this is cut in the human report (``--json`` keeps it whole).
 REPORT_TEXT = 160
@@ -62,29 +59,15 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="this exact config worked before (suspect an update or the environment)",
     )
-    parser.add_argument(
-        "--no-probe", action="store_true", help="do not ask nvidia-smi about the GPU now"
-    )
     add_db_arguments(parser)
     parser.set_defaults(handler=run)
-
-
-@dataclass(frozen=True)
-class Inputs:
-    """What the diagnosis reads: the config, the log (and its scan), the change log."""
-
-    document: JobDocument | None
-    log: Path | None
-    scan: LogScan | None
-    changelog: ChangeLog | None
-    notes: tuple[str, ...] = ()
 
 
 def run(args: argparse.Namespace) -> int:
     """Diagnose and print; 0 when a diagnosis was printed."""
     if wants_db(args, args.target) and args.job is None:
         return show_jobs(args.db, stdout())
-    diagnosis = diagnose_inputs(gather(args), args)
+    diagnosis = diagnose_args(args)
     if args.json:
         json.dump(diagnosis.to_json(), sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
@@ -93,126 +76,66 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def gather(args: argparse.Namespace) -> Inputs:
-    """Find and read the config, the log and the change log the arguments point to.
+def diagnose_args(args: argparse.Namespace) -> Diagnosis:
+    """The diagnosis of what the arguments name: a job through the service, or a log alone.
 
     Raises:
-        WizardError: nothing to diagnose, or a file that cannot be read.
+        WizardError: nothing to diagnose, or a file (or the database) that cannot be read.
     """
-    from wizard.logscan import scan_log
-
-    if wants_db(args, args.target):
-        inputs = _from_database(args)
-    elif args.target is not None:
-        inputs = _from_path(Path(args.target), args.log)
-    elif args.log is not None:
-        inputs = Inputs(document=None, log=args.log, scan=None, changelog=None)
-    else:
-        raise WizardError(
-            "give the job's config, its output folder, or --log LOG (or --db PATH --job NAME)"
-        )
-    if inputs.log is not None and inputs.scan is None:
-        inputs = dataclasses.replace(inputs, scan=scan_log(inputs.log))
-    return inputs
-
-
-def _from_path(path: Path, log: Path | None) -> Inputs:
-    from wizard.document import load_document
-    from wizard.jobdir import locate_job
-
-    located = locate_job(path)
-    document = load_document(located.config)
-    changelog, note = _changelog(located.config)
-    notes = (*document.warnings, *_log_note(located, log), *([note] if note else []))
-    return Inputs(document, *_chosen_log(located, log), changelog, notes)
-
-
-def _from_database(args: argparse.Namespace) -> Inputs:
-    from wizard.jobdb import read_job_changelog
-
-    document, located, job = load_db_job(args)
-    chosen, scan = _chosen_log(located, args.log)
-    return Inputs(document, chosen, scan, read_job_changelog(job), _log_note(located, args.log))
-
-
-def _chosen_log(located: JobLocation, log: Path | None) -> tuple[Path | None, LogScan | None]:
-    """``--log`` when given, else the job folder's log (with the scan made to find it)."""
-    chosen = log or located.log
-    return chosen, located.log_scan if chosen == located.log else None
-
-
-def _log_note(located: JobLocation, log: Path | None) -> tuple[str, ...]:
-    """Which log of the job folder was read, when ``--log`` did not name one."""
-    return (f"Log: {located.log_note}",) if log is None and located.log_note else ()
-
-
-def _changelog(config: Path) -> tuple[ChangeLog | None, str | None]:
-    """The config's change log; a broken one is reported, it does not stop the diagnosis."""
-    from wizard.changelog import find_changelog, read_changelog
-
-    found = find_changelog(config)
-    if found is None:
-        return None, None
-    try:
-        return read_changelog(found), None
-    except WizardError as exc:
-        return None, f"The change log beside the config was not read: {exc.one_line()}"
-
-
-def diagnose_inputs(inputs: Inputs, args: argparse.Namespace) -> Diagnosis:
-    """The diagnosis, with the plan's first unsatisfied step as the first change."""
-    from wizard.diagnosis import Answers, diagnose
-    from wizard.probe import probe_gpu
+    from wizard.diagnosis import Answers
 
     answers = Answers.coerce(
         {"moment": args.moment, "model_kind": args.kind, "worked_before": args.worked_before}
     )
-    document = inputs.document
-    diagnosis = diagnose(
-        inputs.scan,
-        document.view() if document is not None else None,
-        answers=answers,
-        probe=None if args.no_probe else probe_gpu(),
-        changelog=inputs.changelog,
+    if args.target is None and args.db is None:
+        if args.log is None:
+            raise WizardError(
+                "give the job's config, its output folder, or --log LOG (or --db PATH --job NAME)"
+            )
+        return _log_alone(args.log, answers, probe=not args.no_probe)
+    from wizard.commands.plan import request_of
+    from wizard.service import WizardState, open_job, settle
+
+    job = open_job(request_of(args, args.target))
+    state = WizardState(job, answers, settle(job, answers))
+    diagnosis = state.diagnosis
+    notes = (
+        *diagnosis.notes,
+        *state.document.warnings,
+        *((f"Log: {state.log_note}",) if state.log_note else ()),
     )
-    notes = (*diagnosis.notes, *inputs.notes)
-    diagnosis = dataclasses.replace(diagnosis, notes=notes)
-    if document is None:
-        return diagnosis
-    return dataclasses.replace(diagnosis, first_change=_first_step(diagnosis, document, inputs))
+    return dataclasses.replace(diagnosis, notes=notes, first_change=_first_step(state))
 
 
-def _first_step(diagnosis: Diagnosis, document: JobDocument, inputs: Inputs) -> str | None:
+def _log_alone(log: Path, answers: Answers, *, probe: bool) -> Diagnosis:
+    """A log without its config (the model kind is then unknown)."""
+    from wizard.diagnosis import diagnose
+    from wizard.logscan import scan_log
+    from wizard.probe import probe_gpu
+
+    return diagnose(scan_log(log), None, answers=answers, probe=probe_gpu() if probe else None)
+
+
+def _first_step(state: WizardState) -> str | None:
     """The first roll-back step that changes something by default, with its fields.
 
-    Advice that comes first (an environment problem, a scale-up to undo) stays first.
+    Advice that comes first (an environment problem, a scale-up to undo) stays first; so does
+    the diagnosis's own first change when nothing says when it crashed.
     """
-    from wizard.document import MISSING
-    from wizard.plan import build_plan, default_model_kind
-
+    diagnosis = state.diagnosis
     moment = diagnosis.moment
     if moment is None or moment == "environment" or _advice_first(diagnosis):
-        return diagnosis.first_change
-    kind = diagnosis.model_kind or default_model_kind(document)[0]
-    try:
-        plan = build_plan(document, moment, kind, changelog=inputs.changelog, diagnosis=diagnosis)
-    except WizardError:
-        return diagnosis.first_change
-    step = next((s for s in plan.steps if s.default_on and not s.satisfied), None)
+        first: str | None = diagnosis.first_change
+        return first
+    step = next((s for s in state.plan.steps if s.default_on and not s.satisfied), None)
     if step is None:
         return (
-            plan.exhausted_advice
+            state.plan.exhausted_advice
             or "Every default step of this roll-back is already in the config."
         )
+    from wizard.spelling import change
 
-    def shown(value: Any, absent: str) -> str:
-        return absent if value is MISSING else json.dumps(value, default=str)
-
-    changes = [
-        f"{f.label} {shown(f.before, '(absent)')} → {shown(f.after, '(removed)')}"
-        for f in step.fields
-        if f.default_on
-    ]
+    changes = [change(f.label, f.before, f.after) for f in step.fields if f.default_on]
     return f"{step.title}: {', '.join(changes)}" if changes else step.title
 
 
@@ -277,21 +200,7 @@ def _log_line(diagnosis: Diagnosis) -> str:
 
 
 def _memory_line(diagnosis: Diagnosis) -> str:
-    oom = diagnosis.to_json()["oom"]
-    names = {
-        "tried_gib": "tried",
-        "total_gib": "card",
-        "free_gib": "free",
-        "this_process_gib": "this process",
-        "allocated_gib": "allocated",
-        "reserved_gib": "reserved",
-        "reserved_unallocated_gib": "reserved unallocated",
-    }
-    parts = [f"{label} {oom[key]:.2f} GiB" for key, label in names.items() if key in oom]
-    for other in oom.get("other_processes", []):
-        who = f"pid {other['pid']}" if other["pid"] else "another process"
-        parts.append(f"{who} {other['gib']:.2f} GiB")
-    return " · ".join(parts)
+    return " · ".join(oom_figures(diagnosis.to_json()["oom"] or {}))
 
 
 def _gpu_now_line(diagnosis: Diagnosis) -> str:
@@ -299,12 +208,14 @@ def _gpu_now_line(diagnosis: Diagnosis) -> str:
     if probe is None:
         return ""
     parts = [
-        f"GPU {g.index} {g.name}: {g.used_gib:.1f}/{g.total_gib:.1f} GiB used" for g in probe.gpus
+        f"GPU {g.index} {g.name}: {gib(g.used_gib)} of {gib(g.total_gib)} used" for g in probe.gpus
     ]
     parts += [
-        f"pid {p.pid} {p.name}" + (f" {p.used_gib:.1f} GiB" if p.used_gib is not None else "")
+        f"pid {p.pid} {p.name}" + (f" {gib(p.used_gib)}" if p.used_gib is not None else "")
         for p in probe.processes
     ]
     if probe.host_total_gib is not None and probe.host_available_gib is not None:
-        parts.append(f"host RAM {probe.host_available_gib:.1f}/{probe.host_total_gib:.1f} GiB free")
+        parts.append(
+            f"host RAM {gib(probe.host_available_gib)} free of {gib(probe.host_total_gib)}"
+        )
     return " · ".join(parts)

@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from wizard.commands._common import add_probe_argument
 from wizard.commands._jobdb import add_db_arguments, wants_db
 
 
@@ -32,6 +33,7 @@ def add_parser(subparsers: Any) -> None:
         help="the job config (.yaml, .json) or its output folder (with log.txt)",
     )
     parser.add_argument("--log", type=Path, metavar="LOG", help="the training log to diagnose")
+    add_probe_argument(parser)
     add_db_arguments(parser)
     parser.set_defaults(handler=run)
 
@@ -40,10 +42,11 @@ def run(args: argparse.Namespace) -> int:
     """Start the app; the exit status is the app's."""
     from screens.app import create_app
 
+    probe = not args.no_probe
     debug = bool(getattr(args, "debug", False))
     if wants_db(args, args.target):
-        app = create_app(log=args.log, db=args.db, job=args.job, debug=debug)
+        app = create_app(log=args.log, db=args.db, job=args.job, probe=probe, debug=debug)
     else:
-        app = create_app(args.target, log=args.log, debug=debug)
+        app = create_app(args.target, log=args.log, probe=probe, debug=debug)
     app.run()
     return app.return_code or 0

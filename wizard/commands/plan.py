@@ -1,35 +1,30 @@
 """``oom-wizard plan CONFIG``: the roll-back steps for a crashed job, without writing anything.
 
-The moment and the model kind come from ``--moment`` / ``--kind`` when given, else from the
-diagnosis of ``--log`` (or of the job folder's log), else from defaults that are always
-named: the moment ``early_steps`` (see :data:`wizard.plan.DEFAULT_MOMENT`) and the kind the
-arch implies. ``apply`` shares this module's argument handling, so both see the same plan.
+The job is opened and settled by :mod:`wizard.service`, as the app does it: the moment and
+the model kind come from ``--moment`` / ``--kind`` when given, else from the diagnosis of
+``--log`` (or of the job folder's log) and the config, else from defaults that are always
+named. ``apply`` shares this module's argument handling, so both see the same plan.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wizard.commands._common import add_crash_arguments, stdout
-from wizard.commands._jobdb import add_db_arguments, load_db_job, show_jobs, wants_db
-from wizard.errors import WizardError
+from wizard.commands._jobdb import add_db_arguments, show_jobs, wants_db
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from wizard.changelog import ChangeLog
     from wizard.document import JobDocument
-    from wizard.jobdb import DbJob
-    from wizard.jobdir import JobLocation
-    from wizard.logscan import LogScan
-    from wizard.plan import DiagnosisLike, MemoryEstimate, Plan, StepProposal
+    from wizard.plan import MemoryEstimate, Plan, StepProposal
+    from wizard.request import JobRequest
+    from wizard.service import WizardState
 
 
 def add_parser(subparsers: Any) -> None:
@@ -70,89 +65,58 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-@dataclass(frozen=True)
-class Target:
-    """The job a plan is for, and what decided its moment and kind.
-
-    Attributes:
-        document: The config.
-        changelog: The change log that describes it, when it is our own output.
-        moment: The crash moment in effect.
-        kind: The model kind in effect.
-        diagnosis: The log's diagnosis, when there was a log.
-        new_crash: It crashed again after the change log's last roll-back.
-        notes: Where the moment and kind came from, and anything assumed.
-        job: The jobs-database row, for ``--db``.
-    """
-
-    document: JobDocument
-    changelog: ChangeLog | None
-    moment: str
-    kind: str
-    diagnosis: DiagnosisLike | None
-    new_crash: bool
-    notes: tuple[str, ...]
-    job: DbJob | None = None
-
-
-def load_target(args: argparse.Namespace) -> Target:
-    """Read the config, its change log and its log, and settle the moment and kind.
+def load_target(args: argparse.Namespace) -> WizardState:
+    """Open the job the arguments name and settle the moment and kind, through the service.
 
     Raises:
-        WizardError: no config, or one of the files cannot be read.
+        WizardError: no config, or one of the files (or the database) cannot be read.
     """
-    source = _from_db(args) if wants_db(args, args.config) else _from_file(args)
-    diagnosis = _diagnose(source, source.log, args) if source.log is not None else None
-    moment, moment_note = _moment(args.moment, diagnosis)
-    kind, kind_note = _kind(source.document, args.kind, diagnosis)
-    crashed_again = _crashed_since(source.log, source.changelog, diagnosis)
-    notes = [*source.notes, moment_note, kind_note]
-    if crashed_again and not args.new_crash:
+    from wizard.service import Answers, WizardState, open_job, settle
+
+    job = open_job(request_of(args, args.config))
+    answers = Answers.coerce({"moment": args.moment, "model_kind": args.kind})
+    return WizardState(job, answers, settle(job, answers, new_crash=bool(args.new_crash)))
+
+
+def request_of(args: argparse.Namespace, target: str | Path | None) -> JobRequest:
+    """What to open: CONFIG / JOB_DIR, ``--log``, ``--db``/``--job`` and ``--no-probe``."""
+    from wizard.request import JobRequest
+
+    wants_db(args, target)
+    return JobRequest(
+        target=Path(target) if target is not None else None,
+        log=args.log,
+        db=getattr(args, "db", None),
+        job=getattr(args, "job", None),
+        probe=not getattr(args, "no_probe", False),
+    )
+
+
+def target_notes(state: WizardState, *, new_crash_flag: bool = False) -> tuple[str, ...]:
+    """Which log was read, where the moment and the kind come from, and anything assumed."""
+    settled = state.settled
+    notes = [state.log_note] if state.log_note else []
+    if settled.moment_source == "answer":
+        notes.append(f"moment {settled.moment} (--moment)")
+    elif settled.moment_source == "found":
+        notes.append(f"moment {settled.moment} (from the log)")
+    else:
+        why = "the log does not say when" if state.log_path else "no --moment and no log"
+        notes.append(
+            f"moment {settled.moment} assumed ({why}): the first training steps are where most "
+            "OOMs happen, and their changes are the main memory levers; pass --moment to change it"
+        )
+    if settled.kind_source == "answer":
+        notes.append(f"model kind {settled.model_kind} (--kind)")
+    else:
+        notes.append(f"model kind {settled.model_kind} ({settled.kind_reason})")
+    if state.job.ui_job and state.db_job is None:
+        notes.append(ui_job_note(state.source, state.document))
+    if state.job.crashed_since_rollback and not new_crash_flag:
         notes.append(
             "The log is newer than the last roll-back and shows a crash: one rung further."
         )
-    return Target(
-        document=source.document,
-        changelog=source.changelog,
-        moment=moment,
-        kind=kind,
-        diagnosis=diagnosis,
-        new_crash=bool(args.new_crash) or crashed_again,
-        notes=tuple(notes),
-        job=source.job,
-    )
-
-
-@dataclass(frozen=True)
-class _Source:
-    """What was read for a target: the config, its change log, the log to diagnose."""
-
-    document: JobDocument
-    changelog: ChangeLog | None
-    log: Path | None
-    scan: LogScan | None = None
-    notes: tuple[str, ...] = ()
-    job: DbJob | None = None
-
-
-def _from_file(args: argparse.Namespace) -> _Source:
-    """A config file or a job folder (whose log is used unless ``--log`` names one)."""
-    from wizard.changelog import find_changelog, read_changelog
-    from wizard.document import load_document
-    from wizard.jobdir import locate_job
-
-    if args.config is None:
-        raise WizardError("give the job's config file (or its folder), or --db PATH --job NAME")
-    located = locate_job(Path(args.config))
-    found = find_changelog(located.config)
-    document = load_document(located.config)
-    source = _Source(
-        document=document,
-        changelog=read_changelog(found) if found is not None else None,
-        log=args.log,
-        notes=(ui_job_note(located.config, document),) if located.ui_job else (),
-    )
-    return _with_located_log(source, located, args)
+    return tuple(notes)
 
 
 def ui_job_note(config: Path, document: JobDocument) -> str:
@@ -176,130 +140,39 @@ def ui_job_note(config: Path, document: JobDocument) -> str:
     )
 
 
-def _from_db(args: argparse.Namespace) -> _Source:
-    """A job of AI Toolkit's jobs database (``--db PATH --job NAME``)."""
-    from wizard.jobdb import read_job_changelog
-
-    document, located, job = load_db_job(args)
-    source = _Source(document, read_job_changelog(job), args.log, job=job)
-    return _with_located_log(source, located, args)
-
-
-def _with_located_log(source: _Source, located: JobLocation, args: argparse.Namespace) -> _Source:
-    """The job folder's log (and its note), unless ``--log`` names one."""
-    if args.log is not None or located.log is None:
-        return source
-    notes = (*source.notes, *((located.log_note,) if located.log_note else ()))
-    return dataclasses.replace(source, log=located.log, scan=located.log_scan, notes=notes)
-
-
-def _diagnose(source: _Source, log: Path, args: argparse.Namespace) -> DiagnosisLike:
-    from wizard.diagnosis import diagnose
-    from wizard.logscan import scan_log
-
-    answers = {
-        key: value
-        for key, value in (("moment", args.moment), ("model_kind", args.kind))
-        if value is not None
-    }
-    scan = source.scan or scan_log(log)
-    return diagnose(scan, source.document.view(), answers=answers, changelog=source.changelog)
-
-
-def _moment(flag: str | None, diagnosis: DiagnosisLike | None) -> tuple[str, str]:
-    from wizard.plan import DEFAULT_MOMENT
-    from wizard.vocabulary import MOMENTS
-
-    if flag is not None:
-        return flag, f"moment {flag} (--moment)"
-    found = diagnosis.moment if diagnosis is not None else None
-    if found in MOMENTS:
-        return str(found), f"moment {found} (from the log)"
-    why = "the log does not say when" if diagnosis is not None else "no --moment and no log"
-    return DEFAULT_MOMENT, (
-        f"moment {DEFAULT_MOMENT} assumed ({why}): the first training steps are where most "
-        "OOMs happen, and their changes are the main memory levers; pass --moment to change it"
-    )
-
-
-def _kind(
-    document: JobDocument, flag: str | None, diagnosis: DiagnosisLike | None
-) -> tuple[str, str]:
-    from wizard.plan import default_model_kind
-    from wizard.vocabulary import MODEL_KINDS
-
-    if flag is not None:
-        return flag, f"model kind {flag} (--kind)"
-    found = diagnosis.model_kind if diagnosis is not None else None
-    if found in MODEL_KINDS:
-        return str(found), f"model kind {found} (from the log and config)"
-    kind, reason = default_model_kind(document)
-    return kind, f"model kind {kind} ({reason})"
-
-
-def _crashed_since(
-    log: Path | None, changelog: ChangeLog | None, diagnosis: DiagnosisLike | None
-) -> bool:
-    """Whether the log crashed after the change log's last roll-back was saved."""
-    if log is None or changelog is None or diagnosis is None:
-        return False
-    rollbacks = [run for run in changelog.runs if run.direction == "rollback"]
-    if not rollbacks or not diagnosis.crashed:
-        return False
-    try:
-        saved = datetime.fromisoformat(rollbacks[-1].at)
-        written = datetime.fromtimestamp(log.stat().st_mtime, tz=timezone.utc)
-    except (ValueError, OSError):
-        return False
-    return written > saved
-
-
-def build(target: Target) -> Plan:
-    """The plan for a target."""
-    from wizard.plan import build_plan
-
-    return build_plan(
-        target.document,
-        target.moment,
-        target.kind,
-        changelog=target.changelog,
-        diagnosis=target.diagnosis,
-        new_crash=target.new_crash,
-    )
-
-
 def run(args: argparse.Namespace) -> int:
     """Print the plan (as text, or as JSON with ``--json``)."""
     if wants_db(args, args.config) and args.job is None:
         return show_jobs(args.db, stdout())
-    target = load_target(args)
-    plan = build(target)
+    state = load_target(args)
+    notes = target_notes(state, new_crash_flag=args.new_crash)
     if args.json:
-        for note in target.notes:
+        for note in notes:
             print(f"oom-wizard: {note}", file=sys.stderr)
-        print(json.dumps(plan.to_json(), indent=2, ensure_ascii=False))
+        print(json.dumps(state.plan.to_json(), indent=2, ensure_ascii=False))
         return 0
-    render_plan(stdout(), target, plan)
+    render_plan(stdout(), state, notes)
     return 0
 
 
 # --------------------------------------------------------------------------- text
 
 
-def render_plan(console: Console, target: Target, plan: Plan) -> None:
+def render_plan(console: Console, state: WizardState, notes: Sequence[str]) -> None:
     """The plan as text: context, the default fix's estimate (and, when nothing lowers the
     crashed peak, that the ladder is exhausted and what remains), then one block per step."""
-    from wizard.plan import changes_for, estimate
+    from wizard.service import estimate
 
-    console.print(f"Roll-back plan for {target.document.source}", markup=False)
-    for note in target.notes:
+    plan = state.plan
+    console.print(f"Roll-back plan for {state.source}", markup=False)
+    for note in notes:
         console.print(f"  {note}", markup=False)
-    for warning in target.document.warnings:
+    for warning in state.document.warnings:
         console.print(f"  warning: {warning}", markup=False)
     if plan.environment_checks:
         render_checks(console, plan)
         return
-    figures = plan.estimate or estimate(target.document, changes_for(plan), plan.model_kind)
+    figures = plan.estimate or estimate(state, None)
     console.print(
         f"  with the default steps: {describe_estimate(figures, plan.moment)}", markup=False
     )
@@ -314,7 +187,7 @@ def render_plan(console: Console, target: Target, plan: Plan) -> None:
         )
     console.print("")
     for number, step in enumerate(plan.steps, start=1):
-        render_step(console, target, plan, number, step)
+        render_step(console, state, number, step)
     console.print(
         "Apply the default steps with 'oom-wizard apply', all of them with --all, "
         "or name them with --steps ID,ID.",
@@ -333,26 +206,26 @@ def render_checks(console: Console, plan: Plan) -> None:
         console.print(f"  - {check}", markup=False)
 
 
-def render_step(
-    console: Console, target: Target, plan: Plan, number: int, step: StepProposal
-) -> None:
+def render_step(console: Console, state: WizardState, number: int, step: StepProposal) -> None:
     """One step: title and state, its fields, why, where in the UI, its note and estimate."""
-    from wizard.plan import StepChoice, changes_for, estimate
+    from wizard.plan import StepChoice
+    from wizard.service import estimate
+    from wizard.spelling import value
 
     if not step.available:
-        state = "not available for this model"
+        status = "not available for this model"
     elif step.satisfied:
-        state = "done"
+        status = "done"
     elif step.default_on:
-        state = "on by default"
+        status = "on by default"
     else:
-        state = "offered, off by default"
-    console.print(f"{number:2}. {step.title} [{step.id}]: {state}", markup=False)
+        status = "offered, off by default"
+    console.print(f"{number:2}. {step.title} [{step.id}]: {status}", markup=False)
     for proposal in step.fields:
         toggle = "on " if proposal.default_on else "off"
-        after = "(dropped)" if proposal.control == "bucket" else show(proposal.after)
+        after = "(dropped)" if proposal.control == "bucket" else value(proposal.after)
         console.print(
-            f"      [{toggle}] {proposal.label}: {show(proposal.before)} → {after}", markup=False
+            f"      [{toggle}] {proposal.label}: {value(proposal.before)} → {after}", markup=False
         )
     console.print(f"      why: {' '.join(step.why.split())}", markup=False)
     if step.ui_hint:
@@ -362,18 +235,18 @@ def render_step(
     if step.note:
         console.print(f"      note: {step.note}", markup=False)
     if step.fields and not step.satisfied:
-        alone = changes_for(plan, {step.id: StepChoice(step_id=step.id, enabled=True)})
-        figures = estimate(target.document, alone, plan.model_kind)
+        figures = estimate(state, {step.id: StepChoice(step_id=step.id, enabled=True)})
         console.print(
-            f"      this step alone: {describe_estimate(figures, plan.moment)}", markup=False
+            f"      this step alone: {describe_estimate(figures, state.plan.moment)}", markup=False
         )
     console.print("")
 
 
 def describe_estimate(figures: MemoryEstimate, moment: str | None = None) -> str:
-    """``training ≈ 25 % of today, samples ≈ 56 %; weights on the GPU ≈ 16.9 → 9.1 GiB``
+    """``training ≈ 25 % of today, samples ≈ 56 %; weights on the GPU ≈ 16.90 GiB → 9.10 GiB``
     (approximate), and for a crash ``moment``, whether the peak it ran into goes down."""
     from wizard.estimate import CRASHED_PEAK, PEAK_WORDS
+    from wizard.spelling import gib
 
     text = f"training ≈ {figures.train_pct:g} % of today"
     if figures.sample_pct is not None:
@@ -382,17 +255,8 @@ def describe_estimate(figures: MemoryEstimate, moment: str | None = None) -> str
     if moment is not None:
         before, after = figures.weights_gib(moment)
         if before is not None and after is not None:
-            text += f"; weights on the GPU ≈ {before:g} → {after:g} GiB"
+            text += f"; weights on the GPU ≈ {gib(before)} → {gib(after)}"
     text += ", approximate)"
     if moment is not None and moment in CRASHED_PEAK and not figures.lowers(moment):
         text += f"; this leaves {PEAK_WORDS[CRASHED_PEAK[moment]]} unchanged"
     return text
-
-
-def show(value: Any) -> str:
-    """A config value for a one-line display (``(absent)`` for a missing key)."""
-    from wizard.document import MISSING
-
-    if value is MISSING:
-        return "(absent)"
-    return json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,73 @@
+"""The command line's own parsing: subcommand dispatch with ``open`` as the default, and
+``--debug`` parsed as an option wherever it stands."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from tests.plan_support import cli
+from wizard import cli as cli_module
+from wizard.commands import open_cmd
+
+
+@pytest.fixture
+def opened(monkeypatch: pytest.MonkeyPatch) -> list[argparse.Namespace]:
+    """What ``open`` was called with (the app is not started)."""
+    calls: list[argparse.Namespace] = []
+
+    def fake_run(args: argparse.Namespace) -> int:
+        calls.append(args)
+        return 0
+
+    monkeypatch.setattr(open_cmd, "run", fake_run)
+    return calls
+
+
+@pytest.mark.parametrize(
+    ("argv", "target", "db"),
+    [
+        ([], None, None),
+        (["job.yaml"], Path("job.yaml"), None),
+        (["open", "job.yaml"], Path("job.yaml"), None),
+        (["--debug", "job.yaml", "--log", "log.txt"], Path("job.yaml"), None),
+        (["--db", "aitk_db.db"], None, Path("aitk_db.db")),
+    ],
+)
+def test_anything_but_a_command_opens_the_wizard(
+    opened: list[argparse.Namespace], argv: list[str], target: Path | None, db: Path | None
+) -> None:
+    assert cli_module.main(argv) == 0
+    [args] = opened
+    assert (args.target, args.db) == (target, db)
+
+
+def test_a_command_name_dispatches_to_that_command(
+    opened: list[argparse.Namespace], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as done:
+        cli_module.main(["plan", "--help"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: oom-wizard plan ")
+    assert opened == []
+
+
+def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_module.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in cli_module.COMMANDS)
+
+
+def test_debug_is_an_option_wherever_it_stands(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.yaml"
+    line = f"oom-wizard: error: {missing}: no such file or folder"
+    runs: list[list[str | Path]] = [["--debug", "plan", missing], ["plan", missing, "--debug"]]
+    for argv in runs:
+        status, _, err = cli(*argv)
+        assert status == 2
+        assert "Traceback (most recent call last)" in err
+        assert err.rstrip().splitlines()[-1] == line
+    status, _, err = cli("plan", missing)
+    assert (status, err) == (2, line + "\n")

@@ -1,0 +1,744 @@
+"""The application service: the one path from a request to a saved config, for both front ends.
+
+The command line (``wizard.commands``) and the app (``screens``) call only this module for a
+job: they parse or render, it decides. It composes the domain (``jobdir``, ``jobdb``,
+``document``, ``logscan``, ``diagnosis``, ``plan``, ``changes``) and holds the rules that must
+exist once:
+
+- **Opening** (:func:`open_job`): a config file, an AI Toolkit job folder or a job of the web
+  UI's database becomes one :class:`OpenedJob`. The GPU is probed when the request says so
+  (:attr:`JobRequest.probe <wizard.request.JobRequest.probe>`, on unless ``--no-probe``), the
+  same for every command and the app.
+- **The change log beside the config**: read when it is there; a change log that cannot be
+  read stops the open with its one-line error (exit status 2 on the command line, the same
+  line on the app's load screen). Why refuse rather than note it and go on: the change log
+  decides which steps are already done, how far a crash-again goes and what the scale-up gives
+  back, and a save appends to it. Going on without it would plan from a wrong history and then
+  fail (or fork the history) at the save; the user's file is left as it is, to fix or move.
+- **Settling** (:func:`settle`): the user's :class:`Answers` (any field may be unsaid) with the
+  log, the config and the probe give one diagnosis, one moment (answer, else the log, else
+  :data:`~wizard.vocabulary.DEFAULT_MOMENT`), one model kind (answer, else
+  :func:`wizard.modelkind.find_model_kind`, else image), and one plan.
+- **Recording** (:func:`save`, :func:`save_scale_up`): one run of the change log whose
+  ``steps`` are the steps that changed a field (:func:`recorded_steps`); a step that was
+  switched on but changed nothing is not recorded as applied.
+
+The app owns one :class:`WizardState`; every function returns a new one. The functions that
+read or write files or the database run in the app's worker threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+from wizard.changelog import (
+    ChangeEntry,
+    ChangeLog,
+    Direction,
+    changelog_path_for,
+    find_changelog,
+    read_changelog,
+)
+from wizard.changes import Change, Prepared, commit, prepare
+from wizard.diagnosis import Answers, Diagnosis, diagnose
+from wizard.document import JobDocument, load_document
+from wizard.errors import WizardError
+from wizard.jobdb import AsNew, DbJob, DbSaveResult, InPlace
+from wizard.modelkind import find_model_kind
+from wizard.paths import MISSING, format_path
+from wizard.plan import FieldProposal, MemoryEstimate, Plan, ScaleUp, StepChoice, StepProposal
+from wizard.presets import MomentInfo
+from wizard.request import JobRequest
+from wizard.save import SaveResult
+from wizard.vocabulary import DEFAULT_MOMENT, VALIDATION_RUN, ModelKind, Moment
+
+if TYPE_CHECKING:
+    from wizard.jobdir import JobLocation
+    from wizard.logscan import LogScan
+    from wizard.probe import ProbeResult
+
+__all__ = [
+    "MISSING",
+    "VALIDATION_STEP",
+    "Answers",
+    "AsNew",
+    "ChangeEntry",
+    "DbJob",
+    "DbSaveResult",
+    "Destination",
+    "FieldProposal",
+    "InPlace",
+    "JobRequest",
+    "MemoryEstimate",
+    "MomentInfo",
+    "OpenedJob",
+    "Plan",
+    "Prepared",
+    "SaveResult",
+    "Saved",
+    "ScaleUp",
+    "Settled",
+    "StepChoice",
+    "StepProposal",
+    "ToFile",
+    "WizardState",
+    "answer",
+    "arch_label",
+    "changelog_path_for",
+    "changes",
+    "choose",
+    "default_choice",
+    "default_file_output",
+    "effective_choices",
+    "estimate",
+    "format_path",
+    "list_jobs",
+    "moment_info",
+    "next_scale_up",
+    "open_job",
+    "pending_scale_ups",
+    "prepare_scale_up",
+    "prepared",
+    "recorded_steps",
+    "retry_crashed",
+    "save",
+    "save_scale_up",
+    "settle",
+    "start",
+    "ui_hint",
+]
+
+#: The optional validation run is offered on the review screen, not as a step screen.
+VALIDATION_STEP = VALIDATION_RUN
+
+#: Where a settled moment or kind came from: the user, the log (or config), or a default.
+Source = Literal["answer", "found", "assumed"]
+
+
+@dataclass(frozen=True)
+class ToFile:
+    """Save the fix as a new config file and its change log (never over an existing file).
+
+    Attributes:
+        output: The new config; None derives it from the source (``my_job.oomfix.yaml``).
+        changelog: The change log; None puts it beside the output.
+        force: Replace ``output`` if it exists (never the source; ``apply --force``).
+    """
+
+    output: Path | None = None
+    changelog: Path | None = None
+    force: bool = False
+
+
+#: Where a save goes: a new file, or (for a job of the web UI's database) the job's own
+#: row (:class:`~wizard.jobdb.InPlace`) or a new job (:class:`~wizard.jobdb.AsNew`).
+Destination: TypeAlias = ToFile | InPlace | AsNew
+
+#: What a save wrote: files (:class:`~wizard.save.SaveResult`) or a database row.
+Saved: TypeAlias = SaveResult | DbSaveResult
+
+
+# --- opening ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OpenedJob:
+    """A job as read: its config, its log and change log, the GPU now, and the log's verdict.
+
+    Attributes:
+        document: The config as loaded (never written).
+        log_path: The training log used for the diagnosis, if any.
+        log_note: Which log was taken and why (or why there is none), from the job folder.
+        scan: What the log shows (read once, here).
+        changelog: The change log that describes this config, when it is our own output.
+        changelog_path: Where that change log is.
+        ui_job: The config is the web UI's ``.job_config.json``: the fix goes back into the UI.
+        db_job: The row of AI Toolkit's jobs database the config was read from, when it was
+            (``document.source`` is then the job's pseudo path, not a file).
+        probe: The GPU as ``nvidia-smi`` showed it at the open (None: not probed, or none).
+        log_diagnosis: The diagnosis before any answer of the user: what "the log points to"
+            shows, whatever the user picks.
+        crashed_since_rollback: The log is newer than the change log's last roll-back and
+            shows a crash: the retry of our own fix crashed too (the plan goes a rung further).
+    """
+
+    document: JobDocument
+    log_path: Path | None
+    log_note: str | None
+    scan: LogScan | None
+    changelog: ChangeLog | None
+    changelog_path: Path | None
+    ui_job: bool
+    db_job: DbJob | None
+    probe: ProbeResult | None
+    log_diagnosis: Diagnosis
+    crashed_since_rollback: bool
+
+    @property
+    def source(self) -> Path:
+        """The config file the job was opened from (a database job's pseudo path)."""
+        return self.document.source
+
+
+def open_job(request: JobRequest) -> OpenedJob:
+    """Read what the request names: the config, its log, its change log, and the GPU.
+
+    This reads files (and the database): the app runs it in a worker thread.
+
+    Raises:
+        WizardError: nothing to open, no such job, or a config, log or change log that
+            cannot be read (the change log too: see the module's policy).
+    """
+    if request.db is not None:
+        if request.job is None:
+            raise WizardError("pick a job with --job NAME (without it, --db lists the jobs)")
+        from wizard.jobdb import find_db, job_document, load_job, locate_job_log
+
+        job = load_job(find_db(request.db), request.job)
+        document = job_document(job)
+        located = locate_job_log(job, document.tree)
+        changelog_path: Path | None = job.changelog_path
+        db_job: DbJob | None = job
+    elif request.target is not None:
+        from wizard.jobdir import locate_job
+
+        located = locate_job(request.target)
+        document = load_document(located.config)
+        changelog_path = find_changelog(located.config)
+        db_job = None
+    else:
+        raise WizardError("give the job's config file (or its folder), or --db PATH --job NAME")
+    changelog = _read_changelog(changelog_path)
+    log_path, note, scan = _chosen_log(located, request.log)
+    probe = _probe() if request.probe else None
+    log_diagnosis = diagnose(scan, document.view(), answers=None, probe=probe, changelog=changelog)
+    return OpenedJob(
+        document=document,
+        log_path=log_path,
+        log_note=note,
+        scan=scan,
+        changelog=changelog,
+        changelog_path=changelog_path if changelog is not None else None,
+        ui_job=located.ui_job,
+        db_job=db_job,
+        probe=probe,
+        log_diagnosis=log_diagnosis,
+        crashed_since_rollback=_crashed_since(log_path, changelog, log_diagnosis),
+    )
+
+
+def _read_changelog(path: Path | None) -> ChangeLog | None:
+    """The change log at ``path`` (None when there is none); a broken one raises."""
+    if path is None or not path.is_file():
+        return None
+    return read_changelog(path)
+
+
+def _chosen_log(
+    located: JobLocation, log: Path | None
+) -> tuple[Path | None, str | None, LogScan | None]:
+    """The log given by the user (it wins), else the job folder's; its note and its scan."""
+    if log is not None:
+        from wizard.logscan import scan_log
+
+        return log, None, scan_log(log)
+    scan = located.log_scan
+    if scan is None and located.log is not None:
+        from wizard.logscan import scan_log
+
+        scan = scan_log(located.log)
+    return located.log, located.log_note, scan
+
+
+def _probe() -> ProbeResult | None:
+    from wizard.probe import probe_gpu
+
+    return probe_gpu()
+
+
+def _crashed_since(log: Path | None, changelog: ChangeLog | None, diagnosis: Diagnosis) -> bool:
+    """Whether the log crashed after the change log's last roll-back was saved."""
+    if log is None or changelog is None or not diagnosis.crashed:
+        return False
+    rollbacks = [run for run in changelog.runs if run.direction == "rollback"]
+    if not rollbacks:
+        return False
+    try:
+        saved = datetime.fromisoformat(rollbacks[-1].at)
+        written = datetime.fromtimestamp(log.stat().st_mtime, tz=timezone.utc)
+    except (ValueError, OSError):
+        return False
+    return written > saved
+
+
+# --- settling -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Settled:
+    """The answers settled against the job: one diagnosis, one moment and kind, one plan.
+
+    Attributes:
+        moment: The crash moment in effect.
+        moment_source: ``answer`` (the user's), ``found`` (the log's) or ``assumed``.
+        model_kind: The model kind in effect.
+        kind_source: ``answer``, ``found`` (the config's) or ``assumed`` (nothing says).
+        kind_reason: Where a found or assumed kind comes from, in words.
+        diagnosis: The diagnosis, knowing the answers.
+        plan: The roll-back plan for the moment and kind.
+        new_crash: The plan goes one rung further (the retry of our fix crashed too).
+    """
+
+    moment: Moment
+    moment_source: Source
+    model_kind: ModelKind
+    kind_source: Source
+    kind_reason: str
+    diagnosis: Diagnosis
+    plan: Plan
+    new_crash: bool
+
+
+def settle(job: OpenedJob, answers: Answers, *, new_crash: bool = False) -> Settled:
+    """The diagnosis, moment, kind and plan for the user's answers.
+
+    Args:
+        job: The opened job.
+        answers: What the user says; an unsaid moment or kind comes from the log and config.
+        new_crash: The user says the retry of this (our own) config crashed too; a log newer
+            than the last roll-back that shows a crash says so as well.
+    """
+    from wizard.plan import build_plan
+
+    found = find_model_kind(job.document.view().primary)
+    answers = _disagreeing(answers, job.log_diagnosis.moment, found.kind)
+    diagnosis = diagnose(
+        job.scan, job.document.view(), answers=answers, probe=job.probe, changelog=job.changelog
+    )
+    moment: Moment
+    moment_source: Source
+    if answers.moment is not None:
+        moment, moment_source = answers.moment, "answer"
+    elif diagnosis.moment is not None:
+        moment, moment_source = diagnosis.moment, "found"
+    else:
+        moment, moment_source = DEFAULT_MOMENT, "assumed"
+    kind_source: Source
+    if answers.model_kind is not None:
+        kind, kind_source = answers.model_kind, "answer"
+    else:
+        kind, kind_source = found.settled, "found" if found.kind is not None else "assumed"
+    crashed = new_crash or job.crashed_since_rollback
+    plan = build_plan(
+        job.document,
+        moment,
+        kind,
+        changelog=job.changelog,
+        diagnosis=diagnosis,
+        new_crash=crashed,
+    )
+    return Settled(moment, moment_source, kind, kind_source, found.source, diagnosis, plan, crashed)
+
+
+def _disagreeing(answers: Answers, moment: Moment | None, kind: ModelKind | None) -> Answers:
+    """The answers without those that only repeat what the log and config say.
+
+    An answer that agrees with the job is no different from no answer: the app, whose moment
+    list and kind buttons are preselected from the job, and the command line, with or
+    without ``--moment`` / ``--kind``, then settle the same diagnosis.
+    """
+    return replace(
+        answers,
+        moment=None if answers.moment == moment else answers.moment,
+        model_kind=None if answers.model_kind == kind else answers.model_kind,
+    )
+
+
+# --- the wizard's state ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WizardState:
+    """Everything the wizard knows about one job, and every choice made so far.
+
+    Attributes:
+        job: The job as opened.
+        answers: What the user said (an unsaid field is None).
+        settled: The diagnosis, moment, kind and plan for those answers.
+        choices: The user's choice per step id; a step without one takes its defaults.
+    """
+
+    job: OpenedJob
+    answers: Answers
+    settled: Settled
+    choices: Mapping[str, StepChoice] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def document(self) -> JobDocument:
+        """The config as loaded (never written)."""
+        return self.job.document
+
+    @property
+    def source(self) -> Path:
+        """The config file the wizard was opened on (a database job's pseudo path)."""
+        return self.job.source
+
+    @property
+    def log_path(self) -> Path | None:
+        """The training log the diagnosis read, if any."""
+        return self.job.log_path
+
+    @property
+    def log_note(self) -> str | None:
+        """Which log of the job folder was taken and why."""
+        return self.job.log_note
+
+    @property
+    def changelog_path(self) -> Path | None:
+        """Where the change log that describes this config is."""
+        return self.job.changelog_path
+
+    @property
+    def plan(self) -> Plan:
+        """The roll-back plan in effect."""
+        return self.settled.plan
+
+    @property
+    def diagnosis(self) -> Diagnosis:
+        """The diagnosis, knowing the user's answers."""
+        return self.settled.diagnosis
+
+    @property
+    def moment(self) -> Moment:
+        """The crash moment in effect."""
+        return self.settled.moment
+
+    @property
+    def model_kind(self) -> ModelKind:
+        """The model kind in effect."""
+        return self.settled.model_kind
+
+    @property
+    def changelog(self) -> ChangeLog | None:
+        """The change log that describes this config, when it is our own output."""
+        return self.job.changelog
+
+    @property
+    def db_job(self) -> DbJob | None:
+        """The web UI's job the config was read from, if it was."""
+        return self.job.db_job
+
+    @property
+    def ui_job(self) -> bool:
+        """Whether the config is the web UI's ``.job_config.json`` (or a database job)."""
+        return self.job.ui_job
+
+    @property
+    def log_diagnosis(self) -> Diagnosis | None:
+        """The log's own verdict before any answer (None without a log)."""
+        return self.job.log_diagnosis if self.job.scan is not None else None
+
+    @property
+    def crashed_again(self) -> bool:
+        """Whether the plan goes one rung further (the retry of our fix crashed too)."""
+        return self.settled.new_crash
+
+    @property
+    def coming_back(self) -> bool:
+        """Whether this config is the output of an earlier run of the wizard."""
+        return self.changelog is not None and self.changelog.last_run() is not None
+
+    def rollback_steps(self) -> tuple[StepProposal, ...]:
+        """The steps shown one screen each (the validation run is offered on the review)."""
+        return tuple(step for step in self.plan.steps if step.id != VALIDATION_STEP)
+
+    def step(self, step_id: str) -> StepProposal:
+        """The roll-back step with this id (KeyError: not in this plan)."""
+        for proposal in self.rollback_steps():
+            if proposal.id == step_id:
+                return proposal
+        raise KeyError(step_id)
+
+    def step_index(self, step_id: str) -> int:
+        """Where the step with this id is among the roll-back steps (ValueError: absent)."""
+        return [proposal.id for proposal in self.rollback_steps()].index(step_id)
+
+    def validation_step(self) -> StepProposal | None:
+        """The optional short validation run, when the plan offers one."""
+        return next((s for s in self.plan.steps if s.id == VALIDATION_STEP), None)
+
+
+def start(request: JobRequest) -> WizardState:
+    """Open the job and settle it with no answer given yet (the app's first state).
+
+    Raises:
+        WizardError: see :func:`open_job`.
+    """
+    job = open_job(request)
+    return WizardState(job, Answers(), settle(job, Answers()))
+
+
+def answer(state: WizardState, answers: Answers) -> WizardState:
+    """The state after the user's answers: a fresh diagnosis and plan, choices reset."""
+    if answers == state.answers:
+        return state
+    settled = settle(state.job, answers, new_crash=state.crashed_again)
+    return replace(state, answers=answers, settled=settled, choices=MappingProxyType({}))
+
+
+def retry_crashed(state: WizardState) -> WizardState:
+    """The state after "the retry ran out of memory again": the plan goes one rung further."""
+    settled = settle(state.job, state.answers, new_crash=True)
+    return replace(state, settled=settled, choices=MappingProxyType({}))
+
+
+# --- choices --------------------------------------------------------------------------------------
+
+
+def choose(state: WizardState, choice: StepChoice) -> WizardState:
+    """The state with one step's choice recorded (replacing an earlier one)."""
+    choices = dict(state.choices)
+    choices[choice.step_id] = choice
+    return replace(state, choices=MappingProxyType(choices))
+
+
+def default_choice(step: StepProposal) -> StepChoice:
+    """What accepting a step's defaults means."""
+    from wizard.plan import StepChoice
+
+    return StepChoice(step_id=step.id, enabled=step.default_on and not step.satisfied)
+
+
+def effective_choices(
+    state: WizardState, upto: int | None = None, extra: StepChoice | None = None
+) -> dict[str, StepChoice]:
+    """The choice for every step: made, or the default for steps not decided yet.
+
+    Args:
+        state: The wizard state.
+        upto: Only the first ``upto`` roll-back steps count (the rest are left off);
+            None counts every step, with its default where undecided.
+        extra: A choice that overrides the recorded one (the step being edited).
+    """
+    steps = state.rollback_steps()
+    decided: dict[str, StepChoice] = {}
+    for index, step in enumerate(steps):
+        if upto is not None and index >= upto:
+            decided[step.id] = _off(step.id)
+        else:
+            decided[step.id] = state.choices.get(step.id) or default_choice(step)
+    validation = state.validation_step()
+    if validation is not None:
+        decided[validation.id] = state.choices.get(validation.id) or default_choice(validation)
+    if extra is not None:
+        decided[extra.step_id] = extra
+    return decided
+
+
+def changes(state: WizardState, choices: Mapping[str, StepChoice]) -> list[Change]:
+    """The field changes the choices make."""
+    from wizard.plan import changes_for
+
+    return changes_for(state.plan, choices)
+
+
+def prepared(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Prepared:
+    """The choices applied in memory (None: the plan's defaults).
+
+    Raises:
+        EditError: an edit cannot be made safely.
+    """
+    from wizard.plan import changes_for
+
+    return prepare(state.document, changes_for(state.plan, choices))
+
+
+def estimate(state: WizardState, choices: Mapping[str, StepChoice] | None) -> MemoryEstimate:
+    """The relative memory estimate of the choices (today's config = 100)."""
+    from wizard.plan import changes_for
+    from wizard.plan import estimate as plan_estimate
+
+    return plan_estimate(state.document, changes_for(state.plan, choices), state.model_kind)
+
+
+def recorded_steps(plan: Plan, ready: Prepared) -> list[str]:
+    """The steps a run records as applied: those that changed a field, in plan order.
+
+    A step that was switched on but found nothing to change is not applied (the next plan
+    would otherwise mark it done).
+    """
+    changed = {entry.step for entry in ready.entries}
+    return [step.id for step in plan.steps if step.id in changed]
+
+
+# --- saving ---------------------------------------------------------------------------------------
+
+
+def save(
+    state: WizardState, choices: Mapping[str, StepChoice] | None, destination: Destination
+) -> Saved:
+    """Write the roll-back: a new config file, or into the jobs database.
+
+    Args:
+        state: The wizard state.
+        choices: The step choices (None: the plan's defaults).
+        destination: Where it goes.
+
+    Raises:
+        SaveRefused: the output or change log is refused; nothing is written.
+        JobDatabaseError: the database refuses (a running job, a taken name, a lock).
+        EditError: an edit cannot be made safely.
+    """
+    ready = prepared(state, choices)
+    return _write(
+        state,
+        ready,
+        destination,
+        direction="rollback",
+        moment=state.moment,
+        steps=recorded_steps(state.plan, ready),
+        diagnosis=state.diagnosis if state.job.scan is not None else None,
+    )
+
+
+def default_file_output(state: WizardState) -> Path:
+    """The first free file name for the fix saved as a file.
+
+    Beside the source for a config file; in the working folder, after the job's name, for
+    a database job (whose config has no file of its own).
+    """
+    from wizard.save import default_output_path
+
+    if state.db_job is None:
+        return default_output_path(state.source)
+    return default_output_path(Path(f"{state.db_job.file_stem}.json"))
+
+
+def next_scale_up(state: WizardState) -> ScaleUp | None:
+    """The one setting the next retry gets back, or None when everything is restored.
+
+    ``history`` and the result screen name the same one: both come through
+    :func:`wizard.plan.next_scale_up`.
+    """
+    from wizard.plan import next_scale_up as plan_next_scale_up
+
+    if state.changelog is None:
+        return None
+    return plan_next_scale_up(state.document, state.changelog)
+
+
+def prepare_scale_up(state: WizardState, scale_up: ScaleUp) -> Prepared:
+    """The re-add applied in memory (raises EditError if an edit cannot be made)."""
+    return prepare(state.document, list(scale_up.changes))
+
+
+def save_scale_up(state: WizardState, scale_up: ScaleUp, destination: Destination) -> Saved:
+    """Write the scaled-up config and append a ``scale_up`` run to its change log.
+
+    Raises:
+        SaveRefused: the output or change log is refused; nothing is written.
+        JobDatabaseError: the database refuses (a running job, a taken name, a lock).
+    """
+    ready = prepare_scale_up(state, scale_up)
+    steps = [scale_up.step] if ready.changed else []
+    return _write(state, ready, destination, direction="scale_up", steps=steps)
+
+
+def _write(
+    state: WizardState,
+    ready: Prepared,
+    destination: Destination,
+    *,
+    direction: Direction,
+    steps: Sequence[str],
+    moment: str | None = None,
+    diagnosis: Diagnosis | None = None,
+) -> Saved:
+    """Save ``ready`` where ``destination`` says, with one run of the change log."""
+    recorded = diagnosis.to_json() if diagnosis is not None else None
+    if isinstance(destination, ToFile):
+        return commit(
+            ready,
+            direction=direction,
+            moment=moment,
+            model_kind=state.model_kind,
+            diagnosis=recorded,
+            steps=steps,
+            output=destination.output,
+            changelog_path=destination.changelog,
+            force=destination.force,
+        )
+    if state.db_job is None:
+        raise WizardError("only a job of the web UI's database can be saved into it")
+    from wizard.jobdb import save_to_db
+
+    return save_to_db(
+        ready,
+        state.db_job,
+        destination,
+        direction=direction,
+        moment=moment,
+        model_kind=state.model_kind,
+        diagnosis=recorded,
+        steps=steps,
+    )
+
+
+def _off(step_id: str) -> StepChoice:
+    from wizard.plan import StepChoice
+
+    return StepChoice(step_id=step_id, enabled=False)
+
+
+def pending_scale_ups(saved: Saved, ready: Prepared) -> tuple[ScaleUp, ...]:
+    """The re-adds ahead of a config just saved, in order: what ``history`` names next.
+
+    Reads the change log the save wrote (run it in the save's worker).
+    """
+    from wizard.scaleup import pending_scale_ups as pending
+
+    return pending(ready.after, read_changelog(saved.changelog))
+
+
+# --- what the screens show that comes from the presets ------------------------------------------
+
+
+def list_jobs(db: Path) -> tuple[Path, tuple[DbJob, ...]]:
+    """The jobs database ``db`` points to, and its jobs (newest first).
+
+    Raises:
+        JobDatabaseError: no database there, or one that cannot be read.
+    """
+    from wizard.jobdb import find_db
+    from wizard.jobdb import list_jobs as db_jobs
+
+    path = find_db(db)
+    return path, db_jobs(path)
+
+
+def moment_info(moment: Moment) -> MomentInfo:
+    """A moment as the presets describe it: its label, the user's words, its cause."""
+    from wizard.presets import load_presets
+
+    return load_presets().moment(moment)
+
+
+def ui_hint(path: str) -> str | None:
+    """Where a field is in AI Toolkit's web UI (None when the UI does not show it)."""
+    from wizard.presets import load_presets
+
+    return load_presets().ui_hint(path)
+
+
+def arch_label(process_model: object) -> str | None:
+    """The arch a process's ``model`` section names, as "label (kind)" (None: unknown)."""
+    from wizard.presets import load_presets
+
+    model = process_model if isinstance(process_model, dict) else {}
+    facts = load_presets().arch_from_model(model)
+    return f"{facts.label} ({facts.kind})" if facts else None

@@ -1,0 +1,98 @@
+"""The one spelling of config values, changes and memory figures, for every front end.
+
+The command line, the diagnosis's advice and the app's widgets all show a value the same way:
+as the config's own notation would read it (``true``/``false``, ``null``, ``[512, 768]``,
+strings in double quotes so that ``"512"`` and ``512`` differ), ``(absent)`` for a key that
+is not there and ``(removed)`` for one a change takes out; a change as
+``path: before → after``; memory as ``0.40 GiB`` (two decimals).
+JSON output keeps the numbers themselves: this module is for people, not for machines.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any, Final
+
+from wizard.paths import MISSING
+
+ABSENT: Final = "(absent)"
+"""A key that is not in the config (before a change adds it)."""
+REMOVED: Final = "(removed)"
+"""A key that a change takes out of the config."""
+ARROW: Final = "→"
+
+
+def value(item: Any) -> str:
+    """A config value as the user reads it: ``true``, ``null``, ``[512, 768]``, ``1e-04``."""
+    if item is MISSING:
+        return ABSENT
+    if item is None:
+        return "null"
+    if isinstance(item, bool):
+        return "true" if item else "false"
+    if isinstance(item, float):
+        return _float(item)
+    if isinstance(item, list | tuple):
+        return "[" + ", ".join(value(element) for element in item) + "]"
+    if isinstance(item, Mapping):
+        return "{" + ", ".join(f"{key}: {value(element)}" for key, element in item.items()) + "}"
+    if isinstance(item, str):
+        return json.dumps(item, ensure_ascii=False)
+    return str(item)
+
+
+def editable(item: Any) -> str:
+    """A value as an input field holds it for editing: a string bare, the rest as shown."""
+    return item if isinstance(item, str) else value(item)
+
+
+def _float(number: float) -> str:
+    """A float as YAML would read it back: ``0.0001``, ``1e-05``, ``2.0``, ``.inf``."""
+    if math.isnan(number):
+        return ".nan"
+    if math.isinf(number):
+        return ".inf" if number > 0 else "-.inf"
+    return repr(number)
+
+
+def before_after(before: Any, after: Any) -> tuple[str, str]:
+    """Both sides of a change; a missing side (``MISSING`` or a change log's null) is
+    ``(absent)`` before and ``(removed)`` after."""
+    shown_before = ABSENT if before is None or before is MISSING else value(before)
+    shown_after = REMOVED if after is None or after is MISSING else value(after)
+    return shown_before, shown_after
+
+
+def change(path: str, before: Any, after: Any) -> str:
+    """``path: before → after``."""
+    shown_before, shown_after = before_after(before, after)
+    return f"{path}: {shown_before} {ARROW} {shown_after}"
+
+
+def gib(amount: float) -> str:
+    """A memory figure: ``0.40 GiB``."""
+    return f"{amount:.2f} GiB"
+
+
+#: PyTorch's figures (``diagnose --json``'s ``oom`` keys) as the report names them.
+OOM_LABELS: Final[Mapping[str, str]] = {
+    "tried_gib": "tried",
+    "total_gib": "card",
+    "free_gib": "free",
+    "this_process_gib": "this process",
+    "allocated_gib": "allocated",
+    "reserved_gib": "reserved",
+    "reserved_unallocated_gib": "reserved unallocated",
+}
+
+
+def oom_figures(oom: Mapping[str, Any]) -> list[str]:
+    """PyTorch's memory figures of a diagnosis (its ``oom`` JSON), one phrase each:
+    ``tried 2.25 GiB``, ``pid 4242 6.00 GiB``."""
+    parts = [f"{label} {gib(oom[key])}" for key, label in OOM_LABELS.items() if key in oom]
+    for other in oom.get("other_processes", []):
+        who = f"pid {other['pid']}" if other["pid"] else "another process"
+        parts.append(f"{who} {gib(other['gib'])}")
+    return parts
