@@ -144,13 +144,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(args_list: list[str]) -> int:
-    from wizard.save import recover, written_this_process
-
-    before = written_this_process()
+    before = _written()
     debug = False
     try:
         options, rest = _global_options(args_list)
         debug = bool(options.debug)
+        from wizard.save import recover
+
         with contextlib.suppress(OSError):
             recover(Path.cwd())
         parser, commands = _build()
@@ -245,10 +245,16 @@ def _internal(exc: Exception, debug: bool) -> int:
     return EXIT_INTERNAL
 
 
-def _new_files(before: tuple[Path, ...]) -> tuple[Path, ...]:
-    from wizard.save import written_this_process
+def _written() -> tuple[Path, ...]:
+    """What saves of this process have written so far (nothing before the save code loads:
+    never imported here, so a Ctrl-C during the imports cannot fail again)."""
+    save = sys.modules.get("wizard.save")
+    written = getattr(save, "written_this_process", None)
+    return written() if callable(written) else ()
 
-    return written_this_process()[len(before) :]
+
+def _new_files(before: tuple[Path, ...]) -> tuple[Path, ...]:
+    return _written()[len(before) :]
 
 
 def _written_note(before: tuple[Path, ...]) -> str:

@@ -300,6 +300,7 @@ def commit_pair(
     journal_path = files[-1][0].parent / f".oomw-{os.getpid()}-{token}.journal"
     created: list[Path] = []
     renamed: list[int] = []
+    recorded = False
     current = files[0][0]
     try:
         for (path, data), temp in zip(files, temps, strict=True):
@@ -340,6 +341,7 @@ def commit_pair(
                 _step("fsync-dir", folder)
                 _fsync_dir(folder)
             _written.extend(path for path, _ in files)
+            recorded = True
             for leftover in [path for path in created if path != journal_path]:
                 _step("cleanup", leftover)
                 _unlink(leftover)
@@ -351,6 +353,8 @@ def commit_pair(
     except BaseException as exc:
         if len(renamed) == len(files):
             # Everything is in place; only leftovers remain. The save stands.
+            if not recorded:
+                _written.extend(path for path, _ in files)
             for leftover in created:
                 with contextlib.suppress(OSError):
                     _unlink(leftover)
@@ -442,8 +446,10 @@ def _temp_name(path: Path, token: str, kind: str) -> Path:
 
 def _write_temp(temp: Path, data: bytes, mode: int, created: list[Path]) -> None:
     _step("create", temp)
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    # Recorded before it exists: a signal that lands right after the open must still find
+    # it to clean up (the name is ours alone: our pid and a random token).
     created.append(temp)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as stream:
         _step("write", temp)
         stream.write(data)
@@ -478,7 +484,10 @@ def _rename_in(temp: Path, path: Path, *, replace: bool) -> None:
             raise SaveRefused("appeared while saving; it was not overwritten", file=path) from None
         os.replace(temp, path)
         return
-    _unlink(temp)
+    # The final name is in place now; the temp is only a second name for it (a leftover
+    # if it cannot go, which the next run removes).
+    with contextlib.suppress(OSError):
+        _unlink(temp)
 
 
 def _unlink(path: Path) -> None:
