@@ -257,7 +257,7 @@ class OomWizardApp(App[int]):
 
         With ``--debug`` the traceback goes to a log file, which the line names.
         """
-        from wizard.cli import error_line, is_bad_input
+        from wizard.errors import error_line, is_bad_input
 
         line = error_line(error)
         if self.trace_failures:

@@ -179,7 +179,7 @@ class LoadScreen(StageScreen[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def _open(self, open_state: Callable[[], WizardState]) -> None:
-        from wizard.logread import ScanCancelled, Watch, watching
+        from wizard.service import ScanCancelled, Watch, watching
 
         worker = get_current_worker()
         with watching(Watch(self._progress_poster(worker), lambda: worker.is_cancelled)):

@@ -20,7 +20,7 @@ from textual.containers import Vertical
 from textual.css.query import NoMatches
 from textual.widgets import Footer, Header, Log, Sparkline, Static
 
-from wizard.follow import CrashReport, JobRow, LiveJob, LiveStatus, WatchTarget
+from wizard.service import CrashReport, JobRow, LiveJob, LiveStatus, WatchTarget
 
 POLL_S = 0.1
 """Seconds between two reads of the log."""
@@ -104,7 +104,7 @@ class WatchApp(App[WatchResult]):
         self.run_worker(self._row, thread=True, exclusive=True, group="row")
 
     def _row(self) -> None:
-        from wizard.follow import read_job_row
+        from wizard.service import read_job_row
 
         assert self.target.db is not None and self.target.job is not None
         row = read_job_row(self.target.db, self.target.job)
@@ -134,7 +134,7 @@ class WatchApp(App[WatchResult]):
 
     def _diagnose(self) -> None:
         from wizard.errors import WizardError
-        from wizard.follow import diagnose_crash
+        from wizard.service import diagnose_crash
 
         try:
             report = diagnose_crash(self.target)
@@ -159,7 +159,7 @@ class WatchApp(App[WatchResult]):
         self.run_worker(self._probe, thread=True, exclusive=True, group="probe")
 
     def _probe(self) -> None:
-        from wizard.probe import probe_gpu, read_host_memory
+        from wizard.service import probe_gpu, read_host_memory
 
         probe = probe_gpu()
         parts: list[str] = []

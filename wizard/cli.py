@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import os
 import signal
 import sys
@@ -36,9 +35,9 @@ from wizard.commands import (
     set_cmd,
     watch,
 )
-from wizard.errors import WizardError
+from wizard.errors import PROGRAM, WizardError, error_line, os_error_line
 
-PROG = "oom-wizard"
+PROG = PROGRAM
 EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
@@ -180,7 +179,7 @@ def _main(args_list: list[str]) -> int:
         _silence_stdout()
         return EXIT_OK
     except OSError as exc:
-        if _os_error_line(exc) is None:
+        if os_error_line(exc) is None:
             return _internal(exc, debug)
         if debug:
             traceback.print_exc()
@@ -190,52 +189,6 @@ def _main(args_list: list[str]) -> int:
         return EXIT_BAD_INPUT
     except Exception as exc:
         return _internal(exc, debug)
-
-
-#: Errors of the machine, not of the program: one line, like any bad input.
-_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG})
-_PATH_ERRNOS = frozenset(
-    {errno.ENAMETOOLONG, errno.ELOOP, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR}
-)
-
-
-def _os_error_line(exc: OSError) -> str | None:
-    """The one line for an ``OSError`` that no layer below turned into a refusal, or None.
-
-    The save and database layers wrap their own writes, so a full device here is the
-    output (standard output, a pipe, a terminal); a name error names its path.
-    """
-    if exc.filename is None and exc.errno in _OUTPUT_ERRNOS:
-        return f"cannot write the output: {exc.strerror}"
-    if exc.filename is not None and exc.errno in (_PATH_ERRNOS | _OUTPUT_ERRNOS):
-        name = os.fsencode(exc.filename).decode("utf-8", "replace")
-        return f"{name}: {exc.strerror}"
-    return None
-
-
-def error_line(exc: BaseException) -> str:
-    """The one line the command line prints for ``exc`` (the app shows the same line).
-
-    A ``WizardError`` is bad input; an ``OSError`` of the machine (a full device, a name
-    too long) is too; anything else is an internal error, a bug.
-    """
-    if isinstance(exc, WizardError):
-        return f"{PROG}: error: {exc.one_line()}"
-    if isinstance(exc, OSError):
-        line = _os_error_line(exc)
-        if line is not None:
-            return f"{PROG}: error: {line}"
-    return (
-        f"{PROG}: internal error: {type(exc).__name__}: {exc} "
-        "(run again with --debug for a traceback, and please report it)"
-    )
-
-
-def is_bad_input(exc: BaseException) -> bool:
-    """Whether ``exc`` is bad input (exit status 2) rather than a bug (exit status 1)."""
-    return isinstance(exc, WizardError) or (
-        isinstance(exc, OSError) and _os_error_line(exc) is not None
-    )
 
 
 def _internal(exc: Exception, debug: bool) -> int:

@@ -8,7 +8,12 @@ app can show the same line in a notification. Anything else that escapes is a bu
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
+
+#: The program's name, as every error line starts.
+PROGRAM = "oom-wizard"
 
 
 class WizardError(Exception):
@@ -78,3 +83,52 @@ class PresetError(WizardError):
 
 class JobDatabaseError(WizardError):
     """AI Toolkit's jobs database cannot be read or written safely."""
+
+
+# --- the one line for any failure (the command line prints it; the app shows it) ----------
+
+
+#: Errors of the machine, not of the program: one line, like any bad input.
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG})
+_PATH_ERRNOS = frozenset(
+    {errno.ENAMETOOLONG, errno.ELOOP, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR}
+)
+
+
+def os_error_line(exc: OSError) -> str | None:
+    """The one line for an ``OSError`` that no layer below turned into a refusal, or None.
+
+    The save and database layers wrap their own writes, so a full device here is the
+    output (standard output, a pipe, a terminal); a name error names its path.
+    """
+    if exc.filename is None and exc.errno in _OUTPUT_ERRNOS:
+        return f"cannot write the output: {exc.strerror}"
+    if exc.filename is not None and exc.errno in (_PATH_ERRNOS | _OUTPUT_ERRNOS):
+        name = os.fsencode(exc.filename).decode("utf-8", "replace")
+        return f"{name}: {exc.strerror}"
+    return None
+
+
+def error_line(exc: BaseException) -> str:
+    """The one line the command line prints for ``exc`` (the app shows the same line).
+
+    A ``WizardError`` is bad input; an ``OSError`` of the machine (a full device, a name
+    too long) is too; anything else is an internal error, a bug.
+    """
+    if isinstance(exc, WizardError):
+        return f"{PROGRAM}: error: {exc.one_line()}"
+    if isinstance(exc, OSError):
+        line = os_error_line(exc)
+        if line is not None:
+            return f"{PROGRAM}: error: {line}"
+    return (
+        f"{PROGRAM}: internal error: {type(exc).__name__}: {exc} "
+        "(run again with --debug for a traceback, and please report it)"
+    )
+
+
+def is_bad_input(exc: BaseException) -> bool:
+    """Whether ``exc`` is bad input (exit status 2) rather than a bug (exit status 1)."""
+    return isinstance(exc, WizardError) or (
+        isinstance(exc, OSError) and os_error_line(exc) is not None
+    )

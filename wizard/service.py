@@ -48,11 +48,22 @@ from wizard.changes import Change, Prepared, commit, prepare
 from wizard.diagnosis import Answers, Diagnosis, diagnose
 from wizard.document import JobDocument, load_document
 from wizard.errors import WizardError
+from wizard.follow import (
+    CrashReport,
+    JobRow,
+    LiveJob,
+    LiveStatus,
+    WatchTarget,
+    diagnose_crash,
+    read_job_row,
+)
 from wizard.jobdb import AsNew, DbJob, DbSaveResult, InPlace
+from wizard.logread import ScanCancelled, Watch, watching
 from wizard.modelkind import find_model_kind
 from wizard.paths import MISSING, format_path
 from wizard.plan import FieldProposal, MemoryEstimate, Plan, ScaleUp, StepChoice, StepProposal
 from wizard.presets import MomentInfo
+from wizard.probe import probe_gpu, read_host_memory
 from wizard.request import JobRequest
 from wizard.save import SaveResult
 from wizard.vocabulary import DEFAULT_MOMENT, VALIDATION_RUN, ModelKind, Moment
@@ -68,12 +79,16 @@ __all__ = [
     "Answers",
     "AsNew",
     "ChangeEntry",
+    "CrashReport",
     "DbJob",
     "DbSaveResult",
     "Destination",
     "FieldProposal",
     "InPlace",
     "JobRequest",
+    "JobRow",
+    "LiveJob",
+    "LiveStatus",
     "MemoryEstimate",
     "MomentInfo",
     "OpenedJob",
@@ -82,10 +97,13 @@ __all__ = [
     "SaveResult",
     "Saved",
     "ScaleUp",
+    "ScanCancelled",
     "Settled",
     "StepChoice",
     "StepProposal",
     "ToFile",
+    "Watch",
+    "WatchTarget",
     "WizardState",
     "answer",
     "arch_label",
@@ -94,6 +112,7 @@ __all__ = [
     "choose",
     "default_choice",
     "default_file_output",
+    "diagnose_crash",
     "effective_choices",
     "estimate",
     "format_path",
@@ -104,6 +123,9 @@ __all__ = [
     "pending_scale_ups",
     "prepare_scale_up",
     "prepared",
+    "probe_gpu",
+    "read_host_memory",
+    "read_job_row",
     "recorded_steps",
     "retry_crashed",
     "save",
@@ -111,6 +133,7 @@ __all__ = [
     "settle",
     "start",
     "ui_hint",
+    "watching",
 ]
 
 #: The optional validation run is offered on the review screen, not as a step screen.
