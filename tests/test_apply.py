@@ -47,7 +47,7 @@ def test_apply_all_verifies_and_replans_satisfied_for_every_moment(
     shutil.copyfile(example, source)
     kind, _ = default_model_kind(load_document(source))
     for moment in MOMENTS:
-        out = tmp_path / f"{moment}.yaml"
+        out = tmp_path / f"{moment}{source.suffix}"  # JSON stays JSON
         status, stdout, stderr = cli("apply", source, "--all", "--moment", moment, "-o", out)
         assert status == 0, stderr
         if moment == "environment":
