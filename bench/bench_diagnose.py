@@ -15,7 +15,7 @@ Two kinds of log are generated in a temporary folder (deleted afterwards):
 
 Each command runs as a child process measured with ``os.wait4`` (wall time and peak RSS):
 
-- ``python -m wizard diagnose --log LOG --json --no-probe`` (and its answer is checked);
+- ``python -m oom_wizard diagnose --log LOG --json --no-probe`` (and its answer is checked);
 - on the bar log, ``grep -c "out of memory" LOG`` for scale;
 - on each mixed log, Python itself reading the same file line by line, in text mode
   (``for line in open(LOG, encoding="utf-8", errors="replace")``, the baseline of the target)
@@ -266,7 +266,7 @@ def write_mixed_log(path: Path, size_bytes: int) -> int:
 
 def startup(runs: int, log: Path) -> tuple[float, float]:
     """Median seconds of ``diagnose`` on a small log and of importing yaml and pydantic."""
-    diagnose = [sys.executable, "-m", "wizard", "diagnose", "--log", str(log), "--no-probe"]
+    diagnose = [sys.executable, "-m", "oom_wizard", "diagnose", "--log", str(log), "--no-probe"]
     baseline = [sys.executable, "-c", "import yaml, pydantic"]
     ours = statistics.median(measure(diagnose).seconds for _ in range(runs))
     theirs = statistics.median(measure(baseline).seconds for _ in range(runs))
@@ -275,7 +275,16 @@ def startup(runs: int, log: Path) -> tuple[float, float]:
 
 def diagnose_command(log: Path) -> list[str]:
     """``diagnose`` on ``log``, as JSON, without probing the GPU."""
-    return [sys.executable, "-m", "wizard", "diagnose", "--log", str(log), "--json", "--no-probe"]
+    return [
+        sys.executable,
+        "-m",
+        "oom_wizard",
+        "diagnose",
+        "--log",
+        str(log),
+        "--json",
+        "--no-probe",
+    ]
 
 
 def line_read_command(log: Path, *, binary: bool) -> list[str]:

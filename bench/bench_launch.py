@@ -4,7 +4,7 @@ Each program runs in a fresh pseudo-terminal (80x24). The clock runs from the sp
 moment its first screen's text appears in the terminal output:
 
 - bare:   a Textual app with a Header, one Static and a Footer;
-- wizard: ``python -m wizard demo --dir TMP``, until the load screen is painted, and then
+- wizard: ``python -m oom_wizard demo --dir TMP``, until the load screen is painted, and then
           until the demo job is read, diagnosed and shown ("Read. Enter: …");
 - app:    the same app started without the command line (what the parser costs).
 
@@ -47,8 +47,8 @@ Bare().run()
 APP_ONLY = """
 import sys
 from pathlib import Path
-from screens.app import create_app
-from wizard.commands.demo import IMAGE_JOB, copy_demo
+from oom_wizard.screens.app import create_app
+from oom_wizard.commands.demo import IMAGE_JOB, copy_demo
 
 folder = copy_demo(Path(sys.argv[1]))
 create_app(folder / IMAGE_JOB.config, log=folder / IMAGE_JOB.log).run()
@@ -126,7 +126,7 @@ def run_wizard() -> tuple[float, float, float]:
     """(first screen painted, job shown, idle RSS MiB)."""
     with tempfile.TemporaryDirectory() as folder:
         start = time.perf_counter()
-        pid, fd = spawn([sys.executable, "-m", "wizard", "demo", "--dir", folder])
+        pid, fd = spawn([sys.executable, "-m", "oom_wizard", "demo", "--dir", folder])
         try:
             painted, shown = wait_for(
                 fd, [b"Load the job that ran out of memory", b"Read. Enter"], start

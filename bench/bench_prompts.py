@@ -3,8 +3,8 @@
 Planning used to walk every sample's overrides once per sample (quadratic): 1,000 prompts took
 6.6 s and 10,000 minutes. This writes a sampling-heavy AI Toolkit job with N prompts (every
 tenth with ``--w``/``--h`` flags, so the overrides are not empty) into a temporary folder and
-runs ``python -m wizard plan --moment sampling --json`` and ``python -m wizard apply --moment
-sampling`` on it as child processes, printing the wall time of each. Target: under 2 s for
+runs ``python -m oom_wizard plan --moment sampling --json`` and ``python -m oom_wizard apply
+--moment sampling`` on it as child processes, printing the wall time of each. Target: under 2 s for
 10,000 prompts. Usage::
 
     python bench/bench_prompts.py [--prompts 1000 10000] [--runs 1]
@@ -65,10 +65,10 @@ def write_config(path: Path, prompts: int) -> Path:
 
 
 def timed(args: list[str]) -> tuple[float, int]:
-    """Wall seconds and exit status of ``python -m wizard ARGS``."""
+    """Wall seconds and exit status of ``python -m oom_wizard ARGS``."""
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "wizard", *args],
+        [sys.executable, "-m", "oom_wizard", *args],
         cwd=REPO,
         capture_output=True,
         check=False,

@@ -1,10 +1,10 @@
 """``watch``'s latency and CPU cost.
 
-Latency: the live screen (``screens.watch.WatchApp``, headless, its default poll interval)
-follows a log the fake trainer wrote up to its last skip banner; then the failure block (the
-``Error running job: OOM…`` line, the result block and the traceback) is appended at once,
-and the clock runs until the screen shows the crash panel with the diagnosis and the first
-change. Median, min and max over ``--runs`` runs.
+Latency: the live screen (``oom_wizard.screens.watch.WatchApp``, headless, its default poll
+interval) follows a log the fake trainer wrote up to its last skip banner; then the failure
+block (the ``Error running job: OOM…`` line, the result block and the traceback) is appended
+at once, and the clock runs until the screen shows the crash panel with the diagnosis and the
+first change. Median, min and max over ``--runs`` runs.
 
 CPU: a child process follows a log that grows at ``--mb-per-s`` (training-bar redraws joined
 by ``\\r``, skip banners, saves, as the fake trainer prints them) for ``--seconds``, polling as
@@ -31,9 +31,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from screens.watch import POLL_S, WatchApp
+from oom_wizard.follow import LiveJob, WatchTarget
+from oom_wizard.screens.watch import POLL_S, WatchApp
+
 from tests.autopilot_support import FAKE, SCENARIOS, write_config
-from wizard.follow import LiveJob, WatchTarget
 
 
 def fake_log(folder: Path, vram: str = "24") -> tuple[Path, bytes]:

@@ -16,14 +16,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from oom_wizard.document import load_document
+from oom_wizard.errors import ConfigError
+
 from tests.test_plan_ladder import (
     assert_fix_lowers_or_exhausted,
     cases,
     fixture_configs,
     plan_for,
 )
-from wizard.document import load_document
-from wizard.errors import ConfigError
 
 
 def loadable(folder: Path) -> list[Path]:

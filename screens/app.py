@@ -12,18 +12,17 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from oom_wizard.screens.base import CRASHED, RAN, Accepted, Back, Finished, SaveNow
+from oom_wizard.screens.messages import JobChosen, JobLoaded
 from textual import on
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from screens.base import CRASHED, RAN, Accepted, Back, Finished, SaveNow
-from screens.messages import JobChosen, JobLoaded
-
 if TYPE_CHECKING:
-    from wizard.request import JobRequest
-    from wizard.service import Answers, WizardState
+    from oom_wizard.request import JobRequest
+    from oom_wizard.service import Answers, WizardState
 
 
 class OomWizardApp(App[int]):
@@ -46,7 +45,7 @@ class OomWizardApp(App[int]):
 
     def on_mount(self) -> None:
         """Open on the load screen (which loads the job at once when it is named)."""
-        from screens.load import LoadScreen
+        from oom_wizard.screens.load import LoadScreen
 
         self.push_screen(LoadScreen(self.request))
 
@@ -66,7 +65,7 @@ class OomWizardApp(App[int]):
         A stage that returns has already left the stack; a stage shown from the command
         palette replaces the one on top (its result is dropped, nothing stale stays).
         """
-        from screens.load import LoadScreen
+        from oom_wizard.screens.load import LoadScreen
 
         while len(self.screen_stack) > 1 and not isinstance(self.screen, LoadScreen):
             self.pop_screen()
@@ -85,7 +84,7 @@ class OomWizardApp(App[int]):
 
     def show_start(self) -> None:
         """After loading: the coming-back question, or when the job crashed."""
-        from screens.coming_back import ComingBackScreen
+        from oom_wizard.screens.coming_back import ComingBackScreen
 
         if self.require_state().coming_back:
             self._stage(ComingBackScreen(), self._came_back)
@@ -96,20 +95,20 @@ class OomWizardApp(App[int]):
         if result == RAN:
             self.show_scale_up()
         elif result == CRASHED:
-            from wizard.service import retry_crashed
+            from oom_wizard.service import retry_crashed
 
             self.state = retry_crashed(self.require_state())
             self.show_moment()
 
     def show_moment(self) -> None:
         """When did it crash?"""
-        from screens.moment import MomentScreen
+        from oom_wizard.screens.moment import MomentScreen
 
         self._stage(MomentScreen(), self._answered)
 
     def _answered(self, result: Answers | Back | None) -> None:
         """New answers settle a new plan; every step screen after it is built from that plan."""
-        from wizard.service import Answers, answer
+        from oom_wizard.service import Answers, answer
 
         if isinstance(result, Answers):
             self.state = answer(self.require_state(), result)
@@ -119,7 +118,7 @@ class OomWizardApp(App[int]):
 
     def show_plan(self) -> None:
         """After the answers: the environment verdict, or the first step to decide."""
-        from screens.environment import EnvironmentScreen
+        from oom_wizard.screens.environment import EnvironmentScreen
 
         if self.require_state().moment == "environment":
             self._stage(EnvironmentScreen(), self._environment_answered)
@@ -127,7 +126,7 @@ class OomWizardApp(App[int]):
             self.show_step(0)
 
     def _environment_answered(self, result: Answers | Back | None) -> None:
-        from wizard.service import Answers
+        from oom_wizard.service import Answers
 
         if isinstance(result, Answers):
             self._answered(result)
@@ -136,7 +135,7 @@ class OomWizardApp(App[int]):
 
     def show_step(self, index: int) -> None:
         """The first step at or after ``index`` that is not satisfied yet, else the review."""
-        from screens.step import StepScreen
+        from oom_wizard.screens.step import StepScreen
 
         steps = self.require_state().rollback_steps()
         while index < len(steps) and steps[index].satisfied:
@@ -148,7 +147,7 @@ class OomWizardApp(App[int]):
             self._stage(StepScreen(step_id), partial(self._stepped, step_id))
 
     def _stepped(self, step_id: str, result: Accepted | SaveNow | Back | None) -> None:
-        from wizard.service import choose
+        from oom_wizard.service import choose
 
         state = self.require_state()
         index = state.step_index(step_id)
@@ -163,7 +162,7 @@ class OomWizardApp(App[int]):
 
     def _show_step_before(self, index: int) -> None:
         """The last unsatisfied step before ``index``, else the moment."""
-        from screens.step import StepScreen
+        from oom_wizard.screens.step import StepScreen
 
         steps = self.require_state().rollback_steps()
         for earlier in range(min(index, len(steps)) - 1, -1, -1):
@@ -175,7 +174,7 @@ class OomWizardApp(App[int]):
 
     def show_review(self, upto: int | None) -> None:
         """The whole diff and the save; ``upto`` steps count (None: all, with defaults)."""
-        from screens.review import ReviewScreen
+        from oom_wizard.screens.review import ReviewScreen
 
         self._stage(ReviewScreen(upto), partial(self._reviewed, upto))
 
@@ -188,13 +187,13 @@ class OomWizardApp(App[int]):
 
     def show_result(self, finished: Finished) -> None:
         """Where the file is and what to do next."""
-        from screens.result import ResultScreen
+        from oom_wizard.screens.result import ResultScreen
 
         self._stage(ResultScreen(finished))
 
     def show_scale_up(self) -> None:
         """The one setting the next retry gets back."""
-        from screens.scale_up import ScaleUpScreen
+        from oom_wizard.screens.scale_up import ScaleUpScreen
 
         self._stage(ScaleUpScreen(), self._scaled_up)
 
@@ -207,7 +206,7 @@ class OomWizardApp(App[int]):
     def save_now(self) -> None:
         """Review and save what is decided: on a step, that step and those before it (as
         its Ctrl+S does); elsewhere every step, with its default where undecided."""
-        from screens.step import StepScreen
+        from oom_wizard.screens.step import StepScreen
 
         if isinstance(self.screen, StepScreen):
             self.screen.action_save_now()
@@ -216,7 +215,7 @@ class OomWizardApp(App[int]):
 
     def action_help(self) -> None:
         """Keys and the procedure, over the current screen."""
-        from screens.help import HelpScreen
+        from oom_wizard.screens.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
@@ -257,13 +256,13 @@ class OomWizardApp(App[int]):
 
         With ``--debug`` the traceback goes to a log file, which the line names.
         """
-        from wizard.errors import error_line, is_bad_input
+        from oom_wizard.errors import error_line, is_bad_input
 
         line = error_line(error)
         if self.trace_failures:
             line += f" (traceback in {self._write_traceback(error)})"
         screen = self.screen
-        from screens.base import StageScreen
+        from oom_wizard.screens.base import StageScreen
 
         if isinstance(screen, StageScreen):
             screen.show_failure(line)
@@ -300,7 +299,7 @@ def create_app(
     none at all asks for a config in the app. ``debug`` writes the traceback of a failed
     worker to a log file that the error line names.
     """
-    from wizard.request import JobRequest
+    from oom_wizard.request import JobRequest
 
     return OomWizardApp(JobRequest(_path(target), _path(log), _path(db), job, probe), debug=debug)
 

@@ -17,7 +17,7 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 if TYPE_CHECKING:
-    from wizard.service import Prepared, Saved, ScaleUp, StepChoice, WizardState
+    from oom_wizard.service import Prepared, Saved, ScaleUp, StepChoice, WizardState
 
 ResultT = TypeVar("ResultT")
 
@@ -84,8 +84,8 @@ class StateOwner(Protocol):
 class StageScreen(Screen[ResultT], Generic[ResultT]):
     """A wizard stage: it renders the app's state and returns the user's decision.
 
-    It knows the app only as the :class:`StateOwner` (``screens.app`` imports the stages;
-    no stage imports ``screens.app``).
+    It knows the app only as the :class:`StateOwner` (``oom_wizard.screens.app`` imports the stages;
+    no stage imports ``oom_wizard.screens.app``).
     """
 
     @property

@@ -12,14 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
-from textual import on
-from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
-from textual.widgets import Input, OptionList, Static
-from textual.widgets.option_list import Option
-
-from screens.widgets import MarkedOptionList
-from wizard.service import (
+from oom_wizard.screens.widgets import MarkedOptionList
+from oom_wizard.service import (
     AsNew,
     Destination,
     InPlace,
@@ -28,6 +22,11 @@ from wizard.service import (
     changelog_path_for,
     default_file_output,
 )
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
 
 IN_PLACE: Final = "in-place"
 AS_NEW: Final = "as-new"

@@ -16,6 +16,11 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from oom_wizard.errors import WizardError
+from oom_wizard.screens.base import StageScreen
+from oom_wizard.screens.messages import JobChosen, JobLoaded, JobsListed, LoadFailed
+from oom_wizard.screens.widgets import MARKER_WIDTH, MarkedOptionList
+from oom_wizard.spelling import oom_figures
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -27,15 +32,9 @@ from textual.widgets import DirectoryTree, Footer, Header, Input, ProgressBar, S
 from textual.widgets.option_list import Option
 from textual.worker import Worker, get_current_worker
 
-from screens.base import StageScreen
-from screens.messages import JobChosen, JobLoaded, JobsListed, LoadFailed
-from screens.widgets import MARKER_WIDTH, MarkedOptionList
-from wizard.errors import WizardError
-from wizard.spelling import oom_figures
-
 if TYPE_CHECKING:
-    from wizard.request import JobRequest
-    from wizard.service import DbJob, WizardState
+    from oom_wizard.request import JobRequest
+    from oom_wizard.service import DbJob, WizardState
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".jsonc")
 
@@ -179,7 +178,7 @@ class LoadScreen(StageScreen[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def _open(self, open_state: Callable[[], WizardState]) -> None:
-        from wizard.service import ScanCancelled, Watch, watching
+        from oom_wizard.service import ScanCancelled, Watch, watching
 
         worker = get_current_worker()
         with watching(Watch(self._progress_poster(worker), lambda: worker.is_cancelled)):
@@ -258,7 +257,7 @@ class LoadScreen(StageScreen[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def _list(self, db: Path) -> None:
-        from wizard.service import list_jobs
+        from oom_wizard.service import list_jobs
 
         try:
             path, jobs = list_jobs(db)
@@ -377,7 +376,7 @@ def _job_row(job: DbJob) -> Content:
 
 def summary(state: WizardState) -> Content:
     """The job in a few lines: name, arch, kind, processes, datasets, the GPU figures."""
-    from wizard.service import arch_label
+    from oom_wizard.service import arch_label
 
     view = state.document.view()
     lines: list[Content] = [
@@ -453,6 +452,6 @@ def _row(label: str, value: str | Content) -> Content:
 
 
 def _start(request: JobRequest) -> WizardState:
-    from wizard.service import start
+    from oom_wizard.service import start
 
     return start(request)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from wizard.service import DbJob, Saved, ScaleUp, WizardState
+    from oom_wizard.service import DbJob, Saved, ScaleUp, WizardState
 
 
 @dataclass

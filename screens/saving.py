@@ -5,19 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
+from oom_wizard.errors import WizardError
+from oom_wizard.screens.base import Back, Finished, StageScreen
+from oom_wizard.screens.destination import DestinationPicker
+from oom_wizard.screens.messages import ConfigSaved, SaveFailed
 from textual import on, work
 from textual.content import Content
 from textual.widgets import Input, OptionList, Static
 
-from screens.base import Back, Finished, StageScreen
-from screens.destination import DestinationPicker
-from screens.messages import ConfigSaved, SaveFailed
-from wizard.errors import WizardError
-
 if TYPE_CHECKING:
-    from wizard.service import Destination, Prepared, Saved
+    from oom_wizard.service import Destination, Prepared, Saved
 
-#: Writes the fix where the destination says (a function of ``wizard.service``, bound to
+#: Writes the fix where the destination says (a function of ``oom_wizard.service``, bound to
 #: the state and the choices on screen).
 Writer = Callable[["Destination"], "Saved"]
 
@@ -65,7 +64,7 @@ class SavingStage(StageScreen[Finished | Back]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group=SAVE_GROUP)
     def _save(self, write: Writer, destination: Destination, ready: Prepared) -> None:
-        from wizard.service import pending_scale_ups
+        from oom_wizard.service import pending_scale_ups
 
         try:
             result = write(destination)

@@ -1,6 +1,6 @@
 """``oom-wizard watch``: the live screen beside a running job.
 
-It polls the job's log (``wizard.follow.LiveJob``) a few times a second and shows the job and
+It polls the job's log (``oom_wizard.follow.LiveJob``) a few times a second and shows the job and
 its phase, step/total and the time left, the s/it trend as a sparkline, the OOM skips and the
 other warnings as they come, and the GPU (from ``nvidia-smi``, when it is there) and host RAM.
 When the run crashes it diagnoses the crash and shows the verdict and the first change; Enter
@@ -14,13 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
+from oom_wizard.service import CrashReport, JobRow, LiveJob, LiveStatus, WatchTarget
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.css.query import NoMatches
 from textual.widgets import Footer, Header, Log, Sparkline, Static
-
-from wizard.service import CrashReport, JobRow, LiveJob, LiveStatus, WatchTarget
 
 POLL_S = 0.1
 """Seconds between two reads of the log."""
@@ -104,7 +103,7 @@ class WatchApp(App[WatchResult]):
         self.run_worker(self._row, thread=True, exclusive=True, group="row")
 
     def _row(self) -> None:
-        from wizard.service import read_job_row
+        from oom_wizard.service import read_job_row
 
         assert self.target.db is not None and self.target.job is not None
         row = read_job_row(self.target.db, self.target.job)
@@ -133,8 +132,8 @@ class WatchApp(App[WatchResult]):
             self.run_worker(self._diagnose, thread=True, exclusive=True, group="diagnose")
 
     def _diagnose(self) -> None:
-        from wizard.errors import WizardError
-        from wizard.service import diagnose_crash
+        from oom_wizard.errors import WizardError
+        from oom_wizard.service import diagnose_crash
 
         try:
             report = diagnose_crash(self.target)
@@ -159,7 +158,7 @@ class WatchApp(App[WatchResult]):
         self.run_worker(self._probe, thread=True, exclusive=True, group="probe")
 
     def _probe(self) -> None:
-        from wizard.service import probe_gpu, read_host_memory
+        from oom_wizard.service import probe_gpu, read_host_memory
 
         probe = probe_gpu()
         parts: list[str] = []

@@ -6,15 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from oom_wizard import spelling
 from rich.segment import Segment
 from textual.content import Content
 from textual.strip import Strip
 from textual.widgets import Checkbox, OptionList, RadioButton, Static
 
-from wizard import spelling
-
 if TYPE_CHECKING:
-    from wizard.service import ChangeEntry, Prepared, StepProposal
+    from oom_wizard.service import ChangeEntry, Prepared, StepProposal
 
 #: A diff line longer than this is unreadable as a line (a config stored as one line of
 #: JSON, as the web UI stores it): such a change is shown field by field instead.
@@ -84,7 +83,7 @@ class MarkedOptionList(OptionList):
 
 
 def change_line(entry: ChangeEntry) -> str:
-    """``path: before → after`` (:func:`wizard.spelling.change`)."""
+    """``path: before → after`` (:func:`oom_wizard.spelling.change`)."""
     return spelling.change(entry.path, entry.before, entry.after)
 
 

@@ -8,13 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
+from oom_wizard.commands.demo import IMAGE_JOB, VIDEO_JOB, DemoJob, copy_demo
+from oom_wizard.screens.app import OomWizardApp, create_app
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, Static
 from textual.worker import WorkerFailed
 
-from screens.app import OomWizardApp, create_app
 from tests.aitk_db import CREATED_MS, add_job, make_db, ui_job_config
-from wizard.commands.demo import IMAGE_JOB, VIDEO_JOB, DemoJob, copy_demo
 
 REPO = Path(__file__).resolve().parent.parent
 FIXED_TIME = "2026-01-01T12:00:00+00:00"
@@ -185,7 +185,7 @@ async def press(pilot: Pilot[int], *keys: str) -> None:
 
 async def accept_steps(pilot: Pilot[int]) -> list[str]:
     """Press Enter on every step screen, accepting its toggles; the step ids seen."""
-    from screens.step import StepScreen
+    from oom_wizard.screens.step import StepScreen
 
     seen: list[str] = []
     while isinstance(screen := pilot.app.screen, StepScreen):

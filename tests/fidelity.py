@@ -35,9 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from oom_wizard.cli import main as wizard_main
+
 from tests import exactness
 from tests.corpus import CONFIG_SUFFIXES
-from wizard.cli import main as wizard_main
 
 PROCESS = "config.process[0]"
 BOM = b"\xef\xbb\xbf"

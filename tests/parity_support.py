@@ -20,23 +20,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from oom_wizard.commands.demo import IMAGE_JOB, VIDEO_JOB, DemoJob
+from oom_wizard.document import load_document
+from oom_wizard.jobdb import DbSaveResult
+from oom_wizard.save import SaveResult
+from oom_wizard.screens.app import OomWizardApp, create_app
+from oom_wizard.screens.base import Finished
+from oom_wizard.screens.environment import EnvironmentScreen
+from oom_wizard.screens.moment import MomentScreen
+from oom_wizard.screens.result import ResultScreen
+from oom_wizard.screens.review import ReviewScreen
+from oom_wizard.screens.step import StepScreen
+from oom_wizard.screens.widgets import Choice, MarkedOptionList
+from oom_wizard.vocabulary import MOMENTS
 from textual.pilot import Pilot
 
-from screens.app import OomWizardApp, create_app
-from screens.base import Finished
-from screens.environment import EnvironmentScreen
-from screens.moment import MomentScreen
-from screens.result import ResultScreen
-from screens.review import ReviewScreen
-from screens.step import StepScreen
-from screens.widgets import Choice, MarkedOptionList
 from tests.aitk_db import add_job, job_row, make_db
 from tests.plan_support import cli
-from wizard.commands.demo import IMAGE_JOB, VIDEO_JOB, DemoJob
-from wizard.document import load_document
-from wizard.jobdb import DbSaveResult
-from wizard.save import SaveResult
-from wizard.vocabulary import MOMENTS
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "presets" / "demo"

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from oom_wizard.cli import main
+from oom_wizard.document import JobDocument, parse_document
+from oom_wizard.paths import FieldPath
 
 from tests import exactness
 from tests.corpus import own_configs, shared_examples
-from wizard.cli import main
-from wizard.document import JobDocument, parse_document
-from wizard.paths import FieldPath
 
 NOWHERE = Path("/nonexistent/oom-wizard-test/job.yaml")
 
@@ -82,8 +82,8 @@ def write_job(path: Path, tree: Mapping[str, Any]) -> Path:
 def examples() -> list[Path]:
     """Example configs that load: the project's own, then AI Toolkit's from ``../shared``
     when it is there (one of those is not valid YAML, and is left out)."""
-    from wizard.document import load_document
-    from wizard.errors import ConfigError
+    from oom_wizard.document import load_document
+    from oom_wizard.errors import ConfigError
 
     found = []
     for path in [*own_configs(), *shared_examples()]:

@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from oom_wizard.jobdb import load_job
+from oom_wizard.paths import FieldPath, parse_path
+from oom_wizard.screens.app import create_app
+from oom_wizard.screens.destination import AS_NEW, IN_PLACE, TO_FILE, DestinationPicker
 from textual.widgets import Input, OptionList
 
-from screens.app import create_app
-from screens.destination import AS_NEW, IN_PLACE, TO_FILE, DestinationPicker
 from tests import exactness
 from tests.aitk_db import all_rows, job_row
 from tests.app_support import (
@@ -34,8 +36,6 @@ from tests.app_support import (
     wait_for_screen,
     wait_for_state,
 )
-from wizard.jobdb import load_job
-from wizard.paths import FieldPath, parse_path
 
 SIZE = (80, 24)
 
@@ -199,7 +199,7 @@ async def test_a_database_that_cannot_be_read_shows_one_line(tmp_path: Path) -> 
 def test_the_wizard_refuses_half_a_database_job(
     argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from wizard.cli import main
+    from oom_wizard.cli import main
 
     assert main(argv) == 2
     error = capsys.readouterr().err

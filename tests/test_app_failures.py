@@ -11,9 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from oom_wizard import save as save_module
+from oom_wizard import service
+from oom_wizard.commands.demo import IMAGE_JOB
+from oom_wizard.screens.app import create_app
 from textual.widgets import Static
 
-from screens.app import create_app
 from tests.app_support import (
     demo_app,
     demo_folder,
@@ -22,9 +25,6 @@ from tests.app_support import (
     settle,
     wait_for_screen,
 )
-from wizard import save as save_module
-from wizard import service
-from wizard.commands.demo import IMAGE_JOB
 
 SIZE = (80, 24)
 

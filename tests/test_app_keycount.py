@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from screens.review import ReviewScreen
+from oom_wizard.commands.demo import IMAGE_JOB
+from oom_wizard.screens.review import ReviewScreen
+
 from tests import exactness
 from tests.app_support import (
     demo_app,
@@ -14,7 +16,6 @@ from tests.app_support import (
     wait_for_screen,
     wait_for_state,
 )
-from wizard.commands.demo import IMAGE_JOB
 
 MAX_PRESSES = 8
 

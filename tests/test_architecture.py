@@ -1,7 +1,8 @@
 """The layers: the domain never imports the UI, and the UI reaches the domain through the service.
 
-Every ``wizard`` module loads without textual or screens; ``screens`` imports of ``wizard``
-only the service and the value types (see the README's Architecture section).
+Every domain module of ``oom_wizard`` (the repository's ``wizard/``) loads without textual or
+``oom_wizard.screens``; ``screens`` imports of the domain only the service and the value types
+(see the README's Architecture section).
 """
 
 from __future__ import annotations
@@ -18,17 +19,20 @@ REPO = Path(__file__).resolve().parents[1]
 
 PROBE = """
 import importlib, json, pkgutil, sys
-import wizard
-names = sorted(
-    info.name
-    for info in pkgutil.walk_packages(wizard.__path__, "wizard.")
-    if info.name != "wizard.__main__"  # importing it runs the command line
-)
-for name in names:
-    importlib.import_module(name)
-from wizard.cli import build_parser
+import oom_wizard
+UI = ("oom_wizard.screens", "oom_wizard.presets")
+def domain(package):
+    for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
+        if info.name in UI or info.name == "oom_wizard.__main__":  # __main__ runs the CLI
+            continue
+        module = importlib.import_module(info.name)
+        yield info.name
+        if info.ispkg:
+            yield from domain(module)
+names = sorted(domain(oom_wizard))
+from oom_wizard.cli import build_parser
 build_parser()  # every subcommand registers its arguments
-ui = sorted(m for m in sys.modules if m.split(".")[0] in ("textual", "screens"))
+ui = sorted(m for m in sys.modules if m.split(".")[0] == "textual" or m.startswith(UI[0]))
 print(json.dumps({"modules": names, "ui": ui}))
 """
 
@@ -46,9 +50,12 @@ def test_no_wizard_module_imports_textual_or_screens() -> None:
 
     assert report["ui"] == []
     # the probe really imported the package, commands included
-    assert {"wizard.cli", "wizard.document", "wizard.yamledit", "wizard.commands.set_cmd"} <= set(
-        report["modules"]
-    )
+    assert {
+        "oom_wizard.cli",
+        "oom_wizard.document",
+        "oom_wizard.yamledit",
+        "oom_wizard.commands.set_cmd",
+    } <= set(report["modules"])
 
 
 # --- the app talks to the domain through the service ---------------------------------------------
@@ -57,10 +64,14 @@ def test_no_wizard_module_imports_textual_or_screens() -> None:
 #: value types the screens render), the one spelling of values, the request, the errors and
 #: the stable identifiers.
 SCREENS_MAY_IMPORT = frozenset(
-    {"wizard.service", "wizard.spelling", "wizard.request", "wizard.errors", "wizard.vocabulary"}
+    {
+        "oom_wizard.service",
+        "oom_wizard.spelling",
+        "oom_wizard.request",
+        "oom_wizard.errors",
+        "oom_wizard.vocabulary",
+    }
 )
-#: A development tool that the installed package will not ship: it copies the demo job.
-EXEMPT = frozenset({"export_screenshots.py"})
 
 
 def domain_imports(source: str) -> list[tuple[int, str]]:
@@ -69,8 +80,8 @@ def domain_imports(source: str) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module == "wizard":
-                names = [f"wizard.{alias.name}" for alias in node.names]
+            if node.module == "oom_wizard":
+                names = [f"oom_wizard.{alias.name}" for alias in node.names]
             else:
                 names = [node.module]
             found += [(node.lineno, name) for name in names]
@@ -79,7 +90,9 @@ def domain_imports(source: str) -> list[tuple[int, str]]:
     found = [
         (line, name)
         for line, name in found
-        if name.split(".")[0] == "wizard" and name not in SCREENS_MAY_IMPORT
+        if name.startswith("oom_wizard.")
+        and not name.startswith(("oom_wizard.screens", "oom_wizard.presets"))
+        and name not in SCREENS_MAY_IMPORT
     ]
     return found
 
@@ -88,7 +101,6 @@ def test_screens_import_only_the_service_and_the_value_types() -> None:
     offending = {
         f"{path.name}:{line}": name
         for path in sorted((REPO / "screens").glob("*.py"))
-        if path.name not in EXEMPT
         for line, name in domain_imports(path.read_text(encoding="utf-8"))
     }
     assert offending == {}
@@ -97,11 +109,11 @@ def test_screens_import_only_the_service_and_the_value_types() -> None:
 @pytest.mark.parametrize(
     "source",
     [
-        "from wizard.plan import StepChoice\n",
-        "from wizard import plan\n",
-        "import wizard.jobdb\n",
-        "def f():\n    from wizard.presets import load_presets\n",
-        "if TYPE_CHECKING:\n    from wizard.changes import Prepared\n",
+        "from oom_wizard.plan import StepChoice\n",
+        "from oom_wizard import plan\n",
+        "import oom_wizard.jobdb\n",
+        "def f():\n    from oom_wizard.catalog import load_presets\n",
+        "if TYPE_CHECKING:\n    from oom_wizard.changes import Prepared\n",
     ],
 )
 def test_the_import_rule_catches_a_domain_import(source: str) -> None:
@@ -109,26 +121,26 @@ def test_the_import_rule_catches_a_domain_import(source: str) -> None:
 
 
 def test_the_import_rule_lets_the_service_through() -> None:
-    source = "from wizard.service import WizardState\nfrom wizard import spelling\n"
+    source = "from oom_wizard.service import WizardState\nfrom oom_wizard import spelling\n"
     assert domain_imports(source) == []
 
 
 def test_no_stage_imports_the_app() -> None:
-    """``screens.app`` imports the stages and nothing imports it back: no import cycle."""
+    """``oom_wizard.screens.app`` imports the stages and nothing imports it back (no cycle)."""
     importers = [
         path.name
         for path in sorted((REPO / "screens").glob("*.py"))
-        if path.name not in {"app.py", *EXEMPT}
+        if path.name != "app.py"
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-        if isinstance(node, ast.ImportFrom) and node.module == "screens.app"
+        if isinstance(node, ast.ImportFrom) and node.module == "oom_wizard.screens.app"
     ]
     assert importers == []
 
 
 PLANNER_PROBE = """
 import json, sys
-import wizard.plan, wizard.scaleup, wizard.estimate, wizard.fields
-print(json.dumps(sorted(m for m in sys.modules if m.startswith("wizard."))))
+import oom_wizard.plan, oom_wizard.scaleup, oom_wizard.estimate, oom_wizard.fields
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("oom_wizard."))))
 """
 
 
@@ -144,5 +156,7 @@ def test_the_planner_imports_no_file_writer() -> None:
         check=True,
     )
     loaded = set(json.loads(completed.stdout.strip().splitlines()[-1]))
-    assert "wizard.change" in loaded
-    assert loaded.isdisjoint({"wizard.save", "wizard.changes", "wizard.jobdb", "wizard.service"})
+    assert "oom_wizard.change" in loaded
+    assert loaded.isdisjoint(
+        {"oom_wizard.save", "oom_wizard.changes", "oom_wizard.jobdb", "oom_wizard.service"}
+    )

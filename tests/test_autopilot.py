@@ -15,6 +15,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from oom_wizard.autopilot import Settings, autopilot
+from oom_wizard.changelog import ChangeLog, changelog_path_for, read_changelog
+from oom_wizard.cli import main
+from oom_wizard.diagnosis import Diagnosis
+from oom_wizard.document import load_document
+from oom_wizard.paths import parse_path
+from oom_wizard.trainer import group_alive
 
 from tests.autopilot_support import (
     DEMO,
@@ -26,13 +33,6 @@ from tests.autopilot_support import (
     play,
     write_config,
 )
-from wizard.autopilot import Settings, autopilot
-from wizard.changelog import ChangeLog, changelog_path_for, read_changelog
-from wizard.cli import main
-from wizard.diagnosis import Diagnosis
-from wizard.document import load_document
-from wizard.paths import parse_path
-from wizard.trainer import group_alive
 
 WIZARD = Path(sys.executable).with_name("oom-wizard")
 

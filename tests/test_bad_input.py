@@ -1,8 +1,8 @@
 """Bad input: one line on stderr, exit status 2, nothing written, the source untouched.
 
 Each entry of the catalogue in issue 2 is one test. Most run the command line in
-process (``wizard.cli.main``); the last test runs a few of them through
-``python -m wizard`` in a real process to show that no traceback reaches the user.
+process (``oom_wizard.cli.main``); the last test runs a few of them through
+``python -m oom_wizard`` in a real process to show that no traceback reaches the user.
 The line must read ``oom-wizard: error: FILE:LINE:COL: message`` where the problem has a
 position, and ``oom-wizard: error: FILE: message`` where it does not.
 """
@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from wizard.cli import main
+from oom_wizard.cli import main
 
 BATCH = "config.process[0].train.batch_size=1"
 
@@ -455,7 +454,7 @@ def test_python_dash_m_wizard_prints_one_line_and_exits_2(frozen, tmp_path, case
     frozen.freeze()
 
     completed = subprocess.run(
-        [sys.executable, "-m", "wizard", "set", str(path), BATCH],
+        [sys.executable, "-m", "oom_wizard", "set", str(path), BATCH],
         capture_output=True,
         text=True,
         timeout=60,
@@ -698,7 +697,7 @@ def test_a_full_standard_output_is_one_line_that_says_what_was_saved(tmp_path):
     source.write_text(GOOD, encoding="utf-8")
     with open("/dev/full", "w") as full:
         completed = subprocess.run(
-            [sys.executable, "-m", "wizard", "set", str(source), BATCH, "-o", "out.yaml"],
+            [sys.executable, "-m", "oom_wizard", "set", str(source), BATCH, "-o", "out.yaml"],
             stdout=full,
             stderr=subprocess.PIPE,
             text=True,
@@ -720,7 +719,7 @@ def test_a_diagnosis_to_a_full_standard_output_writes_nothing_and_says_so(tmp_pa
     source.write_text(GOOD, encoding="utf-8")
     with open("/dev/full", "w") as full:
         completed = subprocess.run(
-            [sys.executable, "-m", "wizard", "plan", str(source)],
+            [sys.executable, "-m", "oom_wizard", "plan", str(source)],
             stdout=full,
             stderr=subprocess.PIPE,
             text=True,

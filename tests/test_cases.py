@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from oom_wizard.diagnosis import diagnose
+from oom_wizard.document import load_document
+from oom_wizard.logscan import scan_log
 
 from tests.corpus import shared_cases
-from wizard.diagnosis import diagnose
-from wizard.document import load_document
-from wizard.logscan import scan_log
 
 CASE_DIRS = shared_cases()
 

@@ -1,15 +1,15 @@
-"""Tests of ``wizard.changes``: preparing is in memory only; committing extends the right log."""
+"""Tests of ``oom_wizard.changes``: preparing is in memory only; committing extends the right
+log."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
-from wizard.changelog import read_changelog
-from wizard.changes import Change, commit, prepare
-from wizard.document import load_document
-from wizard.errors import WizardError
+from oom_wizard.changelog import read_changelog
+from oom_wizard.changes import Change, commit, prepare
+from oom_wizard.document import load_document
+from oom_wizard.errors import WizardError
 
 JOB = """\
 job: extension

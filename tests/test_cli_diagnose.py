@@ -1,6 +1,6 @@
 """``oom-wizard diagnose``: the command line's ``main`` called in-process (its status, stdout and
 stderr, with the environment a terminal would give it), and once as users run it,
-``python -m wizard diagnose`` in a subprocess."""
+``python -m oom_wizard diagnose`` in a subprocess."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def test_python_m_wizard_runs_diagnose(tmp_path: Path) -> None:
     config.write_text(CONFIG, encoding="utf-8")
     log = tmp_path / "log.txt"
     log.write_text(BASELINE_CRASH, encoding="utf-8")
-    command = [sys.executable, "-m", "wizard", "diagnose", str(config), "--log", str(log)]
+    command = [sys.executable, "-m", "oom_wizard", "diagnose", str(config), "--log", str(log)]
     done = subprocess.run(
         [*command, "--no-probe", "--json"],
         capture_output=True,
@@ -254,7 +254,7 @@ def test_diagnose_imports_no_textual(job: tuple[Path, Path]) -> None:
     config, log = job
     code = (
         "import sys\n"
-        "from wizard.cli import main\n"
+        "from oom_wizard.cli import main\n"
         f"status = main(['diagnose', {str(config)!r}, '--log', {str(log)!r}, '--no-probe'])\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'screens'))\n"
         "print('LOADED', loaded, status)\n"

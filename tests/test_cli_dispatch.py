@@ -7,10 +7,10 @@ import argparse
 from pathlib import Path
 
 import pytest
+from oom_wizard import cli as cli_module
+from oom_wizard.commands import open_cmd
 
 from tests.plan_support import cli
-from wizard import cli as cli_module
-from wizard.commands import open_cmd
 
 
 @pytest.fixture

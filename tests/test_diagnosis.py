@@ -8,19 +8,18 @@ import json
 from typing import Any, Literal
 
 import pytest
-
-from wizard.changelog import ChangeEntry, ChangeLog, FileRef, RunRecord
-from wizard.diagnosis import (
+from oom_wizard.changelog import ChangeEntry, ChangeLog, FileRef, RunRecord
+from oom_wizard.diagnosis import (
     EARLY_STEP_LIMIT,
     Answers,
     Diagnosis,
     conservative,
     diagnose,
 )
-from wizard.errors import WizardError
-from wizard.logscan import LogScan, scan_text
-from wizard.probe import GpuInfo, GpuProcess, ProbeResult
-from wizard.view import JobView, build_view
+from oom_wizard.errors import WizardError
+from oom_wizard.logscan import LogScan, scan_text
+from oom_wizard.probe import GpuInfo, GpuProcess, ProbeResult
+from oom_wizard.view import JobView, build_view
 
 BASE: dict[str, Any] = {
     "job": "extension",

@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-
-from wizard.document import (
+from oom_wizard.document import (
     MISSING,
     JobDocument,
     RemoveKey,
@@ -20,8 +19,8 @@ from wizard.document import (
     parse_document,
     same_value,
 )
-from wizard.errors import ConfigError, EditError
-from wizard.yamledit import YamlText
+from oom_wizard.errors import ConfigError, EditError
+from oom_wizard.yamledit import YamlText
 
 MINIMAL = """\
 job: extension

@@ -1,17 +1,17 @@
-"""Tests of ``wizard.estimate``: direction, and figures that follow from each step's fields."""
+"""Tests of ``oom_wizard.estimate``: direction, and figures that follow from each step's fields."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from oom_wizard.catalog import MOMENTS
+from oom_wizard.changes import Change
+from oom_wizard.errors import ConfigError
+from oom_wizard.estimate import CHECKPOINTING_OFF_FACTOR, MemoryEstimate, estimate
+from oom_wizard.plan import StepChoice, build_plan, changes_for
 
 from tests.plan_support import P0, document, job
-from wizard.changes import Change
-from wizard.errors import ConfigError
-from wizard.estimate import CHECKPOINTING_OFF_FACTOR, MemoryEstimate, estimate
-from wizard.plan import StepChoice, build_plan, changes_for
-from wizard.presets import MOMENTS
 
 HEAVY = job(
     arch="wan21:14b",

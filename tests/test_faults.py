@@ -3,7 +3,7 @@
 Three campaigns, all on real files, the last two on real child processes (``os.fork`` of
 this process, which has the code imported already, so a child costs milliseconds):
 
-- every write step of a save fails in turn (through ``wizard.save.STEP_HOOK``, the seam the
+- every write step of a save fails in turn (through ``oom_wizard.save.STEP_HOOK``, the seam the
   save code calls before each step), in process: the command exits 2 with one true line,
   and the folder is exactly as it was (with ``--force``, the replaced files are still there);
 - every write step is hit by SIGKILL, SIGTERM and SIGINT in turn (the hook sends the signal
@@ -32,9 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from wizard import save as save_module
-from wizard.cli import main
+from oom_wizard import save as save_module
+from oom_wizard.cli import main
 
 EDIT = "config.process[0].train.batch_size=2"
 PROMPT = "a photo of a red fox sitting in tall grass at sunrise, soft light, 35mm, " * 10
@@ -468,7 +467,7 @@ def test_ctrl_c_of_python_dash_m_wizard_never_prints_a_traceback(tmp_path, fract
     import subprocess
 
     case = make_case(tmp_path, force=False, prompts=LARGE_PROMPTS)
-    command = [sys.executable, "-m", "wizard", *case.args()]
+    command = [sys.executable, "-m", "oom_wizard", *case.args()]
     started = time.perf_counter()
     subprocess.run(command, capture_output=True, check=True, timeout=120)
     took = time.perf_counter() - started

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from oom_wizard.follow import Follower, LiveJob
+from oom_wizard.logscan import LiveScan, scan_log, scan_text
 
 from tests.autopilot_support import FAKE, SCENARIOS, write_config
-from wizard.follow import Follower, LiveJob
-from wizard.logscan import LiveScan, scan_log, scan_text
 
 REPORTS = Path(__file__).parent / "fixtures" / "reports"
 

@@ -1,4 +1,5 @@
-"""Tests of ``wizard.jobdb`` against real SQLite files shaped like AI Toolkit's ``aitk_db.db``."""
+"""Tests of ``oom_wizard.jobdb`` against real SQLite files shaped like AI Toolkit's
+``aitk_db.db``."""
 
 from __future__ import annotations
 
@@ -11,6 +12,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from oom_wizard.changes import Change, Prepared, prepare
+from oom_wizard.document import load_document
+from oom_wizard.errors import ConfigError, JobDatabaseError
+from oom_wizard.jobdb import (
+    AsNew,
+    DbJob,
+    InPlace,
+    find_db,
+    job_changelog_path,
+    job_document,
+    list_jobs,
+    load_job,
+    locate_job_log,
+    read_job_changelog,
+    restore_job,
+    save_to_db,
+)
+from oom_wizard.paths import parse_path
 
 from tests import exactness
 from tests.aitk_db import (
@@ -25,24 +44,6 @@ from tests.aitk_db import (
     stringify,
     ui_job_config,
 )
-from wizard.changes import Change, Prepared, prepare
-from wizard.document import load_document
-from wizard.errors import ConfigError, JobDatabaseError
-from wizard.jobdb import (
-    AsNew,
-    DbJob,
-    InPlace,
-    find_db,
-    job_changelog_path,
-    job_document,
-    list_jobs,
-    load_job,
-    locate_job_log,
-    read_job_changelog,
-    restore_job,
-    save_to_db,
-)
-from wizard.paths import parse_path
 
 BATCH = parse_path("config.process[0].train.batch_size")
 CHECKPOINTING = parse_path("config.process[0].train.gradient_checkpointing")
@@ -766,7 +767,7 @@ def test_a_kill_during_the_database_commit_is_named_as_such(db: Path) -> None:
     import os
     import signal
 
-    from wizard import save as save_module
+    from oom_wizard import save as save_module
 
     original = load_job(db, "my_lora").job_config
     pid = os.fork()
@@ -791,7 +792,7 @@ def test_a_kill_during_the_database_commit_is_named_as_such(db: Path) -> None:
 
 
 def test_a_wal_database_that_cannot_get_its_side_files_says_so(tmp_path: Path) -> None:
-    from wizard.jobdb import _database_error
+    from oom_wizard.jobdb import _database_error
 
     db = make_db(tmp_path / "aitk_db.db")
     conn = sqlite3.connect(db)

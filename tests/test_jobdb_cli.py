@@ -7,21 +7,21 @@ import json
 from pathlib import Path
 
 import pytest
-from rich.console import Console
-
-from tests.aitk_db import add_job, all_rows, job_row, make_db
-from wizard.changes import Change, prepare
-from wizard.cli import main
-from wizard.commands._jobdb import (
+from oom_wizard.changes import Change, prepare
+from oom_wizard.cli import main
+from oom_wizard.commands._jobdb import (
     add_db_arguments,
     print_db_saved,
     save_mode,
     wants_db,
 )
-from wizard.errors import WizardError
-from wizard.jobdb import AsNew, InPlace, job_document, load_job, save_to_db
-from wizard.paths import parse_path
-from wizard.service import JobRequest, open_job
+from oom_wizard.errors import WizardError
+from oom_wizard.jobdb import AsNew, InPlace, job_document, load_job, save_to_db
+from oom_wizard.paths import parse_path
+from oom_wizard.service import JobRequest, open_job
+from rich.console import Console
+
+from tests.aitk_db import add_job, all_rows, job_row, make_db
 
 BATCH = parse_path("config.process[0].train.batch_size")
 

@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
-from wizard.errors import ConfigError
-from wizard.jobdir import locate_job
+from oom_wizard.errors import ConfigError
+from oom_wizard.jobdir import locate_job
 
 CONFIG = {
     "job": "extension",

@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from wizard.document import (
+from oom_wizard.document import (
     Edit,
     JobDocument,
     RemoveKey,
@@ -17,8 +16,8 @@ from wizard.document import (
     parse_document,
     strip_json_comments,
 )
-from wizard.errors import ConfigError, EditError
-from wizard.paths import FieldPath
+from oom_wizard.errors import ConfigError, EditError
+from oom_wizard.paths import FieldPath
 
 P0: FieldPath = ("config", "process", 0)
 

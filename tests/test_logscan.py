@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from wizard.errors import LogError, PresetError
-from wizard.logscan import (
+from oom_wizard.errors import LogError, PresetError
+from oom_wizard.logscan import (
     MAX_SEGMENT_BYTES,
     SIGNALS,
     LogScan,

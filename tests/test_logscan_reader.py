@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from wizard.logread import (
+from oom_wizard.logread import (
     NON_ASCII_FOLDS,
     ScanCancelled,
     Watch,
@@ -27,7 +26,7 @@ from wizard.logread import (
     watching,
     window_pattern,
 )
-from wizard.logscan import (
+from oom_wizard.logscan import (
     LogMarkers,
     LogScan,
     _unnamed,

@@ -17,13 +17,15 @@ import stat
 from pathlib import Path
 
 import pytest
+from oom_wizard.changelog import changelog_path_for
+from oom_wizard.commands.demo import IMAGE_JOB
+from oom_wizard.screens.app import create_app
+from oom_wizard.screens.result import ResultScreen
+from oom_wizard.screens.review import ReviewScreen
+from oom_wizard.screens.step import StepScreen
+from oom_wizard.screens.widgets import Tick
 from textual.widgets import Static
 
-from screens.app import create_app
-from screens.result import ResultScreen
-from screens.review import ReviewScreen
-from screens.step import StepScreen
-from screens.widgets import Tick
 from tests.app_support import demo_folder
 from tests.parity_support import (
     CASES,
@@ -38,8 +40,6 @@ from tests.parity_support import (
     through_cli,
 )
 from tests.plan_support import cli, job, write_job
-from wizard.changelog import changelog_path_for
-from wizard.commands.demo import IMAGE_JOB
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)

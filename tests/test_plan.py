@@ -1,16 +1,15 @@
-"""Tests of ``wizard.plan``: step order, exact proposals, defaults, choices, JSON shape."""
+"""Tests of ``oom_wizard.plan``: step order, exact proposals, defaults, choices, JSON shape."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-
-from tests.plan_support import P0, document, job
-from wizard.document import MISSING
-from wizard.errors import ConfigError, WizardError
-from wizard.paths import format_path
-from wizard.plan import (
+from oom_wizard.catalog import ModelKind, load_presets
+from oom_wizard.document import MISSING
+from oom_wizard.errors import ConfigError, WizardError
+from oom_wizard.paths import format_path
+from oom_wizard.plan import (
     FieldProposal,
     Plan,
     StepChoice,
@@ -21,7 +20,8 @@ from wizard.plan import (
     rewrite_prompt_flags,
     smaller_size,
 )
-from wizard.presets import ModelKind, load_presets
+
+from tests.plan_support import P0, document, job
 
 # The procedure as DESIGN.md states it (deliberately not read from presets/).
 LADDER = {

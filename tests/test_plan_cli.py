@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
+from oom_wizard.commands.demo import VIDEO_JOB, copy_demo
 
 from tests.plan_support import cli, job, write_job
-from wizard.commands.demo import VIDEO_JOB, copy_demo
 
 TREE = job(
     arch="wan21:14b",

@@ -15,18 +15,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from oom_wizard.changelog import ChangeLog, read_changelog
+from oom_wizard.changes import commit, prepare
+from oom_wizard.document import MISSING, JobDocument, load_document
+from oom_wizard.estimate import estimate
+from oom_wizard.paths import format_path
+from oom_wizard.plan import Plan, StepChoice, build_plan, changes_for, default_model_kind
 
 from tests.corpus import OWN_CONFIGS, needs_examples, own_configs, shared_example
 from tests.plan_support import cli, document, examples, job, write_job
-from wizard.changelog import ChangeLog, read_changelog
-from wizard.changes import commit, prepare
-from wizard.document import MISSING, JobDocument, load_document
-from wizard.estimate import estimate
-from wizard.paths import format_path
-from wizard.plan import Plan, StepChoice, build_plan, changes_for, default_model_kind
 
 FIXTURES = OWN_CONFIGS
-DEMO = Path(str(resources.files("presets") / "demo"))
+DEMO = Path(str(resources.files("oom_wizard.presets") / "demo"))
 MOMENTS = ["loading", "early_steps", "sampling", "intermittent"]
 PEAK = {"loading": "load", "early_steps": "training", "intermittent": "training"}
 
@@ -321,7 +321,7 @@ def test_sampling_off_comes_with_the_validation_run_and_says_so() -> None:
 
 
 def test_the_scale_up_gives_sampling_back_first_after_the_validation_run(tmp_path: Path) -> None:
-    from wizard.plan import next_scale_up
+    from oom_wizard.plan import next_scale_up
 
     source = write_job(
         tmp_path / "job.yaml",

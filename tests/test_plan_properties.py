@@ -15,15 +15,13 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from tests.plan_support import SCALE_UP_ORDER, document, write_job
-from tests.test_plan import expected_order
-from wizard.changelog import read_changelog
-from wizard.changes import commit, prepare
-from wizard.document import JobDocument, load_document
-from wizard.estimate import arch_facts, estimate
-from wizard.paths import format_path
-from wizard.plan import (
+from oom_wizard.catalog import load_presets
+from oom_wizard.changelog import read_changelog
+from oom_wizard.changes import commit, prepare
+from oom_wizard.document import JobDocument, load_document
+from oom_wizard.estimate import arch_facts, estimate
+from oom_wizard.paths import format_path
+from oom_wizard.plan import (
     Plan,
     StepChoice,
     build_plan,
@@ -31,7 +29,9 @@ from wizard.plan import (
     default_model_kind,
     next_scale_up,
 )
-from wizard.presets import load_presets
+
+from tests.plan_support import SCALE_UP_ORDER, document, write_job
+from tests.test_plan import expected_order
 
 ARCHS = [
     "flux",

@@ -1,4 +1,4 @@
-"""Tests of the shipped presets and of their loader, ``wizard.presets``."""
+"""Tests of the shipped presets and of their loader, ``oom_wizard.catalog``."""
 
 from __future__ import annotations
 
@@ -8,10 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from wizard.errors import PresetError
-from wizard.paths import parse_path
-from wizard.presets import (
+from oom_wizard.catalog import (
     ALL_STEP_IDS,
     MODEL_KINDS,
     MOMENTS,
@@ -25,6 +22,8 @@ from wizard.presets import (
     generic_field_key,
     load_presets,
 )
+from oom_wizard.errors import PresetError
+from oom_wizard.paths import parse_path
 
 UI_IMAGE_ARCHS = [
     "anima", "flux", "flux_kontext", "flex1", "flex2", "chroma", "zeta_chroma", "lumina2",
@@ -64,7 +63,7 @@ def facts_of(presets: Presets, arch: str) -> ArchFacts:
 @pytest.fixture
 def preset_copy(tmp_path: Path) -> Path:
     """A writable copy of the shipped preset folder."""
-    source = resources.files("presets")
+    source = resources.files("oom_wizard.presets")
     for name in ("archs.yaml", "ladders.yaml", "levers.yaml", "ui_fields.yaml"):
         (tmp_path / name).write_text((source / name).read_text(encoding="utf-8"), "utf-8")
     return tmp_path

@@ -36,11 +36,10 @@ from typing import Any, TypeVar
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from wizard.document import Edit, RemoveKey, SetValue, parse_document
-from wizard.paths import FieldPath
-from wizard.save import HEADER
-from wizard.yamlload import ToolkitLoader
+from oom_wizard.document import Edit, RemoveKey, SetValue, parse_document
+from oom_wizard.paths import FieldPath
+from oom_wizard.save import HEADER
+from oom_wizard.yamlload import ToolkitLoader
 
 T = TypeVar("T")
 Draw = Callable[[st.SearchStrategy[T]], T]

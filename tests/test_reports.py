@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 import yaml
-
-from wizard.diagnosis import diagnose
-from wizard.document import load_document
-from wizard.logscan import scan_log
+from oom_wizard.diagnosis import diagnose
+from oom_wizard.document import load_document
+from oom_wizard.logscan import scan_log
 
 REPORTS = Path(__file__).resolve().parent / "fixtures" / "reports"
 REPORT_DIRS = sorted(p for p in REPORTS.iterdir() if (p / "expected.yaml").is_file())

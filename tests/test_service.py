@@ -8,13 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
-
-from tests.plan_support import job, write_job
-from wizard.changelog import ChangeLog, DatabaseRecord, RunRecord, changelog_path_for
-from wizard.errors import WizardError
-from wizard.paths import format_path
-from wizard.plan import StepChoice
-from wizard.service import (
+from oom_wizard.changelog import ChangeLog, DatabaseRecord, RunRecord, changelog_path_for
+from oom_wizard.errors import WizardError
+from oom_wizard.paths import format_path
+from oom_wizard.plan import StepChoice
+from oom_wizard.service import (
     Answers,
     JobRequest,
     WizardState,
@@ -24,6 +22,8 @@ from wizard.service import (
     settle,
     start,
 )
+
+from tests.plan_support import job, write_job
 
 TREE = job(
     train={"batch_size": 4, "steps": 2000, "gradient_checkpointing": False},
@@ -45,7 +45,7 @@ def test_a_broken_change_log_stops_the_open(tmp_path: Path) -> None:
 
 def test_no_probe_means_no_probe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    monkeypatch.setattr("wizard.probe.probe_gpu", lambda: calls.append("probed"))
+    monkeypatch.setattr("oom_wizard.probe.probe_gpu", lambda: calls.append("probed"))
     config = write_job(tmp_path / "job.yaml", TREE)
     open_job(JobRequest(config, probe=False))
     assert calls == []

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from oom_wizard.screens.app import create_app
 from textual.pilot import Pilot
 from textual.widgets import OptionList
 
-from screens.app import create_app
 from tests.app_support import (
     UI_JOB,
     demo_app,
@@ -43,7 +43,7 @@ SHOWN_ROOT = "/tmp/oomw"
 
 
 class ShownRoot:
-    """``os`` for ``screens.result``: absolute paths under ``root`` are shown under
+    """``os`` for ``oom_wizard.screens.result``: absolute paths under ``root`` are shown under
     :data:`SHOWN_ROOT`, so that the run command reads the same on every run."""
 
     def __init__(self, root: Path) -> None:
@@ -124,8 +124,8 @@ STAGES: dict[str, tuple[str, Steps]] = {
 
 def rolled_back_demo() -> Path:
     """The demo folder after one roll-back saved with every default (for coming back)."""
-    from wizard.save import SaveResult
-    from wizard.service import JobRequest, ToFile, effective_choices, save, start
+    from oom_wizard.save import SaveResult
+    from oom_wizard.service import JobRequest, ToFile, effective_choices, save, start
 
     folder = demo_folder(Path.cwd())
     state = start(
@@ -152,9 +152,9 @@ def test_stage(
         ui_jobs_db(tmp_path)
         app = create_app(db=Path("aitk_db.db"), job=UI_JOB if which == "db_job" else None)
     elif which == "fixed":
-        import screens.result
+        from oom_wizard.screens import result
 
-        monkeypatch.setattr(screens.result, "os", ShownRoot(tmp_path))
+        monkeypatch.setattr(result, "os", ShownRoot(tmp_path))
         demo_folder(tmp_path)
         app = demo_app(Path("oom-wizard-demo"))
     else:

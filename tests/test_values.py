@@ -1,15 +1,15 @@
-"""Tests of ``wizard.values``: the checks a typed value gets before a step may use it."""
+"""Tests of ``oom_wizard.values``: the checks a typed value gets before a step may use it."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from oom_wizard.catalog import load_presets
+from oom_wizard.plan import StepChoice, build_plan, changes_for
+from oom_wizard.values import validate_value
 
 from tests.plan_support import P0, document, job
-from wizard.plan import StepChoice, build_plan, changes_for
-from wizard.presets import load_presets
-from wizard.values import validate_value
 
 PRESETS = load_presets()
 WAN = PRESETS.arch("wan21:14b")

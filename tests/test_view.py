@@ -1,4 +1,4 @@
-"""Tests of ``wizard.view``: defaults, presence, type errors with positions, placeholders."""
+"""Tests of ``oom_wizard.view``: defaults, presence, type errors with positions, placeholders."""
 
 from __future__ import annotations
 
@@ -12,11 +12,9 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from tests.corpus import needs_shared, own_configs, shared_examples
-from wizard.errors import ConfigError
-from wizard.paths import FieldPath, parse_path
-from wizard.view import (
+from oom_wizard.errors import ConfigError
+from oom_wizard.paths import FieldPath, parse_path
+from oom_wizard.view import (
     TRAINING_PROCESS_TYPES,
     JobView,
     ProcessView,
@@ -24,6 +22,8 @@ from wizard.view import (
     build_view,
     size_flags,
 )
+
+from tests.corpus import needs_shared, own_configs, shared_examples
 
 
 class _ToolkitLoader(yaml.SafeLoader):
@@ -868,7 +868,7 @@ def test_any_value_gives_a_view_or_a_config_error(
 
 def test_rendered_size_reads_the_prompts_once_for_all_samples(monkeypatch) -> None:
     """Issue 12, item 12: one pass over the overrides, not one per sample (quadratic)."""
-    import wizard.view as view_module
+    import oom_wizard.view as view_module
 
     prompts = [f"p{i} --w 640" for i in range(200)]
     tree = {

@@ -1,4 +1,4 @@
-"""``python -m wizard``: the same entry point as the ``oom-wizard`` console script.
+"""``python -m oom_wizard``: the same entry point as the ``oom-wizard`` console script.
 
 A Ctrl-C that lands while the command line itself is still being imported ends the
 process quietly too (nothing can have been written yet).
@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 try:
-    from wizard.cli import main
+    from oom_wizard.cli import main
 except KeyboardInterrupt:
     print("oom-wizard: interrupted; nothing was written", file=sys.stderr)
     sys.exit(130)

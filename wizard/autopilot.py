@@ -1,6 +1,6 @@
 """The autopilot: run the trainer, and on an out-of-memory crash roll back one step and retry.
 
-Plain logic. The trainer is behind :class:`Runner` (``wizard.trainer`` runs a real child; a
+Plain logic. The trainer is behind :class:`Runner` (``oom_wizard.trainer`` runs a real child; a
 test can pass a function), the user behind :class:`Asker`. Each attempt's log is scanned
 and diagnosed with the same domain calls ``oom-wizard diagnose`` makes; a roll-back is
 planned and saved with the same calls ``oom-wizard apply`` makes (the plan's default steps,
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, Protocol
 
-from wizard.changelog import (
+from oom_wizard.changelog import (
     AttemptRecord,
     ChangeLog,
     FileRef,
@@ -42,16 +42,16 @@ from wizard.changelog import (
     now_iso,
     sha256_of,
 )
-from wizard.errors import WizardError
-from wizard.trainer import TrainerEnd
-from wizard.vocabulary import VALIDATION_RUN
+from oom_wizard.errors import WizardError
+from oom_wizard.trainer import TrainerEnd
+from oom_wizard.vocabulary import VALIDATION_RUN
 
 if TYPE_CHECKING:
-    from wizard.changes import Prepared
-    from wizard.diagnosis import Diagnosis
-    from wizard.document import JobDocument
-    from wizard.logscan import LogScan
-    from wizard.plan import Plan, StepChoice
+    from oom_wizard.changes import Prepared
+    from oom_wizard.diagnosis import Diagnosis
+    from oom_wizard.document import JobDocument
+    from oom_wizard.logscan import LogScan
+    from oom_wizard.plan import Plan, StepChoice
 
 Status = Literal["finished", "stopped", "interrupted"]
 EXIT_STATUS: Final[dict[Status, int]] = {"finished": 0, "stopped": 2, "interrupted": 130}
@@ -203,7 +203,7 @@ class _Loop:
     def run_once(
         self, config: Path, kind: Literal["full", "validation"]
     ) -> tuple[Attempt, LogScan]:
-        from wizard.logscan import scan_log
+        from oom_wizard.logscan import scan_log
 
         log = fresh_log_path(config)
         self.say(f"Attempt {len(self.attempts) + 1}: {kind} run of {config} (log {log})")
@@ -239,7 +239,7 @@ class _Loop:
         if log is None:
             self.pending.append(record)
             return
-        from wizard.save import atomic_write
+        from oom_wizard.save import atomic_write
 
         path = changelog_path_for(attempt.config)
         atomic_write(path, log.with_attempts([record]).to_json().encode(), replace=True)
@@ -281,7 +281,7 @@ def autopilot(
 
 
 def _downward(loop: _Loop, config: Path, kind: Literal["full", "validation"]) -> Outcome:
-    from wizard.document import load_document
+    from oom_wizard.document import load_document
 
     retries = 0
     while True:
@@ -344,9 +344,9 @@ def _downward(loop: _Loop, config: Path, kind: Literal["full", "validation"]) ->
 
 
 def _upward(loop: _Loop, config: Path) -> Outcome:
-    from wizard.changes import changelog_of, commit, prepare
-    from wizard.document import load_document
-    from wizard.scaleup import next_scale_up
+    from oom_wizard.changes import changelog_of, commit, prepare
+    from oom_wizard.document import load_document
+    from oom_wizard.scaleup import next_scale_up
 
     stable = config
     for _ in range(loop.settings.max_retries + 1):
@@ -412,9 +412,9 @@ def _upward(loop: _Loop, config: Path) -> Outcome:
 
 def _undo_last(loop: _Loop, config: Path, step: str) -> Path:
     """Roll back what the last scale-up of ``config`` re-added (a new config)."""
-    from wizard.changes import Change, changelog_of, commit, prepare
-    from wizard.document import MISSING, load_document
-    from wizard.paths import parse_path
+    from oom_wizard.changes import Change, changelog_of, commit, prepare
+    from oom_wizard.document import MISSING, load_document
+    from oom_wizard.paths import parse_path
 
     document = load_document(config)
     changelog = changelog_of(config)
@@ -436,8 +436,8 @@ def _undo_last(loop: _Loop, config: Path, step: str) -> Path:
 
 
 def _diagnose(scan: LogScan, document: JobDocument, config: Path) -> Diagnosis:
-    from wizard.changes import changelog_of
-    from wizard.diagnosis import diagnose
+    from oom_wizard.changes import changelog_of
+    from oom_wizard.diagnosis import diagnose
 
     return diagnose(scan, document.view(), changelog=changelog_of(config))
 
@@ -450,8 +450,8 @@ def _roll_back(
     loop: _Loop, document: JobDocument, diagnosis: Diagnosis, attempt: Attempt
 ) -> tuple[Path, Literal["full", "validation"]] | str:
     """Save the next roll-back; the new config and its run kind, or why nothing is left."""
-    from wizard.changes import changelog_of, commit, prepare
-    from wizard.plan import build_plan, changes_for, default_model_kind
+    from oom_wizard.changes import changelog_of, commit, prepare
+    from oom_wizard.plan import build_plan, changes_for, default_model_kind
 
     assert diagnosis.moment is not None
     changelog = changelog_of(document.source)
@@ -491,7 +491,7 @@ def _roll_back(
 
 def _choices(plan: Plan, validate: bool, steps: int) -> dict[str, StepChoice] | None:
     """The plan's defaults, with the short validation run on (at ``steps``) or off."""
-    from wizard.plan import StepChoice
+    from oom_wizard.plan import StepChoice
 
     choices = {step.id: StepChoice(step_id=step.id, enabled=step.default_on) for step in plan.steps}
     run = plan.step(VALIDATION_RUN)
@@ -518,8 +518,8 @@ def _nothing_left(loop: _Loop, attempt: Attempt, diagnosis: Diagnosis) -> str:
 
 def _restore_steps(loop: _Loop, document: JobDocument) -> Path | None:
     """After a passed validation run: the config with the original step count, saved."""
-    from wizard.changes import changelog_of, commit, prepare
-    from wizard.scaleup import pending_scale_ups
+    from oom_wizard.changes import changelog_of, commit, prepare
+    from oom_wizard.scaleup import pending_scale_ups
 
     changelog = changelog_of(document.source)
     if changelog is None:
@@ -539,9 +539,9 @@ def _restore_steps(loop: _Loop, document: JobDocument) -> Path | None:
 
 def _still_short(config: Path) -> bool:
     """Whether ``config`` still runs the short validation step count (a scale-up restores it)."""
-    from wizard.changes import changelog_of
-    from wizard.document import load_document
-    from wizard.scaleup import pending_scale_ups
+    from oom_wizard.changes import changelog_of
+    from oom_wizard.document import load_document
+    from oom_wizard.scaleup import pending_scale_ups
 
     changelog = changelog_of(config)
     if changelog is None:
@@ -572,7 +572,7 @@ def _outcome(end: TrainerEnd, scan: LogScan, kind: str) -> str:
 
 def _own_changelog(config: Path) -> ChangeLog | None:
     """The change log beside ``config`` when it describes it; a broken one is not used."""
-    from wizard.changes import changelog_of
+    from oom_wizard.changes import changelog_of
 
     try:
         return changelog_of(config)

@@ -1,7 +1,7 @@
 """One field change, the value the planner, the scale-up and the commands hand to the writer.
 
 It lives beside the document (it is a document edit with its step and reason) and apart
-from the save pipeline (:mod:`wizard.changes`, :mod:`wizard.save`), so that planning a
+from the save pipeline (:mod:`oom_wizard.changes`, :mod:`oom_wizard.save`), so that planning a
 roll-back imports no file writer.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from wizard.document import MISSING, Edit, RemoveKey, SetValue
-from wizard.paths import FieldPath
+from oom_wizard.document import MISSING, Edit, RemoveKey, SetValue
+from oom_wizard.paths import FieldPath
 
 
 @dataclass(frozen=True)

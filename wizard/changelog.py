@@ -18,6 +18,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from oom_wizard.errors import WizardError
+from oom_wizard.frozen import FrozenModel
 from pydantic import (
     ConfigDict,
     Field,
@@ -25,9 +27,6 @@ from pydantic import (
     ValidationError,
     model_serializer,
 )
-
-from wizard.errors import WizardError
-from wizard.frozen import FrozenModel
 
 FORMAT: Final = "oom-wizard-changelog/1"
 CHANGELOG_SUFFIX: Final = ".changelog.json"
@@ -272,8 +271,8 @@ def read_changelog(path: Path) -> ChangeLog:
     Raises:
         WizardError: the file is missing, not JSON, or not an oom-wizard change log.
     """
-    from wizard.document import NotRegularFile, read_regular_file
-    from wizard.yamlload import check_limits
+    from oom_wizard.document import NotRegularFile, read_regular_file
+    from oom_wizard.yamlload import check_limits
 
     try:
         data = read_regular_file(path, MAX_CHANGELOG_BYTES + 1)

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from wizard.change import Change
-from wizard.changelog import (
+from oom_wizard.change import Change
+from oom_wizard.changelog import (
     ChangeEntry,
     ChangeLog,
     Direction,
@@ -28,10 +28,10 @@ from wizard.changelog import (
     read_changelog,
     sha256_of,
 )
-from wizard.document import MISSING, JobDocument, same_value
-from wizard.errors import ConfigError, EditError
-from wizard.paths import FieldPath, format_path
-from wizard.save import SaveResult, default_output_path, save
+from oom_wizard.document import MISSING, JobDocument, same_value
+from oom_wizard.errors import ConfigError, EditError
+from oom_wizard.paths import FieldPath, format_path
+from oom_wizard.save import SaveResult, default_output_path, save
 
 __all__ = ["Change", "Prepared", "changelog_of", "commit", "prepare", "unified_diff"]
 

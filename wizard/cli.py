@@ -1,6 +1,6 @@
 """The command line, and the composition root.
 
-Each subcommand lives in ``wizard.commands`` as a module with ``add_parser`` and
+Each subcommand lives in ``oom_wizard.commands`` as a module with ``add_parser`` and
 ``run``, listed in :data:`COMMANDS`; the first argument picks one (``open``, the wizard,
 when it names none). This is the one place that turns a ``WizardError`` into one line on stderr
 and exit status 2, and the one place that may load ``screens`` (lazily, to start
@@ -21,8 +21,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Final
 
-from wizard import __version__
-from wizard.commands import (
+from oom_wizard import __version__
+from oom_wizard.commands import (
     apply,
     demo,
     diagnose,
@@ -35,7 +35,7 @@ from wizard.commands import (
     set_cmd,
     watch,
 )
-from wizard.errors import PROGRAM, WizardError, error_line, os_error_line
+from oom_wizard.errors import PROGRAM, WizardError, error_line, os_error_line
 
 PROG = PROGRAM
 EXIT_OK = 0
@@ -148,7 +148,7 @@ def _main(args_list: list[str]) -> int:
     try:
         options, rest = _global_options(args_list)
         debug = bool(options.debug)
-        from wizard.save import recover
+        from oom_wizard.save import recover
 
         with contextlib.suppress(OSError):
             recover(Path.cwd())
@@ -201,7 +201,7 @@ def _internal(exc: Exception, debug: bool) -> int:
 def _written() -> tuple[Path, ...]:
     """What saves of this process have written so far (nothing before the save code loads:
     never imported here, so a Ctrl-C during the imports cannot fail again)."""
-    save = sys.modules.get("wizard.save")
+    save = sys.modules.get("oom_wizard.save")
     written = getattr(save, "written_this_process", None)
     return written() if callable(written) else ()
 

@@ -25,13 +25,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
-from wizard.errors import ConfigError, EditError
-from wizard.jsonedit import JsonText, duplicate_keys
-from wizard.paths import MISSING as MISSING
-from wizard.paths import FieldPath, format_path
-from wizard.view import JobView, build_view
-from wizard.yamledit import YamlText
-from wizard.yamlload import ComposedYaml, check_limits, compose, construct
+from oom_wizard.errors import ConfigError, EditError
+from oom_wizard.jsonedit import JsonText, duplicate_keys
+from oom_wizard.paths import MISSING as MISSING
+from oom_wizard.paths import FieldPath, format_path
+from oom_wizard.view import JobView, build_view
+from oom_wizard.yamledit import YamlText
+from oom_wizard.yamlload import ComposedYaml, check_limits, compose, construct
 
 Format: TypeAlias = Literal["yaml", "json"]
 

@@ -79,10 +79,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, Literal
 
-from wizard.change import Change
-from wizard.document import JobDocument, apply_edits
-from wizard.presets import ArchFacts, FrameGrid, Presets, load_presets
-from wizard.view import DatasetView, JobView, ProcessView, SampleView, build_view
+from oom_wizard.catalog import ArchFacts, FrameGrid, Presets, load_presets
+from oom_wizard.change import Change
+from oom_wizard.document import JobDocument, apply_edits
+from oom_wizard.view import DatasetView, JobView, ProcessView, SampleView, build_view
 
 CHECKPOINTING_OFF_FACTOR: Final = 4.0
 """Activation load without gradient checkpointing, relative to with it (rough)."""
@@ -208,7 +208,7 @@ def estimate(
 
     Args:
         document: Today's config.
-        changes: The changes to weigh (as :func:`wizard.plan.changes_for` makes them).
+        changes: The changes to weigh (as :func:`oom_wizard.plan.changes_for` makes them).
         model_kind: ``video`` counts frames; ``image`` counts one frame per sample.
         presets: The preset data (default: the shipped presets).
 

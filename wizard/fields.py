@@ -12,13 +12,12 @@ from functools import cache
 from typing import Any
 
 import yaml
-
-from wizard.change import Change
-from wizard.document import MISSING, JobDocument
-from wizard.errors import EditError, WizardError
-from wizard.paths import FieldPath, format_path, parse_path
-from wizard.view import DatasetView, ModelView, SampleItem, SampleView, TrainView
-from wizard.yamlload import ToolkitLoader
+from oom_wizard.change import Change
+from oom_wizard.document import MISSING, JobDocument
+from oom_wizard.errors import EditError, WizardError
+from oom_wizard.paths import FieldPath, format_path, parse_path
+from oom_wizard.view import DatasetView, ModelView, SampleItem, SampleView, TrainView
+from oom_wizard.yamlload import ToolkitLoader
 
 
 def parse_assignment(text: str, document: JobDocument) -> Change:
@@ -50,8 +49,8 @@ def parse_unset(text: str, document: JobDocument) -> Change:
 
 def parse_value(text: str, path: FieldPath) -> Any:
     """A YAML scalar or flow list, read with AI Toolkit's loader."""
-    from wizard.errors import ConfigError
-    from wizard.yamlload import check_limits
+    from oom_wizard.errors import ConfigError
+    from oom_wizard.yamlload import check_limits
 
     try:
         check_limits(text, format_path(path), what="this value")

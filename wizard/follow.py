@@ -6,7 +6,7 @@ Toolkit's rotation (the UI moves the old ``log.txt`` to ``logs/<n>_log.txt`` and
 one): the rest of the old file is read first, then the new one from its start. It never
 writes anything.
 
-:class:`LiveJob` feeds those bytes to the log scanner's rules (:class:`wizard.logscan.LiveScan`,
+:class:`LiveJob` feeds those bytes to the log scanner's rules (:class:`oom_wizard.logscan.LiveScan`,
 the same rules ``diagnose`` uses) and keeps what the live screen shows: the phase, step/total,
 the time left, the s/it of every new training-bar step, the skip banners, and the warnings as
 they happen: an OOM skip with its step; a stall (no new step for ``stall_s`` seconds while the
@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Final, Literal
 
-from wizard.logscan import LiveScan, LogScan
+from oom_wizard.logscan import LiveScan, LogScan
 
 if TYPE_CHECKING:
-    from wizard.changelog import ChangeLog
-    from wizard.diagnosis import Diagnosis
-    from wizard.document import JobDocument
+    from oom_wizard.changelog import ChangeLog
+    from oom_wizard.diagnosis import Diagnosis
+    from oom_wizard.document import JobDocument
 
 READ_LIMIT: Final = 8 << 20
 """Bytes read per poll at most (a huge backlog is read over several polls)."""
@@ -308,8 +308,8 @@ def diagnose_crash(target: WatchTarget) -> CrashReport:
     Raises:
         WizardError: the config, the database job or the log cannot be read.
     """
-    from wizard.diagnosis import diagnose
-    from wizard.logscan import scan_log
+    from oom_wizard.diagnosis import diagnose
+    from oom_wizard.logscan import scan_log
 
     scan = scan_log(target.log)
     document, changelog = _job_of(target)
@@ -325,14 +325,14 @@ def diagnose_crash(target: WatchTarget) -> CrashReport:
 def _job_of(target: WatchTarget) -> tuple[JobDocument | None, ChangeLog | None]:
     """The config and its change log: from the file, or from the UI's database."""
     if target.db is not None and target.job is not None:
-        from wizard.jobdb import job_document, load_job, read_job_changelog
+        from oom_wizard.jobdb import job_document, load_job, read_job_changelog
 
         job = load_job(target.db, target.job)
         return job_document(job), read_job_changelog(job)
     if target.config is None:
         return None, None
-    from wizard.changes import changelog_of
-    from wizard.document import load_document
+    from oom_wizard.changes import changelog_of
+    from oom_wizard.document import load_document
 
     return load_document(target.config), changelog_of(target.config)
 
@@ -340,8 +340,8 @@ def _job_of(target: WatchTarget) -> tuple[JobDocument | None, ChangeLog | None]:
 def _first_step(
     document: JobDocument, diagnosis: Diagnosis, changelog: ChangeLog | None
 ) -> str | None:
-    from wizard.errors import WizardError
-    from wizard.plan import build_plan, default_model_kind
+    from oom_wizard.errors import WizardError
+    from oom_wizard.plan import build_plan, default_model_kind
 
     assert diagnosis.moment is not None
     kind = diagnosis.model_kind or default_model_kind(document)[0]
@@ -356,7 +356,7 @@ def _first_step(
         return "Every default step of this roll-back is already in the config."
     import json
 
-    from wizard.document import MISSING
+    from oom_wizard.document import MISSING
 
     fields = [
         f"{f.label} → {'(removed)' if f.after is MISSING else json.dumps(f.after, default=str)}"
@@ -396,8 +396,8 @@ def watch_db_target(db: Path, name: str, log: Path | None) -> WatchTarget:
     Raises:
         WizardError: no such database or job, or a job config that cannot be read.
     """
-    from wizard.jobdb import find_db, job_document, load_job, training_roots
-    from wizard.jobdir import LOG_FILE
+    from oom_wizard.jobdb import find_db, job_document, load_job, training_roots
+    from oom_wizard.jobdir import LOG_FILE
 
     found = find_db(db)
     job = load_job(found, name)
@@ -422,8 +422,8 @@ ROW_BUSY_S: Final = 0.2
 def read_job_row(db: Path, name: str, *, busy_timeout: float = ROW_BUSY_S) -> JobRow | None:
     """The job's row, read-only, in one short autocommit read; None when the database is busy
     or unreadable (the next poll tries again: the UI's writers never wait on us for long)."""
-    from wizard.errors import WizardError
-    from wizard.jobdb import load_job
+    from oom_wizard.errors import WizardError
+    from oom_wizard.jobdb import load_job
 
     try:
         job = load_job(db, name, busy_timeout=busy_timeout)
@@ -442,8 +442,8 @@ def watch_target(target: Path | None, log: Path | None) -> WatchTarget:
     Raises:
         WizardError: nothing to follow, or a config that cannot be read.
     """
-    from wizard.errors import WizardError
-    from wizard.jobdir import CLI_CONFIG, LOG_FILE, UI_CONFIG, locate_job
+    from oom_wizard.errors import WizardError
+    from oom_wizard.jobdir import CLI_CONFIG, LOG_FILE, UI_CONFIG, locate_job
 
     if target is None:
         if log is None:
@@ -454,7 +454,7 @@ def watch_target(target: Path | None, log: Path | None) -> WatchTarget:
         return WatchTarget(log or target / LOG_FILE, config, target.name)
     if not target.is_file():
         raise WizardError("no such file or folder", file=target)
-    from wizard.document import load_document
+    from oom_wizard.document import load_document
 
     document = load_document(target)
     name = str(document.get(("config", "name"), target.stem))

@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, TypeAlias
 
-from wizard.changelog import (
+from oom_wizard.changelog import (
     ChangeEntry,
     ChangeLog,
     DatabaseRecord,
@@ -45,11 +45,11 @@ from wizard.changelog import (
     read_changelog,
     sha256_of,
 )
-from wizard.changes import Change, Prepared, prepare
-from wizard.document import MAX_CONFIG_BYTES, JobDocument, parse_document
-from wizard.errors import ConfigError, JobDatabaseError, WizardError
-from wizard.jobdir import JobLocation, choose_log
-from wizard.save import atomic_write, forget_written, note_written, signals_held
+from oom_wizard.changes import Change, Prepared, prepare
+from oom_wizard.document import MAX_CONFIG_BYTES, JobDocument, parse_document
+from oom_wizard.errors import ConfigError, JobDatabaseError, WizardError
+from oom_wizard.jobdir import JobLocation, choose_log
+from oom_wizard.save import atomic_write, forget_written, note_written, signals_held
 
 #: How long we wait for the UI or a trainer to release the database, in seconds.
 BUSY_TIMEOUT_S: Final = 3.0

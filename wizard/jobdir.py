@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from wizard.errors import ConfigError
-from wizard.logscan import LogScan, scan_log
+from oom_wizard.errors import ConfigError
+from oom_wizard.logscan import LogScan, scan_log
 
 UI_CONFIG: Final = ".job_config.json"
 CLI_CONFIG: Final = "config.yaml"

@@ -15,9 +15,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from wizard.errors import EditError
-from wizard.paths import FieldPath, format_path
-from wizard.yamlload import duplicate_note
+from oom_wizard.errors import EditError
+from oom_wizard.paths import FieldPath, format_path
+from oom_wizard.yamlload import duplicate_note
 
 
 @dataclass

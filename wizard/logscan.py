@@ -7,7 +7,7 @@ never read whole: :func:`scan_log` streams it in fixed-size binary chunks and cu
 editor shows them, so every redraw of a bar shares its line's number.
 
 Three things keep this fast. Each chunk is first searched with one byte expression, the
-*trigger* (:mod:`wizard.logread`), built from the marker patterns themselves: it finds every
+*trigger* (:mod:`oom_wizard.logread`), built from the marker patterns themselves: it finds every
 line where some pattern could match, every progress bar and every line with an ANSI code; the
 other lines are only counted. A progress-bar segment (it holds ``%|``) costs a few byte
 comparisons: a redraw of the same bar as the previous segment is only remembered, and only the
@@ -18,7 +18,7 @@ patterns whose fixed text it holds; only a segment that matches one is looked at
 the tests compare the two.
 
 Reading reports its progress and can be cancelled between two chunks (``progress`` and
-``cancelled`` of :func:`scan_log`, or a :func:`wizard.logread.watching` block around a caller).
+``cancelled`` of :func:`scan_log`, or a :func:`oom_wizard.logread.watching` block around a caller).
 
 What the lines mean lives in ``presets/log_markers.yaml`` (:class:`LogMarkers`): it is a
 description of AI Toolkit's output, like every other fact about the toolkit. The formats of
@@ -56,11 +56,9 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, get_args
 
-from pydantic import AfterValidator, ConfigDict, Field, PrivateAttr
-
-from wizard.errors import LogError, PresetError
-from wizard.frozen import FrozenModel
-from wizard.logread import (
+from oom_wizard.errors import LogError, PresetError
+from oom_wizard.frozen import FrozenModel
+from oom_wizard.logread import (
     Cancelled,
     Progress,
     Readable,
@@ -69,6 +67,7 @@ from wizard.logread import (
     build_trigger,
     current_watch,
 )
+from pydantic import AfterValidator, ConfigDict, Field, PrivateAttr
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -356,7 +355,7 @@ class _Compiled:
 def load_log_markers(path: Path | None = None) -> LogMarkers:
     """Load and check the marker table (default: the shipped ``presets/log_markers.yaml``).
 
-    It is read like every other preset (:func:`wizard.presets.parse_preset`): an error names
+    It is read like every other preset (:func:`oom_wizard.catalog.parse_preset`): an error names
     the file, the line and the column of the value that is wrong.
 
     Raises:
@@ -370,11 +369,11 @@ def load_log_markers(path: Path | None = None) -> LogMarkers:
 
 @functools.cache
 def _shipped_markers() -> LogMarkers:
-    return _read_markers(resources.files("presets") / MARKERS_FILE)
+    return _read_markers(resources.files("oom_wizard.presets") / MARKERS_FILE)
 
 
 def _read_markers(file: Traversable) -> LogMarkers:
-    from wizard.presets import parse_preset
+    from oom_wizard.catalog import parse_preset
 
     markers = parse_preset(file, LogMarkers)
     try:
@@ -668,7 +667,7 @@ def scan_log(
         markers: The marker table (default: the shipped one).
         progress: Called after each chunk with (bytes read, file size).
         cancelled: Called after each chunk; when it returns True the reading stops.
-            Without either, those of an enclosing :func:`wizard.logread.watching` block.
+            Without either, those of an enclosing :func:`oom_wizard.logread.watching` block.
 
     Raises:
         LogError: the file is missing, a folder, or cannot be read.
@@ -985,7 +984,7 @@ class _Scanner:
     def _feed_triggered(self, block: bytes, trigger: re.Pattern[bytes]) -> None:
         """Only the lines where the trigger finds something go through the rules.
 
-        The others cannot match any pattern (see :mod:`wizard.logread`): they are counted.
+        The others cannot match any pattern (see :mod:`oom_wizard.logread`): they are counted.
         :meth:`_reads_next_line` says when the next line is read whatever it holds.
         """
         pos, size = 0, len(block)

@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from wizard.presets import ArchFacts, load_presets
-from wizard.view import ProcessView
-from wizard.vocabulary import ModelKind
+from oom_wizard.catalog import ArchFacts, load_presets
+from oom_wizard.view import ProcessView
+from oom_wizard.vocabulary import ModelKind
 
 VIDEO_PATH_HINT: Final = re.compile(
     r"(?<![a-z])(?:wan\d|ltx|hunyuan[\W_]?video|mochi|cogvideo|minimax|skyreels|video|[ti]2v)",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Final, TypeAlias
 
-from wizard.errors import WizardError
+from oom_wizard.errors import WizardError
 
 
 class _Missing:

@@ -26,7 +26,7 @@ they count as done when the latest roll-back run in the change log applied them;
 new crash after that retry (``new_crash=True``) moves them one rung further, and the step's
 note says so.
 
-The estimate and the scale-up live in :mod:`wizard.estimate` and :mod:`wizard.scaleup`
+The estimate and the scale-up live in :mod:`oom_wizard.estimate` and :mod:`oom_wizard.scaleup`
 and are re-exported here, so that callers need one import.
 """
 
@@ -39,21 +39,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Literal, Protocol, TypeAlias
 
-from wizard import spelling
-from wizard.change import Change
-from wizard.changelog import ChangeLog
-from wizard.document import MISSING, JobDocument, same_value
-from wizard.errors import ConfigError, WizardError
-from wizard.estimate import (
-    CRASHED_PEAK,
-    PEAK_WORDS,
-    MemoryEstimate,
-    arch_facts,
-    estimate,
-    frame_floor,
-)
-from wizard.paths import FieldPath, format_path
-from wizard.presets import (
+from oom_wizard import spelling
+from oom_wizard.catalog import (
     MODEL_KINDS,
     MOMENTS,
     VALIDATION_RUN,
@@ -67,9 +54,22 @@ from wizard.presets import (
     RecipeField,
     load_presets,
 )
-from wizard.scaleup import ScaleUp, next_scale_up, pending_scale_ups
-from wizard.view import ProcessView, SampleView
-from wizard.vocabulary import DEFAULT_MOMENT
+from oom_wizard.change import Change
+from oom_wizard.changelog import ChangeLog
+from oom_wizard.document import MISSING, JobDocument, same_value
+from oom_wizard.errors import ConfigError, WizardError
+from oom_wizard.estimate import (
+    CRASHED_PEAK,
+    PEAK_WORDS,
+    MemoryEstimate,
+    arch_facts,
+    estimate,
+    frame_floor,
+)
+from oom_wizard.paths import FieldPath, format_path
+from oom_wizard.scaleup import ScaleUp, next_scale_up, pending_scale_ups
+from oom_wizard.view import ProcessView, SampleView
+from oom_wizard.vocabulary import DEFAULT_MOMENT
 
 __all__ = [
     "DEFAULT_MOMENT",
@@ -106,7 +106,7 @@ ROLLBACK_RUNG_STEPS: Final[frozenset[AnyStepId]] = frozenset(
 
 
 class DiagnosisLike(Protocol):
-    """What the plan and its commands read from a diagnosis (``wizard.diagnosis.Diagnosis``)."""
+    """What the plan and its commands read from a diagnosis (``oom_wizard.diagnosis.Diagnosis``)."""
 
     @property
     def moment(self) -> str | None:
@@ -556,13 +556,13 @@ def _processes(document: JobDocument, presets: Presets, kind: ModelKind) -> list
 def default_model_kind(document: JobDocument, presets: Presets | None = None) -> tuple[str, str]:
     """The model kind of the config and where it comes from, for when nobody says.
 
-    The one rule of :func:`wizard.modelkind.find_model_kind` (the diagnosis and the app use
+    The one rule of :func:`oom_wizard.modelkind.find_model_kind` (the diagnosis and the app use
     it too); ``image`` when nothing in the config says.
 
     Returns:
         ``(kind, reason)``.
     """
-    from wizard.modelkind import find_model_kind
+    from oom_wizard.modelkind import find_model_kind
 
     found = find_model_kind(document.view().primary)
     if found.kind is None:
@@ -1331,8 +1331,8 @@ def changes_for(plan: Plan, choices: Mapping[str, StepChoice] | None = None) -> 
 
 
 def _is_increase(proposal: FieldProposal, after: Any) -> bool:
-    """Whether an edited value costs more memory than today's (see :mod:`wizard.values`)."""
-    from wizard.values import validate_value
+    """Whether an edited value costs more memory than today's (see :mod:`oom_wizard.values`)."""
+    from oom_wizard.values import validate_value
 
     return validate_value(proposal.path, after, None, before=proposal.before).increase
 

@@ -44,9 +44,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from wizard.changelog import ChangeLog, changelog_path_for, record_path
-from wizard.document import JobDocument
-from wizard.errors import SaveRefused
+from oom_wizard.changelog import ChangeLog, changelog_path_for, record_path
+from oom_wizard.document import JobDocument
+from oom_wizard.errors import SaveRefused
 
 OUTPUT_TAG: Final = "oomfix"
 HEADER: Final = (
@@ -191,7 +191,7 @@ def save(
         SaveRefused: a target is refused, or a write failed; either way the folders are
             as they were (the message says so, or says exactly what is not).
     """
-    from wizard.changelog import FileRef, sha256_of
+    from oom_wizard.changelog import FileRef, sha256_of
 
     source = source if source is not None else document.source
     log_path = changelog_path or changelog_path_for(output)
@@ -229,7 +229,7 @@ def _check_format(document: JobDocument, output: Path) -> None:
         "json" if suffix in (".json", ".jsonc") else "yaml" if suffix in (".yaml", ".yml") else None
     )
     if suffix == ".json" and document.fmt == "json":
-        from wizard.document import strip_json_comments
+        from oom_wizard.document import strip_json_comments
 
         if "/" in document.text and strip_json_comments(document.text) != document.text:
             raise SaveRefused(
@@ -496,7 +496,7 @@ def _unlink(path: Path) -> None:
 
 
 def _sha(data: bytes) -> str:
-    from wizard.changelog import sha256_of
+    from oom_wizard.changelog import sha256_of
 
     return sha256_of(data)
 
@@ -599,7 +599,7 @@ def _replay(journal: Path) -> list[Path]:
 
 
 def _holds(final: Path, sha: str) -> bool:
-    from wizard.changelog import sha256_of
+    from oom_wizard.changelog import sha256_of
 
     try:
         return final.is_file() and sha256_of(final.read_bytes()) == sha

@@ -21,11 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from wizard.change import Change
-from wizard.changelog import ChangeLog
-from wizard.document import MISSING, JobDocument, same_value
-from wizard.paths import parse_path
-from wizard.presets import AnyStepId, Presets, load_presets
+from oom_wizard.catalog import AnyStepId, Presets, load_presets
+from oom_wizard.change import Change
+from oom_wizard.changelog import ChangeLog
+from oom_wizard.document import MISSING, JobDocument, same_value
+from oom_wizard.paths import parse_path
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The application service: the one path from a request to a saved config, for both front ends.
 
-The command line (``wizard.commands``) and the app (``screens``) call only this module for a
+The command line (``oom_wizard.commands``) and the app (``screens``) call only this module for a
 job: they parse or render, it decides. It composes the domain (``jobdir``, ``jobdb``,
 ``document``, ``logscan``, ``diagnosis``, ``plan``, ``changes``) and holds the rules that must
 exist once:
@@ -18,7 +18,7 @@ exist once:
 - **Settling** (:func:`settle`): the user's :class:`Answers` (any field may be unsaid) with the
   log, the config and the probe give one diagnosis, one moment (answer, else the log, else
   :data:`~wizard.vocabulary.DEFAULT_MOMENT`), one model kind (answer, else
-  :func:`wizard.modelkind.find_model_kind`, else image), and one plan.
+  :func:`oom_wizard.modelkind.find_model_kind`, else image), and one plan.
 - **Recording** (:func:`save`, :func:`save_scale_up`): one run of the change log whose
   ``steps`` are the steps that changed a field (:func:`recorded_steps`); a step that was
   switched on but changed nothing is not recorded as applied.
@@ -36,7 +36,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
-from wizard.changelog import (
+from oom_wizard.catalog import MomentInfo
+from oom_wizard.changelog import (
     ChangeEntry,
     ChangeLog,
     Direction,
@@ -44,11 +45,11 @@ from wizard.changelog import (
     find_changelog,
     read_changelog,
 )
-from wizard.changes import Change, Prepared, commit, prepare
-from wizard.diagnosis import Answers, Diagnosis, diagnose
-from wizard.document import JobDocument, load_document
-from wizard.errors import WizardError
-from wizard.follow import (
+from oom_wizard.changes import Change, Prepared, commit, prepare
+from oom_wizard.diagnosis import Answers, Diagnosis, diagnose
+from oom_wizard.document import JobDocument, load_document
+from oom_wizard.errors import WizardError
+from oom_wizard.follow import (
     CrashReport,
     JobRow,
     LiveJob,
@@ -57,21 +58,20 @@ from wizard.follow import (
     diagnose_crash,
     read_job_row,
 )
-from wizard.jobdb import AsNew, DbJob, DbSaveResult, InPlace
-from wizard.logread import ScanCancelled, Watch, watching
-from wizard.modelkind import find_model_kind
-from wizard.paths import MISSING, format_path
-from wizard.plan import FieldProposal, MemoryEstimate, Plan, ScaleUp, StepChoice, StepProposal
-from wizard.presets import MomentInfo
-from wizard.probe import probe_gpu, read_host_memory
-from wizard.request import JobRequest
-from wizard.save import SaveResult
-from wizard.vocabulary import DEFAULT_MOMENT, VALIDATION_RUN, ModelKind, Moment
+from oom_wizard.jobdb import AsNew, DbJob, DbSaveResult, InPlace
+from oom_wizard.logread import ScanCancelled, Watch, watching
+from oom_wizard.modelkind import find_model_kind
+from oom_wizard.paths import MISSING, format_path
+from oom_wizard.plan import FieldProposal, MemoryEstimate, Plan, ScaleUp, StepChoice, StepProposal
+from oom_wizard.probe import probe_gpu, read_host_memory
+from oom_wizard.request import JobRequest
+from oom_wizard.save import SaveResult
+from oom_wizard.vocabulary import DEFAULT_MOMENT, VALIDATION_RUN, ModelKind, Moment
 
 if TYPE_CHECKING:
-    from wizard.jobdir import JobLocation
-    from wizard.logscan import LogScan
-    from wizard.probe import ProbeResult
+    from oom_wizard.jobdir import JobLocation
+    from oom_wizard.logscan import LogScan
+    from oom_wizard.probe import ProbeResult
 
 __all__ = [
     "MISSING",
@@ -220,7 +220,7 @@ def open_job(request: JobRequest) -> OpenedJob:
     if request.db is not None:
         if request.job is None:
             raise WizardError("pick a job with --job NAME (without it, --db lists the jobs)")
-        from wizard.jobdb import find_db, job_document, load_job, locate_job_log
+        from oom_wizard.jobdb import find_db, job_document, load_job, locate_job_log
 
         job = load_job(find_db(request.db), request.job)
         document = job_document(job)
@@ -228,7 +228,7 @@ def open_job(request: JobRequest) -> OpenedJob:
         changelog_path: Path | None = job.changelog_path
         db_job: DbJob | None = job
     elif request.target is not None:
-        from wizard.jobdir import locate_job
+        from oom_wizard.jobdir import locate_job
 
         located = locate_job(request.target)
         document = load_document(located.config)
@@ -267,19 +267,19 @@ def _chosen_log(
 ) -> tuple[Path | None, str | None, LogScan | None]:
     """The log given by the user (it wins), else the job folder's; its note and its scan."""
     if log is not None:
-        from wizard.logscan import scan_log
+        from oom_wizard.logscan import scan_log
 
         return log, None, scan_log(log)
     scan = located.log_scan
     if scan is None and located.log is not None:
-        from wizard.logscan import scan_log
+        from oom_wizard.logscan import scan_log
 
         scan = scan_log(located.log)
     return located.log, located.log_note, scan
 
 
 def _probe() -> ProbeResult | None:
-    from wizard.probe import probe_gpu
+    from oom_wizard.probe import probe_gpu
 
     return probe_gpu()
 
@@ -336,7 +336,7 @@ def settle(job: OpenedJob, answers: Answers, *, new_crash: bool = False) -> Sett
         new_crash: The user says the retry of this (our own) config crashed too; a log newer
             than the last roll-back that shows a crash says so as well.
     """
-    from wizard.plan import build_plan
+    from oom_wizard.plan import build_plan
 
     found = find_model_kind(job.document.view().primary)
     answers = _disagreeing(answers, job.log_diagnosis.moment, found.kind)
@@ -532,7 +532,7 @@ def choose(state: WizardState, choice: StepChoice) -> WizardState:
 
 def default_choice(step: StepProposal) -> StepChoice:
     """What accepting a step's defaults means."""
-    from wizard.plan import StepChoice
+    from oom_wizard.plan import StepChoice
 
     return StepChoice(step_id=step.id, enabled=step.default_on and not step.satisfied)
 
@@ -565,7 +565,7 @@ def effective_choices(
 
 def changes(state: WizardState, choices: Mapping[str, StepChoice]) -> list[Change]:
     """The field changes the choices make."""
-    from wizard.plan import changes_for
+    from oom_wizard.plan import changes_for
 
     return changes_for(state.plan, choices)
 
@@ -576,15 +576,15 @@ def prepared(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Pr
     Raises:
         EditError: an edit cannot be made safely.
     """
-    from wizard.plan import changes_for
+    from oom_wizard.plan import changes_for
 
     return prepare(state.document, changes_for(state.plan, choices))
 
 
 def estimate(state: WizardState, choices: Mapping[str, StepChoice] | None) -> MemoryEstimate:
     """The relative memory estimate of the choices (today's config = 100)."""
-    from wizard.plan import changes_for
-    from wizard.plan import estimate as plan_estimate
+    from oom_wizard.plan import changes_for
+    from oom_wizard.plan import estimate as plan_estimate
 
     return plan_estimate(state.document, changes_for(state.plan, choices), state.model_kind)
 
@@ -635,7 +635,7 @@ def default_file_output(state: WizardState) -> Path:
     Beside the source for a config file; in the working folder, after the job's name, for
     a database job (whose config has no file of its own).
     """
-    from wizard.save import default_output_path
+    from oom_wizard.save import default_output_path
 
     if state.db_job is None:
         return default_output_path(state.source)
@@ -646,9 +646,9 @@ def next_scale_up(state: WizardState) -> ScaleUp | None:
     """The one setting the next retry gets back, or None when everything is restored.
 
     ``history`` and the result screen name the same one: both come through
-    :func:`wizard.plan.next_scale_up`.
+    :func:`oom_wizard.plan.next_scale_up`.
     """
-    from wizard.plan import next_scale_up as plan_next_scale_up
+    from oom_wizard.plan import next_scale_up as plan_next_scale_up
 
     if state.changelog is None:
         return None
@@ -698,7 +698,7 @@ def _write(
         )
     if state.db_job is None:
         raise WizardError("only a job of the web UI's database can be saved into it")
-    from wizard.jobdb import save_to_db
+    from oom_wizard.jobdb import save_to_db
 
     return save_to_db(
         ready,
@@ -713,7 +713,7 @@ def _write(
 
 
 def _off(step_id: str) -> StepChoice:
-    from wizard.plan import StepChoice
+    from oom_wizard.plan import StepChoice
 
     return StepChoice(step_id=step_id, enabled=False)
 
@@ -723,7 +723,7 @@ def pending_scale_ups(saved: Saved, ready: Prepared) -> tuple[ScaleUp, ...]:
 
     Reads the change log the save wrote (run it in the save's worker).
     """
-    from wizard.scaleup import pending_scale_ups as pending
+    from oom_wizard.scaleup import pending_scale_ups as pending
 
     return pending(ready.after, read_changelog(saved.changelog))
 
@@ -737,8 +737,8 @@ def list_jobs(db: Path) -> tuple[Path, tuple[DbJob, ...]]:
     Raises:
         JobDatabaseError: no database there, or one that cannot be read.
     """
-    from wizard.jobdb import find_db
-    from wizard.jobdb import list_jobs as db_jobs
+    from oom_wizard.jobdb import find_db
+    from oom_wizard.jobdb import list_jobs as db_jobs
 
     path = find_db(db)
     return path, db_jobs(path)
@@ -746,21 +746,21 @@ def list_jobs(db: Path) -> tuple[Path, tuple[DbJob, ...]]:
 
 def moment_info(moment: Moment) -> MomentInfo:
     """A moment as the presets describe it: its label, the user's words, its cause."""
-    from wizard.presets import load_presets
+    from oom_wizard.catalog import load_presets
 
     return load_presets().moment(moment)
 
 
 def ui_hint(path: str) -> str | None:
     """Where a field is in AI Toolkit's web UI (None when the UI does not show it)."""
-    from wizard.presets import load_presets
+    from oom_wizard.catalog import load_presets
 
     return load_presets().ui_hint(path)
 
 
 def arch_label(process_model: object) -> str | None:
     """The arch a process's ``model`` section names, as "label (kind)" (None: unknown)."""
-    from wizard.presets import load_presets
+    from oom_wizard.catalog import load_presets
 
     model = process_model if isinstance(process_model, dict) else {}
     facts = load_presets().arch_from_model(model)

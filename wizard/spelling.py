@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
-from wizard.paths import MISSING
+from oom_wizard.paths import MISSING
 
 ABSENT: Final = "(absent)"
 """A key that is not in the config (before a change adds it)."""

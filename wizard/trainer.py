@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Final
 
-from wizard.errors import WizardError
+from oom_wizard.errors import WizardError
 
 GRACE_S: Final = 10.0
 """Seconds each signal of the stop sequence gets before the next one."""

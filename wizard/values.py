@@ -14,9 +14,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from wizard.document import MISSING
-from wizard.paths import FieldPath
-from wizard.presets import ArchFacts, Presets, ValueRule, generic_field_key, load_presets
+from oom_wizard.catalog import ArchFacts, Presets, ValueRule, generic_field_key, load_presets
+from oom_wizard.document import MISSING
+from oom_wizard.paths import FieldPath
 
 Direction = Literal["rollback", "scale_up"]
 

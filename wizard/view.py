@@ -27,6 +27,9 @@ from functools import cached_property
 from typing import Annotated, Any, ClassVar, Final, Literal, TypeAlias, TypeVar
 
 from annotated_types import Ge, Le, MinLen
+from oom_wizard.errors import ConfigError
+from oom_wizard.frozen import FrozenModel
+from oom_wizard.paths import FieldPath, format_path
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -37,10 +40,6 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import PydanticCustomError
-
-from wizard.errors import ConfigError
-from wizard.frozen import FrozenModel
-from wizard.paths import FieldPath, format_path
 
 TRAINING_PROCESS_TYPES: Final[tuple[str, ...]] = (
     "sd_trainer",
@@ -325,7 +324,7 @@ class ModelView(_Section):
     def arch_keys(self) -> dict[str, Any]:
         """The keys that choose the model class, as the file sets them: ``arch`` and ``is_*``.
 
-        ``wizard.presets.Presets.arch_from_model`` resolves them as the toolkit does.
+        ``oom_wizard.catalog.Presets.arch_from_model`` resolves them as the toolkit does.
         """
         keys: dict[str, Any] = dict.fromkeys(self.legacy_flags, True)
         if self.arch is not None:

@@ -1,7 +1,7 @@
 """Surgical edits of YAML text: change one field, leave every other byte alone.
 
 Every edit works on the text, guided by the composed node graph of
-``wizard.yamlload``: a node knows the character offsets where it starts and ends,
+``oom_wizard.yamlload``: a node knows the character offsets where it starts and ends,
 so a new value replaces exactly the old value's characters (an inline comment after
 it stays), a new key is inserted as one line at the indentation of its siblings,
 and a removed key takes exactly its own lines with it. Flow lists stay flow lists
@@ -26,11 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from oom_wizard.errors import EditError
+from oom_wizard.paths import FieldPath, format_path
+from oom_wizard.yamlload import MERGE_TAG, ComposedYaml, ToolkitLoader, compose
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
-
-from wizard.errors import EditError
-from wizard.paths import FieldPath, format_path
-from wizard.yamlload import MERGE_TAG, ComposedYaml, ToolkitLoader, compose
 
 _PREFIX = re.compile(r"(?:[&!]\S*\s+)*")
 _BLOCK_HEADER = re.compile(r"[|>][-+0-9]*")

@@ -5,7 +5,7 @@ resolver, so that ``1e-4`` is a float (``toolkit/config.py``). We do the same, o
 a subclass so that no other YAML reader in the process changes behaviour.
 
 Besides the tree, we keep the composed node graph: every node knows where it
-starts and ends in the text, which is what lets ``wizard.yamledit`` change one
+starts and ends in the text, which is what lets ``oom_wizard.yamledit`` change one
 field and leave every other byte alone. Loading is defensive: non-safe tags are
 refused (never constructed), alias bombs are refused before anything expands, and
 duplicate keys are reported (the toolkit silently takes the last one).
@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from oom_wizard.errors import ConfigError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
-
-from wizard.errors import ConfigError
 
 #: The float resolver AI Toolkit adds to SafeLoader (toolkit/config.py).
 TOOLKIT_FLOAT = re.compile(

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from oom_wizard.changes import Prepared
+    from oom_wizard.save import SaveResult
     from rich.console import Console
-
-    from wizard.changes import Prepared
-    from wizard.save import SaveResult
 
 
 def add_crash_arguments(
@@ -25,7 +24,7 @@ def add_crash_arguments(
         kind_help: The same for ``--kind``.
         log_help: The same for ``--log``.
     """
-    from wizard.vocabulary import MODEL_KINDS, MOMENTS
+    from oom_wizard.vocabulary import MODEL_KINDS, MOMENTS
 
     parser.add_argument("--moment", choices=MOMENTS, help=moment_help)
     parser.add_argument("--kind", choices=MODEL_KINDS, help=kind_help)
@@ -81,8 +80,8 @@ def print_changes(console: Console, prepared: Prepared) -> None:
 
 
 def change_line(path: str, before: Any, after: Any) -> str:
-    """``  path: before → after``, spelled by :func:`wizard.spelling.change`."""
-    from wizard.spelling import change
+    """``  path: before → after``, spelled by :func:`oom_wizard.spelling.change`."""
+    from oom_wizard.spelling import change
 
     return f"  {change(path, before, after)}"
 

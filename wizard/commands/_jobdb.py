@@ -2,7 +2,7 @@
 
 ``diagnose``, ``plan`` and ``apply`` take a job from AI Toolkit's jobs database
 instead of a CONFIG file; ``restore`` works only there. Without ``--job`` they list
-the jobs. The domain work is in :mod:`wizard.jobdb`; this module turns arguments
+the jobs. The domain work is in :mod:`oom_wizard.jobdb`; this module turns arguments
 into its calls and its results into lines.
 """
 
@@ -12,14 +12,13 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wizard.commands._common import change_line
-from wizard.errors import WizardError
+from oom_wizard.commands._common import change_line
+from oom_wizard.errors import WizardError
 
 if TYPE_CHECKING:
+    from oom_wizard.jobdb import DbJob, DbSaveResult, SaveMode
     from rich.console import Console
     from rich.table import Table
-
-    from wizard.jobdb import DbJob, DbSaveResult, SaveMode
 
 #: The longest ``info`` shown in the job list (the UI stores whole exception texts).
 INFO_WIDTH = 70
@@ -73,7 +72,7 @@ def wants_db(args: argparse.Namespace, config: object = None) -> bool:
 
 def show_jobs(db: Path, console: Console) -> int:
     """Print the jobs of the database (name, status, step, info) and how to pick one."""
-    from wizard.jobdb import find_db, list_jobs
+    from oom_wizard.jobdb import find_db, list_jobs
 
     path = find_db(db)
     jobs = list_jobs(path)
@@ -104,7 +103,7 @@ def job_table(jobs: tuple[DbJob, ...]) -> Table:
 
 def save_mode(args: argparse.Namespace) -> SaveMode:
     """``--in-place`` or ``--as-new [NAME]``; refuses a save to the database without either."""
-    from wizard.jobdb import AsNew, InPlace
+    from oom_wizard.jobdb import AsNew, InPlace
 
     if args.in_place:
         return InPlace()

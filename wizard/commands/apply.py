@@ -12,19 +12,25 @@ import argparse
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from wizard.commands._common import add_output_arguments, print_changes, print_saved, stdout
-from wizard.commands._jobdb import add_db_arguments, print_db_saved, save_mode, show_jobs, wants_db
-from wizard.commands.plan import (
+from oom_wizard.commands._common import add_output_arguments, print_changes, print_saved, stdout
+from oom_wizard.commands._jobdb import (
+    add_db_arguments,
+    print_db_saved,
+    save_mode,
+    show_jobs,
+    wants_db,
+)
+from oom_wizard.commands.plan import (
     add_target_arguments,
     describe_estimate,
     load_target,
     render_checks,
     target_notes,
 )
-from wizard.errors import WizardError
+from oom_wizard.errors import WizardError
 
 if TYPE_CHECKING:
-    from wizard.plan import Plan, StepChoice
+    from oom_wizard.plan import Plan, StepChoice
 
 
 def add_parser(subparsers: Any) -> None:
@@ -55,9 +61,9 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Apply the chosen steps and save (through the service), or show them with ``--dry-run``."""
-    from wizard.jobdb import DbSaveResult
-    from wizard.save import SaveResult
-    from wizard.service import ToFile, estimate, prepared, save
+    from oom_wizard.jobdb import DbSaveResult
+    from oom_wizard.save import SaveResult
+    from oom_wizard.service import ToFile, estimate, prepared, save
 
     console = stdout()
     if wants_db(args, args.config) and args.job is None:
@@ -112,7 +118,7 @@ def choose(plan: Plan, *, all_steps: bool, named: str | None) -> Mapping[str, St
     Raises:
         WizardError: ``--steps`` names a step that is not in this plan.
     """
-    from wizard.plan import StepChoice
+    from oom_wizard.plan import StepChoice
 
     if all_steps:
         return {step.id: StepChoice(step_id=step.id, enabled=True) for step in plan.steps}

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from wizard.errors import SaveRefused
+from oom_wizard.errors import SaveRefused
 
 DEFAULT_DIR = Path("oom-wizard-demo")
 
@@ -64,9 +64,9 @@ def copy_demo(folder: Path) -> Path:
     Raises:
         SaveRefused: a file of the same name with other content is there (nothing is written).
     """
-    from wizard.save import atomic_write
+    from oom_wizard.save import atomic_write
 
-    bundled = resources.files("presets") / "demo"
+    bundled = resources.files("oom_wizard.presets") / "demo"
     names = [name for job in DEMO_JOBS for name in (job.config, job.log)]
     payload = {name: (bundled / name).read_bytes() for name in names}
     try:
@@ -99,7 +99,7 @@ def copy_demo(folder: Path) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     """Copy the demo jobs and open the wizard on one of them."""
-    from screens.app import create_app
+    from oom_wizard.screens.app import create_app
 
     folder = copy_demo(args.dir)
     job = VIDEO_JOB if args.video else IMAGE_JOB

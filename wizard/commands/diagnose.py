@@ -15,16 +15,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wizard.commands._common import add_crash_arguments, stdout
-from wizard.commands._jobdb import add_db_arguments, show_jobs, wants_db
-from wizard.errors import WizardError
-from wizard.spelling import gib, oom_figures
+from oom_wizard.commands._common import add_crash_arguments, stdout
+from oom_wizard.commands._jobdb import add_db_arguments, show_jobs, wants_db
+from oom_wizard.errors import WizardError
+from oom_wizard.spelling import gib, oom_figures
 
 if TYPE_CHECKING:
+    from oom_wizard.diagnosis import Answers, Diagnosis
+    from oom_wizard.service import WizardState
     from rich.console import Console
-
-    from wizard.diagnosis import Answers, Diagnosis
-    from wizard.service import WizardState
 
 #: Evidence text longer than this is cut in the human report (``--json`` keeps it whole).
 REPORT_TEXT = 160
@@ -82,7 +81,7 @@ def diagnose_args(args: argparse.Namespace) -> Diagnosis:
     Raises:
         WizardError: nothing to diagnose, or a file (or the database) that cannot be read.
     """
-    from wizard.diagnosis import Answers
+    from oom_wizard.diagnosis import Answers
 
     answers = Answers.coerce(
         {"moment": args.moment, "model_kind": args.kind, "worked_before": args.worked_before}
@@ -93,8 +92,8 @@ def diagnose_args(args: argparse.Namespace) -> Diagnosis:
                 "give the job's config, its output folder, or --log LOG (or --db PATH --job NAME)"
             )
         return _log_alone(args.log, answers, probe=not args.no_probe)
-    from wizard.commands.plan import request_of
-    from wizard.service import WizardState, open_job, settle
+    from oom_wizard.commands.plan import request_of
+    from oom_wizard.service import WizardState, open_job, settle
 
     job = open_job(request_of(args, args.target))
     state = WizardState(job, answers, settle(job, answers))
@@ -109,9 +108,9 @@ def diagnose_args(args: argparse.Namespace) -> Diagnosis:
 
 def _log_alone(log: Path, answers: Answers, *, probe: bool) -> Diagnosis:
     """A log without its config (the model kind is then unknown)."""
-    from wizard.diagnosis import diagnose
-    from wizard.logscan import scan_log
-    from wizard.probe import probe_gpu
+    from oom_wizard.diagnosis import diagnose
+    from oom_wizard.logscan import scan_log
+    from oom_wizard.probe import probe_gpu
 
     return diagnose(scan_log(log), None, answers=answers, probe=probe_gpu() if probe else None)
 
@@ -133,7 +132,7 @@ def _first_step(state: WizardState) -> str | None:
             state.plan.exhausted_advice
             or "Every default step of this roll-back is already in the config."
         )
-    from wizard.spelling import change
+    from oom_wizard.spelling import change
 
     changes = [change(f.label, f.before, f.after) for f in step.fields if f.default_on]
     return f"{step.title}: {', '.join(changes)}" if changes else step.title

@@ -12,14 +12,13 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wizard.commands._common import change_line, stdout
-from wizard.errors import WizardError
+from oom_wizard.commands._common import change_line, stdout
+from oom_wizard.errors import WizardError
 
 if TYPE_CHECKING:
+    from oom_wizard.changelog import ChangeLog
+    from oom_wizard.document import JobDocument
     from rich.console import Console
-
-    from wizard.changelog import ChangeLog
-    from wizard.document import JobDocument
 
 _DIRECTIONS = {
     "rollback": "roll-back",
@@ -49,13 +48,13 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the history."""
-    from wizard.changelog import (
+    from oom_wizard.changelog import (
         CHANGELOG_SUFFIX,
         find_changelog,
         read_changelog,
         resolve_recorded,
     )
-    from wizard.document import load_document
+    from oom_wizard.document import load_document
 
     target = Path(args.target)
     if target.name.endswith(CHANGELOG_SUFFIX):
@@ -76,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     document = load_document(config) if config is not None and config.is_file() else None
     if document is not None and config is not None and changelog.output.sha256 is not None:
         # A file at the recorded path that is not the one saved says nothing about this log.
-        from wizard.changelog import sha256_of
+        from oom_wizard.changelog import sha256_of
 
         if target.name.endswith(CHANGELOG_SUFFIX) and sha256_of(config.read_bytes()) != (
             changelog.output.sha256
@@ -122,7 +121,7 @@ def render_history(
 
 def _render_attempts(console: Console, changelog: ChangeLog) -> None:
     """The trainer runs of ``oom-wizard run``, in order: a timeline."""
-    from wizard.autopilot import describe_record
+    from oom_wizard.autopilot import describe_record
 
     console.print("Attempts (oom-wizard run)", markup=False)
     for number, record in enumerate(changelog.attempts, start=1):
@@ -131,8 +130,8 @@ def _render_attempts(console: Console, changelog: ChangeLog) -> None:
 
 
 def _render_next(console: Console, changelog: ChangeLog, document: JobDocument | None) -> None:
-    from wizard.paths import format_path
-    from wizard.plan import next_scale_up
+    from oom_wizard.paths import format_path
+    from oom_wizard.plan import next_scale_up
 
     if document is None:
         console.print(
@@ -142,7 +141,7 @@ def _render_next(console: Console, changelog: ChangeLog, document: JobDocument |
         return
     step = next_scale_up(document, changelog)
     if step is None:
-        from wizard.scaleup import nothing_left_text
+        from oom_wizard.scaleup import nothing_left_text
 
         first, *rest = nothing_left_text(document, changelog)
         console.print(f"Next scale-up: nothing left; {first}", markup=False)

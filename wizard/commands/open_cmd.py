@@ -11,8 +11,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from wizard.commands._common import add_probe_argument
-from wizard.commands._jobdb import add_db_arguments, wants_db
+from oom_wizard.commands._common import add_probe_argument
+from oom_wizard.commands._jobdb import add_db_arguments, wants_db
 
 
 def add_parser(subparsers: Any) -> None:
@@ -40,7 +40,7 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Start the app; the exit status is the app's."""
-    from screens.app import create_app
+    from oom_wizard.screens.app import create_app
 
     probe = not args.no_probe
     debug = bool(getattr(args, "debug", False))

@@ -1,6 +1,6 @@
 """``oom-wizard plan CONFIG``: the roll-back steps for a crashed job, without writing anything.
 
-The job is opened and settled by :mod:`wizard.service`, as the app does it: the moment and
+The job is opened and settled by :mod:`oom_wizard.service`, as the app does it: the moment and
 the model kind come from ``--moment`` / ``--kind`` when given, else from the diagnosis of
 ``--log`` (or of the job folder's log) and the config, else from defaults that are always
 named. ``apply`` shares this module's argument handling, so both see the same plan.
@@ -15,16 +15,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wizard.commands._common import add_crash_arguments, stdout
-from wizard.commands._jobdb import add_db_arguments, show_jobs, wants_db
+from oom_wizard.commands._common import add_crash_arguments, stdout
+from oom_wizard.commands._jobdb import add_db_arguments, show_jobs, wants_db
 
 if TYPE_CHECKING:
+    from oom_wizard.document import JobDocument
+    from oom_wizard.plan import MemoryEstimate, Plan, StepProposal
+    from oom_wizard.request import JobRequest
+    from oom_wizard.service import WizardState
     from rich.console import Console
-
-    from wizard.document import JobDocument
-    from wizard.plan import MemoryEstimate, Plan, StepProposal
-    from wizard.request import JobRequest
-    from wizard.service import WizardState
 
 
 def add_parser(subparsers: Any) -> None:
@@ -71,7 +70,7 @@ def load_target(args: argparse.Namespace) -> WizardState:
     Raises:
         WizardError: no config, or one of the files (or the database) cannot be read.
     """
-    from wizard.service import Answers, WizardState, open_job, settle
+    from oom_wizard.service import Answers, WizardState, open_job, settle
 
     job = open_job(request_of(args, args.config))
     answers = Answers.coerce({"moment": args.moment, "model_kind": args.kind})
@@ -80,7 +79,7 @@ def load_target(args: argparse.Namespace) -> WizardState:
 
 def request_of(args: argparse.Namespace, target: str | Path | None) -> JobRequest:
     """What to open: CONFIG / JOB_DIR, ``--log``, ``--db``/``--job`` and ``--no-probe``."""
-    from wizard.request import JobRequest
+    from oom_wizard.request import JobRequest
 
     wants_db(args, target)
     return JobRequest(
@@ -122,7 +121,7 @@ def target_notes(state: WizardState, *, new_crash_flag: bool = False) -> tuple[s
 def ui_job_note(config: Path, document: JobDocument) -> str:
     """For a web-UI job's ``.job_config.json``: the UI rewrites it from its database at every
     start, so point to ``--db`` and the database found for it."""
-    from wizard.jobdb import DB_FILE_NAME
+    from oom_wizard.jobdb import DB_FILE_NAME
 
     name = config.parent.name
     candidates = []
@@ -161,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
 def render_plan(console: Console, state: WizardState, notes: Sequence[str]) -> None:
     """The plan as text: context, the default fix's estimate (and, when nothing lowers the
     crashed peak, that the ladder is exhausted and what remains), then one block per step."""
-    from wizard.service import estimate
+    from oom_wizard.service import estimate
 
     plan = state.plan
     console.print(f"Roll-back plan for {state.source}", markup=False)
@@ -208,9 +207,9 @@ def render_checks(console: Console, plan: Plan) -> None:
 
 def render_step(console: Console, state: WizardState, number: int, step: StepProposal) -> None:
     """One step: title and state, its fields, why, where in the UI, its note and estimate."""
-    from wizard.plan import StepChoice
-    from wizard.service import estimate
-    from wizard.spelling import value
+    from oom_wizard.plan import StepChoice
+    from oom_wizard.service import estimate
+    from oom_wizard.spelling import value
 
     if not step.available:
         status = "not available for this model"
@@ -245,8 +244,8 @@ def render_step(console: Console, state: WizardState, number: int, step: StepPro
 def describe_estimate(figures: MemoryEstimate, moment: str | None = None) -> str:
     """``training ≈ 25 % of today, samples ≈ 56 %; weights on the GPU ≈ 16.90 GiB → 9.10 GiB``
     (approximate), and for a crash ``moment``, whether the peak it ran into goes down."""
-    from wizard.estimate import CRASHED_PEAK, PEAK_WORDS
-    from wizard.spelling import gib
+    from oom_wizard.estimate import CRASHED_PEAK, PEAK_WORDS
+    from oom_wizard.spelling import gib
 
     text = f"training ≈ {figures.train_pct:g} % of today"
     if figures.sample_pct is not None:

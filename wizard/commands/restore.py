@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from wizard.commands._common import stdout
-from wizard.commands._jobdb import add_db_arguments, print_db_saved, show_jobs, wants_db
-from wizard.errors import WizardError
+from oom_wizard.commands._common import stdout
+from oom_wizard.commands._jobdb import add_db_arguments, print_db_saved, show_jobs, wants_db
+from oom_wizard.errors import WizardError
 
 
 def add_parser(subparsers: Any) -> None:
@@ -33,7 +33,7 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Restore the job, or list the jobs when ``--job`` is missing."""
-    from wizard.jobdb import find_db, load_job, restore_job
+    from oom_wizard.jobdb import find_db, load_job, restore_job
 
     if not wants_db(args):
         raise WizardError("restore needs --db PATH (AI Toolkit's aitk_db.db) and --job NAME")

@@ -3,7 +3,7 @@
 Runs the trainer on the config (``{config}`` in the command is replaced by its path; the
 default is ``python run.py {config}`` in AI Toolkit's folder), its output on the terminal and
 in a log beside the config, and on an out-of-memory crash saves the next roll-back and runs
-again (``wizard.autopilot``). Without ``--auto`` it asks before each retry, with the fix shown
+again (``oom_wizard.autopilot``). Without ``--auto`` it asks before each retry, with the fix shown
 and "yes" preselected. ``--scale-up`` goes upward from a config that finished.
 
 Exit status: 0 the last attempt finished; 2 it stopped without a finished run; 130 Ctrl-C.
@@ -20,11 +20,11 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from wizard.errors import WizardError
+from oom_wizard.errors import WizardError
 
 if TYPE_CHECKING:
-    from wizard.diagnosis import Diagnosis
-    from wizard.trainer import TrainerEnd
+    from oom_wizard.diagnosis import Diagnosis
+    from oom_wizard.trainer import TrainerEnd
 
 PREFIX = "[oom-wizard] "
 WATCH_S = 0.5
@@ -114,8 +114,8 @@ def _split(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Run the loop; its exit status."""
-    from wizard.autopilot import Settings, always_yes, autopilot
-    from wizard.trainer import default_command, run_trainer, trainer_argv
+    from oom_wizard.autopilot import Settings, always_yes, autopilot
+    from oom_wizard.trainer import default_command, run_trainer, trainer_argv
 
     template = _split(args)
     if not args.config.is_file():
@@ -174,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _watch(log: Path, done: threading.Event, stall_s: float) -> None:
     """Tell the log's warnings as they come (skips, a stall, a slowdown) while it runs."""
-    from wizard.follow import LiveJob
+    from oom_wizard.follow import LiveJob
 
     job = LiveJob(log, stall_s=stall_s)
     while True:

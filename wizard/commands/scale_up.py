@@ -12,8 +12,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from wizard.commands._common import print_changes, print_saved, stdout
-from wizard.errors import WizardError
+from oom_wizard.commands._common import print_changes, print_saved, stdout
+from oom_wizard.errors import WizardError
 
 
 def add_parser(subparsers: Any) -> None:
@@ -53,10 +53,10 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Show the next re-add; write it with ``-o`` or ``--yes``."""
-    from wizard.changelog import check_belongs, find_changelog, read_changelog
-    from wizard.changes import commit, prepare
-    from wizard.document import load_document
-    from wizard.plan import next_scale_up
+    from oom_wizard.changelog import check_belongs, find_changelog, read_changelog
+    from oom_wizard.changes import commit, prepare
+    from oom_wizard.document import load_document
+    from oom_wizard.plan import next_scale_up
 
     config = Path(args.config)
     document = load_document(config)
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"note: {note}", markup=False)
     step = next_scale_up(document, changelog)
     if step is None:
-        from wizard.scaleup import nothing_left_text
+        from oom_wizard.scaleup import nothing_left_text
 
         first, *rest = nothing_left_text(document, changelog)
         console.print(f"Nothing left to re-add: {first}", markup=False)

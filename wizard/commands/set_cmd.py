@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from wizard.commands._common import add_output_arguments, print_changes, print_saved, stdout
-from wizard.errors import WizardError
+from oom_wizard.commands._common import add_output_arguments, print_changes, print_saved, stdout
+from oom_wizard.errors import WizardError
 
 
 def add_parser(subparsers: Any) -> None:
@@ -36,9 +36,9 @@ def run(args: argparse.Namespace) -> int:
     """Apply the assignments and save, or show them with ``--dry-run``."""
     from pathlib import Path
 
-    from wizard.changes import commit, prepare
-    from wizard.document import load_document
-    from wizard.fields import parse_assignment, parse_unset
+    from oom_wizard.changes import commit, prepare
+    from oom_wizard.document import load_document
+    from oom_wizard.fields import parse_assignment, parse_unset
 
     if not args.assignments and not args.unset:
         raise WizardError("nothing to set: give PATH=VALUE pairs or --unset PATH")

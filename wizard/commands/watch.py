@@ -1,6 +1,6 @@
 """``oom-wizard watch [CONFIG | JOB_DIR | --db PATH --job NAME] [--log LOG]``: follow a job live.
 
-The live screen (``screens.watch``) follows the job's log as it grows, shows its phase,
+The live screen (``oom_wizard.screens.watch``) follows the job's log as it grows, shows its phase,
 progress, speed, skips and the GPU, tells a skip, a stall or a slowdown as it happens, and when
 the job crashes shows the diagnosis and the first change; Enter then opens the wizard on that
 crash. It never writes anything of the job's.
@@ -12,8 +12,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from wizard.commands._jobdb import add_db_arguments, wants_db
-from wizard.errors import WizardError
+from oom_wizard.commands._jobdb import add_db_arguments, wants_db
+from oom_wizard.errors import WizardError
 
 
 def add_parser(subparsers: Any) -> None:
@@ -54,8 +54,8 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Show the live screen; open the wizard on a crash when asked."""
-    from screens.watch import WatchApp
-    from wizard.follow import watch_db_target, watch_target
+    from oom_wizard.follow import watch_db_target, watch_target
+    from oom_wizard.screens.watch import WatchApp
 
     if wants_db(args, args.target):
         if args.job is None:
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     result = app.run()
     if result is None or not result.open_wizard:
         return 0
-    from screens.app import create_app
+    from oom_wizard.screens.app import create_app
 
     if target.job is not None:
         wizard = create_app(log=target.log, db=target.db, job=target.job)

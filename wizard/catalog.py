@@ -23,6 +23,48 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar
 
 import yaml
+from oom_wizard.errors import PresetError
+from oom_wizard.fastyaml import SafeLoader as _Loader
+from oom_wizard.frozen import FrozenModel
+from oom_wizard.paths import FieldPath, format_path
+
+# Re-exported: the vocabulary belongs with the data it indexes.
+from oom_wizard.vocabulary import (
+    ALL_STEP_IDS as ALL_STEP_IDS,
+)
+from oom_wizard.vocabulary import (
+    ARCH_KINDS as ARCH_KINDS,
+)
+from oom_wizard.vocabulary import (
+    MODEL_KINDS as MODEL_KINDS,
+)
+from oom_wizard.vocabulary import (
+    MOMENTS as MOMENTS,
+)
+from oom_wizard.vocabulary import (
+    STEP_IDS as STEP_IDS,
+)
+from oom_wizard.vocabulary import (
+    TRAINING_MOMENTS as TRAINING_MOMENTS,
+)
+from oom_wizard.vocabulary import (
+    VALIDATION_RUN as VALIDATION_RUN,
+)
+from oom_wizard.vocabulary import (
+    AnyStepId as AnyStepId,
+)
+from oom_wizard.vocabulary import (
+    ArchKind as ArchKind,
+)
+from oom_wizard.vocabulary import (
+    LadderStepId as LadderStepId,
+)
+from oom_wizard.vocabulary import (
+    ModelKind as ModelKind,
+)
+from oom_wizard.vocabulary import (
+    Moment as Moment,
+)
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -33,49 +75,6 @@ from pydantic import (
     ValidationInfo,
     field_validator,
     model_validator,
-)
-
-from wizard.errors import PresetError
-from wizard.fastyaml import SafeLoader as _Loader
-from wizard.frozen import FrozenModel
-from wizard.paths import FieldPath, format_path
-
-# Re-exported: the vocabulary belongs with the data it indexes.
-from wizard.vocabulary import (
-    ALL_STEP_IDS as ALL_STEP_IDS,
-)
-from wizard.vocabulary import (
-    ARCH_KINDS as ARCH_KINDS,
-)
-from wizard.vocabulary import (
-    MODEL_KINDS as MODEL_KINDS,
-)
-from wizard.vocabulary import (
-    MOMENTS as MOMENTS,
-)
-from wizard.vocabulary import (
-    STEP_IDS as STEP_IDS,
-)
-from wizard.vocabulary import (
-    TRAINING_MOMENTS as TRAINING_MOMENTS,
-)
-from wizard.vocabulary import (
-    VALIDATION_RUN as VALIDATION_RUN,
-)
-from wizard.vocabulary import (
-    AnyStepId as AnyStepId,
-)
-from wizard.vocabulary import (
-    ArchKind as ArchKind,
-)
-from wizard.vocabulary import (
-    LadderStepId as LadderStepId,
-)
-from wizard.vocabulary import (
-    ModelKind as ModelKind,
-)
-from wizard.vocabulary import (
-    Moment as Moment,
 )
 
 if TYPE_CHECKING:
@@ -745,7 +744,7 @@ def load_presets(directory: Path | None = None) -> Presets:
 @functools.cache
 def _default_presets() -> Presets:
     """The shipped presets, loaded once per process."""
-    return _load(resources.files("presets"))
+    return _load(resources.files("oom_wizard.presets"))
 
 
 def _load(directory: Traversable) -> Presets:

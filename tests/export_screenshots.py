@@ -2,7 +2,7 @@
 
 Usage (from the repository root)::
 
-    .venv/bin/python -m screens.export_screenshots
+    .venv/bin/python -m tests.export_screenshots
 
 It runs the demo in a fresh folder under the temporary directory, always the same one (the
 result screen shows the saved file's absolute path, so a random name would show up there), and
@@ -17,14 +17,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from oom_wizard.commands.demo import IMAGE_JOB, copy_demo
+from oom_wizard.screens.app import OomWizardApp, create_app
+from oom_wizard.screens.step import StepScreen
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from screens.app import OomWizardApp, create_app
-from screens.step import StepScreen
-from wizard.commands.demo import IMAGE_JOB, copy_demo
-
-DOCS = Path(__file__).resolve().parent / "screenshots"
+DOCS = Path(__file__).resolve().parents[1] / "screens" / "screenshots"
 SIZE = (100, 32)
 WORK = Path(tempfile.gettempdir()) / "oom-wizard-screenshots"
 
