@@ -81,12 +81,18 @@ def write_job(path: Path, tree: Mapping[str, Any]) -> Path:
 
 def examples() -> list[Path]:
     """Example configs that load: the project's own, then AI Toolkit's from ``../shared``
-    when it is there (one of those is not valid YAML, and is left out)."""
+    when it is there."""
+    return [*own_configs(), *toolkit_examples()]
+
+
+def toolkit_examples() -> list[Path]:
+    """AI Toolkit's example configs from ``../shared`` that load (one of them is not valid
+    YAML, and is left out); empty when ``../shared`` is not there."""
     from oom_wizard.document import load_document
     from oom_wizard.errors import ConfigError
 
     found = []
-    for path in [*own_configs(), *shared_examples()]:
+    for path in shared_examples():
         try:
             load_document(path)
         except ConfigError:

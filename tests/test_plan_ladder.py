@@ -23,7 +23,7 @@ from oom_wizard.paths import format_path
 from oom_wizard.plan import Plan, StepChoice, build_plan, changes_for, default_model_kind
 
 from tests.corpus import OWN_CONFIGS, needs_examples, own_configs, shared_example
-from tests.plan_support import cli, document, examples, job, write_job
+from tests.plan_support import cli, document, job, toolkit_examples, write_job
 
 FIXTURES = OWN_CONFIGS
 DEMO = Path(str(resources.files("oom_wizard.presets") / "demo"))
@@ -75,7 +75,7 @@ def test_default_fix_lowers_the_crashed_peak_or_is_exhausted(config: Path, momen
 
 
 @needs_examples
-@pytest.mark.parametrize(("config", "moment"), list(cases(examples())), ids=str)
+@pytest.mark.parametrize(("config", "moment"), list(cases(toolkit_examples())), ids=str)
 def test_default_fix_lowers_the_crashed_peak_on_the_examples(config: Path, moment: str) -> None:
     doc = load_document(config)
     assert_fix_lowers_or_exhausted(doc, plan_for(doc, moment))
