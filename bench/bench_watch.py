@@ -33,7 +33,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from oom_wizard.follow import LiveJob, WatchTarget
 from oom_wizard.screens.watch import POLL_S, WatchApp
-
 from tests.autopilot_support import FAKE, SCENARIOS, write_config
 
 

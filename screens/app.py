@@ -12,13 +12,14 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from oom_wizard.screens.base import CRASHED, RAN, Accepted, Back, Finished, SaveNow
-from oom_wizard.screens.messages import JobChosen, JobLoaded
 from textual import on
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
+
+from oom_wizard.screens.base import CRASHED, RAN, Accepted, Back, Finished, SaveNow
+from oom_wizard.screens.messages import JobChosen, JobLoaded
 
 if TYPE_CHECKING:
     from oom_wizard.request import JobRequest

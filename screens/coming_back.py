@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from oom_wizard.screens.base import BACK, CRASHED, RAN, Back, StageScreen
-from oom_wizard.screens.widgets import MarkedOptionList, change_line
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Footer, Header, Static
 from textual.widgets.option_list import Option
+
+from oom_wizard.screens.base import BACK, CRASHED, RAN, Back, StageScreen
+from oom_wizard.screens.widgets import MarkedOptionList, change_line
 
 
 class ComingBackScreen(StageScreen[str | Back]):

@@ -12,6 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+
 from oom_wizard.screens.widgets import MarkedOptionList
 from oom_wizard.service import (
     AsNew,
@@ -22,11 +28,6 @@ from oom_wizard.service import (
     changelog_path_for,
     default_file_output,
 )
-from textual import on
-from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
-from textual.widgets import Input, OptionList, Static
-from textual.widgets.option_list import Option
 
 IN_PLACE: Final = "in-place"
 AS_NEW: Final = "as-new"

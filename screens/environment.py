@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from oom_wizard.screens.base import BACK, Back, StageScreen
-from oom_wizard.screens.widgets import MarkedOptionList
-from oom_wizard.service import Answers, moment_info
-from oom_wizard.vocabulary import DEFAULT_MOMENT, MOMENTS
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Footer, Header, Static
 from textual.widgets.option_list import Option
+
+from oom_wizard.screens.base import BACK, Back, StageScreen
+from oom_wizard.screens.widgets import MarkedOptionList
+from oom_wizard.service import Answers, moment_info
+from oom_wizard.vocabulary import DEFAULT_MOMENT, MOMENTS
 
 CONFIG_MOMENTS = tuple(moment for moment in MOMENTS if moment != "environment")
 

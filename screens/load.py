@@ -16,11 +16,6 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from oom_wizard.errors import WizardError
-from oom_wizard.screens.base import StageScreen
-from oom_wizard.screens.messages import JobChosen, JobLoaded, JobsListed, LoadFailed
-from oom_wizard.screens.widgets import MARKER_WIDTH, MarkedOptionList
-from oom_wizard.spelling import oom_figures
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -31,6 +26,12 @@ from textual.suggester import Suggester
 from textual.widgets import DirectoryTree, Footer, Header, Input, ProgressBar, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, get_current_worker
+
+from oom_wizard.errors import WizardError
+from oom_wizard.screens.base import StageScreen
+from oom_wizard.screens.messages import JobChosen, JobLoaded, JobsListed, LoadFailed
+from oom_wizard.screens.widgets import MARKER_WIDTH, MarkedOptionList
+from oom_wizard.spelling import oom_figures
 
 if TYPE_CHECKING:
     from oom_wizard.request import JobRequest

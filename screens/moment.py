@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from oom_wizard.screens.base import BACK, Back, StageScreen
-from oom_wizard.screens.widgets import Choice, MarkedOptionList, Tick
-from oom_wizard.service import Answers, WizardState, moment_info
-from oom_wizard.vocabulary import MODEL_KINDS, MOMENTS, Moment
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -13,6 +9,11 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Footer, Header, OptionList, RadioSet, Static
 from textual.widgets.option_list import Option
+
+from oom_wizard.screens.base import BACK, Back, StageScreen
+from oom_wizard.screens.widgets import Choice, MarkedOptionList, Tick
+from oom_wizard.service import Answers, WizardState, moment_info
+from oom_wizard.vocabulary import MODEL_KINDS, MOMENTS, Moment
 
 #: How many evidence lines the screen shows (the rest are in ``diagnose``).
 EVIDENCE_LINES = 6

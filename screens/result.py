@@ -5,14 +5,15 @@ from __future__ import annotations
 import os
 import shlex
 
-from oom_wizard.screens.base import Finished, StageScreen
-from oom_wizard.screens.widgets import change_line
-from oom_wizard.service import ChangeEntry, DbSaveResult, ui_hint
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Footer, Header, Static
+
+from oom_wizard.screens.base import Finished, StageScreen
+from oom_wizard.screens.widgets import change_line
+from oom_wizard.service import ChangeEntry, DbSaveResult, ui_hint
 
 
 class ResultScreen(StageScreen[None]):

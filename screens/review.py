@@ -5,17 +5,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import partial
 
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Footer, Header, Static
+
 from oom_wizard.errors import WizardError
 from oom_wizard.screens.base import BACK
 from oom_wizard.screens.destination import DestinationPicker
 from oom_wizard.screens.saving import SavingStage
 from oom_wizard.screens.widgets import DiffView, Tick
 from oom_wizard.service import Prepared, StepChoice, effective_choices, prepared, save
-from textual import on
-from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
-from textual.widgets import Footer, Header, Static
 
 
 class ReviewScreen(SavingStage):

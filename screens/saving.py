@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
+from textual import on, work
+from textual.content import Content
+from textual.widgets import Input, OptionList, Static
+
 from oom_wizard.errors import WizardError
 from oom_wizard.screens.base import Back, Finished, StageScreen
 from oom_wizard.screens.destination import DestinationPicker
 from oom_wizard.screens.messages import ConfigSaved, SaveFailed
-from textual import on, work
-from textual.content import Content
-from textual.widgets import Input, OptionList, Static
 
 if TYPE_CHECKING:
     from oom_wizard.service import Destination, Prepared, Saved

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from functools import partial
 
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.widgets import Footer, Header, Static
+
 from oom_wizard.errors import WizardError
 from oom_wizard.screens.base import BACK
 from oom_wizard.screens.destination import DestinationPicker
 from oom_wizard.screens.saving import SavingStage
 from oom_wizard.screens.widgets import DiffView
 from oom_wizard.service import ScaleUp, next_scale_up, prepare_scale_up, save_scale_up
-from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import VerticalScroll
-from textual.widgets import Footer, Header, Static
 
 
 class ScaleUpScreen(SavingStage):

@@ -4,6 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.validation import Integer, Number, Validator
+from textual.widgets import Footer, Header, Input, Static
+
 from oom_wizard.errors import WizardError
 from oom_wizard.screens.base import BACK, Accepted, Back, SaveNow, StageScreen
 from oom_wizard.screens.widgets import DiffView, Tick, ladder_content
@@ -19,13 +27,6 @@ from oom_wizard.service import (
 )
 from oom_wizard.spelling import editable
 from oom_wizard.spelling import value as show_value
-from textual import on
-from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.content import Content
-from textual.validation import Integer, Number, Validator
-from textual.widgets import Footer, Header, Input, Static
 
 
 class FieldRow(Vertical):

@@ -14,12 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from oom_wizard.service import CrashReport, JobRow, LiveJob, LiveStatus, WatchTarget
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.css.query import NoMatches
 from textual.widgets import Footer, Header, Log, Sparkline, Static
+
+from oom_wizard.service import CrashReport, JobRow, LiveJob, LiveStatus, WatchTarget
 
 POLL_S = 0.1
 """Seconds between two reads of the log."""

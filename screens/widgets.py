@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from oom_wizard import spelling
 from rich.segment import Segment
 from textual.content import Content
 from textual.strip import Strip
 from textual.widgets import Checkbox, OptionList, RadioButton, Static
+
+from oom_wizard import spelling
 
 if TYPE_CHECKING:
     from oom_wizard.service import ChangeEntry, Prepared, StepProposal

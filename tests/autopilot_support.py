@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from oom_wizard.autopilot import Outcome, Settings, autopilot
 from oom_wizard.trainer import TrainerEnd, run_trainer, trainer_argv
 

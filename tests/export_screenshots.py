@@ -1,4 +1,4 @@
-"""Export the README's screenshots: the step screen and the result screen of the demo, 100x32.
+"""Export the README's screenshots: the step screen and the result screen of the demo, 80x30.
 
 Usage (from the repository root)::
 
@@ -17,14 +17,15 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from oom_wizard.commands.demo import IMAGE_JOB, copy_demo
-from oom_wizard.screens.app import OomWizardApp, create_app
-from oom_wizard.screens.step import StepScreen
 from textual.pilot import Pilot
 from textual.widgets import Input
 
+from oom_wizard.commands.demo import IMAGE_JOB, copy_demo
+from oom_wizard.screens.app import OomWizardApp, create_app
+from oom_wizard.screens.step import StepScreen
+
 DOCS = Path(__file__).resolve().parents[1] / "screens" / "screenshots"
-SIZE = (100, 32)
+SIZE = (80, 30)
 WORK = Path(tempfile.gettempdir()) / "oom-wizard-screenshots"
 
 

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from oom_wizard.cli import main as wizard_main
-
 from tests import exactness
 from tests.corpus import CONFIG_SUFFIXES
 

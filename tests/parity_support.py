@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from textual.pilot import Pilot
+
 from oom_wizard.commands.demo import IMAGE_JOB, VIDEO_JOB, DemoJob
 from oom_wizard.document import load_document
 from oom_wizard.jobdb import DbSaveResult
@@ -33,8 +35,6 @@ from oom_wizard.screens.review import ReviewScreen
 from oom_wizard.screens.step import StepScreen
 from oom_wizard.screens.widgets import Choice, MarkedOptionList
 from oom_wizard.vocabulary import MOMENTS
-from textual.pilot import Pilot
-
 from tests.aitk_db import add_job, job_row, make_db
 from tests.plan_support import cli
 

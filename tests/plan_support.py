@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from oom_wizard.cli import main
 from oom_wizard.document import JobDocument, parse_document
 from oom_wizard.paths import FieldPath
-
 from tests import exactness
 from tests.corpus import own_configs, shared_examples
 

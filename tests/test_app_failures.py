@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.widgets import Static
+
 from oom_wizard import save as save_module
 from oom_wizard import service
 from oom_wizard.commands.demo import IMAGE_JOB
 from oom_wizard.screens.app import create_app
-from textual.widgets import Static
-
 from tests.app_support import (
     demo_app,
     demo_folder,

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from textual.widgets import Input, OptionList, Static
+
 from oom_wizard.commands.demo import IMAGE_JOB, VIDEO_JOB
 from oom_wizard.document import load_document
 from oom_wizard.screens.app import OomWizardApp, create_app
 from oom_wizard.screens.environment import EnvironmentScreen
 from oom_wizard.screens.step import StepScreen
 from oom_wizard.screens.widgets import MARKER, Choice, MarkedOptionList, Tick
-from textual.widgets import Input, OptionList, Static
-
 from tests.app_support import (
     accept_steps,
     baseline_sample_log,

@@ -6,7 +6,6 @@ from pathlib import Path
 
 from oom_wizard.commands.demo import IMAGE_JOB
 from oom_wizard.screens.review import ReviewScreen
-
 from tests import exactness
 from tests.app_support import (
     demo_app,

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+
 from oom_wizard.autopilot import Settings, autopilot
 from oom_wizard.changelog import ChangeLog, changelog_path_for, read_changelog
 from oom_wizard.cli import main
@@ -22,7 +23,6 @@ from oom_wizard.diagnosis import Diagnosis
 from oom_wizard.document import load_document
 from oom_wizard.paths import parse_path
 from oom_wizard.trainer import group_alive
-
 from tests.autopilot_support import (
     DEMO,
     FAKE,

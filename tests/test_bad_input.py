@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from oom_wizard.cli import main
 
 BATCH = "config.process[0].train.batch_size=1"

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from oom_wizard.diagnosis import diagnose
 from oom_wizard.document import load_document
 from oom_wizard.logscan import scan_log
-
 from tests.corpus import shared_cases
 
 CASE_DIRS = shared_cases()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from oom_wizard.changelog import read_changelog
 from oom_wizard.changes import Change, commit, prepare
 from oom_wizard.document import load_document

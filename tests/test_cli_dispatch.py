@@ -7,9 +7,9 @@ import argparse
 from pathlib import Path
 
 import pytest
+
 from oom_wizard import cli as cli_module
 from oom_wizard.commands import open_cmd
-
 from tests.plan_support import cli
 
 

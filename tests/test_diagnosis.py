@@ -8,6 +8,7 @@ import json
 from typing import Any, Literal
 
 import pytest
+
 from oom_wizard.changelog import ChangeEntry, ChangeLog, FileRef, RunRecord
 from oom_wizard.diagnosis import (
     EARLY_STEP_LIMIT,

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from oom_wizard.document import (
     MISSING,
     JobDocument,

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from oom_wizard.catalog import MOMENTS
 from oom_wizard.changes import Change
 from oom_wizard.errors import ConfigError
 from oom_wizard.estimate import CHECKPOINTING_OFF_FACTOR, MemoryEstimate, estimate
 from oom_wizard.plan import StepChoice, build_plan, changes_for
-
 from tests.plan_support import P0, document, job
 
 HEAVY = job(

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from oom_wizard import save as save_module
 from oom_wizard.cli import main
 

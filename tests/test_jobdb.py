@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from oom_wizard.changes import Change, Prepared, prepare
 from oom_wizard.document import load_document
 from oom_wizard.errors import ConfigError, JobDatabaseError
@@ -30,7 +31,6 @@ from oom_wizard.jobdb import (
     save_to_db,
 )
 from oom_wizard.paths import parse_path
-
 from tests import exactness
 from tests.aitk_db import (
     CREATED_MS,

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from oom_wizard.errors import ConfigError
 from oom_wizard.jobdir import locate_job
 

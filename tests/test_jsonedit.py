@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from oom_wizard.document import (
     Edit,
     JobDocument,

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from oom_wizard.errors import LogError, PresetError
 from oom_wizard.logscan import (
     MAX_SEGMENT_BYTES,

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from oom_wizard.logread import (
     NON_ASCII_FOLDS,
     ScanCancelled,

@@ -17,6 +17,8 @@ import stat
 from pathlib import Path
 
 import pytest
+from textual.widgets import Static
+
 from oom_wizard.changelog import changelog_path_for
 from oom_wizard.commands.demo import IMAGE_JOB
 from oom_wizard.screens.app import create_app
@@ -24,8 +26,6 @@ from oom_wizard.screens.result import ResultScreen
 from oom_wizard.screens.review import ReviewScreen
 from oom_wizard.screens.step import StepScreen
 from oom_wizard.screens.widgets import Tick
-from textual.widgets import Static
-
 from tests.app_support import demo_folder
 from tests.parity_support import (
     CASES,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from oom_wizard.catalog import ModelKind, load_presets
 from oom_wizard.document import MISSING
 from oom_wizard.errors import ConfigError, WizardError
@@ -20,7 +21,6 @@ from oom_wizard.plan import (
     rewrite_prompt_flags,
     smaller_size,
 )
-
 from tests.plan_support import P0, document, job
 
 # The procedure as DESIGN.md states it (deliberately not read from presets/).

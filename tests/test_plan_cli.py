@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-from oom_wizard.commands.demo import VIDEO_JOB, copy_demo
 
+from oom_wizard.commands.demo import VIDEO_JOB, copy_demo
 from tests.plan_support import cli, job, write_job
 
 TREE = job(

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from oom_wizard.changelog import ChangeLog, read_changelog
 from oom_wizard.changes import commit, prepare
 from oom_wizard.document import MISSING, JobDocument, load_document
 from oom_wizard.estimate import estimate
 from oom_wizard.paths import format_path
 from oom_wizard.plan import Plan, StepChoice, build_plan, changes_for, default_model_kind
-
 from tests.corpus import OWN_CONFIGS, needs_examples, own_configs, shared_example
 from tests.plan_support import cli, document, job, toolkit_examples, write_job
 

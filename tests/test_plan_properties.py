@@ -15,6 +15,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from oom_wizard.catalog import load_presets
 from oom_wizard.changelog import read_changelog
 from oom_wizard.changes import commit, prepare
@@ -29,7 +30,6 @@ from oom_wizard.plan import (
     default_model_kind,
     next_scale_up,
 )
-
 from tests.plan_support import SCALE_UP_ORDER, document, write_job
 from tests.test_plan import expected_order
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from oom_wizard.catalog import (
     ALL_STEP_IDS,
     MODEL_KINDS,

@@ -7,6 +7,7 @@ import stat
 from pathlib import Path
 
 import pytest
+
 from oom_wizard.probe import parse_gpus, parse_processes, probe_gpu, read_host_memory
 
 MEMINFO = """MemTotal:       65536000 kB

@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from oom_wizard.document import Edit, RemoveKey, SetValue, parse_document
 from oom_wizard.paths import FieldPath
 from oom_wizard.save import HEADER

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from oom_wizard.diagnosis import diagnose
 from oom_wizard.document import load_document
 from oom_wizard.logscan import scan_log

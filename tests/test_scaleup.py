@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from oom_wizard.changelog import read_changelog
 from oom_wizard.changes import commit, prepare
 from oom_wizard.document import load_document
 from oom_wizard.plan import StepChoice, build_plan, changes_for, next_scale_up
-
 from tests.plan_support import (
     SCALE_UP_ORDER,
     assert_exact,

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from oom_wizard.changelog import ChangeLog, DatabaseRecord, RunRecord, changelog_path_for
 from oom_wizard.errors import WizardError
 from oom_wizard.paths import format_path
@@ -22,7 +23,6 @@ from oom_wizard.service import (
     settle,
     start,
 )
-
 from tests.plan_support import job, write_job
 
 TREE = job(

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from oom_wizard.screens.app import create_app
 from textual.pilot import Pilot
 from textual.widgets import OptionList
 
+from oom_wizard.screens.app import create_app
 from tests.app_support import (
     UI_JOB,
     demo_app,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from oom_wizard.catalog import load_presets
 from oom_wizard.plan import StepChoice, build_plan, changes_for
 from oom_wizard.values import validate_value
-
 from tests.plan_support import P0, document, job
 
 PRESETS = load_presets()

@@ -12,6 +12,7 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from oom_wizard.errors import ConfigError
 from oom_wizard.paths import FieldPath, parse_path
 from oom_wizard.view import (
@@ -22,7 +23,6 @@ from oom_wizard.view import (
     build_view,
     size_flags,
 )
-
 from tests.corpus import needs_shared, own_configs, shared_examples
 
 

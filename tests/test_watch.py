@@ -13,10 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from oom_wizard.follow import JobRow, WatchTarget, read_job_row, watch_db_target, watch_target
-from oom_wizard.screens.watch import WatchApp, WatchResult
 from textual.widgets import Log
 
+from oom_wizard.follow import JobRow, WatchTarget, read_job_row, watch_db_target, watch_target
+from oom_wizard.screens.watch import WatchApp, WatchResult
 from tests.aitk_db import add_job, all_rows, make_db
 from tests.autopilot_support import FAKE, SCENARIOS, write_config
 from tests.test_follow import fake_log

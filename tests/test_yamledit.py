@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from oom_wizard.document import Edit, JobDocument, RemoveKey, SetValue, parse_document
 from oom_wizard.errors import EditError
 from oom_wizard.paths import FieldPath, parse_path

@@ -23,6 +23,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar
 
 import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
 from oom_wizard.errors import PresetError
 from oom_wizard.fastyaml import SafeLoader as _Loader
 from oom_wizard.frozen import FrozenModel
@@ -64,17 +76,6 @@ from oom_wizard.vocabulary import (
 )
 from oom_wizard.vocabulary import (
     Moment as Moment,
-)
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-    model_validator,
 )
 
 if TYPE_CHECKING:

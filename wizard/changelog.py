@@ -18,8 +18,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from oom_wizard.errors import WizardError
-from oom_wizard.frozen import FrozenModel
 from pydantic import (
     ConfigDict,
     Field,
@@ -27,6 +25,9 @@ from pydantic import (
     ValidationError,
     model_serializer,
 )
+
+from oom_wizard.errors import WizardError
+from oom_wizard.frozen import FrozenModel
 
 FORMAT: Final = "oom-wizard-changelog/1"
 CHANGELOG_SUFFIX: Final = ".changelog.json"

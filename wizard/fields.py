@@ -12,6 +12,7 @@ from functools import cache
 from typing import Any
 
 import yaml
+
 from oom_wizard.change import Change
 from oom_wizard.document import MISSING, JobDocument
 from oom_wizard.errors import EditError, WizardError

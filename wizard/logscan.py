@@ -56,6 +56,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, get_args
 
+from pydantic import AfterValidator, ConfigDict, Field, PrivateAttr
+
 from oom_wizard.errors import LogError, PresetError
 from oom_wizard.frozen import FrozenModel
 from oom_wizard.logread import (
@@ -67,7 +69,6 @@ from oom_wizard.logread import (
     build_trigger,
     current_watch,
 )
-from pydantic import AfterValidator, ConfigDict, Field, PrivateAttr
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable

@@ -27,9 +27,6 @@ from functools import cached_property
 from typing import Annotated, Any, ClassVar, Final, Literal, TypeAlias, TypeVar
 
 from annotated_types import Ge, Le, MinLen
-from oom_wizard.errors import ConfigError
-from oom_wizard.frozen import FrozenModel
-from oom_wizard.paths import FieldPath, format_path
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -40,6 +37,10 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import PydanticCustomError
+
+from oom_wizard.errors import ConfigError
+from oom_wizard.frozen import FrozenModel
+from oom_wizard.paths import FieldPath, format_path
 
 TRAINING_PROCESS_TYPES: Final[tuple[str, ...]] = (
     "sd_trainer",

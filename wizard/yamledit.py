@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
 from oom_wizard.errors import EditError
 from oom_wizard.paths import FieldPath, format_path
 from oom_wizard.yamlload import MERGE_TAG, ComposedYaml, ToolkitLoader, compose
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 _PREFIX = re.compile(r"(?:[&!]\S*\s+)*")
 _BLOCK_HEADER = re.compile(r"[|>][-+0-9]*")

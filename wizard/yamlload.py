@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from oom_wizard.errors import ConfigError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from oom_wizard.errors import ConfigError
 
 #: The float resolver AI Toolkit adds to SafeLoader (toolkit/config.py).
 TOOLKIT_FLOAT = re.compile(

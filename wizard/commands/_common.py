@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from oom_wizard.changes import Prepared
     from oom_wizard.save import SaveResult
-    from rich.console import Console
 
 
 def add_crash_arguments(

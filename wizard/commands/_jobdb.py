@@ -16,9 +16,10 @@ from oom_wizard.commands._common import change_line
 from oom_wizard.errors import WizardError
 
 if TYPE_CHECKING:
-    from oom_wizard.jobdb import DbJob, DbSaveResult, SaveMode
     from rich.console import Console
     from rich.table import Table
+
+    from oom_wizard.jobdb import DbJob, DbSaveResult, SaveMode
 
 #: The longest ``info`` shown in the job list (the UI stores whole exception texts).
 INFO_WIDTH = 70

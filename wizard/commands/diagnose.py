@@ -21,9 +21,10 @@ from oom_wizard.errors import WizardError
 from oom_wizard.spelling import gib, oom_figures
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from oom_wizard.diagnosis import Answers, Diagnosis
     from oom_wizard.service import WizardState
-    from rich.console import Console
 
 #: Evidence text longer than this is cut in the human report (``--json`` keeps it whole).
 REPORT_TEXT = 160

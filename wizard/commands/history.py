@@ -16,9 +16,10 @@ from oom_wizard.commands._common import change_line, stdout
 from oom_wizard.errors import WizardError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from oom_wizard.changelog import ChangeLog
     from oom_wizard.document import JobDocument
-    from rich.console import Console
 
 _DIRECTIONS = {
     "rollback": "roll-back",

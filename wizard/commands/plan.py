@@ -19,11 +19,12 @@ from oom_wizard.commands._common import add_crash_arguments, stdout
 from oom_wizard.commands._jobdb import add_db_arguments, show_jobs, wants_db
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from oom_wizard.document import JobDocument
     from oom_wizard.plan import MemoryEstimate, Plan, StepProposal
     from oom_wizard.request import JobRequest
     from oom_wizard.service import WizardState
-    from rich.console import Console
 
 
 def add_parser(subparsers: Any) -> None:
