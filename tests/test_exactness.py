@@ -204,7 +204,15 @@ def test_the_independent_checker_agrees(tmp_path: Path, source: Path) -> None:
     broken = tmp_path / f"broken{source.suffix}"
     broken.write_bytes(output.read_bytes().replace(b"txt", b"jpg"))
     for edited in (output, broken):
-        with contextlib.redirect_stdout(io.StringIO()):
+        report = io.StringIO()
+        with contextlib.redirect_stdout(report):
             theirs = independent.main([str(source), str(edited), "--changelog", str(log)])
         ours = exactness.check(source, edited, log)
+        if ours.ok and theirs != 0:
+            # The one known difference: the independent checker attributes a line only by the
+            # key it starts with, so a field changed inside a flow-style section
+            # (``network: {linear: 32}``) is flagged there; this checker reads the line's keys.
+            failures = [line for line in report.getvalue().splitlines() if line.startswith("FAIL")]
+            assert failures and all(": {" in line for line in failures), failures
+            continue
         assert (theirs == 0) == ours.ok, (edited.name, ours.problems)
