@@ -17,6 +17,7 @@ from typing import Any
 
 from oom_wizard.errors import EditError
 from oom_wizard.paths import FieldPath, format_path
+from oom_wizard.splice import SplicedText
 from oom_wizard.yamlload import duplicate_note
 
 
@@ -163,7 +164,7 @@ def duplicate_keys(text: str) -> list[str]:
     return notes
 
 
-class JsonText:
+class JsonText(SplicedText):
     """A JSON text and the edits that can be made to it.
 
     Args:
@@ -172,11 +173,9 @@ class JsonText:
     """
 
     def __init__(self, text: str, newline: str) -> None:
-        self.text = text
+        super().__init__(text)
         self.newline = newline
         self.root = parse_spans(text)
-        self._spliced: tuple[int, int, str, str] | None = None
-        self._regions_only = False
 
     def find(self, path: FieldPath) -> tuple[Span | None, Span, FieldPath]:
         """(value span or None, deepest existing container, the missing rest of the path)."""
@@ -384,30 +383,3 @@ class JsonText:
             if stripped and len(line) > len(stripped):
                 return len(line) - len(stripped)
         return 2
-
-    def splice_of(self, path: FieldPath, value: Any) -> tuple[int, int, str] | None:
-        """The one region ``set_value(path, value)`` rewrites, as (start, end, new text).
-
-        None when that edit is more than one splice of this text (then it must be made on
-        its own). Lets several edits be made in one pass and checked with one parse.
-        """
-        self._spliced = None
-        self._regions_only = True  # _splice records the region and skips building the text
-        try:
-            result = self.set_value(path, value)
-        finally:
-            self._regions_only = False
-        spliced = self._spliced
-        self._spliced = None
-        if spliced is None or spliced[3] is not result:
-            return None
-        return spliced[0], spliced[1], spliced[2]
-
-    def _splice(self, start: int, end: int, replacement: str) -> str:
-        if self._regions_only:
-            marker = f"\x00{start}:{end}\x00"  # a fresh object: only this return is it
-            self._spliced = (start, end, replacement, marker)
-            return marker
-        result = self.text[:start] + replacement + self.text[end:]
-        self._spliced = (start, end, replacement, result)
-        return result

@@ -30,6 +30,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from oom_wizard.errors import EditError
 from oom_wizard.paths import FieldPath, format_path
+from oom_wizard.splice import SplicedText
 from oom_wizard.yamlload import MERGE_TAG, ComposedYaml, ToolkitLoader, compose
 
 _PREFIX = re.compile(r"(?:[&!]\S*\s+)*")
@@ -57,7 +58,7 @@ class Located:
     via_merge: bool
 
 
-class YamlText:
+class YamlText(SplicedText):
     """A YAML text with its node graph, and the edits that can be made to it.
 
     Args:
@@ -67,11 +68,9 @@ class YamlText:
     """
 
     def __init__(self, text: str, composed: ComposedYaml, newline: str) -> None:
-        self.text = text
+        super().__init__(text)
         self.composed = composed
         self.newline = newline
-        self._spliced: tuple[int, int, str, str] | None = None
-        self._regions_only = False
 
     # ----------------------------------------------------------------- lookup
 
@@ -402,33 +401,6 @@ class YamlText:
         if self.text.startswith("\r\n", end):
             return end + 2
         return end + 1 if end < len(self.text) else end
-
-    def splice_of(self, path: FieldPath, value: Any) -> tuple[int, int, str] | None:
-        """The one region ``set_value(path, value)`` rewrites, as (start, end, new text).
-
-        None when that edit is more than one splice of this text (then it must be made on
-        its own). Lets several edits be made in one pass and checked with one parse.
-        """
-        self._spliced = None
-        self._regions_only = True  # _splice records the region and skips building the text
-        try:
-            result = self.set_value(path, value)
-        finally:
-            self._regions_only = False
-        spliced = self._spliced
-        self._spliced = None
-        if spliced is None or spliced[3] is not result:
-            return None
-        return spliced[0], spliced[1], spliced[2]
-
-    def _splice(self, start: int, end: int, replacement: str) -> str:
-        if self._regions_only:
-            marker = f"\x00{start}:{end}\x00"  # a fresh object: only this return is it
-            self._spliced = (start, end, replacement, marker)
-            return marker
-        result = self.text[:start] + replacement + self.text[end:]
-        self._spliced = (start, end, replacement, result)
-        return result
 
 
 # ------------------------------------------------------------------ lookup
