@@ -146,6 +146,25 @@ def test_missing_file(capsys, frozen, tmp_path):
     assert "no such file" in message
 
 
+@pytest.mark.parametrize("prefix", [(), ("open",)], ids=["default", "open"])
+def test_a_mistyped_path_for_the_wizard_is_one_line_not_a_picker(capsys, frozen, tmp_path, prefix):
+    missing = tmp_path / "my_lroa.yaml"
+    frozen.freeze()
+
+    message = refused(run(capsys, *prefix, missing), missing)
+
+    assert "no such config or job folder" in message
+
+
+def test_a_mistyped_log_for_the_wizard_is_one_line(capsys, frozen, tmp_path):
+    config = source(frozen, "job.yaml")
+    missing = tmp_path / "lgo.txt"
+
+    message = refused(run(capsys, config, "--log", missing), missing)
+
+    assert "no such log" in message
+
+
 @pytest.mark.parametrize("command", ["set", "diagnose"])
 def test_a_folder_with_no_config(capsys, frozen, tmp_path, command):
     folder = tmp_path / "job_folder"

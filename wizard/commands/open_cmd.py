@@ -39,7 +39,16 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Start the app; the exit status is the app's."""
+    """Start the app; the exit status is the app's.
+
+    A path named on the command line must be there: a mistyped one is a one-line error with
+    exit status 2, before the app starts (the app's own picker is for choosing, not fixing).
+    """
+    from oom_wizard.errors import WizardError
+
+    for given, what in ((args.target, "config or job folder"), (args.log, "log")):
+        if given is not None and not given.exists():
+            raise WizardError(f"no such {what}; check the path", file=given)
     from oom_wizard.screens.app import create_app
 
     probe = not args.no_probe
