@@ -38,6 +38,18 @@ if TYPE_CHECKING:
     from oom_wizard.service import DbJob, WizardState
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".jsonc")
+#: What the wizard saves beside a config: a change log, never a config to open.
+CHANGELOG_SUFFIX = ".changelog.json"
+
+
+def offered(path: Path) -> bool:
+    """Whether the picker and the path completion offer ``path``: a folder, or a job config
+    (not a change log); no hidden entries except the UI's ``.job_config.json``."""
+    if path.name.startswith(".") and path.name != ".job_config.json":
+        return False
+    if path.is_dir():
+        return True
+    return path.suffix in CONFIG_SUFFIXES and not path.name.endswith(CHANGELOG_SUFFIX)
 
 #: Column widths of the database's job list (the info column takes the rest of the line).
 NAME_WIDTH, STATUS_WIDTH, STEP_WIDTH = 28, 9, 6
@@ -73,15 +85,11 @@ class PathSuggester(Suggester):
         typed = Path(value).expanduser()
         folder, stem = (typed, "") if value.endswith("/") else (typed.parent, typed.name)
         try:
-            names = sorted(
-                entry.name
-                for entry in folder.iterdir()
-                if entry.is_dir() or entry.suffix in CONFIG_SUFFIXES
-            )
+            names = sorted(entry.name for entry in folder.iterdir() if offered(entry))
         except OSError:
             return None
         for name in names:
-            if name.startswith(stem) and name != stem and not name.startswith("."):
+            if name.startswith(stem) and name != stem:
                 return value + name[len(stem) :]
         return None
 
@@ -90,13 +98,8 @@ class ConfigTree(DirectoryTree):
     """A folder tree that lists folders and job configs only."""
 
     def filter_paths(self, paths: Any) -> list[Path]:
-        """Folders and config files, no hidden entries (except the UI's job config)."""
-        return [
-            path
-            for path in paths
-            if (not path.name.startswith(".") or path.name == ".job_config.json")
-            and (path.is_dir() or path.suffix in CONFIG_SUFFIXES)
-        ]
+        """Folders and config files, no change logs, no hidden entries (see :func:`offered`)."""
+        return [path for path in paths if offered(path)]
 
 
 class LoadScreen(StageScreen[None]):

@@ -1,0 +1,43 @@
+"""The load screen's picker and path completion offer folders and job configs only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from oom_wizard.screens.load import PathSuggester, offered
+
+
+def _folder(tmp_path: Path) -> Path:
+    for name in (
+        "job.yaml",
+        "job.oomfix.yaml",
+        "job.oomfix.changelog.json",
+        "ui.json",
+        ".job_config.json",
+        ".hidden.yaml",
+        "log.txt",
+        "notes.md",
+    ):
+        (tmp_path / name).write_text("{}\n", encoding="utf-8")
+    (tmp_path / "output").mkdir()
+    (tmp_path / ".git").mkdir()
+    return tmp_path
+
+
+def test_the_tree_lists_configs_and_folders_but_no_change_log(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    shown = [path for path in folder.iterdir() if offered(path)]  # ConfigTree.filter_paths
+    assert sorted(path.name for path in shown) == [
+        ".job_config.json",
+        "job.oomfix.yaml",
+        "job.yaml",
+        "output",
+        "ui.json",
+    ]
+
+
+async def test_completion_never_offers_a_change_log(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    suggester = PathSuggester()
+    assert await suggester.get_suggestion(f"{folder}/job.oomfix.") == f"{folder}/job.oomfix.yaml"
+    assert await suggester.get_suggestion(f"{folder}/lo") is None
