@@ -51,6 +51,7 @@ def offered(path: Path) -> bool:
         return True
     return path.suffix in CONFIG_SUFFIXES and not path.name.endswith(CHANGELOG_SUFFIX)
 
+
 #: Column widths of the database's job list (the info column takes the rest of the line).
 NAME_WIDTH, STATUS_WIDTH, STEP_WIDTH = 28, 9, 6
 

@@ -603,7 +603,11 @@ def recorded_steps(plan: Plan, ready: Prepared) -> list[str]:
 
 
 def save(
-    state: WizardState, choices: Mapping[str, StepChoice] | None, destination: Destination
+    state: WizardState,
+    choices: Mapping[str, StepChoice] | None,
+    destination: Destination,
+    *,
+    ready: Prepared | None = None,
 ) -> Saved:
     """Write the roll-back: a new config file, or into the jobs database.
 
@@ -611,13 +615,16 @@ def save(
         state: The wizard state.
         choices: The step choices (None: the plan's defaults).
         destination: Where it goes.
+        ready: ``prepared(state, choices)`` when the caller has it already (shown to the
+            user), so that the edits are not made and checked a second time.
 
     Raises:
         SaveRefused: the output or change log is refused; nothing is written.
         JobDatabaseError: the database refuses (a running job, a taken name, a lock).
         EditError: an edit cannot be made safely.
     """
-    ready = prepared(state, choices)
+    if ready is None:
+        ready = prepared(state, choices)
     return _write(
         state,
         ready,

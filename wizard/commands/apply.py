@@ -102,11 +102,11 @@ def run(args: argparse.Namespace) -> int:
                 "-o and --changelog are for config files; a database job is saved with "
                 "--in-place or --as-new, and its change log goes beside the database"
             )
-        result = save(state, choices, save_mode(args))
+        result = save(state, choices, save_mode(args), ready=ready)
         assert isinstance(result, DbSaveResult)
         print_db_saved(console, result)
         return 0
-    saved = save(state, choices, ToFile(args.output, args.changelog, force=args.force))
+    saved = save(state, choices, ToFile(args.output, args.changelog, force=args.force), ready=ready)
     assert isinstance(saved, SaveResult)
     print_saved(console, saved)
     return 0
