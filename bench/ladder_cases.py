@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from oom_wizard.document import load_document
 from oom_wizard.errors import ConfigError
+from tests.corpus import EXAMPLES
 from tests.test_plan_ladder import (
     assert_fix_lowers_or_exhausted,
     cases,
@@ -55,11 +56,10 @@ def count(label: str, configs: list[Path]) -> None:
 def main() -> None:
     """Parse the arguments and print the counts."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    default = Path(__file__).resolve().parents[2] / "shared" / "aitk-examples"
-    parser.add_argument("--examples", type=Path, default=default)
+    parser.add_argument("--examples", type=Path, default=EXAMPLES)
     args = parser.parse_args()
     count("fixtures and demo jobs", fixture_configs())
-    if args.examples.is_dir():
+    if args.examples is not None and args.examples.is_dir():
         count(f"examples ({args.examples})", loadable(args.examples))
     else:
         print(f"examples: {args.examples} not found, skipped")
