@@ -31,11 +31,10 @@ from oom_wizard.screens.base import Finished
 from oom_wizard.screens.environment import EnvironmentScreen
 from oom_wizard.screens.moment import MomentScreen
 from oom_wizard.screens.result import ResultScreen
-from oom_wizard.screens.review import ReviewScreen
-from oom_wizard.screens.step import StepScreen
 from oom_wizard.screens.widgets import Choice, MarkedOptionList
 from oom_wizard.vocabulary import MOMENTS
 from tests.aitk_db import add_job, job_row, make_db
+from tests.app_support import accept_steps, save_from_review
 from tests.plan_support import cli
 
 REPO = Path(__file__).resolve().parent.parent
@@ -210,13 +209,8 @@ async def through_app(job: Job, case: Case) -> Outcome:
         state = app.require_state()
         if isinstance(app.screen, EnvironmentScreen):
             return Outcome(state.moment, state.model_kind, state.plan.to_json(), None, None)
-        while isinstance(app.screen, StepScreen):
-            await pilot.press("enter")
-            await pilot.pause()
-        await on_screen(pilot, ReviewScreen)
-        await pilot.press("enter")
-        await app.workers.wait_for_complete()
-        await on_screen(pilot, ResultScreen)
+        await accept_steps(pilot)
+        await save_from_review(pilot)
         result = app.screen
         assert isinstance(result, ResultScreen)
         finished: Finished = result.finished

@@ -26,7 +26,7 @@ from oom_wizard.screens.result import ResultScreen
 from oom_wizard.screens.review import ReviewScreen
 from oom_wizard.screens.step import StepScreen
 from oom_wizard.screens.widgets import Tick
-from tests.app_support import demo_folder
+from tests.app_support import accept_steps, demo_folder, save_from_review
 from tests.parity_support import (
     CASES,
     SIZE,
@@ -183,13 +183,8 @@ async def test_a_step_that_changes_nothing_is_not_recorded(tmp_path: Path) -> No
             if tick.id != "step-on":
                 tick.value = False
         await pilot.pause()
-        while isinstance(app.screen, StepScreen):
-            await pilot.press("enter")
-            await pilot.pause()
-        await on_screen(pilot, ReviewScreen)
-        await pilot.press("enter")
-        await app.workers.wait_for_complete()
-        await on_screen(pilot, ResultScreen)
+        await accept_steps(pilot)
+        await save_from_review(pilot)
 
     stem = Path(IMAGE_JOB.config).stem
     logs = [
