@@ -22,6 +22,7 @@ from oom_wizard.document import MISSING, JobDocument, load_document
 from oom_wizard.estimate import estimate
 from oom_wizard.paths import format_path
 from oom_wizard.plan import Plan, StepChoice, build_plan, changes_for, default_model_kind
+from oom_wizard.save import SaveResult
 from tests.corpus import OWN_CONFIGS, needs_examples, own_configs, shared_example
 from tests.plan_support import cli, document, job, toolkit_examples, write_job
 
@@ -81,6 +82,16 @@ def test_default_fix_lowers_the_crashed_peak_on_the_examples(config: Path, momen
     assert_fix_lowers_or_exhausted(doc, plan_for(doc, moment))
 
 
+def save_defaults(doc: JobDocument, plan: Plan) -> SaveResult:
+    """Save the plan's default roll-back as the wizard does, recording its default-on steps."""
+    return commit(
+        prepare(doc, changes_for(plan)),
+        direction="rollback",
+        moment=plan.moment,
+        steps=[s.id for s in plan.steps if s.default_on],
+    )
+
+
 def rollback_until_exhausted(source: Path, moment: str, limit: int = 25) -> list[list[str]]:
     """Apply the default fix, crash again, repeat: the steps of every roll-back."""
     config, log = source, None
@@ -135,12 +146,7 @@ def test_the_demos_second_rollback_after_crashed_again_lowers_training(tmp_path:
     source.write_bytes((DEMO / "flux_portrait_lora.yaml").read_bytes())
     doc = load_document(source)
     first = plan_for(doc, "early_steps")
-    saved = commit(
-        prepare(doc, changes_for(first)),
-        direction="rollback",
-        moment="early_steps",
-        steps=[s.id for s in first.steps if s.default_on],
-    )
+    saved = save_defaults(doc, first)
     again = load_document(saved.config)
     second = plan_for(
         again, "early_steps", changelog=read_changelog(saved.changelog), new_crash=True
@@ -329,12 +335,7 @@ def test_the_scale_up_gives_sampling_back_first_after_the_validation_run(tmp_pat
     )
     doc = load_document(source)
     plan = plan_for(doc, "loading")
-    saved = commit(
-        prepare(doc, changes_for(plan)),
-        direction="rollback",
-        moment="loading",
-        steps=[s.id for s in plan.steps if s.default_on],
-    )
+    saved = save_defaults(doc, plan)
     first = next_scale_up(load_document(saved.config), read_changelog(saved.changelog))
     assert first is not None and first.step == "sampling"
     assert any(c.path[-1] == "disable_sampling" for c in first.changes)
@@ -369,12 +370,7 @@ def test_after_dropping_the_biggest_bucket_the_next_one_down_waits_for_a_new_cra
     source = write_job(tmp_path / "job.yaml", job(datasets=[{"resolution": [512, 768, 1024]}]))
     doc = load_document(source)
     plan = plan_for(doc, "intermittent")
-    saved = commit(
-        prepare(doc, changes_for(plan)),
-        direction="rollback",
-        moment="intermittent",
-        steps=[s.id for s in plan.steps if s.default_on],
-    )
+    saved = save_defaults(doc, plan)
     log = read_changelog(saved.changelog)
     again = plan_for(load_document(saved.config), "intermittent", changelog=log)
     smaller = again.step("smaller_bucket")

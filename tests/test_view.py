@@ -767,12 +767,16 @@ def _views(paths: list[Path]) -> dict[str, JobView]:
     return views
 
 
-def test_every_own_config_builds_a_view() -> None:
-    views = _views(own_configs())
-    assert len(views) == len(own_configs()) >= 7
+def _assert_every_view_has_a_training_process(views: dict[str, JobView]) -> None:
     for name, view in views.items():
         assert view.primary is not None, name
         assert view.placeholders == (), name
+
+
+def test_every_own_config_builds_a_view() -> None:
+    views = _views(own_configs())
+    assert len(views) == len(own_configs()) >= 7
+    _assert_every_view_has_a_training_process(views)
 
 
 def test_own_configs_read_as_expected() -> None:
@@ -799,9 +803,7 @@ def test_own_configs_read_as_expected() -> None:
 def test_every_shipped_example_builds_a_view() -> None:
     views = _views(shared_examples())
     assert len(views) >= 20
-    for name, view in views.items():
-        assert view.primary is not None, name
-        assert view.placeholders == (), name
+    _assert_every_view_has_a_training_process(views)
 
 
 @needs_shared
