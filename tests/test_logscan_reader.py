@@ -421,3 +421,15 @@ def test_cancel_from_another_thread(tmp_path: Path) -> None:
     thread.join(60)
     assert not thread.is_alive()
     assert len(results) == 1 and isinstance(results[0], ScanCancelled)
+
+
+@pytest.mark.parametrize("between", ["\x00", "some other output"])
+@pytest.mark.parametrize("chunk_bytes", [1, 5, 61, 300])
+def test_a_line_no_rule_reads_still_ends_the_bar_redraws(between: str, chunk_bytes: int) -> None:
+    """Found by the chunk-size property: a skipped line between two draws of a bar stuck at 0
+    must count as other output, as it does when every line is read (then it is a stall)."""
+    bar = "my_lora:   0%|#         | 0/3000 [00:10<1:19:20,  1.73s/it]"
+    data = f"{bar}\n{between}\r{bar}\n".encode()
+    whole = scan_stream(io.BytesIO(data), prefilter=False)
+    assert "stall" in whole.signals
+    assert scan_stream(io.BytesIO(data), chunk_bytes=chunk_bytes) == whole

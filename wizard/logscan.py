@@ -999,11 +999,19 @@ class _Scanner:
                     break
                 start = block.rfind(b"\n", pos, match.start()) + 1 or pos
                 end = block.find(b"\n", match.end()) + 1 or size
-                self._line += block.count(b"\n", pos, start)
+                self._skip(block, pos, start)
                 pos = start
             self._feed_lines(block[pos:end])
             pos = end
-        self._line += block.count(b"\n", pos)
+        self._skip(block, pos, size)
+
+    def _skip(self, block: bytes, start: int, end: int) -> None:
+        """Lines no rule reads: counted; and like any other text between two bar redraws,
+        they end the redraws (the next bar is drawn anew, as when every line is read)."""
+        newlines = block.count(b"\n", start, end)
+        self._line += newlines
+        if self._repeat is not _NO_BAR and newlines + block.count(b"\r", start, end) < end - start:
+            self._repeat, self._head_training = _NO_BAR, False
 
     def _reads_next_line(self) -> bool:
         """Whether the next line goes to the rules whatever it holds: the rest of an allocator
