@@ -214,7 +214,10 @@ def save(
         source_path = record_path(Path(changelog.source.path), log_path)
         update["source"] = changelog.source.model_copy(update={"path": source_path})
     log = changelog.model_copy(update=update)
-    log_data = log.to_json().encode("utf-8")
+    # pydantic wraps an exception raised inside its serializer (a Ctrl-C or SIGTERM landing
+    # there) in its own error; held here, the signal lands just after, as itself.
+    with signals_held():
+        log_data = log.to_json().encode("utf-8")
     mode = _mode_of(source)
     commit_pair(
         [(log_path, log_data), (output, data)], mode=mode, replace=force, what=_what(log_path)
