@@ -23,7 +23,7 @@ import oom_wizard
 UI = ("oom_wizard.screens", "oom_wizard.presets")
 def domain(package):
     for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
-        if info.name in UI or info.name == "oom_wizard.__main__":  # __main__ runs the CLI
+        if info.name in UI:
             continue
         module = importlib.import_module(info.name)
         yield info.name

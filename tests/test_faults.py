@@ -461,14 +461,26 @@ def dead_process() -> int:
     return pid
 
 
-@pytest.mark.parametrize("fraction", [0.3, 0.6, 0.8, 0.9, 1.0, 1.1])
-def test_ctrl_c_of_python_dash_m_wizard_never_prints_a_traceback(tmp_path, fraction):
-    """The real entry point, from its first line to its exit: SIGINT at a moment spread over
-    a measured run (late ones land while the interpreter shuts down)."""
+ENTRY_POINTS = {
+    "python -m oom_wizard": [sys.executable, "-m", "oom_wizard"],
+    "oom-wizard": [str(Path(sys.executable).with_name("oom-wizard"))],
+}
+
+
+@pytest.mark.parametrize(
+    ("entry", "fraction"),
+    [
+        *(("python -m oom_wizard", fraction) for fraction in (0.3, 0.6, 0.8, 0.9, 1.0, 1.1)),
+        *(("oom-wizard", fraction) for fraction in (0.1, 0.5)),
+    ],
+)
+def test_ctrl_c_of_the_entry_points_never_prints_a_traceback(tmp_path, entry, fraction):
+    """The real entry points, from their first line to their exit: SIGINT at a moment spread
+    over a measured run (late ones land while the interpreter shuts down)."""
     import subprocess
 
     case = make_case(tmp_path, force=False, prompts=LARGE_PROMPTS)
-    command = [sys.executable, "-m", "oom_wizard", *case.args()]
+    command = [*ENTRY_POINTS[entry], *case.args()]
     started = time.perf_counter()
     subprocess.run(command, capture_output=True, check=True, timeout=120)
     took = time.perf_counter() - started

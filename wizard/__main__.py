@@ -1,17 +1,30 @@
-"""``python -m oom_wizard``: the same entry point as the ``oom-wizard`` console script.
+"""The entry point of ``python -m oom_wizard`` and of the ``oom-wizard`` console script.
 
-A Ctrl-C that lands while the command line itself is still being imported ends the
-process quietly too (nothing can have been written yet).
+Kept to the standard library until the interrupt hook is in place, so that a Ctrl-C that
+lands while the command line itself is still being imported ends the process quietly too
+(nothing can have been written yet), including one that lands inside the import system's
+own callbacks (see ``oom_wizard.interrupts``).
 """
 
 from __future__ import annotations
 
 import sys
 
-try:
-    from oom_wizard.cli import main
-except KeyboardInterrupt:
-    print("oom-wizard: interrupted; nothing was written", file=sys.stderr)
-    sys.exit(130)
+EXIT_INTERRUPTED = 130
 
-sys.exit(main())
+
+def main() -> int:
+    """Import the command line under the interrupt hook, then run it."""
+    try:
+        from oom_wizard.interrupts import redeliver_lost_interrupts
+
+        redeliver_lost_interrupts()
+        from oom_wizard.cli import main as run_command_line
+    except KeyboardInterrupt:
+        print("oom-wizard: interrupted; nothing was written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return run_command_line()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

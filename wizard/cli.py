@@ -36,6 +36,7 @@ from oom_wizard.commands import (
     watch,
 )
 from oom_wizard.errors import PROGRAM, WizardError, error_line, os_error_line
+from oom_wizard.interrupts import Terminated, raise_terminated, redeliver_lost_interrupts
 
 PROG = PROGRAM
 EXIT_OK = 0
@@ -43,18 +44,6 @@ EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the program is, so the same clean-up runs as for Ctrl-C."""
-
-
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise Terminated
-
-
-def _on_sighup(signum: int, frame: object) -> None:
-    raise Terminated
 
 
 class _Parser(argparse.ArgumentParser):
@@ -235,14 +224,17 @@ def _silence_stdout() -> None:
 
 
 def _install_signal_handlers() -> Callable[[], None]:
-    """SIGTERM and SIGHUP unwind like Ctrl-C (temp files go); return what puts the old back."""
+    """SIGTERM and SIGHUP unwind like Ctrl-C (temp files go), and no interrupt is lost in an
+    interpreter callback; return what puts the old handlers back."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
-    old_term = signal.signal(signal.SIGTERM, _on_sigterm)
-    old_hup = signal.signal(signal.SIGHUP, _on_sighup)
+    old_hook = redeliver_lost_interrupts()
+    old_term = signal.signal(signal.SIGTERM, raise_terminated)
+    old_hup = signal.signal(signal.SIGHUP, raise_terminated)
 
     def restore() -> None:
         signal.signal(signal.SIGTERM, old_term)
         signal.signal(signal.SIGHUP, old_hup)
+        old_hook()
 
     return restore

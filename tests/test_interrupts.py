@@ -1,0 +1,69 @@
+"""An interrupt that lands inside an interpreter callback is delivered again, not printed
+as an ignored exception and lost (the import system's weak-reference callbacks are where a
+Ctrl-C of ``python -m oom_wizard`` once turned into a traceback)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+CHILD = textwrap.dedent(
+    """
+    import signal, sys, time
+    from oom_wizard.interrupts import Terminated, raise_terminated, redeliver_lost_interrupts
+
+    if sys.argv[1] == "installed":
+        redeliver_lost_interrupts()
+    signal.signal(signal.SIGTERM, raise_terminated)
+
+    class RaisesInCallback:
+        def __del__(self):
+            raise {exception}
+
+    try:
+        RaisesInCallback()  # dropped at once: its __del__ runs as an interpreter callback
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            pass
+        print("lost")
+    except Terminated:
+        print("terminated")
+    except KeyboardInterrupt:
+        print("interrupted")
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("exception", "arrives_as"),
+    [("KeyboardInterrupt", "interrupted"), ("Terminated", "terminated")],
+)
+def test_an_interrupt_raised_in_a_callback_arrives_again_in_ordinary_code(exception, arrives_as):
+    code = CHILD.format(exception=exception)
+    done = subprocess.run(
+        [sys.executable, "-c", code, "installed"], capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.strip() == arrives_as
+    assert "Exception ignored" not in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_without_the_hook_the_interpreter_prints_it_and_carries_on():
+    """The behaviour the hook exists for, so the test above cannot pass by accident."""
+    code = CHILD.format(exception="KeyboardInterrupt")
+    done = subprocess.run(
+        [sys.executable, "-c", code, "bare"], capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.strip() == "lost"
+    assert "Exception ignored" in done.stderr
+
+
+def test_the_command_line_puts_the_previous_hook_back():
+    from oom_wizard import cli
+
+    before = sys.unraisablehook
+    assert cli.main(["diagnose", "/no/such/job.yaml"]) == cli.EXIT_BAD_INPUT
+    assert sys.unraisablehook is before
