@@ -22,6 +22,7 @@ from oom_wizard.document import (
 )
 from oom_wizard.errors import ConfigError, EditError
 from oom_wizard.yamledit import YamlText
+from oom_wizard.yamlload import load_tree
 
 MINIMAL = """\
 job: extension
@@ -85,9 +86,10 @@ def write(folder: Path, name: str, data: str | bytes) -> Path:
 )
 def test_scalars_load_as_the_toolkits_safeloader_reads_them(scalar: str, value: Any) -> None:
     loaded = yaml_tree(f"v: {scalar}\n")["v"]
+    checked = load_tree(f"v: {scalar}\n")["v"]  # the fast loader that checks our edits
 
-    assert type(loaded) is type(value)
-    assert loaded == value
+    assert type(loaded) is type(value) is type(checked)
+    assert loaded == value == checked
 
 
 def test_the_float_resolver_does_not_leak_into_pyyaml_itself() -> None:
@@ -269,6 +271,40 @@ def test_an_edit_whose_text_would_not_parse_is_refused(monkeypatch: pytest.Monke
 
     with pytest.raises(EditError, match="would break the file"):
         doc.with_edits([SetValue(("config", "name"), "other")])
+
+
+def _several_edits() -> list[SetValue]:
+    train = ("config", "process", 0, "train")
+    return [SetValue((*train, "batch_size"), 1), SetValue(("config", "name"), "lighter")]
+
+
+def test_edits_made_together_are_checked_against_what_the_toolkits_own_loader_reads() -> None:
+    doc = parse_document(MINIMAL, source=Path("job.yaml"), fmt="yaml")
+
+    edited = doc.with_edits(_several_edits())
+
+    assert edited.composed is None  # checked on the tree only; composed when next needed
+    exact = parse_document(edited.text, source=Path("job.yaml"), fmt="yaml")
+    assert same_value(edited.tree, exact.tree)
+    again = edited.with_edits([SetValue(("config", "name"), "lighter still")])
+    assert again.tree["config"]["name"] == "lighter still"
+    assert again.tree["config"]["process"][0]["train"]["batch_size"] == 1
+
+
+def test_edits_the_fast_check_refuses_are_made_one_at_a_time_on_the_exact_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A text libyaml would read otherwise than the intended tree is not taken on its word."""
+    import oom_wizard.document as document
+
+    monkeypatch.setattr(document, "load_tree", lambda text: {"read": "differently"})
+    doc = parse_document(MINIMAL, source=Path("job.yaml"), fmt="yaml")
+
+    edited = doc.with_edits(_several_edits())
+
+    assert edited.composed is not None  # the last edit's own exact parse
+    assert edited.tree["config"]["name"] == "lighter"
+    assert edited.tree["config"]["process"][0]["train"]["batch_size"] == 1
 
 
 def test_values_that_cannot_be_written_are_refused() -> None:
