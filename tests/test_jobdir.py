@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -60,6 +62,33 @@ def test_a_running_retry_does_not_hide_the_newest_crash(tmp_path: Path) -> None:
     assert found.log == folder / "logs" / "1_log.txt"
     assert found.log_note == "logs/1_log.txt: the newest run that crashed (log.txt shows no crash)"
     assert found.log_scan is not None and found.log_scan.phase == "periodic_sample"
+
+
+def age(path: Path, seconds: float) -> None:
+    """Make ``path`` look last written ``seconds`` ago."""
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+def test_a_newest_log_that_stopped_writing_mid_run_is_the_log(tmp_path: Path) -> None:
+    """The newest run stalled or was killed an hour ago: that, not the crash before it, is
+    what the user is looking at."""
+    folder = job_folder(tmp_path, RUNNING, {0: CRASHED_AT_LOAD, 1: CRASHED_AT_SAMPLE})
+    age(folder / "log.txt", 3600)
+    found = locate_job(folder)
+    assert found.log == folder / "log.txt"
+    assert found.log_note == "log.txt (the latest run)"
+    assert found.log_scan is not None and found.log_scan.ends_open
+
+
+def test_a_running_retry_leaves_an_older_stalled_run_as_the_log(tmp_path: Path) -> None:
+    folder = job_folder(tmp_path, RUNNING, {0: CRASHED_AT_LOAD, 1: RUNNING})
+    age(folder / "logs" / "1_log.txt", 3600)
+    found = locate_job(folder)
+    assert found.log == folder / "logs" / "1_log.txt"
+    assert found.log_note == (
+        "logs/1_log.txt: the newest run that stopped without finishing (log.txt shows no crash)"
+    )
 
 
 def test_numbers_are_compared_as_numbers(tmp_path: Path) -> None:
