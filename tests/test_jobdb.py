@@ -23,6 +23,7 @@ from oom_wizard.jobdb import (
     find_db,
     job_changelog_path,
     job_document,
+    legacy_changelog_path,
     list_jobs,
     load_job,
     locate_job_log,
@@ -813,3 +814,59 @@ def test_a_job_config_nested_too_deeply_is_one_line(db: Path) -> None:
 
     with pytest.raises(ConfigError, match="nests deeper than 100 levels"):
         job_document(load_job(db, "my_lora"))
+
+
+# ------------------------------------------- change logs of earlier versions, kept by name
+
+
+def _as_if_written_by_an_earlier_version(db: Path, name: str = "my_lora") -> Path:
+    """Move the job's change log to where oom-wizard kept it by name before logs were keyed
+    by the job's id; the old place."""
+    job = load_job(db, name)
+    legacy = legacy_changelog_path(db, name)
+    job.changelog_path.rename(legacy)
+    return legacy
+
+
+def test_a_change_log_kept_by_name_is_still_restored_from(db: Path) -> None:
+    original = load_job(db, "my_lora").job_config
+    save(db, InPlace())
+    legacy = _as_if_written_by_an_earlier_version(db)
+
+    assert read_job_changelog(load_job(db, "my_lora")) is not None
+    result = restore_job(load_job(db, "my_lora"))
+
+    assert load_job(db, "my_lora").job_config == original
+    assert result.changelog == load_job(db, "my_lora").changelog_path  # carried over
+    runs = json.loads(result.changelog.read_text(encoding="utf-8"))["runs"]
+    assert [run["direction"] for run in runs] == ["rollback", "restore"]
+    assert legacy.is_file()  # the old file is left as it was
+
+
+def test_the_next_save_carries_a_change_log_kept_by_name_over(db: Path) -> None:
+    original = load_job(db, "my_lora").job_config
+    save(db, InPlace())
+    _as_if_written_by_an_earlier_version(db)
+    middle = load_job(db, "my_lora")
+    save_to_db(
+        prepare(job_document(middle), [Change(BATCH, 2)]), middle, InPlace(), direction="scale_up"
+    )
+
+    restore_job(load_job(db, "my_lora"))
+    restore_job(load_job(db, "my_lora"))
+
+    assert load_job(db, "my_lora").job_config == original  # every earlier config reachable
+
+
+def test_a_change_log_kept_by_name_for_another_job_is_not_taken(db: Path) -> None:
+    """``a/b`` and ``a_b`` shared one file by name: it belongs to the job whose id it names."""
+    add_job(db, "a/b", config=ui_job_config("a/b", batch_size=4))
+    add_job(db, "a_b", config=ui_job_config("a_b", batch_size=8))
+    save(db, InPlace(), name="a/b")
+    _as_if_written_by_an_earlier_version(db, "a/b")
+
+    other = load_job(db, "a_b")
+    assert other.changelog_to_read == other.changelog_path
+    assert read_job_changelog(other) is None
+    with pytest.raises(JobDatabaseError, match="nothing to restore"):
+        restore_job(other)

@@ -128,8 +128,20 @@ class DbJob:
 
     @property
     def changelog_path(self) -> Path:
-        """Where this job's change log lives: ``<db folder>/oom-wizard/<db file>/<id>...``."""
+        """Where this job's change log is written: ``<db folder>/oom-wizard/<db file>/<id>...``."""
         return job_changelog_path(self.db_path, self.id)
+
+    @property
+    def changelog_to_read(self) -> Path:
+        """Where this job's change log is read from: :attr:`changelog_path`, or, until the
+        job is saved again, where earlier versions of oom-wizard kept it by the job's name
+        (:func:`legacy_changelog_path`) when that log tells this job's story. The next save
+        or restore carries its runs over to :attr:`changelog_path`; the old file stays."""
+        keyed = self.changelog_path
+        if keyed.is_file():
+            return keyed
+        legacy = legacy_changelog_path(self.db_path, self.name)
+        return legacy if _tells_of(legacy, self.id) else keyed
 
     @property
     def file_stem(self) -> str:
@@ -246,6 +258,25 @@ def job_changelog_path(db_path: Path, job_id: str) -> Path:
     """
     key = job_id if _PLAIN_ID.fullmatch(job_id) else "id-" + _sha(job_id)[:32]
     return db_path.parent / CHANGELOG_FOLDER / db_path.name / f"{key}.changelog.json"
+
+
+def legacy_changelog_path(db_path: Path, name: str) -> Path:
+    """``<db folder>/oom-wizard/<name>.changelog.json``: where earlier versions of oom-wizard
+    kept a job's change log, by its name (so ``a/b`` and ``a_b`` shared one)."""
+    return db_path.parent / CHANGELOG_FOLDER / f"{_file_part(name)}.changelog.json"
+
+
+def _tells_of(path: Path, job_id: str) -> bool:
+    """Whether the change log at ``path`` has a run that read or wrote job ``job_id`` (a log
+    shared by name with another job does not; one that cannot be read is not taken)."""
+    if not path.is_file():
+        return False
+    try:
+        log = read_changelog(path)
+    except (WizardError, OSError):
+        return False
+    records = [run.database for run in log.runs]
+    return any(r is not None and job_id in (r.job_id, r.new_job_id) for r in records)
 
 
 def _file_part(name: str) -> str:
@@ -366,7 +397,7 @@ def read_job_changelog(job: DbJob) -> ChangeLog | None:
     Raises:
         WizardError: the change log file is damaged.
     """
-    path = job.changelog_path
+    path = job.changelog_to_read
     if not path.is_file():
         return None
     log = read_changelog(path)
@@ -442,7 +473,7 @@ def restore_job(
         JobDatabaseError: no change log, nothing left to restore, the job is busy or was
             edited since, or the database stayed locked. Nothing is written.
     """
-    path = job.changelog_path
+    path = job.changelog_to_read
     if not path.is_file():
         raise JobDatabaseError(
             f"oom-wizard has not updated job '{job.name}' in place (no change log here), "
@@ -488,8 +519,10 @@ def restore_job(
     with _connect(job.db_path, write=True, busy_timeout=busy_timeout) as conn:
         _begin(conn, job)
         _write_config(conn, job, previous)
-        _commit_with_log(conn, path, new_log, set_aside=False)
-    result = _result(job, job.id, job.name, in_place=True, changelog=path, entries=entries)
+        _commit_with_log(conn, job.changelog_path, new_log, set_aside=False)
+    result = _result(
+        job, job.id, job.name, in_place=True, changelog=job.changelog_path, entries=entries
+    )
     return replace(result, restored_run=target)
 
 
@@ -627,7 +660,7 @@ def _changed_by(now: DbJob) -> str:
     """Who changed the job: another save of this tool (its change log names the config the
     database holds now), or, failing that, AI Toolkit's UI."""
     with contextlib.suppress(WizardError, OSError):
-        path = now.changelog_path
+        path = now.changelog_to_read
         if path.is_file() and read_changelog(path).output.sha256 == _sha(now.job_config):
             return "was just saved by another oom-wizard run"
     return "was changed in AI Toolkit's UI"

@@ -225,7 +225,7 @@ def open_job(request: JobRequest) -> OpenedJob:
         job = load_job(find_db(request.db), request.job)
         document = job_document(job)
         located = locate_job_log(job, document.tree)
-        changelog_path: Path | None = job.changelog_path
+        changelog_path: Path | None = job.changelog_to_read
         db_job: DbJob | None = job
     elif request.target is not None:
         from oom_wizard.jobdir import locate_job
