@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import partial
 
 from textual import on
@@ -40,8 +41,10 @@ class ReviewScreen(SavingStage):
             yield DestinationPicker(state, id="destination")
             validation = state.validation_step()
             if validation is not None:
+                preset = state.choices.get(validation.id)
+                on = validation.default_on if preset is None else preset.enabled
                 with Vertical(classes="field-row"):
-                    yield Tick(validation.title, value=validation.default_on, id="validation")
+                    yield Tick(validation.title, value=on, id="validation")
                     yield Static(validation.why, classes="field-hint")
             yield Static("", id="error", classes="error")
             yield DiffView(id="diff")
@@ -56,7 +59,13 @@ class ReviewScreen(SavingStage):
         extra = None
         validation = self.state.validation_step()
         if validation is not None:
-            extra = StepChoice(validation.id, enabled=self.query_one("#validation", Tick).value)
+            ticked = self.query_one("#validation", Tick).value
+            preset = self.state.choices.get(validation.id)  # ``run``'s step count, preselected
+            extra = (
+                StepChoice(validation.id, enabled=ticked)
+                if preset is None
+                else replace(preset, enabled=ticked)
+            )
         return effective_choices(self.state, upto=self.upto, extra=extra)
 
     @on(Tick.Changed, "#validation")

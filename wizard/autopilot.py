@@ -1,16 +1,20 @@
 """The autopilot: run the trainer, and on an out-of-memory crash roll back one step and retry.
 
 Plain logic. The trainer is behind :class:`Runner` (``oom_wizard.trainer`` runs a real child; a
-test can pass a function), the user behind :class:`Asker`. Each attempt's log is scanned
-and diagnosed with the same domain calls ``oom-wizard diagnose`` makes; a roll-back is
-planned and saved with the same calls ``oom-wizard apply`` makes (the plan's default steps,
-each with its default toggles), as a new config beside the last one with its change log.
+test can pass a function), the user behind :class:`Asker`. After a crash the job is opened on
+that attempt's log through the application service (``oom_wizard.service``), as the wizard
+opens it: one diagnosis, one plan, the next fix preselected (:func:`~wizard.service.preselect_fix`:
+every step at its default, the short validation run). With ``--auto`` the loop saves that fix
+through the service's save, as a new config beside the last one with its change log; an
+asker may instead let the user change and save it (the wizard), and the config the user
+saved is what runs next (:class:`UserSave`).
 
 The first retry after a fix is a short validation run: the plan's ``validation_run`` step
-sets ``train.steps`` to ``validation_steps``. AI Toolkit saves and samples once more after its
-last step, so a validation run that exits cleanly got past its first steps and through a save
-and a sample (where the config samples at all). Then the scale-up's first re-add puts the
-original step count back, and the full run starts.
+sets ``train.steps`` to ``validation_steps``, raised to one past the config's first periodic
+save and sample (:func:`oom_wizard.plan.validation_run_steps`), so a validation run that exits
+cleanly got past its first steps and through a save and a sample where the config makes them
+(AI Toolkit saves and samples once more after its last step as well). Then the scale-up's
+first re-add puts the original step count back, and the full run starts.
 
 It never relaunches an unchanged config. It stops, and says why, when the verdict is
 ``environment``, when the crash is not an out-of-memory one, when the plan has nothing left to
@@ -51,7 +55,7 @@ if TYPE_CHECKING:
     from oom_wizard.diagnosis import Diagnosis
     from oom_wizard.document import JobDocument
     from oom_wizard.logscan import LogScan
-    from oom_wizard.plan import Plan, StepChoice
+    from oom_wizard.service import WizardState
 
 Status = Literal["finished", "stopped", "interrupted"]
 EXIT_STATUS: Final[dict[Status, int]] = {"finished": 0, "stopped": 2, "interrupted": 130}
@@ -67,10 +71,29 @@ class Runner(Protocol):
     def __call__(self, config: Path, log: Path) -> TrainerEnd: ...
 
 
-class Asker(Protocol):
-    """Asks the user whether to save ``fix`` and retry (``--auto`` answers yes)."""
+@dataclass(frozen=True)
+class UserSave:
+    """The user saved a fix themselves (in the wizard): the config the next attempt runs.
 
-    def __call__(self, diagnosis: Diagnosis, fix: Sequence[str]) -> bool: ...
+    Attributes:
+        config: The config the user saved.
+        changelog: Its change log.
+        changed: What the save changed, one line per field (``path: before → after``).
+    """
+
+    config: Path
+    changelog: Path
+    changed: tuple[str, ...]
+
+
+class Asker(Protocol):
+    """Asks the user about the next fix (``--auto`` answers yes).
+
+    ``state`` is the job opened on the crash with the fix preselected, ``fix`` that fix in
+    lines. True: save it as it is; False: stop; a :class:`UserSave`: the user saved a fix.
+    """
+
+    def __call__(self, state: WizardState, fix: Sequence[str]) -> bool | UserSave: ...
 
 
 @dataclass(frozen=True)
@@ -171,7 +194,7 @@ def describe_record(record: AttemptRecord) -> str:
     return f"{record.config} · {record.kind} run · {ended} · {record.duration_s:.1f} s"
 
 
-def always_yes(diagnosis: Diagnosis, fix: Sequence[str]) -> bool:
+def always_yes(state: WizardState, fix: Sequence[str]) -> bool:
     """The ``--auto`` asker."""
     return True
 
@@ -244,6 +267,17 @@ class _Loop:
         path = changelog_path_for(attempt.config)
         atomic_write(path, log.with_attempts([record]).to_json().encode(), replace=True)
 
+    def attach_pending(self, changelog: Path) -> None:
+        """Write the attempts not yet written into ``changelog`` (just saved; atomically)."""
+        if not self.pending:
+            return
+        from oom_wizard.changelog import read_changelog
+        from oom_wizard.save import atomic_write
+
+        log = read_changelog(changelog).with_attempts(self.pending)
+        atomic_write(changelog, log.to_json().encode(), replace=True)
+        self.pending.clear()
+
     def prior(self, document: JobDocument) -> ChangeLog:
         """The change log the next save appends to, with the attempts not yet written."""
         base = _own_changelog(document.source)
@@ -309,7 +343,8 @@ def _downward(loop: _Loop, config: Path, kind: Literal["full", "validation"]) ->
             return loop.stop(
                 "stopped", "Stopped: the trainer was stopped (its log says so).", config
             )
-        diagnosis = _diagnose(scan, document, config)
+        state = _crash_state(config, attempt.log)
+        diagnosis = state.diagnosis
         attempt = dataclasses.replace(attempt, moment=diagnosis.moment)
         if attempt.outcome == "failed" and diagnosis.moment is None:
             loop.remember(attempt)
@@ -336,7 +371,7 @@ def _downward(loop: _Loop, config: Path, kind: Literal["full", "validation"]) ->
                 f"{loop.settings.max_retries}) and it still runs out of memory.",
                 config,
             )
-        saved = _roll_back(loop, document, diagnosis, attempt)
+        saved = _roll_back(loop, state, attempt)
         if isinstance(saved, str):
             return loop.stop("stopped", saved, config)
         config, kind = saved
@@ -368,8 +403,8 @@ def _upward(loop: _Loop, config: Path) -> Outcome:
         )
         loop.saved.append(result.config)
         loop.say(f"Scale-up: {scale.title} → {result.config}")
-        loop.changed = _entry_lines(prepared)
-        attempt, scan = loop.run_once(result.config, "full")
+        loop.changed = entry_lines(prepared)
+        attempt, _scan = loop.run_once(result.config, "full")
         if attempt.outcome == "interrupted":
             loop.remember(attempt)
             return loop.stop(
@@ -381,7 +416,7 @@ def _upward(loop: _Loop, config: Path) -> Outcome:
             loop.remember(attempt)
             stable = config = result.config
             continue
-        diagnosis = _diagnose(scan, prepared.after, result.config)
+        diagnosis = _crash_state(result.config, attempt.log).diagnosis
         attempt = dataclasses.replace(
             attempt,
             outcome="crashed" if diagnosis.moment else attempt.outcome,
@@ -435,72 +470,63 @@ def _undo_last(loop: _Loop, config: Path, step: str) -> Path:
     return result.config
 
 
-def _diagnose(scan: LogScan, document: JobDocument, config: Path) -> Diagnosis:
-    from oom_wizard.changes import changelog_of
-    from oom_wizard.diagnosis import diagnose
-
-    return diagnose(scan, document.view(), changelog=changelog_of(config))
-
-
 def _exception(scan: LogScan) -> str:
     return scan.exception.text if scan.exception is not None else f"exit status {scan.exit_code}"
 
 
+def _crash_state(config: Path, log: Path) -> WizardState:
+    """The job opened on the attempt's log through the service, as the wizard opens it.
+
+    A config that is our own fix crashed again: its plan goes one rung further.
+    """
+    from oom_wizard.changes import changelog_of
+    from oom_wizard.request import JobRequest
+    from oom_wizard.service import start
+
+    request = JobRequest(target=config, log=log, probe=False)
+    return start(request, new_crash=changelog_of(config) is not None)
+
+
 def _roll_back(
-    loop: _Loop, document: JobDocument, diagnosis: Diagnosis, attempt: Attempt
+    loop: _Loop, state: WizardState, attempt: Attempt
 ) -> tuple[Path, Literal["full", "validation"]] | str:
     """Save the next roll-back; the new config and its run kind, or why nothing is left."""
-    from oom_wizard.changes import changelog_of, commit, prepare
-    from oom_wizard.plan import build_plan, changes_for, default_model_kind
-
-    assert diagnosis.moment is not None
-    changelog = changelog_of(document.source)
-    kind = diagnosis.model_kind or default_model_kind(document)[0]
-    plan = build_plan(
-        document,
-        diagnosis.moment,
-        kind,
-        changelog=changelog,
-        diagnosis=diagnosis,
-        new_crash=changelog is not None,
-    )
-    validate = attempt.kind == "full" and loop.settings.validation_steps > 0
-    changes = changes_for(plan, _choices(plan, validate, loop.settings.validation_steps))
-    prepared = prepare(document, changes)
-    fix = [e for e in prepared.entries if e.step != VALIDATION_RUN]
-    if not fix:
-        return _nothing_left(loop, attempt, diagnosis)
-    lines = _entry_lines(prepared)
-    if not loop.ask(diagnosis, lines):
-        return "Stopped: you chose not to retry with this change."
-    steps = [s.id for s in plan.steps if s.id in {e.step for e in prepared.entries}]
-    result = commit(
+    from oom_wizard.service import (
+        SaveResult,
+        ToFile,
+        effective_choices,
         prepared,
-        direction="rollback",
-        moment=plan.moment,
-        model_kind=plan.model_kind,
-        diagnosis=diagnosis.to_json(),
-        steps=steps,
-        prior=loop.prior(document),
+        preselect_fix,
+        save,
     )
-    loop.saved.append(result.config)
-    loop.changed = tuple(lines)
-    loop.say(f"Roll-back ({plan.moment}): " + "; ".join(lines) + f" → {result.config}")
-    return result.config, "validation" if _still_short(result.config) else "full"
 
-
-def _choices(plan: Plan, validate: bool, steps: int) -> dict[str, StepChoice] | None:
-    """The plan's defaults, with the short validation run on (at ``steps``) or off."""
-    from oom_wizard.plan import StepChoice
-
-    choices = {step.id: StepChoice(step_id=step.id, enabled=step.default_on) for step in plan.steps}
-    run = plan.step(VALIDATION_RUN)
-    if run is not None:
-        values = {f.key: steps for f in run.fields}
-        choices[VALIDATION_RUN] = StepChoice(
-            step_id=VALIDATION_RUN, enabled=validate and bool(run.fields), values=values
+    validate = attempt.kind == "full" and loop.settings.validation_steps > 0
+    state = preselect_fix(state, loop.settings.validation_steps if validate else 0)
+    choices = effective_choices(state)
+    ready = prepared(state, choices)
+    fix = [e for e in ready.entries if e.step != VALIDATION_RUN]
+    if not fix:
+        return _nothing_left(loop, attempt, state.diagnosis)
+    lines = entry_lines(ready)
+    answer = loop.ask(state, lines)
+    if answer is False:
+        return (
+            "Stopped: you chose not to retry (no fix was saved); "
+            "the config is not relaunched unchanged."
         )
-    return choices
+    if isinstance(answer, UserSave):
+        config, changelog, lines = answer.config, answer.changelog, answer.changed
+        if not lines:
+            return "Stopped: the saved config changes nothing; it is not relaunched unchanged."
+    else:
+        result = save(state, choices, ToFile(), ready=ready)
+        assert isinstance(result, SaveResult)  # a file's fix is saved as a file
+        config, changelog = result.config, result.changelog
+    loop.attach_pending(changelog)
+    loop.saved.append(config)
+    loop.changed = tuple(lines)
+    loop.say(f"Roll-back ({state.moment}): " + "; ".join(lines) + f" → {config}")
+    return config, "validation" if _still_short(config) else "full"
 
 
 def _nothing_left(loop: _Loop, attempt: Attempt, diagnosis: Diagnosis) -> str:
@@ -532,7 +558,7 @@ def _restore_steps(loop: _Loop, document: JobDocument) -> Path | None:
     prepared = prepare(document, list(scale.changes))
     result = commit(prepared, direction="scale_up", steps=[scale.step], prior=loop.prior(document))
     loop.saved.append(result.config)
-    loop.changed = _entry_lines(prepared)
+    loop.changed = entry_lines(prepared)
     loop.say(f"Validation passed: {scale.title} → {result.config}")
     return result.config
 
@@ -550,7 +576,8 @@ def _still_short(config: Path) -> bool:
     return any(scale.step == VALIDATION_RUN for scale in pending)
 
 
-def _entry_lines(prepared: Prepared) -> tuple[str, ...]:
+def entry_lines(prepared: Prepared) -> tuple[str, ...]:
+    """The changes in lines, ``path: before → after`` (what the loop says and asks)."""
     import json
 
     def shown(value: object) -> str:

@@ -3,8 +3,11 @@
 Runs the trainer on the config (``{config}`` in the command is replaced by its path; the
 default is ``python run.py {config}`` in AI Toolkit's folder), its output on the terminal and
 in a log beside the config, and on an out-of-memory crash saves the next roll-back and runs
-again (``oom_wizard.autopilot``). Without ``--auto`` it asks before each retry, with the fix shown
-and "yes" preselected. ``--scale-up`` goes upward from a config that finished.
+again (``oom_wizard.autopilot``). Without ``--auto`` it asks before each retry: on a terminal the
+wizard opens on the crash, already diagnosed, with the fix preselected, and the config the
+user saves is what runs next (leaving it without a save stops); with the output piped, a
+[Y/n] with "yes" preselected; with no terminal it stops. ``--scale-up`` goes upward from a
+config that finished.
 
 Exit status: 0 the last attempt finished; 2 it stopped without a finished run; 130 Ctrl-C.
 """
@@ -23,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 from oom_wizard.errors import WizardError
 
 if TYPE_CHECKING:
-    from oom_wizard.diagnosis import Diagnosis
+    from oom_wizard.autopilot import UserSave
+    from oom_wizard.service import WizardState
     from oom_wizard.trainer import TrainerEnd
 
 PREFIX = "[oom-wizard] "
@@ -195,11 +199,19 @@ def _say(text: str) -> None:
     sys.stdout.flush()
 
 
-def _ask(diagnosis: Diagnosis, fix: Sequence[str]) -> bool:
-    """Show the diagnosis and the fix; Enter (or y) saves it and retries."""
-    _say(diagnosis.verdict)
+def _ask(state: WizardState, fix: Sequence[str]) -> bool | UserSave:
+    """Show the diagnosis and the fix, then ask: in the wizard on a terminal, else [Y/n].
+
+    On a terminal (stdin and stdout) the wizard opens on the crash, already diagnosed, on the
+    review of the fix preselected; the config the user saves is the one the next attempt
+    runs, and leaving the wizard without a save stops the loop. With only stdin a terminal
+    (the output piped), Enter or y saves the fix as shown; with no terminal it refuses.
+    """
+    _say(state.diagnosis.verdict)
     for line in fix:
         _say(f"  {line}")
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        return _ask_in_wizard(state)
     if not sys.stdin.isatty():
         _say("Not a terminal to ask in: run with --auto to retry without asking.")
         return False
@@ -207,3 +219,21 @@ def _ask(diagnosis: Diagnosis, fix: Sequence[str]) -> bool:
     sys.stdout.flush()
     answer = sys.stdin.readline().strip().lower()
     return answer in ("", "y", "yes")
+
+
+def _ask_in_wizard(state: WizardState) -> bool | UserSave:
+    """The wizard on the crash with the fix preselected; what the user saved, or False."""
+    from oom_wizard.autopilot import UserSave, entry_lines
+    from oom_wizard.screens.app import create_app
+    from oom_wizard.service import SaveResult
+
+    app = create_app(opened=state, first="review", exit_on_save=True)
+    app.run()
+    finished = app.finished
+    if finished is None:
+        _say("The wizard was closed without a save.")
+        return False
+    if not isinstance(finished.saved, SaveResult):  # a file's fix is saved as a file
+        _say("The fix was not saved as a config file; it cannot be run from here.")
+        return False
+    return UserSave(finished.saved.config, finished.saved.changelog, entry_lines(finished.ready))
