@@ -18,7 +18,7 @@ import argparse
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -27,6 +27,7 @@ from oom_wizard.errors import WizardError
 
 if TYPE_CHECKING:
     from oom_wizard.autopilot import UserSave
+    from oom_wizard.screens.app import OomWizardApp
     from oom_wizard.service import WizardState
     from oom_wizard.trainer import TrainerEnd
 
@@ -211,7 +212,7 @@ def _ask(state: WizardState, fix: Sequence[str]) -> bool | UserSave:
     for line in fix:
         _say(f"  {line}")
     if sys.stdin.isatty() and sys.stdout.isatty():
-        return _ask_in_wizard(state)
+        return ask_in_wizard(state)
     if not sys.stdin.isatty():
         _say("Not a terminal to ask in: run with --auto to retry without asking.")
         return False
@@ -221,14 +222,24 @@ def _ask(state: WizardState, fix: Sequence[str]) -> bool | UserSave:
     return answer in ("", "y", "yes")
 
 
-def _ask_in_wizard(state: WizardState) -> bool | UserSave:
-    """The wizard on the crash with the fix preselected; what the user saved, or False."""
+def ask_in_wizard(
+    state: WizardState, drive: Callable[[OomWizardApp], object] | None = None
+) -> bool | UserSave:
+    """The wizard on the crash with the fix preselected; what the user saved, or False.
+
+    Args:
+        state: The job opened on the crash, the fix preselected.
+        drive: Runs the app to its end (default: in this terminal; a test drives it headless).
+    """
     from oom_wizard.autopilot import UserSave, entry_lines
     from oom_wizard.screens.app import create_app
     from oom_wizard.service import SaveResult
 
     app = create_app(opened=state, first="review", exit_on_save=True)
-    app.run()
+    if drive is None:
+        app.run()
+    else:
+        drive(app)
     finished = app.finished
     if finished is None:
         _say("The wizard was closed without a save.")
