@@ -69,6 +69,8 @@ class OomWizardApp(App[int]):
         self.push_screen(LoadScreen(self.request, loaded=self.opened))
         if self.opened is not None:
             self.show_review(None) if self.first == "review" else self.show_plan()
+            verdict = self.opened.diagnosis.verdict
+            self.notify(verdict, title="The job crashed", timeout=12, markup=False)
 
     # --- state ---------------------------------------------------------------------------
 

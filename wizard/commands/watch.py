@@ -2,8 +2,9 @@
 
 The live screen (``oom_wizard.screens.watch``) follows the job's log as it grows, shows its phase,
 progress, speed, skips and the GPU, tells a skip, a stall or a slowdown as it happens, and when
-the job crashes shows the diagnosis and the first change; Enter then opens the wizard on that
-crash. It never writes anything of the job's.
+the job runs out of memory opens the wizard on that crash, already diagnosed, on its first
+change (another crash shows its verdict; Enter opens the wizard). It never writes anything
+of the job's.
 """
 
 from __future__ import annotations
@@ -69,7 +70,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from oom_wizard.screens.app import create_app
 
-    if target.job is not None:
+    if result.state is not None:
+        wizard = create_app(opened=result.state)
+    elif target.job is not None:
         wizard = create_app(log=target.log, db=target.db, job=target.job)
     else:
         wizard = create_app(target.config, log=target.log)
