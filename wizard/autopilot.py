@@ -21,9 +21,14 @@ It never relaunches an unchanged config. It stops, and says why, when the verdic
 change (the ladder is exhausted, or the same crash came back with no step left), when
 ``max_retries`` roll-backs were tried, or when the user stops it.
 
-``scale_up=True`` is the same loop upward after a finished run: one setting back per run in
-the scale-up order; when a run with a re-added setting crashes, that setting is rolled back
-and that config is the stable one.
+A job of AI Toolkit's web UI (:class:`DbJobRef`) runs the same way: its config is its row of the
+jobs database, written for each attempt to a file of its own beside the job's change log (the
+trainer gets that path), and each fix is saved into the row in place, with its change log, as
+``apply --db --in-place`` saves it (the database refuses while the UI runs the job).
+
+``scale_up=True`` is the same loop upward after a finished run (of a config file): one
+setting back per run in the scale-up order; when a run with a re-added setting crashes, that
+setting is rolled back and that config is the stable one.
 
 Every attempt (config, how it ended, duration) goes into the change log's ``attempts``: the
 change log beside the config it ran when that config is our output (rewritten atomically), and
@@ -47,6 +52,8 @@ from oom_wizard.changelog import (
     sha256_of,
 )
 from oom_wizard.errors import WizardError
+from oom_wizard.jobdb import DbSaveResult
+from oom_wizard.save import SaveResult
 from oom_wizard.trainer import TrainerEnd
 from oom_wizard.vocabulary import VALIDATION_RUN
 
@@ -55,7 +62,8 @@ if TYPE_CHECKING:
     from oom_wizard.diagnosis import Diagnosis
     from oom_wizard.document import JobDocument
     from oom_wizard.logscan import LogScan
-    from oom_wizard.service import WizardState
+    from oom_wizard.request import JobRequest
+    from oom_wizard.service import Destination, WizardState
 
 Status = Literal["finished", "stopped", "interrupted"]
 EXIT_STATUS: Final[dict[Status, int]] = {"finished": 0, "stopped": 2, "interrupted": 130}
@@ -72,17 +80,30 @@ class Runner(Protocol):
 
 
 @dataclass(frozen=True)
+class DbJobRef:
+    """A job of AI Toolkit's web UI: its row in the jobs database is the config."""
+
+    db: Path
+    name: str
+
+    def __str__(self) -> str:
+        return f"job '{self.name}' of {self.db}"
+
+
+#: What the loop runs: a config file, or a web-UI job.
+Where = Path | DbJobRef
+
+
+@dataclass(frozen=True)
 class UserSave:
     """The user saved a fix themselves (in the wizard): the config the next attempt runs.
 
     Attributes:
-        config: The config the user saved.
-        changelog: Its change log.
+        saved: What the save wrote (a config file, or the job's row or a new job).
         changed: What the save changed, one line per field (``path: before → after``).
     """
 
-    config: Path
-    changelog: Path
+    saved: SaveResult | DbSaveResult
     changed: tuple[str, ...]
 
 
@@ -158,6 +179,7 @@ class Outcome:
     reason: str
     attempts: tuple[Attempt, ...]
     config: Path
+    """The config it ended with (a web-UI job's pseudo path, ``aitk_db.db#job=NAME.json``)."""
     saved: tuple[Path, ...] = ()
 
     @property
@@ -224,12 +246,13 @@ class _Loop:
     """The changes the last save made: they belong to the next attempt."""
 
     def run_once(
-        self, config: Path, kind: Literal["full", "validation"]
+        self, where: Where, kind: Literal["full", "validation"]
     ) -> tuple[Attempt, LogScan]:
         from oom_wizard.logscan import scan_log
 
+        config = _runnable(where)
         log = fresh_log_path(config)
-        self.say(f"Attempt {len(self.attempts) + 1}: {kind} run of {config} (log {log})")
+        self.say(f"Attempt {len(self.attempts) + 1}: {kind} run of {where} (log {log})")
         at = now_iso()
         end = self.runner(config, log)
         if not log.exists():
@@ -253,18 +276,18 @@ class _Loop:
         self.changed = ()
         return attempt, scan
 
-    def remember(self, attempt: Attempt) -> None:
+    def remember(self, attempt: Attempt, where: Where) -> None:
         """Keep the attempt, and write it into the change log of its config when it is ours."""
         self.attempts.append(attempt)
         self.say(f"Attempt {attempt.number}: {attempt.describe()} after {attempt.duration_s:.1f} s")
         record = attempt.record()
-        log = _own_changelog(attempt.config)
-        if log is None:
+        own = _own_log(where)
+        if own is None:
             self.pending.append(record)
             return
         from oom_wizard.save import atomic_write
 
-        path = changelog_path_for(attempt.config)
+        log, path = own
         atomic_write(path, log.with_attempts([record]).to_json().encode(), replace=True)
 
     def attach_pending(self, changelog: Path) -> None:
@@ -290,13 +313,13 @@ class _Loop:
         self.pending.clear()
         return base
 
-    def stop(self, status: Status, reason: str, config: Path) -> Outcome:
+    def stop(self, status: Status, reason: str, where: Where) -> Outcome:
         self.say(reason)
-        return Outcome(status, reason, tuple(self.attempts), config, tuple(self.saved))
+        return Outcome(status, reason, tuple(self.attempts), _path_of(where), tuple(self.saved))
 
 
 def autopilot(
-    config: Path,
+    config: Where,
     runner: Runner,
     *,
     settings: Settings | None = None,
@@ -310,36 +333,38 @@ def autopilot(
     """
     loop = _Loop(runner=runner, ask=ask, settings=settings or Settings(), say=say)
     if loop.settings.scale_up:
+        if not isinstance(config, Path):
+            raise WizardError(
+                "run --scale-up works on a config file that oom-wizard saved, not on a web-UI "
+                "job (give the scale-up with 'oom-wizard scale-up' or in the wizard)"
+            )
         return _upward(loop, config)
     return _downward(loop, config, "full")
 
 
-def _downward(loop: _Loop, config: Path, kind: Literal["full", "validation"]) -> Outcome:
-    from oom_wizard.document import load_document
-
+def _downward(loop: _Loop, config: Where, kind: Literal["full", "validation"]) -> Outcome:
     retries = 0
     while True:
         attempt, scan = loop.run_once(config, kind)
-        document = load_document(config)
         if attempt.outcome == "interrupted":
-            loop.remember(attempt)
+            loop.remember(attempt, config)
             return loop.stop(
                 "interrupted",
                 "Stopped by you (Ctrl-C); the trainer's processes were stopped.",
                 config,
             )
         if attempt.outcome == "passed_validation":
-            loop.remember(attempt)
-            full = _restore_steps(loop, document)
+            loop.remember(attempt, config)
+            full = _restore_steps(loop, config, attempt.log)
             if full is None:
                 return loop.stop("finished", f"The run finished: {config} fits.", config)
             config, kind = full, "full"
             continue
         if attempt.outcome == "finished":
-            loop.remember(attempt)
+            loop.remember(attempt, config)
             return loop.stop("finished", f"The run finished: {config} fits.", config)
         if attempt.outcome == "stopped":
-            loop.remember(attempt)
+            loop.remember(attempt, config)
             return loop.stop(
                 "stopped", "Stopped: the trainer was stopped (its log says so).", config
             )
@@ -347,7 +372,7 @@ def _downward(loop: _Loop, config: Path, kind: Literal["full", "validation"]) ->
         diagnosis = state.diagnosis
         attempt = dataclasses.replace(attempt, moment=diagnosis.moment)
         if attempt.outcome == "failed" and diagnosis.moment is None:
-            loop.remember(attempt)
+            loop.remember(attempt, config)
             return loop.stop(
                 "stopped",
                 f"Stopped: the trainer failed, but not for lack of memory ({_exception(scan)}); "
@@ -355,7 +380,7 @@ def _downward(loop: _Loop, config: Path, kind: Literal["full", "validation"]) ->
                 config,
             )
         attempt = dataclasses.replace(attempt, outcome="crashed")
-        loop.remember(attempt)
+        loop.remember(attempt, config)
         if diagnosis.moment == "environment":
             why = "; ".join(diagnosis.reasons) or diagnosis.verdict
             return loop.stop(
@@ -371,7 +396,7 @@ def _downward(loop: _Loop, config: Path, kind: Literal["full", "validation"]) ->
                 f"{loop.settings.max_retries}) and it still runs out of memory.",
                 config,
             )
-        saved = _roll_back(loop, state, attempt)
+        saved = _roll_back(loop, state, attempt, config)
         if isinstance(saved, str):
             return loop.stop("stopped", saved, config)
         config, kind = saved
@@ -406,14 +431,14 @@ def _upward(loop: _Loop, config: Path) -> Outcome:
         loop.changed = entry_lines(prepared)
         attempt, _scan = loop.run_once(result.config, "full")
         if attempt.outcome == "interrupted":
-            loop.remember(attempt)
+            loop.remember(attempt, result.config)
             return loop.stop(
                 "interrupted",
                 "Stopped by you (Ctrl-C); the trainer's processes were stopped.",
                 stable,
             )
         if attempt.outcome == "finished":
-            loop.remember(attempt)
+            loop.remember(attempt, result.config)
             stable = config = result.config
             continue
         diagnosis = _crash_state(result.config, attempt.log).diagnosis
@@ -422,7 +447,7 @@ def _upward(loop: _Loop, config: Path) -> Outcome:
             outcome="crashed" if diagnosis.moment else attempt.outcome,
             moment=diagnosis.moment,
         )
-        loop.remember(attempt)
+        loop.remember(attempt, result.config)
         if diagnosis.moment == "environment" or diagnosis.moment is None:
             return loop.stop(
                 "stopped",
@@ -474,31 +499,70 @@ def _exception(scan: LogScan) -> str:
     return scan.exception.text if scan.exception is not None else f"exit status {scan.exit_code}"
 
 
-def _crash_state(config: Path, log: Path) -> WizardState:
+def _crash_state(where: Where, log: Path) -> WizardState:
     """The job opened on the attempt's log through the service, as the wizard opens it.
 
     A config that is our own fix crashed again: its plan goes one rung further.
     """
-    from oom_wizard.changes import changelog_of
-    from oom_wizard.request import JobRequest
     from oom_wizard.service import start
 
-    request = JobRequest(target=config, log=log, probe=False)
-    return start(request, new_crash=changelog_of(config) is not None)
+    return start(_request(where, log), new_crash=_own_log(where) is not None)
+
+
+def _request(where: Where, log: Path | None) -> JobRequest:
+    from oom_wizard.request import JobRequest
+
+    if isinstance(where, DbJobRef):
+        return JobRequest(log=log, db=where.db, job=where.name, probe=False)
+    return JobRequest(target=where, log=log, probe=False)
+
+
+def _destination(where: Where) -> Destination:
+    """Where a fix of ``where`` is saved: a new config file, or the web-UI job in place."""
+    from oom_wizard.service import InPlace, ToFile
+
+    return InPlace() if isinstance(where, DbJobRef) else ToFile()
+
+
+def _saved_where(saved: SaveResult | DbSaveResult) -> tuple[Where, Path]:
+    """The config a save wrote (the file, or the job's row) and its change log."""
+    if isinstance(saved, DbSaveResult):
+        return DbJobRef(saved.db_path, saved.job_name), saved.changelog
+    return saved.config, saved.changelog
+
+
+def _path_of(where: Where) -> Path:
+    """The config's path in the outcome (a web-UI job's pseudo path)."""
+    if isinstance(where, DbJobRef):
+        from oom_wizard.jobdb import job_source
+
+        return job_source(where.db, where.name)
+    return where
+
+
+def _runnable(where: Where) -> Path:
+    """The config file the trainer gets: the file itself, or the web-UI job's config written
+    (as stored, byte for byte) to a new file of its own beside the job's change log."""
+    if isinstance(where, Path):
+        return where
+    from oom_wizard.jobdb import load_job
+    from oom_wizard.save import atomic_write
+
+    job = load_job(where.db, where.name)
+    folder = job.changelog_path.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    candidate, n = folder / f"{job.file_stem}.attempt.json", 2
+    while candidate.exists():
+        candidate, n = folder / f"{job.file_stem}.attempt-{n}.json", n + 1
+    atomic_write(candidate, job.job_config.encode("utf-8"))
+    return candidate
 
 
 def _roll_back(
-    loop: _Loop, state: WizardState, attempt: Attempt
-) -> tuple[Path, Literal["full", "validation"]] | str:
+    loop: _Loop, state: WizardState, attempt: Attempt, where: Where
+) -> tuple[Where, Literal["full", "validation"]] | str:
     """Save the next roll-back; the new config and its run kind, or why nothing is left."""
-    from oom_wizard.service import (
-        SaveResult,
-        ToFile,
-        effective_choices,
-        prepared,
-        preselect_fix,
-        save,
-    )
+    from oom_wizard.service import effective_choices, prepared, preselect_fix, save
 
     validate = attempt.kind == "full" and loop.settings.validation_steps > 0
     state = preselect_fix(state, loop.settings.validation_steps if validate else 0)
@@ -515,15 +579,14 @@ def _roll_back(
             "the config is not relaunched unchanged."
         )
     if isinstance(answer, UserSave):
-        config, changelog, lines = answer.config, answer.changelog, answer.changed
+        saved, lines = answer.saved, answer.changed
         if not lines:
             return "Stopped: the saved config changes nothing; it is not relaunched unchanged."
     else:
-        result = save(state, choices, ToFile(), ready=ready)
-        assert isinstance(result, SaveResult)  # a file's fix is saved as a file
-        config, changelog = result.config, result.changelog
+        saved = save(state, choices, _destination(where), ready=ready)
+    config, changelog = _saved_where(saved)
     loop.attach_pending(changelog)
-    loop.saved.append(config)
+    loop.saved.append(_path_of(config))
     loop.changed = tuple(lines)
     loop.say(f"Roll-back ({state.moment}): " + "; ".join(lines) + f" → {config}")
     return config, "validation" if _still_short(config) else "full"
@@ -542,38 +605,46 @@ def _nothing_left(loop: _Loop, attempt: Attempt, diagnosis: Diagnosis) -> str:
     )
 
 
-def _restore_steps(loop: _Loop, document: JobDocument) -> Path | None:
+def _restore_steps(loop: _Loop, where: Where, log: Path) -> Where | None:
     """After a passed validation run: the config with the original step count, saved."""
-    from oom_wizard.changes import changelog_of, commit, prepare
     from oom_wizard.scaleup import pending_scale_ups
+    from oom_wizard.service import prepare_scale_up, save_scale_up, start
 
-    changelog = changelog_of(document.source)
-    if changelog is None:
+    state = start(_request(where, log))
+    if state.changelog is None:
         return None
-    scale = next(
-        (s for s in pending_scale_ups(document, changelog) if s.step == VALIDATION_RUN), None
-    )
+    pending = pending_scale_ups(state.document, state.changelog)
+    scale = next((s for s in pending if s.step == VALIDATION_RUN), None)
     if scale is None:
         return None
-    prepared = prepare(document, list(scale.changes))
-    result = commit(prepared, direction="scale_up", steps=[scale.step], prior=loop.prior(document))
-    loop.saved.append(result.config)
-    loop.changed = entry_lines(prepared)
-    loop.say(f"Validation passed: {scale.title} → {result.config}")
-    return result.config
+    saved = save_scale_up(state, scale, _destination(where))
+    config, changelog = _saved_where(saved)
+    loop.attach_pending(changelog)
+    loop.saved.append(_path_of(config))
+    loop.changed = entry_lines(prepare_scale_up(state, scale))
+    loop.say(f"Validation passed: {scale.title} → {config}")
+    return config
 
 
-def _still_short(config: Path) -> bool:
-    """Whether ``config`` still runs the short validation step count (a scale-up restores it)."""
-    from oom_wizard.changes import changelog_of
-    from oom_wizard.document import load_document
+def _still_short(where: Where) -> bool:
+    """Whether the config still runs the short validation step count (a scale-up restores it)."""
     from oom_wizard.scaleup import pending_scale_ups
 
-    changelog = changelog_of(config)
-    if changelog is None:
+    own = _own_log(where)
+    if own is None:
         return False
-    pending = pending_scale_ups(load_document(config), changelog)
+    pending = pending_scale_ups(_document(where), own[0])
     return any(scale.step == VALIDATION_RUN for scale in pending)
+
+
+def _document(where: Where) -> JobDocument:
+    from oom_wizard.document import load_document
+
+    if isinstance(where, DbJobRef):
+        from oom_wizard.jobdb import job_document, load_job
+
+        return job_document(load_job(where.db, where.name))
+    return load_document(where)
 
 
 def entry_lines(prepared: Prepared) -> tuple[str, ...]:
@@ -605,3 +676,19 @@ def _own_changelog(config: Path) -> ChangeLog | None:
         return changelog_of(config)
     except WizardError:
         return None
+
+
+def _own_log(where: Where) -> tuple[ChangeLog, Path] | None:
+    """The change log that describes the config, and its path, when the config is our own
+    save (a file's beside it, a web-UI job's beside the database); a broken one is not used."""
+    if isinstance(where, Path):
+        log = _own_changelog(where)
+        return (log, changelog_path_for(where)) if log is not None else None
+    from oom_wizard.jobdb import load_job, read_job_changelog
+
+    try:
+        job = load_job(where.db, where.name)
+        found = read_job_changelog(job)
+    except WizardError:
+        return None
+    return (found, job.changelog_path) if found is not None else None
