@@ -258,3 +258,37 @@ def test_run_asks_in_the_wizard_in_a_real_terminal(tmp_path: Path) -> None:
     assert value(saved, STEPS) == 251
     attempts = read_changelog(changelog_path_for(saved)).attempts
     assert [a.outcome for a in attempts][:1] == ["crashed"]
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+@pytest.mark.skipif(not WIZARD.exists(), reason="the oom-wizard script is not installed")
+def test_with_the_output_piped_it_asks_y_n_in_the_terminal(tmp_path: Path) -> None:
+    config = write_config(tmp_path, scenario("image-early-steps"))
+    name = f"oomruny-{uuid.uuid4().hex[:8]}"
+    command = (
+        f"env FAKE_VRAM_GB=24 {WIZARD} run {config} -- {sys.executable} {FAKE} {{config}} "
+        "| tail -n 3; echo EXIT=${PIPESTATUS[0]}; sleep 30"
+    )
+    tmux(
+        "new-session", "-d", "-s", name, "-x", "100", "-y", "30", "-c", str(tmp_path),
+        f"bash -c '{command}'",
+    )  # fmt: skip
+    try:
+        for _ in range(300):
+            if (tmp_path / "image-early-steps.run.log").is_file() and "Error running job" in (
+                tmp_path / "image-early-steps.run.log"
+            ).read_text():
+                break
+            time.sleep(0.1)
+        time.sleep(1.0)  # the question is asked into the pipe; the answer comes from the tty
+        tmux("send-keys", "-t", name, "Enter")
+        for _ in range(300):
+            shown = tmux("capture-pane", "-p", "-t", name)
+            if "EXIT=" in shown:
+                break
+            time.sleep(0.1)
+        assert "EXIT=0" in shown, shown
+    finally:
+        subprocess.run([TMUX or "tmux", "kill-session", "-t", name], capture_output=True)
+    assert value(tmp_path / "image-early-steps.oomfix.yaml", STEPS) == 251
