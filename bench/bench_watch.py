@@ -6,7 +6,10 @@ block (the ``Error running job: OOM…`` line, the result block and the tracebac
 at once, and the clock runs until the wizard shows that crash: the live screen diagnoses it
 and leaves with the settled state, and the wizard, started on that state as ``watch`` starts
 it, has its first step screen (the first change) mounted. Median, min and max over
-``--runs`` runs. Headless: a real terminal adds the two apps' screen switch.
+``--runs`` runs. Headless: a real terminal adds the two apps' screen switch, so with ``--tmux``
+the same is timed in a real terminal too: ``oom-wizard watch`` runs in a tmux pane, and the
+clock runs from the failure block written until the pane shows the wizard's first step
+(``Step 1 of``; the pane is captured every few milliseconds).
 
 CPU: a child process follows a log that grows at ``--mb-per-s`` (training-bar redraws joined
 by ``\\r``, skip banners, saves, as the fake trainer prints them) for ``--seconds``, polling as
@@ -15,7 +18,7 @@ with the follower alone (``LiveJob``), once with the whole headless screen.
 
 Usage::
 
-    python bench/bench_watch.py [--runs 10] [--mb-per-s 1] [--seconds 10]
+    python bench/bench_watch.py [--runs 10] [--mb-per-s 1] [--seconds 10] [--tmux]
 """
 
 from __future__ import annotations
@@ -75,6 +78,43 @@ async def one_latency(folder: Path, config: Path, data: bytes) -> float:
         took = time.perf_counter() - start
         await pilot.press("ctrl+q")
     return took
+
+
+def tmux_latency(folder: Path, config: Path, data: bytes) -> float:
+    """Seconds from the failure block written to a real terminal showing the first step."""
+    import shutil
+    import uuid
+
+    tmux = shutil.which("tmux")
+    wizard = Path(sys.executable).with_name("oom-wizard")
+    assert tmux is not None and wizard.exists(), "needs tmux and the installed oom-wizard"
+    log = folder / f"tmux-{time.monotonic_ns()}.txt"
+    cut = data.index(b"Error running job: ")
+    log.write_bytes(data[:cut])
+    name = f"oombench-{uuid.uuid4().hex[:8]}"
+    command = f"{wizard} watch {config} --log {log} --no-probe; sleep 30"
+    subprocess.run(
+        [tmux, "new-session", "-d", "-s", name, "-x", "100", "-y", "30", "-c", str(folder),
+         command],
+        check=True,
+    )  # fmt: skip
+
+    def pane() -> str:
+        done = subprocess.run([tmux, "capture-pane", "-p", "-t", name], capture_output=True)
+        return done.stdout.decode("utf-8", "replace")
+
+    try:
+        while "Phase training" not in pane():
+            time.sleep(0.05)
+        time.sleep(0.3)
+        with log.open("ab") as stream:
+            start = time.perf_counter()
+            stream.write(data[cut:])
+        while "Step 1 of" not in pane():
+            time.sleep(0.002)
+        return time.perf_counter() - start
+    finally:
+        subprocess.run([tmux, "kill-session", "-t", name], capture_output=True)
 
 
 def growing_chunk(data: bytes) -> bytes:
@@ -147,6 +187,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--mb-per-s", type=float, default=1.0)
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--tmux", action="store_true", help="time it in a real terminal too")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -163,6 +204,14 @@ def main() -> int:
             f"median {statistics.median(times) * 1000:.0f} ms, "
             f"min {min(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms"
         )
+        if args.tmux:
+            real = [tmux_latency(folder, config, data) for _ in range(args.runs)]
+            print(
+                f"watch latency in a real terminal (tmux), OOM failure block written -> the "
+                f"pane shows the wizard's first step, {args.runs} runs: "
+                f"median {statistics.median(real) * 1000:.0f} ms, "
+                f"min {min(real) * 1000:.0f} ms, max {max(real) * 1000:.0f} ms"
+            )
         _, finished = fake_log(folder, vram="48")
         for mode in ("follow", "app"):
             share, written = cpu_share(folder, config, finished, mode, args.mb_per_s, args.seconds)
