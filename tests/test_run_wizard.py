@@ -292,3 +292,20 @@ def test_with_the_output_piped_it_asks_y_n_in_the_terminal(tmp_path: Path) -> No
     finally:
         subprocess.run([TMUX or "tmux", "kill-session", "-t", name], capture_output=True)
     assert value(tmp_path / "image-early-steps.oomfix.yaml", STEPS) == 251
+
+
+def test_run_s_validation_count_outlives_a_new_answer_in_the_wizard(tmp_path: Path) -> None:
+    from oom_wizard.service import Answers, answer
+
+    config = write_config(tmp_path, scenario("image-early-steps"))
+    log = tmp_path / "first.log"
+    fake_runner(24)(config, log)
+    state = preselect_fix(start(JobRequest(target=config, log=log, probe=False)), 100)
+    again = answer(state, Answers(moment="sampling"))  # the user changes the moment
+    assert again.plan.moment == "sampling" and not again.choices
+    ready = prepared(again, effective_choices(again))
+    assert {e.path: e.after for e in ready.entries}[STEPS] == 251
+    # Without run's count, the plan's own optional validation run is what the wizard offers.
+    plain = start(JobRequest(target=config, log=log, probe=False))
+    plain_ready = prepared(plain, effective_choices(plain))
+    assert {e.path: e.after for e in plain_ready.entries}.get(STEPS) in (None, 100)

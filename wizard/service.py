@@ -127,6 +127,7 @@ __all__ = [
     "settle",
     "start",
     "ui_hint",
+    "validation_choice",
     "watching",
 ]
 
@@ -388,12 +389,16 @@ class WizardState:
         answers: What the user said (an unsaid field is None).
         settled: The diagnosis, moment, kind and plan for those answers.
         choices: The user's choice per step id; a step without one takes its defaults.
+        validation_run: The step count ``run`` asks of the short validation run (0: none);
+            None: the plan's own. It outlives new answers (a new plan), as ``run``'s
+            option does: see :func:`validation_choice`.
     """
 
     job: OpenedJob
     answers: Answers
     settled: Settled
     choices: Mapping[str, StepChoice] = field(default_factory=lambda: MappingProxyType({}))
+    validation_run: int | None = None
 
     @property
     def document(self) -> JobDocument:
@@ -553,12 +558,35 @@ def effective_choices(
             decided[step.id] = _off(step.id)
         else:
             decided[step.id] = state.choices.get(step.id) or default_choice(step)
-    validation = state.validation_step()
+    validation = validation_choice(state)
     if validation is not None:
-        decided[validation.id] = state.choices.get(validation.id) or default_choice(validation)
+        decided[validation.step_id] = validation
     if extra is not None:
         decided[extra.step_id] = extra
     return decided
+
+
+def validation_choice(state: WizardState) -> StepChoice | None:
+    """The short validation run's choice in effect (None: the plan offers none).
+
+    The user's, else ``run``'s step count (:attr:`WizardState.validation_run`), raised to get
+    through the config's first periodic save and sample
+    (:func:`oom_wizard.plan.validation_choice`), else the plan's default.
+    """
+    from oom_wizard.plan import validation_choice as plan_validation_choice
+
+    validation = state.validation_step()
+    if validation is None:
+        return None
+    chosen = state.choices.get(validation.id)
+    if chosen is not None:
+        return chosen
+    if state.validation_run is None:
+        return default_choice(validation)
+    if state.validation_run <= 0:
+        return _off(validation.id)
+    found = plan_validation_choice(state.document, state.plan, state.validation_run)
+    return found if found is not None else _off(validation.id)
 
 
 def preselect_fix(state: WizardState, validation_steps: int) -> WizardState:
@@ -570,16 +598,8 @@ def preselect_fix(state: WizardState, validation_steps: int) -> WizardState:
     This is what ``run`` saves with ``--auto``, and what the wizard it opens without
     ``--auto`` shows preselected.
     """
-    from oom_wizard.plan import validation_choice
-
     choices = {step.id: default_choice(step) for step in state.rollback_steps()}
-    validation = state.validation_step()
-    if validation is not None:
-        chosen = validation_choice(state.document, state.plan, validation_steps or 1)
-        if chosen is None or validation_steps <= 0:
-            chosen = _off(validation.id)
-        choices[validation.id] = chosen
-    return replace(state, choices=MappingProxyType(choices))
+    return replace(state, choices=MappingProxyType(choices), validation_run=validation_steps)
 
 
 def changes(state: WizardState, choices: Mapping[str, StepChoice]) -> list[Change]:
