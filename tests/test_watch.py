@@ -213,3 +213,25 @@ async def test_a_web_ui_job_shows_its_row_and_is_read_without_blocking(tmp_path:
         writer.execute("ROLLBACK")
         writer.close()
     assert all_rows(db)[0]["step"] == 250  # nothing of the job's was written
+
+
+async def test_a_web_ui_job_that_crashes_opens_the_wizard_on_its_row(tmp_path: Path) -> None:
+    from oom_wizard.document import load_document
+    from tests.aitk_db import stringify
+
+    config = write_config(tmp_path, SCENARIOS[0])
+    db = make_db(tmp_path / "aitk_db.db")
+    add_job(db, "flux_portrait_lora", text=stringify(load_document(config).tree))
+    log = tmp_path / "log.txt"
+    app = WatchApp(watch_db_target(db, "flux_portrait_lora", log), poll_s=0.02, probe=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        log.write_bytes(fake_log(tmp_path))
+        for _ in range(200):
+            if app.return_value is not None:
+                break
+            await pilot.pause(0.05)
+    result = app.return_value
+    assert result is not None and result.state is not None
+    assert result.state.db_job is not None and result.state.db_job.name == "flux_portrait_lora"
+    assert result.state.moment == "early_steps"
+    assert all_rows(db)[0]["job_config"] == stringify(load_document(config).tree)

@@ -85,7 +85,10 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=100,
         metavar="N",
-        help="train.steps of the short run after each fix (100; 0: no validation run)",
+        help=(
+            "train.steps of the short run after each fix (100; 0: no validation run), raised "
+            "to one step past the config's first periodic save and sample"
+        ),
     )
     parser.add_argument(
         "--scale-up",
