@@ -106,10 +106,11 @@ class WatchApp(App[WatchResult]):
         yield Footer()
 
     def on_mount(self) -> None:
-        """Start polling the log (and the GPU)."""
+        """Start polling the log (and the GPU); make the crash's diagnosis ready meanwhile."""
         self.query_one("#warnings", Log).border_title = "Warnings"
         self.set_interval(self.poll_s, self.tick)
         self.tick()
+        self.run_worker(self._warm_up, thread=True, group="warm-up")
         if self.probe:
             self.set_interval(PROBE_S, self.look_at_gpu)
             self.look_at_gpu()
@@ -149,6 +150,18 @@ class WatchApp(App[WatchResult]):
         if status.crashed and self.crash is None and not self.diagnosing:
             self.diagnosing = True
             self.run_worker(self._diagnose, thread=True, exclusive=True, group="diagnose")
+
+    def _warm_up(self) -> None:
+        """Read the presets and the log markers, and load the wizard's first stages, while
+        the job runs: the crash's diagnosis and the wizard then start without that wait."""
+        from oom_wizard.service import warm_up
+
+        warm_up()
+        if self.target.can_open_wizard:
+            import oom_wizard.screens.app
+            import oom_wizard.screens.environment
+            import oom_wizard.screens.load
+            import oom_wizard.screens.step  # noqa: F401
 
     def _diagnose(self) -> None:
         from oom_wizard.errors import WizardError

@@ -128,6 +128,7 @@ __all__ = [
     "start",
     "ui_hint",
     "validation_choice",
+    "warm_up",
     "watching",
 ]
 
@@ -840,6 +841,19 @@ def diagnose_crash(target: WatchTarget) -> CrashReport:
     )
     state = start(request)
     return CrashReport(state.diagnosis.verdict, state.diagnosis.moment, first_step(state), state)
+
+
+def warm_up() -> None:
+    """Read what the first diagnosis reads first: the presets, and the log markers compiled.
+
+    ``watch`` calls it in a thread while it follows the job, so that the crash, when it comes,
+    is diagnosed without that wait. Both are read once per process.
+    """
+    from oom_wizard.catalog import load_presets
+    from oom_wizard.logscan import load_log_markers
+
+    load_presets()
+    load_log_markers()
 
 
 # --- what the screens show that comes from the presets ------------------------------------------
