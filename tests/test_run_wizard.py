@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from oom_wizard.plan import validation_run_steps
 from oom_wizard.request import JobRequest
 from oom_wizard.screens.app import OomWizardApp
 from oom_wizard.screens.review import ReviewScreen
+from oom_wizard.screens.widgets import Tick
 from oom_wizard.service import WizardState, effective_choices, prepared, preselect_fix, start
 from oom_wizard.view import ProcessView
 from tests.app_support import settle, wait_for_screen
@@ -48,12 +49,11 @@ def value(config: Path, dotted: str) -> object:
     return load_document(config).get(parse_path(dotted))
 
 
-Keys = Callable[[Pilot[int]], object]
+#: What the user does on the review (the app's Pilot in hand).
+Keys = Callable[[Pilot[int]], Awaitable[None]]
 
 
-def headless(
-    seen: list[dict[str, object]], keys: Callable[[Pilot[int]], object]
-) -> Callable[[OomWizardApp], None]:
+def headless(seen: list[dict[str, object]], keys: Keys) -> Callable[[OomWizardApp], None]:
     """Drive the app headless: wait for the review, note what it shows, then ``keys``."""
 
     def drive(app: OomWizardApp) -> None:
@@ -66,10 +66,10 @@ def headless(
                     {
                         "verdict": app.require_state().diagnosis.verdict,
                         "changes": {e.path: e.after for e in review.ready.entries},
-                        "validation": review.query_one("#validation").value,  # type: ignore[attr-defined]
+                        "validation": review.query_one("#validation", Tick).value,
                     }
                 )
-                await keys(pilot)  # type: ignore[misc]
+                await keys(pilot)
                 for _ in range(50):
                     if app.finished is not None or not app.is_running:
                         break
