@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from textual import on
 from textual.app import App, SystemCommand
@@ -25,6 +25,10 @@ if TYPE_CHECKING:
     from oom_wizard.request import JobRequest
     from oom_wizard.service import Answers, WizardState
 
+#: Where an app opened on a state already settled starts: the plan (the environment verdict
+#: or the first step, as after the moment screen) or the review of the fix preselected.
+FirstStage = Literal["plan", "review"]
+
 
 class OomWizardApp(App[int]):
     """oom-wizard: from a job that ran out of memory to a config worth retrying."""
@@ -38,17 +42,35 @@ class OomWizardApp(App[int]):
         Binding("ctrl+q", "quit", "Quit", priority=True),
     ]
 
-    def __init__(self, request: JobRequest, *, debug: bool = False) -> None:
+    def __init__(
+        self,
+        request: JobRequest,
+        *,
+        debug: bool = False,
+        opened: WizardState | None = None,
+        first: FirstStage = "plan",
+        exit_on_save: bool = False,
+    ) -> None:
         super().__init__()
         self.request = request
         self.trace_failures = debug
-        self.state: WizardState | None = None
+        self.state: WizardState | None = opened
+        self.opened = opened
+        self.first = first
+        self.exit_on_save = exit_on_save
+        self.finished: Finished | None = None
+        """The last save that went through (``run`` reads it when the app has exited)."""
 
     def on_mount(self) -> None:
-        """Open on the load screen (which loads the job at once when it is named)."""
+        """Open on the load screen (which loads the job at once when it is named), or, on a
+        state already settled (``watch``, ``run``), on its first stage above it."""
         from oom_wizard.screens.load import LoadScreen
 
-        self.push_screen(LoadScreen(self.request))
+        self.push_screen(LoadScreen(self.request, loaded=self.opened))
+        if self.opened is not None:
+            self.show_review(None) if self.first == "review" else self.show_plan()
+            verdict = self.opened.diagnosis.verdict
+            self.notify(verdict, title="The job crashed", timeout=12, markup=False)
 
     # --- state ---------------------------------------------------------------------------
 
@@ -187,9 +209,13 @@ class OomWizardApp(App[int]):
             self._show_step_before(len(steps) if upto is None else upto)
 
     def show_result(self, finished: Finished) -> None:
-        """Where the file is and what to do next."""
+        """Where the file is and what to do next (``exit_on_save``: leave with it)."""
         from oom_wizard.screens.result import ResultScreen
 
+        self.finished = finished
+        if self.exit_on_save:
+            self.exit(0)
+            return
         self._stage(ResultScreen(finished))
 
     def show_scale_up(self) -> None:
@@ -293,16 +319,34 @@ def create_app(
     job: str | None = None,
     probe: bool = True,
     debug: bool = False,
+    opened: WizardState | None = None,
+    first: FirstStage = "plan",
+    exit_on_save: bool = False,
 ) -> OomWizardApp:
     """The app, for the command line, the tests and the snapshots.
 
     The arguments are the fields of :class:`~wizard.request.JobRequest` (a string is a path);
     none at all asks for a config in the app. ``debug`` writes the traceback of a failed
     worker to a log file that the error line names.
+
+    ``opened`` is a job already opened and settled (``watch`` and ``run`` have diagnosed the
+    crash): the app starts on ``first`` instead of reading it again. ``exit_on_save`` leaves
+    the app after a save (``run`` runs the saved config next) instead of showing the result.
     """
     from oom_wizard.request import JobRequest
 
-    return OomWizardApp(JobRequest(_path(target), _path(log), _path(db), job, probe), debug=debug)
+    if opened is not None:
+        row = opened.db_job
+        request = JobRequest(
+            target=opened.source if row is None else None,
+            log=opened.log_path,
+            db=row.db_path if row is not None else None,
+            job=row.name if row is not None else None,
+            probe=False,
+        )
+    else:
+        request = JobRequest(_path(target), _path(log), _path(db), job, probe)
+    return OomWizardApp(request, debug=debug, opened=opened, first=first, exit_on_save=exit_on_save)
 
 
 def _path(value: Path | str | None) -> Path | None:

@@ -112,10 +112,11 @@ class LoadScreen(StageScreen[None]):
         Binding("escape", "other_job", "Other job"),
     ]
 
-    def __init__(self, request: JobRequest) -> None:
+    def __init__(self, request: JobRequest, *, loaded: WizardState | None = None) -> None:
         super().__init__()
         self.request = request
-        self.loaded: WizardState | None = None
+        self.loaded: WizardState | None = loaded
+        """The job read (given: read already, by ``watch`` or ``run``)."""
         self.reader: Worker[None] | None = None
         """The worker reading a job, while it reads."""
 
@@ -147,7 +148,9 @@ class LoadScreen(StageScreen[None]):
         request = self.request
         self.query_one("#picker").display = request.asks_for_config
         self.query_one("#reading").display = False
-        if request.db is not None and request.job is not None:
+        if self.loaded is not None:
+            self._show_loaded(self.loaded)
+        elif request.db is not None and request.job is not None:
             self.call_after_refresh(self.load_db_job, request.job)
         elif request.db is not None:
             self.query_one("#job-list").display = False
@@ -287,14 +290,17 @@ class LoadScreen(StageScreen[None]):
     @on(JobLoaded)
     def _loaded(self, event: JobLoaded) -> None:
         self._done_reading()
-        self.loaded = event.state
+        self._show_loaded(event.state)
+
+    def _show_loaded(self, state: WizardState) -> None:
+        self.loaded = state
         self.query_one("#picker").display = False
         if self.request.listing:
             self.query_one("#job-list").display = False
         self.query_one("#status", Static).update(
             Content.styled("Read. Enter: when did it crash?", "$text-success")
         )
-        self.query_one("#summary", Static).update(summary(event.state))
+        self.query_one("#summary", Static).update(summary(state))
         self.refresh_bindings()
 
     @on(LoadFailed)

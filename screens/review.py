@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import partial
 
 from textual import on
@@ -16,7 +17,14 @@ from oom_wizard.screens.base import BACK
 from oom_wizard.screens.destination import DestinationPicker
 from oom_wizard.screens.saving import SavingStage
 from oom_wizard.screens.widgets import DiffView, Tick
-from oom_wizard.service import Prepared, StepChoice, effective_choices, prepared, save
+from oom_wizard.service import (
+    Prepared,
+    StepChoice,
+    effective_choices,
+    prepared,
+    save,
+    validation_choice,
+)
 
 
 class ReviewScreen(SavingStage):
@@ -39,9 +47,12 @@ class ReviewScreen(SavingStage):
             yield Static("", id="summary")
             yield DestinationPicker(state, id="destination")
             validation = state.validation_step()
-            if validation is not None:
+            chosen = validation_choice(state)
+            if validation is not None and chosen is not None:
+                asked = state.validation_run is not None or validation.id in state.choices
+                on = chosen.enabled if asked else validation.default_on
                 with Vertical(classes="field-row"):
-                    yield Tick(validation.title, value=validation.default_on, id="validation")
+                    yield Tick(validation.title, value=on, id="validation")
                     yield Static(validation.why, classes="field-hint")
             yield Static("", id="error", classes="error")
             yield DiffView(id="diff")
@@ -54,9 +65,9 @@ class ReviewScreen(SavingStage):
     def choices(self) -> Mapping[str, StepChoice]:
         """The choices saved: the steps decided, the validation run as toggled."""
         extra = None
-        validation = self.state.validation_step()
-        if validation is not None:
-            extra = StepChoice(validation.id, enabled=self.query_one("#validation", Tick).value)
+        chosen = validation_choice(self.state)  # with ``run``'s step count, when it asks
+        if chosen is not None:
+            extra = replace(chosen, enabled=self.query_one("#validation", Tick).value)
         return effective_choices(self.state, upto=self.upto, extra=extra)
 
     @on(Tick.Changed, "#validation")

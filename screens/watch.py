@@ -3,8 +3,12 @@
 It polls the job's log (``oom_wizard.follow.LiveJob``) a few times a second and shows the job and
 its phase, step/total and the time left, the s/it trend as a sparkline, the OOM skips and the
 other warnings as they come, and the GPU (from ``nvidia-smi``, when it is there) and host RAM.
-When the run crashes it diagnoses the crash and shows the verdict and the first change; Enter
-then opens the wizard on that crash. It never writes anything of the job's.
+When the run crashes it diagnoses the crash (``oom_wizard.service.diagnose_crash``: the job
+opened on its log and settled, as the wizard opens it) and, for an out-of-memory crash of a
+job with a config, leaves at once with that state: the command then opens the wizard on it,
+on the first change (Esc there goes back to the moment, Ctrl+Q quits). Any other crash, or a
+log without its config, shows the verdict on the crash panel (Enter still opens the wizard
+when there is a config). It never writes anything of the job's.
 """
 
 from __future__ import annotations
@@ -20,7 +24,14 @@ from textual.containers import Vertical
 from textual.css.query import NoMatches
 from textual.widgets import Footer, Header, Log, Sparkline, Static
 
-from oom_wizard.service import CrashReport, JobRow, LiveJob, LiveStatus, WatchTarget
+from oom_wizard.service import (
+    CrashReport,
+    JobRow,
+    LiveJob,
+    LiveStatus,
+    WatchTarget,
+    WizardState,
+)
 
 POLL_S = 0.1
 """Seconds between two reads of the log."""
@@ -32,9 +43,16 @@ ROW_S = 2.0
 
 @dataclass(frozen=True)
 class WatchResult:
-    """What the user chose when leaving: open the wizard on the crash, or just quit."""
+    """How the live screen was left: to open the wizard on the crash, or just quit.
+
+    Attributes:
+        open_wizard: Open the wizard on the job.
+        state: The job opened on the crash, diagnosed and settled: the wizard starts on it
+            (None: the wizard opens the job itself, from its load screen).
+    """
 
     open_wizard: bool
+    state: WizardState | None = None
 
 
 class WatchApp(App[WatchResult]):
@@ -88,10 +106,11 @@ class WatchApp(App[WatchResult]):
         yield Footer()
 
     def on_mount(self) -> None:
-        """Start polling the log (and the GPU)."""
+        """Start polling the log (and the GPU); make the crash's diagnosis ready meanwhile."""
         self.query_one("#warnings", Log).border_title = "Warnings"
         self.set_interval(self.poll_s, self.tick)
         self.tick()
+        self.run_worker(self._warm_up, thread=True, group="warm-up")
         if self.probe:
             self.set_interval(PROBE_S, self.look_at_gpu)
             self.look_at_gpu()
@@ -132,6 +151,18 @@ class WatchApp(App[WatchResult]):
             self.diagnosing = True
             self.run_worker(self._diagnose, thread=True, exclusive=True, group="diagnose")
 
+    def _warm_up(self) -> None:
+        """Read the presets and the log markers, and load the wizard's first stages, while
+        the job runs: the crash's diagnosis and the wizard then start without that wait."""
+        from oom_wizard.service import warm_up
+
+        warm_up()
+        if self.target.can_open_wizard:
+            import oom_wizard.screens.app
+            import oom_wizard.screens.environment
+            import oom_wizard.screens.load
+            import oom_wizard.screens.step  # noqa: F401
+
     def _diagnose(self) -> None:
         from oom_wizard.errors import WizardError
         from oom_wizard.service import diagnose_crash
@@ -143,8 +174,12 @@ class WatchApp(App[WatchResult]):
         self._from_thread(self.show_crash, report)
 
     def show_crash(self, report: CrashReport) -> None:
-        """The crash, diagnosed, and the first change; Enter opens the wizard."""
+        """The crash, diagnosed, and the first change; an out-of-memory crash leaves for the
+        wizard at once, any other waits for Enter."""
         self.crash = report
+        if report.state is not None and report.moment is not None:
+            self.exit(WatchResult(open_wizard=True, state=report.state))
+            return
         lines = [f"CRASHED: {report.verdict}"]
         if report.first_change:
             lines.append(f"First change: {report.first_change}")

@@ -19,9 +19,9 @@ import pytest
 from oom_wizard.autopilot import Settings, autopilot
 from oom_wizard.changelog import ChangeLog, changelog_path_for, read_changelog
 from oom_wizard.cli import main
-from oom_wizard.diagnosis import Diagnosis
 from oom_wizard.document import load_document
 from oom_wizard.paths import parse_path
+from oom_wizard.service import WizardState
 from oom_wizard.trainer import group_alive
 from tests.autopilot_support import (
     DEMO,
@@ -59,7 +59,14 @@ def test_early_steps_crash_on_24_gb_fits_after_one_roll_back_and_a_validation_ru
     first = outcome.attempts[0]
     assert (first.moment, first.phase, first.step) == ("early_steps", "training", 3)
     validation = outcome.attempts[1].config
-    assert value(validation, "config.process[0].train.steps") == 100
+    # 100 steps (--validation-steps) would not reach the config's first save and sample
+    # (save_every and sample_every are 250): the validation run goes one step past them.
+    assert value(validation, "config.process[0].train.steps") == 251
+    validation_log = outcome.attempts[1].log.read_text()
+    assert "Saving at step 250" in validation_log
+    periodic = validation_log.index("Saving at step 250")
+    last_save = validation_log.index("flux_portrait_lora.safetensors")
+    assert "Generating Samples" in validation_log[periodic:last_save]  # the sample after that save
     assert value(validation, "config.process[0].train.gradient_checkpointing") is True
     final = outcome.config
     assert value(final, "config.process[0].train.steps") == 3000
@@ -133,7 +140,7 @@ def test_a_no_to_the_question_stops_without_saving(tmp_path: Path) -> None:
     config = write_config(tmp_path, scenario("image-early-steps"))
     asked: list[tuple[str, ...]] = []
 
-    def ask(diagnosis: Diagnosis, fix: Sequence[str]) -> bool:
+    def ask(state: WizardState, fix: Sequence[str]) -> bool:
         asked.append(tuple(fix))
         return False
 
@@ -322,7 +329,7 @@ def test_history_shows_the_attempts_as_a_timeline(
         "image-intermittent.yaml · full run · crashed at step 43 in training (intermittent)"
         in lines[0]
     )
-    assert "validation run · passed validation (100 steps)" in lines[1]
+    assert "validation run · passed validation (251 steps)" in lines[1]
     assert "image-intermittent.oomfix-2.yaml · full run · finished (3000 steps)" in lines[2]
 
 

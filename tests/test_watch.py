@@ -16,8 +16,11 @@ import pytest
 from textual.widgets import Log
 
 from oom_wizard.follow import JobRow, WatchTarget, read_job_row, watch_db_target, watch_target
-from oom_wizard.screens.watch import WatchApp, WatchResult
+from oom_wizard.screens.app import create_app
+from oom_wizard.screens.step import StepScreen
+from oom_wizard.screens.watch import WatchApp
 from tests.aitk_db import add_job, all_rows, make_db
+from tests.app_support import wait_for_screen
 from tests.autopilot_support import FAKE, SCENARIOS, write_config
 from tests.test_follow import fake_log
 
@@ -29,7 +32,7 @@ def text_of(app: WatchApp, selector: str) -> str:
     return str(app.query_one(selector).render())
 
 
-async def test_the_live_screen_shows_progress_a_skip_then_the_crash_diagnosed(
+async def test_the_live_screen_shows_progress_a_skip_then_leaves_for_the_wizard_on_the_crash(
     tmp_path: Path,
 ) -> None:
     data = fake_log(tmp_path)
@@ -58,13 +61,57 @@ async def test_the_live_screen_shows_progress_a_skip_then_the_crash_diagnosed(
         )
         assert app.crash is None
         log.write_bytes(data)
-        await until(lambda: app.crash is not None)
-        panel = text_of(app, "#crash")
-        assert "CRASHED: The job ran out of GPU memory in training step 4" in panel
-        assert "First change: Gradient checkpointing on" in panel
-        await pilot.press("enter")
-    assert app.return_value == WatchResult(open_wizard=True)
+        await until(lambda: app.return_value is not None)
+    report = app.crash
+    assert report is not None
+    assert report.verdict.startswith("The job ran out of GPU memory in training step 4")
+    assert report.first_change is not None
+    assert report.first_change.startswith("Gradient checkpointing on")
+    result = app.return_value
+    assert result is not None and result.open_wizard and result.state is not None
+    assert (result.state.moment, result.state.log_path) == ("early_steps", log)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([config.name, "log.txt"])
+
+    # The command opens the wizard on that state: the first change is on screen, Esc goes
+    # back to the moment, Ctrl+Q quits; nothing was read again, nothing written.
+    wizard = create_app(opened=result.state)
+    async with wizard.run_test(size=(100, 30)) as pilot:
+        await wait_for_screen(pilot, "StepScreen")
+        step = wizard.screen
+        assert isinstance(step, StepScreen) and step.step.id == "gradient_checkpointing"
+        await pilot.press("escape")
+        await wait_for_screen(pilot, "MomentScreen")
+        await pilot.press("escape")
+        await wait_for_screen(pilot, "LoadScreen")
+        status = str(wizard.screen.query_one("#status").render())
+        assert "Read. Enter: when did it crash?" in status
+        await pilot.press("ctrl+q")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([config.name, "log.txt"])
+
+
+async def test_a_crash_that_is_not_out_of_memory_stays_on_the_live_screen(
+    tmp_path: Path,
+) -> None:
+    config = write_config(tmp_path, SCENARIOS[0])
+    log = tmp_path / "log.txt"
+    app = WatchApp(WatchTarget(log, config, "image-early-steps"), poll_s=0.02, probe=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        log.write_bytes(
+            b"Running 1 job\nflux_portrait_lora:   0%|          | 0/3000 [00:00<?, ?it/s]\r"
+            b"flux_portrait_lora:   0%|          | 1/3000 [00:02<1:40:00,  2.00s/it, lr: 1.0e-04]"
+            b"\nError running job: [Errno 2] No such file or directory: 'dataset/img'\n"
+            b'Traceback (most recent call last):\n  File "run.py", line 90, in <module>\n'
+            b"FileNotFoundError: [Errno 2] No such file or directory: 'dataset/img'\n"
+        )
+        for _ in range(200):
+            if app.crash is not None:
+                break
+            await pilot.pause(0.05)
+        assert app.crash is not None and app.crash.moment is None
+        assert app.return_value is None  # still on the live screen
+        assert "CRASHED" in text_of(app, "#crash")
+        await pilot.press("enter")
+    assert app.return_value is not None and app.return_value.state is None
 
 
 def test_watch_finds_the_log_of_a_config_and_of_a_job_folder(tmp_path: Path) -> None:
@@ -88,14 +135,14 @@ def tmux(*args: str) -> str:
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
 @pytest.mark.skipif(not WIZARD.exists(), reason="the oom-wizard script is not installed")
 def test_watch_in_tmux_beside_the_fake_trainer(tmp_path: Path) -> None:
-    """The live screen, a skip warning, then the crash opening the wizard."""
+    """The live screen, a skip warning, then the crash opening the wizard by itself."""
     scenario = next(s for s in SCENARIOS if s.name == "image-intermittent")
     config = write_config(tmp_path, scenario)
     log = tmp_path / "log.txt"
     name = f"oomwatch-{uuid.uuid4().hex[:8]}"
     tmux(
         "new-session", "-d", "-s", name, "-x", "100", "-y", "30", "-c", str(tmp_path),
-        f"{WIZARD} watch {config} --log {log} --no-probe; sleep 30",
+        f"{WIZARD} watch {config} --log {log} --no-probe; echo EXIT=$?; sleep 30",
     )  # fmt: skip
     trainer = None
     try:
@@ -127,12 +174,15 @@ def test_watch_in_tmux_beside_the_fake_trainer(tmp_path: Path) -> None:
             )
             wait("Phase training")
             wait("OOM at step 41")
-            shown = wait("CRASHED")
-            assert "moment: intermittent" in shown
-            assert "First change: Drop the biggest resolution: bucket 1536" in shown
+            # The crash opens the wizard by itself, diagnosed, on the first change.
+            shown = wait("Step 1 of")
+            assert "Drop the biggest resolution" in shown
+            assert "The job crashed" in shown  # the verdict, as a notification
             trainer.wait(30)
-        tmux("send-keys", "-t", name, "Enter")
-        wait("Read. Enter: when did it crash?")
+        tmux("send-keys", "-t", name, "Escape")  # a way back: the moment, as the log says
+        wait("When did it crash?")
+        tmux("send-keys", "-t", name, "C-q")
+        assert "EXIT=0" in wait("EXIT=")
     finally:
         if trainer is not None and trainer.poll() is None:
             trainer.kill()
@@ -163,3 +213,25 @@ async def test_a_web_ui_job_shows_its_row_and_is_read_without_blocking(tmp_path:
         writer.execute("ROLLBACK")
         writer.close()
     assert all_rows(db)[0]["step"] == 250  # nothing of the job's was written
+
+
+async def test_a_web_ui_job_that_crashes_opens_the_wizard_on_its_row(tmp_path: Path) -> None:
+    from oom_wizard.document import load_document
+    from tests.aitk_db import stringify
+
+    config = write_config(tmp_path, SCENARIOS[0])
+    db = make_db(tmp_path / "aitk_db.db")
+    add_job(db, "flux_portrait_lora", text=stringify(load_document(config).tree))
+    log = tmp_path / "log.txt"
+    app = WatchApp(watch_db_target(db, "flux_portrait_lora", log), poll_s=0.02, probe=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        log.write_bytes(fake_log(tmp_path))
+        for _ in range(200):
+            if app.return_value is not None:
+                break
+            await pilot.pause(0.05)
+    result = app.return_value
+    assert result is not None and result.state is not None
+    assert result.state.db_job is not None and result.state.db_job.name == "flux_portrait_lora"
+    assert result.state.moment == "early_steps"
+    assert all_rows(db)[0]["job_config"] == stringify(load_document(config).tree)

@@ -1,25 +1,34 @@
 """The autopilot: run the trainer, and on an out-of-memory crash roll back one step and retry.
 
 Plain logic. The trainer is behind :class:`Runner` (``oom_wizard.trainer`` runs a real child; a
-test can pass a function), the user behind :class:`Asker`. Each attempt's log is scanned
-and diagnosed with the same domain calls ``oom-wizard diagnose`` makes; a roll-back is
-planned and saved with the same calls ``oom-wizard apply`` makes (the plan's default steps,
-each with its default toggles), as a new config beside the last one with its change log.
+test can pass a function), the user behind :class:`Asker`. After a crash the job is opened on
+that attempt's log through the application service (``oom_wizard.service``), as the wizard
+opens it: one diagnosis, one plan, the next fix preselected (:func:`~wizard.service.preselect_fix`:
+every step at its default, the short validation run). With ``--auto`` the loop saves that fix
+through the service's save, as a new config beside the last one with its change log; an
+asker may instead let the user change and save it (the wizard), and the config the user
+saved is what runs next (:class:`UserSave`).
 
 The first retry after a fix is a short validation run: the plan's ``validation_run`` step
-sets ``train.steps`` to ``validation_steps``. AI Toolkit saves and samples once more after its
-last step, so a validation run that exits cleanly got past its first steps and through a save
-and a sample (where the config samples at all). Then the scale-up's first re-add puts the
-original step count back, and the full run starts.
+sets ``train.steps`` to ``validation_steps``, raised to one past the config's first periodic
+save and sample (:func:`oom_wizard.plan.validation_run_steps`), so a validation run that exits
+cleanly got past its first steps and through a save and a sample where the config makes them
+(AI Toolkit saves and samples once more after its last step as well). Then the scale-up's
+first re-add puts the original step count back, and the full run starts.
 
 It never relaunches an unchanged config. It stops, and says why, when the verdict is
 ``environment``, when the crash is not an out-of-memory one, when the plan has nothing left to
 change (the ladder is exhausted, or the same crash came back with no step left), when
 ``max_retries`` roll-backs were tried, or when the user stops it.
 
-``scale_up=True`` is the same loop upward after a finished run: one setting back per run in
-the scale-up order; when a run with a re-added setting crashes, that setting is rolled back
-and that config is the stable one.
+A job of AI Toolkit's web UI (:class:`DbJobRef`) runs the same way: its config is its row of the
+jobs database, written for each attempt to a file of its own beside the job's change log (the
+trainer gets that path), and each fix is saved into the row in place, with its change log, as
+``apply --db --in-place`` saves it (the database refuses while the UI runs the job).
+
+``scale_up=True`` is the same loop upward after a finished run (of a config file): one
+setting back per run in the scale-up order; when a run with a re-added setting crashes, that
+setting is rolled back and that config is the stable one.
 
 Every attempt (config, how it ended, duration) goes into the change log's ``attempts``: the
 change log beside the config it ran when that config is our output (rewritten atomically), and
@@ -43,6 +52,8 @@ from oom_wizard.changelog import (
     sha256_of,
 )
 from oom_wizard.errors import WizardError
+from oom_wizard.jobdb import DbSaveResult
+from oom_wizard.save import SaveResult
 from oom_wizard.trainer import TrainerEnd
 from oom_wizard.vocabulary import VALIDATION_RUN
 
@@ -51,7 +62,8 @@ if TYPE_CHECKING:
     from oom_wizard.diagnosis import Diagnosis
     from oom_wizard.document import JobDocument
     from oom_wizard.logscan import LogScan
-    from oom_wizard.plan import Plan, StepChoice
+    from oom_wizard.request import JobRequest
+    from oom_wizard.service import Destination, WizardState
 
 Status = Literal["finished", "stopped", "interrupted"]
 EXIT_STATUS: Final[dict[Status, int]] = {"finished": 0, "stopped": 2, "interrupted": 130}
@@ -67,10 +79,42 @@ class Runner(Protocol):
     def __call__(self, config: Path, log: Path) -> TrainerEnd: ...
 
 
-class Asker(Protocol):
-    """Asks the user whether to save ``fix`` and retry (``--auto`` answers yes)."""
+@dataclass(frozen=True)
+class DbJobRef:
+    """A job of AI Toolkit's web UI: its row in the jobs database is the config."""
 
-    def __call__(self, diagnosis: Diagnosis, fix: Sequence[str]) -> bool: ...
+    db: Path
+    name: str
+
+    def __str__(self) -> str:
+        return f"job '{self.name}' of {self.db}"
+
+
+#: What the loop runs: a config file, or a web-UI job.
+Where = Path | DbJobRef
+
+
+@dataclass(frozen=True)
+class UserSave:
+    """The user saved a fix themselves (in the wizard): the config the next attempt runs.
+
+    Attributes:
+        saved: What the save wrote (a config file, or the job's row or a new job).
+        changed: What the save changed, one line per field (``path: before → after``).
+    """
+
+    saved: SaveResult | DbSaveResult
+    changed: tuple[str, ...]
+
+
+class Asker(Protocol):
+    """Asks the user about the next fix (``--auto`` answers yes).
+
+    ``state`` is the job opened on the crash with the fix preselected, ``fix`` that fix in
+    lines. True: save it as it is; False: stop; a :class:`UserSave`: the user saved a fix.
+    """
+
+    def __call__(self, state: WizardState, fix: Sequence[str]) -> bool | UserSave: ...
 
 
 @dataclass(frozen=True)
@@ -135,6 +179,7 @@ class Outcome:
     reason: str
     attempts: tuple[Attempt, ...]
     config: Path
+    """The config it ended with (a web-UI job's pseudo path, ``aitk_db.db#job=NAME.json``)."""
     saved: tuple[Path, ...] = ()
 
     @property
@@ -171,7 +216,7 @@ def describe_record(record: AttemptRecord) -> str:
     return f"{record.config} · {record.kind} run · {ended} · {record.duration_s:.1f} s"
 
 
-def always_yes(diagnosis: Diagnosis, fix: Sequence[str]) -> bool:
+def always_yes(state: WizardState, fix: Sequence[str]) -> bool:
     """The ``--auto`` asker."""
     return True
 
@@ -201,12 +246,13 @@ class _Loop:
     """The changes the last save made: they belong to the next attempt."""
 
     def run_once(
-        self, config: Path, kind: Literal["full", "validation"]
+        self, where: Where, kind: Literal["full", "validation"]
     ) -> tuple[Attempt, LogScan]:
         from oom_wizard.logscan import scan_log
 
+        config = _runnable(where)
         log = fresh_log_path(config)
-        self.say(f"Attempt {len(self.attempts) + 1}: {kind} run of {config} (log {log})")
+        self.say(f"Attempt {len(self.attempts) + 1}: {kind} run of {where} (log {log})")
         at = now_iso()
         end = self.runner(config, log)
         if not log.exists():
@@ -230,19 +276,30 @@ class _Loop:
         self.changed = ()
         return attempt, scan
 
-    def remember(self, attempt: Attempt) -> None:
+    def remember(self, attempt: Attempt, where: Where) -> None:
         """Keep the attempt, and write it into the change log of its config when it is ours."""
         self.attempts.append(attempt)
         self.say(f"Attempt {attempt.number}: {attempt.describe()} after {attempt.duration_s:.1f} s")
         record = attempt.record()
-        log = _own_changelog(attempt.config)
-        if log is None:
+        own = _own_log(where)
+        if own is None:
             self.pending.append(record)
             return
         from oom_wizard.save import atomic_write
 
-        path = changelog_path_for(attempt.config)
+        log, path = own
         atomic_write(path, log.with_attempts([record]).to_json().encode(), replace=True)
+
+    def attach_pending(self, changelog: Path) -> None:
+        """Write the attempts not yet written into ``changelog`` (just saved; atomically)."""
+        if not self.pending:
+            return
+        from oom_wizard.changelog import read_changelog
+        from oom_wizard.save import atomic_write
+
+        log = read_changelog(changelog).with_attempts(self.pending)
+        atomic_write(changelog, log.to_json().encode(), replace=True)
+        self.pending.clear()
 
     def prior(self, document: JobDocument) -> ChangeLog:
         """The change log the next save appends to, with the attempts not yet written."""
@@ -256,13 +313,13 @@ class _Loop:
         self.pending.clear()
         return base
 
-    def stop(self, status: Status, reason: str, config: Path) -> Outcome:
+    def stop(self, status: Status, reason: str, where: Where) -> Outcome:
         self.say(reason)
-        return Outcome(status, reason, tuple(self.attempts), config, tuple(self.saved))
+        return Outcome(status, reason, tuple(self.attempts), _path_of(where), tuple(self.saved))
 
 
 def autopilot(
-    config: Path,
+    config: Where,
     runner: Runner,
     *,
     settings: Settings | None = None,
@@ -276,43 +333,46 @@ def autopilot(
     """
     loop = _Loop(runner=runner, ask=ask, settings=settings or Settings(), say=say)
     if loop.settings.scale_up:
+        if not isinstance(config, Path):
+            raise WizardError(
+                "run --scale-up works on a config file that oom-wizard saved, not on a web-UI "
+                "job (give the scale-up with 'oom-wizard scale-up' or in the wizard)"
+            )
         return _upward(loop, config)
     return _downward(loop, config, "full")
 
 
-def _downward(loop: _Loop, config: Path, kind: Literal["full", "validation"]) -> Outcome:
-    from oom_wizard.document import load_document
-
+def _downward(loop: _Loop, config: Where, kind: Literal["full", "validation"]) -> Outcome:
     retries = 0
     while True:
         attempt, scan = loop.run_once(config, kind)
-        document = load_document(config)
         if attempt.outcome == "interrupted":
-            loop.remember(attempt)
+            loop.remember(attempt, config)
             return loop.stop(
                 "interrupted",
                 "Stopped by you (Ctrl-C); the trainer's processes were stopped.",
                 config,
             )
         if attempt.outcome == "passed_validation":
-            loop.remember(attempt)
-            full = _restore_steps(loop, document)
+            loop.remember(attempt, config)
+            full = _restore_steps(loop, config, attempt.log)
             if full is None:
                 return loop.stop("finished", f"The run finished: {config} fits.", config)
             config, kind = full, "full"
             continue
         if attempt.outcome == "finished":
-            loop.remember(attempt)
+            loop.remember(attempt, config)
             return loop.stop("finished", f"The run finished: {config} fits.", config)
         if attempt.outcome == "stopped":
-            loop.remember(attempt)
+            loop.remember(attempt, config)
             return loop.stop(
                 "stopped", "Stopped: the trainer was stopped (its log says so).", config
             )
-        diagnosis = _diagnose(scan, document, config)
+        state = _crash_state(config, attempt.log)
+        diagnosis = state.diagnosis
         attempt = dataclasses.replace(attempt, moment=diagnosis.moment)
         if attempt.outcome == "failed" and diagnosis.moment is None:
-            loop.remember(attempt)
+            loop.remember(attempt, config)
             return loop.stop(
                 "stopped",
                 f"Stopped: the trainer failed, but not for lack of memory ({_exception(scan)}); "
@@ -320,7 +380,7 @@ def _downward(loop: _Loop, config: Path, kind: Literal["full", "validation"]) ->
                 config,
             )
         attempt = dataclasses.replace(attempt, outcome="crashed")
-        loop.remember(attempt)
+        loop.remember(attempt, config)
         if diagnosis.moment == "environment":
             why = "; ".join(diagnosis.reasons) or diagnosis.verdict
             return loop.stop(
@@ -336,7 +396,7 @@ def _downward(loop: _Loop, config: Path, kind: Literal["full", "validation"]) ->
                 f"{loop.settings.max_retries}) and it still runs out of memory.",
                 config,
             )
-        saved = _roll_back(loop, document, diagnosis, attempt)
+        saved = _roll_back(loop, state, attempt, config)
         if isinstance(saved, str):
             return loop.stop("stopped", saved, config)
         config, kind = saved
@@ -368,26 +428,26 @@ def _upward(loop: _Loop, config: Path) -> Outcome:
         )
         loop.saved.append(result.config)
         loop.say(f"Scale-up: {scale.title} → {result.config}")
-        loop.changed = _entry_lines(prepared)
-        attempt, scan = loop.run_once(result.config, "full")
+        loop.changed = entry_lines(prepared)
+        attempt, _scan = loop.run_once(result.config, "full")
         if attempt.outcome == "interrupted":
-            loop.remember(attempt)
+            loop.remember(attempt, result.config)
             return loop.stop(
                 "interrupted",
                 "Stopped by you (Ctrl-C); the trainer's processes were stopped.",
                 stable,
             )
         if attempt.outcome == "finished":
-            loop.remember(attempt)
+            loop.remember(attempt, result.config)
             stable = config = result.config
             continue
-        diagnosis = _diagnose(scan, prepared.after, result.config)
+        diagnosis = _crash_state(result.config, attempt.log).diagnosis
         attempt = dataclasses.replace(
             attempt,
             outcome="crashed" if diagnosis.moment else attempt.outcome,
             moment=diagnosis.moment,
         )
-        loop.remember(attempt)
+        loop.remember(attempt, result.config)
         if diagnosis.moment == "environment" or diagnosis.moment is None:
             return loop.stop(
                 "stopped",
@@ -435,72 +495,101 @@ def _undo_last(loop: _Loop, config: Path, step: str) -> Path:
     return result.config
 
 
-def _diagnose(scan: LogScan, document: JobDocument, config: Path) -> Diagnosis:
-    from oom_wizard.changes import changelog_of
-    from oom_wizard.diagnosis import diagnose
-
-    return diagnose(scan, document.view(), changelog=changelog_of(config))
-
-
 def _exception(scan: LogScan) -> str:
     return scan.exception.text if scan.exception is not None else f"exit status {scan.exit_code}"
 
 
+def _crash_state(where: Where, log: Path) -> WizardState:
+    """The job opened on the attempt's log through the service, as the wizard opens it.
+
+    A config that is our own fix crashed again: its plan goes one rung further.
+    """
+    from oom_wizard.service import start
+
+    return start(_request(where, log), new_crash=_own_log(where) is not None)
+
+
+def _request(where: Where, log: Path | None) -> JobRequest:
+    from oom_wizard.request import JobRequest
+
+    if isinstance(where, DbJobRef):
+        return JobRequest(log=log, db=where.db, job=where.name, probe=False)
+    return JobRequest(target=where, log=log, probe=False)
+
+
+def _destination(where: Where) -> Destination:
+    """Where a fix of ``where`` is saved: a new config file, or the web-UI job in place."""
+    from oom_wizard.service import InPlace, ToFile
+
+    return InPlace() if isinstance(where, DbJobRef) else ToFile()
+
+
+def _saved_where(saved: SaveResult | DbSaveResult) -> tuple[Where, Path]:
+    """The config a save wrote (the file, or the job's row) and its change log."""
+    if isinstance(saved, DbSaveResult):
+        return DbJobRef(saved.db_path, saved.job_name), saved.changelog
+    return saved.config, saved.changelog
+
+
+def _path_of(where: Where) -> Path:
+    """The config's path in the outcome (a web-UI job's pseudo path)."""
+    if isinstance(where, DbJobRef):
+        from oom_wizard.jobdb import job_source
+
+        return job_source(where.db, where.name)
+    return where
+
+
+def _runnable(where: Where) -> Path:
+    """The config file the trainer gets: the file itself, or the web-UI job's config written
+    (as stored, byte for byte) to a new file of its own beside the job's change log."""
+    if isinstance(where, Path):
+        return where
+    from oom_wizard.jobdb import load_job
+    from oom_wizard.save import atomic_write
+
+    job = load_job(where.db, where.name)
+    folder = job.changelog_path.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    candidate, n = folder / f"{job.file_stem}.attempt.json", 2
+    while candidate.exists():
+        candidate, n = folder / f"{job.file_stem}.attempt-{n}.json", n + 1
+    atomic_write(candidate, job.job_config.encode("utf-8"))
+    return candidate
+
+
 def _roll_back(
-    loop: _Loop, document: JobDocument, diagnosis: Diagnosis, attempt: Attempt
-) -> tuple[Path, Literal["full", "validation"]] | str:
+    loop: _Loop, state: WizardState, attempt: Attempt, where: Where
+) -> tuple[Where, Literal["full", "validation"]] | str:
     """Save the next roll-back; the new config and its run kind, or why nothing is left."""
-    from oom_wizard.changes import changelog_of, commit, prepare
-    from oom_wizard.plan import build_plan, changes_for, default_model_kind
+    from oom_wizard.service import effective_choices, prepared, preselect_fix, save
 
-    assert diagnosis.moment is not None
-    changelog = changelog_of(document.source)
-    kind = diagnosis.model_kind or default_model_kind(document)[0]
-    plan = build_plan(
-        document,
-        diagnosis.moment,
-        kind,
-        changelog=changelog,
-        diagnosis=diagnosis,
-        new_crash=changelog is not None,
-    )
     validate = attempt.kind == "full" and loop.settings.validation_steps > 0
-    changes = changes_for(plan, _choices(plan, validate, loop.settings.validation_steps))
-    prepared = prepare(document, changes)
-    fix = [e for e in prepared.entries if e.step != VALIDATION_RUN]
+    state = preselect_fix(state, loop.settings.validation_steps if validate else 0)
+    choices = effective_choices(state)
+    ready = prepared(state, choices)
+    fix = [e for e in ready.entries if e.step != VALIDATION_RUN]
     if not fix:
-        return _nothing_left(loop, attempt, diagnosis)
-    lines = _entry_lines(prepared)
-    if not loop.ask(diagnosis, lines):
-        return "Stopped: you chose not to retry with this change."
-    steps = [s.id for s in plan.steps if s.id in {e.step for e in prepared.entries}]
-    result = commit(
-        prepared,
-        direction="rollback",
-        moment=plan.moment,
-        model_kind=plan.model_kind,
-        diagnosis=diagnosis.to_json(),
-        steps=steps,
-        prior=loop.prior(document),
-    )
-    loop.saved.append(result.config)
-    loop.changed = tuple(lines)
-    loop.say(f"Roll-back ({plan.moment}): " + "; ".join(lines) + f" → {result.config}")
-    return result.config, "validation" if _still_short(result.config) else "full"
-
-
-def _choices(plan: Plan, validate: bool, steps: int) -> dict[str, StepChoice] | None:
-    """The plan's defaults, with the short validation run on (at ``steps``) or off."""
-    from oom_wizard.plan import StepChoice
-
-    choices = {step.id: StepChoice(step_id=step.id, enabled=step.default_on) for step in plan.steps}
-    run = plan.step(VALIDATION_RUN)
-    if run is not None:
-        values = {f.key: steps for f in run.fields}
-        choices[VALIDATION_RUN] = StepChoice(
-            step_id=VALIDATION_RUN, enabled=validate and bool(run.fields), values=values
+        return _nothing_left(loop, attempt, state.diagnosis)
+    lines = entry_lines(ready)
+    answer = loop.ask(state, lines)
+    if answer is False:
+        return (
+            "Stopped: you chose not to retry (no fix was saved); "
+            "the config is not relaunched unchanged."
         )
-    return choices
+    if isinstance(answer, UserSave):
+        saved, lines = answer.saved, answer.changed
+        if not lines:
+            return "Stopped: the saved config changes nothing; it is not relaunched unchanged."
+    else:
+        saved = save(state, choices, _destination(where), ready=ready)
+    config, changelog = _saved_where(saved)
+    loop.attach_pending(changelog)
+    loop.saved.append(_path_of(config))
+    loop.changed = tuple(lines)
+    loop.say(f"Roll-back ({state.moment}): " + "; ".join(lines) + f" → {config}")
+    return config, "validation" if _still_short(config) else "full"
 
 
 def _nothing_left(loop: _Loop, attempt: Attempt, diagnosis: Diagnosis) -> str:
@@ -516,41 +605,50 @@ def _nothing_left(loop: _Loop, attempt: Attempt, diagnosis: Diagnosis) -> str:
     )
 
 
-def _restore_steps(loop: _Loop, document: JobDocument) -> Path | None:
+def _restore_steps(loop: _Loop, where: Where, log: Path) -> Where | None:
     """After a passed validation run: the config with the original step count, saved."""
-    from oom_wizard.changes import changelog_of, commit, prepare
     from oom_wizard.scaleup import pending_scale_ups
+    from oom_wizard.service import prepare_scale_up, save_scale_up, start
 
-    changelog = changelog_of(document.source)
-    if changelog is None:
+    state = start(_request(where, log))
+    if state.changelog is None:
         return None
-    scale = next(
-        (s for s in pending_scale_ups(document, changelog) if s.step == VALIDATION_RUN), None
-    )
+    pending = pending_scale_ups(state.document, state.changelog)
+    scale = next((s for s in pending if s.step == VALIDATION_RUN), None)
     if scale is None:
         return None
-    prepared = prepare(document, list(scale.changes))
-    result = commit(prepared, direction="scale_up", steps=[scale.step], prior=loop.prior(document))
-    loop.saved.append(result.config)
-    loop.changed = _entry_lines(prepared)
-    loop.say(f"Validation passed: {scale.title} → {result.config}")
-    return result.config
+    saved = save_scale_up(state, scale, _destination(where))
+    config, changelog = _saved_where(saved)
+    loop.attach_pending(changelog)
+    loop.saved.append(_path_of(config))
+    loop.changed = entry_lines(prepare_scale_up(state, scale))
+    loop.say(f"Validation passed: {scale.title} → {config}")
+    return config
 
 
-def _still_short(config: Path) -> bool:
-    """Whether ``config`` still runs the short validation step count (a scale-up restores it)."""
-    from oom_wizard.changes import changelog_of
-    from oom_wizard.document import load_document
+def _still_short(where: Where) -> bool:
+    """Whether the config still runs the short validation step count (a scale-up restores it)."""
     from oom_wizard.scaleup import pending_scale_ups
 
-    changelog = changelog_of(config)
-    if changelog is None:
+    own = _own_log(where)
+    if own is None:
         return False
-    pending = pending_scale_ups(load_document(config), changelog)
+    pending = pending_scale_ups(_document(where), own[0])
     return any(scale.step == VALIDATION_RUN for scale in pending)
 
 
-def _entry_lines(prepared: Prepared) -> tuple[str, ...]:
+def _document(where: Where) -> JobDocument:
+    from oom_wizard.document import load_document
+
+    if isinstance(where, DbJobRef):
+        from oom_wizard.jobdb import job_document, load_job
+
+        return job_document(load_job(where.db, where.name))
+    return load_document(where)
+
+
+def entry_lines(prepared: Prepared) -> tuple[str, ...]:
+    """The changes in lines, ``path: before → after`` (what the loop says and asks)."""
     import json
 
     def shown(value: object) -> str:
@@ -578,3 +676,19 @@ def _own_changelog(config: Path) -> ChangeLog | None:
         return changelog_of(config)
     except WizardError:
         return None
+
+
+def _own_log(where: Where) -> tuple[ChangeLog, Path] | None:
+    """The change log that describes the config, and its path, when the config is our own
+    save (a file's beside it, a web-UI job's beside the database); a broken one is not used."""
+    if isinstance(where, Path):
+        log = _own_changelog(where)
+        return (log, changelog_path_for(where)) if log is not None else None
+    from oom_wizard.jobdb import load_job, read_job_changelog
+
+    try:
+        job = load_job(where.db, where.name)
+        found = read_job_changelog(job)
+    except WizardError:
+        return None
+    return (found, job.changelog_path) if found is not None else None

@@ -12,6 +12,10 @@ the time left, the s/it of every new training-bar step, the skip banners, and th
 they happen: an OOM skip with its step; a stall (no new step for ``stall_s`` seconds while the
 log shows no end); a slowdown (s/it ``slow_factor`` times its own stable stretch). When the
 run ends (a crash, a stop, or the end of training), ``ended`` says so.
+
+What a crash means (its diagnosis, the first change, the wizard opened on it) is the
+service's (:func:`oom_wizard.service.diagnose_crash`): one rule for ``diagnose``, ``watch`` and
+``run``.
 """
 
 from __future__ import annotations
@@ -24,14 +28,9 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Final, Literal
+from typing import IO, Final, Literal
 
 from oom_wizard.logscan import LiveScan, LogScan
-
-if TYPE_CHECKING:
-    from oom_wizard.changelog import ChangeLog
-    from oom_wizard.diagnosis import Diagnosis
-    from oom_wizard.document import JobDocument
 
 READ_LIMIT: Final = 8 << 20
 """Bytes read per poll at most (a huge backlog is read over several polls)."""
@@ -288,82 +287,6 @@ def _finished(scan: LogScan) -> bool:
         and scan.last_step >= scan.total_steps
         and scan.exit_code in (None, 0)
     )
-
-
-@dataclass(frozen=True)
-class CrashReport:
-    """A followed run's crash, diagnosed: the verdict and the first change to make."""
-
-    verdict: str
-    moment: str | None
-    first_change: str | None
-
-
-def diagnose_crash(target: WatchTarget) -> CrashReport:
-    """Diagnose the log's last run as ``diagnose`` does, and name the plan's first change.
-
-    The first change is the plan's first default step that changes something (with its
-    fields), or the diagnosis's own advice for the ``environment`` moment.
-
-    Raises:
-        WizardError: the config, the database job or the log cannot be read.
-    """
-    from oom_wizard.diagnosis import diagnose
-    from oom_wizard.logscan import scan_log
-
-    scan = scan_log(target.log)
-    document, changelog = _job_of(target)
-    diagnosis = diagnose(
-        scan, document.view() if document is not None else None, changelog=changelog
-    )
-    first = diagnosis.first_change
-    if document is not None and diagnosis.moment not in (None, "environment"):
-        first = _first_step(document, diagnosis, changelog) or first
-    return CrashReport(diagnosis.verdict, diagnosis.moment, first)
-
-
-def _job_of(target: WatchTarget) -> tuple[JobDocument | None, ChangeLog | None]:
-    """The config and its change log: from the file, or from the UI's database."""
-    if target.db is not None and target.job is not None:
-        from oom_wizard.jobdb import job_document, load_job, read_job_changelog
-
-        job = load_job(target.db, target.job)
-        return job_document(job), read_job_changelog(job)
-    if target.config is None:
-        return None, None
-    from oom_wizard.changes import changelog_of
-    from oom_wizard.document import load_document
-
-    return load_document(target.config), changelog_of(target.config)
-
-
-def _first_step(
-    document: JobDocument, diagnosis: Diagnosis, changelog: ChangeLog | None
-) -> str | None:
-    from oom_wizard.errors import WizardError
-    from oom_wizard.plan import build_plan, default_model_kind
-
-    assert diagnosis.moment is not None
-    kind = diagnosis.model_kind or default_model_kind(document)[0]
-    try:
-        plan = build_plan(
-            document, diagnosis.moment, kind, changelog=changelog, diagnosis=diagnosis
-        )
-    except WizardError:
-        return None
-    step = next((s for s in plan.steps if s.default_on and not s.satisfied), None)
-    if step is None:
-        return "Every default step of this roll-back is already in the config."
-    import json
-
-    from oom_wizard.document import MISSING
-
-    fields = [
-        f"{f.label} → {'(removed)' if f.after is MISSING else json.dumps(f.after, default=str)}"
-        for f in step.fields
-        if f.default_on
-    ]
-    return f"{step.title}: {', '.join(fields)}" if fields else step.title
 
 
 @dataclass(frozen=True)

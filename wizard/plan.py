@@ -1275,6 +1275,67 @@ def _recipe_field(process: _Process, found: _Found, key: str, value: bool | floa
 # --- validation run --------------------------------------------------------------------------
 
 
+#: ``save.save_every`` when the config does not say (AI Toolkit's ``SaveConfig`` default).
+DEFAULT_SAVE_EVERY: Final = 1000
+
+
+def validation_run_steps(process: ProcessView, save_every: Any, wanted: int) -> int:
+    """``train.steps`` of a short validation run of ``process`` that wants ``wanted`` steps.
+
+    The run must get through a periodic save and a periodic sample where the config makes
+    them, so the count is raised to one past the first of each. AI Toolkit's loop (0-based
+    ``step``, the start step excluded) saves when ``step % save_every == 0`` and samples after
+    it when ``sample_every`` is set, ``step >= sample_start_step`` and sampling is not
+    disabled: the first save is at ``step == save_every``, the first sample at the first
+    multiple of ``sample_every`` from ``max(sample_start_step, 1)``.
+
+    Args:
+        process: The training process.
+        save_every: ``save.save_every`` as written (``MISSING``: the toolkit's default).
+        wanted: The steps asked for (``--validation-steps``, the presets' limit).
+    """
+    reach = wanted
+    every = DEFAULT_SAVE_EVERY if save_every is MISSING or save_every is None else save_every
+    if isinstance(every, int) and not isinstance(every, bool) and every > 0:
+        reach = max(reach, every + 1)
+    sample = process.sample
+    sample_every = (sample.sample_every or 0) if sample is not None else 0
+    if sample is not None and sample_every > 0 and not process.train.disable_sampling:
+        first = max(int(sample.sample_start_step or 0), 1)
+        reach = max(reach, math.ceil(first / sample_every) * sample_every + 1)
+    return reach
+
+
+def validation_choice(document: JobDocument, plan: Plan, wanted: int) -> StepChoice | None:
+    """The validation run's choice for ``wanted`` steps (None: the plan has none).
+
+    Each process's count is :func:`validation_run_steps`; a process whose run would not be
+    shorter than its full run keeps its step count (that field is off).
+    """
+    step = plan.step(VALIDATION_RUN)
+    if step is None:
+        return None
+    by_path = {p.path("train", "steps"): p for p in document.view().processes}
+    fields: dict[str, bool] = {}
+    values: dict[str, Any] = {}
+    for proposal in step.fields:
+        process = by_path.get(proposal.path)
+        if process is None:
+            continue
+        save_every = document.get(process.path("save", "save_every"))
+        count = validation_run_steps(process, save_every, wanted)
+        if isinstance(proposal.before, int) and count >= proposal.before:
+            fields[proposal.key] = False
+        else:
+            values[proposal.key] = count
+    return StepChoice(
+        step_id=VALIDATION_RUN,
+        enabled=bool(values),
+        fields=MappingProxyType(fields),
+        values=MappingProxyType(values),
+    )
+
+
 def _validation_run(process: _Process, moment: Moment, found: _Found) -> None:
     train = process.view.train
     if not train.is_known("steps"):

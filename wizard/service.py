@@ -49,15 +49,7 @@ from oom_wizard.changes import Change, Prepared, commit, prepare
 from oom_wizard.diagnosis import Answers, Diagnosis, diagnose
 from oom_wizard.document import JobDocument, load_document
 from oom_wizard.errors import WizardError
-from oom_wizard.follow import (
-    CrashReport,
-    JobRow,
-    LiveJob,
-    LiveStatus,
-    WatchTarget,
-    diagnose_crash,
-    read_job_row,
-)
+from oom_wizard.follow import JobRow, LiveJob, LiveStatus, WatchTarget, read_job_row
 from oom_wizard.jobdb import AsNew, DbJob, DbSaveResult, InPlace
 from oom_wizard.logread import ScanCancelled, Watch, watching
 from oom_wizard.modelkind import find_model_kind
@@ -115,6 +107,7 @@ __all__ = [
     "diagnose_crash",
     "effective_choices",
     "estimate",
+    "first_step",
     "format_path",
     "list_jobs",
     "moment_info",
@@ -123,6 +116,7 @@ __all__ = [
     "pending_scale_ups",
     "prepare_scale_up",
     "prepared",
+    "preselect_fix",
     "probe_gpu",
     "read_host_memory",
     "read_job_row",
@@ -133,6 +127,8 @@ __all__ = [
     "settle",
     "start",
     "ui_hint",
+    "validation_choice",
+    "warm_up",
     "watching",
 ]
 
@@ -394,12 +390,16 @@ class WizardState:
         answers: What the user said (an unsaid field is None).
         settled: The diagnosis, moment, kind and plan for those answers.
         choices: The user's choice per step id; a step without one takes its defaults.
+        validation_run: The step count ``run`` asks of the short validation run (0: none);
+            None: the plan's own. It outlives new answers (a new plan), as ``run``'s
+            option does: see :func:`validation_choice`.
     """
 
     job: OpenedJob
     answers: Answers
     settled: Settled
     choices: Mapping[str, StepChoice] = field(default_factory=lambda: MappingProxyType({}))
+    validation_run: int | None = None
 
     @property
     def document(self) -> JobDocument:
@@ -496,14 +496,18 @@ class WizardState:
         return next((s for s in self.plan.steps if s.id == VALIDATION_STEP), None)
 
 
-def start(request: JobRequest) -> WizardState:
+def start(request: JobRequest, *, new_crash: bool = False) -> WizardState:
     """Open the job and settle it with no answer given yet (the app's first state).
+
+    Args:
+        request: What to open.
+        new_crash: The config is our own fix and its run crashed too (``run`` knows it).
 
     Raises:
         WizardError: see :func:`open_job`.
     """
     job = open_job(request)
-    return WizardState(job, Answers(), settle(job, Answers()))
+    return WizardState(job, Answers(), settle(job, Answers(), new_crash=new_crash))
 
 
 def answer(state: WizardState, answers: Answers) -> WizardState:
@@ -555,12 +559,48 @@ def effective_choices(
             decided[step.id] = _off(step.id)
         else:
             decided[step.id] = state.choices.get(step.id) or default_choice(step)
-    validation = state.validation_step()
+    validation = validation_choice(state)
     if validation is not None:
-        decided[validation.id] = state.choices.get(validation.id) or default_choice(validation)
+        decided[validation.step_id] = validation
     if extra is not None:
         decided[extra.step_id] = extra
     return decided
+
+
+def validation_choice(state: WizardState) -> StepChoice | None:
+    """The short validation run's choice in effect (None: the plan offers none).
+
+    The user's, else ``run``'s step count (:attr:`WizardState.validation_run`), raised to get
+    through the config's first periodic save and sample
+    (:func:`oom_wizard.plan.validation_choice`), else the plan's default.
+    """
+    from oom_wizard.plan import validation_choice as plan_validation_choice
+
+    validation = state.validation_step()
+    if validation is None:
+        return None
+    chosen = state.choices.get(validation.id)
+    if chosen is not None:
+        return chosen
+    if state.validation_run is None:
+        return default_choice(validation)
+    if state.validation_run <= 0:
+        return _off(validation.id)
+    found = plan_validation_choice(state.document, state.plan, state.validation_run)
+    return found if found is not None else _off(validation.id)
+
+
+def preselect_fix(state: WizardState, validation_steps: int) -> WizardState:
+    """The state with the next fix chosen: every step at its default, and the short
+    validation run at ``validation_steps`` (0: none), raised where it must be to get through
+    the config's first periodic save and sample
+    (:func:`oom_wizard.plan.validation_choice`).
+
+    This is what ``run`` saves with ``--auto``, and what the wizard it opens without
+    ``--auto`` shows preselected.
+    """
+    choices = {step.id: default_choice(step) for step in state.rollback_steps()}
+    return replace(state, choices=MappingProxyType(choices), validation_run=validation_steps)
 
 
 def changes(state: WizardState, choices: Mapping[str, StepChoice]) -> list[Change]:
@@ -733,6 +773,87 @@ def pending_scale_ups(saved: Saved, ready: Prepared) -> tuple[ScaleUp, ...]:
     from oom_wizard.scaleup import pending_scale_ups as pending
 
     return pending(ready.after, read_changelog(saved.changelog))
+
+
+# --- a crash, diagnosed: one rule for diagnose, watch and run ------------------------------------
+
+
+def first_step(state: WizardState) -> str | None:
+    """The first roll-back step that changes something by default, with its fields.
+
+    Advice that comes first (an environment problem, a scale-up to undo) stays first; so does
+    the diagnosis's own first change when nothing says when it crashed.
+    """
+    diagnosis = state.diagnosis
+    moment = diagnosis.moment
+    if moment is None or moment == "environment" or _advice_first(diagnosis):
+        first: str | None = diagnosis.first_change
+        return first
+    step = next((s for s in state.plan.steps if s.default_on and not s.satisfied), None)
+    if step is None:
+        return (
+            state.plan.exhausted_advice
+            or "Every default step of this roll-back is already in the config."
+        )
+    from oom_wizard.spelling import change
+
+    changes = [change(f.label, f.before, f.after) for f in step.fields if f.default_on]
+    return f"{step.title}: {', '.join(changes)}" if changes else step.title
+
+
+def _advice_first(diagnosis: Diagnosis) -> bool:
+    return bool(diagnosis.advice) and diagnosis.advice[0].id == "undo_scale_up"
+
+
+@dataclass(frozen=True)
+class CrashReport:
+    """A followed run's crash, diagnosed.
+
+    Attributes:
+        verdict: The diagnosis's verdict.
+        moment: The crash moment (None: not an out-of-memory crash, as far as the log says).
+        first_change: What to change first (:func:`first_step`).
+        state: The wizard's state on the crash, settled (None for a log without its config:
+            there is nothing to open the wizard on).
+    """
+
+    verdict: str
+    moment: str | None
+    first_change: str | None
+    state: WizardState | None = None
+
+
+def diagnose_crash(target: WatchTarget) -> CrashReport:
+    """Open the followed job on its log's last run and settle it, as the wizard would.
+
+    The GPU is not probed (the job that held it is gone; the live screen polls it itself).
+
+    Raises:
+        WizardError: the config, the database job or the log cannot be read.
+    """
+    if not target.can_open_wizard:
+        from oom_wizard.logscan import scan_log
+
+        alone = diagnose(scan_log(target.log), None)
+        return CrashReport(alone.verdict, alone.moment, alone.first_change)
+    request = JobRequest(
+        target=target.config, log=target.log, db=target.db, job=target.job, probe=False
+    )
+    state = start(request)
+    return CrashReport(state.diagnosis.verdict, state.diagnosis.moment, first_step(state), state)
+
+
+def warm_up() -> None:
+    """Read what the first diagnosis reads first: the presets, and the log markers compiled.
+
+    ``watch`` calls it in a thread while it follows the job, so that the crash, when it comes,
+    is diagnosed without that wait. Both are read once per process.
+    """
+    from oom_wizard.catalog import load_presets
+    from oom_wizard.logscan import load_log_markers
+
+    load_presets()
+    load_log_markers()
 
 
 # --- what the screens show that comes from the presets ------------------------------------------

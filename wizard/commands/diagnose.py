@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from oom_wizard.diagnosis import Answers, Diagnosis
-    from oom_wizard.service import WizardState
 
 #: Evidence text longer than this is cut in the human report (``--json`` keeps it whole).
 REPORT_TEXT = 160
@@ -94,7 +93,7 @@ def diagnose_args(args: argparse.Namespace) -> Diagnosis:
             )
         return _log_alone(args.log, answers, probe=not args.no_probe)
     from oom_wizard.commands.plan import request_of
-    from oom_wizard.service import WizardState, open_job, settle
+    from oom_wizard.service import WizardState, first_step, open_job, settle
 
     job = open_job(request_of(args, args.target))
     state = WizardState(job, answers, settle(job, answers))
@@ -104,7 +103,7 @@ def diagnose_args(args: argparse.Namespace) -> Diagnosis:
         *state.document.warnings,
         *((f"Log: {state.log_note}",) if state.log_note else ()),
     )
-    return dataclasses.replace(diagnosis, notes=notes, first_change=_first_step(state))
+    return dataclasses.replace(diagnosis, notes=notes, first_change=first_step(state))
 
 
 def _log_alone(log: Path, answers: Answers, *, probe: bool) -> Diagnosis:
@@ -114,33 +113,6 @@ def _log_alone(log: Path, answers: Answers, *, probe: bool) -> Diagnosis:
     from oom_wizard.probe import probe_gpu
 
     return diagnose(scan_log(log), None, answers=answers, probe=probe_gpu() if probe else None)
-
-
-def _first_step(state: WizardState) -> str | None:
-    """The first roll-back step that changes something by default, with its fields.
-
-    Advice that comes first (an environment problem, a scale-up to undo) stays first; so does
-    the diagnosis's own first change when nothing says when it crashed.
-    """
-    diagnosis = state.diagnosis
-    moment = diagnosis.moment
-    if moment is None or moment == "environment" or _advice_first(diagnosis):
-        first: str | None = diagnosis.first_change
-        return first
-    step = next((s for s in state.plan.steps if s.default_on and not s.satisfied), None)
-    if step is None:
-        return (
-            state.plan.exhausted_advice
-            or "Every default step of this roll-back is already in the config."
-        )
-    from oom_wizard.spelling import change
-
-    changes = [change(f.label, f.before, f.after) for f in step.fields if f.default_on]
-    return f"{step.title}: {', '.join(changes)}" if changes else step.title
-
-
-def _advice_first(diagnosis: Diagnosis) -> bool:
-    return bool(diagnosis.advice) and diagnosis.advice[0].id == "undo_scale_up"
 
 
 # --- the human report ---------------------------------------------------------------------------

@@ -1,10 +1,18 @@
-"""``oom-wizard run CONFIG [--auto] [--max-retries N] [--validation-steps N] -- TRAINER…``.
+"""``oom-wizard run CONFIG | --db PATH --job NAME [--auto] [--max-retries N] … -- TRAINER…``.
 
 Runs the trainer on the config (``{config}`` in the command is replaced by its path; the
 default is ``python run.py {config}`` in AI Toolkit's folder), its output on the terminal and
 in a log beside the config, and on an out-of-memory crash saves the next roll-back and runs
-again (``oom_wizard.autopilot``). Without ``--auto`` it asks before each retry, with the fix shown
-and "yes" preselected. ``--scale-up`` goes upward from a config that finished.
+again (``oom_wizard.autopilot``). Without ``--auto`` it asks before each retry: on a terminal the
+wizard opens on the crash, already diagnosed, with the fix preselected, and the config the
+user saves is what runs next (leaving it without a save stops); with the output piped, a
+[Y/n] with "yes" preselected; with no terminal it stops. ``--scale-up`` goes upward from a
+config that finished.
+
+A web-UI job (``--db PATH --job NAME``) is run from its row of the jobs database: each
+attempt's config is written to a file of its own for the trainer, and each fix goes into the
+row in place with its change log, as ``apply --db --in-place`` saves it. A job the UI runs,
+stops or has queued is refused before anything starts.
 
 Exit status: 0 the last attempt finished; 2 it stopped without a finished run; 130 Ctrl-C.
 """
@@ -15,15 +23,18 @@ import argparse
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from oom_wizard.commands._jobdb import add_db_arguments, wants_db
 from oom_wizard.errors import WizardError
 
 if TYPE_CHECKING:
-    from oom_wizard.diagnosis import Diagnosis
+    from oom_wizard.autopilot import UserSave, Where
+    from oom_wizard.screens.app import OomWizardApp
+    from oom_wizard.service import WizardState
     from oom_wizard.trainer import TrainerEnd
 
 PREFIX = "[oom-wizard] "
@@ -43,8 +54,15 @@ def add_parser(subparsers: Any) -> None:
             "the full one. It stops, and says why, instead of relaunching an unchanged config."
         ),
     )
-    parser.add_argument("config", type=Path, metavar="CONFIG", help="the job config to run")
+    parser.add_argument(
+        "config",
+        nargs="?",
+        type=Path,
+        metavar="CONFIG",
+        help="the job config to run (or a web-UI job: --db PATH --job NAME)",
+    )
     _add_options(parser)
+    add_db_arguments(parser)
     parser.add_argument(
         "trainer",
         nargs=argparse.REMAINDER,
@@ -67,7 +85,10 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=100,
         metavar="N",
-        help="train.steps of the short run after each fix (100; 0: no validation run)",
+        help=(
+            "train.steps of the short run after each fix (100; 0: no validation run), raised "
+            "to one step past the config's first periodic save and sample"
+        ),
     )
     parser.add_argument(
         "--scale-up",
@@ -108,6 +129,7 @@ def _split(args: argparse.Namespace) -> list[str]:
     if head:
         later = _OptionParser(prog="oom-wizard run", add_help=False)
         _add_options(later)
+        add_db_arguments(later)
         later.parse_args(head, namespace=args)
     return tail
 
@@ -117,9 +139,11 @@ def run(args: argparse.Namespace) -> int:
     from oom_wizard.autopilot import Settings, always_yes, autopilot
     from oom_wizard.trainer import default_command, run_trainer, trainer_argv
 
+    if args.db is not None and args.config is not None and "--" not in args.trainer:
+        # No CONFIG with --db: argparse took the first word after ``--`` for it.
+        args.trainer, args.config = [str(args.config), *args.trainer], None
     template = _split(args)
-    if not args.config.is_file():
-        raise WizardError("no such config", file=args.config)
+    where = _where(args)
     if args.max_retries < 0 or args.validation_steps < 0:
         raise WizardError("--max-retries and --validation-steps cannot be negative")
     if not template:
@@ -151,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         outcome = autopilot(
-            args.config,
+            where,
             runner,
             settings=settings,
             ask=always_yes if args.auto else _ask,
@@ -170,6 +194,28 @@ def run(args: argparse.Namespace) -> int:
             f", {attempt.duration_s:.1f} s{changed}"
         )
     return outcome.exit_status
+
+
+def _where(args: argparse.Namespace) -> Where:
+    """The config file, or the web-UI job (which must exist)."""
+    from oom_wizard.autopilot import DbJobRef
+
+    if wants_db(args, args.config):
+        if args.job is None:
+            raise WizardError("run a web-UI job with --db PATH --job NAME")
+        from oom_wizard.jobdb import find_db, load_job
+
+        found = find_db(args.db)
+        busy = load_job(found, args.job).busy_reason()
+        if busy is not None:  # the UI runs it (or is about to): not a second trainer on it
+            raise WizardError(busy, file=found)
+        return DbJobRef(found, args.job)
+    if args.config is None:
+        raise WizardError("give the job config to run (or a web-UI job: --db PATH --job NAME)")
+    if not args.config.is_file():
+        raise WizardError("no such config", file=args.config)
+    config: Path = args.config
+    return config
 
 
 def _watch(log: Path, done: threading.Event, stall_s: float) -> None:
@@ -195,11 +241,19 @@ def _say(text: str) -> None:
     sys.stdout.flush()
 
 
-def _ask(diagnosis: Diagnosis, fix: Sequence[str]) -> bool:
-    """Show the diagnosis and the fix; Enter (or y) saves it and retries."""
-    _say(diagnosis.verdict)
+def _ask(state: WizardState, fix: Sequence[str]) -> bool | UserSave:
+    """Show the diagnosis and the fix, then ask: in the wizard on a terminal, else [Y/n].
+
+    On a terminal (stdin and stdout) the wizard opens on the crash, already diagnosed, on the
+    review of the fix preselected; the config the user saves is the one the next attempt
+    runs, and leaving the wizard without a save stops the loop. With only stdin a terminal
+    (the output piped), Enter or y saves the fix as shown; with no terminal it refuses.
+    """
+    _say(state.diagnosis.verdict)
     for line in fix:
         _say(f"  {line}")
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        return ask_in_wizard(state)
     if not sys.stdin.isatty():
         _say("Not a terminal to ask in: run with --auto to retry without asking.")
         return False
@@ -207,3 +261,27 @@ def _ask(diagnosis: Diagnosis, fix: Sequence[str]) -> bool:
     sys.stdout.flush()
     answer = sys.stdin.readline().strip().lower()
     return answer in ("", "y", "yes")
+
+
+def ask_in_wizard(
+    state: WizardState, drive: Callable[[OomWizardApp], object] | None = None
+) -> bool | UserSave:
+    """The wizard on the crash with the fix preselected; what the user saved, or False.
+
+    Args:
+        state: The job opened on the crash, the fix preselected.
+        drive: Runs the app to its end (default: in this terminal; a test drives it headless).
+    """
+    from oom_wizard.autopilot import UserSave, entry_lines
+    from oom_wizard.screens.app import create_app
+
+    app = create_app(opened=state, first="review", exit_on_save=True)
+    if drive is None:
+        app.run()
+    else:
+        drive(app)
+    finished = app.finished
+    if finished is None:
+        _say("The wizard was closed without a save.")
+        return False
+    return UserSave(finished.saved, entry_lines(finished.ready))

@@ -2,8 +2,9 @@
 
 The live screen (``oom_wizard.screens.watch``) follows the job's log as it grows, shows its phase,
 progress, speed, skips and the GPU, tells a skip, a stall or a slowdown as it happens, and when
-the job crashes shows the diagnosis and the first change; Enter then opens the wizard on that
-crash. It never writes anything of the job's.
+the job runs out of memory opens the wizard on that crash, already diagnosed, on its first
+change (another crash shows its verdict; Enter opens the wizard). It never writes anything
+of the job's.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Show the live screen; open the wizard on a crash when asked."""
+    """Show the live screen; open the wizard on an out-of-memory crash (or when asked)."""
     from oom_wizard.follow import watch_db_target, watch_target
     from oom_wizard.screens.watch import WatchApp
 
@@ -69,7 +70,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from oom_wizard.screens.app import create_app
 
-    if target.job is not None:
+    if result.state is not None:
+        wizard = create_app(opened=result.state)
+    elif target.job is not None:
         wizard = create_app(log=target.log, db=target.db, job=target.job)
     else:
         wizard = create_app(target.config, log=target.log)
