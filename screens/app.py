@@ -23,7 +23,7 @@ from oom_wizard.screens.messages import JobChosen, JobLoaded
 
 if TYPE_CHECKING:
     from oom_wizard.request import JobRequest
-    from oom_wizard.service import Answers, WizardState
+    from oom_wizard.service import Answers, LeavingSummary, Saved, WizardState
 
 
 class OomWizardApp(App[int]):
@@ -43,6 +43,8 @@ class OomWizardApp(App[int]):
         self.request = request
         self.trace_failures = debug
         self.state: WizardState | None = None
+        self.saved: Saved | None = None
+        self._saved_state: WizardState | None = None
 
     def on_mount(self) -> None:
         """Open on the load screen (which loads the job at once when it is named)."""
@@ -190,6 +192,7 @@ class OomWizardApp(App[int]):
         """Where the file is and what to do next."""
         from oom_wizard.screens.result import ResultScreen
 
+        self.saved, self._saved_state = finished.saved, self.state
         self._stage(ResultScreen(finished))
 
     def show_scale_up(self) -> None:
@@ -213,6 +216,40 @@ class OomWizardApp(App[int]):
             self.screen.action_save_now()
         else:
             self.show_review(None)
+
+    # --- leaving -----------------------------------------------------------------------------
+
+    def leaving(self) -> LeavingSummary:
+        """What the terminal keeps once the app is closed (the command line prints it)."""
+        from oom_wizard.service import leaving_summary
+
+        return leaving_summary(self.state, self.saved)
+
+    @property
+    def unsaved_choices(self) -> bool:
+        """Whether leaving now drops choices: a step was decided, or a step or the review is
+        on screen, since the last save (or with none)."""
+        from oom_wizard.screens.review import ReviewScreen
+        from oom_wizard.screens.step import StepScreen
+
+        state = self.state
+        if state is None or state is self._saved_state:
+            return False
+        on_screen = any(isinstance(s, StepScreen | ReviewScreen) for s in self.screen_stack)
+        return bool(state.choices) or on_screen
+
+    async def action_quit(self) -> None:
+        """Quit; with choices not saved, ask first (a second Ctrl+Q leaves)."""
+        from oom_wizard.screens.leaving import LeaveScreen
+
+        if isinstance(self.screen, LeaveScreen) or not self.unsaved_choices:
+            self.exit()
+            return
+        self.push_screen(LeaveScreen(str(self.require_state().source)), self._leave_answered)
+
+    def _leave_answered(self, leave: bool | None) -> None:
+        if leave:
+            self.exit()
 
     def action_help(self) -> None:
         """Keys and the procedure, over the current screen."""

@@ -29,6 +29,8 @@ read or write files or the database run in the app's worker threads.
 
 from __future__ import annotations
 
+import os
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -75,6 +77,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MISSING",
+    "RUN_LOG_SUFFIX",
     "VALIDATION_STEP",
     "Answers",
     "AsNew",
@@ -83,10 +86,12 @@ __all__ = [
     "DbJob",
     "DbSaveResult",
     "Destination",
+    "EnvironmentVerdict",
     "FieldProposal",
     "InPlace",
     "JobRequest",
     "JobRow",
+    "LeavingSummary",
     "LiveJob",
     "LiveStatus",
     "MemoryEstimate",
@@ -110,12 +115,16 @@ __all__ = [
     "changelog_path_for",
     "changes",
     "choose",
+    "db_job_arguments",
     "default_choice",
     "default_file_output",
     "diagnose_crash",
     "effective_choices",
+    "environment_verdict",
     "estimate",
     "format_path",
+    "later_lines",
+    "leaving_summary",
     "list_jobs",
     "moment_info",
     "next_scale_up",
@@ -127,12 +136,17 @@ __all__ = [
     "read_host_memory",
     "read_job_row",
     "recorded_steps",
+    "reopen_command",
     "retry_crashed",
+    "run_command",
+    "run_log_for",
     "save",
     "save_scale_up",
+    "scale_ups_ahead",
     "settle",
     "start",
     "ui_hint",
+    "ui_job_instructions",
     "watching",
 ]
 
@@ -726,13 +740,28 @@ def _off(step_id: str) -> StepChoice:
 
 
 def pending_scale_ups(saved: Saved, ready: Prepared) -> tuple[ScaleUp, ...]:
-    """The re-adds ahead of a config just saved, in order: what ``history`` names next.
+    """The re-adds ahead of a config just saved, in order: the list ``history`` prints.
 
     Reads the change log the save wrote (run it in the save's worker).
     """
+    return scale_ups_ahead(ready.after, read_changelog(saved.changelog))
+
+
+def scale_ups_ahead(document: JobDocument, changelog: ChangeLog) -> tuple[ScaleUp, ...]:
+    """Every re-add still ahead of ``document``, in the order the scale-up makes them.
+
+    The one list behind the result screen's "later" section and ``history``'s: the first is
+    :func:`next_scale_up`'s.
+    """
     from oom_wizard.scaleup import pending_scale_ups as pending
 
-    return pending(ready.after, read_changelog(saved.changelog))
+    return pending(document, changelog)
+
+
+def later_lines(ahead: Sequence[ScaleUp]) -> tuple[str, ...]:
+    """The re-adds ahead, numbered, one line each (``  1. Re-add the biggest resolution``):
+    the result screen and ``history`` print these same lines."""
+    return tuple(f"  {number}. {scale_up.title}" for number, scale_up in enumerate(ahead, 1))
 
 
 # --- what the screens show that comes from the presets ------------------------------------------
@@ -772,3 +801,152 @@ def arch_label(process_model: object) -> str | None:
     model = process_model if isinstance(process_model, dict) else {}
     facts = load_presets().arch_from_model(model)
     return f"{facts.label} ({facts.kind})" if facts else None
+
+
+# --- the environment verdict, as one title and its reasons ---------------------------------------
+
+
+@dataclass(frozen=True)
+class EnvironmentVerdict:
+    """What the environment screen says: a title and the reasons, from one verdict.
+
+    Attributes:
+        blamed: ``found`` (the log or the GPU now gives a strong reason), ``suspected`` (only
+            weak reasons, none against), or ``answer`` (the user picked the moment; nothing
+            found makes it certain).
+        title: The screen's title, worded for ``blamed`` (never "it is the GPU" beside a
+            reason that says the job filled the card).
+        reasons: The diagnosis's reasons, for and against, as they are.
+    """
+
+    blamed: Literal["found", "suspected", "answer"]
+    title: str
+    reasons: tuple[str, ...]
+
+
+def environment_verdict(state: WizardState) -> EnvironmentVerdict:
+    """The environment screen's title and reasons, both from the settled diagnosis.
+
+    The moment is ``environment`` by the diagnosis's own rule (a strong reason: see
+    :func:`oom_wizard.diagnosis.diagnose`) exactly when the settled moment was *found*, not
+    answered; only then may the title say it is the environment. Weak reasons with nothing
+    against them (:attr:`Diagnosis.environment_suspected`) make it a suspicion; otherwise the
+    title says it is the user's call and the reasons (even one against) are shown as they are.
+    """
+    diagnosis = state.diagnosis
+    reasons = diagnosis.reasons
+    if state.settled.moment_source == "found" and state.moment == "environment":
+        return EnvironmentVerdict("found", "It is the environment, not the config", reasons)
+    if diagnosis.environment_suspected:
+        return EnvironmentVerdict("suspected", "The environment looks suspect", reasons)
+    if not reasons:
+        reasons = ("nothing in the log or on the GPU points to the environment: it is your call",)
+    return EnvironmentVerdict("answer", "You say it is the environment, not the config", reasons)
+
+
+# --- leaving the wizard ---------------------------------------------------------------------------
+
+#: The log ``python run.py -l`` writes for a saved config goes beside it, with this suffix.
+RUN_LOG_SUFFIX = ".log.txt"
+
+
+def run_log_for(config: Path) -> Path:
+    """Where the retry of a saved config should log: beside it, ``NAME.log.txt``, absolute.
+
+    AI Toolkit writes no log file from the command line unless ``-l FILE`` is given, and a
+    bare file name there crashes it (``os.makedirs('')``): the path is always absolute.
+    """
+    absolute = Path(os.path.abspath(config))
+    return absolute.with_name(f"{absolute.stem}{RUN_LOG_SUFFIX}")
+
+
+def run_command(state: WizardState, saved: Saved) -> str | None:
+    """``python run.py CONFIG -l LOG`` for a saved config file (None for a web-UI job).
+
+    The paths are absolute: run.py looks for a relative path in its own ``config/`` folder
+    first, and it runs from the toolkit's folder, not from where the wizard saved.
+    """
+    if isinstance(saved, DbSaveResult) or state.ui_job:
+        return None
+    config = shlex.quote(os.path.abspath(saved.config))
+    return f"python run.py {config} -l {shlex.quote(str(run_log_for(saved.config)))}"
+
+
+def reopen_command(saved: SaveResult) -> str:
+    """``oom-wizard CONFIG --log LOG``: the wizard on the saved config and its retry's log."""
+    config = shlex.quote(os.path.abspath(saved.config))
+    return f"oom-wizard {config} --log {shlex.quote(str(run_log_for(saved.config)))}"
+
+
+def ui_job_instructions() -> str:
+    """What to do with a config saved from the web UI's ``.job_config.json``."""
+    return (
+        "This job comes from AI Toolkit's web UI, which rewrites .job_config.json on every "
+        "start. Open the job in the UI, change the fields below (each says where), or paste "
+        "the new config under Show Advanced; then start the job."
+    )
+
+
+def db_job_arguments(saved: DbSaveResult) -> str:
+    """``--db PATH --job NAME`` for a saved database job, quoted for a shell."""
+    return f"--db {shlex.quote(str(saved.db_path))} --job {shlex.quote(saved.job_name)}"
+
+
+@dataclass(frozen=True)
+class LeavingSummary:
+    """What the terminal keeps when the wizard closes: what was saved and how to go on.
+
+    Attributes:
+        saved: Whether a fix was saved in this session.
+        lines: The summary, line by line (the command line prints them after the app).
+    """
+
+    saved: bool
+    lines: tuple[str, ...]
+
+    def text(self) -> str:
+        """The summary as one text."""
+        return "\n".join(self.lines)
+
+
+def leaving_summary(state: WizardState | None, saved: Saved | None) -> LeavingSummary:
+    """The summary for the terminal: the saved files (or UI job), and the command to run it.
+
+    A config file gets ``python run.py CONFIG -l LOG`` (see :func:`run_command`) and the
+    wizard's command for the next crash; a database job gets the UI's next step; a session
+    that saved nothing says that the source is as it was.
+    """
+    if saved is None or state is None:
+        where = f"; {state.source} is as it was" if state is not None else ""
+        return LeavingSummary(False, (f"oom-wizard: nothing saved{where}.",))
+    if isinstance(saved, DbSaveResult):
+        how = (
+            "updated in place"
+            if saved.in_place
+            else f"a new job, copied from '{saved.origin_name}'"
+        )
+        lines = [
+            f"oom-wizard saved UI job '{saved.job_name}' ({how})",
+            f"  database:   {saved.db_path}",
+            f"  change log: {saved.changelog}",
+            saved.next_step(),
+        ]
+        if saved.in_place:
+            lines.append(f"To undo it: oom-wizard restore {db_job_arguments(saved)}")
+        return LeavingSummary(True, tuple(lines))
+    lines = [
+        "oom-wizard saved a new config (the original is unchanged)",
+        f"  config:     {saved.config}",
+        f"  change log: {saved.changelog}",
+    ]
+    command = run_command(state, saved)
+    if command is None:
+        lines.append(ui_job_instructions())
+    else:
+        lines += [
+            "Run it from AI Toolkit's folder (-l keeps a log for the next crash):",
+            f"  {command}",
+            "If it runs out of memory again, or once it trains through:",
+            f"  {reopen_command(saved)}",
+        ]
+    return LeavingSummary(True, tuple(lines))
