@@ -110,6 +110,7 @@ __all__ = [
     "Watch",
     "WatchTarget",
     "WizardState",
+    "advice_for",
     "answer",
     "arch_label",
     "changelog_path_for",
@@ -528,6 +529,13 @@ def answer(state: WizardState, answers: Answers) -> WizardState:
     return replace(state, answers=answers, settled=settled, choices=MappingProxyType({}))
 
 
+def advice_for(state: WizardState, answers: Answers) -> tuple[str, ...]:
+    """The advice beyond the config that these answers get: ``diagnose``'s "first change"
+    and "also" lines (with ``--worked-before``, a toolkit or driver update to suspect)."""
+    settled = settle(state.job, answers, new_crash=state.crashed_again)
+    return tuple(item.text for item in settled.diagnosis.advice)
+
+
 def retry_crashed(state: WizardState) -> WizardState:
     """The state after "the retry ran out of memory again": the plan goes one rung further."""
     settled = settle(state.job, state.answers, new_crash=True)
@@ -808,19 +816,22 @@ def arch_label(process_model: object) -> str | None:
 
 @dataclass(frozen=True)
 class EnvironmentVerdict:
-    """What the environment screen says: a title and the reasons, from one verdict.
+    """What the environment screen says: a title, the moment's cause and the reasons, from
+    one verdict.
 
     Attributes:
         blamed: ``found`` (the log or the GPU now gives a strong reason), ``suspected`` (only
             weak reasons, none against), or ``answer`` (the user picked the moment; nothing
             found makes it certain).
-        title: The screen's title, worded for ``blamed`` (never "it is the GPU" beside a
-            reason that says the job filled the card).
+        title: The screen's title, worded for ``blamed`` (never "it is the environment"
+            beside a reason that says the job filled the card).
+        why: The environment moment's cause, as a finding (``found``) or as a possibility.
         reasons: The diagnosis's reasons, for and against, as they are.
     """
 
     blamed: Literal["found", "suspected", "answer"]
     title: str
+    why: str
     reasons: tuple[str, ...]
 
 
@@ -835,13 +846,16 @@ def environment_verdict(state: WizardState) -> EnvironmentVerdict:
     """
     diagnosis = state.diagnosis
     reasons = diagnosis.reasons
+    cause = moment_info("environment").cause
     if state.settled.moment_source == "found" and state.moment == "environment":
-        return EnvironmentVerdict("found", "It is the environment, not the config", reasons)
+        return EnvironmentVerdict("found", "It is the environment, not the config", cause, reasons)
     if diagnosis.environment_suspected:
-        return EnvironmentVerdict("suspected", "The environment looks suspect", reasons)
+        title = "The environment looks suspect"
+        return EnvironmentVerdict("suspected", title, f"Possibly: {cause}", reasons)
     if not reasons:
         reasons = ("nothing in the log or on the GPU points to the environment: it is your call",)
-    return EnvironmentVerdict("answer", "You say it is the environment, not the config", reasons)
+    title = "You say it is the environment; the log does not show it"
+    return EnvironmentVerdict("answer", title, f"Your answer means: {cause}", reasons)
 
 
 # --- leaving the wizard ---------------------------------------------------------------------------
