@@ -240,7 +240,7 @@ class OomWizardApp(App[int]):
 
     async def action_quit(self) -> None:
         """Quit; with choices not saved, ask first (a second Ctrl+Q leaves)."""
-        from oom_wizard.screens.leaving import LeaveScreen
+        from oom_wizard.screens.ask import LeaveScreen
 
         if isinstance(self.screen, LeaveScreen) or not self.unsaved_choices:
             self.exit()

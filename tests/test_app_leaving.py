@@ -17,7 +17,7 @@ from textual.pilot import Pilot
 
 from oom_wizard.commands._common import run_wizard
 from oom_wizard.commands.demo import IMAGE_JOB
-from oom_wizard.screens.leaving import LeaveScreen
+from oom_wizard.screens.ask import LeaveScreen
 from oom_wizard.screens.result import ResultScreen
 from oom_wizard.screens.step import StepScreen
 from tests.app_support import (

@@ -68,11 +68,14 @@ from oom_wizard.plan import FieldProposal, MemoryEstimate, Plan, ScaleUp, StepCh
 from oom_wizard.probe import probe_gpu, read_host_memory
 from oom_wizard.request import JobRequest
 from oom_wizard.save import SaveResult
+from oom_wizard.values import ValueCheck
 from oom_wizard.vocabulary import DEFAULT_MOMENT, VALIDATION_RUN, ModelKind, Moment
 
 if TYPE_CHECKING:
+    from oom_wizard.catalog import ArchFacts
     from oom_wizard.jobdir import JobLocation
     from oom_wizard.logscan import LogScan
+    from oom_wizard.paths import FieldPath
     from oom_wizard.probe import ProbeResult
 
 __all__ = [
@@ -107,6 +110,7 @@ __all__ = [
     "StepChoice",
     "StepProposal",
     "ToFile",
+    "ValueCheck",
     "Watch",
     "WatchTarget",
     "WizardState",
@@ -115,6 +119,7 @@ __all__ = [
     "arch_label",
     "changelog_path_for",
     "changes",
+    "check_value",
     "choose",
     "db_job_arguments",
     "default_choice",
@@ -609,6 +614,52 @@ def estimate(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Me
     from oom_wizard.plan import estimate as plan_estimate
 
     return plan_estimate(state.document, changes_for(state.plan, choices), state.model_kind)
+
+
+def check_value(state: WizardState, proposal: FieldProposal, typed: str) -> ValueCheck:
+    """A value typed on a step's row, checked as the domain checks it (:mod:`oom_wizard.values`).
+
+    The rules of ``presets/levers.yaml`` apply with the arch of the field's process (width and
+    height on its size step, frames on its grid); a value heavier than today's needs a
+    confirmation, and the change log then records it as an increase. A number field without
+    a rule must still be a number of the proposed value's kind.
+    """
+    from oom_wizard.values import validate_value
+
+    check = validate_value(
+        proposal.path, typed, _arch_of(state, proposal.path), before=proposal.before
+    )
+    if not check.ok or not isinstance(check.value, str) or proposal.control != "number":
+        return check
+    return _plain_number(typed, proposal.after)
+
+
+def _arch_of(state: WizardState, path: FieldPath) -> ArchFacts | None:
+    """The arch of the process a field belongs to (the first process's for a bare path)."""
+    from oom_wizard.catalog import load_presets
+    from oom_wizard.estimate import arch_facts
+
+    view = state.document.view()
+    index = path[2] if len(path) > 2 and path[:2] == ("config", "process") else None
+    process = next((p for p in view.processes if p.index == index), view.primary)
+    return arch_facts(process, load_presets()) if process is not None else None
+
+
+def _plain_number(typed: str, like: object) -> ValueCheck:
+    """``typed`` as a number of the kind of ``like`` (a field the presets have no rule for)."""
+    from oom_wizard.values import ValueCheck
+
+    text = typed.strip()
+    whole = isinstance(like, int) and not isinstance(like, bool)
+    try:
+        number: float = int(text) if whole else float(text)
+    except ValueError:
+        return ValueCheck(
+            False, None, f"'{text}' is not {'a whole number' if whole else 'a number'}"
+        )
+    if number < 0 or number != number:
+        return ValueCheck(False, None, "a number of at least 0 is needed")
+    return ValueCheck(True, number)
 
 
 def recorded_steps(plan: Plan, ready: Prepared) -> list[str]:
