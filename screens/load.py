@@ -381,11 +381,13 @@ def _job_row(job: DbJob) -> Content:
 
 def summary(state: WizardState) -> Content:
     """The job in a few lines: name, arch, kind, processes, datasets, the GPU figures."""
-    from oom_wizard.service import arch_label
+    from oom_wizard.service import arch_label, ui_job_note
 
     view = state.document.view()
+    ui_note = ui_job_note(state)
     lines: list[Content] = [
         *_origin_rows(state),
+        *([_row("", Content.styled(ui_note, "$text-warning"))] if ui_note else []),
         _row("Log", str(state.log_path) if state.log_path else "none (answer from memory)"),
         *([_row("", state.log_note)] if state.log_note else []),
         _row("Job", view.name or "(no name)"),

@@ -133,6 +133,7 @@ __all__ = [
     "leaving_summary",
     "list_jobs",
     "moment_info",
+    "new_job_warning",
     "next_scale_up",
     "open_job",
     "pending_scale_ups",
@@ -153,6 +154,7 @@ __all__ = [
     "start",
     "ui_hint",
     "ui_job_instructions",
+    "ui_job_note",
     "watching",
 ]
 
@@ -1015,3 +1017,48 @@ def leaving_summary(state: WizardState | None, saved: Saved | None) -> LeavingSu
             f"  {reopen_command(saved)}",
         ]
     return LeavingSummary(True, tuple(lines))
+
+
+# --- web-UI jobs ------------------------------------------------------------------------------
+
+
+def ui_job_note(state: WizardState) -> str | None:
+    """For a web-UI job opened from its folder (its ``.job_config.json``), without ``--db``:
+    the UI rewrites that file from its database at every start, so point to ``--db`` and
+    the database found for it (None for any other job). The command line and the app show
+    this same line."""
+    if not state.job.ui_job or state.db_job is not None:
+        return None
+    from oom_wizard.jobdb import DB_FILE_NAME
+
+    config = state.source
+    name = config.parent.name
+    candidates = []
+    primary = state.document.view().primary
+    recorded = state.document.get(primary.path("sqlite_db_path")) if primary is not None else None
+    if isinstance(recorded, str) and recorded:
+        candidates.append(Path(recorded))
+    candidates.append(config.parent.parent.parent / DB_FILE_NAME)
+    found = next((path for path in candidates if path.is_file()), None)
+    where = f"--db {found} --job {name}" if found else f"--db PATH/{DB_FILE_NAME} --job {name}"
+    return (
+        f"{config.name} is written anew from AI Toolkit's jobs database at every start, so a "
+        f"fixed copy of it changes nothing in the UI; to fix the job itself use {where}"
+        + ("" if found else " (the database is aitk_db.db in the toolkit's folder)")
+    )
+
+
+def new_job_warning(state: WizardState) -> str | None:
+    """What "save as a new job" costs, for a job of the web UI's database (None otherwise).
+
+    AI Toolkit trains a job into ``<training_folder>/<name>/`` and resumes from the newest
+    checkpoint there: a new name starts an empty folder.
+    """
+    job = state.db_job
+    if job is None:
+        return None
+    return (
+        "A new name starts a new output folder: the checkpoints and steps made so far "
+        f"(step {job.step} of '{job.name}') are not resumed. To keep them, pick "
+        f"\"Update job '{job.name}'\" instead (oom-wizard restore undoes it)."
+    )
