@@ -410,7 +410,7 @@ def summary(state: WizardState) -> Content:
             frames = f" · {dataset.num_frames} frames" if dataset.is_video else ""
             if dataset.auto_frame_count:
                 frames = " · frames from clip length"
-            lines.append(_row(f"  Dataset {dataset.index}", f"buckets {buckets}{frames}"))
+            lines.append(_row("  Dataset", f"{dataset.name} · buckets {buckets}{frames}"))
     lines.extend(_gpu_rows(state))
     if state.coming_back and state.changelog_path is not None:
         lines.append(_row("Change log", str(state.changelog_path)))

@@ -180,8 +180,8 @@ async def test_every_toggle_reads_on_or_off_without_colour(tmp_path: Path) -> No
         boxes = {read(box) for box in app.screen.query(Tick)}
         assert boxes == {
             "[x] Apply this step",
-            "[ ] drop bucket 768 (dataset 0)",
-            "[x] drop bucket 1024 (dataset 0)",
+            "[ ] drop bucket 768 (dataset portraits)",
+            "[x] drop bucket 1024 (dataset portraits)",
         }
 
 
