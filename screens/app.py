@@ -16,6 +16,7 @@ from textual import on
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
+from textual.theme import Theme
 from textual.worker import Worker, WorkerState
 
 from oom_wizard.screens.base import CRASHED, RAN, Accepted, Back, Finished, SaveNow
@@ -47,10 +48,22 @@ class OomWizardApp(App[int]):
         self._saved_state: WizardState | None = None
 
     def on_mount(self) -> None:
-        """Open on the load screen (which loads the job at once when it is named)."""
+        """Open on the load screen (which loads the job at once when it is named), in the
+        theme the user chose last."""
         from oom_wizard.screens.load import LoadScreen
+        from oom_wizard.service import saved_theme
 
+        theme = saved_theme()
+        if theme is not None and theme in self.available_themes:
+            self.theme = theme
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
         self.push_screen(LoadScreen(self.request))
+
+    def _theme_changed(self, theme: Theme) -> None:
+        """Remember the theme the user picks (the palette's "Change theme")."""
+        from oom_wizard.service import remember_theme
+
+        remember_theme(theme.name)
 
     # --- state ---------------------------------------------------------------------------
 
@@ -148,6 +161,12 @@ class OomWizardApp(App[int]):
         else:
             step_id = steps[index].id
             self._stage(StepScreen(step_id), partial(self._stepped, step_id))
+
+    def open_step(self, step_id: str) -> None:
+        """Open one step as it is, done or not (the palette's "Step N" commands)."""
+        from oom_wizard.screens.step import StepScreen
+
+        self._stage(StepScreen(step_id), partial(self._stepped, step_id))
 
     def _stepped(self, step_id: str, result: Accepted | SaveNow | Back | None) -> None:
         from oom_wizard.service import choose
@@ -272,6 +291,15 @@ class OomWizardApp(App[int]):
         yield SystemCommand(
             "Stage: first step", "Walk the roll-back from its first step", lambda: self.show_step(0)
         )
+        from oom_wizard.service import step_status
+
+        for number, step in enumerate(self.state.rollback_steps(), start=1):
+            status = step_status(self.state, step).replace("unavailable", "not for this model")
+            yield SystemCommand(
+                f"Step {number}: {step.title} ({status})",
+                "Open this step, even when it is already done (its optional rows)",
+                partial(self.open_step, step.id),
+            )
         yield SystemCommand(
             "Stage: review and save",
             "Save now, as Ctrl+S on a step does (elsewhere: every step at its default)",

@@ -23,10 +23,13 @@ from oom_wizard.service import (
     StepProposal,
     ValueCheck,
     check_value,
+    default_choice,
+    done_before,
     effective_choices,
     estimate,
     format_path,
     prepared,
+    step_status,
 )
 from oom_wizard.spelling import editable
 from oom_wizard.spelling import value as show_value
@@ -132,20 +135,24 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
         state, step = self.state, self.step
         steps = state.rollback_steps()
         recorded = state.choices.get(step.id)
+        status = {other.id: step_status(state, other) for other in steps}
         yield Header()
         with VerticalScroll(id="body"):
-            yield Static(
-                f"Step {self.index + 1} of {len(steps)} · {step.title}",
-                classes="title",
-                id="step-title",
-            )
-            yield Static(ladder_content(steps, step.id), id="ladder")
+            yield Static(self.progress(), classes="title", id="step-title")
+            yield Static(ladder_content(steps, step.id, status), id="ladder")
             yield Static(step.why, classes="why")
+            if step.satisfied:
+                optional = "the rows below are optional" if step.fields else "nothing to change"
+                yield Static(
+                    f"Already done: the config has this already; {optional}.",
+                    classes="note",
+                    id="done-note",
+                )
             if step.note:
                 yield Static(step.note, classes="note")
             yield Tick(
                 "Apply this step",
-                value=recorded.enabled if recorded else step.default_on,
+                value=recorded.enabled if recorded else default_choice(step).enabled,
                 id="step-on",
             )
             for number, proposal in enumerate(step.fields):
@@ -158,8 +165,18 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
         yield Footer()
 
     def on_mount(self) -> None:
-        """Show the estimate and the diff of the defaults."""
+        """Show the estimate and the diff of the defaults; the focus on the first toggle."""
         self.refresh_preview()
+        self.query(Tick).first().focus()
+
+    def progress(self) -> str:
+        """``Step 5 of 11 · Lighter samples``, saying which steps it jumped over and why."""
+        steps = self.state.rollback_steps()
+        text = f"Step {self.index + 1} of {len(steps)} · {self.step.title}"
+        jumped = done_before(self.state, self.index)
+        if jumped is not None:
+            text += f" ({jumped.words()})"
+        return text
 
     def choice(self) -> StepChoice:
         """The step as the toggles and inputs show it now."""

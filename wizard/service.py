@@ -94,6 +94,7 @@ __all__ = [
     "InPlace",
     "JobRequest",
     "JobRow",
+    "Jumped",
     "LeavingSummary",
     "LiveJob",
     "LiveStatus",
@@ -109,6 +110,7 @@ __all__ = [
     "Settled",
     "StepChoice",
     "StepProposal",
+    "StepStatus",
     "ToFile",
     "ValueCheck",
     "Watch",
@@ -125,6 +127,7 @@ __all__ = [
     "default_choice",
     "default_file_output",
     "diagnose_crash",
+    "done_before",
     "effective_choices",
     "environment_verdict",
     "estimate",
@@ -143,15 +146,18 @@ __all__ = [
     "read_host_memory",
     "read_job_row",
     "recorded_steps",
+    "remember_theme",
     "reopen_command",
     "retry_crashed",
     "run_command",
     "run_log_for",
     "save",
     "save_scale_up",
+    "saved_theme",
     "scale_ups_ahead",
     "settle",
     "start",
+    "step_status",
     "ui_hint",
     "ui_job_instructions",
     "ui_job_note",
@@ -590,6 +596,64 @@ def effective_choices(
     if extra is not None:
         decided[extra.step_id] = extra
     return decided
+
+
+#: Where a roll-back step stands: the config has it already (``done``), it does not apply
+#: to this model (``unavailable``), the user took it (``accepted``) or left it out
+#: (``skipped``), or it is still ahead (``ahead``).
+StepStatus: TypeAlias = Literal["done", "unavailable", "accepted", "skipped", "ahead"]
+
+
+def step_status(state: WizardState, step: StepProposal) -> StepStatus:
+    """Where ``step`` stands: decided by the user (accepted, skipped), else done, not for
+    this model, or ahead.
+
+    A satisfied step the user opened and accepted with nothing switched on is still done.
+    """
+    choice = state.choices.get(step.id)
+    if choice is not None and choice.enabled:
+        return "accepted"
+    if not step.available:
+        return "unavailable"
+    if step.satisfied:
+        return "done"
+    return "skipped" if choice is not None else "ahead"
+
+
+@dataclass(frozen=True)
+class Jumped:
+    """Steps the wizard went past without showing them, because nothing was left to do.
+
+    Attributes:
+        first: The first of them, counted from 1.
+        last: The last of them, counted from 1.
+        unavailable: Some of them do not apply to this model (rather than being done).
+    """
+
+    first: int
+    last: int
+    unavailable: bool
+
+    def words(self) -> str:
+        """``steps 5-9 already done in the config`` (or not for this model)."""
+        which = (
+            f"step {self.first}" if self.first == self.last else f"steps {self.first}-{self.last}"
+        )
+        why = "already done in the config"
+        return f"{which} {why}, or not for this model" if self.unavailable else f"{which} {why}"
+
+
+def done_before(state: WizardState, index: int) -> Jumped | None:
+    """The satisfied steps right before step ``index``: the progress line says why it jumped
+    over them (None: no jump)."""
+    steps = state.rollback_steps()
+    first = index
+    while first > 0 and steps[first - 1].satisfied:
+        first -= 1
+    if first == index:
+        return None
+    unavailable = any(not step.available for step in steps[first:index])
+    return Jumped(first + 1, index, unavailable)
 
 
 def changes(state: WizardState, choices: Mapping[str, StepChoice]) -> list[Change]:
@@ -1062,3 +1126,20 @@ def new_job_warning(state: WizardState) -> str | None:
         f"(step {job.step} of '{job.name}') are not resumed. To keep them, pick "
         f"\"Update job '{job.name}'\" instead (oom-wizard restore undoes it)."
     )
+
+
+# --- the user's settings --------------------------------------------------------------------------
+
+
+def saved_theme() -> str | None:
+    """The app's theme as the user chose it last (:mod:`oom_wizard.settings`)."""
+    from oom_wizard.settings import saved_theme as read
+
+    return read()
+
+
+def remember_theme(theme: str) -> bool:
+    """Remember the app's theme for the next start (atomically; False when it could not be)."""
+    from oom_wizard.settings import save_theme
+
+    return save_theme(theme)
