@@ -117,7 +117,7 @@ class ResultScreen(StageScreen[None]):
     def _changes(self) -> Content:
         lines: list[Content] = []
         for entry in self.entries:
-            hint = ui_hint(entry.path)
+            hint = ui_hint(entry.path, self.state)
             row = Content(change_line(entry))
             if hint:
                 row = Content.assemble(row, (f"  (UI: {hint})", "$text-muted"))

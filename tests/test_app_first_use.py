@@ -18,6 +18,7 @@ from tests.app_support import (
     demo_app,
     demo_folder,
     press,
+    roll_back_with_defaults,
     screen_text,
     settle,
     wait_for_state,
@@ -146,3 +147,13 @@ def test_without_xdg_config_home_the_settings_go_to_dot_config(
     monkeypatch.setenv("XDG_CONFIG_HOME", "relative/ignored")
     assert settings_path() == tmp_path / ".config" / "oom-wizard" / "settings.json"
     assert os.environ["XDG_CONFIG_HOME"] == "relative/ignored"
+
+
+async def test_the_result_names_the_dataset_in_the_ui_hint(tmp_path: Path) -> None:
+    app = demo_app(demo_folder(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await roll_back_with_defaults(pilot)
+        changes = screen_text(pilot, "#changes")
+    line = next(row for row in changes.splitlines() if "datasets[0].resolution" in row)
+    assert "(UI: Datasets → the 'portraits' dataset → Resolutions)" in line
+    assert "Dataset N" not in changes

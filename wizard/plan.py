@@ -493,6 +493,12 @@ def _switched(steps: Sequence[StepProposal], ids: Collection[str]) -> list[StepP
 # --------------------------------------------------------------------------- processes
 
 
+def named_dataset_hint(hint: str, dataset: str | None) -> str:
+    """A UI hint with the presets' "Dataset N" placeholder naming the dataset (its folder's
+    name), or "each dataset" when the field is not one dataset's."""
+    return hint.replace("Dataset N", f"the '{dataset}' dataset" if dataset else "each dataset")
+
+
 @dataclass(frozen=True)
 class _Process:
     """One training process with the facts a step needs."""
@@ -520,8 +526,7 @@ class _Process:
         base = len(self.view.path())
         if hint is None or path[base : base + 1] != ("datasets",) or len(path) <= base + 1:
             return hint
-        index = path[base + 1]
-        return hint.replace("Dataset N", f"the '{self.dataset_name(index)}' dataset")
+        return named_dataset_hint(hint, self.dataset_name(path[base + 1]))
 
     def dataset_name(self, index: object) -> str:
         """The name of the process's dataset at ``index`` (its folder's name)."""
@@ -633,7 +638,7 @@ def _step(
     satisfied = not any(proposal.default_on for proposal in found.fields)
     hint = found.fields[0].ui_hint if found.fields else presets.ui_hint(info.fields[0])
     if hint is not None and not found.fields:  # no field to name its dataset: every one
-        hint = hint.replace("Dataset N", "each dataset")
+        hint = named_dataset_hint(hint, None)
     return StepProposal(
         id=step_id,
         title=info.title,

@@ -912,11 +912,28 @@ def moment_info(moment: Moment) -> MomentInfo:
     return load_presets().moment(moment)
 
 
-def ui_hint(path: str) -> str | None:
-    """Where a field is in AI Toolkit's web UI (None when the UI does not show it)."""
-    from oom_wizard.catalog import load_presets
+def ui_hint(path: str, state: WizardState | None = None) -> str | None:
+    """Where a field is in AI Toolkit's web UI (None when the UI does not show it).
 
-    return load_presets().ui_hint(path)
+    With the state, a dataset's field names the dataset (its folder's name), as the plan's
+    rows do, instead of the presets' "Dataset N".
+    """
+    from oom_wizard.catalog import load_presets
+    from oom_wizard.paths import parse_path
+    from oom_wizard.plan import named_dataset_hint
+
+    hint = load_presets().ui_hint(path)
+    if hint is None or state is None:
+        return hint
+    parsed = parse_path(path)
+    name = None
+    if len(parsed) > 4 and parsed[:2] == ("config", "process") and parsed[3] == "datasets":
+        process = next((p for p in state.document.view().processes if p.index == parsed[2]), None)
+        dataset = (
+            next((d for d in process.datasets if d.index == parsed[4]), None) if process else None
+        )
+        name = dataset.name if dataset is not None else None
+    return named_dataset_hint(hint, name)
 
 
 def arch_label(process_model: object) -> str | None:
