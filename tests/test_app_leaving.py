@@ -17,6 +17,7 @@ from textual.pilot import Pilot
 
 from oom_wizard.commands._common import run_wizard
 from oom_wizard.commands.demo import IMAGE_JOB
+from oom_wizard.screens.app import create_app
 from oom_wizard.screens.ask import LeaveScreen
 from oom_wizard.screens.result import ResultScreen
 from oom_wizard.screens.step import StepScreen
@@ -140,3 +141,20 @@ def test_the_command_line_prints_the_summary_after_the_app(tmp_path: Path) -> No
     assert printed == list(app.leaving().lines)
     run, reopen = expected_commands(folder)
     assert f"  {run}" in printed and f"  {reopen}" in printed
+
+
+async def test_the_summary_of_a_ui_job_names_the_job_to_start(tmp_path: Path) -> None:
+    from tests.app_support import UI_JOB, ui_jobs_db
+
+    db = ui_jobs_db(tmp_path)
+    app = create_app(db=db, job=UI_JOB)
+    async with app.run_test(size=SIZE) as pilot:
+        await roll_back_with_defaults(pilot)  # "Update job" is the first place offered
+        await press(pilot, "enter")
+        assert app.return_code == 0
+    lines = app.leaving().lines
+    assert lines[0] == f"oom-wizard saved UI job '{UI_JOB}' (updated in place)"
+    assert f"  database:   {db}" in lines
+    assert any(line.startswith(f"Next: start job '{UI_JOB}' in AI Toolkit's UI") for line in lines)
+    assert f"To undo it: oom-wizard restore --db {db} --job {UI_JOB}" in lines
+    assert not any("python run.py" in line for line in lines)

@@ -151,3 +151,25 @@ async def test_worked_before_changes_the_advice_as_the_cli_flag_does(tmp_path: P
     for text in added:  # ... and the tick shows the same in the app
         assert text not in before
         assert " ".join(text.split()) in " ".join(after.split())
+
+
+async def test_environment_suspected_from_worked_before_alone_says_suspect(
+    tmp_path: Path,
+) -> None:
+    from oom_wizard.screens.app import create_app
+
+    folder = demo_folder(tmp_path)
+    app = create_app(folder / IMAGE_JOB.config, probe=False)  # no log: nothing against it
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_state(pilot)
+        await press(pilot, "enter")
+        assert isinstance(app.screen, MomentScreen)
+        app.screen.query_one("#worked", Tick).value = True
+        app.screen.query_one("#moments", OptionList).highlighted = MOMENTS.index("environment")
+        await settle(pilot)
+        await press(pilot, "enter")
+        assert isinstance(app.screen, EnvironmentScreen)
+        title = screen_text(pilot, "#verdict")
+        reasons = screen_text(pilot, "#reasons")
+    assert title == "The environment looks suspect"
+    assert "you say this exact config worked before" in reasons
