@@ -260,11 +260,12 @@ class OomWizardApp(App[int]):
     async def action_quit(self) -> None:
         """Quit; with choices not saved, ask first (a second Ctrl+Q leaves)."""
         from oom_wizard.screens.ask import LeaveScreen
+        from oom_wizard.service import source_words
 
         if isinstance(self.screen, LeaveScreen) or not self.unsaved_choices:
             self.exit()
             return
-        self.push_screen(LeaveScreen(str(self.require_state().source)), self._leave_answered)
+        self.push_screen(LeaveScreen(source_words(self.require_state())), self._leave_answered)
 
     def _leave_answered(self, leave: bool | None) -> None:
         if leave:

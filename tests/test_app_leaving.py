@@ -158,3 +158,16 @@ async def test_the_summary_of_a_ui_job_names_the_job_to_start(tmp_path: Path) ->
     assert any(line.startswith(f"Next: start job '{UI_JOB}' in AI Toolkit's UI") for line in lines)
     assert f"To undo it: oom-wizard restore --db {db} --job {UI_JOB}" in lines
     assert not any("python run.py" in line for line in lines)
+
+
+async def test_ctrl_q_on_a_ui_job_names_the_job_not_a_pseudo_path(tmp_path: Path) -> None:
+    from tests.app_support import UI_JOB, ui_jobs_db
+
+    app = create_app(db=ui_jobs_db(tmp_path), job=UI_JOB)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_state(pilot)
+        await press(pilot, "enter", "enter", "ctrl+q")
+        assert isinstance(app.screen, LeaveScreen)
+        assert f"UI job '{UI_JOB}' stays as it was" in screen_text(pilot, "#ask-text")
+        await press(pilot, "l")
+    assert app.leaving().lines == (f"oom-wizard: nothing saved; UI job '{UI_JOB}' is as it was.",)

@@ -156,6 +156,7 @@ __all__ = [
     "saved_theme",
     "scale_ups_ahead",
     "settle",
+    "source_words",
     "start",
     "step_status",
     "ui_hint",
@@ -1057,6 +1058,13 @@ class LeavingSummary:
         return "\n".join(self.lines)
 
 
+def source_words(state: WizardState) -> str:
+    """The config the wizard was opened on, as the user knows it: its file, or the UI job."""
+    if state.db_job is not None:
+        return f"UI job '{state.db_job.name}'"
+    return str(state.source)
+
+
 def leaving_summary(state: WizardState | None, saved: Saved | None) -> LeavingSummary:
     """The summary for the terminal: the saved files (or UI job), and the command to run it.
 
@@ -1065,7 +1073,7 @@ def leaving_summary(state: WizardState | None, saved: Saved | None) -> LeavingSu
     that saved nothing says that the source is as it was.
     """
     if saved is None or state is None:
-        where = f"; {state.source} is as it was" if state is not None else ""
+        where = f"; {source_words(state)} is as it was" if state is not None else ""
         return LeavingSummary(False, (f"oom-wizard: nothing saved{where}.",))
     if isinstance(saved, DbSaveResult):
         how = (
