@@ -163,10 +163,16 @@ class OomWizardApp(App[int]):
             self._stage(StepScreen(step_id), partial(self._stepped, step_id))
 
     def open_step(self, step_id: str) -> None:
-        """Open one step as it is, done or not (the palette's "Step N" commands)."""
+        """Open one step as it is, done or not (the palette's "Step N" commands, a click on
+        the step in the progress line)."""
         from oom_wizard.screens.step import StepScreen
 
-        self._stage(StepScreen(step_id), partial(self._stepped, step_id))
+        if self.state is not None and any(s.id == step_id for s in self.state.rollback_steps()):
+            self._stage(StepScreen(step_id), partial(self._stepped, step_id))
+
+    def action_open_step(self, step_id: str) -> None:
+        """The progress line's click action: :meth:`open_step`."""
+        self.open_step(step_id)
 
     def _stepped(self, step_id: str, result: Accepted | SaveNow | Back | None) -> None:
         from oom_wizard.service import choose

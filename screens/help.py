@@ -30,7 +30,8 @@ then rolls the config back **one step at a time**, so that each retry tells you 
 | **Ctrl+Q** | quit (asks first when choices are not saved) |
 
 **The progress line** on a step: {legend}. A step done already, or not for this model,
-is passed over; the palette (**Ctrl+P**, "Step N") opens any step, done ones included.
+is passed over; a click on a step in that line, or the palette (**Ctrl+P**, "Step N"),
+opens any step, done ones included.
 
 The source config is never written: the new one is saved beside it, with a change log
 that lets the wizard give the settings back one by one once a retry trains through.

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Final
 
 from rich.segment import Segment
 from textual.content import Content
+from textual.markup import escape
 from textual.strip import Strip
 from textual.widgets import Checkbox, OptionList, RadioButton, Static
 
@@ -154,12 +155,14 @@ LADDER_MARKS: Final[dict[str, tuple[str, str, str]]] = {
 def ladder_content(
     steps: tuple[StepProposal, ...], current: str | None, status: Mapping[str, str]
 ) -> Content:
-    """The roll-back steps on one line, each marked by where it stands (``LADDER_MARKS``)."""
+    """The roll-back steps on one line, each marked by where it stands (``LADDER_MARKS``);
+    a click on one opens it (``app.open_step``), done or not."""
     parts: list[Content] = []
     for step in steps:
         kind = "current" if step.id == current else status.get(step.id, "ahead")
         mark, style, _ = LADDER_MARKS[kind]
-        parts.append(Content.styled(f"{mark} {step.title}", style))
+        action = f"@click=app.open_step({step.id!r})"
+        parts.append(Content.from_markup(f"[{style} {action}]{escape(f'{mark} {step.title}')}[/]"))
     return Content("  ").join(parts)
 
 

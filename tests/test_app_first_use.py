@@ -157,3 +157,20 @@ async def test_the_result_names_the_dataset_in_the_ui_hint(tmp_path: Path) -> No
     line = next(row for row in changes.splitlines() if "datasets[0].resolution" in row)
     assert "(UI: Datasets → the 'portraits' dataset → Resolutions)" in line
     assert "Dataset N" not in changes
+
+
+async def test_a_click_on_a_step_of_the_progress_line_opens_it(tmp_path: Path) -> None:
+    app = demo_app(demo_folder(tmp_path))
+    async with app.run_test(size=(320, 40)) as pilot:  # wide: the line does not wrap
+        await wait_for_state(pilot)
+        await press(pilot, "enter", "enter", "enter")
+        assert isinstance(app.screen, StepScreen) and app.screen.index == 1
+        state = app.require_state()
+        done = next(s for s in state.rollback_steps() if s.satisfied and s.available)
+        ladder = screen_text(pilot, "#ladder")
+        await pilot.click("#ladder", offset=(ladder.index(done.title), 0))
+        await settle(pilot)
+        assert isinstance(app.screen, StepScreen) and app.screen.step.id == done.id
+        await pilot.click("#ladder", offset=(2, 0))  # the first step, accepted before
+        await settle(pilot)
+        assert isinstance(app.screen, StepScreen) and app.screen.index == 0
