@@ -49,19 +49,23 @@ class FieldRow(Vertical):
         index: int,
         enabled: bool,
         check: Callable[[str], ValueCheck],
+        typed: Any = None,
     ) -> None:
         super().__init__(classes="field-row")
         self.proposal = proposal
         self.index = index
         self.enabled = enabled
         self._check = check
+        #: The value chosen for the field before (shown again), None for the proposed one.
+        self.typed = typed
 
     def compose(self) -> ComposeResult:
         proposal = self.proposal
         with Horizontal(classes="field-line"):
             yield Tick(effect_label(proposal), value=self.enabled, id=f"toggle-{self.index}")
             if self.editable:
-                yield Input(editable(proposal.after), id=f"value-{self.index}", compact=True)
+                shown = editable(proposal.after if self.typed is None else self.typed)
+                yield Input(shown, id=f"value-{self.index}", compact=True)
         if self.editable:
             reason = Static("", id=f"reason-{self.index}", classes="field-reason", markup=False)
             reason.display = False
@@ -157,9 +161,14 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
             )
             for number, proposal in enumerate(step.fields):
                 enabled = proposal.default_on
+                typed = None
                 if recorded is not None:
-                    enabled = recorded.fields.get(format_path(proposal.path), enabled)
-                yield FieldRow(proposal, number, enabled, partial(check_value, state, proposal))
+                    enabled = recorded.fields.get(proposal.key, enabled)
+                    typed = recorded.values.get(proposal.key)
+                    if typed is not None:  # kept before: an increase was confirmed then
+                        self.confirmed.add((proposal.key, typed))
+                check = partial(check_value, state, proposal)
+                yield FieldRow(proposal, number, enabled, check, typed)
             yield Static("", id="estimate")
             yield DiffView(id="step-diff")
         yield Footer()

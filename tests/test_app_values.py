@@ -115,3 +115,21 @@ async def test_a_width_above_todays_asks_and_is_logged_as_an_increase(tmp_path: 
     log = json.loads((folder / "flux_portrait_lora.oomfix.changelog.json").read_text("utf-8"))
     width = next(c for c in log["changes"] if c["path"] == WIDTH)
     assert "an increase: 1024 → 4096, confirmed" in width["reason"]
+
+
+async def test_a_kept_value_is_shown_again_when_the_step_is_reopened(tmp_path: Path) -> None:
+    folder = demo_folder(tmp_path)
+    app = demo_app(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await to_lighter_samples(app, pilot)
+        await type_width(pilot, screen, "4096")
+        await press(pilot, "enter", "k")  # kept: on to the next step
+        assert top(app) == "StepScreen" and app.screen is not screen
+        assert app.require_state().choices["sampling"].values[WIDTH] == 4096
+        await press(pilot, "escape")  # back to "Lighter samples"
+        again = app.screen
+        assert isinstance(again, StepScreen) and again.step.id == "sampling"
+        assert again.query_one("#value-0", Input).value == "4096"
+        await press(pilot, "enter")  # confirmed before: no second question
+        assert top(app) == "StepScreen" and app.screen is not again
+        assert app.require_state().choices["sampling"].values[WIDTH] == 4096
