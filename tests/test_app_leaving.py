@@ -171,3 +171,25 @@ async def test_ctrl_q_on_a_ui_job_names_the_job_not_a_pseudo_path(tmp_path: Path
         assert f"UI job '{UI_JOB}' stays as it was" in screen_text(pilot, "#ask-text")
         await press(pilot, "l")
     assert app.leaving().lines == (f"oom-wizard: nothing saved; UI job '{UI_JOB}' is as it was.",)
+
+
+async def test_a_ui_job_folder_saved_as_a_file_says_what_to_do_in_the_ui(tmp_path: Path) -> None:
+    import json as json_module
+
+    from tests.aitk_db import ui_job_config
+    from tests.app_support import UI_JOB, ui_jobs_db
+
+    db = ui_jobs_db(tmp_path)
+    folder = tmp_path / "output" / UI_JOB
+    tree = ui_job_config(UI_JOB)
+    tree["config"]["process"][0]["sqlite_db_path"] = str(db)
+    (folder / ".job_config.json").write_text(json_module.dumps(tree, indent=2), encoding="utf-8")
+    app = create_app(folder, probe=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await roll_back_with_defaults(pilot)
+        await press(pilot, "enter")
+    lines = app.leaving().lines
+    assert app.leaving().saved
+    assert not any("python run.py" in line for line in lines)
+    assert any("paste the new config under Show Advanced" in line for line in lines)
+    assert any(f"use --db {db} --job {UI_JOB}" in line for line in lines)

@@ -1098,6 +1098,9 @@ def leaving_summary(state: WizardState | None, saved: Saved | None) -> LeavingSu
     command = run_command(state, saved)
     if command is None:
         lines.append(ui_job_instructions())
+        note = ui_job_note(state)
+        if note is not None:
+            lines.append(note)
     else:
         lines += [
             "Run it from AI Toolkit's folder (-l keeps a log for the next crash):",
