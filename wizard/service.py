@@ -714,8 +714,6 @@ def _arch_of(state: WizardState, path: FieldPath) -> ArchFacts | None:
 
 def _plain_number(typed: str, like: object) -> ValueCheck:
     """``typed`` as a number of the kind of ``like`` (a field the presets have no rule for)."""
-    from oom_wizard.values import ValueCheck
-
     text = typed.strip()
     whole = isinstance(like, int) and not isinstance(like, bool)
     try:
