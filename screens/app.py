@@ -16,6 +16,7 @@ from textual import on
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
+from textual.theme import Theme
 from textual.worker import Worker, WorkerState
 
 from oom_wizard.screens.base import CRASHED, RAN, Accepted, Back, Finished, SaveNow
@@ -23,7 +24,7 @@ from oom_wizard.screens.messages import JobChosen, JobLoaded
 
 if TYPE_CHECKING:
     from oom_wizard.request import JobRequest
-    from oom_wizard.service import Answers, WizardState
+    from oom_wizard.service import Answers, LeavingSummary, Saved, WizardState
 
 #: Where an app opened on a state already settled starts: the plan (the environment verdict
 #: or the first step, as after the moment screen) or the review of the fix preselected.
@@ -60,17 +61,31 @@ class OomWizardApp(App[int]):
         self.exit_on_save = exit_on_save
         self.finished: Finished | None = None
         """The last save that went through (``run`` reads it when the app has exited)."""
+        self.saved: Saved | None = None
+        self._saved_state: WizardState | None = None
 
     def on_mount(self) -> None:
         """Open on the load screen (which loads the job at once when it is named), or, on a
-        state already settled (``watch``, ``run``), on its first stage above it."""
+        state already settled (``watch``, ``run``), on its first stage above it; in the theme
+        the user chose last."""
         from oom_wizard.screens.load import LoadScreen
+        from oom_wizard.service import saved_theme
 
+        theme = saved_theme()
+        if theme is not None and theme in self.available_themes:
+            self.theme = theme
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
         self.push_screen(LoadScreen(self.request, loaded=self.opened))
         if self.opened is not None:
             self.show_review(None) if self.first == "review" else self.show_plan()
             verdict = self.opened.diagnosis.verdict
             self.notify(verdict, title="The job crashed", timeout=12, markup=False)
+
+    def _theme_changed(self, theme: Theme) -> None:
+        """Remember the theme the user picks (the palette's "Change theme")."""
+        from oom_wizard.service import remember_theme
+
+        remember_theme(theme.name)
 
     # --- state ---------------------------------------------------------------------------
 
@@ -169,6 +184,18 @@ class OomWizardApp(App[int]):
             step_id = steps[index].id
             self._stage(StepScreen(step_id), partial(self._stepped, step_id))
 
+    def open_step(self, step_id: str) -> None:
+        """Open one step as it is, done or not (the palette's "Step N" commands, a click on
+        the step in the progress line)."""
+        from oom_wizard.screens.step import StepScreen
+
+        if self.state is not None and any(s.id == step_id for s in self.state.rollback_steps()):
+            self._stage(StepScreen(step_id), partial(self._stepped, step_id))
+
+    def action_open_step(self, step_id: str) -> None:
+        """The progress line's click action: :meth:`open_step`."""
+        self.open_step(step_id)
+
     def _stepped(self, step_id: str, result: Accepted | SaveNow | Back | None) -> None:
         from oom_wizard.service import choose
 
@@ -213,6 +240,7 @@ class OomWizardApp(App[int]):
         from oom_wizard.screens.result import ResultScreen
 
         self.finished = finished
+        self.saved, self._saved_state = finished.saved, self.state
         if self.exit_on_save:
             self.exit(0)
             return
@@ -240,6 +268,41 @@ class OomWizardApp(App[int]):
         else:
             self.show_review(None)
 
+    # --- leaving -----------------------------------------------------------------------------
+
+    def leaving(self) -> LeavingSummary:
+        """What the terminal keeps once the app is closed (the command line prints it)."""
+        from oom_wizard.service import leaving_summary
+
+        return leaving_summary(self.state, self.saved)
+
+    @property
+    def unsaved_choices(self) -> bool:
+        """Whether leaving now drops choices: a step was decided, or a step or the review is
+        on screen, since the last save (or with none)."""
+        from oom_wizard.screens.review import ReviewScreen
+        from oom_wizard.screens.step import StepScreen
+
+        state = self.state
+        if state is None or state is self._saved_state:
+            return False
+        on_screen = any(isinstance(s, StepScreen | ReviewScreen) for s in self.screen_stack)
+        return bool(state.choices) or on_screen
+
+    async def action_quit(self) -> None:
+        """Quit; with choices not saved, ask first (a second Ctrl+Q leaves)."""
+        from oom_wizard.screens.ask import LeaveScreen
+        from oom_wizard.service import source_words
+
+        if isinstance(self.screen, LeaveScreen) or not self.unsaved_choices:
+            self.exit()
+            return
+        self.push_screen(LeaveScreen(source_words(self.require_state())), self._leave_answered)
+
+    def _leave_answered(self, leave: bool | None) -> None:
+        if leave:
+            self.exit()
+
     def action_help(self) -> None:
         """Keys and the procedure, over the current screen."""
         from oom_wizard.screens.help import HelpScreen
@@ -261,6 +324,15 @@ class OomWizardApp(App[int]):
         yield SystemCommand(
             "Stage: first step", "Walk the roll-back from its first step", lambda: self.show_step(0)
         )
+        from oom_wizard.service import step_status
+
+        for number, step in enumerate(self.state.rollback_steps(), start=1):
+            status = step_status(self.state, step).replace("unavailable", "not for this model")
+            yield SystemCommand(
+                f"Step {number}: {step.title} ({status})",
+                "Open this step, even when it is already done (its optional rows)",
+                partial(self.open_step, step.id),
+            )
         yield SystemCommand(
             "Stage: review and save",
             "Save now, as Ctrl+S on a step does (elsewhere: every step at its default)",

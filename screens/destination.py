@@ -27,6 +27,7 @@ from oom_wizard.service import (
     WizardState,
     changelog_path_for,
     default_file_output,
+    new_job_warning,
 )
 
 IN_PLACE: Final = "in-place"
@@ -79,6 +80,9 @@ class DestinationPicker(Vertical):
                     id="new-name",
                     compact=True,
                 )
+            yield Static(
+                new_job_warning(self.state) or "", id="new-job-note", classes="note", markup=False
+            )
         output = default_file_output(self.state)
         with Vertical(id="file-rows"):
             with Horizontal(classes="path-row"):
@@ -131,6 +135,7 @@ class DestinationPicker(Vertical):
     def _show_fields(self, choice: str) -> None:
         """The new job's name for a new job, the file paths for a file; nothing else."""
         self.query_one("#name-row").display = choice == AS_NEW
+        self.query_one("#new-job-note").display = choice == AS_NEW
         self.query_one("#file-rows").display = choice == TO_FILE
 
     @on(Input.Changed, "#output")

@@ -11,7 +11,7 @@ from textual.widgets.option_list import Option
 
 from oom_wizard.screens.base import BACK, Back, StageScreen
 from oom_wizard.screens.widgets import MarkedOptionList
-from oom_wizard.service import Answers, moment_info
+from oom_wizard.service import Answers, environment_verdict, moment_info
 from oom_wizard.vocabulary import DEFAULT_MOMENT, MOMENTS
 
 CONFIG_MOMENTS = tuple(moment for moment in MOMENTS if moment != "environment")
@@ -27,11 +27,13 @@ class EnvironmentScreen(StageScreen[Answers | Back]):
 
     def compose(self) -> ComposeResult:
         state = self.state
+        verdict = environment_verdict(state)
         yield Header()
         with VerticalScroll(id="body"):
-            yield Static("It is the GPU, not the config", classes="title")
-            yield Static(moment_info("environment").cause, classes="why")
-            yield Static(self._reasons(), id="reasons")
+            yield Static(verdict.title, classes="title", id="verdict")
+            yield Static(verdict.why, classes="why", id="cause")
+            reasons = "\n".join(f"• {reason}" for reason in verdict.reasons)
+            yield Static(reasons, id="reasons", markup=False)
             yield Static(
                 Content.styled(
                     "Don't keep retrying the same config: it will fail the same way.", "bold"
@@ -54,14 +56,6 @@ class EnvironmentScreen(StageScreen[Answers | Back]):
         options = self.query_one("#go-on", MarkedOptionList)
         options.highlighted = CONFIG_MOMENTS.index(DEFAULT_MOMENT)
         options.focus()
-
-    def _reasons(self) -> Content:
-        """Why the environment is suspected: the diagnosis's reasons, or the user's answer."""
-        diagnosis = self.state.diagnosis
-        reasons = diagnosis.reasons if diagnosis is not None else ()
-        if not reasons:
-            return Content("You said even a conservative config fails at once.")
-        return Content("\n".join(f"• {reason}" for reason in reasons))
 
     def action_go_on(self) -> None:
         """Roll the config back anyway, for the moment highlighted."""

@@ -11,6 +11,8 @@ from textual.widgets import Markdown
 HELP = """\
 # oom-wizard
 
+**Escape**, **Enter**, **F1** or **?** closes this help.
+
 Your AI Toolkit job died with **CUDA out of memory**. The wizard finds *when* it crashed,
 then rolls the config back **one step at a time**, so that each retry tells you something.
 
@@ -25,7 +27,11 @@ then rolls the config back **one step at a time**, so that each retry tells you 
 | **Ctrl+T** | image ↔ video (when did it crash) |
 | **Ctrl+P** | command palette: stages, themes |
 | **F1** or **?** | this help |
-| **Ctrl+Q** | quit without saving |
+| **Ctrl+Q** | quit (asks first when choices are not saved) |
+
+**The progress line** on a step: {legend}. A step done already, or not for this model,
+is passed over; a click on a step in that line, or the palette (**Ctrl+P**, "Step N"),
+opens any step, done ones included.
 
 The source config is never written: the new one is saved beside it, with a change log
 that lets the wizard give the settings back one by one once a retry trains through.
@@ -42,8 +48,10 @@ class HelpScreen(ModalScreen[None]):
     ]
 
     def compose(self) -> ComposeResult:
+        from oom_wizard.screens.widgets import ladder_legend
+
         with VerticalScroll():
-            yield Markdown(HELP)
+            yield Markdown(HELP.replace("{legend}", ladder_legend()))
 
     def action_close(self) -> None:
         """Back to the stage."""

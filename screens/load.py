@@ -387,11 +387,13 @@ def _job_row(job: DbJob) -> Content:
 
 def summary(state: WizardState) -> Content:
     """The job in a few lines: name, arch, kind, processes, datasets, the GPU figures."""
-    from oom_wizard.service import arch_label
+    from oom_wizard.service import arch_label, ui_job_note
 
     view = state.document.view()
+    ui_note = ui_job_note(state)
     lines: list[Content] = [
         *_origin_rows(state),
+        *([_row("", Content.styled(ui_note, "$text-warning"))] if ui_note else []),
         _row("Log", str(state.log_path) if state.log_path else "none (answer from memory)"),
         *([_row("", state.log_note)] if state.log_note else []),
         _row("Job", view.name or "(no name)"),
@@ -414,7 +416,7 @@ def summary(state: WizardState) -> Content:
             frames = f" · {dataset.num_frames} frames" if dataset.is_video else ""
             if dataset.auto_frame_count:
                 frames = " · frames from clip length"
-            lines.append(_row(f"  Dataset {dataset.index}", f"buckets {buckets}{frames}"))
+            lines.append(_row("  Dataset", f"{dataset.name} · buckets {buckets}{frames}"))
     lines.extend(_gpu_rows(state))
     if state.coming_back and state.changelog_path is not None:
         lines.append(_row("Change log", str(state.changelog_path)))

@@ -12,7 +12,7 @@ from textual.widgets.option_list import Option
 
 from oom_wizard.screens.base import BACK, Back, StageScreen
 from oom_wizard.screens.widgets import Choice, MarkedOptionList, Tick
-from oom_wizard.service import Answers, WizardState, moment_info
+from oom_wizard.service import Answers, WizardState, advice_for, moment_info
 from oom_wizard.vocabulary import MODEL_KINDS, MOMENTS, Moment
 
 #: How many evidence lines the screen shows (the rest are in ``diagnose``).
@@ -57,6 +57,7 @@ class MomentScreen(StageScreen[Answers | Back]):
                     value=state.answers.worked_before,
                     id="worked",
                 )
+            yield Static("", id="advice", classes="note", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -65,6 +66,18 @@ class MomentScreen(StageScreen[Answers | Back]):
         moments.highlighted = MOMENTS.index(self.state.moment)
         moments.focus()
         self.show_disagreement()
+        self.show_advice()
+
+    @on(Tick.Changed, "#worked")
+    def show_advice(self) -> None:
+        """The advice beyond the config for the answers on screen (as ``diagnose`` gives it,
+        ``--worked-before`` included): ticking "worked before" adds an update to suspect."""
+        lines = advice_for(self.state, self.chosen())
+        shown = self.query_one("#advice", Static)
+        shown.update("\n".join(f"• {line}" for line in lines))
+        shown.display = bool(lines)
+        if lines and self.query_one("#worked", Tick).has_focus:
+            self.call_after_refresh(shown.scroll_visible)
 
     def _detected(self) -> Content:
         """The log's own verdict (never the user's answer)."""

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shlex
-
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -13,7 +10,15 @@ from textual.widgets import Footer, Header, Static
 
 from oom_wizard.screens.base import Finished, StageScreen
 from oom_wizard.screens.widgets import change_line
-from oom_wizard.service import ChangeEntry, DbSaveResult, ui_hint
+from oom_wizard.service import (
+    ChangeEntry,
+    DbSaveResult,
+    db_job_arguments,
+    later_lines,
+    run_command,
+    ui_hint,
+    ui_job_instructions,
+)
 
 
 class ResultScreen(StageScreen[None]):
@@ -83,30 +88,21 @@ class ResultScreen(StageScreen[None]):
         if isinstance(result, DbSaveResult):
             lines = [Content.styled(result.next_step(), "bold $text-accent")]
             if result.in_place:
-                lines.append(Content(f"To undo it: oom-wizard restore {_db_job_arguments(result)}"))
+                lines.append(Content(f"To undo it: oom-wizard restore {db_job_arguments(result)}"))
             return Content("\n").join(lines)
         command = self.run_command
         if command is None:
-            return Content(
-                "This job comes from AI Toolkit's web UI, which rewrites .job_config.json "
-                "on every start. Open the job in the UI, change the fields below (each says "
-                "where), or paste the new config under Show Advanced; then start the job."
-            )
+            return Content(ui_job_instructions())
         return Content.assemble(
-            "From AI Toolkit's folder (c copies the command):\n",
+            "From AI Toolkit's folder (c copies the command; -l keeps a log for the next crash):\n",
             (f"  {command}", "bold $text-accent"),
         )
 
     @property
     def run_command(self) -> str | None:
-        """``python run.py /absolute/path`` for a saved config file (None for a UI job).
-
-        The path is absolute: run.py looks for a relative path in its own ``config/`` folder
-        first, and it runs from the toolkit's folder, not from where the wizard saved.
-        """
-        if isinstance(self.result, DbSaveResult) or self.state.ui_job:
-            return None
-        return f"python run.py {shlex.quote(os.path.abspath(self.result.config))}"
+        """``python run.py CONFIG -l LOG`` for a saved config file (None for a UI job): the
+        service's, which the terminal keeps when the wizard closes."""
+        return run_command(self.state, self.result)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Offer "copy" only when there is a command to copy."""
@@ -121,7 +117,7 @@ class ResultScreen(StageScreen[None]):
     def _changes(self) -> Content:
         lines: list[Content] = []
         for entry in self.entries:
-            hint = ui_hint(entry.path)
+            hint = ui_hint(entry.path, self.state)
             row = Content(change_line(entry))
             if hint:
                 row = Content.assemble(row, (f"  (UI: {hint})", "$text-muted"))
@@ -132,10 +128,7 @@ class ResultScreen(StageScreen[None]):
         """The re-adds ahead, in order: the first is what ``history`` names next."""
         later = self.finished.later
         lines = [Content(f"Run {self._reopen()}; it gives back one setting per retry:")]
-        lines.extend(
-            Content(f"  {number}. {scale_up.title}")
-            for number, scale_up in enumerate(later, start=1)
-        )
+        lines.extend(Content(line) for line in later_lines(later))
         if not later:
             lines.append(Content.styled("  nothing to give back: no step was rolled back", "dim"))
         return Content("\n").join(lines)
@@ -144,10 +137,5 @@ class ResultScreen(StageScreen[None]):
         """How to open the fix again, to scale it up."""
         result = self.result
         if isinstance(result, DbSaveResult):
-            return f"`oom-wizard {_db_job_arguments(result)}`"
+            return f"`oom-wizard {db_job_arguments(result)}`"
         return "`oom-wizard` on the new config"
-
-
-def _db_job_arguments(result: DbSaveResult) -> str:
-    """``--db PATH --job NAME`` for the saved job, quoted for a shell."""
-    return f"--db {shlex.quote(str(result.db_path))} --job {shlex.quote(result.job_name)}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from textual import on
@@ -9,7 +11,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.validation import Integer, Number, Validator
 from textual.widgets import Footer, Header, Input, Static
 
 from oom_wizard.errors import WizardError
@@ -20,10 +21,15 @@ from oom_wizard.service import (
     FieldProposal,
     StepChoice,
     StepProposal,
+    ValueCheck,
+    check_value,
+    default_choice,
+    done_before,
     effective_choices,
     estimate,
     format_path,
     prepared,
+    step_status,
 )
 from oom_wizard.spelling import editable
 from oom_wizard.spelling import value as show_value
@@ -32,49 +38,84 @@ from oom_wizard.spelling import value as show_value
 class FieldRow(Vertical):
     """One field of a step: its box (saying what it does), the proposed value if editable.
 
-    ``[x] train.gradient_checkpointing: false → true``, ``[x] train.batch_size: 2 → [1]``
-    (the proposed value is an input), ``[ ] drop bucket 768 (dataset 0)``; the place in AI
-    Toolkit's UI below.
+    ``[x] train.batch_size: 2 → [1]`` (the proposed value is an input), ``[ ] drop bucket
+    768 (dataset 0)``; under it, why a typed value is refused or needs a confirmation (the
+    service checks it as it is typed), and the place in AI Toolkit's UI.
     """
 
-    def __init__(self, proposal: FieldProposal, index: int, enabled: bool) -> None:
+    def __init__(
+        self,
+        proposal: FieldProposal,
+        index: int,
+        enabled: bool,
+        check: Callable[[str], ValueCheck],
+        typed: Any = None,
+    ) -> None:
         super().__init__(classes="field-row")
         self.proposal = proposal
         self.index = index
         self.enabled = enabled
+        self._check = check
+        #: The value chosen for the field before (shown again), None for the proposed one.
+        self.typed = typed
 
     def compose(self) -> ComposeResult:
         proposal = self.proposal
         with Horizontal(classes="field-line"):
             yield Tick(effect_label(proposal), value=self.enabled, id=f"toggle-{self.index}")
-            if proposal.control in ("number", "text"):
-                yield Input(
-                    editable(proposal.after),
-                    validators=_validators(proposal.after),
-                    id=f"value-{self.index}",
-                    compact=True,
-                )
+            if self.editable:
+                shown = editable(proposal.after if self.typed is None else self.typed)
+                yield Input(shown, id=f"value-{self.index}", compact=True)
+        if self.editable:
+            reason = Static("", id=f"reason-{self.index}", classes="field-reason", markup=False)
+            reason.display = False
+            yield reason
         if proposal.ui_hint:
             yield Static(f"UI: {proposal.ui_hint}", classes="field-hint")
+
+    @property
+    def editable(self) -> bool:
+        """Whether the proposed value is an input."""
+        return self.proposal.control in ("number", "text")
 
     @property
     def toggled(self) -> bool:
         """Whether the field is toggled on."""
         return self.query_one(f"#toggle-{self.index}", Tick).value
 
+    @property
+    def value_input(self) -> Input:
+        """The input of the proposed value (editable rows only)."""
+        return self.query_one(f"#value-{self.index}", Input)
+
+    def check(self) -> ValueCheck | None:
+        """The service's verdict on the typed value; None when nothing was edited."""
+        if not self.editable:
+            return None
+        text = self.value_input.value.strip()
+        if text == editable(self.proposal.after):
+            return None
+        return self._check(text)
+
     def edited(self) -> tuple[bool, Any]:
         """(valid, value) of the proposed-value input; (True, None) when not edited."""
-        if self.proposal.control not in ("number", "text"):
+        check = self.check()
+        if check is None:
             return True, None
-        field_input = self.query_one(f"#value-{self.index}", Input)
-        text = field_input.value.strip()
-        if text == editable(self.proposal.after):
-            return True, None
-        if self.proposal.control == "text":
-            return True, text
-        if not field_input.is_valid:
-            return False, None
-        return True, _number(text, self.proposal.after)
+        return (True, check.value) if check.ok else (False, None)
+
+    def show_check(self) -> None:
+        """The reason on the row: a refusal in the error colour, an increase as a warning."""
+        if not self.editable:
+            return
+        check = self.check()
+        shown = self.query_one(f"#reason-{self.index}", Static)
+        reason = check.reason if check is not None else None
+        shown.set_class(check is not None and not check.ok, "refused")
+        shown.update(
+            f"{'✗' if check is not None and not check.ok else '!'} {reason}" if reason else ""
+        )
+        shown.display = bool(reason)
 
 
 class StepScreen(StageScreen[Accepted | SaveNow | Back]):
@@ -91,39 +132,60 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
         super().__init__()
         self.step: StepProposal = self.state.step(step_id)
         self.index = self.state.step_index(step_id)
+        #: (field key, value) pairs whose increase the user confirmed on this screen.
+        self.confirmed: set[tuple[str, Any]] = set()
 
     def compose(self) -> ComposeResult:
         state, step = self.state, self.step
         steps = state.rollback_steps()
         recorded = state.choices.get(step.id)
+        status = {other.id: step_status(state, other) for other in steps}
         yield Header()
         with VerticalScroll(id="body"):
-            yield Static(
-                f"Step {self.index + 1} of {len(steps)} · {step.title}",
-                classes="title",
-                id="step-title",
-            )
-            yield Static(ladder_content(steps, step.id), id="ladder")
+            yield Static(self.progress(), classes="title", id="step-title")
+            yield Static(ladder_content(steps, step.id, status), id="ladder")
             yield Static(step.why, classes="why")
+            if step.satisfied:
+                optional = "the rows below are optional" if step.fields else "nothing to change"
+                yield Static(
+                    f"Already done: the config has this already; {optional}.",
+                    classes="note",
+                    id="done-note",
+                )
             if step.note:
                 yield Static(step.note, classes="note")
             yield Tick(
                 "Apply this step",
-                value=recorded.enabled if recorded else step.default_on,
+                value=recorded.enabled if recorded else default_choice(step).enabled,
                 id="step-on",
             )
             for number, proposal in enumerate(step.fields):
                 enabled = proposal.default_on
+                typed = None
                 if recorded is not None:
-                    enabled = recorded.fields.get(format_path(proposal.path), enabled)
-                yield FieldRow(proposal, number, enabled)
+                    enabled = recorded.fields.get(proposal.key, enabled)
+                    typed = recorded.values.get(proposal.key)
+                    if typed is not None:  # kept before: an increase was confirmed then
+                        self.confirmed.add((proposal.key, typed))
+                check = partial(check_value, state, proposal)
+                yield FieldRow(proposal, number, enabled, check, typed)
             yield Static("", id="estimate")
             yield DiffView(id="step-diff")
         yield Footer()
 
     def on_mount(self) -> None:
-        """Show the estimate and the diff of the defaults."""
+        """Show the estimate and the diff of the defaults; the focus on the first toggle."""
         self.refresh_preview()
+        self.query(Tick).first().focus()
+
+    def progress(self) -> str:
+        """``Step 5 of 11 · Lighter samples``, saying which steps it jumped over and why."""
+        steps = self.state.rollback_steps()
+        text = f"Step {self.index + 1} of {len(steps)} · {self.step.title}"
+        jumped = done_before(self.state, self.index)
+        if jumped is not None:
+            text += f" ({jumped.words()})"
+        return text
 
     def choice(self) -> StepChoice:
         """The step as the toggles and inputs show it now."""
@@ -142,14 +204,35 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
             values=values,
         )
 
+    def used_rows(self) -> list[FieldRow]:
+        """The rows whose value the step would use: the step and the row toggled on."""
+        if not self.query_one("#step-on", Tick).value:
+            return []
+        return [row for row in self.query(FieldRow) if row.toggled]
+
     def invalid_rows(self) -> list[FieldRow]:
-        """Rows whose typed value does not validate."""
-        return [row for row in self.query(FieldRow) if not row.edited()[0]]
+        """Rows in use whose typed value is refused."""
+        return [row for row in self.used_rows() if not row.edited()[0]]
+
+    def increases(self) -> list[tuple[FieldRow, ValueCheck]]:
+        """Rows in use whose typed value is heavier than today's and not confirmed yet."""
+        found = []
+        for row in self.used_rows():
+            check = row.check()
+            if (
+                check is not None
+                and check.needs_confirmation
+                and (row.proposal.key, check.value) not in self.confirmed
+            ):
+                found.append((row, check))
+        return found
 
     @on(Tick.Changed)
     @on(Input.Changed)
     def refresh_preview(self) -> None:
-        """Recompute the memory estimate and this step's diff from the toggles."""
+        """Check the typed values, recompute the memory estimate and this step's diff."""
+        for row in self.query(FieldRow):
+            row.show_check()
         choice = self.choice()
         state = self.state
         try:
@@ -173,20 +256,38 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
         )
         self.query_one("#step-diff", DiffView).show(ready)
 
-    def _valid(self) -> bool:
-        """Whether every typed value validates (else the first bad one is named)."""
+    def _go_on(self, done: Callable[[], object]) -> None:
+        """``done`` once every typed value in use is valid and every increase confirmed.
+
+        A refused value blocks, with its reason on its row (and focused); a heavier value
+        than today's is asked about first, and kept only when confirmed.
+        """
         bad = self.invalid_rows()
         if bad:
-            self.notify(
-                f"{bad[0].proposal.label}: not a valid value", title="Check", severity="error"
-            )
-            return False
-        return True
+            check = bad[0].check()
+            reason = check.reason if check is not None else "not a valid value"
+            self.notify(f"{bad[0].proposal.label}: {reason}", title="Check", severity="error")
+            bad[0].value_input.focus()
+            return
+        increases = self.increases()
+        if not increases:
+            done()
+            return
+        from oom_wizard.screens.ask import ConfirmIncreaseScreen
+
+        def answered(keep: bool | None) -> None:
+            if keep:
+                self.confirmed.update((row.proposal.key, c.value) for row, c in increases)
+                done()
+            else:
+                increases[0][0].value_input.focus()
+
+        reasons = [f"{row.proposal.label}: {check.reason}" for row, check in increases]
+        self.app.push_screen(ConfirmIncreaseScreen(reasons), answered)
 
     def action_accept(self) -> None:
         """Keep the toggles as shown and go on to the next step."""
-        if self._valid():
-            self.dismiss(Accepted(self.choice()))
+        self._go_on(lambda: self.dismiss(Accepted(self.choice())))
 
     def action_skip(self) -> None:
         """Leave this step out and go on to the next one."""
@@ -198,8 +299,7 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
 
     def action_save_now(self) -> None:
         """Save with this step and those before it; later steps stay for another retry."""
-        if self._valid():
-            self.dismiss(SaveNow(self.choice()))
+        self._go_on(lambda: self.dismiss(SaveNow(self.choice())))
 
 
 def effect_label(proposal: FieldProposal) -> str:
@@ -210,18 +310,3 @@ def effect_label(proposal: FieldProposal) -> str:
     if proposal.control in ("number", "text"):
         return f"{proposal.label}: {before} →"
     return f"{proposal.label}: {before} → {show_value(proposal.after)}"
-
-
-def _validators(value: Any) -> list[Validator]:
-    if isinstance(value, bool):
-        return []
-    if isinstance(value, int):
-        return [Integer(minimum=0)]
-    if isinstance(value, float):
-        return [Number(minimum=0)]
-    return []
-
-
-def _number(text: str, like: Any) -> Any:
-    """``text`` as the type of the proposed value."""
-    return int(text) if isinstance(like, int) and not isinstance(like, bool) else float(text)

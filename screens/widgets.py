@@ -3,11 +3,12 @@ changes as a diff, the step ladder, values."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Final
 
 from rich.segment import Segment
 from textual.content import Content
+from textual.markup import escape
 from textual.strip import Strip
 from textual.widgets import Checkbox, OptionList, RadioButton, Static
 
@@ -140,14 +141,31 @@ class DiffView(Static):
             self.update(diff_content(diff))
 
 
-def ladder_content(steps: tuple[StepProposal, ...], current: str | None) -> Content:
-    """The roll-back steps on one line: done, current, to come."""
+#: How the progress line marks each step (and the help's legend): no colour needed.
+LADDER_MARKS: Final[dict[str, tuple[str, str, str]]] = {
+    "current": ("▶", "bold $text-accent", "this step"),
+    "accepted": ("+", "$text-success", "accepted"),
+    "skipped": ("−", "$text-warning", "skipped"),
+    "done": ("✓", "$text-success", "already done in the config (it can still be opened)"),
+    "unavailable": ("×", "$text-muted", "not for this model"),
+    "ahead": ("·", "$text-muted", "still ahead"),
+}
+
+
+def ladder_content(
+    steps: tuple[StepProposal, ...], current: str | None, status: Mapping[str, str]
+) -> Content:
+    """The roll-back steps on one line, each marked by where it stands (``LADDER_MARKS``);
+    a click on one opens it (``app.open_step``), done or not."""
     parts: list[Content] = []
     for step in steps:
-        if step.satisfied:
-            parts.append(Content.styled(f"✓ {step.title}", "$text-success"))
-        elif step.id == current:
-            parts.append(Content.styled(f"▶ {step.title}", "bold $text-accent"))
-        else:
-            parts.append(Content.styled(f"· {step.title}", "$text-muted"))
+        kind = "current" if step.id == current else status.get(step.id, "ahead")
+        mark, style, _ = LADDER_MARKS[kind]
+        action = f"@click=app.open_step({step.id!r})"
+        parts.append(Content.from_markup(f"[{style} {action}]{escape(f'{mark} {step.title}')}[/]"))
     return Content("  ").join(parts)
+
+
+def ladder_legend() -> str:
+    """The marks of the progress line, in words (for the help)."""
+    return " · ".join(f"{mark} {words}" for mark, _, words in LADDER_MARKS.values())

@@ -204,3 +204,39 @@ def test_the_wizard_refuses_half_a_database_job(
     assert main(argv) == 2
     error = capsys.readouterr().err
     assert error.startswith("oom-wizard: error: ") and error.count("\n") == 1
+
+
+async def test_saving_as_a_new_job_warns_that_nothing_is_resumed(tmp_path: Path) -> None:
+    db = ui_jobs_db(tmp_path)
+    app = create_app(db=db, job=UI_JOB)
+    async with app.run_test(size=SIZE) as pilot:
+        await review_first_step(pilot)
+        note = app.screen.query_one("#new-job-note")
+        assert not note.display  # "Update job" is highlighted: nothing to warn about
+        await press(pilot, "down")
+        assert app.screen.query_one(DestinationPicker).choice == AS_NEW
+        assert note.display
+        warning = screen_text(pilot, "#new-job-note")
+    assert "A new name starts a new output folder" in warning
+    assert "step 4 of 'flux_portrait'" in warning and "are not resumed" in warning
+    assert f"\"Update job '{UI_JOB}'\" instead" in warning
+
+
+async def test_a_ui_job_folder_without_db_points_to_the_database_found(tmp_path: Path) -> None:
+    from tests.aitk_db import ui_job_config
+    from tests.plan_support import cli
+
+    db = ui_jobs_db(tmp_path)
+    folder = tmp_path / "output" / UI_JOB
+    tree = ui_job_config(UI_JOB)
+    tree["config"]["process"][0]["sqlite_db_path"] = str(db)
+    (folder / ".job_config.json").write_text(json.dumps(tree, indent=2), encoding="utf-8")
+    app = create_app(folder, probe=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_state(pilot)
+        summary = screen_text(pilot, "#summary")
+    assert f"to fix the job itself use --db {db} --job {UI_JOB}" in summary
+    status, out, _ = cli("plan", folder, "--moment", "early_steps", "--no-probe")
+    assert status == 0
+    note = next(line for line in out.splitlines() if "written anew" in line)
+    assert note.split(": ", 1)[-1] in summary  # the command line's words, in the app

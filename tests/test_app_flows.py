@@ -180,8 +180,8 @@ async def test_every_toggle_reads_on_or_off_without_colour(tmp_path: Path) -> No
         boxes = {read(box) for box in app.screen.query(Tick)}
         assert boxes == {
             "[x] Apply this step",
-            "[ ] drop bucket 768 (dataset 0)",
-            "[x] drop bucket 1024 (dataset 0)",
+            "[ ] drop bucket 768 (dataset portraits)",
+            "[x] drop bucket 1024 (dataset portraits)",
         }
 
 
@@ -220,9 +220,10 @@ async def test_the_run_command_names_the_saved_file_by_its_absolute_path(
         await press(pilot, "c")
         copied = app.clipboard
     saved_file = Path.cwd() / "oom-wizard-demo" / "flux_portrait_lora.oomfix.yaml"
+    run_log = saved_file.with_name("flux_portrait_lora.oomfix.log.txt")
     assert saved_file.is_file()
-    assert f"python run.py {saved_file}" in how
-    assert copied == f"python run.py {saved_file}"
+    assert f"python run.py {saved_file} -l {run_log}" in how
+    assert copied == f"python run.py {saved_file} -l {run_log}"
 
 
 async def test_save_refused_when_the_output_exists(tmp_path: Path) -> None:

@@ -87,3 +87,11 @@ def test_demo_through_every_default_in_tmux(session: str, tmp_path: Path) -> Non
     assert (demo / "flux_portrait_lora.oomfix.yaml").is_file()
     assert (demo / "flux_portrait_lora.oomfix.changelog.json").is_file()
     tmux("send-keys", "-t", session, "Enter")
+    # The app is closed: the terminal keeps the summary, the run command with its log.
+    wait_for(session, "If it runs out of memory again")
+    screen = tmux("capture-pane", "-p", "-J", "-t", session)  # -J: wrapped lines joined
+    assert "oom-wizard saved a new config (the original is unchanged)" in screen
+    log = demo.resolve() / "flux_portrait_lora.oomfix.log.txt"
+    assert (
+        f"  python run.py {(demo / 'flux_portrait_lora.oomfix.yaml').resolve()} -l {log}" in screen
+    )

@@ -55,7 +55,7 @@ def test_text_shows_every_step_its_fields_and_an_estimate(tmp_path: Path) -> Non
     assert "moment intermittent (--moment)" in out
     assert "Fewer frames [num_frames]: on by default" in out
     assert "datasets[0].num_frames: 81 → 41" in out
-    assert "bucket 1024 (dataset 0): 1024 → (dropped)" in out
+    assert "bucket 1024 (dataset #1): 1024 → (dropped)" in out  # no folder_path: its place
     assert "this step alone: training ≈" in out
     assert "Gradient checkpointing on [gradient_checkpointing]: done" in out
 
@@ -118,3 +118,16 @@ def test_apply_records_the_diagnosis_and_a_newer_crash_goes_one_rung_further(
     _, out, _ = cli("plan", output, "--moment", "intermittent", "--log", retry_log)
     assert "newer than the last roll-back and shows a crash" in out
     assert "datasets[0].num_frames: 41 → 21" in out
+
+
+@pytest.mark.parametrize("folder", ["/data/train/dance_clips", "C:\\Users\\me\\dance_clips\\"])
+def test_a_dataset_is_named_by_its_folder_never_dataset_n(tmp_path: Path, folder: str) -> None:
+    tree = job(
+        arch="wan21:14b",
+        datasets=[{"folder_path": folder, "resolution": [512, 1024], "num_frames": 81}],
+    )
+    status, out, _ = cli("plan", write(tmp_path, tree), "--moment", "early_steps")
+    assert status == 0
+    assert "bucket 1024 (dataset dance_clips): 1024 → (dropped)" in out
+    assert "Datasets → the 'dance_clips' dataset → Resolutions" in out
+    assert "Dataset N" not in out and "(dataset 0)" not in out

@@ -43,8 +43,9 @@ SHOWN_ROOT = "/tmp/oomw"
 
 
 class ShownRoot:
-    """``os`` for ``oom_wizard.screens.result``: absolute paths under ``root`` are shown under
-    :data:`SHOWN_ROOT`, so that the run command reads the same on every run."""
+    """``os`` for ``oom_wizard.service`` (the run command's paths): absolute paths under
+    ``root`` are shown under :data:`SHOWN_ROOT`, so that the command reads the same on every
+    run."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -152,9 +153,9 @@ def test_stage(
         ui_jobs_db(tmp_path)
         app = create_app(db=Path("aitk_db.db"), job=UI_JOB if which == "db_job" else None)
     elif which == "fixed":
-        from oom_wizard.screens import result
+        from oom_wizard import service
 
-        monkeypatch.setattr(result, "os", ShownRoot(tmp_path))
+        monkeypatch.setattr(service, "os", ShownRoot(tmp_path))
         demo_folder(tmp_path)
         app = demo_app(Path("oom-wizard-demo"))
     else:

@@ -493,6 +493,12 @@ def _switched(steps: Sequence[StepProposal], ids: Collection[str]) -> list[StepP
 # --------------------------------------------------------------------------- processes
 
 
+def named_dataset_hint(hint: str, dataset: str | None) -> str:
+    """A UI hint with the presets' "Dataset N" placeholder naming the dataset (its folder's
+    name), or "each dataset" when the field is not one dataset's."""
+    return hint.replace("Dataset N", f"the '{dataset}' dataset" if dataset else "each dataset")
+
+
 @dataclass(frozen=True)
 class _Process:
     """One training process with the facts a step needs."""
@@ -515,7 +521,17 @@ class _Process:
         return f"{self.prefix}{text}"
 
     def hint(self, path: FieldPath) -> str | None:
-        return self.presets.ui_hint(path, self.facts)
+        """Where the field is in the UI; a dataset's field names the dataset, not "Dataset N"."""
+        hint = self.presets.ui_hint(path, self.facts)
+        base = len(self.view.path())
+        if hint is None or path[base : base + 1] != ("datasets",) or len(path) <= base + 1:
+            return hint
+        return named_dataset_hint(hint, self.dataset_name(path[base + 1]))
+
+    def dataset_name(self, index: object) -> str:
+        """The name of the process's dataset at ``index`` (its folder's name)."""
+        found = next((d for d in self.view.datasets if d.index == index), None)
+        return found.name if found is not None else f"#{index}"
 
     @property
     def limits(self) -> Limits:
@@ -621,6 +637,8 @@ def _step(
             )
     satisfied = not any(proposal.default_on for proposal in found.fields)
     hint = found.fields[0].ui_hint if found.fields else presets.ui_hint(info.fields[0])
+    if hint is not None and not found.fields:  # no field to name its dataset: every one
+        hint = named_dataset_hint(hint, None)
     return StepProposal(
         id=step_id,
         title=info.title,
@@ -805,7 +823,7 @@ def _bucket_toggles(process: _Process, found: _Found, index: int, buckets: tuple
                 before=bucket,
                 after=MISSING,
                 default_on=bucket == largest and bucket > process.limits.keep_buckets_up_to,
-                label=process.label(f"bucket {bucket} (dataset {index})"),
+                label=process.label(f"bucket {bucket} (dataset {process.dataset_name(index)})"),
                 ui_hint=process.hint(list_path),
                 control="bucket",
                 group=format_path(list_path),
@@ -832,7 +850,7 @@ def _step_down(
         after,
         before=before,
         default_on=always or value > limits.keep_buckets_up_to,
-        label=f"resolution {value} → {lower} (dataset {index})",
+        label=f"resolution {value} → {lower} (dataset {process.dataset_name(index)})",
     )
 
 
@@ -1222,7 +1240,7 @@ def _smaller_bucket(process: _Process, moment: Moment, found: _Found) -> None:
                     before=largest,
                     after=MISSING,
                     default_on=True,
-                    label=process.label(f"bucket {largest} (dataset {dataset.index})"),
+                    label=process.label(f"bucket {largest} (dataset {dataset.name})"),
                     ui_hint=process.hint(list_path),
                     control="bucket",
                     group=format_path(list_path),

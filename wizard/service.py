@@ -29,6 +29,8 @@ read or write files or the database run in the app's worker threads.
 
 from __future__ import annotations
 
+import os
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -58,15 +60,19 @@ from oom_wizard.plan import FieldProposal, MemoryEstimate, Plan, ScaleUp, StepCh
 from oom_wizard.probe import probe_gpu, read_host_memory
 from oom_wizard.request import JobRequest
 from oom_wizard.save import SaveResult
+from oom_wizard.values import ValueCheck
 from oom_wizard.vocabulary import DEFAULT_MOMENT, VALIDATION_RUN, ModelKind, Moment
 
 if TYPE_CHECKING:
+    from oom_wizard.catalog import ArchFacts
     from oom_wizard.jobdir import JobLocation
     from oom_wizard.logscan import LogScan
+    from oom_wizard.paths import FieldPath
     from oom_wizard.probe import ProbeResult
 
 __all__ = [
     "MISSING",
+    "RUN_LOG_SUFFIX",
     "VALIDATION_STEP",
     "Answers",
     "AsNew",
@@ -75,10 +81,13 @@ __all__ = [
     "DbJob",
     "DbSaveResult",
     "Destination",
+    "EnvironmentVerdict",
     "FieldProposal",
     "InPlace",
     "JobRequest",
     "JobRow",
+    "Jumped",
+    "LeavingSummary",
     "LiveJob",
     "LiveStatus",
     "MemoryEstimate",
@@ -93,24 +102,34 @@ __all__ = [
     "Settled",
     "StepChoice",
     "StepProposal",
+    "StepStatus",
     "ToFile",
+    "ValueCheck",
     "Watch",
     "WatchTarget",
     "WizardState",
+    "advice_for",
     "answer",
     "arch_label",
     "changelog_path_for",
     "changes",
+    "check_value",
     "choose",
+    "db_job_arguments",
     "default_choice",
     "default_file_output",
     "diagnose_crash",
+    "done_before",
     "effective_choices",
+    "environment_verdict",
     "estimate",
     "first_step",
     "format_path",
+    "later_lines",
+    "leaving_summary",
     "list_jobs",
     "moment_info",
+    "new_job_warning",
     "next_scale_up",
     "open_job",
     "pending_scale_ups",
@@ -121,12 +140,22 @@ __all__ = [
     "read_host_memory",
     "read_job_row",
     "recorded_steps",
+    "remember_theme",
+    "reopen_command",
     "retry_crashed",
+    "run_command",
+    "run_log_for",
     "save",
     "save_scale_up",
+    "saved_theme",
+    "scale_ups_ahead",
     "settle",
+    "source_words",
     "start",
+    "step_status",
     "ui_hint",
+    "ui_job_instructions",
+    "ui_job_note",
     "validation_choice",
     "warm_up",
     "watching",
@@ -518,6 +547,13 @@ def answer(state: WizardState, answers: Answers) -> WizardState:
     return replace(state, answers=answers, settled=settled, choices=MappingProxyType({}))
 
 
+def advice_for(state: WizardState, answers: Answers) -> tuple[str, ...]:
+    """The advice beyond the config that these answers get: ``diagnose``'s "first change"
+    and "also" lines (with ``--worked-before``, a toolkit or driver update to suspect)."""
+    settled = settle(state.job, answers, new_crash=state.crashed_again)
+    return tuple(item.text for item in settled.diagnosis.advice)
+
+
 def retry_crashed(state: WizardState) -> WizardState:
     """The state after "the retry ran out of memory again": the plan goes one rung further."""
     settled = settle(state.job, state.answers, new_crash=True)
@@ -603,6 +639,64 @@ def preselect_fix(state: WizardState, validation_steps: int) -> WizardState:
     return replace(state, choices=MappingProxyType(choices), validation_run=validation_steps)
 
 
+#: Where a roll-back step stands: the config has it already (``done``), it does not apply
+#: to this model (``unavailable``), the user took it (``accepted``) or left it out
+#: (``skipped``), or it is still ahead (``ahead``).
+StepStatus: TypeAlias = Literal["done", "unavailable", "accepted", "skipped", "ahead"]
+
+
+def step_status(state: WizardState, step: StepProposal) -> StepStatus:
+    """Where ``step`` stands: decided by the user (accepted, skipped), else done, not for
+    this model, or ahead.
+
+    A satisfied step the user opened and accepted with nothing switched on is still done.
+    """
+    choice = state.choices.get(step.id)
+    if choice is not None and choice.enabled:
+        return "accepted"
+    if not step.available:
+        return "unavailable"
+    if step.satisfied:
+        return "done"
+    return "skipped" if choice is not None else "ahead"
+
+
+@dataclass(frozen=True)
+class Jumped:
+    """Steps the wizard went past without showing them, because nothing was left to do.
+
+    Attributes:
+        first: The first of them, counted from 1.
+        last: The last of them, counted from 1.
+        unavailable: Some of them do not apply to this model (rather than being done).
+    """
+
+    first: int
+    last: int
+    unavailable: bool
+
+    def words(self) -> str:
+        """``steps 5-9 already done in the config`` (or not for this model)."""
+        which = (
+            f"step {self.first}" if self.first == self.last else f"steps {self.first}-{self.last}"
+        )
+        why = "already done in the config"
+        return f"{which} {why}, or not for this model" if self.unavailable else f"{which} {why}"
+
+
+def done_before(state: WizardState, index: int) -> Jumped | None:
+    """The satisfied steps right before step ``index``: the progress line says why it jumped
+    over them (None: no jump)."""
+    steps = state.rollback_steps()
+    first = index
+    while first > 0 and steps[first - 1].satisfied:
+        first -= 1
+    if first == index:
+        return None
+    unavailable = any(not step.available for step in steps[first:index])
+    return Jumped(first + 1, index, unavailable)
+
+
 def changes(state: WizardState, choices: Mapping[str, StepChoice]) -> list[Change]:
     """The field changes the choices make."""
     from oom_wizard.plan import changes_for
@@ -627,6 +721,50 @@ def estimate(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Me
     from oom_wizard.plan import estimate as plan_estimate
 
     return plan_estimate(state.document, changes_for(state.plan, choices), state.model_kind)
+
+
+def check_value(state: WizardState, proposal: FieldProposal, typed: str) -> ValueCheck:
+    """A value typed on a step's row, checked as the domain checks it (:mod:`oom_wizard.values`).
+
+    The rules of ``presets/levers.yaml`` apply with the arch of the field's process (width and
+    height on its size step, frames on its grid); a value heavier than today's needs a
+    confirmation, and the change log then records it as an increase. A number field without
+    a rule must still be a number of the proposed value's kind.
+    """
+    from oom_wizard.values import validate_value
+
+    check = validate_value(
+        proposal.path, typed, _arch_of(state, proposal.path), before=proposal.before
+    )
+    if not check.ok or not isinstance(check.value, str) or proposal.control != "number":
+        return check
+    return _plain_number(typed, proposal.after)
+
+
+def _arch_of(state: WizardState, path: FieldPath) -> ArchFacts | None:
+    """The arch of the process a field belongs to (the first process's for a bare path)."""
+    from oom_wizard.catalog import load_presets
+    from oom_wizard.estimate import arch_facts
+
+    view = state.document.view()
+    index = path[2] if len(path) > 2 and path[:2] == ("config", "process") else None
+    process = next((p for p in view.processes if p.index == index), view.primary)
+    return arch_facts(process, load_presets()) if process is not None else None
+
+
+def _plain_number(typed: str, like: object) -> ValueCheck:
+    """``typed`` as a number of the kind of ``like`` (a field the presets have no rule for)."""
+    text = typed.strip()
+    whole = isinstance(like, int) and not isinstance(like, bool)
+    try:
+        number: float = int(text) if whole else float(text)
+    except ValueError:
+        return ValueCheck(
+            False, None, f"'{text}' is not {'a whole number' if whole else 'a number'}"
+        )
+    if number < 0 or number != number:
+        return ValueCheck(False, None, "a number of at least 0 is needed")
+    return ValueCheck(True, number)
 
 
 def recorded_steps(plan: Plan, ready: Prepared) -> list[str]:
@@ -766,13 +904,28 @@ def _off(step_id: str) -> StepChoice:
 
 
 def pending_scale_ups(saved: Saved, ready: Prepared) -> tuple[ScaleUp, ...]:
-    """The re-adds ahead of a config just saved, in order: what ``history`` names next.
+    """The re-adds ahead of a config just saved, in order: the list ``history`` prints.
 
     Reads the change log the save wrote (run it in the save's worker).
     """
+    return scale_ups_ahead(ready.after, read_changelog(saved.changelog))
+
+
+def scale_ups_ahead(document: JobDocument, changelog: ChangeLog) -> tuple[ScaleUp, ...]:
+    """Every re-add still ahead of ``document``, in the order the scale-up makes them.
+
+    The one list behind the result screen's "later" section and ``history``'s: the first is
+    :func:`next_scale_up`'s.
+    """
     from oom_wizard.scaleup import pending_scale_ups as pending
 
-    return pending(ready.after, read_changelog(saved.changelog))
+    return pending(document, changelog)
+
+
+def later_lines(ahead: Sequence[ScaleUp]) -> tuple[str, ...]:
+    """The re-adds ahead, numbered, one line each (``  1. Re-add the biggest resolution``):
+    the result screen and ``history`` print these same lines."""
+    return tuple(f"  {number}. {scale_up.title}" for number, scale_up in enumerate(ahead, 1))
 
 
 # --- a crash, diagnosed: one rule for diagnose, watch and run ------------------------------------
@@ -879,11 +1032,28 @@ def moment_info(moment: Moment) -> MomentInfo:
     return load_presets().moment(moment)
 
 
-def ui_hint(path: str) -> str | None:
-    """Where a field is in AI Toolkit's web UI (None when the UI does not show it)."""
-    from oom_wizard.catalog import load_presets
+def ui_hint(path: str, state: WizardState | None = None) -> str | None:
+    """Where a field is in AI Toolkit's web UI (None when the UI does not show it).
 
-    return load_presets().ui_hint(path)
+    With the state, a dataset's field names the dataset (its folder's name), as the plan's
+    rows do, instead of the presets' "Dataset N".
+    """
+    from oom_wizard.catalog import load_presets
+    from oom_wizard.paths import parse_path
+    from oom_wizard.plan import named_dataset_hint
+
+    hint = load_presets().ui_hint(path)
+    if hint is None or state is None:
+        return hint
+    parsed = parse_path(path)
+    name = None
+    if len(parsed) > 4 and parsed[:2] == ("config", "process") and parsed[3] == "datasets":
+        process = next((p for p in state.document.view().processes if p.index == parsed[2]), None)
+        dataset = (
+            next((d for d in process.datasets if d.index == parsed[4]), None) if process else None
+        )
+        name = dataset.name if dataset is not None else None
+    return named_dataset_hint(hint, name)
 
 
 def arch_label(process_model: object) -> str | None:
@@ -893,3 +1063,230 @@ def arch_label(process_model: object) -> str | None:
     model = process_model if isinstance(process_model, dict) else {}
     facts = load_presets().arch_from_model(model)
     return f"{facts.label} ({facts.kind})" if facts else None
+
+
+# --- the environment verdict, as one title and its reasons ---------------------------------------
+
+
+@dataclass(frozen=True)
+class EnvironmentVerdict:
+    """What the environment screen says: a title, the moment's cause and the reasons, from
+    one verdict.
+
+    Attributes:
+        blamed: ``found`` (the log or the GPU now gives a strong reason), ``suspected`` (only
+            weak reasons, none against), or ``answer`` (the user picked the moment; nothing
+            found makes it certain).
+        title: The screen's title, worded for ``blamed`` (never "it is the environment"
+            beside a reason that says the job filled the card).
+        why: The environment moment's cause, as a finding (``found``) or as a possibility.
+        reasons: The diagnosis's reasons, for and against, as they are.
+    """
+
+    blamed: Literal["found", "suspected", "answer"]
+    title: str
+    why: str
+    reasons: tuple[str, ...]
+
+
+def environment_verdict(state: WizardState) -> EnvironmentVerdict:
+    """The environment screen's title and reasons, both from the settled diagnosis.
+
+    The moment is ``environment`` by the diagnosis's own rule (a strong reason: see
+    :func:`oom_wizard.diagnosis.diagnose`) exactly when the settled moment was *found*, not
+    answered; only then may the title say it is the environment. Weak reasons with nothing
+    against them (:attr:`Diagnosis.environment_suspected`) make it a suspicion; otherwise the
+    title says it is the user's call and the reasons (even one against) are shown as they are.
+    """
+    diagnosis = state.diagnosis
+    reasons = diagnosis.reasons
+    cause = moment_info("environment").cause
+    if state.settled.moment_source == "found" and state.moment == "environment":
+        return EnvironmentVerdict("found", "It is the environment, not the config", cause, reasons)
+    if diagnosis.environment_suspected:
+        title = "The environment looks suspect"
+        return EnvironmentVerdict("suspected", title, f"Possibly: {cause}", reasons)
+    if not reasons:
+        reasons = ("nothing in the log or on the GPU points to the environment: it is your call",)
+    title = "You say it is the environment; the log does not show it"
+    return EnvironmentVerdict("answer", title, f"Your answer means: {cause}", reasons)
+
+
+# --- leaving the wizard ---------------------------------------------------------------------------
+
+#: The log ``python run.py -l`` writes for a saved config goes beside it, with this suffix.
+RUN_LOG_SUFFIX = ".log.txt"
+
+
+def run_log_for(config: Path) -> Path:
+    """Where the retry of a saved config should log: beside it, ``NAME.log.txt``, absolute.
+
+    AI Toolkit writes no log file from the command line unless ``-l FILE`` is given, and a
+    bare file name there crashes it (``os.makedirs('')``): the path is always absolute.
+    """
+    absolute = Path(os.path.abspath(config))
+    return absolute.with_name(f"{absolute.stem}{RUN_LOG_SUFFIX}")
+
+
+def run_command(state: WizardState, saved: Saved) -> str | None:
+    """``python run.py CONFIG -l LOG`` for a saved config file (None for a web-UI job).
+
+    The paths are absolute: run.py looks for a relative path in its own ``config/`` folder
+    first, and it runs from the toolkit's folder, not from where the wizard saved.
+    """
+    if isinstance(saved, DbSaveResult) or state.ui_job:
+        return None
+    config = shlex.quote(os.path.abspath(saved.config))
+    return f"python run.py {config} -l {shlex.quote(str(run_log_for(saved.config)))}"
+
+
+def reopen_command(saved: SaveResult) -> str:
+    """``oom-wizard CONFIG --log LOG``: the wizard on the saved config and its retry's log."""
+    config = shlex.quote(os.path.abspath(saved.config))
+    return f"oom-wizard {config} --log {shlex.quote(str(run_log_for(saved.config)))}"
+
+
+def ui_job_instructions() -> str:
+    """What to do with a config saved from the web UI's ``.job_config.json``."""
+    return (
+        "This job comes from AI Toolkit's web UI, which rewrites .job_config.json on every "
+        "start. Open the job in the UI, change the fields below (each says where), or paste "
+        "the new config under Show Advanced; then start the job."
+    )
+
+
+def db_job_arguments(saved: DbSaveResult) -> str:
+    """``--db PATH --job NAME`` for a saved database job, quoted for a shell."""
+    return f"--db {shlex.quote(str(saved.db_path))} --job {shlex.quote(saved.job_name)}"
+
+
+@dataclass(frozen=True)
+class LeavingSummary:
+    """What the terminal keeps when the wizard closes: what was saved and how to go on.
+
+    Attributes:
+        saved: Whether a fix was saved in this session.
+        lines: The summary, line by line (the command line prints them after the app).
+    """
+
+    saved: bool
+    lines: tuple[str, ...]
+
+    def text(self) -> str:
+        """The summary as one text."""
+        return "\n".join(self.lines)
+
+
+def source_words(state: WizardState) -> str:
+    """The config the wizard was opened on, as the user knows it: its file, or the UI job."""
+    if state.db_job is not None:
+        return f"UI job '{state.db_job.name}'"
+    return str(state.source)
+
+
+def leaving_summary(state: WizardState | None, saved: Saved | None) -> LeavingSummary:
+    """The summary for the terminal: the saved files (or UI job), and the command to run it.
+
+    A config file gets ``python run.py CONFIG -l LOG`` (see :func:`run_command`) and the
+    wizard's command for the next crash; a database job gets the UI's next step; a session
+    that saved nothing says that the source is as it was.
+    """
+    if saved is None or state is None:
+        where = f"; {source_words(state)} is as it was" if state is not None else ""
+        return LeavingSummary(False, (f"oom-wizard: nothing saved{where}.",))
+    if isinstance(saved, DbSaveResult):
+        how = (
+            "updated in place"
+            if saved.in_place
+            else f"a new job, copied from '{saved.origin_name}'"
+        )
+        lines = [
+            f"oom-wizard saved UI job '{saved.job_name}' ({how})",
+            f"  database:   {saved.db_path}",
+            f"  change log: {saved.changelog}",
+            saved.next_step(),
+        ]
+        if saved.in_place:
+            lines.append(f"To undo it: oom-wizard restore {db_job_arguments(saved)}")
+        return LeavingSummary(True, tuple(lines))
+    lines = [
+        "oom-wizard saved a new config (the original is unchanged)",
+        f"  config:     {saved.config}",
+        f"  change log: {saved.changelog}",
+    ]
+    command = run_command(state, saved)
+    if command is None:
+        lines.append(ui_job_instructions())
+        note = ui_job_note(state)
+        if note is not None:
+            lines.append(note)
+    else:
+        lines += [
+            "Run it from AI Toolkit's folder (-l keeps a log for the next crash):",
+            f"  {command}",
+            "If it runs out of memory again, or once it trains through:",
+            f"  {reopen_command(saved)}",
+        ]
+    return LeavingSummary(True, tuple(lines))
+
+
+# --- web-UI jobs ------------------------------------------------------------------------------
+
+
+def ui_job_note(state: WizardState) -> str | None:
+    """For a web-UI job opened from its folder (its ``.job_config.json``), without ``--db``:
+    the UI rewrites that file from its database at every start, so point to ``--db`` and
+    the database found for it (None for any other job). The command line and the app show
+    this same line."""
+    if not state.job.ui_job or state.db_job is not None:
+        return None
+    from oom_wizard.jobdb import DB_FILE_NAME
+
+    config = state.source
+    name = config.parent.name
+    candidates = []
+    primary = state.document.view().primary
+    recorded = state.document.get(primary.path("sqlite_db_path")) if primary is not None else None
+    if isinstance(recorded, str) and recorded:
+        candidates.append(Path(recorded))
+    candidates.append(config.parent.parent.parent / DB_FILE_NAME)
+    found = next((path for path in candidates if path.is_file()), None)
+    where = f"--db {found} --job {name}" if found else f"--db PATH/{DB_FILE_NAME} --job {name}"
+    return (
+        f"{config.name} is written anew from AI Toolkit's jobs database at every start, so a "
+        f"fixed copy of it changes nothing in the UI; to fix the job itself use {where}"
+        + ("" if found else " (the database is aitk_db.db in the toolkit's folder)")
+    )
+
+
+def new_job_warning(state: WizardState) -> str | None:
+    """What "save as a new job" costs, for a job of the web UI's database (None otherwise).
+
+    AI Toolkit trains a job into ``<training_folder>/<name>/`` and resumes from the newest
+    checkpoint there: a new name starts an empty folder.
+    """
+    job = state.db_job
+    if job is None:
+        return None
+    return (
+        "A new name starts a new output folder: the checkpoints and steps made so far "
+        f"(step {job.step} of '{job.name}') are not resumed. To keep them, pick "
+        f"\"Update job '{job.name}'\" instead (oom-wizard restore undoes it)."
+    )
+
+
+# --- the user's settings --------------------------------------------------------------------------
+
+
+def saved_theme() -> str | None:
+    """The app's theme as the user chose it last (:mod:`oom_wizard.settings`)."""
+    from oom_wizard.settings import saved_theme as read
+
+    return read()
+
+
+def remember_theme(theme: str) -> bool:
+    """Remember the app's theme for the next start (atomically; False when it could not be)."""
+    from oom_wizard.settings import save_theme
+
+    return save_theme(theme)

@@ -505,6 +505,13 @@ class DatasetView(_Section):
         values["resolution_is_list"] = isinstance(raw.get("resolution"), list)
 
     @property
+    def name(self) -> str:
+        """The dataset as people call it: its folder's name (``/data/portraits`` →
+        ``portraits``, Windows paths too); ``#N`` (counted from 1) without a folder."""
+        folder = (self.folder_path or "").replace("\\", "/").rstrip("/")
+        return folder.rsplit("/", 1)[-1] or f"#{self.index + 1}"
+
+    @property
     def is_video(self) -> bool:
         """Whether the dataset trains on clips: ``num_frames`` > 1 or ``auto_frame_count``.
 

@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from textual.app import AutopilotCallbackType
 
     from oom_wizard.changes import Prepared
     from oom_wizard.save import SaveResult
+    from oom_wizard.screens.app import OomWizardApp
 
 
 def add_crash_arguments(
@@ -91,3 +93,20 @@ def print_saved(console: Console, result: SaveResult) -> None:
     """Where the config and its change log went."""
     console.print(f"Wrote {result.config}", markup=False)
     console.print(f"Change log {result.changelog}", markup=False)
+
+
+def run_wizard(
+    app: OomWizardApp,
+    console: Console | None = None,
+    *,
+    headless: bool = False,
+    auto_pilot: AutopilotCallbackType | None = None,
+) -> int:
+    """Run the app; once it is closed, print its summary (what was saved, how to run it).
+
+    The exit status is the app's. ``headless`` and ``auto_pilot`` are Textual's, for tests.
+    """
+    app.run(headless=headless, auto_pilot=auto_pilot)
+    for line in app.leaving().lines:
+        (console or stdout()).print(line, markup=False)
+    return app.return_code or 0

@@ -99,10 +99,10 @@ def copy_demo(folder: Path) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     """Copy the demo jobs and open the wizard on one of them."""
+    from oom_wizard.commands._common import run_wizard
     from oom_wizard.screens.app import create_app
 
     folder = copy_demo(args.dir)
     job = VIDEO_JOB if args.video else IMAGE_JOB
     app = create_app(folder / job.config, log=folder / job.log, debug=getattr(args, "debug", False))
-    app.run()
-    return app.return_code or 0
+    return run_wizard(app)

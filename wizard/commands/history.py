@@ -153,3 +153,17 @@ def _render_next(console: Console, changelog: ChangeLog, document: JobDocument |
     for change in step.changes:
         line = change_line(format_path(change.path), document.get(change.path), change.after)
         console.print(line, markup=False)
+    _render_later(console, changelog, document)
+
+
+#: The heading of the re-adds ahead (the result screen's "later" section lists the same).
+LATER_HEADING = "Later, one setting back per retry that trains through:"
+
+
+def _render_later(console: Console, changelog: ChangeLog, document: JobDocument) -> None:
+    """Every re-add ahead, numbered: the same lines as the app's result screen."""
+    from oom_wizard.service import later_lines, scale_ups_ahead
+
+    console.print(LATER_HEADING, markup=False)
+    for line in later_lines(scale_ups_ahead(document, changelog)):
+        console.print(line, markup=False)

@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from oom_wizard.commands._common import add_probe_argument
+from oom_wizard.commands._common import add_probe_argument, run_wizard
 from oom_wizard.commands._jobdb import add_db_arguments, wants_db
 
 
@@ -57,5 +57,4 @@ def run(args: argparse.Namespace) -> int:
         app = create_app(log=args.log, db=args.db, job=args.job, probe=probe, debug=debug)
     else:
         app = create_app(args.target, log=args.log, probe=probe, debug=debug)
-    app.run()
-    return app.return_code or 0
+    return run_wizard(app)

@@ -21,7 +21,6 @@ from oom_wizard.commands._jobdb import add_db_arguments, show_jobs, wants_db
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from oom_wizard.document import JobDocument
     from oom_wizard.plan import MemoryEstimate, Plan, StepProposal
     from oom_wizard.request import JobRequest
     from oom_wizard.service import WizardState
@@ -110,34 +109,16 @@ def target_notes(state: WizardState, *, new_crash_flag: bool = False) -> tuple[s
         notes.append(f"model kind {settled.model_kind} (--kind)")
     else:
         notes.append(f"model kind {settled.model_kind} ({settled.kind_reason})")
-    if state.job.ui_job and state.db_job is None:
-        notes.append(ui_job_note(state.source, state.document))
+    from oom_wizard.service import ui_job_note
+
+    ui_note = ui_job_note(state)
+    if ui_note is not None:
+        notes.append(ui_note)
     if state.job.crashed_since_rollback and not new_crash_flag:
         notes.append(
             "The log is newer than the last roll-back and shows a crash: one rung further."
         )
     return tuple(notes)
-
-
-def ui_job_note(config: Path, document: JobDocument) -> str:
-    """For a web-UI job's ``.job_config.json``: the UI rewrites it from its database at every
-    start, so point to ``--db`` and the database found for it."""
-    from oom_wizard.jobdb import DB_FILE_NAME
-
-    name = config.parent.name
-    candidates = []
-    primary = document.view().primary
-    recorded = document.get(primary.path("sqlite_db_path")) if primary is not None else None
-    if isinstance(recorded, str) and recorded:
-        candidates.append(Path(recorded))
-    candidates.append(config.parent.parent.parent / DB_FILE_NAME)
-    found = next((path for path in candidates if path.is_file()), None)
-    where = f"--db {found} --job {name}" if found else f"--db PATH/{DB_FILE_NAME} --job {name}"
-    return (
-        f"{config.name} is written anew from AI Toolkit's jobs database at every start, so a "
-        f"fixed copy of it changes nothing in the UI; to fix the job itself use {where}"
-        + ("" if found else " (the database is aitk_db.db in the toolkit's folder)")
-    )
 
 
 def run(args: argparse.Namespace) -> int:

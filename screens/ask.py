@@ -1,0 +1,83 @@
+"""A yes-or-no question over any stage: leave with choices not saved, keep a heavier value.
+
+The safe answer (stay, do not keep) has the focus and Escape; the other has its own key.
+"""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+
+class AskScreen(ModalScreen[bool]):
+    """A question with two answers: True for ``yes``, False for the safe ``no`` (focused).
+
+    A subclass binds ``yes_key`` to ``yes`` in its ``BINDINGS``.
+    """
+
+    BINDINGS = [  # noqa: RUF012
+        Binding("escape", "no", "No"),
+    ]
+
+    def __init__(self, title: str, text: str, *, yes: str, no: str, yes_key: str) -> None:
+        super().__init__()
+        self.title_text, self.text = title, text
+        self.yes_label, self.no_label, self.yes_key = yes, no, yes_key
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="ask-box"):
+            yield Static(self.title_text, classes="title", id="ask-title", markup=False)
+            yield Static(self.text, id="ask-text", markup=False)
+            with Horizontal(id="ask-buttons"):
+                yield Button(f"{self.no_label} (Esc)", id="no", variant="primary", compact=True)
+                yield Button(
+                    f"{self.yes_label} ({self.yes_key})", id="yes", variant="error", compact=True
+                )
+
+    def on_mount(self) -> None:
+        """The safe answer has the focus."""
+        self.query_one("#no", Button).focus()
+
+    @on(Button.Pressed, "#yes")
+    def action_yes(self) -> None:
+        """The answer that is not the safe one."""
+        self.dismiss(True)
+
+    @on(Button.Pressed, "#no")
+    def action_no(self) -> None:
+        """The safe answer: back as it was."""
+        self.dismiss(False)
+
+
+class LeaveScreen(AskScreen):
+    """Asks before Ctrl+Q drops choices that are not saved (a second Ctrl+Q leaves)."""
+
+    BINDINGS = [Binding("l", "yes", "Leave")]  # noqa: RUF012
+
+    def __init__(self, source: str) -> None:
+        super().__init__(
+            "Leave without saving?",
+            f"The choices made so far are not saved; {source} stays as it was.",
+            yes="Leave",
+            no="Stay",
+            yes_key="l",
+        )
+
+
+class ConfirmIncreaseScreen(AskScreen):
+    """Asks before a roll-back keeps a typed value that costs more memory than today's."""
+
+    BINDINGS = [Binding("k", "yes", "Keep it")]  # noqa: RUF012
+
+    def __init__(self, reasons: list[str]) -> None:
+        super().__init__(
+            "Raise a value in a roll-back?",
+            "\n".join(reasons) + "\nKept, the change log records it as an increase.",
+            yes="Keep it",
+            no="Edit it",
+            yes_key="k",
+        )
