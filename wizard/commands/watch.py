@@ -13,6 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from oom_wizard.commands._common import run_wizard
 from oom_wizard.commands._jobdb import add_db_arguments, wants_db
 from oom_wizard.errors import WizardError
 
@@ -76,5 +77,4 @@ def run(args: argparse.Namespace) -> int:
         wizard = create_app(log=target.log, db=target.db, job=target.job)
     else:
         wizard = create_app(target.config, log=target.log)
-    wizard.run()
-    return wizard.return_code or 0
+    return run_wizard(wizard)
