@@ -14,7 +14,13 @@ from oom_wizard.screens.base import BACK
 from oom_wizard.screens.destination import DestinationPicker
 from oom_wizard.screens.saving import SavingStage
 from oom_wizard.screens.widgets import DiffView
-from oom_wizard.service import ScaleUp, next_scale_up, prepare_scale_up, save_scale_up
+from oom_wizard.service import (
+    ScaleUp,
+    next_scale_up,
+    nothing_left,
+    prepare_scale_up,
+    save_scale_up,
+)
 
 
 class ScaleUpScreen(SavingStage):
@@ -34,12 +40,13 @@ class ScaleUpScreen(SavingStage):
         yield Header()
         with VerticalScroll(id="body"):
             if self.next_up is None:
-                yield Static("Everything is back", classes="title")
-                yield Static(
-                    "Every setting the roll-back took away has been given back. "
-                    "Enter closes the wizard.",
-                    classes="why",
-                )
+                first, *standing = nothing_left(self.state)
+                title = "Everything is back" if not standing else "Nothing left to re-add"
+                yield Static(title, classes="title")
+                yield Static(f"{first[:1].upper()}{first[1:]}", classes="why")
+                for line in standing:
+                    yield Static(line.strip(), classes="standing")
+                yield Static("Enter closes the wizard.", classes="why")
             else:
                 yield Static(f"Scale up · {self.next_up.title}", classes="title")
                 yield Static(self.next_up.why, classes="why")

@@ -2,7 +2,9 @@
 
 - the environment screen's title comes from the same verdict as its reasons;
 - the result screen's "later" list is the list ``history`` prints;
-- "this exact config worked before" changes the advice, as ``diagnose --worked-before`` does.
+- "this exact config worked before" changes the advice, as ``diagnose --worked-before`` does;
+- with every re-add made, the scale-up screen names a change made with ``set`` that still
+  stands, as ``scale-up`` and ``history`` do, instead of saying that everything is back.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from oom_wizard.screens.moment import MomentScreen
 from oom_wizard.screens.widgets import Tick
 from oom_wizard.vocabulary import MOMENTS
 from tests.app_support import (
+    create_app,
     demo_app,
     demo_folder,
     press,
@@ -173,3 +176,48 @@ async def test_environment_suspected_from_worked_before_alone_says_suspect(
         reasons = screen_text(pilot, "#reasons")
     assert title == "The environment looks suspect"
     assert "you say this exact config worked before" in reasons
+
+
+# --- a change made with set, after every re-add ---------------------------------------------
+
+
+def scaled_all_the_way_up(folder: Path) -> Path:
+    """The demo rolled back, one field then changed with ``set``, and every re-add made
+    with ``scale-up --yes``; the last config."""
+    config, log = folder / IMAGE_JOB.config, folder / IMAGE_JOB.log
+    assert cli("apply", config, "--log", log)[0] == 0
+    status, out, err = cli("set", folder / "flux_portrait_lora.oomfix.yaml", f"{LR}=0.0002")
+    assert status == 0, err
+    current = Path(next(line for line in out.splitlines() if line.startswith("Wrote "))[6:])
+    while True:
+        status, out, err = cli("scale-up", current, "--yes")
+        assert status == 0, err
+        wrote = [line for line in out.splitlines() if line.startswith("Wrote ")]
+        if not wrote:
+            return current
+        current = Path(wrote[0].removeprefix("Wrote "))
+
+
+LR = "config.process[0].train.lr"
+
+
+async def test_the_scale_up_never_says_everything_is_back_while_a_set_change_stands(
+    tmp_path: Path,
+) -> None:
+    folder = demo_folder(tmp_path)
+    last = scaled_all_the_way_up(folder)
+    status, out, _ = cli("scale-up", last)
+    assert status == 0 and "still stands" in out  # the command line's words
+
+    app = create_app(last)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_state(pilot)
+        await press(pilot, "enter")
+        assert type(app.screen).__name__ == "ComingBackScreen"
+        await press(pilot, "enter")
+        assert type(app.screen).__name__ == "ScaleUpScreen"
+        shown = " ".join(str(widget.render()) for widget in app.screen.query(Static))
+
+    assert "Everything is back" not in shown
+    assert "Nothing left to re-add" in shown
+    assert "still stands" in shown and f"{LR}: 0.0001 → 0.0002 (set by hand)" in shown

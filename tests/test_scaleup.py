@@ -229,7 +229,7 @@ def test_a_set_change_stands_so_nothing_claims_everything_is_back(tmp_path: Path
     status, out, _ = cli("scale-up", final, "--yes")
     assert status == 0 and "Nothing left to re-add" in out
     assert "is back to its original value" not in out
-    assert "1 manual change made with 'oom-wizard set' still stand" in out
+    assert "1 manual change made with 'oom-wizard set' still stands" in out
     assert "config.process[0].train.lr: (absent) → 0.0002 (set by hand)" in out
     status, out, _ = cli("history", final)
     assert status == 0 and "Next scale-up: nothing left" in out

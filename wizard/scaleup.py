@@ -91,7 +91,8 @@ def nothing_left_text(document: JobDocument, changelog: ChangeLog) -> tuple[str,
     return (
         "every setting the roll-back changed is back, but not everything is: "
         f"{len(manual)} manual change{'s' if len(manual) != 1 else ''} made with "
-        "'oom-wizard set' still stand (the scale-up never undoes them):",
+        f"'oom-wizard set' still {'stand' if len(manual) != 1 else 'stands'} "
+        "(the scale-up never undoes them):",
         *(f"  {m.path}: {_shown(m.original)} → {_shown(m.current)} (set by hand)" for m in manual),
     )
 

@@ -131,6 +131,7 @@ __all__ = [
     "moment_info",
     "new_job_warning",
     "next_scale_up",
+    "nothing_left",
     "open_job",
     "pending_scale_ups",
     "prepare_scale_up",
@@ -901,6 +902,16 @@ def _off(step_id: str) -> StepChoice:
     from oom_wizard.plan import StepChoice
 
     return StepChoice(step_id=step_id, enabled=False)
+
+
+def nothing_left(state: WizardState) -> tuple[str, ...]:
+    """What the scale-up says when no re-add is left: that everything is back, or which
+    changes made with ``set`` still stand (the words ``scale-up`` and ``history`` print)."""
+    from oom_wizard.scaleup import nothing_left_text
+
+    if state.changelog is None:
+        return ("this config has no change log, so nothing of a roll-back is left to re-add.",)
+    return nothing_left_text(state.document, state.changelog)
 
 
 def pending_scale_ups(saved: Saved, ready: Prepared) -> tuple[ScaleUp, ...]:
