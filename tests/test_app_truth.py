@@ -15,12 +15,12 @@ from pathlib import Path
 from textual.widgets import OptionList, Static
 
 from oom_wizard.commands.demo import IMAGE_JOB
+from oom_wizard.screens.app import create_app
 from oom_wizard.screens.environment import EnvironmentScreen
 from oom_wizard.screens.moment import MomentScreen
 from oom_wizard.screens.widgets import Tick
 from oom_wizard.vocabulary import MOMENTS
 from tests.app_support import (
-    create_app,
     demo_app,
     demo_folder,
     press,
