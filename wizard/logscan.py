@@ -66,6 +66,7 @@ from oom_wizard.logread import (
     Readable,
     Watch,
     WatchedReader,
+    build_gate,
     build_trigger,
     current_watch,
 )
@@ -351,6 +352,8 @@ class _Compiled:
         self.prefilter = re.compile("|".join(f"(?:{_unnamed(s)})" for s in sources))
         self.trigger = build_trigger(sources, self.prefilter)
         """The prefilter's cheap form: over chunks of bytes, then segment by segment."""
+        self.gate = build_gate(sources)
+        """The trigger's question for whole regions at once (where it can be asked)."""
 
 
 def load_log_markers(path: Path | None = None) -> LogMarkers:
@@ -959,6 +962,7 @@ class _Scanner:
         trigger = patterns.trigger if prefilter else None
         self._trigger = trigger
         self._search = trigger.search if trigger is not None else None
+        self._gate = patterns.gate if trigger is not None else None
         self._line = 1
         self._runs = 0
         self._run = self._new_run(1, header=False)
@@ -986,24 +990,38 @@ class _Scanner:
         """Only the lines where the trigger finds something go through the rules.
 
         The others cannot match any pattern (see :mod:`oom_wizard.logread`): they are counted.
-        :meth:`_reads_next_line` says when the next line is read whatever it holds.
+        :meth:`_reads_next_line` says when the next line is read whatever it holds. With the
+        gate, the trigger only searches the gate's hot pieces; elsewhere only a bar's ``%|``
+        can make a line worth reading.
         """
         pos, size = 0, len(block)
         search = trigger.search
+        hot = self._gate.hot(block) if self._gate is not None else [(0, size)]
+        index, pieces = 0, len(hot)
         while pos < size:
             if self._reads_next_line():
                 end = block.find(b"\n", pos) + 1 or size
+                self._feed_lines(block[pos:end])
+                pos = end
+                continue
+            while index < pieces and hot[index][1] <= pos:
+                index += 1
+            if index < pieces and hot[index][0] <= pos:
+                limit = hot[index][1]
+                match = search(block, pos, limit)
+                found = -1 if match is None else match.start()
             else:
-                match = search(block, pos)
-                if match is None:
-                    break
-                start = block.rfind(b"\n", pos, match.start()) + 1 or pos
-                end = block.find(b"\n", match.end()) + 1 or size
-                self._skip(block, pos, start)
-                pos = start
-            self._feed_lines(block[pos:end])
+                limit = hot[index][0] if index < pieces else size
+                found = block.find(b"%|", pos, limit)
+            if found < 0:
+                self._skip(block, pos, limit)
+                pos = limit
+                continue
+            start = block.rfind(b"\n", pos, found) + 1 or pos
+            end = block.find(b"\n", found) + 1 or size
+            self._skip(block, pos, start)
+            self._feed_lines(block[start:end])
             pos = end
-        self._skip(block, pos, size)
 
     def _skip(self, block: bytes, start: int, end: int) -> None:
         """Lines no rule reads: counted; and like any other text between two bar redraws,
@@ -1041,6 +1059,8 @@ class _Scanner:
                     segs: Sequence[bytes] = (line,)
                 elif redraws > 2 and self._only_training_redraws(line, redraws):
                     segs = (line[line.rfind(b"\r") + 1 :],)
+                elif redraws > 2:
+                    segs = _without_repeats(line)
                 else:
                     segs = line.split(b"\r")
                 for seg in segs:
@@ -1424,6 +1444,38 @@ class _Scanner:
             stall_line=stall_line,
             config_dump=run.config_dump,
         )
+
+
+def _without_repeats(line: bytes) -> list[bytes]:
+    """The ``\\r`` segments of ``line`` that the rules would act on, when it ends in a run of
+    redraws of one bar (each starts with the same description and percentage ``…%|`` and ends
+    with ``]``): the segments before the run, its first redraw and its last one.
+
+    The redraws in between change nothing: each repeats the previous one's head, so it would
+    only replace it as the redraw to remember (see ``_Scanner._feed_lines``). Found with a few
+    counts over the line, at C speed; any other line is simply split.
+    """
+    last = line[line.rfind(b"\r") + 1 :]
+    mark = last.find(b"%|")
+    if mark < 0 or not last.endswith(b"]"):
+        return line.split(b"\r")
+    head = b"\r" + last[: mark + 2]
+    whole = line.startswith(head[1:])
+    if whole:  # every \r starts a redraw and ends one
+        first = 0
+        runs = ends = line.count(b"\r")
+    else:  # the run starts at the first \r that opens this bar
+        first = line.find(head)
+        runs = line.count(b"\r", first)
+        ends = runs - 1
+    if line.count(head, first) != runs or line.count(b"]" + head, first) != ends:
+        return line.split(b"\r")
+    if whole:
+        return [line[: line.find(b"\r")], last]
+    before = line[:first].split(b"\r")
+    if runs == 1:
+        return [*before, last]
+    return [*before, line[first + 1 : line.find(b"\r", first + 1)], last]
 
 
 def _rich_context(text: str) -> bool:
