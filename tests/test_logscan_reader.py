@@ -610,19 +610,23 @@ def test_reading_a_run_of_redraws_by_its_ends_gives_the_scan_of_every_redraw(
     data = ("Running 1 job\nLoading model\n" + "\n".join(lines) + "\n").encode()
     shortcut = scan_stream(io.BytesIO(data), chunk_bytes=chunk_bytes)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(logscan, "_without_repeats", lambda line: line.split(b"\r"))
+        patch.setattr(logscan, "_without_repeats", lambda line, _redraws: line.split(b"\r"))
         every = scan_stream(io.BytesIO(data), chunk_bytes=chunk_bytes)
         every_full = scan_stream(io.BytesIO(data), chunk_bytes=chunk_bytes, prefilter=False)
     assert shortcut == every == every_full
 
 
+def _ends(line: bytes) -> list[bytes]:
+    return logscan._without_repeats(line, line.count(b"\r"))
+
+
 def test_the_ends_of_a_run_of_redraws() -> None:
-    run = [_redraw("my_lora", n, 3000, 1.73, "") for n in range(5)]
-    assert logscan._without_repeats(("warn\r" + "\r".join(run)).encode()) == [
-        b"warn",
-        run[0].encode(),
-        run[4].encode(),
-    ]
-    assert logscan._without_repeats("\r".join(run).encode()) == [run[0].encode(), run[4].encode()]
-    broken = "\r".join([*run[:2], run[2] + " Saving at step 7", *run[3:]]).encode()
-    assert logscan._without_repeats(broken) == broken.split(b"\r")
+    run = [_redraw("my_lora", n, 3000, 1.73, "").encode() for n in range(5)]
+    assert _ends(b"warn\r" + b"\r".join(run)) == [b"warn", run[0], run[4]]
+    assert _ends(b"a\rb\r\r" + b"\r".join(run)) == [b"a", b"b", b"", run[0], run[4]]
+    assert _ends(b"\r".join(run)) == [run[0], run[4]]
+    assert _ends(b"\r" + b"\r".join(run)) == [b"", run[0], run[4]]
+    broken = b"\r".join([*run[:2], run[2] + b" Saving at step 7", *run[3:]])
+    assert _ends(broken) == broken.split(b"\r")
+    other = b"\r".join([*run[:2], b" 40%|####| 2/5 [00:01<00:01]", *run[2:]])
+    assert _ends(other) == other.split(b"\r")

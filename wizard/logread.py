@@ -348,11 +348,12 @@ def _trie(words: list[bytes]) -> bytes:
 
 
 _TO_ASCII: Final = bytes(range(128)) + b"\x7f" * 128
-"""The gate reads every non-ASCII byte as DEL (``\\x7f``): its text is ASCII, which the
-engine takes as it is (no copy to UTF-8)."""
+"""The gate reads every non-ASCII byte as DEL (``\\x7f``), and every letter in lower case.
+Its text is ASCII, which the engine takes as it is (no copy to UTF-8), and each marker's
+words are one literal whatever their case (so that the engine's prefilter holds few)."""
 _NON_ASCII: Final = r"\x{7f}+"
 """Any non-ASCII character (its bytes, each read as DEL), or DEL."""
-_ONE_CHAR: Final = r"(?:[^\x{0a}\x{0d}\x{7f}]|\x{7f}+)"
+_ONE_CHAR: Final = r"(?:[\x{00}-\x{09}\x{0b}\x{0c}\x{0e}-\x{7e}]|\x{7f}+)"
 """Any character of a segment (never ``\\r`` or ``\\n``)."""
 _TRAILING_SPACE: Final = r"[\x{09}\x{0b}\x{0c}\x{1c}-\x{20}\x{7f}]*"
 """What ``str.rstrip`` may have removed from the end of a segment."""
@@ -364,6 +365,8 @@ _ASCII_CATEGORIES: Final[dict[str, tuple[tuple[int, int], ...]]] = {
     "CATEGORY_WORD": ((48, 57), (65, 90), (95, 95), (97, 122)),
 }
 """The ASCII members of ``\\d``, ``\\s`` and ``\\w`` (their other members are non-ASCII)."""
+GATE_LEAD: Final = 6
+"""Literal characters a gate expression should start with (when its pattern has so many)."""
 REGION: Final = 64 * 1024
 """Bytes the gate is first asked about at a time (a whole number of lines)."""
 PIECE: Final = 2 * 1024
@@ -391,10 +394,13 @@ def gate_expression(pattern: str) -> str | None:
         ignore_case = _flags(ignore_case, add_flags, del_flags)
         items = _but_anchors(body)
     # A match of the rest of a sequence is inside a match of the whole: what comes before its
-    # first plain literal can go, so that the engine starts from literal text (its prefilter).
-    plain = (i for i, item in enumerate(items) if _starts_plain([item], ignore_case=ignore_case))
+    # first long enough literal start can go, so that the engine's prefilter looks for that
+    # text (the words a marker starts with, not a dash and a space).
+    leads = [_lead(items[start:], ignore_case=ignore_case)[0] for start in range(len(items))]
+    enough = min(GATE_LEAD, max(leads, default=0))
+    start = next((start for start, lead in enumerate(leads) if lead >= enough), 0)
     try:
-        return _gate_sequence(items[next(plain, 0) :], ignore_case=ignore_case)
+        return _gate_sequence(items[start:], ignore_case=ignore_case)
     except _Untranslatable:
         return None
 
@@ -412,28 +418,33 @@ def _flags(ignore_case: bool, add_flags: int, del_flags: int) -> bool:
     return ignore_case
 
 
-def _starts_plain(items: Any, *, ignore_case: bool) -> bool:
-    """Whether every match of ``items`` starts with a literal that is one byte string (not a
-    letter that also matches non-ASCII characters)."""
+def _lead(items: Any, *, ignore_case: bool) -> tuple[int, bool]:
+    """How many literal characters every match of ``items`` starts with (ASCII ones when case
+    is ignored), and whether that is all of it."""
+    count = 0
     for op, arg in items:
         name = str(op)
-        if name in ("AT", "ASSERT", "ASSERT_NOT"):
+        if name in ("ASSERT", "ASSERT_NOT") or (name == "AT" and str(arg) not in _END_ANCHORS):
             continue
         if name == "LITERAL":
             char = chr(arg)
-            folds = ignore_case and (not char.isascii() or char.lower() in NON_ASCII_FOLDS)
-            return char not in "\r\n" and not folds
+            if char in "\r\n" or (ignore_case and not char.isascii()):
+                return count, False
+            count += 1
+            continue
         if name == "SUBPATTERN":
             _group, add_flags, del_flags, body = arg
-            return _starts_plain(body, ignore_case=_flags(ignore_case, add_flags, del_flags))
-        if name == "ATOMIC_GROUP":
-            return _starts_plain(arg, ignore_case=ignore_case)
-        if name == "BRANCH":
-            return all(_starts_plain(other, ignore_case=ignore_case) for other in arg[1])
-        if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-            return bool(arg[0]) and _starts_plain(arg[2], ignore_case=ignore_case)
-        return False
-    return False
+            inner, whole = _lead(body, ignore_case=_flags(ignore_case, add_flags, del_flags))
+        elif name == "BRANCH":
+            found = [_lead(other, ignore_case=ignore_case) for other in arg[1]]
+            inner = min(length for length, _ in found)
+            whole = all(all_of and length == inner for length, all_of in found)
+        else:
+            return count, False
+        count += inner
+        if not whole:
+            return count, False
+    return count, True
 
 
 def _hex(code: int) -> str:
@@ -550,29 +561,35 @@ class Gate:
 
     def matches(self, data: bytes) -> bool:
         """Whether some pattern could match a segment of ``data`` (or it holds an escape)."""
-        return self._matches(data.translate(_TO_ASCII).decode("ascii"))
+        return self._matches(_as_ascii(data))
 
     def hot(self, block: bytes) -> list[tuple[int, int]]:
         """The pieces of ``block`` (whole lines, in order) where some pattern could match;
         no pattern matches a segment outside them."""
+        text = _as_ascii(block)  # one character per byte: the same offsets
         pieces: list[tuple[int, int]] = []
-        start, size = 0, len(block)
+        start, size = 0, len(text)
         while start < size:
-            end = block.find(b"\n", start + REGION) + 1 or size
-            self._halve(block, start, end, pieces)
+            end = text.find("\n", start + REGION) + 1 or size
+            self._halve(text, start, end, pieces)
             start = end
         return pieces
 
-    def _halve(self, block: bytes, start: int, end: int, pieces: list[tuple[int, int]]) -> None:
-        if not self.matches(block[start:end]):
+    def _halve(self, text: str, start: int, end: int, pieces: list[tuple[int, int]]) -> None:
+        if not self._matches(text[start:end]):
             return
         if end - start > PIECE:
-            middle = block.find(b"\n", (start + end) // 2, end - 1) + 1
+            middle = text.find("\n", (start + end) // 2, end - 1) + 1
             if start < middle < end:
-                self._halve(block, start, middle, pieces)
-                self._halve(block, middle, end, pieces)
+                self._halve(text, start, middle, pieces)
+                self._halve(text, middle, end, pieces)
                 return
         pieces.append((start, end))
+
+
+def _as_ascii(data: bytes) -> str:
+    """``data`` as the gate reads it (see :data:`_TO_ASCII`)."""
+    return (data if data.isascii() else data.translate(_TO_ASCII)).decode("ascii")
 
 
 def build_gate(sources: Sequence[str]) -> Gate | None:

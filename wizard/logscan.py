@@ -202,6 +202,7 @@ _ZERO_BAR = re.compile(rb"\|\s*0/\d+\s*(?:\[|$)")
 _TRAINING_POSTFIX = re.compile(rb"\b(?:lr|loss|avr_loss)[:=]\s*[-+.\d]")
 """A bar whose postfix reports a learning rate or a loss is the training bar."""
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
+_NOT_SEPARATOR = re.compile(rb"[^\r\n]")
 
 
 # --- the marker table ---------------------------------------------------------------------------
@@ -963,6 +964,8 @@ class _Scanner:
         self._trigger = trigger
         self._search = trigger.search if trigger is not None else None
         self._gate = patterns.gate if trigger is not None else None
+        self._cold = False
+        """Whether the line being fed lies outside the gate's hot pieces."""
         self._line = 1
         self._runs = 0
         self._run = self._new_run(1, header=False)
@@ -1006,7 +1009,8 @@ class _Scanner:
                 continue
             while index < pieces and hot[index][1] <= pos:
                 index += 1
-            if index < pieces and hot[index][0] <= pos:
+            cold = not (index < pieces and hot[index][0] <= pos)
+            if not cold:
                 limit = hot[index][1]
                 match = search(block, pos, limit)
                 found = -1 if match is None else match.start()
@@ -1020,15 +1024,17 @@ class _Scanner:
             start = block.rfind(b"\n", pos, found) + 1 or pos
             end = block.find(b"\n", found) + 1 or size
             self._skip(block, pos, start)
+            # Outside the hot pieces no pattern matches: a text segment only ends the redraws.
+            self._cold = cold
             self._feed_lines(block[start:end])
+            self._cold = False
             pos = end
 
     def _skip(self, block: bytes, start: int, end: int) -> None:
         """Lines no rule reads: counted; and like any other text between two bar redraws,
         they end the redraws (the next bar is drawn anew, as when every line is read)."""
-        newlines = block.count(b"\n", start, end)
-        self._line += newlines
-        if self._repeat is not _NO_BAR and newlines + block.count(b"\r", start, end) < end - start:
+        self._line += block.count(b"\n", start, end)
+        if self._repeat is not _NO_BAR and _NOT_SEPARATOR.search(block, start, end):
             self._repeat, self._head_training = _NO_BAR, False
 
     def _reads_next_line(self) -> bool:
@@ -1060,7 +1066,7 @@ class _Scanner:
                 elif redraws > 2 and self._only_training_redraws(line, redraws):
                     segs = (line[line.rfind(b"\r") + 1 :],)
                 elif redraws > 2:
-                    segs = _without_repeats(line)
+                    segs = _without_repeats(line, redraws)
                 else:
                     segs = line.split(b"\r")
                 for seg in segs:
@@ -1180,6 +1186,8 @@ class _Scanner:
     def _text(self, raw: bytes, line: int) -> None:
         """Any other segment: decoded, cleaned, prefiltered, then read rule by rule."""
         self._repeat, self._head_training = _NO_BAR, False
+        if self._cold:
+            return
         text = self._unprefixed(clean(raw))
         if not text.strip():
             return
@@ -1446,32 +1454,32 @@ class _Scanner:
         )
 
 
-def _without_repeats(line: bytes) -> list[bytes]:
-    """The ``\\r`` segments of ``line`` that the rules would act on, when it ends in a run of
-    redraws of one bar (each starts with the same description and percentage ``…%|`` and ends
-    with ``]``): the segments before the run, its first redraw and its last one.
+def _without_repeats(line: bytes, redraws: int) -> list[bytes]:
+    """The ``\\r`` segments of ``line`` (which holds ``redraws`` of them) that the rules would
+    act on, when it ends in a run of redraws of one bar (each starts with the same description
+    and percentage ``…%|`` and ends with ``]``): the segments before the run, its first redraw
+    and its last one.
 
     The redraws in between change nothing: each repeats the previous one's head, so it would
     only replace it as the redraw to remember (see ``_Scanner._feed_lines``). Found with a few
-    counts over the line, at C speed; any other line is simply split.
+    searches over the line, at C speed; any other line is simply split.
     """
-    last = line[line.rfind(b"\r") + 1 :]
+    cut = line.rfind(b"\r")
+    last = line[cut + 1 :]
     mark = last.find(b"%|")
     if mark < 0 or not last.endswith(b"]"):
         return line.split(b"\r")
     head = b"\r" + last[: mark + 2]
-    whole = line.startswith(head[1:])
-    if whole:  # every \r starts a redraw and ends one
-        first = 0
-        runs = ends = line.count(b"\r")
-    else:  # the run starts at the first \r that opens this bar
-        first = line.find(head)
-        runs = line.count(b"\r", first)
-        ends = runs - 1
-    if line.count(head, first) != runs or line.count(b"]" + head, first) != ends:
-        return line.split(b"\r")
-    if whole:
+    # Each "]" + head holds one \r: as many as there are \r in the run means that every \r
+    # of the run ends a redraw of this bar and starts the next one.
+    if line.startswith(head[1:]):  # the whole line is the run
+        if line.count(b"]" + head) != redraws:
+            return line.split(b"\r")
         return [line[: line.find(b"\r")], last]
+    first = line.find(head)
+    runs = redraws - line.count(b"\r", 0, first)
+    if line.count(b"]" + head, first) != runs - 1:
+        return line.split(b"\r")
     before = line[:first].split(b"\r")
     if runs == 1:
         return [*before, last]
