@@ -630,3 +630,18 @@ def test_the_ends_of_a_run_of_redraws() -> None:
     assert _ends(broken) == broken.split(b"\r")
     other = b"\r".join([*run[:2], b" 40%|####| 2/5 [00:01<00:01]", *run[2:]])
     assert _ends(other) == other.split(b"\r")
+
+
+@pytest.mark.parametrize(
+    ("data", "start", "end"),
+    [
+        (b"50% done | 12%| 3/25", 0, 20),
+        (b"no bar here, 100%", 0, 17),
+        (b"x%|", 0, 2),  # the bar mark is cut by the end
+        (b"%%|%|", 0, 5),
+        (b"%|ab%|", 1, 6),
+        (b"", 0, 0),
+    ],
+)
+def test_a_bar_mark_is_found_where_bytes_find_finds_it(data: bytes, start: int, end: int) -> None:
+    assert logscan._find_bar(data, start, end) == data.find(b"%|", start, end)

@@ -5,6 +5,11 @@
 *trigger*: a byte expression that finds every place where some marker could match. Only the
 lines it finds go to the rules; the others are only counted.
 
+Python's ``re`` tries the trigger at every position (20-25 MB/s), so the :class:`Gate` asks the
+same question first, 64 KB at a time: could some marker match here? It is answered by
+pydantic-core's Rust regex engine (already installed with pydantic) over the whole region. Only
+the pieces it says yes to are searched by the trigger; elsewhere only a progress bar is read.
+
 The trigger is derived from the marker table's own joined expression, so a marker added later
 is covered without touching this module. :func:`required_strings` walks a pattern's parse tree
 and returns strings of which every match must contain one (``^Loading\\b`` → ``Loading``;
@@ -348,9 +353,8 @@ def _trie(words: list[bytes]) -> bytes:
 
 
 _TO_ASCII: Final = bytes(range(128)) + b"\x7f" * 128
-"""The gate reads every non-ASCII byte as DEL (``\\x7f``), and every letter in lower case.
-Its text is ASCII, which the engine takes as it is (no copy to UTF-8), and each marker's
-words are one literal whatever their case (so that the engine's prefilter holds few)."""
+"""The gate reads every non-ASCII byte as DEL (``\\x7f``): its text is ASCII, which the
+engine takes as it is (no copy to UTF-8), one character per byte (the same offsets)."""
 _NON_ASCII: Final = r"\x{7f}+"
 """Any non-ASCII character (its bytes, each read as DEL), or DEL."""
 _ONE_CHAR: Final = r"(?:[\x{00}-\x{09}\x{0b}\x{0c}\x{0e}-\x{7e}]|\x{7f}+)"
@@ -378,13 +382,16 @@ class _Untranslatable(Exception):
 
 
 def gate_expression(pattern: str) -> str | None:
-    """A Rust-syntax expression that matches, in the raw bytes of a segment read as Latin-1,
-    wherever ``pattern`` could match its cleaned text (None: it cannot tell).
+    """A Rust-syntax expression that matches, in the raw bytes of a segment as the gate reads
+    them (:data:`_TO_ASCII`), wherever ``pattern`` could match its cleaned text (None: it
+    cannot tell).
 
-    It is a superset: anchors other than ``$`` and look-arounds are dropped, a class or a
-    letter ignoring case also takes any run of non-ASCII bytes (a character that is not ASCII,
-    or bytes ``errors="replace"`` made one), ``$`` is the end of the segment after what
-    ``rstrip`` removes. It never crosses a ``\\r`` or ``\\n``.
+    It is a superset: anchors other than ``$`` and look-arounds are dropped, and so is what
+    comes before the pattern's first literal words; a class, or a letter that folds to a
+    non-ASCII one, also takes any run of non-ASCII bytes (a character that is not ASCII, or
+    bytes ``errors="replace"`` made one); ``$`` is the end of the segment after what
+    ``rstrip`` removes. It never crosses a ``\\r`` or ``\\n``, and it also matches a part of a
+    segment the rules read (the text after a bar's ``]``).
     """
     parsed = _parser.parse(pattern)
     ignore_case = bool(parsed.state.flags & re.IGNORECASE)
