@@ -403,7 +403,11 @@ def gate_expression(pattern: str) -> str | None:
     # A match of the rest of a sequence is inside a match of the whole: what comes before its
     # first long enough literal start can go, so that the engine's prefilter looks for that
     # text (the words a marker starts with, not a dash and a space).
-    leads = [_lead(items[start:], ignore_case=ignore_case)[0] for start in range(len(items))]
+    leads = [0] * (len(items) + 1)  # leads[i]: the literal characters items[i:] start with
+    for index in range(len(items) - 1, -1, -1):
+        count, whole = _lead(items[index : index + 1], ignore_case=ignore_case)
+        leads[index] = count + (leads[index + 1] if whole else 0)
+    leads.pop()
     enough = min(GATE_LEAD, max(leads, default=0))
     start = next((start for start, lead in enumerate(leads) if lead >= enough), 0)
     try:
