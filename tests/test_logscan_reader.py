@@ -645,3 +645,32 @@ def test_the_ends_of_a_run_of_redraws() -> None:
 )
 def test_a_bar_mark_is_found_where_bytes_find_finds_it(data: bytes, start: int, end: int) -> None:
     assert logscan._find_bar(data, start, end) == data.find(b"%|", start, end)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 40),
+            st.sampled_from(
+                ["1.73s/it", "1.70s/it", "7.00s/it", "9.90s/it", "2.50it/s", "0.0s/it"]
+            ),
+        ),
+        max_size=40,
+    ),
+    st.sampled_from([None, 0, 5]),
+)
+def test_a_rate_shown_again_in_the_stable_stretch_is_not_read_again(
+    readings: list[tuple[int, str]], first_step: int | None
+) -> None:
+    """The shortcut of ``rate_reading`` gives what reading every rate gives."""
+    remembered = logscan._Run(start_line=1, header=True, first_step=first_step)
+    every = logscan._Run(start_line=1, header=True, first_step=first_step)
+    for line, (n, rate) in enumerate(readings, start=2):
+        seg = f"my_lora:  1%|1| {n}/3000 [01:00<10:00:00, {rate}, loss: 0.1]".encode()
+        remembered.rate_reading(seg, line)
+        every.steady_rate = None
+        every.rate_reading(seg, line)
+        assert (remembered.best_rate, remembered.spill_step) == (every.best_rate, every.spill_step)
+        assert (remembered.rate_readings >= 2) == (every.rate_readings >= 2)
+        assert list(remembered.evidence) == list(every.evidence)

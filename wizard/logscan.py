@@ -870,6 +870,9 @@ class _Run:
     excerpt: bool = False
     best_rate: float | None = None
     rate_readings: int = 0
+    steady_rate: tuple[bytes, bytes] | None = None
+    """The rate (number, unit) of the last reading, when it was taken in the stable stretch
+    (see :meth:`rate_reading`)."""
     spill_step: int | None = None
     zero_bar_line: int | None = None
     config_dump: tuple[tuple[str, Any], ...] | None = None
@@ -915,11 +918,17 @@ class _Run:
         match = _RATE.search(seg)
         if match is None:
             return
+        shown: tuple[bytes, bytes] = match.group("rate", "unit")
+        if shown == self.steady_rate:
+            # The rate of the last reading accepted (in the stable stretch), and none has been
+            # accepted since: the best is the same, so it is no spill (that one was none) and
+            # it cannot lower the best. Reading it again would change nothing.
+            return
         n = int(match["n"])
         if n <= (self.first_step or 0) + 1:
             return  # the first step's rate includes compiling and warm-up
-        rate = float(match["rate"])
-        seconds = rate if match["unit"] == b"s/it" else (1.0 / rate if rate else 0.0)
+        rate = float(shown[0])
+        seconds = rate if shown[1] == b"s/it" else (1.0 / rate if rate else 0.0)
         if seconds <= 0:
             return
         best = self.best_rate
@@ -931,6 +940,7 @@ class _Run:
             return
         self.rate_readings += 1
         self.best_rate = seconds if best is None else min(best, seconds)
+        self.steady_rate = shown if stable else None
 
     def sample_rate_reading(self, seg: bytes, line: int) -> None:
         """A sample pass's step rate against training's: a denoising step does less work than a
