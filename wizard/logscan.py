@@ -918,7 +918,7 @@ class _Run:
         match = _RATE.search(seg)
         if match is None:
             return
-        shown: tuple[bytes, bytes] = match.group("rate", "unit")
+        shown = (match["rate"], match["unit"])
         if shown == self.steady_rate:
             # The rate of the last reading accepted (in the stable stretch), and none has been
             # accepted since: the best is the same, so it is no spill (that one was none) and
