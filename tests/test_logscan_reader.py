@@ -674,3 +674,18 @@ def test_a_rate_shown_again_in_the_stable_stretch_is_not_read_again(
         assert (remembered.best_rate, remembered.spill_step) == (every.best_rate, every.spill_step)
         assert (remembered.rate_readings >= 2) == (every.rate_readings >= 2)
         assert list(remembered.evidence) == list(every.evidence)
+
+
+def test_redraws_on_lines_of_their_own_are_read_line_by_line_with_or_without_the_trigger() -> None:
+    """A terminal capture puts every redraw on its own line: each line's redraw is read (a
+    slowdown between two of them is seen), whether the line is fed alone or with others."""
+
+    def redraw(n: int, seconds: float) -> str:
+        return f"my_lora:  1%|1| {n}/3000 [01:00<10:00:00, {seconds}s/it, loss: 0.1]"
+
+    lines = ["Running 1 job", "Loading model"]
+    lines += [redraw(n, 1.7) for n in range(2, 12)] + [redraw(12, 9.0)]
+    lines += [redraw(n, 1.7) for n in range(13, 20)]
+    fast, full = scan_both(("\n".join(lines) + "\n").encode())
+    assert fast == full
+    assert "sysmem_spill" in fast.signals

@@ -1107,10 +1107,12 @@ class _Scanner:
                     else:
                         self._text(seg, line_no)
                     repeat = self._repeat
+                # A line's last redraw is read at its end, as when its line is fed alone.
+                if pending is not None:
+                    self._remember(pending, pending_line)
+                    pending = None
             if index != last_index:
                 line_no += 1
-        if pending is not None:
-            self._remember(pending, pending_line)
         self._line = line_no
 
     def _only_training_redraws(self, line: bytes, redraws: int) -> bool:
