@@ -153,8 +153,11 @@ BarKind = Literal[
 """How a progress bar moves the phase (``unnamed``: a bar without a description)."""
 
 MARKERS_FILE: Final = "log_markers.yaml"
-CHUNK_BYTES: Final = 1 << 20
-"""Bytes read at a time."""
+CHUNK_BYTES: Final = 64 * 1024
+"""Bytes read at a time. Every chunk is copied a few times (joined to the last one's unfinished
+line, cut at its last line end, read by the gate): under the C library's threshold for a
+mapping of its own (128 KB), those copies reuse warm memory; chunks of 1 MB each fault in
+fresh pages (~90,000 page faults on a 300 MB log, a sixth of the time)."""
 MAX_SEGMENT_BYTES: Final = 64 * 1024
 """A segment longer than this (a binary file, a line with no end) is cut; the rest is skipped."""
 EVIDENCE_RING: Final = 32
