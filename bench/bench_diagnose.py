@@ -13,7 +13,8 @@ Two kinds of log are generated in a temporary folder (deleted afterwards):
   in bursts between runs of training-bar redraws joined by ``\\r``, with a caught traceback
   (a bad image, skipped) every ``TRACEBACK_EVERY`` steps.
 
-Each command runs as a child process measured with ``os.wait4`` (wall time and peak RSS):
+Each command runs as a child process measured with ``os.wait4`` (wall time, CPU time and peak
+RSS):
 
 - ``python -m oom_wizard diagnose --log LOG --json --no-probe`` (and its answer is checked);
 - on the bar log, ``grep -c "out of memory" LOG`` for scale;
@@ -68,12 +69,14 @@ OOM = (
 
 @dataclass(frozen=True)
 class Measure:
-    """One child process: wall seconds, peak RSS in MB, exit status, what it printed."""
+    """One child process: wall seconds, peak RSS in MB, exit status, what it printed, and the
+    CPU seconds it used (user + system: steadier than wall time on a shared machine)."""
 
     seconds: float
     rss_mb: float
     status: int
     stdout: str
+    cpu: float = 0.0
 
 
 def measure(command: list[str]) -> Measure:
@@ -88,7 +91,8 @@ def measure(command: list[str]) -> Measure:
         out.seek(0)
         text = out.read().decode("utf-8", "replace")
     # ru_maxrss is in KiB on Linux.
-    return Measure(seconds, usage.ru_maxrss / 1024, child.returncode, text)
+    cpu = usage.ru_utime + usage.ru_stime
+    return Measure(seconds, usage.ru_maxrss / 1024, child.returncode, text, cpu)
 
 
 def bar(step: int, total: int = TOTAL_STEPS) -> str:
@@ -358,6 +362,10 @@ def bench_mixed(folder: Path, size_mb: int) -> bool:
     print(
         f"ratio          : {ratio:6.1f}x the text read, "
         f"{ours.seconds / binary.seconds:.1f}x the binary read"
+    )
+    print(
+        f"cpu            : diagnose {ours.cpu:.2f} s, text read {text.cpu:.2f} s "
+        f"({ours.cpu / max(text.cpu, 1e-9):.1f}x)"
     )
     print_answer(result, right)
     met = ratio <= TARGET_RATIO and ours.rss_mb <= TARGET_RSS_MB and right and text.status == 0

@@ -17,12 +17,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from oom_wizard import logread, logscan
 from oom_wizard.logread import (
     NON_ASCII_FOLDS,
     ScanCancelled,
     Watch,
+    build_gate,
     build_trigger,
     current_watch,
+    gate_expression,
     required_strings,
     watching,
     window_pattern,
@@ -433,3 +436,256 @@ def test_a_line_no_rule_reads_still_ends_the_bar_redraws(between: str, chunk_byt
     whole = scan_stream(io.BytesIO(data), prefilter=False)
     assert "stall" in whole.signals
     assert scan_stream(io.BytesIO(data), chunk_bytes=chunk_bytes) == whole
+
+
+# --- the gate: the trigger's question for whole regions ------------------------------------------
+
+GATE = COMPILED.gate
+
+
+def test_the_shipped_markers_have_a_gate() -> None:
+    assert GATE is not None
+
+
+def _cleaned(raw: bytes) -> str:
+    text = clean(raw)
+    if COMPILED.prefix is not None and (match := COMPILED.prefix.match(text)):
+        text = text[match.end() :]
+    return text
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_the_gate_finds_every_line_a_pattern_matches(data: st.DataObject) -> None:
+    assert GATE is not None
+    for source in SOURCES:
+        around = st.sampled_from(["", " ", "x", "\u00e9", "\u2502 ", "\ufffd", "\t"])
+        line = (
+            data.draw(st.sampled_from(PREFIXES))
+            + data.draw(around)
+            + data.draw(st.from_regex(source))
+            + data.draw(around)
+        )
+        line = line.replace("\r", " ").replace("\n", " ")
+        raw = line.encode("utf-8", "replace")
+        text = _cleaned(raw)
+        if COMPILED.prefilter.search(text) or COMPILED.prefilter.search(text.lstrip(" ")):
+            assert GATE.matches(raw), (source, line)
+            block = b"plain words\r" + raw + data.draw(st.sampled_from([b"\n", b"\r", b""]))
+            assert GATE.matches(block), (source, line)
+
+
+def test_the_gate_says_no_to_ordinary_lines() -> None:
+    assert GATE is not None
+    lines = [line for line in ORDINARY if line.strip() not in ("{", "}")] + BARS[:3]
+    block = ("\n".join(lines) + "\n").encode()
+    assert not GATE.matches(block)
+    assert GATE.hot(block * 500) == []
+    assert GATE.matches(block + b"torch.OutOfMemoryError: CUDA out of memory.\n")
+    assert GATE.matches(block + b"\x1b[0m\n")  # a line with an escape code is always read
+
+
+@pytest.mark.parametrize(
+    ("line", "hot"),
+    [
+        ("{", True),
+        ("{   \u3000", True),  # what rstrip removes, even non-ASCII space
+        ("{'loss/lr': 0.0001}", False),
+        ("Killed", True),
+        ("Killed  python train.py", True),
+        ("Killed process 4242 (python)", False),
+        ("Killed it", False),
+        ("Running 1 job", True),
+        ("Running this sequence through the model", False),
+        ("LOAD\u0130NG model", True),  # Python's ignore-case folds İ to i
+        ("[process exited with code 1 (0x00000001)]", True),
+        ("\u5df2\u9000\u51fa\u8fdb\u7a0b\uff0c\u4ee3\u7801\u4e3a 1 (0x00000001)]", True),
+    ],
+)
+def test_the_gate_keeps_the_end_of_a_segment_and_non_ascii_text(line: str, hot: bool) -> None:
+    assert GATE is not None
+    raw = line.encode()
+    assert GATE.matches(raw + b"\n") is hot
+    assert bool(COMPILED.prefilter.search(_cleaned(raw))) is hot
+
+
+def test_a_pattern_the_gate_cannot_translate_leaves_the_trigger_alone() -> None:
+    assert gate_expression(r"(a)?(?(1)b|c)") is None
+    assert build_gate([r"^Loading\b", r"(a)?(?(1)b|c)"]) is None
+    assert build_gate([r"^Loading\b", r"\bKilled\s*$"]) is not None
+
+
+@pytest.mark.parametrize("region", [64, 300, 4096])
+def test_the_gate_halves_regions_down_to_whole_lines(
+    region: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert GATE is not None
+    monkeypatch.setattr(logread, "REGION", region)
+    monkeypatch.setattr(logread, "PIECE", 16)
+    lines = [f"ordinary line {i}\n".encode() for i in range(400)]
+    lines[17] = b"Traceback (most recent call last):\n"
+    lines[230] = b"Saving at step 500\n"
+    block = b"".join(lines)
+    hot = GATE.hot(block)
+    assert hot and all(start < end for start, end in hot)
+    assert all(
+        block[end - 1 : end] == b"\n" and (not start or block[start - 1] == 10)
+        for start, end in hot
+    )
+    assert sum(end - start for start, end in hot) < len(block) // 4
+    for marker in (lines[17], lines[230]):
+        at = block.index(marker)
+        assert any(start <= at and at + len(marker) <= end for start, end in hot)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.lists(st.tuples(log_lines(), st.sampled_from(["\n", "\r", "\r\n", "\n\n"])), max_size=60),
+    st.sampled_from([7, 300, 1 << 20]),
+    st.sampled_from([(40, 8), (500, 64)]),
+)
+def test_the_gate_never_changes_the_scan_whatever_the_regions(
+    lines: list[tuple[str, str]], chunk_bytes: int, sizes: tuple[int, int]
+) -> None:
+    data = "".join(line + end for line, end in lines).encode("utf-8", "surrogatepass")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(logread, "REGION", sizes[0])
+        patch.setattr(logread, "PIECE", sizes[1])
+        fast, full = scan_both(data, chunk_bytes)
+    assert fast == full
+
+
+# --- a line that ends in a run of redraws: only its first and last redraws are read -------------
+
+
+def _redraw(desc: str, n: int, total: int, seconds: float, tail: str) -> str:
+    pct = n * 100 // total
+    label = f"{desc}: " if desc else ""
+    return (
+        f"{label}{pct:3d}%|{'#' * (pct // 10):<10}| {n}/{total} "
+        f"[{n // 60:02d}:{n % 60:02d}<10:00, {seconds:5.2f}s/it{tail}]"
+    )
+
+
+@st.composite
+def bar_runs(draw: st.DrawFn) -> str:
+    """A line of one bar's redraws joined by ``\\r`` as tqdm writes them, with what real logs
+    put around them: text before the first redraw, a change of percentage, a redraw with text
+    after its ``]`` or without one, another bar, a slowdown or a bar stuck at 0."""
+    desc = draw(st.sampled_from(["my_lora", "Generating Images", "", "Caching latents to disk"]))
+    total = draw(st.sampled_from([25, 40, 3000]))
+    n = draw(st.integers(0, total))
+    seconds = draw(st.sampled_from([0.5, 1.73, 9.0]))
+    tail = draw(st.sampled_from([", lr: 1e-04 loss: 4.1e-01", ""]))
+    redraws = []
+    for _ in range(draw(st.integers(1, 30))):
+        kind = draw(st.sampled_from(["next"] * 6 + ["same", "slow", "odd"]))
+        if kind == "next":
+            n = min(n + draw(st.integers(1, 3)), total)
+        elif kind == "slow":
+            seconds *= draw(st.sampled_from([2.0, 5.0]))
+        redraw = _redraw(desc, n, total, seconds, tail)
+        if kind == "odd":
+            redraw = draw(
+                st.sampled_from(
+                    [redraw[:-1], redraw + " Saving at step 7", " 40%|####| 2/5 [00:01<00:01]"]
+                )
+            )
+        redraws.append(redraw)
+    before = draw(st.sampled_from(["", "", "warnings.warn(", "Loading model\r", "x\r\r"]))
+    return before + ("\r" if before and not before.endswith("\r") else "") + "\r".join(redraws)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.lists(
+        st.one_of(bar_runs(), bar_runs(), st.sampled_from([*ORDINARY, *BARS, "Running 1 job"])),
+        max_size=12,
+    ),
+    st.sampled_from([64, 1 << 20]),
+)
+def test_reading_a_run_of_redraws_by_its_ends_gives_the_scan_of_every_redraw(
+    lines: list[str], chunk_bytes: int
+) -> None:
+    data = ("Running 1 job\nLoading model\n" + "\n".join(lines) + "\n").encode()
+    shortcut = scan_stream(io.BytesIO(data), chunk_bytes=chunk_bytes)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(logscan, "_without_repeats", lambda line, _redraws: line.split(b"\r"))
+        every = scan_stream(io.BytesIO(data), chunk_bytes=chunk_bytes)
+        every_full = scan_stream(io.BytesIO(data), chunk_bytes=chunk_bytes, prefilter=False)
+    assert shortcut == every == every_full
+
+
+def _ends(line: bytes) -> list[bytes]:
+    return logscan._without_repeats(line, line.count(b"\r"))
+
+
+def test_the_ends_of_a_run_of_redraws() -> None:
+    run = [_redraw("my_lora", n, 3000, 1.73, "").encode() for n in range(5)]
+    assert _ends(b"warn\r" + b"\r".join(run)) == [b"warn", run[0], run[4]]
+    assert _ends(b"a\rb\r\r" + b"\r".join(run)) == [b"a", b"b", b"", run[0], run[4]]
+    assert _ends(b"\r".join(run)) == [run[0], run[4]]
+    assert _ends(b"\r" + b"\r".join(run)) == [b"", run[0], run[4]]
+    broken = b"\r".join([*run[:2], run[2] + b" Saving at step 7", *run[3:]])
+    assert _ends(broken) == broken.split(b"\r")
+    other = b"\r".join([*run[:2], b" 40%|####| 2/5 [00:01<00:01]", *run[2:]])
+    assert _ends(other) == other.split(b"\r")
+
+
+@pytest.mark.parametrize(
+    ("data", "start", "end"),
+    [
+        (b"50% done | 12%| 3/25", 0, 20),
+        (b"no bar here, 100%", 0, 17),
+        (b"x%|", 0, 2),  # the bar mark is cut by the end
+        (b"%%|%|", 0, 5),
+        (b"%|ab%|", 1, 6),
+        (b"", 0, 0),
+    ],
+)
+def test_a_bar_mark_is_found_where_bytes_find_finds_it(data: bytes, start: int, end: int) -> None:
+    assert logscan._find_bar(data, start, end) == data.find(b"%|", start, end)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 40),
+            st.sampled_from(
+                ["1.73s/it", "1.70s/it", "7.00s/it", "9.90s/it", "2.50it/s", "0.0s/it"]
+            ),
+        ),
+        max_size=40,
+    ),
+    st.sampled_from([None, 0, 5]),
+)
+def test_a_rate_shown_again_in_the_stable_stretch_is_not_read_again(
+    readings: list[tuple[int, str]], first_step: int | None
+) -> None:
+    """The shortcut of ``rate_reading`` gives what reading every rate gives."""
+    remembered = logscan._Run(start_line=1, header=True, first_step=first_step)
+    every = logscan._Run(start_line=1, header=True, first_step=first_step)
+    for line, (n, rate) in enumerate(readings, start=2):
+        seg = f"my_lora:  1%|1| {n}/3000 [01:00<10:00:00, {rate}, loss: 0.1]".encode()
+        remembered.rate_reading(seg, line)
+        every.steady_rate = None
+        every.rate_reading(seg, line)
+        assert (remembered.best_rate, remembered.spill_step) == (every.best_rate, every.spill_step)
+        assert (remembered.rate_readings >= 2) == (every.rate_readings >= 2)
+        assert list(remembered.evidence) == list(every.evidence)
+
+
+def test_redraws_on_lines_of_their_own_are_read_line_by_line_with_or_without_the_trigger() -> None:
+    """A terminal capture puts every redraw on its own line: each line's redraw is read (a
+    slowdown between two of them is seen), whether the line is fed alone or with others."""
+
+    def redraw(n: int, seconds: float) -> str:
+        return f"my_lora:  1%|1| {n}/3000 [01:00<10:00:00, {seconds}s/it, loss: 0.1]"
+
+    lines = ["Running 1 job", "Loading model"]
+    lines += [redraw(n, 1.7) for n in range(2, 12)] + [redraw(12, 9.0)]
+    lines += [redraw(n, 1.7) for n in range(13, 20)]
+    fast, full = scan_both(("\n".join(lines) + "\n").encode())
+    assert fast == full
+    assert "sysmem_spill" in fast.signals

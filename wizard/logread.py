@@ -5,6 +5,11 @@
 *trigger*: a byte expression that finds every place where some marker could match. Only the
 lines it finds go to the rules; the others are only counted.
 
+Python's ``re`` tries the trigger at every position (20-25 MB/s), so the :class:`Gate` asks the
+same question first, 64 KB at a time: could some marker match here? It is answered by
+pydantic-core's Rust regex engine (already installed with pydantic) over the whole region. Only
+the pieces it says yes to are searched by the trigger; elsewhere only a progress bar is read.
+
 The trigger is derived from the marker table's own joined expression, so a marker added later
 is covered without touching this module. :func:`required_strings` walks a pattern's parse tree
 and returns strings of which every match must contain one (``^Loading\\b`` → ``Loading``;
@@ -30,6 +35,8 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
+
+from pydantic_core import SchemaError, SchemaValidator, core_schema
 
 _parser: Any = importlib.import_module("re._parser" if sys.version_info >= (3, 11) else "sre_parse")
 
@@ -340,6 +347,276 @@ def _trie(words: list[bytes]) -> bytes:
     if len(branches) == 1:
         return branches[0]
     return b"(?:" + b"|".join(branches) + b")"
+
+
+# --- the gate: the same question at a machine's speed, for a whole region ---------------------
+
+
+_TO_ASCII: Final = bytes(range(128)) + b"\x7f" * 128
+"""The gate reads every non-ASCII byte as DEL (``\\x7f``): its text is ASCII, which the
+engine takes as it is (no copy to UTF-8), one character per byte (the same offsets)."""
+_NON_ASCII: Final = r"\x{7f}+"
+"""Any non-ASCII character (its bytes, each read as DEL), or DEL."""
+_ONE_CHAR: Final = r"(?:[\x{00}-\x{09}\x{0b}\x{0c}\x{0e}-\x{7e}]|\x{7f}+)"
+"""Any character of a segment (never ``\\r`` or ``\\n``)."""
+_TRAILING_SPACE: Final = r"[\x{09}\x{0b}\x{0c}\x{1c}-\x{20}\x{7f}]*"
+"""What ``str.rstrip`` may have removed from the end of a segment."""
+_SEGMENT_END: Final = "(?:" + _TRAILING_SPACE + r"(?:[\x{0a}\x{0d}]|\z))"
+_END_ANCHORS: Final = ("AT_END", "AT_END_STRING")
+_ASCII_CATEGORIES: Final[dict[str, tuple[tuple[int, int], ...]]] = {
+    "CATEGORY_DIGIT": ((48, 57),),
+    "CATEGORY_SPACE": ((9, 9), (11, 12), (28, 32)),
+    "CATEGORY_WORD": ((48, 57), (65, 90), (95, 95), (97, 122)),
+}
+"""The ASCII members of ``\\d``, ``\\s`` and ``\\w`` (their other members are non-ASCII)."""
+GATE_LEAD: Final = 6
+"""Literal characters a gate expression should start with (when its pattern has so many)."""
+REGION: Final = 64 * 1024
+"""Bytes the gate is first asked about at a time (a whole number of lines)."""
+PIECE: Final = 2 * 1024
+"""A region the gate finds something in is halved down to about this size."""
+
+
+class _Untranslatable(Exception):
+    """A part of a pattern the gate has no superset for."""
+
+
+def gate_expression(pattern: str) -> str | None:
+    """A Rust-syntax expression that matches, in the raw bytes of a segment as the gate reads
+    them (:data:`_TO_ASCII`), wherever ``pattern`` could match its cleaned text (None: it
+    cannot tell).
+
+    It is a superset: anchors other than ``$`` and look-arounds are dropped, and so is what
+    comes before the pattern's first literal words; a class, or a letter that folds to a
+    non-ASCII one, also takes any run of non-ASCII bytes (a character that is not ASCII, or
+    bytes ``errors="replace"`` made one); ``$`` is the end of the segment after what
+    ``rstrip`` removes. It never crosses a ``\\r`` or ``\\n``, and it also matches a part of a
+    segment the rules read (the text after a bar's ``]``).
+    """
+    parsed = _parser.parse(pattern)
+    ignore_case = bool(parsed.state.flags & re.IGNORECASE)
+    items = _but_anchors(parsed)
+    while len(items) == 1 and str(items[0][0]) == "SUBPATTERN":  # the whole pattern in a group
+        _group, add_flags, del_flags, body = items[0][1]
+        ignore_case = _flags(ignore_case, add_flags, del_flags)
+        items = _but_anchors(body)
+    # A match of the rest of a sequence is inside a match of the whole: what comes before its
+    # first long enough literal start can go, so that the engine's prefilter looks for that
+    # text (the words a marker starts with, not a dash and a space).
+    leads = [0] * (len(items) + 1)  # leads[i]: the literal characters items[i:] start with
+    for index in range(len(items) - 1, -1, -1):
+        count, whole = _lead(items[index : index + 1], ignore_case=ignore_case)
+        leads[index] = count + (leads[index + 1] if whole else 0)
+    leads.pop()
+    enough = min(GATE_LEAD, max(leads, default=0))
+    start = next((start for start, lead in enumerate(leads) if lead >= enough), 0)
+    try:
+        return _gate_sequence(items[start:], ignore_case=ignore_case)
+    except _Untranslatable:
+        return None
+
+
+def _but_anchors(items: Any) -> list[Any]:
+    """``items`` without the anchors the gate drops (all but the end of the segment)."""
+    return [item for item in items if str(item[0]) != "AT" or str(item[1]) in _END_ANCHORS]
+
+
+def _flags(ignore_case: bool, add_flags: int, del_flags: int) -> bool:
+    if add_flags & re.IGNORECASE:
+        return True
+    if del_flags & re.IGNORECASE:
+        return False
+    return ignore_case
+
+
+def _lead(items: Any, *, ignore_case: bool) -> tuple[int, bool]:
+    """How many literal characters every match of ``items`` starts with (ASCII ones when case
+    is ignored), and whether that is all of it."""
+    count = 0
+    for op, arg in items:
+        name = str(op)
+        if name in ("ASSERT", "ASSERT_NOT") or (name == "AT" and str(arg) not in _END_ANCHORS):
+            continue
+        if name == "LITERAL":
+            char = chr(arg)
+            if char in "\r\n" or (ignore_case and not char.isascii()):
+                return count, False
+            count += 1
+            continue
+        if name == "SUBPATTERN":
+            _group, add_flags, del_flags, body = arg
+            inner, whole = _lead(body, ignore_case=_flags(ignore_case, add_flags, del_flags))
+        elif name == "BRANCH":
+            found = [_lead(other, ignore_case=ignore_case) for other in arg[1]]
+            inner = min(length for length, _ in found)
+            whole = all(all_of and length == inner for length, all_of in found)
+        else:
+            return count, False
+        count += inner
+        if not whole:
+            return count, False
+    return count, True
+
+
+def _hex(code: int) -> str:
+    return f"\\x{{{code:02x}}}"
+
+
+def _gate_literal(code: int, *, ignore_case: bool) -> str:
+    char = chr(code)
+    if char in "\r\n":
+        raise _Untranslatable  # a segment never holds one: the pattern cannot match
+    if not char.isascii():
+        if ignore_case or char == "\ufffd":
+            return "(?:" + _NON_ASCII + ")"
+        return _hex(0x7F) * len(char.encode("utf-8"))
+    if ignore_case and char.isalpha():
+        forms = "[" + _hex(ord(char.lower())) + _hex(ord(char.upper())) + "]"
+        return f"(?:{forms}|{_NON_ASCII})" if char.lower() in NON_ASCII_FOLDS else forms
+    return _hex(code)
+
+
+def _gate_class(items: Any, *, ignore_case: bool) -> str:
+    members: set[int] = set()
+    negate = False
+    for op, arg in items:
+        name = str(op)
+        if name == "NEGATE":
+            negate = True
+        elif name == "LITERAL":
+            members.add(arg)
+        elif name == "RANGE":
+            members.update(range(arg[0], min(arg[1], 127) + 1))
+        elif name == "CATEGORY":
+            category = str(arg)
+            positive = category.replace("_NOT_", "_")
+            if positive not in _ASCII_CATEGORIES:
+                raise _Untranslatable
+            ascii_members = {
+                code for low, high in _ASCII_CATEGORIES[positive] for code in range(low, high + 1)
+            }
+            members |= ascii_members if positive == category else set(range(128)) - ascii_members
+        else:
+            raise _Untranslatable
+    members = {code for code in members if code < 128}
+    if ignore_case:
+        members |= {ord(chr(code).swapcase()) for code in members if chr(code).isalpha()}
+    if negate:
+        members = set(range(128)) - members
+    members -= {10, 13}
+    if not members:
+        return "(?:" + _NON_ASCII + ")"
+    return "(?:[" + "".join(_hex(code) for code in sorted(members)) + "]|" + _NON_ASCII + ")"
+
+
+def _gate_sequence(items: Any, *, ignore_case: bool) -> str:
+    out: list[str] = []
+    for op, arg in items:
+        name = str(op)
+        if name == "LITERAL":
+            out.append(_gate_literal(arg, ignore_case=ignore_case))
+        elif name == "NOT_LITERAL" or name == "ANY":
+            out.append(_ONE_CHAR)
+        elif name == "IN":
+            out.append(_gate_class(arg, ignore_case=ignore_case))
+        elif name == "AT":
+            if str(arg) in _END_ANCHORS:
+                out.append(_SEGMENT_END)
+        elif name == "SUBPATTERN":
+            _group, add_flags, del_flags, body = arg
+            inner = _flags(ignore_case, add_flags, del_flags)
+            out.append("(?:" + _gate_sequence(body, ignore_case=inner) + ")")
+        elif name == "ATOMIC_GROUP":
+            out.append("(?:" + _gate_sequence(arg, ignore_case=ignore_case) + ")")
+        elif name == "BRANCH":
+            alternatives = []
+            for alternative in arg[1]:
+                with contextlib.suppress(_Untranslatable):
+                    alternatives.append(_gate_sequence(alternative, ignore_case=ignore_case))
+            if not alternatives:
+                raise _Untranslatable
+            out.append("(?:" + "|".join(alternatives) + ")")
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            low, high, body = arg
+            try:
+                inner_expression = _gate_sequence(body, ignore_case=ignore_case)
+            except _Untranslatable:
+                if low:
+                    raise
+                continue  # it can only match zero times
+            if high == _parser.MAXREPEAT:
+                quantifier = "*" if low == 0 else f"{{{low},}}"
+            else:
+                quantifier = f"{{{low},{high}}}"
+            out.append("(?:" + inner_expression + ")" + quantifier)
+        elif name in ("ASSERT", "ASSERT_NOT"):
+            continue
+        elif name == "GROUPREF":
+            out.append(_ONE_CHAR + "*")
+        else:
+            raise _Untranslatable
+    return "".join(out)
+
+
+class Gate:
+    """The trigger's question (could some pattern match here?) asked of a whole region of
+    bytes at once, by pydantic-core's regular expression engine (Rust's ``regex``: a DFA
+    with a literal prefilter, hundreds of MB/s, where Python's ``re`` tries every position).
+
+    It only answers yes or no; :meth:`hot` halves the regions it says yes to, so that the
+    trigger (which finds the lines) only runs over small pieces.
+    """
+
+    def __init__(self, matches: Callable[[str], bool]) -> None:
+        self._matches = matches
+
+    def matches(self, data: bytes) -> bool:
+        """Whether some pattern could match a segment of ``data`` (or it holds an escape)."""
+        return self._matches(_as_ascii(data))
+
+    def hot(self, block: bytes) -> list[tuple[int, int]]:
+        """The pieces of ``block`` (whole lines, in order) where some pattern could match;
+        no pattern matches a segment outside them."""
+        text = _as_ascii(block)  # one character per byte: the same offsets
+        pieces: list[tuple[int, int]] = []
+        start, size = 0, len(text)
+        while start < size:
+            end = text.find("\n", start + REGION) + 1 or size
+            self._halve(text, start, end, pieces)
+            start = end
+        return pieces
+
+    def _halve(self, text: str, start: int, end: int, pieces: list[tuple[int, int]]) -> None:
+        if not self._matches(text[start:end]):
+            return
+        if end - start > PIECE:
+            middle = text.find("\n", (start + end) // 2, end - 1) + 1
+            if start < middle < end:
+                self._halve(text, start, middle, pieces)
+                self._halve(text, middle, end, pieces)
+                return
+        pieces.append((start, end))
+
+
+def _as_ascii(data: bytes) -> str:
+    """``data`` as the gate reads it (see :data:`_TO_ASCII`)."""
+    return (data if data.isascii() else data.translate(_TO_ASCII)).decode("ascii")
+
+
+def build_gate(sources: Sequence[str]) -> Gate | None:
+    """The :class:`Gate` of the patterns ``sources`` (None when one has no translation, or the
+    engine is missing or refuses the expression: then the trigger reads every region)."""
+    expressions = [gate_expression(source) for source in sources]
+    if any(expression is None for expression in expressions):
+        return None
+    joined = "|".join(f"(?:{expression})" for expression in expressions) + "|" + _hex(0x1B)
+    try:
+        validator = SchemaValidator(
+            core_schema.str_schema(pattern=joined, regex_engine="rust-regex")
+        )
+    except SchemaError:  # the engine refuses the expression: the trigger alone is still right
+        return None
+    return Gate(validator.isinstance_python)
 
 
 # --- progress and cancel -------------------------------------------------------------------------
