@@ -97,6 +97,17 @@ def ui_jobs_db(root: Path) -> Path:
     return db
 
 
+def ui_job_folder(root: Path) -> Path:
+    """The UI's job folder ``root/output/flux_portrait`` of :func:`ui_jobs_db`, with the
+    ``.job_config.json`` the UI writes there: its ``sqlite_db_path`` names that database."""
+    db = ui_jobs_db(root)
+    folder = root / "output" / UI_JOB
+    tree = ui_job_config(UI_JOB)
+    tree["config"]["process"][0]["sqlite_db_path"] = str(db)
+    (folder / ".job_config.json").write_text(json.dumps(tree, indent=2), encoding="utf-8")
+    return folder
+
+
 def freeze_changelog_time(path: Path) -> None:
     """Give every run of a change log the same timestamp (for snapshots)."""
     data = json.loads(path.read_text(encoding="utf-8"))

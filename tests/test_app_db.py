@@ -30,6 +30,7 @@ from tests.app_support import (
     save_from_review,
     screen_name,
     screen_text,
+    ui_job_folder,
     ui_jobs_db,
     wait_for_error,
     wait_for_jobs,
@@ -223,14 +224,10 @@ async def test_saving_as_a_new_job_warns_that_nothing_is_resumed(tmp_path: Path)
 
 
 async def test_a_ui_job_folder_without_db_points_to_the_database_found(tmp_path: Path) -> None:
-    from tests.aitk_db import ui_job_config
     from tests.plan_support import cli
 
-    db = ui_jobs_db(tmp_path)
-    folder = tmp_path / "output" / UI_JOB
-    tree = ui_job_config(UI_JOB)
-    tree["config"]["process"][0]["sqlite_db_path"] = str(db)
-    (folder / ".job_config.json").write_text(json.dumps(tree, indent=2), encoding="utf-8")
+    folder = ui_job_folder(tmp_path)
+    db = tmp_path / "aitk_db.db"
     app = create_app(folder, probe=False)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for_state(pilot)

@@ -174,16 +174,10 @@ async def test_ctrl_q_on_a_ui_job_names_the_job_not_a_pseudo_path(tmp_path: Path
 
 
 async def test_a_ui_job_folder_saved_as_a_file_says_what_to_do_in_the_ui(tmp_path: Path) -> None:
-    import json as json_module
+    from tests.app_support import UI_JOB, ui_job_folder
 
-    from tests.aitk_db import ui_job_config
-    from tests.app_support import UI_JOB, ui_jobs_db
-
-    db = ui_jobs_db(tmp_path)
-    folder = tmp_path / "output" / UI_JOB
-    tree = ui_job_config(UI_JOB)
-    tree["config"]["process"][0]["sqlite_db_path"] = str(db)
-    (folder / ".job_config.json").write_text(json_module.dumps(tree, indent=2), encoding="utf-8")
+    folder = ui_job_folder(tmp_path)
+    db = tmp_path / "aitk_db.db"
     app = create_app(folder, probe=False)
     async with app.run_test(size=SIZE) as pilot:
         await roll_back_with_defaults(pilot)
