@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -33,8 +31,7 @@ from tests.autopilot_support import (
     play,
     write_config,
 )
-
-WIZARD = Path(sys.executable).with_name("oom-wizard")
+from tests.tmux_support import WIZARD, in_a_real_terminal, terminal
 
 
 def scenario(name: str) -> Scenario:
@@ -401,49 +398,20 @@ def test_without_auto_and_no_terminal_to_ask_in_it_stops(tmp_path: Path) -> None
     assert not list(tmp_path.glob("*.oomfix*"))
 
 
-@pytest.mark.e2e
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
-@pytest.mark.skipif(not WIZARD.exists(), reason="the oom-wizard script is not installed")
+@in_a_real_terminal
 def test_ctrl_c_in_a_real_terminal_leaves_no_process(tmp_path: Path) -> None:
     config = write_config(tmp_path, scenario("image-early-steps"))
     pidfile = tmp_path / "pids"
-    name = f"oomrun-{uuid.uuid4().hex[:8]}"
     command = (
         f"env FAKE_VRAM_GB=24 FAKE_STALL_AT=1 FAKE_WORKER=1 FAKE_PIDFILE={pidfile} "
         f"{WIZARD} run {config} --auto --grace 2 -- {sys.executable} {FAKE} {{config}}; "
         f"echo EXIT=$?; sleep 30"
     )
-    tmux = shutil.which("tmux") or "tmux"
-    subprocess.run(
-        [
-            tmux,
-            "new-session",
-            "-d",
-            "-s",
-            name,
-            "-x",
-            "120",
-            "-y",
-            "30",
-            "-c",
-            str(tmp_path),
-            command,
-        ],
-        check=True,
-    )
-    try:
+    with terminal(command, cwd=tmp_path, width=120) as pane:
         pid, pgid, worker = (int(x) for x in wait_for(pidfile).split())
         assert group_alive(pgid)
-        subprocess.run([tmux, "send-keys", "-t", name, "C-c"], check=True)
-        for _ in range(200):
-            shown = subprocess.run(
-                [tmux, "capture-pane", "-p", "-t", name], capture_output=True, text=True
-            ).stdout
-            if "EXIT=" in shown:
-                break
-            time.sleep(0.05)
+        pane.send("C-c")
+        shown = pane.wait_for("EXIT=", timeout=10)
         assert "EXIT=130" in shown, shown
         assert not group_alive(pgid)
         assert not pid_alive(pid) and not pid_alive(worker)
-    finally:
-        subprocess.run([tmux, "kill-session", "-t", name], capture_output=True)

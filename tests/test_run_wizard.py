@@ -9,11 +9,8 @@ periodic save and sample.
 from __future__ import annotations
 
 import asyncio
-import shutil
-import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,9 +32,8 @@ from oom_wizard.service import WizardState, effective_choices, prepared, presele
 from oom_wizard.view import ProcessView
 from tests.app_support import settle, wait_for_screen
 from tests.autopilot_support import FAKE, SCENARIOS, Scenario, fake_runner, write_config
+from tests.tmux_support import WIZARD, in_a_real_terminal, terminal
 
-WIZARD = Path(sys.executable).with_name("oom-wizard")
-TMUX = shutil.which("tmux")
 STEPS = "config.process[0].train.steps"
 
 
@@ -219,78 +215,42 @@ def test_a_validation_run_that_would_not_be_shorter_is_left_off(tmp_path: Path) 
 # --- in a real terminal ---------------------------------------------------------------------
 
 
-def tmux(*args: str) -> str:
-    assert TMUX is not None
-    return subprocess.run([TMUX, *args], capture_output=True, text=True, check=True).stdout
-
-
-@pytest.mark.e2e
-@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
-@pytest.mark.skipif(not WIZARD.exists(), reason="the oom-wizard script is not installed")
+@in_a_real_terminal
 def test_run_asks_in_the_wizard_in_a_real_terminal(tmp_path: Path) -> None:
     config = write_config(tmp_path, scenario("image-early-steps"))
-    name = f"oomrunw-{uuid.uuid4().hex[:8]}"
     command = (
         f"env FAKE_VRAM_GB=24 {WIZARD} run {config} -- {sys.executable} {FAKE} {{config}}; "
         "echo EXIT=$?; sleep 30"
     )
-    tmux(
-        "new-session", "-d", "-s", name, "-x", "100", "-y", "30", "-c", str(tmp_path), command
-    )  # fmt: skip
-    try:
-
-        def wait(text: str, tries: int = 300) -> str:
-            for _ in range(tries):
-                shown = tmux("capture-pane", "-p", "-t", name)
-                if text in shown:
-                    return shown
-                time.sleep(0.1)
-            raise AssertionError(f"{text!r} never shown:\n{shown}")
-
-        shown = wait("Review and save")
+    with terminal(command, cwd=tmp_path) as pane:
+        shown = pane.wait_for("Review and save")
         assert "gradient_checkpointing" in shown
-        tmux("send-keys", "-t", name, "Enter")
-        shown = wait("EXIT=")
+        pane.send("Enter")
+        shown = pane.wait_for("EXIT=")
         assert "EXIT=0" in shown, shown
-    finally:
-        subprocess.run([TMUX or "tmux", "kill-session", "-t", name], capture_output=True)
     saved = tmp_path / "image-early-steps.oomfix.yaml"
     assert value(saved, STEPS) == 251
     attempts = read_changelog(changelog_path_for(saved)).attempts
     assert [a.outcome for a in attempts][:1] == ["crashed"]
 
 
-@pytest.mark.e2e
-@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
-@pytest.mark.skipif(not WIZARD.exists(), reason="the oom-wizard script is not installed")
+@in_a_real_terminal
 def test_with_the_output_piped_it_asks_y_n_in_the_terminal(tmp_path: Path) -> None:
     config = write_config(tmp_path, scenario("image-early-steps"))
-    name = f"oomruny-{uuid.uuid4().hex[:8]}"
     command = (
         f"env FAKE_VRAM_GB=24 {WIZARD} run {config} -- {sys.executable} {FAKE} {{config}} "
         "| tail -n 3; echo EXIT=${PIPESTATUS[0]}; sleep 30"
     )
-    tmux(
-        "new-session", "-d", "-s", name, "-x", "100", "-y", "30", "-c", str(tmp_path),
-        f"bash -c '{command}'",
-    )  # fmt: skip
-    try:
+    run_log = tmp_path / "image-early-steps.run.log"
+    with terminal(f"bash -c '{command}'", cwd=tmp_path) as pane:
         for _ in range(300):
-            if (tmp_path / "image-early-steps.run.log").is_file() and "Error running job" in (
-                tmp_path / "image-early-steps.run.log"
-            ).read_text():
+            if run_log.is_file() and "Error running job" in run_log.read_text():
                 break
             time.sleep(0.1)
         time.sleep(1.0)  # the question is asked into the pipe; the answer comes from the tty
-        tmux("send-keys", "-t", name, "Enter")
-        for _ in range(300):
-            shown = tmux("capture-pane", "-p", "-t", name)
-            if "EXIT=" in shown:
-                break
-            time.sleep(0.1)
+        pane.send("Enter")
+        shown = pane.wait_for("EXIT=")
         assert "EXIT=0" in shown, shown
-    finally:
-        subprocess.run([TMUX or "tmux", "kill-session", "-t", name], capture_output=True)
     assert value(tmp_path / "image-early-steps.oomfix.yaml", STEPS) == 251
 
 

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
-import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from textual.widgets import Log
 
 from oom_wizard.follow import JobRow, WatchTarget, read_job_row, watch_db_target, watch_target
@@ -23,9 +19,7 @@ from tests.aitk_db import add_job, all_rows, make_db
 from tests.app_support import wait_for_screen
 from tests.autopilot_support import FAKE, SCENARIOS, write_config
 from tests.test_follow import fake_log
-
-TMUX = shutil.which("tmux")
-WIZARD = Path(sys.executable).with_name("oom-wizard")
+from tests.tmux_support import WIZARD, in_a_real_terminal, terminal
 
 
 def text_of(app: WatchApp, selector: str) -> str:
@@ -126,67 +120,44 @@ def test_watch_finds_the_log_of_a_config_and_of_a_job_folder(tmp_path: Path) -> 
     assert watch_target(None, tmp_path / "x.log").config is None
 
 
-def tmux(*args: str) -> str:
-    assert TMUX is not None
-    return subprocess.run([TMUX, *args], capture_output=True, text=True, check=True).stdout
-
-
-@pytest.mark.e2e
-@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
-@pytest.mark.skipif(not WIZARD.exists(), reason="the oom-wizard script is not installed")
+@in_a_real_terminal
 def test_watch_in_tmux_beside_the_fake_trainer(tmp_path: Path) -> None:
     """The live screen, a skip warning, then the crash opening the wizard by itself."""
     scenario = next(s for s in SCENARIOS if s.name == "image-intermittent")
     config = write_config(tmp_path, scenario)
     log = tmp_path / "log.txt"
-    name = f"oomwatch-{uuid.uuid4().hex[:8]}"
-    tmux(
-        "new-session", "-d", "-s", name, "-x", "100", "-y", "30", "-c", str(tmp_path),
-        f"{WIZARD} watch {config} --log {log} --no-probe; echo EXIT=$?; sleep 30",
-    )  # fmt: skip
+    command = f"{WIZARD} watch {config} --log {log} --no-probe; echo EXIT=$?; sleep 30"
     trainer = None
-    try:
-
-        def screen() -> str:
-            return tmux("capture-pane", "-p", "-t", name)
-
-        def wait(text: str, tries: int = 150) -> str:
-            for _ in range(tries):
-                shown = screen()
-                if text in shown:
-                    return shown
-                time.sleep(0.1)
-            raise AssertionError(f"{text!r} never shown:\n{screen()}")
-
-        wait("Waiting for the log")
-        env = {
-            **os.environ,
-            "FAKE_VRAM_GB": "24",
-            "FAKE_STEP_S": "0.01",
-            "FAKE_BIG_BUCKET_FROM": "40",
-        }
-        with log.open("wb") as sink:
-            trainer = subprocess.Popen(
-                [sys.executable, str(FAKE), str(config)],
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                env=env,
-            )
-            wait("Phase training")
-            wait("OOM at step 41")
-            # The crash opens the wizard by itself, diagnosed, on the first change.
-            shown = wait("Step 1 of")
-            assert "Drop the biggest resolution" in shown
-            assert "The job crashed" in shown  # the verdict, as a notification
-            trainer.wait(30)
-        tmux("send-keys", "-t", name, "Escape")  # a way back: the moment, as the log says
-        wait("When did it crash?")
-        tmux("send-keys", "-t", name, "C-q")
-        assert "EXIT=0" in wait("EXIT=")
-    finally:
-        if trainer is not None and trainer.poll() is None:
-            trainer.kill()
-        subprocess.run([TMUX or "tmux", "kill-session", "-t", name], capture_output=True)
+    with terminal(command, cwd=tmp_path) as pane:
+        try:
+            pane.wait_for("Waiting for the log")
+            env = {
+                **os.environ,
+                "FAKE_VRAM_GB": "24",
+                "FAKE_STEP_S": "0.01",
+                "FAKE_BIG_BUCKET_FROM": "40",
+            }
+            with log.open("wb") as sink:
+                trainer = subprocess.Popen(
+                    [sys.executable, str(FAKE), str(config)],
+                    stdout=sink,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                )
+                pane.wait_for("Phase training")
+                pane.wait_for("OOM at step 41")
+                # The crash opens the wizard by itself, diagnosed, on the first change.
+                shown = pane.wait_for("Step 1 of")
+                assert "Drop the biggest resolution" in shown
+                assert "The job crashed" in shown  # the verdict, as a notification
+                trainer.wait(30)
+            pane.send("Escape")  # a way back: the moment, as the log says
+            pane.wait_for("When did it crash?")
+            pane.send("C-q")
+            assert "EXIT=0" in pane.wait_for("EXIT=")
+        finally:
+            if trainer is not None and trainer.poll() is None:
+                trainer.kill()
 
 
 async def test_a_web_ui_job_shows_its_row_and_is_read_without_blocking(tmp_path: Path) -> None:

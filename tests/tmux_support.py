@@ -1,0 +1,82 @@
+"""A real terminal for the end-to-end tests: a detached tmux session running one command,
+whose screen the test reads and into which it types."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+TMUX = shutil.which("tmux")
+WIZARD = Path(sys.executable).with_name("oom-wizard")
+"""The installed console script, as a user runs it."""
+
+Test = TypeVar("Test", bound=Callable[..., object])
+
+
+def in_a_real_terminal(test: Test) -> Test:
+    """Mark ``test`` end to end, skipped (with the reason) without tmux or the script."""
+    marks = (
+        pytest.mark.e2e,
+        pytest.mark.skipif(TMUX is None, reason="tmux is not installed"),
+        pytest.mark.skipif(not WIZARD.exists(), reason="the oom-wizard script is not installed"),
+    )
+    for mark in marks:
+        test = mark(test)
+    return test
+
+
+def tmux(*args: str) -> str:
+    """Run one tmux command; its output."""
+    assert TMUX is not None
+    return subprocess.run([TMUX, *args], capture_output=True, text=True, check=True).stdout
+
+
+@dataclass(frozen=True)
+class Pane:
+    """The session's one pane."""
+
+    session: str
+
+    def screen(self, *, joined: bool = False) -> str:
+        """What the pane shows now (``joined``: wrapped lines joined back into one)."""
+        return tmux("capture-pane", "-p", *(["-J"] if joined else []), "-t", self.session)
+
+    def wait_for(self, text: str, timeout: float = 30.0) -> str:
+        """The screen, once it shows ``text`` (fails with the screen after ``timeout`` s)."""
+        deadline = time.monotonic() + timeout
+        shown = self.screen()
+        while text not in shown:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} never appeared; the pane shows:\n{shown}")
+            time.sleep(0.1)
+            shown = self.screen()
+        return shown
+
+    def send(self, *keys: str) -> None:
+        """Type ``keys`` (tmux key names: ``Enter``, ``C-c``...)."""
+        tmux("send-keys", "-t", self.session, *keys)
+
+
+@contextmanager
+def terminal(command: str, *, cwd: Path, width: int = 100, height: int = 30) -> Iterator[Pane]:
+    """A ``width`` x ``height`` terminal in ``cwd`` running ``command`` through the shell;
+    the session is killed on the way out, whatever the test did."""
+    session = f"oomwiz-{uuid.uuid4().hex[:8]}"
+    tmux(
+        "new-session", "-d", "-s", session, "-x", str(width), "-y", str(height),
+        "-c", str(cwd), command,
+    )  # fmt: skip
+    try:
+        yield Pane(session)
+    finally:
+        subprocess.run([TMUX or "tmux", "kill-session", "-t", session], capture_output=True)
