@@ -24,7 +24,7 @@ from oom_wizard.screens.messages import JobChosen, JobLoaded
 
 if TYPE_CHECKING:
     from oom_wizard.request import JobRequest
-    from oom_wizard.service import Answers, LeavingSummary, Saved, WizardState
+    from oom_wizard.service import Answers, LeavingSummary, WizardState
 
 #: Where an app opened on a state already settled starts: the plan (the environment verdict
 #: or the first step, as after the moment screen) or the review of the fix preselected.
@@ -61,8 +61,8 @@ class OomWizardApp(App[int]):
         self.exit_on_save = exit_on_save
         self.finished: Finished | None = None
         """The last save that went through (``run`` reads it when the app has exited)."""
-        self.saved: Saved | None = None
         self._saved_state: WizardState | None = None
+        """The state that save was made from (leaving it drops nothing)."""
 
     def on_mount(self) -> None:
         """Open on the load screen (which loads the job at once when it is named), or, on a
@@ -239,8 +239,7 @@ class OomWizardApp(App[int]):
         """Where the file is and what to do next (``exit_on_save``: leave with it)."""
         from oom_wizard.screens.result import ResultScreen
 
-        self.finished = finished
-        self.saved, self._saved_state = finished.saved, self.state
+        self.finished, self._saved_state = finished, self.state
         if self.exit_on_save:
             self.exit(0)
             return
@@ -274,7 +273,7 @@ class OomWizardApp(App[int]):
         """What the terminal keeps once the app is closed (the command line prints it)."""
         from oom_wizard.service import leaving_summary
 
-        return leaving_summary(self.state, self.saved)
+        return leaving_summary(self.state, self.finished.saved if self.finished else None)
 
     @property
     def unsaved_choices(self) -> bool:
