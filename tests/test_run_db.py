@@ -26,8 +26,7 @@ from oom_wizard.service import WizardState
 from tests.aitk_db import add_job, job_row, make_db, stringify
 from tests.autopilot_support import DEMO, FAKE, FLUX, fake_runner
 from tests.test_run_wizard import headless, save
-
-WIZARD = Path(sys.executable).with_name("oom-wizard")
+from tests.tmux_support import WIZARD
 
 pytestmark = pytest.mark.skipif(
     not WIZARD.exists(), reason="the oom-wizard script is not installed"
