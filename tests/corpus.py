@@ -43,6 +43,15 @@ def own_configs() -> list[Path]:
     return _configs_in(OWN_CONFIGS)
 
 
+FLOOR_CONFIG = "floor_everything.yaml"
+"""The own config already at the ladder's floor: nothing is left to roll back in it."""
+
+
+def rollable_configs() -> list[Path]:
+    """The own configs that have something left to roll back (all but :data:`FLOOR_CONFIG`)."""
+    return [path for path in own_configs() if path.name != FLOOR_CONFIG]
+
+
 def shared_examples() -> list[Path]:
     """AI Toolkit's example configs from ``../shared`` (empty when it is not there)."""
     return _configs_in(EXAMPLES)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests import exactness
-from tests.corpus import own_configs, verify_script
+from tests.corpus import FLOOR_CONFIG, own_configs, rollable_configs, verify_script
 from tests.fidelity import load_verifier
 from tests.plan_support import cli
 
@@ -173,15 +173,6 @@ def test_the_command_line_prints_a_verdict_and_exits_by_it(tmp_path: Path) -> No
     assert out.getvalue().splitlines()[0].startswith("exactness: ok; 1 field(s) differ")
 
 
-#: The own config already at the ladder's floor: nothing is left to roll back in it.
-FLOOR = "floor_everything.yaml"
-
-
-def rollable_configs() -> list[Path]:
-    """The own configs that have something left to roll back (all but :data:`FLOOR`)."""
-    return [path for path in own_configs() if path.name != FLOOR]
-
-
 def _apply_all(source: Path, out_dir: Path) -> tuple[Path, Path]:
     output = out_dir / f"{source.stem}.fixed{source.suffix}"
     log = out_dir / f"{source.stem}.fixed.changelog.json"
@@ -193,7 +184,7 @@ def _apply_all(source: Path, out_dir: Path) -> tuple[Path, Path]:
 
 
 def test_the_floor_config_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
-    source = next(path for path in own_configs() if path.name == FLOOR)
+    source = next(path for path in own_configs() if path.name == FLOOR_CONFIG)
     output, log = tmp_path / "floor.fixed.yaml", tmp_path / "floor.fixed.changelog.json"
     status, out, err = cli(
         "apply", source, "--moment", "early_steps", "--all", "-o", output, "--changelog", log
