@@ -6,11 +6,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 from textual.widgets.option_list import Option
 
 from oom_wizard.screens.base import BACK, CRASHED, RAN, Back, StageScreen
-from oom_wizard.screens.widgets import MarkedOptionList, change_line
+from oom_wizard.screens.widgets import KeyBar, MarkedOptionList, change_line
 
 
 class ComingBackScreen(StageScreen[str | Back]):
@@ -32,7 +32,7 @@ class ComingBackScreen(StageScreen[str | Back]):
                 id="answer-list",
                 compact=True,
             )
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         """Focus the question."""

@@ -6,11 +6,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 from textual.widgets.option_list import Option
 
 from oom_wizard.screens.base import BACK, Back, StageScreen
-from oom_wizard.screens.widgets import MarkedOptionList
+from oom_wizard.screens.widgets import KeyBar, MarkedOptionList
 from oom_wizard.service import Answers, environment_verdict, moment_info
 from oom_wizard.vocabulary import DEFAULT_MOMENT, MOMENTS
 
@@ -49,7 +49,7 @@ class EnvironmentScreen(StageScreen[Answers | Back]):
             yield Static("What to check before any retry", classes="section")
             checks = [f"• {check}" for check in state.plan.environment_checks]
             yield Static("\n".join(checks), id="checks", markup=False)
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         """Preselect the likeliest config moment."""

@@ -23,14 +23,14 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.suggester import Suggester
-from textual.widgets import DirectoryTree, Footer, Header, Input, ProgressBar, Static
+from textual.widgets import DirectoryTree, Header, Input, ProgressBar, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, get_current_worker
 
 from oom_wizard.errors import WizardError
 from oom_wizard.screens.base import StageScreen
 from oom_wizard.screens.messages import JobChosen, JobLoaded, JobsListed, LoadFailed
-from oom_wizard.screens.widgets import MARKER_WIDTH, MarkedOptionList
+from oom_wizard.screens.widgets import MARKER_WIDTH, KeyBar, MarkedOptionList
 from oom_wizard.spelling import oom_figures
 
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ class LoadScreen(StageScreen[None]):
                 if request.asks_for_config:
                     yield ConfigTree(Path.cwd(), id="tree")
             yield Static("", id="summary")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         """Load the job named on the command line, list the database's jobs, or ask."""

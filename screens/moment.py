@@ -7,11 +7,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
-from textual.widgets import Footer, Header, OptionList, RadioSet, Static
+from textual.widgets import Header, OptionList, RadioSet, Static
 from textual.widgets.option_list import Option
 
 from oom_wizard.screens.base import BACK, Back, StageScreen
-from oom_wizard.screens.widgets import Choice, MarkedOptionList, Tick
+from oom_wizard.screens.widgets import Choice, KeyBar, MarkedOptionList, Tick
 from oom_wizard.service import Answers, WizardState, advice_for, moment_info
 from oom_wizard.vocabulary import MODEL_KINDS, MOMENTS, Moment
 
@@ -58,7 +58,7 @@ class MomentScreen(StageScreen[Answers | Back]):
                     id="worked",
                 )
             yield Static("", id="advice", classes="note", markup=False)
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         """Highlight the moment in effect and focus the list."""

@@ -6,10 +6,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from oom_wizard.screens.base import Finished, StageScreen
-from oom_wizard.screens.widgets import change_line
+from oom_wizard.screens.widgets import KeyBar, change_line
 from oom_wizard.service import (
     ChangeEntry,
     DbSaveResult,
@@ -48,7 +48,7 @@ class ResultScreen(StageScreen[None]):
             yield Static(self._changes(), id="changes")
             yield Static("Later, when a retry trains through", classes="section")
             yield Static(self._scale_up_order(), id="later")
-        yield Footer()
+        yield KeyBar()
 
     @property
     def entries(self) -> tuple[ChangeEntry, ...]:

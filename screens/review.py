@@ -10,13 +10,13 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from oom_wizard.errors import WizardError
 from oom_wizard.screens.base import BACK
 from oom_wizard.screens.destination import DestinationPicker
 from oom_wizard.screens.saving import SavingStage
-from oom_wizard.screens.widgets import DiffView, Tick
+from oom_wizard.screens.widgets import DiffView, KeyBar, Tick
 from oom_wizard.service import (
     Prepared,
     StepChoice,
@@ -56,7 +56,7 @@ class ReviewScreen(SavingStage):
                     yield Static(validation.why, classes="field-hint")
             yield Static("", id="error", classes="error")
             yield DiffView(id="diff")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         """Show what the choices change."""

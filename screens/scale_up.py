@@ -7,13 +7,13 @@ from functools import partial
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from oom_wizard.errors import WizardError
 from oom_wizard.screens.base import BACK
 from oom_wizard.screens.destination import DestinationPicker
 from oom_wizard.screens.saving import SavingStage
-from oom_wizard.screens.widgets import DiffView
+from oom_wizard.screens.widgets import DiffView, KeyBar
 from oom_wizard.service import (
     ScaleUp,
     next_scale_up,
@@ -53,7 +53,7 @@ class ScaleUpScreen(SavingStage):
                 yield DestinationPicker(self.state, id="destination")
                 yield Static("", id="error", classes="error")
                 yield DiffView(id="diff")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         """Show the diff of the re-add."""

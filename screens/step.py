@@ -11,11 +11,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.widgets import Footer, Header, Input, Static
+from textual.widgets import Header, Input, Static
 
 from oom_wizard.errors import WizardError
 from oom_wizard.screens.base import BACK, Accepted, Back, SaveNow, StageScreen
-from oom_wizard.screens.widgets import DiffView, Tick, ladder_content
+from oom_wizard.screens.widgets import DiffView, KeyBar, Tick, ladder_content
 from oom_wizard.service import (
     MISSING,
     FieldProposal,
@@ -171,7 +171,7 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
                 yield FieldRow(proposal, number, enabled, check, typed)
             yield Static("", id="estimate")
             yield DiffView(id="step-diff")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         """Show the estimate and the diff of the defaults; the focus on the first toggle."""

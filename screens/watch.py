@@ -22,8 +22,9 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.css.query import NoMatches
-from textual.widgets import Footer, Header, Log, Sparkline, Static
+from textual.widgets import Header, Log, Sparkline, Static
 
+from oom_wizard.screens.widgets import KeyBar
 from oom_wizard.service import (
     CrashReport,
     JobRow,
@@ -103,7 +104,7 @@ class WatchApp(App[WatchResult]):
             yield Static("", id="row", markup=False)
             yield Static("", id="gpu", markup=False)
             yield Static("", id="crash", markup=False)
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         """Start polling the log (and the GPU); make the crash's diagnosis ready meanwhile."""

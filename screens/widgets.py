@@ -7,15 +7,64 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
 from rich.segment import Segment
+from textual.app import ComposeResult
 from textual.content import Content
 from textual.markup import escape
+from textual.screen import Screen
 from textual.strip import Strip
-from textual.widgets import Checkbox, OptionList, RadioButton, Static
+from textual.widgets import Checkbox, Footer, OptionList, RadioButton, Static
 
 from oom_wizard import spelling
 
 if TYPE_CHECKING:
     from oom_wizard.service import ChangeEntry, Prepared, StepProposal
+
+#: What a :class:`KeyBar` shows of one binding: its key, action, words, group, whether it is
+#: enabled, and its tooltip.
+_KeyShown = tuple[str, str, str, str | None, bool, str]
+
+
+class KeyBar(Footer):
+    """Textual's footer, rebuilt only when the keys it shows change.
+
+    The footer rebuilds all its keys whenever the screen's bindings are refreshed: on every
+    focus change, and on every move inside a list, whose hidden cursor keys come and go.
+    Each rebuild restyles every key, which made the footer the costliest widget of the app.
+    The keys it shows change rarely (a step, a save), so this bar compares what it would
+    show with what it shows, or is about to show, and is rebuilt only when they differ.
+    """
+
+    _showing: tuple[_KeyShown, ...] | None = None
+
+    def compose(self) -> ComposeResult:
+        # Until the screen's bindings are ready, the footer composes no keys at all.
+        self._showing = self._shows() if self._bindings_ready else None
+        yield from super().compose()
+
+    def bindings_changed(self, screen: Screen[object]) -> None:
+        here = self.is_attached and screen is self.screen
+        if here and self._showing is not None and self._shows() == self._showing:
+            return
+        super().bindings_changed(screen)
+        if here and screen.app.app_focus:
+            self._showing = self._shows()  # the rebuild the footer has just asked for
+
+    def _shows(self) -> tuple[_KeyShown, ...]:
+        """What the bar shows of the screen's bindings: the shown ones and the palette's."""
+        palette = self.app.COMMAND_PALETTE_BINDING
+        return tuple(
+            (
+                binding.key,
+                binding.action,
+                binding.description,
+                binding.group.description if binding.group else None,
+                enabled,
+                tooltip,
+            )
+            for key, (_node, binding, enabled, tooltip) in self.screen.active_bindings.items()
+            if binding.show or key == palette
+        )
+
 
 #: A diff line longer than this is unreadable as a line (a config stored as one line of
 #: JSON, as the web UI stores it): such a change is shown field by field instead.
