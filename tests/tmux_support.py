@@ -22,6 +22,9 @@ WIZARD = Path(sys.executable).with_name("oom-wizard")
 
 Test = TypeVar("Test", bound=Callable[..., object])
 
+#: How long a screen must stay the same to count as drawn.
+STILL_S = 0.2
+
 
 def in_a_real_terminal(test: Test) -> Test:
     """Mark ``test`` end to end, skipped (with the reason) without tmux or the script."""
@@ -61,6 +64,24 @@ class Pane:
             time.sleep(0.1)
             shown = self.screen()
         return shown
+
+    def wait_for_change(self, before: str, *, top: int = 8, timeout: float = 30.0) -> str:
+        """The screen, once its ``top`` lines differ from those of ``before`` (where each
+        stage shows its title; notifications are drawn at the bottom) and it has stopped
+        changing (two captures :data:`STILL_S` apart are the same)."""
+        deadline = time.monotonic() + timeout
+        shown = self.screen()
+        while shown.splitlines()[:top] == before.splitlines()[:top]:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the screen did not change; it shows:\n{shown}")
+            time.sleep(0.05)
+            shown = self.screen()
+        while True:
+            time.sleep(STILL_S)
+            again = self.screen()
+            if again == shown or time.monotonic() > deadline:
+                return again
+            shown = again
 
     def send(self, *keys: str) -> None:
         """Type ``keys`` (tmux key names: ``Enter``, ``C-c``...)."""
