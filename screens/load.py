@@ -254,14 +254,18 @@ class LoadScreen(StageScreen[None]):
             return
         if self.request.db is not None:
             return
+        path = self._show_picker()
+        if not path.value and self.request.target is not None:
+            path.value = str(self.request.target)
+        path.focus()
+
+    def _show_picker(self) -> Input:
+        """Show the path input and the tree of the working folder; the input."""
         picker = self.query_one("#picker")
         picker.display = True
         if not picker.query(ConfigTree):
             picker.mount(ConfigTree(Path.cwd(), id="tree"))
-        path = self.query_one("#path", Input)
-        if not path.value and self.request.target is not None:
-            path.value = str(self.request.target)
-        path.focus()
+        return self.query_one("#path", Input)
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def _list(self, db: Path) -> None:
@@ -311,11 +315,7 @@ class LoadScreen(StageScreen[None]):
         self.notify(event.error, title="Cannot load", severity="error")
         if self.request.db is not None:
             return
-        picker = self.query_one("#picker")
-        picker.display = True
-        if not picker.query(ConfigTree):
-            picker.mount(ConfigTree(Path.cwd(), id="tree"))
-        self.query_one("#path", Input).focus()
+        self._show_picker().focus()
 
     @on(DirectoryTree.FileSelected)
     def _picked(self, event: DirectoryTree.FileSelected) -> None:
