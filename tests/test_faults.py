@@ -407,7 +407,11 @@ def test_random_kills_of_a_large_save(tmp_path):
             time.sleep(rng.uniform(0, at_save))  # anywhere while it reads and plans
         else:
             os.read(child.started, 1)  # the save has begun: kill it inside its window
-            time.sleep(rng.uniform(0, window * 1.2))
+            # A wait, not a sleep: a sleep this short (the window is a few ms) wakes late on
+            # a busy machine, and most signals then came after the child had finished.
+            until = time.perf_counter() + rng.uniform(0, window * 1.2)
+            while time.perf_counter() < until:
+                pass
         with contextlib.suppress(ProcessLookupError):
             os.kill(child.pid, sig)
         status = reap(child)
