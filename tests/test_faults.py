@@ -280,7 +280,8 @@ class Child:
 
     pid: int
     err: Path
-    started: int  # read end of a pipe that gets a byte when the save's first step starts
+    started: int  # read end of a pipe that gets a byte when the save's first step starts,
+    # and another when its first rename does
 
 
 def spawn(case: Case, hook: Callable[[str, Path], None] | None = None) -> Child:
@@ -307,13 +308,14 @@ def spawn(case: Case, hook: Callable[[str, Path], None] | None = None) -> Child:
             os.dup2(os.open(err, os.O_WRONLY), 2)
             sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
             sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
-            announced = False
+            announced: set[bytes] = set()
 
             def step(name: str, path: Path) -> None:
-                nonlocal announced
-                if not announced:
-                    announced = True
-                    os.write(write_end, b"s")
+                # A byte when the save starts, another at its first rename.
+                mark = b"s" if not announced else b"r" if name == "rename" else None
+                if mark is not None and mark not in announced:
+                    announced.add(mark)
+                    os.write(write_end, mark)
                 if hook is not None:
                     hook(name, path)
 
@@ -381,21 +383,25 @@ def test_random_kills_of_a_large_save(tmp_path):
     seed = int(os.environ.get("OOM_WIZARD_FAULT_SEED", "20261201"))
     rng = random.Random(seed)
     next_run(tmp_path)  # import everything once here, so that each forked child is cheap
-    # Time undisturbed runs, and their save windows, to aim the delays (the median of five:
-    # the window is a few milliseconds, about as long as a hiccup of this shared machine).
-    starts, windows = [], []
+    # Time undisturbed runs, their save windows and when the renames begin, to aim the
+    # delays (the median of five: the window is a few milliseconds, about as long as a
+    # hiccup of this shared machine).
+    starts, renames, windows = [], [], []
     for index in range(5):
         (tmp_path / f"probe{index}").mkdir()
         probe = make_case(tmp_path / f"probe{index}", force=False, prompts=RANDOM_PROMPTS)
         assert probe.source.stat().st_size > 30_000
         started = time.perf_counter()
         child = spawn(probe)
-        os.read(child.started, 1)
+        assert os.read(child.started, 1) == b"s"
         starts.append(time.perf_counter() - started)
+        assert os.read(child.started, 1) == b"r"
+        renames.append(time.perf_counter() - started - starts[-1])
         assert reap(child) == 0
         windows.append(time.perf_counter() - started - starts[-1])
     at_save = sorted(starts)[2]
     window = max(sorted(windows)[2], 0.002)
+    at_rename = min(sorted(renames)[2], window)
     tallies: dict[str, int] = {}
     for run in range(RANDOM_KILLS):
         folder = tmp_path / f"r{run}"
@@ -407,11 +413,16 @@ def test_random_kills_of_a_large_save(tmp_path):
             time.sleep(rng.uniform(0, at_save))  # anywhere while it reads and plans
         else:
             os.read(child.started, 1)  # the save has begun: kill it inside its window
-            # A wait, not a sleep: a sleep this short (the window is a few ms) wakes late on
-            # a busy machine, and most signals then came after the child had finished.
-            until = time.perf_counter() + rng.uniform(0, window * 1.2)
+            # A wait that yields, not a sleep: a sleep this short (the window is a few ms)
+            # wakes late on a busy machine, and most signals then came after the child had
+            # finished; a bare spin takes the core the child needs, and they came early.
+            # Half before the renames, half from them on: each part gets its share of kills
+            # whatever its length.
+            early = rng.random() < 0.5
+            delay = rng.uniform(0, at_rename) if early else rng.uniform(at_rename, window * 1.2)
+            until = time.perf_counter() + delay
             while time.perf_counter() < until:
-                pass
+                os.sched_yield()  # the child may need this core more
         with contextlib.suppress(ProcessLookupError):
             os.kill(child.pid, sig)
         status = reap(child)
