@@ -22,7 +22,7 @@ from oom_wizard.document import (
 )
 from oom_wizard.errors import ConfigError, EditError
 from oom_wizard.yamledit import YamlText
-from oom_wizard.yamlload import load_tree
+from oom_wizard.yamlload import MAX_DEPTH, check_limits, load_tree
 
 MINIMAL = """\
 job: extension
@@ -90,6 +90,19 @@ def test_scalars_load_as_the_toolkits_safeloader_reads_them(scalar: str, value: 
 
     assert type(loaded) is type(value) is type(checked)
     assert loaded == value == checked
+
+
+@pytest.mark.parametrize("opener", ["[", "{"])
+def test_the_depth_limit_counts_nested_brackets_exactly_at_its_bound(opener: str) -> None:
+    closer = {"[": "]", "{": "}"}[opener]
+    nested = "v: " + opener * MAX_DEPTH + closer * MAX_DEPTH + "\n"
+    check_limits(nested, "job.yaml")  # MAX_DEPTH openers in all: the quick bound passes it
+    many = "".join(f"k{i}: {opener}{closer}\n" for i in range(MAX_DEPTH + 5))
+    check_limits(many, "job.yaml")  # more openers than the bound, none nested: the full pass
+    deeper = "v: " + opener * (MAX_DEPTH + 1) + closer * (MAX_DEPTH + 1) + "\n"
+    with pytest.raises(ConfigError, match=f"nests deeper than {MAX_DEPTH} levels") as caught:
+        check_limits(deeper, "job.yaml")
+    assert (caught.value.line, caught.value.column) == (1, 4 + MAX_DEPTH)
 
 
 def test_the_float_resolver_does_not_leak_into_pyyaml_itself() -> None:

@@ -25,9 +25,9 @@ CHILD = textwrap.dedent(
 
     try:
         RaisesInCallback()  # dropped at once: its __del__ runs as an interpreter callback
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + float(sys.argv[2])
         while time.monotonic() < deadline:
-            pass
+            time.sleep(0.005)  # ordinary code; a signal ends the sleep and raises here
         print("lost")
     except Terminated:
         print("terminated")
@@ -44,7 +44,7 @@ CHILD = textwrap.dedent(
 def test_an_interrupt_raised_in_a_callback_arrives_again_in_ordinary_code(exception, arrives_as):
     code = CHILD.format(exception=exception)
     done = subprocess.run(
-        [sys.executable, "-c", code, "installed"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", code, "installed", "5"], capture_output=True, text=True, timeout=60
     )
     assert done.stdout.strip() == arrives_as
     assert "Exception ignored" not in done.stderr
@@ -52,10 +52,13 @@ def test_an_interrupt_raised_in_a_callback_arrives_again_in_ordinary_code(except
 
 
 def test_without_the_hook_the_interpreter_prints_it_and_carries_on():
-    """The behaviour the hook exists for, so the test above cannot pass by accident."""
+    """The behaviour the hook exists for, so the test above cannot pass by accident.
+
+    The child waits a second for an interrupt that never comes: a hundred times the hook's
+    resend delay (the installed child above is woken after about 10 ms of its 5 s)."""
     code = CHILD.format(exception="KeyboardInterrupt")
     done = subprocess.run(
-        [sys.executable, "-c", code, "bare"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", code, "bare", "1"], capture_output=True, text=True, timeout=60
     )
     assert done.stdout.strip() == "lost"
     assert "Exception ignored" in done.stderr

@@ -149,20 +149,27 @@ def test_a_window_ignoring_case_finds_the_non_ascii_forms_too() -> None:
 
 def contains(text: str, required: frozenset[tuple[str, bool]]) -> bool:
     """Whether the UTF-8 bytes of ``text`` hold one of ``required`` (as the trigger looks)."""
+    return holds(text, windows(required))
+
+
+def windows(required: frozenset[tuple[str, bool]]) -> list[re.Pattern[bytes]]:
+    """The trigger's byte pattern for each required string."""
+    return [re.compile(window_pattern(needle, ignore_case=icase)) for needle, icase in required]
+
+
+def holds(text: str, patterns: list[re.Pattern[bytes]]) -> bool:
     data = text.encode("utf-8", "surrogatepass")
-    return any(
-        re.search(window_pattern(needle, ignore_case=icase), data) for needle, icase in required
-    )
+    return any(pattern.search(data) for pattern in patterns)
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.data())
-def test_every_match_of_every_marker_holds_a_required_string(data: st.DataObject) -> None:
-    for source in SOURCES:
-        required = required_strings(source)
-        assert required is not None, f"no fixed text in {source!r}: every line would be read"
-        text = data.draw(st.from_regex(source), label=source)
-        assert contains(text, required), (source, text)
+#: Each marker pattern's required strings (None: no fixed text) and their byte patterns,
+#: worked out once: they depend on the pattern alone, not on what is drawn from it.
+REQUIRED = {source: required_strings(source) for source in SOURCES}
+WINDOWS = {source: windows(required) for source, required in REQUIRED.items() if required}
+
+
+# That every match of every marker holds a required string is checked below, in the one
+# property that draws a match of every pattern for the trigger and the gate too.
 
 
 # --- the trigger ---------------------------------------------------------------------------------
@@ -178,23 +185,6 @@ def test_markers_with_no_fixed_text_read_every_line() -> None:
 
 
 PREFIXES = ["", "[rank0]: ", "2025-03-14T10:48:02.511Z ", "[2024-09-09 17:43:57] [INFO] "]
-
-
-@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.data())
-def test_the_trigger_lets_through_every_line_a_pattern_matches(data: st.DataObject) -> None:
-    trigger = COMPILED.trigger
-    assert trigger is not None
-    for source in SOURCES:
-        line = data.draw(st.sampled_from(PREFIXES)) + data.draw(st.from_regex(source))
-        line = line.replace("\r", " ").replace("\n", " ")
-        raw = line.encode("utf-8", "replace")
-        text = clean(raw)
-        if COMPILED.prefix is not None and (match := COMPILED.prefix.match(text)):
-            text = text[match.end() :]
-        if COMPILED.prefilter.search(text):
-            assert trigger.search.search(raw) is not None, (source, line)
-            assert trigger.passes(raw, text), (source, line)
 
 
 def test_a_coloured_oom_line_is_read() -> None:
@@ -260,12 +250,25 @@ def log_lines() -> st.SearchStrategy[str]:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
-    st.lists(st.tuples(log_lines(), st.sampled_from(["\n", "\r", "\r\n", "\n\n"])), max_size=40),
-    st.sampled_from([7, 64, 1 << 20]),
+    st.lists(st.tuples(log_lines(), st.sampled_from(["\n", "\r", "\r\n", "\n\n"])), max_size=60),
+    st.sampled_from([7, 64, 300, 1 << 20]),
+    st.sampled_from([(40, 8), (500, 64)]),
 )
-def test_the_trigger_never_changes_the_scan(lines: list[tuple[str, str]], chunk_bytes: int) -> None:
+def test_the_trigger_and_the_gate_never_change_the_scan_whatever_the_regions(
+    lines: list[tuple[str, str]], chunk_bytes: int, sizes: tuple[int, int]
+) -> None:
+    """The trigger and the gate give the scan of every segment read: with the shipped
+    region sizes, and with small regions and pieces (the gate halves them down to lines).
+
+    One log per example for both (they were two tests of 150 and 120 examples, each
+    drawing its own logs, which is where nearly all of their CPU went)."""
     data = "".join(line + end for line, end in lines).encode("utf-8", "surrogatepass")
     fast, full = scan_both(data, chunk_bytes)
+    assert fast == full
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(logread, "REGION", sizes[0])
+        patch.setattr(logread, "PIECE", sizes[1])
+        fast, full = scan_both(data, chunk_bytes)
     assert fast == full
 
 
@@ -454,20 +457,51 @@ def _cleaned(raw: bytes) -> str:
     return text
 
 
+AROUND = ["", " ", "x", "\u00e9", "\u2502 ", "\ufffd", "\t"]
+
+
+def _line(text: str) -> bytes:
+    return text.replace("\r", " ").replace("\n", " ").encode("utf-8", "replace")
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
-def test_the_gate_finds_every_line_a_pattern_matches(data: st.DataObject) -> None:
+def test_every_match_of_every_marker_gets_past_the_required_strings_the_trigger_and_the_gate(
+    data: st.DataObject,
+) -> None:
+    """For every marker pattern, one match drawn per example and given to the three cheap
+    tests that must never miss a line a pattern matches:
+
+    - the match holds one of the pattern's required strings (what the trigger looks for);
+    - the trigger lets its line through, as a log prints it (a prefix, then the match) and
+      with other text right around the match;
+    - the gate finds the line with text around the match, alone and inside a block.
+
+    One pass over one draw: drawing a string from every pattern is nearly all of the cost,
+    and each check gets the draws it had as a test of its own (20, 30 and 40 examples then,
+    40 each now), from the same strategies.
+    """
+    trigger = COMPILED.trigger
+    assert trigger is not None
     assert GATE is not None
     for source in SOURCES:
-        around = st.sampled_from(["", " ", "x", "\u00e9", "\u2502 ", "\ufffd", "\t"])
-        line = (
-            data.draw(st.sampled_from(PREFIXES))
-            + data.draw(around)
-            + data.draw(st.from_regex(source))
-            + data.draw(around)
-        )
-        line = line.replace("\r", " ").replace("\n", " ")
-        raw = line.encode("utf-8", "replace")
+        assert REQUIRED[source] is not None, f"no fixed text in {source!r}: every line is read"
+        prefix = data.draw(st.sampled_from(PREFIXES))
+        before = data.draw(st.sampled_from(AROUND))
+        match = data.draw(st.from_regex(source), label=source)
+        after = data.draw(st.sampled_from(AROUND))
+
+        assert holds(match, WINDOWS[source]), (source, match)
+
+        for line in (prefix + match, prefix + before + match + after):
+            raw = _line(line)
+            text = _cleaned(raw)
+            if COMPILED.prefilter.search(text):
+                assert trigger.search.search(raw) is not None, (source, line)
+                assert trigger.passes(raw, text), (source, line)
+
+        line = prefix + before + match + after
+        raw = _line(line)
         text = _cleaned(raw)
         if COMPILED.prefilter.search(text) or COMPILED.prefilter.search(text.lstrip(" ")):
             assert GATE.matches(raw), (source, line)
@@ -538,21 +572,8 @@ def test_the_gate_halves_regions_down_to_whole_lines(
         assert any(start <= at and at + len(marker) <= end for start, end in hot)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
-@given(
-    st.lists(st.tuples(log_lines(), st.sampled_from(["\n", "\r", "\r\n", "\n\n"])), max_size=60),
-    st.sampled_from([7, 300, 1 << 20]),
-    st.sampled_from([(40, 8), (500, 64)]),
-)
-def test_the_gate_never_changes_the_scan_whatever_the_regions(
-    lines: list[tuple[str, str]], chunk_bytes: int, sizes: tuple[int, int]
-) -> None:
-    data = "".join(line + end for line, end in lines).encode("utf-8", "surrogatepass")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(logread, "REGION", sizes[0])
-        patch.setattr(logread, "PIECE", sizes[1])
-        fast, full = scan_both(data, chunk_bytes)
-    assert fast == full
+# The gate with small regions is checked on whole logs in
+# test_the_trigger_and_the_gate_never_change_the_scan_whatever_the_regions, above.
 
 
 # --- a line that ends in a run of redraws: only its first and last redraws are read -------------

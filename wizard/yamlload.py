@@ -101,6 +101,8 @@ def _too_deep(text: str) -> int | None:
     # Every block level takes a column at least (an indent, or "- "), so lines only need
     # counting when one starts that far in.
     counting = _DEEP_LINE.search(text) is not None
+    if not counting and text.count("[") + text.count("{") <= MAX_DEPTH:
+        return None  # only an opening bracket adds a level, and there are too few of them
     line_start = counting
     while index < length:
         if line_start:
