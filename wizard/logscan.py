@@ -323,30 +323,31 @@ class _Compiled:
         self.dump_open = re.compile(markers.config_dump.open)
         self.dump_key = re.compile(markers.config_dump.key)
         self.resume = [re.compile(p) for p in markers.resume]
-        self.phases = [(re.compile(r.source()), r.phase) for r in markers.phases]
-        self.bars = [(re.compile(r.source()), r.phase) for r in markers.bars]
-        self.signals = [(re.compile(r.source()), r.signal) for r in markers.signals]
+        self.phases = [(_rule_pattern(r), r.phase) for r in markers.phases]
+        self.bars = [(_rule_pattern(r), r.phase) for r in markers.bars]
+        self.signals = [(_rule_pattern(r), r.signal) for r in markers.signals]
         self.python_errors = _any(markers.python_errors)
         self.exception = re.compile(markers.exception)
         self.exits = [re.compile(p) for p in markers.exits]
         self.stopped = _any(markers.stopped)
         self.frame = re.compile(markers.frame)
         self.frame_phases = [
-            (re.compile(r.source()), re.compile(r.file) if r.file else None, r.phase)
+            (_rule_pattern(r), re.compile(r.file) if r.file else None, r.phase)
             for r in markers.frame_phases
         ]
-        self.call_phases = [(re.compile(r.source()), r.phase) for r in markers.call_phases]
+        self.call_phases = [(_rule_pattern(r), r.phase) for r in markers.call_phases]
         self.finished = _any(markers.finished)
         self.config_fields = markers.config_fields
         self.host_copy = _any(markers.host_copy)
         joined = "|".join(f"(?:{p})" for p in markers.line_prefixes)
         self.prefix = re.compile(f"(?:{joined})+") if joined else None
-        sources = [
+        plain = (
             *markers.run_start,
             markers.config_dump.open,
             *markers.resume,
-            *(r.source() for r in markers.phases),
-            *(r.source() for r in markers.signals),
+        )
+        rules = (*markers.phases, *markers.signals)
+        tail = (
             *markers.python_errors,
             markers.exception,
             *markers.exits,
@@ -354,12 +355,24 @@ class _Compiled:
             *markers.finished,
             markers.frame,
             *markers.host_copy,
+        )
+        sources = [*plain, *(r.source() for r in rules), *tail]
+        patterns = [
+            *(re.compile(p) for p in plain),
+            *(_rule_pattern(r) for r in rules),
+            *(re.compile(p) for p in tail),
         ]
         self.prefilter = re.compile("|".join(f"(?:{_unnamed(s)})" for s in sources))
-        self.trigger = build_trigger(sources, self.prefilter)
+        self.trigger = build_trigger(sources, self.prefilter, patterns=patterns)
         """The prefilter's cheap form: over chunks of bytes, then segment by segment."""
         self.gate = build_gate(sources)
         """The trigger's question for whole regions at once (where it can be asked)."""
+
+
+def _rule_pattern(rule: _Rule) -> re.Pattern[str]:
+    """The rule's pattern compiled with its flag: the expression of :meth:`_Rule.source`, and
+    already in ``re``'s cache (its check when the table was loaded) unless it ignores case."""
+    return re.compile(rule.pattern, re.IGNORECASE if rule.ignore_case else 0)
 
 
 def load_log_markers(path: Path | None = None) -> LogMarkers:
