@@ -1137,30 +1137,32 @@ class _Scanner:
                 self._cold = False
         elif cut > start and _find_bar(block, start, cut) < 0:
             self._repeat, self._head_training = _NO_BAR, False
-            rest = block[cut + 1 : end]
-            if not self._one_run(rest):
-                self._feed_lines(rest)
+            if not self._one_run(block, cut + 1, end):
+                self._feed_lines(block[cut + 1 : end])
         else:
             self._feed_lines(block[start:end])
 
-    def _one_run(self, line: bytes) -> bool:
-        """Read ``line`` as :meth:`_feed_lines` would, when it is the common case, and say so:
-        a run of redraws of one bar (each ends with ``]``, every ``\\r`` starts the same head)
-        after a text segment. Only its first redraw (a head the previous segment did not show)
-        and its last (the one to remember) are read; the ones between change nothing that the
-        last does not change again (see :func:`_without_repeats`)."""
-        body = line[:-1] if line.endswith(b"\n") else line
-        first = body.find(b"\r")
-        mark = body.find(b"%|", 0, first)
-        if first < 0 or mark < 0 or not body.endswith(b"]"):
+    def _one_run(self, block: bytes, start: int, end: int) -> bool:
+        """Read the rest of a line (``block[start:end]``, after its text segment) as
+        :meth:`_feed_lines` would when it is the common case, and say so: a run of redraws of one
+        bar (each ends with ``]``, every ``\\r`` starts the same head). Only its first redraw (a
+        head the previous segment did not show) and its last (the one to remember) are read;
+        the ones between change nothing that the last does not change again (see
+        :func:`_without_repeats`)."""
+        stop = end - 1 if block.endswith(b"\n", start, end) else end
+        first = block.find(b"\r", start, stop)
+        if first < 0 or not block.endswith(b"]", start, stop):
             return False
-        head = b"]\r" + body[: mark + 2]
-        if body.count(head) != body.count(b"\r"):
+        mark = block.find(b"%|", start, first)
+        if mark < 0:
+            return False
+        head = b"]\r" + block[start : mark + 2]
+        if block.count(head, start, stop) != block.count(b"\r", start, stop):
             return False
         line_no = self._line
-        self._bar(body[:first], mark, line_no)
-        self._remember(body[body.rfind(b"\r") + 1 :], line_no)
-        if body is not line:
+        self._bar(block[start:first], mark - start, line_no)
+        self._remember(block[block.rfind(b"\r", start, stop) + 1 : stop], line_no)
+        if stop != end:
             self._line = line_no + 1
         return True
 
