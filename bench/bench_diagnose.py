@@ -22,7 +22,8 @@ RSS):
   (``for line in open(LOG, encoding="utf-8", errors="replace")``, the baseline of the target)
   and in binary mode, and the ratio of ``diagnose`` to each: the three alternated
   ``REPEATS`` times once the log is flushed to disk, each figure the median run;
-- start-up: ``diagnose`` on a small log beside ``python -c "import yaml, pydantic"``.
+- start-up: ``--version``, ``diagnose`` on a small log and ``apply`` on a small config (a save),
+  beside ``python -c "import yaml, pydantic"``, alternated, wall and CPU time.
 
 The children run with Python's default bytecode caching, into the bench's own temporary
 folder (``PYTHONPYCACHEPREFIX``), after one warm-up run: as an installed copy runs, whose
@@ -285,13 +286,39 @@ def write_mixed_log(path: Path, size_bytes: int) -> int:
     return step
 
 
-def startup(runs: int, log: Path) -> tuple[float, float]:
-    """Median seconds of ``diagnose`` on a small log and of importing yaml and pydantic."""
-    diagnose = [sys.executable, "-m", "oom_wizard", "diagnose", "--log", str(log), "--no-probe"]
-    baseline = [sys.executable, "-c", "import yaml, pydantic"]
-    ours = statistics.median(measure(diagnose).seconds for _ in range(runs))
-    theirs = statistics.median(measure(baseline).seconds for _ in range(runs))
-    return ours, theirs
+#: A real config shape for the start-up of ``apply`` (a save: the whole pipeline).
+APPLY_CONFIG = REPO / "tests" / "fixtures" / "configs" / "flux_portrait_24gb.yaml"
+
+
+def startup_commands(folder: Path, log: Path) -> dict[str, list[str]]:
+    """The child processes whose start-up is measured, by name."""
+    ours = [sys.executable, "-m", "oom_wizard"]
+    apply = [*ours, "apply", str(APPLY_CONFIG), "--moment", "early_steps", "--no-probe"]
+    apply += ["-o", str(folder / "apply-out.yaml"), "--force"]
+    return {
+        "--version": [*ours, "--version"],
+        "diagnose": [*ours, "diagnose", "--log", str(log), "--no-probe"],
+        "apply": apply,
+        "import yaml, pydantic": [sys.executable, "-c", "import yaml, pydantic"],
+    }
+
+
+def startup(runs: int, folder: Path, log: Path) -> None:
+    """Print each start-up command's wall and CPU time (median, and the CPU's minimum: the
+    figure the machine's other load disturbs least), the commands alternated ``runs`` times."""
+    commands = startup_commands(folder, log)
+    measures: dict[str, list[Measure]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, command in commands.items():
+            measures[name].append(measure(command))
+    for name, runs_of in measures.items():
+        wall = statistics.median(m.seconds for m in runs_of)
+        cpu = [m.cpu for m in runs_of]
+        status = ", ".join(sorted({str(m.status) for m in runs_of}))
+        print(
+            f"start-up: {name:22s} wall {wall:.3f} s, cpu {statistics.median(cpu):.3f} s "
+            f"(min {min(cpu):.3f}; medians of {len(runs_of)}; status {status})"
+        )
 
 
 def diagnose_command(log: Path) -> list[str]:
@@ -437,11 +464,7 @@ def main() -> int:
         for size_mb in mixed:
             met &= bench_mixed(folder, size_mb)
 
-        ours_start, import_start = startup(args.startup_runs, small)
-        print(
-            f"start-up: diagnose on a small log {ours_start:.3f} s (median of "
-            f"{args.startup_runs}); python -c 'import yaml, pydantic' {import_start:.3f} s"
-        )
+        startup(args.startup_runs, folder, small)
         return 0 if met else 1
     finally:
         if args.keep:

@@ -160,3 +160,56 @@ def test_the_planner_imports_no_file_writer() -> None:
     assert loaded.isdisjoint(
         {"oom_wizard.save", "oom_wizard.changes", "oom_wizard.jobdb", "oom_wizard.service"}
     )
+
+
+COMMAND_PROBE = """
+import json, sys
+from oom_wizard.cli import main
+try:
+    status = main(sys.argv[1:])
+except SystemExit as done:  # --version
+    status = done.code
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("oom_wizard", "pydantic", "yaml"))
+print(json.dumps({"status": status, "loaded": loaded}), file=sys.stderr)
+"""
+
+
+def command_loads(folder: Path, *argv: str) -> set[str]:
+    """The modules of oom_wizard, pydantic and yaml that a command run in ``folder`` loads (in a
+    child process of its own, as a user runs it)."""
+    completed = subprocess.run(
+        [sys.executable, "-c", COMMAND_PROBE, *argv],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+        timeout=60,
+        check=True,
+    )
+    report = json.loads(completed.stderr.strip().splitlines()[-1])
+    assert report["status"] == 0, completed.stderr
+    return set(report["loaded"])
+
+
+#: The save pipeline, the config's models and the change log, and what only the wizard needs.
+NOT_FOR_READING = {
+    "oom_wizard.save",
+    "oom_wizard.changelog",
+    "oom_wizard.document",
+    "oom_wizard.view",
+    "oom_wizard.service",
+    "oom_wizard.jobdb",
+    "oom_wizard.plan",
+}
+
+
+def test_the_version_loads_no_domain_model(tmp_path: Path) -> None:
+    loaded = command_loads(tmp_path, "--version")
+    assert not {"pydantic", "yaml", "oom_wizard.catalog", *NOT_FOR_READING} & loaded
+
+
+def test_diagnosing_a_log_alone_loads_no_config_or_save_module(tmp_path: Path) -> None:
+    log = tmp_path / "log.txt"
+    log.write_text("torch.OutOfMemoryError: CUDA out of memory.\n", encoding="utf-8")
+    loaded = command_loads(tmp_path, "diagnose", "--log", str(log), "--json", "--no-probe")
+    assert {"oom_wizard.diagnosis", "oom_wizard.logscan"} <= loaded
+    assert not NOT_FOR_READING & loaded

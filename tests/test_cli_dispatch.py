@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,28 @@ def test_debug_is_an_option_wherever_it_stands(tmp_path: Path) -> None:
         assert err.rstrip().splitlines()[-1] == line
     status, _, err = cli("plan", missing)
     assert (status, err) == (2, line + "\n")
+
+
+def _dead_pid() -> int:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return pid
+
+
+def test_a_command_clears_what_a_killed_save_left_in_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Start-up recovery (the save pipeline is loaded only when such a name is there)."""
+    stray = tmp_path / f".job.oomfix.yaml.oomw-{_dead_pid()}-0123456789abcdef.tmp"
+    stray.write_text("half a config", encoding="utf-8")
+    mine = tmp_path / "job.oomw-notes.txt"  # not the tool's name: never touched
+    mine.write_text("notes", encoding="utf-8")
+    log = tmp_path / "log.txt"
+    log.write_text("torch.OutOfMemoryError: CUDA out of memory.\n", encoding="utf-8")
+    assert cli_module.LEFTOVER_MARK in stray.name
+    monkeypatch.chdir(tmp_path)
+    assert cli_module.main(["diagnose", "--log", str(log), "--json", "--no-probe"]) == 0
+    capsys.readouterr()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job.oomw-notes.txt", "log.txt"]

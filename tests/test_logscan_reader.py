@@ -297,6 +297,27 @@ def test_lines_after_an_allocator_message_are_read_whatever_they_hold() -> None:
     assert (fast.oom.total, fast.oom.this_process) == (23.55, 23.5)
 
 
+def test_text_after_the_first_segment_of_a_bar_line_is_read_in_a_cold_stretch() -> None:
+    """The gate sees only a bar line's first segment: a message printed over the bar (after a
+    ``\\r``) among lines of chatter is still read, and so is the line after it."""
+    chatter = "".join(f"epoch {i}/1000, average loss 0.1432\n" for i in range(3000))
+    bar = "".join(
+        f"\rmy_lora:  1%|1| {n}/3000 [00:10<10:00,  1.00it/s, loss: 0.1]" for n in (30, 31)
+    )
+    log = (
+        f"Running 1 job\n{chatter}skipping a bad image{bar}"
+        "\rtorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+        "GPU 0 has a total capacity of 23.55 GiB of which 12.00 MiB is free.\n"
+        f"{chatter}"
+    )
+    gate = COMPILED.gate
+    assert gate is not None and not gate.hot(chatter.encode() + b"skipping a bad image\n")
+    fast, full = scan_both(log.encode(), chunk_bytes=16 * 1024)
+    assert fast == full
+    assert fast.oom is not None and fast.oom.total == 23.55
+    assert fast.last_step == 31
+
+
 # --- chunks, long lines, memory ------------------------------------------------------------------
 
 

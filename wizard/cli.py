@@ -137,10 +137,7 @@ def _main(args_list: list[str]) -> int:
     try:
         options, rest = _global_options(args_list)
         debug = bool(options.debug)
-        from oom_wizard.save import recover
-
-        with contextlib.suppress(OSError):
-            recover(Path.cwd())
+        _recover_here()
         parser, commands = _build()
         if rest and rest[0] in ("-h", "--help"):
             parser.print_help()
@@ -178,6 +175,28 @@ def _main(args_list: list[str]) -> int:
         return EXIT_BAD_INPUT
     except Exception as exc:
         return _internal(exc, debug)
+
+
+#: What the name of every leftover of a killed save holds (see ``oom_wizard.save.TEMP_NAME``).
+LEFTOVER_MARK: Final = ".oomw-"
+
+
+def _recover_here() -> None:
+    """Finish or undo what a killed save left in the working folder (``save.recover``).
+
+    The save pipeline is imported only when the folder holds a name with
+    :data:`LEFTOVER_MARK`: a command that finds none (nearly always) does not pay for it.
+    """
+    try:
+        with os.scandir() as entries:
+            if not any(LEFTOVER_MARK in entry.name for entry in entries):
+                return
+    except OSError:
+        return
+    from oom_wizard.save import recover  # deferred: the save pipeline is heavy (see above)
+
+    with contextlib.suppress(OSError):
+        recover(Path.cwd())
 
 
 def _internal(exc: Exception, debug: bool) -> int:

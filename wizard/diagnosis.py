@@ -39,10 +39,9 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from oom_wizard.catalog import MODEL_KINDS, MOMENTS, ModelKind, Moment, load_presets
-from oom_wizard.changelog import ChangeLog
 from oom_wizard.errors import WizardError
 from oom_wizard.logscan import (
     GPU_SIGNALS,
@@ -57,9 +56,13 @@ from oom_wizard.logscan import (
 )
 from oom_wizard.modelkind import KindFinding as _Kind
 from oom_wizard.modelkind import find_model_kind as _model_kind
-from oom_wizard.probe import ProbeResult
 from oom_wizard.spelling import change, gib
-from oom_wizard.view import JobView, ProcessView
+
+if TYPE_CHECKING:
+    # Types only: a log read alone loads neither the config's models nor the change log's.
+    from oom_wizard.changelog import ChangeLog
+    from oom_wizard.probe import ProbeResult
+    from oom_wizard.view import JobView, ProcessView
 
 Confidence = Literal["high", "medium", "low"]
 AdviceId = Literal[

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import importlib
 import re
 import sys
@@ -82,7 +83,14 @@ def required_strings(pattern: str) -> Required | None:
     match (a literal run of a sequence, every branch of an alternation, a group repeated at
     least once). Anchors, classes and optional parts add nothing.
     """
-    return _sequence(_parser.parse(pattern), ignore_case=False)
+    return _sequence(_parse(pattern), ignore_case=False)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse(pattern: str) -> Any:
+    """The parse tree of ``pattern``, once for :func:`required_strings` and
+    :func:`gate_expression` (both only read it)."""
+    return _parser.parse(pattern)
 
 
 def _sequence(items: Any, *, ignore_case: bool) -> Required | None:
@@ -261,10 +269,16 @@ class Trigger:
         return False
 
 
-def build_trigger(sources: Sequence[str], joined: re.Pattern[str]) -> Trigger | None:
+def build_trigger(
+    sources: Sequence[str],
+    joined: re.Pattern[str],
+    *,
+    patterns: Sequence[re.Pattern[str]] | None = None,
+) -> Trigger | None:
     """The :class:`Trigger` of the patterns ``sources`` (regular expressions over text).
 
-    ``joined`` matches where any of them does (it is asked about a line with ANSI codes).
+    ``joined`` matches where any of them does (it is asked about a line with ANSI codes);
+    ``patterns``, when the caller has them, are the sources compiled, in the same order.
 
     None when some pattern needs no fixed text at all: then every line must be read.
     """
@@ -288,7 +302,7 @@ def build_trigger(sources: Sequence[str], joined: re.Pattern[str]) -> Trigger | 
                 branches.append((form.encode("utf-8"), tail))
         else:
             branches.append((window.data, b""))
-    compiled = [re.compile(source) for source in sources]
+    compiled = [re.compile(source) for source in sources] if patterns is None else patterns
     return Trigger(re.compile(_alternation(branches)), windows, compiled, joined)
 
 
@@ -306,6 +320,7 @@ def _rarity(char: str, *, ignore_case: bool) -> float:
     return weight(char)
 
 
+@functools.lru_cache(maxsize=4096)  # asked again for each option a pattern's tree offers
 def _window(text: str, *, ignore_case: bool) -> str:
     """The few characters of ``text`` that are cheapest to search for: they start at a rare
     character, and are long enough not to be found everywhere (see :func:`_window_cost`)."""
@@ -393,7 +408,7 @@ def gate_expression(pattern: str) -> str | None:
     ``rstrip`` removes. It never crosses a ``\\r`` or ``\\n``, and it also matches a part of a
     segment the rules read (the text after a bar's ``]``).
     """
-    parsed = _parser.parse(pattern)
+    parsed = _parse(pattern)
     ignore_case = bool(parsed.state.flags & re.IGNORECASE)
     items = _but_anchors(parsed)
     while len(items) == 1 and str(items[0][0]) == "SUBPATTERN":  # the whole pattern in a group
