@@ -11,7 +11,7 @@ import pytest
 
 from oom_wizard import cli as cli_module
 from oom_wizard.commands import open_cmd
-from oom_wizard.save import TEMP_NAME
+from oom_wizard.leftovers import NAME as LEFTOVER
 from tests.plan_support import cli
 
 
@@ -93,8 +93,7 @@ def test_a_command_clears_what_a_killed_save_left_in_the_working_folder(
     mine.write_text("notes", encoding="utf-8")
     log = tmp_path / "log.txt"
     log.write_text("torch.OutOfMemoryError: CUDA out of memory.\n", encoding="utf-8")
-    assert TEMP_NAME.match(stray.name)  # a name the save pipeline makes and recovers
-    assert cli_module.LEFTOVER_MARK in stray.name  # the mark the start-up looks for
+    assert LEFTOVER.match(stray.name)  # a name of the save pipeline's own
     monkeypatch.chdir(tmp_path)
     assert cli_module.main(["diagnose", "--log", str(log), "--json", "--no-probe"]) == 0
     capsys.readouterr()

@@ -37,6 +37,7 @@ from oom_wizard.commands import (
 )
 from oom_wizard.errors import PROGRAM, WizardError, error_line, os_error_line
 from oom_wizard.interrupts import Terminated, raise_terminated, redeliver_lost_interrupts
+from oom_wizard.leftovers import dead_leftovers
 
 PROG = PROGRAM
 EXIT_OK = 0
@@ -177,21 +178,13 @@ def _main(args_list: list[str]) -> int:
         return _internal(exc, debug)
 
 
-#: What the name of every leftover of a killed save holds (see ``oom_wizard.save.TEMP_NAME``).
-LEFTOVER_MARK: Final = ".oomw-"
-
-
 def _recover_here() -> None:
     """Finish or undo what a killed save left in the working folder (``save.recover``).
 
-    The save pipeline is imported only when the folder holds a name with
-    :data:`LEFTOVER_MARK`: a command that finds none (nearly always) does not pay for it.
+    The save pipeline is imported only when there is such a leftover: a command that finds
+    none (nearly always) does not pay for it.
     """
-    try:
-        with os.scandir() as entries:
-            if not any(LEFTOVER_MARK in entry.name for entry in entries):
-                return
-    except OSError:
+    if not dead_leftovers(Path(os.curdir)):  # the working folder, even when it is gone
         return
     from oom_wizard.save import recover  # deferred: the save pipeline is heavy (see above)
 

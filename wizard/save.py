@@ -47,6 +47,7 @@ from typing import Final
 from oom_wizard.changelog import ChangeLog, changelog_path_for, record_path
 from oom_wizard.document import JobDocument
 from oom_wizard.errors import SaveRefused
+from oom_wizard.leftovers import dead_leftovers, journal_name, temp_name
 
 OUTPUT_TAG: Final = "oomfix"
 HEADER: Final = (
@@ -54,14 +55,6 @@ HEADER: Final = (
 )
 _TAGGED_STEM = re.compile(rf"^(?P<base>.+)\.{OUTPUT_TAG}(?:-(?P<n>\d+))?$")
 
-#: The tool's own leftovers: ``.NAME.oomw-PID-TOKEN.tmp`` (a file being written),
-#: ``.NAME.oomw-PID-TOKEN.bak`` (a file about to be replaced) and
-#: ``.oomw-PID-TOKEN.journal`` (a commit in progress). Nothing else is ever removed.
-TEMP_NAME: Final = re.compile(
-    r"^\.(?:.*\.)?oomw-(?P<pid>\d+)-(?P<token>[0-9a-f]{16})\.(?P<kind>tmp|bak|journal)$"
-)
-#: How much of the destination's name a temp name keeps (so it fits NAME_MAX).
-_NAME_KEPT: Final = 80
 
 #: Called as ``STEP_HOOK(step, path)`` before every write step of a save (tests only).
 STEP_HOOK: Callable[[str, Path], None] | None = None
@@ -298,9 +291,9 @@ def commit_pair(
         OSError: the same, when ``wrap`` is false.
     """
     token = secrets.token_hex(8)
-    temps = [_temp_name(path, token, "tmp") for path, _ in files]
-    backups = [_temp_name(path, token, "bak") for path, _ in files]
-    journal_path = files[-1][0].parent / f".oomw-{os.getpid()}-{token}.journal"
+    temps = [temp_name(path, token, "tmp") for path, _ in files]
+    backups = [temp_name(path, token, "bak") for path, _ in files]
+    journal_path = journal_name(files[-1][0].parent, token)
     created: list[Path] = []
     renamed: list[int] = []
     recorded = False
@@ -442,11 +435,6 @@ def _step(step: str, path: Path) -> None:
         hook(step, path)
 
 
-def _temp_name(path: Path, token: str, kind: str) -> Path:
-    kept = path.name[:_NAME_KEPT]
-    return path.parent / f".{kept}.oomw-{os.getpid()}-{token}.{kind}"
-
-
 def _write_temp(temp: Path, data: bytes, mode: int, created: list[Path]) -> None:
     _step("create", temp)
     # Recorded before it exists: a signal that lands right after the open must still find
@@ -533,24 +521,12 @@ def recover(folder: Path) -> tuple[Path, ...]:
     A journal whose last-but-one file (the change log) is in place with its recorded hash
     rolls forward: the remaining temps are renamed in. Any other journal rolls back: its
     temps and backups are removed and every final name is left as it was. Temps without a
-    journal (a process killed before its renames began) are removed. Only names of
-    :data:`TEMP_NAME`'s pattern whose process is gone are touched; errors are ignored
-    (recovery never stops a save).
+    journal (a process killed before its renames began) are removed. Only the tool's own names
+    whose process is gone are touched (:func:`oom_wizard.leftovers.dead_leftovers`); errors
+    are ignored (recovery never stops a save).
     """
     touched: list[Path] = []
-    try:
-        entries = [entry for entry in os.scandir(folder) if ".oomw-" in entry.name]
-    except OSError:
-        return ()
-    leftovers = []
-    for entry in entries:
-        match = TEMP_NAME.match(entry.name)
-        if match is None or not entry.is_file(follow_symlinks=False):
-            continue
-        if _alive(int(match.group("pid"))):
-            continue
-        leftovers.append((match.group("kind"), Path(entry.path)))
-    for kind, path in sorted(leftovers, key=lambda item: item[0] != "journal"):
+    for kind, path in dead_leftovers(folder):
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
             if kind == "journal":
                 touched.extend(_replay(path))
@@ -608,18 +584,6 @@ def _holds(final: Path, sha: str) -> bool:
         return final.is_file() and sha256_of(final.read_bytes()) == sha
     except OSError:
         return False
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 def _fsync_dir(folder: Path) -> None:

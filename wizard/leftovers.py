@@ -1,0 +1,73 @@
+"""The names a save gives its files while it runs, and the ones a killed save left behind.
+
+A save (:mod:`oom_wizard.save`) writes ``.NAME.oomw-PID-TOKEN.tmp`` beside each file,
+moves an old file it replaces to ``.NAME.oomw-PID-TOKEN.bak``, and describes its renames in
+``.oomw-PID-TOKEN.journal``. Whatever a dead process left under those names is its own to
+finish or undo; nothing else is ever touched.
+
+This module imports nothing heavy: the command line asks it at every start whether the
+working folder holds such leftovers, and loads the save pipeline only when it does.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Final, Literal
+
+#: What every leftover's name holds (the cheap test before the pattern).
+MARK: Final = ".oomw-"
+
+#: The tool's own names: a file being written, a file about to be replaced, a commit.
+NAME: Final = re.compile(
+    r"^\.(?:.*\.)?oomw-(?P<pid>\d+)-(?P<token>[0-9a-f]{16})\.(?P<kind>tmp|bak|journal)$"
+)
+
+#: How much of the destination's name a temp name keeps (so that it fits NAME_MAX).
+_NAME_KEPT: Final = 80
+
+Kind = Literal["tmp", "bak", "journal"]
+
+
+def temp_name(path: Path, token: str, kind: Literal["tmp", "bak"]) -> Path:
+    """The name of this process's temp file or backup of ``path``, for the save ``token``."""
+    return path.parent / f".{path.name[:_NAME_KEPT]}{MARK}{os.getpid()}-{token}.{kind}"
+
+
+def journal_name(folder: Path, token: str) -> Path:
+    """The name of this process's journal in ``folder``, for the save ``token``."""
+    return folder / f"{MARK}{os.getpid()}-{token}.journal"
+
+
+def dead_leftovers(folder: Path) -> list[tuple[Kind, Path]]:
+    """The files of ``folder`` that a save of a dead process left, journals first; none when
+    the folder cannot be read."""
+    found: list[tuple[Kind, Path]] = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if MARK not in entry.name:
+                    continue
+                match = NAME.match(entry.name)
+                if match is None or not entry.is_file(follow_symlinks=False):
+                    continue
+                if not alive(int(match.group("pid"))):
+                    kind: Kind = match.group("kind")  # type: ignore[assignment]
+                    found.append((kind, Path(entry.path)))
+    except OSError:
+        return []
+    return sorted(found, key=lambda item: item[0] != "journal")
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (this one always does; one we may not signal too)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
