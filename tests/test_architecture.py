@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,20 +34,28 @@ names = sorted(domain(oom_wizard))
 from oom_wizard.cli import build_parser
 build_parser()  # every subcommand registers its arguments
 ui = sorted(m for m in sys.modules if m.split(".")[0] == "textual" or m.startswith(UI[0]))
-print(json.dumps({"modules": names, "ui": ui}))
+print(json.dumps({"modules": names, "ui": ui}), file=sys.stderr)
 """
 
 
-def test_no_wizard_module_imports_textual_or_screens() -> None:
+def child_report(probe: str, *argv: str, cwd: Path = REPO) -> dict[str, Any]:
+    """What ``probe`` (run as ``python -c`` in a child process of its own, so that nothing
+    this test process imported counts) reports as JSON on the last line of its stderr."""
     completed = subprocess.run(
-        [sys.executable, "-c", PROBE],
+        [sys.executable, "-c", probe, *argv],
         capture_output=True,
         text=True,
-        cwd=REPO,
+        cwd=cwd,
         timeout=60,
         check=True,
     )
-    report = json.loads(completed.stdout.strip().splitlines()[-1])
+    report = json.loads(completed.stderr.strip().splitlines()[-1])
+    assert isinstance(report, dict), completed.stderr
+    return report
+
+
+def test_no_wizard_module_imports_textual_or_screens() -> None:
+    report = child_report(PROBE)
 
     assert report["ui"] == []
     # the probe really imported the package, commands included
@@ -177,16 +186,8 @@ print(json.dumps({"status": status, "loaded": loaded}), file=sys.stderr)
 def command_loads(folder: Path, *argv: str) -> set[str]:
     """The modules of oom_wizard, pydantic and yaml that a command run in ``folder`` loads (in a
     child process of its own, as a user runs it)."""
-    completed = subprocess.run(
-        [sys.executable, "-c", COMMAND_PROBE, *argv],
-        capture_output=True,
-        text=True,
-        cwd=folder,
-        timeout=60,
-        check=True,
-    )
-    report = json.loads(completed.stderr.strip().splitlines()[-1])
-    assert report["status"] == 0, completed.stderr
+    report = child_report(COMMAND_PROBE, *argv, cwd=folder)
+    assert report["status"] == 0, report
     return set(report["loaded"])
 
 
