@@ -37,6 +37,7 @@ from tests.app_support import (
     wait_for_screen,
     wait_for_state,
 )
+from tests.plan_support import cli
 
 SIZE = (80, 24)
 
@@ -224,8 +225,6 @@ async def test_saving_as_a_new_job_warns_that_nothing_is_resumed(tmp_path: Path)
 
 
 async def test_a_ui_job_folder_without_db_points_to_the_database_found(tmp_path: Path) -> None:
-    from tests.plan_support import cli
-
     folder = ui_job_folder(tmp_path)
     db = tmp_path / "aitk_db.db"
     app = create_app(folder, probe=False)

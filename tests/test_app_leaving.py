@@ -23,11 +23,14 @@ from oom_wizard.screens.result import ResultScreen
 from oom_wizard.screens.step import StepScreen
 from tests.app_support import (
     REPO,
+    UI_JOB,
     demo_app,
     demo_folder,
     press,
     roll_back_with_defaults,
     screen_text,
+    ui_job_folder,
+    ui_jobs_db,
     wait_for_state,
 )
 
@@ -144,8 +147,6 @@ def test_the_command_line_prints_the_summary_after_the_app(tmp_path: Path) -> No
 
 
 async def test_the_summary_of_a_ui_job_names_the_job_to_start(tmp_path: Path) -> None:
-    from tests.app_support import UI_JOB, ui_jobs_db
-
     db = ui_jobs_db(tmp_path)
     app = create_app(db=db, job=UI_JOB)
     async with app.run_test(size=SIZE) as pilot:
@@ -161,8 +162,6 @@ async def test_the_summary_of_a_ui_job_names_the_job_to_start(tmp_path: Path) ->
 
 
 async def test_ctrl_q_on_a_ui_job_names_the_job_not_a_pseudo_path(tmp_path: Path) -> None:
-    from tests.app_support import UI_JOB, ui_jobs_db
-
     app = create_app(db=ui_jobs_db(tmp_path), job=UI_JOB)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for_state(pilot)
@@ -174,8 +173,6 @@ async def test_ctrl_q_on_a_ui_job_names_the_job_not_a_pseudo_path(tmp_path: Path
 
 
 async def test_a_ui_job_folder_saved_as_a_file_says_what_to_do_in_the_ui(tmp_path: Path) -> None:
-    from tests.app_support import UI_JOB, ui_job_folder
-
     folder = ui_job_folder(tmp_path)
     db = tmp_path / "aitk_db.db"
     app = create_app(folder, probe=False)

@@ -30,7 +30,7 @@ from oom_wizard.plan import (
     default_model_kind,
     next_scale_up,
 )
-from tests.plan_support import SCALE_UP_ORDER, document, write_job
+from tests.plan_support import SCALE_UP_ORDER, differing, document, write_job
 from tests.test_plan import expected_order
 
 ARCHS = [
@@ -246,8 +246,6 @@ def _scale_up_until_done(config: Path, changelog: Path) -> JobDocument:
 
 
 def _assert_same_values(original: JobDocument, final: JobDocument) -> None:
-    from tests.plan_support import differing
-
     assert not differing(original, final), sorted(differing(original, final))
 
 

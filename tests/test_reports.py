@@ -18,6 +18,7 @@ import yaml
 from oom_wizard.diagnosis import diagnose
 from oom_wizard.document import load_document
 from oom_wizard.logscan import scan_log
+from tests.report_table import render, report_dirs, row_of
 
 REPORTS = Path(__file__).resolve().parent / "fixtures" / "reports"
 REPORT_DIRS = sorted(p for p in REPORTS.iterdir() if (p / "expected.yaml").is_file())
@@ -53,8 +54,6 @@ def test_report_moment_and_model_kind(report: Path) -> None:
 
 
 def test_the_table_script_prints_every_report_and_the_totals() -> None:
-    from tests.report_table import render, report_dirs, row_of
-
     rows = [row_of(folder) for folder in report_dirs([REPORTS])]
     text = render(rows)
     assert all(row.name in text for row in rows)

@@ -15,7 +15,7 @@ from oom_wizard.follow import JobRow, WatchTarget, read_job_row, watch_db_target
 from oom_wizard.screens.app import create_app
 from oom_wizard.screens.step import StepScreen
 from oom_wizard.screens.watch import WatchApp
-from tests.aitk_db import add_job, all_rows, make_db
+from tests.aitk_db import add_job, all_rows, make_db, stringify
 from tests.app_support import wait_for_screen
 from tests.autopilot_support import FAKE, SCENARIOS, write_config
 from tests.test_follow import fake_log
@@ -189,7 +189,6 @@ async def test_a_web_ui_job_shows_its_row_and_is_read_without_blocking(tmp_path:
 
 async def test_a_web_ui_job_that_crashes_opens_the_wizard_on_its_row(tmp_path: Path) -> None:
     from oom_wizard.document import load_document
-    from tests.aitk_db import stringify
 
     config = write_config(tmp_path, SCENARIOS[0])
     db = make_db(tmp_path / "aitk_db.db")
