@@ -47,12 +47,10 @@ class ReviewScreen(SavingStage):
             yield Static("", id="summary")
             yield DestinationPicker(state, id="destination")
             validation = state.validation_step()
-            chosen = validation_choice(state)
+            chosen = validation_choice(state)  # the user's, run's, or the default
             if validation is not None and chosen is not None:
-                asked = state.validation_run is not None or validation.id in state.choices
-                on = chosen.enabled if asked else validation.default_on
                 with Vertical(classes="field-row"):
-                    yield Tick(validation.title, value=on, id="validation")
+                    yield Tick(validation.title, value=chosen.enabled, id="validation")
                     yield Static(validation.why, classes="field-hint")
             yield Static("", id="error", classes="error")
             yield DiffView(id="diff")
