@@ -82,39 +82,22 @@ async def one_latency(folder: Path, config: Path, data: bytes) -> float:
 
 def tmux_latency(folder: Path, config: Path, data: bytes) -> float:
     """Seconds from the failure block written to a real terminal showing the first step."""
-    import shutil
-    import uuid
+    from tests.tmux_support import TMUX, WIZARD, terminal  # the end-to-end tests' terminal
 
-    tmux = shutil.which("tmux")
-    wizard = Path(sys.executable).with_name("oom-wizard")
-    assert tmux is not None and wizard.exists(), "needs tmux and the installed oom-wizard"
+    assert TMUX is not None and WIZARD.exists(), "needs tmux and the installed oom-wizard"
     log = folder / f"tmux-{time.monotonic_ns()}.txt"
     cut = data.index(b"Error running job: ")
     log.write_bytes(data[:cut])
-    name = f"oombench-{uuid.uuid4().hex[:8]}"
-    command = f"{wizard} watch {config} --log {log} --no-probe; sleep 30"
-    subprocess.run(
-        [tmux, "new-session", "-d", "-s", name, "-x", "100", "-y", "30", "-c", str(folder),
-         command],
-        check=True,
-    )  # fmt: skip
-
-    def pane() -> str:
-        done = subprocess.run([tmux, "capture-pane", "-p", "-t", name], capture_output=True)
-        return done.stdout.decode("utf-8", "replace")
-
-    try:
-        while "Phase training" not in pane():
-            time.sleep(0.05)
+    command = f"{WIZARD} watch {config} --log {log} --no-probe; sleep 30"
+    with terminal(command, cwd=folder) as pane:
+        pane.wait_for("Phase training")
         time.sleep(0.3)
         with log.open("ab") as stream:
             start = time.perf_counter()
             stream.write(data[cut:])
-        while "Step 1 of" not in pane():
-            time.sleep(0.002)
+        while "Step 1 of" not in pane.screen():
+            time.sleep(0.002)  # wait_for polls every 0.1 s: too coarse for a latency
         return time.perf_counter() - start
-    finally:
-        subprocess.run([tmux, "kill-session", "-t", name], capture_output=True)
 
 
 def growing_chunk(data: bytes) -> bytes:

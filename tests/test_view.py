@@ -181,6 +181,23 @@ def test_keys_named_like_derived_fields_are_not_read_from_the_file() -> None:
     assert process.datasets[0].present == frozenset()
 
 
+@pytest.mark.parametrize(
+    ("folder", "name"),
+    [
+        ("/data/portraits", "portraits"),
+        ("/data/portraits/", "portraits"),
+        ("C:\\train\\dance_clips\\", "dance_clips"),
+        ("clips", "clips"),
+        (None, "#2"),
+        ("", "#2"),
+        ("/", "#2"),
+    ],
+)
+def test_a_dataset_is_named_by_its_folder_else_by_its_place(folder: str | None, name: str) -> None:
+    datasets = [{"folder_path": "/data/first"}, {"folder_path": folder, "name": "not read"}]
+    assert primary(trainer(datasets=datasets)).datasets[1].name == name
+
+
 def test_quantize_te_follows_quantize_unless_set() -> None:
     assert primary(trainer(model={"quantize": True})).model.quantize_te is True
     set_apart = primary(trainer(model={"quantize": True, "quantize_te": False})).model

@@ -487,6 +487,12 @@ def _moment_from_log(scan: LogScan | None, process: ProcessView | None, now: flo
     return _moment_from_phase(scan, process)
 
 
+def log_still_written(scan: LogScan, now: float) -> bool:
+    """Whether the log was modified in the last :data:`LOG_STILL_WRITTEN_S` before ``now``: its
+    job may still be running (or stalled). The one rule for the diagnosis and the log chosen."""
+    return scan.modified is not None and now - scan.modified < LOG_STILL_WRITTEN_S
+
+
 def _open_end_moment(scan: LogScan, process: ProcessView | None, now: float) -> _Moment:
     """The run just stops inside a phase, with no error and no sign that it finished: the job
     stalled there (the driver's system-memory fallback crawls for hours), was killed from
@@ -508,7 +514,8 @@ def _open_end_moment(scan: LogScan, process: ProcessView | None, now: float) -> 
     else:
         why = f"{where}, with no error: the job stalled or was killed there"
     notes = list(found.notes)
-    if scan.modified is not None and now - scan.modified < LOG_STILL_WRITTEN_S:
+    if log_still_written(scan, now):
+        assert scan.modified is not None
         minutes = max(int((now - scan.modified) // 60), 0)
         ago = "less than a minute ago" if minutes == 0 else f"{minutes} min ago"
         notes.append(

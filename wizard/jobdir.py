@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from oom_wizard.diagnosis import LOG_STILL_WRITTEN_S
+from oom_wizard.diagnosis import log_still_written
 from oom_wizard.errors import ConfigError
 from oom_wizard.logscan import LogScan, scan_log
 
@@ -99,16 +99,14 @@ def _logs_in(folder: Path) -> list[Path]:
     return found
 
 
-def choose_log(
-    folder: Path, *, now: float | None = None
-) -> tuple[Path | None, str, LogScan | None]:
+def choose_log(folder: Path) -> tuple[Path | None, str, LogScan | None]:
     """The newest log in ``folder`` that went wrong, a note saying which, and its scan.
 
     A log went wrong when its run crashed, or when it just stops inside a phase and has not
-    been written for a while (:data:`LOG_STILL_WRITTEN_S`): that job stalled or was killed
-    there, and it is newer than any crash before it. A log that stops but is still being
-    written may be a retry that is running: an older crash is read instead. When nothing
-    went wrong, the newest log is taken and the note says so.
+    been written for a while (:func:`~oom_wizard.diagnosis.log_still_written`): that job
+    stalled or was killed there, and it is newer than any crash before it. A log that stops
+    but is still being written may be a retry that is running: an older crash is read
+    instead. When nothing went wrong, the newest log is taken and the note says so.
 
     Raises:
         LogError: a log cannot be read.
@@ -116,12 +114,12 @@ def choose_log(
     candidates = _logs_in(folder)
     if not candidates:
         return None, f"no {LOG_FILE} in this folder; pass the log with --log", None
-    at = time.time() if now is None else now
+    now = time.time()
     newest_scan: LogScan | None = None
     for log in candidates:
         scan = scan_log(log)
         newest_scan = newest_scan or scan
-        if scan.crashed or (scan.ends_open and not _still_written(scan, at)):
+        if scan.crashed or (scan.ends_open and not log_still_written(scan, now)):
             return log, _note(folder, log, candidates[0], crashed=scan.crashed), scan
     name = candidates[0].relative_to(folder).as_posix()
     return (
@@ -129,10 +127,6 @@ def choose_log(
         f"{name}: no log in this folder shows a crash; reading the newest",
         newest_scan,
     )
-
-
-def _still_written(scan: LogScan, now: float) -> bool:
-    return scan.modified is not None and now - scan.modified < LOG_STILL_WRITTEN_S
 
 
 def _note(folder: Path, chosen: Path, newest: Path, *, crashed: bool) -> str:
