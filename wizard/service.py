@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from oom_wizard.logscan import LogScan
     from oom_wizard.paths import FieldPath
     from oom_wizard.probe import ProbeResult
+    from oom_wizard.view import ProcessView
 
 __all__ = [
     "MISSING",
@@ -747,10 +748,15 @@ def _arch_of(state: WizardState, path: FieldPath) -> ArchFacts | None:
     from oom_wizard.catalog import load_presets
     from oom_wizard.estimate import arch_facts
 
+    process = _process_of(state, path)
+    return arch_facts(process, load_presets()) if process is not None else None
+
+
+def _process_of(state: WizardState, path: FieldPath) -> ProcessView | None:
+    """The process a field belongs to (the first process for a bare path)."""
     view = state.document.view()
     index = path[2] if len(path) > 2 and path[:2] == ("config", "process") else None
-    process = next((p for p in view.processes if p.index == index), view.primary)
-    return arch_facts(process, load_presets()) if process is not None else None
+    return next((p for p in view.processes if p.index == index), view.primary)
 
 
 def _plain_number(typed: str, like: object) -> ValueCheck:
@@ -1046,25 +1052,23 @@ def moment_info(moment: Moment) -> MomentInfo:
 def ui_hint(path: str, state: WizardState | None = None) -> str | None:
     """Where a field is in AI Toolkit's web UI (None when the UI does not show it).
 
-    With the state, a dataset's field names the dataset (its folder's name), as the plan's
-    rows do, instead of the presets' "Dataset N".
+    With the state, the hint is the plan's rows' own (:func:`oom_wizard.plan.field_hint`): for
+    the arch of the field's process, and a dataset's field names the dataset (its folder's
+    name) instead of the presets' "Dataset N".
     """
     from oom_wizard.catalog import load_presets
+    from oom_wizard.estimate import arch_facts
     from oom_wizard.paths import parse_path
-    from oom_wizard.plan import named_dataset_hint
+    from oom_wizard.plan import field_hint
 
-    hint = load_presets().ui_hint(path)
-    if hint is None or state is None:
-        return hint
+    presets = load_presets()
+    if state is None:
+        return presets.ui_hint(path)
     parsed = parse_path(path)
-    name = None
-    if len(parsed) > 4 and parsed[:2] == ("config", "process") and parsed[3] == "datasets":
-        process = next((p for p in state.document.view().processes if p.index == parsed[2]), None)
-        dataset = (
-            next((d for d in process.datasets if d.index == parsed[4]), None) if process else None
-        )
-        name = dataset.name if dataset is not None else None
-    return named_dataset_hint(hint, name)
+    process = _process_of(state, parsed)
+    if process is None:
+        return presets.ui_hint(parsed)
+    return field_hint(presets, process, arch_facts(process, presets), parsed)
 
 
 def arch_label(process_model: object) -> str | None:
