@@ -852,14 +852,24 @@ def prepare_scale_up(state: WizardState, scale_up: ScaleUp) -> Prepared:
     return prepare(state.document, list(scale_up.changes))
 
 
-def save_scale_up(state: WizardState, scale_up: ScaleUp, destination: Destination) -> Saved:
+def save_scale_up(
+    state: WizardState,
+    scale_up: ScaleUp,
+    destination: Destination,
+    *,
+    ready: Prepared | None = None,
+) -> Saved:
     """Write the scaled-up config and append a ``scale_up`` run to its change log.
+
+    ``ready`` is ``prepare_scale_up(state, scale_up)`` when the caller has it already (shown
+    to the user), so that the edits are not made and checked a second time.
 
     Raises:
         SaveRefused: the output or change log is refused; nothing is written.
         JobDatabaseError: the database refuses (a running job, a taken name, a lock).
     """
-    ready = prepare_scale_up(state, scale_up)
+    if ready is None:
+        ready = prepare_scale_up(state, scale_up)
     steps = [scale_up.step] if ready.changed else []
     return _write(state, ready, destination, direction="scale_up", steps=steps)
 
