@@ -18,6 +18,7 @@ from oom_wizard.service import (
     JobRequest,
     StepChoice,
     WizardState,
+    advice_for,
     answer,
     check_value,
     choose,
@@ -125,3 +126,21 @@ def test_the_result_hint_is_the_plan_rows_hint_for_the_jobs_arch(tmp_path: Path)
     assert ui_hint(path) == "Model → Options → Low VRAM"  # no job: the plain location
     resolution = "config.process[0].datasets[0].resolution"
     assert ui_hint(resolution, state) == "Datasets → the 'portraits' dataset → Resolutions"
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [
+        Answers(),
+        Answers(worked_before=True),
+        Answers(moment="sampling", worked_before=True),
+        Answers(moment="environment"),
+        Answers(model_kind="video"),
+    ],
+)
+def test_the_moment_screens_advice_is_the_diagnosis_of_those_answers(
+    tmp_path: Path, answers: Answers
+) -> None:
+    state = demo_state(tmp_path)
+    settled = answer(state, answers)
+    assert advice_for(state, answers) == tuple(item.text for item in settled.diagnosis.advice)

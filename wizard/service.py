@@ -367,9 +367,7 @@ def settle(job: OpenedJob, answers: Answers, *, new_crash: bool = False) -> Sett
 
     found = find_model_kind(job.document.view().primary)
     answers = _disagreeing(answers, job.log_diagnosis.moment, found.kind)
-    diagnosis = diagnose(
-        job.scan, job.document.view(), answers=answers, probe=job.probe, changelog=job.changelog
-    )
+    diagnosis = _diagnosis(job, answers)
     moment: Moment
     moment_source: Source
     if answers.moment is not None:
@@ -393,6 +391,13 @@ def settle(job: OpenedJob, answers: Answers, *, new_crash: bool = False) -> Sett
         new_crash=crashed,
     )
     return Settled(moment, moment_source, kind, kind_source, found.source, diagnosis, plan, crashed)
+
+
+def _diagnosis(job: OpenedJob, answers: Answers) -> Diagnosis:
+    """The job's diagnosis for answers that already differ from the job (see :func:`settle`)."""
+    return diagnose(
+        job.scan, job.document.view(), answers=answers, probe=job.probe, changelog=job.changelog
+    )
 
 
 def _disagreeing(answers: Answers, moment: Moment | None, kind: ModelKind | None) -> Answers:
@@ -551,9 +556,15 @@ def answer(state: WizardState, answers: Answers) -> WizardState:
 
 def advice_for(state: WizardState, answers: Answers) -> tuple[str, ...]:
     """The advice beyond the config that these answers get: ``diagnose``'s "first change"
-    and "also" lines (with ``--worked-before``, a toolkit or driver update to suspect)."""
-    settled = settle(state.job, answers, new_crash=state.crashed_again)
-    return tuple(item.text for item in settled.diagnosis.advice)
+    and "also" lines (with ``--worked-before``, a toolkit or driver update to suspect).
+
+    The diagnosis :func:`settle` makes, without the plan (the advice does not depend on it):
+    the moment screen asks at every tick.
+    """
+    job = state.job
+    found = find_model_kind(job.document.view().primary)
+    diagnosis = _diagnosis(job, _disagreeing(answers, job.log_diagnosis.moment, found.kind))
+    return tuple(item.text for item in diagnosis.advice)
 
 
 def retry_crashed(state: WizardState) -> WizardState:
