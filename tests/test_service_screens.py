@@ -18,6 +18,7 @@ from oom_wizard.service import (
     JobRequest,
     StepChoice,
     WizardState,
+    advice_for,
     answer,
     check_value,
     choose,
@@ -29,6 +30,7 @@ from oom_wizard.service import (
     run_log_for,
     start,
     step_status,
+    ui_hint,
 )
 
 
@@ -113,3 +115,32 @@ def test_step_status_and_the_jump_over_done_steps(tmp_path: Path) -> None:
     assert jumped is not None and jumped.last == after
     assert all(steps[n - 1].satisfied for n in range(jumped.first, jumped.last + 1))
     assert done_before(state, 0) is None
+
+
+def test_the_result_hint_is_the_plan_rows_hint_for_the_jobs_arch(tmp_path: Path) -> None:
+    """The result screen's hint (``ui_hint`` with the state) says what the step screen says:
+    FLUX's simple form has no Low VRAM box, so both point to Show Advanced."""
+    state = demo_state(tmp_path)
+    path = "config.process[0].model.low_vram"
+    assert ui_hint(path, state) == "Show Advanced → model.low_vram"
+    assert ui_hint(path) == "Model → Options → Low VRAM"  # no job: the plain location
+    resolution = "config.process[0].datasets[0].resolution"
+    assert ui_hint(resolution, state) == "Datasets → the 'portraits' dataset → Resolutions"
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [
+        Answers(),
+        Answers(worked_before=True),
+        Answers(moment="sampling", worked_before=True),
+        Answers(moment="environment"),
+        Answers(model_kind="video"),
+    ],
+)
+def test_the_moment_screens_advice_is_the_diagnosis_of_those_answers(
+    tmp_path: Path, answers: Answers
+) -> None:
+    state = demo_state(tmp_path)
+    settled = answer(state, answers)
+    assert advice_for(state, answers) == tuple(item.text for item in settled.diagnosis.advice)

@@ -617,11 +617,12 @@ def _restore_steps(loop: _Loop, where: Where, log: Path) -> Where | None:
     scale = next((s for s in pending if s.step == VALIDATION_RUN), None)
     if scale is None:
         return None
-    saved = save_scale_up(state, scale, _destination(where))
+    ready = prepare_scale_up(state, scale)
+    saved = save_scale_up(state, scale, _destination(where), ready=ready)
     config, changelog = _saved_where(saved)
     loop.attach_pending(changelog)
     loop.saved.append(_path_of(config))
-    loop.changed = entry_lines(prepare_scale_up(state, scale))
+    loop.changed = entry_lines(ready)
     loop.say(f"Validation passed: {scale.title} → {config}")
     return config
 

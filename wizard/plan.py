@@ -499,6 +499,24 @@ def named_dataset_hint(hint: str, dataset: str | None) -> str:
     return hint.replace("Dataset N", f"the '{dataset}' dataset" if dataset else "each dataset")
 
 
+def dataset_name(process: ProcessView, index: object) -> str:
+    """The name of ``process``'s dataset at ``index`` (its folder's name)."""
+    found = next((d for d in process.datasets if d.index == index), None)
+    return found.name if found is not None else f"#{index}"
+
+
+def field_hint(
+    presets: Presets, process: ProcessView, facts: ArchFacts | None, path: FieldPath
+) -> str | None:
+    """Where a field of ``process`` is in the UI, for its arch (``facts``); a dataset's field
+    names the dataset, not "Dataset N". The plan's rows and the result screen both show it."""
+    hint = presets.ui_hint(path, facts)
+    base = len(process.path())
+    if hint is None or path[base : base + 1] != ("datasets",) or len(path) <= base + 1:
+        return hint
+    return named_dataset_hint(hint, dataset_name(process, path[base + 1]))
+
+
 @dataclass(frozen=True)
 class _Process:
     """One training process with the facts a step needs."""
@@ -521,17 +539,12 @@ class _Process:
         return f"{self.prefix}{text}"
 
     def hint(self, path: FieldPath) -> str | None:
-        """Where the field is in the UI; a dataset's field names the dataset, not "Dataset N"."""
-        hint = self.presets.ui_hint(path, self.facts)
-        base = len(self.view.path())
-        if hint is None or path[base : base + 1] != ("datasets",) or len(path) <= base + 1:
-            return hint
-        return named_dataset_hint(hint, self.dataset_name(path[base + 1]))
+        """Where the field is in the UI (:func:`field_hint`)."""
+        return field_hint(self.presets, self.view, self.facts, path)
 
     def dataset_name(self, index: object) -> str:
-        """The name of the process's dataset at ``index`` (its folder's name)."""
-        found = next((d for d in self.view.datasets if d.index == index), None)
-        return found.name if found is not None else f"#{index}"
+        """The name of the process's dataset at ``index`` (:func:`dataset_name`)."""
+        return dataset_name(self.view, index)
 
     @property
     def limits(self) -> Limits:

@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from oom_wizard.logscan import LogScan
     from oom_wizard.paths import FieldPath
     from oom_wizard.probe import ProbeResult
+    from oom_wizard.view import ProcessView
 
 __all__ = [
     "MISSING",
@@ -366,9 +367,7 @@ def settle(job: OpenedJob, answers: Answers, *, new_crash: bool = False) -> Sett
 
     found = find_model_kind(job.document.view().primary)
     answers = _disagreeing(answers, job.log_diagnosis.moment, found.kind)
-    diagnosis = diagnose(
-        job.scan, job.document.view(), answers=answers, probe=job.probe, changelog=job.changelog
-    )
+    diagnosis = _diagnosis(job, answers)
     moment: Moment
     moment_source: Source
     if answers.moment is not None:
@@ -392,6 +391,13 @@ def settle(job: OpenedJob, answers: Answers, *, new_crash: bool = False) -> Sett
         new_crash=crashed,
     )
     return Settled(moment, moment_source, kind, kind_source, found.source, diagnosis, plan, crashed)
+
+
+def _diagnosis(job: OpenedJob, answers: Answers) -> Diagnosis:
+    """The job's diagnosis for answers that already differ from the job (see :func:`settle`)."""
+    return diagnose(
+        job.scan, job.document.view(), answers=answers, probe=job.probe, changelog=job.changelog
+    )
 
 
 def _disagreeing(answers: Answers, moment: Moment | None, kind: ModelKind | None) -> Answers:
@@ -550,9 +556,15 @@ def answer(state: WizardState, answers: Answers) -> WizardState:
 
 def advice_for(state: WizardState, answers: Answers) -> tuple[str, ...]:
     """The advice beyond the config that these answers get: ``diagnose``'s "first change"
-    and "also" lines (with ``--worked-before``, a toolkit or driver update to suspect)."""
-    settled = settle(state.job, answers, new_crash=state.crashed_again)
-    return tuple(item.text for item in settled.diagnosis.advice)
+    and "also" lines (with ``--worked-before``, a toolkit or driver update to suspect).
+
+    The diagnosis :func:`settle` makes, without the plan (the advice does not depend on it):
+    the moment screen asks at every tick.
+    """
+    job = state.job
+    found = find_model_kind(job.document.view().primary)
+    diagnosis = _diagnosis(job, _disagreeing(answers, job.log_diagnosis.moment, found.kind))
+    return tuple(item.text for item in diagnosis.advice)
 
 
 def retry_crashed(state: WizardState) -> WizardState:
@@ -747,10 +759,15 @@ def _arch_of(state: WizardState, path: FieldPath) -> ArchFacts | None:
     from oom_wizard.catalog import load_presets
     from oom_wizard.estimate import arch_facts
 
+    process = _process_of(state, path)
+    return arch_facts(process, load_presets()) if process is not None else None
+
+
+def _process_of(state: WizardState, path: FieldPath) -> ProcessView | None:
+    """The process a field belongs to (the first process for a bare path)."""
     view = state.document.view()
     index = path[2] if len(path) > 2 and path[:2] == ("config", "process") else None
-    process = next((p for p in view.processes if p.index == index), view.primary)
-    return arch_facts(process, load_presets()) if process is not None else None
+    return next((p for p in view.processes if p.index == index), view.primary)
 
 
 def _plain_number(typed: str, like: object) -> ValueCheck:
@@ -846,14 +863,24 @@ def prepare_scale_up(state: WizardState, scale_up: ScaleUp) -> Prepared:
     return prepare(state.document, list(scale_up.changes))
 
 
-def save_scale_up(state: WizardState, scale_up: ScaleUp, destination: Destination) -> Saved:
+def save_scale_up(
+    state: WizardState,
+    scale_up: ScaleUp,
+    destination: Destination,
+    *,
+    ready: Prepared | None = None,
+) -> Saved:
     """Write the scaled-up config and append a ``scale_up`` run to its change log.
+
+    ``ready`` is ``prepare_scale_up(state, scale_up)`` when the caller has it already (shown
+    to the user), so that the edits are not made and checked a second time.
 
     Raises:
         SaveRefused: the output or change log is refused; nothing is written.
         JobDatabaseError: the database refuses (a running job, a taken name, a lock).
     """
-    ready = prepare_scale_up(state, scale_up)
+    if ready is None:
+        ready = prepare_scale_up(state, scale_up)
     steps = [scale_up.step] if ready.changed else []
     return _write(state, ready, destination, direction="scale_up", steps=steps)
 
@@ -1046,25 +1073,23 @@ def moment_info(moment: Moment) -> MomentInfo:
 def ui_hint(path: str, state: WizardState | None = None) -> str | None:
     """Where a field is in AI Toolkit's web UI (None when the UI does not show it).
 
-    With the state, a dataset's field names the dataset (its folder's name), as the plan's
-    rows do, instead of the presets' "Dataset N".
+    With the state, the hint is the plan's rows' own (:func:`oom_wizard.plan.field_hint`): for
+    the arch of the field's process, and a dataset's field names the dataset (its folder's
+    name) instead of the presets' "Dataset N".
     """
     from oom_wizard.catalog import load_presets
+    from oom_wizard.estimate import arch_facts
     from oom_wizard.paths import parse_path
-    from oom_wizard.plan import named_dataset_hint
+    from oom_wizard.plan import field_hint
 
-    hint = load_presets().ui_hint(path)
-    if hint is None or state is None:
-        return hint
+    presets = load_presets()
+    if state is None:
+        return presets.ui_hint(path)
     parsed = parse_path(path)
-    name = None
-    if len(parsed) > 4 and parsed[:2] == ("config", "process") and parsed[3] == "datasets":
-        process = next((p for p in state.document.view().processes if p.index == parsed[2]), None)
-        dataset = (
-            next((d for d in process.datasets if d.index == parsed[4]), None) if process else None
-        )
-        name = dataset.name if dataset is not None else None
-    return named_dataset_hint(hint, name)
+    process = _process_of(state, parsed)
+    if process is None:
+        return presets.ui_hint(parsed)
+    return field_hint(presets, process, arch_facts(process, presets), parsed)
 
 
 def arch_label(process_model: object) -> str | None:

@@ -16,10 +16,13 @@ from oom_wizard.commands._common import change_line, stdout
 from oom_wizard.errors import WizardError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from rich.console import Console
 
     from oom_wizard.changelog import ChangeLog
     from oom_wizard.document import JobDocument
+    from oom_wizard.plan import ScaleUp
 
 _DIRECTIONS = {
     "rollback": "roll-back",
@@ -132,7 +135,7 @@ def _render_attempts(console: Console, changelog: ChangeLog) -> None:
 
 def _render_next(console: Console, changelog: ChangeLog, document: JobDocument | None) -> None:
     from oom_wizard.paths import format_path
-    from oom_wizard.plan import next_scale_up
+    from oom_wizard.service import scale_ups_ahead
 
     if document is None:
         console.print(
@@ -140,8 +143,8 @@ def _render_next(console: Console, changelog: ChangeLog, document: JobDocument |
             markup=False,
         )
         return
-    step = next_scale_up(document, changelog)
-    if step is None:
+    ahead = scale_ups_ahead(document, changelog)  # the first is next_scale_up's
+    if not ahead:
         from oom_wizard.scaleup import nothing_left_text
 
         first, *rest = nothing_left_text(document, changelog)
@@ -149,21 +152,22 @@ def _render_next(console: Console, changelog: ChangeLog, document: JobDocument |
         for line in rest:
             console.print(line, markup=False)
         return
+    step = ahead[0]
     console.print(f"Next scale-up: {step.title} [{step.step}]", markup=False)
     for change in step.changes:
         line = change_line(format_path(change.path), document.get(change.path), change.after)
         console.print(line, markup=False)
-    _render_later(console, changelog, document)
+    _render_later(console, ahead)
 
 
 #: The heading of the re-adds ahead (the result screen's "later" section lists the same).
 LATER_HEADING = "Later, one setting back per retry that trains through:"
 
 
-def _render_later(console: Console, changelog: ChangeLog, document: JobDocument) -> None:
+def _render_later(console: Console, ahead: Sequence[ScaleUp]) -> None:
     """Every re-add ahead, numbered: the same lines as the app's result screen."""
-    from oom_wizard.service import later_lines, scale_ups_ahead
+    from oom_wizard.service import later_lines
 
     console.print(LATER_HEADING, markup=False)
-    for line in later_lines(scale_ups_ahead(document, changelog)):
+    for line in later_lines(ahead):
         console.print(line, markup=False)
