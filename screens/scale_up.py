@@ -72,7 +72,7 @@ class ScaleUpScreen(SavingStage):
             self.app.exit(0)
             return
         if self.ready is not None:
-            self.start_save(partial(save_scale_up, self.state, self.next_up))
+            self.start_save(partial(save_scale_up, self.state, self.next_up, ready=self.ready))
 
     def action_back(self) -> None:
         """Back to the question."""
