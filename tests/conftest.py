@@ -1,12 +1,34 @@
-"""What every test shares: the user's own settings folder is never the real one, and the
-children the tests start run as Python runs on a user's machine."""
+"""What every test shares: the user's own settings folder is never the real one, the
+children the tests start run as Python runs on a user's machine, and the collector runs
+less often."""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+#: Allocations between two young collections while the tests run (Python's default: 700).
+YOUNG_COLLECTION_EVERY = 10_000
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Collect garbage less often while the tests run.
+
+    Every Pilot test builds and drops a whole Textual app: thousands of short-lived objects
+    in reference cycles. At Python's default threshold the collector runs so often, and
+    walks the session's long-lived objects (imported modules, collected tests) so many
+    times, that it costs about a sixth of the suite's CPU time. Once collection is over,
+    the objects alive now are frozen (never scanned again) and the young generation is
+    collected every :data:`YOUNG_COLLECTION_EVERY` allocations instead; garbage is still
+    collected, in larger batches.
+    """
+    gc.collect()
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(YOUNG_COLLECTION_EVERY, middle, old)
 
 
 @pytest.fixture(autouse=True)
