@@ -18,7 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from oom_wizard.screens.widgets import MarkedOptionList
+from oom_wizard.screens.widgets import MarkedOptionList, PlainInput
 from oom_wizard.service import (
     AsNew,
     Destination,
@@ -75,7 +75,7 @@ class DestinationPicker(Vertical):
                 yield Static(f"Not now: {busy}", id="busy", classes="note")
             with Horizontal(classes="path-row", id="name-row"):
                 yield Static("New name")
-                yield Input(
+                yield PlainInput(
                     placeholder=f"{job.name}_oomfix, or the next free name",
                     id="new-name",
                     compact=True,
@@ -87,10 +87,10 @@ class DestinationPicker(Vertical):
         with Vertical(id="file-rows"):
             with Horizontal(classes="path-row"):
                 yield Static("Save as")
-                yield Input(str(output), id="output", compact=True)
+                yield PlainInput(str(output), id="output", compact=True)
             with Horizontal(classes="path-row"):
                 yield Static("Change log")
-                yield Input(self._derived_changelog, id="changelog", compact=True)
+                yield PlainInput(self._derived_changelog, id="changelog", compact=True)
 
     def on_mount(self) -> None:
         """For a database job: the first place that is open, focused."""

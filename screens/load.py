@@ -30,7 +30,7 @@ from textual.worker import Worker, get_current_worker
 from oom_wizard.errors import WizardError
 from oom_wizard.screens.base import StageScreen
 from oom_wizard.screens.messages import JobChosen, JobLoaded, JobsListed, LoadFailed
-from oom_wizard.screens.widgets import MARKER_WIDTH, KeyBar, MarkedOptionList
+from oom_wizard.screens.widgets import MARKER_WIDTH, KeyBar, MarkedOptionList, PlainInput
 from oom_wizard.spelling import oom_figures
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ class LoadScreen(StageScreen[None]):
                     yield Static(_job_header(), id="job-header")
                     yield MarkedOptionList(id="jobs", compact=True)
             with Vertical(id="picker"):
-                yield Input(
+                yield PlainInput(
                     placeholder="a config (.yaml, .json) or an AI Toolkit job folder",
                     suggester=PathSuggester(),
                     id="path",

@@ -15,7 +15,7 @@ from textual.widgets import Header, Input, Static
 
 from oom_wizard.errors import WizardError
 from oom_wizard.screens.base import BACK, Accepted, Back, SaveNow, StageScreen
-from oom_wizard.screens.widgets import DiffView, KeyBar, Tick, ladder_content
+from oom_wizard.screens.widgets import DiffView, KeyBar, PlainInput, Tick, ladder_content
 from oom_wizard.service import (
     MISSING,
     FieldProposal,
@@ -65,7 +65,7 @@ class FieldRow(Vertical):
             yield Tick(effect_label(proposal), value=self.enabled, id=f"toggle-{self.index}")
             if self.editable:
                 shown = editable(proposal.after if self.typed is None else self.typed)
-                yield Input(shown, id=f"value-{self.index}", compact=True)
+                yield PlainInput(shown, id=f"value-{self.index}", compact=True)
         if self.editable:
             reason = Static("", id=f"reason-{self.index}", classes="field-reason", markup=False)
             reason.display = False

@@ -12,7 +12,8 @@ from textual.content import Content
 from textual.markup import escape
 from textual.screen import Screen
 from textual.strip import Strip
-from textual.widgets import Checkbox, Footer, OptionList, RadioButton, Static
+from textual.validation import ValidationResult
+from textual.widgets import Checkbox, Footer, Input, OptionList, RadioButton, Static
 
 from oom_wizard import spelling
 
@@ -64,6 +65,20 @@ class KeyBar(Footer):
             for key, (_node, binding, enabled, tooltip) in self.screen.active_bindings.items()
             if binding.show or key == palette
         )
+
+
+class PlainInput(Input):
+    """An input that Textual does not validate: what is typed in the wizard is checked by the
+    service (a refusal shows on its row), never by Textual's validators.
+
+    Without validators Textual still runs its validation on every change of the value, the
+    first one included, and sets the ``-valid`` class each time: two restyles of the input
+    per key typed, and two before it is even on screen. This input has nothing to validate
+    and skips that.
+    """
+
+    def validate(self, value: str) -> ValidationResult | None:
+        return None
 
 
 #: A diff line longer than this is unreadable as a line (a config stored as one line of
