@@ -205,6 +205,36 @@ def test_a_bar_that_reports_a_loss_is_the_training_bar_whatever_its_name() -> No
     assert result.phase == "training" and result.last_step == 120
 
 
+# sd_dreambooth_extension #760: its preview bar carries the training loss, and the trainer
+# printed the caught error into the bar's postfix; the paste stops inside the message.
+PREVIEW_BAR_WITH_ERROR = (
+    "Generating Samples:   0%| | 0/4 [00:00<?, ?it/s, loss=0.00784, loss_avg=0.101, Exception "
+    "saving sample: CUDA out of memory. Tried to allocate 576.00 MiB (GPU 0; 12.00 GiB total "
+    "capacity; 10.74 GiB already allocated; 0 bytes fre"
+)
+
+
+def test_the_trainers_own_sample_bar_name_wins_over_a_loss_in_its_postfix() -> None:
+    result = scan("  ***** Running training *****", "  LR: 2e-06)", PREVIEW_BAR_WITH_ERROR)
+    assert result.phase == "periodic_sample"
+    assert not result.training_started and result.last_step is None
+
+
+def test_a_sample_bar_with_the_training_loss_is_drawn_during_training() -> None:
+    closed = "Generating Samples:   0%| | 0/4 [00:00<?, ?it/s, loss=0.00784, loss_avg=0.101]"
+    plain = "Generating Samples:   0%| | 0/4 [00:00<?, ?it/s]"
+    assert scan(closed).phase == "periodic_sample"
+    assert scan(plain).phase == "baseline_sample"
+
+
+def test_a_message_printed_into_an_open_bar_postfix_is_read() -> None:
+    result = scan(PREVIEW_BAR_WITH_ERROR)
+    assert result.crashed and result.has("cuda_oom")
+    assert result.oom is not None
+    assert (result.oom.form, result.oom.total, result.oom.allocated) == ("legacy", 12.0, 10.74)
+    assert result.evidence_for("cuda_oom")[0].line == 1
+
+
 def test_an_unnamed_bar_before_training_keeps_the_phase() -> None:
     result = scan(*LOAD[:3], " 40%|####      | 16/40 [00:05<00:07,  3.1it/s]")
     assert result.phase == "quantize"

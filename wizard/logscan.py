@@ -250,9 +250,15 @@ class PhaseRule(_Rule):
 
 
 class BarRule(_Rule):
-    """A progress-bar description that names what the bar is doing."""
+    """A progress-bar description that names what the bar is doing.
+
+    ``over_loss``: the trainer's own name for the bar, which no job is called. It names the bar
+    even when the postfix reports a loss (a relative draws its preview bar with the training
+    loss on it); any other description yields to such a postfix, which only training shows.
+    """
 
     phase: BarPhase
+    over_loss: bool = False
 
 
 class SignalRule(_Rule):
@@ -325,6 +331,7 @@ class _Compiled:
         self.resume = [re.compile(p) for p in markers.resume]
         self.phases = [(_rule_pattern(r), r.phase) for r in markers.phases]
         self.bars = [(_rule_pattern(r), r.phase) for r in markers.bars]
+        self.named_bars = [(_rule_pattern(r), r.phase) for r in markers.bars if r.over_loss]
         self.signals = [(_rule_pattern(r), r.signal) for r in markers.signals]
         self.python_errors = _any(markers.python_errors)
         self.exception = re.compile(markers.exception)
@@ -1275,11 +1282,26 @@ class _Scanner:
                 run.enter("periodic_sample", line, clean(seg))
                 run.sample_rate_reading(seg, line)
         elif kind == "sample":
-            phase: Phase = "periodic_sample" if run.training_started else "baseline_sample"
+            # A sample bar that carries the training loss is drawn during training.
+            during = run.training_started or _TRAINING_POSTFIX.search(seg) is not None
+            phase: Phase = "periodic_sample" if during else "baseline_sample"
             run.enter(phase, line, clean(seg))
             run.sample_rate_reading(seg, line)
         else:
             run.enter(kind, line, clean(seg))
+        if not seg.endswith(b"]") and not self._cold:
+            self._open_postfix(seg, pos, line)
+
+    def _open_postfix(self, seg: bytes, pos: int, line: int) -> None:
+        """A bar segment left open (no closing ``]``, which tqdm always draws after its
+        postfix): the trainer printed a message into it (``Exception saving sample: CUDA out of
+        memory ...``), or the paste stops there. Its bracket part is read for signals."""
+        start = seg.find(b"[", pos)
+        if start < 0:
+            return
+        text = clean(seg[start + 1 :])
+        if self._p.prefilter.search(text):
+            self._signals(text, line)
 
     def _classify(self, head: bytes, seg: bytes) -> BarKind:
         """What a bar with this head (description and percentage) is; cached per head."""
@@ -1291,6 +1313,8 @@ class _Scanner:
             kind = "unnamed"
         elif parse_bar(clean(seg)) is None or _BYTE_RATE.search(seg):
             kind = "ignore"  # sizes such as 4.50G/9.99G, or a rate in bytes: a download
+        elif named := next((k for pattern, k in self._p.named_bars if pattern.search(desc)), None):
+            kind = named
         elif _TRAINING_POSTFIX.search(seg):
             kind = "training"  # whatever the job is called, only training reports a loss
         else:
