@@ -318,6 +318,36 @@ def test_other_processes_in_the_message_are_the_environment() -> None:
     assert result.first_change == result.advice[0].text
 
 
+def test_in_a_container_the_jobs_own_listed_process_is_not_the_environment() -> None:
+    """diffusion-pipe #153: no "this process"; the 78.44 GiB process is the job itself."""
+    message = (
+        "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.68 GiB. GPU 0 "
+        "has a total capacity of 79.21 GiB of which 259.19 MiB is free. Process 2828469 has "
+        "516.00 MiB memory in use. Process 2856448 has 78.44 GiB memory in use. Of the allocated "
+        "memory 70.48 GiB is allocated by PyTorch, and 6.78 GiB is reserved by PyTorch but "
+        "unallocated."
+    )
+    result = diagnose(log(*LOADING, bar(0), message), view_of())
+    assert result.moment == "early_steps" and not result.environment_suspected
+    assert any("the job itself filled the card" in reason for reason in result.reasons)
+    assert any("names no process as its own" in note for note in result.notes)
+    assert result.to_json()["oom"]["this_process_inferred"] is True
+
+
+def test_in_a_container_a_foreign_process_holding_the_card_is_the_environment() -> None:
+    """DiffSynth-Studio #1238: the 21.96 GiB process is the job, the 73.02 GiB one is not."""
+    message = (
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 18.00 MiB. GPU  has "
+        "a total capacity of 95.00 GiB of which 6.50 MiB is free. Process 3927658 has 73.02 GiB "
+        "memory in use. Process 4105349 has 21.96 GiB memory in use. Of the allocated memory "
+        "21.65 GiB is allocated by PyTorch, and 1.51 MiB is reserved by PyTorch but unallocated."
+    )
+    result = diagnose(log(message), view_of())
+    assert result.moment == "environment"
+    assert "pid 3927658 73.02 GiB" in result.reasons[0]
+    assert "4105349" not in " ".join(result.reasons)
+
+
 def test_a_small_other_process_is_not_the_environment() -> None:
     others = "Process 4242 has 300.00 MiB memory in use. "
     result = diagnose(log(*LOADING, bar(0), oom_message(others=others)), view_of())

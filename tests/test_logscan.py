@@ -513,6 +513,49 @@ def test_current_allocator_message() -> None:
     assert oom.line == len(LOAD) + 1
 
 
+# diffusion-pipe #153 (two ranks on one 80 GB card, in a container) and DiffSynth-Studio #1238
+# (another job on the card; this build prints no GPU index): no "this process" in either.
+OOM_CONTAINER_OWN_BIG = (
+    "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.68 GiB. GPU 0 has a "
+    "total capacity of 79.21 GiB of which 259.19 MiB is free. Process 2828469 has 516.00 MiB "
+    "memory in use. Process 2856448 has 78.44 GiB memory in use. Of the allocated memory 70.48 "
+    "GiB is allocated by PyTorch, and 6.78 GiB is reserved by PyTorch but unallocated."
+)
+OOM_CONTAINER_OTHER_BIG = (
+    "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 18.00 MiB. GPU  has a "
+    "total capacity of 95.00 GiB of which 6.50 MiB is free. Process 3927658 has 73.02 GiB memory "
+    "in use. Process 4105349 has 21.96 GiB memory in use. Of the allocated memory 21.65 GiB is "
+    "allocated by PyTorch, and 1.51 MiB is reserved by PyTorch but unallocated."
+)
+
+
+def test_without_this_process_the_listed_process_covering_pytorchs_memory_is_the_job() -> None:
+    oom = scan(OOM_CONTAINER_OWN_BIG).oom
+    assert oom is not None and oom.this_process_inferred
+    assert oom.this_process == 78.44
+    assert [p.pid for p in oom.other_processes] == [2828469]
+    assert oom.others_total == pytest.approx(516 / 1024)
+
+
+def test_without_this_process_a_big_foreign_process_stays_another_process() -> None:
+    oom = scan(OOM_CONTAINER_OTHER_BIG).oom
+    assert oom is not None and oom.this_process_inferred
+    assert (oom.gpu, oom.total, oom.this_process) == (None, 95.0, 21.96)
+    assert [(p.pid, p.gib) for p in oom.other_processes] == [(3927658, 73.02)]
+
+
+def test_no_listed_process_is_the_job_when_none_covers_pytorchs_memory() -> None:
+    message = OOM_CONTAINER_OTHER_BIG.replace("21.96 GiB memory", "30.00 GiB memory")
+    oom = scan(message).oom
+    assert oom is not None and not oom.this_process_inferred and oom.this_process is None
+    assert len(oom.other_processes) == 2
+
+
+def test_a_message_naming_this_process_is_left_as_it_is() -> None:
+    oom = scan(*LOAD, OOM_CURRENT).oom
+    assert oom is not None and not oom.this_process_inferred
+
+
 def test_legacy_allocator_message() -> None:
     found = parse_allocator_message(
         "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 1; 23.69 GiB total "

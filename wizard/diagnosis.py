@@ -319,6 +319,8 @@ def _oom_json(oom: OomFigures | None) -> dict[str, Any]:
         "reserved_unallocated_gib": oom.reserved_unallocated,
     }
     found: dict[str, Any] = {k: _round(v) for k, v in figures.items() if v is not None}
+    if oom.this_process_inferred:
+        found["this_process_inferred"] = True
     if oom.other_processes:
         found["other_processes"] = [
             {"pid": p.pid, "gib": _round(p.gib)} for p in oom.other_processes
@@ -655,6 +657,7 @@ def _environment(
     notes: list[str] = []
     oom = scan.oom if scan is not None else None
     job_alone = _job_holds_card(oom)
+    _own_process_note(oom, notes)
     _outside_note(oom, notes)
     if job_alone is not None:
         against = job_alone
@@ -719,6 +722,18 @@ def _legacy_job_holds_card(oom: OomFigures) -> str | None:
         f"PyTorch in this process had reserved {gib(oom.reserved)} of {gib(oom.total)} and only "
         f"{gib(max(outside, 0.0))} was held outside it: the job itself filled the card, it is "
         "the config, not the environment"
+    )
+
+
+def _own_process_note(oom: OomFigures | None, notes: list[str]) -> None:
+    """Say which listed process was taken as the job when PyTorch named none its own."""
+    if oom is None or not oom.this_process_inferred or oom.this_process is None:
+        return
+    held = (oom.allocated or 0.0) + (oom.reserved_unallocated or 0.0)
+    notes.append(
+        f"PyTorch's message names no process as its own (the job runs in a container): the "
+        f"one holding {gib(oom.this_process)}, which covers the {gib(held)} PyTorch held, is "
+        "taken as the job itself."
     )
 
 

@@ -186,6 +186,10 @@ SPILL_MIN_READINGS: Final = 2
 """Readings of the bar's rate (after its first step) that make the stable stretch."""
 MAX_DUMP_LINES: Final = 4000
 """The printed process config longer than this is not read (it is not the toolkit's dump)."""
+CUDA_CONTEXT_MAX_GIB: Final = 2.5
+"""What a process holds on the card beyond PyTorch's own memory (CUDA's context, cuBLAS and
+cuDNN workspaces), at most: how far a listed process may exceed what PyTorch held and still be
+the job itself (:func:`own_process`)."""
 STOP_SIGNALS: Final = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
 """A job ended by one of these was stopped (by the user, the UI or a shutdown), not crashed."""
 
@@ -458,6 +462,9 @@ class OomFigures:
             in the legacy form, reserved minus allocated.
         other_processes: Other processes on the card and what each held.
         line: Where the message is.
+        this_process_inferred: The message named no process as "this process" (PyTorch
+            could not match its own PID, as in a container); ``this_process`` is the listed
+            process whose memory covers what PyTorch itself held (:func:`own_process`).
     """
 
     form: Literal["current", "legacy"]
@@ -471,6 +478,7 @@ class OomFigures:
     reserved_unallocated: float | None = None
     other_processes: tuple[OtherProcess, ...] = ()
     line: int = 0
+    this_process_inferred: bool = False
 
     @property
     def others_total(self) -> float:
@@ -590,13 +598,14 @@ _UNIT_GIB: Final[Mapping[str, float]] = {
 TRIED = re.compile(r"Tried to allocate " + _SIZE.format("v"))
 """Both forms: the allocation that failed."""
 CURRENT_CAPACITY = re.compile(
-    r"GPU (?P<gpu>\d+) has a total capac(?:ity|ty) of "
+    r"GPU (?:(?P<gpu>\d+) )?\s*has a total capac(?:ity|ty) of "
     + _SIZE.format("total")
     + r" of which "
     + _SIZE.format("free")
     + r" is free"
 )
-"""Current form: ``GPU 0 has a total capacity of 31.36 GiB of which 336.62 MiB is free``."""
+"""Current form: ``GPU 0 has a total capacity of 31.36 GiB of which 336.62 MiB is free`` (some
+builds leave the index out: ``GPU  has a total capacity of 95.00 GiB ...``)."""
 OTHER_PROCESS = re.compile(
     r"(?<![Tt]his )\bProcess (?:(?P<pid>\d+) )?has " + _SIZE.format("v") + r" memory in use"
 )
@@ -629,7 +638,7 @@ def parse_allocator_message(text: str) -> dict[str, Any]:
     if match := TRIED.search(text):
         found["tried"] = _gib(match, "v")
     if match := CURRENT_CAPACITY.search(text):
-        found.update(form="current", gpu=int(match["gpu"]))
+        found.update(form="current", gpu=int(match["gpu"]) if match["gpu"] else None)
         found.update(total=_gib(match, "total"), free=_gib(match, "free"))
     others = [
         (int(m["pid"]) if m["pid"] else None, _gib(m, "v")) for m in OTHER_PROCESS.finditer(text)
@@ -657,26 +666,52 @@ def parse_allocator_message(text: str) -> dict[str, Any]:
     return found
 
 
+def own_process(
+    listed: Sequence[tuple[int | None, float]], allocated: float, unallocated: float
+) -> int | None:
+    """Which listed process is the job itself, when the message names none "this process".
+
+    PyTorch names its own process by PID; in a container (another PID namespace) it cannot, and
+    lists every process alike. The job's own entry is then the one whose memory covers what
+    PyTorch held (allocated plus reserved-but-unallocated) by no more than CUDA's own share
+    (``CUDA_CONTEXT_MAX_GIB``); of several, the closest. None when no entry fits.
+    """
+    held = allocated + unallocated
+    fits = [
+        (gib - held, index)
+        for index, (_, gib) in enumerate(listed)
+        if 0.0 <= gib - held <= CUDA_CONTEXT_MAX_GIB
+    ]
+    return min(fits)[1] if fits else None
+
+
 def _figures(found: Mapping[str, Any], line: int) -> OomFigures:
-    """Assemble the figures; the legacy form's fragmentation is reserved minus allocated."""
+    """Assemble the figures; the legacy form's fragmentation is reserved minus allocated, and a
+    message without "this process" has it picked out of the listed ones (:func:`own_process`)."""
     unallocated = found.get("reserved_unallocated")
     reserved, allocated = found.get("reserved"), found.get("allocated")
     if unallocated is None and reserved is not None and allocated is not None:
         unallocated = max(reserved - allocated, 0.0)
+    listed: list[tuple[int | None, float]] = list(found.get("other_processes", []))
+    this_process = found.get("this_process")
+    inferred = False
+    if this_process is None and listed and allocated is not None:
+        own = own_process(listed, allocated, unallocated or 0.0)
+        if own is not None:
+            this_process, inferred = listed.pop(own)[1], True
     return OomFigures(
         form=found.get("form", "current"),
         gpu=found.get("gpu"),
         tried=found.get("tried"),
         total=found.get("total"),
         free=found.get("free"),
-        this_process=found.get("this_process"),
+        this_process=this_process,
         allocated=allocated,
         reserved=reserved,
         reserved_unallocated=unallocated,
-        other_processes=tuple(
-            OtherProcess(pid, gib) for pid, gib in found.get("other_processes", [])
-        ),
+        other_processes=tuple(OtherProcess(pid, gib) for pid, gib in listed),
         line=line,
+        this_process_inferred=inferred,
     )
 
 
