@@ -87,6 +87,9 @@ OTHER_PROCESS_MIN_GIB: Final = 2.5
 """Other processes (or memory held outside the job) make the GPU "not clean" when they hold at
 least this share of the card and at least this many GiB: a desktop session's one or two GiB
 on a 24 GB card is a note, a second job or a stuck worker is the verdict."""
+FREE_ROOM_FACTOR: Final = 10.0
+"""An allocation that failed while the card had this many times its size free (and a real share
+of the card, as above) did not fail for want of VRAM: the card was not full."""
 OUTSIDE_NOTE_MIN_GIB: Final = 0.75
 """Memory held outside the job worth a note (not a verdict) when it is below the share above."""
 JOB_HOLDS_CARD_SHARE: Final = 0.85
@@ -664,6 +667,8 @@ def _environment(
     else:
         against = ""
         _others_in_message(oom, strong, advice)
+        if not strong:
+            _room_left(oom, strong, advice)
     if scan is None or scan.crashed:
         _others_now(probe, strong, advice)
     if scan is not None:
@@ -784,6 +789,29 @@ def _others_in_message(oom: OomFigures | None, strong: list[str], advice: list[A
                 "on the host, stop it or move to a fresh worker, then retry unchanged.",
             )
         )
+
+
+def _room_left(oom: OomFigures | None, strong: list[str], advice: list[Advice]) -> None:
+    """The message says the card had room: free is a real share of it and many times the
+    allocation that failed. Then VRAM was not what ran out; on Windows it is most often the
+    host's commit limit (the page file), which CUDA's allocations also draw on."""
+    if oom is None or oom.free is None or oom.tried is None or not oom.total:
+        return
+    if not (_share(oom.free, oom.total) and oom.free >= FREE_ROOM_FACTOR * oom.tried):
+        return
+    strong.append(
+        f"{gib(oom.free)} of {gib(oom.total)} was free when an allocation of {gib(oom.tried)} "
+        "failed: the card was not full, so it is not the config's memory that ran out"
+    )
+    advice.append(
+        Advice(
+            "host_ram",
+            "The card had room, so the failure came from outside VRAM: on Windows most often "
+            "the system's commit limit (enlarge the page file or let Windows manage it, close "
+            "memory-hungry programs), else the driver's state (restart the machine or the "
+            "worker). Then retry the same config unchanged.",
+        )
+    )
 
 
 def _others_now(probe: ProbeResult | None, strong: list[str], advice: list[Advice]) -> None:
