@@ -481,6 +481,42 @@ def test_a_traceback_followed_by_progress_is_not_the_crash() -> None:
     assert result.frame_phase is None and result.phase == "training"
 
 
+# kohya_ss #1202: the error is printed, then tqdm closes its bar and draws it once more.
+OOM_WRAPPED_THEN_BAR = [
+    "OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 6.00 GiB total "
+    "capacity; 5.24 GiB already",
+    "allocated; 0 bytes free; 5.29 GiB reserved in total by PyTorch) If reserved memory is >> "
+    "allocated memory try setting",
+    "max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and "
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "steps:   0%|                                       | 1/2100 [00:03<2:05:34,  3.59s/it, "
+    "loss=0.473]",
+]
+
+
+def test_the_bar_drawn_once_more_after_the_oom_is_tqdm_closing_it_not_progress() -> None:
+    result = scan(*OOM_WRAPPED_THEN_BAR)
+    assert result.crashed and result.has("cuda_oom")
+    assert result.phase == "training" and result.last_step == 1
+
+
+def test_the_bar_at_the_same_step_after_the_oom_keeps_the_crash() -> None:
+    kohya = "steps:   0%|          | {n}/1600 [00:0{n}<20:09,  1.32it/s, avr_loss=0.087]"
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB."
+    result = scan(kohya.format(n=4), kohya.format(n=5), oom, kohya.format(n=5))
+    assert result.crashed and result.last_step == 5
+
+
+def test_the_bar_moving_on_after_an_oom_is_training_that_went_on() -> None:
+    kohya = "steps:   0%|          | {n}/1600 [00:0{n}<20:09,  1.32it/s, avr_loss=0.087]"
+    oom = "Exception while training: CUDA out of memory. Tried to allocate 20.00 MiB."
+    result = scan(kohya.format(n=4), oom, kohya.format(n=4), kohya.format(n=5))
+    assert not result.crashed and result.last_step == 5
+    assert not scan(
+        *OOM_WRAPPED_THEN_BAR, OOM_WRAPPED_THEN_BAR[-1].replace("1/2100", "2/2100")
+    ).crashed
+
+
 def test_host_copy_in_the_failing_traceback() -> None:
     result = scan(
         '[rank0]:   File "/dp/utils/offloading.py", line 119, in weights_to_device',

@@ -934,6 +934,10 @@ class _Run:
     """The rate (number, unit) of the last reading, when it was taken in the stable stretch
     (see :meth:`rate_reading`)."""
     spill_step: int | None = None
+    oom_failure: bool = False
+    """The pending failure is PyTorch's out-of-memory error itself (not another error)."""
+    fail_step: int | None = None
+    """The training step the bar showed when the pending failure was printed."""
     zero_bar_line: int | None = None
     config_dump: tuple[tuple[str, Any], ...] | None = None
 
@@ -948,17 +952,33 @@ class _Run:
         self.progressed = True
         self.expect_call = False
         if self.failing or self.frames_seen:
-            self.failing = False
+            self.failing = self.oom_failure = False
             self.frames_seen = False
             self.traceback_hint = None
             self.frame_phase = None
             self.host_copy = False
 
-    def fail(self) -> None:
+    def fail(self, *, oom: bool = False) -> None:
         """A failure line: the run ends here unless progress follows."""
+        if not self.failing:
+            self.fail_step = self.current_step()
+            self.oom_failure = False
+        self.oom_failure = self.oom_failure or oom
         self.progressed = True
         self.failing = True
         self.stopped = False
+
+    def bar_after_oom(self, seg: bytes) -> None:
+        """A training-bar redraw after the out-of-memory error: tqdm closing its bar draws it
+        once more at the step it stopped on (or, when the log showed no bar before, at the
+        step it died in). Only a later step is training that went on."""
+        bar = parse_bar(clean(seg))
+        if bar is None:
+            return
+        if self.fail_step is None:
+            self.fail_step = bar.n
+        elif bar.n > self.fail_step:
+            self.progress()
 
     def enter(self, phase: Phase, line: int, text: str) -> None:
         """Move to ``phase``; the line that did it is kept as evidence."""
@@ -1290,6 +1310,8 @@ class _Scanner:
         run = self._run
         run.zero_bar_line = None
         if self._head_training:
+            if run.failing and run.oom_failure:
+                run.bar_after_oom(seg)
             run.train_bar, run.train_bar_line = seg, line
             run.rate_reading(seg, line)
 
@@ -1308,7 +1330,10 @@ class _Scanner:
         if kind == "ignore":
             return
         run = self._run
-        run.progress()
+        if kind == "training" and run.failing and run.oom_failure:
+            run.bar_after_oom(seg)
+        else:
+            run.progress()
         run.zero_bar_line = line if b"0/" in seg and _ZERO_BAR.search(seg) else None
         if kind == "training":
             self._training_bar(seg, line)
@@ -1490,7 +1515,7 @@ class _Scanner:
             elif signal == "cuda_oom":
                 self._oom_numbers(text, line, continuation=False)
             if signal in FATAL_SIGNALS or signal == "host_oom_kill":
-                run.fail()
+                run.fail(oom=signal in ("cuda_oom", "cuda_error_oom"))
 
     def _oom_numbers(self, text: str, line: int, *, continuation: bool) -> None:
         run = self._run
