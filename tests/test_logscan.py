@@ -498,6 +498,7 @@ def test_the_bar_drawn_once_more_after_the_oom_is_tqdm_closing_it_not_progress()
     result = scan(*OOM_WRAPPED_THEN_BAR)
     assert result.crashed and result.has("cuda_oom")
     assert result.phase == "training" and result.last_step == 1
+    assert result.oom is not None and result.oom.reserved == 5.29
 
 
 def test_the_bar_at_the_same_step_after_the_oom_keeps_the_crash() -> None:
@@ -626,7 +627,9 @@ def test_a_message_wrapped_over_several_lines_is_put_back_together() -> None:
     oom = result.oom
     assert oom is not None
     assert oom.tried == 1.0
-    # Numbers cut in half by the wrap cannot be read; those on one line can.
+    # A figure the wrap cut between its words is read whole from the lines put together.
+    assert (oom.total, oom.this_process, oom.allocated) == (23.55, 23.4, 21.0)
+    assert oom.free == pytest.approx(120 / 1024)
     assert oom.reserved_unallocated == 1.8
 
 

@@ -170,6 +170,8 @@ EVIDENCE_CHARS: Final = 400
 """Evidence text longer than this is shortened (an allocator message fits)."""
 OOM_MESSAGE_TAIL: Final = 3
 """Segments after an OOM line that may still hold its numbers (a message wrapped when pasted)."""
+OOM_TEXT_MAX: Final = 4000
+"""An allocator message and the lines it was wrapped onto are read together up to this length."""
 _BAR_CACHE_LIMIT: Final = 1024
 _NO_BAR: Final = b"\n"
 """What a segment starts with when it repeats the previous bar: never, after a text segment."""
@@ -910,6 +912,8 @@ class _Run:
     signals: set[Signal] = field(default_factory=set)
     oom_found: dict[str, Any] | None = None
     oom_line: int = 0
+    oom_text: str = ""
+    """The allocator message so far: its first line and the lines it was wrapped onto."""
     oom_tail: int = 0
     skips: deque[SkipBanner] = field(default_factory=lambda: deque(maxlen=SKIPS_KEPT))
     skip_count: int = 0
@@ -1518,14 +1522,18 @@ class _Scanner:
                 run.fail(oom=signal in ("cuda_oom", "cuda_error_oom"))
 
     def _oom_numbers(self, text: str, line: int, *, continuation: bool) -> None:
+        """The numbers of an allocator message. A message wrapped onto the next lines (a
+        terminal or a GUI breaks it between words: "5.24 GiB already" / "allocated; 0 bytes
+        free; ...") is read again as one text, so a figure cut by the wrap is read whole."""
         run = self._run
-        found = parse_allocator_message(text)
         if continuation:
-            if found and run.oom_found is not None:
-                for key, value in found.items():
-                    run.oom_found.setdefault(key, value)
+            if run.oom_found is None:
+                return
+            run.oom_text = f"{run.oom_text} {text.strip()}"[:OOM_TEXT_MAX]
+            run.oom_found.update(parse_allocator_message(run.oom_text))
             return
-        run.oom_tail = OOM_MESSAGE_TAIL
+        found = parse_allocator_message(text)
+        run.oom_tail, run.oom_text = OOM_MESSAGE_TAIL, text.strip()[:OOM_TEXT_MAX]
         if found:
             run.oom_found, run.oom_line = found, line
 
