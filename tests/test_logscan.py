@@ -340,6 +340,39 @@ def test_sampling_frames_beat_the_last_training_bar() -> None:
     assert result.last_step == 500
 
 
+# sd-scripts #1014: the kohya family's sample call says when it runs by its epoch argument.
+KOHYA_SAMPLE_FRAMES = [
+    "Traceback (most recent call last):",
+    '  File "/kaggle/temp/sd-scripts/sdxl_train_network.py", line 189, in <module>',
+    "    trainer.train(args)",
+    '  File "/kaggle/temp/sd-scripts/train_network.py", line 885, in train',
+    "    self.sample_images(accelerator, args, epoch + 1, global_step, accelerator.device, vae, "
+    "tokenizer, text_encoder, unet)",
+    '  File "/kaggle/temp/sd-scripts/library/sdxl_train_util.py", line 367, in sample_images',
+]
+
+
+@pytest.mark.parametrize(
+    ("epoch", "phase"),
+    [("epoch + 1", "periodic_sample"), ("None", "periodic_sample"), ("0", "baseline_sample")],
+)
+def test_a_kohya_sample_call_without_a_bar_says_when_it_ran(epoch: str, phase: str) -> None:
+    lines = [line.replace("epoch + 1", epoch) for line in KOHYA_SAMPLE_FRAMES]
+    result = scan(*lines, "torch.OutOfMemoryError: CUDA out of memory.")
+    assert result.crashed and result.phase == phase
+
+
+def test_an_aitk_sample_call_without_a_bar_is_still_the_baseline_sample() -> None:
+    result = scan(
+        "Traceback (most recent call last):",
+        '  File "/tk/jobs/process/BaseSDTrainProcess.py", line 2730, in run',
+        "    self.sample(self.step_num)",
+        '  File "/tk/jobs/process/BaseSDTrainProcess.py", line 300, in sample',
+        OOM_CURRENT,
+    )
+    assert result.phase == "baseline_sample"
+
+
 # --- signals ------------------------------------------------------------------------------------
 
 

@@ -139,8 +139,18 @@ MarkerPhase = Literal[
 ]
 BarPhase = Literal["model_load", "quantize", "cache_latents", "cache_text", "sample", "ignore"]
 FramePhase = Literal[
-    "model_load", "quantize", "cache_latents", "cache_text", "training", "sample", "save"
+    "model_load",
+    "quantize",
+    "cache_latents",
+    "cache_text",
+    "training",
+    "sample",
+    "baseline_sample",
+    "periodic_sample",
+    "save",
 ]
+"""``sample`` is a sample pass that the log's bar tells apart (before or during training);
+``baseline_sample`` and ``periodic_sample`` are a call that says which one it is itself."""
 
 BarKind = Literal[
     "training",
@@ -1806,6 +1816,8 @@ def _dump_fields(text: str, fields: Sequence[str]) -> tuple[tuple[str, Any], ...
 
 
 def _resolve_frame_phase(phase: FramePhase, training_started: bool) -> Phase:
+    """A frame's phase as the scan's: a sample pass is the baseline one until training has
+    started, unless the call said which one it was."""
     if phase == "sample":
         return "periodic_sample" if training_started else "baseline_sample"
     return phase
