@@ -318,6 +318,70 @@ def test_other_processes_in_the_message_are_the_environment() -> None:
     assert result.first_change == result.advice[0].text
 
 
+def test_in_a_container_the_jobs_own_listed_process_is_not_the_environment() -> None:
+    """diffusion-pipe #153: no "this process"; the 78.44 GiB process is the job itself."""
+    message = (
+        "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.68 GiB. GPU 0 "
+        "has a total capacity of 79.21 GiB of which 259.19 MiB is free. Process 2828469 has "
+        "516.00 MiB memory in use. Process 2856448 has 78.44 GiB memory in use. Of the allocated "
+        "memory 70.48 GiB is allocated by PyTorch, and 6.78 GiB is reserved by PyTorch but "
+        "unallocated."
+    )
+    result = diagnose(log(*LOADING, bar(0), message), view_of())
+    assert result.moment == "early_steps" and not result.environment_suspected
+    assert any("the job itself filled the card" in reason for reason in result.reasons)
+    assert any("names no process as its own" in note for note in result.notes)
+    assert result.to_json()["oom"]["this_process_inferred"] is True
+
+
+def test_in_a_container_a_foreign_process_holding_the_card_is_the_environment() -> None:
+    """DiffSynth-Studio #1238: the 21.96 GiB process is the job, the 73.02 GiB one is not."""
+    message = (
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 18.00 MiB. GPU  has "
+        "a total capacity of 95.00 GiB of which 6.50 MiB is free. Process 3927658 has 73.02 GiB "
+        "memory in use. Process 4105349 has 21.96 GiB memory in use. Of the allocated memory "
+        "21.65 GiB is allocated by PyTorch, and 1.51 MiB is reserved by PyTorch but unallocated."
+    )
+    result = diagnose(log(message), view_of())
+    assert result.moment == "environment"
+    assert "pid 3927658 73.02 GiB" in result.reasons[0]
+    assert "4105349" not in " ".join(result.reasons)
+
+
+# FluxGym #78 and musubi-tuner #978 (Windows): a small allocation fails with half the card free.
+ROOM_LEFT_MESSAGES = [
+    "[2024-09-18 08:19:50] [INFO] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+    "80.00 MiB. GPU 0 has a total capacity of 12.00 GiB of which 6.31 GiB is free. Of the "
+    "allocated memory 4.64 GiB is allocated by PyTorch, and 14.47 MiB is reserved by PyTorch but "
+    "unallocated.",
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 48.00 MiB. GPU 0 has a total "
+    "capacity of 15.93 GiB of which 8.76 GiB is free. Of the allocated memory 6.06 GiB is "
+    "allocated by PyTorch, and 1.45 M",
+]
+
+
+@pytest.mark.parametrize("message", ROOM_LEFT_MESSAGES)
+def test_an_allocation_failing_with_the_card_far_from_full_is_the_environment(
+    message: str,
+) -> None:
+    result = diagnose(log(message), view_of())
+    assert result.moment == "environment"
+    assert "the card was not full" in result.reasons[0]
+    assert advice_ids(result) == ["host_ram"]
+
+
+def test_a_large_allocation_above_what_is_free_is_still_the_config() -> None:
+    message = oom_message(tried="8.00 GiB", free="6.00 GiB", this=17.5)
+    result = diagnose(log(*LOADING, bar(0), message), view_of())
+    assert result.moment == "early_steps" and not result.environment_suspected
+
+
+def test_a_little_free_memory_is_not_room_left() -> None:
+    message = oom_message(tried="20.00 MiB", free="1.00 GiB", this=22.8)
+    result = diagnose(log(*LOADING, bar(0), message), view_of())
+    assert result.moment == "early_steps"
+
+
 def test_a_small_other_process_is_not_the_environment() -> None:
     others = "Process 4242 has 300.00 MiB memory in use. "
     result = diagnose(log(*LOADING, bar(0), oom_message(others=others)), view_of())

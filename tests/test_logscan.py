@@ -205,6 +205,36 @@ def test_a_bar_that_reports_a_loss_is_the_training_bar_whatever_its_name() -> No
     assert result.phase == "training" and result.last_step == 120
 
 
+# sd_dreambooth_extension #760: its preview bar carries the training loss, and the trainer
+# printed the caught error into the bar's postfix; the paste stops inside the message.
+PREVIEW_BAR_WITH_ERROR = (
+    "Generating Samples:   0%| | 0/4 [00:00<?, ?it/s, loss=0.00784, loss_avg=0.101, Exception "
+    "saving sample: CUDA out of memory. Tried to allocate 576.00 MiB (GPU 0; 12.00 GiB total "
+    "capacity; 10.74 GiB already allocated; 0 bytes fre"
+)
+
+
+def test_the_trainers_own_sample_bar_name_wins_over_a_loss_in_its_postfix() -> None:
+    result = scan("  ***** Running training *****", "  LR: 2e-06)", PREVIEW_BAR_WITH_ERROR)
+    assert result.phase == "periodic_sample"
+    assert not result.training_started and result.last_step is None
+
+
+def test_a_sample_bar_with_the_training_loss_is_drawn_during_training() -> None:
+    closed = "Generating Samples:   0%| | 0/4 [00:00<?, ?it/s, loss=0.00784, loss_avg=0.101]"
+    plain = "Generating Samples:   0%| | 0/4 [00:00<?, ?it/s]"
+    assert scan(closed).phase == "periodic_sample"
+    assert scan(plain).phase == "baseline_sample"
+
+
+def test_a_message_printed_into_an_open_bar_postfix_is_read() -> None:
+    result = scan(PREVIEW_BAR_WITH_ERROR)
+    assert result.crashed and result.has("cuda_oom")
+    assert result.oom is not None
+    assert (result.oom.form, result.oom.total, result.oom.allocated) == ("legacy", 12.0, 10.74)
+    assert result.evidence_for("cuda_oom")[0].line == 1
+
+
 def test_an_unnamed_bar_before_training_keeps_the_phase() -> None:
     result = scan(*LOAD[:3], " 40%|####      | 16/40 [00:05<00:07,  3.1it/s]")
     assert result.phase == "quantize"
@@ -308,6 +338,39 @@ def test_sampling_frames_beat_the_last_training_bar() -> None:
     )
     assert result.phase == "periodic_sample"
     assert result.last_step == 500
+
+
+# sd-scripts #1014: the kohya family's sample call says when it runs by its epoch argument.
+KOHYA_SAMPLE_FRAMES = [
+    "Traceback (most recent call last):",
+    '  File "/kaggle/temp/sd-scripts/sdxl_train_network.py", line 189, in <module>',
+    "    trainer.train(args)",
+    '  File "/kaggle/temp/sd-scripts/train_network.py", line 885, in train',
+    "    self.sample_images(accelerator, args, epoch + 1, global_step, accelerator.device, vae, "
+    "tokenizer, text_encoder, unet)",
+    '  File "/kaggle/temp/sd-scripts/library/sdxl_train_util.py", line 367, in sample_images',
+]
+
+
+@pytest.mark.parametrize(
+    ("epoch", "phase"),
+    [("epoch + 1", "periodic_sample"), ("None", "periodic_sample"), ("0", "baseline_sample")],
+)
+def test_a_kohya_sample_call_without_a_bar_says_when_it_ran(epoch: str, phase: str) -> None:
+    lines = [line.replace("epoch + 1", epoch) for line in KOHYA_SAMPLE_FRAMES]
+    result = scan(*lines, "torch.OutOfMemoryError: CUDA out of memory.")
+    assert result.crashed and result.phase == phase
+
+
+def test_an_aitk_sample_call_without_a_bar_is_still_the_baseline_sample() -> None:
+    result = scan(
+        "Traceback (most recent call last):",
+        '  File "/tk/jobs/process/BaseSDTrainProcess.py", line 2730, in run',
+        "    self.sample(self.step_num)",
+        '  File "/tk/jobs/process/BaseSDTrainProcess.py", line 300, in sample',
+        OOM_CURRENT,
+    )
+    assert result.phase == "baseline_sample"
 
 
 # --- signals ------------------------------------------------------------------------------------
@@ -451,6 +514,43 @@ def test_a_traceback_followed_by_progress_is_not_the_crash() -> None:
     assert result.frame_phase is None and result.phase == "training"
 
 
+# kohya_ss #1202: the error is printed, then tqdm closes its bar and draws it once more.
+OOM_WRAPPED_THEN_BAR = [
+    "OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 6.00 GiB total "
+    "capacity; 5.24 GiB already",
+    "allocated; 0 bytes free; 5.29 GiB reserved in total by PyTorch) If reserved memory is >> "
+    "allocated memory try setting",
+    "max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and "
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "steps:   0%|                                       | 1/2100 [00:03<2:05:34,  3.59s/it, "
+    "loss=0.473]",
+]
+
+
+def test_the_bar_drawn_once_more_after_the_oom_is_tqdm_closing_it_not_progress() -> None:
+    result = scan(*OOM_WRAPPED_THEN_BAR)
+    assert result.crashed and result.has("cuda_oom")
+    assert result.phase == "training" and result.last_step == 1
+    assert result.oom is not None and result.oom.reserved == 5.29
+
+
+def test_the_bar_at_the_same_step_after_the_oom_keeps_the_crash() -> None:
+    kohya = "steps:   0%|          | {n}/1600 [00:0{n}<20:09,  1.32it/s, avr_loss=0.087]"
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB."
+    result = scan(kohya.format(n=4), kohya.format(n=5), oom, kohya.format(n=5))
+    assert result.crashed and result.last_step == 5
+
+
+def test_the_bar_moving_on_after_an_oom_is_training_that_went_on() -> None:
+    kohya = "steps:   0%|          | {n}/1600 [00:0{n}<20:09,  1.32it/s, avr_loss=0.087]"
+    oom = "Exception while training: CUDA out of memory. Tried to allocate 20.00 MiB."
+    result = scan(kohya.format(n=4), oom, kohya.format(n=4), kohya.format(n=5))
+    assert not result.crashed and result.last_step == 5
+    assert not scan(
+        *OOM_WRAPPED_THEN_BAR, OOM_WRAPPED_THEN_BAR[-1].replace("1/2100", "2/2100")
+    ).crashed
+
+
 def test_host_copy_in_the_failing_traceback() -> None:
     result = scan(
         '[rank0]:   File "/dp/utils/offloading.py", line 119, in weights_to_device',
@@ -481,6 +581,49 @@ def test_current_allocator_message() -> None:
     assert [(p.pid, p.gib) for p in oom.other_processes] == [(4242, 2.0), (777, 0.5)]
     assert oom.others_total == 2.5
     assert oom.line == len(LOAD) + 1
+
+
+# diffusion-pipe #153 (two ranks on one 80 GB card, in a container) and DiffSynth-Studio #1238
+# (another job on the card; this build prints no GPU index): no "this process" in either.
+OOM_CONTAINER_OWN_BIG = (
+    "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.68 GiB. GPU 0 has a "
+    "total capacity of 79.21 GiB of which 259.19 MiB is free. Process 2828469 has 516.00 MiB "
+    "memory in use. Process 2856448 has 78.44 GiB memory in use. Of the allocated memory 70.48 "
+    "GiB is allocated by PyTorch, and 6.78 GiB is reserved by PyTorch but unallocated."
+)
+OOM_CONTAINER_OTHER_BIG = (
+    "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 18.00 MiB. GPU  has a "
+    "total capacity of 95.00 GiB of which 6.50 MiB is free. Process 3927658 has 73.02 GiB memory "
+    "in use. Process 4105349 has 21.96 GiB memory in use. Of the allocated memory 21.65 GiB is "
+    "allocated by PyTorch, and 1.51 MiB is reserved by PyTorch but unallocated."
+)
+
+
+def test_without_this_process_the_listed_process_covering_pytorchs_memory_is_the_job() -> None:
+    oom = scan(OOM_CONTAINER_OWN_BIG).oom
+    assert oom is not None and oom.this_process_inferred
+    assert oom.this_process == 78.44
+    assert [p.pid for p in oom.other_processes] == [2828469]
+    assert oom.others_total == pytest.approx(516 / 1024)
+
+
+def test_without_this_process_a_big_foreign_process_stays_another_process() -> None:
+    oom = scan(OOM_CONTAINER_OTHER_BIG).oom
+    assert oom is not None and oom.this_process_inferred
+    assert (oom.gpu, oom.total, oom.this_process) == (None, 95.0, 21.96)
+    assert [(p.pid, p.gib) for p in oom.other_processes] == [(3927658, 73.02)]
+
+
+def test_no_listed_process_is_the_job_when_none_covers_pytorchs_memory() -> None:
+    message = OOM_CONTAINER_OTHER_BIG.replace("21.96 GiB memory", "30.00 GiB memory")
+    oom = scan(message).oom
+    assert oom is not None and not oom.this_process_inferred and oom.this_process is None
+    assert len(oom.other_processes) == 2
+
+
+def test_a_message_naming_this_process_is_left_as_it_is() -> None:
+    oom = scan(*LOAD, OOM_CURRENT).oom
+    assert oom is not None and not oom.this_process_inferred
 
 
 def test_legacy_allocator_message() -> None:
@@ -517,7 +660,9 @@ def test_a_message_wrapped_over_several_lines_is_put_back_together() -> None:
     oom = result.oom
     assert oom is not None
     assert oom.tried == 1.0
-    # Numbers cut in half by the wrap cannot be read; those on one line can.
+    # A figure the wrap cut between its words is read whole from the lines put together.
+    assert (oom.total, oom.this_process, oom.allocated) == (23.55, 23.4, 21.0)
+    assert oom.free == pytest.approx(120 / 1024)
     assert oom.reserved_unallocated == 1.8
 
 

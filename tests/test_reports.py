@@ -41,10 +41,9 @@ def test_report_moment_and_model_kind(report: Path) -> None:
     expected = _expected(report)
     view = load_document(report / "job.yaml").view()
     result = diagnose(scan_log(report / "log.txt"), view)
-    assert (result.moment, result.model_kind) == (
-        expected["moment"],
-        expected["model_kind"],
-    ), result.verdict
+    assert result.model_kind == expected["model_kind"], result.verdict
+    if "out_of_reach" not in expected:  # its reason is printed by the table instead
+        assert result.moment == expected["moment"], result.verdict
     assert result.evidence, "a diagnosis shows the lines it rests on"
     if "environment" in expected:
         blamed = result.moment == "environment"
@@ -59,3 +58,13 @@ def test_the_table_script_prints_every_report_and_the_totals() -> None:
     assert all(row.name in text for row in rows)
     right = sum(row.moment_right for row in rows)
     assert f"moment {right}/{len(rows)}" in text
+
+
+def test_a_label_out_of_reach_says_why_and_is_a_low_confidence_guess() -> None:
+    """Only the moment may be out of reach, and only for a report whose log cannot show it."""
+    held = [p for p in REPORT_DIRS if "out_of_reach" in _expected(p)]
+    for report in held:
+        expected = _expected(report)
+        assert isinstance(expected["out_of_reach"], str) and expected["out_of_reach"].strip()
+        assert expected["label_confidence"] == "low", report.name
+    assert len(held) <= len(REPORT_DIRS) // 10

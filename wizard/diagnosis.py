@@ -87,6 +87,9 @@ OTHER_PROCESS_MIN_GIB: Final = 2.5
 """Other processes (or memory held outside the job) make the GPU "not clean" when they hold at
 least this share of the card and at least this many GiB: a desktop session's one or two GiB
 on a 24 GB card is a note, a second job or a stuck worker is the verdict."""
+FREE_ROOM_FACTOR: Final = 10.0
+"""An allocation that failed while the card had this many times its size free (and a real share
+of the card, as above) did not fail for want of VRAM: the card was not full."""
 OUTSIDE_NOTE_MIN_GIB: Final = 0.75
 """Memory held outside the job worth a note (not a verdict) when it is below the share above."""
 JOB_HOLDS_CARD_SHARE: Final = 0.85
@@ -319,6 +322,8 @@ def _oom_json(oom: OomFigures | None) -> dict[str, Any]:
         "reserved_unallocated_gib": oom.reserved_unallocated,
     }
     found: dict[str, Any] = {k: _round(v) for k, v in figures.items() if v is not None}
+    if oom.this_process_inferred:
+        found["this_process_inferred"] = True
     if oom.other_processes:
         found["other_processes"] = [
             {"pid": p.pid, "gib": _round(p.gib)} for p in oom.other_processes
@@ -655,12 +660,15 @@ def _environment(
     notes: list[str] = []
     oom = scan.oom if scan is not None else None
     job_alone = _job_holds_card(oom)
+    _own_process_note(oom, notes)
     _outside_note(oom, notes)
     if job_alone is not None:
         against = job_alone
     else:
         against = ""
         _others_in_message(oom, strong, advice)
+        if not strong:
+            _room_left(oom, strong, advice)
     if scan is None or scan.crashed:
         _others_now(probe, strong, advice)
     if scan is not None:
@@ -722,6 +730,18 @@ def _legacy_job_holds_card(oom: OomFigures) -> str | None:
     )
 
 
+def _own_process_note(oom: OomFigures | None, notes: list[str]) -> None:
+    """Say which listed process was taken as the job when PyTorch named none its own."""
+    if oom is None or not oom.this_process_inferred or oom.this_process is None:
+        return
+    held = (oom.allocated or 0.0) + (oom.reserved_unallocated or 0.0)
+    notes.append(
+        f"PyTorch's message names no process as its own (the job runs in a container): the "
+        f"one holding {gib(oom.this_process)}, which covers the {gib(held)} PyTorch held, is "
+        "taken as the job itself."
+    )
+
+
 def _outside_note(oom: OomFigures | None, notes: list[str]) -> None:
     """Memory held outside the job that is too little to blame is still worth a line."""
     if oom is None or not oom.total or oom.this_process is None or oom.free is None:
@@ -769,6 +789,29 @@ def _others_in_message(oom: OomFigures | None, strong: list[str], advice: list[A
                 "on the host, stop it or move to a fresh worker, then retry unchanged.",
             )
         )
+
+
+def _room_left(oom: OomFigures | None, strong: list[str], advice: list[Advice]) -> None:
+    """The message says the card had room: free is a real share of it and many times the
+    allocation that failed. Then VRAM was not what ran out; on Windows it is most often the
+    host's commit limit (the page file), which CUDA's allocations also draw on."""
+    if oom is None or oom.free is None or oom.tried is None or not oom.total:
+        return
+    if not (_share(oom.free, oom.total) and oom.free >= FREE_ROOM_FACTOR * oom.tried):
+        return
+    strong.append(
+        f"{gib(oom.free)} of {gib(oom.total)} was free when an allocation of {gib(oom.tried)} "
+        "failed: the card was not full, so it is not the config's memory that ran out"
+    )
+    advice.append(
+        Advice(
+            "host_ram",
+            "The card had room, so the failure came from outside VRAM: on Windows most often "
+            "the system's commit limit (enlarge the page file or let Windows manage it, close "
+            "memory-hungry programs), else the driver's state (restart the machine or the "
+            "worker). Then retry the same config unchanged.",
+        )
+    )
 
 
 def _others_now(probe: ProbeResult | None, strong: list[str], advice: list[Advice]) -> None:

@@ -139,8 +139,18 @@ MarkerPhase = Literal[
 ]
 BarPhase = Literal["model_load", "quantize", "cache_latents", "cache_text", "sample", "ignore"]
 FramePhase = Literal[
-    "model_load", "quantize", "cache_latents", "cache_text", "training", "sample", "save"
+    "model_load",
+    "quantize",
+    "cache_latents",
+    "cache_text",
+    "training",
+    "sample",
+    "baseline_sample",
+    "periodic_sample",
+    "save",
 ]
+"""``sample`` is a sample pass that the log's bar tells apart (before or during training);
+``baseline_sample`` and ``periodic_sample`` are a call that says which one it is itself."""
 
 BarKind = Literal[
     "training",
@@ -170,6 +180,8 @@ EVIDENCE_CHARS: Final = 400
 """Evidence text longer than this is shortened (an allocator message fits)."""
 OOM_MESSAGE_TAIL: Final = 3
 """Segments after an OOM line that may still hold its numbers (a message wrapped when pasted)."""
+OOM_TEXT_MAX: Final = 4000
+"""An allocator message and the lines it was wrapped onto are read together up to this length."""
 _BAR_CACHE_LIMIT: Final = 1024
 _NO_BAR: Final = b"\n"
 """What a segment starts with when it repeats the previous bar: never, after a text segment."""
@@ -186,6 +198,10 @@ SPILL_MIN_READINGS: Final = 2
 """Readings of the bar's rate (after its first step) that make the stable stretch."""
 MAX_DUMP_LINES: Final = 4000
 """The printed process config longer than this is not read (it is not the toolkit's dump)."""
+CUDA_CONTEXT_MAX_GIB: Final = 2.5
+"""What a process holds on the card beyond PyTorch's own memory (CUDA's context, cuBLAS and
+cuDNN workspaces), at most: how far a listed process may exceed what PyTorch held and still be
+the job itself (:func:`own_process`)."""
 STOP_SIGNALS: Final = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
 """A job ended by one of these was stopped (by the user, the UI or a shutdown), not crashed."""
 
@@ -250,9 +266,15 @@ class PhaseRule(_Rule):
 
 
 class BarRule(_Rule):
-    """A progress-bar description that names what the bar is doing."""
+    """A progress-bar description that names what the bar is doing.
+
+    ``over_loss``: the trainer's own name for the bar, which no job is called. It names the bar
+    even when the postfix reports a loss (a relative draws its preview bar with the training
+    loss on it); any other description yields to such a postfix, which only training shows.
+    """
 
     phase: BarPhase
+    over_loss: bool = False
 
 
 class SignalRule(_Rule):
@@ -325,6 +347,7 @@ class _Compiled:
         self.resume = [re.compile(p) for p in markers.resume]
         self.phases = [(_rule_pattern(r), r.phase) for r in markers.phases]
         self.bars = [(_rule_pattern(r), r.phase) for r in markers.bars]
+        self.named_bars = [(_rule_pattern(r), r.phase) for r in markers.bars if r.over_loss]
         self.signals = [(_rule_pattern(r), r.signal) for r in markers.signals]
         self.python_errors = _any(markers.python_errors)
         self.exception = re.compile(markers.exception)
@@ -451,6 +474,9 @@ class OomFigures:
             in the legacy form, reserved minus allocated.
         other_processes: Other processes on the card and what each held.
         line: Where the message is.
+        this_process_inferred: The message named no process as "this process" (PyTorch
+            could not match its own PID, as in a container); ``this_process`` is the listed
+            process whose memory covers what PyTorch itself held (:func:`own_process`).
     """
 
     form: Literal["current", "legacy"]
@@ -464,6 +490,7 @@ class OomFigures:
     reserved_unallocated: float | None = None
     other_processes: tuple[OtherProcess, ...] = ()
     line: int = 0
+    this_process_inferred: bool = False
 
     @property
     def others_total(self) -> float:
@@ -583,13 +610,14 @@ _UNIT_GIB: Final[Mapping[str, float]] = {
 TRIED = re.compile(r"Tried to allocate " + _SIZE.format("v"))
 """Both forms: the allocation that failed."""
 CURRENT_CAPACITY = re.compile(
-    r"GPU (?P<gpu>\d+) has a total capac(?:ity|ty) of "
+    r"GPU (?:(?P<gpu>\d+) )?\s*has a total capac(?:ity|ty) of "
     + _SIZE.format("total")
     + r" of which "
     + _SIZE.format("free")
     + r" is free"
 )
-"""Current form: ``GPU 0 has a total capacity of 31.36 GiB of which 336.62 MiB is free``."""
+"""Current form: ``GPU 0 has a total capacity of 31.36 GiB of which 336.62 MiB is free`` (some
+builds leave the index out: ``GPU  has a total capacity of 95.00 GiB ...``)."""
 OTHER_PROCESS = re.compile(
     r"(?<![Tt]his )\bProcess (?:(?P<pid>\d+) )?has " + _SIZE.format("v") + r" memory in use"
 )
@@ -622,7 +650,7 @@ def parse_allocator_message(text: str) -> dict[str, Any]:
     if match := TRIED.search(text):
         found["tried"] = _gib(match, "v")
     if match := CURRENT_CAPACITY.search(text):
-        found.update(form="current", gpu=int(match["gpu"]))
+        found.update(form="current", gpu=int(match["gpu"]) if match["gpu"] else None)
         found.update(total=_gib(match, "total"), free=_gib(match, "free"))
     others = [
         (int(m["pid"]) if m["pid"] else None, _gib(m, "v")) for m in OTHER_PROCESS.finditer(text)
@@ -650,26 +678,52 @@ def parse_allocator_message(text: str) -> dict[str, Any]:
     return found
 
 
+def own_process(
+    listed: Sequence[tuple[int | None, float]], allocated: float, unallocated: float
+) -> int | None:
+    """Which listed process is the job itself, when the message names none "this process".
+
+    PyTorch names its own process by PID; in a container (another PID namespace) it cannot, and
+    lists every process alike. The job's own entry is then the one whose memory covers what
+    PyTorch held (allocated plus reserved-but-unallocated) by no more than CUDA's own share
+    (``CUDA_CONTEXT_MAX_GIB``); of several, the closest. None when no entry fits.
+    """
+    held = allocated + unallocated
+    fits = [
+        (gib - held, index)
+        for index, (_, gib) in enumerate(listed)
+        if 0.0 <= gib - held <= CUDA_CONTEXT_MAX_GIB
+    ]
+    return min(fits)[1] if fits else None
+
+
 def _figures(found: Mapping[str, Any], line: int) -> OomFigures:
-    """Assemble the figures; the legacy form's fragmentation is reserved minus allocated."""
+    """Assemble the figures; the legacy form's fragmentation is reserved minus allocated, and a
+    message without "this process" has it picked out of the listed ones (:func:`own_process`)."""
     unallocated = found.get("reserved_unallocated")
     reserved, allocated = found.get("reserved"), found.get("allocated")
     if unallocated is None and reserved is not None and allocated is not None:
         unallocated = max(reserved - allocated, 0.0)
+    listed: list[tuple[int | None, float]] = list(found.get("other_processes", []))
+    this_process = found.get("this_process")
+    inferred = False
+    if this_process is None and listed and allocated is not None:
+        own = own_process(listed, allocated, unallocated or 0.0)
+        if own is not None:
+            this_process, inferred = listed.pop(own)[1], True
     return OomFigures(
         form=found.get("form", "current"),
         gpu=found.get("gpu"),
         tried=found.get("tried"),
         total=found.get("total"),
         free=found.get("free"),
-        this_process=found.get("this_process"),
+        this_process=this_process,
         allocated=allocated,
         reserved=reserved,
         reserved_unallocated=unallocated,
-        other_processes=tuple(
-            OtherProcess(pid, gib) for pid, gib in found.get("other_processes", [])
-        ),
+        other_processes=tuple(OtherProcess(pid, gib) for pid, gib in listed),
         line=line,
+        this_process_inferred=inferred,
     )
 
 
@@ -868,6 +922,8 @@ class _Run:
     signals: set[Signal] = field(default_factory=set)
     oom_found: dict[str, Any] | None = None
     oom_line: int = 0
+    oom_text: str = ""
+    """The allocator message so far: its first line and the lines it was wrapped onto."""
     oom_tail: int = 0
     skips: deque[SkipBanner] = field(default_factory=lambda: deque(maxlen=SKIPS_KEPT))
     skip_count: int = 0
@@ -892,6 +948,10 @@ class _Run:
     """The rate (number, unit) of the last reading, when it was taken in the stable stretch
     (see :meth:`rate_reading`)."""
     spill_step: int | None = None
+    oom_failure: bool = False
+    """The pending failure is PyTorch's out-of-memory error itself (not another error)."""
+    fail_step: int | None = None
+    """The training step the bar showed when the pending failure was printed."""
     zero_bar_line: int | None = None
     config_dump: tuple[tuple[str, Any], ...] | None = None
 
@@ -906,17 +966,33 @@ class _Run:
         self.progressed = True
         self.expect_call = False
         if self.failing or self.frames_seen:
-            self.failing = False
+            self.failing = self.oom_failure = False
             self.frames_seen = False
             self.traceback_hint = None
             self.frame_phase = None
             self.host_copy = False
 
-    def fail(self) -> None:
+    def fail(self, *, oom: bool = False) -> None:
         """A failure line: the run ends here unless progress follows."""
+        if not self.failing:
+            self.fail_step = self.current_step()
+            self.oom_failure = False
+        self.oom_failure = self.oom_failure or oom
         self.progressed = True
         self.failing = True
         self.stopped = False
+
+    def bar_after_oom(self, seg: bytes) -> None:
+        """A training-bar redraw after the out-of-memory error: tqdm closing its bar draws it
+        once more at the step it stopped on (or, when the log showed no bar before, at the
+        step it died in). Only a later step is training that went on."""
+        bar = parse_bar(clean(seg))
+        if bar is None:
+            return
+        if self.fail_step is None:
+            self.fail_step = bar.n
+        elif bar.n > self.fail_step:
+            self.progress()
 
     def enter(self, phase: Phase, line: int, text: str) -> None:
         """Move to ``phase``; the line that did it is kept as evidence."""
@@ -1248,6 +1324,8 @@ class _Scanner:
         run = self._run
         run.zero_bar_line = None
         if self._head_training:
+            if run.failing and run.oom_failure:
+                run.bar_after_oom(seg)
             run.train_bar, run.train_bar_line = seg, line
             run.rate_reading(seg, line)
 
@@ -1266,7 +1344,10 @@ class _Scanner:
         if kind == "ignore":
             return
         run = self._run
-        run.progress()
+        if kind == "training" and run.failing and run.oom_failure:
+            run.bar_after_oom(seg)
+        else:
+            run.progress()
         run.zero_bar_line = line if b"0/" in seg and _ZERO_BAR.search(seg) else None
         if kind == "training":
             self._training_bar(seg, line)
@@ -1275,11 +1356,26 @@ class _Scanner:
                 run.enter("periodic_sample", line, clean(seg))
                 run.sample_rate_reading(seg, line)
         elif kind == "sample":
-            phase: Phase = "periodic_sample" if run.training_started else "baseline_sample"
+            # A sample bar that carries the training loss is drawn during training.
+            during = run.training_started or _TRAINING_POSTFIX.search(seg) is not None
+            phase: Phase = "periodic_sample" if during else "baseline_sample"
             run.enter(phase, line, clean(seg))
             run.sample_rate_reading(seg, line)
         else:
             run.enter(kind, line, clean(seg))
+        if not seg.endswith(b"]") and not self._cold:
+            self._open_postfix(seg, pos, line)
+
+    def _open_postfix(self, seg: bytes, pos: int, line: int) -> None:
+        """A bar segment left open (no closing ``]``, which tqdm always draws after its
+        postfix): the trainer printed a message into it (``Exception saving sample: CUDA out of
+        memory ...``), or the paste stops there. Its bracket part is read for signals."""
+        start = seg.find(b"[", pos)
+        if start < 0:
+            return
+        text = clean(seg[start + 1 :])
+        if self._p.prefilter.search(text):
+            self._signals(text, line)
 
     def _classify(self, head: bytes, seg: bytes) -> BarKind:
         """What a bar with this head (description and percentage) is; cached per head."""
@@ -1291,6 +1387,8 @@ class _Scanner:
             kind = "unnamed"
         elif parse_bar(clean(seg)) is None or _BYTE_RATE.search(seg):
             kind = "ignore"  # sizes such as 4.50G/9.99G, or a rate in bytes: a download
+        elif named := next((k for pattern, k in self._p.named_bars if pattern.search(desc)), None):
+            kind = named
         elif _TRAINING_POSTFIX.search(seg):
             kind = "training"  # whatever the job is called, only training reports a loss
         else:
@@ -1431,17 +1529,21 @@ class _Scanner:
             elif signal == "cuda_oom":
                 self._oom_numbers(text, line, continuation=False)
             if signal in FATAL_SIGNALS or signal == "host_oom_kill":
-                run.fail()
+                run.fail(oom=signal in ("cuda_oom", "cuda_error_oom"))
 
     def _oom_numbers(self, text: str, line: int, *, continuation: bool) -> None:
+        """The numbers of an allocator message. A message wrapped onto the next lines (a
+        terminal or a GUI breaks it between words: "5.24 GiB already" / "allocated; 0 bytes
+        free; ...") is read again as one text, so a figure cut by the wrap is read whole."""
         run = self._run
-        found = parse_allocator_message(text)
         if continuation:
-            if found and run.oom_found is not None:
-                for key, value in found.items():
-                    run.oom_found.setdefault(key, value)
+            if run.oom_found is None:
+                return
+            run.oom_text = f"{run.oom_text} {text.strip()}"[:OOM_TEXT_MAX]
+            run.oom_found.update(parse_allocator_message(run.oom_text))
             return
-        run.oom_tail = OOM_MESSAGE_TAIL
+        found = parse_allocator_message(text)
+        run.oom_tail, run.oom_text = OOM_MESSAGE_TAIL, text.strip()[:OOM_TEXT_MAX]
         if found:
             run.oom_found, run.oom_line = found, line
 
@@ -1714,6 +1816,8 @@ def _dump_fields(text: str, fields: Sequence[str]) -> tuple[tuple[str, Any], ...
 
 
 def _resolve_frame_phase(phase: FramePhase, training_started: bool) -> Phase:
+    """A frame's phase as the scan's: a sample pass is the baseline one until training has
+    started, unless the call said which one it was."""
     if phase == "sample":
         return "periodic_sample" if training_started else "baseline_sample"
     return phase
