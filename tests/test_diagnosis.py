@@ -481,6 +481,107 @@ def test_a_pinned_memory_copy_is_the_environment_and_never_asks_for_more_offload
     )
 
 
+# diffusion-pipe #216 and #342 (Wan 14B with block swap): the traceback, as posted, stops in
+# the copy of the swapped blocks to the CPU, before its error line.
+CPU_COPY_CUT_OFF = [
+    "trainable params: 153,354,240 || all params: 14,441,845,824 || trainable%: 1.0619",
+    "[rank0]: Traceback (most recent call last):",
+    '[rank0]:   File "/home/t/diffusion-pipe/train.py", line 450, in <module>',
+    "[rank0]:     model.enable_block_swap(blocks_to_swap)",
+    '[rank0]:   File "/home/t/diffusion-pipe/utils/offloading.py", line 272, in '
+    "prepare_block_devices_before_forward",
+    "[rank0]:     weights_to_device(b, torch.device('cpu'))  # make sure weights are on cpu",
+    '[rank0]:   File "/home/t/diffusion-pipe/utils/offloading.py", line 119, in weights_to_device',
+    "[rank0]:     module.weight.data = module.weight.data.to(device, non_blocking=True)",
+]
+
+
+def test_a_traceback_cut_off_in_a_pinned_copy_to_the_cpu_is_the_environment() -> None:
+    view = view_of(model={"arch": "wan21:14b", "layer_offloading": True})
+    result = diagnose(log(*CPU_COPY_CUT_OFF), view)
+    assert result.moment == "environment"
+    assert "copy of weights to the CPU" in result.reasons[0]
+    assert advice_ids(result) == ["pinned_memory"]
+    assert "pinned host memory" in result.verdict
+
+
+def test_a_cut_off_copy_to_the_card_stays_the_configs() -> None:
+    to_card = [line.replace("torch.device('cpu')", "self.device") for line in CPU_COPY_CUT_OFF]
+    result = diagnose(log(*to_card), view_of(model={"arch": "wan21:14b"}))
+    assert result.moment == "loading" and "pinned_memory" not in advice_ids(result)
+
+
+# ShivamShrirao/diffusers #61 (DreamBooth through DeepSpeed ZeRO-3 with CPU offload, 8GB card).
+ZERO_OFFLOAD = [
+    '  File "/env/site-packages/deepspeed/runtime/zero/stage3.py", line 607, in '
+    "_create_fp16_partitions_with_defragmentation",
+    "    self._create_param_groups_fp16_flat_cpu_memory()",
+    '  File "/env/site-packages/deepspeed/runtime/zero/stage3.py", line 543, in '
+    "_create_param_groups_fp16_flat_cpu_memory",
+    "    torch.empty(int(flat_buffer_size),",
+    "RuntimeError: CUDA error: out of memory",
+]
+
+
+def test_zero_offloads_pinned_cpu_buffers_are_the_environment_whatever_the_config() -> None:
+    view = view_of(
+        train={"batch_size": 4, "gradient_checkpointing": False},
+        datasets={"items": [{"folder_path": "/d", "resolution": [1024]}]},
+    )
+    result = diagnose(log(*LOADING, *ZERO_OFFLOAD), view)
+    assert result.moment == "environment"
+    assert "pinned" in result.reasons[0] and advice_ids(result)[0] == "pinned_memory"
+
+
+# OneTrainer #232 (SD 1.5, the final save): the stored traceback stops in safetensors' writer.
+SAVE_CUT_OFF = [
+    "Traceback (most recent call last):",
+    '  File "C:\\OneTrainer\\modules\\ui\\TrainUI.py", line 486, in __training_thread_function',
+    "    trainer.end()",
+    '  File "C:\\OneTrainer\\modules\\trainer\\GenericTrainer.py", line 597, in end',
+    "    self.model_saver.save(",
+    '  File "C:\\OneTrainer\\modules\\modelSaver\\StableDiffusionModelSaver.py", line 138, in save',
+    "    self.__save_safetensors(model, model_type, output_model_destination, dtype)",
+    '  File "C:\\OneTrainer\\venv\\lib\\site-packages\\safetensors\\torch.py", line 281, '
+    "in save_file",
+    "    serialize_file(_flatten(tensors), filename, metadata=metadata)",
+]
+
+
+def test_a_save_cut_off_without_a_gpu_error_is_host_ram() -> None:
+    result = diagnose(log(*SAVE_CUT_OFF), view_of())
+    assert result.moment == "environment"
+    assert "writing a checkpoint" in result.reasons[0]
+    assert "host_ram" in advice_ids(result)
+
+
+def test_a_gpu_out_of_memory_at_save_stays_the_configs() -> None:
+    result = diagnose(log(*LOADING, bar(250), *SAVE_CUT_OFF, oom_message()), view_of())
+    assert result.moment != "environment"
+    assert not any("writing a checkpoint" in reason for reason in result.reasons)
+
+
+# AI Toolkit #506 (Qwen-Image on a 32GB card): PyTorch's message without its process line.
+NO_PROCESS_LINE = (
+    "CUDA out of memory. Tried to allocate 2.03 GiB. GPU 0 has a total capacity of 31.84 GiB of "
+    "which 0 bytes is free. Of the allocated memory 29.69 GiB is allocated by PyTorch, and 138.42 "
+    "MiB is reserved by PyTorch but unallocated."
+)
+
+
+def test_pytorch_alone_filling_the_card_is_the_config_without_a_process_line() -> None:
+    view = view_of(model={"arch": "qwen_image", "name_or_path": "Qwen/Qwen-Image"})
+    result = diagnose(log(*LOADING, NO_PROCESS_LINE), view)
+    assert result.moment == "loading" and not result.environment_suspected
+    assert any("PyTorch in this process held 29.83 GiB" in r for r in result.reasons)
+
+
+def test_a_small_pytorch_share_without_a_process_line_is_no_counter_rule() -> None:
+    message = NO_PROCESS_LINE.replace("29.69 GiB is allocated", "6.00 GiB is allocated")
+    result = diagnose(log(*LOADING, message), view_of())
+    assert not any("PyTorch in this process held" in r for r in result.reasons)
+
+
 def test_a_host_kill_is_host_ram_and_offloading_makes_it_worse() -> None:
     probe = ProbeResult(
         gpus=(GpuInfo(0, "RTX 4090", 24.0, 0.5, 23.5),),

@@ -562,6 +562,56 @@ def test_host_copy_in_the_failing_traceback() -> None:
     assert result.exception is not None and result.exception.line == 3
 
 
+# diffusion-pipe #342 (Wan 14B, block swap, WSL2): the stored copy ends before the error line.
+BLOCK_SWAP_CUT_OFF = [
+    "[rank0]: Traceback (most recent call last):",
+    '[rank0]:   File "/home/u/diffusion-pipe/train.py", line 496, in <module>',
+    "[rank0]:     model.enable_block_swap(blocks_to_swap)",
+    '[rank0]:   File "/home/u/diffusion-pipe/utils/offloading.py", line 272, in '
+    "prepare_block_devices_before_forward",
+    "[rank0]:     weights_to_device(b, torch.device('cpu'))  # make sure weights are on cpu",
+    "[rank0]:     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+    '[rank0]:   File "/home/u/diffusion-pipe/utils/offloading.py", line 119, in weights_to_device',
+    "[rank0]:     module.weight.data = module.weight.data.to(device, non_blocking=True)",
+    "[rank0]:                          ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+]
+
+
+def test_a_copy_to_the_cpu_in_the_failing_traceback() -> None:
+    result = scan(*BLOCK_SWAP_CUT_OFF)
+    assert result.crashed and result.host_copy and result.cpu_copy
+    assert result.signals == () and result.exception is None
+    assert result.frame_phase == "model_load"
+    # AI Toolkit #574's quantizer: the destination and the non_blocking flag on one line.
+    assert scan(
+        '  File "E:\\ai-toolkit\\toolkit\\util\\quantize.py", line 308, in quantize_model',
+        '    block.to("cpu", non_blocking=True)',
+    ).cpu_copy
+
+
+def test_a_copy_to_the_card_is_not_a_copy_to_the_cpu() -> None:
+    result = scan(
+        '  File "/dp/utils/offloading.py", line 119, in weights_to_device',
+        "    module.weight.data = module.weight.data.to(self.device, non_blocking=True)",
+    )
+    assert result.host_copy and not result.cpu_copy
+    assert not scan("moving blocks with .to('cpu') here", "CUDA out of memory.").cpu_copy
+
+
+def test_onetrainers_saving_line_is_the_save_phase() -> None:
+    # OneTrainer #681: the final save, then the training thread's traceback (cut off).
+    result = scan(
+        "step:  21%|██▏       | 6/28 [00:12<00:45,  2.05s/it, loss=0.107, smooth loss=0.0844]4] ",
+        "Saving C:/Users/k/Desktop/Model Training Mats/amber_img/workspace/model/amber.safetensors",
+        "Exception in thread Thread-3 (__training_thread_function):",
+        "Traceback (most recent call last):",
+        '  File "threading.py", line 1016, in _bootstrap_inner',
+        '  File "C:\\OneTrainer\\modules\\ui\\TrainUI.py", line 579, in __training_thread_func',
+    )
+    assert result.crashed and result.phase == "save" and result.marker_phase == "save"
+    assert scan("Saving the model weights now").marker_phase != "save"
+
+
 def test_non_blocking_outside_a_traceback_is_not_evidence() -> None:
     assert not scan(
         "note: tensors move with non_blocking=True here", "CUDA out of memory."

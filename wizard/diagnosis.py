@@ -16,9 +16,11 @@ named function below, with its reasoning in its docstring:
   before step 1 (:func:`_moment_without_phase`);
 - the environment rules (:func:`_environment`): other processes on the card, memory held
   outside this process, a conservative config dying at once with a driver-level signal, a
-  pinned-memory copy, a host-RAM kill; and the counter-rule that a process holding nearly the
+  pinned-memory copy (also a traceback cut off in a copy to the CPU,
+  :func:`_cut_off_in_cpu_copy`), a host-RAM kill, a checkpoint save that dies with no GPU
+  error (:func:`_save_cut_off`); and the counter-rule that a process holding nearly the
   whole card alone is the job itself (``JOB_HOLDS_CARD_SHARE``; in PyTorch's legacy message,
-  :func:`_legacy_job_holds_card`);
+  :func:`_legacy_job_holds_card`; without the process line, :func:`_pytorch_holds_card`);
 - the model kind: the one rule of :mod:`oom_wizard.modelkind`, shared with the plan and the app;
 - a log that just stops, with no error, gives its phase's moment with low confidence
   (:func:`_open_end_moment`; a log written in the last ``LOG_STILL_WRITTEN_S`` may still be
@@ -674,6 +676,7 @@ def _environment(
     if scan is not None:
         _pinned_copy(scan, process, strong, advice)
         _host_kill(scan, process, probe, strong, advice)
+        _save_cut_off(scan, strong, advice)
         if not job_alone:
             _driver_signal_at_once(scan, process, strong, suspected, advice)
         _silent_exit(scan, suspected, advice)
@@ -697,7 +700,7 @@ def _job_holds_card(oom: OomFigures | None) -> str | None:
     if oom is None or not oom.total:
         return None
     if oom.this_process is None:
-        return _legacy_job_holds_card(oom)
+        return _legacy_job_holds_card(oom) or _pytorch_holds_card(oom)
     if _share(oom.others_total, oom.total):
         return None
     if oom.this_process < JOB_HOLDS_CARD_SHARE * oom.total:
@@ -727,6 +730,25 @@ def _legacy_job_holds_card(oom: OomFigures) -> str | None:
         f"PyTorch in this process had reserved {gib(oom.reserved)} of {gib(oom.total)} and only "
         f"{gib(max(outside, 0.0))} was held outside it: the job itself filled the card, it is "
         "the config, not the environment"
+    )
+
+
+def _pytorch_holds_card(oom: OomFigures) -> str | None:
+    """The counter-rule for the current message without its process line.
+
+    Where PyTorch cannot read the process's use (some Windows and WSL drivers) it prints ``GPU 0
+    has a total capacity of 31.84 GiB of which 0 bytes is free. Of the allocated memory 29.69
+    GiB is allocated by PyTorch``: what PyTorch itself allocated is a floor of the job's use, so
+    when that alone is nearly the whole card, the job filled it.
+    """
+    if oom.form != "current" or oom.allocated is None or not oom.total:
+        return None
+    held = oom.allocated + (oom.reserved_unallocated or 0.0)
+    if held < JOB_HOLDS_CARD_SHARE * oom.total:
+        return None
+    return (
+        f"PyTorch in this process held {gib(held)} of {gib(oom.total)}: the job itself filled "
+        "the card, it is the config, not the environment"
     )
 
 
@@ -843,14 +865,22 @@ def _pinned_copy(
     scan: LogScan, process: ProcessView | None, strong: list[str], advice: list[Advice]
 ) -> None:
     """``CUDA error: out of memory`` raised while copying weights with ``non_blocking=True``
-    (or pinning memory): the failed allocation is page-locked host RAM, not VRAM."""
-    if not (scan.has("cuda_error_oom") and scan.host_copy):
+    (or pinning memory): the failed allocation is page-locked host RAM, not VRAM. Likewise a
+    traceback cut off inside such a copy to the CPU (:func:`_cut_off_in_cpu_copy`)."""
+    if scan.has("cuda_error_oom") and scan.host_copy:
+        strong.append(
+            "'CUDA error: out of memory' was raised while copying weights between the GPU and "
+            "pinned (page-locked) host memory: that allocation is host RAM, which is scarce "
+            "under WSL2 and Windows; it is not the GPU that is full"
+        )
+    elif _cut_off_in_cpu_copy(scan):
+        strong.append(
+            "the traceback stops inside a non_blocking copy of weights to the CPU (its error "
+            "line is not in the log): that copy lands in pinned (page-locked) host memory, which "
+            "is scarce under WSL2 and Windows; a copy off the card does not need VRAM"
+        )
+    else:
         return
-    strong.append(
-        "'CUDA error: out of memory' was raised while copying weights between the GPU and "
-        "pinned (page-locked) host memory: that allocation is host RAM, which is scarce under "
-        "WSL2 and Windows; it is not the GPU that is full"
-    )
     offloading = process is not None and process.model.layer_offloading is True
     where = (
         " (model.layer_offloading is on: lower layer_offloading_transformer_percent or turn it off)"
@@ -862,6 +892,43 @@ def _pinned_copy(
             "pinned_memory",
             "Do not add more offloading: it needs more pinned host memory, which is what ran "
             f"out. Use less offloading{where}; under WSL2 give WSL more memory, or run natively.",
+        )
+    )
+
+
+def _cut_off_in_cpu_copy(scan: LogScan) -> bool:
+    """The run crashed in a traceback that copies weights to the CPU with ``non_blocking=True``
+    and shows no error line and no other out-of-memory sign: what failed is that pinned copy."""
+    return (
+        scan.crashed
+        and scan.host_copy
+        and scan.cpu_copy
+        and scan.exception is None
+        and not scan.has(*GPU_SIGNALS, *HOST_SIGNALS)
+    )
+
+
+def _save_cut_off(scan: LogScan, strong: list[str], advice: list[Advice]) -> None:
+    """A crash while a checkpoint is written, with no GPU out-of-memory sign and no error
+    line: the state dict is copied to and serialized in host RAM, so the save ran out of system
+    memory (a MemoryError at save is :func:`_host_kill`'s)."""
+    if not (
+        scan.crashed
+        and scan.phase == "save"
+        and scan.exception is None
+        and not scan.has(*GPU_SIGNALS, *HOST_SIGNALS)
+    ):
+        return
+    strong.append(
+        "the job died while writing a checkpoint, with no GPU out-of-memory error in the log: "
+        "a checkpoint is gathered and serialized in host RAM, so the save ran out of system "
+        "memory, not the card (the error line itself is not in the log)"
+    )
+    advice.append(
+        Advice(
+            "host_ram",
+            "Host RAM at save: close other programs, enlarge the swap file or Windows pagefile, "
+            "or add RAM; rolling VRAM settings back will not help the save.",
         )
     )
 
@@ -1304,7 +1371,7 @@ def _verdict(
 def _what_happened(scan: LogScan | None) -> str:
     if scan is None:
         return "No log was read"
-    if scan.has("cuda_error_oom") and scan.host_copy:
+    if (scan.has("cuda_error_oom") and scan.host_copy) or _cut_off_in_cpu_copy(scan):
         return "CUDA ran out of pinned host memory while copying weights"
     if scan.has("host_oom_kill") and not scan.has(*GPU_SIGNALS):
         return "The trainer was killed when the host ran out of RAM"

@@ -314,6 +314,7 @@ class LogMarkers(_Frozen):
     frame: Regex
     frame_phases: tuple[FrameRule, ...]
     host_copy: tuple[Regex, ...]
+    cpu_target: tuple[Regex, ...] = ()
     line_prefixes: tuple[Regex, ...] = ()
     finished: tuple[Regex, ...] = ()
     call_phases: tuple[FrameRule, ...] = ()
@@ -362,6 +363,7 @@ class _Compiled:
         self.finished = _any(markers.finished)
         self.config_fields = markers.config_fields
         self.host_copy = _any(markers.host_copy)
+        self.cpu_target = _any(markers.cpu_target)
         joined = "|".join(f"(?:{p})" for p in markers.line_prefixes)
         self.prefix = re.compile(f"(?:{joined})+") if joined else None
         plain = (
@@ -378,6 +380,7 @@ class _Compiled:
             *markers.finished,
             markers.frame,
             *markers.host_copy,
+            *markers.cpu_target,
         )
         sources = [*plain, *(r.source() for r in rules), *tail]
         patterns = [
@@ -536,6 +539,7 @@ class LogScan:
         exception: The last ``SomeError: message`` line of the run.
         exit_code: The exit status the log reports, if any.
         host_copy: The failing traceback copies between GPU and pinned host memory.
+        cpu_copy: The failing traceback moves tensors to the CPU (``cpu_target``).
         evidence: Lines that support the findings, in file order.
         finished: The run says it finished (a final result line, a training bar at its total).
         ends_open: The run just stops: it progressed, then no error, no stop and no finish sign
@@ -581,6 +585,7 @@ class LogScan:
     stall_line: int | None = None
     modified: float | None = None
     config_dump: tuple[tuple[str, Any], ...] | None = None
+    cpu_copy: bool = False
 
     def has(self, *signals: Signal) -> bool:
         """Whether the run shows any of ``signals``."""
@@ -939,6 +944,7 @@ class _Run:
     traceback_hint: FramePhase | None = None
     frame_phase: FramePhase | None = None
     host_copy: bool = False
+    cpu_copy: bool = False
     expect_call: bool = False
     finished: bool = False
     excerpt: bool = False
@@ -970,7 +976,7 @@ class _Run:
             self.frames_seen = False
             self.traceback_hint = None
             self.frame_phase = None
-            self.host_copy = False
+            self.host_copy = self.cpu_copy = False
 
     def fail(self, *, oom: bool = False) -> None:
         """A failure line: the run ends here unless progress follows."""
@@ -1596,6 +1602,9 @@ class _Scanner:
         if run.frames_seen and self._p.host_copy.search(text):
             run.host_copy = True
             run.note(line, text, "host_copy")
+        if run.frames_seen and self._p.cpu_target.search(text):
+            run.cpu_copy = True
+            run.note(line, text, "host_copy")
 
     def _phase(self, text: str, line: int) -> None:
         run = self._run
@@ -1686,6 +1695,7 @@ class _Scanner:
             exception=run.exception,
             exit_code=run.exit_code,
             host_copy=run.host_copy,
+            cpu_copy=run.cpu_copy,
             evidence=tuple(evidence),
             finished=finished,
             ends_open=ends_open,
