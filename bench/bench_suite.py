@@ -11,7 +11,9 @@ could reach.
 
 Usage::
 
-    python bench/bench_suite.py [--install] [--top 12]
+    python bench/bench_suite.py [--install] [--default-gc] [--top 12]
+
+``--default-gc``: the tests run with Python's default collector thresholds, not the suite's.
 """
 
 from __future__ import annotations
@@ -70,12 +72,17 @@ def summary(rows: list[dict[str, Any]], cores: int, top: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--install", action="store_true", help="time the install, in a new venv")
+    parser.add_argument(
+        "--default-gc", action="store_true", help="Python's collector thresholds, not the suite's"
+    )
     parser.add_argument("--top", type=int, default=12, help="files listed (default 12)")
     args = parser.parse_args()
 
     parts = readme_command()
     with tempfile.TemporaryDirectory() as scratch:
         env = {**os.environ, "PYTHONPATH": str(BENCH), "OOMW_SUITE_CPU": scratch}
+        if args.default_gc:
+            env["OOMW_SUITE_DEFAULT_GC"] = "1"
         tools = Path(sys.executable).parent
         figures: list[tuple[str, float]] = []
         if args.install:

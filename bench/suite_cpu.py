@@ -3,11 +3,14 @@
 Loaded with ``-p suite_cpu`` (``bench/`` on ``PYTHONPATH``); each process (each xdist worker)
 writes its rows as JSON into the folder named by ``OOMW_SUITE_CPU``: node id, whether the
 test drives the Textual app (its module runs one under Pilot or takes snapshots), wall
-seconds, the process's own CPU seconds and its children's.
+seconds, the process's own CPU seconds and its children's. With ``OOMW_SUITE_DEFAULT_GC`` set,
+the collector keeps Python's default thresholds instead of the suite's (``tests/conftest.py``),
+to measure what that setting is worth.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import resource
@@ -19,7 +22,17 @@ from typing import Any
 import pytest
 
 OUT = "OOMW_SUITE_CPU"
+DEFAULT_GC = "OOMW_SUITE_DEFAULT_GC"
+#: Python's own collector thresholds.
+PYTHON_THRESHOLDS = (700, 10, 10)
 _rows: list[dict[str, Any]] = []
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if os.environ.get(DEFAULT_GC):
+        gc.unfreeze()
+        gc.set_threshold(*PYTHON_THRESHOLDS)
 
 
 def _cpu() -> tuple[float, float]:
