@@ -651,10 +651,11 @@ def _environment(
     """Whether the GPU, the worker or the host is to blame, with reasons and advice.
 
     Strong (the moment becomes ``environment``): other processes or memory held outside the
-    job take a real share of the card; a pinned-memory copy failed; a host-RAM kill; a
+    job take a real share of the card; the card had room when the allocation failed; a
+    pinned-memory copy failed; a host-RAM kill; a checkpoint save died with no GPU error; a
     conservative config died at once with a driver-level signal. Suspected only: a silent
     exit; "it worked before"; a driver-level signal at once when the config is unknown.
-    Against: the job's own process held nearly the whole card.
+    Against: the job's own process (or PyTorch in it) held nearly the whole card.
     """
     strong: list[str] = []
     suspected: list[str] = []
