@@ -15,7 +15,9 @@ named function below, with its reasoning in its docstring:
   (:func:`_unknown_step_moment`); a crash with no phase line and no training bar happened
   before step 1 (:func:`_moment_without_phase`);
 - the environment rules (:func:`_environment`): other processes on the card, memory held
-  outside this process, a conservative config dying at once with a driver-level signal, a
+  outside this process, a card with room to spare when the allocation failed
+  (:func:`_room_left`, ``FREE_ROOM_FACTOR``), a conservative config dying at once with a
+  driver-level signal, a
   pinned-memory copy (also a traceback cut off in a copy to the CPU,
   :func:`_cut_off_in_cpu_copy`), a host-RAM kill, a checkpoint save that dies with no GPU
   error (:func:`_save_cut_off`); and the counter-rule that a process holding nearly the
