@@ -612,6 +612,22 @@ def test_onetrainers_saving_line_is_the_save_phase() -> None:
     assert scan("Saving the model weights now").marker_phase != "save"
 
 
+def test_onetrainers_epoch_bar_is_the_outer_loop_not_the_training_bar() -> None:
+    # OneTrainer #681: the `step:` bar (with the loss) restarts every epoch under the `epoch:`
+    # bar, whose 52 s/it is a whole epoch: neither its count nor its rate is the step's.
+    result = scan(
+        "step: 100%|██████████| 28/28 [00:49<00:00,  1.76s/it, loss=0.0377, smooth loss=0.085]5] ",
+        "step:  21%|██▏       | 6/28 [00:12<00:45,  2.05s/it, loss=0.107, smooth loss=0.0844]4] ",
+        "epoch:  55%|█████▌    | 22/40 [19:12<15:42, 52.38s/it]",
+    )
+    assert result.training_started
+    assert (result.last_step, result.total_steps) == (6, 28)
+    assert "sysmem_spill" not in result.signals and result.spill_step is None
+    # A bar called epoch that reports the loss is the training bar (its only bar).
+    alone = scan("Epoch:  40%|████      | 4/10 [00:09<00:13,  2.20s/it, loss=0.113]")
+    assert alone.training_started and alone.last_step == 4
+
+
 def test_non_blocking_outside_a_traceback_is_not_evidence() -> None:
     assert not scan(
         "note: tensors move with non_blocking=True here", "CUDA out of memory."
