@@ -628,6 +628,37 @@ def test_onetrainers_epoch_bar_is_the_outer_loop_not_the_training_bar() -> None:
     assert alone.training_started and alone.last_step == 4
 
 
+# kohya_ss #3300 (sdxl_train.py in Colab): notebooks draw tqdm without its bar.
+COLAB_OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 14.00 MiB. GPU 0 has a total "
+    "capacity of 39.56 GiB of which 896.00 KiB is free. Process 118916 has 39.55 GiB memory in "
+    "use. Of the allocated memory 37.77 GiB is allocated by PyTorch, and 1.28 GiB is reserved by "
+    "PyTorch but unallocated."
+)
+
+
+def test_a_bar_drawn_without_its_bar_is_the_same_bar() -> None:
+    result = scan(COLAB_OOM, "steps:   0% 0/2300 [00:01<?, ?it/s]")
+    assert result.training_started and (result.last_step, result.total_steps) == (0, 2300)
+    # Unnamed (camenduru/kohya_ss-colab #3) before training: it moves no phase.
+    loading = scan("loading image sizes.", "100% 14/14 [00:05<00:00,  2.40it/s]", COLAB_OOM)
+    assert not loading.training_started and loading.phase != "training"
+    # A percentage in prose is no bar.
+    assert not scan("steps: 50% 1/2 done", COLAB_OOM).training_started
+
+
+def test_an_exception_reported_while_training_is_the_training_phase() -> None:
+    # sd_dreambooth_extension #456: the trainer names the loop the error came from.
+    result = scan(
+        "Exception while training: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 12.00 "
+        "GiB total capacity; 11.08 GiB already allocated; 0 bytes free; 11.25 GiB reserved in "
+        "total by PyTorch)",
+        " Allocated: 11.1GB",
+    )
+    assert result.oom is not None and result.phase == "training"
+    assert scan("Exception while loading the model: CUDA out of memory.").phase != "training"
+
+
 def test_non_blocking_outside_a_traceback_is_not_evidence() -> None:
     assert not scan(
         "note: tensors move with non_blocking=True here", "CUDA out of memory."
