@@ -647,6 +647,19 @@ def test_a_bar_drawn_without_its_bar_is_the_same_bar() -> None:
     assert not scan("steps: 50% 1/2 done", COLAB_OOM).training_started
 
 
+def test_an_oom_caught_and_retried_smaller_is_an_oom() -> None:
+    # sd_dreambooth_extension #657: its wrapper prints the OOM it caught right after the bar.
+    caught = scan(
+        "Steps:   0%|          | 0/4000 [00:00<?, ?it/s]OOM Detected, reducing batch/grad size "
+        "to 0/1.",
+        "Traceback (most recent call last):",
+    )
+    assert "cuda_oom" in caught.signals and caught.training_started
+    # #760, #852: accelerate's batch-size finder once nothing smaller is left.
+    assert "cuda_oom" in scan("RuntimeError: No executable batch size found, reached zero.").signals
+    assert "cuda_oom" not in scan("Detected 2 GPUs, reducing nothing").signals
+
+
 def test_an_exception_reported_while_training_is_the_training_phase() -> None:
     # sd_dreambooth_extension #456: the trainer names the loop the error came from.
     result = scan(
