@@ -647,6 +647,17 @@ def test_a_bar_drawn_without_its_bar_is_the_same_bar() -> None:
     assert not scan("steps: 50% 1/2 done", COLAB_OOM).training_started
 
 
+def test_lightnings_sanity_check_is_a_sample_pass_before_training() -> None:
+    # JoePenna Dreambooth #37: Lightning validates two batches before the first training step.
+    result = scan(
+        "Sanity Checking DataLoader 0:   0%|                       | 0/2 [00:00<?, ?it/s]Here "
+        "comes the checkpoint...",
+        "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+    )
+    assert not result.training_started and result.phase == "baseline_sample"
+    assert "cublas_alloc" in result.signals
+
+
 def test_an_oom_caught_and_retried_smaller_is_an_oom() -> None:
     # sd_dreambooth_extension #657: its wrapper prints the OOM it caught right after the bar.
     caught = scan(
