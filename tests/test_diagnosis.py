@@ -29,6 +29,7 @@ BASE: dict[str, Any] = {
         "process": [
             {
                 "type": "diffusion_trainer",
+                "network": {"type": "lora", "linear": 16, "linear_alpha": 16},
                 "train": {
                     "batch_size": 1,
                     "steps": 3000,
@@ -433,6 +434,8 @@ def test_a_legacy_message_where_pytorch_reserved_the_card_is_the_job() -> None:
         {"train": {"gradient_checkpointing": False}},
         {"datasets": {"items": [{"folder_path": "/d", "resolution": [512, 1024]}]}},
         {"train": {"disable_sampling": False}, "sample": {"width": 1024, "height": 1024}},
+        # No network: a full fine-tune (JoePenna Dreambooth #37 died in Lightning's sanity check).
+        {"network": None},
     ],
 )
 def test_a_config_that_is_not_conservative_keeps_its_moment(sections: dict[str, Any]) -> None:

@@ -612,6 +612,77 @@ def test_onetrainers_saving_line_is_the_save_phase() -> None:
     assert scan("Saving the model weights now").marker_phase != "save"
 
 
+def test_onetrainers_epoch_bar_is_the_outer_loop_not_the_training_bar() -> None:
+    # OneTrainer #681: the `step:` bar (with the loss) restarts every epoch under the `epoch:`
+    # bar, whose 52 s/it is a whole epoch: neither its count nor its rate is the step's.
+    result = scan(
+        "step: 100%|██████████| 28/28 [00:49<00:00,  1.76s/it, loss=0.0377, smooth loss=0.085]5] ",
+        "step:  21%|██▏       | 6/28 [00:12<00:45,  2.05s/it, loss=0.107, smooth loss=0.0844]4] ",
+        "epoch:  55%|█████▌    | 22/40 [19:12<15:42, 52.38s/it]",
+    )
+    assert result.training_started
+    assert (result.last_step, result.total_steps) == (6, 28)
+    assert "sysmem_spill" not in result.signals and result.spill_step is None
+    # A bar called epoch that reports the loss is the training bar (its only bar).
+    alone = scan("Epoch:  40%|████      | 4/10 [00:09<00:13,  2.20s/it, loss=0.113]")
+    assert alone.training_started and alone.last_step == 4
+
+
+# kohya_ss #3300 (sdxl_train.py in Colab): notebooks draw tqdm without its bar.
+COLAB_OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 14.00 MiB. GPU 0 has a total "
+    "capacity of 39.56 GiB of which 896.00 KiB is free. Process 118916 has 39.55 GiB memory in "
+    "use. Of the allocated memory 37.77 GiB is allocated by PyTorch, and 1.28 GiB is reserved by "
+    "PyTorch but unallocated."
+)
+
+
+def test_a_bar_drawn_without_its_bar_is_the_same_bar() -> None:
+    result = scan(COLAB_OOM, "steps:   0% 0/2300 [00:01<?, ?it/s]")
+    assert result.training_started and (result.last_step, result.total_steps) == (0, 2300)
+    # Unnamed (camenduru/kohya_ss-colab #3) before training: it moves no phase.
+    loading = scan("loading image sizes.", "100% 14/14 [00:05<00:00,  2.40it/s]", COLAB_OOM)
+    assert not loading.training_started and loading.phase != "training"
+    # A percentage in prose is no bar.
+    assert not scan("steps: 50% 1/2 done", COLAB_OOM).training_started
+
+
+def test_lightnings_sanity_check_is_a_sample_pass_before_training() -> None:
+    # JoePenna Dreambooth #37: Lightning validates two batches before the first training step.
+    result = scan(
+        "Sanity Checking DataLoader 0:   0%|                       | 0/2 [00:00<?, ?it/s]Here "
+        "comes the checkpoint...",
+        "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+    )
+    assert not result.training_started and result.phase == "baseline_sample"
+    assert "cublas_alloc" in result.signals
+
+
+def test_an_oom_caught_and_retried_smaller_is_an_oom() -> None:
+    # sd_dreambooth_extension #657: its wrapper prints the OOM it caught right after the bar.
+    caught = scan(
+        "Steps:   0%|          | 0/4000 [00:00<?, ?it/s]OOM Detected, reducing batch/grad size "
+        "to 0/1.",
+        "Traceback (most recent call last):",
+    )
+    assert "cuda_oom" in caught.signals and caught.training_started
+    # #760, #852: accelerate's batch-size finder once nothing smaller is left.
+    assert "cuda_oom" in scan("RuntimeError: No executable batch size found, reached zero.").signals
+    assert "cuda_oom" not in scan("Detected 2 GPUs, reducing nothing").signals
+
+
+def test_an_exception_reported_while_training_is_the_training_phase() -> None:
+    # sd_dreambooth_extension #456: the trainer names the loop the error came from.
+    result = scan(
+        "Exception while training: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 12.00 "
+        "GiB total capacity; 11.08 GiB already allocated; 0 bytes free; 11.25 GiB reserved in "
+        "total by PyTorch)",
+        " Allocated: 11.1GB",
+    )
+    assert result.oom is not None and result.phase == "training"
+    assert scan("Exception while loading the model: CUDA out of memory.").phase != "training"
+
+
 def test_non_blocking_outside_a_traceback_is_not_evidence() -> None:
     assert not scan(
         "note: tensors move with non_blocking=True here", "CUDA out of memory."

@@ -462,6 +462,20 @@ def test_a_line_no_rule_reads_still_ends_the_bar_redraws(between: str, chunk_byt
     assert scan_stream(io.BytesIO(data), chunk_bytes=chunk_bytes) == whole
 
 
+@pytest.mark.parametrize("chunk_bytes", [7, 300, 1 << 20])
+def test_a_bar_drawn_without_its_bar_is_read_far_into_a_long_log(chunk_bytes: int) -> None:
+    """The trigger and the gate let a notebook's bar (no bar glyphs) through as every rule
+    would read it, after a long stretch no rule reads and with its redraws joined by \\r."""
+    filler = "".join(f"noise line {i} of nothing\n" for i in range(4000))
+    redraws = "\r".join(
+        f"steps:   {n * 100 // 2300}% {n}/2300 [00:0{n}<1:00:00,  1.5s/it]" for n in range(4)
+    )
+    data = f"{filler}{redraws}\nCUDA out of memory. Tried to allocate 2.00 MiB\n".encode()
+    fast, full = scan_both(data, chunk_bytes)
+    assert fast == full
+    assert fast.training_started and (fast.last_step, fast.total_steps) == (3, 2300)
+
+
 # --- the gate: the trigger's question for whole regions ------------------------------------------
 
 GATE = COMPILED.gate

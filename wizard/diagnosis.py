@@ -986,12 +986,14 @@ def _host_kill(
 def conservative(process: ProcessView) -> tuple[bool, str]:
     """Whether the config is already small (see ``CONSERVATIVE_*``), and how it is.
 
-    Unknown values (placeholders) do not count as small.
+    Unknown values (placeholders, a network rank among them) do not count as small.
     """
     train = process.train
     buckets = [size for d in process.datasets for size in d.resolution or ()]
     frames = max((d.num_frames or 0 for d in process.datasets), default=1)
     checks = {
+        # A full fine-tune (no network) trains every weight: never the already-small config.
+        "a LoRA-type network": process.network_rank is not None,
         "batch 1": train.batch_size == 1
         and all(d.batch_size in (None, 1) for d in process.datasets),
         "gradient checkpointing on": train.gradient_checkpointing is True,

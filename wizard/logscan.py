@@ -319,6 +319,7 @@ class LogMarkers(_Frozen):
     finished: tuple[Regex, ...] = ()
     call_phases: tuple[FrameRule, ...] = ()
     config_fields: tuple[str, ...] = ()
+    plain_bars: tuple[Regex, ...] = ()
 
     _compiled: _Compiled | None = PrivateAttr(default=None)
 
@@ -364,6 +365,7 @@ class _Compiled:
         self.config_fields = markers.config_fields
         self.host_copy = _any(markers.host_copy)
         self.cpu_target = _any(markers.cpu_target)
+        self.plain_bar = _any(markers.plain_bars) if markers.plain_bars else None
         joined = "|".join(f"(?:{p})" for p in markers.line_prefixes)
         self.prefix = re.compile(f"(?:{joined})+") if joined else None
         plain = (
@@ -381,6 +383,7 @@ class _Compiled:
             markers.frame,
             *markers.host_copy,
             *markers.cpu_target,
+            *markers.plain_bars,
         )
         sources = [*plain, *(r.source() for r in rules), *tail]
         patterns = [
@@ -1462,6 +1465,11 @@ class _Scanner:
         elif self._prefilter and not (
             self._p.prefilter.search(body) or self._p.prefilter.search(text)
         ):
+            return
+        if self._p.plain_bar is not None and (bar := self._p.plain_bar.match(body)):
+            # A bar drawn without its bar: read as the same bar with an empty one.
+            cut = body.index("% ", bar.start()) + 1
+            self._bar(f"{body[:cut]}||{body[cut:]}".encode(), len(body[:cut].encode()) - 1, line)
             return
         if self._p.run_start.search(body):
             self._start_run(line)
