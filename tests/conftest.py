@@ -1,10 +1,11 @@
 """What every test shares: the user's own settings folder is never the real one, the
 children the tests start run as Python runs on a user's machine, and the collector runs
-less often."""
+less often; and a process that has ended, for the tests of what a killed save leaves."""
 
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,3 +52,13 @@ def children_keep_bytecode() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
         yield
+
+
+@pytest.fixture
+def ended_pid() -> int:
+    """The id of a process that has ended: forked, exited and reaped (a leftover's owner)."""
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return pid

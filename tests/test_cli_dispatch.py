@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 import pytest
@@ -75,19 +74,14 @@ def test_debug_is_an_option_wherever_it_stands(tmp_path: Path) -> None:
     assert (status, err) == (2, line + "\n")
 
 
-def _dead_pid() -> int:
-    pid = os.fork()
-    if pid == 0:
-        os._exit(0)
-    os.waitpid(pid, 0)
-    return pid
-
-
 def test_a_command_clears_what_a_killed_save_left_in_the_working_folder(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    ended_pid: int,
 ) -> None:
     """Start-up recovery (the save pipeline is loaded only when such a name is there)."""
-    stray = tmp_path / f".job.oomfix.yaml.oomw-{_dead_pid()}-0123456789abcdef.tmp"
+    stray = tmp_path / f".job.oomfix.yaml.oomw-{ended_pid}-0123456789abcdef.tmp"
     stray.write_text("half a config", encoding="utf-8")
     mine = tmp_path / "job.oomw-notes.txt"  # not the tool's name: never touched
     mine.write_text("notes", encoding="utf-8")

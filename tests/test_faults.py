@@ -454,9 +454,9 @@ RANDOM_PROMPTS = 40
 # ------------------------------------------------------------------ recovery by itself
 
 
-def test_recovery_touches_only_the_tools_names_of_dead_processes(tmp_path):
+def test_recovery_touches_only_the_tools_names_of_dead_processes(tmp_path, ended_pid):
     alive = tmp_path / f".job.json.oomw-{os.getpid()}-0123456789abcdef.tmp"
-    dead_pid = dead_process()
+    dead_pid = ended_pid
     dead = tmp_path / f".job.json.oomw-{dead_pid}-0123456789abcdef.tmp"
     lookalike = tmp_path / f".job.json.oomw-{dead_pid}-notatoken.tmp"
     user = tmp_path / "job.oomw-notes.txt"
@@ -489,14 +489,6 @@ def test_a_sigkill_between_the_renames_is_rolled_forward_by_the_next_run(tmp_pat
 
     assert state(case) == "new"
     assert leftovers(tmp_path) == []
-
-
-def dead_process() -> int:
-    pid = os.fork()
-    if pid == 0:
-        os._exit(0)
-    os.waitpid(pid, 0)
-    return pid
 
 
 ENTRY_POINTS = {
