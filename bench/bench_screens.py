@@ -63,13 +63,22 @@ async def timed_press(pilot: Pilot[Any], key: str) -> float:
     return time.process_time() - start
 
 
+#: Keys a bare screen can show besides the app's Enter; :meth:`BareScreen.check_action` hides
+#: those beyond the count it is asked for.
+BARE_KEYS = 12
+
+
 class BareScreen(Screen[None]):
     """A screen of ``statics`` plain Statics and a footer of ``shown`` keys."""
+
+    BINDINGS = [  # noqa: RUF012
+        Binding(f"f{key}", f"noop({key})", f"Key {key}") for key in range(1, BARE_KEYS + 1)
+    ]
 
     def __init__(self, statics: int, shown: int) -> None:
         super().__init__()
         self.statics = statics
-        self._bindings_shown = shown
+        self.shown = shown
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -78,10 +87,14 @@ class BareScreen(Screen[None]):
                 yield Static(f"row {row}: a line of text")
         yield Footer()
 
-    def on_mount(self) -> None:
-        for index in range(self._bindings_shown - 1):
-            self._bindings.bind(f"f{index + 2}", "noop", f"Key {index + 2}")
-        self.refresh_bindings()
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Show the first ``shown - 1`` keys (the app's Enter is the last one)."""
+        if action == "noop":
+            return isinstance(key := parameters[0], int) and key < self.shown
+        return True
+
+    def action_noop(self, key: int) -> None:
+        """The bare footer's keys do nothing."""
 
 
 class BareApp(App[None]):
@@ -101,9 +114,6 @@ class BareApp(App[None]):
         if len(self.screen_stack) > 1:
             self.pop_screen()  # as the wizard's stages leave the stack before the next one
         self.push_screen(BareScreen(statics, shown))
-
-    def action_noop(self) -> None:
-        """The bare footer's keys do nothing."""
 
 
 async def wizard_walk() -> list[tuple[str, int, int, float]]:

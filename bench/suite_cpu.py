@@ -10,6 +10,7 @@ to measure what that setting is worth.
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import os
@@ -41,8 +42,10 @@ def _cpu() -> tuple[float, float]:
     return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
 
 
-def _drives_the_app(item: pytest.Item) -> bool:
-    source = Path(str(item.fspath)).read_text(encoding="utf-8")
+@functools.cache
+def _drives_the_app(module: Path) -> bool:
+    """Whether the test module runs the app under Pilot or takes snapshots (read once)."""
+    source = module.read_text(encoding="utf-8")
     return "run_test(" in source or "snap_compare" in source
 
 
@@ -56,7 +59,7 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
     _rows.append(
         {
             "test": item.nodeid,
-            "app": _drives_the_app(item),
+            "app": _drives_the_app(item.path),
             "wall": wall,
             "cpu": own_after - own,
             "children": children_after - children,
