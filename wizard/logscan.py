@@ -991,6 +991,11 @@ class _Run:
         self.failing = True
         self.stopped = False
 
+    @property
+    def oom_pending(self) -> bool:
+        """The run is failing, and the failure is PyTorch's out-of-memory error."""
+        return self.failing and self.oom_failure
+
     def bar_after_oom(self, seg: bytes) -> None:
         """A training-bar redraw after the out-of-memory error: tqdm closing its bar draws it
         once more at the step it stopped on (or, when the log showed no bar before, at the
@@ -1333,7 +1338,7 @@ class _Scanner:
         run = self._run
         run.zero_bar_line = None
         if self._head_training:
-            if run.failing and run.oom_failure:
+            if run.oom_pending:
                 run.bar_after_oom(seg)
             run.train_bar, run.train_bar_line = seg, line
             run.rate_reading(seg, line)
@@ -1353,7 +1358,7 @@ class _Scanner:
         if kind == "ignore":
             return
         run = self._run
-        if kind == "training" and run.failing and run.oom_failure:
+        if kind == "training" and run.oom_pending:
             run.bar_after_oom(seg)
         else:
             run.progress()
