@@ -6,7 +6,9 @@ kind and the environment verdict as labelled and as found, then how many are rig
 that stays out of reach says why in its ``expected.yaml`` (``out_of_reach``).
 
 The labels: ``moment`` (the report fixtures) or ``crash_moment`` (``../shared/cases``),
-``model_kind``, and optionally ``environment`` (true when the environment, not the config, is
+``model_kind``, ``trainer`` (the trainer family, one of ``TRAINER_FAMILIES``: the report fixtures
+must name it, so the table can be split by family and a weak family shows), and optionally
+``environment`` (true when the environment, not the config, is
 to blame; without it, the verdict expected is ``moment == environment``).
 """
 
@@ -31,6 +33,23 @@ from oom_wizard.logscan import scan_log  # noqa: E402
 
 REPORTS = Path(__file__).resolve().parent / "fixtures" / "reports"
 
+# The trainer families the labels name (``trainer:``): the tool that printed the log. GUIs and
+# notebooks that run sd-scripts (kohya_ss, FluxGym, ComfyUI-FluxTrainer, the Colab notebooks) are
+# the kohya family; diffusers' example scripts and their forks are ``diffusers``.
+TRAINER_FAMILIES = (
+    "ai-toolkit",
+    "kohya",
+    "musubi",
+    "onetrainer",
+    "simpletuner",
+    "diffusion-pipe",
+    "diffusers",
+    "everydream2",
+    "finetrainers",
+    "ltx-trainer",
+    "other",
+)
+
 
 @dataclass(frozen=True)
 class Row:
@@ -41,6 +60,7 @@ class Row:
     kind: tuple[str | None, str | None]
     environment: tuple[bool, bool]
     out_of_reach: str | None
+    trainer: str = "other"
 
     @property
     def moment_right(self) -> bool:
@@ -64,9 +84,21 @@ def report_dirs(roots: Iterable[Path]) -> list[Path]:
     return found
 
 
+def trainer_of(folder: Path, label: dict[str, Any]) -> str:
+    """The trainer family a label names; ``other`` for a case folder that names none."""
+    trainer = label.get("trainer", "other")
+    if trainer not in TRAINER_FAMILIES:
+        raise ValueError(
+            f"{folder / 'expected.yaml'}: trainer {trainer!r} is not one of "
+            + ", ".join(TRAINER_FAMILIES)
+        )
+    return str(trainer)
+
+
 def row_of(folder: Path) -> Row:
     """Diagnose one report folder as the CLI would (no GPU probe)."""
     label = expected_of(folder)
+    trainer = trainer_of(folder, label)
     moment = label.get("moment", label.get("crash_moment"))
     env = bool(label.get("environment", moment == "environment"))
     view = load_document(folder / "job.yaml").view()
@@ -80,6 +112,7 @@ def row_of(folder: Path) -> Row:
         kind=(label.get("model_kind"), result.model_kind),
         environment=(env, got_env),
         out_of_reach=label.get("out_of_reach"),
+        trainer=trainer,
     )
 
 
@@ -88,8 +121,30 @@ def _cell(pair: tuple[Any, Any]) -> str:
     return f"{want}" if want == got else f"{want} ≠ {got}"
 
 
+def _totals(rows: Sequence[Row]) -> tuple[int, int, int]:
+    moments = sum(r.moment_right for r in rows)
+    kinds = sum(r.kind[0] == r.kind[1] for r in rows)
+    envs = sum(r.environment[0] == r.environment[1] for r in rows)
+    return moments, kinds, envs
+
+
+def by_family(rows: Sequence[Row]) -> str:
+    """The totals per trainer family, in ``TRAINER_FAMILIES`` order, as plain text."""
+    lines = [f"{'trainer':<15} {'reports':>7}  {'moment':>9}  {'kind':>9}  {'environment':>11}"]
+    for family in TRAINER_FAMILIES:
+        held = [r for r in rows if r.trainer == family]
+        if not held:
+            continue
+        moments, kinds, envs = _totals(held)
+        n = len(held)
+        lines.append(
+            f"{family:<15} {n:>7}  {f'{moments}/{n}':>9}  {f'{kinds}/{n}':>9}  {f'{envs}/{n}':>11}"
+        )
+    return "\n".join(lines)
+
+
 def render(rows: Sequence[Row]) -> str:
-    """The table and its totals as plain text."""
+    """The table, its totals, and the totals by trainer family as plain text."""
     width = max((len(r.name) for r in rows), default=4)
     lines = [f"{'report':<{width}}  {'moment':<28} {'kind':<16} environment"]
     for row in rows:
@@ -101,15 +156,14 @@ def render(rows: Sequence[Row]) -> str:
         if row.out_of_reach and not row.moment_right:
             lines.append(f"{'':<{width}}    out of reach: {row.out_of_reach}")
     total = len(rows) or 1
-    moments = sum(r.moment_right for r in rows)
-    kinds = sum(r.kind[0] == r.kind[1] for r in rows)
-    envs = sum(r.environment[0] == r.environment[1] for r in rows)
+    moments, kinds, envs = _totals(rows)
     lines.append("")
     lines.append(
         f"moment {moments}/{len(rows)} ({100 * moments / total:.0f} %) · "
         f"kind {kinds}/{len(rows)} ({100 * kinds / total:.0f} %) · "
         f"environment {envs}/{len(rows)} ({100 * envs / total:.0f} %)"
     )
+    lines += ["", by_family(rows)]
     return "\n".join(lines)
 
 

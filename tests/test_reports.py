@@ -18,7 +18,7 @@ import yaml
 from oom_wizard.diagnosis import diagnose
 from oom_wizard.document import load_document
 from oom_wizard.logscan import scan_log
-from tests.report_table import render, report_dirs, row_of
+from tests.report_table import TRAINER_FAMILIES, by_family, render, report_dirs, row_of, trainer_of
 
 REPORTS = Path(__file__).resolve().parent / "fixtures" / "reports"
 REPORT_DIRS = sorted(p for p in REPORTS.iterdir() if (p / "expected.yaml").is_file())
@@ -52,6 +52,27 @@ def test_report_moment_and_model_kind(report: Path) -> None:
         assert blamed == bool(expected["environment"]), result.reasons
     for signal in expected.get("signals", ()):
         assert signal in result.signals, (signal, result.signals)
+
+
+def test_every_label_names_its_trainer_family() -> None:
+    for report in REPORT_DIRS:
+        assert _expected(report).get("trainer") in TRAINER_FAMILIES, report.name
+
+
+def test_a_trainer_outside_the_families_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="trainer 'kohya_ss' is not one of"):
+        trainer_of(tmp_path, {"trainer": "kohya_ss"})
+
+
+def test_the_table_is_split_by_trainer_family() -> None:
+    rows = [row_of(folder) for folder in report_dirs([REPORTS])]
+    text = by_family(rows)
+    for family in {row.trainer for row in rows}:
+        held = [row for row in rows if row.trainer == family]
+        right = sum(row.moment_right for row in held)
+        line = next(line for line in text.splitlines() if line.startswith(family + " "))
+        assert f"{right}/{len(held)}" in line, (family, line)
+    assert text in render(rows)
 
 
 def test_the_table_script_prints_every_report_and_the_totals() -> None:
