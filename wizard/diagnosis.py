@@ -680,6 +680,7 @@ def _environment(
         _pinned_copy(scan, process, strong, advice)
         _host_kill(scan, process, probe, strong, advice)
         _save_cut_off(scan, strong, advice)
+        _host_ram_end(scan, strong, advice)
         if not job_alone:
             _driver_signal_at_once(scan, process, strong, suspected, advice)
         _silent_exit(scan, suspected, advice)
@@ -932,6 +933,39 @@ def _save_cut_off(scan: LogScan, strong: list[str], advice: list[Advice]) -> Non
             "host_ram",
             "Host RAM at save: close other programs, enlarge the swap file or Windows pagefile, "
             "or add RAM; rolling VRAM settings back will not help the save.",
+        )
+    )
+
+
+def _host_ram_end(scan: LogScan, strong: list[str], advice: list[Advice]) -> None:
+    """A run that ends with no error of the trainer's own, where the log shows the host's RAM
+    as the limit (a Colab runtime, the allocator's warnings of huge host allocations): it ends
+    on a checkpoint save and then nothing, or on those warnings, or its trainer died with no
+    Python error. The process was killed for host RAM; no marker says so."""
+    line = scan.host_pressure_line
+    if line is None or scan.has(*GPU_SIGNALS, *HOST_SIGNALS):
+        return
+    step = f" at step {scan.last_step}" if scan.last_step is not None else ""
+    if scan.ends_open and scan.phase == "save":
+        what = f"the log ends on a checkpoint save{step} and then nothing"
+    elif scan.ends_open and scan.phase_line is not None and line >= scan.phase_line:
+        what = f"the log ends{step} on the host's own warnings and then nothing"
+    elif scan.has("silent_exit"):
+        what = "the trainer died with no Python error of its own"
+    else:
+        return
+    shown = scan.evidence_for("host_pressure")
+    sign = f" (line {shown[0].line}: {shown[0].text})" if shown else ""
+    strong.append(
+        f"{what}, where the log shows the host's RAM as the limit{sign}: the process was killed "
+        "for host RAM (a Colab runtime has 12-13 GB on its free tier), not the card"
+    )
+    advice.append(
+        Advice(
+            "host_ram",
+            "Host RAM, not VRAM: use a runtime with more RAM (Colab's high-RAM shape), load the "
+            "model in fp16/bf16 or from safetensors, save less often, or add swap; rolling VRAM "
+            "settings back will not help.",
         )
     )
 

@@ -291,6 +291,21 @@ class FrameRule(_Rule):
     file: Regex | None = None
 
 
+def _step_group(pattern: str) -> str:
+    if not re.search(r"\(\?P<(?:step|epoch)>", pattern):
+        raise ValueError("a bar-step pattern needs a `step` or an `epoch` group")
+    return pattern
+
+
+class BarStep(_Frozen):
+    """Where a bar shows its step when ``n/total`` counts something else: a ``step`` group in
+    its postfix (``reads: postfix``), or an ``epoch`` group in its description (``reads: desc``: the
+    bar counts that epoch's batches, the step is ``epoch × total + n``)."""
+
+    reads: Literal["postfix", "desc"]
+    pattern: Annotated[Regex, AfterValidator(_step_group)]
+
+
 class ConfigDump(_Frozen):
     """The process config printed as JSON: its opening line, and the line that confirms it."""
 
@@ -320,6 +335,11 @@ class LogMarkers(_Frozen):
     call_phases: tuple[FrameRule, ...] = ()
     config_fields: tuple[str, ...] = ()
     plain_bars: tuple[Regex, ...] = ()
+    bar_steps: tuple[BarStep, ...] = ()
+    steps: tuple[Regex, ...] = ()
+    host_pressure: tuple[Regex, ...] = ()
+    sample_first: tuple[Regex, ...] = ()
+    launcher_errors: tuple[Regex, ...] = ()
 
     _compiled: _Compiled | None = PrivateAttr(default=None)
 
@@ -366,6 +386,16 @@ class _Compiled:
         self.host_copy = _any(markers.host_copy)
         self.cpu_target = _any(markers.cpu_target)
         self.plain_bar = _any(markers.plain_bars) if markers.plain_bars else None
+        self.bar_steps: BarSteps = tuple(
+            (re.compile(r.pattern), r.reads == "desc") for r in markers.bar_steps
+        )
+        self.bar_step_postfix = _any(
+            tuple(_unnamed(r.pattern) for r in markers.bar_steps if r.reads == "postfix")
+        )
+        self.steps = [re.compile(p) for p in markers.steps]
+        self.host_pressure = _any(markers.host_pressure)
+        self.sample_first = _any(markers.sample_first)
+        self.launcher_errors = _any(markers.launcher_errors)
         joined = "|".join(f"(?:{p})" for p in markers.line_prefixes)
         self.prefix = re.compile(f"(?:{joined})+") if joined else None
         plain = (
@@ -384,6 +414,10 @@ class _Compiled:
             *markers.host_copy,
             *markers.cpu_target,
             *markers.plain_bars,
+            *markers.steps,
+            *markers.host_pressure,
+            *markers.sample_first,
+            *markers.launcher_errors,
         )
         sources = [*plain, *(r.source() for r in rules), *tail]
         patterns = [
@@ -555,6 +589,9 @@ class LogScan:
         modified: The log file's modification time (seconds since the epoch), if a file.
         config_dump: The memory fields (``config_fields``) of the process config the run
             printed at its start: (path relative to the process, value).
+        host_pressure_line: The last line that shows the host's RAM as the limit (Colab's
+            huge-allocation warnings, a Colab runtime's paths: ``host_pressure``).
+        sample_first: The launch command in the log makes a sample come first.
     """
 
     source: str | None
@@ -589,6 +626,8 @@ class LogScan:
     modified: float | None = None
     config_dump: tuple[tuple[str, Any], ...] | None = None
     cpu_copy: bool = False
+    host_pressure_line: int | None = None
+    sample_first: bool = False
 
     def has(self, *signals: Signal) -> bool:
         """Whether the run shows any of ``signals``."""
@@ -896,19 +935,39 @@ def _shorten(text: str) -> str:
 
 @dataclass(frozen=True)
 class BarReading:
-    """What a tqdm bar segment shows: its description and ``n`` of ``total``."""
+    """What a tqdm bar segment shows: its description and ``n`` of ``total``.
+
+    With a bar-step rule that applies (``bar_steps`` of the marker table), ``n`` is the step
+    the bar shows and ``total`` is None: its own count is of something else (epochs, an
+    epoch's batches).
+    """
 
     desc: str
     n: int
-    total: int
+    total: int | None
 
 
-def parse_bar(text: str) -> BarReading | None:
-    """The description, ``n`` and ``total`` of a tqdm bar segment, or None."""
+BarSteps = tuple[tuple[re.Pattern[str], bool], ...]
+"""Compiled ``bar_steps``: (pattern, whether it reads the description, not the postfix)."""
+
+
+def parse_bar(text: str, steps: BarSteps = ()) -> BarReading | None:
+    """The description, ``n`` and ``total`` of a tqdm bar segment, or None.
+
+    ``steps``: where a bar shows its step when ``n`` counts something else.
+    """
     match = _BAR.match(text)
     if match is None:
         return None
-    return BarReading(desc=match["desc"].strip(), n=int(match["n"]), total=int(match["total"]))
+    desc, n, total = match["desc"].strip(), int(match["n"]), int(match["total"])
+    for pattern, on_desc in steps:
+        if found := pattern.search(desc if on_desc else text[match.end("total") :]):
+            groups = found.groupdict()
+            if groups.get("step") is not None:
+                return BarReading(desc=desc, n=int(groups["step"]), total=None)
+            if groups.get("epoch") is not None:
+                return BarReading(desc=desc, n=int(groups["epoch"]) * total + n, total=None)
+    return BarReading(desc=desc, n=n, total=total)
 
 
 @dataclass
@@ -963,6 +1022,14 @@ class _Run:
     """The training step the bar showed when the pending failure was printed."""
     zero_bar_line: int | None = None
     config_dump: tuple[tuple[str, Any], ...] | None = None
+    bar_steps: BarSteps = ()
+    host_pressure_line: int | None = None
+    """The last line that shows the host's RAM as the limit (``host_pressure``)."""
+    sample_first: bool = False
+    """The launch command makes a sample come first (``sample_first``)."""
+    opened_in_frames: bool = False
+    """The run's first lines are a traceback's frames, with no header: an excerpt of a longer
+    log (as a sample pass the log opens with is, in :meth:`_Scanner._phase`)."""
 
     def note(self, line: int, text: str, tag: str) -> None:
         """Keep an evidence line (once per text and tag)."""
@@ -1000,7 +1067,7 @@ class _Run:
         """A training-bar redraw after the out-of-memory error: tqdm closing its bar draws it
         once more at the step it stopped on (or, when the log showed no bar before, at the
         step it died in). Only a later step is training that went on."""
-        bar = parse_bar(clean(seg))
+        bar = parse_bar(clean(seg), self.bar_steps)
         if bar is None:
             return
         if self.fail_step is None:
@@ -1018,7 +1085,7 @@ class _Run:
         """(n, total) of the last training-bar redraw."""
         if self.train_bar is None:
             return None, None
-        bar = parse_bar(clean(self.train_bar))
+        bar = parse_bar(clean(self.train_bar), self.bar_steps)
         return (bar.n, bar.total) if bar else (None, None)
 
     def rate_reading(self, seg: bytes, line: int) -> None:
@@ -1097,7 +1164,7 @@ class _Scanner:
 
     def _new_run(self, line: int, *, header: bool) -> _Run:
         self._runs += 1
-        return _Run(start_line=line, header=header)
+        return _Run(start_line=line, header=header, bar_steps=self._p.bar_steps)
 
     def feed(self, block: bytes) -> None:
         """Read one block (it ends on a separator) and carry the line count over."""
@@ -1345,7 +1412,7 @@ class _Scanner:
 
     def _bar(self, seg: bytes, pos: int, line: int) -> None:
         """A progress-bar segment whose head differs from the previous segment's."""
-        end = seg.rfind(b"]")
+        end = seg.find(b"]", pos)  # tqdm's bracket closes first; the text after may hold more
         if 0 <= end < len(seg) - 1 and seg[end + 1 :].strip():
             self._bar(seg[: end + 1], pos, line)
             self._text(seg[end + 1 :], line)
@@ -1403,7 +1470,7 @@ class _Scanner:
             kind = "ignore"  # sizes such as 4.50G/9.99G, or a rate in bytes: a download
         elif named := next((k for pattern, k in self._p.named_bars if pattern.search(desc)), None):
             kind = named
-        elif _TRAINING_POSTFIX.search(seg):
+        elif _TRAINING_POSTFIX.search(seg) or self._p.bar_step_postfix.search(clean(seg)):
             kind = "training"  # whatever the job is called, only training reports a loss
         else:
             desc = desc.strip()
@@ -1487,10 +1554,27 @@ class _Scanner:
         self._failure(body, line)
         self._frames(text, line)
         self._phase(body, line)
+        self._run_notes(body, line)
         if self._p.finished.search(body):
             run.finished = True
             run.progress()
             run.note(line, body, "finished")
+
+    def _run_notes(self, text: str, line: int) -> None:
+        """A step given outside a bar (``steps``), a sign of the host's RAM as the limit
+        (``host_pressure``), a launch command that samples first (``sample_first``)."""
+        run = self._run
+        for pattern in self._p.steps:
+            if match := pattern.search(text):
+                run.marker_step, run.marker_step_line = int(match["step"]), line
+                break
+        if self._p.host_pressure.search(text):
+            if run.host_pressure_line is None:
+                run.note(line, text, "host_pressure")
+            run.host_pressure_line = line
+        if not run.sample_first and self._p.sample_first.search(text):
+            run.sample_first = True
+            run.note(line, text, "sample_first")
 
     def _dump_text(self, text: str) -> None:
         """A line of the process config printed as JSON: kept until its closing brace."""
@@ -1580,8 +1664,14 @@ class _Scanner:
             if text.startswith("Traceback"):
                 run.traceback_hint = None
         if p.exception.match(text):
-            run.python_error = True
             run.fail()
+            explained = run.signals & (FATAL_SIGNALS | HOST_SIGNALS)
+            if run.exception is None and not explained and p.launcher_errors.match(text):
+                # Only the launcher's traceback: the trainer it started printed no error.
+                run.python_error, run.exit_seen = False, True
+                run.note(line, text, "exit")
+                return
+            run.python_error = True
             run.exception = EvidenceLine(line, _shorten(text), "exception")
         for pattern in p.exits:
             if match := pattern.search(text):
@@ -1601,6 +1691,9 @@ class _Scanner:
     def _frames(self, text: str, line: int) -> None:
         run = self._run
         if match := self._p.frame.match(text):
+            if not run.failing:  # frames with no header before them: a traceback all the same
+                run.opened_in_frames = not run.progressed and not run.header
+                run.fail()
             run.frames_seen = run.python_error = True
             func = match["func"] or match.groupdict().get("rfunc") or ""
             file = match["file"] or match.groupdict().get("rfile") or ""
@@ -1675,8 +1768,11 @@ class _Scanner:
         phase = run.phase
         frame_phase: Phase | None = None
         if crashed and run.frame_phase is not None:
-            frame_phase = _resolve_frame_phase(run.frame_phase, run.training_started)
+            during = run.training_started or run.opened_in_frames
+            frame_phase = _resolve_frame_phase(run.frame_phase, during)
             phase = frame_phase
+        elif crashed and phase == "unknown" and run.sample_first and not run.training_started:
+            phase = "baseline_sample"  # nothing but the command, which samples first
         oom = _figures(run.oom_found, run.oom_line) if run.oom_found else None
         evidence = list(run.evidence)
         if run.phase_evidence is not None:
@@ -1716,6 +1812,8 @@ class _Scanner:
             spill_step=run.spill_step,
             stall_line=stall_line,
             config_dump=run.config_dump,
+            host_pressure_line=run.host_pressure_line,
+            sample_first=run.sample_first,
         )
 
 
