@@ -371,3 +371,35 @@ def test_a_bar_step_rule_without_its_group_is_refused_where_it_is_written(tmp_pa
         PresetError, match=r"log_markers\.yaml:\d+:\d+: .*`step` or an `epoch` group"
     ):
         load_log_markers(path)
+
+
+def test_a_colab_log_that_ends_while_the_model_loads_is_host_ram() -> None:
+    # https://github.com/bmaltais/kohya_ss/issues/1398 (free Colab, SDXL: SIGKILL while loading).
+    log = (
+        "/content/data/30_elsin/caricaturin (1).png\n"
+        "30 train images with repeating.\n"
+        "loading image sizes.\n"
+        "100% 1/1 [00:00<00:00, 211.78it/s]\n"
+        "make buckets\n"
+    )
+    scan = scan_text(log)
+    assert scan.ends_open and scan.phase == "model_load"
+    assert diagnose(scan, view()).moment == "environment"
+    elsewhere = scan_text(log.replace("/content/", "/home/me/"))
+    assert diagnose(elsewhere, view()).moment == "loading"
+
+
+def test_a_training_bar_drawn_without_its_count_is_training_at_its_start() -> None:
+    # https://github.com/JoePenna/Dreambooth-Stable-Diffusion/issues/194: the paste stops there.
+    log = (
+        "Sanity Checking: 0it [00:00, ?it/s]\n"
+        "Epoch 0:   0%|                                                              |\n"
+    )
+    scan = scan_text(log)
+    assert scan.training_started and scan.last_step is None and scan.ends_open
+    assert diagnose(scan, view()).moment == "early_steps"
+    # EveryDream2 #3: a cut `Steps` bar after the `Epochs` bar keeps the step that one showed.
+    scan = scan_text(
+        "Epochs:   0%|  | 0/10 [00:56<?, ?it/s, vram=4867/12288 MB gs:7]\nSteps:   1%|█▎\n"
+    )
+    assert scan.training_started and scan.last_step == 7

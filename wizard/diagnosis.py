@@ -940,14 +940,18 @@ def _save_cut_off(scan: LogScan, strong: list[str], advice: list[Advice]) -> Non
 def _host_ram_end(scan: LogScan, strong: list[str], advice: list[Advice]) -> None:
     """A run that ends with no error of the trainer's own, where the log shows the host's RAM
     as the limit (a Colab runtime, the allocator's warnings of huge host allocations): it ends
-    on a checkpoint save and then nothing, or on those warnings, or its trainer died with no
-    Python error. The process was killed for host RAM; no marker says so."""
+    on a checkpoint save or while the model is loaded (the two peaks of host RAM) and then
+    nothing, or on those warnings, or its trainer died with no Python error. The process was
+    killed for host RAM; no marker says so."""
     line = scan.host_pressure_line
     if line is None or scan.has(*GPU_SIGNALS, *HOST_SIGNALS):
         return
     step = f" at step {scan.last_step}" if scan.last_step is not None else ""
     if scan.ends_open and scan.phase == "save":
         what = f"the log ends on a checkpoint save{step} and then nothing"
+    elif scan.ends_open and scan.phase == "model_load":
+        # Loading a checkpoint goes through host RAM, the other peak beside a save.
+        what = "the log ends while the model is loaded and then nothing"
     elif scan.ends_open and scan.phase_line is not None and line >= scan.phase_line:
         what = f"the log ends{step} on the host's own warnings and then nothing"
     elif scan.has("silent_exit"):

@@ -336,6 +336,7 @@ class LogMarkers(_Frozen):
     config_fields: tuple[str, ...] = ()
     plain_bars: tuple[Regex, ...] = ()
     bar_steps: tuple[BarStep, ...] = ()
+    training_bars: tuple[_Rule, ...] = ()
     steps: tuple[Regex, ...] = ()
     host_pressure: tuple[Regex, ...] = ()
     sample_first: tuple[Regex, ...] = ()
@@ -392,6 +393,7 @@ class _Compiled:
         self.bar_step_postfix = _any(
             tuple(_unnamed(r.pattern) for r in markers.bar_steps if r.reads == "postfix")
         )
+        self.training_bars = [_rule_pattern(r) for r in markers.training_bars]
         self.steps = [re.compile(p) for p in markers.steps]
         self.host_pressure = _any(markers.host_pressure)
         self.sample_first = _any(markers.sample_first)
@@ -1466,6 +1468,8 @@ class _Scanner:
         kind: BarKind
         if not desc.strip():
             kind = "unnamed"
+        elif any(pattern.search(desc.strip()) for pattern in self._p.training_bars):
+            kind = "training"  # a trainer's own name for its training bar, counts shown or not
         elif parse_bar(clean(seg)) is None or _BYTE_RATE.search(seg):
             kind = "ignore"  # sizes such as 4.50G/9.99G, or a rate in bytes: a download
         elif named := next((k for pattern, k in self._p.named_bars if pattern.search(desc)), None):
@@ -1488,6 +1492,8 @@ class _Scanner:
 
     def _training_bar(self, seg: bytes, line: int) -> None:
         run = self._run
+        if run.train_bar is not None and _BAR.match(clean(seg)) is None:
+            return  # drawn without its count (a cut paste): the last one that had it stands
         run.train_bar, run.train_bar_line = seg, line
         if not run.training_started:
             run.training_started = True
