@@ -17,6 +17,7 @@ import pytest
 from oom_wizard.diagnosis import diagnose
 from oom_wizard.errors import PresetError
 from oom_wizard.logscan import load_log_markers, parse_bar, scan_text
+from oom_wizard.probe import GpuInfo, ProbeResult
 from oom_wizard.view import JobView, build_view
 
 BASE: dict[str, Any] = {
@@ -403,3 +404,51 @@ def test_a_training_bar_drawn_without_its_count_is_training_at_its_start() -> No
         "Epochs:   0%|  | 0/10 [00:56<?, ?it/s, vram=4867/12288 MB gs:7]\nSteps:   1%|█▎\n"
     )
     assert scan.training_started and scan.last_step == 7
+
+
+# --- 7. a slowdown from the first steps ----------------------------------------------------------
+
+
+def _crawl(rate: float, steps: int = 40) -> str:
+    """sd-scripts' training bar at ``rate`` s/it from its first step to ``steps``, then nothing."""
+    lines = ["steps:   0%|          | 0/1000 [00:00<?, ?it/s]"]
+    for n in range(1, steps + 1):
+        elapsed = int(n * rate)
+        lines.append(
+            f"steps:   {n * 100 // 1000}%|          | {n}/1000 "
+            f"[{elapsed // 60:02d}:{elapsed % 60:02d}<10:00:00, {rate:.2f}s/it, avr_loss=0.1]"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _card(used: float, total: float = 31.5) -> ProbeResult:
+    return ProbeResult(
+        gpus=(
+            GpuInfo(
+                index=0,
+                name="NVIDIA GeForce RTX 5090",
+                total_gib=total,
+                used_gib=used,
+                free_gib=total - used,
+            ),
+        ),
+        processes=(),
+    )
+
+
+def test_a_crawl_from_the_first_step_on_a_full_card_is_a_first_steps_problem() -> None:
+    # https://github.com/bmaltais/kohya_ss/issues/3296: SDXL LoRA on a 5090 at about 39 s/it from
+    # the start, VRAM 31.2 / 31.5 GB (the report's figures, in sd-scripts' bar shape).
+    scan = scan_text(_crawl(39.0))
+    assert scan.ends_open and scan.spill_step is None and scan.best_rate == 39.0
+    assert diagnose(scan, view()).moment == "intermittent"  # without the card: 40 steps made
+    result = diagnose(scan, view(), probe=_card(31.2))
+    assert result.moment == "early_steps", result.verdict
+    assert "sysmem_spill" in result.signals
+    assert any(a.id == "sysmem_fallback" for a in result.advice)
+    assert "from step 1" in result.verdict
+
+
+def test_a_fast_bar_or_a_card_with_room_is_no_crawl_from_the_start() -> None:
+    assert diagnose(scan_text(_crawl(1.6)), view(), probe=_card(31.2)).moment == "intermittent"
+    assert diagnose(scan_text(_crawl(39.0)), view(), probe=_card(20.0)).moment == "intermittent"

@@ -20,15 +20,19 @@ named function below, with its reasoning in its docstring:
   driver-level signal, a
   pinned-memory copy (also a traceback cut off in a copy to the CPU,
   :func:`_cut_off_in_cpu_copy`), a host-RAM kill, a checkpoint save that dies with no GPU
-  error (:func:`_save_cut_off`); and the counter-rule that a process holding nearly the
+  error (:func:`_save_cut_off`), a run that ends with no error of its own where the log shows
+  the host's RAM as the limit, on a save, a model load or the host's warnings
+  (:func:`_host_ram_end`); and the counter-rule that a process holding nearly the
   whole card alone is the job itself (``JOB_HOLDS_CARD_SHARE``; in PyTorch's legacy message,
   :func:`_legacy_job_holds_card`; without the process line, :func:`_pytorch_holds_card`);
 - the model kind: the one rule of :mod:`oom_wizard.modelkind`, shared with the plan and the app;
 - a log that just stops, with no error, gives its phase's moment with low confidence
   (:func:`_open_end_moment`; a log written in the last ``LOG_STILL_WRITTEN_S`` may still be
   running); a slowdown or a stall is the driver's system-memory fallback, with its advice
-  (:func:`_slowdown`, ``SPILL_CARD_MAX_GIB``); a cut-off traceback is assumed to be an OOM only
-  when the phase it stops in points there;
+  (:func:`_slowdown`, ``SPILL_CARD_MAX_GIB``); a training bar slow from its first steps on a
+  full card is a first-steps memory problem, not a stall after many steps
+  (:func:`_crawl_from_start`, ``SLOW_FROM_START_S``, ``CARD_FULL_SHARE``); a cut-off
+  traceback is assumed to be an OOM only when the phase it stops in points there;
 - the right run (:func:`_log_match`): the config the log printed against the config given, and
   the log's age against the change log's last run; when they differ the verdict says the log
   is from the run before the change.
@@ -99,6 +103,12 @@ OUTSIDE_NOTE_MIN_GIB: Final = 0.75
 JOB_HOLDS_CARD_SHARE: Final = 0.85
 """When the job's own process holds at least this share of the card and no other process
 holds a real share, the job filled the card: the config, not the environment."""
+SLOW_FROM_START_S: Final = 15.0
+"""An image model's training step that never once ran faster than this many seconds, on a card
+nearly full (``CARD_FULL_SHARE``), is crawling on spilled memory from its first steps: the
+fastest image training steps on such a card take one to a few seconds."""
+CARD_FULL_SHARE: Final = 0.95
+"""The share of the card in use that makes it full, for a crawl from the first steps."""
 SPILL_CARD_MAX_GIB: Final = 24.5
 """NVIDIA's system-memory fallback turns an OOM into a crawl on consumer cards: a bar stuck at
 no progress on a card below this size is read as the spill, not only as a stall."""
@@ -393,9 +403,12 @@ def diagnose(
     process = view.primary if view is not None else None
     kind = _model_kind(process)
     found = _moment_from_log(scan, process, time.time() if now is None else now)
+    crawl = _crawl_from_start(scan, probe, kind.kind)
+    if crawl is not None:
+        found = _Moment("early_steps", crawl, "medium", found.notes)
     env = _environment(scan, process, probe, given)
     scaled = _scale_up_advice(changelog)
-    signals, slow_advice = _slowdown(scan, probe, found)
+    signals, slow_advice = _slowdown(scan, probe, found, crawl=crawl is not None)
     match = _log_match(scan, process, changelog)
 
     log_moment: Moment | None = "environment" if env.strong else found.moment
@@ -1184,17 +1197,45 @@ def _card_gib(scan: LogScan | None, probe: ProbeResult | None) -> float | None:
     return None
 
 
+def _crawl_from_start(
+    scan: LogScan | None, probe: ProbeResult | None, model_kind: ModelKind | None
+) -> str | None:
+    """A training bar slow from its first steps on: the first-steps memory problem, in words.
+
+    No step ever ran faster than ``SLOW_FROM_START_S`` (an image model), the card is nearly
+    full now, and the run just stops with no error: the driver spilled VRAM into system memory
+    from the start. It is not a stall after many healthy steps (``intermittent``), however many
+    steps the crawl made.
+    """
+    if scan is None or not scan.ends_open or not scan.training_started or scan.crashed:
+        return None
+    best = scan.best_rate
+    if model_kind != "image" or scan.spill_step is not None or best is None:
+        return None
+    if best < SLOW_FROM_START_S or probe is None or not probe.gpus:
+        return None
+    card = probe.gpus[0]
+    if card.total_gib <= 0 or card.used_gib < CARD_FULL_SHARE * card.total_gib:
+        return None
+    return (
+        f"in the first steps: the training bar never ran faster than {best:g} s/it while the "
+        f"card is {gib(card.used_gib)} of {gib(card.total_gib)} full, with no error: the driver "
+        "spilling VRAM into system memory from step 1, not a stall after many steps"
+    )
+
+
 def _slowdown(
-    scan: LogScan | None, probe: ProbeResult | None, found: _Moment
+    scan: LogScan | None, probe: ProbeResult | None, found: _Moment, *, crawl: bool = False
 ) -> tuple[tuple[Signal, ...], tuple[Advice, ...]]:
     """The signals, with ``sysmem_spill`` added when a stall sits on a card small enough for
-    the driver's fallback to be the likely cause, and the advice a slowdown calls for."""
+    the driver's fallback to be the likely cause, or the training bar crawled from its first
+    steps (``crawl``), and the advice a slowdown calls for."""
     if scan is None:
         return (), ()
     signals = list(scan.signals)
     card = _card_gib(scan, probe)
     stalled_small = scan.has("stall") and card is not None and card < SPILL_CARD_MAX_GIB
-    if stalled_small and "sysmem_spill" not in signals:
+    if (stalled_small or crawl) and "sysmem_spill" not in signals:
         signals.append("sysmem_spill")
     if "sysmem_spill" not in signals and "stall" not in signals:
         return tuple(signals), ()

@@ -594,6 +594,7 @@ class LogScan:
         host_pressure_line: The last line that shows the host's RAM as the limit (Colab's
             huge-allocation warnings, a Colab runtime's paths: ``host_pressure``).
         sample_first: The launch command in the log makes a sample come first.
+        best_rate: The training bar's fastest step after its first, in seconds per step.
     """
 
     source: str | None
@@ -630,6 +631,7 @@ class LogScan:
     cpu_copy: bool = False
     host_pressure_line: int | None = None
     sample_first: bool = False
+    best_rate: float | None = None
 
     def has(self, *signals: Signal) -> bool:
         """Whether the run shows any of ``signals``."""
@@ -1820,6 +1822,7 @@ class _Scanner:
             config_dump=run.config_dump,
             host_pressure_line=run.host_pressure_line,
             sample_first=run.sample_first,
+            best_rate=run.best_rate,
         )
 
 
