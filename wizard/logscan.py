@@ -1494,7 +1494,7 @@ class _Scanner:
 
     def _training_bar(self, seg: bytes, line: int) -> None:
         run = self._run
-        if run.train_bar is not None and _BAR.match(clean(seg)) is None:
+        if run.train_bar is not None and not seg.endswith(b"]") and _BAR.match(clean(seg)) is None:
             return  # drawn without its count (a cut paste): the last one that had it stands
         run.train_bar, run.train_bar_line = seg, line
         if not run.training_started:
