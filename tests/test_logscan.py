@@ -217,7 +217,8 @@ PREVIEW_BAR_WITH_ERROR = (
 def test_the_trainers_own_sample_bar_name_wins_over_a_loss_in_its_postfix() -> None:
     result = scan("  ***** Running training *****", "  LR: 2e-06)", PREVIEW_BAR_WITH_ERROR)
     assert result.phase == "periodic_sample"
-    assert not result.training_started and result.last_step is None
+    # The banner says training starts at step 0; the preview bar is not the training bar.
+    assert not result.training_started and result.last_step == 0
 
 
 def test_a_sample_bar_with_the_training_loss_is_drawn_during_training() -> None:

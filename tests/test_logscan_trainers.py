@@ -452,3 +452,29 @@ def test_a_crawl_from_the_first_step_on_a_full_card_is_a_first_steps_problem() -
 def test_a_fast_bar_or_a_card_with_room_is_no_crawl_from_the_start() -> None:
     assert diagnose(scan_text(_crawl(1.6)), view(), probe=_card(31.2)).moment == "intermittent"
     assert diagnose(scan_text(_crawl(39.0)), view(), probe=_card(20.0)).moment == "intermittent"
+
+
+def test_the_running_training_banner_starts_training_at_step_0() -> None:
+    # https://github.com/d8ahazard/sd_dreambooth_extension/issues/1182 (the stored copy is cut).
+    log = (
+        "Processing images...: 100%|██████████| 12/12 [00:00<00:00, 12020.93it/s]\n"
+        "Total dataset length (steps): 12\n"
+        "  ***** Running training *****\n"
+        "  Num batches each epoch = 12\n"
+        "  Total optimization s\n"
+    )
+    scan = scan_text(log)
+    assert scan.phase == "training" and scan.last_step == 0 and not scan.finished
+    assert diagnose(scan, view()).moment == "early_steps"
+
+
+def test_lightnings_training_batch_is_the_training_step() -> None:
+    # https://github.com/AMAP-ML/FluxText/issues/25 (frames only, rank-prefixed).
+    log = (
+        '[rank4]:   File "/home/kas/.conda/envs/flux_text/lib/python3.10/site-packages/lightning/'
+        'pytorch/loops/training_epoch_loop.py", line 250, in advance\n'
+        "[rank4]:     batch_output = self.automatic_optimization.run(trainer.optimizers[0], "
+        "batch_idx, kwargs)\n"
+    )
+    scan = scan_text(log)
+    assert scan.crashed and scan.frame_phase == "training"
