@@ -478,3 +478,27 @@ def test_lightnings_training_batch_is_the_training_step() -> None:
     )
     scan = scan_text(log)
     assert scan.crashed and scan.frame_phase == "training"
+
+
+def test_an_evaluation_call_handed_the_global_step_is_a_sample_during_training() -> None:
+    # https://github.com/TEXTurePaper/TEXTurePaper/issues/41: eval_pipeline runs in the loop.
+    log = (
+        "  0% 0/50 [00:00<?, ?it/s]\n"
+        "Traceback (most recent call last):\n"
+        '  File "/content/TEXTurePaper/scripts/finetune_diffusion.py", line 894, in main\n'
+        "    eval_pipeline(pipeline, args.eval_path, args.instance_prompt, global_step, "
+        "vis_save_dir,\n"
+        '  File "/content/TEXTurePaper/scripts/finetune_diffusion.py", line 324, in '
+        "call_pipeline_without_image\n"
+        "    noise_pred = self.unet(latent_model_input, t, encoder_hidden_states=text_embeddings)"
+        ".sample\n"
+    )
+    scan = scan_text(log)
+    assert scan.frame_phase == "periodic_sample"
+    assert diagnose(scan, view()).moment == "sampling"
+    # kohya's baseline call hands the global step too, with epoch 0: that one comes first.
+    baseline = log.replace(
+        "eval_pipeline(pipeline, args.eval_path, args.instance_prompt, global_step, vis_save_dir,",
+        "sample_images(accelerator, args, 0, global_step, accelerator.device, vae, tokenizer,",
+    )
+    assert scan_text(baseline).frame_phase == "baseline_sample"
