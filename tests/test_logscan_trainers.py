@@ -502,3 +502,16 @@ def test_an_evaluation_call_handed_the_global_step_is_a_sample_during_training()
         "sample_images(accelerator, args, 0, global_step, accelerator.device, vae, tokenizer,",
     )
     assert scan_text(baseline).frame_phase == "baseline_sample"
+
+
+def test_a_launcher_error_with_exit_status_1_is_an_error_not_pasted() -> None:
+    # The launcher of https://github.com/bmaltais/kohya_ss/issues/3300 alone: status 1 means the
+    # trainer raised a Python error of its own, in the part of the log that was not pasted.
+    log = (
+        "subprocess.CalledProcessError: Command '['/content/kohya_ss/.venv/bin/python', "
+        "'/content/kohya_ss/sd-scripts/sdxl_train.py']' returned non-zero exit status 1.\n"
+    )
+    scan = scan_text(log)
+    assert scan.crashed and not scan.has("silent_exit") and scan.exception is not None
+    native = log.replace("exit status 1.", "exit status 3221225477.")
+    assert scan_text(native).has("silent_exit")
