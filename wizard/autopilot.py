@@ -821,6 +821,8 @@ def _outcome(end: TrainerEnd, scan: LogScan, kind: str, trained: int) -> str:
     """
     if end.interrupted:
         return "terminated" if end.terminated else "interrupted"
+    if end.hung_after_error is not None:
+        return "failed"
     if scan.stopped and not scan.crashed:
         return "stopped"
     if end.returncode == 0 and not scan.crashed:

@@ -264,7 +264,9 @@ class TrainerProcess:
             checked = self._last_output
             if _ends_in_fatal_error(self.log):
                 returncode = self._end_group()
-                end = self._finish(returncode, interrupted=False)
+                # No epilogue: the signal is ours, and the log's last word is the trainer's
+                # own fatal error, as when it exits after it.
+                end = self._finish(returncode, interrupted=False, note_exit=False)
                 return dataclasses.replace(end, hung_after_error=round(quiet, 1))
         return self._finish(returncode, interrupted=False)
 
@@ -355,7 +357,7 @@ class TrainerProcess:
             while self.group_alive() and time.monotonic() < deadline:
                 time.sleep(0.02)
 
-    def _finish(self, returncode: int, *, interrupted: bool) -> TrainerEnd:
+    def _finish(self, returncode: int, *, interrupted: bool, note_exit: bool = True) -> TrainerEnd:
         self._reap_group()
         self._release_watchdog()
         self._measuring.set()
@@ -363,7 +365,7 @@ class TrainerProcess:
             self._meter.join()
         if self._pump is not None:
             self._pump.join()
-        if returncode != 0:
+        if returncode != 0 and note_exit:
             with self.log.open("ab") as sink:
                 sink.write(b"\n" if _ends_mid_line(self.log) else b"")
                 sink.write(epilogue(returncode).encode())
