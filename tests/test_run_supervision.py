@@ -248,6 +248,10 @@ def test_the_validation_run_of_a_resumed_job_trains_its_steps_past_the_resume(
     # 100 steps asked, raised past the first save and sample after 500 (both every 250).
     assert steps == 751
     assert validation.resumed_from == 500 and validation.trained == 251
+    assert (
+        "⚠ AI Toolkit resumes this job from step 500"
+        in said[said.index(next(line for line in said if line.startswith("Attempt 2:"))) + 1]
+    )
     assert any("resumes this job from step 500" in line and "trains 251 steps" in line
                for line in said)  # fmt: skip
     # The full run resumes from the validation run's last save, and trains to 3000.
@@ -268,8 +272,15 @@ def test_a_validation_run_below_the_resume_step_would_train_nothing_and_is_no_pa
         tmp_path / "output" / "flux_portrait_lora" / "flux_portrait_lora_000000500.safetensors", 500
     )
 
-    outcome = autopilot(config, fake_runner(48, {"FAKE_CHECKPOINTS": "1"}))
+    said: list[str] = []
+    outcome = autopilot(config, fake_runner(48, {"FAKE_CHECKPOINTS": "1"}), say=said.append)
 
+    # Warned before it starts, and stopped after it: a run that trained nothing is no pass.
+    assert any(
+        line.startswith("⚠ AI Toolkit resumes this job from step 500")
+        and "train.steps is 251: this run has nothing left to train" in line
+        for line in said
+    )
     (attempt,) = outcome.attempts
     assert attempt.outcome == "untrained" and outcome.exit_status == 2
     assert "it resumed at step 500 and train.steps is 251" in outcome.reason

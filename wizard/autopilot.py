@@ -319,6 +319,9 @@ class _Loop:
         config = _runnable(where)
         log = fresh_log_path(config)
         self.say(f"Attempt {len(self.attempts) + 1}: {kind} run of {where} (log {log})")
+        warning = resume_warning(_document(where))
+        if warning is not None:
+            self.say(f"⚠ {warning}")
         at = now_iso()
         end = self.runner(config, log)
         if not log.exists():
@@ -581,6 +584,27 @@ def _undo_last(loop: _Loop, config: Path, step: str) -> Path:
 
 def _exception(scan: LogScan) -> str:
     return scan.exception.text if scan.exception is not None else f"exit status {scan.exit_code}"
+
+
+def resume_warning(document: JobDocument) -> str | None:
+    """What AI Toolkit's resume does to this run when it matters: a step count at or below the
+    step it resumes from trains nothing (None: a fresh start, or steps left to train)."""
+    from oom_wizard.resume import resume_point
+
+    resume = resume_point(document)
+    steps = document.get(("config", "process", 0, "train", "steps"))
+    if resume is None or not isinstance(steps, int) or isinstance(steps, bool):
+        return None
+    if steps > resume.step:
+        return (
+            f"AI Toolkit resumes this job from step {resume.step} ({resume.source}): this run "
+            f"trains steps {resume.step} to {steps}, {steps - resume.step} in all."
+        )
+    return (
+        f"AI Toolkit resumes this job from step {resume.step} ({resume.source}) and train.steps "
+        f"is {steps}: this run has nothing left to train (remove or move the checkpoints, or "
+        "raise train.steps, to train again)."
+    )
 
 
 def _memory_evidence(scan: LogScan) -> bool:
