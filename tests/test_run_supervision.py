@@ -188,6 +188,25 @@ def test_a_trainer_hanging_after_its_fatal_oom_is_ended_and_the_loop_goes_on(
     assert "--max-retries 0" in outcome.reason
 
 
+def test_a_silent_trainer_without_a_fatal_error_is_left_to_train(tmp_path: Path) -> None:
+    """Silence alone (a slow step, a stall) is no reason to end a trainer: only silence after
+    its fatal error is."""
+    config = write_config(tmp_path, EARLY)
+    from oom_wizard.trainer import run_trainer, trainer_argv
+
+    full_env = {**os.environ, "FAKE_VRAM_GB": "48", "FAKE_STALL_AT": "2", "FAKE_STALL_S": "2"}
+
+    def runner(config: Path, log: Path) -> TrainerEnd:
+        argv = trainer_argv([sys.executable, str(FAKE), "{config}"], config)
+        return run_trainer(argv, log, env=full_env, grace_s=2.0, silence_s=0.5)
+
+    outcome = autopilot(config, runner)
+
+    (attempt,) = outcome.attempts
+    assert attempt.outcome == "finished" and attempt.hung_after_error is None
+    assert outcome.exit_status == 0
+
+
 # --- H4: SIGKILL of run takes the trainer and its workers along --------------------------------
 
 
