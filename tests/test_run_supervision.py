@@ -267,6 +267,9 @@ def test_the_validation_run_of_a_resumed_job_trains_its_steps_past_the_resume(
     # 100 steps asked, raised past the first save and sample after 500 (both every 250).
     assert steps == 751
     assert validation.resumed_from == 500 and validation.trained == 251
+    assert validation.describe() == (
+        "passed validation (751 steps), 251 of them trained after resuming at step 500"
+    )
     assert (
         "⚠ AI Toolkit resumes this job from step 500"
         in said[said.index(next(line for line in said if line.startswith("Attempt 2:"))) + 1]

@@ -191,6 +191,8 @@ class Attempt:
         ended = describe_outcome(self.outcome, self.step, self.phase, self.moment, self.exit_code)
         if self.outcome == "untrained" and self.resumed_from:
             ended += f" (it resumed at step {self.resumed_from} of {self.total})"
+        elif self.resumed_from and self.outcome in ("passed_validation", "finished"):
+            ended += f", {self.trained} of them trained after resuming at step {self.resumed_from}"
         if self.hung_after_error is not None:
             ended += (
                 f"; it printed the error and then nothing for {self.hung_after_error:g} s "

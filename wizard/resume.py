@@ -39,7 +39,7 @@ class ResumePoint:
 
     Attributes:
         step: The training step (steps already done).
-        source: In words: ``checkpoint output/x/x_000000500.safetensors (training_info.step)``.
+        source: In words: ``training_info.step of checkpoint output/x/x_000000500.safetensors``.
     """
 
     step: int
@@ -133,7 +133,7 @@ def resume_point(document: JobDocument, scan: LogScan | None = None) -> ResumePo
         step = checkpoint_step(newest) if newest.suffix == ".safetensors" else None
         if step is None or step <= 0:
             return None
-        return ResumePoint(step, f"checkpoint {newest} (training_info.step)")
+        return ResumePoint(step, f"training_info.step of checkpoint {newest}")
     if scan is not None and scan.resumed and scan.first_step:
         return ResumePoint(scan.first_step, "the log (the last run resumed there)")
     return None
