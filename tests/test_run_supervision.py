@@ -419,6 +419,55 @@ def test_the_attempt_records_the_peak_nvidia_smi_showed(tmp_path: Path) -> None:
     assert "GiB at most" in outcome.summary()[0]
 
 
+def test_the_change_log_attempts_carry_the_measured_peak(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "nvidia-smi"
+    script.write_text(
+        '#!/bin/sh\ncase "$1" in --query-gpu=*) echo "0, Fake RTX, 24576, 20480, 4096";; esac\n'
+    )
+    script.chmod(0o755)
+    config = write_config(tmp_path, EARLY)
+    old_path = os.environ["PATH"]
+    os.environ["PATH"] = f"{bin_dir}{os.pathsep}{old_path}"
+    try:
+        outcome = autopilot(config, fake_runner(24))
+    finally:
+        os.environ["PATH"] = old_path
+
+    raw = json.loads(changelog_path_for(outcome.config).read_text())
+    assert len(raw["attempts"]) == 3
+    assert all((a["peak_gib"], a["card_gib"]) == (20.0, 24.0) for a in raw["attempts"])
+
+
+def test_the_peak_is_the_trainers_own_when_nvidia_smi_lists_its_processes(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    pidfile = tmp_path / "pids"
+    script = bin_dir / "nvidia-smi"
+    # The card is busy with another process's 14 GiB; the trainer's own pid holds 5000 MiB.
+    script.write_text(
+        "#!/bin/sh\n"
+        'case "$1" in\n'
+        '  --query-gpu=*) echo "0, Fake RTX, 24576, 19336, 5240";;\n'
+        f'  *) echo "4242, other, 14336"; [ -f {pidfile} ] && '
+        f"echo \"$(cut -d' ' -f1 {pidfile}), python, 5000\";;\n"
+        "esac\n"
+    )
+    script.chmod(0o755)
+    config = write_config(tmp_path, EARLY)
+    old_path = os.environ["PATH"]
+    os.environ["PATH"] = f"{bin_dir}{os.pathsep}{old_path}"
+    try:
+        env = {"FAKE_STEP_S": "0.002", "FAKE_PIDFILE": str(pidfile)}
+        outcome = autopilot(config, fake_runner(48, env))
+    finally:
+        os.environ["PATH"] = old_path
+
+    (attempt,) = outcome.attempts
+    assert (attempt.peak_gib, attempt.card_gib) == (4.88, 24.0)
+
+
 def test_without_nvidia_smi_nothing_is_measured_and_the_log_reads(tmp_path: Path) -> None:
     config = write_config(tmp_path, EARLY)
     old_path = os.environ["PATH"]

@@ -165,6 +165,8 @@ class TrainerProcess:
         self._meter: threading.Thread | None = None
         self.peak_gib: float | None = None
         self.card_gib: float | None = None
+        self._own_peak: float | None = None
+        self._card_peak: float | None = None
         self._env = dict(env) if env is not None else None
         self._cwd = cwd
         self._proc: subprocess.Popen[bytes] | None = None
@@ -231,7 +233,11 @@ class TrainerProcess:
                         self.echo.flush()
 
     def _measure(self) -> None:
-        """Read the card's memory in use every :data:`MEASURE_S` s; keep the highest."""
+        """Read the card's memory every :data:`MEASURE_S` s; keep the highest.
+
+        What the trainer's own processes hold when ``nvidia-smi`` lists them with figures
+        (their pids are in its group); else what is in use on the busiest card.
+        """
         from oom_wizard.probe import probe_gpu
 
         while True:
@@ -239,8 +245,18 @@ class TrainerProcess:
             if found is None:
                 return  # no nvidia-smi here (or it does not answer): nothing is measured
             card = max(found.gpus, key=lambda gpu: gpu.used_gib)
-            if self.peak_gib is None or card.used_gib > self.peak_gib:
-                self.peak_gib, self.card_gib = card.used_gib, card.total_gib
+            own = [
+                p.used_gib
+                for p in found.processes
+                if p.used_gib is not None and self.pgid is not None and _in_group(p.pid, self.pgid)
+            ]
+            self.card_gib = card.total_gib
+            self._card_peak = max(self._card_peak or 0.0, card.used_gib)
+            if own:
+                self._own_peak = max(self._own_peak or 0.0, sum(own))
+            # The trainer's own processes' figures when nvidia-smi ever listed them; else (a
+            # container's pids, a driver that hides them) what was in use on the card.
+            self.peak_gib = self._own_peak if self._own_peak is not None else self._card_peak
             if self._measuring.wait(MEASURE_S):
                 return
 
@@ -400,6 +416,14 @@ def group_alive(pgid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _in_group(pid: int, pgid: int) -> bool:
+    """Whether process ``pid`` is in process group ``pgid``."""
+    try:
+        return os.getpgid(pid) == pgid
+    except OSError:
+        return False
 
 
 def _die_with_parent() -> Callable[[], None] | None:
