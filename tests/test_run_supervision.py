@@ -438,6 +438,11 @@ def test_the_change_log_attempts_carry_the_measured_peak(tmp_path: Path) -> None
     raw = json.loads(changelog_path_for(outcome.config).read_text())
     assert len(raw["attempts"]) == 3
     assert all((a["peak_gib"], a["card_gib"]) == (20.0, 24.0) for a in raw["attempts"])
+    # history shows it on each attempt's line.
+    from oom_wizard.autopilot import describe_record
+
+    log = read_changelog(changelog_path_for(outcome.config))
+    assert all(describe_record(a).endswith(" · 20.0 of 24.0 GiB at most") for a in log.attempts)
 
 
 def test_the_peak_is_the_trainers_own_when_nvidia_smi_lists_its_processes(tmp_path: Path) -> None:
@@ -479,3 +484,28 @@ def test_without_nvidia_smi_nothing_is_measured_and_the_log_reads(tmp_path: Path
     assert all(a.peak_gib is None and a.card_gib is None for a in outcome.attempts)
     raw = json.loads(changelog_path_for(outcome.config).read_text())
     assert all(a.get("peak_gib") is None for a in raw["attempts"])
+
+
+def test_the_apps_review_says_where_a_resumed_jobs_validation_counts_from(tmp_path: Path) -> None:
+    import asyncio
+
+    from oom_wizard.request import JobRequest
+    from oom_wizard.screens.app import create_app
+    from oom_wizard.service import Answers, answer, start
+
+    config = write_config(tmp_path, EARLY)
+    write_checkpoint(
+        tmp_path / "output" / "flux_portrait_lora" / "flux_portrait_lora_000000500.safetensors", 500
+    )
+    state = answer(start(JobRequest(target=config, probe=False)), Answers(moment="early_steps"))
+
+    async def drive() -> str:
+        app = create_app(opened=state, first="review", exit_on_save=True)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            from textual.widgets import Static
+
+            return str(app.screen.query_one("#validation-note", Static).render())
+
+    shown = asyncio.run(drive())
+    assert "resumes this job from step 500" in shown

@@ -281,7 +281,12 @@ def describe_record(record: AttemptRecord) -> str:
     ended = describe_outcome(
         record.outcome, record.step, record.phase, record.moment, record.exit_code
     )
-    return f"{record.config} · {record.kind} run · {ended} · {record.duration_s:.1f} s"
+    peak = (
+        f" · {record.peak_gib:.1f} of {record.card_gib:.1f} GiB at most"
+        if record.peak_gib is not None and record.card_gib is not None
+        else ""
+    )
+    return f"{record.config} · {record.kind} run · {ended} · {record.duration_s:.1f} s{peak}"
 
 
 def always_yes(state: WizardState, fix: Sequence[str]) -> bool:
