@@ -239,8 +239,11 @@ def test_sigkill_of_run_leaves_no_trainer_and_no_worker(tmp_path: Path) -> None:
     deadline = time.monotonic() + 5
     while (pid_alive(pid) or pid_alive(worker)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not pid_alive(pid), "the trainer outlived oom-wizard run"
-    assert not pid_alive(worker), "the trainer's worker outlived oom-wizard run"
+    left = [p for p in (pid, worker) if pid_alive(p)]
+    for survivor in left:  # a failure must not leave them running for the next test
+        os.kill(survivor, signal.SIGKILL)
+    assert pid not in left, "the trainer outlived oom-wizard run"
+    assert worker not in left, "the trainer's worker outlived oom-wizard run"
 
 
 # --- item 2 / must show 3: the validation run of a resumed job trains its steps ---------------
