@@ -317,6 +317,8 @@ class _Loop:
     saved: list[Path] = field(default_factory=list)
     changed: tuple[str, ...] = ()
     """The changes the last save made: they belong to the next attempt."""
+    tried: list[str] = field(default_factory=list)
+    """The roll-backs' field changes so far (the validation run's step count left out)."""
 
     def run_once(
         self, where: Where, kind: Literal["full", "validation"]
@@ -663,9 +665,7 @@ def _untrained_reason(attempt: Attempt, scan: LogScan) -> str:
 
 def _what_next(loop: _Loop, *, more_retries: bool = False) -> str:
     """The next step when no roll-back is left: what was tried, and what else there is."""
-    tried: list[str] = []
-    for attempt in loop.attempts:
-        tried.extend(line for line in attempt.changed if line not in tried)
+    tried = loop.tried
     done = f"Tried: {'; '.join(tried)}. " if tried else "No roll-back was tried. "
     options = list(NEXT_STEPS)
     if more_retries:
@@ -774,6 +774,11 @@ def _roll_back(
     loop.attach_pending(changelog)
     loop.saved.append(_path_of(config))
     loop.changed = tuple(lines)
+    short = {
+        line for entry, line in zip(ready.entries, entry_lines(ready), strict=True)
+        if entry.step == VALIDATION_RUN
+    }  # fmt: skip
+    loop.tried.extend(line for line in lines if line not in short and line not in loop.tried)
     loop.say(f"Roll-back ({state.moment}): " + "; ".join(lines) + f" → {config}")
     return config, "validation" if _still_short(config) else "full"
 
