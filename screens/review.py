@@ -24,6 +24,7 @@ from oom_wizard.service import (
     prepared,
     save,
     validation_choice,
+    validation_note,
 )
 
 
@@ -52,6 +53,9 @@ class ReviewScreen(SavingStage):
                 with Vertical(classes="field-row"):
                     yield Tick(validation.title, value=chosen.enabled, id="validation")
                     yield Static(validation.why, classes="field-hint")
+                    note = validation_note(state)  # the job resumes: where the steps count from
+                    if note is not None:
+                        yield Static(f"⚠ {note}", id="validation-note", classes="field-hint")
             yield Static("", id="error", classes="error")
             yield DiffView(id="diff")
         yield KeyBar()

@@ -19,6 +19,15 @@ The memory model, in GiB (invented figures of a plausible size):
 - a sample: resident weights (+ text encoder unless cached) + half the activations of one
   sample of ``sample.width × height × num_frames`` + the VAE decode (halved by ``low_vram``).
 
+It resumes as AI Toolkit does: from the newest (by creation time) ``<name>*.safetensors`` in
+``<training_folder>/<name>/`` (a relative training folder is taken from the config's folder,
+so that a test's files stay in its own folder), reading ``training_info`` → ``step`` from the
+file's safetensors metadata (an 8-byte little-endian header length, then JSON), printing
+``Found step N in metadata, starting from there``, and training from that step up to
+``train.steps`` (nothing when that is not above it). With ``FAKE_CHECKPOINTS=1`` its saves
+write such files (a header and no tensors), periodic ones as ``<name>_<9-digit step>``, the
+final one as ``<name>.safetensors``.
+
 The batches draw the buckets in a fixed order: the smaller buckets in turn, and the largest
 one four batches in a row from step ``FAKE_BIG_BUCKET_FROM`` (default 0), then every 100 steps.
 
@@ -34,6 +43,8 @@ Environment knobs (all optional):
   FAKE_IGNORE_SIGTERM    1: ignore SIGTERM as well (needs SIGKILL)
   FAKE_WORKER            1: start a child process (a dataloader worker) in the same group
   FAKE_PIDFILE           write "pid pgid [worker pid]" here
+  FAKE_CHECKPOINTS       1: the saves write checkpoint files with the step in their metadata
+  FAKE_HANG_AFTER_ERROR  1: after printing the fatal error, do not exit (a worker keeps it up)
 """
 
 from __future__ import annotations
@@ -41,6 +52,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -225,11 +237,37 @@ def message(wanted: float, card: float, other: float) -> str:
     )
 
 
+def write_checkpoint(path: Path, step: int) -> None:
+    """A safetensors file with no tensors and AI Toolkit's ``training_info`` metadata."""
+    info = json.dumps({"step": step, "epoch": 0})
+    header = json.dumps({"__metadata__": {"training_info": info}}).encode()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(struct.pack("<Q", len(header)) + header)
+
+
+def checkpoint_step(path: Path) -> int | None:
+    """``training_info.step`` from a safetensors file's metadata (the fake's own reader)."""
+    try:
+        data = path.read_bytes()
+        (size,) = struct.unpack("<Q", data[:8])
+        meta = json.loads(data[8 : 8 + size]).get("__metadata__") or {}
+        step = json.loads(meta.get("training_info", "{}")).get("step")
+    except (OSError, ValueError, struct.error):
+        return None
+    return step if isinstance(step, int) else None
+
+
 class Trainer:
     """One run of the fake job."""
 
     def __init__(self, config: Path) -> None:
         tree = load_config(config)
+        folder = Path(str(tree["config"]["process"][0].get("training_folder") or "output"))
+        if not folder.is_absolute():
+            folder = config.parent / folder
+        self.save_root = folder / str(tree["config"].get("name", "job"))
+        self.checkpoints = os.environ.get("FAKE_CHECKPOINTS") == "1"
+        self.start_step = 0
         self.tree = tree
         self.process: dict[str, Any] = tree["config"]["process"][0]
         self.name = str(tree["config"].get("name", "job"))
@@ -268,20 +306,55 @@ class Trainer:
         out("Running  1 process")
         try:
             self.load()
+            self.resume()
             self.dataset()
             self.first_sample()
             self.train()
         except OutOfMemory as exc:
             old = os.environ.get("FAKE_OLD_TORCH") == "1"
-            return self.fail(str(exc), "RuntimeError" if old else "torch.OutOfMemoryError")
+            return self.hang(
+                self.fail(str(exc), "RuntimeError" if old else "torch.OutOfMemoryError")
+            )
         except StepAbort as exc:
-            return self.fail(str(exc), "RuntimeError")
+            return self.hang(self.fail(str(exc), "RuntimeError"))
         except KeyboardInterrupt:
             out("========================================")
             out("Job stopped")
             out("========================================")
             return 0
         return 0
+
+    def hang(self, status: int) -> int:
+        """With ``FAKE_HANG_AFTER_ERROR``, the error is printed but the process lives on."""
+        if os.environ.get("FAKE_HANG_AFTER_ERROR") == "1":
+            time.sleep(3600)
+        return status
+
+    def resume(self) -> None:
+        """AI Toolkit's resume: the newest checkpoint's metadata step is the start step."""
+        try:
+            found = [p for p in self.save_root.glob(f"{self.name}*.safetensors") if p.is_file()]
+        except OSError:
+            found = []
+        if not found:
+            return
+        newest = max(found, key=lambda p: p.stat().st_ctime)
+        out(f"#### IMPORTANT RESUMING FROM {newest} ####")
+        out(f"Loading from {newest}")
+        step = checkpoint_step(newest)
+        if step is not None:
+            self.start_step = step
+            out(f"Found step {step} in metadata, starting from there")
+
+    def save(self, step: int | None) -> None:
+        """A checkpoint (periodic with its step in the name, or the final one)."""
+        suffix = f"_{step:09d}" if step is not None else ""
+        path = self.save_root / f"{self.name}{suffix}.safetensors"
+        out(f"Saved checkpoint to {path}")
+        if self.checkpoints:
+            write_checkpoint(path, self.steps_done)
+
+    steps_done = 0
 
     def fail(self, text: str, kind: str) -> int:
         """The toolkit's failure block, then the traceback on stderr."""
@@ -404,9 +477,11 @@ class Trainer:
 
     def train(self) -> None:
         """The loop: steps, skip banners, periodic saves and samples, the final save/sample."""
-        err(self.bar(0, self.rate), end="\r")
+        self.steps_done = self.start_step
+        err(self.bar(self.start_step, self.rate), end="\r")
         in_a_row = 0
-        for step in range(self.steps):
+        for step in range(self.start_step, self.steps):
+            self.steps_done = step
             if self.stall_at is not None and step == self.stall_at:
                 time.sleep(self.stall_s)
             if self.step_s:
@@ -426,12 +501,12 @@ class Trainer:
                 out(f"# OOM during training step, skipping batch {in_a_row}/3 #")
                 out("################################################")
                 out("")
-            if step and self.save_every and step % self.save_every == 0:
+            if step != self.start_step and self.save_every and step % self.save_every == 0:
                 out("")
                 out(f"Saving at step {step}")
-                out(f"Saved checkpoint to output/{self.name}/{self.name}_{step:09d}.safetensors")
+                self.save(step)
             if (
-                step
+                step != self.start_step
                 and self.sample_every
                 and not self.disable_sampling
                 and step % self.sample_every == 0
@@ -439,8 +514,9 @@ class Trainer:
                 self.sample(training=True)
             rate = 1.2 + self.demand.step_gib(self.bucket_at(step)) / 20  # bigger is slower
             err(self.bar(step + 1, rate), end="\r")
+            self.steps_done = step + 1
         err("")
-        out(f"Saved checkpoint to output/{self.name}/{self.name}.safetensors")
+        self.save(None)
         if not self.disable_sampling:
             self.sample(training=True)
 

@@ -95,10 +95,13 @@ def test_a_config_with_every_step_taken_stops_with_the_ladder_exhausted(tmp_path
     outcome = play(tmp_path, scenario("image-already-minimal"))
 
     assert outcome.exit_status == 2 and len(outcome.attempts) == 1
-    assert outcome.reason == (
+    assert outcome.reason.startswith(
         "Stopped: the roll-back ladder for loading is exhausted: every step is already in the "
-        "config, and the config is not relaunched unchanged."
+        "config, and the config is not relaunched unchanged. No roll-back was tried. "
+        "What is left: a card with more memory"
     )
+    assert "a smaller model, or a quantized one" in outcome.reason
+    assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in outcome.reason
     assert outcome.saved == ()
 
 
@@ -131,6 +134,12 @@ def test_max_retries_stops_the_loop(tmp_path: Path) -> None:
     assert len(outcome.attempts) == 2
     assert outcome.exit_status == 2
     assert "--max-retries 1" in outcome.reason
+    # The next step: what was tried, and what is left besides more roll-backs.
+    tried = outcome.reason.split("Tried: ", 1)[1].split(". What is left: ", 1)[0]
+    fix = [line for line in outcome.attempts[1].changed if ".train.steps:" not in line]
+    assert fix and tried.split("; ") == fix  # the validation's step count is no roll-back
+    assert "a higher --max-retries" in outcome.reason
+    assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in outcome.reason
 
 
 def test_a_no_to_the_question_stops_without_saving(tmp_path: Path) -> None:
@@ -394,7 +403,10 @@ def test_without_auto_and_no_terminal_to_ask_in_it_stops(tmp_path: Path) -> None
     )
     assert done.returncode == 2
     assert "gradient_checkpointing: false → true" in done.stdout
-    assert "run with --auto" in done.stdout
+    # It says what happened: nobody to ask, so it stops; and how to go on.
+    assert "there is no terminal to ask in" in done.stdout
+    assert "run it again with --auto" in done.stdout
+    assert "you chose not to retry" not in done.stdout
     assert not list(tmp_path.glob("*.oomfix*"))
 
 

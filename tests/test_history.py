@@ -27,7 +27,7 @@ def test_history_of_a_config_shows_each_run_and_what_comes_next(tmp_path: Path) 
     assert "config.process[0].train.batch_size: 4 → 1" in out
     assert "why: Batch size to 1: train.batch_size" in out
     assert "Next scale-up: Restore the step count [validation_run]" in out
-    assert "config.process[0].train.steps: 100 → 3000" in out
+    assert "config.process[0].train.steps: 1001 → 3000" in out  # past the first save
 
 
 def test_history_of_a_change_log_reads_the_config_it_describes(tmp_path: Path) -> None:

@@ -184,7 +184,8 @@ def test_scale_up_extends_the_change_log_from_the_original_source(tmp_path: Path
     assert log.source.path == str(source)
     assert [run.direction for run in log.runs] == ["rollback", "scale_up"]
     assert log.runs[1].steps == ("validation_run",)
-    assert [(c.before, c.after) for c in log.changes_of_run(1)] == [(100, 3000)]
+    # The validation run goes one step past the first save (AI Toolkit's save_every 1000).
+    assert [(c.before, c.after) for c in log.changes_of_run(1)] == [(1001, 3000)]
 
 
 def test_scale_up_without_a_change_log_is_refused(tmp_path: Path) -> None:

@@ -65,9 +65,23 @@ if TYPE_CHECKING:
     from oom_wizard.request import JobRequest
     from oom_wizard.service import Destination, WizardState
 
-Status = Literal["finished", "stopped", "interrupted"]
-EXIT_STATUS: Final[dict[Status, int]] = {"finished": 0, "stopped": 2, "interrupted": 130}
-"""DESIGN.md's exit statuses of ``run``."""
+Status = Literal["finished", "stopped", "interrupted", "terminated"]
+EXIT_STATUS: Final[dict[Status, int]] = {
+    "finished": 0,
+    "stopped": 2,
+    "interrupted": 130,
+    "terminated": 143,
+}
+"""DESIGN.md's exit statuses of ``run``: 130 for SIGINT (Ctrl-C), 143 for SIGTERM."""
+LOG_TAIL_LINES: Final = 12
+"""Lines of the log shown when the trainer failed for a reason that is not memory."""
+NEXT_STEPS: Final = (
+    "a card with more memory (or one with nothing else on it)",
+    "a smaller model, or a quantized one (model.quantize, a lower qtype)",
+    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the trainer's environment, "
+    "against fragmentation",
+)
+"""What is left when no roll-back is: said when the ladder or ``--max-retries`` runs out."""
 
 DEFAULT_MAX_RETRIES: Final = 5
 DEFAULT_VALIDATION_STEPS: Final = 100
@@ -107,14 +121,25 @@ class UserSave:
     changed: tuple[str, ...]
 
 
+class NoTerminal:
+    """The asker's answer when there is no terminal to ask in (it stops, and says so)."""
+
+    def __repr__(self) -> str:
+        return "NO_TERMINAL"
+
+
+NO_TERMINAL: Final = NoTerminal()
+
+
 class Asker(Protocol):
     """Asks the user about the next fix (``--auto`` answers yes).
 
     ``state`` is the job opened on the crash with the fix preselected, ``fix`` that fix in
-    lines. True: save it as it is; False: stop; a :class:`UserSave`: the user saved a fix.
+    lines. True: save it as it is; False: stop; a :class:`UserSave`: the user saved a fix;
+    :data:`NO_TERMINAL`: nobody to ask (stop, and say how to go on).
     """
 
-    def __call__(self, state: WizardState, fix: Sequence[str]) -> bool | UserSave: ...
+    def __call__(self, state: WizardState, fix: Sequence[str]) -> bool | UserSave | NoTerminal: ...
 
 
 @dataclass(frozen=True)
@@ -150,10 +175,30 @@ class Attempt:
     at: str
     changed: tuple[str, ...] = ()
     """What this attempt's config changed from the config of the attempt before."""
+    resumed_from: int | None = None
+    """The step the trainer resumed from (its log's bar started there), if not 0."""
+    trained: int = 0
+    """Training steps the log's step counter advanced in this attempt."""
+    peak_gib: float | None = None
+    """The GPU memory the card showed in use at most while it ran (nvidia-smi), if read."""
+    card_gib: float | None = None
+    """The card's memory (nvidia-smi), if read."""
+    hung_after_error: float | None = None
+    """It printed its fatal error, then nothing for this many seconds, and was ended."""
 
     def describe(self) -> str:
         """``crashed at step 3 in training (early_steps)`` and the like."""
-        return describe_outcome(self.outcome, self.step, self.phase, self.moment, self.exit_code)
+        ended = describe_outcome(self.outcome, self.step, self.phase, self.moment, self.exit_code)
+        if self.outcome == "untrained" and self.resumed_from:
+            ended += f" (it resumed at step {self.resumed_from} of {self.total})"
+        elif self.resumed_from and self.outcome in ("passed_validation", "finished"):
+            ended += f", {self.trained} of them trained after resuming at step {self.resumed_from}"
+        if self.hung_after_error is not None:
+            ended += (
+                f"; it printed the error and then nothing for {self.hung_after_error:g} s "
+                "without exiting, so its processes were ended"
+            )
+        return ended
 
     def record(self) -> AttemptRecord:
         """The change log's entry."""
@@ -168,6 +213,8 @@ class Attempt:
             exit_code=self.exit_code,
             duration_s=round(self.duration_s, 3),
             log=str(self.log),
+            peak_gib=self.peak_gib,
+            card_gib=self.card_gib,
         )
 
 
@@ -184,8 +231,24 @@ class Outcome:
 
     @property
     def exit_status(self) -> int:
-        """0 finished, 2 stopped without a finished run, 130 interrupted."""
+        """0 finished, 2 stopped without a finished run, 130 interrupted, 143 terminated."""
         return EXIT_STATUS[self.status]
+
+    def summary(self) -> tuple[str, ...]:
+        """One line per attempt: its config, how it ended, and what was changed before it."""
+        lines = []
+        for attempt in self.attempts:
+            before = f" after changing {', '.join(attempt.changed)}:" if attempt.changed else ":"
+            peak = (
+                f", {attempt.peak_gib:.1f} of {attempt.card_gib:.1f} GiB at most"
+                if attempt.peak_gib is not None and attempt.card_gib is not None
+                else ""
+            )
+            lines.append(
+                f"{attempt.number}. {attempt.config.name} ({attempt.kind}){before} "
+                f"{attempt.describe()}, {attempt.duration_s:.1f} s{peak}"
+            )
+        return tuple(lines)
 
 
 def describe_outcome(
@@ -203,6 +266,11 @@ def describe_outcome(
         return f"finished ({step} steps)" if step is not None else "finished"
     if outcome == "interrupted":
         return "interrupted (Ctrl-C)"
+    if outcome == "terminated":
+        return "terminated (SIGTERM)"
+    if outcome == "untrained":
+        at = f" (its step counter stayed at {step})" if step is not None else ""
+        return f"exited with status {exit_code} without training a step{at}"
     if outcome == "stopped":
         return "stopped (the trainer says so)"
     return f"failed (exit status {exit_code}), not out of memory"
@@ -213,7 +281,12 @@ def describe_record(record: AttemptRecord) -> str:
     ended = describe_outcome(
         record.outcome, record.step, record.phase, record.moment, record.exit_code
     )
-    return f"{record.config} · {record.kind} run · {ended} · {record.duration_s:.1f} s"
+    peak = (
+        f" · {record.peak_gib:.1f} of {record.card_gib:.1f} GiB at most"
+        if record.peak_gib is not None and record.card_gib is not None
+        else ""
+    )
+    return f"{record.config} · {record.kind} run · {ended} · {record.duration_s:.1f} s{peak}"
 
 
 def always_yes(state: WizardState, fix: Sequence[str]) -> bool:
@@ -244,6 +317,8 @@ class _Loop:
     saved: list[Path] = field(default_factory=list)
     changed: tuple[str, ...] = ()
     """The changes the last save made: they belong to the next attempt."""
+    tried: list[str] = field(default_factory=list)
+    """The roll-backs' field changes so far (the validation run's step count left out)."""
 
     def run_once(
         self, where: Where, kind: Literal["full", "validation"]
@@ -253,17 +328,22 @@ class _Loop:
         config = _runnable(where)
         log = fresh_log_path(config)
         self.say(f"Attempt {len(self.attempts) + 1}: {kind} run of {where} (log {log})")
+        warning = resume_warning(_document(where))
+        if warning is not None:
+            self.say(f"⚠ {warning}")
         at = now_iso()
         end = self.runner(config, log)
         if not log.exists():
             log.touch()
         scan = scan_log(log)
+        start = scan.first_step or 0
+        trained = max((scan.last_step or 0) - start, 0) if scan.last_step is not None else 0
         attempt = Attempt(
             number=len(self.attempts) + 1,
             config=config,
             kind=kind,
             log=log,
-            outcome=_outcome(end, scan, kind),
+            outcome=_outcome(end, scan, kind, trained),
             step=scan.last_step,
             total=scan.total_steps,
             phase=scan.phase,
@@ -272,6 +352,11 @@ class _Loop:
             duration_s=end.duration_s,
             at=at,
             changed=self.changed,
+            resumed_from=start or None,
+            trained=trained,
+            peak_gib=end.peak_gib,
+            card_gib=end.card_gib,
+            hung_after_error=end.hung_after_error,
         )
         self.changed = ()
         return attempt, scan
@@ -313,6 +398,21 @@ class _Loop:
         self.pending.clear()
         return base
 
+    def interrupted(self, attempt: Attempt, where: Where, stable: Where | None = None) -> Outcome:
+        """Keep the interrupted attempt and stop: 130 for Ctrl-C, 143 for SIGTERM."""
+        self.remember(attempt, where)
+        if attempt.outcome == "terminated":
+            return self.stop(
+                "terminated",
+                "Terminated (SIGTERM); the trainer's processes were stopped.",
+                stable or where,
+            )
+        return self.stop(
+            "interrupted",
+            "Interrupted (Ctrl-C); the trainer's processes were stopped.",
+            stable or where,
+        )
+
     def stop(self, status: Status, reason: str, where: Where) -> Outcome:
         self.say(reason)
         return Outcome(status, reason, tuple(self.attempts), _path_of(where), tuple(self.saved))
@@ -346,13 +446,11 @@ def _downward(loop: _Loop, config: Where, kind: Literal["full", "validation"]) -
     retries = 0
     while True:
         attempt, scan = loop.run_once(config, kind)
-        if attempt.outcome == "interrupted":
+        if attempt.outcome in ("interrupted", "terminated"):
+            return loop.interrupted(attempt, config)
+        if attempt.outcome == "untrained":
             loop.remember(attempt, config)
-            return loop.stop(
-                "interrupted",
-                "Stopped by you (Ctrl-C); the trainer's processes were stopped.",
-                config,
-            )
+            return loop.stop("stopped", _untrained_reason(attempt, scan), config)
         if attempt.outcome == "passed_validation":
             loop.remember(attempt, config)
             full = _restore_steps(loop, config, attempt.log)
@@ -371,14 +469,9 @@ def _downward(loop: _Loop, config: Where, kind: Literal["full", "validation"]) -
         state = _crash_state(config, attempt.log)
         diagnosis = state.diagnosis
         attempt = dataclasses.replace(attempt, moment=diagnosis.moment)
-        if attempt.outcome == "failed" and diagnosis.moment is None:
+        if attempt.outcome == "failed" and (diagnosis.moment is None or not _memory_evidence(scan)):
             loop.remember(attempt, config)
-            return loop.stop(
-                "stopped",
-                f"Stopped: the trainer failed, but not for lack of memory ({_exception(scan)}); "
-                "a memory roll-back will not fix that.",
-                config,
-            )
+            return loop.stop("stopped", _unexplained_reason(attempt, scan, diagnosis), config)
         attempt = dataclasses.replace(attempt, outcome="crashed")
         loop.remember(attempt, config)
         if diagnosis.moment == "environment":
@@ -393,7 +486,8 @@ def _downward(loop: _Loop, config: Where, kind: Literal["full", "validation"]) -
             return loop.stop(
                 "stopped",
                 f"Stopped: {retries} roll-back(s) tried (--max-retries "
-                f"{loop.settings.max_retries}) and it still runs out of memory.",
+                f"{loop.settings.max_retries}) and it still runs out of memory. "
+                + _what_next(loop, more_retries=True),
                 config,
             )
         saved = _roll_back(loop, state, attempt, config)
@@ -429,12 +523,14 @@ def _upward(loop: _Loop, config: Path) -> Outcome:
         loop.saved.append(result.config)
         loop.say(f"Scale-up: {scale.title} → {result.config}")
         loop.changed = entry_lines(prepared)
-        attempt, _scan = loop.run_once(result.config, "full")
-        if attempt.outcome == "interrupted":
+        attempt, scan = loop.run_once(result.config, "full")
+        if attempt.outcome in ("interrupted", "terminated"):
+            return loop.interrupted(attempt, result.config, stable)
+        if attempt.outcome == "untrained":
             loop.remember(attempt, result.config)
             return loop.stop(
-                "interrupted",
-                "Stopped by you (Ctrl-C); the trainer's processes were stopped.",
+                "stopped",
+                _untrained_reason(attempt, scan) + f" The stable config is {stable}.",
                 stable,
             )
         if attempt.outcome == "finished":
@@ -497,6 +593,84 @@ def _undo_last(loop: _Loop, config: Path, step: str) -> Path:
 
 def _exception(scan: LogScan) -> str:
     return scan.exception.text if scan.exception is not None else f"exit status {scan.exit_code}"
+
+
+def resume_warning(document: JobDocument) -> str | None:
+    """What AI Toolkit's resume does to this run when it matters: a step count at or below the
+    step it resumes from trains nothing (None: a fresh start, or steps left to train)."""
+    from oom_wizard.resume import resume_point
+
+    resume = resume_point(document)
+    steps = document.get(("config", "process", 0, "train", "steps"))
+    if resume is None or not isinstance(steps, int) or isinstance(steps, bool):
+        return None
+    if steps > resume.step:
+        return (
+            f"AI Toolkit resumes this job from step {resume.step} ({resume.source}): this run "
+            f"trains steps {resume.step} to {steps}, {steps - resume.step} in all."
+        )
+    return (
+        f"AI Toolkit resumes this job from step {resume.step} ({resume.source}) and train.steps "
+        f"is {steps}: this run has nothing left to train (remove or move the checkpoints, or "
+        "raise train.steps, to train again)."
+    )
+
+
+def _memory_evidence(scan: LogScan) -> bool:
+    """Whether the log shows the GPU or the host running out of memory (a kill included)."""
+    from oom_wizard.logscan import GPU_SIGNALS, HOST_SIGNALS
+
+    return bool(set(scan.signals) & (GPU_SIGNALS | HOST_SIGNALS))
+
+
+def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> tuple[str, ...]:
+    """The log's last lines as a terminal shows them (a ``\r`` redraw: its last state)."""
+    try:
+        text = log.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return ()
+    shown = [line.rstrip("\r").rsplit("\r", 1)[-1].rstrip() for line in text.split("\n")]
+    shown = [line for line in shown if line.strip()]
+    return tuple(shown[-lines:])
+
+
+def _unexplained_reason(attempt: Attempt, scan: LogScan, diagnosis: Diagnosis) -> str:
+    """Why the loop stops on a failure that shows no lack of memory: the verdict, the tail."""
+    tail = "\n".join(f"    {line}" for line in log_tail(attempt.log))
+    return (
+        f"Stopped: the trainer failed ({_exception(scan)}), and its log shows no sign of "
+        "running out of memory, so a memory roll-back is not the fix and nothing was "
+        f"changed. The verdict: {diagnosis.verdict}\nThe end of its log ({attempt.log}):\n"
+        f"{tail}"
+    )
+
+
+def _untrained_reason(attempt: Attempt, scan: LogScan) -> str:
+    """Why an exit without a training step is not a finished run, with what was seen."""
+    if not scan.training_started and scan.last_step is None:
+        seen = "its log shows no training step at all"
+    elif attempt.resumed_from:
+        seen = (
+            f"it resumed at step {attempt.resumed_from} and train.steps is {attempt.total}, "
+            "so AI Toolkit had nothing left to train"
+        )
+    else:
+        seen = f"its step counter never went past {attempt.step}"
+    return (
+        f"Stopped: the trainer exited with status {attempt.exit_code} but trained no step "
+        f"({seen}); a run that trained nothing is not a pass, and it does not show the "
+        "config fits."
+    )
+
+
+def _what_next(loop: _Loop, *, more_retries: bool = False) -> str:
+    """The next step when no roll-back is left: what was tried, and what else there is."""
+    tried = loop.tried
+    done = f"Tried: {'; '.join(tried)}. " if tried else "No roll-back was tried. "
+    options = list(NEXT_STEPS)
+    if more_retries:
+        options.insert(0, "more roll-backs (a higher --max-retries)")
+    return done + "What is left: " + "; or ".join(options) + "."
 
 
 def _crash_state(where: Where, log: Path) -> WizardState:
@@ -572,7 +746,19 @@ def _roll_back(
     if not fix:
         return _nothing_left(loop, attempt, state.diagnosis)
     lines = entry_lines(ready)
+    if validate:
+        from oom_wizard.service import validation_note
+
+        note = validation_note(state)
+        if note is not None:
+            loop.say(f"⚠ {note}")
     answer = loop.ask(state, lines)
+    if answer is NO_TERMINAL:
+        return (
+            "Stopped: there is no terminal to ask in (stdin is not one), so no fix was saved "
+            "and the config is not relaunched unchanged. To go on without being asked, run "
+            "it again with --auto."
+        )
     if answer is False:
         return (
             "Stopped: you chose not to retry (no fix was saved); "
@@ -588,6 +774,11 @@ def _roll_back(
     loop.attach_pending(changelog)
     loop.saved.append(_path_of(config))
     loop.changed = tuple(lines)
+    short = {
+        line for entry, line in zip(ready.entries, entry_lines(ready), strict=True)
+        if entry.step == VALIDATION_RUN
+    }  # fmt: skip
+    loop.tried.extend(line for line in lines if line not in short and line not in loop.tried)
     loop.say(f"Roll-back ({state.moment}): " + "; ".join(lines) + f" → {config}")
     return config, "validation" if _still_short(config) else "full"
 
@@ -597,11 +788,11 @@ def _nothing_left(loop: _Loop, attempt: Attempt, diagnosis: Diagnosis) -> str:
     if earlier and earlier[-1].moment == attempt.moment and earlier[-1].phase == attempt.phase:
         return (
             f"Stopped: the same crash came back ({attempt.describe()}) and the roll-back has no "
-            "step left to take; the config is not relaunched unchanged."
+            "step left to take; the config is not relaunched unchanged. " + _what_next(loop)
         )
     return (
         f"Stopped: the roll-back ladder for {diagnosis.moment} is exhausted: every step is "
-        "already in the config, and the config is not relaunched unchanged."
+        "already in the config, and the config is not relaunched unchanged. " + _what_next(loop)
     )
 
 
@@ -658,13 +849,21 @@ def entry_lines(prepared: Prepared) -> tuple[str, ...]:
     return tuple(f"{e.path}: {shown(e.before)} → {shown(e.after)}" for e in prepared.entries)
 
 
-def _outcome(end: TrainerEnd, scan: LogScan, kind: str) -> str:
-    """How the run ended, before the diagnosis says more about a crash."""
+def _outcome(end: TrainerEnd, scan: LogScan, kind: str, trained: int) -> str:
+    """How the run ended, before the diagnosis says more about a crash.
+
+    A clean exit is a finish (or a passed validation) only when training steps ran: the
+    log's step counter advanced. An exit without one is ``untrained``.
+    """
     if end.interrupted:
-        return "interrupted"
+        return "terminated" if end.terminated else "interrupted"
+    if end.hung_after_error is not None:
+        return "failed"
     if scan.stopped and not scan.crashed:
         return "stopped"
     if end.returncode == 0 and not scan.crashed:
+        if trained <= 0:
+            return "untrained"
         return "passed_validation" if kind == "validation" else "finished"
     return "failed"
 

@@ -144,6 +144,8 @@ class AttemptRecord(_Frozen):
     exit_code: int | None = None
     duration_s: float = 0.0
     log: str | None = None
+    peak_gib: float | None = None
+    card_gib: float | None = None
 
 
 class ChangeLog(_Frozen):

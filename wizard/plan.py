@@ -1310,35 +1310,42 @@ def _recipe_field(process: _Process, found: _Found, key: str, value: bool | floa
 DEFAULT_SAVE_EVERY: Final = 1000
 
 
-def validation_run_steps(process: ProcessView, save_every: Any, wanted: int) -> int:
+def validation_run_steps(process: ProcessView, save_every: Any, wanted: int, start: int = 0) -> int:
     """``train.steps`` of a short validation run of ``process`` that wants ``wanted`` steps.
 
     The run must get through a periodic save and a periodic sample where the config makes
     them, so the count is raised to one past the first of each. AI Toolkit's loop (0-based
-    ``step``, the start step excluded) saves when ``step % save_every == 0`` and samples after
-    it when ``sample_every`` is set, ``step >= sample_start_step`` and sampling is not
-    disabled: the first save is at ``step == save_every``, the first sample at the first
-    multiple of ``sample_every`` from ``max(sample_start_step, 1)``.
+    ``step`` from the resume step ``start``, which is excluded) saves when
+    ``step % save_every == 0`` and samples after it when ``sample_every`` is set,
+    ``step >= sample_start_step`` and sampling is not disabled: the first save is at the first
+    multiple of ``save_every`` past ``start``, the first sample at the first multiple of
+    ``sample_every`` from ``max(sample_start_step, start + 1)``. A resumed run trains from
+    ``start`` up to ``train.steps``, so the steps are counted from there
+    (:mod:`oom_wizard.resume`).
 
     Args:
         process: The training process.
         save_every: ``save.save_every`` as written (``MISSING``: the toolkit's default).
         wanted: The steps asked for (``--validation-steps``, the presets' limit).
+        start: The step the run resumes from (0: a fresh run).
     """
-    reach = wanted
+    reach = start + wanted
     every = DEFAULT_SAVE_EVERY if save_every is MISSING or save_every is None else save_every
     if isinstance(every, int) and not isinstance(every, bool) and every > 0:
-        reach = max(reach, every + 1)
+        reach = max(reach, (start // every + 1) * every + 1)
     sample = process.sample
     sample_every = (sample.sample_every or 0) if sample is not None else 0
     if sample is not None and sample_every > 0 and not process.train.disable_sampling:
-        first = max(int(sample.sample_start_step or 0), 1)
+        first = max(int(sample.sample_start_step or 0), start + 1)
         reach = max(reach, math.ceil(first / sample_every) * sample_every + 1)
     return reach
 
 
-def validation_choice(document: JobDocument, plan: Plan, wanted: int) -> StepChoice | None:
-    """The validation run's choice for ``wanted`` steps (None: the plan has none).
+def validation_choice(
+    document: JobDocument, plan: Plan, wanted: int, start: int = 0
+) -> StepChoice | None:
+    """The validation run's choice for ``wanted`` steps from step ``start`` (None: the plan
+    has none).
 
     Each process's count is :func:`validation_run_steps`; a process whose run would not be
     shorter than its full run keeps its step count (that field is off).
@@ -1354,7 +1361,7 @@ def validation_choice(document: JobDocument, plan: Plan, wanted: int) -> StepCho
         if process is None:
             continue
         save_every = document.get(process.path("save", "save_every"))
-        count = validation_run_steps(process, save_every, wanted)
+        count = validation_run_steps(process, save_every, wanted, start)
         if isinstance(proposal.before, int) and count >= proposal.before:
             fields[proposal.key] = False
         else:
@@ -1371,7 +1378,11 @@ def _validation_run(process: _Process, moment: Moment, found: _Found) -> None:
     train = process.view.train
     if not train.is_known("steps"):
         found.note_placeholder(process, "train", "steps")
-    elif (train.steps or 0) > process.limits.validation_steps:
+    elif (train.steps or 0) > validation_run_steps(
+        process.view, process.get("save", "save_every"), process.limits.validation_steps
+    ):
+        # A config already at its validation count (raised past the first save and
+        # sample) has the step; the count itself is the service's (it knows the resume).
         steps = process.limits.validation_steps
         _propose(found, process, ("train", "steps"), steps, control="number")
 

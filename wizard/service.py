@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from oom_wizard.logscan import LogScan
     from oom_wizard.paths import FieldPath
     from oom_wizard.probe import ProbeResult
+    from oom_wizard.resume import ResumePoint
     from oom_wizard.view import ProcessView
 
 __all__ = [
@@ -144,6 +145,7 @@ __all__ = [
     "recorded_steps",
     "remember_theme",
     "reopen_command",
+    "resume_of",
     "retry_crashed",
     "run_command",
     "run_log_for",
@@ -159,6 +161,7 @@ __all__ = [
     "ui_job_instructions",
     "ui_job_note",
     "validation_choice",
+    "validation_note",
     "warm_up",
     "watching",
 ]
@@ -619,9 +622,12 @@ def effective_choices(
 def validation_choice(state: WizardState) -> StepChoice | None:
     """The short validation run's choice in effect (None: the plan offers none).
 
-    The user's, else ``run``'s step count (:attr:`WizardState.validation_run`), raised to get
-    through the config's first periodic save and sample
-    (:func:`oom_wizard.plan.validation_choice`), else the plan's default.
+    One rule for the app's toggle, ``apply --steps validation_run`` and ``run``: the step count
+    asked for (``run``'s, :attr:`WizardState.validation_run`, else the plan's figure), counted
+    from the step AI Toolkit resumes the job from (:func:`resume_of`), and raised to get through
+    the config's first periodic save and sample after it
+    (:func:`oom_wizard.plan.validation_choice`). The user's own choice wins where it says more
+    than on/off (a typed count), or switches the run off.
     """
     from oom_wizard.plan import validation_choice as plan_validation_choice
 
@@ -629,14 +635,80 @@ def validation_choice(state: WizardState) -> StepChoice | None:
     if validation is None:
         return None
     chosen = state.choices.get(validation.id)
-    if chosen is not None:
+    if chosen is not None and (chosen.values or not chosen.enabled):
         return chosen
-    if state.validation_run is None:
-        return default_choice(validation)
-    if state.validation_run <= 0:
+    wanted = _validation_wanted(state, validation)
+    if wanted <= 0:
         return _off(validation.id)
-    found = plan_validation_choice(state.document, state.plan, state.validation_run)
-    return found if found is not None else _off(validation.id)
+    resume = resume_of(state)
+    start = resume.step if resume is not None else 0
+    found = plan_validation_choice(state.document, state.plan, wanted, start)
+    if found is None:
+        return _off(validation.id)
+    if chosen is None and state.validation_run is None and not default_choice(validation).enabled:
+        return replace(found, enabled=False)
+    return found
+
+
+def _validation_wanted(state: WizardState, validation: StepProposal) -> int:
+    """The validation run's steps asked for: ``run``'s count, else the plan's figure."""
+    if state.validation_run is not None:
+        return state.validation_run
+    figures = [f.after for f in validation.fields if isinstance(f.after, int)]
+    return min(figures) if figures else 0
+
+
+def resume_of(state: WizardState) -> ResumePoint | None:
+    """The step AI Toolkit's next run of this job starts from (:mod:`oom_wizard.resume`)."""
+    from oom_wizard.resume import resume_point
+
+    return resume_point(state.document, state.job.scan)
+
+
+def validation_note(state: WizardState) -> str | None:
+    """What the resume does to the validation run, in words (None: a fresh start)."""
+    resume = resume_of(state)
+    validation = validation_choice(state)
+    if resume is None or validation is None:
+        return None
+    counted = [v for v in validation.values.values() if isinstance(v, int)]
+    if validation.enabled and counted:
+        steps = min(counted)
+        return (
+            f"AI Toolkit resumes this job from step {resume.step} ({resume.source}) and trains "
+            f"up to train.steps: the validation run's train.steps is {steps}, so it trains "
+            f"{steps - resume.step} steps past the resume."
+        )
+    return (
+        f"AI Toolkit resumes this job from step {resume.step} ({resume.source}): a validation "
+        "run counted from there would not be shorter than the full run, so there is none."
+    )
+
+
+def _settle_validation(
+    state: WizardState, choices: Mapping[str, StepChoice] | None
+) -> Mapping[str, StepChoice] | None:
+    """The choices with the validation run counted by :func:`validation_choice` (a bare
+    "on" from ``apply --steps validation_run`` or the plan's defaults gets its step count)."""
+    from oom_wizard.plan import StepChoice
+
+    validation = state.validation_step()
+    if validation is None:
+        return choices
+    base = (
+        {s.id: StepChoice(step_id=s.id, enabled=s.default_on) for s in state.plan.steps}
+        if choices is None
+        else dict(choices)
+    )
+    given = base.get(validation.id)
+    if given is None or not given.enabled or given.values:
+        return choices
+    counted = validation_choice(replace(state, choices=MappingProxyType({})))
+    if counted is None or not counted.values:
+        base[validation.id] = _off(validation.id) if counted is not None else given
+    else:
+        base[validation.id] = replace(counted, enabled=True)
+    return base
 
 
 def preselect_fix(state: WizardState, validation_steps: int) -> WizardState:
@@ -725,7 +797,7 @@ def prepared(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Pr
     """
     from oom_wizard.plan import changes_for
 
-    return prepare(state.document, changes_for(state.plan, choices))
+    return prepare(state.document, changes_for(state.plan, _settle_validation(state, choices)))
 
 
 def estimate(state: WizardState, choices: Mapping[str, StepChoice] | None) -> MemoryEstimate:
@@ -733,7 +805,8 @@ def estimate(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Me
     from oom_wizard.plan import changes_for
     from oom_wizard.plan import estimate as plan_estimate
 
-    return plan_estimate(state.document, changes_for(state.plan, choices), state.model_kind)
+    settled = _settle_validation(state, choices)
+    return plan_estimate(state.document, changes_for(state.plan, settled), state.model_kind)
 
 
 def check_value(state: WizardState, proposal: FieldProposal, typed: str) -> ValueCheck:

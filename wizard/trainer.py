@@ -11,17 +11,29 @@ then SIGTERM, then SIGKILL, each after a grace period. When the trainer exits no
 line is appended to the log as AI Toolkit's UI worker appends it (``Job process terminated
 with exit code 1.`` / ``… with signal SIGKILL.``), so that a kill from outside, which leaves no
 Python traceback, still shows in the log.
+
+A trainer that printed its fatal error but does not exit (DataLoader workers, NCCL) is ended
+as a group after :data:`FATAL_SILENCE_S` seconds with no new output, and the run goes on as
+after an exit (:attr:`TrainerEnd.hung_after_error`).
+
+The trainer dies with us, even when we are killed with SIGKILL: on Linux the child asks the
+kernel for SIGKILL when its parent dies (``PR_SET_PDEATHSIG``, set before the exec), and a
+small watchdog process holds the read end of a pipe whose only write end is ours; when the
+pipe closes without the word that all is well (our death closes it), the watchdog ends the
+trainer's whole process group, the workers the kernel signal does not reach included.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Final
@@ -30,6 +42,45 @@ from oom_wizard.errors import WizardError
 
 GRACE_S: Final = 10.0
 """Seconds each signal of the stop sequence gets before the next one."""
+FATAL_SILENCE_S: Final = 60.0
+"""Seconds with no new output after the trainer printed its fatal error before its group is
+ended: a trainer whose workers keep it alive after the traceback never exits by itself."""
+POLL_S: Final = 0.2
+"""Seconds between two looks at a running trainer."""
+MEASURE_S: Final = 2.0
+"""Seconds between two readings of ``nvidia-smi`` while the trainer runs."""
+WATCHDOG_GRACE_S: Final = 2.0
+"""Seconds the watchdog gives the group between SIGTERM and SIGKILL once we are gone."""
+_PR_SET_PDEATHSIG: Final = 1
+_ALL_IS_WELL: Final = b"done\n"
+_WATCHDOG: Final = r"""
+import os, signal, sys, time
+grace = float(sys.argv[1])
+stream = sys.stdin.buffer
+first = stream.readline()
+if not first.strip().isdigit():
+    sys.exit(0)
+pgid = int(first)
+rest = stream.read()
+if rest.startswith(b"done"):
+    sys.exit(0)
+def alive():
+    try:
+        os.killpg(pgid, 0)
+    except OSError:
+        return False
+    return True
+for sig in (signal.SIGTERM, signal.SIGKILL):
+    try:
+        os.killpg(pgid, sig)
+    except OSError:
+        sys.exit(0)
+    deadline = time.monotonic() + grace
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+"""
+"""The watchdog's program (``python -I -S -c``): the group's id on the first line of its
+stdin, then the end of the pipe; anything but ``done`` there means we died."""
 CONFIG_FIELD: Final = "{config}"
 READ_BYTES: Final = 64 * 1024
 
@@ -59,12 +110,22 @@ class TrainerEnd:
     Attributes:
         returncode: The exit status; negative: the signal that ended it.
         duration_s: Seconds from start to end.
-        interrupted: We stopped it (the user pressed Ctrl-C).
+        interrupted: We stopped it (the user pressed Ctrl-C, or we were told to end).
+        terminated: What stopped us was SIGTERM (or SIGHUP), not Ctrl-C.
+        hung_after_error: The trainer printed its fatal error and then nothing for this many
+            seconds without exiting, so its group was ended (None: it exited by itself).
+        peak_gib: The most memory in use on the card ``nvidia-smi`` showed while it ran
+            (None: no ``nvidia-smi``, or it did not answer).
+        card_gib: That card's memory.
     """
 
     returncode: int
     duration_s: float
     interrupted: bool = False
+    terminated: bool = False
+    hung_after_error: float | None = None
+    peak_gib: float | None = None
+    card_gib: float | None = None
 
 
 def epilogue(returncode: int) -> str:
@@ -90,11 +151,22 @@ class TrainerProcess:
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
         grace_s: float = GRACE_S,
+        silence_s: float = FATAL_SILENCE_S,
     ) -> None:
         self.argv = list(argv)
         self.log = log
         self.echo = echo
         self.grace_s = grace_s
+        self.silence_s = silence_s
+        self._last_output = 0.0
+        self._watchdog: subprocess.Popen[bytes] | None = None
+        self._leash: int | None = None
+        self._measuring = threading.Event()
+        self._meter: threading.Thread | None = None
+        self.peak_gib: float | None = None
+        self.card_gib: float | None = None
+        self._own_peak: float | None = None
+        self._card_peak: float | None = None
         self._env = dict(env) if env is not None else None
         self._cwd = cwd
         self._proc: subprocess.Popen[bytes] | None = None
@@ -112,6 +184,7 @@ class TrainerProcess:
         sink = self.log.open("ab")
         env = dict(os.environ if self._env is None else self._env)
         env.setdefault("PYTHONUNBUFFERED", "1")
+        self._start_watchdog()
         try:
             self._proc = subprocess.Popen(
                 self.argv,
@@ -121,14 +194,19 @@ class TrainerProcess:
                 start_new_session=True,
                 env=env,
                 cwd=self._cwd,
+                preexec_fn=_die_with_parent(),
             )
-        except OSError as exc:
+        except (OSError, subprocess.SubprocessError) as exc:
             sink.close()
+            self._release_watchdog()
             raise WizardError(f"cannot start the trainer {self.argv[0]!r}: {exc}") from None
-        self._started = time.monotonic()
+        self._started = self._last_output = time.monotonic()
         self.pgid = self._proc.pid
+        self._arm_watchdog(self.pgid)
         self._pump = threading.Thread(target=self._copy, args=(sink,), daemon=True)
         self._pump.start()
+        self._meter = threading.Thread(target=self._measure, daemon=True)
+        self._meter.start()
 
     @property
     def pid(self) -> int | None:
@@ -146,6 +224,7 @@ class TrainerProcess:
                     break
                 if not data:
                     break
+                self._last_output = time.monotonic()
                 sink.write(data)
                 sink.flush()
                 if self.echo is not None:
@@ -153,13 +232,72 @@ class TrainerProcess:
                         self.echo.write(data)
                         self.echo.flush()
 
-    def wait(self, timeout: float | None = None) -> TrainerEnd:
-        """Wait for the child to end; the group's stragglers are stopped too."""
+    def _measure(self) -> None:
+        """Read the card's memory every :data:`MEASURE_S` s; keep the highest.
+
+        What the trainer's own processes hold when ``nvidia-smi`` lists them with figures
+        (their pids are in its group); else what is in use on the busiest card.
+        """
+        from oom_wizard.probe import probe_gpu
+
+        while True:
+            found = probe_gpu()
+            if found is None:
+                return  # no nvidia-smi here (or it does not answer): nothing is measured
+            card = max(found.gpus, key=lambda gpu: gpu.used_gib)
+            own = [
+                p.used_gib
+                for p in found.processes
+                if p.used_gib is not None and self.pgid is not None and _in_group(p.pid, self.pgid)
+            ]
+            self.card_gib = card.total_gib
+            self._card_peak = max(self._card_peak or 0.0, card.used_gib)
+            if own:
+                self._own_peak = max(self._own_peak or 0.0, sum(own))
+            # The trainer's own processes' figures when nvidia-smi ever listed them; else (a
+            # container's pids, a driver that hides them) what was in use on the card.
+            self.peak_gib = self._own_peak if self._own_peak is not None else self._card_peak
+            if self._measuring.wait(MEASURE_S):
+                return
+
+    def wait(self) -> TrainerEnd:
+        """Wait for the child to end; the group's stragglers are stopped too.
+
+        A trainer whose log ends in a fatal error and that has printed nothing for
+        ``silence_s`` seconds is ended (its whole group) and counts as ended by itself.
+        """
         assert self._proc is not None
-        returncode = self._proc.wait(timeout)
+        checked = -1.0
+        while True:
+            try:
+                returncode = self._proc.wait(POLL_S)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            quiet = time.monotonic() - self._last_output
+            if quiet < self.silence_s or checked == self._last_output:
+                continue
+            checked = self._last_output
+            if _ends_in_fatal_error(self.log):
+                returncode = self._end_group()
+                # No epilogue: the signal is ours, and the log's last word is the trainer's
+                # own fatal error, as when it exits after it.
+                end = self._finish(returncode, interrupted=False, note_exit=False)
+                return dataclasses.replace(end, hung_after_error=round(quiet, 1))
         return self._finish(returncode, interrupted=False)
 
-    def stop(self) -> TrainerEnd:
+    def _end_group(self) -> int:
+        """SIGTERM, then SIGKILL, to the group; the child's exit status."""
+        assert self._proc is not None
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            self._signal_group(sig)
+            try:
+                return self._proc.wait(min(self.grace_s, 5.0))
+            except subprocess.TimeoutExpired:
+                continue
+        return self._proc.wait()
+
+    def stop(self, *, terminated: bool = False) -> TrainerEnd:
         """Stop the whole group: SIGINT, then SIGTERM, then SIGKILL, each after the grace."""
         assert self._proc is not None
         returncode: int | None = None
@@ -172,7 +310,45 @@ class TrainerProcess:
                 continue
         if returncode is None:
             returncode = self._proc.wait()
-        return self._finish(returncode, interrupted=True)
+        end = self._finish(returncode, interrupted=True)
+        return dataclasses.replace(end, terminated=terminated)
+
+    def _start_watchdog(self) -> None:
+        """The watchdog that ends the group if we die (module doc); best effort."""
+        try:
+            read, write = os.pipe()
+        except OSError:
+            return
+        try:
+            self._watchdog = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _WATCHDOG, str(WATCHDOG_GRACE_S)],
+                stdin=read,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError:
+            os.close(write)
+            return
+        finally:
+            os.close(read)
+        self._leash = write
+
+    def _arm_watchdog(self, pgid: int) -> None:
+        if self._leash is not None:
+            with contextlib.suppress(OSError):
+                os.write(self._leash, f"{pgid}\n".encode())
+
+    def _release_watchdog(self) -> None:
+        """Tell the watchdog all is well (the group is reaped) and let it go."""
+        leash, self._leash = self._leash, None
+        if leash is not None:
+            with contextlib.suppress(OSError):
+                os.write(leash, _ALL_IS_WELL)
+            os.close(leash)
+        if self._watchdog is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._watchdog.wait(5)
 
     def _signal_group(self, sig: signal.Signals) -> bool:
         """Send ``sig`` to the group; False when nobody is left in it."""
@@ -197,11 +373,15 @@ class TrainerProcess:
             while self.group_alive() and time.monotonic() < deadline:
                 time.sleep(0.02)
 
-    def _finish(self, returncode: int, *, interrupted: bool) -> TrainerEnd:
+    def _finish(self, returncode: int, *, interrupted: bool, note_exit: bool = True) -> TrainerEnd:
         self._reap_group()
+        self._release_watchdog()
+        self._measuring.set()
+        if self._meter is not None:
+            self._meter.join()
         if self._pump is not None:
             self._pump.join()
-        if returncode != 0:
+        if returncode != 0 and note_exit:
             with self.log.open("ab") as sink:
                 sink.write(b"\n" if _ends_mid_line(self.log) else b"")
                 sink.write(epilogue(returncode).encode())
@@ -209,6 +389,8 @@ class TrainerProcess:
             returncode=returncode,
             duration_s=time.monotonic() - self._started,
             interrupted=interrupted,
+            peak_gib=None if self.peak_gib is None else round(self.peak_gib, 2),
+            card_gib=None if self.card_gib is None else round(self.card_gib, 2),
         )
 
 
@@ -236,6 +418,44 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
+def _in_group(pid: int, pgid: int) -> bool:
+    """Whether process ``pid`` is in process group ``pgid``."""
+    try:
+        return os.getpgid(pid) == pgid
+    except OSError:
+        return False
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """What the child runs before the exec: SIGKILL to it when its parent dies (Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def arm() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the request was made
+            os._exit(137)
+
+    return arm
+
+
+def _ends_in_fatal_error(log: Path) -> bool:
+    """Whether the log's run ends in a failure (a traceback, an OOM), not in progress."""
+    from oom_wizard.logscan import scan_log
+
+    try:
+        return scan_log(log).crashed
+    except (OSError, WizardError):
+        return False
+
+
 def _ends_mid_line(log: Path) -> bool:
     """Whether the log's last byte is not a newline (a bar redraw ends with ``\\r``)."""
     try:
@@ -254,15 +474,21 @@ def run_trainer(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     grace_s: float = GRACE_S,
+    silence_s: float = FATAL_SILENCE_S,
 ) -> TrainerEnd:
-    """Run the trainer to its end; Ctrl-C (KeyboardInterrupt) stops its whole group cleanly.
+    """Run the trainer to its end; Ctrl-C (KeyboardInterrupt) or SIGTERM
+    (:class:`~oom_wizard.interrupts.Terminated`) stops its whole group cleanly.
 
     Raises:
         WizardError: the command cannot be started.
     """
-    child = TrainerProcess(argv, log, echo=echo, env=env, cwd=cwd, grace_s=grace_s)
+    from oom_wizard.interrupts import Terminated
+
+    child = TrainerProcess(
+        argv, log, echo=echo, env=env, cwd=cwd, grace_s=grace_s, silence_s=silence_s
+    )
     child.start()
     try:
         return child.wait()
-    except KeyboardInterrupt:
-        return child.stop()
+    except KeyboardInterrupt as exc:
+        return child.stop(terminated=isinstance(exc, Terminated))

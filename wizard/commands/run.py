@@ -14,7 +14,11 @@ attempt's config is written to a file of its own for the trainer, and each fix g
 row in place with its change log, as ``apply --db --in-place`` saves it. A job the UI runs,
 stops or has queued is refused before anything starts.
 
-Exit status: 0 the last attempt finished; 2 it stopped without a finished run; 130 Ctrl-C.
+The config is read before anything starts: one that does not parse is refused (exit 2) with
+no trainer started and no log written.
+
+Exit status: 0 the last attempt finished and trained; 2 it stopped without a finished run;
+130 Ctrl-C (SIGINT); 143 SIGTERM.
 """
 
 from __future__ import annotations
@@ -25,14 +29,14 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from oom_wizard.commands._jobdb import add_db_arguments, wants_db
 from oom_wizard.errors import WizardError
+from oom_wizard.trainer import FATAL_SILENCE_S
 
 if TYPE_CHECKING:
-    from oom_wizard.autopilot import UserSave, Where
+    from oom_wizard.autopilot import NoTerminal, UserSave, Where
     from oom_wizard.screens.app import OomWizardApp
     from oom_wizard.service import WizardState
     from oom_wizard.trainer import TrainerEnd
@@ -109,6 +113,16 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="seconds the trainer gets after SIGINT, then SIGTERM, before SIGKILL (10)",
     )
+    parser.add_argument(
+        "--silence",
+        type=float,
+        default=FATAL_SILENCE_S,
+        metavar="S",
+        help=(
+            "seconds of no output after the trainer printed its fatal error before its "
+            f"processes are ended, as when it exits ({FATAL_SILENCE_S:g})"
+        ),
+    )
 
 
 class _OptionParser(argparse.ArgumentParser):
@@ -136,7 +150,8 @@ def _split(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Run the loop; its exit status."""
-    from oom_wizard.autopilot import Settings, always_yes, autopilot
+    from oom_wizard.autopilot import EXIT_STATUS, Settings, always_yes, autopilot
+    from oom_wizard.interrupts import Terminated, raise_terminated
     from oom_wizard.trainer import default_command, run_trainer, trainer_argv
 
     if args.db is not None and args.config is not None and "--" not in args.trainer:
@@ -146,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
     where = _where(args)
     if args.max_retries < 0 or args.validation_steps < 0:
         raise WizardError("--max-retries and --validation-steps cannot be negative")
+    _readable(where)  # a config that does not parse is refused before anything starts
     if not template:
         found = default_command(Path.cwd())
         if found is None:
@@ -162,7 +178,13 @@ def run(args: argparse.Namespace) -> int:
         watcher = threading.Thread(target=_watch, args=(log, done, stall_s), daemon=True)
         watcher.start()
         try:
-            return run_trainer(trainer_argv(template, config), log, echo=echo, grace_s=args.grace)
+            return run_trainer(
+                trainer_argv(template, config),
+                log,
+                echo=echo,
+                grace_s=args.grace,
+                silence_s=args.silence,
+            )
         finally:
             done.set()
             watcher.join()
@@ -172,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
         validation_steps=args.validation_steps,
         scale_up=args.scale_up,
     )
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
     try:
         outcome = autopilot(
             where,
@@ -181,18 +203,17 @@ def run(args: argparse.Namespace) -> int:
             ask=always_yes if args.auto else _ask,
             say=_say,
         )
-    except KeyboardInterrupt:  # between two attempts: what was saved is complete
-        _say("Interrupted between attempts; every config saved so far is complete.")
-        return 130
+    except KeyboardInterrupt as exc:  # between two attempts: what was saved is complete
+        if isinstance(exc, Terminated):
+            _say("Terminated (SIGTERM) between attempts; every config saved so far is complete.")
+            return EXIT_STATUS["terminated"]
+        _say("Interrupted (Ctrl-C) between attempts; every config saved so far is complete.")
+        return EXIT_STATUS["interrupted"]
     finally:
         signal.signal(signal.SIGTERM, previous)
     _say("Attempts:")
-    for attempt in outcome.attempts:
-        changed = f"; then changed {', '.join(attempt.changed)}" if attempt.changed else ""
-        _say(
-            f"  {attempt.number}. {attempt.config.name} ({attempt.kind}): {attempt.describe()}"
-            f", {attempt.duration_s:.1f} s{changed}"
-        )
+    for line in outcome.summary():
+        _say(f"  {line}")
     return outcome.exit_status
 
 
@@ -218,6 +239,20 @@ def _where(args: argparse.Namespace) -> Where:
     return config
 
 
+def _readable(where: Where) -> None:
+    """Load the config as the loop will (raises the one-line error of a broken one)."""
+    from oom_wizard.autopilot import DbJobRef
+
+    if isinstance(where, DbJobRef):
+        from oom_wizard.jobdb import job_document, load_job
+
+        job_document(load_job(where.db, where.name))
+        return
+    from oom_wizard.document import load_document
+
+    load_document(where)
+
+
 def _watch(log: Path, done: threading.Event, stall_s: float) -> None:
     """Tell the log's warnings as they come (skips, a stall, a slowdown) while it runs."""
     from oom_wizard.follow import LiveJob
@@ -231,17 +266,12 @@ def _watch(log: Path, done: threading.Event, stall_s: float) -> None:
             return
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM to us is a stop like Ctrl-C: the trainer's group is stopped too."""
-    raise KeyboardInterrupt
-
-
 def _say(text: str) -> None:
     sys.stdout.write(f"{PREFIX}{text}\n")
     sys.stdout.flush()
 
 
-def _ask(state: WizardState, fix: Sequence[str]) -> bool | UserSave:
+def _ask(state: WizardState, fix: Sequence[str]) -> bool | UserSave | NoTerminal:
     """Show the diagnosis and the fix, then ask: in the wizard on a terminal, else [Y/n].
 
     On a terminal (stdin and stdout) the wizard opens on the crash, already diagnosed, on the
@@ -255,8 +285,9 @@ def _ask(state: WizardState, fix: Sequence[str]) -> bool | UserSave:
     if sys.stdin.isatty() and sys.stdout.isatty():
         return ask_in_wizard(state)
     if not sys.stdin.isatty():
-        _say("Not a terminal to ask in: run with --auto to retry without asking.")
-        return False
+        from oom_wizard.autopilot import NO_TERMINAL
+
+        return NO_TERMINAL
     sys.stdout.write(f"{PREFIX}Save this roll-back and run again? [Y/n] ")
     sys.stdout.flush()
     answer = sys.stdin.readline().strip().lower()
