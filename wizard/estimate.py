@@ -323,6 +323,15 @@ def _dataset_frames(dataset: DatasetView, shape: _Shape) -> int:
     return max(frames, shape.default_frames or 1, frame_floor(shape.grid))
 
 
+Shape = _Shape
+"""How one process turns pixels and frames into tokens (used by :mod:`oom_wizard.memory`)."""
+
+
+def dataset_frames(dataset: DatasetView, shape: _Shape) -> int:
+    """The clip length counted for a dataset (see the module docstring)."""
+    return _dataset_frames(dataset, shape)
+
+
 def frame_floor(grid: FrameGrid) -> int:
     """The smallest frame count above one on ``grid``: a clip never becomes a still."""
     return grid.offset if grid.offset > 1 else grid.offset + grid.step
