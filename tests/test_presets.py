@@ -65,7 +65,7 @@ def facts_of(presets: Presets, arch: str) -> ArchFacts:
 def preset_copy(tmp_path: Path) -> Path:
     """A writable copy of the shipped preset folder."""
     source = resources.files("oom_wizard.presets")
-    for name in ("archs.yaml", "ladders.yaml", "levers.yaml", "ui_fields.yaml"):
+    for name in ("archs.yaml", "ladders.yaml", "levers.yaml", "memory.yaml", "ui_fields.yaml"):
         (tmp_path / name).write_text((source / name).read_text(encoding="utf-8"), "utf-8")
     return tmp_path
 
