@@ -36,8 +36,9 @@ turned into GiB at the end (``/ 2³⁰``)::
 The adapter's trained weights n, per transformer weight (``d`` = the family's width, 3072 without
 figures; each d×d Linear layer is adapted):
 
-    LoRA / LoCon  n = P_t × 2 r / d  (+ the same with r = ``network.conv`` for LoCon: conv layers
-                  are counted as Linear ones of the same share, an upper bound for a transformer)
+    LoRA / LoCon  n = P_t × a × r / d  (+ the same with r = ``network.conv`` for LoCon: conv
+                  layers are counted as Linear ones of the same share, an upper bound for a
+                  transformer); a = LORA_SHARE_PER_RANK
     LoKr          n = P_t × (f² + (d / f)²) / d²  with f = ``lokr_factor`` (−1: f ≈ √d, the
                   toolkit's largest factor), full rank as the toolkit's ``lokr_full_rank`` default
     with ``train_text_encoder`` the text encoder's weights are adapted (or fully trained) too,
@@ -66,8 +67,11 @@ Sample activations (no gradients), per sample at its own width, height and frame
 
 The phases::
 
-    load            max(transformer at full precision before quantizing (without low_vram),
-                        transformer + text_encoder at load) + vae + overhead
+    load            low  max(T_full, transformer + TE_full), high  max(T_full + text_encoder,
+                    transformer + TE_full), + vae + overhead (a quarter of the reserve's share)
+                    T_full, TE_full: at full precision before quantizing (without low_vram, the
+                    toolkit moves the model to the card first, then quantizes it); low is the
+                    order that loads the transformer first (FLUX), high the other (HiDream)
     baseline_sample transformer + text_encoder (0 when cached) + vae + adapter weights
                     + sample activations + overhead
     training        transformer + text_encoder (0 when cached or unloaded, unless trained) + vae
@@ -126,8 +130,14 @@ current drivers with lazy module loading, ~1 GiB without), and f, the caching al
 reserve and fragmentation as a share of what the tensors hold. Fitted against the published
 peaks in ``tests/fixtures/measured_peaks.yaml`` (``bench/memory_accuracy.py`` prints the fit)."""
 
+LOAD_RESERVE_SHARE: Final = 0.25
+"""While loading, whole tensors are moved in: the reserve is this share of a step's."""
+
 NOMINAL_WIDTH: Final = 3072
 """The hidden width assumed without a family's figures (FLUX-sized)."""
+LORA_SHARE_PER_RANK: Final = 1.4
+"""A LoRA's weights per transformer weight, × d / r: 2 for a square Linear layer, 1.25 for an
+MLP's d×4d one; a FLUX.1 rank-16 LoRA on every Linear layer has 86 M weights of 11.9 B, 1.39."""
 ADAPTER_BYTES: Final = 4.0
 """An adapter weight trains in fp32 (BaseSDTrainProcess.py:1983): 4 bytes, 4 its gradient."""
 
@@ -369,6 +379,9 @@ class _Terms:
     trainable: tuple[float, float]
     optimizer: tuple[float, float]
     activations: tuple[float, float]
+    loading: bool = False
+    """Loading: whole tensors moved in, little fragmentation (the reserve's share is
+    LOAD_RESERVE_SHARE of the others')."""
 
     def fixed(self) -> tuple[float, float]:
         parts = (self.transformer, self.text_encoder, self.vae, self.trainable, self.optimizer)
@@ -383,6 +396,7 @@ def job_memory(
     presets: Presets | None = None,
     calibration: Calibration | None = None,
     families: FamilyLookup | None = None,
+    calibrated_on: JobDocument | None = None,
 ) -> JobMemory:
     """Each phase's band for ``document`` with ``changes`` applied.
 
@@ -394,25 +408,20 @@ def job_memory(
         calibration: A crash's or a run's own figures; they scale the activations and the
             overhead so that their phase agrees (the same factor applies after changes).
         families: The memory family of an arch (default: the presets' ``memory.yaml``).
+        calibrated_on: The config the calibration's figures come from, when it is not
+            ``document`` (a saved fix is estimated with its source's crash figures).
     """
     presets = presets or load_presets()
     lookup = families or _presets_families(presets)
-    view = _view_after(document, changes)
     video = model_kind == "video"
-    notes: list[str] = []
-    known = True
-    per_phase: dict[Phase, list[tuple[_Terms, bool]]] = {phase: [] for phase in PHASES}
-    for process in view.processes:
-        facts = arch_facts(process, presets)
-        family = lookup(facts)
-        account = _Account(process, facts, family, presets, video)
-        known = known and account.known
-        notes.extend(account.notes)
-        for phase in PHASES:
-            terms = account.terms(phase)
-            if terms is not None:
-                per_phase[phase].append((terms, account.quantized))
-    scale = _scale_for(per_phase, calibration)
+    per_phase, known, notes = _accounts(_view_after(document, changes), presets, lookup, video)
+    if calibration is not None and (changes or calibrated_on is not None):
+        # The figures are about today's config: its scale carries over to the changed one.
+        base = (calibrated_on or document).view()
+        today, _known, _notes = _accounts(base, presets, lookup, video)
+        scale = _scale_for(today, calibration)
+    else:
+        scale = _scale_for(per_phase, calibration)
     phases: dict[Phase, Band | None] = {}
     parts: dict[Phase, Parts] = {}
     for phase in PHASES:
@@ -432,9 +441,7 @@ def job_memory(
         phases["load"] = Band(0.0, 0.0)
         parts["load"] = Parts(0, 0, 0, 0, 0, 0, 0)
     if calibration is not None and scale != 1.0:
-        notes.append(
-            f"Calibrated by {calibration.source}: activations and overhead × {scale:.2f}."
-        )
+        notes.append(f"Calibrated by {calibration.source}: activations and overhead × {scale:.2f}.")
     return JobMemory(
         phases=MappingProxyType(phases),
         parts=MappingProxyType(parts),
@@ -446,6 +453,25 @@ def job_memory(
     )
 
 
+def _accounts(
+    view: JobView, presets: Presets, lookup: FamilyLookup, video: bool
+) -> tuple[dict[Phase, list[tuple[_Terms, bool]]], bool, list[str]]:
+    """Each phase's terms per process, whether every figure was real, and the notes."""
+    notes: list[str] = []
+    known = True
+    per_phase: dict[Phase, list[tuple[_Terms, bool]]] = {phase: [] for phase in PHASES}
+    for process in view.processes:
+        facts = arch_facts(process, presets)
+        account = _Account(process, facts, lookup(facts), presets, video)
+        for phase in PHASES:
+            terms = account.terms(phase)
+            if terms is not None:
+                per_phase[phase].append((terms, account.quantized))
+        known = known and account.known
+        notes.extend(account.notes)
+    return per_phase, known, notes
+
+
 def _view_after(document: JobDocument, changes: Sequence[Change]) -> JobView:
     if not changes:
         return document.view()
@@ -454,19 +480,16 @@ def _view_after(document: JobDocument, changes: Sequence[Change]) -> JobView:
 
 
 def _presets_families(presets: Presets) -> FamilyLookup:
-    memory_of = getattr(presets, "memory_of", None)
-    if memory_of is None:
-        return lambda _facts: None
-
     def lookup(facts: ArchFacts | None) -> FamilyLike | None:
-        found: FamilyLike | None = memory_of(facts)
-        return found
+        return presets.memory_of(facts)
 
     return lookup
 
 
-def _overhead(fixed: float, activations: float, edge: tuple[float, float]) -> float:
+def _overhead(fixed: float, activations: float, edge: tuple[float, float], loading: bool) -> float:
     constant, share = edge
+    if loading:
+        share *= LOAD_RESERVE_SHARE
     return constant * GIB_BYTES + share * (fixed + activations)
 
 
@@ -474,8 +497,8 @@ def _band_of(terms: _Terms, quantized: bool, scale: float) -> tuple[Band, Parts]
     """The band and parts (GiB) of one phase of one process."""
     fixed_low, fixed_high = terms.fixed()
     act_low, act_high = (a * scale for a in terms.activations)
-    over_low = _overhead(fixed_low, act_low, OVERHEAD_LOW) * scale
-    over_high = _overhead(fixed_high, act_high, OVERHEAD_HIGH) * scale
+    over_low = _overhead(fixed_low, act_low, OVERHEAD_LOW, terms.loading) * scale
+    over_high = _overhead(fixed_high, act_high, OVERHEAD_HIGH, terms.loading) * scale
     low = (fixed_low + act_low + over_low) / GIB_BYTES
     high = (fixed_high + act_high + over_high) / GIB_BYTES
 
@@ -695,9 +718,9 @@ class _Account:
             f = math.sqrt(d) if factor <= 0 else float(factor)
             return (f * f + (d / f) ** 2) / (d * d)
         rank = process.network_rank or self.presets.levers.lora.rank_default
-        share = 2.0 * rank / d
+        share = LORA_SHARE_PER_RANK * rank / d
         if network.conv:
-            share += 2.0 * network.conv / d
+            share += LORA_SHARE_PER_RANK * network.conv / d
         return share
 
     # --- activations
@@ -709,18 +732,14 @@ class _Account:
             process.train.diff_output_preservation is True
             or process.train.blank_prompt_preservation is True
         )
-        if (
-            process.train.inverted_mask_prior is True
-            or process.train.do_prior_divergence is True
-        ):
+        if process.train.inverted_mask_prior is True or process.train.do_prior_divergence is True:
             self.notes.append(
                 "The prior prediction (inverted_mask_prior / do_prior_divergence) runs without "
                 "gradients before the step: it does not add to the step's peak."
             )
         if passes > 1:
             self.notes.append(
-                "The preservation pass runs with gradients: the step keeps two passes' "
-                "activations."
+                "The preservation pass runs with gradients: the step keeps two passes' activations."
             )
         loads = []
         for dataset in process.datasets or ():
@@ -803,17 +822,19 @@ class _Account:
         )
         trains_te = self.process.train.train_text_encoder is True
         if phase == "load":
-            load = max(self.transformer_load, self.transformer + self.te_load)
+            # The loading order differs by arch (FLUX loads the transformer first, HiDream its
+            # Llama encoder): low takes the lighter order, high the heavier one.
+            low = max(self.transformer_load, self.transformer + self.te_load)
+            high = max(self.transformer_load + self.text_encoder, self.transformer + self.te_load)
             zero = (0.0, 0.0)
-            te_part = load - self.transformer_load if load > self.transformer_load else 0.0
-            transformer_part = load - te_part
             return _Terms(
-                transformer=(transformer_part, transformer_part * w),
-                text_encoder=(te_part, te_part * te_slack),
+                transformer=(low, high * (1.0 + WEIGHT_SLACK)),
+                text_encoder=zero,
                 vae=(self.vae, self.vae * te_slack),
                 trainable=zero,
                 optimizer=zero,
                 activations=zero,
+                loading=True,
             )
         if phase == "training":
             unloaded = cached or self.process.train.unload_text_encoder is True
