@@ -98,7 +98,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, Literal, Protocol
 
-from oom_wizard.catalog import ArchFacts, Presets, load_presets
+from oom_wizard.catalog import ArchFacts, LeversFile, Presets, load_presets
 from oom_wizard.change import Change
 from oom_wizard.document import JobDocument, apply_edits
 from oom_wizard.estimate import Shape, arch_facts, dataset_frames
@@ -647,13 +647,13 @@ class _Account:
         quantize_te = model.quantize_te if "quantize_te" in model.present else model.quantize
         self.quantized = model.quantize is True
         b_t = min(self.full, levers.quantized_bytes(model.qtype)) if self.quantized else self.full
-        b_te = levers.weight_bytes(model.te_dtype) if model.te_dtype else self.full
+        b_te = _dtype_bytes(levers, model.te_dtype, self.full)
         if quantize_te is True:
             b_te = min(b_te, levers.quantized_bytes(model.qtype_te))
         bits = model.text_encoder_bits or 16
         if bits < 16:
             b_te = min(b_te, bits / 8.0)
-        b_vae = levers.weight_bytes(model.vae_dtype) if model.vae_dtype else self.full
+        b_vae = _dtype_bytes(levers, model.vae_dtype, self.full)
         experts = 1 if model.low_vram is True else self.experts
         o_t, o_te = _offloaded(self.process, self.facts)
         self.transformer = self.p_t * BILLION * b_t * experts * (1.0 - o_t)
@@ -864,6 +864,13 @@ class _Account:
             optimizer=(optimizer, optimizer),
             activations=(low * ACTIVATION_BAND[0], high * ACTIVATION_BAND[1]),
         )
+
+
+def _dtype_bytes(levers: LeversFile, dtype: str | None, default: float) -> float:
+    """Bytes per weight of ``dtype``; ``default`` (the model's) when unset or unknown."""
+    if not dtype:
+        return default
+    return levers.dtype_bytes.get(dtype.strip().lower(), default)
 
 
 def _on_cpu(device: str | None) -> bool:
