@@ -115,7 +115,8 @@ def test_dry_run_shows_the_diff_and_writes_nothing(tmp_path: Path) -> None:
     assert status == 0
     removed = [line for line in out.splitlines() if line.startswith("-") and "1024" in line]
     assert removed == ["-      - 1024"]
-    assert "batch_size: 4 → 1" in out and "Estimate: training ≈" in out
+    assert "batch_size: 4 → 1" in out and "Estimate: training step ≈ " in out
+    assert "GiB (today " in out and "training ≈" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["job.yaml"]
 
 

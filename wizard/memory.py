@@ -953,3 +953,110 @@ def calibration_from_attempts(
 def with_changes_note(memory: JobMemory, note: str) -> JobMemory:
     """``memory`` with one more note."""
     return replace(memory, notes=(*memory.notes, note))
+
+
+# --------------------------------------------------------------------------- re-adds
+
+
+PHASE_WORDS: Final[Mapping[Phase, str]] = MappingProxyType(
+    {
+        "load": "loading",
+        "baseline_sample": "first sample",
+        "training": "training step",
+        "sample": "periodic sample",
+    }
+)
+"""How a phase is named in a sentence."""
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Whether a re-add is predicted to fit, and the sentence that says so.
+
+    Attributes:
+        verdict: Of the peak phase with the re-add.
+        memory: The config's memory with the re-add.
+        card_gib: The card measured against.
+        words: One sentence for the user (the re-add stays allowed whatever it says).
+    """
+
+    verdict: Verdict
+    memory: JobMemory
+    card_gib: float
+    words: str
+
+
+def calibration_from_record(
+    diagnosis: Mapping[str, object] | None, phase: Phase | None = None
+) -> Calibration | None:
+    """A change log run's recorded diagnosis (``runs[].diagnosis``) as a calibration."""
+    if not diagnosis:
+        return None
+    oom = diagnosis.get("oom")
+    if not isinstance(oom, Mapping):
+        return None
+    tried, held = oom.get("tried_gib"), oom.get("allocated_gib", oom.get("this_process_gib"))
+    if not isinstance(tried, int | float) or not isinstance(held, int | float):
+        return None
+    recorded_phase = diagnosis.get("phase")
+    moment = diagnosis.get("moment")
+    found = phase or (CRASH_PHASE.get(recorded_phase) if isinstance(recorded_phase, str) else None)
+    if found is None and isinstance(moment, str):
+        found = MOMENT_PHASE.get(moment)
+    if found is None:
+        return None
+    total = oom.get("total_gib")
+    return Calibration(
+        phase=found,
+        at_least_gib=float(held) + float(tried),
+        measured_gib=None,
+        card_gib=float(total) if isinstance(total, int | float) else None,
+        source="the crash's OOM message recorded in the change log",
+    )
+
+
+def predict_readd(
+    document: JobDocument,
+    changes: Sequence[Change],
+    model_kind: str,
+    *,
+    card_gib: float | None,
+    calibration: Calibration | None,
+    calibrated_on: JobDocument | None = None,
+    presets: Presets | None = None,
+) -> Prediction | None:
+    """Whether ``changes`` (a re-add) are predicted to fit, from the known headroom.
+
+    The card is ``card_gib`` (the probe), else the calibration's. None when neither is known.
+    """
+    card = card_gib if card_gib is not None else (calibration.card_gib if calibration else None)
+    if card is None:
+        return None
+    after = job_memory(
+        document,
+        changes,
+        model_kind,
+        presets=presets,
+        calibration=calibration,
+        calibrated_on=calibrated_on,
+    )
+    peak = after.peak()
+    found = verdict(peak, card)
+    where = (
+        f"the {PHASE_WORDS[after.peak_phase]} peaks at {peak.low:.1f}–{peak.high:.1f} of "
+        f"{card:.1f} GiB"
+    )
+    basis = f" (calibrated by {calibration.source})" if calibration is not None else ""
+    if found == "fits":
+        words = f"Predicted to fit: {where}{basis}."
+    elif found == "tight":
+        words = (
+            f"Predicted tight: {where}{basis}; it may run out of memory again. You can still "
+            "re-add it."
+        )
+    else:
+        words = (
+            f"Predicted not to fit: {where}{basis}. You can still re-add it; a new crash's "
+            "figures will calibrate the estimate."
+        )
+    return Prediction(found, after, card, words)

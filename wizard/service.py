@@ -730,11 +730,17 @@ def prepared(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Pr
 
 
 def estimate(state: WizardState, choices: Mapping[str, StepChoice] | None) -> MemoryEstimate:
-    """The relative memory estimate of the choices (today's config = 100)."""
+    """The memory estimate of the choices: its GiB bands (calibrated by the job's own figures
+    when it has them) and the relative figures (today's config = 100)."""
     from oom_wizard.plan import changes_for
     from oom_wizard.plan import estimate as plan_estimate
 
-    return plan_estimate(state.document, changes_for(state.plan, choices), state.model_kind)
+    return plan_estimate(
+        state.document,
+        changes_for(state.plan, choices),
+        state.model_kind,
+        calibration=memory_calibration(state),
+    )
 
 
 def check_value(state: WizardState, proposal: FieldProposal, typed: str) -> ValueCheck:
