@@ -79,3 +79,15 @@ def test_a_measured_peak_makes_the_prediction_tighter() -> None:
 def test_without_a_card_there_is_no_prediction() -> None:
     document = load_document(DEMO / "flux_portrait_lora.yaml")
     assert predict_readd(document, [], "image", card_gib=None, calibration=None) is None
+
+
+def test_the_service_gives_the_app_the_same_prediction(rolled_back: Path) -> None:
+    from oom_wizard.request import JobRequest
+    from oom_wizard.service import next_scale_up as service_next
+    from oom_wizard.service import scale_up_prediction, start
+
+    state = start(JobRequest(target=rolled_back, probe=False))
+    step = service_next(state)
+    assert step is not None
+    found = scale_up_prediction(state, step)
+    assert found is not None and found.words.startswith("Predicted to fit")

@@ -54,6 +54,7 @@ from oom_wizard.errors import WizardError
 from oom_wizard.follow import JobRow, LiveJob, LiveStatus, WatchTarget, read_job_row
 from oom_wizard.jobdb import AsNew, DbJob, DbSaveResult, InPlace
 from oom_wizard.logread import ScanCancelled, Watch, watching
+from oom_wizard.memory import Band, Calibration, JobMemory, Parts, Prediction, Verdict
 from oom_wizard.modelkind import find_model_kind
 from oom_wizard.paths import MISSING, format_path
 from oom_wizard.plan import FieldProposal, MemoryEstimate, Plan, ScaleUp, StepChoice, StepProposal
@@ -67,7 +68,6 @@ if TYPE_CHECKING:
     from oom_wizard.catalog import ArchFacts
     from oom_wizard.jobdir import JobLocation
     from oom_wizard.logscan import LogScan
-    from oom_wizard.memory import Calibration, JobMemory, Verdict
     from oom_wizard.paths import FieldPath
     from oom_wizard.probe import ProbeResult
     from oom_wizard.view import ProcessView
@@ -78,6 +78,8 @@ __all__ = [
     "VALIDATION_STEP",
     "Answers",
     "AsNew",
+    "Band",
+    "Calibration",
     "ChangeEntry",
     "CrashReport",
     "DbJob",
@@ -86,6 +88,7 @@ __all__ = [
     "EnvironmentVerdict",
     "FieldProposal",
     "InPlace",
+    "JobMemory",
     "JobRequest",
     "JobRow",
     "Jumped",
@@ -95,7 +98,9 @@ __all__ = [
     "MemoryEstimate",
     "MomentInfo",
     "OpenedJob",
+    "Parts",
     "Plan",
+    "Prediction",
     "Prepared",
     "SaveResult",
     "Saved",
@@ -107,6 +112,7 @@ __all__ = [
     "StepStatus",
     "ToFile",
     "ValueCheck",
+    "Verdict",
     "Watch",
     "WatchTarget",
     "WizardState",
@@ -1531,3 +1537,22 @@ def fit(state: WizardState, card: Card) -> FitReport:
     found = verdict(memory.peak(), card.gib)
     fix = fit_fix(state, memory, card.gib) if found != "fits" else None
     return FitReport(card, memory, found, fix)
+
+
+def scale_up_prediction(state: WizardState, scale_up: ScaleUp) -> Prediction | None:
+    """Whether the re-add is predicted to fit on the card (the probe's, else the one the
+    job's figures name), from the headroom its crash or its runs showed; None when no card is
+    known. The re-add stays allowed whatever it says."""
+    from oom_wizard.scaleup import predict
+
+    if state.changelog is None:
+        return None
+    card = probed_card(state)
+    return predict(
+        state.document,
+        state.changelog,
+        state.changelog_path,
+        scale_up,
+        state.model_kind,
+        card_gib=card.gib if card is not None else None,
+    )
