@@ -129,3 +129,36 @@ def test_plan_json_gives_the_bands_before_and_after(demo: Path) -> None:
     assert set(gib) == {"before", "after"}
     assert set(gib["before"]) == PHASES and set(gib["after"]) == PHASES
     assert gib["after"]["training"]["high"] < gib["before"]["training"]["low"]
+
+
+def test_a_run_s_measured_peak_calibrates_the_fit(demo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "fixed.yaml"
+    status, _out, err = cli("apply", demo, "--moment", "early_steps", "-o", out, "--no-probe")
+    assert status == 0, err
+    log_path = tmp_path / "fixed.changelog.json"
+    log = json.loads(log_path.read_text("utf-8"))
+    today = fit_json(out, "--gpu", "48")["phases"]["training"]
+    measured = round(today["high"] + 5.0, 1)
+    log["attempts"] = [
+        {
+            "at": "2026-12-01T10:00:00+00:00",
+            "config": "other.yaml",
+            "outcome": "finished",
+            "peak_gib": 99.0,
+            "card_gib": 80.0,
+        },
+        {
+            "at": "2026-12-01T11:00:00+00:00",
+            "config": str(out),
+            "outcome": "finished",
+            "peak_gib": measured,
+            "card_gib": 48.0,
+        },
+    ]
+    log_path.write_text(json.dumps(log), encoding="utf-8")
+    found = fit_json(out, "--gpu", "48")
+    assert found["calibrated_by"]["measured_gib"] == measured
+    assert "attempt 2" in found["calibrated_by"]["source"]
+    band = found["phases"]["training"]
+    assert (band["low"] + band["high"]) / 2 == pytest.approx(measured, abs=0.1)
+    assert found["calibration_scale"] > 1.0

@@ -95,6 +95,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, Literal, Protocol
 
@@ -931,12 +932,18 @@ def calibration_from(diagnosis: Diagnosis, phase_of_crash: Phase | None) -> Cali
 
 
 def calibration_from_attempts(
-    attempts: Sequence[Mapping[str, object]], phase: Phase = "training"
+    attempts: Sequence[Mapping[str, object]],
+    phase: Phase = "training",
+    *,
+    config: str | None = None,
 ) -> Calibration | None:
     """A run's measured peak (``attempts[].peak_gib``, nvidia-smi while it trained): the last
-    attempt that carries one."""
+    attempt that carries one (of the config file named ``config``, when given)."""
     for index in range(len(attempts) - 1, -1, -1):
         attempt = attempts[index]
+        ran = attempt.get("config")
+        if config is not None and (not isinstance(ran, str) or Path(ran).name != config):
+            continue
         peak = attempt.get("peak_gib")
         if isinstance(peak, int | float) and not isinstance(peak, bool) and peak > 0:
             card = attempt.get("card_gib")

@@ -228,10 +228,8 @@ def predict(
     )
 
     source: JobDocument | None = None
-    mine = [
-        a.model_dump() for a in changelog.attempts if Path(a.config).name == document.source.name
-    ]
-    calibration = calibration_from_attempts(mine)
+    attempts = [attempt.model_dump() for attempt in changelog.attempts]
+    calibration = calibration_from_attempts(attempts, config=document.source.name)
     if calibration is None:
         rollbacks = [run for run in changelog.runs if run.direction == "rollback"]
         recorded = rollbacks[-1].diagnosis if rollbacks else None

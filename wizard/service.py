@@ -1396,7 +1396,8 @@ def probed_card(state: WizardState) -> Card | None:
 
 def memory_calibration(state: WizardState) -> Calibration | None:
     """What this config's own runs say about its peak: PyTorch's OOM message in its log (a
-    floor of the phase that crashed), else the measured peak of its last ``run`` attempt.
+    floor of the phase that crashed), else the measured peak of its last ``run`` attempt
+    (``attempts[].peak_gib`` of an attempt that ran this config).
 
     A log that is not this config's (``log_matches_config`` false) says nothing about it.
     """
@@ -1409,7 +1410,7 @@ def memory_calibration(state: WizardState) -> Calibration | None:
             return found
     if state.changelog is not None and state.changelog.attempts:
         attempts = [attempt.model_dump() for attempt in state.changelog.attempts]
-        return calibration_from_attempts(attempts)
+        return calibration_from_attempts(attempts, config=state.source.name)
     return None
 
 
@@ -1519,6 +1520,7 @@ class FitReport:
             "verdict": self.verdict,
             "parts_gib": memory.parts[memory.peak_phase].as_dict(),
             "calibrated_by": memory.calibrated_by.as_json() if memory.calibrated_by else None,
+            "calibration_scale": round(memory.scale, 3),
             "known": memory.known,
             "notes": list(memory.notes),
             "fix": [step.to_json() for step in fix.steps] if fix is not None else [],

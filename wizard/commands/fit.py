@@ -163,8 +163,25 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
     parts = memory.parts[memory.peak_phase].as_dict()
     shown = ", ".join(f"{PART_WORDS[k]} {v:.1f}" for k, v in parts.items() if v >= 0.05)
     console.print(f"  at the peak (GiB, midpoints): {shown}", markup=False)
-    if memory.calibrated_by is not None:
-        console.print(f"  calibrated by {memory.calibrated_by.source}", markup=False)
+    calibration = memory.calibrated_by
+    if calibration is not None:
+        said = (
+            f"needed more than {calibration.at_least_gib:.1f} GiB"
+            if calibration.at_least_gib is not None
+            else f"peaked at {calibration.measured_gib or 0.0:.1f} GiB"
+        )
+        if abs(memory.scale - 1.0) < 1e-6:
+            console.print(
+                f"  {calibration.source}: the {PHASE_WORDS[calibration.phase]} {said}; the "
+                "band agrees",
+                markup=False,
+            )
+        else:
+            console.print(
+                f"  calibrated by {calibration.source}: the {PHASE_WORDS[calibration.phase]} "
+                f"{said} (activations and overhead × {memory.scale:.2f})",
+                markup=False,
+            )
     for note in memory.notes:
         console.print(f"  note: {note}", markup=False)
     fix = report.fix
