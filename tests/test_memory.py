@@ -430,3 +430,11 @@ def test_the_shipped_presets_give_a_band_for_the_demo() -> None:
     found = job_memory(doc, [], "image")
     assert found.peak_phase == "training" and found.peak().low > 24
     assert copy.deepcopy(found.phases_json())["training"] is not None
+
+
+def test_a_video_sample_says_its_decode_is_not_counted() -> None:
+    sample = {"width": 832, "height": 480, "num_frames": 41, "sample_every": 250}
+    video = memory(tree(arch="wan21", sample=sample), "video")
+    assert any("VAE decode" in note for note in video.notes)
+    still = memory(tree(sample={"sample_every": 250}))
+    assert not any("VAE decode" in note for note in still.notes)

@@ -9,8 +9,9 @@ overhead term fitted against published measured peaks (``tests/fixtures/measured
 
 The figures are data: parameter counts and per-block activation bytes come from
 ``presets/memory.yaml`` (``bench/calibrate_memory.py`` made them); an arch without them falls back
-to ``archs.yaml``'s parameter counts, then to nominal ones (``known`` is then False: the
-direction holds, the GiB are rough).
+to ``archs.yaml``'s parameter counts, then to nominal ones, and a family without activation
+figures to a FLUX-sized nominal block (:class:`NominalBlock`, its text tokens 512): ``known`` is
+then False, the direction holds and the GiB are rough.
 
 The formula
 -----------
@@ -141,7 +142,8 @@ NOMINAL_WIDTH: Final = 3072
 """The hidden width assumed without a family's figures (FLUX-sized)."""
 LORA_SHARE_PER_RANK: Final = 1.4
 """A LoRA's weights per transformer weight, × d / r: 2 for a square Linear layer, 1.25 for an
-MLP's d×4d one; a FLUX.1 rank-16 LoRA on every Linear layer has 86 M weights of 11.9 B, 1.39."""
+MLP's d×4d one; a FLUX.1 rank-16 LoRA on every Linear layer (about 172 MB in bf16: 86 M
+weights of 11.9 B) gives about 1.39."""
 ADAPTER_BYTES: Final = 4.0
 """An adapter weight trains in fp32 (BaseSDTrainProcess.py:1983): 4 bytes, 4 its gradient."""
 
@@ -795,6 +797,11 @@ class _Account:
                 )
             if high * cfg > worst[1]:
                 worst = (low * cfg, high * cfg)
+            if frames > 1:
+                self.notes.append(
+                    "A video sample's VAE decode is not counted (its frames are decoded after "
+                    "the transformer's passes)."
+                )
         return worst
 
     def _cfg(self, sample: SampleView) -> bool:
