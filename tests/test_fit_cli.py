@@ -162,3 +162,37 @@ def test_a_run_s_measured_peak_calibrates_the_fit(demo: Path, tmp_path: Path) ->
     band = found["phases"]["training"]
     assert (band["low"] + band["high"]) / 2 == pytest.approx(measured, abs=0.1)
     assert found["calibration_scale"] > 1.0
+
+
+def test_on_a_terminal_without_a_card_it_asks(demo: Path) -> None:
+    """A real child process whose stdin and stderr are a terminal: the card is asked for."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+    import time
+
+    master, slave = pty.openpty()
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "oom_wizard", "fit", str(demo), "--no-probe", "--json"],
+            stdin=slave,
+            stderr=slave,
+            stdout=subprocess.PIPE,
+        )
+        asked = b""
+        deadline = time.monotonic() + 60
+        while b"GiB: " not in asked and time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 1.0)
+            if ready:
+                asked += os.read(master, 1024)
+        assert b"The card's memory in GiB: " in asked
+        os.write(master, b"24\n")
+        out, _ = child.communicate(timeout=60)
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert child.returncode == 0
+    found = json.loads(out)
+    assert found["card_gib"] == 24.0 and found["card_source"] == "asked"
