@@ -90,7 +90,7 @@ def test_the_crash_s_own_figures_calibrate_the_fit(demo: Path) -> None:
 def test_the_text_report_names_the_peak_and_the_apply_line(demo: Path) -> None:
     status, out, _err = cli("fit", demo, "--gpu", "24", "--no-probe")
     assert status == 0
-    assert "peak: the training step" in out and "wont fit" in out
+    assert "peak: training step, " in out and "wont fit" in out
     assert "oom-wizard apply" in out and "--steps gradient_checkpointing" in out
 
 

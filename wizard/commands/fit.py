@@ -156,7 +156,7 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
         console.print(f"  {words} {band_text(band.low, band.high).ljust(16)} {mark}", markup=False)
     peak = memory.peak()
     console.print(
-        f"  peak: the {PHASE_WORDS[memory.peak_phase]}, {band_text(peak.low, peak.high)} of "
+        f"  peak: {PHASE_WORDS[memory.peak_phase]}, {band_text(peak.low, peak.high)} of "
         f"{card.gib:.1f} GiB: {report.verdict.replace('_', ' ')}",
         markup=False,
     )
@@ -172,13 +172,12 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
         )
         if abs(memory.scale - 1.0) < 1e-6:
             console.print(
-                f"  {calibration.source}: the {PHASE_WORDS[calibration.phase]} {said}; the "
-                "band agrees",
+                f"  {calibration.source}: {PHASE_WORDS[calibration.phase]} {said}; the band agrees",
                 markup=False,
             )
         else:
             console.print(
-                f"  calibrated by {calibration.source}: the {PHASE_WORDS[calibration.phase]} "
+                f"  calibrated by {calibration.source}: {PHASE_WORDS[calibration.phase]} "
                 f"{said} (activations and overhead × {memory.scale:.2f})",
                 markup=False,
             )
