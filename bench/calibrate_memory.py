@@ -664,6 +664,41 @@ def _llm_inputs(torch: Any, config: Mapping[str, Any], grid: Grid) -> Inputs:
     }
 
 
+def _pixart_inputs(torch: Any, config: Mapping[str, Any], grid: Grid) -> Inputs:
+    added = {}
+    if config.get("use_additional_conditions"):
+        added = {
+            "resolution": torch.tensor([[grid.height * 16.0, grid.width * 16.0]]),
+            "aspect_ratio": torch.tensor([[grid.height / grid.width]]),
+        }
+    return {
+        "hidden_states": _randn(torch, 1, config["in_channels"], grid.height * 2, grid.width * 2),
+        "encoder_hidden_states": _randn(torch, 1, grid.text, config["caption_channels"]),
+        "timestep": torch.tensor([500]),
+        "added_cond_kwargs": added,
+    }
+
+
+def _auraflow_inputs(torch: Any, config: Mapping[str, Any], grid: Grid) -> Inputs:
+    return {
+        "hidden_states": _randn(torch, 1, config["in_channels"], grid.height * 2, grid.width * 2),
+        "encoder_hidden_states": _randn(torch, 1, grid.text, config["joint_attention_dim"]),
+        "timestep": torch.tensor([500.0], dtype=torch.bfloat16),
+    }
+
+
+def _cogview4_inputs(torch: Any, config: Mapping[str, Any], grid: Grid) -> Inputs:
+    side = [[grid.height * 16.0, grid.width * 16.0]]
+    return {
+        "hidden_states": _randn(torch, 1, config["in_channels"], grid.height * 2, grid.width * 2),
+        "encoder_hidden_states": _randn(torch, 1, grid.text, config["text_embed_dim"]),
+        "timestep": torch.tensor([500.0], dtype=torch.bfloat16),
+        "original_size": torch.tensor(side, dtype=torch.bfloat16),
+        "target_size": torch.tensor(side, dtype=torch.bfloat16),
+        "crop_coords": torch.tensor([[0.0, 0.0]], dtype=torch.bfloat16),
+    }
+
+
 # --- the families ---------------------------------------------------------------------------
 
 FLUX1_DEV = {
@@ -1343,8 +1378,11 @@ FAMILIES += (
         ),
         text_encoders=(T5_XXL,),
         vae=(VAE_SD,),
-        unknown="not measured: AI Toolkit's legacy PixArt path; measured families cover the archs "
-        "with OOM reports first",
+        text_tokens=120,
+        text_tokens_source="PixArt-alpha pipeline max_sequence_length 120",
+        blocks=("transformer_blocks",),
+        reduce={"num_layers": 1},
+        inputs=_pixart_inputs,
     ),
     Family(
         id="pixart_sigma",
@@ -1367,8 +1405,11 @@ FAMILIES += (
         ),
         text_encoders=(T5_XXL,),
         vae=(VAE_SD,),
-        unknown="not measured: AI Toolkit's legacy PixArt path; measured families cover the archs "
-        "with OOM reports first",
+        text_tokens=300,
+        text_tokens_source="PixArt-Sigma pipeline max_sequence_length 300",
+        blocks=("transformer_blocks",),
+        reduce={"num_layers": 1},
+        inputs=_pixart_inputs,
     ),
     Family(
         id="auraflow",
@@ -1393,8 +1434,11 @@ FAMILIES += (
         ),
         text_encoders=(UMT5_PILE_XL,),
         vae=(VAE_SD,),
-        unknown="not measured: AI Toolkit's legacy AuraFlow path; measured families cover the "
-        "archs with OOM reports first",
+        text_tokens=256,
+        text_tokens_source="AuraFlow pipeline max_sequence_length 256",
+        blocks=("joint_transformer_blocks", "single_transformer_blocks"),
+        reduce={"num_mmdit_layers": 1, "num_single_dit_layers": 1},
+        inputs=_auraflow_inputs,
     ),
     Family(
         id="cogview4",
@@ -1418,8 +1462,11 @@ FAMILIES += (
         ),
         text_encoders=(GLM4_9B,),
         vae=(VAE_FLUX,),
-        unknown="not measured: a Python-only arch of AI Toolkit; measured families cover the "
-        "archs with OOM reports first",
+        text_tokens=1024,
+        text_tokens_source="CogView4 pipeline max_sequence_length 1024",
+        blocks=("transformer_blocks",),
+        reduce={"num_layers": 1},
+        inputs=_cogview4_inputs,
     ),
     Family(
         id="prx_pixel",
