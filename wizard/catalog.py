@@ -409,6 +409,8 @@ class FamilyActivations(_Frozen):
     tokens_per_frame_note: NonEmpty | None = None
     linearity: float | None = Field(default=None, ge=0)
     """The largest relative miss of the per-token fit at a further token count (0.01 = 1 %)."""
+    attention: NonEmpty | None = None
+    """The attention kernels that ran while measuring (the fused SDPA ones keep no n² matrix)."""
     source: NonEmpty
 
     @field_validator("blocks")
