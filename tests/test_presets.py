@@ -65,7 +65,7 @@ def facts_of(presets: Presets, arch: str) -> ArchFacts:
 def preset_copy(tmp_path: Path) -> Path:
     """A writable copy of the shipped preset folder."""
     source = resources.files("oom_wizard.presets")
-    for name in ("archs.yaml", "ladders.yaml", "levers.yaml", "ui_fields.yaml"):
+    for name in ("archs.yaml", "ladders.yaml", "levers.yaml", "memory.yaml", "ui_fields.yaml"):
         (tmp_path / name).write_text((source / name).read_text(encoding="utf-8"), "utf-8")
     return tmp_path
 
@@ -241,7 +241,7 @@ def test_parameter_counts_name_their_source(presets: Presets) -> None:
     assert len(counted) >= 20
     assert all(facts.params and facts.params.source for facts in counted)
     flux, wan22 = presets.arch("flux"), presets.arch("wan22_14b:t2v")
-    assert flux and flux.params and flux.params.transformer == 12.0
+    assert flux and flux.params and flux.params.transformer == 11.901  # memory.yaml's exact count
     assert wan22 and wan22.params and wan22.params.experts == 2
 
 

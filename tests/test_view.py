@@ -914,3 +914,109 @@ def test_rendered_size_reads_the_prompts_once_for_all_samples(monkeypatch) -> No
 
     assert all(size["width"] == 640 for size in sizes)
     assert calls == len(prompts)
+
+
+# --- memory-relevant options (issue 18, issue 23) ------------------------------------------
+
+
+def test_memory_options_take_the_toolkit_defaults_when_absent() -> None:
+    process = primary(trainer(network={}, datasets=[{}]))
+    train, model, network = process.train, process.model, process.network
+    assert not any(
+        (
+            train.train_text_encoder,
+            train.diff_output_preservation,
+            train.blank_prompt_preservation,
+            train.inverted_mask_prior,
+            train.do_prior_divergence,
+            train.use_ema,
+        )
+    )
+    assert (model.te_device, model.vae_device, model.te_dtype, model.vae_dtype) == (None,) * 4
+    assert model.text_encoder_bits == 16
+    assert network is not None
+    assert (network.type, network.conv, network.lokr_factor, network.lokr_full_rank) == (
+        "lora",
+        None,
+        -1,
+        True,
+    )
+    assert process.adapter is None
+    assert process.datasets[0].control_images == 0
+
+
+def test_memory_options_are_read_as_the_file_sets_them() -> None:
+    process = primary(
+        trainer(
+            train={
+                "train_text_encoder": True,
+                "diff_output_preservation": True,
+                "blank_prompt_preservation": True,
+                "inverted_mask_prior": True,
+                "do_prior_divergence": True,
+                "ema_config": {"use_ema": True, "ema_decay": 0.99},
+            },
+            model={
+                "te_device": "cpu",
+                "vae_device": "cpu",
+                "te_dtype": "fp8",
+                "text_encoder_bits": 4,
+            },
+            network={"type": "lokr", "lokr_factor": 8, "conv": 16, "linear": 32},
+            adapter={"type": "control_lora", "num_control_images": 2},
+        )
+    )
+    train, model, network = process.train, process.model, process.network
+    assert train.train_text_encoder and train.diff_output_preservation
+    assert train.blank_prompt_preservation and train.inverted_mask_prior
+    assert train.do_prior_divergence and train.use_ema is True
+    assert (model.te_device, model.vae_device, model.te_dtype) == ("cpu", "cpu", "fp8")
+    assert model.text_encoder_bits == 4
+    assert network is not None
+    assert (network.type, network.lokr_factor, network.conv, process.network_rank) == (
+        "lokr",
+        8,
+        16,
+        32,
+    )
+    assert process.adapter is not None and process.adapter.num_control_images == 2
+
+
+@pytest.mark.parametrize(
+    ("dataset", "count"),
+    [
+        ({"control_path": "/data/control"}, 1),
+        ({"control_path": ""}, 0),
+        ({"control_path": ["/a", "/b", "/c"]}, 3),
+        ({"control_path": "/a", "control_path_1": "/x", "control_path_3": "/z"}, 2),
+        ({"control_path_2": "/y"}, 1),
+        ({}, 0),
+    ],
+)
+def test_control_images_are_counted_as_the_toolkit_reads_the_paths(
+    dataset: dict[str, Any], count: int
+) -> None:
+    assert primary(trainer(datasets=[dataset])).datasets[0].control_images == count
+
+
+def test_a_wrong_ema_flag_names_its_nested_path() -> None:
+    error = error_of(job_tree(trainer(train={"ema_config": {"use_ema": "yes"}})))
+    assert "config.process[0].train.ema_config.use_ema is 'yes'; expected true or false" in str(
+        error
+    )
+
+
+def test_the_new_memory_options_are_fields_set_accepts() -> None:
+    from oom_wizard.fields import known_field_keys
+
+    assert {
+        "train.ema_config.use_ema",
+        "train.diff_output_preservation",
+        "model.te_device",
+        "model.text_encoder_bits",
+        "network.conv",
+        "network.lokr_factor",
+        "adapter.num_control_images",
+        "datasets[].control_path_2",
+    } <= known_field_keys()
+    assert "train.ema_config" not in known_field_keys()

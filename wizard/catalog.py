@@ -99,6 +99,7 @@ RecipeField = Literal[
 ARCHS_FILE: Final = "archs.yaml"
 LADDERS_FILE: Final = "ladders.yaml"
 LEVERS_FILE: Final = "levers.yaml"
+MEMORY_FILE: Final = "memory.yaml"
 UI_FIELDS_FILE: Final = "ui_fields.yaml"
 
 _INDEX = re.compile(r"\[\d+\]")
@@ -141,6 +142,14 @@ def _known_field(value: str, info: ValidationInfo) -> str:
 
 FieldKey = Annotated[str, Field(min_length=1), AfterValidator(_known_field)]
 NonEmpty = Annotated[str, Field(min_length=1)]
+
+
+def _known_family(value: str, info: ValidationInfo) -> str:
+    """Check a memory family id against ``memory.yaml`` when the loader passes its ids."""
+    known = info.context.get("memory_families") if isinstance(info.context, dict) else None
+    if known is not None and value not in known:
+        raise ValueError(f"'{value}' is not a family of {MEMORY_FILE}")
+    return value
 
 
 # --- architectures ---------------------------------------------------------------------------
@@ -261,9 +270,15 @@ class ArchFacts(_Frozen):
     layer_offloading: OffloadSupport
     low_memory: LowMemoryRecipe
     params: ArchParams | None = None
+    memory: Annotated[NonEmpty, AfterValidator(_known_family)] | None = None
+    """The memory family of ``memory.yaml`` whose counts and activation figures apply."""
+    memory_unknown: NonEmpty | None = None
+    """Why the arch has no memory family (then the memory accounting has no figures for it)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> ArchFacts:
+        if (self.memory is None) == (self.memory_unknown is None):
+            raise ValueError("needs exactly one of memory (a family id) and memory_unknown (why)")
         expected_kind = self.group if self.group in ("video", "audio") else "image"
         if self.kind != expected_kind:
             raise ValueError(f"group {self.group} needs kind {expected_kind}, not {self.kind}")
@@ -342,6 +357,111 @@ class ArchsFile(_Frozen):
             if archs and not any(a.legacy_flag == flag and a.id == a.python_arch for a in archs):
                 raise ValueError(f"no arch whose id is its python_arch has the flag {flag}")
         return flags
+
+
+# --- memory: parameter counts and measured activations (memory.yaml) ------------------------
+
+
+class FamilyParams(_Frozen):
+    """Parameter counts of one memory family in billions, and how they were obtained."""
+
+    transformer: float = Field(gt=0)
+    """One transformer (or UNet); the experts of a mixture of transformers are counted apart."""
+    text_encoder: float = Field(ge=0)
+    """All text encoders together."""
+    vae: float = Field(ge=0)
+    experts: int = Field(default=1, ge=1)
+    source: NonEmpty
+
+
+class BlockMemory(_Frozen):
+    """One kind of block the transformer stacks, and its bf16 activation bytes per token."""
+
+    name: NonEmpty
+    count: int = Field(gt=0)
+    saved_bytes_per_token: float = Field(gt=0)
+    """Bytes saved for backward per token by one block, without checkpointing."""
+    input_bytes_per_token: float = Field(gt=0)
+    """Bytes kept per token by one block with checkpointing (its input, the hidden state)."""
+    peak_bytes_per_token: float = Field(ge=0)
+    """One block's transient peak per token during forward and backward, above its saved bytes."""
+    tokens: Literal["joint", "image"] = "joint"
+    """Per token of the joint sequence (image + text), or of the image tokens only."""
+    text_bytes_per_token: float | None = Field(default=None, ge=0)
+    """For an image-token block: bytes saved per text token (its cross-attention keys/values)."""
+    checkpointed_peak_bytes_per_token: float | None = Field(default=None, ge=0)
+    """With checkpointing: the block's peak per token while it is recomputed and back-propagated."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> BlockMemory:
+        if self.saved_bytes_per_token < self.input_bytes_per_token:
+            raise ValueError("saved_bytes_per_token is below input_bytes_per_token")
+        return self
+
+
+class FamilyActivations(_Frozen):
+    """The measured activation figures of one family's transformer blocks."""
+
+    width: int = Field(gt=0)
+    text_tokens: int = Field(ge=0)
+    """The text sequence length AI Toolkit trains the arch with."""
+    blocks: Annotated[tuple[BlockMemory, ...], Field(min_length=1)]
+    tokens_per_frame_note: NonEmpty | None = None
+    linearity: float | None = Field(default=None, ge=0)
+    """The largest relative miss of the per-token fit at a further token count (0.01 = 1 %)."""
+    attention: NonEmpty | None = None
+    """The attention kernels that ran while measuring (the fused SDPA ones keep no n² matrix)."""
+    source: NonEmpty
+
+    @field_validator("blocks")
+    @classmethod
+    def _distinct_blocks(cls, blocks: tuple[BlockMemory, ...]) -> tuple[BlockMemory, ...]:
+        _unique(tuple(block.name for block in blocks))
+        return blocks
+
+
+class MemoryFamily(_Frozen):
+    """One memory family: its parameter counts and, when measured, its activation figures."""
+
+    id: NonEmpty
+    params: FamilyParams
+    activations: FamilyActivations | None
+    unknown: NonEmpty | None = None
+    """Why there are no activation figures (given exactly when ``activations`` is null)."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> MemoryFamily:
+        if (self.activations is None) == (self.unknown is None):
+            raise ValueError("give activations, or activations: null with unknown: why")
+        return self
+
+
+class MemoryFile(_Frozen):
+    """The schema of ``memory.yaml``."""
+
+    format: Literal[1]
+    measured_with: Mapping[NonEmpty, NonEmpty] = Field(min_length=1)
+    families: Mapping[NonEmpty, MemoryFamily] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _ids_from_keys(cls, data: Any) -> Any:
+        """Each family's id is its key in ``families``."""
+        if isinstance(data, dict) and isinstance(data.get("families"), dict):
+            families = {}
+            for key, entry in data["families"].items():
+                if isinstance(entry, dict) and "id" not in entry:
+                    entry = {"id": key, **entry}
+                families[key] = entry
+            data = {**data, "families": families}
+        return data
+
+    @model_validator(mode="after")
+    def _keys_are_ids(self) -> MemoryFile:
+        for key, family in self.families.items():
+            if family.id != key:
+                raise ValueError(f"family '{key}' says its id is '{family.id}'")
+        return self
 
 
 # --- the procedure ---------------------------------------------------------------------------
@@ -636,6 +756,9 @@ class Presets(_Frozen):
     unknown_arch: UnknownArch
     ui_fields: Mapping[str, UiField]
     levers: LeversFile
+    memory_families: Mapping[str, MemoryFamily]
+    memory_measured_with: Mapping[str, str]
+    """The package versions, device and dtype that measured ``memory.yaml``'s figures."""
 
     _by_id: dict[str, ArchFacts] = PrivateAttr(default_factory=dict)
 
@@ -673,6 +796,12 @@ class Presets(_Frozen):
                     a for a in self.archs if a.legacy_flag == flag and a.id == a.python_arch
                 )
         return None
+
+    def memory_of(self, facts: ArchFacts | None) -> MemoryFamily | None:
+        """The memory family of an arch: None for an unknown arch or one marked memory_unknown."""
+        if facts is None or facts.memory is None:
+            return None
+        return self.memory_families[facts.memory]
 
     def frame_grid(self, facts: ArchFacts | None) -> FrameGrid:
         """The frame grid of an arch; for one the presets do not know, the toolkit's fallback."""
@@ -750,7 +879,8 @@ def _default_presets() -> Presets:
 
 def _load(directory: Traversable) -> Presets:
     ui_fields = _parse(directory / UI_FIELDS_FILE, UiFieldsFile)
-    archs = _parse(directory / ARCHS_FILE, ArchsFile)
+    memory = _parse(directory / MEMORY_FILE, MemoryFile)
+    archs = _parse(directory / ARCHS_FILE, ArchsFile, {"memory_families": set(memory.families)})
     ladders = _parse(directory / LADDERS_FILE, LaddersFile, {"ui_fields": set(ui_fields.fields)})
     levers = _parse(directory / LEVERS_FILE, LeversFile)
     return Presets(
@@ -767,6 +897,8 @@ def _load(directory: Traversable) -> Presets:
         environment_checks=ladders.environment_checks,
         unknown_arch=archs.unknown_arch,
         ui_fields=ui_fields.fields,
+        memory_families=memory.families,
+        memory_measured_with=memory.measured_with,
     )
 
 

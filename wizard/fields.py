@@ -17,7 +17,16 @@ from oom_wizard.change import Change
 from oom_wizard.document import MISSING, JobDocument
 from oom_wizard.errors import EditError, WizardError
 from oom_wizard.paths import FieldPath, format_path, parse_path
-from oom_wizard.view import DatasetView, ModelView, SampleItem, SampleView, TrainView
+from oom_wizard.view import (
+    AdapterView,
+    DatasetView,
+    EmaView,
+    ModelView,
+    NetworkView,
+    SampleItem,
+    SampleView,
+    TrainView,
+)
 from oom_wizard.yamlload import ToolkitLoader
 
 
@@ -120,14 +129,18 @@ def known_field_keys() -> frozenset[str]:
         ("sample", SampleView),
         ("datasets[]", DatasetView),
         ("sample.samples[]", SampleItem),
+        ("network", NetworkView),
+        ("adapter", AdapterView),
+        ("train.ema_config", EmaView),
     )
+    mappings = {"train.ema_config"}
     keys = {
         f"{prefix}.{name}"
         for prefix, model in sections
         for name in model.model_fields
-        if name not in model.DERIVED
+        if name not in model.DERIVED and f"{prefix}.{name}" not in mappings
     }
-    keys.update({"network.linear", "network.rank", "network.linear_alpha", "sample.prompts"})
+    keys.update({"network.linear_alpha", "sample.prompts"})
     return frozenset(keys)
 
 

@@ -286,6 +286,7 @@ class Plan:
                 "weights_gib": {"before": before, "after": after},
                 "peak": self.peak,
                 "lowers_peak": self.estimate.lowers(self.moment),
+                "gib": self.estimate.gib_json(),
             }
         if self.exhausted:
             result["remaining"] = self.exhausted_advice

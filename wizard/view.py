@@ -197,6 +197,10 @@ OptionalText: TypeAlias = Annotated[Annotated[str, Strict()] | None, _Expect("te
 Prompt: TypeAlias = Annotated[
     str, Strict(), AfterValidator(_checked_prompt), _Expect("the prompt text")
 ]
+ControlPaths: TypeAlias = Annotated[
+    Annotated[str, Strict()] | tuple[Annotated[str, Strict()], ...] | None,
+    _Expect("a folder path, a list of them, or null"),
+]
 Resolution: TypeAlias = Annotated[
     Annotated[tuple[_WholeAtLeast1, ...], Strict(), MinLen(1)] | None,
     BeforeValidator(_as_resolution),
@@ -250,6 +254,14 @@ class _Section(FrozenModel):
         return key not in self.unknown
 
 
+class EmaView(_Section):
+    """``config.process[i].train.ema_config``: only whether EMA is on is read."""
+
+    EXPECTED: ClassVar[str] = "a mapping of EMA settings"
+
+    use_ema: Flag = False
+
+
 class TrainView(_Section):
     """``config.process[i].train``: batch, accumulation, checkpointing, sampling switches."""
 
@@ -268,6 +280,23 @@ class TrainView(_Section):
     optimizer: Text = "adamw"
     dtype: Text = "fp32"
     lr: Number = 1e-6
+    train_text_encoder: Flag = False
+    """The text encoder is trained too (its gradients and optimizer state join the step)."""
+    diff_output_preservation: Flag = False
+    """A second forward pass without the network, for the preservation loss."""
+    blank_prompt_preservation: Flag = False
+    """A second forward pass on a blank prompt, for the preservation loss."""
+    inverted_mask_prior: Flag = False
+    """A prior prediction (one more forward pass) for the masked-out part."""
+    do_prior_divergence: Flag = False
+    """A prior prediction (one more forward pass) to diverge from."""
+    ema_config: EmaView | None = None
+    """``train.ema_config``; None when absent (EMA off)."""
+
+    @property
+    def use_ema(self) -> bool | None:
+        """Whether EMA keeps a second copy of the trained weights (``ema_config.use_ema``)."""
+        return False if self.ema_config is None else self.ema_config.use_ema
 
     def accumulation_conflict(self) -> bool:
         """Whether both accumulation keys are in use, which the toolkit refuses."""
@@ -296,6 +325,16 @@ class ModelView(_Section):
     layer_offloading_transformer_percent: Fraction = 1.0
     layer_offloading_text_encoder_percent: Fraction = 1.0
     compile: Flag = False
+    te_device: OptionalText = None
+    """Where the text encoder lives (``cpu``...); None: the training device."""
+    vae_device: OptionalText = None
+    """Where the VAE lives; None: the training device."""
+    te_dtype: OptionalText = None
+    """The text encoder's dtype; None: the model's ``dtype``."""
+    vae_dtype: OptionalText = None
+    """The VAE's dtype; None: the model's ``dtype``."""
+    text_encoder_bits: Count = 16
+    """Bits per text-encoder weight (16, 8 or 4)."""
     is_v2: Flag = False
     is_v3: Flag = False
     is_xl: Flag = False
@@ -499,10 +538,26 @@ class DatasetView(_Section):
     cache_latents_to_disk: Flag = False
     cache_text_embeddings: Flag = False
     buckets: Flag = True
+    control_path: ControlPaths = None
+    control_path_1: OptionalText = None
+    control_path_2: OptionalText = None
+    control_path_3: OptionalText = None
 
     @classmethod
     def _complete(cls, raw: Mapping[str, Any], values: dict[str, Any]) -> None:
         values["resolution_is_list"] = isinstance(raw.get("resolution"), list)
+
+    @property
+    def control_images(self) -> int:
+        """How many control images each item brings (edit models): the non-empty paths of
+        ``control_path_1..3`` when any is set, else of ``control_path`` (text or a list), as
+        the toolkit's DatasetConfig reads them."""
+        numbered = [p for p in (self.control_path_1, self.control_path_2, self.control_path_3) if p]
+        if numbered:
+            return len(numbered)
+        if isinstance(self.control_path, str):
+            return 1 if self.control_path else 0
+        return len([p for p in self.control_path or () if p])
 
     @property
     def name(self) -> str:
@@ -520,13 +575,28 @@ class DatasetView(_Section):
         return (self.num_frames or 1) > 1 or self.auto_frame_count is True
 
 
-class _NetworkSection(_Section):
-    """``config.process[i].network``: only the LoRA rank is read."""
+class NetworkView(_Section):
+    """``config.process[i].network``: the adapter's type and sizes."""
 
     EXPECTED: ClassVar[str] = "a mapping of network settings"
 
+    type: Text = "lora"
     rank: OptionalCount = None
     linear: OptionalCount = None
+    conv: OptionalCount = None
+    """The rank of the convolution layers' adapters (LoCon; None: none)."""
+    lokr_factor: Annotated[_Known[Annotated[int, Strict()]], _Expect("a whole number")] = -1
+    """LoKr's Kronecker factor; -1 lets the toolkit pick the largest."""
+    lokr_full_rank: Flag = True
+
+
+class AdapterView(_Section):
+    """``config.process[i].adapter``: only its type and control-image count are read."""
+
+    EXPECTED: ClassVar[str] = "a mapping of adapter settings"
+
+    type: OptionalText = None
+    num_control_images: Count = 1
 
 
 class _Fields(FrozenModel):
@@ -568,6 +638,10 @@ class ProcessView(FrozenModel):
     network_rank: int | None = None
     """LoRA rank (``network.rank``, else ``network.linear``, else 4); None without a
     ``network:`` section or while the rank is a placeholder."""
+    network: NetworkView | None = None
+    """The ``network:`` section; None without one (a full fine-tune)."""
+    adapter: AdapterView | None = None
+    """The ``adapter:`` section (control LoRA and other adapters), if any."""
 
     @property
     def first_sample_section(self) -> bool:
@@ -732,7 +806,8 @@ class _Reader:
         sample = self._sample(entry, "sample", base)
         first_sample = self._sample(entry, "first_sample", base)
         datasets = self._datasets(entry, base)
-        network = self._section(_NetworkSection, entry.get("network"), (*base, "network"))
+        network = self._section(NetworkView, entry.get("network"), (*base, "network"))
+        adapter = self._section(AdapterView, entry.get("adapter"), (*base, "adapter"))
         return ProcessView(
             index=index,
             type=header.type,
@@ -744,6 +819,8 @@ class _Reader:
             first_sample=first_sample,
             datasets=datasets,
             network_rank=_rank(network),
+            network=network,
+            adapter=adapter,
         )
 
     def _sample(self, entry: Mapping[str, Any], key: str, base: FieldPath) -> SampleView | None:
@@ -830,7 +907,7 @@ class _Reader:
         return ConfigError(message, file=self._file)
 
 
-def _rank(network: _NetworkSection | None) -> int | None:
+def _rank(network: NetworkView | None) -> int | None:
     """The LoRA rank the toolkit uses: ``rank`` wins over ``linear``; 4 when neither is set."""
     if network is None:
         return None

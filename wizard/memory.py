@@ -1,0 +1,1078 @@
+"""The memory model: each phase of a job's run as a band of GiB on the GPU.
+
+Four phases peak at different moments: the end of ``load`` (the weights just moved to the
+card), the ``baseline_sample`` before step 0, a ``training`` step, and a periodic ``sample``.
+Each is a band (low, high) in GiB, not a point: the weights are counted exactly from the
+model's parameters, the activations from per-token figures measured on the model's own
+blocks, and what no CPU can measure (the CUDA context, the allocator's reserve) is one
+overhead term fitted against published measured peaks (``tests/fixtures/measured_peaks.yaml``).
+
+The figures are data: parameter counts and per-block activation bytes come from
+``presets/memory.yaml`` (``bench/calibrate_memory.py`` made them); an arch without them falls back
+to ``archs.yaml``'s parameter counts, then to nominal ones, and a family without activation
+figures to a FLUX-sized nominal block (:class:`NominalBlock`, its text tokens 512): ``known`` is
+then False, the direction holds and the GiB are rough.
+
+The formula
+-----------
+
+Per training process (the job's figure of a phase is the largest over its processes), in bytes,
+turned into GiB at the end (``/ 2³⁰``)::
+
+    transformer  = P_t × b_t × E × (1 − o_t)                       resident transformer
+    text_encoder = P_te × b_te × (1 − o_te)        0 with te_device: cpu
+    vae          = P_vae × b_vae                   0 with vae_device: cpu
+    trainable    = adapter weights + gradients (+ EMA's copy)  or, for a full fine-tune,
+                   P_t × b (gradients) (+ P_t × b, EMA)
+    optimizer    = n × S                           n trained weights, S state bytes per weight
+    activations  = see below
+    overhead     = C + f × (everything above)      the CUDA context and the allocator's reserve
+
+    P_t, P_te, P_vae  billions of parameters (memory.yaml's family, else archs.yaml, else nominal)
+    b            bytes per weight of ``train.dtype``; b_t the qtype's with ``model.quantize``;
+                 b_te: ``te_dtype``'s bytes, the qtype_te's with ``quantize_te``, and at most
+                 ``text_encoder_bits`` / 8; b_vae: ``vae_dtype``'s bytes, else b
+    E            the arch's experts, 1 with ``low_vram``; o_t, o_te the layer-offloading shares
+
+The adapter's trained weights n, per transformer weight (``d`` = the family's width, 3072 without
+figures; each d×d Linear layer is adapted):
+
+    LoRA / LoCon  n = P_t × a × r / d  (+ the same with r = ``network.conv`` for LoCon: conv
+                  layers are counted as Linear ones of the same share, an upper bound for a
+                  transformer); a = LORA_SHARE_PER_RANK
+    LoKr          n = P_t × (f² + (d / f)²) / d²  with f = ``lokr_factor`` (−1: f ≈ √d, the
+                  toolkit's largest factor), full rank as the toolkit's ``lokr_full_rank`` default
+    with ``train_text_encoder`` the text encoder's weights are adapted (or fully trained) too,
+    and it stays resident through training.
+
+Adapter weights train in fp32: 4 bytes, 4 for the gradient, 4 for EMA's copy.
+
+Training activations, per item of the largest bucket R of each dataset (batch × that, then the
+largest over datasets)::
+
+    T_img  = (R / (s × p))² × frames_latent × (1 + control images)
+    T_joint = T_img + text tokens (memory.yaml's ``text_tokens``)
+    checkpointing on:   Σ_blocks count × input × T + max_blocks (saved + peak) × T
+    checkpointing off:  Σ_blocks count × saved × T + max_blocks peak × T
+
+    T is T_joint for a block that attends jointly, T_img for one that sees image tokens only;
+    input, saved and peak are memory.yaml's bytes per token. ``diff_output_preservation`` and
+    ``blank_prompt_preservation`` run a second pass with gradients: the Σ term counts twice.
+    ``inverted_mask_prior`` and ``do_prior_divergence`` add a prior prediction made without
+    gradients before the step: it does not stack on the step's peak (a note says so).
+
+Sample activations (no gradients), per sample at its own width, height and frames::
+
+    (2 × input + α × saved) × T, the largest over blocks, × 2 with classifier-free guidance
+    (guidance_scale > 1 on an arch that is not guidance-distilled), α = SAMPLE_SAVED_SHARE.
+
+The phases::
+
+    load            low  max(T_full, transformer + TE_full), high  max(T_full + text_encoder,
+                    transformer + TE_full), + vae + overhead (a quarter of the reserve's share)
+                    T_full, TE_full: at full precision before quantizing (without low_vram, the
+                    toolkit moves the model to the card first, then quantizes it); low is the
+                    order that loads the transformer first (FLUX), high the other (HiDream)
+    baseline_sample transformer + text_encoder (0 when cached) + vae + adapter weights
+                    + sample activations + overhead
+    training        transformer + text_encoder (0 when cached or unloaded, unless trained) + vae
+                    + trainable + optimizer + training activations + overhead
+    sample          as baseline_sample, with the optimizer state that now exists
+
+The band: weights × [1, 1 + WEIGHT_SLACK] (quantized models keep some layers unquantized and
+carry scales: + QUANT_SLACK), activations × ACTIVATION_BAND, overhead C and f from
+OVERHEAD_LOW to OVERHEAD_HIGH.
+
+A crash's own figures (PyTorch's OOM message: allocated + tried to allocate) or a run's measured
+peak calibrate the phase they come from: the activations and overhead of every phase are scaled
+by the one factor that brings that phase's band to agree (:class:`Calibration`).
+
+Left out, with a note where it matters: the VAE's encode/decode activations (latent caching, a
+video sample's decode), the text encoder's forward, cuDNN benchmark workspaces.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Final, Literal, Protocol
+
+from oom_wizard.catalog import ArchFacts, LeversFile, Presets, load_presets
+from oom_wizard.change import Change
+from oom_wizard.document import JobDocument, apply_edits
+from oom_wizard.estimate import Shape, arch_facts, dataset_frames
+from oom_wizard.view import JobView, ProcessView, SampleView, build_view
+
+if TYPE_CHECKING:
+    from oom_wizard.diagnosis import Diagnosis
+
+Phase = Literal["load", "baseline_sample", "training", "sample"]
+PHASES: Final[tuple[Phase, ...]] = ("load", "baseline_sample", "training", "sample")
+Verdict = Literal["fits", "tight", "wont_fit"]
+
+GIB_BYTES: Final = float(2**30)
+BILLION: Final = 1e9
+
+WEIGHT_SLACK: Final = 0.03
+"""Buffers, norms and embeddings beyond the counted parameters (upper edge of the band)."""
+QUANT_SLACK: Final = 0.12
+"""A quantized model keeps some layers in full precision and carries scales (upper edge)."""
+ACTIVATION_BAND: Final = (0.85, 1.3)
+"""The measured per-token figures × this: the loss, the latents, fp32 upcasts and attention
+workspaces the block measurement leaves out widen it upwards."""
+SAMPLE_SAVED_SHARE: Final = (0.3, 0.6)
+"""The share of a block's saved bytes alive at once in a forward pass without gradients."""
+OVERHEAD_LOW: Final = (1.0, 0.08)
+OVERHEAD_HIGH: Final = (3.0, 0.25)
+"""(C GiB, f) at the band's edges: C, what a process holds beside its tensors (the CUDA context,
+cuBLAS and attention workspaces, the trainer's own buffers), and f, the caching allocator's
+reserve and fragmentation as a share of what the tensors hold. Fitted against the published
+peaks in ``tests/fixtures/measured_peaks.yaml`` (35 points, every arch with measured figures):
+the least squares fit of (measured − the rest) gives C ≈ 0 and f ≈ 0.25, with residuals over
+about ±11 GiB, largest at batch 8 (where another trainer's longer text sequence shows). These
+edges were chosen on a grid as the narrowest that keep every point within its band widened by
+15 %: the median point's midpoint error is then +5 % and 24 of 35 midpoints are within 15 %
+(``bench/memory_accuracy.py`` prints the fit and the table)."""
+
+LOAD_RESERVE_SHARE: Final = 0.25
+"""While loading, whole tensors are moved in: the reserve is this share of a step's."""
+
+NOMINAL_WIDTH: Final = 3072
+"""The hidden width assumed without a family's figures (FLUX-sized)."""
+LORA_SHARE_PER_RANK: Final = 1.4
+"""A LoRA's weights per transformer weight, × d / r: 2 for a square Linear layer, 1.25 for an
+MLP's d×4d one; a FLUX.1 rank-16 LoRA on every Linear layer (about 172 MB in bf16: 86 M
+weights of 11.9 B) gives about 1.39."""
+ADAPTER_BYTES: Final = 4.0
+"""An adapter weight trains in fp32 (BaseSDTrainProcess.py:1983): 4 bytes, 4 its gradient."""
+
+GUIDANCE_DISTILLED: Final = frozenset({"flux", "flux_kontext", "flex1", "flex2"})
+"""Archs whose guidance_scale is an input of one pass, not classifier-free guidance."""
+
+CRASH_PHASE: Final[Mapping[str, Phase]] = MappingProxyType(
+    {
+        "model_load": "load",
+        "quantize": "load",
+        "cache_latents": "load",
+        "cache_text": "load",
+        "baseline_sample": "baseline_sample",
+        "training": "training",
+        "periodic_sample": "sample",
+    }
+)
+"""The memory phase of the log's finer phases."""
+
+MOMENT_PHASE: Final[Mapping[str, Phase]] = MappingProxyType(
+    {
+        "loading": "load",
+        "early_steps": "training",
+        "intermittent": "training",
+        "sampling": "sample",
+    }
+)
+"""The memory phase of a crash moment, when the log says nothing finer."""
+
+PHASE_MOMENT: Final[Mapping[Phase, str]] = MappingProxyType(
+    {
+        "load": "loading",
+        "baseline_sample": "loading",
+        "training": "early_steps",
+        "sample": "sampling",
+    }
+)
+"""The plan's moment whose ladder lowers a phase's peak."""
+
+
+# --------------------------------------------------------------------------- the figures read
+
+
+class BlockLike(Protocol):
+    """One kind of block of a family (``presets/memory.yaml``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def saved_bytes_per_token(self) -> float: ...
+    @property
+    def input_bytes_per_token(self) -> float: ...
+    @property
+    def peak_bytes_per_token(self) -> float: ...
+    @property
+    def tokens(self) -> str: ...
+
+
+class ActivationsLike(Protocol):
+    @property
+    def width(self) -> int: ...
+    @property
+    def text_tokens(self) -> int: ...
+    @property
+    def blocks(self) -> Sequence[BlockLike]: ...
+
+
+class ParamsLike(Protocol):
+    @property
+    def transformer(self) -> float: ...
+    @property
+    def text_encoder(self) -> float: ...
+    @property
+    def vae(self) -> float: ...
+    @property
+    def experts(self) -> int: ...
+
+
+class FamilyLike(Protocol):
+    """A memory family: its parameter counts and per-token activation figures."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def params(self) -> ParamsLike: ...
+    @property
+    def activations(self) -> ActivationsLike | None: ...
+
+
+FamilyLookup = Callable[[ArchFacts | None], "FamilyLike | None"]
+
+
+@dataclass(frozen=True)
+class NominalBlock:
+    """A block with nominal figures, used when a family has none (FLUX's double block)."""
+
+    name: str = "nominal"
+    count: int = 57
+    saved_bytes_per_token: float = 86_400.0
+    input_bytes_per_token: float = 6_144.0
+    peak_bytes_per_token: float = 120_000.0
+    tokens: str = "joint"
+
+
+NOMINAL_TEXT_TOKENS: Final = 512
+
+
+# --------------------------------------------------------------------------- the values
+
+
+@dataclass(frozen=True)
+class Band:
+    """A range of GiB the real peak is expected in."""
+
+    low: float
+    high: float
+
+    @property
+    def mid(self) -> float:
+        """The band's midpoint."""
+        return (self.low + self.high) / 2.0
+
+    def rounded(self) -> dict[str, float]:
+        """``{"low", "high"}`` rounded to 0.1 GiB (for JSON)."""
+        return {"low": round(self.low, 1), "high": round(self.high, 1)}
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What one phase holds, in GiB (the band's midpoints)."""
+
+    transformer: float
+    text_encoder: float
+    vae: float
+    trainable: float
+    optimizer: float
+    activations: float
+    overhead: float
+
+    def as_dict(self) -> dict[str, float]:
+        """The parts rounded to 0.01 GiB, in the contract's order."""
+        return {
+            "transformer": round(self.transformer, 2),
+            "text_encoder": round(self.text_encoder, 2),
+            "vae": round(self.vae, 2),
+            "trainable": round(self.trainable, 2),
+            "optimizer": round(self.optimizer, 2),
+            "activations": round(self.activations, 2),
+            "overhead": round(self.overhead, 2),
+        }
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What a crash's (or a run's) own figures say about one phase.
+
+    Attributes:
+        phase: The phase the figures come from.
+        at_least_gib: The phase needed more than this (allocated + tried to allocate).
+        measured_gib: A run's measured peak (nvidia-smi) when it succeeded.
+        card_gib: The card's capacity, when known.
+        source: In words: "PyTorch's OOM message, log line 812".
+    """
+
+    phase: Phase
+    at_least_gib: float | None
+    measured_gib: float | None
+    card_gib: float | None
+    source: str
+
+    def as_json(self) -> dict[str, object]:
+        """The change log's and ``fit --json``'s form."""
+        return {
+            "phase": self.phase,
+            "at_least_gib": _round(self.at_least_gib),
+            "measured_gib": _round(self.measured_gib),
+            "card_gib": _round(self.card_gib),
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class JobMemory:
+    """A job's memory at each phase.
+
+    Attributes:
+        phases: Each phase's band; None where the phase does not happen.
+        parts: Each happening phase's parts.
+        peak_phase: The phase with the highest band.
+        known: Every part had real figures (no nominal fallback).
+        calibrated_by: The figures that corrected the estimate, if any.
+        scale: The factor the calibration put on activations and overhead (1.0 without).
+        notes: What the figures leave out or assume, in words.
+    """
+
+    phases: Mapping[Phase, Band | None]
+    parts: Mapping[Phase, Parts]
+    peak_phase: Phase
+    known: bool
+    calibrated_by: Calibration | None
+    notes: tuple[str, ...]
+    scale: float = 1.0
+
+    def peak(self) -> Band:
+        """The band of the peak phase."""
+        band = self.phases[self.peak_phase]
+        assert band is not None
+        return band
+
+    def phases_json(self) -> dict[str, dict[str, float] | None]:
+        """``{"load": {"low", "high"} | None, ...}`` as ``fit --json`` gives them."""
+        return {
+            phase: (band.rounded() if band is not None else None)
+            for phase, band in self.phases.items()
+        }
+
+
+def verdict(band: Band, card_gib: float) -> Verdict:
+    """``fits`` (high ≤ card), ``tight`` (low ≤ card < high) or ``wont_fit`` (low > card)."""
+    if band.high <= card_gib:
+        return "fits"
+    if band.low <= card_gib:
+        return "tight"
+    return "wont_fit"
+
+
+# --------------------------------------------------------------------------- the accounting
+
+
+@dataclass(frozen=True)
+class _Terms:
+    """One phase of one process, in bytes: (low, high) of each part."""
+
+    transformer: tuple[float, float]
+    text_encoder: tuple[float, float]
+    vae: tuple[float, float]
+    trainable: tuple[float, float]
+    optimizer: tuple[float, float]
+    activations: tuple[float, float]
+    loading: bool = False
+    """Loading: whole tensors moved in, little fragmentation (the reserve's share is
+    LOAD_RESERVE_SHARE of the others')."""
+
+    def fixed(self) -> tuple[float, float]:
+        parts = (self.transformer, self.text_encoder, self.vae, self.trainable, self.optimizer)
+        return sum(p[0] for p in parts), sum(p[1] for p in parts)
+
+
+def job_memory(
+    document: JobDocument,
+    changes: Sequence[Change],
+    model_kind: str,
+    *,
+    presets: Presets | None = None,
+    calibration: Calibration | None = None,
+    families: FamilyLookup | None = None,
+    calibrated_on: JobDocument | None = None,
+) -> JobMemory:
+    """Each phase's band for ``document`` with ``changes`` applied.
+
+    Args:
+        document: Today's config.
+        changes: The changes to weigh (none: today's config).
+        model_kind: ``video`` counts frames; ``image`` one frame per item.
+        presets: The preset data (default: the shipped presets).
+        calibration: A crash's or a run's own figures; they scale the activations and the
+            overhead so that their phase agrees (the same factor applies after changes).
+        families: The memory family of an arch (default: the presets' ``memory.yaml``).
+        calibrated_on: The config the calibration's figures come from, when it is not
+            ``document`` (a saved fix is estimated with its source's crash figures).
+    """
+    presets = presets or load_presets()
+    lookup = families or _presets_families(presets)
+    video = model_kind == "video"
+    per_phase, known, notes = _accounts(_view_after(document, changes), presets, lookup, video)
+    if calibration is not None and (changes or calibrated_on is not None):
+        # The figures are about today's config: its scale carries over to the changed one.
+        base = (calibrated_on or document).view()
+        today, _known, _notes = _accounts(base, presets, lookup, video)
+        scale = _scale_for(today, calibration)
+    else:
+        scale = _scale_for(per_phase, calibration)
+    phases: dict[Phase, Band | None] = {}
+    parts: dict[Phase, Parts] = {}
+    for phase in PHASES:
+        found = [_band_of(terms, quantized, scale) for terms, quantized in per_phase[phase]]
+        if not found:
+            phases[phase] = None
+            continue
+        band, phase_parts = max(found, key=lambda item: item[0].high)
+        phases[phase] = band
+        parts[phase] = phase_parts
+    happening = [phase for phase in PHASES if phases[phase] is not None]
+    peak_phase: Phase = max(
+        happening or ["load"],
+        key=lambda p: (phases[p] or Band(0.0, 0.0)).high,
+    )
+    if not happening:
+        phases["load"] = Band(0.0, 0.0)
+        parts["load"] = Parts(0, 0, 0, 0, 0, 0, 0)
+    if calibration is not None and scale != 1.0:
+        notes.append(f"Calibrated by {calibration.source}: activations and overhead × {scale:.2f}.")
+    return JobMemory(
+        phases=MappingProxyType(phases),
+        parts=MappingProxyType(parts),
+        peak_phase=peak_phase,
+        known=known,
+        calibrated_by=calibration,
+        notes=tuple(dict.fromkeys(notes)),
+        scale=scale,
+    )
+
+
+def _accounts(
+    view: JobView, presets: Presets, lookup: FamilyLookup, video: bool
+) -> tuple[dict[Phase, list[tuple[_Terms, bool]]], bool, list[str]]:
+    """Each phase's terms per process, whether every figure was real, and the notes."""
+    notes: list[str] = []
+    known = True
+    per_phase: dict[Phase, list[tuple[_Terms, bool]]] = {phase: [] for phase in PHASES}
+    for process in view.processes:
+        facts = arch_facts(process, presets)
+        account = _Account(process, facts, lookup(facts), presets, video)
+        for phase in PHASES:
+            terms = account.terms(phase)
+            if terms is not None:
+                per_phase[phase].append((terms, account.quantized))
+        known = known and account.known
+        notes.extend(account.notes)
+    return per_phase, known, notes
+
+
+def _view_after(document: JobDocument, changes: Sequence[Change]) -> JobView:
+    if not changes:
+        return document.view()
+    tree = apply_edits(document.tree, [change.edit() for change in changes])
+    return build_view(tree, file=str(document.source), locate=lambda _path: None)
+
+
+def _presets_families(presets: Presets) -> FamilyLookup:
+    def lookup(facts: ArchFacts | None) -> FamilyLike | None:
+        return presets.memory_of(facts)
+
+    return lookup
+
+
+def _overhead(fixed: float, activations: float, edge: tuple[float, float], loading: bool) -> float:
+    constant, share = edge
+    if loading:
+        share *= LOAD_RESERVE_SHARE
+    return constant * GIB_BYTES + share * (fixed + activations)
+
+
+def _band_of(terms: _Terms, quantized: bool, scale: float) -> tuple[Band, Parts]:
+    """The band and parts (GiB) of one phase of one process."""
+    fixed_low, fixed_high = terms.fixed()
+    act_low, act_high = (a * scale for a in terms.activations)
+    over_low = _overhead(fixed_low, act_low, OVERHEAD_LOW, terms.loading) * scale
+    over_high = _overhead(fixed_high, act_high, OVERHEAD_HIGH, terms.loading) * scale
+    low = (fixed_low + act_low + over_low) / GIB_BYTES
+    high = (fixed_high + act_high + over_high) / GIB_BYTES
+
+    def mid(pair: tuple[float, float]) -> float:
+        return (pair[0] + pair[1]) / 2.0 / GIB_BYTES
+
+    parts = Parts(
+        transformer=mid(terms.transformer),
+        text_encoder=mid(terms.text_encoder),
+        vae=mid(terms.vae),
+        trainable=mid(terms.trainable),
+        optimizer=mid(terms.optimizer),
+        activations=(act_low + act_high) / 2.0 / GIB_BYTES,
+        overhead=(over_low + over_high) / 2.0 / GIB_BYTES,
+    )
+    return Band(low, high), parts
+
+
+def _scale_for(
+    per_phase: Mapping[Phase, Sequence[tuple[_Terms, bool]]], calibration: Calibration | None
+) -> float:
+    """The factor on activations and overhead that makes the calibrated phase agree.
+
+    A crash's ``at_least`` lifts the phase's low edge to it (never lowers); a run's measured
+    peak moves the band's midpoint onto it when it lies outside the band.
+    """
+    if calibration is None or not per_phase[calibration.phase]:
+        return 1.0
+    found = per_phase[calibration.phase]
+
+    def band(scale: float) -> Band:
+        return max((_band_of(t, q, scale)[0] for t, q in found), key=lambda b: b.high)
+
+    target: Callable[[Band], float]
+    if calibration.at_least_gib is not None:
+        goal = calibration.at_least_gib
+        if band(1.0).low >= goal:
+            return 1.0
+
+        def target(b: Band) -> float:
+            return b.low
+
+    elif calibration.measured_gib is not None:
+        goal = calibration.measured_gib
+        today = band(1.0)
+        if today.low <= goal <= today.high:
+            return 1.0
+
+        def target(b: Band) -> float:
+            return b.mid
+
+    else:
+        return 1.0
+    low, high = 0.05, 1.0
+    while target(band(high)) < goal and high < 1e4:
+        high *= 2.0
+    if target(band(low)) > goal:
+        return low
+    for _ in range(60):
+        middle = (low + high) / 2.0
+        if target(band(middle)) < goal:
+            low = middle
+        else:
+            high = middle
+    return high
+
+
+class _Account:
+    """The docstring's terms for one process."""
+
+    def __init__(
+        self,
+        process: ProcessView,
+        facts: ArchFacts | None,
+        family: FamilyLike | None,
+        presets: Presets,
+        video: bool,
+    ) -> None:
+        self.process = process
+        self.facts = facts
+        self.family = family
+        self.presets = presets
+        self.video = video
+        self.notes: list[str] = []
+        self.known = True
+        self.shape = Shape.of(facts, presets)
+        self._params()
+        self._blocks()
+        self._weights()
+        self._trained()
+
+    # --- figures
+
+    def _params(self) -> None:
+        levers = self.presets.levers
+        family, facts = self.family, self.facts
+        if family is not None:
+            p = family.params
+            self.p_t, self.p_te, self.p_vae, self.experts = (
+                p.transformer,
+                p.text_encoder,
+                p.vae,
+                p.experts,
+            )
+        elif facts is not None and facts.params is not None:
+            p2 = facts.params
+            self.p_t, self.p_te, self.p_vae, self.experts = (
+                p2.transformer,
+                p2.text_encoder,
+                0.0,
+                p2.experts,
+            )
+            self.notes.append("The VAE's parameters are not counted for this arch.")
+        else:
+            self.known = False
+            self.p_t = levers.unknown_params.transformer
+            self.p_te = levers.unknown_params.text_encoder
+            self.p_vae, self.experts = 0.0, 1
+            self.notes.append(
+                "The arch's parameter counts are unknown: nominal counts are used, so the "
+                "GiB are rough."
+            )
+
+    def _blocks(self) -> None:
+        activations = self.family.activations if self.family is not None else None
+        if activations is None or not activations.blocks:
+            self.known = False
+            self.blocks: Sequence[BlockLike] = (NominalBlock(),)
+            self.width = NOMINAL_WIDTH
+            self.text_tokens = NOMINAL_TEXT_TOKENS
+            self.notes.append(
+                "The arch's activation figures are not measured: a FLUX-sized block stands "
+                "in for them."
+            )
+            return
+        self.blocks = tuple(activations.blocks)
+        self.width = activations.width
+        self.text_tokens = activations.text_tokens
+
+    # --- weights
+
+    def _weights(self) -> None:
+        levers = self.presets.levers
+        model, train = self.process.model, self.process.train
+        self.full = levers.weight_bytes(train.dtype)
+        quantize_te = model.quantize_te if "quantize_te" in model.present else model.quantize
+        self.quantized = model.quantize is True
+        b_t = min(self.full, levers.quantized_bytes(model.qtype)) if self.quantized else self.full
+        b_te = _dtype_bytes(levers, model.te_dtype, self.full)
+        if quantize_te is True:
+            b_te = min(b_te, levers.quantized_bytes(model.qtype_te))
+        bits = model.text_encoder_bits or 16
+        if bits < 16:
+            b_te = min(b_te, bits / 8.0)
+        b_vae = _dtype_bytes(levers, model.vae_dtype, self.full)
+        experts = 1 if model.low_vram is True else self.experts
+        o_t, o_te = _offloaded(self.process, self.facts)
+        self.transformer = self.p_t * BILLION * b_t * experts * (1.0 - o_t)
+        self.transformer_load = (
+            self.p_t * BILLION * self.full * experts * (1.0 - o_t)
+            if self.quantized and model.low_vram is not True
+            else self.transformer
+        )
+        te_on_cpu = _on_cpu(model.te_device)
+        self.text_encoder = 0.0 if te_on_cpu else self.p_te * BILLION * b_te * (1.0 - o_te)
+        self.te_load = (
+            self.p_te * BILLION * self.full * (1.0 - o_te)
+            if quantize_te is True and model.low_vram is not True and not te_on_cpu
+            else self.text_encoder
+        )
+        self.vae = 0.0 if _on_cpu(model.vae_device) else self.p_vae * BILLION * b_vae
+        if te_on_cpu:
+            self.notes.append("The text encoder lives on the CPU (te_device): 0 GiB on the card.")
+        if _on_cpu(model.vae_device):
+            self.notes.append("The VAE lives on the CPU (vae_device): 0 GiB on the card.")
+
+    # --- what trains
+
+    def _trained(self) -> None:
+        levers = self.presets.levers
+        process, train = self.process, self.process.train
+        info = levers.optimizer(train.optimizer)
+        state = info.state_bytes if info is not None else levers.unknown_optimizer_state_bytes
+        network = process.network
+        ema = train.use_ema is True
+        trains_te = train.train_text_encoder is True
+        if network is None:  # a full fine-tune
+            n = self.p_t * BILLION
+            if trains_te:
+                n += self.p_te * BILLION
+            self.adapter_weights = 0.0
+            self.gradients = n * self.full
+            self.ema = n * self.full if ema else 0.0
+        else:
+            share = self._adapter_share(process)
+            n = self.p_t * BILLION * share
+            if trains_te:
+                n += self.p_te * BILLION * share
+            self.adapter_weights = n * ADAPTER_BYTES
+            self.gradients = n * ADAPTER_BYTES
+            self.ema = n * ADAPTER_BYTES if ema else 0.0
+        self.trained_weights = n
+        self.optimizer = n * state
+        if ema:
+            self.notes.append("EMA keeps a second copy of the trained weights.")
+        if trains_te:
+            self.notes.append("The text encoder is trained: it stays on the card while training.")
+
+    def _adapter_share(self, process: ProcessView) -> float:
+        """Trained adapter weights per transformer weight (the docstring's n / P_t)."""
+        network = process.network
+        assert network is not None
+        d = float(self.width)
+        kind = (network.type or "lora").lower()
+        if kind == "lokr":
+            factor = network.lokr_factor if network.lokr_factor is not None else -1
+            f = math.sqrt(d) if factor <= 0 else float(factor)
+            return (f * f + (d / f) ** 2) / (d * d)
+        rank = process.network_rank or self.presets.levers.lora.rank_default
+        share = LORA_SHARE_PER_RANK * rank / d
+        if network.conv:
+            share += LORA_SHARE_PER_RANK * network.conv / d
+        return share
+
+    # --- activations
+
+    def _training_activations(self) -> float:
+        process = self.process
+        checkpointing = process.train.gradient_checkpointing is not False
+        passes = 1 + int(
+            process.train.diff_output_preservation is True
+            or process.train.blank_prompt_preservation is True
+        )
+        if process.train.inverted_mask_prior is True or process.train.do_prior_divergence is True:
+            self.notes.append(
+                "The prior prediction (inverted_mask_prior / do_prior_divergence) runs without "
+                "gradients before the step: it does not add to the step's peak."
+            )
+        if passes > 1:
+            self.notes.append(
+                "The preservation pass runs with gradients: the step keeps two passes' activations."
+            )
+        loads = []
+        for dataset in process.datasets or ():
+            resolution = max(dataset.resolution or (512,))
+            frames = dataset_frames(dataset, self.shape) if self.video else 1
+            batch = dataset.batch_size or process.train.batch_size or 1
+            image = self.shape.tokens(resolution, resolution, frames)
+            control = dataset.control_images
+            image_tokens = image * (1 + control)
+            kept, transient = self._per_item(image_tokens, checkpointing)
+            loads.append(batch * (kept * passes + transient))
+        if not loads:
+            kept, transient = self._per_item(self.shape.tokens(512, 512, 1), checkpointing)
+            loads.append(kept + transient)
+        return max(loads)
+
+    def _per_item(self, image_tokens: float, checkpointing: bool) -> tuple[float, float]:
+        """(kept across the pass, one block's transient) in bytes for one item."""
+        kept = 0.0
+        transient = 0.0
+        for block in self.blocks:
+            tokens = image_tokens + (self.text_tokens if block.tokens != "image" else 0)
+            if checkpointing:
+                kept += block.count * block.input_bytes_per_token * tokens
+                transient = max(
+                    transient,
+                    (block.saved_bytes_per_token + block.peak_bytes_per_token) * tokens,
+                )
+            else:
+                kept += block.count * block.saved_bytes_per_token * tokens
+                transient = max(transient, block.peak_bytes_per_token * tokens)
+        return kept, transient
+
+    def _sample_activations(self, sample: SampleView) -> tuple[float, float]:
+        """(low, high) bytes of the heaviest sample."""
+        cfg = 2 if self._cfg(sample) else 1
+        worst = (0.0, 0.0)
+        for index in range(max(len(sample.prompt_paths()), 1)):
+            size = sample.rendered_size(index)
+            frames = size["num_frames"] if self.video else 1
+            image = self.shape.tokens(size["width"], size["height"], frames)
+            low = high = 0.0
+            for block in self.blocks:
+                tokens = image + (self.text_tokens if block.tokens != "image" else 0)
+                base = 2.0 * block.input_bytes_per_token * tokens
+                low = max(low, base + SAMPLE_SAVED_SHARE[0] * block.saved_bytes_per_token * tokens)
+                high = max(
+                    high, base + SAMPLE_SAVED_SHARE[1] * block.saved_bytes_per_token * tokens
+                )
+            if high * cfg > worst[1]:
+                worst = (low * cfg, high * cfg)
+            if frames > 1:
+                self.notes.append(
+                    "A video sample's VAE decode is not counted (its frames are decoded after "
+                    "the transformer's passes)."
+                )
+        return worst
+
+    def _cfg(self, sample: SampleView) -> bool:
+        arch = self.facts.id if self.facts is not None else None
+        return (sample.guidance_scale or 0.0) > 1.0 and arch not in GUIDANCE_DISTILLED
+
+    # --- phases
+
+    def _samples(self, first: bool) -> SampleView | None:
+        process, train = self.process, self.process.train
+        if train.disable_sampling is True:
+            return None
+        if first:
+            if process.first_sample is not None:
+                return process.first_sample
+            if train.skip_first_sample is True and train.force_first_sample is not True:
+                return None
+            return process.sample
+        sample = process.sample
+        if sample is None or sample.periodic_sampling is False:
+            return None
+        return sample
+
+    def terms(self, phase: Phase) -> _Terms | None:
+        w = 1.0 + WEIGHT_SLACK + (QUANT_SLACK if self.quantized else 0.0)
+        te_slack = 1.0 + WEIGHT_SLACK
+        cached = self.process.train.cache_text_embeddings is True or any(
+            d.cache_text_embeddings is True for d in self.process.datasets
+        )
+        trains_te = self.process.train.train_text_encoder is True
+        if phase == "load":
+            # The loading order differs by arch (FLUX loads the transformer first, HiDream its
+            # Llama encoder): low takes the lighter order, high the heavier one.
+            low = max(self.transformer_load, self.transformer + self.te_load)
+            high = max(self.transformer_load + self.text_encoder, self.transformer + self.te_load)
+            zero = (0.0, 0.0)
+            return _Terms(
+                transformer=(low, high * (1.0 + WEIGHT_SLACK)),
+                text_encoder=zero,
+                vae=(self.vae, self.vae * te_slack),
+                trainable=zero,
+                optimizer=zero,
+                activations=zero,
+                loading=True,
+            )
+        if phase == "training":
+            unloaded = cached or self.process.train.unload_text_encoder is True
+            te = self.text_encoder if trains_te or not unloaded else 0.0
+            trainable = self.adapter_weights + self.gradients + self.ema
+            act = self._training_activations()
+            return _Terms(
+                transformer=(self.transformer, self.transformer * w),
+                text_encoder=(te, te * te_slack),
+                vae=(self.vae, self.vae * te_slack),
+                trainable=(trainable, trainable),
+                optimizer=(self.optimizer, self.optimizer),
+                activations=(act * ACTIVATION_BAND[0], act * ACTIVATION_BAND[1]),
+            )
+        sample = self._samples(first=phase == "baseline_sample")
+        if sample is None:
+            return None
+        te = 0.0 if cached else self.text_encoder
+        weights = self.adapter_weights + self.ema
+        optimizer = self.optimizer if phase == "sample" else 0.0
+        low, high = self._sample_activations(sample)
+        return _Terms(
+            transformer=(self.transformer, self.transformer * w),
+            text_encoder=(te, te * te_slack),
+            vae=(self.vae, self.vae * te_slack),
+            trainable=(weights, weights),
+            optimizer=(optimizer, optimizer),
+            activations=(low * ACTIVATION_BAND[0], high * ACTIVATION_BAND[1]),
+        )
+
+
+def _dtype_bytes(levers: LeversFile, dtype: str | None, default: float) -> float:
+    """Bytes per weight of ``dtype``; ``default`` (the model's) when unset or unknown."""
+    if not dtype:
+        return default
+    return levers.dtype_bytes.get(dtype.strip().lower(), default)
+
+
+def _on_cpu(device: str | None) -> bool:
+    return device is not None and device.strip().lower().startswith("cpu")
+
+
+def _offloaded(process: ProcessView, facts: ArchFacts | None) -> tuple[float, float]:
+    """The fractions of the transformer and text encoder that layer offloading moves off."""
+    model = process.model
+    on = model.layer_offloading if "layer_offloading" in model.present else model.auto_memory
+    if on is not True or (facts is not None and facts.layer_offloading != "works"):
+        return 0.0, 0.0
+    return (
+        float(model.layer_offloading_transformer_percent or 0.0),
+        float(model.layer_offloading_text_encoder_percent or 0.0),
+    )
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+# --------------------------------------------------------------------------- calibration
+
+
+def phase_of(diagnosis: Diagnosis) -> Phase | None:
+    """The memory phase a diagnosis points at: the log's finer phase, else the moment."""
+    found = CRASH_PHASE.get(diagnosis.phase)
+    if found is not None:
+        return found
+    return MOMENT_PHASE.get(diagnosis.moment) if diagnosis.moment else None
+
+
+def calibration_from(diagnosis: Diagnosis, phase_of_crash: Phase | None) -> Calibration | None:
+    """What PyTorch's OOM message in the log says about the phase that crashed.
+
+    The job held ``allocated`` in live tensors and asked for ``tried`` more: the phase needed
+    more than their sum. None without the message's figures or a phase.
+    """
+    oom = diagnosis.oom
+    phase = phase_of_crash or phase_of(diagnosis)
+    if oom is None or phase is None or oom.tried is None:
+        return None
+    held = oom.allocated if oom.allocated is not None else oom.this_process
+    if held is None:
+        return None
+    line = f", log line {oom.line}" if oom.line else ""
+    return Calibration(
+        phase=phase,
+        at_least_gib=held + oom.tried,
+        measured_gib=None,
+        card_gib=oom.total,
+        source=f"PyTorch's OOM message{line}",
+    )
+
+
+def calibration_from_attempts(
+    attempts: Sequence[Mapping[str, object]],
+    phase: Phase = "training",
+    *,
+    config: str | None = None,
+) -> Calibration | None:
+    """A run's measured peak (``attempts[].peak_gib``, nvidia-smi while it trained): the last
+    attempt that carries one (of the config file named ``config``, when given)."""
+    for index in range(len(attempts) - 1, -1, -1):
+        attempt = attempts[index]
+        ran = attempt.get("config")
+        if config is not None and (not isinstance(ran, str) or Path(ran).name != config):
+            continue
+        peak = attempt.get("peak_gib")
+        if isinstance(peak, int | float) and not isinstance(peak, bool) and peak > 0:
+            card = attempt.get("card_gib")
+            return Calibration(
+                phase=phase,
+                at_least_gib=None,
+                measured_gib=float(peak),
+                card_gib=float(card) if isinstance(card, int | float) else None,
+                source=f"attempt {index + 1}'s measured peak (nvidia-smi)",
+            )
+    return None
+
+
+def with_changes_note(memory: JobMemory, note: str) -> JobMemory:
+    """``memory`` with one more note."""
+    return replace(memory, notes=(*memory.notes, note))
+
+
+# --------------------------------------------------------------------------- re-adds
+
+
+PHASE_WORDS: Final[Mapping[Phase, str]] = MappingProxyType(
+    {
+        "load": "loading",
+        "baseline_sample": "first sample",
+        "training": "training step",
+        "sample": "periodic sample",
+    }
+)
+"""How a phase is named in a sentence."""
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Whether a re-add is predicted to fit, and the sentence that says so.
+
+    Attributes:
+        verdict: Of the peak phase with the re-add.
+        memory: The config's memory with the re-add.
+        card_gib: The card measured against.
+        words: One sentence for the user (the re-add stays allowed whatever it says).
+    """
+
+    verdict: Verdict
+    memory: JobMemory
+    card_gib: float
+    words: str
+
+
+def calibration_from_record(
+    diagnosis: Mapping[str, object] | None, phase: Phase | None = None
+) -> Calibration | None:
+    """A change log run's recorded diagnosis (``runs[].diagnosis``) as a calibration."""
+    if not diagnosis:
+        return None
+    oom = diagnosis.get("oom")
+    if not isinstance(oom, Mapping):
+        return None
+    tried, held = oom.get("tried_gib"), oom.get("allocated_gib", oom.get("this_process_gib"))
+    if not isinstance(tried, int | float) or not isinstance(held, int | float):
+        return None
+    recorded_phase = diagnosis.get("phase")
+    moment = diagnosis.get("moment")
+    found = phase or (CRASH_PHASE.get(recorded_phase) if isinstance(recorded_phase, str) else None)
+    if found is None and isinstance(moment, str):
+        found = MOMENT_PHASE.get(moment)
+    if found is None:
+        return None
+    total = oom.get("total_gib")
+    return Calibration(
+        phase=found,
+        at_least_gib=float(held) + float(tried),
+        measured_gib=None,
+        card_gib=float(total) if isinstance(total, int | float) else None,
+        source="the crash's OOM message recorded in the change log",
+    )
+
+
+def predict_readd(
+    document: JobDocument,
+    changes: Sequence[Change],
+    model_kind: str,
+    *,
+    card_gib: float | None,
+    calibration: Calibration | None,
+    calibrated_on: JobDocument | None = None,
+    presets: Presets | None = None,
+) -> Prediction | None:
+    """Whether ``changes`` (a re-add) are predicted to fit, from the known headroom.
+
+    The card is ``card_gib`` (the probe), else the calibration's. None when neither is known.
+    """
+    card = card_gib if card_gib is not None else (calibration.card_gib if calibration else None)
+    if card is None:
+        return None
+    after = job_memory(
+        document,
+        changes,
+        model_kind,
+        presets=presets,
+        calibration=calibration,
+        calibrated_on=calibrated_on,
+    )
+    peak = after.peak()
+    found = verdict(peak, card)
+    where = (
+        f"the {PHASE_WORDS[after.peak_phase]} peaks at {peak.low:.1f}–{peak.high:.1f} of "
+        f"{card:.1f} GiB"
+    )
+    basis = f" (calibrated by {calibration.source})" if calibration is not None else ""
+    if found == "fits":
+        words = f"Predicted to fit: {where}{basis}."
+    elif found == "tight":
+        words = (
+            f"Predicted tight: {where}{basis}; it may run out of memory again. You can still "
+            "re-add it."
+        )
+    else:
+        words = (
+            f"Predicted not to fit: {where}{basis}. You can still re-add it; a new crash's "
+            "figures will calibrate the estimate."
+        )
+    return Prediction(found, after, card, words)
