@@ -81,3 +81,18 @@ class ConfirmIncreaseScreen(AskScreen):
             no="Edit it",
             yes_key="k",
         )
+
+
+class GoOnEditedScreen(AskScreen):
+    """Asks before the wizard plans from the change log of a config edited since our save."""
+
+    BINDINGS = [Binding("g", "yes", "Go on")]  # noqa: RUF012
+
+    def __init__(self, question: str) -> None:
+        super().__init__(
+            "Edited after oom-wizard saved it",
+            question,
+            yes="Go on from it",
+            no="Do not",
+            yes_key="g",
+        )

@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from oom_wizard.change import Change
 from oom_wizard.changelog import (
@@ -23,9 +23,9 @@ from oom_wizard.changelog import (
     Direction,
     FileRef,
     RunRecord,
+    changelog_for,
     find_changelog,
     now_iso,
-    read_changelog,
     sha256_of,
 )
 from oom_wizard.document import MISSING, JobDocument, same_value
@@ -142,12 +142,17 @@ def _non_finite(value: Any) -> str | None:
 
 
 def changelog_of(config: Path) -> ChangeLog | None:
-    """The change log beside ``config`` when it describes it (``config`` is our output)."""
+    """The change log beside ``config`` when it describes it (``config`` is our output), by
+    the one rule of :func:`oom_wizard.changelog.changelog_for`."""
     path = find_changelog(config)
     if path is None:
         return None
-    log = read_changelog(path)
-    return log if Path(log.output.path).name == config.name else None
+    belonging = changelog_for(config, config.read_bytes(), path)
+    return belonging.log if belonging is not None else None
+
+
+#: ``commit(prior=BESIDE)``: the prior log is the one beside the source, read here.
+BESIDE: Final = "beside"
 
 
 def commit(
@@ -161,12 +166,12 @@ def commit(
     output: Path | None = None,
     changelog_path: Path | None = None,
     force: bool = False,
-    prior: ChangeLog | None = None,
+    prior: ChangeLog | Literal["beside"] | None = BESIDE,
 ) -> SaveResult:
     """Save the prepared document and its change log (the prior log plus this run).
 
-    The prior log is ``prior``, else the one beside the source when the source is itself
-    an output of ours, else a new log starts here.
+    The prior log is ``prior`` as the caller read it (None: a new log starts here), or, by
+    default, the one beside the source when the source is itself an output of ours.
 
     Raises:
         SaveRefused: the output or change log path is refused; nothing is written.
@@ -181,7 +186,8 @@ def commit(
         diagnosis=diagnosis,
         steps=tuple(steps),
     )
-    base = prior if prior is not None else changelog_of(source)
+    base = changelog_of(source) if prior == BESIDE else prior
+    assert not isinstance(base, str)
     if base is None:
         base = ChangeLog(
             source=FileRef(path=str(source), sha256=sha256_of(prepared.before.to_bytes())),

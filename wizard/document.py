@@ -29,6 +29,7 @@ import yaml
 
 from oom_wizard.errors import ConfigError, EditError
 from oom_wizard.jsonedit import JsonText, duplicate_keys
+from oom_wizard.leftovers import recover_beside
 from oom_wizard.paths import MISSING as MISSING
 from oom_wizard.paths import FieldPath, format_path
 from oom_wizard.view import JobView, build_view
@@ -253,6 +254,7 @@ def load_document(path: str | Path) -> JobDocument:
             not valid YAML/JSON, or not an AI Toolkit job.
     """
     path = Path(path)
+    recover_beside(path)
     try:
         fmt = format_for(path)
     except OSError as exc:  # e.g. a name longer than the file system allows

@@ -32,7 +32,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 from oom_wizard.changelog import (
     ChangeEntry,
@@ -41,6 +41,7 @@ from oom_wizard.changelog import (
     Direction,
     FileRef,
     RunRecord,
+    changelog_for,
     now_iso,
     read_changelog,
     sha256_of,
@@ -397,11 +398,8 @@ def read_job_changelog(job: DbJob) -> ChangeLog | None:
     Raises:
         WizardError: the change log file is damaged.
     """
-    path = job.changelog_to_read
-    if not path.is_file():
-        return None
-    log = read_changelog(path)
-    return log if log.output.sha256 == _sha(job.job_config) else None
+    belonging = changelog_for(job.source, job.job_config.encode("utf-8"), job.changelog_to_read)
+    return belonging.log if belonging is not None and not belonging.edited else None
 
 
 # ----------------------------------------------------------------- writing
@@ -418,6 +416,7 @@ def save_to_db(
     diagnosis: dict[str, Any] | None = None,
     steps: Sequence[str] = (),
     busy_timeout: float = BUSY_TIMEOUT_S,
+    prior: ChangeLog | Literal["read"] | None = "read",
 ) -> DbSaveResult:
     """Save ``prepared`` (made from ``job_document(job)``) into the database.
 
@@ -435,7 +434,9 @@ def save_to_db(
     if prepared.before.text != job.job_config:
         raise ValueError("the prepared changes were not made from this job's config")
     _check_writable_folder(job)
-    prior = read_job_changelog(job)
+    if prior == "read":
+        prior = read_job_changelog(job)
+    assert not isinstance(prior, str)
     run = _run_record(
         direction,
         moment=moment,

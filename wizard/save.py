@@ -293,7 +293,10 @@ def commit_pair(
     token = secrets.token_hex(8)
     temps = [temp_name(path, token, "tmp") for path, _ in files]
     backups = [temp_name(path, token, "bak") for path, _ in files]
-    journal_path = journal_name(files[-1][0].parent, token)
+    # One journal in every folder the commit touches, so that whatever opens either file
+    # next (in either folder) finds it and makes the pair old or new (:func:`recover`).
+    journal_paths = [journal_name(folder, token) for folder in _folders(files)]
+    journal_path = journal_paths[-1]
     created: list[Path] = []
     renamed: list[int] = []
     recorded = False
@@ -317,9 +320,13 @@ def commit_pair(
                         for (path, data), temp, backup in zip(files, temps, backups, strict=True)
                     ],
                     "replace": replace,
+                    "journals": [str(path) for path in journal_paths],
                 }
-                _write_temp(journal_path, json.dumps(record).encode("utf-8"), 0o600, created)
-                _fsync_dir(journal_path.parent)
+                text = json.dumps(record).encode("utf-8")
+                for written in journal_paths:
+                    current = written
+                    _write_temp(written, text, 0o600, created)
+                    _fsync_dir(written.parent)
             if replace:
                 for (path, _), backup in zip(files, backups, strict=True):
                     if path.exists():
@@ -333,19 +340,20 @@ def commit_pair(
                 _rename_in(temp, path, replace=replace)
                 renamed.append(index)
                 created.remove(temp)
-            for folder in dict.fromkeys(path.parent for path, _ in files):
+            for folder in _folders(files):
                 _step("fsync-dir", folder)
                 _fsync_dir(folder)
             _written.extend(path for path, _ in files)
             recorded = True
-            for leftover in [path for path in created if path != journal_path]:
+            for leftover in [path for path in created if path not in journal_paths]:
                 _step("cleanup", leftover)
                 _unlink(leftover)
                 created.remove(leftover)
             if journal:
-                _step("unjournal", journal_path)
-                _unlink(journal_path)
-                created.remove(journal_path)
+                for written in journal_paths:
+                    _step("unjournal", written)
+                    _unlink(written)
+                    created.remove(written)
     except BaseException as exc:
         if len(renamed) == len(files):
             # Everything is in place; only leftovers remain. The save stands.
@@ -366,6 +374,11 @@ def commit_pair(
         if not wrap or not isinstance(exc, (OSError, SaveRefused)):
             raise
         raise _refusal(exc, current, what, lost) from None
+
+
+def _folders(files: list[tuple[Path, bytes]]) -> list[Path]:
+    """The folders of ``files``, each once, in order (the config's last)."""
+    return list(dict.fromkeys(path.parent for path, _ in reversed(files)))[::-1]
 
 
 def _refusal(
@@ -572,8 +585,12 @@ def _replay(journal: Path) -> list[Path]:
             if leftover.exists():
                 _unlink(leftover)
                 touched.append(leftover)
-    _unlink(journal)
-    touched.append(journal)
+    # Its copies in the other folders go last: until then, either folder can replay it.
+    others = [Path(str(path)) for path in record.get("journals", ())]
+    for copy in [*(path for path in others if path != journal), journal]:
+        if copy.exists():
+            _unlink(copy)
+            touched.append(copy)
     return touched
 
 

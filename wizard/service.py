@@ -43,9 +43,11 @@ from oom_wizard.changelog import (
     ChangeEntry,
     ChangeLog,
     Direction,
+    EditedSinceSave,
+    changelog_for,
     changelog_path_for,
-    find_changelog,
     read_changelog,
+    refuse_edited,
 )
 from oom_wizard.changes import Change, Prepared, commit, prepare
 from oom_wizard.diagnosis import Answers, Diagnosis, diagnose
@@ -82,6 +84,7 @@ __all__ = [
     "DbJob",
     "DbSaveResult",
     "Destination",
+    "EditedSinceSave",
     "EnvironmentVerdict",
     "FieldProposal",
     "InPlace",
@@ -121,6 +124,7 @@ __all__ = [
     "default_file_output",
     "diagnose_crash",
     "done_before",
+    "edited_words",
     "effective_choices",
     "environment_verdict",
     "estimate",
@@ -252,18 +256,23 @@ def open_job(request: JobRequest) -> OpenedJob:
         job = load_job(find_db(request.db), request.job)
         document = job_document(job)
         located = locate_job_log(job, document.tree)
-        changelog_path: Path | None = job.changelog_to_read
+        belonging = changelog_for(job.source, job.job_config.encode("utf-8"), job.changelog_to_read)
         db_job: DbJob | None = job
     elif request.target is not None:
         from oom_wizard.jobdir import locate_job
 
         located = locate_job(request.target)
         document = load_document(located.config)
-        changelog_path = find_changelog(located.config)
+        belonging = changelog_for(
+            located.config, _bytes_of(located.config), changelog_path_for(located.config)
+        )
         db_job = None
     else:
         raise WizardError("give the job's config file (or its folder), or --db PATH --job NAME")
-    changelog = _read_changelog(changelog_path)
+    if belonging is not None and belonging.edited and not request.edited_ok:
+        raise refuse_edited(belonging, document.source)
+    changelog = belonging.log if belonging is not None else None
+    changelog_path = belonging.path if belonging is not None else None
     log_path, note, scan = _chosen_log(located, request.log)
     probe = _probe() if request.probe else None
     log_diagnosis = diagnose(scan, document.view(), answers=None, probe=probe, changelog=changelog)
@@ -282,11 +291,25 @@ def open_job(request: JobRequest) -> OpenedJob:
     )
 
 
-def _read_changelog(path: Path | None) -> ChangeLog | None:
-    """The change log at ``path`` (None when there is none); a broken one raises."""
-    if path is None or not path.is_file():
-        return None
-    return read_changelog(path)
+def edited_words(refusal: Exception) -> str:
+    """The app's question for a config edited after our save (the command line's refusal
+    asks for ``--edited-ok``; the app asks yes or no instead)."""
+    if not isinstance(refusal, EditedSinceSave):
+        return str(refusal)
+    belonging = refusal.belonging
+    return (
+        f"{refusal.file}: edited after oom-wizard saved it: its SHA-256 is not the one its "
+        f"change log {belonging.path} recorded, so that log's story may not describe it. "
+        "Go on from the file as it is now, with that change log?"
+    )
+
+
+def _bytes_of(path: Path) -> bytes:
+    """The config's bytes as read (for the change log's SHA-256), empty when unreadable."""
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
 
 
 def _chosen_log(
@@ -908,6 +931,7 @@ def _write(
             output=destination.output,
             changelog_path=destination.changelog,
             force=destination.force,
+            prior=state.changelog,
         )
     if state.db_job is None:
         raise WizardError("only a job of the web UI's database can be saved into it")
@@ -922,6 +946,7 @@ def _write(
         model_kind=state.model_kind,
         diagnosis=recorded,
         steps=steps,
+        prior=state.changelog,
     )
 
 

@@ -88,6 +88,7 @@ def request_of(args: argparse.Namespace, target: str | Path | None) -> JobReques
         db=getattr(args, "db", None),
         job=getattr(args, "job", None),
         probe=not getattr(args, "no_probe", False),
+        edited_ok=bool(getattr(args, "edited_ok", False)),
     )
 
 
