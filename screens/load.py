@@ -194,7 +194,7 @@ class LoadScreen(StageScreen[None]):
             except ScanCancelled:
                 return  # the screen already says so (see action_cancel_reading)
             except EditedSinceSave as exc:
-                message: Message = EditedAsked(edited_question(exc), what, request)
+                message: Message = EditedAsked(edited_question(exc), exc.one_line(), what, request)
             except WizardError as exc:
                 message = LoadFailed(exc.one_line())
             else:
@@ -319,7 +319,7 @@ class LoadScreen(StageScreen[None]):
             if yes:
                 self._read(event.what, replace(event.request, edited_ok=True))
             else:
-                self.post_message(LoadFailed(event.question))
+                self.post_message(LoadFailed(event.refusal))
 
         self.app.push_screen(GoOnEditedScreen(event.question), answered)
 

@@ -47,6 +47,7 @@ class EditedAsked(Message):
     """The config was edited after oom-wizard saved it: ask before going on from it."""
 
     question: str
+    refusal: str
     what: str
     request: JobRequest
 
