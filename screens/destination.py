@@ -27,6 +27,7 @@ from oom_wizard.service import (
     WizardState,
     changelog_path_for,
     default_file_output,
+    new_job_name_problem,
     new_job_warning,
 )
 
@@ -137,6 +138,14 @@ class DestinationPicker(Vertical):
         self.query_one("#name-row").display = choice == AS_NEW
         self.query_one("#new-job-note").display = choice == AS_NEW
         self.query_one("#file-rows").display = choice == TO_FILE
+
+    @on(Input.Changed, "#new-name")
+    def _new_name_changed(self, event: Input.Changed) -> None:
+        """A name AI Toolkit could not use (a path, a control character) says why on its row;
+        saving it is refused with the same line."""
+        problem = new_job_name_problem(event.value)
+        note = self.query_one("#new-job-note", Static)
+        note.update(f"Not this name: {problem}" if problem else new_job_warning(self.state) or "")
 
     @on(Input.Changed, "#output")
     def _output_changed(self, event: Input.Changed) -> None:

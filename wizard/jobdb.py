@@ -28,6 +28,7 @@ import os
 import re
 import sqlite3
 import time
+import unicodedata
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -433,6 +434,10 @@ def save_to_db(
     """
     if prepared.before.text != job.job_config:
         raise ValueError("the prepared changes were not made from this job's config")
+    if isinstance(mode, AsNew) and mode.name is not None:
+        problem = new_job_name_problem(mode.name.strip())
+        if problem is not None:
+            raise JobDatabaseError(f"{problem}; nothing was written", file=job.db_path)
     _check_writable_folder(job)
     if prior == "read":
         prior = read_job_changelog(job)
@@ -613,8 +618,6 @@ def _new_name(
 
     if wanted is not None:
         wanted = wanted.strip()
-        if not wanted:
-            raise JobDatabaseError("the new job's name is empty", file=job.db_path)
         if not free(wanted):
             raise JobDatabaseError(
                 f"the name '{wanted}' is taken (a job, its folder or its change log has it); "
@@ -630,6 +633,46 @@ def _new_name(
         if free(name):
             return name
         number += 1
+
+
+#: The longest job name: AI Toolkit makes it a folder name (``<training folder>/<name>``).
+MAX_JOB_NAME_BYTES: Final = 255
+
+
+def new_job_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a new job, or None when it can.
+
+    AI Toolkit's UI requires a name (its "Training Name" field is ``required``) that no job
+    has (the ``Job.name`` column is ``@unique``: checked against the database on save), and
+    the trainer writes the job to ``<training folder>/<name>/``: so a name must also be one
+    folder name, never a path. Refused: an empty name, path separators (``/``, ``\\``), a
+    ``..``, a name that is only ``.``, control characters (a newline, a tab, ...), and a name
+    longer than a folder name can be.
+    """
+    shown = name.encode("unicode_escape").decode("ascii")
+    if not name.strip():
+        return "the new job's name is empty; AI Toolkit's UI requires one"
+    if any(unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp") for char in name):
+        return (
+            f"the new job's name '{shown}' holds a control character (a newline, a tab ...); "
+            "AI Toolkit names the job's folder after it: use letters, digits, _ and -"
+        )
+    if "/" in name or "\\" in name:
+        return (
+            f"the new job's name '{name}' holds a path separator, so AI Toolkit would write "
+            "the job outside its training folder: use letters, digits, _ and -"
+        )
+    if ".." in name or name.strip() == ".":
+        return (
+            f"the new job's name '{name}' holds '..' (or is '.'), a folder name that climbs out "
+            "of the training folder: use letters, digits, _ and -"
+        )
+    if len(name.encode("utf-8")) > MAX_JOB_NAME_BYTES:
+        return (
+            f"the new job's name is longer than the {MAX_JOB_NAME_BYTES} bytes a folder name "
+            "can be; pick a shorter name"
+        )
+    return None
 
 
 def _begin(conn: sqlite3.Connection, job: DbJob) -> dict[str, _Column]:

@@ -134,6 +134,7 @@ __all__ = [
     "leaving_summary",
     "list_jobs",
     "moment_info",
+    "new_job_name_problem",
     "new_job_warning",
     "next_scale_up",
     "nothing_left",
@@ -1318,6 +1319,13 @@ def ui_job_note(state: WizardState) -> str | None:
         f"fixed copy of it changes nothing in the UI; to fix the job itself use {where}"
         + ("" if found else " (the database is aitk_db.db in the toolkit's folder)")
     )
+
+
+def new_job_name_problem(name: str) -> str | None:
+    """Why a typed name cannot name a new web-UI job (None: it can; empty picks one)."""
+    from oom_wizard.jobdb import new_job_name_problem as problem
+
+    return problem(name.strip()) if name.strip() else None
 
 
 def new_job_warning(state: WizardState) -> str | None:
