@@ -13,6 +13,7 @@ import difflib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -29,7 +30,7 @@ from oom_wizard.changelog import (
     sha256_of,
 )
 from oom_wizard.document import MISSING, JobDocument, same_value
-from oom_wizard.errors import ConfigError, EditError
+from oom_wizard.errors import ConfigError, EditError, NameTaken
 from oom_wizard.paths import FieldPath, format_path
 from oom_wizard.save import SaveResult, default_output_path, save
 
@@ -177,7 +178,49 @@ def commit(
         SaveRefused: the output or change log path is refused; nothing is written.
     """
     source = prepared.before.source
-    output = output or default_output_path(source)
+    write = partial(
+        _commit,
+        prepared,
+        direction=direction,
+        moment=moment,
+        model_kind=model_kind,
+        diagnosis=diagnosis,
+        steps=steps,
+        changelog_path=changelog_path,
+        force=force,
+        prior=prior,
+    )
+    if output is not None or changelog_path is not None:
+        return write(output=output or default_output_path(source))
+    # The default name: another save may take the same free name at the same moment; the
+    # one that loses the race takes the next free name instead.
+    for attempt in range(NAME_RACE_TRIES):
+        try:
+            return write(output=default_output_path(source))
+        except NameTaken:
+            if attempt == NAME_RACE_TRIES - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+#: How often a save under the default name tries the next free name when another save took it.
+NAME_RACE_TRIES: Final = 20
+
+
+def _commit(
+    prepared: Prepared,
+    *,
+    direction: Direction,
+    moment: str | None,
+    model_kind: str | None,
+    diagnosis: dict[str, Any] | None,
+    steps: Sequence[str],
+    output: Path,
+    changelog_path: Path | None = None,
+    force: bool,
+    prior: ChangeLog | Literal["beside"] | None,
+) -> SaveResult:
+    source = prepared.before.source
     run = RunRecord(
         at=now_iso(),
         direction=direction,

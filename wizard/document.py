@@ -205,11 +205,19 @@ class JobDocument:
 
     def _apply(self, edit: Edit) -> JobDocument:
         editor = self._editor
-        if isinstance(edit, SetValue):
-            _check_writable(edit.value, edit.path)
-            text = editor.set_value(edit.path, edit.value)
-        else:
-            text = editor.remove_key(edit.path)
+        try:
+            if isinstance(edit, SetValue):
+                _check_writable(edit.value, edit.path)
+                text = editor.set_value(edit.path, edit.value)
+            else:
+                text = editor.remove_key(edit.path)
+        except EditError as exc:
+            if exc.file is not None:
+                raise
+            # The editor knows the place in the text; the file is this document's.
+            raise EditError(
+                exc.message, file=self.source, line=exc.line, column=exc.column
+            ) from None
         expected = apply_to_tree(self.tree, edit)
         try:
             edited = parse_document(text, source=self.source, fmt=self.fmt, bom=self.bom)

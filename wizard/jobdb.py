@@ -925,10 +925,7 @@ def _connect(db_path: Path, *, write: bool, busy_timeout: float) -> Iterator[sql
     An open transaction is rolled back when the block raises.
     """
     if not db_path.is_file():
-        raise JobDatabaseError(
-            "no such file; AI Toolkit's jobs database is aitk_db.db in the toolkit's folder",
-            file=db_path,
-        )
+        raise JobDatabaseError(f"{_what_is(db_path)}; {_WHERE_THE_DB_IS}", file=db_path)
     uri = f"{db_path.resolve().as_uri()}?mode={'rw' if write else 'ro'}"
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout, isolation_level=None)
@@ -946,6 +943,30 @@ def _connect(db_path: Path, *, write: bool, busy_timeout: float) -> Iterator[sql
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
         conn.close()
+
+
+_WHERE_THE_DB_IS: Final = "AI Toolkit's jobs database is aitk_db.db in the toolkit's folder"
+
+
+def _what_is(path: Path) -> str:
+    """What a path that is not a regular file is: missing, a folder, a FIFO, a device..."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as exc:
+        return f"cannot look at it: {exc.strerror or exc}"
+    if stat.S_ISDIR(mode):
+        return f"a folder without {DB_FILE_NAME}"
+    if stat.S_ISFIFO(mode):
+        return "this is a pipe (FIFO), not a database"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "this is a device, not a database"
+    if stat.S_ISSOCK(mode):
+        return "this is a socket, not a database"
+    return "not a regular file, so not a database"
 
 
 def _database_error(exc: sqlite3.Error, db_path: Path, busy_timeout: float) -> JobDatabaseError:

@@ -46,7 +46,7 @@ from typing import Final
 
 from oom_wizard.changelog import ChangeLog, changelog_path_for, record_path
 from oom_wizard.document import JobDocument
-from oom_wizard.errors import SaveRefused
+from oom_wizard.errors import NameTaken, SaveRefused
 from oom_wizard.leftovers import dead_leftovers, journal_name, temp_name
 
 OUTPUT_TAG: Final = "oomfix"
@@ -142,7 +142,7 @@ def _check_output(output: Path, *, source: Path | None, force: bool) -> None:
     if output.is_dir():
         raise SaveRefused("this is a folder; give a file name with -o", file=output)
     if (output.exists() or output.is_symlink()) and not force:
-        raise SaveRefused(
+        raise NameTaken(
             "already exists and will not be overwritten; pick another name with -o "
             "(or pass --force to replace it)",
             file=output,
@@ -395,7 +395,8 @@ def _refusal(
     if lost:
         kept = "; ".join(f"{final} is kept as {backup}" for final, backup in lost.items())
         return SaveRefused(f"{base}; could not put back every file: {kept}", file=file)
-    return SaveRefused(f"{base}; nothing was written, every existing file is as it was", file=file)
+    kind = NameTaken if isinstance(exc, NameTaken) else SaveRefused
+    return kind(f"{base}; nothing was written, every existing file is as it was", file=file)
 
 
 def _roll_back(
@@ -480,12 +481,12 @@ def _rename_in(temp: Path, path: Path, *, replace: bool) -> None:
     try:
         os.link(temp, path)
     except FileExistsError:
-        raise SaveRefused("appeared while saving; it was not overwritten", file=path) from None
+        raise NameTaken("appeared while saving; it was not overwritten", file=path) from None
     except OSError as exc:
         if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
             raise
         if path.exists() or path.is_symlink():
-            raise SaveRefused("appeared while saving; it was not overwritten", file=path) from None
+            raise NameTaken("appeared while saving; it was not overwritten", file=path) from None
         os.replace(temp, path)
         return
     # The final name is in place now; the temp is only a second name for it (a leftover
