@@ -96,3 +96,14 @@ class GoOnEditedScreen(AskScreen):
             no="Do not",
             yes_key="g",
         )
+
+
+class SaveNowScreen(AskScreen):
+    """Asks before ``watch`` sets ``save_now`` on a running web-UI job's row."""
+
+    BINDINGS = [Binding("y", "yes", "Save now")]  # noqa: RUF012
+
+    def __init__(self, question: str) -> None:
+        super().__init__(
+            "Save a checkpoint now?", question, yes="Save now", no="Not now", yes_key="y"
+        )

@@ -26,6 +26,7 @@ from oom_wizard.service import (
     ToFile,
     WizardState,
     changelog_path_for,
+    crashed_job_note,
     default_file_output,
     new_job_name_problem,
     new_job_warning,
@@ -74,6 +75,9 @@ class DestinationPicker(Vertical):
             )
             if busy is not None:
                 yield Static(f"Not now: {busy}", id="busy", classes="note")
+            crashed = crashed_job_note(self.state)
+            if crashed is not None:
+                yield Static(crashed, id="crashed", classes="note", markup=False)
             with Horizontal(classes="path-row", id="name-row"):
                 yield Static("New name")
                 yield PlainInput(

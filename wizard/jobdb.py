@@ -74,7 +74,12 @@ REQUIRED_COLUMNS: Final = (
 )
 
 #: Columns we read when the table has them (newer toolkit versions).
-OPTIONAL_COLUMNS: Final = ("return_to_queue", "queue_position")
+OPTIONAL_COLUMNS: Final = ("return_to_queue", "queue_position", "pid", "job_type", "job_ref")
+
+#: The ``job_type`` of a training job (AI Toolkit's UI also makes ``caption`` jobs, since
+#: 2026-04, whose ``job_config`` is not a training config). A table without the column is
+#: older than caption jobs: every row is a training job.
+TRAIN_JOB_TYPE: Final = "train"
 
 #: The database's file name in the toolkit's folder.
 DB_FILE_NAME: Final = "aitk_db.db"
@@ -110,6 +115,8 @@ class DbJob:
         stop: A stop was requested (the flag stays set after the job stopped, until the
             next start; it is pending only while the job still runs).
         return_to_queue: A stop-and-requeue was requested (pending while the job runs).
+        pid: The trainer's process id the UI recorded (newer toolkit versions), or None.
+        job_type: ``train``, or ``caption`` for the UI's dataset captioning jobs.
     """
 
     db_path: Path
@@ -122,6 +129,8 @@ class DbJob:
     info: str
     stop: bool = False
     return_to_queue: bool = False
+    pid: int | None = None
+    job_type: str = TRAIN_JOB_TYPE
 
     @property
     def source(self) -> Path:
@@ -157,9 +166,27 @@ class DbJob:
             return None
         return self.info.strip().splitlines()[0]
 
+    @property
+    def crashed_while_running(self) -> bool:
+        """The row says ``running`` but the trainer's process (``pid``) is gone: the job
+        crashed without the UI noticing (it is not busy; nothing runs it)."""
+        return self.status == "running" and self.pid is not None and not _process_alive(self.pid)
+
+    def crashed_note(self) -> str | None:
+        """What to say about a ``running`` row whose process is gone (None otherwise)."""
+        if not self.crashed_while_running:
+            return None
+        return (
+            f"job '{self.name}' is marked running, but its process (pid {self.pid}) is gone: "
+            "it crashed without AI Toolkit's UI noticing, so nothing runs it and oom-wizard "
+            "goes on (the UI's Stop button, or 'mark stopped', tidies its status)"
+        )
+
     def busy_reason(self) -> str | None:
         """Why this job must not be written now, or None when it is safe to write."""
         name = self.name
+        if self.crashed_while_running:
+            return None
         if self.status == "running" and (self.stop or self.return_to_queue):
             return (
                 f"job '{name}' has a stop pending; wait until AI Toolkit's UI shows it stopped, "
@@ -299,8 +326,10 @@ def list_jobs(db_path: Path, *, busy_timeout: float = BUSY_TIMEOUT_S) -> tuple[D
     """
     with _connect(db_path, write=False, busy_timeout=busy_timeout) as conn:
         columns = _table_info(conn, db_path)
+        only_training = 'WHERE "job_type" = ? ' if "job_type" in columns else ""
         rows = conn.execute(
-            f'SELECT {_select_list(columns)} FROM "Job" ORDER BY "created_at" DESC'
+            f'SELECT {_select_list(columns)} FROM "Job" {only_training}ORDER BY "created_at" DESC',
+            (TRAIN_JOB_TYPE,) if only_training else (),
         ).fetchall()
     return tuple(_job_from_row(db_path, row) for row in rows)
 
@@ -318,9 +347,28 @@ def load_job(db_path: Path, name: str, *, busy_timeout: float = BUSY_TIMEOUT_S) 
             f'SELECT {_select_list(columns)} FROM "Job" WHERE "name" = ?', (name,)
         ).fetchone()
         if row is None:
-            names = [found[0] for found in conn.execute('SELECT "name" FROM "Job" ORDER BY 1')]
+            only_training = ' WHERE "job_type" = ?' if "job_type" in columns else ""
+            names = [
+                found[0]
+                for found in conn.execute(
+                    f'SELECT "name" FROM "Job"{only_training} ORDER BY 1',
+                    (TRAIN_JOB_TYPE,) if only_training else (),
+                )
+            ]
             raise JobDatabaseError(_no_such_job(name, names), file=db_path)
-    return _job_from_row(db_path, row)
+    job = _job_from_row(db_path, row)
+    if job.job_type != TRAIN_JOB_TYPE:
+        what = (
+            "a caption job (AI Toolkit's dataset captioning)"
+            if job.job_type == "caption"
+            else (f"a '{job.job_type}' job")
+        )
+        raise JobDatabaseError(
+            f"job '{name}' is {what}, not a training job: its config is not a training config, "
+            "and oom-wizard fixes training jobs only",
+            file=db_path,
+        )
+    return job
 
 
 def job_document(job: DbJob) -> JobDocument:
@@ -459,6 +507,55 @@ def save_to_db(
         columns = _begin(conn, job)
         name = _new_name(conn, job, roots, mode.name)
         return _insert_copy(conn, columns, job, prepared, prior, run, name)
+
+
+def request_save_now(db_path: Path, name: str, *, busy_timeout: float = BUSY_TIMEOUT_S) -> str:
+    """Ask the running job ``name`` to save a checkpoint at its next step, as the UI's
+    "save now" does: ``save_now = true`` on its row, and nothing else (no other column, no
+    other row). The trainer clears it once it has saved. A retry then resumes from there.
+
+    Returns:
+        The line to show: what was asked.
+
+    Raises:
+        JobDatabaseError: the job is not running (or its process is gone, or a stop is
+            pending), the table has no ``save_now`` column (an older AI Toolkit), or the
+            database stayed locked. Nothing is written.
+    """
+    with _connect(db_path, write=True, busy_timeout=busy_timeout) as conn:
+        conn.execute("BEGIN IMMEDIATE")
+        columns = _table_info(conn, db_path)
+        if "save_now" not in columns:
+            raise JobDatabaseError(
+                "this AI Toolkit's Job table has no save_now column (the UI's \"save now\" "
+                "came later); nothing was written",
+                file=db_path,
+            )
+        row = conn.execute(
+            f'SELECT {_select_list(columns)} FROM "Job" WHERE "name" = ?', (name,)
+        ).fetchone()
+        if row is None:
+            raise JobDatabaseError(f"no job '{name}'; nothing was written", file=db_path)
+        job = _job_from_row(db_path, row)
+        if job.status != "running" or job.crashed_while_running:
+            now = "its process is gone" if job.crashed_while_running else f"it is {job.status}"
+            raise JobDatabaseError(
+                f"job '{name}' is not running ({now}), so there is nothing to save a checkpoint "
+                "of; nothing was written",
+                file=db_path,
+            )
+        if job.stop or job.return_to_queue:
+            raise JobDatabaseError(
+                f"job '{name}' has a stop pending; nothing was written", file=db_path
+            )
+        conn.execute(
+            'UPDATE "Job" SET "save_now" = 1 WHERE "id" = ? AND "status" = ?', (job.id, "running")
+        )
+        conn.execute("COMMIT")
+    return (
+        f"Asked job '{name}' to save a checkpoint at its next step (save_now, as the UI's "
+        "Save button does); a retry resumes from it"
+    )
 
 
 def restore_job(
@@ -1068,7 +1165,22 @@ def _job_from_row(db_path: Path, row: sqlite3.Row) -> DbJob:
         info=str(values["info"] or ""),
         stop=bool(values["stop"]),
         return_to_queue=bool(values.get("return_to_queue") or 0),
+        pid=_pid_of(values.get("pid")),
+        job_type=str(values.get("job_type") or TRAIN_JOB_TYPE),
     )
+
+
+def _pid_of(value: Any) -> int | None:
+    """The ``pid`` column as a process id (None: not recorded, or not a process id)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        return None
+    return value
+
+
+def _process_alive(pid: int) -> bool:
+    from oom_wizard.leftovers import alive
+
+    return alive(pid)
 
 
 def _setting(db_path: Path, key: str, *, busy_timeout: float) -> str | None:

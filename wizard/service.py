@@ -119,6 +119,7 @@ __all__ = [
     "changes",
     "check_value",
     "choose",
+    "crashed_job_note",
     "db_job_arguments",
     "default_choice",
     "default_file_output",
@@ -138,6 +139,7 @@ __all__ = [
     "new_job_warning",
     "next_scale_up",
     "nothing_left",
+    "offers_save_now",
     "open_job",
     "pending_scale_ups",
     "prepare_scale_up",
@@ -149,10 +151,12 @@ __all__ = [
     "recorded_steps",
     "remember_theme",
     "reopen_command",
+    "request_save_now",
     "retry_crashed",
     "run_command",
     "run_log_for",
     "save",
+    "save_now_question",
     "save_scale_up",
     "saved_theme",
     "scale_ups_ahead",
@@ -1321,11 +1325,47 @@ def ui_job_note(state: WizardState) -> str | None:
     )
 
 
+def offers_save_now(target: WatchTarget, *, troubled: bool) -> bool:
+    """Whether ``watch`` offers to ask a web-UI job for a checkpoint now: the job is in the
+    UI's database and the log showed trouble (a spill into system memory, a stall, skipped
+    OOM batches), so that a retry can resume from a checkpoint saved just before a crash."""
+    return target.db is not None and target.job is not None and troubled
+
+
+def save_now_question(target: WatchTarget) -> str:
+    """What ``watch`` asks before it sets ``save_now`` on the job's row."""
+    return (
+        f"Ask job '{target.job}' to save a checkpoint at its next step? oom-wizard sets only "
+        "save_now on its row in AI Toolkit's jobs database, as the UI's Save button does."
+    )
+
+
+def request_save_now(target: WatchTarget) -> str:
+    """Set ``save_now`` on the web-UI job's row (only when it runs); the line to show.
+
+    Raises:
+        JobDatabaseError: not a running job of the database; nothing written.
+    """
+    from oom_wizard.jobdb import request_save_now as ask
+
+    if target.db is None or target.job is None:
+        raise WizardError("only a job of AI Toolkit's jobs database can be asked to save now")
+    from oom_wizard.jobdb import find_db
+
+    return ask(find_db(target.db), target.job)
+
+
 def new_job_name_problem(name: str) -> str | None:
     """Why a typed name cannot name a new web-UI job (None: it can; empty picks one)."""
     from oom_wizard.jobdb import new_job_name_problem as problem
 
     return problem(name.strip()) if name.strip() else None
+
+
+def crashed_job_note(state: WizardState) -> str | None:
+    """For a web-UI job whose row says ``running`` but whose process is gone: that it
+    crashed, and that oom-wizard goes on (the command line and the app show this line)."""
+    return state.db_job.crashed_note() if state.db_job is not None else None
 
 
 def new_job_warning(state: WizardState) -> str | None:
