@@ -201,3 +201,19 @@ async def test_watch_says_why_when_the_row_is_no_longer_running(tmp_path: Path) 
         texts = [n.message for n in app._notifications]
     assert any("is not running (it is stopped)" in text for text in texts), texts
     assert all_rows(db) == before
+
+
+def test_apply_as_new_warns_that_the_checkpoints_are_not_resumed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 19, item 4: the command line says what the app says, and the change log keeps it."""
+    db = make_db(tmp_path / "aitk_db.db")
+    add_job(db, "dog_lora", step=500)
+    argv = ["apply", "--db", str(db), "--job", "dog_lora", "--no-probe", "--as-new", "dog_v2"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "warning: A new name starts a new output folder" in out
+    assert "(step 500 of 'dog_lora') are not resumed" in out and "--in-place" in out
+    new = load_job(db, "dog_v2")
+    log = json.loads(new.changelog_path.read_text(encoding="utf-8"))
+    assert "(step 500 of 'dog_lora') are not resumed" in log["runs"][-1]["database"]["warning"]

@@ -85,6 +85,8 @@ class DatabaseRecord(_Frozen):
         new_job_id: The new job's id, for a save as new.
         new_job_name: The new job's name, for a save as new.
         undoes: For a restore: the run whose in-place save it undid.
+        warning: What the save costs, as it was said (a new job starts a new output folder:
+            the old job's checkpoints are not resumed).
     """
 
     job_id: str
@@ -94,6 +96,7 @@ class DatabaseRecord(_Frozen):
     new_job_id: str | None = None
     new_job_name: str | None = None
     undoes: int | None = None
+    warning: str | None = None
 
 
 class RunRecord(_Frozen):

@@ -182,6 +182,16 @@ class DbJob:
             "goes on (the UI's Stop button, or 'mark stopped', tidies its status)"
         )
 
+    def new_job_warning(self) -> str:
+        """What saving as a new job costs: AI Toolkit trains a job into
+        ``<training_folder>/<name>/`` and resumes from the newest checkpoint there, so a new
+        name starts an empty folder (the app, the command line and the change log say it,
+        each front end with its own way to keep them)."""
+        return (
+            "A new name starts a new output folder: the checkpoints and steps made so far "
+            f"(step {self.step} of '{self.name}') are not resumed."
+        )
+
     def busy_reason(self) -> str | None:
         """Why this job must not be written now, or None when it is safe to write."""
         name = self.name
@@ -244,6 +254,7 @@ class DbSaveResult:
         changelog: The change log written.
         entries: The field changes this save made.
         restored_run: For a restore, the change log's run whose save was undone.
+        warning: What the save costs (a new job does not resume the old one's checkpoints).
     """
 
     db_path: Path
@@ -254,6 +265,7 @@ class DbSaveResult:
     changelog: Path
     entries: tuple[ChangeEntry, ...]
     restored_run: int | None = None
+    warning: str | None = None
 
     def next_step(self) -> str:
         """Exactly what to do next in AI Toolkit's UI."""
@@ -674,7 +686,9 @@ def _insert_copy(
     entries = (*prepared.entries, *renamed.entries)
     new_id = str(uuid.uuid4())
     new_source = job_source(job.db_path, name)
-    run = _with_database(run, saved="as_new", new_job_id=new_id, new_job_name=name)
+    run = _with_database(
+        run, saved="as_new", new_job_id=new_id, new_job_name=name, warning=job.new_job_warning()
+    )
     log = _base_log(job, prior).with_run(
         run, entries, output=FileRef(path=str(new_source), sha256=_sha(renamed.after.text))
     )
@@ -697,7 +711,8 @@ def _insert_copy(
     conn.execute(f'INSERT INTO "Job" ({names}) VALUES ({marks})', tuple(values.values()))
     path = job_changelog_path(job.db_path, new_id)
     _commit_with_log(conn, path, log, set_aside=False)
-    return _result(job, new_id, name, in_place=False, changelog=path, entries=entries)
+    result = _result(job, new_id, name, in_place=False, changelog=path, entries=entries)
+    return replace(result, warning=job.new_job_warning())
 
 
 def _new_name(

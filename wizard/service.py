@@ -1369,18 +1369,15 @@ def crashed_job_note(state: WizardState) -> str | None:
 
 
 def new_job_warning(state: WizardState) -> str | None:
-    """What "save as a new job" costs, for a job of the web UI's database (None otherwise).
-
-    AI Toolkit trains a job into ``<training_folder>/<name>/`` and resumes from the newest
-    checkpoint there: a new name starts an empty folder.
-    """
+    """What "save as a new job" costs, for a job of the web UI's database (None otherwise):
+    :meth:`~wizard.jobdb.DbJob.new_job_warning`, the one rule the command line, the app and
+    the change log word alike."""
     job = state.db_job
     if job is None:
         return None
     return (
-        "A new name starts a new output folder: the checkpoints and steps made so far "
-        f"(step {job.step} of '{job.name}') are not resumed. To keep them, pick "
-        f"\"Update job '{job.name}'\" instead (oom-wizard restore undoes it)."
+        f"{job.new_job_warning()} To keep them, pick \"Update job '{job.name}'\" instead "
+        "(oom-wizard restore undoes it)."
     )
 
 
