@@ -142,6 +142,7 @@ __all__ = [
     "offers_save_now",
     "open_job",
     "pending_scale_ups",
+    "prepare_edit",
     "prepare_scale_up",
     "prepared",
     "preselect_fix",
@@ -782,7 +783,7 @@ def check_value(state: WizardState, proposal: FieldProposal, typed: str) -> Valu
     return _plain_number(typed, proposal.after)
 
 
-def _arch_of(state: WizardState, path: FieldPath) -> ArchFacts | None:
+def _arch_of(state: WizardState | JobDocument, path: FieldPath) -> ArchFacts | None:
     """The arch of the process a field belongs to (the first process's for a bare path)."""
     from oom_wizard.catalog import load_presets
     from oom_wizard.estimate import arch_facts
@@ -791,9 +792,10 @@ def _arch_of(state: WizardState, path: FieldPath) -> ArchFacts | None:
     return arch_facts(process, load_presets()) if process is not None else None
 
 
-def _process_of(state: WizardState, path: FieldPath) -> ProcessView | None:
+def _process_of(state: WizardState | JobDocument, path: FieldPath) -> ProcessView | None:
     """The process a field belongs to (the first process for a bare path)."""
-    view = state.document.view()
+    document = state if isinstance(state, JobDocument) else state.document
+    view = document.view()
     index = path[2] if len(path) > 2 and path[:2] == ("config", "process") else None
     return next((p for p in view.processes if p.index == index), view.primary)
 
@@ -811,6 +813,48 @@ def _plain_number(typed: str, like: object) -> ValueCheck:
     if number < 0 or number != number:
         return ValueCheck(False, None, "a number of at least 0 is needed")
     return ValueCheck(True, number)
+
+
+def prepare_edit(document: JobDocument, changes: Sequence[Change], *, force: bool) -> Prepared:
+    """``set``'s edits, checked as the app checks a typed value, then made in memory.
+
+    Each value goes through the same rules as a value typed on a step's row
+    (:func:`check_value`: ``presets/levers.yaml`` with the field's arch), and removing a
+    whole section (a mapping or a list, such as ``config.process[0].train``) needs
+    ``force``: it takes every field in it along.
+
+    Raises:
+        EditError: a value the app would refuse, or a section removed without ``force``.
+    """
+    from oom_wizard.changes import REQUIRED
+    from oom_wizard.errors import EditError
+    from oom_wizard.values import validate_value
+
+    for change in changes:
+        where = format_path(change.path)
+        before = document.get(change.path)
+        if change.after is MISSING:
+            refused_anyway = change.path in REQUIRED or isinstance(change.path[-1], int)
+            if isinstance(before, (dict, list)) and not force and not refused_anyway:
+                count = len(before)
+                raise EditError(
+                    f"{where} is a whole section ({count} "
+                    f"{'entry' if count == 1 else 'entries'}); removing it removes everything "
+                    "in it: pass --force to remove it anyway, or --unset the fields you mean",
+                    file=document.source,
+                )
+            continue
+        arch = _arch_of(document, change.path)
+        items = (
+            [((*change.path, index), item) for index, item in enumerate(change.after)]
+            if isinstance(change.after, list)
+            else [(change.path, change.after)]
+        )
+        for path, value in items:
+            check = validate_value(path, value, arch, before=document.get(path))
+            if not check.ok:
+                raise EditError(f"{where}: {check.reason}", file=document.source)
+    return prepare(document, changes)
 
 
 def recorded_steps(plan: Plan, ready: Prepared) -> list[str]:
