@@ -17,7 +17,8 @@ def add_parser(subparsers: Any) -> None:
         description=(
             "Change fields by path (AI Toolkit's notation) and save a new config beside "
             "the source, with a change log. VALUE is a YAML scalar or flow list: "
-            'true, 1, 0.0001, [512, 768], "text".'
+            'true, 1, 0.0001, [512, 768], "text". Each value is checked as the app checks a '
+            "typed one; removing a whole section (--unset of a mapping or list) needs --force."
         ),
     )
     parser.add_argument("config", help="the job config (.yaml, .yml, .json, .jsonc)")
