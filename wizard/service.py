@@ -160,6 +160,7 @@ __all__ = [
     "save_now_question",
     "save_scale_up",
     "saved_theme",
+    "scale_up_notes",
     "scale_ups_ahead",
     "settle",
     "source_words",
@@ -1032,6 +1033,19 @@ def scale_ups_ahead(document: JobDocument, changelog: ChangeLog) -> tuple[ScaleU
     from oom_wizard.scaleup import pending_scale_ups as pending
 
     return pending(document, changelog)
+
+
+def scale_up_notes(
+    changelog: ChangeLog | None, ready: Prepared, scale_up: ScaleUp
+) -> tuple[str, ...]:
+    """What to say before a re-add is saved: that it gives back the exact config that
+    crashed, or that it crashed every time it was tried (the command line and the app)."""
+    from oom_wizard.scaleup import crashed_config_note, stop_text
+
+    if changelog is None:
+        return ()
+    notes = [stop_text(changelog, scale_up), crashed_config_note(ready.after, changelog)]
+    return tuple(note for note in notes if note is not None)
 
 
 def later_lines(ahead: Sequence[ScaleUp]) -> tuple[str, ...]:

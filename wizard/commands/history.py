@@ -171,6 +171,16 @@ def _render_next(console: Console, changelog: ChangeLog, document: JobDocument |
         for line in rest:
             console.print(line, markup=False)
         return
+    from oom_wizard.scaleup import stop_text
+
+    stops = [index for index, found in enumerate(ahead) if stop_text(changelog, found)]
+    if stops:
+        stopped = stop_text(changelog, ahead[stops[0]])
+        ahead = ahead[: stops[0]]
+        if not ahead:
+            console.print(f"Next scale-up: none offered; {stopped}", markup=False)
+            return
+        console.print(f"The scale-up stops before: {stopped}", markup=False)
     step = ahead[0]
     console.print(f"Next scale-up: {step.title} [{step.step}]", markup=False)
     for change in step.changes:

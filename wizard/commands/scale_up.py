@@ -96,6 +96,10 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"  {step.why}", markup=False)
     prepared = prepare(document, list(step.changes))
     print_changes(console, prepared)
+    from oom_wizard.service import scale_up_notes
+
+    for line in scale_up_notes(changelog, prepared, step):
+        console.print(f"warning: {line}", markup=False)
     if args.dry_run or (args.output is None and not args.yes):
         console.print(prepared.diff(), markup=False)
         if not args.dry_run:
