@@ -245,11 +245,13 @@ def test_every_write_step_is_an_injection_point() -> None:
 
 
 if __name__ == "__main__":  # the table for a report
+    import contextlib
+    import io
     import tempfile
 
     print("| layout | killed at | next opens | pair | detail |")
     print("|---|---|---|---|---|")
     for layout, call, when, opener in POINTS:
-        with tempfile.TemporaryDirectory() as folder:
+        with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(io.StringIO()):
             outcome, detail = kill_at(Path(folder), layout, call, when, opener)
         print(f"| {layout.name} | {call} #{when} | {opener} | {outcome} | {detail} |")
