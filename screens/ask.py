@@ -81,3 +81,29 @@ class ConfirmIncreaseScreen(AskScreen):
             no="Edit it",
             yes_key="k",
         )
+
+
+class GoOnEditedScreen(AskScreen):
+    """Asks before the wizard plans from the change log of a config edited since our save."""
+
+    BINDINGS = [Binding("g", "yes", "Go on")]  # noqa: RUF012
+
+    def __init__(self, question: str) -> None:
+        super().__init__(
+            "Edited after oom-wizard saved it",
+            question,
+            yes="Go on from it",
+            no="Do not",
+            yes_key="g",
+        )
+
+
+class SaveNowScreen(AskScreen):
+    """Asks before ``watch`` sets ``save_now`` on a running web-UI job's row."""
+
+    BINDINGS = [Binding("y", "yes", "Save now")]  # noqa: RUF012
+
+    def __init__(self, question: str) -> None:
+        super().__init__(
+            "Save a checkpoint now?", question, yes="Save now", no="Not now", yes_key="y"
+        )

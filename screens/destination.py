@@ -26,7 +26,9 @@ from oom_wizard.service import (
     ToFile,
     WizardState,
     changelog_path_for,
+    crashed_job_note,
     default_file_output,
+    new_job_name_problem,
     new_job_warning,
 )
 
@@ -73,6 +75,9 @@ class DestinationPicker(Vertical):
             )
             if busy is not None:
                 yield Static(f"Not now: {busy}", id="busy", classes="note")
+            crashed = crashed_job_note(self.state)
+            if crashed is not None:
+                yield Static(crashed, id="crashed", classes="note", markup=False)
             with Horizontal(classes="path-row", id="name-row"):
                 yield Static("New name")
                 yield PlainInput(
@@ -137,6 +142,14 @@ class DestinationPicker(Vertical):
         self.query_one("#name-row").display = choice == AS_NEW
         self.query_one("#new-job-note").display = choice == AS_NEW
         self.query_one("#file-rows").display = choice == TO_FILE
+
+    @on(Input.Changed, "#new-name")
+    def _new_name_changed(self, event: Input.Changed) -> None:
+        """A name AI Toolkit could not use (a path, a control character) says why on its row;
+        saving it is refused with the same line."""
+        problem = new_job_name_problem(event.value)
+        note = self.query_one("#new-job-note", Static)
+        note.update(f"Not this name: {problem}" if problem else new_job_warning(self.state) or "")
 
     @on(Input.Changed, "#output")
     def _output_changed(self, event: Input.Changed) -> None:

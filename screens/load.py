@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +28,7 @@ from textual.worker import Worker, get_current_worker
 
 from oom_wizard.errors import WizardError
 from oom_wizard.screens.base import StageScreen
-from oom_wizard.screens.messages import JobChosen, JobLoaded, JobsListed, LoadFailed
+from oom_wizard.screens.messages import EditedAsked, JobChosen, JobLoaded, JobsListed, LoadFailed
 from oom_wizard.screens.widgets import MARKER_WIDTH, KeyBar, MarkedOptionList, PlainInput
 from oom_wizard.spelling import oom_figures
 
@@ -171,31 +170,33 @@ class LoadScreen(StageScreen[None]):
 
     def load(self, target: Path) -> None:
         """Read ``target`` in a worker; the result arrives as a message."""
-        self._read(str(target), partial(_start, replace(self.request, target=target)))
+        self._read(str(target), replace(self.request, target=target))
 
     def load_db_job(self, name: str) -> None:
         """Read the database job ``name`` in a worker; the result arrives as a message."""
-        self._read(f"job '{name}'", partial(_start, replace(self.request, job=name)))
+        self._read(f"job '{name}'", replace(self.request, job=name))
 
-    def _read(self, what: str, open_state: Callable[[], WizardState]) -> None:
+    def _read(self, what: str, request: JobRequest) -> None:
         """Say what is being read, and read it in a worker."""
         self.query_one("#error", Static).update("")
         self.query_one("#status", Static).update(f"Reading {what} …")
-        self.reader = self._open(open_state)
+        self.reader = self._open(what, request)
         self.refresh_bindings()
 
     @work(thread=True, exclusive=True, exit_on_error=False)
-    def _open(self, open_state: Callable[[], WizardState]) -> None:
-        from oom_wizard.service import ScanCancelled, Watch, watching
+    def _open(self, what: str, request: JobRequest) -> None:
+        from oom_wizard.service import EditedSinceSave, ScanCancelled, Watch, watching
 
         worker = get_current_worker()
         with watching(Watch(self._progress_poster(worker), lambda: worker.is_cancelled)):
             try:
-                state = open_state()
+                state = _start(request)
             except ScanCancelled:
                 return  # the screen already says so (see action_cancel_reading)
+            except EditedSinceSave as exc:
+                message: Message = EditedAsked(edited_question(exc), exc.one_line(), what, request)
             except WizardError as exc:
-                message: Message = LoadFailed(exc.one_line())
+                message = LoadFailed(exc.one_line())
             else:
                 message = JobLoaded(state)
         if not worker.is_cancelled:
@@ -306,6 +307,21 @@ class LoadScreen(StageScreen[None]):
         )
         self.query_one("#summary", Static).update(summary(state))
         self.refresh_bindings()
+
+    @on(EditedAsked)
+    def _ask_edited(self, event: EditedAsked) -> None:
+        """Ask before planning from the change log of a config edited since our save."""
+        from oom_wizard.screens.ask import GoOnEditedScreen
+
+        self._done_reading()
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._read(event.what, replace(event.request, edited_ok=True))
+            else:
+                self.post_message(LoadFailed(event.refusal))
+
+        self.app.push_screen(GoOnEditedScreen(event.question), answered)
 
     @on(LoadFailed)
     def _failed(self, event: LoadFailed) -> None:
@@ -462,6 +478,13 @@ def _row(label: str, value: str | Content) -> Content:
 
 # The domain (pydantic, the presets, the document layer) is imported inside the worker, so
 # the first screen paints while it loads.
+
+
+def edited_question(exc: Exception) -> str:
+    """The question's text: the refusal's own line (the service words it)."""
+    from oom_wizard.service import edited_words
+
+    return edited_words(exc)
 
 
 def _start(request: JobRequest) -> WizardState:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
+    from oom_wizard.request import JobRequest
     from oom_wizard.service import DbJob, Saved, ScaleUp, WizardState
 
 
@@ -39,6 +40,16 @@ class LoadFailed(Message):
     """Loading failed; ``error`` is the one line the command line would print."""
 
     error: str
+
+
+@dataclass
+class EditedAsked(Message):
+    """The config was edited after oom-wizard saved it: ask before going on from it."""
+
+    question: str
+    refusal: str
+    what: str
+    request: JobRequest
 
 
 @dataclass

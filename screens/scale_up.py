@@ -20,6 +20,7 @@ from oom_wizard.service import (
     nothing_left,
     prepare_scale_up,
     save_scale_up,
+    scale_up_notes,
 )
 
 
@@ -50,6 +51,9 @@ class ScaleUpScreen(SavingStage):
             else:
                 yield Static(f"Scale up · {self.next_up.title}", classes="title")
                 yield Static(self.next_up.why, classes="why")
+                yield Static("", id="crashed-note", classes="error", markup=False).set_styles(
+                    "display: none;"
+                )
                 yield DestinationPicker(self.state, id="destination")
                 yield Static("", id="error", classes="error")
                 yield DiffView(id="diff")
@@ -65,6 +69,10 @@ class ScaleUpScreen(SavingStage):
             self.show_error(exc.one_line())
             return
         self.query_one("#diff", DiffView).show(self.ready)
+        notes = scale_up_notes(self.state.changelog, self.ready, self.next_up)
+        shown = self.query_one("#crashed-note", Static)
+        shown.update("\n".join(f"⚠ {note}" for note in notes))
+        shown.display = bool(notes)
 
     def action_save(self) -> None:
         """Save the scaled-up config in a worker (or quit when nothing is left)."""

@@ -8,7 +8,9 @@ opened on its log and settled, as the wizard opens it) and, for an out-of-memory
 job with a config, leaves at once with that state: the command then opens the wizard on it,
 on the first change (Esc there goes back to the moment, Ctrl+Q quits). Any other crash, or a
 log without its config, shows the verdict on the crash panel (Enter still opens the wizard
-when there is a config). It never writes anything of the job's.
+when there is a config). It never writes anything of the job's, except, for a web-UI job
+whose log shows trouble and only after a yes, the row's ``save_now`` (key ``s``: the UI's
+"save a checkpoint now", so that a retry resumes from there).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from oom_wizard.service import (
     LiveStatus,
     WatchTarget,
     WizardState,
+    offers_save_now,
+    save_now_question,
 )
 
 POLL_S = 0.1
@@ -70,6 +74,7 @@ class WatchApp(App[WatchResult]):
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open_wizard", "Open the wizard", show=False),
+        Binding("s", "save_now", "Save a checkpoint now"),
         Binding("q", "quit_watch", "Quit"),
     ]
 
@@ -92,6 +97,8 @@ class WatchApp(App[WatchResult]):
         self.diagnosing = False
         self._shown = ""
         self._rates: tuple[float, ...] = ()
+        #: The log showed trouble (a warning: a spill, a stall, a skipped OOM batch).
+        self.troubled = False
 
     def compose(self) -> ComposeResult:
         """Header, the job, progress, sparkline, warnings, GPU, and the crash panel."""
@@ -140,6 +147,9 @@ class WatchApp(App[WatchResult]):
         update = self.live.poll()
         for text in update.warnings:
             warnings.write_line(f"⚠ {text}")
+        if (update.warnings or update.status.skip_count) and not self.troubled:
+            self.troubled = True
+            self.refresh_bindings()
         status = update.status
         shown = progress_text(status)
         if shown != self._shown:  # repaint only what changed: a busy log costs little
@@ -228,6 +238,37 @@ class WatchApp(App[WatchResult]):
         """Leave, asking the command to open the wizard on the crash."""
         if self.crash is not None and self.target.can_open_wizard:
             self.exit(WatchResult(open_wizard=True))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``s`` only for a web-UI job whose log showed trouble."""
+        if action == "save_now":
+            return offers_save_now(self.target, troubled=self.troubled)
+        return True
+
+    def action_save_now(self) -> None:
+        """Ask first; on yes, set the row's ``save_now`` (in a thread) and say what happened."""
+        from oom_wizard.screens.ask import SaveNowScreen
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_worker(self._save_now, thread=True, exclusive=True, group="save-now")
+
+        self.push_screen(SaveNowScreen(save_now_question(self.target)), answered)
+
+    def _save_now(self) -> None:
+        from oom_wizard.errors import WizardError
+        from oom_wizard.service import request_save_now
+
+        try:
+            line, failed = request_save_now(self.target), False
+        except WizardError as exc:
+            line, failed = exc.one_line(), True
+        self._from_thread(self._said, line, failed)
+
+    def _said(self, line: str, failed: bool) -> None:
+        """The save-now answer: what was asked, or why nothing was written."""
+        title = "Not saved" if failed else "Save now"
+        self.notify(line, title=title, severity="error" if failed else "information")
 
     def action_quit_watch(self) -> None:
         """Leave."""

@@ -52,8 +52,9 @@ def test_commit_extends_the_log_of_our_own_output_and_starts_one_otherwise(
     assert log.source.path == str(source)
     assert log.net()["config.process[0].train.batch_size"] == (4, 4)
 
-    # A log beside a file that it does not describe (its output is another file) is not extended.
-    copy = write(tmp_path / "copy.yaml", first.config.read_text(encoding="utf-8"))
+    # A log beside a file that it does not describe (neither its name nor its bytes: one
+    # rule, changelog.changelog_for) is not extended.
+    copy = write(tmp_path / "copy.yaml", first.config.read_text(encoding="utf-8") + "# mine\n")
     write(tmp_path / "copy.changelog.json", first.changelog.read_text(encoding="utf-8"))
     fresh = commit(prepare(load_document(copy), [Change(BATCH, 1)]), direction="rollback")
     assert [run.direction for run in read_changelog(fresh.changelog).runs] == ["rollback"]

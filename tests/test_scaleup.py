@@ -311,14 +311,33 @@ def test_scale_up_refuses_another_jobs_change_log(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
-def test_scale_up_of_an_edited_config_goes_on_with_a_note(tmp_path: Path) -> None:
+def test_scale_up_of_an_edited_config_needs_the_users_word(tmp_path: Path) -> None:
     mine = _rolled_back(tmp_path, "mine", 4)
     mine.write_text(mine.read_text(encoding="utf-8") + "# my own note\n", encoding="utf-8")
+    before = sorted(p.name for p in tmp_path.iterdir())
 
-    status, out, err = cli("scale-up", mine, "--dry-run")
+    status, out, err = cli("scale-up", mine, "--yes")
+
+    assert status == 2 and not out
+    assert err.count("\n") == 1 and "edited after oom-wizard saved it" in err
+    assert "--edited-ok" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+    status, out, err = cli("scale-up", mine, "--dry-run", "--edited-ok")
 
     assert status == 0, err
     assert "edited after oom-wizard saved it" in out
+
+
+def test_plan_and_apply_refuse_an_edited_output_without_the_users_word(tmp_path: Path) -> None:
+    mine = _rolled_back(tmp_path, "mine", 4)
+    mine.write_text(mine.read_text(encoding="utf-8") + "# my own note\n", encoding="utf-8")
+
+    for command in ("plan", "apply"):
+        status, _, err = cli(command, mine, "--moment", "early_steps", "--no-probe")
+        assert status == 2 and "--edited-ok" in err, err
+    status, _, err = cli("plan", mine, "--moment", "early_steps", "--no-probe", "--edited-ok")
+    assert status == 0, err
 
 
 def test_a_relative_output_is_recorded_relative_to_the_change_log(

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -84,6 +85,8 @@ class DatabaseRecord(_Frozen):
         new_job_id: The new job's id, for a save as new.
         new_job_name: The new job's name, for a save as new.
         undoes: For a restore: the run whose in-place save it undid.
+        warning: What the save costs, as it was said (a new job starts a new output folder:
+            the old job's checkpoints are not resumed).
     """
 
     job_id: str
@@ -93,6 +96,7 @@ class DatabaseRecord(_Frozen):
     new_job_id: str | None = None
     new_job_name: str | None = None
     undoes: int | None = None
+    warning: str | None = None
 
 
 class RunRecord(_Frozen):
@@ -239,31 +243,90 @@ def record_path(path: Path, log_path: Path) -> str:
     return os.path.relpath(path.absolute(), log_path.parent.absolute())
 
 
-def check_belongs(log: ChangeLog, log_path: Path, config: Path, data: bytes) -> str | None:
-    """Refuse a change log that describes another config; a note when it is ours but edited.
+@dataclass(frozen=True)
+class Belonging:
+    """The change log that describes a config, as read once (:func:`changelog_for`).
 
-    The log names its latest output and that file's SHA-256. A config with neither that
-    name nor those bytes is another job's; one with the name but other bytes was edited
-    after the save (a note, the caller goes on from the file as it is).
+    Attributes:
+        log: The change log.
+        path: Where it was read.
+        edited: The config's bytes are not the ones the log recorded for it (its name is):
+            it was edited after oom-wizard saved it, so the log's story may not describe it.
+            Nothing plans from such a log without the user's word (:class:`EditedSinceSave`).
+    """
+
+    log: ChangeLog
+    path: Path
+    edited: bool = False
+
+    def note(self, config: Path | str) -> str | None:
+        """What to say about an edited config (None when the log describes its bytes)."""
+        if not self.edited:
+            return None
+        return (
+            f"{config}: edited after oom-wizard saved it (its SHA-256 is not the one in "
+            f"{self.path}); going on from the file as it is now"
+        )
+
+
+class EditedSinceSave(WizardError):
+    """The config was edited after oom-wizard saved it: its change log may not describe it.
+
+    Attributes:
+        belonging: The change log as read (planned from once the user says so).
+    """
+
+    def __init__(self, message: str, *, file: str | Path, belonging: Belonging) -> None:
+        super().__init__(message, file=file)
+        self.belonging = belonging
+
+
+def changelog_for(
+    config: Path | str, data: bytes, log_path: Path | None, *, given: bool = False
+) -> Belonging | None:
+    """The one rule for "which change log belongs to this config": read once, judged once.
+
+    The log at ``log_path`` (None, or no file there: no log) describes ``config`` when it
+    recorded ``data``'s SHA-256 as its latest output (the bytes are the ones saved), or,
+    failing that, the config's name (it was edited after the save: ``edited``, a note).
+    A log with neither is another config's: refused when the user named it (``given``),
+    and otherwise not this config's (None).
+
+    Args:
+        config: The config file (a database job's pseudo path).
+        data: Its bytes now (a database job's ``job_config``, encoded).
+        log_path: Where its change log is, or would be.
+        given: The user named this change log (``--changelog``).
 
     Raises:
-        WizardError: the change log describes another config.
+        WizardError: a named change log describes another config, or it cannot be read.
     """
-    same_bytes = log.output.sha256 is not None and log.output.sha256 == sha256_of(data)
-    recorded = resolve_recorded(log_path, log.output.path)
-    same_name = recorded.name == config.name
-    if same_bytes:
+    if log_path is None or (not given and not log_path.is_file()):
         return None
-    if not same_name:
-        raise WizardError(
-            f"this change log describes {log.output.path}, not {config.name} (neither its "
-            "name nor its SHA-256 match): pass the change log that oom-wizard wrote for "
-            "this config",
-            file=log_path,
-        )
-    return (
-        f"{config}: edited after oom-wizard saved it (its SHA-256 is not the one in "
-        f"{log_path}); the scale-up goes on from the file as it is now"
+    log = read_changelog(log_path)
+    name = Path(config).name
+    if log.output.sha256 is not None and log.output.sha256 == sha256_of(data):
+        return Belonging(log, log_path)
+    if resolve_recorded(log_path, log.output.path).name == name:
+        return Belonging(log, log_path, edited=True)
+    if not given:
+        return None
+    raise WizardError(
+        f"this change log describes {log.output.path}, not {name} (neither its "
+        "name nor its SHA-256 match): pass the change log that oom-wizard wrote for "
+        "this config",
+        file=log_path,
+    )
+
+
+def refuse_edited(belonging: Belonging, config: Path | str) -> EditedSinceSave:
+    """The one line that stops a plan from an edited config's change log (exit 2)."""
+    return EditedSinceSave(
+        f"edited after oom-wizard saved it (its SHA-256 is not the one its change log "
+        f"{belonging.path} recorded), so that log may not describe it; to go on from the file "
+        "as it is now with that log, pass --edited-ok",
+        file=config,
+        belonging=belonging,
     )
 
 
@@ -280,8 +343,10 @@ def read_changelog(path: Path) -> ChangeLog:
         WizardError: the file is missing, not JSON, or not an oom-wizard change log.
     """
     from oom_wizard.document import NotRegularFile, read_regular_file
+    from oom_wizard.leftovers import recover_beside
     from oom_wizard.yamlload import check_limits
 
+    recover_beside(path)
     try:
         data = read_regular_file(path, MAX_CHANGELOG_BYTES + 1)
     except FileNotFoundError:

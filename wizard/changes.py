@@ -13,8 +13,9 @@ import difflib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from oom_wizard.change import Change
 from oom_wizard.changelog import (
@@ -23,13 +24,13 @@ from oom_wizard.changelog import (
     Direction,
     FileRef,
     RunRecord,
+    changelog_for,
     find_changelog,
     now_iso,
-    read_changelog,
     sha256_of,
 )
 from oom_wizard.document import MISSING, JobDocument, same_value
-from oom_wizard.errors import ConfigError, EditError
+from oom_wizard.errors import ConfigError, EditError, NameTaken
 from oom_wizard.paths import FieldPath, format_path
 from oom_wizard.save import SaveResult, default_output_path, save
 
@@ -142,12 +143,17 @@ def _non_finite(value: Any) -> str | None:
 
 
 def changelog_of(config: Path) -> ChangeLog | None:
-    """The change log beside ``config`` when it describes it (``config`` is our output)."""
+    """The change log beside ``config`` when it describes it (``config`` is our output), by
+    the one rule of :func:`oom_wizard.changelog.changelog_for`."""
     path = find_changelog(config)
     if path is None:
         return None
-    log = read_changelog(path)
-    return log if Path(log.output.path).name == config.name else None
+    belonging = changelog_for(config, config.read_bytes(), path)
+    return belonging.log if belonging is not None else None
+
+
+#: ``commit(prior=BESIDE)``: the prior log is the one beside the source, read here.
+BESIDE: Final = "beside"
 
 
 def commit(
@@ -162,18 +168,60 @@ def commit(
     output: Path | None = None,
     changelog_path: Path | None = None,
     force: bool = False,
-    prior: ChangeLog | None = None,
+    prior: ChangeLog | Literal["beside"] | None = BESIDE,
 ) -> SaveResult:
     """Save the prepared document and its change log (the prior log plus this run).
 
-    The prior log is ``prior``, else the one beside the source when the source is itself
-    an output of ours, else a new log starts here.
+    The prior log is ``prior`` as the caller read it (None: a new log starts here), or, by
+    default, the one beside the source when the source is itself an output of ours.
 
     Raises:
         SaveRefused: the output or change log path is refused; nothing is written.
     """
     source = prepared.before.source
-    output = output or default_output_path(source)
+    write = partial(
+        _commit,
+        prepared,
+        direction=direction,
+        moment=moment,
+        model_kind=model_kind,
+        diagnosis=diagnosis,
+        steps=steps,
+        changelog_path=changelog_path,
+        force=force,
+        prior=prior,
+    )
+    if output is not None or changelog_path is not None:
+        return write(output=output or default_output_path(source))
+    # The default name: another save may take the same free name at the same moment; the
+    # one that loses the race takes the next free name instead.
+    for attempt in range(NAME_RACE_TRIES):
+        try:
+            return write(output=default_output_path(source))
+        except NameTaken:
+            if attempt == NAME_RACE_TRIES - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+#: How often a save under the default name tries the next free name when another save took it.
+NAME_RACE_TRIES: Final = 20
+
+
+def _commit(
+    prepared: Prepared,
+    *,
+    direction: Direction,
+    moment: str | None,
+    model_kind: str | None,
+    diagnosis: dict[str, Any] | None,
+    steps: Sequence[str],
+    output: Path,
+    changelog_path: Path | None = None,
+    force: bool,
+    prior: ChangeLog | Literal["beside"] | None,
+) -> SaveResult:
+    source = prepared.before.source
     run = RunRecord(
         at=now_iso(),
         direction=direction,
@@ -183,7 +231,8 @@ def commit(
         steps=tuple(steps),
         memory=memory,
     )
-    base = prior if prior is not None else changelog_of(source)
+    base = changelog_of(source) if prior == BESIDE else prior
+    assert not isinstance(base, str)
     if base is None:
         base = ChangeLog(
             source=FileRef(path=str(source), sha256=sha256_of(prepared.before.to_bytes())),

@@ -29,6 +29,7 @@ import yaml
 
 from oom_wizard.errors import ConfigError, EditError
 from oom_wizard.jsonedit import JsonText, duplicate_keys
+from oom_wizard.leftovers import recover_beside
 from oom_wizard.paths import MISSING as MISSING
 from oom_wizard.paths import FieldPath, format_path
 from oom_wizard.view import JobView, build_view
@@ -204,11 +205,19 @@ class JobDocument:
 
     def _apply(self, edit: Edit) -> JobDocument:
         editor = self._editor
-        if isinstance(edit, SetValue):
-            _check_writable(edit.value, edit.path)
-            text = editor.set_value(edit.path, edit.value)
-        else:
-            text = editor.remove_key(edit.path)
+        try:
+            if isinstance(edit, SetValue):
+                _check_writable(edit.value, edit.path)
+                text = editor.set_value(edit.path, edit.value)
+            else:
+                text = editor.remove_key(edit.path)
+        except EditError as exc:
+            if exc.file is not None:
+                raise
+            # The editor knows the place in the text; the file is this document's.
+            raise EditError(
+                exc.message, file=self.source, line=exc.line, column=exc.column
+            ) from None
         expected = apply_to_tree(self.tree, edit)
         try:
             edited = parse_document(text, source=self.source, fmt=self.fmt, bom=self.bom)
@@ -253,6 +262,7 @@ def load_document(path: str | Path) -> JobDocument:
             not valid YAML/JSON, or not an AI Toolkit job.
     """
     path = Path(path)
+    recover_beside(path)
     try:
         fmt = format_for(path)
     except OSError as exc:  # e.g. a name longer than the file system allows

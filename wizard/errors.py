@@ -73,6 +73,10 @@ class SaveRefused(WizardError):
     """A save would overwrite something or write where it must not."""
 
 
+class NameTaken(SaveRefused):
+    """A target name exists (or appeared while saving): a default name takes the next one."""
+
+
 class LogError(WizardError):
     """A training log cannot be read."""
 

@@ -28,11 +28,12 @@ import os
 import re
 import sqlite3
 import time
+import unicodedata
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 from oom_wizard.changelog import (
     ChangeEntry,
@@ -41,6 +42,7 @@ from oom_wizard.changelog import (
     Direction,
     FileRef,
     RunRecord,
+    changelog_for,
     now_iso,
     read_changelog,
     sha256_of,
@@ -72,7 +74,12 @@ REQUIRED_COLUMNS: Final = (
 )
 
 #: Columns we read when the table has them (newer toolkit versions).
-OPTIONAL_COLUMNS: Final = ("return_to_queue", "queue_position")
+OPTIONAL_COLUMNS: Final = ("return_to_queue", "queue_position", "pid", "job_type", "job_ref")
+
+#: The ``job_type`` of a training job (AI Toolkit's UI also makes ``caption`` jobs, since
+#: 2026-04, whose ``job_config`` is not a training config). A table without the column is
+#: older than caption jobs: every row is a training job.
+TRAIN_JOB_TYPE: Final = "train"
 
 #: The database's file name in the toolkit's folder.
 DB_FILE_NAME: Final = "aitk_db.db"
@@ -108,6 +115,8 @@ class DbJob:
         stop: A stop was requested (the flag stays set after the job stopped, until the
             next start; it is pending only while the job still runs).
         return_to_queue: A stop-and-requeue was requested (pending while the job runs).
+        pid: The trainer's process id the UI recorded (newer toolkit versions), or None.
+        job_type: ``train``, or ``caption`` for the UI's dataset captioning jobs.
     """
 
     db_path: Path
@@ -120,6 +129,8 @@ class DbJob:
     info: str
     stop: bool = False
     return_to_queue: bool = False
+    pid: int | None = None
+    job_type: str = TRAIN_JOB_TYPE
 
     @property
     def source(self) -> Path:
@@ -155,9 +166,37 @@ class DbJob:
             return None
         return self.info.strip().splitlines()[0]
 
+    @property
+    def crashed_while_running(self) -> bool:
+        """The row says ``running`` but the trainer's process (``pid``) is gone: the job
+        crashed without the UI noticing (it is not busy; nothing runs it)."""
+        return self.status == "running" and self.pid is not None and not _process_alive(self.pid)
+
+    def crashed_note(self) -> str | None:
+        """What to say about a ``running`` row whose process is gone (None otherwise)."""
+        if not self.crashed_while_running:
+            return None
+        return (
+            f"job '{self.name}' is marked running, but its process (pid {self.pid}) is gone: "
+            "it crashed without AI Toolkit's UI noticing, so nothing runs it and oom-wizard "
+            "goes on (the UI's Stop button, or 'mark stopped', tidies its status)"
+        )
+
+    def new_job_warning(self) -> str:
+        """What saving as a new job costs: AI Toolkit trains a job into
+        ``<training_folder>/<name>/`` and resumes from the newest checkpoint there, so a new
+        name starts an empty folder (the app, the command line and the change log say it,
+        each front end with its own way to keep them)."""
+        return (
+            "A new name starts a new output folder: the checkpoints and steps made so far "
+            f"(step {self.step} of '{self.name}') are not resumed."
+        )
+
     def busy_reason(self) -> str | None:
         """Why this job must not be written now, or None when it is safe to write."""
         name = self.name
+        if self.crashed_while_running:
+            return None
         if self.status == "running" and (self.stop or self.return_to_queue):
             return (
                 f"job '{name}' has a stop pending; wait until AI Toolkit's UI shows it stopped, "
@@ -215,6 +254,7 @@ class DbSaveResult:
         changelog: The change log written.
         entries: The field changes this save made.
         restored_run: For a restore, the change log's run whose save was undone.
+        warning: What the save costs (a new job does not resume the old one's checkpoints).
     """
 
     db_path: Path
@@ -225,6 +265,7 @@ class DbSaveResult:
     changelog: Path
     entries: tuple[ChangeEntry, ...]
     restored_run: int | None = None
+    warning: str | None = None
 
     def next_step(self) -> str:
         """Exactly what to do next in AI Toolkit's UI."""
@@ -297,8 +338,10 @@ def list_jobs(db_path: Path, *, busy_timeout: float = BUSY_TIMEOUT_S) -> tuple[D
     """
     with _connect(db_path, write=False, busy_timeout=busy_timeout) as conn:
         columns = _table_info(conn, db_path)
+        only_training = 'WHERE "job_type" = ? ' if "job_type" in columns else ""
         rows = conn.execute(
-            f'SELECT {_select_list(columns)} FROM "Job" ORDER BY "created_at" DESC'
+            f'SELECT {_select_list(columns)} FROM "Job" {only_training}ORDER BY "created_at" DESC',
+            (TRAIN_JOB_TYPE,) if only_training else (),
         ).fetchall()
     return tuple(_job_from_row(db_path, row) for row in rows)
 
@@ -316,9 +359,28 @@ def load_job(db_path: Path, name: str, *, busy_timeout: float = BUSY_TIMEOUT_S) 
             f'SELECT {_select_list(columns)} FROM "Job" WHERE "name" = ?', (name,)
         ).fetchone()
         if row is None:
-            names = [found[0] for found in conn.execute('SELECT "name" FROM "Job" ORDER BY 1')]
+            only_training = ' WHERE "job_type" = ?' if "job_type" in columns else ""
+            names = [
+                found[0]
+                for found in conn.execute(
+                    f'SELECT "name" FROM "Job"{only_training} ORDER BY 1',
+                    (TRAIN_JOB_TYPE,) if only_training else (),
+                )
+            ]
             raise JobDatabaseError(_no_such_job(name, names), file=db_path)
-    return _job_from_row(db_path, row)
+    job = _job_from_row(db_path, row)
+    if job.job_type != TRAIN_JOB_TYPE:
+        what = (
+            "a caption job (AI Toolkit's dataset captioning)"
+            if job.job_type == "caption"
+            else (f"a '{job.job_type}' job")
+        )
+        raise JobDatabaseError(
+            f"job '{name}' is {what}, not a training job: its config is not a training config, "
+            "and oom-wizard fixes training jobs only",
+            file=db_path,
+        )
+    return job
 
 
 def job_document(job: DbJob) -> JobDocument:
@@ -397,11 +459,8 @@ def read_job_changelog(job: DbJob) -> ChangeLog | None:
     Raises:
         WizardError: the change log file is damaged.
     """
-    path = job.changelog_to_read
-    if not path.is_file():
-        return None
-    log = read_changelog(path)
-    return log if log.output.sha256 == _sha(job.job_config) else None
+    belonging = changelog_for(job.source, job.job_config.encode("utf-8"), job.changelog_to_read)
+    return belonging.log if belonging is not None and not belonging.edited else None
 
 
 # ----------------------------------------------------------------- writing
@@ -419,6 +478,7 @@ def save_to_db(
     steps: Sequence[str] = (),
     memory: dict[str, Any] | None = None,
     busy_timeout: float = BUSY_TIMEOUT_S,
+    prior: ChangeLog | Literal["read"] | None = "read",
 ) -> DbSaveResult:
     """Save ``prepared`` (made from ``job_document(job)``) into the database.
 
@@ -435,8 +495,14 @@ def save_to_db(
     """
     if prepared.before.text != job.job_config:
         raise ValueError("the prepared changes were not made from this job's config")
+    if isinstance(mode, AsNew) and mode.name is not None:
+        problem = new_job_name_problem(mode.name.strip())
+        if problem is not None:
+            raise JobDatabaseError(f"{problem}; nothing was written", file=job.db_path)
     _check_writable_folder(job)
-    prior = read_job_changelog(job)
+    if prior == "read":
+        prior = read_job_changelog(job)
+    assert not isinstance(prior, str)
     run = _run_record(
         direction,
         moment=moment,
@@ -455,6 +521,55 @@ def save_to_db(
         columns = _begin(conn, job)
         name = _new_name(conn, job, roots, mode.name)
         return _insert_copy(conn, columns, job, prepared, prior, run, name)
+
+
+def request_save_now(db_path: Path, name: str, *, busy_timeout: float = BUSY_TIMEOUT_S) -> str:
+    """Ask the running job ``name`` to save a checkpoint at its next step, as the UI's
+    "save now" does: ``save_now = true`` on its row, and nothing else (no other column, no
+    other row). The trainer clears it once it has saved. A retry then resumes from there.
+
+    Returns:
+        The line to show: what was asked.
+
+    Raises:
+        JobDatabaseError: the job is not running (or its process is gone, or a stop is
+            pending), the table has no ``save_now`` column (an older AI Toolkit), or the
+            database stayed locked. Nothing is written.
+    """
+    with _connect(db_path, write=True, busy_timeout=busy_timeout) as conn:
+        conn.execute("BEGIN IMMEDIATE")
+        columns = _table_info(conn, db_path)
+        if "save_now" not in columns:
+            raise JobDatabaseError(
+                "this AI Toolkit's Job table has no save_now column (the UI's \"save now\" "
+                "came later); nothing was written",
+                file=db_path,
+            )
+        row = conn.execute(
+            f'SELECT {_select_list(columns)} FROM "Job" WHERE "name" = ?', (name,)
+        ).fetchone()
+        if row is None:
+            raise JobDatabaseError(f"no job '{name}'; nothing was written", file=db_path)
+        job = _job_from_row(db_path, row)
+        if job.status != "running" or job.crashed_while_running:
+            now = "its process is gone" if job.crashed_while_running else f"it is {job.status}"
+            raise JobDatabaseError(
+                f"job '{name}' is not running ({now}), so there is nothing to save a checkpoint "
+                "of; nothing was written",
+                file=db_path,
+            )
+        if job.stop or job.return_to_queue:
+            raise JobDatabaseError(
+                f"job '{name}' has a stop pending; nothing was written", file=db_path
+            )
+        conn.execute(
+            'UPDATE "Job" SET "save_now" = 1 WHERE "id" = ? AND "status" = ?', (job.id, "running")
+        )
+        conn.execute("COMMIT")
+    return (
+        f"Asked job '{name}' to save a checkpoint at its next step (save_now, as the UI's "
+        "Save button does); a retry resumes from it"
+    )
 
 
 def restore_job(
@@ -573,7 +688,9 @@ def _insert_copy(
     entries = (*prepared.entries, *renamed.entries)
     new_id = str(uuid.uuid4())
     new_source = job_source(job.db_path, name)
-    run = _with_database(run, saved="as_new", new_job_id=new_id, new_job_name=name)
+    run = _with_database(
+        run, saved="as_new", new_job_id=new_id, new_job_name=name, warning=job.new_job_warning()
+    )
     log = _base_log(job, prior).with_run(
         run, entries, output=FileRef(path=str(new_source), sha256=_sha(renamed.after.text))
     )
@@ -596,7 +713,8 @@ def _insert_copy(
     conn.execute(f'INSERT INTO "Job" ({names}) VALUES ({marks})', tuple(values.values()))
     path = job_changelog_path(job.db_path, new_id)
     _commit_with_log(conn, path, log, set_aside=False)
-    return _result(job, new_id, name, in_place=False, changelog=path, entries=entries)
+    result = _result(job, new_id, name, in_place=False, changelog=path, entries=entries)
+    return replace(result, warning=job.new_job_warning())
 
 
 def _new_name(
@@ -614,8 +732,6 @@ def _new_name(
 
     if wanted is not None:
         wanted = wanted.strip()
-        if not wanted:
-            raise JobDatabaseError("the new job's name is empty", file=job.db_path)
         if not free(wanted):
             raise JobDatabaseError(
                 f"the name '{wanted}' is taken (a job, its folder or its change log has it); "
@@ -631,6 +747,46 @@ def _new_name(
         if free(name):
             return name
         number += 1
+
+
+#: The longest job name: AI Toolkit makes it a folder name (``<training folder>/<name>``).
+MAX_JOB_NAME_BYTES: Final = 255
+
+
+def new_job_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a new job, or None when it can.
+
+    AI Toolkit's UI requires a name (its "Training Name" field is ``required``) that no job
+    has (the ``Job.name`` column is ``@unique``: checked against the database on save), and
+    the trainer writes the job to ``<training folder>/<name>/``: so a name must also be one
+    folder name, never a path. Refused: an empty name, path separators (``/``, ``\\``), a
+    ``..``, a name that is only ``.``, control characters (a newline, a tab, ...), and a name
+    longer than a folder name can be.
+    """
+    shown = name.encode("unicode_escape").decode("ascii")
+    if not name.strip():
+        return "the new job's name is empty; AI Toolkit's UI requires one"
+    if any(unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp") for char in name):
+        return (
+            f"the new job's name '{shown}' holds a control character (a newline, a tab ...); "
+            "AI Toolkit names the job's folder after it: use letters, digits, _ and -"
+        )
+    if "/" in name or "\\" in name:
+        return (
+            f"the new job's name '{name}' holds a path separator, so AI Toolkit would write "
+            "the job outside its training folder: use letters, digits, _ and -"
+        )
+    if ".." in name or name.strip() == ".":
+        return (
+            f"the new job's name '{name}' holds '..' (or is '.'), a folder name that climbs out "
+            "of the training folder: use letters, digits, _ and -"
+        )
+    if len(name.encode("utf-8")) > MAX_JOB_NAME_BYTES:
+        return (
+            f"the new job's name is longer than the {MAX_JOB_NAME_BYTES} bytes a folder name "
+            "can be; pick a shorter name"
+        )
+    return None
 
 
 def _begin(conn: sqlite3.Connection, job: DbJob) -> dict[str, _Column]:
@@ -885,10 +1041,7 @@ def _connect(db_path: Path, *, write: bool, busy_timeout: float) -> Iterator[sql
     An open transaction is rolled back when the block raises.
     """
     if not db_path.is_file():
-        raise JobDatabaseError(
-            "no such file; AI Toolkit's jobs database is aitk_db.db in the toolkit's folder",
-            file=db_path,
-        )
+        raise JobDatabaseError(f"{_what_is(db_path)}; {_WHERE_THE_DB_IS}", file=db_path)
     uri = f"{db_path.resolve().as_uri()}?mode={'rw' if write else 'ro'}"
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout, isolation_level=None)
@@ -906,6 +1059,30 @@ def _connect(db_path: Path, *, write: bool, busy_timeout: float) -> Iterator[sql
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
         conn.close()
+
+
+_WHERE_THE_DB_IS: Final = "AI Toolkit's jobs database is aitk_db.db in the toolkit's folder"
+
+
+def _what_is(path: Path) -> str:
+    """What a path that is not a regular file is: missing, a folder, a FIFO, a device..."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as exc:
+        return f"cannot look at it: {exc.strerror or exc}"
+    if stat.S_ISDIR(mode):
+        return f"a folder without {DB_FILE_NAME}"
+    if stat.S_ISFIFO(mode):
+        return "this is a pipe (FIFO), not a database"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "this is a device, not a database"
+    if stat.S_ISSOCK(mode):
+        return "this is a socket, not a database"
+    return "not a regular file, so not a database"
 
 
 def _database_error(exc: sqlite3.Error, db_path: Path, busy_timeout: float) -> JobDatabaseError:
@@ -1007,7 +1184,22 @@ def _job_from_row(db_path: Path, row: sqlite3.Row) -> DbJob:
         info=str(values["info"] or ""),
         stop=bool(values["stop"]),
         return_to_queue=bool(values.get("return_to_queue") or 0),
+        pid=_pid_of(values.get("pid")),
+        job_type=str(values.get("job_type") or TRAIN_JOB_TYPE),
     )
+
+
+def _pid_of(value: Any) -> int | None:
+    """The ``pid`` column as a process id (None: not recorded, or not a process id)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        return None
+    return value
+
+
+def _process_alive(pid: int) -> bool:
+    from oom_wizard.leftovers import alive
+
+    return alive(pid)
 
 
 def _setting(db_path: Path, key: str, *, busy_timeout: float) -> str | None:

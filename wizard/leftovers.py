@@ -60,6 +60,21 @@ def dead_leftovers(folder: Path) -> list[tuple[Kind, Path]]:
     return sorted(found, key=lambda item: item[0] != "journal")
 
 
+def recover_beside(*paths: Path) -> None:
+    """Before a file is read: finish or undo a killed save in its folder (``save.recover``).
+
+    A save killed between its two renames leaves a config and a change log that do not
+    belong together until its journal is replayed; every reader of a config or a change log
+    calls this first, so whatever command opens either file next sees the old pair or the
+    new one. The save pipeline is imported only when the folder holds such a leftover.
+    """
+    for folder in dict.fromkeys(Path(path).parent for path in paths):
+        if dead_leftovers(folder):
+            from oom_wizard.save import recover  # deferred: the save pipeline is heavy
+
+            recover(folder)
+
+
 def alive(pid: int) -> bool:
     """Whether process ``pid`` still runs (this one always does; one we may not signal too)."""
     if pid == os.getpid():

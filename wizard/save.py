@@ -46,7 +46,7 @@ from typing import Final
 
 from oom_wizard.changelog import ChangeLog, changelog_path_for, record_path
 from oom_wizard.document import JobDocument
-from oom_wizard.errors import SaveRefused
+from oom_wizard.errors import NameTaken, SaveRefused
 from oom_wizard.leftovers import dead_leftovers, journal_name, temp_name
 
 OUTPUT_TAG: Final = "oomfix"
@@ -142,7 +142,7 @@ def _check_output(output: Path, *, source: Path | None, force: bool) -> None:
     if output.is_dir():
         raise SaveRefused("this is a folder; give a file name with -o", file=output)
     if (output.exists() or output.is_symlink()) and not force:
-        raise SaveRefused(
+        raise NameTaken(
             "already exists and will not be overwritten; pick another name with -o "
             "(or pass --force to replace it)",
             file=output,
@@ -293,7 +293,10 @@ def commit_pair(
     token = secrets.token_hex(8)
     temps = [temp_name(path, token, "tmp") for path, _ in files]
     backups = [temp_name(path, token, "bak") for path, _ in files]
-    journal_path = journal_name(files[-1][0].parent, token)
+    # One journal in every folder the commit touches, so that whatever opens either file
+    # next (in either folder) finds it and makes the pair old or new (:func:`recover`).
+    journal_paths = [journal_name(folder, token) for folder in _folders(files)]
+    journal_path = journal_paths[-1]
     created: list[Path] = []
     renamed: list[int] = []
     recorded = False
@@ -317,9 +320,13 @@ def commit_pair(
                         for (path, data), temp, backup in zip(files, temps, backups, strict=True)
                     ],
                     "replace": replace,
+                    "journals": [str(path) for path in journal_paths],
                 }
-                _write_temp(journal_path, json.dumps(record).encode("utf-8"), 0o600, created)
-                _fsync_dir(journal_path.parent)
+                text = json.dumps(record).encode("utf-8")
+                for written in journal_paths:
+                    current = written
+                    _write_temp(written, text, 0o600, created)
+                    _fsync_dir(written.parent)
             if replace:
                 for (path, _), backup in zip(files, backups, strict=True):
                     if path.exists():
@@ -333,19 +340,20 @@ def commit_pair(
                 _rename_in(temp, path, replace=replace)
                 renamed.append(index)
                 created.remove(temp)
-            for folder in dict.fromkeys(path.parent for path, _ in files):
+            for folder in _folders(files):
                 _step("fsync-dir", folder)
                 _fsync_dir(folder)
             _written.extend(path for path, _ in files)
             recorded = True
-            for leftover in [path for path in created if path != journal_path]:
+            for leftover in [path for path in created if path not in journal_paths]:
                 _step("cleanup", leftover)
                 _unlink(leftover)
                 created.remove(leftover)
             if journal:
-                _step("unjournal", journal_path)
-                _unlink(journal_path)
-                created.remove(journal_path)
+                for written in journal_paths:
+                    _step("unjournal", written)
+                    _unlink(written)
+                    created.remove(written)
     except BaseException as exc:
         if len(renamed) == len(files):
             # Everything is in place; only leftovers remain. The save stands.
@@ -368,6 +376,11 @@ def commit_pair(
         raise _refusal(exc, current, what, lost) from None
 
 
+def _folders(files: list[tuple[Path, bytes]]) -> list[Path]:
+    """The folders of ``files``, each once, in order (the config's last)."""
+    return list(dict.fromkeys(path.parent for path, _ in reversed(files)))[::-1]
+
+
 def _refusal(
     exc: BaseException, current: Path, what: Callable[[Path], str], lost: dict[Path, Path]
 ) -> SaveRefused:
@@ -382,7 +395,8 @@ def _refusal(
     if lost:
         kept = "; ".join(f"{final} is kept as {backup}" for final, backup in lost.items())
         return SaveRefused(f"{base}; could not put back every file: {kept}", file=file)
-    return SaveRefused(f"{base}; nothing was written, every existing file is as it was", file=file)
+    kind = NameTaken if isinstance(exc, NameTaken) else SaveRefused
+    return kind(f"{base}; nothing was written, every existing file is as it was", file=file)
 
 
 def _roll_back(
@@ -467,12 +481,12 @@ def _rename_in(temp: Path, path: Path, *, replace: bool) -> None:
     try:
         os.link(temp, path)
     except FileExistsError:
-        raise SaveRefused("appeared while saving; it was not overwritten", file=path) from None
+        raise NameTaken("appeared while saving; it was not overwritten", file=path) from None
     except OSError as exc:
         if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
             raise
         if path.exists() or path.is_symlink():
-            raise SaveRefused("appeared while saving; it was not overwritten", file=path) from None
+            raise NameTaken("appeared while saving; it was not overwritten", file=path) from None
         os.replace(temp, path)
         return
     # The final name is in place now; the temp is only a second name for it (a leftover
@@ -572,8 +586,12 @@ def _replay(journal: Path) -> list[Path]:
             if leftover.exists():
                 _unlink(leftover)
                 touched.append(leftover)
-    _unlink(journal)
-    touched.append(journal)
+    # Its copies in the other folders go last: until then, either folder can replay it.
+    others = [Path(str(path)) for path in record.get("journals", ())]
+    for copy in [*(path for path in others if path != journal), journal]:
+        if copy.exists():
+            _unlink(copy)
+            touched.append(copy)
     return touched
 
 

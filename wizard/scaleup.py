@@ -256,3 +256,61 @@ def predict(
         )
     except WizardError:
         return None
+#: What changes the outcome of a config that crashed, besides the config itself.
+ELSE_TO_CHANGE = (
+    "a card with more memory, less else on the GPU, or "
+    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+)
+
+
+def crashed_config_note(after: JobDocument, changelog: ChangeLog) -> str | None:
+    """When a re-add gives back the exact config that crashed (every field the change log
+    changed is back at the source's value), what to say; None otherwise.
+
+    The source crashed: that is why the first roll-back was made.
+    """
+    first = next((run for run in changelog.runs if run.direction == "rollback"), None)
+    if first is None or not changelog.changes:
+        return None
+    for path, (original, _last) in changelog.net().items():
+        if not _same(after.get(parse_path(path)), _original(original)):
+            return None
+    moment = f" ({first.moment.replace('_', ' ')})" if first.moment else ""
+    return (
+        f"this is the config that crashed{moment}, before the roll-back of {first.at}: every "
+        "setting the roll-back lowered is back, so it will crash again unless something else "
+        f"changed ({ELSE_TO_CHANGE})"
+    )
+
+
+def crashed_tries(changelog: ChangeLog, step: str) -> tuple[int, int]:
+    """How often re-adding ``step`` was tried, and how often it then crashed.
+
+    A scale-up run is tried once a later run follows it; it crashed when the next run is a
+    roll-back (the retry came back with a crash). The last run is not tried yet.
+    """
+    runs = changelog.runs
+    tried = crashed = 0
+    for index, run in enumerate(runs[:-1]):
+        if run.direction == "scale_up" and step in run.steps:
+            tried += 1
+            crashed += runs[index + 1].direction == "rollback"
+    return tried, crashed
+
+
+def crashed_every_time(changelog: ChangeLog, step: str) -> int:
+    """The number of tries of re-adding ``step`` when every one crashed (0 otherwise)."""
+    tried, crashed = crashed_tries(changelog, step)
+    return tried if tried and crashed == tried else 0
+
+
+def stop_text(changelog: ChangeLog, scale_up: ScaleUp) -> str | None:
+    """Why no scale-up is offered at ``scale_up``: it crashed each time it was tried."""
+    times = crashed_every_time(changelog, scale_up.step)
+    if not times:
+        return None
+    tries = "the one time" if times == 1 else f"each of the {times} times"
+    return (
+        f"{scale_up.title} [{scale_up.step}] crashed {tries} it was tried: it will crash "
+        f"again unless something else changes ({ELSE_TO_CHANGE})"
+    )

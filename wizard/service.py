@@ -43,9 +43,11 @@ from oom_wizard.changelog import (
     ChangeEntry,
     ChangeLog,
     Direction,
+    EditedSinceSave,
+    changelog_for,
     changelog_path_for,
-    find_changelog,
     read_changelog,
+    refuse_edited,
 )
 from oom_wizard.changes import Change, Prepared, commit, prepare
 from oom_wizard.diagnosis import Answers, Diagnosis, diagnose
@@ -86,6 +88,7 @@ __all__ = [
     "DbJob",
     "DbSaveResult",
     "Destination",
+    "EditedSinceSave",
     "EnvironmentVerdict",
     "FieldProposal",
     "InPlace",
@@ -124,11 +127,13 @@ __all__ = [
     "changes",
     "check_value",
     "choose",
+    "crashed_job_note",
     "db_job_arguments",
     "default_choice",
     "default_file_output",
     "diagnose_crash",
     "done_before",
+    "edited_words",
     "effective_choices",
     "environment_verdict",
     "estimate",
@@ -138,11 +143,14 @@ __all__ = [
     "leaving_summary",
     "list_jobs",
     "moment_info",
+    "new_job_name_problem",
     "new_job_warning",
     "next_scale_up",
     "nothing_left",
+    "offers_save_now",
     "open_job",
     "pending_scale_ups",
+    "prepare_edit",
     "prepare_scale_up",
     "prepared",
     "preselect_fix",
@@ -153,12 +161,15 @@ __all__ = [
     "remember_theme",
     "reopen_command",
     "resume_of",
+    "request_save_now",
     "retry_crashed",
     "run_command",
     "run_log_for",
     "save",
+    "save_now_question",
     "save_scale_up",
     "saved_theme",
+    "scale_up_notes",
     "scale_ups_ahead",
     "settle",
     "source_words",
@@ -262,18 +273,23 @@ def open_job(request: JobRequest) -> OpenedJob:
         job = load_job(find_db(request.db), request.job)
         document = job_document(job)
         located = locate_job_log(job, document.tree)
-        changelog_path: Path | None = job.changelog_to_read
+        belonging = changelog_for(job.source, job.job_config.encode("utf-8"), job.changelog_to_read)
         db_job: DbJob | None = job
     elif request.target is not None:
         from oom_wizard.jobdir import locate_job
 
         located = locate_job(request.target)
         document = load_document(located.config)
-        changelog_path = find_changelog(located.config)
+        belonging = changelog_for(
+            located.config, _bytes_of(located.config), changelog_path_for(located.config)
+        )
         db_job = None
     else:
         raise WizardError("give the job's config file (or its folder), or --db PATH --job NAME")
-    changelog = _read_changelog(changelog_path)
+    if belonging is not None and belonging.edited and not request.edited_ok:
+        raise refuse_edited(belonging, document.source)
+    changelog = belonging.log if belonging is not None else None
+    changelog_path = belonging.path if belonging is not None else None
     log_path, note, scan = _chosen_log(located, request.log)
     probe = _probe() if request.probe else None
     log_diagnosis = diagnose(scan, document.view(), answers=None, probe=probe, changelog=changelog)
@@ -292,11 +308,25 @@ def open_job(request: JobRequest) -> OpenedJob:
     )
 
 
-def _read_changelog(path: Path | None) -> ChangeLog | None:
-    """The change log at ``path`` (None when there is none); a broken one raises."""
-    if path is None or not path.is_file():
-        return None
-    return read_changelog(path)
+def edited_words(refusal: Exception) -> str:
+    """The app's question for a config edited after our save (the command line's refusal
+    asks for ``--edited-ok``; the app asks yes or no instead)."""
+    if not isinstance(refusal, EditedSinceSave):
+        return str(refusal)
+    belonging = refusal.belonging
+    return (
+        f"{refusal.file}: edited after oom-wizard saved it: its SHA-256 is not the one its "
+        f"change log {belonging.path} recorded, so that log's story may not describe it. "
+        "Go on from the file as it is now, with that change log?"
+    )
+
+
+def _bytes_of(path: Path) -> bytes:
+    """The config's bytes as read (for the change log's SHA-256), empty when unreadable."""
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
 
 
 def _chosen_log(
@@ -840,7 +870,7 @@ def check_value(state: WizardState, proposal: FieldProposal, typed: str) -> Valu
     return _plain_number(typed, proposal.after)
 
 
-def _arch_of(state: WizardState, path: FieldPath) -> ArchFacts | None:
+def _arch_of(state: WizardState | JobDocument, path: FieldPath) -> ArchFacts | None:
     """The arch of the process a field belongs to (the first process's for a bare path)."""
     from oom_wizard.catalog import load_presets
     from oom_wizard.estimate import arch_facts
@@ -849,9 +879,10 @@ def _arch_of(state: WizardState, path: FieldPath) -> ArchFacts | None:
     return arch_facts(process, load_presets()) if process is not None else None
 
 
-def _process_of(state: WizardState, path: FieldPath) -> ProcessView | None:
+def _process_of(state: WizardState | JobDocument, path: FieldPath) -> ProcessView | None:
     """The process a field belongs to (the first process for a bare path)."""
-    view = state.document.view()
+    document = state if isinstance(state, JobDocument) else state.document
+    view = document.view()
     index = path[2] if len(path) > 2 and path[:2] == ("config", "process") else None
     return next((p for p in view.processes if p.index == index), view.primary)
 
@@ -869,6 +900,48 @@ def _plain_number(typed: str, like: object) -> ValueCheck:
     if number < 0 or number != number:
         return ValueCheck(False, None, "a number of at least 0 is needed")
     return ValueCheck(True, number)
+
+
+def prepare_edit(document: JobDocument, changes: Sequence[Change], *, force: bool) -> Prepared:
+    """``set``'s edits, checked as the app checks a typed value, then made in memory.
+
+    Each value goes through the same rules as a value typed on a step's row
+    (:func:`check_value`: ``presets/levers.yaml`` with the field's arch), and removing a
+    whole section (a mapping or a list, such as ``config.process[0].train``) needs
+    ``force``: it takes every field in it along.
+
+    Raises:
+        EditError: a value the app would refuse, or a section removed without ``force``.
+    """
+    from oom_wizard.changes import REQUIRED
+    from oom_wizard.errors import EditError
+    from oom_wizard.values import validate_value
+
+    for change in changes:
+        where = format_path(change.path)
+        before = document.get(change.path)
+        if change.after is MISSING:
+            refused_anyway = change.path in REQUIRED or isinstance(change.path[-1], int)
+            if isinstance(before, (dict, list)) and not force and not refused_anyway:
+                count = len(before)
+                raise EditError(
+                    f"{where} is a whole section ({count} "
+                    f"{'entry' if count == 1 else 'entries'}); removing it removes everything "
+                    "in it: pass --force to remove it anyway, or --unset the fields you mean",
+                    file=document.source,
+                )
+            continue
+        arch = _arch_of(document, change.path)
+        items = (
+            [((*change.path, index), item) for index, item in enumerate(change.after)]
+            if isinstance(change.after, list)
+            else [(change.path, change.after)]
+        )
+        for path, value in items:
+            check = validate_value(path, value, arch, before=document.get(path))
+            if not check.ok:
+                raise EditError(f"{where}: {check.reason}", file=document.source)
+    return prepare(document, changes)
 
 
 def recorded_steps(plan: Plan, ready: Prepared) -> list[str]:
@@ -1004,6 +1077,7 @@ def _write(
             output=destination.output,
             changelog_path=destination.changelog,
             force=destination.force,
+            prior=state.changelog,
         )
     if state.db_job is None:
         raise WizardError("only a job of the web UI's database can be saved into it")
@@ -1019,6 +1093,7 @@ def _write(
         diagnosis=recorded,
         steps=steps,
         memory=memory,
+        prior=state.changelog,
     )
 
 
@@ -1076,6 +1151,19 @@ def scale_ups_ahead(document: JobDocument, changelog: ChangeLog) -> tuple[ScaleU
     from oom_wizard.scaleup import pending_scale_ups as pending
 
     return pending(document, changelog)
+
+
+def scale_up_notes(
+    changelog: ChangeLog | None, ready: Prepared, scale_up: ScaleUp
+) -> tuple[str, ...]:
+    """What to say before a re-add is saved: that it gives back the exact config that
+    crashed, or that it crashed every time it was tried (the command line and the app)."""
+    from oom_wizard.scaleup import crashed_config_note, stop_text
+
+    if changelog is None:
+        return ()
+    notes = [stop_text(changelog, scale_up), crashed_config_note(ready.after, changelog)]
+    return tuple(note for note in notes if note is not None)
 
 
 def later_lines(ahead: Sequence[ScaleUp]) -> tuple[str, ...]:
@@ -1413,19 +1501,59 @@ def ui_job_note(state: WizardState) -> str | None:
     )
 
 
-def new_job_warning(state: WizardState) -> str | None:
-    """What "save as a new job" costs, for a job of the web UI's database (None otherwise).
+def offers_save_now(target: WatchTarget, *, troubled: bool) -> bool:
+    """Whether ``watch`` offers to ask a web-UI job for a checkpoint now: the job is in the
+    UI's database and the log showed trouble (a spill into system memory, a stall, skipped
+    OOM batches), so that a retry can resume from a checkpoint saved just before a crash."""
+    return target.db is not None and target.job is not None and troubled
 
-    AI Toolkit trains a job into ``<training_folder>/<name>/`` and resumes from the newest
-    checkpoint there: a new name starts an empty folder.
+
+def save_now_question(target: WatchTarget) -> str:
+    """What ``watch`` asks before it sets ``save_now`` on the job's row."""
+    return (
+        f"Ask job '{target.job}' to save a checkpoint at its next step? oom-wizard sets only "
+        "save_now on its row in AI Toolkit's jobs database, as the UI's Save button does."
+    )
+
+
+def request_save_now(target: WatchTarget) -> str:
+    """Set ``save_now`` on the web-UI job's row (only when it runs); the line to show.
+
+    Raises:
+        JobDatabaseError: not a running job of the database; nothing written.
     """
+    from oom_wizard.jobdb import request_save_now as ask
+
+    if target.db is None or target.job is None:
+        raise WizardError("only a job of AI Toolkit's jobs database can be asked to save now")
+    from oom_wizard.jobdb import find_db
+
+    return ask(find_db(target.db), target.job)
+
+
+def new_job_name_problem(name: str) -> str | None:
+    """Why a typed name cannot name a new web-UI job (None: it can; empty picks one)."""
+    from oom_wizard.jobdb import new_job_name_problem as problem
+
+    return problem(name.strip()) if name.strip() else None
+
+
+def crashed_job_note(state: WizardState) -> str | None:
+    """For a web-UI job whose row says ``running`` but whose process is gone: that it
+    crashed, and that oom-wizard goes on (the command line and the app show this line)."""
+    return state.db_job.crashed_note() if state.db_job is not None else None
+
+
+def new_job_warning(state: WizardState) -> str | None:
+    """What "save as a new job" costs, for a job of the web UI's database (None otherwise):
+    :meth:`~wizard.jobdb.DbJob.new_job_warning`, the one rule the command line, the app and
+    the change log word alike."""
     job = state.db_job
     if job is None:
         return None
     return (
-        "A new name starts a new output folder: the checkpoints and steps made so far "
-        f"(step {job.step} of '{job.name}') are not resumed. To keep them, pick "
-        f"\"Update job '{job.name}'\" instead (oom-wizard restore undoes it)."
+        f"{job.new_job_warning()} To keep them, pick \"Update job '{job.name}'\" instead "
+        "(oom-wizard restore undoes it)."
     )
 
 

@@ -140,7 +140,9 @@ class YamlText(SplicedText):
                     f"{format_path(path[: depth + 1])} is the anchor &{name} (line {line}), "
                     "which is also used elsewhere through an alias; changing it here would "
                     "change it there too. Give this place its own copy, or edit the anchor "
-                    "yourself"
+                    "yourself",
+                    line=line,
+                    column=node.start_mark.column + 1,
                 )
 
     # ------------------------------------------------------------------ edits

@@ -33,12 +33,23 @@ def add_crash_arguments(
     parser.add_argument("--kind", choices=MODEL_KINDS, help=kind_help)
     parser.add_argument("--log", type=Path, metavar="LOG", help=log_help)
     add_probe_argument(parser)
+    add_edited_argument(parser)
 
 
 def add_probe_argument(parser: argparse.ArgumentParser) -> None:
     """``--no-probe``: every command that opens a job (and the wizard) honours it alike."""
     parser.add_argument(
         "--no-probe", action="store_true", help="do not ask nvidia-smi about the GPU now"
+    )
+
+
+def add_edited_argument(parser: argparse.ArgumentParser) -> None:
+    """``--edited-ok``: the user's word to go on from a config edited after our save."""
+    parser.add_argument(
+        "--edited-ok",
+        action="store_true",
+        help="the config was edited after oom-wizard saved it: go on from it as it is now, "
+        "with its change log (without it, such a config is refused)",
     )
 
 

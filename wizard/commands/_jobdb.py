@@ -133,5 +133,11 @@ def print_db_saved(console: Console, result: DbSaveResult) -> None:
         )
     for entry in result.entries:
         console.print(change_line(entry.path, entry.before, entry.after), markup=False)
+    if result.warning is not None:
+        console.print(
+            f"warning: {result.warning} To keep them, save with --in-place instead "
+            "(oom-wizard restore undoes it).",
+            markup=False,
+        )
     console.print(f"Change log {result.changelog}", markup=False)
     console.print(result.next_step(), markup=False)

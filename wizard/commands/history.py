@@ -54,45 +54,63 @@ def run(args: argparse.Namespace) -> int:
     """Print the history."""
     from oom_wizard.changelog import (
         CHANGELOG_SUFFIX,
-        find_changelog,
+        changelog_for,
+        changelog_path_for,
         read_changelog,
         resolve_recorded,
+        sha256_of,
     )
     from oom_wizard.document import load_document
 
     target = Path(args.target)
+    if not args.target:
+        raise WizardError(
+            "the name is empty: give a config that oom-wizard saved, or its .changelog.json"
+        )
+    if target.is_dir() or target.name in ("", ".", ".."):
+        raise WizardError(
+            "this is a folder, not a file: give a config that oom-wizard saved, or its "
+            ".changelog.json",
+            file=target,
+        )
+    note: str | None = None
     if target.name.endswith(CHANGELOG_SUFFIX):
         log_path = target
-        config: Path | None = resolve_recorded(target, read_changelog(target).output.path)
+        changelog = read_changelog(target)
+        config = resolve_recorded(target, changelog.output.path)
+        document = load_document(config) if config.is_file() else None
+        # A file at the recorded path that is not the one saved says nothing about this log.
+        if document is not None and changelog.output.sha256 != sha256_of(config.read_bytes()):
+            document = None
     else:
-        found = find_changelog(target)
-        if found is None:
-            if not target.exists():
-                raise WizardError("no such file", file=target)
+        if not target.exists():
+            raise WizardError("no such file", file=target)
+        belonging = changelog_for(target, target.read_bytes(), changelog_path_for(target))
+        if belonging is None:
             raise WizardError(
-                "no change log beside this config: oom-wizard did not save it "
-                "(or its .changelog.json was moved)",
+                "no change log beside this config that describes it: oom-wizard did not save "
+                "it (or its .changelog.json was moved)",
                 file=target,
             )
-        log_path, config = found, target
-    changelog = read_changelog(log_path)
-    document = load_document(config) if config is not None and config.is_file() else None
-    if document is not None and config is not None and changelog.output.sha256 is not None:
-        # A file at the recorded path that is not the one saved says nothing about this log.
-        from oom_wizard.changelog import sha256_of
-
-        if target.name.endswith(CHANGELOG_SUFFIX) and sha256_of(config.read_bytes()) != (
-            changelog.output.sha256
-        ):
-            document = None
-    render_history(stdout(), changelog, log_path, document)
+        log_path, changelog = belonging.path, belonging.log
+        document = None if belonging.edited else load_document(target)
+        note = belonging.note(target)
+    render_history(stdout(), changelog, log_path, document, note=note)
     return 0
 
 
 def render_history(
-    console: Console, changelog: ChangeLog, log_path: Path, document: JobDocument | None
+    console: Console,
+    changelog: ChangeLog,
+    log_path: Path,
+    document: JobDocument | None,
+    *,
+    note: str | None = None,
 ) -> None:
-    """The change log as text, and the next re-add when the config is at hand."""
+    """The change log as text, and the next re-add when the config is at hand (and is the
+    one the log saved: ``note`` says why not)."""
+    if note is not None:
+        console.print(f"note: {note}", markup=False)
     console.print(f"Change log {log_path}", markup=False)
     console.print(f"  original config: {changelog.source.path}", markup=False)
     console.print(f"  latest config:   {changelog.output.path}", markup=False)
@@ -139,7 +157,8 @@ def _render_next(console: Console, changelog: ChangeLog, document: JobDocument |
 
     if document is None:
         console.print(
-            "Next scale-up: unknown (the latest config is not at its recorded path).",
+            "Next scale-up: unknown (the latest config is not at its recorded path, or was "
+            "edited after the save: 'oom-wizard scale-up CONFIG --edited-ok' plans from it).",
             markup=False,
         )
         return
@@ -152,6 +171,16 @@ def _render_next(console: Console, changelog: ChangeLog, document: JobDocument |
         for line in rest:
             console.print(line, markup=False)
         return
+    from oom_wizard.scaleup import stop_text
+
+    stops = [index for index, found in enumerate(ahead) if stop_text(changelog, found)]
+    if stops:
+        stopped = stop_text(changelog, ahead[stops[0]])
+        ahead = ahead[: stops[0]]
+        if not ahead:
+            console.print(f"Next scale-up: none offered; {stopped}", markup=False)
+            return
+        console.print(f"The scale-up stops before: {stopped}", markup=False)
     step = ahead[0]
     console.print(f"Next scale-up: {step.title} [{step.step}]", markup=False)
     for change in step.changes:

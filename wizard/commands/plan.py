@@ -88,6 +88,7 @@ def request_of(args: argparse.Namespace, target: str | Path | None) -> JobReques
         db=getattr(args, "db", None),
         job=getattr(args, "job", None),
         probe=not getattr(args, "no_probe", False),
+        edited_ok=bool(getattr(args, "edited_ok", False)),
     )
 
 
@@ -109,11 +110,11 @@ def target_notes(state: WizardState, *, new_crash_flag: bool = False) -> tuple[s
         notes.append(f"model kind {settled.model_kind} (--kind)")
     else:
         notes.append(f"model kind {settled.model_kind} ({settled.kind_reason})")
-    from oom_wizard.service import ui_job_note
+    from oom_wizard.service import crashed_job_note, ui_job_note
 
-    ui_note = ui_job_note(state)
-    if ui_note is not None:
-        notes.append(ui_note)
+    for note in (ui_job_note(state), crashed_job_note(state)):
+        if note is not None:
+            notes.append(note)
     if state.job.crashed_since_rollback and not new_crash_flag:
         notes.append(
             "The log is newer than the last roll-back and shows a crash: one rung further."

@@ -18,8 +18,9 @@ def add_parser(subparsers: Any) -> None:
         description=(
             "Put back the config that oom-wizard's last in-place save replaced in AI Toolkit's "
             "jobs database (the exact text, kept in the job's change log beside the database, "
-            "oom-wizard/NAME.changelog.json). Run it again to walk back further. Never while "
-            "the job runs."
+            "oom-wizard/DB_FILE/JOB_ID.changelog.json, e.g. "
+            "oom-wizard/aitk_db.db/<the job's id>.changelog.json). Run it again to walk back "
+            "further. Never while the job runs."
         ),
     )
     add_db_arguments(parser)

@@ -12,7 +12,12 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from oom_wizard.commands._common import print_changes, print_saved, stdout
+from oom_wizard.commands._common import (
+    add_edited_argument,
+    print_changes,
+    print_saved,
+    stdout,
+)
 from oom_wizard.errors import WizardError
 
 
@@ -48,28 +53,34 @@ def add_parser(subparsers: Any) -> None:
         "--force", action="store_true", help="replace OUT if it exists (never the source)"
     )
     parser.add_argument("--dry-run", action="store_true", help="show the diff, write nothing")
+    add_edited_argument(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Show the next re-add; write it with ``-o`` or ``--yes``."""
-    from oom_wizard.changelog import check_belongs, find_changelog, read_changelog
+    from oom_wizard.changelog import changelog_for, changelog_path_for, refuse_edited
     from oom_wizard.changes import commit, prepare
     from oom_wizard.document import load_document
     from oom_wizard.plan import next_scale_up
 
     config = Path(args.config)
     document = load_document(config)
-    log_path = args.changelog or find_changelog(config)
-    if log_path is None:
+    log_path = args.changelog or changelog_path_for(config)
+    belonging = changelog_for(
+        config, config.read_bytes(), log_path, given=args.changelog is not None
+    )
+    if belonging is None:
         raise WizardError(
-            "no change log beside this config; scale-up needs the .changelog.json that "
-            "'apply' wrote (or pass it with --changelog)",
+            "no change log beside this config that describes it; scale-up needs the "
+            ".changelog.json that 'apply' wrote (or pass it with --changelog)",
             file=config,
         )
-    changelog = read_changelog(log_path)
-    note = check_belongs(changelog, log_path, config, config.read_bytes())
+    if belonging.edited and not args.edited_ok:
+        raise refuse_edited(belonging, config)
+    changelog = belonging.log
     console = stdout()
+    note = belonging.note(config)
     if note is not None:
         console.print(f"note: {note}", markup=False)
     step = next_scale_up(document, changelog)
@@ -92,6 +103,10 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"  {prediction.words}", markup=False)
     prepared = prepare(document, list(step.changes))
     print_changes(console, prepared)
+    from oom_wizard.service import scale_up_notes
+
+    for line in scale_up_notes(changelog, prepared, step):
+        console.print(f"warning: {line}", markup=False)
     if args.dry_run or (args.output is None and not args.yes):
         console.print(prepared.diff(), markup=False)
         if not args.dry_run:

@@ -17,7 +17,8 @@ def add_parser(subparsers: Any) -> None:
         description=(
             "Change fields by path (AI Toolkit's notation) and save a new config beside "
             "the source, with a change log. VALUE is a YAML scalar or flow list: "
-            'true, 1, 0.0001, [512, 768], "text".'
+            'true, 1, 0.0001, [512, 768], "text". Each value is checked as the app checks a '
+            "typed one; removing a whole section (--unset of a mapping or list) needs --force."
         ),
     )
     parser.add_argument("config", help="the job config (.yaml, .yml, .json, .jsonc)")
@@ -36,16 +37,17 @@ def run(args: argparse.Namespace) -> int:
     """Apply the assignments and save, or show them with ``--dry-run``."""
     from pathlib import Path
 
-    from oom_wizard.changes import commit, prepare
+    from oom_wizard.changes import commit
     from oom_wizard.document import load_document
     from oom_wizard.fields import parse_assignment, parse_unset
+    from oom_wizard.service import prepare_edit
 
     if not args.assignments and not args.unset:
         raise WizardError("nothing to set: give PATH=VALUE pairs or --unset PATH")
     document = load_document(Path(args.config))
     changes = [parse_assignment(text, document) for text in args.assignments]
     changes += [parse_unset(text, document) for text in args.unset]
-    prepared = prepare(document, changes)
+    prepared = prepare_edit(document, changes, force=args.force)
     console = stdout()
     for warning in document.warnings:
         console.print(f"warning: {warning}", markup=False)
