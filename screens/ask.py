@@ -20,7 +20,7 @@ class AskScreen(ModalScreen[bool]):
     """
 
     BINDINGS = [  # noqa: RUF012
-        Binding("escape", "no", "No"),
+        Binding("escape", "no", "No", id="ask.no"),
     ]
 
     def __init__(self, title: str, text: str, *, yes: str, no: str, yes_key: str) -> None:
@@ -56,7 +56,7 @@ class AskScreen(ModalScreen[bool]):
 class LeaveScreen(AskScreen):
     """Asks before Ctrl+Q drops choices that are not saved (a second Ctrl+Q leaves)."""
 
-    BINDINGS = [Binding("l", "yes", "Leave")]  # noqa: RUF012
+    BINDINGS = [Binding("l", "yes", "Leave", id="leave.yes")]  # noqa: RUF012
 
     def __init__(self, source: str) -> None:
         super().__init__(
@@ -71,7 +71,7 @@ class LeaveScreen(AskScreen):
 class ConfirmIncreaseScreen(AskScreen):
     """Asks before a roll-back keeps a typed value that costs more memory than today's."""
 
-    BINDINGS = [Binding("k", "yes", "Keep it")]  # noqa: RUF012
+    BINDINGS = [Binding("k", "yes", "Keep it", id="keep_increase.yes")]  # noqa: RUF012
 
     def __init__(self, reasons: list[str]) -> None:
         super().__init__(

@@ -60,6 +60,7 @@ from oom_wizard.plan import FieldProposal, MemoryEstimate, Plan, ScaleUp, StepCh
 from oom_wizard.probe import probe_gpu, read_host_memory
 from oom_wizard.request import JobRequest
 from oom_wizard.save import SaveResult
+from oom_wizard.settings import SettingProblem, UserKeymap
 from oom_wizard.values import ValueCheck
 from oom_wizard.vocabulary import DEFAULT_MOMENT, VALIDATION_RUN, ModelKind, Moment
 
@@ -100,11 +101,13 @@ __all__ = [
     "Saved",
     "ScaleUp",
     "ScanCancelled",
+    "SettingProblem",
     "Settled",
     "StepChoice",
     "StepProposal",
     "StepStatus",
     "ToFile",
+    "UserKeymap",
     "ValueCheck",
     "Watch",
     "WatchTarget",
@@ -126,6 +129,7 @@ __all__ = [
     "estimate",
     "first_step",
     "format_path",
+    "keymap_problems_line",
     "later_lines",
     "leaving_summary",
     "list_jobs",
@@ -149,6 +153,7 @@ __all__ = [
     "run_log_for",
     "save",
     "save_scale_up",
+    "saved_keymap",
     "saved_theme",
     "scale_ups_ahead",
     "settle",
@@ -1326,3 +1331,17 @@ def remember_theme(theme: str) -> bool:
     from oom_wizard.settings import save_theme
 
     return save_theme(theme)
+
+
+def saved_keymap() -> UserKeymap:
+    """The user's keymap in the settings file, as written (:mod:`oom_wizard.settings`)."""
+    from oom_wizard.settings import read_keymap
+
+    return read_keymap()
+
+
+def keymap_problems_line(keymap: UserKeymap, problems: Sequence[SettingProblem]) -> str | None:
+    """The one line that reports what of ``keymap`` cannot be used (None: all of it can)."""
+    from oom_wizard.settings import keymap_problems_line as line
+
+    return line(keymap.path, problems)
