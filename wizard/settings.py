@@ -3,9 +3,10 @@
 ``$XDG_CONFIG_HOME/oom-wizard/settings.json`` (``~/.config/oom-wizard/`` when the variable
 is unset or not an absolute path, as the XDG Base Directory specification says). The file
 is a preference, not a job: one that is missing, unreadable or malformed is ignored (the
-defaults apply), and a write that fails is dropped silently rather than stopping the app.
-Writes are atomic (a temp file in the same folder, then a rename), and a file that is not
-valid JSON is never written over (it may be the user's keymap with a typo in it).
+defaults apply; the app says so once when it is not JSON), and a write that fails is dropped
+silently rather than stopping the app. Writes are atomic (a temp file in the same folder,
+then a rename), and a file that is not valid JSON is never written over (it may be the
+user's keymap with a typo in it).
 
 The keymap is the user's own keys, ``{"keymap": {"step.skip": "ctrl+k", "app.help": "f2"}}``:
 binding ids (the app's help lists them) to a key or several, comma-separated. This module
