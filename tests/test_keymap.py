@@ -9,6 +9,7 @@ import json
 import pkgutil
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.app import App
@@ -57,7 +58,7 @@ def test_every_binding_of_every_screen_and_app_has_its_own_id() -> None:
     assert all(issubclass(cls, App) or "Screen" in cls.__name__ for cls, _ in found)
     missing = [f"{cls.__name__}: {b.key} -> {b.action}" for cls, b in found if b.id is None]
     assert missing == []
-    ids = [b.id for _, b in found]
+    ids = [str(b.id) for _, b in found]
     assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
     for binding_id in ids:
         assert binding_id is not None and re.fullmatch(r"[a-z_]+\.[a-z_]+", binding_id)
@@ -153,11 +154,11 @@ def test_a_new_theme_keeps_the_keymap(own_config_home: Path) -> None:
     }
 
 
-def notifications(app: App[object]) -> list[str]:
+def notifications(app: App[Any]) -> list[str]:
     return [notification.message for notification in app._notifications]
 
 
-def help_text(app: App[object]) -> str:
+def help_text(app: App[Any]) -> str:
     assert isinstance(app.screen, HelpScreen)
     return app.screen.query_one(Markdown).source
 
@@ -231,7 +232,7 @@ async def test_a_settings_file_that_is_not_json_is_one_line(
 class NoQuitApp(OomWizardApp, inherit_bindings=False):
     """The app without its quit binding (nor Textual's own)."""
 
-    CSS_PATH = Path(oom_wizard.screens.__file__).parent / "app.tcss"
+    CSS_PATH = str(Path(oom_wizard.screens.__file__).parent / "app.tcss")
 
     BINDINGS = [  # noqa: RUF012
         b for b in OomWizardApp.BINDINGS if isinstance(b, Binding) and b.id != "app.quit"
