@@ -4,8 +4,9 @@ screen's table is made from the bindings in force.
 The ids are ``stage.action`` (``step.skip``, ``review.save``, ``app.quit``): :func:`bindings`
 finds them in the ``BINDINGS`` of every class of this package, so a new screen's keys are
 in the keymap and the help without a list to keep up. The keymap is read by the service
-from the settings file (:mod:`oom_wizard.settings`); :func:`apply_user_keymap` keeps the
-entries whose id and keys exist, and reports the others in one notification.
+from the settings file (:mod:`oom_wizard.settings`); :func:`apply_user_keymap` applies the
+entries whose keys are keys, and after the first frame reports in one notification those
+that cannot be used (an id no binding has, keys that are not keys).
 """
 
 from __future__ import annotations
@@ -14,13 +15,16 @@ import importlib
 import pkgutil
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from textual.app import App
 from textual.binding import Binding
 from textual.dom import DOMNode
 from textual.keys import REPLACED_KEYS, Keys, key_to_character
 from textual.screen import Screen
+
+if TYPE_CHECKING:
+    from oom_wizard.service import UserKeymap
 
 #: The modifiers a key string may name before its key (``ctrl+shift+k``).
 MODIFIERS: Final = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})
@@ -99,27 +103,33 @@ def _is_key(name: str) -> bool:
 def apply_user_keymap(app: App[Any]) -> None:
     """Rebind ``app``'s keys as the user's keymap says; report what of it cannot be used.
 
-    An entry whose id is not a binding's, or whose keys are not keys, is left out, and all
-    such entries are named in one notification (the line the command line would print, with
-    the settings file's name); the other entries apply.
+    An entry whose keys are not keys is left out; one whose id no binding has changes
+    nothing. Once the first frame is drawn (finding every binding imports every screen),
+    all such entries are named in one notification: the line the command line would print,
+    with the settings file's name. The other entries apply.
     """
-    from oom_wizard.service import keymap_problems_line, saved_keymap
+    from oom_wizard.service import saved_keymap
 
     keymap = saved_keymap()
     if not keymap.entries and not keymap.problems:
         return
+    usable = {e.binding: e.keys for e in keymap.entries if key_problem(e.keys) is None}
+    if usable:
+        app.set_keymap(usable)
+    app.call_after_refresh(_report_keymap, app, keymap)
+
+
+def _report_keymap(app: App[Any], keymap: UserKeymap) -> None:
+    """Notify once of what in ``keymap`` cannot be used (nothing when all of it can)."""
+    from oom_wizard.service import keymap_problems_line
+
     known = binding_ids()
     problems = list(keymap.problems)
-    usable: dict[str, str] = {}
     for entry in keymap.entries:
         if entry.binding not in known:
             problems.append(entry.problem(f"{entry.binding!r} is not a binding id"))
         elif (wrong := key_problem(entry.keys)) is not None:
             problems.append(entry.problem(f"{entry.binding!r}: {wrong}"))
-        else:
-            usable[entry.binding] = entry.keys
-    if usable:
-        app.set_keymap(usable)
     line = keymap_problems_line(keymap, problems)
     if line is not None:
         app.notify(line, title="Keymap", severity="warning", timeout=20, markup=False)
