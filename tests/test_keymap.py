@@ -273,3 +273,27 @@ async def test_a_key_taken_from_another_binding_of_the_stage_moves(
         await press(pilot, "ctrl+s")  # skips: it no longer saves now
         assert isinstance(app.screen, StepScreen)
         assert screen_text(pilot, "#step-title") != first
+
+
+async def test_a_question_names_its_keys_as_bound(tmp_path: Path, own_config_home: Path) -> None:
+    from textual.widgets import Button
+
+    from oom_wizard.screens.ask import LeaveScreen
+
+    folder = demo_folder(tmp_path)
+    labels: list[tuple[str, str]] = []
+    for keymap in ({}, {"leave.yes": "x", "ask.no": "n"}):
+        write_settings(own_config_home, {"keymap": keymap})
+        app = demo_app(folder)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for_state(pilot)
+            await press(pilot, "enter", "enter", "enter", "ctrl+q")
+            assert isinstance(app.screen, LeaveScreen)
+            no, yes = (app.screen.query_one(f"#{i}", Button) for i in ("no", "yes"))
+            labels.append((str(no.label), str(yes.label)))
+            if keymap:
+                await press(pilot, "l")  # the old key asks no more
+                assert isinstance(app.screen, LeaveScreen)
+                await press(pilot, "x")
+                assert app.return_code == 0
+    assert labels == [("Stay (Escape)", "Leave (l)"), ("Stay (n)", "Leave (x)")]
