@@ -297,3 +297,21 @@ async def test_a_question_names_its_keys_as_bound(tmp_path: Path, own_config_hom
                 await press(pilot, "x")
                 assert app.return_code == 0
     assert labels == [("Stay (Escape)", "Leave (l)"), ("Stay (n)", "Leave (x)")]
+
+
+async def test_the_live_screen_takes_the_keymap_too(tmp_path: Path, own_config_home: Path) -> None:
+    from oom_wizard.follow import WatchTarget
+    from oom_wizard.screens.watch import WatchApp
+
+    write_settings(own_config_home, {"keymap": {"watch.quit": "x"}})
+    target = WatchTarget(tmp_path / "log.txt", tmp_path / "job.yaml", "job")
+    app = WatchApp(target, poll_s=60, probe=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.return_value is None
+        await pilot.press("x")
+        await pilot.pause()
+        assert app.return_value is not None and not app.return_value.open_wizard
+        assert notifications(app) == []
