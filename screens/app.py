@@ -38,9 +38,18 @@ class OomWizardApp(App[int]):
     TITLE = "oom-wizard"
     SUB_TITLE = "CUDA out of memory, one step at a time"
     BINDINGS = [  # noqa: RUF012 (Textual's own declaration style)
-        Binding("f1", "help", "Help", priority=True, tooltip="Keys and the procedure"),
-        Binding("question_mark", "help", "Help", show=False),
-        Binding("ctrl+q", "quit", "Quit", priority=True),
+        Binding(
+            "f1", "help", "Help", priority=True, tooltip="Keys and the procedure", id="app.help"
+        ),
+        Binding("question_mark", "help", "Help", show=False, id="app.help_alt"),
+        Binding(
+            "ctrl+q",
+            "quit",
+            "Quit",
+            priority=True,
+            tooltip="Asks first when choices are not saved",
+            id="app.quit",
+        ),
     ]
 
     def __init__(
@@ -67,10 +76,12 @@ class OomWizardApp(App[int]):
     def on_mount(self) -> None:
         """Open on the load screen (which loads the job at once when it is named), or, on a
         state already settled (``watch``, ``run``), on its first stage above it; in the theme
-        the user chose last."""
+        the user chose last, with the keys of the user's keymap."""
+        from oom_wizard.screens.keys import apply_user_keymap
         from oom_wizard.screens.load import LoadScreen
         from oom_wizard.service import saved_theme
 
+        apply_user_keymap(self)
         theme = saved_theme()
         if theme is not None and theme in self.available_themes:
             self.theme = theme
@@ -307,7 +318,7 @@ class OomWizardApp(App[int]):
         from oom_wizard.screens.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(self.screen))
 
     # --- the command palette ---------------------------------------------------------------
 

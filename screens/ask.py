@@ -1,6 +1,7 @@
 """A yes-or-no question over any stage: leave with choices not saved, keep a heavier value.
 
 The safe answer (stay, do not keep) has the focus and Escape; the other has its own key.
+Each button names its key as bound (after the user's keymap).
 """
 
 from __future__ import annotations
@@ -16,27 +17,37 @@ from textual.widgets import Button, Static
 class AskScreen(ModalScreen[bool]):
     """A question with two answers: True for ``yes``, False for the safe ``no`` (focused).
 
-    A subclass binds ``yes_key`` to ``yes`` in its ``BINDINGS``.
+    A subclass binds a key to ``yes`` in its ``BINDINGS``.
     """
 
     BINDINGS = [  # noqa: RUF012
-        Binding("escape", "no", "No"),
+        Binding("escape", "no", "No", id="ask.no"),
     ]
 
-    def __init__(self, title: str, text: str, *, yes: str, no: str, yes_key: str) -> None:
+    def __init__(self, title: str, text: str, *, yes: str, no: str) -> None:
         super().__init__()
         self.title_text, self.text = title, text
-        self.yes_label, self.no_label, self.yes_key = yes, no, yes_key
+        self.yes_label, self.no_label = yes, no
 
     def compose(self) -> ComposeResult:
         with Vertical(id="ask-box"):
             yield Static(self.title_text, classes="title", id="ask-title", markup=False)
             yield Static(self.text, id="ask-text", markup=False)
             with Horizontal(id="ask-buttons"):
-                yield Button(f"{self.no_label} (Esc)", id="no", variant="primary", compact=True)
-                yield Button(
-                    f"{self.yes_label} ({self.yes_key})", id="yes", variant="error", compact=True
-                )
+                no, yes = self._label(self.no_label, "no"), self._label(self.yes_label, "yes")
+                yield Button(no, id="no", variant="primary", compact=True)
+                yield Button(yes, id="yes", variant="error", compact=True)
+
+    def _label(self, words: str, action: str) -> str:
+        """``words`` with the keys bound to ``action`` on this screen: "Leave (l)"."""
+        from oom_wizard.screens.keys import key_words
+
+        keys = [
+            key_words(key)
+            for key, active in self.active_bindings.items()
+            if active.node is self and active.binding.action == action
+        ]
+        return f"{words} ({', '.join(keys)})" if keys else words
 
     def on_mount(self) -> None:
         """The safe answer has the focus."""
@@ -56,7 +67,7 @@ class AskScreen(ModalScreen[bool]):
 class LeaveScreen(AskScreen):
     """Asks before Ctrl+Q drops choices that are not saved (a second Ctrl+Q leaves)."""
 
-    BINDINGS = [Binding("l", "yes", "Leave")]  # noqa: RUF012
+    BINDINGS = [Binding("l", "yes", "Leave", id="leave.yes")]  # noqa: RUF012
 
     def __init__(self, source: str) -> None:
         super().__init__(
@@ -64,14 +75,13 @@ class LeaveScreen(AskScreen):
             f"The choices made so far are not saved; {source} stays as it was.",
             yes="Leave",
             no="Stay",
-            yes_key="l",
         )
 
 
 class ConfirmIncreaseScreen(AskScreen):
     """Asks before a roll-back keeps a typed value that costs more memory than today's."""
 
-    BINDINGS = [Binding("k", "yes", "Keep it")]  # noqa: RUF012
+    BINDINGS = [Binding("k", "yes", "Keep it", id="keep_increase.yes")]  # noqa: RUF012
 
     def __init__(self, reasons: list[str]) -> None:
         super().__init__(
@@ -79,7 +89,6 @@ class ConfirmIncreaseScreen(AskScreen):
             "\n".join(reasons) + "\nKept, the change log records it as an increase.",
             yes="Keep it",
             no="Edit it",
-            yes_key="k",
         )
 
 

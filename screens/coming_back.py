@@ -17,8 +17,8 @@ class ComingBackScreen(StageScreen[str | Back]):
     """Shows what the last run changed and asks whether the retry trained through."""
 
     BINDINGS = [  # noqa: RUF012
-        Binding("enter", "next", "Next", priority=True),
-        Binding("escape", "back", "Back"),
+        Binding("enter", "next", "Next", priority=True, id="coming_back.next"),
+        Binding("escape", "back", "Back", id="coming_back.back"),
     ]
 
     def compose(self) -> ComposeResult:

@@ -21,8 +21,8 @@ class EnvironmentScreen(StageScreen[Answers | Back]):
     """Why the config is not the problem, what to check, and a way to go on anyway."""
 
     BINDINGS = [  # noqa: RUF012
-        Binding("enter", "go_on", "Go on anyway", priority=True),
-        Binding("escape", "back", "Back"),
+        Binding("enter", "go_on", "Go on anyway", priority=True, id="environment.go_on"),
+        Binding("escape", "back", "Back", id="environment.back"),
     ]
 
     def compose(self) -> ComposeResult:

@@ -1,36 +1,38 @@
-"""The help screen: the keys, and the procedure in a few lines."""
+"""The help screen: the keys in force on the stage under it, and the procedure in a few lines.
+
+The key table is made from the bindings (:func:`~oom_wizard.screens.keys.key_table`): the
+stage's and the app's, after the user's keymap, so it says what the keys do now.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Markdown
 
 HELP = """\
 # oom-wizard
 
-**Escape**, **Enter**, **F1** or **?** closes this help.
+{close} closes this help.
 
 Your AI Toolkit job died with **CUDA out of memory**. The wizard finds *when* it crashed,
 then rolls the config back **one step at a time**, so that each retry tells you something.
 
-| Key | What it does |
-|---|---|
-| **Enter** | accept what is highlighted and go on |
-| **Space** | toggle the switch or checkbox under the cursor |
-| **Tab** / **Shift+Tab** | move between fields |
-| **Escape** | go back one stage |
-| **Ctrl+N** | skip this step |
-| **Ctrl+S** | save now with the steps so far, and retry |
-| **Ctrl+T** | image ↔ video (when did it crash) |
-| **Ctrl+P** | command palette: stages, themes |
-| **F1** or **?** | this help |
-| **Ctrl+Q** | quit (asks first when choices are not saved) |
+The keys here, and what they do on this stage (**Space** toggles the switch or checkbox
+under the cursor):
+
+{keys}
+
+Your own keys go in the settings file (`$XDG_CONFIG_HOME/oom-wizard/settings.json`, else
+`~/.config/oom-wizard/settings.json`) as `"keymap": {{"step.skip": "ctrl+k"}}`: a keymap id
+of the table, then one key or several, comma-separated.
 
 **The progress line** on a step: {legend}. A step done already, or not for this model,
-is passed over; a click on a step in that line, or the palette (**Ctrl+P**, "Step N"),
+is passed over; a click on a step in that line, or the palette ({palette}, "Step N"),
 opens any step, done ones included.
 
 The source config is never written: the new one is saved beside it, with a change log
@@ -44,14 +46,29 @@ class HelpScreen(ModalScreen[None]):
     """Keys and the procedure, over the current stage."""
 
     BINDINGS = [  # noqa: RUF012
-        Binding("escape,f1,question_mark,enter", "close", "Close", priority=True),
+        Binding("escape,enter,f1,question_mark", "close", "Close", priority=True, id="help.close"),
     ]
 
+    def __init__(self, stage: Screen[Any]) -> None:
+        super().__init__()
+        self.stage = stage
+        """The stage under the help, whose keys it shows."""
+
     def compose(self) -> ComposeResult:
+        from oom_wizard.screens.keys import key_table, keys_phrase
         from oom_wizard.screens.widgets import ladder_legend
 
+        close = [
+            key for key, active in self.active_bindings.items() if active.binding.id == "help.close"
+        ]
+        text = HELP.format(
+            close=keys_phrase(close),
+            keys=key_table(self.stage),
+            legend=ladder_legend(),
+            palette=keys_phrase([self.app.COMMAND_PALETTE_BINDING]),
+        )
         with VerticalScroll():
-            yield Markdown(HELP.replace("{legend}", ladder_legend()))
+            yield Markdown(text)
 
     def action_close(self) -> None:
         """Back to the stage."""

@@ -106,9 +106,9 @@ class LoadScreen(StageScreen[None]):
     """Reads the job (in a worker) and shows its memory-relevant facts."""
 
     BINDINGS = [  # noqa: RUF012
-        Binding("enter", "next", "Next", priority=True),
-        Binding("escape", "cancel_reading", "Cancel reading"),
-        Binding("escape", "other_job", "Other job"),
+        Binding("enter", "next", "Next", priority=True, id="load.next"),
+        Binding("escape", "cancel_reading", "Cancel reading", id="load.cancel_reading"),
+        Binding("escape", "other_job", "Other job", id="load.other_job"),
     ]
 
     def __init__(self, request: JobRequest, *, loaded: WizardState | None = None) -> None:

@@ -23,9 +23,9 @@ class MomentScreen(StageScreen[Answers | Back]):
     """Asks when the job crashed and what kind of model it trains."""
 
     BINDINGS = [  # noqa: RUF012
-        Binding("enter", "next", "Next", priority=True),
-        Binding("escape", "back", "Back"),
-        Binding("ctrl+t", "toggle_kind", "Image/video"),
+        Binding("enter", "next", "Next", priority=True, id="moment.next"),
+        Binding("escape", "back", "Back", id="moment.back"),
+        Binding("ctrl+t", "toggle_kind", "Image/video", id="moment.toggle_kind"),
     ]
 
     def compose(self) -> ComposeResult:

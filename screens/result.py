@@ -25,8 +25,8 @@ class ResultScreen(StageScreen[None]):
     """The saved files or job, the command (or the UI clicks) to retry, the scale-up order."""
 
     BINDINGS = [  # noqa: RUF012
-        Binding("enter", "app.quit", "Done", priority=True),
-        Binding("c", "copy_command", "Copy command"),
+        Binding("enter", "app.quit", "Done", priority=True, id="result.done"),
+        Binding("c", "copy_command", "Copy command", id="result.copy_command"),
     ]
 
     def __init__(self, finished: Finished) -> None:

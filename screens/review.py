@@ -32,8 +32,8 @@ class ReviewScreen(SavingStage):
     """Everything that will change, where it is saved, and the save."""
 
     BINDINGS = [  # noqa: RUF012
-        Binding("enter", "save", "Save", priority=True),
-        Binding("escape", "back", "Back"),
+        Binding("enter", "save", "Save", priority=True, id="review.save"),
+        Binding("escape", "back", "Back", id="review.back"),
     ]
 
     def __init__(self, upto: int | None) -> None:

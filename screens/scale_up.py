@@ -28,8 +28,8 @@ class ScaleUpScreen(SavingStage):
     """The next re-add in the scale-up order, its diff, and the save."""
 
     BINDINGS = [  # noqa: RUF012
-        Binding("enter", "save", "Save", priority=True),
-        Binding("escape", "back", "Back"),
+        Binding("enter", "save", "Save", priority=True, id="scale_up.save"),
+        Binding("escape", "back", "Back", id="scale_up.back"),
     ]
     SCALE_UP = True
 

@@ -122,10 +122,24 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
     """One step of the roll-back ("Step 2 of 5 · Batch size to 1")."""
 
     BINDINGS = [  # noqa: RUF012
-        Binding("enter", "accept", "Accept", priority=True, tooltip="Apply the toggles shown"),
-        Binding("ctrl+n", "skip", "Skip step", priority=True),
-        Binding("escape", "back", "Back"),
-        Binding("ctrl+s", "save_now", "Save now", priority=True, tooltip="Save and retry now"),
+        Binding(
+            "enter",
+            "accept",
+            "Accept",
+            priority=True,
+            tooltip="Apply the toggles shown",
+            id="step.accept",
+        ),
+        Binding("ctrl+n", "skip", "Skip step", priority=True, id="step.skip"),
+        Binding("escape", "back", "Back", id="step.back"),
+        Binding(
+            "ctrl+s",
+            "save_now",
+            "Save now",
+            priority=True,
+            tooltip="Save and retry now",
+            id="step.save_now",
+        ),
     ]
 
     def __init__(self, step_id: str) -> None:

@@ -73,9 +73,9 @@ class WatchApp(App[WatchResult]):
     #crash.shown { display: block; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "open_wizard", "Open the wizard", show=False),
-        Binding("s", "save_now", "Save a checkpoint now"),
-        Binding("q", "quit_watch", "Quit"),
+        Binding("enter", "open_wizard", "Open the wizard", show=False, id="watch.open_wizard"),
+        Binding("s", "save_now", "Save a checkpoint now", id="watch.save_now"),
+        Binding("q", "quit_watch", "Quit", id="watch.quit"),
     ]
 
     def __init__(
@@ -114,7 +114,11 @@ class WatchApp(App[WatchResult]):
         yield KeyBar()
 
     def on_mount(self) -> None:
-        """Start polling the log (and the GPU); make the crash's diagnosis ready meanwhile."""
+        """Start polling the log (and the GPU); make the crash's diagnosis ready meanwhile (with
+        the keys of the user's keymap)."""
+        from oom_wizard.screens.keys import apply_user_keymap
+
+        apply_user_keymap(self)
         self.query_one("#warnings", Log).border_title = "Warnings"
         self.set_interval(self.poll_s, self.tick)
         self.tick()

@@ -63,6 +63,7 @@ from oom_wizard.plan import FieldProposal, MemoryEstimate, Plan, ScaleUp, StepCh
 from oom_wizard.probe import probe_gpu, read_host_memory
 from oom_wizard.request import JobRequest
 from oom_wizard.save import SaveResult
+from oom_wizard.settings import SettingProblem, UserKeymap
 from oom_wizard.values import ValueCheck
 from oom_wizard.vocabulary import DEFAULT_MOMENT, VALIDATION_RUN, ModelKind, Moment
 
@@ -110,11 +111,13 @@ __all__ = [
     "Saved",
     "ScaleUp",
     "ScanCancelled",
+    "SettingProblem",
     "Settled",
     "StepChoice",
     "StepProposal",
     "StepStatus",
     "ToFile",
+    "UserKeymap",
     "ValueCheck",
     "Verdict",
     "Watch",
@@ -139,6 +142,7 @@ __all__ = [
     "estimate",
     "first_step",
     "format_path",
+    "keymap_problems_line",
     "later_lines",
     "leaving_summary",
     "list_jobs",
@@ -168,6 +172,7 @@ __all__ = [
     "save",
     "save_now_question",
     "save_scale_up",
+    "saved_keymap",
     "saved_theme",
     "scale_up_notes",
     "scale_ups_ahead",
@@ -1759,3 +1764,15 @@ def scale_up_prediction(state: WizardState, scale_up: ScaleUp) -> Prediction | N
         state.model_kind,
         card_gib=card.gib if card is not None else None,
     )
+def saved_keymap() -> UserKeymap:
+    """The user's keymap in the settings file, as written (:mod:`oom_wizard.settings`)."""
+    from oom_wizard.settings import read_keymap
+
+    return read_keymap()
+
+
+def keymap_problems_line(keymap: UserKeymap, problems: Sequence[SettingProblem]) -> str | None:
+    """The one line that reports what of ``keymap`` cannot be used (None: all of it can)."""
+    from oom_wizard.settings import keymap_problems_line as line
+
+    return line(keymap.path, problems)
