@@ -95,7 +95,7 @@ class ConfirmIncreaseScreen(AskScreen):
 class GoOnEditedScreen(AskScreen):
     """Asks before the wizard plans from the change log of a config edited since our save."""
 
-    BINDINGS = [Binding("g", "yes", "Go on")]  # noqa: RUF012
+    BINDINGS = [Binding("g", "yes", "Go on", id="go_on_edited.yes")]  # noqa: RUF012
 
     def __init__(self, question: str) -> None:
         super().__init__(
@@ -103,16 +103,13 @@ class GoOnEditedScreen(AskScreen):
             question,
             yes="Go on from it",
             no="Do not",
-            yes_key="g",
         )
 
 
 class SaveNowScreen(AskScreen):
     """Asks before ``watch`` sets ``save_now`` on a running web-UI job's row."""
 
-    BINDINGS = [Binding("y", "yes", "Save now")]  # noqa: RUF012
+    BINDINGS = [Binding("y", "yes", "Save now", id="save_now.yes")]  # noqa: RUF012
 
     def __init__(self, question: str) -> None:
-        super().__init__(
-            "Save a checkpoint now?", question, yes="Save now", no="Not now", yes_key="y"
-        )
+        super().__init__("Save a checkpoint now?", question, yes="Save now", no="Not now")
