@@ -256,6 +256,8 @@ def predict(
         )
     except WizardError:
         return None
+
+
 #: What changes the outcome of a config that crashed, besides the config itself.
 ELSE_TO_CHANGE = (
     "a card with more memory, less else on the GPU, or "

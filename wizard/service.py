@@ -164,8 +164,8 @@ __all__ = [
     "recorded_steps",
     "remember_theme",
     "reopen_command",
-    "resume_of",
     "request_save_now",
+    "resume_of",
     "retry_crashed",
     "run_command",
     "run_log_for",
@@ -1764,6 +1764,8 @@ def scale_up_prediction(state: WizardState, scale_up: ScaleUp) -> Prediction | N
         state.model_kind,
         card_gib=card.gib if card is not None else None,
     )
+
+
 def saved_keymap() -> UserKeymap:
     """The user's keymap in the settings file, as written (:mod:`oom_wizard.settings`)."""
     from oom_wizard.settings import read_keymap
