@@ -14,8 +14,9 @@ when there is a config). It never writes anything of the job's.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from textual.app import App, ComposeResult
@@ -23,6 +24,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.css.query import NoMatches
 from textual.widgets import Header, Log, Sparkline, Static
+from textual.worker import get_current_worker
 
 from oom_wizard.screens.widgets import KeyBar
 from oom_wizard.service import (
@@ -30,6 +32,7 @@ from oom_wizard.service import (
     JobRow,
     LiveJob,
     LiveStatus,
+    LiveUpdate,
     WatchTarget,
     WizardState,
 )
@@ -107,10 +110,10 @@ class WatchApp(App[WatchResult]):
         yield KeyBar()
 
     def on_mount(self) -> None:
-        """Start polling the log (and the GPU); make the crash's diagnosis ready meanwhile."""
+        """Start following the log in a thread (and polling the GPU); make the crash's
+        diagnosis ready meanwhile."""
         self.query_one("#warnings", Log).border_title = "Warnings"
-        self.set_interval(self.poll_s, self.tick)
-        self.tick()
+        self.run_worker(self._follow, thread=True, group="follow")
         self.run_worker(self._warm_up, thread=True, group="warm-up")
         if self.probe:
             self.set_interval(PROBE_S, self.look_at_gpu)
@@ -131,13 +134,22 @@ class WatchApp(App[WatchResult]):
         if row is not None:
             self._from_thread(self._show, "#row", row_text(row))
 
-    def tick(self) -> None:
-        """Read what is new in the log and show it (nothing once the screen is gone)."""
+    def _follow(self) -> None:
+        """Read the log in this thread (the screen answers keys meanwhile) and hand each poll
+        to the screen; a poll that read a full share reads again at once."""
+        worker = get_current_worker()
+        while not worker.is_cancelled:
+            update = self.live.poll()
+            self._from_thread(self.show_update, update)
+            if not self.live.busy:
+                time.sleep(self.poll_s)
+
+    def show_update(self, update: LiveUpdate) -> None:
+        """Show one poll of the log (nothing once the screen is gone)."""
         try:
             warnings = self.query_one("#warnings", Log)
-        except NoMatches:  # a last timer tick while the app shuts down
+        except NoMatches:  # a last poll while the app shuts down
             return
-        update = self.live.poll()
         for text in update.warnings:
             warnings.write_line(f"⚠ {text}")
         status = update.status
@@ -150,7 +162,13 @@ class WatchApp(App[WatchResult]):
             self.query_one("#rates", Sparkline).data = list(status.rates)
         if status.crashed and self.crash is None and not self.diagnosing:
             self.diagnosing = True
-            self.run_worker(self._diagnose, thread=True, exclusive=True, group="diagnose")
+            log = status.crash_log or self.target.log
+            self.run_worker(
+                lambda: self._diagnose(replace(self.target, log=log)),
+                thread=True,
+                exclusive=True,
+                group="diagnose",
+            )
 
     def _warm_up(self) -> None:
         """Read the presets and the log markers, and load the wizard's first stages, while
@@ -164,12 +182,12 @@ class WatchApp(App[WatchResult]):
             import oom_wizard.screens.load
             import oom_wizard.screens.step  # noqa: F401
 
-    def _diagnose(self) -> None:
+    def _diagnose(self, target: WatchTarget) -> None:
         from oom_wizard.errors import WizardError
         from oom_wizard.service import diagnose_crash
 
         try:
-            report = diagnose_crash(self.target)
+            report = diagnose_crash(target)
         except WizardError as exc:
             report = CrashReport(f"The job crashed ({exc.one_line()})", None, None)
         self._from_thread(self.show_crash, report)
@@ -242,6 +260,8 @@ def row_text(row: JobRow) -> str:
 
 def progress_text(status: LiveStatus) -> str:
     """``Phase training · step 250/3000 · 1.73 s/it · 1:19:20 left · 2 OOM skips``."""
+    if status.refused is not None:
+        return f"Not following the log: {status.refused}"
     if status.waiting:
         return "Waiting for the log to appear…"
     parts = [f"Phase {status.phase.replace('_', ' ')}"]
@@ -256,6 +276,8 @@ def progress_text(status: LiveStatus) -> str:
         parts.append(f"{status.skip_count} OOM skip(s)")
     if status.crashed:
         parts.append("crashed")
+    elif status.failing:
+        parts.append("error printed: waiting to see whether the job goes on")
     elif status.stopped:
         parts.append("stopped")
     elif status.ended:
