@@ -14,6 +14,7 @@ when there is a config). It never writes anything of the job's.
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -41,6 +42,10 @@ POLL_S = 0.1
 """Seconds between two reads of the log."""
 PROBE_S = 5.0
 """Seconds between two looks at the GPU."""
+SWITCH_S = 0.0005
+"""The interpreter's thread switch interval while the live screen runs (Python's is 5 ms)."""
+YIELD_S = 0.0
+"""Seconds the reading worker sleeps after each piece it scanned (the screen runs then)."""
 ROW_S = 2.0
 """Seconds between two reads of a web-UI job's row."""
 
@@ -90,11 +95,16 @@ class WatchApp(App[WatchResult]):
         self.job_name = target.name
         self.poll_s = poll_s
         self.probe = probe
-        self.live = LiveJob(target.log) if stall_s is None else LiveJob(target.log, stall_s=stall_s)
+        self.live = (
+            LiveJob(target.log, between=_let_others_run)
+            if stall_s is None
+            else LiveJob(target.log, stall_s=stall_s, between=_let_others_run)
+        )
         self.crash: CrashReport | None = None
         self.diagnosing = False
         self._shown = ""
         self._rates: tuple[float, ...] = ()
+        self._switch_interval = sys.getswitchinterval()
 
     def compose(self) -> ComposeResult:
         """Header, the job, progress, sparkline, warnings, GPU, and the crash panel."""
@@ -113,6 +123,10 @@ class WatchApp(App[WatchResult]):
         """Start following the log in a thread (and polling the GPU); make the crash's
         diagnosis ready meanwhile."""
         self.query_one("#warnings", Log).border_title = "Warnings"
+        # The reading worker is busy in Python code; the screen's thread, waiting for the
+        # interpreter at each await, gets it back within this interval rather than 5 ms.
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(SWITCH_S)
         self.run_worker(self._follow, thread=True, group="follow")
         self.run_worker(self._warm_up, thread=True, group="warm-up")
         if self.probe:
@@ -247,9 +261,19 @@ class WatchApp(App[WatchResult]):
         if self.crash is not None and self.target.can_open_wizard:
             self.exit(WatchResult(open_wizard=True))
 
+    def on_unmount(self) -> None:
+        """Give the interpreter its switch interval back."""
+        sys.setswitchinterval(self._switch_interval)
+
     def action_quit_watch(self) -> None:
         """Leave."""
         self.exit(WatchResult(open_wizard=False))
+
+
+def _let_others_run() -> None:
+    """Between two pieces of the log read in the worker: the screen's thread takes the
+    interpreter at once (a thread busy in C code keeps it for up to the switch interval)."""
+    time.sleep(YIELD_S)
 
 
 def row_text(row: JobRow) -> str:

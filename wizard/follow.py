@@ -33,12 +33,12 @@ from typing import Final, Literal
 
 from oom_wizard.logscan import LiveScan, LogScan
 
-READ_LIMIT: Final = 8 << 20
+READ_LIMIT: Final = 4 << 20
 """Bytes read per poll at most (a huge backlog is read over several polls)."""
-BEHIND_BYTES: Final = 64 << 20
+BEHIND_BYTES: Final = 8 << 20
 """A backlog larger than this (the log grows faster than it is read) is skipped: the reading
 goes on from ``TAIL_BYTES`` before the end (what a crash says is at the end)."""
-TAIL_BYTES: Final = 4 << 20
+TAIL_BYTES: Final = 1 << 20
 BINARY_LOOK: Final = 64 * 1024
 """Bytes of a file looked at to tell that it is not text (then it is not followed)."""
 FINGERPRINT: Final = 256
@@ -278,8 +278,11 @@ class LiveJob:
         grace_s: float = GRACE_S,
         clock: Callable[[], float] = time.monotonic,
         follower: Follower | None = None,
+        between: Callable[[], None] | None = None,
     ) -> None:
         self.path = path
+        self.between = between
+        """Called between two pieces fed to the scanner (a thread that reads lets others run)."""
         self.follower = follower or Follower(path)
         self.stall_s = stall_s
         self.slow_factor = slow_factor
@@ -350,6 +353,8 @@ class LiveJob:
             self._last_data_at = self.clock()
             for start in range(0, len(data), FEED_BYTES):
                 self.scan.feed(data[start : start + FEED_BYTES])
+                if self.between is not None:
+                    self.between()
             self._rate(data[-BAR_TAIL:])
             self._latest = self.scan.snapshot(str(self._source))
         scan = self._latest
