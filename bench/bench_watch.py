@@ -319,7 +319,7 @@ async def flood(folder: Path, config: Path, mb_s: float, seconds: float) -> None
             f"{statistics.median(idle) * 1000:.0f} ms, max {max(idle) * 1000:.0f} ms"
         )
     skipped = sum("Fell behind" in line for line in warnings)
-    print(f"  skipped to the tail  : {skipped} time(s)")
+    print(f"  fell behind, told    : {skipped} time(s) (at most once per 5 s)")
 
 
 def main() -> int:

@@ -47,6 +47,8 @@ past that position between two polls is a new file (its bytes there differ)."""
 GRACE_S: Final = 30.0
 """Seconds of silence after a failure line before the run counts as crashed, when nothing in
 the log says that the process ended: a trainer that catches an OOM goes on training."""
+SKIP_TOLD_S: Final = 5.0
+"""Seconds between two warnings that the reading fell behind (the skips in between are added)."""
 RATES_KEPT: Final = 120
 """s/it figures kept for the sparkline."""
 STABLE_AFTER: Final = 5
@@ -290,6 +292,8 @@ class LiveJob:
         self.clock = clock
         self._refused: str | None = None
         self.busy = False
+        self._skipped = 0
+        self._skip_told_at = -SKIP_TOLD_S
         """The last poll read a full share: there is more to read at once."""
         self._crash_log: Path | None = None
         """The log of a run that crashed before a restart or a rotation (it stays crashed)."""
@@ -336,10 +340,13 @@ class LiveJob:
         elif self.follower.old_path is not None:
             self._source = self.follower.old_path
         if self.follower.skipped:
-            warnings.append(
-                f"Fell behind the log: skipped {self.follower.skipped / 1e6:,.0f} MB "
-                "to read its end"
-            )
+            self._skipped += self.follower.skipped
+            if self.clock() - self._skip_told_at >= SKIP_TOLD_S:
+                self._skip_told_at = self.clock()
+                warnings.append(
+                    f"Fell behind the log: skipped {self._skipped / 1e6:,.0f} MB to read its end"
+                )
+                self._skipped = 0
         if data and self._looked < BINARY_LOOK:
             sample = data[: BINARY_LOOK - self._looked]
             self._looked += len(sample)
