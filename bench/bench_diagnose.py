@@ -437,6 +437,8 @@ def bench_mixed(folder: Path, size_mb: int, *, dense: bool = False) -> bool:
         f"ratio          : {ratio:6.1f}x the text read, "
         f"{ours.seconds / binary.seconds:.1f}x the binary read"
     )
+    each = ", ".join(f"{d.seconds / t.seconds:.1f}x" for d, t in zip(runs, texts, strict=True))
+    print(f"each run       : {each} the text read of the same round")
     print(
         f"cpu            : diagnose {ours.cpu:.2f} s, text read {text.cpu:.2f} s "
         f"({ours.cpu / max(text.cpu, 1e-9):.1f}x)"

@@ -778,11 +778,9 @@ def test_a_dense_log_reads_as_every_line_read_by_every_rule(chunk_bytes: int) ->
     assert (fast.last_step, fast.skip_count, fast.crashed) == (2999, 1, True)
 
 
-def test_a_slowdown_in_a_dense_log_is_seen_within_a_window_of_its_step() -> None:
-    fast, full = scan_both(_dense_log(2000), 1 << 16)
-    assert "sysmem_spill" in fast.signals and full.spill_step == 2000
-    assert (
-        fast.spill_step is not None and 2000 <= fast.spill_step <= 2000 + logscan.RATE_WINDOW // 100
-    )
-    same = [f for f in fast.__dataclass_fields__ if f not in ("spill_step", "evidence")]
-    assert all(getattr(fast, f) == getattr(full, f) for f in same)
+@pytest.mark.parametrize("spill_at", [700, 2000, 2950])
+def test_a_slowdown_in_a_dense_log_is_seen_at_its_step(spill_at: int) -> None:
+    """The window whose reading shows the slowdown is read again redraw by redraw."""
+    fast, full = scan_both(_dense_log(spill_at), 1 << 16)
+    assert "sysmem_spill" in fast.signals and full.spill_step == spill_at
+    assert fast == full

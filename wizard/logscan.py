@@ -183,7 +183,7 @@ OOM_MESSAGE_TAIL: Final = 3
 OOM_TEXT_MAX: Final = 4000
 """An allocator message and the lines it was wrapped onto are read together up to this length."""
 _BAR_CACHE_LIMIT: Final = 1024
-RATE_WINDOW: Final = 16 * 1024
+RATE_WINDOW: Final = 32 * 1024
 """Bytes of a stretch of training-bar lines between text lines of which one redraw's rate is
 read (``_Scanner._skip_redraws``): a log that warns at every step draws a bar line every few
 lines, and only the first, the last, and one per window change what the run shows."""
@@ -1228,9 +1228,16 @@ class _Scanner:
         """:meth:`_feed_cold` for a block whose bar lines hold one redraw or two (the gate saw
         all of it): its bar lines are found here. While the training bar runs, most of them are
         not read at all (:meth:`_skip_redraws`)."""
+        run = self._run
+        rates: tuple[float | None, int, tuple[bytes, bytes] | None] = (None, 0, None)
         while True:
+            window: tuple[int, int, int] | None = None
             if self._steady_training():
-                pos = self._skip_redraws(block, pos, limit)
+                line, skipped = self._line, self._skip_redraws(block, pos, limit)
+                if skipped != pos and run.spill_step is None:
+                    window = (pos, skipped, line)
+                    rates = (run.best_rate, run.rate_readings, run.steady_rate)
+                pos = skipped
             found = _find_bar(block, pos, limit)
             if found < 0:
                 self._skip(block, pos, limit)
@@ -1239,9 +1246,33 @@ class _Scanner:
             end = block.find(b"\n", found) + 1 or len(block)
             self._skip(block, pos, start)
             self._feed_bar_line(block, start, end)
+            if window is not None and run.spill_step is not None and self._head_training:
+                # The window's reading found the slowdown: its first redraw is in the window.
+                run.best_rate, run.rate_readings, run.steady_rate = rates
+                self._read_window(block, window)
             pos = end
             if self._reads_next_line():
                 return pos
+
+    def _read_window(self, block: bytes, window: tuple[int, int, int]) -> None:
+        """Read again the rate of every redraw of a window :meth:`_skip_redraws` skipped, then
+        the redraw after it, as if none had been skipped: the step of a slowdown first seen
+        at the end of a window is that of its first redraw."""
+        run = self._run
+        if run.evidence and run.evidence[-1].tag == "sysmem_spill":
+            run.evidence.pop()
+        run.spill_step = None
+        start, stop, line = window
+        counted = start
+        while run.spill_step is None and (cut := block.find(b"\r", start, stop)) >= 0:
+            ends = [block.find(b"\r", cut + 1, stop), block.find(b"\n", cut, stop)]
+            end = min((i for i in ends if i >= 0), default=stop)
+            line += _count(block, b"\n", counted, cut)
+            counted = cut
+            run.rate_reading(block[cut + 1 : end], line)
+            start = cut + 1
+        if run.spill_step is None and run.train_bar is not None:
+            run.rate_reading(run.train_bar, run.train_bar_line)
 
     def _steady_training(self) -> bool:
         """Whether a training-bar redraw would only be remembered and its rate read: training
