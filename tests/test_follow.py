@@ -317,8 +317,9 @@ def test_the_toolkits_failure_block_is_a_crash_at_once(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "block", [b"Error running job: CUDA out of memory.\n" + OOM_LINE, OOM_LINE]
 )
+@pytest.mark.parametrize("read_before", [False, True])
 def test_a_crash_rotated_away_within_one_poll_is_the_one_diagnosed(
-    tmp_path: Path, block: bytes
+    tmp_path: Path, block: bytes, read_before: bool
 ) -> None:
     folder = tmp_path / "job"
     (folder / "logs").mkdir(parents=True)
@@ -327,6 +328,8 @@ def test_a_crash_rotated_away_within_one_poll_is_the_one_diagnosed(
     job = LiveJob(log, clock=lambda: 0.0)
     job.poll()
     append(log, block)
+    if read_before:
+        assert not job.poll().status.ended or block.startswith(b"Error")
     log.rename(folder / "logs" / "0_log.txt")  # the UI starts the job again
     log.write_bytes(b"Running 1 job\n")
     for _ in range(3):

@@ -126,6 +126,8 @@ class Follower:
         """Bytes of the last poll's backlog skipped to read the tail (0: none)."""
         self.old_path: Path | None = None
         """Where the file being drained after a rotation is now, when it can be told."""
+        self.rotated_from: Path | None = None
+        """Where the file read before the last rotation is now, when it could be told."""
 
     def close(self) -> None:
         """Let go of the file."""
@@ -214,6 +216,7 @@ class Follower:
         if not data:
             self.close()
             self._inode = None
+            self.rotated_from = self.old_path
         return data
 
     def _read(self) -> bytes:
@@ -329,8 +332,9 @@ class LiveJob:
             if self._refused is not None:
                 warnings.append(f"{self.path}: {self._refused}")
         if restart in ("rotated", "truncated"):
-            if pending and self._crash_log is None:  # the run that failed has ended
-                self._crash_log = self._source
+            if restart == "rotated" and pending and self._crash_log is None:
+                # The run that failed has ended (the job was started again): it crashed.
+                self._crash_log = self.follower.rotated_from or self._source
             self._reset()
             warnings.append(
                 "The log started over (the job was restarted)"
