@@ -1,6 +1,6 @@
 """Benchmark ``oom-wizard diagnose`` on large logs, and its start-up on a small one.
 
-Two kinds of log are generated in a temporary folder (deleted afterwards):
+Three kinds of log are generated in a temporary folder (deleted afterwards):
 
 - a *bar* log of about ``--size-mb`` MB: the run header and config dump, model loading with
   quantization bars, dataset scan and latent caching with ``\\r`` redraws, text-embedding
@@ -11,14 +11,16 @@ Two kinds of log are generated in a temporary folder (deleted afterwards):
   60 % of its bytes are ordinary text and warning lines (shapes of real reports: library
   warnings and their source lines, launcher and logger chatter, dataset notes, a printed dict),
   in bursts between runs of training-bar redraws joined by ``\\r``, with a caught traceback
-  (a bad image, skipped) every ``TRACEBACK_EVERY`` steps.
+  (a bad image, skipped) every ``TRACEBACK_EVERY`` steps;
+- *dense* mixed logs of each ``--dense-mb`` size (default 300): the same, but one training-bar
+  redraw between every few text lines (a library that warns at every step).
 
 Each command runs as a child process measured with ``os.wait4`` (wall time, CPU time and peak
 RSS):
 
 - ``python -m oom_wizard diagnose --log LOG --json --no-probe`` (and its answer is checked);
 - on the bar log, ``grep -c "out of memory" LOG`` for scale;
-- on each mixed log, Python itself reading the same file line by line, in text mode
+- on each mixed and dense log, Python itself reading the same file line by line, in text mode
   (``for line in open(LOG, encoding="utf-8", errors="replace")``, the baseline of the target)
   and in binary mode, and the ratio of ``diagnose`` to each: the three alternated
   ``REPEATS`` times once the log is flushed to disk, each figure the median run;
@@ -35,10 +37,10 @@ Targets: the bar log of 1 GB in <= 10 s (issue 3); on the mixed logs, diagnose a
 text-mode line read (issue 9); <= 150 MB peak RSS everywhere. The machine is shared: run the
 1 GB logs sparingly. Usage::
 
-    python bench/bench_diagnose.py [--size-mb 1024] [--mixed-mb 300,1024] [--startup-runs 5]
-                                   [--bar-lines] [--keep]
+    python bench/bench_diagnose.py [--size-mb 1024] [--mixed-mb 300,1024] [--dense-mb 300]
+                                   [--startup-runs 5] [--bar-lines] [--keep]
 
-``--size-mb 0`` or ``--mixed-mb ''`` leaves that kind out.
+``--size-mb 0``, ``--mixed-mb ''`` or ``--dense-mb ''`` leaves that kind out.
 """
 
 from __future__ import annotations
@@ -245,15 +247,22 @@ TEXT_SHARE = 0.6
 """Share of the mixed log's bytes in ordinary text and warning lines."""
 REDRAWS = 20
 """Training-bar redraws joined by ``\\r`` between two bursts of text lines."""
+DENSE_REDRAWS = 1
+DENSE_TEXT_SHARE = 0.7
+"""The dense mixed log: one redraw, then two or three text lines (a library that warns at every
+step), so that every few text lines hold a bar line."""
 TRACEBACK_EVERY = 50_000
 """Steps between two caught tracebacks in the mixed log."""
 
 
-def write_mixed_log(path: Path, size_bytes: int) -> int:
+def write_mixed_log(
+    path: Path, size_bytes: int, *, redraws: int = REDRAWS, text_share: float = TEXT_SHARE
+) -> int:
     """Write a mixed log (about 60 % text lines); return the step of the final OOM.
 
-    Each step is one training-bar redraw (joined by ``\\r``); every ``REDRAWS`` redraws, a
-    burst of ordinary lines keeps the text share at ``TEXT_SHARE``. A save
+    Each step is one training-bar redraw (joined by ``\\r``); every ``redraws`` redraws, a
+    burst of ordinary lines keeps the text share at ``text_share`` (the *dense* shape:
+    ``DENSE_REDRAWS`` and ``DENSE_TEXT_SHARE``, a bar line between every few text lines). A save
     and a sample pass come every ``SAVE_EVERY`` steps, a caught traceback (a bad image, skipped)
     every ``TRACEBACK_EVERY``, and the run ends in the same OOM traceback as ``write_log``.
     """
@@ -268,7 +277,7 @@ def write_mixed_log(path: Path, size_bytes: int) -> int:
                 redraw = bar(s)
                 lines.append(redraw)
                 bar_bytes += len(redraw)
-                while s % REDRAWS == 0 and text_bytes < bar_bytes * TEXT_SHARE / (1 - TEXT_SHARE):
+                while s % redraws == 0 and text_bytes < bar_bytes * text_share / (1 - text_share):
                     text = "\n" + ORDINARY[written % kinds].format(step=s)
                     written += 1
                     lines.append(text)
@@ -392,12 +401,19 @@ def median_run(measures: list[Measure]) -> Measure:
     return sorted(measures, key=lambda measure: measure.seconds)[len(measures) // 2]
 
 
-def bench_mixed(folder: Path, size_mb: int) -> bool:
-    """One mixed log: diagnose beside Python's line reads; whether the 3x target is met."""
-    log = folder / f"mixed-{size_mb}.txt"
+def bench_mixed(folder: Path, size_mb: int, *, dense: bool = False) -> bool:
+    """One mixed log (``dense``: the dense shape): diagnose beside Python's line reads;
+    whether the 3x target is met."""
+    shape = "dense" if dense else "mixed"
+    log = folder / f"{shape}-{size_mb}.txt"
     started = time.perf_counter()
-    final_step = write_mixed_log(log, size_mb * 1024 * 1024)
-    print(f"mixed log: {log.stat().st_size / 1e6:,.0f} MB, written in ", end="")
+    if dense:
+        final_step = write_mixed_log(
+            log, size_mb * 1024 * 1024, redraws=DENSE_REDRAWS, text_share=DENSE_TEXT_SHARE
+        )
+    else:
+        final_step = write_mixed_log(log, size_mb * 1024 * 1024)
+    print(f"{shape} log: {log.stat().st_size / 1e6:,.0f} MB, written in ", end="")
     print(f"{time.perf_counter() - started:.1f} s")
     os.sync()  # the log's write-back must not run during the timings
     try:
@@ -421,6 +437,8 @@ def bench_mixed(folder: Path, size_mb: int) -> bool:
         f"ratio          : {ratio:6.1f}x the text read, "
         f"{ours.seconds / binary.seconds:.1f}x the binary read"
     )
+    each = ", ".join(f"{d.seconds / t.seconds:.1f}x" for d, t in zip(runs, texts, strict=True))
+    print(f"each run       : {each} the text read of the same round")
     print(
         f"cpu            : diagnose {ours.cpu:.2f} s, text read {text.cpu:.2f} s "
         f"({ours.cpu / max(text.cpu, 1e-9):.1f}x)"
@@ -440,6 +458,11 @@ def main() -> int:
     parser.add_argument(
         "--mixed-mb", default="300,1024", help="mixed log sizes, comma-separated (300,1024)"
     )
+    parser.add_argument(
+        "--dense-mb",
+        default="300",
+        help="dense mixed log sizes (a bar line every few text lines), comma-separated (300)",
+    )
     parser.add_argument("--startup-runs", type=int, default=5, help="start-up repetitions")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     parser.add_argument(
@@ -449,6 +472,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     mixed = [int(size) for size in args.mixed_mb.split(",") if size.strip()]
+    dense = [int(size) for size in args.dense_mb.split(",") if size.strip()]
 
     folder = Path(tempfile.mkdtemp(prefix="oomwiz-bench-"))
     CHILD_ENV.update(child_env(folder))
@@ -463,6 +487,8 @@ def main() -> int:
             met &= bench_bars(folder, args.size_mb, bar_lines=args.bar_lines)
         for size_mb in mixed:
             met &= bench_mixed(folder, size_mb)
+        for size_mb in dense:
+            met &= bench_mixed(folder, size_mb, dense=True)
 
         startup(args.startup_runs, folder, small)
         return 0 if met else 1

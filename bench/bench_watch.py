@@ -16,15 +16,25 @@ by ``\\r``, skip banners, saves, as the fake trainer prints them) for ``--second
 the screen does; its user+system CPU time over the wall time is the share of one core. Once
 with the follower alone (``LiveJob``), once with the whole headless screen.
 
+Flood (``--flood-mb-per-s``, default 50, for ``--flood-seconds``, default 10): a writer process
+grows a log with mixed lines (``bench_diagnose``'s mixed shape: text and warning lines between
+training-bar redraws) at that rate, then writes AI Toolkit's OOM failure block; the headless
+screen follows it. Printed: the delay from the block written (the writer's clock) to the screen
+showing the crash, then to the screen leaving for the wizard with the crash diagnosed; and the
+key latency meanwhile, the time Pilot's ``press`` of a key with no binding takes, every 0.2 s
+while the log is read (median, 95th percentile, max).
+
 Usage::
 
     python bench/bench_watch.py [--runs 10] [--mb-per-s 1] [--seconds 10] [--tmux]
+                                [--flood-mb-per-s 50] [--flood-seconds 10] [--flood-only]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import resource
 import statistics
@@ -33,10 +43,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import ClassVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from oom_wizard.follow import LiveJob, WatchTarget
+from textual import events
+from textual.css.query import NoMatches
+from textual.widgets import Log
+
+from oom_wizard.follow import LiveJob, LiveUpdate, WatchTarget
 from oom_wizard.screens.app import create_app
 from oom_wizard.screens.step import StepScreen
 from oom_wizard.screens.watch import POLL_S, WatchApp
@@ -164,6 +179,149 @@ def cpu_share(
     return used / seconds, written
 
 
+FAILURE = (
+    b"\nError running job: CUDA out of memory. Tried to allocate 1.27 GiB.\n\n"
+    + b"=" * 40
+    + b"\nResult:\n - 0 completed jobs\n - 1 failure\n"
+    + b"=" * 40
+    + b"\nTraceback (most recent call last):\n"
+    + b'  File "/ai-toolkit/run.py", line 120, in <module>\n    main()\n'
+    + b'  File "/ai-toolkit/extensions_built_in/sd_trainer/SDTrainer.py", line 1927, '
+    + b"in hook_train_loop\n"
+    + b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.27 GiB. GPU 0 has a "
+    + b"total capacity of 23.55 GiB of which 412.31 MiB is free.\n"
+)
+
+
+def writer(log: Path, mb_s: float, seconds: float) -> None:
+    """Grow ``log`` with mixed lines at ``mb_s`` for ``seconds``, then write the failure
+    block; print the wall clock (``time.time()``) right after it was written."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_diagnose import write_mixed_log
+
+    seed = log.with_suffix(".seed")
+    write_mixed_log(seed, 4 << 20)
+    data = seed.read_bytes()
+    seed.unlink()
+    start = data.index(b"\n", len(data) // 4) + 1
+    piece = data[start : data.rindex(b"\n", 0, len(data) * 3 // 4) + 1]
+    head = data[:start]
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND)
+    os.write(fd, head)
+    written, began = len(head), time.monotonic()
+    while (now := time.monotonic() - began) < seconds:
+        due = int(now * mb_s * 1_000_000)
+        while written < due:
+            written += os.write(fd, piece)
+        time.sleep(0.01)
+    os.write(fd, FAILURE)
+    print(time.time(), written, flush=True)
+    os.close(fd)
+
+
+class TimedWatchApp(WatchApp):
+    """The live screen, noting when each key event reaches it."""
+
+    keys_at: ClassVar[list[float]] = []
+    crash_shown_at: ClassVar[float | None] = None
+
+    def show_update(self, update: LiveUpdate) -> None:
+        super().show_update(update)
+        if update.status.crashed and TimedWatchApp.crash_shown_at is None:
+            TimedWatchApp.crash_shown_at = time.time()  # the screen shows "crashed" now
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            TimedWatchApp.keys_at.append(time.perf_counter())
+        await super().on_event(event)
+
+
+async def key_latency(app: TimedWatchApp) -> float:
+    """Seconds from a key posted to the app to the app handling it (Pilot's ``press`` also
+    waits for the process to be idle, up to a second or two while the log is read)."""
+    seen = len(TimedWatchApp.keys_at)
+    began = time.perf_counter()
+    app.post_message(events.Key("x", "x"))
+    while len(TimedWatchApp.keys_at) == seen:
+        await asyncio.sleep(0.001)
+    return TimedWatchApp.keys_at[seen] - began
+
+
+async def flood(folder: Path, config: Path, mb_s: float, seconds: float) -> None:
+    """The flood measure (see the module docstring)."""
+    log = folder / "flood.txt"
+    log.write_bytes(b"")
+    app = TimedWatchApp(WatchTarget(log, config, "bench"), probe=False)
+    presses: list[float] = []
+    keys: list[float] = []
+    warnings: list[str] = []
+    shown_at = left_at = None
+    idle: list[float] = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        for _ in range(10):  # the same presses on the idle screen, for scale
+            began = time.perf_counter()
+            await pilot.press("x")
+            idle.append(time.perf_counter() - began)
+            await asyncio.sleep(0.2)
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            __file__,
+            "--child",
+            "writer",
+            str(log),
+            str(mb_s),
+            str(seconds),
+            stdout=asyncio.subprocess.PIPE,
+        )
+        deadline = time.time() + seconds + 300
+        while app.return_value is None and time.time() < deadline:
+            shown_at = TimedWatchApp.crash_shown_at
+            with contextlib.suppress(NoMatches):
+                warnings = list(app.query_one("#warnings", Log).lines)
+            if shown_at is None:
+                keys.append(await key_latency(app))
+                began = time.perf_counter()
+                await pilot.press("x")
+                presses.append(time.perf_counter() - began)
+            await asyncio.sleep(0.2 if shown_at is None else 0.01)
+        left_at = time.time() if app.return_value is not None else None
+        out, _ = await proc.communicate()
+    written_at, size = out.decode().split()
+    wrote = float(written_at)
+    presses.sort()
+    print(
+        f"flood: {float(size) / 1e6:,.0f} MB of mixed lines at {mb_s:g} MB/s for {seconds:g} s, "
+        "then the OOM failure block"
+    )
+    print(
+        "  the crash on screen  : "
+        + (f"{shown_at - wrote:.2f} s after it was written" if shown_at else "NOT SHOWN")
+    )
+    print(
+        "  left for the wizard  : "
+        + (f"{left_at - wrote:.2f} s after (the crash diagnosed)" if left_at else "NOT LEFT")
+    )
+    if keys:
+        keys.sort()
+        p95 = keys[min(len(keys) - 1, int(len(keys) * 0.95))]
+        print(
+            f"  key latency          : median {statistics.median(keys) * 1000:.1f} ms, "
+            f"95th percentile {p95 * 1000:.1f} ms, max {keys[-1] * 1000:.1f} ms "
+            f"(a key event posted -> handled by the app, {len(keys)} while it read)"
+        )
+    if presses:
+        p95 = presses[min(len(presses) - 1, int(len(presses) * 0.95))]
+        print(
+            f"  Pilot press          : median {statistics.median(presses) * 1000:.0f} ms, "
+            f"95th percentile {p95 * 1000:.0f} ms, max {presses[-1] * 1000:.0f} ms "
+            f"({len(presses)} presses while it read; it waits for an idle process); "
+            f"idle screen: median "
+            f"{statistics.median(idle) * 1000:.0f} ms, max {max(idle) * 1000:.0f} ms"
+        )
+    skipped = sum("Fell behind" in line for line in warnings)
+    print(f"  fell behind, told    : {skipped} time(s) (at most once per 5 s)")
+
+
 def main() -> int:
     """Measure and print."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -171,15 +329,25 @@ def main() -> int:
     parser.add_argument("--mb-per-s", type=float, default=1.0)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--tmux", action="store_true", help="time it in a real terminal too")
+    parser.add_argument("--flood-mb-per-s", type=float, default=50.0)
+    parser.add_argument("--flood-seconds", type=float, default=10.0)
+    parser.add_argument("--flood-only", action="store_true", help="only the flood measure")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         mode, log, config, seconds = args.child
-        child(mode, Path(log), Path(config), float(seconds))
+        if mode == "writer":
+            writer(Path(log), float(config), float(seconds))
+        else:
+            child(mode, Path(log), Path(config), float(seconds))
         return 0
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         config, data = fake_log(folder)
+        if args.flood_mb_per_s:
+            asyncio.run(flood(folder, config, args.flood_mb_per_s, args.flood_seconds))
+        if args.flood_only:
+            return 0
         times = [asyncio.run(one_latency(folder, config, data)) for _ in range(args.runs)]
         print(
             f"watch latency, OOM failure block written -> the wizard's first step on it shown "

@@ -16,8 +16,10 @@ whose log shows trouble and only after a yes, the row's ``save_now`` (key ``s``:
 from __future__ import annotations
 
 import contextlib
+import sys
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from textual.app import App, ComposeResult
@@ -25,6 +27,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.css.query import NoMatches
 from textual.widgets import Header, Log, Sparkline, Static
+from textual.worker import get_current_worker
 
 from oom_wizard.screens.widgets import KeyBar
 from oom_wizard.service import (
@@ -32,6 +35,7 @@ from oom_wizard.service import (
     JobRow,
     LiveJob,
     LiveStatus,
+    LiveUpdate,
     WatchTarget,
     WizardState,
     offers_save_now,
@@ -42,6 +46,10 @@ POLL_S = 0.1
 """Seconds between two reads of the log."""
 PROBE_S = 5.0
 """Seconds between two looks at the GPU."""
+SWITCH_S = 0.0005
+"""The interpreter's thread switch interval while the live screen runs (Python's is 5 ms)."""
+YIELD_S = 0.0
+"""Seconds the reading worker sleeps after each piece it scanned (the screen runs then)."""
 ROW_S = 2.0
 """Seconds between two reads of a web-UI job's row."""
 
@@ -92,13 +100,18 @@ class WatchApp(App[WatchResult]):
         self.job_name = target.name
         self.poll_s = poll_s
         self.probe = probe
-        self.live = LiveJob(target.log) if stall_s is None else LiveJob(target.log, stall_s=stall_s)
+        self.live = (
+            LiveJob(target.log, between=_let_others_run)
+            if stall_s is None
+            else LiveJob(target.log, stall_s=stall_s, between=_let_others_run)
+        )
         self.crash: CrashReport | None = None
         self.diagnosing = False
         self._shown = ""
         self._rates: tuple[float, ...] = ()
         #: The log showed trouble (a warning: a spill, a stall, a skipped OOM batch).
         self.troubled = False
+        self._switch_interval = sys.getswitchinterval()
 
     def compose(self) -> ComposeResult:
         """Header, the job, progress, sparkline, warnings, GPU, and the crash panel."""
@@ -114,14 +127,17 @@ class WatchApp(App[WatchResult]):
         yield KeyBar()
 
     def on_mount(self) -> None:
-        """Start polling the log (and the GPU); make the crash's diagnosis ready meanwhile (with
-        the keys of the user's keymap)."""
+        """Start following the log in a thread (and polling the GPU); make the crash's
+        diagnosis ready meanwhile (with the keys of the user's keymap)."""
         from oom_wizard.screens.keys import apply_user_keymap
 
         apply_user_keymap(self)
         self.query_one("#warnings", Log).border_title = "Warnings"
-        self.set_interval(self.poll_s, self.tick)
-        self.tick()
+        # The reading worker is busy in Python code; the screen's thread, waiting for the
+        # interpreter at each await, gets it back within this interval rather than 5 ms.
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(SWITCH_S)
+        self.run_worker(self._follow, thread=True, group="follow")
         self.run_worker(self._warm_up, thread=True, group="warm-up")
         if self.probe:
             self.set_interval(PROBE_S, self.look_at_gpu)
@@ -142,13 +158,22 @@ class WatchApp(App[WatchResult]):
         if row is not None:
             self._from_thread(self._show, "#row", row_text(row))
 
-    def tick(self) -> None:
-        """Read what is new in the log and show it (nothing once the screen is gone)."""
+    def _follow(self) -> None:
+        """Read the log in this thread (the screen answers keys meanwhile) and hand each poll
+        to the screen; a poll that read a full share reads again at once."""
+        worker = get_current_worker()
+        while not worker.is_cancelled:
+            update = self.live.poll()
+            self._from_thread(self.show_update, update)
+            if not self.live.busy:
+                time.sleep(self.poll_s)
+
+    def show_update(self, update: LiveUpdate) -> None:
+        """Show one poll of the log (nothing once the screen is gone)."""
         try:
             warnings = self.query_one("#warnings", Log)
-        except NoMatches:  # a last timer tick while the app shuts down
+        except NoMatches:  # a last poll while the app shuts down
             return
-        update = self.live.poll()
         for text in update.warnings:
             warnings.write_line(f"⚠ {text}")
         if (update.warnings or update.status.skip_count) and not self.troubled:
@@ -164,7 +189,13 @@ class WatchApp(App[WatchResult]):
             self.query_one("#rates", Sparkline).data = list(status.rates)
         if status.crashed and self.crash is None and not self.diagnosing:
             self.diagnosing = True
-            self.run_worker(self._diagnose, thread=True, exclusive=True, group="diagnose")
+            log = status.crash_log or self.target.log
+            self.run_worker(
+                lambda: self._diagnose(replace(self.target, log=log)),
+                thread=True,
+                exclusive=True,
+                group="diagnose",
+            )
 
     def _warm_up(self) -> None:
         """Read the presets and the log markers, and load the wizard's first stages, while
@@ -178,12 +209,12 @@ class WatchApp(App[WatchResult]):
             import oom_wizard.screens.load
             import oom_wizard.screens.step  # noqa: F401
 
-    def _diagnose(self) -> None:
+    def _diagnose(self, target: WatchTarget) -> None:
         from oom_wizard.errors import WizardError
         from oom_wizard.service import diagnose_crash
 
         try:
-            report = diagnose_crash(self.target)
+            report = diagnose_crash(target)
         except WizardError as exc:
             report = CrashReport(f"The job crashed ({exc.one_line()})", None, None)
         self._from_thread(self.show_crash, report)
@@ -274,9 +305,19 @@ class WatchApp(App[WatchResult]):
         title = "Not saved" if failed else "Save now"
         self.notify(line, title=title, severity="error" if failed else "information")
 
+    def on_unmount(self) -> None:
+        """Give the interpreter its switch interval back."""
+        sys.setswitchinterval(self._switch_interval)
+
     def action_quit_watch(self) -> None:
         """Leave."""
         self.exit(WatchResult(open_wizard=False))
+
+
+def _let_others_run() -> None:
+    """Between two pieces of the log read in the worker: the screen's thread takes the
+    interpreter at once (a thread busy in C code keeps it for up to the switch interval)."""
+    time.sleep(YIELD_S)
 
 
 def row_text(row: JobRow) -> str:
@@ -287,6 +328,8 @@ def row_text(row: JobRow) -> str:
 
 def progress_text(status: LiveStatus) -> str:
     """``Phase training · step 250/3000 · 1.73 s/it · 1:19:20 left · 2 OOM skips``."""
+    if status.refused is not None:
+        return f"Not following the log: {status.refused}"
     if status.waiting:
         return "Waiting for the log to appear…"
     parts = [f"Phase {status.phase.replace('_', ' ')}"]
@@ -301,6 +344,8 @@ def progress_text(status: LiveStatus) -> str:
         parts.append(f"{status.skip_count} OOM skip(s)")
     if status.crashed:
         parts.append("crashed")
+    elif status.failing:
+        parts.append("error printed: waiting to see whether the job goes on")
     elif status.stopped:
         parts.append("stopped")
     elif status.ended:

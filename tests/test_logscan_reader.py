@@ -746,3 +746,41 @@ def test_redraws_on_lines_of_their_own_are_read_line_by_line_with_or_without_the
     fast, full = scan_both(("\n".join(lines) + "\n").encode())
     assert fast == full
     assert "sysmem_spill" in fast.signals
+
+
+def _dense_log(spill_at: int | None) -> bytes:
+    """A log that warns at every step: one training-bar redraw between every few text lines,
+    a skip banner and a sample pass midway, and the OOM at the end."""
+    warnings = [
+        "/venv/lib/python3.10/site-packages/torch/utils/checkpoint.py:91: UserWarning: None of "
+        "the inputs have requires_grad=True. Gradients will be None",
+        "  warnings.warn(",
+        "INFO:root:bucket 768x1024 has 37 images, 2 repeats",
+    ]
+    parts = ["Running 1 job\nLoading model\n"]
+    for n in range(1, 3000):
+        seconds = 9.0 if spill_at is not None and n >= spill_at else 1.7
+        parts.append(f"\rmy_lora:  {n * 100 // 3000:2d}%|#| {n}/3000 [01:00<10:00, ")
+        parts.append(f"{seconds:.2f}s/it, lr: 1e-04 loss: 0.1]\n" + "\n".join(warnings[: n % 4]))
+        if n == 1500:
+            parts.append("\n# OOM during training step, skipping batch 1/3 #\n")
+            parts.append("\rGenerating Images:  50%|#| 1/2 [00:01<00:01,  1.00s/it]\n")
+    parts.append("\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB\n")
+    return "".join(parts).encode()
+
+
+@pytest.mark.parametrize("chunk_bytes", [4096, 1 << 16])
+def test_a_dense_log_reads_as_every_line_read_by_every_rule(chunk_bytes: int) -> None:
+    """Most training-bar lines between text lines are skipped (one rate per window is read):
+    the scan is the one every rule gives on every line."""
+    fast, full = scan_both(_dense_log(None), chunk_bytes)
+    assert fast == full
+    assert (fast.last_step, fast.skip_count, fast.crashed) == (2999, 1, True)
+
+
+@pytest.mark.parametrize("spill_at", [700, 2000, 2950])
+def test_a_slowdown_in_a_dense_log_is_seen_at_its_step(spill_at: int) -> None:
+    """The window whose reading shows the slowdown is read again redraw by redraw."""
+    fast, full = scan_both(_dense_log(spill_at), 1 << 16)
+    assert "sysmem_spill" in fast.signals and full.spill_step == spill_at
+    assert fast == full

@@ -206,3 +206,87 @@ async def test_a_web_ui_job_that_crashes_opens_the_wizard_on_its_row(tmp_path: P
     assert result.state.db_job is not None and result.state.db_job.name == "flux_portrait_lora"
     assert result.state.moment == "early_steps"
     assert all_rows(db)[0]["job_config"] == stringify(load_document(config).tree)
+
+
+PILOT_ON_A_FIFO = """
+import asyncio, sys
+from pathlib import Path
+from oom_wizard.follow import WatchTarget
+from oom_wizard.screens.watch import WatchApp
+
+async def main() -> None:
+    log = Path(sys.argv[1])
+    app = WatchApp(WatchTarget(log, None, "job"), poll_s=0.02, probe=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        for _ in range(100):
+            shown = str(app.query_one("#progress").render())
+            if shown.startswith("Not following"):
+                break
+            await pilot.pause(0.05)
+        print(shown)
+        await pilot.press("q")
+    print("left", app.return_value)
+
+asyncio.run(main())
+"""
+
+
+def test_watch_on_a_fifo_says_so_and_quits_on_q(tmp_path: Path) -> None:
+    """A real process: the live screen on a log that is a FIFO (nobody writes to it) shows one
+    line and leaves on q; it never blocks in open or read."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    log = tmp_path / "log.txt"
+    log.symlink_to(fifo)
+    child = subprocess.Popen(
+        [sys.executable, "-c", PILOT_ON_A_FIFO, str(log)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        out, _ = child.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
+        raise AssertionError("watch blocked on the FIFO") from None
+    assert child.returncode == 0, out
+    assert "Not following the log: this is a pipe (FIFO), not a log file: it is not read" in out
+    assert "left WatchResult(open_wizard=False" in out
+
+
+async def test_an_oom_the_job_goes_on_from_does_not_open_the_wizard(tmp_path: Path) -> None:
+    config = write_config(tmp_path, SCENARIOS[0])
+    log = tmp_path / "log.txt"
+    bar = "flux_portrait_lora:   0%|          | {n}/3000 [00:10<1:40:00,  2.00s/it, lr: 1.0e-04]\r"
+    log.write_bytes(("Running 1 job\n" + "".join(bar.format(n=n) for n in range(1, 6))).encode())
+    app = WatchApp(WatchTarget(log, config, "image-early-steps"), poll_s=0.02, probe=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        for _ in range(100):
+            if "step 5/3000" in text_of(app, "#progress"):
+                break
+            await pilot.pause(0.05)
+        with log.open("ab") as stream:
+            stream.write(
+                b"\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.27 GiB.\n"
+            )
+        for _ in range(100):
+            if "error printed" in text_of(app, "#progress"):
+                break
+            await pilot.pause(0.05)
+        assert "error printed: waiting to see whether the job goes on" in text_of(app, "#progress")
+        await pilot.pause(0.5)
+        assert (app.crash, app.diagnosing, app.return_value) == (None, False, None)
+        with log.open("ab") as stream:
+            stream.write(b"\n# OOM during training step, skipping batch 1/3 #\n")
+            stream.write("".join(bar.format(n=n) for n in range(6, 9)).encode())
+        for _ in range(100):
+            if "step 8/3000" in text_of(app, "#progress"):
+                break
+            await pilot.pause(0.05)
+        assert "error printed" not in text_of(app, "#progress")
+        warnings = "\n".join(app.query_one("#warnings", Log).lines)
+        assert "OOM at step 6: the toolkit skipped the batch (1/3 in a row)" in warnings
+        assert (app.crash, app.diagnosing, app.return_value) == (None, False, None)
+        await pilot.press("q")
+    assert app.return_value is not None and not app.return_value.open_wizard

@@ -183,6 +183,10 @@ OOM_MESSAGE_TAIL: Final = 3
 OOM_TEXT_MAX: Final = 4000
 """An allocator message and the lines it was wrapped onto are read together up to this length."""
 _BAR_CACHE_LIMIT: Final = 1024
+RATE_WINDOW: Final = 32 * 1024
+"""Bytes of a stretch of training-bar lines between text lines of which one redraw's rate is
+read (``_Scanner._skip_redraws``): a log that warns at every step draws a bar line every few
+lines, and only the first, the last, and one per window change what the run shows."""
 _NO_BAR: Final = b"\n"
 """What a segment starts with when it repeats the previous bar: never, after a text segment."""
 RESUME_ELAPSED_SHARE: Final = 0.25
@@ -1188,7 +1192,10 @@ class _Scanner:
         """
         pos, size = 0, len(block)
         search = trigger.search
-        if self._gate is not None:
+        bars: list[tuple[int, int]] | None
+        if self._gate is not None and _few_redraws(block):
+            bars, hot = None, self._gate.hot(block)
+        elif self._gate is not None:
             bars = _bar_lines(block)
             hot = self._hot_pieces(block, bars)
         else:
@@ -1204,7 +1211,10 @@ class _Scanner:
                 index += 1
             if not (index < pieces and hot[index][0] <= pos):
                 limit = hot[index][0] if index < pieces else size
-                pos = self._feed_cold(block, pos, limit, bars)
+                if bars is None:
+                    pos = self._feed_cold_lines(block, pos, limit)
+                else:
+                    pos = self._feed_cold(block, pos, limit, bars)
                 continue
             limit = hot[index][1]
             match = search(block, pos, limit)
@@ -1284,6 +1294,105 @@ class _Scanner:
                 return pos
         self._skip(block, pos, limit)
         return limit
+
+    def _feed_cold_lines(self, block: bytes, pos: int, limit: int) -> int:
+        """:meth:`_feed_cold` for a block whose bar lines hold one redraw or two (the gate saw
+        all of it): its bar lines are found here. While the training bar runs, most of them are
+        not read at all (:meth:`_skip_redraws`)."""
+        run = self._run
+        rates: tuple[float | None, int, tuple[bytes, bytes] | None] = (None, 0, None)
+        while True:
+            window: tuple[int, int, int] | None = None
+            if self._steady_training():
+                line, skipped = self._line, self._skip_redraws(block, pos, limit)
+                if skipped != pos and run.spill_step is None:
+                    window = (pos, skipped, line)
+                    rates = (run.best_rate, run.rate_readings, run.steady_rate)
+                pos = skipped
+            found = _find_bar(block, pos, limit)
+            if found < 0:
+                self._skip(block, pos, limit)
+                return limit
+            start = block.rfind(b"\n", pos, found) + 1 or pos
+            end = block.find(b"\n", found) + 1 or len(block)
+            self._skip(block, pos, start)
+            self._feed_bar_line(block, start, end)
+            if window is not None and run.spill_step is not None and self._head_training:
+                # The window's reading found the slowdown: its first redraw is in the window.
+                run.best_rate, run.rate_readings, run.steady_rate = rates
+                self._read_window(block, window)
+            pos = end
+            if self._reads_next_line():
+                return pos
+
+    def _read_window(self, block: bytes, window: tuple[int, int, int]) -> None:
+        """Read again the rate of every redraw of a window :meth:`_skip_redraws` skipped, then
+        the redraw after it, as if none had been skipped: the step of a slowdown first seen
+        at the end of a window is that of its first redraw."""
+        run = self._run
+        if run.evidence and run.evidence[-1].tag == "sysmem_spill":
+            run.evidence.pop()
+        run.spill_step = None
+        start, stop, line = window
+        counted = start
+        while run.spill_step is None and (cut := block.find(b"\r", start, stop)) >= 0:
+            ends = [block.find(b"\r", cut + 1, stop), block.find(b"\n", cut, stop)]
+            end = min((i for i in ends if i >= 0), default=stop)
+            line += _count(block, b"\n", counted, cut)
+            counted = cut
+            run.rate_reading(block[cut + 1 : end], line)
+            start = cut + 1
+        if run.spill_step is None and run.train_bar is not None:
+            run.rate_reading(run.train_bar, run.train_bar_line)
+
+    def _steady_training(self) -> bool:
+        """Whether a training-bar redraw would only be remembered and its rate read: training
+        runs, nothing is failing or pending, and the next line is not asked for."""
+        run = self._run
+        return bool(
+            self._train_prefix
+            and run.training_started
+            and run.phase == "training"
+            and run.progressed
+            and not run.failing
+            and not run.frames_seen
+            and not run.expect_call
+            and not self._cold
+            and not self._reads_next_line()
+        )
+
+    def _skip_redraws(self, block: bytes, pos: int, limit: int) -> int:
+        """Skip the training-bar lines of the next ``RATE_WINDOW`` bytes from ``pos`` but the
+        last, while :meth:`_steady_training`: return where that last one's line starts (``pos``
+        when nothing was skipped). The caller reads that line as any other bar line.
+
+        A stretch is skipped when it holds only cold text lines (no ``%|``) and lines of text
+        and one or more redraws of the training bar with the head of its first redraw (every
+        ``\\r`` starts one, every ``%|`` is theirs; counted at C speed). Such a redraw only
+        replaces the last one (which the next one read replaces again) and gives a reading
+        of the rate: one is read per window, the last one's (:meth:`_Run.rate_reading`).
+        """
+        cut = block.find(b"\r", pos, limit)
+        mark = block.find(b"%|", cut, limit) if cut >= 0 else -1
+        if mark < 0 or block.find(b"\n", cut, mark) >= 0:
+            return pos
+        needle = block[cut:mark] + b"%|"
+        if self._kinds.get(needle[1:-2]) != "training":
+            return pos
+        end = block.find(b"\n", min(pos + RATE_WINDOW, limit - 1), limit) + 1 or limit
+        last = block.rfind(needle, pos, end)
+        stop = block.rfind(b"\n", pos, last) + 1 or pos
+        redraws = block.count(needle, pos, stop)
+        if not redraws or _count(block, b"\r", pos, stop) != redraws:
+            return pos
+        if _count(block, b"%", pos, stop) != redraws and block.count(b"%|", pos, stop) != redraws:
+            return pos
+        self._line += _count(block, b"\n", pos, stop)
+        # The state of the last redraw skipped, and the text after it.
+        after = block.find(b"\n", block.rfind(needle, pos, stop)) + 1
+        text = after < stop and _NOT_SEPARATOR.search(block, after, stop) is not None
+        self._repeat, self._head_training = (_NO_BAR, False) if text else (needle[1:], True)
+        return stop
 
     def _feed_bar_line(self, block: bytes, start: int, end: int) -> None:
         """A bar line of a cold stretch. The gate saw its first segment (no pattern matches it:
@@ -1835,6 +1944,14 @@ def _count(data: bytes, byte: bytes, start: int = 0, end: int | None = None) -> 
     """
     piece = data if start == 0 and end is None else data[start:end]
     return len(piece) - len(piece.replace(byte, b""))
+
+
+def _few_redraws(block: bytes) -> bool:
+    """Whether ``block`` holds few bar redraws for its lines (at most ``4`` per line end): then
+    the gate is shown the whole block, and its bar lines are found as the cold stretches are
+    read (:meth:`_Scanner._feed_cold_lines`). A block of long lines of redraws (a log of
+    bars) is shown to the gate without them (:meth:`_Scanner._hot_pieces`)."""
+    return _count(block, b"\r") <= 4 * _count(block, b"\n")
 
 
 def _bar_lines(block: bytes) -> list[tuple[int, int]]:

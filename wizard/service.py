@@ -53,7 +53,14 @@ from oom_wizard.changes import Change, Prepared, commit, prepare
 from oom_wizard.diagnosis import Answers, Diagnosis, diagnose
 from oom_wizard.document import JobDocument, load_document
 from oom_wizard.errors import WizardError
-from oom_wizard.follow import JobRow, LiveJob, LiveStatus, WatchTarget, read_job_row
+from oom_wizard.follow import (
+    JobRow,
+    LiveJob,
+    LiveStatus,
+    LiveUpdate,
+    WatchTarget,
+    read_job_row,
+)
 from oom_wizard.jobdb import AsNew, DbJob, DbSaveResult, InPlace
 from oom_wizard.logread import ScanCancelled, Watch, watching
 from oom_wizard.memory import Band, Calibration, JobMemory, Parts, Prediction, Verdict
@@ -100,6 +107,7 @@ __all__ = [
     "LeavingSummary",
     "LiveJob",
     "LiveStatus",
+    "LiveUpdate",
     "MemoryEstimate",
     "MomentInfo",
     "OpenedJob",
