@@ -2058,7 +2058,10 @@ def table(families: Mapping[str, Mapping[str, Any]]) -> str:
             for b in acts["blocks"]:
                 kib = [b[k] / 1024 for k in ("saved_bytes_per_token", "input_bytes_per_token")]
                 kib.append(b["peak_bytes_per_token"] / 1024)
-                per = " per image token" if b.get("tokens") == "image" else ""
+                per = ""
+                if b.get("tokens") == "image":
+                    text = b.get("text_bytes_per_token") or 0
+                    per = f" per image token (+{text / 1024:.1f} saved per text token)"
                 parts.append(
                     f"{b['count']}x {b['name']}: {kib[0]:.1f} / {kib[1]:.1f} / {kib[2]:.1f}{per}"
                 )
