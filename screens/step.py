@@ -156,7 +156,7 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
                 yield Static(step.note, classes="note")
             yield Tick(
                 "Apply this step",
-                value=recorded.enabled if recorded else default_choice(step).enabled,
+                value=recorded.enabled if recorded else default_choice(state, step).enabled,
                 id="step-on",
             )
             for number, proposal in enumerate(step.fields):

@@ -555,6 +555,7 @@ class LaddersFile(_Frozen):
     ladders: Ladders
     deeper: Ladders
     training_only: StepList
+    no_quality_cost: Mapping[LadderStepId, tuple[Moment, ...]] = Field(default_factory=dict)
     moments: Mapping[Moment, MomentInfo]
     steps: Mapping[AnyStepId, StepInfo]
     scale_up: Annotated[tuple[AnyStepId, ...], AfterValidator(_unique)]
@@ -742,6 +743,7 @@ class Presets(_Frozen):
     ladders: Ladders
     deeper: Ladders
     training_only: tuple[LadderStepId, ...]
+    no_quality_cost: Mapping[LadderStepId, tuple[Moment, ...]]
     moments: Mapping[Moment, MomentInfo]
     steps: Mapping[AnyStepId, StepInfo]
     scale_up_order: tuple[AnyStepId, ...]
@@ -833,6 +835,13 @@ class Presets(_Frozen):
         )
         return first + tuple(rest)
 
+    def free_steps(self, moment_id: Moment) -> frozenset[LadderStepId]:
+        """The steps that cost no quality for a crash at ``moment_id`` (ladders.yaml's
+        ``no_quality_cost``): the default fix takes them before any rung that costs quality."""
+        return frozenset(
+            step for step, moments in self.no_quality_cost.items() if moment_id in moments
+        )
+
     def ui_field(self, field_key: FieldPath | str) -> UiField | None:
         """The UI entry for a field path or generic key, None if the field has none."""
         return self.ui_fields.get(generic_field_key(field_key))
@@ -883,6 +892,7 @@ def _load(directory: Traversable) -> Presets:
         ladders=ladders.ladders,
         deeper=ladders.deeper,
         training_only=ladders.training_only,
+        no_quality_cost=ladders.no_quality_cost,
         levers=levers,
         moments=ladders.moments,
         steps=ladders.steps,

@@ -432,9 +432,7 @@ def job_memory(
         phases["load"] = Band(0.0, 0.0)
         parts["load"] = Parts(0, 0, 0, 0, 0, 0, 0)
     if calibration is not None and scale != 1.0:
-        notes.append(
-            f"Calibrated by {calibration.source}: activations and overhead × {scale:.2f}."
-        )
+        notes.append(f"Calibrated by {calibration.source}: activations and overhead × {scale:.2f}.")
     return JobMemory(
         phases=MappingProxyType(phases),
         parts=MappingProxyType(parts),
@@ -709,18 +707,14 @@ class _Account:
             process.train.diff_output_preservation is True
             or process.train.blank_prompt_preservation is True
         )
-        if (
-            process.train.inverted_mask_prior is True
-            or process.train.do_prior_divergence is True
-        ):
+        if process.train.inverted_mask_prior is True or process.train.do_prior_divergence is True:
             self.notes.append(
                 "The prior prediction (inverted_mask_prior / do_prior_divergence) runs without "
                 "gradients before the step: it does not add to the step's peak."
             )
         if passes > 1:
             self.notes.append(
-                "The preservation pass runs with gradients: the step keeps two passes' "
-                "activations."
+                "The preservation pass runs with gradients: the step keeps two passes' activations."
             )
         loads = []
         for dataset in process.datasets or ():

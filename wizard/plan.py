@@ -66,8 +66,10 @@ from oom_wizard.estimate import (
     estimate,
     frame_floor,
 )
+from oom_wizard.memory import Calibration
 from oom_wizard.paths import FieldPath, format_path
 from oom_wizard.scaleup import ScaleUp, next_scale_up, pending_scale_ups
+from oom_wizard.sizing import FixName, FixSizing, SizedFixes, size_fixes
 from oom_wizard.view import ProcessView, SampleView
 from oom_wizard.vocabulary import DEFAULT_MOMENT
 
@@ -251,6 +253,26 @@ class Plan:
     environment_checks: tuple[str, ...] = ()
     exhausted: bool = False
     estimate: MemoryEstimate | None = None
+    fixes: Mapping[FixName, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    default_fix: FixName = "safe"
+    sizing: FixSizing | None = None
+
+    def fix_steps(self, fix: FixName | None = None) -> tuple[str, ...]:
+        """The steps a fix switches on (None: the default fix); the safe set when the plan
+        has no such fix (no card to size it against)."""
+        name = fix or self.default_fix
+        if name in self.fixes:
+            return self.fixes[name]
+        return self.fixes.get("safe", tuple(s.id for s in self.steps if s.default_on))
+
+    def default_choices(self, fix: FixName | None = None) -> dict[str, StepChoice]:
+        """The one rule of what accepting the defaults means: every step of ``fix`` (None:
+        the default fix) on with its default field toggles, every other step off."""
+        on = set(self.fix_steps(fix))
+        return {
+            step.id: StepChoice(step_id=step.id, enabled=step.id in on and not step.satisfied)
+            for step in self.steps
+        }
 
     def step(self, step_id: str) -> StepProposal | None:
         """The step with id ``step_id``, if the plan has it."""
@@ -287,6 +309,10 @@ class Plan:
                 "peak": self.peak,
                 "lowers_peak": self.estimate.lowers(self.moment),
             }
+        if self.fixes:
+            result["fixes"] = {name: list(ids) for name, ids in self.fixes.items()}
+            result["default_fix"] = self.default_fix
+            result["sizing"] = self.sizing.to_json() if self.sizing is not None else None
         if self.exhausted:
             result["remaining"] = self.exhausted_advice
         return result
@@ -330,6 +356,8 @@ def build_plan(
     diagnosis: DiagnosisLike | None = None,
     new_crash: bool = False,
     presets: Presets | None = None,
+    calibration: Calibration | None = None,
+    card_gib: float | None = None,
 ) -> Plan:
     """The roll-back plan for ``document`` after a crash at ``moment``.
 
@@ -343,6 +371,9 @@ def build_plan(
         new_crash: The config crashed again after the last roll-back: one-rung steps go
             one rung further instead of counting as done.
         presets: The preset data (default: the shipped presets).
+        calibration: The crash's own figures (PyTorch's OOM message): they size the
+            just-enough fix, which is then the default (:mod:`oom_wizard.sizing`).
+        card_gib: The card's capacity, when known (the message's, else the probe's).
 
     Raises:
         WizardError: an unknown moment or kind, or a job without a training process.
@@ -366,8 +397,8 @@ def build_plan(
         for step_id in order
     ]
     first = presets.moment(checked_moment).first(kind)
-    chosen, exhausted, figures = _with_defaults(
-        steps, first, document, checked_moment, kind, presets
+    chosen, exhausted, figures, sized = _with_defaults(
+        steps, first, document, checked_moment, kind, presets, calibration, card_gib
     )
     return Plan(
         moment=checked_moment,
@@ -375,6 +406,9 @@ def build_plan(
         steps=tuple(chosen),
         exhausted=exhausted,
         estimate=figures,
+        fixes=sized.fixes,
+        default_fix=sized.default,
+        sizing=sized.sizing,
     )
 
 
@@ -431,13 +465,20 @@ def _with_defaults(
     moment: Moment,
     kind: ModelKind,
     presets: Presets,
-) -> tuple[list[StepProposal], bool, MemoryEstimate]:
-    """Switch on the default fix: the moment's first steps that have work left, and when
-    they leave the crashed peak where it was, the next step down that lowers it.
+    calibration: Calibration | None = None,
+    card_gib: float | None = None,
+) -> tuple[list[StepProposal], bool, MemoryEstimate, SizedFixes]:
+    """Switch on the default fix (see :mod:`oom_wizard.sizing`).
 
-    Returns the steps, whether the ladder is exhausted (nothing lowers the peak: then no
-    step is on), and the estimate of the default fix. The validation run is on by default
-    only with a fix that switches sampling off.
+    The safe set: the moment's first steps that have work left, and when they leave the
+    crashed peak where it was, the next step down that lowers it (the seed's procedure), with
+    the steps that cost no quality for the moment and lower the crashed peak. The just-enough
+    set: the same free steps, then the fewest rungs that cost quality whose saving covers the
+    deficit (when a card is known).
+
+    Returns the steps (``default_on`` as the default fix has it), whether the ladder is
+    exhausted (nothing lowers the peak: then no step is on), the estimate of the default fix,
+    and both fixes. The validation run goes with a fix that switches sampling off.
     """
     actionable = [s for s in steps if not s.satisfied and s.id != VALIDATION_RUN]
 
@@ -445,6 +486,11 @@ def _with_defaults(
         trial = Plan(moment, kind, tuple(_switched(steps, ids)))
         return estimate(document, changes_for(trial), kind, presets=presets)
 
+    def changes_of(ids: Collection[str]) -> list[Change]:
+        return changes_for(Plan(moment, kind, tuple(_switched(steps, ids))))
+
+    no_cost = presets.free_steps(moment)
+    free = [s.id for s in actionable if s.id in no_cost and figures([s.id]).lowers(moment)]
     chosen = [s.id for s in actionable if s.id in first]
     current = figures(chosen)
     promoted = None
@@ -455,23 +501,54 @@ def _with_defaults(
                 chosen.append(step.id)
                 current = figures(chosen)
                 break
-    exhausted = not current.lowers(moment)
+    chosen += [step for step in free if step not in chosen]
+    exhausted = not figures(chosen).lowers(moment)
+    order = [s.id for s in steps]
     if exhausted:
-        chosen, promoted = [], None
-    elif _disables_sampling(steps, chosen):
-        chosen += [s.id for s in steps if s.id == VALIDATION_RUN and not s.satisfied]
-    current = figures(chosen)
+        sized = SizedFixes({"safe": ()}, "safe", None)
+    else:
+        candidates = [s.id for s in actionable if s.id not in no_cost]
+        sized = size_fixes(
+            document,
+            order,
+            free,
+            chosen,
+            candidates,
+            changes_of,
+            moment,
+            kind,
+            presets=presets,
+            calibration=calibration,
+            card_gib=card_gib,
+        )
+        sized = _with_validation(steps, sized)
+    on = sized.fixes[sized.default]
+    current = figures(on)
     peak = PEAK_WORDS.get(CRASHED_PEAK.get(moment, ""), "the peak")
     result: list[StepProposal] = []
-    for step in _switched(steps, chosen):
-        if step.id == (promoted.id if promoted else None):
-            extra = (
+    for step in _switched(steps, on):
+        notes = [step.note] if step.note else []
+        if promoted is not None and step.id == promoted.id and step.id in on:
+            notes.append(
                 "The moment's usual first changes leave the crash's peak where it was; this "
                 f"is the next step down the ladder that lowers {peak}."
             )
-            step = dataclasses.replace(step, note=f"{step.note} {extra}" if step.note else extra)
+        if step.id in free:
+            notes.append("It costs no quality, so the default fix takes it first.")
+        if notes != ([step.note] if step.note else []):
+            step = dataclasses.replace(step, note=" ".join(notes))
         result.append(step)
-    return result, exhausted, current
+    return result, exhausted, current, sized
+
+
+def _with_validation(steps: Sequence[StepProposal], sized: SizedFixes) -> SizedFixes:
+    """Each fix with the short validation run when it switches sampling off."""
+    validation = [s.id for s in steps if s.id == VALIDATION_RUN and not s.satisfied]
+    fixes = {
+        name: (*ids, *validation) if _disables_sampling(steps, ids) else ids
+        for name, ids in sized.fixes.items()
+    }
+    return dataclasses.replace(sized, fixes=MappingProxyType(fixes))
 
 
 def _disables_sampling(steps: Sequence[StepProposal], ids: Collection[str]) -> bool:
@@ -1403,12 +1480,15 @@ def changes_for(plan: Plan, choices: Mapping[str, StepChoice] | None = None) -> 
 
     Args:
         plan: The plan.
-        choices: Step id → choice. None means the defaults: every ``default_on`` step with
-            its default field toggles. A step missing from a mapping is off.
+        choices: Step id → choice. None means the defaults (:meth:`Plan.default_choices`):
+            every step of the default fix with its default field toggles. A step missing
+            from a mapping is off.
 
     A field whose ``requires`` field is off is left out; the buckets of one list become one
     change of the whole list; when two steps change the same field, the first one wins.
     """
+    if choices is None:
+        choices = plan.default_choices()
     changes: list[Change] = []
     taken: set[FieldPath] = set()
     for step in plan.steps:
@@ -1430,9 +1510,7 @@ def _is_increase(proposal: FieldProposal, after: Any) -> bool:
 
 
 def _choice(step: StepProposal, choices: Mapping[str, StepChoice] | None) -> StepChoice | None:
-    if choices is None:
-        return StepChoice(step_id=step.id, enabled=step.default_on)
-    return choices.get(step.id)
+    return choices.get(step.id) if choices is not None else None
 
 
 def _step_changes(step: StepProposal, choice: StepChoice) -> Iterable[Change]:

@@ -67,8 +67,10 @@ if TYPE_CHECKING:
     from oom_wizard.catalog import ArchFacts
     from oom_wizard.jobdir import JobLocation
     from oom_wizard.logscan import LogScan
+    from oom_wizard.memory import Calibration
     from oom_wizard.paths import FieldPath
     from oom_wizard.probe import ProbeResult
+    from oom_wizard.sizing import FixName
     from oom_wizard.view import ProcessView
 
 __all__ = [
@@ -118,6 +120,7 @@ __all__ = [
     "choose",
     "db_job_arguments",
     "default_choice",
+    "default_choices",
     "default_file_output",
     "diagnose_crash",
     "done_before",
@@ -125,6 +128,9 @@ __all__ = [
     "environment_verdict",
     "estimate",
     "first_step",
+    "fix_names",
+    "fix_summary",
+    "fix_words",
     "format_path",
     "later_lines",
     "leaving_summary",
@@ -382,6 +388,7 @@ def settle(job: OpenedJob, answers: Answers, *, new_crash: bool = False) -> Sett
     else:
         kind, kind_source = found.settled, "found" if found.kind is not None else "assumed"
     crashed = new_crash or job.crashed_since_rollback
+    calibration, card = crash_figures(job, diagnosis, moment)
     plan = build_plan(
         job.document,
         moment,
@@ -389,8 +396,32 @@ def settle(job: OpenedJob, answers: Answers, *, new_crash: bool = False) -> Sett
         changelog=job.changelog,
         diagnosis=diagnosis,
         new_crash=crashed,
+        calibration=calibration,
+        card_gib=card,
     )
     return Settled(moment, moment_source, kind, kind_source, found.source, diagnosis, plan, crashed)
+
+
+def crash_figures(
+    job: OpenedJob, diagnosis: Diagnosis, moment: str
+) -> tuple[Calibration | None, float | None]:
+    """The crash's own figures for the phase a crash at ``moment`` ran into (PyTorch's OOM
+    message, when the log holds one and its phase is that one), and the card's capacity: the
+    message's, else the probe's (None: unknown)."""
+    from oom_wizard.memory import calibration_from, phase_of
+    from oom_wizard.sizing import phase_of_moment, phases_of_moment
+
+    phases = phases_of_moment(moment)
+    logged = phase_of(diagnosis)
+    calibration = None
+    if phases and (logged is None or logged in phases):
+        calibration = calibration_from(diagnosis, logged or phase_of_moment(moment))
+    card = calibration.card_gib if calibration is not None else None
+    if card is None and diagnosis.oom is not None and diagnosis.oom.total:
+        card = diagnosis.oom.total
+    if card is None and job.probe is not None and job.probe.gpus:
+        card = max(gpu.total_gib for gpu in job.probe.gpus)
+    return calibration, card
 
 
 def _diagnosis(job: OpenedJob, answers: Answers) -> Diagnosis:
@@ -583,15 +614,100 @@ def choose(state: WizardState, choice: StepChoice) -> WizardState:
     return replace(state, choices=MappingProxyType(choices))
 
 
-def default_choice(step: StepProposal) -> StepChoice:
-    """What accepting a step's defaults means."""
+def default_choices(state: WizardState, fix: FixName | None = None) -> dict[str, StepChoice]:
+    """The one rule of the default set, for the command line, the app, ``run`` and ``fit``:
+    every step of ``fix`` (None: the plan's default fix, "just enough" where the crash's own
+    figures size it, else "safe"; see :mod:`oom_wizard.sizing`) on with its default toggles,
+    every other step off."""
+    return state.plan.default_choices(fix)
+
+
+def default_choice(
+    state: WizardState, step: StepProposal, fix: FixName | None = None
+) -> StepChoice:
+    """What accepting one step's defaults means (:func:`default_choices`)."""
     from oom_wizard.plan import StepChoice
 
-    return StepChoice(step_id=step.id, enabled=step.default_on and not step.satisfied)
+    return default_choices(state, fix).get(step.id) or StepChoice(step.id, enabled=False)
+
+
+def fix_names(state: WizardState) -> tuple[FixName, ...]:
+    """The fixes the plan offers, the default first ("safe" alone without a card to size
+    "just enough" against)."""
+    from oom_wizard.sizing import FIX_NAMES
+
+    offered = [name for name in FIX_NAMES if name in state.plan.fixes]
+    default = state.plan.default_fix
+    return tuple(sorted(offered, key=lambda name: name != default))
+
+
+def fix_words(state: WizardState, fix: FixName) -> str:
+    """One line about a fix: its name, its steps and, where it was sized, its predicted peak
+    against the card (``just enough: 1 step (gradient_checkpointing), peak ≈ 12.3 of 23.5 GiB``)."""
+    from oom_wizard.sizing import FIX_WORDS
+
+    plan = state.plan
+    steps = [step for step in plan.fix_steps(fix) if step != VALIDATION_STEP]
+    text = f"{FIX_WORDS[fix]}: {len(steps)} step{'s' if len(steps) != 1 else ''}"
+    if steps:
+        text += f" ({', '.join(steps)})"
+    sizing = plan.sizing
+    if sizing is not None and fix in sizing.savings:
+        band = sizing.predicted(fix)
+        text += f", {sizing.phase} peak ≈ {band.mid:.1f} of {sizing.card_gib:.1f} GiB"
+        if fix == "just_enough" and not sizing.covered:
+            text += " (no set of rungs is predicted to leave the margin)"
+    if fix == plan.default_fix:
+        text += " (default)"
+    return text
+
+
+def fix_summary(state: WizardState) -> tuple[str, ...]:
+    """The fixes in a few lines, for ``plan``, ``apply`` and the app: how they were sized
+    (the deficit, where it comes from, the margin), then one line per fix, the default first."""
+    from oom_wizard.sizing import MARGIN_SHARE
+
+    plan = state.plan
+    if not plan.fixes:
+        return ()
+    lines: list[str] = []
+    sizing = plan.sizing
+    if sizing is None:
+        lines.append(
+            "Fixes: only the safe set (no card size is known to weigh a smaller one against: "
+            "no OOM message with the card's capacity, no nvidia-smi)."
+        )
+    else:
+        verb = "needed" if sizing.deficit_gib >= 0 else "left"
+        lines.append(
+            f"Fixes sized against the {sizing.card_gib:.1f} GiB card at the {sizing.phase} "
+            f"peak: {abs(sizing.deficit_gib):.2f} GiB {verb} beyond the card ({sizing.source}), "
+            f"plus a margin of {sizing.margin_gib:.2f} GiB ({MARGIN_SHARE:.0%} of the card)."
+        )
+        if not sizing.calibrated:
+            lines.append(
+                "No OOM message of this crash sizes the deficit, so the safe set stays the "
+                "default; 'just enough' rests on the estimate alone."
+            )
+    lines.extend(f"  {fix_words(state, name)}" for name in fix_names(state))
+    return tuple(lines)
+
+
+def _as_default(step: StepProposal, choice: StepChoice, default: StepChoice) -> bool:
+    """Whether a recorded choice is the step's defaults as they were (nothing toggled or typed)."""
+    if choice.enabled != default.enabled or choice.values:
+        return False
+    return all(
+        choice.fields.get(proposal.key, proposal.default_on) == proposal.default_on
+        for proposal in step.fields
+    )
 
 
 def effective_choices(
-    state: WizardState, upto: int | None = None, extra: StepChoice | None = None
+    state: WizardState,
+    upto: int | None = None,
+    extra: StepChoice | None = None,
+    fix: FixName | None = None,
 ) -> dict[str, StepChoice]:
     """The choice for every step: made, or the default for steps not decided yet.
 
@@ -600,14 +716,21 @@ def effective_choices(
         upto: Only the first ``upto`` roll-back steps count (the rest are left off);
             None counts every step, with its default where undecided.
         extra: A choice that overrides the recorded one (the step being edited).
+        fix: The fix whose defaults the undecided steps take (None: the plan's default);
+            a step accepted as the default fix had it follows the fix named here too.
     """
     steps = state.rollback_steps()
+    defaults = default_choices(state, fix)
+    plan_defaults = default_choices(state) if fix is not None else defaults
     decided: dict[str, StepChoice] = {}
     for index, step in enumerate(steps):
+        recorded = state.choices.get(step.id)
         if upto is not None and index >= upto:
             decided[step.id] = _off(step.id)
+        elif recorded is not None and not _as_default(step, recorded, plan_defaults[step.id]):
+            decided[step.id] = recorded
         else:
-            decided[step.id] = state.choices.get(step.id) or default_choice(step)
+            decided[step.id] = defaults[step.id]
     validation = validation_choice(state)
     if validation is not None:
         decided[validation.step_id] = validation
@@ -632,7 +755,7 @@ def validation_choice(state: WizardState) -> StepChoice | None:
     if chosen is not None:
         return chosen
     if state.validation_run is None:
-        return default_choice(validation)
+        return default_choice(state, validation)
     if state.validation_run <= 0:
         return _off(validation.id)
     found = plan_validation_choice(state.document, state.plan, state.validation_run)
@@ -648,7 +771,8 @@ def preselect_fix(state: WizardState, validation_steps: int) -> WizardState:
     This is what ``run`` saves with ``--auto``, and what the wizard it opens without
     ``--auto`` shows preselected.
     """
-    choices = {step.id: default_choice(step) for step in state.rollback_steps()}
+    defaults = default_choices(state)
+    choices = {step.id: defaults[step.id] for step in state.rollback_steps()}
     return replace(state, choices=MappingProxyType(choices), validation_run=validation_steps)
 
 

@@ -1,0 +1,288 @@
+"""Fixes sized by the numbers: "just enough" beside the seed's "safe" set (issue 18 item 6).
+
+Two default fixes are offered for a roll-back, both in the seed's order (the plan's order):
+
+- **safe**: the steps that cost no quality for the moment (``ladders.yaml``'s
+  ``no_quality_cost``: checkpointing for a training step, cached text embeddings, lighter
+  samples for a sampling crash, the low-memory path for loading), then all the moment's first
+  rungs (and, when they leave the crashed peak where it was, the next step down that lowers it).
+- **just enough**: the same free steps, then the *fewest* rungs that cost quality whose
+  estimated saving covers the deficit with :data:`MARGIN_SHARE` of the card to spare.
+
+The deficit is what the crashed phase needed beyond the card: from the crash's own figures
+(PyTorch's OOM message: allocated + tried to allocate, against the card's capacity) when they
+are there, else from the estimate of today's config against the card (the probe's). A fix's
+saving is the drop of the phase's band midpoint (:func:`oom_wizard.memory.job_memory` of
+today's config and of the fixed one). With the crash's figures, the estimate's activations
+and overhead (the parts a CPU cannot measure exactly; the weights are counted) are scaled by
+the one factor that puts today's midpoint on the crash's figure, in both directions (the
+message is the best measurement of this job there is): the savings and the predicted peaks
+are in those GiB, and the same factor weighs every fix. A fix covers the deficit when its
+saving is at least the deficit plus :data:`MARGIN_SHARE` of the card.
+
+"Just enough" is the default only when the crash's own figures calibrate the deficit
+(:attr:`FixSizing.calibrated`); otherwise the safe set stays the default, and "just enough"
+is still offered where a card is known.
+
+"Fewest": every combination of one, two, then three rungs is tried in the plan's order (a
+combination whose steps' savings, each alone, add up to less than the need is skipped: the
+savings of combined rungs never add up to more than that); past three, the rungs are taken in
+the plan's order until the saving covers the need.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from oom_wizard.catalog import Presets
+from oom_wizard.change import Change
+from oom_wizard.document import JobDocument
+from oom_wizard.memory import MOMENT_PHASE, Band, Calibration, Phase, job_memory
+
+FixName = Literal["just_enough", "safe"]
+FIX_NAMES: Final[tuple[FixName, ...]] = ("just_enough", "safe")
+
+MARGIN_SHARE: Final = 0.10
+"""The room a "just enough" fix leaves on the card, as a share of it (2.4 GiB on a 24 GiB card).
+
+Why this much: PyTorch's message bounds the crashed phase's need from below only (the
+allocation that failed need not be the last of the step), an intermittent crash is one whose
+peak moves from step to step with the bucket and caption length, and the caching allocator
+fragments: a fix sized to the last GiB would crash again on the next unlucky step."""
+
+MIN_SCALE: Final = 0.05
+"""The smallest factor the crash's figures may put on activations and overhead (the same floor
+as :mod:`oom_wizard.memory`'s own calibration)."""
+
+MIN_SAVING: Final = 0.01
+"""GiB: the least a fix must save (a fix lowers the crashed peak, whatever the estimate says)."""
+
+EXHAUSTIVE_UP_TO: Final = 3
+"""Combinations of up to this many rungs are searched for the fewest; past it, plan order."""
+
+FIX_WORDS: Final[Mapping[FixName, str]] = {
+    "just_enough": "just enough",
+    "safe": "safe",
+}
+
+
+@dataclass(frozen=True)
+class FixSizing:
+    """How the fixes were sized against the card.
+
+    Attributes:
+        phase: The memory phase the crash ran into.
+        card_gib: The card's capacity.
+        deficit_gib: What the phase needed beyond the card (≤ 0: it should have fitted).
+        margin_gib: The room left on top (:data:`MARGIN_SHARE` of the card).
+        source: Where the deficit comes from, in words.
+        calibrated: The deficit comes from the crash's own figures (then "just enough" is the
+            default fix).
+        today: Today's band at the phase (calibrated by the crash when it can be).
+        savings: Each fix's estimated saving at the phase, in GiB.
+        bands: Each fix's predicted band at the phase.
+        covered: Whether "just enough" covers the deficit with the margin (False: no
+            combination of rungs is predicted to, and it is the whole ladder's best try).
+    """
+
+    phase: Phase
+    card_gib: float
+    deficit_gib: float
+    margin_gib: float
+    source: str
+    calibrated: bool
+    today: Band
+    savings: Mapping[FixName, float]
+    bands: Mapping[FixName, Band]
+    covered: bool
+
+    @property
+    def needed_gib(self) -> float:
+        """The saving a fix has to make: the deficit plus the margin (at least a little: a fix
+        lowers the peak the crash ran into, even where the estimate says today fits)."""
+        return max(self.deficit_gib + self.margin_gib, MIN_SAVING)
+
+    def predicted(self, fix: FixName) -> Band:
+        """The fix's predicted band at the phase."""
+        return self.bands[fix]
+
+    def to_json(self) -> dict[str, object]:
+        """``plan --json``'s ``sizing``."""
+        return {
+            "phase": self.phase,
+            "card_gib": round(self.card_gib, 2),
+            "deficit_gib": round(self.deficit_gib, 2),
+            "margin_gib": round(self.margin_gib, 2),
+            "source": self.source,
+            "calibrated": self.calibrated,
+            "covered": self.covered,
+            "predicted_gib": {fix: self.predicted(fix).rounded() for fix in self.savings},
+        }
+
+
+@dataclass(frozen=True)
+class SizedFixes:
+    """The two fixes (step ids, in plan order), the default one, and how they were sized."""
+
+    fixes: Mapping[FixName, tuple[str, ...]]
+    default: FixName
+    sizing: FixSizing | None
+
+
+def phase_of_moment(moment: str) -> Phase | None:
+    """The memory phase a crash at ``moment`` ran into (None for ``environment``)."""
+    return MOMENT_PHASE.get(moment)
+
+
+def phases_of_moment(moment: str) -> frozenset[Phase]:
+    """Every memory phase a crash at ``moment`` may have run into: a ``loading`` crash is the
+    load or the baseline sample."""
+    if moment == "loading":
+        return frozenset({"load", "baseline_sample"})
+    phase = MOMENT_PHASE.get(moment)
+    return frozenset({phase}) if phase is not None else frozenset()
+
+
+def size_fixes(
+    document: JobDocument,
+    order: Sequence[str],
+    free: Sequence[str],
+    safe: Sequence[str],
+    candidates: Sequence[str],
+    changes_of: Callable[[Collection[str]], Sequence[Change]],
+    moment: str,
+    model_kind: str,
+    *,
+    presets: Presets,
+    calibration: Calibration | None,
+    card_gib: float | None,
+) -> SizedFixes:
+    """The safe and the just-enough fixes for a crash at ``moment``.
+
+    Args:
+        document: Today's config.
+        order: Every step id of the plan, in its order (the fixes keep it).
+        free: The steps that cost no quality and lower the crashed peak (taken first).
+        safe: The seed's safe set (free steps included).
+        candidates: The rungs that cost quality, in plan order.
+        changes_of: The changes a set of steps makes with their default toggles.
+        moment: The crash moment.
+        model_kind: ``image`` or ``video``.
+        presets: The preset data.
+        calibration: The crash's own figures (PyTorch's OOM message), if any.
+        card_gib: The card's capacity when known (the message's, else the probe's).
+    """
+    in_order = {step: index for index, step in enumerate(order)}
+
+    def ordered(ids: Collection[str]) -> tuple[str, ...]:
+        return tuple(sorted(set(ids), key=in_order.__getitem__))
+
+    safe_fix = ordered(safe)
+    phase = calibration.phase if calibration is not None else phase_of_moment(moment)
+    card = card_gib if card_gib is not None else (calibration.card_gib if calibration else None)
+    if phase is None or card is None or card <= 0:
+        return SizedFixes({"safe": safe_fix}, "safe", None)
+    cache: dict[frozenset[str], tuple[float, float, Band] | None] = {}
+
+    def figures(ids: Collection[str]) -> tuple[float, float, Band] | None:
+        """(weights and states, activations and overhead, band) at the phase, in GiB."""
+        key = frozenset(ids)
+        if key not in cache:
+            memory = job_memory(document, changes_of(key), model_kind, presets=presets)
+            found, parts = memory.phases.get(phase), memory.parts.get(phase)
+            cache[key] = None
+            if found is not None and parts is not None:
+                fixed = (
+                    parts.transformer
+                    + parts.text_encoder
+                    + parts.vae
+                    + parts.trainable
+                    + parts.optimizer
+                )
+                cache[key] = (fixed, parts.activations + parts.overhead, found)
+        return cache[key]
+
+    today = figures(())
+    if today is None or today[2].mid <= 0:
+        return SizedFixes({"safe": safe_fix}, "safe", None)
+    usable = (
+        calibration
+        if calibration is not None
+        and calibration.phase == phase
+        and calibration.at_least_gib is not None
+        else None
+    )
+    scale = 1.0
+    if usable is not None and usable.at_least_gib is not None:
+        if today[1] > 0:
+            scale = max((usable.at_least_gib - today[0]) / today[1], MIN_SCALE)
+        deficit = usable.at_least_gib - card
+        source = f"{usable.source}: it needed more than {usable.at_least_gib:.2f} GiB"
+    else:
+        deficit = today[2].mid - card
+        source = "the estimate of today's config against the card"
+
+    def peak(ids: Collection[str]) -> float:
+        found = figures(ids)
+        if found is None:
+            return 0.0
+        return found[0] + found[1] * scale
+
+    def saving(ids: Collection[str]) -> float:
+        return peak(()) - peak(ids)
+
+    def predicted(ids: Collection[str]) -> Band:
+        found = figures(ids)
+        if found is None:
+            return Band(0.0, 0.0)
+        _, varying, band = found
+        shift = varying * (scale - 1.0)
+        return Band(max(band.low + shift, 0.0), max(band.high + shift, 0.0))
+
+    margin = MARGIN_SHARE * card
+    need = max(deficit + margin, MIN_SAVING)
+    chosen, covered = _fewest(list(free), list(candidates), need, saving)
+    just_enough = ordered(chosen)
+    fixes: dict[FixName, tuple[str, ...]] = {"just_enough": just_enough, "safe": safe_fix}
+    savings = {name: saving(ids) for name, ids in fixes.items()}
+    bands = {name: predicted(ids) for name, ids in fixes.items()}
+    sizing = FixSizing(
+        phase=phase,
+        card_gib=card,
+        deficit_gib=deficit,
+        margin_gib=margin,
+        source=source,
+        calibrated=usable is not None,
+        today=predicted(()),
+        savings=savings,
+        bands=bands,
+        covered=covered,
+    )
+    default: FixName = "just_enough" if usable is not None and covered else "safe"
+    return SizedFixes(fixes, default, sizing)
+
+
+def _fewest(
+    free: list[str], candidates: list[str], need: float, saving: Callable[[Collection[str]], float]
+) -> tuple[list[str], bool]:
+    """The free steps and the fewest candidates whose saving covers ``need``; whether it does."""
+    if saving(free) >= need:
+        return free, True
+    alone = {step: saving([*free, step]) - saving(free) for step in candidates}
+    useful = [step for step in candidates if alone[step] > 1e-9]
+    base = saving(free)
+    for size in range(1, min(EXHAUSTIVE_UP_TO, len(useful)) + 1):
+        for combination in itertools.combinations(useful, size):
+            if base + sum(alone[step] for step in combination) < need - 1e-9:
+                continue
+            if saving([*free, *combination]) >= need:
+                return [*free, *combination], True
+    taken = list(free)
+    for step in useful:
+        taken.append(step)
+        if len(taken) - len(free) > EXHAUSTIVE_UP_TO and saving(taken) >= need:
+            return taken, True
+    return taken, False
