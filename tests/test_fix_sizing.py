@@ -8,10 +8,12 @@ from collections.abc import Collection
 from pathlib import Path
 
 import pytest
+import yaml
 
 from oom_wizard.diagnosis import Answers
 from oom_wizard.document import load_document
 from oom_wizard.plan import StepChoice, build_plan, changes_for
+from oom_wizard.screens.widgets import Choice
 from oom_wizard.service import (
     JobRequest,
     WizardState,
@@ -143,3 +145,46 @@ def test_apply_takes_just_enough_by_default_and_the_safe_set_with_safe(tmp_path:
         "safe": ["top_bucket", "gradient_checkpointing"],
     }
     assert data["sizing"]["calibrated"] is True and data["sizing"]["phase"] == "training"
+
+
+async def test_the_review_offers_just_enough_and_the_safe_set_by_keyboard(
+    tmp_path: Path,
+) -> None:
+    from textual.widgets import RadioSet
+
+    from tests.app_support import (
+        accept_steps,
+        demo_app,
+        demo_folder,
+        press,
+        save_from_review,
+        wait_for_screen,
+        wait_for_state,
+    )
+
+    folder = demo_folder(tmp_path)
+    app = demo_app(folder)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_state(pilot)
+        await press(pilot, "enter", "enter")
+        await accept_steps(pilot)
+        await wait_for_screen(pilot, "ReviewScreen")
+        fixes = app.screen.query_one("#fix", RadioSet)
+        labels = [str(button.label) for button in fixes.query(Choice)]
+        assert labels[0].startswith("just enough: 1 step (gradient_checkpointing), training peak")
+        assert labels[0].endswith("of 23.5 GiB (default)")
+        assert labels[1].startswith(
+            "safe: 3 steps (gradient_checkpointing, batch_size, top_bucket)"
+        )
+        for _ in range(12):  # Tab until the choice of fix has the focus
+            if app.focused is fixes:
+                break
+            await press(pilot, "tab")
+        assert app.focused is fixes
+        await press(pilot, "down", "space")
+        assert fixes.pressed_button is not None and fixes.pressed_button.id == "fix-safe"
+        await save_from_review(pilot)
+    saved = yaml.safe_load((folder / "flux_portrait_lora.oomfix.yaml").read_text("utf-8"))
+    train = saved["config"]["process"][0]["train"]
+    assert train["gradient_checkpointing"] is True and train["batch_size"] == 1
+    assert saved["config"]["process"][0]["datasets"][0]["resolution"] == [512, 768]

@@ -60,6 +60,7 @@ from oom_wizard.plan import FieldProposal, MemoryEstimate, Plan, ScaleUp, StepCh
 from oom_wizard.probe import probe_gpu, read_host_memory
 from oom_wizard.request import JobRequest
 from oom_wizard.save import SaveResult
+from oom_wizard.sizing import FixName
 from oom_wizard.values import ValueCheck
 from oom_wizard.vocabulary import DEFAULT_MOMENT, VALIDATION_RUN, ModelKind, Moment
 
@@ -70,7 +71,6 @@ if TYPE_CHECKING:
     from oom_wizard.memory import Calibration
     from oom_wizard.paths import FieldPath
     from oom_wizard.probe import ProbeResult
-    from oom_wizard.sizing import FixName
     from oom_wizard.view import ProcessView
 
 __all__ = [
@@ -86,6 +86,7 @@ __all__ = [
     "Destination",
     "EnvironmentVerdict",
     "FieldProposal",
+    "FixName",
     "InPlace",
     "JobRequest",
     "JobRow",

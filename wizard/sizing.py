@@ -40,7 +40,16 @@ from typing import Final, Literal
 from oom_wizard.catalog import Presets
 from oom_wizard.change import Change
 from oom_wizard.document import JobDocument
-from oom_wizard.memory import MOMENT_PHASE, Band, Calibration, Phase, job_memory
+from oom_wizard.memory import (
+    MOMENT_PHASE,
+    PHASES,
+    Band,
+    Calibration,
+    JobMemory,
+    Parts,
+    Phase,
+    job_memory,
+)
 
 FixName = Literal["just_enough", "safe"]
 FIX_NAMES: Final[tuple[FixName, ...]] = ("just_enough", "safe")
@@ -146,6 +155,71 @@ def phases_of_moment(moment: str) -> frozenset[Phase]:
     return frozenset({phase}) if phase is not None else frozenset()
 
 
+class Weigher:
+    """A job's memory at each phase with some changes, in the GiB of the crash's own figures.
+
+    :func:`oom_wizard.memory.job_memory` weighs the config; with a calibration (PyTorch's
+    OOM message for one phase), the activations and overhead of every phase, today's and
+    after any changes, are scaled by the one factor that puts today's midpoint of that phase
+    on the message's figure. The fixes, the step screens and the load screen all weigh
+    through this, so they show the same GiB.
+    """
+
+    def __init__(
+        self,
+        document: JobDocument,
+        model_kind: str,
+        presets: Presets,
+        calibration: Calibration | None,
+    ) -> None:
+        self.document = document
+        self.model_kind = model_kind
+        self.presets = presets
+        self.calibration: Calibration | None = None
+        self.scale = 1.0
+        self._cache: dict[str, JobMemory] = {}
+        today = self.memory(())
+        if calibration is None or calibration.at_least_gib is None:
+            return
+        parts = today.parts.get(calibration.phase)
+        if parts is None or today.phases.get(calibration.phase) is None:
+            return
+        varying = parts.activations + parts.overhead
+        if varying > 0:
+            self.scale = max((calibration.at_least_gib - _fixed(parts)) / varying, MIN_SCALE)
+        self.calibration = calibration
+
+    def memory(self, changes: Sequence[Change]) -> JobMemory:
+        """``job_memory`` of the config with ``changes`` (uncalibrated), kept for reuse."""
+        key = repr(tuple(changes))  # a change's value may be a list: its repr is the key
+        if key not in self._cache:
+            self._cache[key] = job_memory(
+                self.document, tuple(changes), self.model_kind, presets=self.presets
+            )
+        return self._cache[key]
+
+    def band(self, changes: Sequence[Change], phase: Phase) -> Band | None:
+        """The phase's band with ``changes``, scaled (None where the phase does not happen)."""
+        memory = self.memory(changes)
+        found, parts = memory.phases.get(phase), memory.parts.get(phase)
+        if found is None or parts is None:
+            return None
+        shift = (parts.activations + parts.overhead) * (self.scale - 1.0)
+        return Band(max(found.low + shift, 0.0), max(found.high + shift, 0.0))
+
+    def peak(self, changes: Sequence[Change]) -> tuple[Phase, Band] | None:
+        """The phase with the highest scaled band, and that band."""
+        bands = [
+            (phase, band) for phase in PHASES if (band := self.band(changes, phase)) is not None
+        ]
+        return max(bands, key=lambda item: item[1].high) if bands else None
+
+
+def _fixed(parts: Parts) -> float:
+    """The counted part of a phase: weights, trainable state and optimizer, in GiB."""
+    return parts.transformer + parts.text_encoder + parts.vae + parts.trainable + parts.optimizer
+
+
 def size_fixes(
     document: JobDocument,
     order: Sequence[str],
@@ -185,29 +259,6 @@ def size_fixes(
     card = card_gib if card_gib is not None else (calibration.card_gib if calibration else None)
     if phase is None or card is None or card <= 0:
         return SizedFixes({"safe": safe_fix}, "safe", None)
-    cache: dict[frozenset[str], tuple[float, float, Band] | None] = {}
-
-    def figures(ids: Collection[str]) -> tuple[float, float, Band] | None:
-        """(weights and states, activations and overhead, band) at the phase, in GiB."""
-        key = frozenset(ids)
-        if key not in cache:
-            memory = job_memory(document, changes_of(key), model_kind, presets=presets)
-            found, parts = memory.phases.get(phase), memory.parts.get(phase)
-            cache[key] = None
-            if found is not None and parts is not None:
-                fixed = (
-                    parts.transformer
-                    + parts.text_encoder
-                    + parts.vae
-                    + parts.trainable
-                    + parts.optimizer
-                )
-                cache[key] = (fixed, parts.activations + parts.overhead, found)
-        return cache[key]
-
-    today = figures(())
-    if today is None or today[2].mid <= 0:
-        return SizedFixes({"safe": safe_fix}, "safe", None)
     usable = (
         calibration
         if calibration is not None
@@ -215,53 +266,47 @@ def size_fixes(
         and calibration.at_least_gib is not None
         else None
     )
-    scale = 1.0
-    if usable is not None and usable.at_least_gib is not None:
-        if today[1] > 0:
-            scale = max((usable.at_least_gib - today[0]) / today[1], MIN_SCALE)
+    weigher = Weigher(document, model_kind, presets, usable)
+    cache: dict[frozenset[str], Band | None] = {}
+
+    def band(ids: Collection[str]) -> Band | None:
+        key = frozenset(ids)
+        if key not in cache:
+            cache[key] = weigher.band(changes_of(key), phase)
+        return cache[key]
+
+    today = band(())
+    if today is None or today.mid <= 0:
+        return SizedFixes({"safe": safe_fix}, "safe", None)
+    if weigher.calibration is not None and usable is not None and usable.at_least_gib:
         deficit = usable.at_least_gib - card
         source = f"{usable.source}: it needed more than {usable.at_least_gib:.2f} GiB"
     else:
-        deficit = today[2].mid - card
+        deficit = today.mid - card
         source = "the estimate of today's config against the card"
 
-    def peak(ids: Collection[str]) -> float:
-        found = figures(ids)
-        if found is None:
-            return 0.0
-        return found[0] + found[1] * scale
-
     def saving(ids: Collection[str]) -> float:
-        return peak(()) - peak(ids)
-
-    def predicted(ids: Collection[str]) -> Band:
-        found = figures(ids)
-        if found is None:
-            return Band(0.0, 0.0)
-        _, varying, band = found
-        shift = varying * (scale - 1.0)
-        return Band(max(band.low + shift, 0.0), max(band.high + shift, 0.0))
+        after = band(ids)
+        return today.mid - after.mid if after is not None else 0.0
 
     margin = MARGIN_SHARE * card
     need = max(deficit + margin, MIN_SAVING)
     chosen, covered = _fewest(list(free), list(candidates), need, saving)
-    just_enough = ordered(chosen)
-    fixes: dict[FixName, tuple[str, ...]] = {"just_enough": just_enough, "safe": safe_fix}
-    savings = {name: saving(ids) for name, ids in fixes.items()}
-    bands = {name: predicted(ids) for name, ids in fixes.items()}
+    fixes: dict[FixName, tuple[str, ...]] = {"just_enough": ordered(chosen), "safe": safe_fix}
+    calibrated = weigher.calibration is not None
     sizing = FixSizing(
         phase=phase,
         card_gib=card,
         deficit_gib=deficit,
         margin_gib=margin,
         source=source,
-        calibrated=usable is not None,
-        today=predicted(()),
-        savings=savings,
-        bands=bands,
+        calibrated=calibrated,
+        today=today,
+        savings={name: saving(ids) for name, ids in fixes.items()},
+        bands={name: band(ids) or Band(0.0, 0.0) for name, ids in fixes.items()},
         covered=covered,
     )
-    default: FixName = "just_enough" if usable is not None and covered else "safe"
+    default: FixName = "just_enough" if calibrated and covered else "safe"
     return SizedFixes(fixes, default, sizing)
 
 
