@@ -18,11 +18,13 @@ from oom_wizard.screens.destination import DestinationPicker
 from oom_wizard.screens.saving import SavingStage
 from oom_wizard.screens.widgets import Choice, DiffView, KeyBar, Tick
 from oom_wizard.service import (
+    FIX_WORDS,
     FixName,
     Prepared,
     StepChoice,
     effective_choices,
     fix_names,
+    fix_steps_words,
     fix_summary,
     fix_words,
     prepared,
@@ -62,10 +64,16 @@ class ReviewScreen(SavingStage):
                     with RadioSet(id="fix", compact=True):
                         for name in fixes:
                             yield Choice(
-                                fix_words(state, name),
+                                fix_words(state, name, short=True),
                                 value=name == state.plan.default_fix,
                                 id=f"fix-{name}",
                             )
+                    yield Static(
+                        "\n".join(
+                            f"{FIX_WORDS[name]}: {fix_steps_words(state, name)}" for name in fixes
+                        ),
+                        classes="field-hint",
+                    )
             validation = state.validation_step()
             chosen = validation_choice(state)  # the user's, run's, or the default
             if validation is not None and chosen is not None:

@@ -171,11 +171,12 @@ async def test_the_review_offers_just_enough_and_the_safe_set_by_keyboard(
         await wait_for_screen(pilot, "ReviewScreen")
         fixes = app.screen.query_one("#fix", RadioSet)
         labels = [str(button.label) for button in fixes.query(Choice)]
-        assert labels[0].startswith("just enough: 1 step (gradient_checkpointing), training peak")
-        assert labels[0].endswith("of 23.5 GiB (default)")
-        assert labels[1].startswith(
-            "safe: 3 steps (gradient_checkpointing, batch_size, top_bucket)"
-        )
+        assert labels[0].startswith("just enough: 1 step, peak ≈ ")
+        assert labels[0].endswith(" of 23.5 GiB (default)")
+        assert labels[1].startswith("safe: 3 steps, peak ≈ ")
+        hint = str(app.screen.query("#fixes Static").last().render())
+        assert "just enough: Gradient checkpointing on" in hint
+        assert "safe: Gradient checkpointing on, Batch size to 1, Drop the biggest" in hint
         for _ in range(12):  # Tab until the choice of fix has the focus
             if app.focused is fixes:
                 break

@@ -60,7 +60,7 @@ from oom_wizard.plan import FieldProposal, MemoryEstimate, Plan, ScaleUp, StepCh
 from oom_wizard.probe import probe_gpu, read_host_memory
 from oom_wizard.request import JobRequest
 from oom_wizard.save import SaveResult
-from oom_wizard.sizing import FixName
+from oom_wizard.sizing import FIX_WORDS, FixName, MemoryPeak
 from oom_wizard.values import ValueCheck
 from oom_wizard.vocabulary import DEFAULT_MOMENT, VALIDATION_RUN, ModelKind, Moment
 
@@ -74,6 +74,7 @@ if TYPE_CHECKING:
     from oom_wizard.view import ProcessView
 
 __all__ = [
+    "FIX_WORDS",
     "MISSING",
     "RUN_LOG_SUFFIX",
     "VALIDATION_STEP",
@@ -95,6 +96,7 @@ __all__ = [
     "LiveJob",
     "LiveStatus",
     "MemoryEstimate",
+    "MemoryPeak",
     "MomentInfo",
     "OpenedJob",
     "Plan",
@@ -130,12 +132,14 @@ __all__ = [
     "estimate",
     "first_step",
     "fix_names",
+    "fix_steps_words",
     "fix_summary",
     "fix_words",
     "format_path",
     "later_lines",
     "leaving_summary",
     "list_jobs",
+    "memory_peak",
     "moment_info",
     "new_job_warning",
     "next_scale_up",
@@ -418,11 +422,34 @@ def crash_figures(
     if phases and (logged is None or logged in phases):
         calibration = calibration_from(diagnosis, logged or phase_of_moment(moment))
     card = calibration.card_gib if calibration is not None else None
-    if card is None and diagnosis.oom is not None and diagnosis.oom.total:
-        card = diagnosis.oom.total
-    if card is None and job.probe is not None and job.probe.gpus:
-        card = max(gpu.total_gib for gpu in job.probe.gpus)
-    return calibration, card
+    return calibration, card if card is not None else card_of(job, diagnosis)[0]
+
+
+def card_of(job: OpenedJob, diagnosis: Diagnosis) -> tuple[float | None, str | None]:
+    """The card's capacity in GiB and where it comes from: PyTorch's OOM message in the log,
+    else ``nvidia-smi`` (the largest card); ``(None, None)`` when neither says."""
+    if diagnosis.oom is not None and diagnosis.oom.total:
+        return diagnosis.oom.total, "PyTorch's OOM message"
+    if job.probe is not None and job.probe.gpus:
+        return max(gpu.total_gib for gpu in job.probe.gpus), "nvidia-smi"
+    return None, None
+
+
+def memory_peak(
+    state: WizardState, choices: Mapping[str, StepChoice] | None = None
+) -> MemoryPeak | None:
+    """The peak of the config with ``choices`` applied (an empty mapping: today's config;
+    None: the default fix), in GiB against the card, with the phase that sets it: what the
+    load screen and every step screen show as a bar. None when the plan has no steps."""
+    from oom_wizard.catalog import load_presets
+    from oom_wizard.plan import changes_for
+    from oom_wizard.sizing import Weigher, peak_of
+
+    calibration, _ = crash_figures(state.job, state.diagnosis, state.moment)
+    card, source = card_of(state.job, state.diagnosis)
+    weigher = Weigher(state.document, state.model_kind, load_presets(), calibration)
+    changes = changes_for(state.plan, choices) if state.plan.steps else []
+    return peak_of(weigher, changes, card, source)
 
 
 def _diagnosis(job: OpenedJob, answers: Answers) -> Diagnosis:
@@ -642,25 +669,36 @@ def fix_names(state: WizardState) -> tuple[FixName, ...]:
     return tuple(sorted(offered, key=lambda name: name != default))
 
 
-def fix_words(state: WizardState, fix: FixName) -> str:
+def fix_words(state: WizardState, fix: FixName, *, short: bool = False) -> str:
     """One line about a fix: its name, its steps and, where it was sized, its predicted peak
-    against the card (``just enough: 1 step (gradient_checkpointing), peak ≈ 12.3 of 23.5 GiB``)."""
-    from oom_wizard.sizing import FIX_WORDS
-
+    against the card (``just enough: 1 step (gradient_checkpointing), training peak ≈ 12.3 of
+    23.5 GiB``); ``short`` leaves the step ids out (the app lists them apart)."""
     plan = state.plan
     steps = [step for step in plan.fix_steps(fix) if step != VALIDATION_STEP]
     text = f"{FIX_WORDS[fix]}: {len(steps)} step{'s' if len(steps) != 1 else ''}"
-    if steps:
+    if steps and not short:
         text += f" ({', '.join(steps)})"
     sizing = plan.sizing
     if sizing is not None and fix in sizing.savings:
         band = sizing.predicted(fix)
-        text += f", {sizing.phase} peak ≈ {band.mid:.1f} of {sizing.card_gib:.1f} GiB"
+        peak = "peak" if short else f"{sizing.phase} peak"
+        text += f", {peak} ≈ {band.mid:.1f} of {sizing.card_gib:.1f} GiB"
         if fix == "just_enough" and not sizing.covered:
-            text += " (no set of rungs is predicted to leave the margin)"
+            text += (
+                " (not enough room left)"
+                if short
+                else " (no set of rungs is predicted to leave the margin)"
+            )
     if fix == plan.default_fix:
         text += " (default)"
     return text
+
+
+def fix_steps_words(state: WizardState, fix: FixName) -> str:
+    """The steps of a fix by title, in the plan's order (``Gradient checkpointing on``)."""
+    titles = {step.id: step.title for step in state.plan.steps}
+    steps = [titles[step] for step in state.plan.fix_steps(fix) if step != VALIDATION_STEP]
+    return ", ".join(steps) if steps else "no step"
 
 
 def fix_summary(state: WizardState) -> tuple[str, ...]:

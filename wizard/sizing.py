@@ -48,7 +48,9 @@ from oom_wizard.memory import (
     JobMemory,
     Parts,
     Phase,
+    Verdict,
     job_memory,
+    verdict,
 )
 
 FixName = Literal["just_enough", "safe"]
@@ -213,6 +215,75 @@ class Weigher:
             (phase, band) for phase in PHASES if (band := self.band(changes, phase)) is not None
         ]
         return max(bands, key=lambda item: item[1].high) if bands else None
+
+
+#: How the bar names the phase that sets the peak.
+PHASE_WORDS: Final[Mapping[Phase, str]] = {
+    "load": "loading the model",
+    "baseline_sample": "the first sample",
+    "training": "a training step",
+    "sample": "a periodic sample",
+}
+
+
+@dataclass(frozen=True)
+class MemoryPeak:
+    """A config's peak in GiB against the card, and the phase that sets it.
+
+    Attributes:
+        band: The peak phase's band (its midpoint is the figure shown).
+        phase: The phase that sets the peak.
+        card_gib: The card's capacity (None: unknown; then the peak is shown alone).
+        card_source: Where the card's size comes from ("PyTorch's OOM message", "nvidia-smi").
+        calibrated: The crash's own figures scale the estimate.
+        known: Every part of the estimate had real figures (False: a nominal stand-in).
+    """
+
+    band: Band
+    phase: Phase
+    card_gib: float | None
+    card_source: str | None
+    calibrated: bool
+    known: bool
+
+    @property
+    def gib(self) -> float:
+        """The figure shown: the band's midpoint."""
+        return self.band.mid
+
+    @property
+    def phase_words(self) -> str:
+        """The phase in words (``a training step``)."""
+        return PHASE_WORDS[self.phase]
+
+    @property
+    def verdict(self) -> Verdict | None:
+        """fits / tight / wont_fit against the card (None: the card is unknown)."""
+        return verdict(self.band, self.card_gib) if self.card_gib else None
+
+    def words(self) -> str:
+        """``19.8 of 23.5 GiB`` (or ``19.8 GiB`` without a card)."""
+        if self.card_gib:
+            return f"{self.gib:.1f} of {self.card_gib:.1f} GiB"
+        return f"{self.gib:.1f} GiB"
+
+
+def peak_of(
+    weigher: Weigher, changes: Sequence[Change], card_gib: float | None, source: str | None
+) -> MemoryPeak | None:
+    """The peak of the config with ``changes`` as :class:`MemoryPeak` (None: nothing weighs)."""
+    found = weigher.peak(changes)
+    if found is None:
+        return None
+    phase, band = found
+    return MemoryPeak(
+        band=band,
+        phase=phase,
+        card_gib=card_gib,
+        card_source=source if card_gib else None,
+        calibrated=weigher.calibration is not None,
+        known=weigher.memory(changes).known,
+    )
 
 
 def _fixed(parts: Parts) -> float:

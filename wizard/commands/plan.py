@@ -34,7 +34,8 @@ def add_parser(subparsers: Any) -> None:
         description=(
             "Show the memory roll-back for a job that died with CUDA out of memory: the steps "
             "in order, each with the fields it would change (before → after), which are on "
-            "by default, and a relative memory estimate. Writes nothing; 'apply' saves it."
+            "by default, the fixes offered (just enough and safe) with their peak in GiB, and a "
+            "relative memory estimate. Writes nothing; 'apply' saves it."
         ),
     )
     add_target_arguments(parser)
