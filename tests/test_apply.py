@@ -70,6 +70,7 @@ def test_default_apply_saves_the_default_steps_beside_the_source(tmp_path: Path)
     output = tmp_path / "job.oomfix.yaml"
     assert f"Wrote {output}" in out
     log = changelog_of(output)
+    memory = log["runs"][0].pop("memory")
     assert log["runs"] == [
         {
             "at": log["runs"][0]["at"],
@@ -80,6 +81,8 @@ def test_default_apply_saves_the_default_steps_beside_the_source(tmp_path: Path)
             "steps": ["batch_size", "top_bucket", "text_encoder"],
         }
     ]
+    assert memory["phase"] == "training" and memory["calibrated_by"] is None
+    assert 0 < memory["estimated_gib"]["low"] <= memory["estimated_gib"]["high"]
     changes = {c["path"]: (c["before"], c["after"], c["step"]) for c in log["changes"]}
     assert changes == {
         "config.process[0].train.batch_size": (4, 1, "batch_size"),
@@ -114,7 +117,8 @@ def test_dry_run_shows_the_diff_and_writes_nothing(tmp_path: Path) -> None:
     assert status == 0
     removed = [line for line in out.splitlines() if line.startswith("-") and "1024" in line]
     assert removed == ["-      - 1024"]
-    assert "batch_size: 4 → 1" in out and "Estimate: training ≈" in out
+    assert "batch_size: 4 → 1" in out and "Estimate: training step ≈ " in out
+    assert "GiB (today " in out and "training ≈" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["job.yaml"]
 
 

@@ -105,12 +105,17 @@ class RunRecord(_Frozen):
     diagnosis: dict[str, Any] | None = None
     steps: tuple[str, ...] = ()
     database: DatabaseRecord | None = None
+    memory: dict[str, Any] | None = None
+    """The saved config's estimated peak: ``{"phase", "estimated_gib": {"low", "high"},
+    "calibrated_by": {...} | null}`` (absent in logs written before it existed)."""
 
     @model_serializer(mode="wrap")
     def _written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """The run as the file holds it: ``database`` only for a web-UI job, without the
         fields its kind of save does not have."""
         data: dict[str, Any] = handler(self)
+        if self.memory is None:
+            data.pop("memory", None)
         if self.database is None:
             data.pop("database", None)
         else:

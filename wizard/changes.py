@@ -158,6 +158,7 @@ def commit(
     model_kind: str | None = None,
     diagnosis: dict[str, Any] | None = None,
     steps: Sequence[str] = (),
+    memory: dict[str, Any] | None = None,
     output: Path | None = None,
     changelog_path: Path | None = None,
     force: bool = False,
@@ -180,6 +181,7 @@ def commit(
         model_kind=model_kind,
         diagnosis=diagnosis,
         steps=tuple(steps),
+        memory=memory,
     )
     base = prior if prior is not None else changelog_of(source)
     if base is None:

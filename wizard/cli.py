@@ -26,6 +26,7 @@ from oom_wizard.commands import (
     apply,
     demo,
     diagnose,
+    fit,
     history,
     open_cmd,
     plan,
@@ -68,6 +69,7 @@ COMMANDS: Final[dict[str, ModuleType]] = {
     "restore": restore,
     "watch": watch,
     "run": run,
+    "fit": fit,
 }
 DEFAULT_COMMAND: Final = "open"
 

@@ -77,12 +77,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from oom_wizard.catalog import ArchFacts, FrameGrid, Presets, load_presets
 from oom_wizard.change import Change
 from oom_wizard.document import JobDocument, apply_edits
 from oom_wizard.view import DatasetView, JobView, ProcessView, SampleView, build_view
+
+if TYPE_CHECKING:
+    from oom_wizard.memory import Calibration, JobMemory
 
 CHECKPOINTING_OFF_FACTOR: Final = 4.0
 """Activation load without gradient checkpointing, relative to with it (rough)."""
@@ -157,12 +160,22 @@ class MemoryEstimate:
             sampling off, None when today's config renders no samples.
         note: How to read the figures, and what they leave out.
         weights: The resident weights in GiB before and after.
+        gib: Each phase's band in GiB before and after (:mod:`oom_wizard.memory`): the main
+            figures; the percentages stay as a second number.
     """
 
     train_pct: float
     sample_pct: float | None
     note: str
     weights: WeightsEstimate | None = None
+    gib: tuple[JobMemory, JobMemory] | None = None
+
+    def gib_json(self) -> dict[str, object] | None:
+        """``{"before": PHASES, "after": PHASES}`` as ``plan --json`` gives them."""
+        if self.gib is None:
+            return None
+        before, after = self.gib
+        return {"before": before.phases_json(), "after": after.phases_json()}
 
     def lowers(self, moment: str) -> bool:
         """Whether the changes lower the peak a crash at ``moment`` ran into.
@@ -203,14 +216,17 @@ def estimate(
     model_kind: str,
     *,
     presets: Presets | None = None,
+    calibration: Calibration | None = None,
 ) -> MemoryEstimate:
-    """The relative estimate of ``changes`` applied to ``document``.
+    """The relative estimate of ``changes`` applied to ``document``, with the GiB bands.
 
     Args:
         document: Today's config.
         changes: The changes to weigh (as :func:`oom_wizard.plan.changes_for` makes them).
         model_kind: ``video`` counts frames; ``image`` counts one frame per sample.
         presets: The preset data (default: the shipped presets).
+        calibration: A crash's or a run's own figures for today's config (see
+            :func:`oom_wizard.memory.job_memory`).
 
     Raises:
         ConfigError: the changes give a value the toolkit would refuse (a batch of 0...).
@@ -238,7 +254,14 @@ def estimate(
     known = all(f is not None and f.params is not None for f in facts.values())
     if not known:
         notes.append("The arch's parameter counts are unknown, so the weights have no GiB here.")
+    from oom_wizard.memory import job_memory
+
+    gib = (
+        job_memory(document, [], model_kind, presets=presets, calibration=calibration),
+        job_memory(document, changes, model_kind, presets=presets, calibration=calibration),
+    )
     return MemoryEstimate(
+        gib=gib,
         train_pct=_percent(train_after, train_before) or 100.0,
         sample_pct=_percent(sample_after, sample_before),
         note=" ".join(notes),

@@ -417,6 +417,7 @@ def save_to_db(
     model_kind: str | None = None,
     diagnosis: dict[str, Any] | None = None,
     steps: Sequence[str] = (),
+    memory: dict[str, Any] | None = None,
     busy_timeout: float = BUSY_TIMEOUT_S,
 ) -> DbSaveResult:
     """Save ``prepared`` (made from ``job_document(job)``) into the database.
@@ -442,6 +443,7 @@ def save_to_db(
         model_kind=model_kind,
         diagnosis=diagnosis,
         steps=steps,
+        memory=memory,
         database=DatabaseRecord(job_id=job.id, job_name=job.name),
     )
     if isinstance(mode, InPlace):
@@ -784,9 +786,11 @@ def _run_record(
     model_kind: str | None = None,
     diagnosis: dict[str, Any] | None = None,
     steps: Sequence[str] = (),
+    memory: dict[str, Any] | None = None,
     database: DatabaseRecord,
 ) -> RunRecord:
     return RunRecord(
+        memory=memory,
         at=now_iso(),
         direction=direction,
         moment=moment,

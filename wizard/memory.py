@@ -9,8 +9,9 @@ overhead term fitted against published measured peaks (``tests/fixtures/measured
 
 The figures are data: parameter counts and per-block activation bytes come from
 ``presets/memory.yaml`` (``bench/calibrate_memory.py`` made them); an arch without them falls back
-to ``archs.yaml``'s parameter counts, then to nominal ones (``known`` is then False: the
-direction holds, the GiB are rough).
+to ``archs.yaml``'s parameter counts, then to nominal ones, and a family without activation
+figures to a FLUX-sized nominal block (:class:`NominalBlock`, its text tokens 512): ``known`` is
+then False, the direction holds and the GiB are rough.
 
 The formula
 -----------
@@ -36,8 +37,9 @@ turned into GiB at the end (``/ 2³⁰``)::
 The adapter's trained weights n, per transformer weight (``d`` = the family's width, 3072 without
 figures; each d×d Linear layer is adapted):
 
-    LoRA / LoCon  n = P_t × 2 r / d  (+ the same with r = ``network.conv`` for LoCon: conv layers
-                  are counted as Linear ones of the same share, an upper bound for a transformer)
+    LoRA / LoCon  n = P_t × a × r / d  (+ the same with r = ``network.conv`` for LoCon: conv
+                  layers are counted as Linear ones of the same share, an upper bound for a
+                  transformer); a = LORA_SHARE_PER_RANK
     LoKr          n = P_t × (f² + (d / f)²) / d²  with f = ``lokr_factor`` (−1: f ≈ √d, the
                   toolkit's largest factor), full rank as the toolkit's ``lokr_full_rank`` default
     with ``train_text_encoder`` the text encoder's weights are adapted (or fully trained) too,
@@ -66,8 +68,11 @@ Sample activations (no gradients), per sample at its own width, height and frame
 
 The phases::
 
-    load            max(transformer at full precision before quantizing (without low_vram),
-                        transformer + text_encoder at load) + vae + overhead
+    load            low  max(T_full, transformer + TE_full), high  max(T_full + text_encoder,
+                    transformer + TE_full), + vae + overhead (a quarter of the reserve's share)
+                    T_full, TE_full: at full precision before quantizing (without low_vram, the
+                    toolkit moves the model to the card first, then quantizes it); low is the
+                    order that loads the transformer first (FLUX), high the other (HiDream)
     baseline_sample transformer + text_encoder (0 when cached) + vae + adapter weights
                     + sample activations + overhead
     training        transformer + text_encoder (0 when cached or unloaded, unless trained) + vae
@@ -91,10 +96,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, Literal, Protocol
 
-from oom_wizard.catalog import ArchFacts, Presets, load_presets
+from oom_wizard.catalog import ArchFacts, LeversFile, Presets, load_presets
 from oom_wizard.change import Change
 from oom_wizard.document import JobDocument, apply_edits
 from oom_wizard.estimate import Shape, arch_facts, dataset_frames
@@ -119,15 +125,25 @@ ACTIVATION_BAND: Final = (0.85, 1.3)
 workspaces the block measurement leaves out widen it upwards."""
 SAMPLE_SAVED_SHARE: Final = (0.3, 0.6)
 """The share of a block's saved bytes alive at once in a forward pass without gradients."""
-OVERHEAD_LOW: Final = (0.45, 0.04)
-OVERHEAD_HIGH: Final = (1.1, 0.12)
-"""(C GiB, f) at the band's edges: C, the CUDA context with cuBLAS' workspace (0.3–0.6 GiB on
-current drivers with lazy module loading, ~1 GiB without), and f, the caching allocator's
+OVERHEAD_LOW: Final = (1.0, 0.02)
+OVERHEAD_HIGH: Final = (3.0, 0.08)
+"""(C GiB, f) at the band's edges: C, what a process holds beside its tensors (the CUDA context,
+cuBLAS and attention workspaces, the trainer's own buffers), and f, the caching allocator's
 reserve and fragmentation as a share of what the tensors hold. Fitted against the published
-peaks in ``tests/fixtures/measured_peaks.yaml`` (``bench/memory_accuracy.py`` prints the fit)."""
+peaks in ``tests/fixtures/measured_peaks.yaml`` whose arch has parameter counts: the least
+squares fit of (measured − the rest) gives C ≈ 2 to 4 GiB with f near 0, and the residuals
+spread over about ±4 GiB; these edges put the median point's error near 0 and keep all but the
+outliers inside the band (``bench/memory_accuracy.py`` prints the fit and the table)."""
+
+LOAD_RESERVE_SHARE: Final = 0.25
+"""While loading, whole tensors are moved in: the reserve is this share of a step's."""
 
 NOMINAL_WIDTH: Final = 3072
 """The hidden width assumed without a family's figures (FLUX-sized)."""
+LORA_SHARE_PER_RANK: Final = 1.4
+"""A LoRA's weights per transformer weight, × d / r: 2 for a square Linear layer, 1.25 for an
+MLP's d×4d one; a FLUX.1 rank-16 LoRA on every Linear layer (about 172 MB in bf16: 86 M
+weights of 11.9 B) gives about 1.39."""
 ADAPTER_BYTES: Final = 4.0
 """An adapter weight trains in fp32 (BaseSDTrainProcess.py:1983): 4 bytes, 4 its gradient."""
 
@@ -369,6 +385,9 @@ class _Terms:
     trainable: tuple[float, float]
     optimizer: tuple[float, float]
     activations: tuple[float, float]
+    loading: bool = False
+    """Loading: whole tensors moved in, little fragmentation (the reserve's share is
+    LOAD_RESERVE_SHARE of the others')."""
 
     def fixed(self) -> tuple[float, float]:
         parts = (self.transformer, self.text_encoder, self.vae, self.trainable, self.optimizer)
@@ -383,6 +402,7 @@ def job_memory(
     presets: Presets | None = None,
     calibration: Calibration | None = None,
     families: FamilyLookup | None = None,
+    calibrated_on: JobDocument | None = None,
 ) -> JobMemory:
     """Each phase's band for ``document`` with ``changes`` applied.
 
@@ -394,25 +414,20 @@ def job_memory(
         calibration: A crash's or a run's own figures; they scale the activations and the
             overhead so that their phase agrees (the same factor applies after changes).
         families: The memory family of an arch (default: the presets' ``memory.yaml``).
+        calibrated_on: The config the calibration's figures come from, when it is not
+            ``document`` (a saved fix is estimated with its source's crash figures).
     """
     presets = presets or load_presets()
     lookup = families or _presets_families(presets)
-    view = _view_after(document, changes)
     video = model_kind == "video"
-    notes: list[str] = []
-    known = True
-    per_phase: dict[Phase, list[tuple[_Terms, bool]]] = {phase: [] for phase in PHASES}
-    for process in view.processes:
-        facts = arch_facts(process, presets)
-        family = lookup(facts)
-        account = _Account(process, facts, family, presets, video)
-        known = known and account.known
-        notes.extend(account.notes)
-        for phase in PHASES:
-            terms = account.terms(phase)
-            if terms is not None:
-                per_phase[phase].append((terms, account.quantized))
-    scale = _scale_for(per_phase, calibration)
+    per_phase, known, notes = _accounts(_view_after(document, changes), presets, lookup, video)
+    if calibration is not None and (changes or calibrated_on is not None):
+        # The figures are about today's config: its scale carries over to the changed one.
+        base = (calibrated_on or document).view()
+        today, _known, _notes = _accounts(base, presets, lookup, video)
+        scale = _scale_for(today, calibration)
+    else:
+        scale = _scale_for(per_phase, calibration)
     phases: dict[Phase, Band | None] = {}
     parts: dict[Phase, Parts] = {}
     for phase in PHASES:
@@ -444,6 +459,25 @@ def job_memory(
     )
 
 
+def _accounts(
+    view: JobView, presets: Presets, lookup: FamilyLookup, video: bool
+) -> tuple[dict[Phase, list[tuple[_Terms, bool]]], bool, list[str]]:
+    """Each phase's terms per process, whether every figure was real, and the notes."""
+    notes: list[str] = []
+    known = True
+    per_phase: dict[Phase, list[tuple[_Terms, bool]]] = {phase: [] for phase in PHASES}
+    for process in view.processes:
+        facts = arch_facts(process, presets)
+        account = _Account(process, facts, lookup(facts), presets, video)
+        for phase in PHASES:
+            terms = account.terms(phase)
+            if terms is not None:
+                per_phase[phase].append((terms, account.quantized))
+        known = known and account.known
+        notes.extend(account.notes)
+    return per_phase, known, notes
+
+
 def _view_after(document: JobDocument, changes: Sequence[Change]) -> JobView:
     if not changes:
         return document.view()
@@ -452,19 +486,16 @@ def _view_after(document: JobDocument, changes: Sequence[Change]) -> JobView:
 
 
 def _presets_families(presets: Presets) -> FamilyLookup:
-    memory_of = getattr(presets, "memory_of", None)
-    if memory_of is None:
-        return lambda _facts: None
-
     def lookup(facts: ArchFacts | None) -> FamilyLike | None:
-        found: FamilyLike | None = memory_of(facts)
-        return found
+        return presets.memory_of(facts)
 
     return lookup
 
 
-def _overhead(fixed: float, activations: float, edge: tuple[float, float]) -> float:
+def _overhead(fixed: float, activations: float, edge: tuple[float, float], loading: bool) -> float:
     constant, share = edge
+    if loading:
+        share *= LOAD_RESERVE_SHARE
     return constant * GIB_BYTES + share * (fixed + activations)
 
 
@@ -472,8 +503,8 @@ def _band_of(terms: _Terms, quantized: bool, scale: float) -> tuple[Band, Parts]
     """The band and parts (GiB) of one phase of one process."""
     fixed_low, fixed_high = terms.fixed()
     act_low, act_high = (a * scale for a in terms.activations)
-    over_low = _overhead(fixed_low, act_low, OVERHEAD_LOW) * scale
-    over_high = _overhead(fixed_high, act_high, OVERHEAD_HIGH) * scale
+    over_low = _overhead(fixed_low, act_low, OVERHEAD_LOW, terms.loading) * scale
+    over_high = _overhead(fixed_high, act_high, OVERHEAD_HIGH, terms.loading) * scale
     low = (fixed_low + act_low + over_low) / GIB_BYTES
     high = (fixed_high + act_high + over_high) / GIB_BYTES
 
@@ -622,13 +653,13 @@ class _Account:
         quantize_te = model.quantize_te if "quantize_te" in model.present else model.quantize
         self.quantized = model.quantize is True
         b_t = min(self.full, levers.quantized_bytes(model.qtype)) if self.quantized else self.full
-        b_te = levers.weight_bytes(model.te_dtype) if model.te_dtype else self.full
+        b_te = _dtype_bytes(levers, model.te_dtype, self.full)
         if quantize_te is True:
             b_te = min(b_te, levers.quantized_bytes(model.qtype_te))
         bits = model.text_encoder_bits or 16
         if bits < 16:
             b_te = min(b_te, bits / 8.0)
-        b_vae = levers.weight_bytes(model.vae_dtype) if model.vae_dtype else self.full
+        b_vae = _dtype_bytes(levers, model.vae_dtype, self.full)
         experts = 1 if model.low_vram is True else self.experts
         o_t, o_te = _offloaded(self.process, self.facts)
         self.transformer = self.p_t * BILLION * b_t * experts * (1.0 - o_t)
@@ -693,9 +724,9 @@ class _Account:
             f = math.sqrt(d) if factor <= 0 else float(factor)
             return (f * f + (d / f) ** 2) / (d * d)
         rank = process.network_rank or self.presets.levers.lora.rank_default
-        share = 2.0 * rank / d
+        share = LORA_SHARE_PER_RANK * rank / d
         if network.conv:
-            share += 2.0 * network.conv / d
+            share += LORA_SHARE_PER_RANK * network.conv / d
         return share
 
     # --- activations
@@ -766,6 +797,11 @@ class _Account:
                 )
             if high * cfg > worst[1]:
                 worst = (low * cfg, high * cfg)
+            if frames > 1:
+                self.notes.append(
+                    "A video sample's VAE decode is not counted (its frames are decoded after "
+                    "the transformer's passes)."
+                )
         return worst
 
     def _cfg(self, sample: SampleView) -> bool:
@@ -797,17 +833,19 @@ class _Account:
         )
         trains_te = self.process.train.train_text_encoder is True
         if phase == "load":
-            load = max(self.transformer_load, self.transformer + self.te_load)
+            # The loading order differs by arch (FLUX loads the transformer first, HiDream its
+            # Llama encoder): low takes the lighter order, high the heavier one.
+            low = max(self.transformer_load, self.transformer + self.te_load)
+            high = max(self.transformer_load + self.text_encoder, self.transformer + self.te_load)
             zero = (0.0, 0.0)
-            te_part = load - self.transformer_load if load > self.transformer_load else 0.0
-            transformer_part = load - te_part
             return _Terms(
-                transformer=(transformer_part, transformer_part * w),
-                text_encoder=(te_part, te_part * te_slack),
+                transformer=(low, high * (1.0 + WEIGHT_SLACK)),
+                text_encoder=zero,
                 vae=(self.vae, self.vae * te_slack),
                 trainable=zero,
                 optimizer=zero,
                 activations=zero,
+                loading=True,
             )
         if phase == "training":
             unloaded = cached or self.process.train.unload_text_encoder is True
@@ -837,6 +875,13 @@ class _Account:
             optimizer=(optimizer, optimizer),
             activations=(low * ACTIVATION_BAND[0], high * ACTIVATION_BAND[1]),
         )
+
+
+def _dtype_bytes(levers: LeversFile, dtype: str | None, default: float) -> float:
+    """Bytes per weight of ``dtype``; ``default`` (the model's) when unset or unknown."""
+    if not dtype:
+        return default
+    return levers.dtype_bytes.get(dtype.strip().lower(), default)
 
 
 def _on_cpu(device: str | None) -> bool:
@@ -894,12 +939,18 @@ def calibration_from(diagnosis: Diagnosis, phase_of_crash: Phase | None) -> Cali
 
 
 def calibration_from_attempts(
-    attempts: Sequence[Mapping[str, object]], phase: Phase = "training"
+    attempts: Sequence[Mapping[str, object]],
+    phase: Phase = "training",
+    *,
+    config: str | None = None,
 ) -> Calibration | None:
     """A run's measured peak (``attempts[].peak_gib``, nvidia-smi while it trained): the last
-    attempt that carries one."""
+    attempt that carries one (of the config file named ``config``, when given)."""
     for index in range(len(attempts) - 1, -1, -1):
         attempt = attempts[index]
+        ran = attempt.get("config")
+        if config is not None and (not isinstance(ran, str) or Path(ran).name != config):
+            continue
         peak = attempt.get("peak_gib")
         if isinstance(peak, int | float) and not isinstance(peak, bool) and peak > 0:
             card = attempt.get("card_gib")
@@ -916,3 +967,110 @@ def calibration_from_attempts(
 def with_changes_note(memory: JobMemory, note: str) -> JobMemory:
     """``memory`` with one more note."""
     return replace(memory, notes=(*memory.notes, note))
+
+
+# --------------------------------------------------------------------------- re-adds
+
+
+PHASE_WORDS: Final[Mapping[Phase, str]] = MappingProxyType(
+    {
+        "load": "loading",
+        "baseline_sample": "first sample",
+        "training": "training step",
+        "sample": "periodic sample",
+    }
+)
+"""How a phase is named in a sentence."""
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Whether a re-add is predicted to fit, and the sentence that says so.
+
+    Attributes:
+        verdict: Of the peak phase with the re-add.
+        memory: The config's memory with the re-add.
+        card_gib: The card measured against.
+        words: One sentence for the user (the re-add stays allowed whatever it says).
+    """
+
+    verdict: Verdict
+    memory: JobMemory
+    card_gib: float
+    words: str
+
+
+def calibration_from_record(
+    diagnosis: Mapping[str, object] | None, phase: Phase | None = None
+) -> Calibration | None:
+    """A change log run's recorded diagnosis (``runs[].diagnosis``) as a calibration."""
+    if not diagnosis:
+        return None
+    oom = diagnosis.get("oom")
+    if not isinstance(oom, Mapping):
+        return None
+    tried, held = oom.get("tried_gib"), oom.get("allocated_gib", oom.get("this_process_gib"))
+    if not isinstance(tried, int | float) or not isinstance(held, int | float):
+        return None
+    recorded_phase = diagnosis.get("phase")
+    moment = diagnosis.get("moment")
+    found = phase or (CRASH_PHASE.get(recorded_phase) if isinstance(recorded_phase, str) else None)
+    if found is None and isinstance(moment, str):
+        found = MOMENT_PHASE.get(moment)
+    if found is None:
+        return None
+    total = oom.get("total_gib")
+    return Calibration(
+        phase=found,
+        at_least_gib=float(held) + float(tried),
+        measured_gib=None,
+        card_gib=float(total) if isinstance(total, int | float) else None,
+        source="the crash's OOM message recorded in the change log",
+    )
+
+
+def predict_readd(
+    document: JobDocument,
+    changes: Sequence[Change],
+    model_kind: str,
+    *,
+    card_gib: float | None,
+    calibration: Calibration | None,
+    calibrated_on: JobDocument | None = None,
+    presets: Presets | None = None,
+) -> Prediction | None:
+    """Whether ``changes`` (a re-add) are predicted to fit, from the known headroom.
+
+    The card is ``card_gib`` (the probe), else the calibration's. None when neither is known.
+    """
+    card = card_gib if card_gib is not None else (calibration.card_gib if calibration else None)
+    if card is None:
+        return None
+    after = job_memory(
+        document,
+        changes,
+        model_kind,
+        presets=presets,
+        calibration=calibration,
+        calibrated_on=calibrated_on,
+    )
+    peak = after.peak()
+    found = verdict(peak, card)
+    where = (
+        f"the {PHASE_WORDS[after.peak_phase]} peaks at {peak.low:.1f}–{peak.high:.1f} of "
+        f"{card:.1f} GiB"
+    )
+    basis = f" (calibrated by {calibration.source})" if calibration is not None else ""
+    if found == "fits":
+        words = f"Predicted to fit: {where}{basis}."
+    elif found == "tight":
+        words = (
+            f"Predicted tight: {where}{basis}; it may run out of memory again. You can still "
+            "re-add it."
+        )
+    else:
+        words = (
+            f"Predicted not to fit: {where}{basis}. You can still re-add it; a new crash's "
+            "figures will calibrate the estimate."
+        )
+    return Prediction(found, after, card, words)

@@ -308,6 +308,7 @@ class Plan:
                 "weights_gib": {"before": before, "after": after},
                 "peak": self.peak,
                 "lowers_peak": self.estimate.lowers(self.moment),
+                "gib": self.estimate.gib_json(),
             }
         if self.fixes:
             result["fixes"] = {name: list(ids) for name, ids in self.fixes.items()}

@@ -54,6 +54,7 @@ from oom_wizard.errors import WizardError
 from oom_wizard.follow import JobRow, LiveJob, LiveStatus, WatchTarget, read_job_row
 from oom_wizard.jobdb import AsNew, DbJob, DbSaveResult, InPlace
 from oom_wizard.logread import ScanCancelled, Watch, watching
+from oom_wizard.memory import Band, Calibration, JobMemory, Parts, Prediction, Verdict
 from oom_wizard.modelkind import find_model_kind
 from oom_wizard.paths import MISSING, format_path
 from oom_wizard.plan import FieldProposal, MemoryEstimate, Plan, ScaleUp, StepChoice, StepProposal
@@ -80,6 +81,8 @@ __all__ = [
     "VALIDATION_STEP",
     "Answers",
     "AsNew",
+    "Band",
+    "Calibration",
     "ChangeEntry",
     "CrashReport",
     "DbJob",
@@ -89,6 +92,7 @@ __all__ = [
     "FieldProposal",
     "FixName",
     "InPlace",
+    "JobMemory",
     "JobRequest",
     "JobRow",
     "Jumped",
@@ -99,7 +103,9 @@ __all__ = [
     "MemoryPeak",
     "MomentInfo",
     "OpenedJob",
+    "Parts",
     "Plan",
+    "Prediction",
     "Prepared",
     "SaveResult",
     "Saved",
@@ -111,6 +117,7 @@ __all__ = [
     "StepStatus",
     "ToFile",
     "ValueCheck",
+    "Verdict",
     "Watch",
     "WatchTarget",
     "WizardState",
@@ -892,11 +899,17 @@ def prepared(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Pr
 
 
 def estimate(state: WizardState, choices: Mapping[str, StepChoice] | None) -> MemoryEstimate:
-    """The relative memory estimate of the choices (today's config = 100)."""
+    """The memory estimate of the choices: its GiB bands (calibrated by the job's own figures
+    when it has them) and the relative figures (today's config = 100)."""
     from oom_wizard.plan import changes_for
     from oom_wizard.plan import estimate as plan_estimate
 
-    return plan_estimate(state.document, changes_for(state.plan, choices), state.model_kind)
+    return plan_estimate(
+        state.document,
+        changes_for(state.plan, choices),
+        state.model_kind,
+        calibration=memory_calibration(state),
+    )
 
 
 def check_value(state: WizardState, proposal: FieldProposal, typed: str) -> ValueCheck:
@@ -992,6 +1005,7 @@ def save(
         moment=state.moment,
         steps=recorded_steps(state.plan, ready),
         diagnosis=state.diagnosis if state.job.scan is not None else None,
+        memory=_memory_record(state, ready),
     )
 
 
@@ -1045,7 +1059,14 @@ def save_scale_up(
     if ready is None:
         ready = prepare_scale_up(state, scale_up)
     steps = [scale_up.step] if ready.changed else []
-    return _write(state, ready, destination, direction="scale_up", steps=steps)
+    return _write(
+        state,
+        ready,
+        destination,
+        direction="scale_up",
+        steps=steps,
+        memory=_memory_record(state, ready),
+    )
 
 
 def _write(
@@ -1057,6 +1078,7 @@ def _write(
     steps: Sequence[str],
     moment: str | None = None,
     diagnosis: Diagnosis | None = None,
+    memory: dict[str, object] | None = None,
 ) -> Saved:
     """Save ``ready`` where ``destination`` says, with one run of the change log."""
     recorded = diagnosis.to_json() if diagnosis is not None else None
@@ -1068,6 +1090,7 @@ def _write(
             model_kind=state.model_kind,
             diagnosis=recorded,
             steps=steps,
+            memory=memory,
             output=destination.output,
             changelog_path=destination.changelog,
             force=destination.force,
@@ -1085,7 +1108,29 @@ def _write(
         model_kind=state.model_kind,
         diagnosis=recorded,
         steps=steps,
+        memory=memory,
     )
+
+
+def _memory_record(state: WizardState, ready: Prepared) -> dict[str, object] | None:
+    """The change log run's ``memory`` for the saved config (see :func:`memory_record`)."""
+    from oom_wizard.memory import job_memory as memory_of
+
+    try:
+        after = memory_of(
+            ready.after,
+            [],
+            state.model_kind,
+            calibration=memory_calibration(state),
+            calibrated_on=state.document,
+        )
+    except WizardError:
+        return None
+    return {
+        "phase": after.peak_phase,
+        "estimated_gib": after.peak().rounded(),
+        "calibrated_by": after.calibrated_by.as_json() if after.calibrated_by else None,
+    }
 
 
 def _off(step_id: str) -> StepChoice:
@@ -1489,3 +1534,190 @@ def remember_theme(theme: str) -> bool:
     from oom_wizard.settings import save_theme
 
     return save_theme(theme)
+
+
+# --- will it fit (the memory model in GiB) ------------------------------------------------------
+
+CardSource: TypeAlias = Literal["nvidia-smi", "--gpu", "asked"]
+
+
+@dataclass(frozen=True)
+class Card:
+    """The card the job is measured against: its memory in GiB and where that comes from."""
+
+    gib: float
+    source: CardSource
+
+
+def probed_card(state: WizardState) -> Card | None:
+    """The first GPU ``nvidia-smi`` showed at the open (the job's ``cuda:0``), if any."""
+    probe = state.job.probe
+    if probe is None or not probe.gpus:
+        return None
+    return Card(probe.gpus[0].total_gib, "nvidia-smi")
+
+
+def memory_calibration(state: WizardState) -> Calibration | None:
+    """What this config's own runs say about its peak: PyTorch's OOM message in its log (a
+    floor of the phase that crashed), else the measured peak of its last ``run`` attempt
+    (``attempts[].peak_gib`` of an attempt that ran this config).
+
+    A log that is not this config's (``log_matches_config`` false) says nothing about it.
+    """
+    from oom_wizard.memory import calibration_from, calibration_from_attempts
+
+    diagnosis = state.diagnosis
+    if state.job.scan is not None and diagnosis.log_matches_config is not False:
+        found = calibration_from(diagnosis, None)
+        if found is not None:
+            return found
+    if state.changelog is not None and state.changelog.attempts:
+        attempts = [attempt.model_dump() for attempt in state.changelog.attempts]
+        return calibration_from_attempts(attempts, config=state.source.name)
+    return None
+
+
+def job_memory(
+    state: WizardState, choices: Mapping[str, StepChoice] | None = None
+) -> tuple[JobMemory, JobMemory]:
+    """Each phase's band in GiB for today's config and with the choices (None: the plan's
+    defaults), calibrated by the job's own figures when it has them."""
+    from oom_wizard.memory import job_memory as memory_of
+    from oom_wizard.plan import changes_for
+
+    calibration = memory_calibration(state)
+    kind = state.model_kind
+    return (
+        memory_of(state.document, [], kind, calibration=calibration),
+        memory_of(state.document, changes_for(state.plan, choices), kind, calibration=calibration),
+    )
+
+
+@dataclass(frozen=True)
+class FitFix:
+    """The roll-back steps that bring a job to ``fits``, as the plan offers them.
+
+    Attributes:
+        moment: The plan's moment the steps come from (chosen from the peak phase).
+        plan: That plan.
+        steps: The steps taken, in the plan's order.
+        memory: The job's memory with them.
+        reaches: Whether the peak's high edge is then within the card.
+    """
+
+    moment: Moment
+    plan: Plan
+    steps: tuple[StepProposal, ...]
+    memory: JobMemory
+    reaches: bool
+
+    def choices(self) -> dict[str, StepChoice]:
+        """The steps as choices, each with its default field toggles."""
+        from oom_wizard.plan import StepChoice
+
+        return {step.id: StepChoice(step_id=step.id, enabled=True) for step in self.steps}
+
+
+def fit_fix(state: WizardState, memory: JobMemory, card_gib: float) -> FitFix | None:
+    """The plan's "just enough" fix against the card (:mod:`oom_wizard.sizing`: what costs no
+    quality, then the fewest rungs whose saving leaves a margin on the card), in the plan's
+    order; None when the peak's high edge is within the card already.
+
+    The plan is the one for the moment of the peak phase (a training peak: ``early_steps``,
+    a sample: ``sampling``, loading or the first sample: ``loading``), sized against the card
+    with the job's calibration; ``apply --moment M --steps ...`` takes the steps as they are.
+    """
+    from oom_wizard.memory import PHASE_MOMENT
+    from oom_wizard.memory import job_memory as memory_of
+    from oom_wizard.plan import StepChoice as Choice
+    from oom_wizard.plan import build_plan, changes_for
+
+    if memory.peak().high <= card_gib:
+        return None
+    moment: Moment = PHASE_MOMENT[memory.peak_phase]  # type: ignore[assignment]
+    calibration = memory.calibrated_by
+    plan = build_plan(
+        state.document,
+        moment,
+        state.model_kind,
+        changelog=state.changelog,
+        calibration=calibration,
+        card_gib=card_gib,
+    )
+    # The fix's own sizing (:mod:`oom_wizard.sizing`): what costs no quality, then the fewest
+    # rungs that leave the margin; the safe set where no card sizes it.
+    wanted = set(plan.fix_steps("just_enough" if "just_enough" in plan.fixes else "safe"))
+    taken = [step for step in plan.steps if step.id in wanted and step.id != VALIDATION_STEP]
+    trial = {s.id: Choice(step_id=s.id, enabled=s.id in wanted) for s in plan.steps}
+    current = memory_of(
+        state.document, changes_for(plan, trial), state.model_kind, calibration=calibration
+    )
+    return FitFix(moment, plan, tuple(taken), current, current.peak().high <= card_gib)
+
+
+@dataclass(frozen=True)
+class FitReport:
+    """``oom-wizard fit``: the job's phases against the card, the verdict and the fix.
+
+    Attributes:
+        card: The card measured against.
+        memory: The job's memory (calibrated when its runs say something).
+        verdict: ``fits``, ``tight`` or ``wont_fit`` of the peak phase.
+        fix: The roll-back steps that would make it fit (None when it fits).
+    """
+
+    card: Card
+    memory: JobMemory
+    verdict: Verdict
+    fix: FitFix | None
+
+    def to_json(self) -> dict[str, object]:
+        """DESIGN.md's ``fit --json`` shape (``fix_moment`` and ``fix_fits`` beside ``fix``)."""
+        memory = self.memory
+        fix = self.fix
+        return {
+            "card_gib": round(self.card.gib, 2),
+            "card_source": self.card.source,
+            "phases": memory.phases_json(),
+            "peak_phase": memory.peak_phase,
+            "verdict": self.verdict,
+            "parts_gib": memory.parts[memory.peak_phase].as_dict(),
+            "calibrated_by": memory.calibrated_by.as_json() if memory.calibrated_by else None,
+            "calibration_scale": round(memory.scale, 3),
+            "known": memory.known,
+            "notes": list(memory.notes),
+            "fix": [step.to_json() for step in fix.steps] if fix is not None else [],
+            "fix_moment": fix.moment if fix is not None else None,
+            "fix_fits": fix.reaches if fix is not None else None,
+            "fix_peak_gib": fix.memory.peak().rounded() if fix is not None else None,
+        }
+
+
+def fit(state: WizardState, card: Card) -> FitReport:
+    """Will the job fit on ``card``: its phases' bands, the verdict and, when it does not
+    fit, the roll-back that would make it."""
+    from oom_wizard.memory import verdict
+
+    memory, _after = job_memory(state, {})
+    found = verdict(memory.peak(), card.gib)
+    fix = fit_fix(state, memory, card.gib) if found != "fits" else None
+    return FitReport(card, memory, found, fix)
+
+
+def scale_up_prediction(state: WizardState, scale_up: ScaleUp) -> Prediction | None:
+    """Whether the re-add is predicted to fit on the card (the probe's, else the one the
+    job's figures name), from the headroom its crash or its runs showed; None when no card is
+    known. The re-add stays allowed whatever it says."""
+    from oom_wizard.scaleup import predict
+
+    if state.changelog is None:
+        return None
+    card = probed_card(state)
+    return predict(
+        state.document,
+        state.changelog,
+        state.changelog_path,
+        scale_up,
+        state.model_kind,
+        card_gib=card.gib if card is not None else None,
+    )

@@ -17,8 +17,10 @@ today's config and of the fixed one). With the crash's figures, the estimate's a
 and overhead (the parts a CPU cannot measure exactly; the weights are counted) are scaled by
 the one factor that puts today's midpoint on the crash's figure, in both directions (the
 message is the best measurement of this job there is): the savings and the predicted peaks
-are in those GiB, and the same factor weighs every fix. A fix covers the deficit when its
-saving is at least the deficit plus :data:`MARGIN_SHARE` of the card.
+are in those GiB, and the same factor weighs every fix, by its band's midpoint. Without them,
+the band's high edge is weighed (a covered fix then also "fits" as ``oom-wizard fit`` says).
+A fix covers the deficit when its saving is at least the deficit plus :data:`MARGIN_SHARE` of
+the card.
 
 "Just enough" is the default only when the crash's own figures calibrate the deficit
 (:attr:`FixSizing.calibrated`); otherwise the safe set stays the default, and "just enough"
@@ -326,17 +328,17 @@ def size_fixes(
         return tuple(sorted(set(ids), key=in_order.__getitem__))
 
     safe_fix = ordered(safe)
-    phase = calibration.phase if calibration is not None else phase_of_moment(moment)
-    card = card_gib if card_gib is not None else (calibration.card_gib if calibration else None)
-    if phase is None or card is None or card <= 0:
-        return SizedFixes({"safe": safe_fix}, "safe", None)
     usable = (
         calibration
         if calibration is not None
-        and calibration.phase == phase
+        and calibration.phase in phases_of_moment(moment)
         and calibration.at_least_gib is not None
         else None
     )
+    phase = usable.phase if usable is not None else phase_of_moment(moment)
+    card = card_gib if card_gib is not None else (usable.card_gib if usable else None)
+    if phase is None or card is None or card <= 0:
+        return SizedFixes({"safe": safe_fix}, "safe", None)
     weigher = Weigher(document, model_kind, presets, usable)
     cache: dict[frozenset[str], Band | None] = {}
 
@@ -349,16 +351,20 @@ def size_fixes(
     today = band(())
     if today is None or today.mid <= 0:
         return SizedFixes({"safe": safe_fix}, "safe", None)
+    # With the crash's figures the midpoint sits on the measured need; without them the
+    # band's high edge is weighed, so that a covered fix also "fits" as ``fit`` says it.
+    edge: Callable[[Band], float] = lambda b: b.high  # noqa: E731
     if weigher.calibration is not None and usable is not None and usable.at_least_gib:
+        edge = lambda b: b.mid  # noqa: E731
         deficit = usable.at_least_gib - card
         source = f"{usable.source}: it needed more than {usable.at_least_gib:.2f} GiB"
     else:
-        deficit = today.mid - card
-        source = "the estimate of today's config against the card"
+        deficit = today.high - card
+        source = "the high edge of today's estimate against the card"
 
     def saving(ids: Collection[str]) -> float:
         after = band(ids)
-        return today.mid - after.mid if after is not None else 0.0
+        return edge(today) - edge(after) if after is not None else 0.0
 
     margin = MARGIN_SHARE * card
     need = max(deficit + margin, MIN_SAVING)

@@ -131,10 +131,21 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         for note in notes:
             print(f"oom-wizard: {note}", file=sys.stderr)
-        print(json.dumps(state.plan.to_json(), indent=2, ensure_ascii=False))
+        print(json.dumps(plan_json(state), indent=2, ensure_ascii=False))
         return 0
     render_plan(stdout(), state, notes)
     return 0
+
+
+def plan_json(state: WizardState) -> dict[str, Any]:
+    """``plan --json``: the plan's JSON, its ``estimate.gib`` calibrated by the job's own
+    figures when it has them (see :func:`oom_wizard.service.memory_calibration`)."""
+    from oom_wizard.service import estimate
+
+    found = state.plan.to_json()
+    if found.get("estimate") is not None:
+        found["estimate"]["gib"] = estimate(state, None).gib_json()
+    return found
 
 
 # --------------------------------------------------------------------------- text
@@ -155,7 +166,7 @@ def render_plan(console: Console, state: WizardState, notes: Sequence[str]) -> N
     if plan.environment_checks:
         render_checks(console, plan)
         return
-    figures = plan.estimate or estimate(state, None)
+    figures = estimate(state, None)
     console.print(
         f"  with the default steps: {describe_estimate(figures, plan.moment)}", markup=False
     )
@@ -228,12 +239,25 @@ def render_step(console: Console, state: WizardState, number: int, step: StepPro
 
 
 def describe_estimate(figures: MemoryEstimate, moment: str | None = None) -> str:
-    """``training ≈ 25 % of today, samples ≈ 56 %; weights on the GPU ≈ 16.90 GiB → 9.10 GiB``
-    (approximate), and for a crash ``moment``, whether the peak it ran into goes down."""
+    """``training step ≈ 16.2–21.6 GiB (today 52.9–81.3 GiB); training ≈ 25 % of today, samples
+    ≈ 56 %; weights on the GPU ≈ 16.90 GiB → 9.10 GiB`` (approximate): the crashed phase's band
+    first, and for a crash ``moment``, whether the peak it ran into goes down."""
     from oom_wizard.estimate import CRASHED_PEAK, PEAK_WORDS
     from oom_wizard.spelling import gib
 
-    text = f"training ≈ {figures.train_pct:g} % of today"
+    text = ""
+    if figures.gib is not None:
+        today, changed = figures.gib
+        phase = CRASHED_PEAK.get(moment or "", changed.peak_phase)
+        now, then = changed.phases.get(phase), today.phases.get(phase)
+        if now is not None and then is not None:
+            from oom_wizard.memory import PHASE_WORDS
+
+            text = (
+                f"{PHASE_WORDS[phase]} ≈ {now.low:.1f}–{now.high:.1f} GiB "
+                f"(today {then.low:.1f}–{then.high:.1f} GiB); "
+            )
+    text += f"training ≈ {figures.train_pct:g} % of today"
     if figures.sample_pct is not None:
         text += f", samples ≈ {figures.sample_pct:g} %"
     text += " (relative activation load"

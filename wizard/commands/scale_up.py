@@ -83,6 +83,13 @@ def run(args: argparse.Namespace) -> int:
         return 0
     console.print(f"Next re-add: {step.title} [{step.step}]", markup=False)
     console.print(f"  {step.why}", markup=False)
+    from oom_wizard.scaleup import predict
+
+    last_run = changelog.last_run()
+    kind = (last_run.model_kind if last_run is not None else None) or "image"
+    prediction = predict(document, changelog, log_path, step, kind)
+    if prediction is not None:
+        console.print(f"  {prediction.words}", markup=False)
     prepared = prepare(document, list(step.changes))
     print_changes(console, prepared)
     if args.dry_run or (args.output is None and not args.yes):

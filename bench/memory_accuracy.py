@@ -1,0 +1,108 @@
+"""The memory model against published measured peaks, and AI Toolkit's example configs.
+
+    python bench/memory_accuracy.py
+
+Prints, for every point of ``tests/fixtures/measured_peaks.yaml``: its band, the measured peak,
+the midpoint's error, and whether it lies within ±15 % of the midpoint; then the share within
+±15 %, the least-squares fit of the overhead term (C + f × the rest) on the points whose arch
+has parameter counts, and ``fit`` on every AI Toolkit example config at the card in its name
+(``../shared/aitk-examples``, when it is there). Asserts nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from oom_wizard.document import load_document
+from oom_wizard.errors import ConfigError
+from oom_wizard.memory import job_memory, verdict
+from oom_wizard.modelkind import find_model_kind
+from tests.measured_peaks import EXAMPLES, Point, example_card, points
+
+SHARE = 0.15
+
+
+def main() -> None:
+    found = points()
+    print("error: (midpoint − measured) / measured; ±15%: measured within 15 % of the midpoint;")
+    print("~: published as about / a bit more than; figures: what the arch has in memory.yaml\n")
+    print(f"{'point':44} {'band GiB':>13} {'measured':>9} {'error':>7}  ±15%  figures")
+    within = 0
+    counted = [p for p in found if p.has_counts]
+    for p in found:
+        close = abs(p.band.mid - p.measured_gib) <= SHARE * p.band.mid
+        within += close
+        figures = "counts+act" if p.has_activations else ("counts" if p.has_counts else "nominal")
+        approx = "~" if p.approximate else " "
+        print(
+            f"{p.id:44} {p.band.low:6.1f}–{p.band.high:5.1f} {approx}{p.measured_gib:8.2f} "
+            f"{100 * p.error:+6.0f}%  {'yes' if close else 'no ':4} {figures}"
+        )
+    share = 100 * within / len(found)
+    print(f"\nwithin ±15 % of the midpoint: {within} of {len(found)} ({share:.0f} %)")
+    near = sum(abs(p.band.mid - p.measured_gib) <= SHARE * p.band.mid for p in counted)
+    if counted:
+        print(
+            f"  of the {len(counted)} whose arch has parameter counts: {near} "
+            f"({100 * near / len(counted):.0f} %)"
+        )
+    fit_overhead(counted)
+    examples()
+
+
+def fit_overhead(counted: list[Point]) -> None:
+    """Least squares of measured − (everything but the overhead) = C + f × that."""
+    xs, ys = [], []
+    for p in counted:
+        parts = p.memory.parts["training"]
+        rest = (
+            parts.transformer
+            + parts.text_encoder
+            + parts.vae
+            + parts.trainable
+            + parts.optimizer
+            + parts.activations
+        )
+        xs.append(rest)
+        ys.append(p.measured_gib - rest)
+    if len(xs) < 2:
+        return
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    f = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
+    c = my - f * mx
+    spread = sorted(y - (c + f * x) for x, y in zip(xs, ys, strict=True))
+    print(
+        f"\noverhead fit on {n} points: C = {c:.2f} GiB, f = {f:.3f}; residuals from "
+        f"{spread[0]:+.1f} to {spread[-1]:+.1f} GiB (median {spread[n // 2]:+.1f})"
+    )
+
+
+def examples() -> None:
+    if not EXAMPLES.is_dir():
+        print("\n(no ../shared/aitk-examples here: the example table is left out)")
+        return
+    print(f"\n{'AI Toolkit example':46} {'card':>5} {'peak phase':>16} {'band GiB':>13}  verdict")
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        card = example_card(path)
+        try:
+            doc = load_document(path)
+        except ConfigError as exc:
+            print(f"{path.name:46} {'':>5} does not load: {str(exc).split(': ', 1)[-1][:60]}")
+            continue
+        kind = find_model_kind(doc.view().primary).kind or "image"
+        memory = job_memory(doc, [], kind)
+        peak = memory.peak()
+        shown = verdict(peak, card) if card else "(no card in the name)"
+        print(
+            f"{path.name:46} {card or '':>5} {memory.peak_phase:>16} "
+            f"{peak.low:6.1f}–{peak.high:5.1f}  {shown}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,214 @@
+"""``oom-wizard fit CONFIG | JOB_DIR | --db PATH --job NAME [--gpu GIB] [--json]``: will it fit.
+
+Each phase of the job (loading, the first sample, a training step, a periodic sample) as a
+band of GiB against the card, the verdict of the peak, its parts and, when it does not fit,
+the roll-back steps that would make it fit (``apply --moment M --steps ...`` takes them as
+they are). The card comes from ``nvidia-smi``, else ``--gpu``, else the command asks on a
+terminal. All of it comes from the service (:func:`oom_wizard.service.fit`). Writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+import sys
+from typing import TYPE_CHECKING, Any
+
+from oom_wizard.commands._common import add_crash_arguments, stdout
+from oom_wizard.commands._jobdb import add_db_arguments, show_jobs, wants_db
+from oom_wizard.errors import WizardError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from oom_wizard.service import Card, FitReport, WizardState
+
+PHASE_WORDS = {
+    "load": "loading",
+    "baseline_sample": "first sample",
+    "training": "training step",
+    "sample": "periodic sample",
+}
+PART_WORDS = {
+    "transformer": "transformer",
+    "text_encoder": "text encoder",
+    "vae": "VAE",
+    "trainable": "trained weights + gradients",
+    "optimizer": "optimizer state",
+    "activations": "activations",
+    "overhead": "CUDA context + allocator reserve",
+}
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``fit``."""
+    parser = subparsers.add_parser(
+        "fit",
+        help="will it fit: each phase's peak in GiB against the card (writes nothing)",
+        description=(
+            "Estimate the job's GPU memory at each phase (loading, first sample, training "
+            "step, periodic sample) as a band in GiB, compare its peak with the card, and "
+            "when it does not fit, name the roll-back steps that would make it fit."
+        ),
+    )
+    parser.add_argument(
+        "config",
+        nargs="?",
+        metavar="CONFIG",
+        help="the job config (.yaml, .yml, .json, .jsonc), or the job's output folder",
+    )
+    parser.add_argument(
+        "--gpu",
+        type=_gib,
+        metavar="GIB",
+        help="the card's memory in GiB (default: from nvidia-smi, else asked)",
+    )
+    add_crash_arguments(
+        parser,
+        moment_help="when it crashed, if it did (the fix then follows the peak anyway)",
+        kind_help="image or video model (default: from the arch)",
+        log_help="the training log: PyTorch's OOM figures in it calibrate the estimate",
+    )
+    add_db_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.set_defaults(handler=run)
+
+
+def _gib(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of GiB, such as 24") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a card size; give GiB above 0")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the fit (as text, or as JSON with ``--json``); 0 whatever the verdict."""
+    from oom_wizard.commands.plan import load_target
+    from oom_wizard.service import fit
+
+    if wants_db(args, args.config) and args.job is None:
+        return show_jobs(args.db, stdout())
+    state = load_target(_with_defaults(args))
+    card = card_of(state, args.gpu)
+    report = fit(state, card)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+        return 0
+    render(stdout(), state, report)
+    return 0
+
+
+def _with_defaults(args: argparse.Namespace) -> argparse.Namespace:
+    """``load_target``'s arguments: ``fit`` has no ``--new-crash``."""
+    return argparse.Namespace(**{**vars(args), "new_crash": False})
+
+
+def card_of(state: WizardState, gpu: float | None) -> Card:
+    """The card: nvidia-smi's, else ``--gpu``, else asked on a terminal.
+
+    Raises:
+        WizardError: no card known and no terminal to ask on.
+    """
+    from oom_wizard.service import Card, probed_card
+
+    if gpu is not None:
+        return Card(gpu, "--gpu")
+    found = probed_card(state)
+    if found is not None:
+        return found
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        raise WizardError(
+            "no GPU seen (nvidia-smi) and no --gpu: give the card's memory, such as --gpu 24"
+        )
+    print("No GPU seen here (nvidia-smi). The card's memory in GiB: ", end="", file=sys.stderr)
+    sys.stderr.flush()
+    answer = sys.stdin.readline().strip()
+    try:
+        return Card(_gib(answer), "asked")
+    except argparse.ArgumentTypeError as exc:
+        raise WizardError(str(exc)) from None
+
+
+def band_text(low: float, high: float) -> str:
+    """``20.3–25.7 GiB``."""
+    return f"{low:.1f}–{high:.1f} GiB"
+
+
+def render(console: Console, state: WizardState, report: FitReport) -> None:
+    """The phases, the verdict, the parts of the peak and the fix, as text."""
+    from oom_wizard.memory import verdict
+
+    memory, card = report.memory, report.card
+    console.print(
+        f"Will it fit: {state.source} on a {card.gib:.1f} GiB card ({card.source})", markup=False
+    )
+    for phase, band in memory.phases.items():
+        words = PHASE_WORDS[phase].ljust(16)
+        if band is None:
+            console.print(f"  {words} does not happen", markup=False)
+            continue
+        mark = verdict(band, card.gib).replace("_", " ")
+        console.print(f"  {words} {band_text(band.low, band.high).ljust(16)} {mark}", markup=False)
+    peak = memory.peak()
+    console.print(
+        f"  peak: {PHASE_WORDS[memory.peak_phase]}, {band_text(peak.low, peak.high)} of "
+        f"{card.gib:.1f} GiB: {report.verdict.replace('_', ' ')}",
+        markup=False,
+    )
+    parts = memory.parts[memory.peak_phase].as_dict()
+    shown = ", ".join(f"{PART_WORDS[k]} {v:.1f}" for k, v in parts.items() if v >= 0.05)
+    console.print(f"  at the peak (GiB, midpoints): {shown}", markup=False)
+    calibration = memory.calibrated_by
+    if calibration is not None:
+        said = (
+            f"needed more than {calibration.at_least_gib:.1f} GiB"
+            if calibration.at_least_gib is not None
+            else f"peaked at {calibration.measured_gib or 0.0:.1f} GiB"
+        )
+        if abs(memory.scale - 1.0) < 1e-6:
+            console.print(
+                f"  {calibration.source}: {PHASE_WORDS[calibration.phase]} {said}; the band agrees",
+                markup=False,
+            )
+        else:
+            console.print(
+                f"  calibrated by {calibration.source}: {PHASE_WORDS[calibration.phase]} "
+                f"{said} (activations and overhead × {memory.scale:.2f})",
+                markup=False,
+            )
+    for note in memory.notes:
+        console.print(f"  note: {note}", markup=False)
+    fix = report.fix
+    if fix is None:
+        return
+    console.print("", markup=False)
+    if not fix.steps:
+        console.print("No roll-back step lowers this peak.", markup=False)
+        return
+    fixed = fix.memory.peak()
+    outcome = "fits" if fix.reaches else "still does not fit"
+    console.print(
+        f"To fit, the roll-back for '{fix.moment}' with: {', '.join(s.id for s in fix.steps)} "
+        f"(peak {band_text(fixed.low, fixed.high)}: {outcome})",
+        markup=False,
+    )
+    console.print(
+        "  "
+        + shlex.join(
+            [
+                "oom-wizard",
+                "apply",
+                str(state.source),
+                "--moment",
+                fix.moment,
+                "--steps",
+                ",".join(s.id for s in fix.steps),
+            ]
+        ),
+        markup=False,
+    )
