@@ -30,6 +30,7 @@ SCALE_UP_ORDER = [
     "smaller_bucket",
     "top_bucket",
     "sampling",
+    "extra_passes",
     "lora_rank",
     "batch_size",
     "num_frames",
@@ -39,6 +40,7 @@ SCALE_UP_ORDER = [
     "quantize",
     "low_vram",
     "gradient_checkpointing",
+    "attention",
 ]
 
 

@@ -62,7 +62,7 @@ async def test_the_progress_line_says_why_it_jumps_and_marks_each_step(tmp_path:
     async with app.run_test(size=SIZE) as pilot:
         await wait_for_state(pilot)
         await press(pilot, "enter", "enter")
-        assert screen_text(pilot, "#step-title").startswith("Step 1 of 11 · ")
+        assert screen_text(pilot, "#step-title").startswith("Step 1 of 13 · ")
         await press(pilot, "enter")  # accepted: in the just-enough fix the crash's figures size
         for _ in range(2):  # accepted: switched on by hand (the just-enough fix leaves them off)
             app.screen.query_one("#step-on", Tick).value = True
@@ -70,14 +70,14 @@ async def test_the_progress_line_says_why_it_jumps_and_marks_each_step(tmp_path:
         await press(pilot, "ctrl+n")  # then a skip
         title = screen_text(pilot, "#step-title")
         assert title == (
-            "Step 10 of 11 · Lower LoRA rank "
+            "Step 10 of 13 · Extra passes and copies off "
             "(steps 5-9 already done in the config, or not for this model)"
         )
         ladder = screen_text(pilot, "#ladder")
     assert "+ Gradient checkpointing on" in ladder and "+ Batch size to 1" in ladder
     assert "− Lighter samples" in ladder
     assert "✓ Quantized weights" in ladder and "× Offload layers to system RAM" in ladder
-    assert "▶ Lower LoRA rank" in ladder
+    assert "▶ Extra passes and copies off" in ladder  # the demo keeps an EMA copy
 
 
 async def test_a_done_step_opens_from_the_palette_with_its_rows(tmp_path: Path) -> None:

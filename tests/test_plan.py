@@ -37,8 +37,17 @@ LADDER = {
 }
 # Where the ladder goes on when the usual rungs are in place (issue 11), in order of cost;
 # the last two only for crashes in a training step.
-DEEPER = ["smaller_bucket", "quantize", "text_encoder", "layer_offloading"]
-TRAINING_ONLY = ["lora_rank", "optimizer_8bit"]
+DEEPER = [
+    "attention",
+    "smaller_bucket",
+    "quantize",
+    "text_encoder",
+    "extra_passes",
+    "layer_offloading",
+    "lora_rank",
+    "optimizer_8bit",
+]
+TRAINING_ONLY = ["extra_passes", "lora_rank", "optimizer_8bit"]
 FIRST = {
     ("loading", "image"): ["sampling", "low_vram", "quantize", "text_encoder"],
     ("loading", "video"): ["sampling", "low_vram", "quantize", "text_encoder"],
@@ -107,7 +116,8 @@ def changed(
 def expected_order(moment: str, kind: str) -> list[str]:
     """The moment's first steps, the rest of the ladder, the deeper levers, the validation run."""
     first = FIRST[(moment, kind)]
-    deeper = DEEPER + (TRAINING_ONLY if moment in ("early_steps", "intermittent") else [])
+    training = moment in ("early_steps", "intermittent")
+    deeper = [s for s in DEEPER if training or s not in TRAINING_ONLY]
     rest = [s for s in LADDER[kind] + deeper if s not in first]
     return first + rest + ["validation_run"]
 

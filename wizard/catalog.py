@@ -657,6 +657,13 @@ class ValueRule(_Frozen):
         return self
 
 
+class AttentionFacts(_Frozen):
+    """Attention backends: those that keep the whole attention matrix, and the one proposed."""
+
+    eager: tuple[NonEmpty, ...] = Field(min_length=1)
+    efficient: NonEmpty
+
+
 class LeversFile(_Frozen):
     """The schema of ``levers.yaml``."""
 
@@ -667,6 +674,7 @@ class LeversFile(_Frozen):
     unknown_optimizer_state_bytes: float = Field(ge=0)
     lora: LoraFacts
     unknown_params: NominalParams
+    attention: AttentionFacts
     values: Mapping[NonEmpty, ValueRule] = Field(min_length=1)
 
     @model_validator(mode="after")

@@ -491,7 +491,7 @@ def _with_defaults(
         return changes_for(Plan(moment, kind, tuple(_switched(steps, ids))))
 
     no_cost = presets.free_steps(moment)
-    free = [s.id for s in actionable if s.id in no_cost and figures([s.id]).lowers(moment)]
+    free = [s.id for s in actionable if s.id in no_cost]
     chosen = [s.id for s in actionable if s.id in first]
     current = figures(chosen)
     promoted = None
@@ -1279,6 +1279,14 @@ def _lora_rank(process: _Process, moment: Moment, found: _Found) -> None:
         found.notes.append("No network section (a full fine-tune): there is no LoRA rank.")
         found.unavailable += 1
         return
+    if str(network.get("type", "lora")).lower() == "lokr" and network.get("lokr_full_rank", True):
+        found.notes.append(
+            "A LoKr with lokr_full_rank (the toolkit's default) trains full-rank factors: its "
+            "size follows network.lokr_factor, not the rank."
+        )
+        found.unavailable += 1
+        return
+    _conv_rank(process, network, found)
     key = "rank" if network.get("rank") is not None else "linear"
     rank = process.view.network_rank
     if rank is None:
@@ -1297,6 +1305,58 @@ def _lora_rank(process: _Process, moment: Moment, found: _Found) -> None:
         label = "network.linear_alpha (same alpha/rank ratio)"
         _propose(
             found, process, ("network", "linear_alpha"), new_alpha, control="number", label=label
+        )
+
+
+def _attention(process: _Process, moment: Moment, found: _Found) -> None:
+    """An eager attention backend (it keeps the attention matrix) to the efficient one."""
+    facts = process.presets.levers.attention
+    backend = process.get("train", "attention_backend")
+    if not isinstance(backend, str) or backend.strip().lower() not in facts.eager:
+        return
+    _propose(found, process, ("train", "attention_backend"), facts.efficient, control="text")
+    found.notes.append(
+        f"train.attention_backend is {backend!r}, an eager kernel that keeps every layer's whole "
+        "attention matrix: the likely cause of this crash. The memory estimate assumes a flash "
+        "or memory-efficient kernel, so it does not show this saving."
+    )
+
+
+#: The switches of the extra-passes step, each with what turning it off costs.
+EXTRA_PASSES: Final[tuple[tuple[tuple[str, ...], str], ...]] = (
+    (("train", "diff_output_preservation"), "the LoRA may bleed into prompts without the trigger"),
+    (("train", "blank_prompt_preservation"), "the blank prompt is no longer held to the base"),
+    (("train", "inverted_mask_prior"), "the unmasked area is no longer held to the base model"),
+    (("train", "do_prior_divergence"), "the LoRA is no longer pushed away from the base model"),
+    (("train", "ema_config", "use_ema"), "the saved weights are the last step's, noisier"),
+    (("train", "train_text_encoder"), "the trigger word is learned by the transformer alone"),
+)
+
+
+def _extra_passes(process: _Process, moment: Moment, found: _Found) -> None:
+    """Each extra pass or copy that is on, switched off (its quality cost in its label)."""
+    for parts, cost in EXTRA_PASSES:
+        if process.get(*parts) is True:
+            label = f"{format_path(parts)} (off: {cost})"
+            _propose(found, process, parts, False, before=True, label=label)
+
+
+def _conv_rank(process: _Process, network: Mapping[str, Any], found: _Found) -> None:
+    """A LoCon's conv rank halved like the linear one, its alpha in proportion."""
+    conv = network.get("conv")
+    if not isinstance(conv, int) or isinstance(conv, bool):
+        return
+    lower = max(process.limits.rank_floor, math.ceil(conv / 2))
+    if lower >= conv:
+        return
+    _propose(found, process, ("network", "conv"), lower, control="number")
+    alpha = network.get("conv_alpha")
+    if isinstance(alpha, (int, float)) and not isinstance(alpha, bool):
+        scaled = alpha * lower / conv
+        new_alpha: float | int = int(scaled) if float(scaled).is_integer() else round(scaled, 4)
+        label = "network.conv_alpha (same alpha/rank ratio)"
+        _propose(
+            found, process, ("network", "conv_alpha"), new_alpha, control="number", label=label
         )
 
 
@@ -1468,6 +1528,8 @@ _BUILDERS: Final[Mapping[str, _Builder]] = MappingProxyType(
         "layer_offloading": _layer_offloading,
         "lora_rank": _lora_rank,
         "optimizer_8bit": _optimizer_8bit,
+        "attention": _attention,
+        "extra_passes": _extra_passes,
         VALIDATION_RUN: _validation_run,
     }
 )
