@@ -70,8 +70,7 @@ async def test_the_progress_line_says_why_it_jumps_and_marks_each_step(tmp_path:
         await press(pilot, "ctrl+n")  # then a skip
         title = screen_text(pilot, "#step-title")
         assert title == (
-            "Step 10 of 13 · Extra passes and copies off "
-            "(steps 5-9 already done in the config, or not for this model)"
+            "Step 10 of 13 · Extra passes and copies off (steps 5-9 already done in the config)"
         )
         ladder = screen_text(pilot, "#ladder")
     assert "+ Gradient checkpointing on" in ladder and "+ Batch size to 1" in ladder
