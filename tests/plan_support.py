@@ -35,6 +35,7 @@ SCALE_UP_ORDER = [
     "batch_size",
     "num_frames",
     "optimizer_8bit",
+    "placement",
     "layer_offloading",
     "text_encoder",
     "quantize",

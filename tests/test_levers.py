@@ -140,3 +140,37 @@ def test_a_full_rank_lokr_is_not_offered_a_lower_rank() -> None:
     step = build_plan(document, "early_steps", "image").step("lora_rank")
     assert step is not None and not step.fields and not step.available
     assert step.note is not None and "lokr_factor" in step.note
+
+
+def test_splitting_flux_over_gpus_is_offered_only_when_the_probe_sees_several() -> None:
+    document = demo_with(lambda p: None)
+    one = build_plan(document, "early_steps", "image").step("placement")
+    assert one is not None and not one.fields and not one.available
+    two = build_plan(document, "early_steps", "image", gpus=2).step("placement")
+    assert two is not None and not two.satisfied
+    (proposal,) = two.fields
+    assert proposal.key == f"{P0}.model.split_model_over_gpus" and proposal.after is True
+    assert proposal.ui_hint == "Show Advanced → model.split_model_over_gpus"
+    assert two.note is not None and "2 GPUs" in two.note
+    wan = demo_with(lambda p: p["model"].update(arch="wan21:14b"))
+    other = build_plan(wan, "early_steps", "video", gpus=2).step("placement")
+    assert other is not None and not other.fields and "only FLUX" in (other.note or "")
+
+
+def test_parameter_swapping_is_offered_for_an_adafactor_full_fine_tune() -> None:
+    def full(process: dict[str, Any]) -> None:
+        process.pop("network")
+        process["train"]["optimizer"] = "adafactor"
+
+    document = demo_with(full)
+    step = build_plan(document, "early_steps", "image").step("placement")
+    assert step is not None
+    (proposal,) = step.fields
+    assert proposal.key == f"{P0}.train.do_paramiter_swapping" and proposal.after is True
+    assert proposal.ui_hint == (
+        "Show Advanced → train.do_paramiter_swapping "
+        "(only with the Adafactor or Automagic optimizer)"
+    )
+    assert step.costs is not None and "learns more slowly" in step.costs
+    lora = build_plan(demo_with(lambda p: None), "early_steps", "image").step("placement")
+    assert lora is not None and not lora.fields

@@ -44,6 +44,7 @@ DEEPER = [
     "text_encoder",
     "extra_passes",
     "layer_offloading",
+    "placement",
     "lora_rank",
     "optimizer_8bit",
 ]

@@ -359,6 +359,7 @@ def build_plan(
     presets: Presets | None = None,
     calibration: Calibration | None = None,
     card_gib: float | None = None,
+    gpus: int = 1,
 ) -> Plan:
     """The roll-back plan for ``document`` after a crash at ``moment``.
 
@@ -375,13 +376,15 @@ def build_plan(
         calibration: The crash's own figures (PyTorch's OOM message): they size the
             just-enough fix, which is then the default (:mod:`oom_wizard.sizing`).
         card_gib: The card's capacity, when known (the message's, else the probe's).
+        gpus: How many GPUs the probe sees: splitting the model is offered only with more
+            than one.
 
     Raises:
         WizardError: an unknown moment or kind, or a job without a training process.
     """
     presets = presets or load_presets()
     checked_moment, kind = _checked(moment, model_kind)
-    processes = _processes(document, presets, kind)
+    processes = _processes(document, presets, kind, gpus)
     if checked_moment == "environment":
         return Plan(
             moment=checked_moment,
@@ -605,6 +608,8 @@ class _Process:
     kind: ModelKind
     presets: Presets
     prefix: str
+    gpus: int = 1
+    """How many GPUs the probe sees (1 without a probe)."""
 
     def path(self, *parts: str | int) -> FieldPath:
         return self.view.path(*parts)
@@ -638,7 +643,9 @@ class _Process:
         return frame_floor(self.grid)
 
 
-def _processes(document: JobDocument, presets: Presets, kind: ModelKind) -> list[_Process]:
+def _processes(
+    document: JobDocument, presets: Presets, kind: ModelKind, gpus: int = 1
+) -> list[_Process]:
     view = document.view()
     if not view.processes:
         raise ConfigError(
@@ -655,6 +662,7 @@ def _processes(document: JobDocument, presets: Presets, kind: ModelKind) -> list
             kind=kind,
             presets=presets,
             prefix=f"process {process.index}: " if several else "",
+            gpus=gpus,
         )
         for process in view.processes
     ]
@@ -1360,6 +1368,42 @@ def _conv_rank(process: _Process, network: Mapping[str, Any], found: _Found) -> 
         )
 
 
+#: Optimizers whose AI Toolkit class can train a share of the weights at a time.
+SWAPPING_OPTIMIZERS: Final = frozenset({"adafactor", "automagic"})
+
+
+def _placement(process: _Process, moment: Moment, found: _Found) -> None:
+    """FLUX split over the GPUs the probe sees; parameter swapping for an Adafactor full
+    fine-tune."""
+    model = process.get("model")
+    model = model if isinstance(model, Mapping) else {}
+    flux = model.get("arch") == "flux" or (not model.get("arch") and model.get("is_flux") is True)
+    offered = 0
+    if process.gpus > 1 and flux:
+        offered += 1
+        if model.get("split_model_over_gpus") is not True:
+            _propose(found, process, ("model", "split_model_over_gpus"), True)
+            found.notes.append(
+                f"nvidia-smi sees {process.gpus} GPUs: the transformer's blocks are spread over "
+                "them; each step gets slower as activations move between the cards."
+            )
+    elif process.gpus > 1:
+        found.notes.append("AI Toolkit splits only FLUX over several GPUs.")
+    if not isinstance(process.get("network"), Mapping):
+        optimizer = str(process.get("train", "optimizer") or "").lower()
+        if optimizer in SWAPPING_OPTIMIZERS:
+            offered += 1
+            if process.get("train", "do_paramiter_swapping") is not True:
+                _propose(found, process, ("train", "do_paramiter_swapping"), True)
+        else:
+            found.notes.append(
+                "Parameter swapping needs the Adafactor (or Automagic) optimizer; this full "
+                "fine-tune uses another."
+            )
+    if not offered:
+        found.unavailable += 1
+
+
 def _optimizer_8bit(process: _Process, moment: Moment, found: _Found) -> None:
     """The 8-bit variant of the optimizer, where it has one."""
     train = process.view.train
@@ -1530,6 +1574,7 @@ _BUILDERS: Final[Mapping[str, _Builder]] = MappingProxyType(
         "optimizer_8bit": _optimizer_8bit,
         "attention": _attention,
         "extra_passes": _extra_passes,
+        "placement": _placement,
         VALIDATION_RUN: _validation_run,
     }
 )

@@ -410,6 +410,7 @@ def settle(job: OpenedJob, answers: Answers, *, new_crash: bool = False) -> Sett
         new_crash=crashed,
         calibration=calibration,
         card_gib=card,
+        gpus=len(job.probe.gpus) if job.probe is not None else 1,
     )
     return Settled(moment, moment_source, kind, kind_source, found.source, diagnosis, plan, crashed)
 
@@ -1643,6 +1644,7 @@ def fit_fix(state: WizardState, memory: JobMemory, card_gib: float) -> FitFix | 
         changelog=state.changelog,
         calibration=calibration,
         card_gib=card_gib,
+        gpus=len(state.job.probe.gpus) if state.job.probe is not None else 1,
     )
     # The fix's own sizing (:mod:`oom_wizard.sizing`): what costs no quality, then the fewest
     # rungs that leave the margin; the safe set where no card sizes it.
