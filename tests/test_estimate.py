@@ -119,6 +119,10 @@ def test_an_impossible_value_is_a_config_error() -> None:
 # --------------------------------------------------------------------------- weights
 
 GIB = 1e9 / 2**30
+# The exact counts of presets/memory.yaml (bench/calibrate_memory.py), in billions.
+FLUX_T, FLUX_TE = 11.901, 4.885  # FLUX.1-dev; T5-XXL encoder + CLIP-L
+QWEN_T = 20.43  # Qwen-Image
+WAN_T = 14.288  # one Wan 2.2 A14B expert
 FLUX_LORA = {"type": "lora", "linear": 16, "linear_alpha": 16}
 
 
@@ -135,37 +139,39 @@ def weights(tree: dict[str, Any], changes: list[Change] | None = None) -> Any:
 
 
 def lora(optimizer_bytes: float = 8.0, rank: int = 16) -> float:
-    """LoRA weights, gradients and adamw state for FLUX (12B) at ``rank``, in GB."""
-    return 12.0 * 0.00065 * rank * (4 + 4 + optimizer_bytes)
+    """LoRA weights, gradients and adamw state for FLUX (11.9B) at ``rank``, in GB."""
+    return FLUX_T * 0.00065 * rank * (4 + 4 + optimizer_bytes)
 
 
 def test_weights_count_transformer_text_encoder_and_the_lora() -> None:
     today = weights(flux(optimizer="adamw")).before
-    # bf16: 12B × 2 + 4.9B × 2, and the LoRA in fp32 with adamw's two states.
-    assert today.training == pytest.approx(GIB * (24.0 + 9.8 + lora()), rel=1e-6)
+    # bf16: 11.9B × 2 + 4.9B × 2, and the LoRA in fp32 with adamw's two states.
+    expected = FLUX_T * 2 + FLUX_TE * 2 + lora()
+    assert today.training == pytest.approx(GIB * expected, rel=1e-6)
     assert today.sample == today.training
 
 
 def test_absent_dtype_is_the_toolkits_fp32() -> None:
     tree = flux(optimizer="adamw")
     del tree["config"]["process"][0]["train"]["dtype"]
-    assert weights(tree).before.training == pytest.approx(GIB * (48.0 + 19.6 + lora()), rel=1e-6)
+    expected = FLUX_T * 4 + FLUX_TE * 4 + lora()
+    assert weights(tree).before.training == pytest.approx(GIB * expected, rel=1e-6)
 
 
 def test_quantization_halves_bf16_weights_and_the_text_encoder_follows_quantize() -> None:
     change = Change(path=(*P0, "model", "quantize"), after=True, step="quantize", reason="q")
     after = weights(flux(optimizer="adamw"), [change]).after
     # quantize_te is absent, so it follows quantize: both to qfloat8, 1 byte.
-    assert after.training == pytest.approx(GIB * (12.0 + 4.9 + lora()), rel=1e-6)
+    assert after.training == pytest.approx(GIB * (FLUX_T + FLUX_TE + lora()), rel=1e-6)
 
 
 def test_quantizing_without_low_vram_loads_the_full_precision_model_first() -> None:
     quantized = flux({"quantize": True, "quantize_te": True}, optimizer="adamw")
     low = Change(path=(*P0, "model", "low_vram"), after=True, step="low_vram", reason="lv")
     figures = weights(quantized, [low])
-    # The bf16 transformer sits on the GPU while it is quantized: 12B × 2 bytes.
-    assert figures.before.load == pytest.approx(GIB * 24.0, rel=1e-6)
-    assert figures.after.load == pytest.approx(GIB * (12.0 + 4.9), rel=1e-6)
+    # The bf16 transformer sits on the GPU while it is quantized: 11.9B × 2 bytes.
+    assert figures.before.load == pytest.approx(GIB * FLUX_T * 2, rel=1e-6)
+    assert figures.after.load == pytest.approx(GIB * (FLUX_T + FLUX_TE), rel=1e-6)
 
 
 def test_cached_embeddings_free_the_text_encoder_and_unloading_only_parks_it() -> None:
@@ -173,7 +179,8 @@ def test_cached_embeddings_free_the_text_encoder_and_unloading_only_parks_it() -
     unload = Change(path=(*P0, "train", "unload_text_encoder"), after=True, step="t", reason="t")
     cached = weights(flux(optimizer="adamw"), [cache])
     parked = weights(flux(optimizer="adamw"), [unload])
-    assert cached.before.training - cached.after.training == pytest.approx(GIB * 9.8, rel=1e-6)
+    freed = cached.before.training - cached.after.training
+    assert freed == pytest.approx(GIB * FLUX_TE * 2, rel=1e-6)
     assert cached.after.sample == cached.after.training
     assert parked.after.training == cached.after.training
     assert parked.after.sample == parked.before.sample  # back on the GPU for samples
@@ -188,7 +195,7 @@ def test_offloading_moves_its_share_off_the_gpu_where_the_arch_supports_it() -> 
     on = job(arch="qwen_image", train={"dtype": "bf16"}, model=half)
     off = job(arch="qwen_image", train={"dtype": "bf16"})
     difference = weights(off).before.training - weights(on).before.training
-    assert difference == pytest.approx(GIB * 20.0 * 2 * 0.5, rel=1e-6)
+    assert difference == pytest.approx(GIB * QWEN_T * 2 * 0.5, rel=1e-6)
     # FLUX.1 ignores layer offloading: nothing moves.
     ignored = flux(half, optimizer="adamw")
     assert weights(ignored).before.training == weights(flux(optimizer="adamw")).before.training
@@ -198,7 +205,7 @@ def test_low_vram_keeps_the_idle_wan22_expert_on_the_cpu() -> None:
     tree = job(arch="wan22_14b:t2v", train={"dtype": "bf16", "cache_text_embeddings": True})
     low = Change(path=(*P0, "model", "low_vram"), after=True, step="low_vram", reason="lv")
     figures = weights(tree, [low])
-    expert = GIB * 14.0 * 2
+    expert = GIB * WAN_T * 2
     assert figures.before.training - figures.after.training == pytest.approx(expert, rel=1e-6)
 
 

@@ -643,6 +643,9 @@ def test_json_has_exactly_the_design_shape() -> None:
         "training", "sample", "weights_gib", "peak", "lowers_peak", "gib"
     }  # fmt: skip
     assert set(data["estimate"]["weights_gib"]) == {"before", "after"}
+    assert set(data["estimate"]["gib"]) == {"before", "after"}
+    phases = {"load", "baseline_sample", "training", "sample"}
+    assert set(data["estimate"]["gib"]["before"]) == set(data["estimate"]["gib"]["after"]) == phases
     for step in data["steps"]:
         assert set(step) == {
             "id", "title", "why", "satisfied", "default_on", "ui_hint", "costs", "available",

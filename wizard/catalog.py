@@ -387,6 +387,10 @@ class BlockMemory(_Frozen):
     """One block's transient peak per token during forward and backward, above its saved bytes."""
     tokens: Literal["joint", "image"] = "joint"
     """Per token of the joint sequence (image + text), or of the image tokens only."""
+    text_bytes_per_token: float | None = Field(default=None, ge=0)
+    """For an image-token block: bytes saved per text token (its cross-attention keys/values)."""
+    checkpointed_peak_bytes_per_token: float | None = Field(default=None, ge=0)
+    """With checkpointing: the block's peak per token while it is recomputed and back-propagated."""
 
     @model_validator(mode="after")
     def _consistent(self) -> BlockMemory:
@@ -405,6 +409,8 @@ class FamilyActivations(_Frozen):
     tokens_per_frame_note: NonEmpty | None = None
     linearity: float | None = Field(default=None, ge=0)
     """The largest relative miss of the per-token fit at a further token count (0.01 = 1 %)."""
+    attention: NonEmpty | None = None
+    """The attention kernels that ran while measuring (the fused SDPA ones keep no n² matrix)."""
     source: NonEmpty
 
     @field_validator("blocks")
