@@ -208,8 +208,15 @@ class Weigher:
         found, parts = memory.phases.get(phase), memory.parts.get(phase)
         if found is None or parts is None:
             return None
-        shift = (parts.activations + parts.overhead) * (self.scale - 1.0)
-        return Band(max(found.low + shift, 0.0), max(found.high + shift, 0.0))
+        if self.scale == 1.0:
+            return found
+        # What lies above the counted part (weights, trainable state, optimizer) is the
+        # activations and overhead: both edges keep the counted part and scale the rest.
+        fixed = _fixed(parts)
+        return Band(
+            fixed + max(found.low - fixed, 0.0) * self.scale,
+            fixed + max(found.high - fixed, 0.0) * self.scale,
+        )
 
     def peak(self, changes: Sequence[Change]) -> tuple[Phase, Band] | None:
         """The phase with the highest scaled band, and that band."""
