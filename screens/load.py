@@ -28,6 +28,7 @@ from textual.worker import Worker, get_current_worker
 
 from oom_wizard.errors import WizardError
 from oom_wizard.screens.base import StageScreen
+from oom_wizard.screens.memory_bar import MemoryBar
 from oom_wizard.screens.messages import EditedAsked, JobChosen, JobLoaded, JobsListed, LoadFailed
 from oom_wizard.screens.widgets import MARKER_WIDTH, KeyBar, MarkedOptionList, PlainInput
 from oom_wizard.spelling import oom_figures
@@ -140,6 +141,7 @@ class LoadScreen(StageScreen[None]):
                 if request.asks_for_config:
                     yield ConfigTree(Path.cwd(), id="tree")
             yield Static("", id="summary")
+            yield MemoryBar(id="memory")
         yield KeyBar()
 
     def on_mount(self) -> None:
@@ -147,6 +149,7 @@ class LoadScreen(StageScreen[None]):
         request = self.request
         self.query_one("#picker").display = request.asks_for_config
         self.query_one("#reading").display = False
+        self.query_one("#memory").display = False
         if self.loaded is not None:
             self._show_loaded(self.loaded)
         elif request.db is not None and request.job is not None:
@@ -306,6 +309,7 @@ class LoadScreen(StageScreen[None]):
             Content.styled("Read. Enter: when did it crash?", "$text-success")
         )
         self.query_one("#summary", Static).update(summary(state))
+        self._show_memory(state)
         self.refresh_bindings()
 
     @on(EditedAsked)
@@ -322,6 +326,15 @@ class LoadScreen(StageScreen[None]):
                 self.post_message(LoadFailed(event.refusal))
 
         self.app.push_screen(GoOnEditedScreen(event.question), answered)
+
+    def _show_memory(self, state: WizardState | None) -> None:
+        """Today's peak against the card as a bar (hidden until a job is read)."""
+        from oom_wizard.service import memory_peak
+
+        bar = self.query_one("#memory", MemoryBar)
+        bar.display = state is not None
+        if state is not None:
+            bar.show(memory_peak(state, {}))
 
     @on(LoadFailed)
     def _failed(self, event: LoadFailed) -> None:
@@ -354,6 +367,7 @@ class LoadScreen(StageScreen[None]):
         """Back to the database's job list, to pick another job."""
         self.loaded = None
         self.query_one("#summary", Static).update("")
+        self.query_one("#memory").display = False
         self.query_one("#status", Static).update("Enter opens the highlighted job.")
         self.query_one("#job-list").display = True
         self.query_one("#jobs", MarkedOptionList).focus()

@@ -10,17 +10,23 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.widgets import Header, Static
+from textual.widgets import Header, RadioSet, Static
 
 from oom_wizard.errors import WizardError
 from oom_wizard.screens.base import BACK
 from oom_wizard.screens.destination import DestinationPicker
 from oom_wizard.screens.saving import SavingStage
-from oom_wizard.screens.widgets import DiffView, KeyBar, Tick
+from oom_wizard.screens.widgets import Choice, DiffView, KeyBar, Tick
 from oom_wizard.service import (
+    FIX_WORDS,
+    FixName,
     Prepared,
     StepChoice,
     effective_choices,
+    fix_names,
+    fix_steps_words,
+    fix_summary,
+    fix_words,
     prepared,
     save,
     validation_choice,
@@ -39,6 +45,8 @@ class ReviewScreen(SavingStage):
     def __init__(self, upto: int | None) -> None:
         super().__init__()
         self.upto = upto
+        #: The fix whose defaults the steps accepted as they were take (None: the plan's).
+        self.fix: FixName | None = None
 
     def compose(self) -> ComposeResult:
         state = self.state
@@ -47,6 +55,26 @@ class ReviewScreen(SavingStage):
             yield Static("Review and save", classes="title")
             yield Static("", id="summary")
             yield DestinationPicker(state, id="destination")
+            fixes = fix_names(state)
+            if len(fixes) > 1:
+                with Vertical(classes="field-row", id="fixes"):
+                    yield Static(
+                        "\n".join(line.strip() for line in fix_summary(state)[:1]),
+                        classes="field-hint",
+                    )
+                    with RadioSet(id="fix", compact=True):
+                        for name in fixes:
+                            yield Choice(
+                                fix_words(state, name, short=True),
+                                value=name == state.plan.default_fix,
+                                id=f"fix-{name}",
+                            )
+                    yield Static(
+                        "\n".join(
+                            f"{FIX_WORDS[name]}: {fix_steps_words(state, name)}" for name in fixes
+                        ),
+                        classes="field-hint",
+                    )
             validation = state.validation_step()
             chosen = validation_choice(state)  # the user's, run's, or the default
             if validation is not None and chosen is not None:
@@ -70,7 +98,14 @@ class ReviewScreen(SavingStage):
         chosen = validation_choice(self.state)  # with ``run``'s step count, when it asks
         if chosen is not None:
             extra = replace(chosen, enabled=self.query_one("#validation", Tick).value)
-        return effective_choices(self.state, upto=self.upto, extra=extra)
+        return effective_choices(self.state, upto=self.upto, extra=extra, fix=self.fix)
+
+    @on(RadioSet.Changed, "#fix")
+    def _fix_chosen(self, event: RadioSet.Changed) -> None:
+        """The steps accepted as they were follow the fix picked; the diff follows."""
+        name = (event.pressed.id or "").removeprefix("fix-")
+        self.fix = next((fix for fix in fix_names(self.state) if fix == name), None)
+        self.refresh_diff()
 
     @on(Tick.Changed, "#validation")
     def refresh_diff(self) -> None:

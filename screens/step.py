@@ -15,6 +15,7 @@ from textual.widgets import Header, Input, Static
 
 from oom_wizard.errors import WizardError
 from oom_wizard.screens.base import BACK, Accepted, Back, SaveNow, StageScreen
+from oom_wizard.screens.memory_bar import MemoryBar
 from oom_wizard.screens.widgets import DiffView, KeyBar, PlainInput, Tick, ladder_content
 from oom_wizard.service import (
     MISSING,
@@ -28,6 +29,7 @@ from oom_wizard.service import (
     effective_choices,
     estimate,
     format_path,
+    memory_peak,
     prepared,
     step_status,
 )
@@ -170,7 +172,7 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
                 yield Static(step.note, classes="note")
             yield Tick(
                 "Apply this step",
-                value=recorded.enabled if recorded else default_choice(step).enabled,
+                value=recorded.enabled if recorded else default_choice(state, step).enabled,
                 id="step-on",
             )
             for number, proposal in enumerate(step.fields):
@@ -183,6 +185,7 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
                         self.confirmed.add((proposal.key, typed))
                 check = partial(check_value, state, proposal)
                 yield FieldRow(proposal, number, enabled, check, typed)
+            yield MemoryBar(id="memory")
             yield Static("", id="estimate")
             yield DiffView(id="step-diff")
         yield KeyBar()
@@ -262,7 +265,8 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
                 Content.styled(exc.one_line(), "$text-error")
             )
             return
-        text = f"Memory, relative to today (≈): training {figure.train_pct:.0f}%"
+        self.query_one("#memory", MemoryBar).show(memory_peak(state, upto))
+        text = f"Activations against today's (≈): training {figure.train_pct:.0f}%"
         if figure.sample_pct is not None:
             text += f" · samples {figure.sample_pct:.0f}%"
         self.query_one("#estimate", Static).update(

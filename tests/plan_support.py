@@ -30,15 +30,18 @@ SCALE_UP_ORDER = [
     "smaller_bucket",
     "top_bucket",
     "sampling",
+    "extra_passes",
     "lora_rank",
     "batch_size",
     "num_frames",
     "optimizer_8bit",
+    "placement",
     "layer_offloading",
     "text_encoder",
     "quantize",
     "low_vram",
     "gradient_checkpointing",
+    "attention",
 ]
 
 

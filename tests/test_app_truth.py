@@ -18,15 +18,17 @@ from oom_wizard.commands.demo import IMAGE_JOB
 from oom_wizard.screens.app import create_app
 from oom_wizard.screens.environment import EnvironmentScreen
 from oom_wizard.screens.moment import MomentScreen
-from oom_wizard.screens.widgets import Tick
+from oom_wizard.screens.widgets import Choice, Tick
 from oom_wizard.vocabulary import MOMENTS
 from tests.app_support import (
+    accept_steps,
     demo_app,
     demo_folder,
     press,
-    roll_back_with_defaults,
+    save_from_review,
     screen_text,
     settle,
+    wait_for_screen,
     wait_for_state,
 )
 from tests.plan_support import cli
@@ -113,7 +115,13 @@ async def test_the_later_list_is_the_list_history_prints(tmp_path: Path) -> None
     folder = demo_folder(tmp_path)
     app = demo_app(folder)
     async with app.run_test(size=SIZE) as pilot:
-        await roll_back_with_defaults(pilot)
+        await wait_for_state(pilot)
+        await press(pilot, "enter", "enter")
+        await accept_steps(pilot)
+        await wait_for_screen(pilot, "ReviewScreen")
+        app.screen.query_one("#fix-safe", Choice).value = True  # the seed's set: several steps
+        await pilot.pause()
+        await save_from_review(pilot)
         shown = screen_text(pilot, "#later").splitlines()[1:]
     status, out, _ = cli("history", folder / "flux_portrait_lora.oomfix.yaml")
     assert status == 0

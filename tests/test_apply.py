@@ -78,7 +78,7 @@ def test_default_apply_saves_the_default_steps_beside_the_source(tmp_path: Path)
             "moment": "early_steps",
             "model_kind": "image",
             "diagnosis": None,
-            "steps": ["batch_size", "top_bucket"],
+            "steps": ["batch_size", "top_bucket", "text_encoder"],
         }
     ]
     assert memory["phase"] == "training" and memory["calibrated_by"] is None
@@ -88,6 +88,8 @@ def test_default_apply_saves_the_default_steps_beside_the_source(tmp_path: Path)
         "config.process[0].train.batch_size": (4, 1, "batch_size"),
         "config.process[0].train.gradient_accumulation_steps": (2, 8, "batch_size"),
         "config.process[0].datasets[0].resolution": ([512, 768, 1024], [512, 768], "top_bucket"),
+        # cached text embeddings cost no quality: the default fix takes them (issue 18)
+        "config.process[0].train.cache_text_embeddings": (None, True, "text_encoder"),
     }
     assert all(c["reason"] for c in log["changes"])
     tree = yaml.safe_load(output.read_text(encoding="utf-8"))
@@ -155,6 +157,7 @@ def test_json_stays_json(tmp_path: Path) -> None:
         "config.process[0].train.batch_size",
         "config.process[0].train.gradient_accumulation_steps",
         "config.process[0].datasets[0].resolution[2]",
+        "config.process[0].train.cache_text_embeddings",
     }
     assert_exact(source, output, tmp_path / "job.oomfix.changelog.json")
 
@@ -180,6 +183,7 @@ def test_a_new_crash_goes_one_rung_further_and_the_log_accumulates(tmp_path: Pat
     assert differing(source, second) == {
         "config.process[0].datasets[0].resolution[1]",
         "config.process[0].datasets[0].resolution[2]",
+        "config.process[0].train.cache_text_embeddings",
     }
     assert_exact(source, second, tmp_path / "job.oomfix-2.changelog.json")
 

@@ -37,8 +37,18 @@ LADDER = {
 }
 # Where the ladder goes on when the usual rungs are in place (issue 11), in order of cost;
 # the last two only for crashes in a training step.
-DEEPER = ["smaller_bucket", "quantize", "text_encoder", "layer_offloading"]
-TRAINING_ONLY = ["lora_rank", "optimizer_8bit"]
+DEEPER = [
+    "attention",
+    "smaller_bucket",
+    "quantize",
+    "text_encoder",
+    "extra_passes",
+    "layer_offloading",
+    "placement",
+    "lora_rank",
+    "optimizer_8bit",
+]
+TRAINING_ONLY = ["extra_passes", "lora_rank", "optimizer_8bit"]
 FIRST = {
     ("loading", "image"): ["sampling", "low_vram", "quantize", "text_encoder"],
     ("loading", "video"): ["sampling", "low_vram", "quantize", "text_encoder"],
@@ -48,6 +58,15 @@ FIRST = {
     ("sampling", "video"): ["sampling"],
     ("intermittent", "image"): ["top_bucket"],
     ("intermittent", "video"): ["num_frames", "top_bucket"],
+}
+
+# What costs no quality, per moment (issue 18 item 6, the seed's Fix A): the default fix takes
+# it first wherever it lowers the crashed peak.
+FREE = {
+    "loading": ["text_encoder", "sampling", "low_vram"],
+    "early_steps": ["gradient_checkpointing", "text_encoder"],
+    "sampling": ["text_encoder", "sampling"],
+    "intermittent": ["gradient_checkpointing", "text_encoder"],
 }
 
 HEAVY = job(
@@ -98,7 +117,8 @@ def changed(
 def expected_order(moment: str, kind: str) -> list[str]:
     """The moment's first steps, the rest of the ladder, the deeper levers, the validation run."""
     first = FIRST[(moment, kind)]
-    deeper = DEEPER + (TRAINING_ONLY if moment in ("early_steps", "intermittent") else [])
+    training = moment in ("early_steps", "intermittent")
+    deeper = [s for s in DEEPER if training or s not in TRAINING_ONLY]
     rest = [s for s in LADDER[kind] + deeper if s not in first]
     return first + rest + ["validation_run"]
 
@@ -109,10 +129,13 @@ def test_order_is_the_moments_first_steps_then_the_ladder(moment: str, kind: str
 
 
 @pytest.mark.parametrize(("moment", "kind"), sorted(FIRST))
-def test_only_the_moments_first_steps_are_on_by_default(moment: str, kind: str) -> None:
+def test_what_costs_no_quality_and_the_moments_first_steps_are_on_by_default(
+    moment: str, kind: str
+) -> None:
     plan = plan_of(HEAVY, moment, kind)
     on = [s.id for s in plan.steps if s.default_on]
-    first = [s.id for s in plan.steps if s.id in FIRST[(moment, kind)] and not s.satisfied]
+    wanted = FIRST[(moment, kind)] + FREE[moment]
+    first = [s.id for s in plan.steps if s.id in wanted and not s.satisfied]
     # Sampling off for a loading crash comes with the short validation run.
     assert on == first + (["validation_run"] if moment == "loading" else [])
     assert on
@@ -163,8 +186,10 @@ def test_when_the_first_steps_are_done_the_next_step_that_lowers_the_peak_is_on(
     sampling = plan.step("sampling")
     assert sampling is not None and not sampling.default_on and not sampling.satisfied
     on = [s for s in plan.steps if s.default_on]
-    assert [s.id for s in on] == ["quantize"]
+    # Cached text embeddings cost no quality: they come with it.
+    assert [s.id for s in on] == ["quantize", "text_encoder"]
     assert on[0].note is not None and "next step down the ladder" in on[0].note
+    assert on[1].note is not None and "costs no quality" in on[1].note
     assert not plan.exhausted
 
 
@@ -555,7 +580,9 @@ def test_defaults_apply_the_default_on_steps_only() -> None:
         "gradient_checkpointing",
         "batch_size",
         "top_bucket",
+        "text_encoder",
     }
+    assert {c.step for c in changes_for(plan)} == {s.id for s in plan.steps if s.default_on}
 
 
 def test_a_step_missing_from_the_choices_is_off_and_edited_values_win() -> None:
@@ -606,16 +633,15 @@ def test_json_has_exactly_the_design_shape() -> None:
         "environment_checks",
         "exhausted",
         "estimate",
+        "fixes",
+        "default_fix",
+        "sizing",
     }
     assert data["environment_checks"] == [] and data["exhausted"] is False
+    assert set(data["fixes"]) == {"safe"} and data["default_fix"] == "safe"  # no card to size
     assert set(data["estimate"]) == {
-        "training",
-        "sample",
-        "weights_gib",
-        "peak",
-        "lowers_peak",
-        "gib",
-    }
+        "training", "sample", "weights_gib", "peak", "lowers_peak", "gib"
+    }  # fmt: skip
     assert set(data["estimate"]["weights_gib"]) == {"before", "after"}
     assert set(data["estimate"]["gib"]) == {"before", "after"}
     phases = {"load", "baseline_sample", "training", "sample"}

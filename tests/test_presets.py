@@ -77,7 +77,7 @@ def test_vocabulary_is_the_designs() -> None:
     assert STEP_IDS == (
         "gradient_checkpointing", "batch_size", "top_bucket", "sampling", "num_frames", "low_vram",
         "smaller_bucket", "quantize", "text_encoder", "layer_offloading", "lora_rank",
-        "optimizer_8bit",
+        "optimizer_8bit", "attention", "extra_passes", "placement",
     )  # fmt: skip
     assert ALL_STEP_IDS[:-1] == STEP_IDS
     assert ALL_STEP_IDS[-1] == "validation_run"
@@ -396,8 +396,8 @@ def test_loading_words_are_the_users(presets: Presets) -> None:
 
 
 def test_rollback_order_puts_the_moment_first_then_the_ladder(presets: Presets) -> None:
-    deeper = ("smaller_bucket", "quantize", "text_encoder", "layer_offloading")
-    training_only = ("lora_rank", "optimizer_8bit")
+    deeper = ("attention", "smaller_bucket", "quantize", "text_encoder")
+    training_only = ("extra_passes", "layer_offloading", "placement", "lora_rank", "optimizer_8bit")
     assert presets.rollback_order("intermittent", "video") == (
         "num_frames", "top_bucket", "gradient_checkpointing", "batch_size", "sampling", "low_vram",
         *deeper, *training_only,
@@ -407,6 +407,7 @@ def test_rollback_order_puts_the_moment_first_then_the_ladder(presets: Presets) 
     )  # fmt: skip
     assert presets.rollback_order("sampling", "image") == (
         "sampling", "gradient_checkpointing", "batch_size", "top_bucket", "low_vram", *deeper,
+        "layer_offloading", "placement",
     )  # fmt: skip
     assert presets.rollback_order("environment", "video") == ()
 
@@ -432,9 +433,9 @@ def test_every_step_has_a_title_a_two_line_why_and_fields(
 
 def test_scale_up_order(presets: Presets) -> None:
     assert presets.scale_up_order == (
-        "validation_run", "smaller_bucket", "top_bucket", "sampling", "lora_rank", "batch_size",
-        "num_frames", "optimizer_8bit", "layer_offloading", "text_encoder", "quantize",
-        "low_vram", "gradient_checkpointing",
+        "validation_run", "smaller_bucket", "top_bucket", "sampling", "extra_passes", "lora_rank",
+        "batch_size", "num_frames", "optimizer_8bit", "placement", "layer_offloading",
+        "text_encoder", "quantize", "low_vram", "gradient_checkpointing", "attention",
     )  # fmt: skip
     assert all(presets.step(step).restore for step in presets.scale_up_order)
     assert presets.step("validation_run").fields == ("train.steps",)

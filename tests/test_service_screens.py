@@ -102,7 +102,7 @@ def test_step_status_and_the_jump_over_done_steps(tmp_path: Path) -> None:
     steps = state.rollback_steps()
     first = steps[0]
     assert step_status(state, first) == "ahead"
-    state = choose(state, default_choice(first))
+    state = choose(state, default_choice(state, first))
     assert step_status(state, first) == "accepted"
     skipped = choose(state, StepChoice(steps[1].id, enabled=False))
     assert step_status(skipped, steps[1]) == "skipped"

@@ -561,6 +561,7 @@ class LaddersFile(_Frozen):
     ladders: Ladders
     deeper: Ladders
     training_only: StepList
+    no_quality_cost: Mapping[LadderStepId, tuple[Moment, ...]] = Field(default_factory=dict)
     moments: Mapping[Moment, MomentInfo]
     steps: Mapping[AnyStepId, StepInfo]
     scale_up: Annotated[tuple[AnyStepId, ...], AfterValidator(_unique)]
@@ -662,6 +663,13 @@ class ValueRule(_Frozen):
         return self
 
 
+class AttentionFacts(_Frozen):
+    """Attention backends: those that keep the whole attention matrix, and the one proposed."""
+
+    eager: tuple[NonEmpty, ...] = Field(min_length=1)
+    efficient: NonEmpty
+
+
 class LeversFile(_Frozen):
     """The schema of ``levers.yaml``."""
 
@@ -672,6 +680,7 @@ class LeversFile(_Frozen):
     unknown_optimizer_state_bytes: float = Field(ge=0)
     lora: LoraFacts
     unknown_params: NominalParams
+    attention: AttentionFacts
     values: Mapping[NonEmpty, ValueRule] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -748,6 +757,7 @@ class Presets(_Frozen):
     ladders: Ladders
     deeper: Ladders
     training_only: tuple[LadderStepId, ...]
+    no_quality_cost: Mapping[LadderStepId, tuple[Moment, ...]]
     moments: Mapping[Moment, MomentInfo]
     steps: Mapping[AnyStepId, StepInfo]
     scale_up_order: tuple[AnyStepId, ...]
@@ -839,6 +849,13 @@ class Presets(_Frozen):
         )
         return first + tuple(rest)
 
+    def free_steps(self, moment_id: Moment) -> frozenset[LadderStepId]:
+        """The steps that cost no quality for a crash at ``moment_id`` (ladders.yaml's
+        ``no_quality_cost``): the default fix takes them before any rung that costs quality."""
+        return frozenset(
+            step for step, moments in self.no_quality_cost.items() if moment_id in moments
+        )
+
     def ui_field(self, field_key: FieldPath | str) -> UiField | None:
         """The UI entry for a field path or generic key, None if the field has none."""
         return self.ui_fields.get(generic_field_key(field_key))
@@ -889,6 +906,7 @@ def _load(directory: Traversable) -> Presets:
         ladders=ladders.ladders,
         deeper=ladders.deeper,
         training_only=ladders.training_only,
+        no_quality_cost=ladders.no_quality_cost,
         levers=levers,
         moments=ladders.moments,
         steps=ladders.steps,

@@ -66,8 +66,10 @@ from oom_wizard.estimate import (
     estimate,
     frame_floor,
 )
+from oom_wizard.memory import Calibration
 from oom_wizard.paths import FieldPath, format_path
 from oom_wizard.scaleup import ScaleUp, next_scale_up, pending_scale_ups
+from oom_wizard.sizing import FixName, FixSizing, SizedFixes, size_fixes
 from oom_wizard.view import ProcessView, SampleView
 from oom_wizard.vocabulary import DEFAULT_MOMENT
 
@@ -251,6 +253,26 @@ class Plan:
     environment_checks: tuple[str, ...] = ()
     exhausted: bool = False
     estimate: MemoryEstimate | None = None
+    fixes: Mapping[FixName, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    default_fix: FixName = "safe"
+    sizing: FixSizing | None = None
+
+    def fix_steps(self, fix: FixName | None = None) -> tuple[str, ...]:
+        """The steps a fix switches on (None: the default fix); the safe set when the plan
+        has no such fix (no card to size it against)."""
+        name = fix or self.default_fix
+        if name in self.fixes:
+            return self.fixes[name]
+        return self.fixes.get("safe", tuple(s.id for s in self.steps if s.default_on))
+
+    def default_choices(self, fix: FixName | None = None) -> dict[str, StepChoice]:
+        """The one rule of what accepting the defaults means: every step of ``fix`` (None:
+        the default fix) on with its default field toggles, every other step off."""
+        on = set(self.fix_steps(fix))
+        return {
+            step.id: StepChoice(step_id=step.id, enabled=step.id in on and not step.satisfied)
+            for step in self.steps
+        }
 
     def step(self, step_id: str) -> StepProposal | None:
         """The step with id ``step_id``, if the plan has it."""
@@ -288,6 +310,10 @@ class Plan:
                 "lowers_peak": self.estimate.lowers(self.moment),
                 "gib": self.estimate.gib_json(),
             }
+        if self.fixes:
+            result["fixes"] = {name: list(ids) for name, ids in self.fixes.items()}
+            result["default_fix"] = self.default_fix
+            result["sizing"] = self.sizing.to_json() if self.sizing is not None else None
         if self.exhausted:
             result["remaining"] = self.exhausted_advice
         return result
@@ -331,6 +357,9 @@ def build_plan(
     diagnosis: DiagnosisLike | None = None,
     new_crash: bool = False,
     presets: Presets | None = None,
+    calibration: Calibration | None = None,
+    card_gib: float | None = None,
+    gpus: int = 1,
 ) -> Plan:
     """The roll-back plan for ``document`` after a crash at ``moment``.
 
@@ -344,13 +373,18 @@ def build_plan(
         new_crash: The config crashed again after the last roll-back: one-rung steps go
             one rung further instead of counting as done.
         presets: The preset data (default: the shipped presets).
+        calibration: The crash's own figures (PyTorch's OOM message): they size the
+            just-enough fix, which is then the default (:mod:`oom_wizard.sizing`).
+        card_gib: The card's capacity, when known (the message's, else the probe's).
+        gpus: How many GPUs the probe sees: splitting the model is offered only with more
+            than one.
 
     Raises:
         WizardError: an unknown moment or kind, or a job without a training process.
     """
     presets = presets or load_presets()
     checked_moment, kind = _checked(moment, model_kind)
-    processes = _processes(document, presets, kind)
+    processes = _processes(document, presets, kind, gpus)
     if checked_moment == "environment":
         return Plan(
             moment=checked_moment,
@@ -367,8 +401,8 @@ def build_plan(
         for step_id in order
     ]
     first = presets.moment(checked_moment).first(kind)
-    chosen, exhausted, figures = _with_defaults(
-        steps, first, document, checked_moment, kind, presets
+    chosen, exhausted, figures, sized = _with_defaults(
+        steps, first, document, checked_moment, kind, presets, calibration, card_gib
     )
     return Plan(
         moment=checked_moment,
@@ -376,6 +410,9 @@ def build_plan(
         steps=tuple(chosen),
         exhausted=exhausted,
         estimate=figures,
+        fixes=sized.fixes,
+        default_fix=sized.default,
+        sizing=sized.sizing,
     )
 
 
@@ -432,13 +469,20 @@ def _with_defaults(
     moment: Moment,
     kind: ModelKind,
     presets: Presets,
-) -> tuple[list[StepProposal], bool, MemoryEstimate]:
-    """Switch on the default fix: the moment's first steps that have work left, and when
-    they leave the crashed peak where it was, the next step down that lowers it.
+    calibration: Calibration | None = None,
+    card_gib: float | None = None,
+) -> tuple[list[StepProposal], bool, MemoryEstimate, SizedFixes]:
+    """Switch on the default fix (see :mod:`oom_wizard.sizing`).
 
-    Returns the steps, whether the ladder is exhausted (nothing lowers the peak: then no
-    step is on), and the estimate of the default fix. The validation run is on by default
-    only with a fix that switches sampling off.
+    The safe set: the moment's first steps that have work left, and when they leave the
+    crashed peak where it was, the next step down that lowers it (the seed's procedure), with
+    the steps that cost no quality for the moment and lower the crashed peak. The just-enough
+    set: the same free steps, then the fewest rungs that cost quality whose saving covers the
+    deficit (when a card is known).
+
+    Returns the steps (``default_on`` as the default fix has it), whether the ladder is
+    exhausted (nothing lowers the peak: then no step is on), the estimate of the default fix,
+    and both fixes. The validation run goes with a fix that switches sampling off.
     """
     actionable = [s for s in steps if not s.satisfied and s.id != VALIDATION_RUN]
 
@@ -446,6 +490,11 @@ def _with_defaults(
         trial = Plan(moment, kind, tuple(_switched(steps, ids)))
         return estimate(document, changes_for(trial), kind, presets=presets)
 
+    def changes_of(ids: Collection[str]) -> list[Change]:
+        return changes_for(Plan(moment, kind, tuple(_switched(steps, ids))))
+
+    no_cost = presets.free_steps(moment)
+    free = [s.id for s in actionable if s.id in no_cost]
     chosen = [s.id for s in actionable if s.id in first]
     current = figures(chosen)
     promoted = None
@@ -456,23 +505,54 @@ def _with_defaults(
                 chosen.append(step.id)
                 current = figures(chosen)
                 break
-    exhausted = not current.lowers(moment)
+    chosen += [step for step in free if step not in chosen]
+    exhausted = not figures(chosen).lowers(moment)
+    order = [s.id for s in steps]
     if exhausted:
-        chosen, promoted = [], None
-    elif _disables_sampling(steps, chosen):
-        chosen += [s.id for s in steps if s.id == VALIDATION_RUN and not s.satisfied]
-    current = figures(chosen)
+        sized = SizedFixes({"safe": ()}, "safe", None)
+    else:
+        candidates = [s.id for s in actionable if s.id not in no_cost]
+        sized = size_fixes(
+            document,
+            order,
+            free,
+            chosen,
+            candidates,
+            changes_of,
+            moment,
+            kind,
+            presets=presets,
+            calibration=calibration,
+            card_gib=card_gib,
+        )
+        sized = _with_validation(steps, sized)
+    on = sized.fixes[sized.default]
+    current = figures(on)
     peak = PEAK_WORDS.get(CRASHED_PEAK.get(moment, ""), "the peak")
     result: list[StepProposal] = []
-    for step in _switched(steps, chosen):
-        if step.id == (promoted.id if promoted else None):
-            extra = (
+    for step in _switched(steps, on):
+        notes = [step.note] if step.note else []
+        if promoted is not None and step.id == promoted.id and step.id in on:
+            notes.append(
                 "The moment's usual first changes leave the crash's peak where it was; this "
                 f"is the next step down the ladder that lowers {peak}."
             )
-            step = dataclasses.replace(step, note=f"{step.note} {extra}" if step.note else extra)
+        if step.id in free:
+            notes.append("It costs no quality, so the default fix takes it first.")
+        if notes != ([step.note] if step.note else []):
+            step = dataclasses.replace(step, note=" ".join(notes))
         result.append(step)
-    return result, exhausted, current
+    return result, exhausted, current, sized
+
+
+def _with_validation(steps: Sequence[StepProposal], sized: SizedFixes) -> SizedFixes:
+    """Each fix with the short validation run when it switches sampling off."""
+    validation = [s.id for s in steps if s.id == VALIDATION_RUN and not s.satisfied]
+    fixes = {
+        name: (*ids, *validation) if _disables_sampling(steps, ids) else ids
+        for name, ids in sized.fixes.items()
+    }
+    return dataclasses.replace(sized, fixes=MappingProxyType(fixes))
 
 
 def _disables_sampling(steps: Sequence[StepProposal], ids: Collection[str]) -> bool:
@@ -528,6 +608,8 @@ class _Process:
     kind: ModelKind
     presets: Presets
     prefix: str
+    gpus: int = 1
+    """How many GPUs the probe sees (1 without a probe)."""
 
     def path(self, *parts: str | int) -> FieldPath:
         return self.view.path(*parts)
@@ -561,7 +643,9 @@ class _Process:
         return frame_floor(self.grid)
 
 
-def _processes(document: JobDocument, presets: Presets, kind: ModelKind) -> list[_Process]:
+def _processes(
+    document: JobDocument, presets: Presets, kind: ModelKind, gpus: int = 1
+) -> list[_Process]:
     view = document.view()
     if not view.processes:
         raise ConfigError(
@@ -578,6 +662,7 @@ def _processes(document: JobDocument, presets: Presets, kind: ModelKind) -> list
             kind=kind,
             presets=presets,
             prefix=f"process {process.index}: " if several else "",
+            gpus=gpus,
         )
         for process in view.processes
     ]
@@ -1202,6 +1287,14 @@ def _lora_rank(process: _Process, moment: Moment, found: _Found) -> None:
         found.notes.append("No network section (a full fine-tune): there is no LoRA rank.")
         found.unavailable += 1
         return
+    if str(network.get("type", "lora")).lower() == "lokr" and network.get("lokr_full_rank", True):
+        found.notes.append(
+            "A LoKr with lokr_full_rank (the toolkit's default) trains full-rank factors: its "
+            "size follows network.lokr_factor, not the rank."
+        )
+        found.unavailable += 1
+        return
+    _conv_rank(process, network, found)
     key = "rank" if network.get("rank") is not None else "linear"
     rank = process.view.network_rank
     if rank is None:
@@ -1221,6 +1314,94 @@ def _lora_rank(process: _Process, moment: Moment, found: _Found) -> None:
         _propose(
             found, process, ("network", "linear_alpha"), new_alpha, control="number", label=label
         )
+
+
+def _attention(process: _Process, moment: Moment, found: _Found) -> None:
+    """An eager attention backend (it keeps the attention matrix) to the efficient one."""
+    facts = process.presets.levers.attention
+    backend = process.get("train", "attention_backend")
+    if not isinstance(backend, str) or backend.strip().lower() not in facts.eager:
+        return
+    _propose(found, process, ("train", "attention_backend"), facts.efficient, control="text")
+    found.notes.append(
+        f"train.attention_backend is {backend!r}, an eager kernel that keeps every layer's whole "
+        "attention matrix: the likely cause of this crash. The memory estimate assumes a flash "
+        "or memory-efficient kernel, so it does not show this saving."
+    )
+
+
+#: The switches of the extra-passes step, each with what turning it off costs.
+EXTRA_PASSES: Final[tuple[tuple[tuple[str, ...], str], ...]] = (
+    (("train", "diff_output_preservation"), "the LoRA may bleed into prompts without the trigger"),
+    (("train", "blank_prompt_preservation"), "the blank prompt is no longer held to the base"),
+    (("train", "inverted_mask_prior"), "the unmasked area is no longer held to the base model"),
+    (("train", "do_prior_divergence"), "the LoRA is no longer pushed away from the base model"),
+    (("train", "ema_config", "use_ema"), "the saved weights are the last step's, noisier"),
+    (("train", "train_text_encoder"), "the trigger word is learned by the transformer alone"),
+)
+
+
+def _extra_passes(process: _Process, moment: Moment, found: _Found) -> None:
+    """Each extra pass or copy that is on, switched off (its quality cost in its label)."""
+    for parts, cost in EXTRA_PASSES:
+        if process.get(*parts) is True:
+            label = f"{format_path(parts)} (off: {cost})"
+            _propose(found, process, parts, False, before=True, label=label)
+
+
+def _conv_rank(process: _Process, network: Mapping[str, Any], found: _Found) -> None:
+    """A LoCon's conv rank halved like the linear one, its alpha in proportion."""
+    conv = network.get("conv")
+    if not isinstance(conv, int) or isinstance(conv, bool):
+        return
+    lower = max(process.limits.rank_floor, math.ceil(conv / 2))
+    if lower >= conv:
+        return
+    _propose(found, process, ("network", "conv"), lower, control="number")
+    alpha = network.get("conv_alpha")
+    if isinstance(alpha, (int, float)) and not isinstance(alpha, bool):
+        scaled = alpha * lower / conv
+        new_alpha: float | int = int(scaled) if float(scaled).is_integer() else round(scaled, 4)
+        label = "network.conv_alpha (same alpha/rank ratio)"
+        _propose(
+            found, process, ("network", "conv_alpha"), new_alpha, control="number", label=label
+        )
+
+
+#: Optimizers whose AI Toolkit class can train a share of the weights at a time.
+SWAPPING_OPTIMIZERS: Final = frozenset({"adafactor", "automagic"})
+
+
+def _placement(process: _Process, moment: Moment, found: _Found) -> None:
+    """FLUX split over the GPUs the probe sees; parameter swapping for an Adafactor full
+    fine-tune."""
+    model = process.get("model")
+    model = model if isinstance(model, Mapping) else {}
+    flux = model.get("arch") == "flux" or (not model.get("arch") and model.get("is_flux") is True)
+    offered = 0
+    if process.gpus > 1 and flux:
+        offered += 1
+        if model.get("split_model_over_gpus") is not True:
+            _propose(found, process, ("model", "split_model_over_gpus"), True)
+            found.notes.append(
+                f"nvidia-smi sees {process.gpus} GPUs: the transformer's blocks are spread over "
+                "them; each step gets slower as activations move between the cards."
+            )
+    elif process.gpus > 1:
+        found.notes.append("AI Toolkit splits only FLUX over several GPUs.")
+    if not isinstance(process.get("network"), Mapping):
+        optimizer = str(process.get("train", "optimizer") or "").lower()
+        if optimizer in SWAPPING_OPTIMIZERS:
+            offered += 1
+            if process.get("train", "do_paramiter_swapping") is not True:
+                _propose(found, process, ("train", "do_paramiter_swapping"), True)
+        else:
+            found.notes.append(
+                "Parameter swapping needs the Adafactor (or Automagic) optimizer; this full "
+                "fine-tune uses another."
+            )
+    if not offered:
+        found.unavailable += 1
 
 
 def _optimizer_8bit(process: _Process, moment: Moment, found: _Found) -> None:
@@ -1402,6 +1583,9 @@ _BUILDERS: Final[Mapping[str, _Builder]] = MappingProxyType(
         "layer_offloading": _layer_offloading,
         "lora_rank": _lora_rank,
         "optimizer_8bit": _optimizer_8bit,
+        "attention": _attention,
+        "extra_passes": _extra_passes,
+        "placement": _placement,
         VALIDATION_RUN: _validation_run,
     }
 )
@@ -1415,12 +1599,15 @@ def changes_for(plan: Plan, choices: Mapping[str, StepChoice] | None = None) -> 
 
     Args:
         plan: The plan.
-        choices: Step id → choice. None means the defaults: every ``default_on`` step with
-            its default field toggles. A step missing from a mapping is off.
+        choices: Step id → choice. None means the defaults (:meth:`Plan.default_choices`):
+            every step of the default fix with its default field toggles. A step missing
+            from a mapping is off.
 
     A field whose ``requires`` field is off is left out; the buckets of one list become one
     change of the whole list; when two steps change the same field, the first one wins.
     """
+    if choices is None:
+        choices = plan.default_choices()
     changes: list[Change] = []
     taken: set[FieldPath] = set()
     for step in plan.steps:
@@ -1442,9 +1629,7 @@ def _is_increase(proposal: FieldProposal, after: Any) -> bool:
 
 
 def _choice(step: StepProposal, choices: Mapping[str, StepChoice] | None) -> StepChoice | None:
-    if choices is None:
-        return StepChoice(step_id=step.id, enabled=step.default_on)
-    return choices.get(step.id)
+    return choices.get(step.id) if choices is not None else None
 
 
 def _step_changes(step: StepProposal, choice: StepChoice) -> Iterable[Change]:

@@ -71,6 +71,7 @@ from oom_wizard.probe import probe_gpu, read_host_memory
 from oom_wizard.request import JobRequest
 from oom_wizard.save import SaveResult
 from oom_wizard.settings import SettingProblem, UserKeymap
+from oom_wizard.sizing import FIX_WORDS, FixName, MemoryPeak
 from oom_wizard.values import ValueCheck
 from oom_wizard.vocabulary import DEFAULT_MOMENT, VALIDATION_RUN, ModelKind, Moment
 
@@ -78,12 +79,14 @@ if TYPE_CHECKING:
     from oom_wizard.catalog import ArchFacts
     from oom_wizard.jobdir import JobLocation
     from oom_wizard.logscan import LogScan
+    from oom_wizard.memory import Calibration
     from oom_wizard.paths import FieldPath
     from oom_wizard.probe import ProbeResult
     from oom_wizard.resume import ResumePoint
     from oom_wizard.view import ProcessView
 
 __all__ = [
+    "FIX_WORDS",
     "MISSING",
     "RUN_LOG_SUFFIX",
     "VALIDATION_STEP",
@@ -99,6 +102,7 @@ __all__ = [
     "EditedSinceSave",
     "EnvironmentVerdict",
     "FieldProposal",
+    "FixName",
     "InPlace",
     "JobMemory",
     "JobRequest",
@@ -109,6 +113,7 @@ __all__ = [
     "LiveStatus",
     "LiveUpdate",
     "MemoryEstimate",
+    "MemoryPeak",
     "MomentInfo",
     "OpenedJob",
     "Parts",
@@ -141,6 +146,7 @@ __all__ = [
     "crashed_job_note",
     "db_job_arguments",
     "default_choice",
+    "default_choices",
     "default_file_output",
     "diagnose_crash",
     "done_before",
@@ -149,11 +155,16 @@ __all__ = [
     "environment_verdict",
     "estimate",
     "first_step",
+    "fix_names",
+    "fix_steps_words",
+    "fix_summary",
+    "fix_words",
     "format_path",
     "keymap_problems_line",
     "later_lines",
     "leaving_summary",
     "list_jobs",
+    "memory_peak",
     "moment_info",
     "new_job_name_problem",
     "new_job_warning",
@@ -435,6 +446,7 @@ def settle(job: OpenedJob, answers: Answers, *, new_crash: bool = False) -> Sett
     else:
         kind, kind_source = found.settled, "found" if found.kind is not None else "assumed"
     crashed = new_crash or job.crashed_since_rollback
+    calibration, card = crash_figures(job, diagnosis, moment)
     plan = build_plan(
         job.document,
         moment,
@@ -442,8 +454,56 @@ def settle(job: OpenedJob, answers: Answers, *, new_crash: bool = False) -> Sett
         changelog=job.changelog,
         diagnosis=diagnosis,
         new_crash=crashed,
+        calibration=calibration,
+        card_gib=card,
+        gpus=len(job.probe.gpus) if job.probe is not None else 1,
     )
     return Settled(moment, moment_source, kind, kind_source, found.source, diagnosis, plan, crashed)
+
+
+def crash_figures(
+    job: OpenedJob, diagnosis: Diagnosis, moment: str
+) -> tuple[Calibration | None, float | None]:
+    """The crash's own figures for the phase a crash at ``moment`` ran into (PyTorch's OOM
+    message, when the log holds one and its phase is that one), and the card's capacity: the
+    message's, else the probe's (None: unknown)."""
+    from oom_wizard.memory import calibration_from, phase_of
+    from oom_wizard.sizing import phase_of_moment, phases_of_moment
+
+    phases = phases_of_moment(moment)
+    logged = phase_of(diagnosis)
+    calibration = None
+    if phases and (logged is None or logged in phases):
+        calibration = calibration_from(diagnosis, logged or phase_of_moment(moment))
+    card = calibration.card_gib if calibration is not None else None
+    return calibration, card if card is not None else card_of(job, diagnosis)[0]
+
+
+def card_of(job: OpenedJob, diagnosis: Diagnosis) -> tuple[float | None, str | None]:
+    """The card's capacity in GiB and where it comes from: PyTorch's OOM message in the log,
+    else ``nvidia-smi`` (the largest card); ``(None, None)`` when neither says."""
+    if diagnosis.oom is not None and diagnosis.oom.total:
+        return diagnosis.oom.total, "PyTorch's OOM message"
+    if job.probe is not None and job.probe.gpus:
+        return max(gpu.total_gib for gpu in job.probe.gpus), "nvidia-smi"
+    return None, None
+
+
+def memory_peak(
+    state: WizardState, choices: Mapping[str, StepChoice] | None = None
+) -> MemoryPeak | None:
+    """The peak of the config with ``choices`` applied (an empty mapping: today's config;
+    None: the default fix), in GiB against the card, with the phase that sets it: what the
+    load screen and every step screen show as a bar. None when the plan has no steps."""
+    from oom_wizard.catalog import load_presets
+    from oom_wizard.plan import changes_for
+    from oom_wizard.sizing import Weigher, peak_of
+
+    calibration, _ = crash_figures(state.job, state.diagnosis, state.moment)
+    card, source = card_of(state.job, state.diagnosis)
+    weigher = Weigher(state.document, state.model_kind, load_presets(), calibration)
+    changes = changes_for(state.plan, choices) if state.plan.steps else []
+    return peak_of(weigher, changes, card, source)
 
 
 def _diagnosis(job: OpenedJob, answers: Answers) -> Diagnosis:
@@ -636,15 +696,111 @@ def choose(state: WizardState, choice: StepChoice) -> WizardState:
     return replace(state, choices=MappingProxyType(choices))
 
 
-def default_choice(step: StepProposal) -> StepChoice:
-    """What accepting a step's defaults means."""
+def default_choices(state: WizardState, fix: FixName | None = None) -> dict[str, StepChoice]:
+    """The one rule of the default set, for the command line, the app, ``run`` and ``fit``:
+    every step of ``fix`` (None: the plan's default fix, "just enough" where the crash's own
+    figures size it, else "safe"; see :mod:`oom_wizard.sizing`) on with its default toggles,
+    every other step off."""
+    return state.plan.default_choices(fix)
+
+
+def default_choice(
+    state: WizardState, step: StepProposal, fix: FixName | None = None
+) -> StepChoice:
+    """What accepting one step's defaults means (:func:`default_choices`)."""
     from oom_wizard.plan import StepChoice
 
-    return StepChoice(step_id=step.id, enabled=step.default_on and not step.satisfied)
+    return default_choices(state, fix).get(step.id) or StepChoice(step.id, enabled=False)
+
+
+def fix_names(state: WizardState) -> tuple[FixName, ...]:
+    """The fixes the plan offers, the default first ("safe" alone without a card to size
+    "just enough" against)."""
+    from oom_wizard.sizing import FIX_NAMES
+
+    offered = [name for name in FIX_NAMES if name in state.plan.fixes]
+    default = state.plan.default_fix
+    return tuple(sorted(offered, key=lambda name: name != default))
+
+
+def fix_words(state: WizardState, fix: FixName, *, short: bool = False) -> str:
+    """One line about a fix: its name, its steps and, where it was sized, its predicted peak
+    against the card (``just enough: 1 step (gradient_checkpointing), training peak ≈ 12.3 of
+    23.5 GiB``); ``short`` leaves the step ids out (the app lists them apart)."""
+    plan = state.plan
+    steps = [step for step in plan.fix_steps(fix) if step != VALIDATION_STEP]
+    text = f"{FIX_WORDS[fix]}: {len(steps)} step{'s' if len(steps) != 1 else ''}"
+    if steps and not short:
+        text += f" ({', '.join(steps)})"
+    sizing = plan.sizing
+    if sizing is not None and fix in sizing.savings:
+        band = sizing.predicted(fix)
+        peak = "peak" if short else f"{sizing.phase} peak"
+        text += f", {peak} ≈ {band.mid:.1f} of {sizing.card_gib:.1f} GiB"
+        if fix == "just_enough" and not sizing.covered:
+            text += (
+                " (not enough room left)"
+                if short
+                else " (no set of rungs is predicted to leave the margin)"
+            )
+    if fix == plan.default_fix:
+        text += " (default)"
+    return text
+
+
+def fix_steps_words(state: WizardState, fix: FixName) -> str:
+    """The steps of a fix by title, in the plan's order (``Gradient checkpointing on``)."""
+    titles = {step.id: step.title for step in state.plan.steps}
+    steps = [titles[step] for step in state.plan.fix_steps(fix) if step != VALIDATION_STEP]
+    return ", ".join(steps) if steps else "no step"
+
+
+def fix_summary(state: WizardState) -> tuple[str, ...]:
+    """The fixes in a few lines, for ``plan``, ``apply`` and the app: how they were sized
+    (the deficit, where it comes from, the margin), then one line per fix, the default first."""
+    from oom_wizard.sizing import MARGIN_SHARE
+
+    plan = state.plan
+    if not plan.fixes:
+        return ()
+    lines: list[str] = []
+    sizing = plan.sizing
+    if sizing is None:
+        lines.append(
+            "Fixes: only the safe set (no card size is known to weigh a smaller one against: "
+            "no OOM message with the card's capacity, no nvidia-smi)."
+        )
+    else:
+        verb = "needed" if sizing.deficit_gib >= 0 else "left"
+        lines.append(
+            f"Fixes sized against the {sizing.card_gib:.1f} GiB card at the {sizing.phase} "
+            f"peak: {abs(sizing.deficit_gib):.2f} GiB {verb} beyond the card ({sizing.source}), "
+            f"plus a margin of {sizing.margin_gib:.2f} GiB ({MARGIN_SHARE:.0%} of the card)."
+        )
+        if not sizing.calibrated:
+            lines.append(
+                "No OOM message of this crash sizes the deficit, so the safe set stays the "
+                "default; 'just enough' rests on the estimate alone."
+            )
+    lines.extend(f"  {fix_words(state, name)}" for name in fix_names(state))
+    return tuple(lines)
+
+
+def _as_default(step: StepProposal, choice: StepChoice, default: StepChoice) -> bool:
+    """Whether a recorded choice is the step's defaults as they were (nothing toggled or typed)."""
+    if choice.enabled != default.enabled or choice.values:
+        return False
+    return all(
+        choice.fields.get(proposal.key, proposal.default_on) == proposal.default_on
+        for proposal in step.fields
+    )
 
 
 def effective_choices(
-    state: WizardState, upto: int | None = None, extra: StepChoice | None = None
+    state: WizardState,
+    upto: int | None = None,
+    extra: StepChoice | None = None,
+    fix: FixName | None = None,
 ) -> dict[str, StepChoice]:
     """The choice for every step: made, or the default for steps not decided yet.
 
@@ -653,14 +809,21 @@ def effective_choices(
         upto: Only the first ``upto`` roll-back steps count (the rest are left off);
             None counts every step, with its default where undecided.
         extra: A choice that overrides the recorded one (the step being edited).
+        fix: The fix whose defaults the undecided steps take (None: the plan's default);
+            a step accepted as the default fix had it follows the fix named here too.
     """
     steps = state.rollback_steps()
+    defaults = default_choices(state, fix)
+    plan_defaults = default_choices(state) if fix is not None else defaults
     decided: dict[str, StepChoice] = {}
     for index, step in enumerate(steps):
+        recorded = state.choices.get(step.id)
         if upto is not None and index >= upto:
             decided[step.id] = _off(step.id)
+        elif recorded is not None and not _as_default(step, recorded, plan_defaults[step.id]):
+            decided[step.id] = recorded
         else:
-            decided[step.id] = state.choices.get(step.id) or default_choice(step)
+            decided[step.id] = defaults[step.id]
     validation = validation_choice(state)
     if validation is not None:
         decided[validation.step_id] = validation
@@ -695,7 +858,11 @@ def validation_choice(state: WizardState) -> StepChoice | None:
     found = plan_validation_choice(state.document, state.plan, wanted, start)
     if found is None:
         return _off(validation.id)
-    if chosen is None and state.validation_run is None and not default_choice(validation).enabled:
+    if (
+        chosen is None
+        and state.validation_run is None
+        and not default_choice(state, validation).enabled
+    ):
         return replace(found, enabled=False)
     return found
 
@@ -740,16 +907,11 @@ def _settle_validation(
 ) -> Mapping[str, StepChoice] | None:
     """The choices with the validation run counted by :func:`validation_choice` (a bare
     "on" from ``apply --steps validation_run`` or the plan's defaults gets its step count)."""
-    from oom_wizard.plan import StepChoice
 
     validation = state.validation_step()
     if validation is None:
         return choices
-    base = (
-        {s.id: StepChoice(step_id=s.id, enabled=s.default_on) for s in state.plan.steps}
-        if choices is None
-        else dict(choices)
-    )
+    base = default_choices(state) if choices is None else dict(choices)
     given = base.get(validation.id)
     if given is None or not given.enabled or given.values:
         return choices
@@ -770,7 +932,8 @@ def preselect_fix(state: WizardState, validation_steps: int) -> WizardState:
     This is what ``run`` saves with ``--auto``, and what the wizard it opens without
     ``--auto`` shows preselected.
     """
-    choices = {step.id: default_choice(step) for step in state.rollback_steps()}
+    defaults = default_choices(state)
+    choices = {step.id: defaults[step.id] for step in state.rollback_steps()}
     return replace(state, choices=MappingProxyType(choices), validation_run=validation_steps)
 
 
@@ -1670,13 +1833,13 @@ class FitFix:
 
 
 def fit_fix(state: WizardState, memory: JobMemory, card_gib: float) -> FitFix | None:
-    """The fewest of the plan's steps, taken in its order, after which the peak's high edge
-    is within the card (None when it already is, or the config cannot be planned).
+    """The plan's "just enough" fix against the card (:mod:`oom_wizard.sizing`: what costs no
+    quality, then the fewest rungs whose saving leaves a margin on the card), in the plan's
+    order; None when the peak's high edge is within the card already.
 
     The plan is the one for the moment of the peak phase (a training peak: ``early_steps``,
-    a sample: ``sampling``, loading or the first sample: ``loading``). Steps already done,
-    without fields, or that do not lower the peak are skipped. This is the one place that
-    picks the steps; ``apply --moment M --steps ...`` takes them as they are.
+    a sample: ``sampling``, loading or the first sample: ``loading``), sized against the card
+    with the job's calibration; ``apply --moment M --steps ...`` takes the steps as they are.
     """
     from oom_wizard.memory import PHASE_MOMENT
     from oom_wizard.memory import job_memory as memory_of
@@ -1686,23 +1849,24 @@ def fit_fix(state: WizardState, memory: JobMemory, card_gib: float) -> FitFix | 
     if memory.peak().high <= card_gib:
         return None
     moment: Moment = PHASE_MOMENT[memory.peak_phase]  # type: ignore[assignment]
-    plan = build_plan(state.document, moment, state.model_kind, changelog=state.changelog)
     calibration = memory.calibrated_by
-    taken: list[StepProposal] = []
-    current = memory
-    for step in plan.steps:
-        if step.id == VALIDATION_STEP or step.satisfied or not step.available or not step.fields:
-            continue
-        trial = {s.id: Choice(step_id=s.id, enabled=True) for s in (*taken, step)}
-        after = memory_of(
-            state.document, changes_for(plan, trial), state.model_kind, calibration=calibration
-        )
-        if after.peak().high >= current.peak().high - 1e-3:
-            continue
-        taken.append(step)
-        current = after
-        if current.peak().high <= card_gib:
-            break
+    plan = build_plan(
+        state.document,
+        moment,
+        state.model_kind,
+        changelog=state.changelog,
+        calibration=calibration,
+        card_gib=card_gib,
+        gpus=len(state.job.probe.gpus) if state.job.probe is not None else 1,
+    )
+    # The fix's own sizing (:mod:`oom_wizard.sizing`): what costs no quality, then the fewest
+    # rungs that leave the margin; the safe set where no card sizes it.
+    wanted = set(plan.fix_steps("just_enough" if "just_enough" in plan.fixes else "safe"))
+    taken = [step for step in plan.steps if step.id in wanted and step.id != VALIDATION_STEP]
+    trial = {s.id: Choice(step_id=s.id, enabled=s.id in wanted) for s in plan.steps}
+    current = memory_of(
+        state.document, changes_for(plan, trial), state.model_kind, calibration=calibration
+    )
     return FitFix(moment, plan, tuple(taken), current, current.peak().high <= card_gib)
 
 

@@ -25,6 +25,9 @@ LadderStepId = Literal[
     "layer_offloading",
     "lora_rank",
     "optimizer_8bit",
+    "attention",
+    "extra_passes",
+    "placement",
 ]
 """DESIGN.md's six steps, then the deeper levers the ladder goes on to when the crash needs it."""
 AnyStepId = Literal[LadderStepId, "validation_run"]

@@ -2,7 +2,8 @@
 
 Without ``--steps`` or ``--all`` it applies the plan's default-on steps with their default
 field toggles (what the wizard saves when every default is accepted); ``--all`` applies
-every step of the plan with its default toggles; ``--steps ID,ID`` names the steps. The
+every step of the plan with its default toggles; ``--steps ID,ID`` names the steps; ``--safe``
+takes the safe set where the default is "just enough" (:mod:`oom_wizard.sizing`). The
 moment and kind are settled exactly as ``plan`` settles them. The source is never written.
 """
 
@@ -41,7 +42,8 @@ def add_parser(subparsers: Any) -> None:
         description=(
             "Apply the roll-back plan and save a new config (never the source) with a change "
             "log that records every change, its step and why. Default: the steps that are on "
-            "by default; --all: every step; --steps: the ones named."
+            "by default ('just enough' where the crash's own figures size it, else the safe "
+            "set); --safe: the safe set; --all: every step; --steps: the ones named."
         ),
     )
     add_target_arguments(parser)
@@ -54,6 +56,14 @@ def add_parser(subparsers: Any) -> None:
     which.add_argument(
         "--all", action="store_true", help="apply every step of the plan with its defaults"
     )
+    which.add_argument(
+        "--safe",
+        action="store_true",
+        help=(
+            "apply the safe set: what costs no quality and all the moment's first rungs (the "
+            "default is 'just enough' where the crash's own figures size it)"
+        ),
+    )
     add_output_arguments(parser)
     add_db_arguments(parser, saving=True)
     parser.set_defaults(handler=run)
@@ -63,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     """Apply the chosen steps and save (through the service), or show them with ``--dry-run``."""
     from oom_wizard.jobdb import DbSaveResult
     from oom_wizard.save import SaveResult
-    from oom_wizard.service import ToFile, estimate, prepared, save
+    from oom_wizard.service import ToFile, default_choices, estimate, fix_words, prepared, save
 
     console = stdout()
     if wants_db(args, args.config) and args.job is None:
@@ -76,6 +86,11 @@ def run(args: argparse.Namespace) -> int:
         render_checks(console, plan)
         return 0
     choices = choose(plan, all_steps=args.all, named=args.steps)
+    if args.safe:
+        choices = default_choices(state, "safe")
+    if choices is None or args.safe:
+        fix = "safe" if args.safe else plan.default_fix
+        console.print(f"Applying {fix_words(state, fix)}", markup=False)
     if choices is None and plan.exhausted_advice:
         raise WizardError(
             f"{state.document.source}: ladder exhausted, nothing saved. {plan.exhausted_advice}"

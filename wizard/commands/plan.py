@@ -34,7 +34,8 @@ def add_parser(subparsers: Any) -> None:
         description=(
             "Show the memory roll-back for a job that died with CUDA out of memory: the steps "
             "in order, each with the fields it would change (before → after), which are on "
-            "by default, and a relative memory estimate. Writes nothing; 'apply' saves it."
+            "by default, the fixes offered (just enough and safe) with their peak in GiB, and a "
+            "relative memory estimate. Writes nothing; 'apply' saves it."
         ),
     )
     add_target_arguments(parser)
@@ -152,9 +153,10 @@ def plan_json(state: WizardState) -> dict[str, Any]:
 
 
 def render_plan(console: Console, state: WizardState, notes: Sequence[str]) -> None:
-    """The plan as text: context, the default fix's estimate (and, when nothing lowers the
-    crashed peak, that the ladder is exhausted and what remains), then one block per step."""
-    from oom_wizard.service import estimate
+    """The plan as text: context, the default fix's estimate, the fixes offered (and, when
+    nothing lowers the crashed peak, that the ladder is exhausted and what remains), then one
+    block per step."""
+    from oom_wizard.service import estimate, fix_summary
 
     plan = state.plan
     console.print(f"Roll-back plan for {state.source}", markup=False)
@@ -170,6 +172,8 @@ def render_plan(console: Console, state: WizardState, notes: Sequence[str]) -> N
         f"  with the default steps: {describe_estimate(figures, plan.moment)}", markup=False
     )
     console.print(f"  {figures.note}", markup=False)
+    for line in fix_summary(state):
+        console.print(f"  {line}", markup=False)
     if plan.exhausted_advice:
         console.print("", markup=False)
         console.print(f"Ladder exhausted. {plan.exhausted_advice}", markup=False)
@@ -182,8 +186,8 @@ def render_plan(console: Console, state: WizardState, notes: Sequence[str]) -> N
     for number, step in enumerate(plan.steps, start=1):
         render_step(console, state, number, step)
     console.print(
-        "Apply the default steps with 'oom-wizard apply', all of them with --all, "
-        "or name them with --steps ID,ID.",
+        "Apply the default steps with 'oom-wizard apply', the safe set with --safe, all of "
+        "them with --all, or name them with --steps ID,ID.",
         markup=False,
     )
 

@@ -1,0 +1,75 @@
+"""The memory bar: a config's peak against the card, ``19.8 of 23.5 GiB``, with its phase.
+
+The load screen shows today's config; every step screen shows the config with the choices up
+to that step. The figures come from the service (:func:`oom_wizard.service.memory_peak`); the
+bar reads without colour: its fill, the figures and the verdict are text.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from textual.content import Content
+from textual.widgets import Static
+
+if TYPE_CHECKING:
+    from oom_wizard.service import MemoryPeak
+
+#: Cells of the bar between its ends.
+BAR_WIDTH: Final = 20
+
+#: The verdict in words and its colour.
+VERDICTS: Final = {
+    "fits": ("fits", "$text-success"),
+    "tight": ("tight", "$text-warning"),
+    "wont_fit": ("won't fit", "$text-error"),
+}
+
+
+def bar_content(peak: MemoryPeak | None) -> Content:
+    """``Memory ▕███████████████░░░░▏ 19.8 of 23.5 GiB, fits, in a training step``.
+
+    Without a card the bar is left out and the peak is shown alone; without figures, a line
+    that says so.
+    """
+    if peak is None:
+        return Content.styled("Memory: no estimate for this job.", "$text-muted")
+    parts: list[Content | str] = [Content.styled("Memory ", "bold")]
+    verdict = peak.verdict
+    if peak.card_gib and verdict is not None:
+        words, style = VERDICTS[verdict]
+        filled = min(BAR_WIDTH, round(BAR_WIDTH * peak.gib / peak.card_gib))
+        parts += [
+            "▕",
+            Content.styled("█" * filled, style),
+            Content.styled("░" * (BAR_WIDTH - filled), "$text-muted"),
+            "▏ ",
+            Content.styled(peak.words(), "bold"),
+            ", ",
+            Content.styled(words, style),
+        ]
+    else:
+        parts += [Content.styled(f"peak {peak.words()}", "bold"), " (card size unknown)"]
+    parts.append(f", in {peak.phase_words}")
+    detail = [f"≈ band {peak.band.low:.1f}–{peak.band.high:.1f} GiB"]
+    if peak.calibrated:
+        detail.append("fitted to the OOM message")
+    elif peak.card_source:
+        detail.append(f"card from {peak.card_source}")
+    if not peak.known:
+        detail.append("rough (stand-in figures)")
+    return Content.assemble(*parts, Content.styled("\n" + " · ".join(detail), "$text-muted"))
+
+
+class MemoryBar(Static):
+    """The peak against the card (see :func:`bar_content`)."""
+
+    DEFAULT_CSS = """
+    MemoryBar {
+        height: auto;
+    }
+    """
+
+    def show(self, peak: MemoryPeak | None) -> None:
+        """Show ``peak``."""
+        self.update(bar_content(peak))
