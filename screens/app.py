@@ -356,7 +356,7 @@ class OomWizardApp(App[int]):
         """
         from oom_wizard.errors import error_line, is_bad_input
 
-        line = error_line(error)
+        line = error_line(error, "app")
         if self.trace_failures:
             line += f" (traceback in {self._write_traceback(error)})"
         screen = self.screen

@@ -195,7 +195,7 @@ class LoadScreen(StageScreen[None]):
             except ScanCancelled:
                 return  # the screen already says so (see action_cancel_reading)
             except WizardError as exc:
-                message: Message = LoadFailed(exc.one_line())
+                message: Message = LoadFailed(exc.one_line("app"))
             else:
                 message = JobLoaded(state)
         if not worker.is_cancelled:
@@ -274,7 +274,7 @@ class LoadScreen(StageScreen[None]):
         try:
             path, jobs = list_jobs(db)
         except WizardError as exc:
-            self.post_message(LoadFailed(exc.one_line()))
+            self.post_message(LoadFailed(exc.one_line("app")))
         else:
             self.post_message(JobsListed(path, jobs))
 

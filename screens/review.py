@@ -75,7 +75,7 @@ class ReviewScreen(SavingStage):
             self.ready = prepared(self.state, self.choices())
         except WizardError as exc:
             self.ready = None
-            self.show_error(exc.one_line())
+            self.show_error(exc.one_line("app"))
             return
         self.query_one("#summary", Static).update(self._summary(self.ready))
         self.query_one("#diff", DiffView).show(self.ready)

@@ -62,7 +62,7 @@ class ScaleUpScreen(SavingStage):
         try:
             self.ready = prepare_scale_up(self.state, self.next_up)
         except WizardError as exc:
-            self.show_error(exc.one_line())
+            self.show_error(exc.one_line("app"))
             return
         self.query_one("#diff", DiffView).show(self.ready)
 

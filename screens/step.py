@@ -245,7 +245,7 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
             ready = prepared(state, only_this)
         except WizardError as exc:
             self.query_one("#estimate", Static).update(
-                Content.styled(exc.one_line(), "$text-error")
+                Content.styled(exc.one_line("app"), "$text-error")
             )
             return
         text = f"Memory, relative to today (≈): training {figure.train_pct:.0f}%"

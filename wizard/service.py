@@ -50,7 +50,7 @@ from oom_wizard.changelog import (
 from oom_wizard.changes import Change, Prepared, commit, prepare
 from oom_wizard.diagnosis import Answers, Diagnosis, diagnose
 from oom_wizard.document import JobDocument, load_document
-from oom_wizard.errors import WizardError
+from oom_wizard.errors import Front, SaveRefused, WizardError
 from oom_wizard.follow import JobRow, LiveJob, LiveStatus, WatchTarget, read_job_row
 from oom_wizard.jobdb import AsNew, DbJob, DbSaveResult, InPlace
 from oom_wizard.logread import ScanCancelled, Watch, watching
@@ -84,6 +84,7 @@ __all__ = [
     "Destination",
     "EnvironmentVerdict",
     "FieldProposal",
+    "FileTarget",
     "InPlace",
     "JobRequest",
     "JobRow",
@@ -124,6 +125,7 @@ __all__ = [
     "effective_choices",
     "environment_verdict",
     "estimate",
+    "file_target",
     "first_step",
     "format_path",
     "later_lines",
@@ -843,6 +845,74 @@ def default_file_output(state: WizardState) -> Path:
     if state.db_job is None:
         return default_output_path(state.source)
     return default_output_path(Path(f"{state.db_job.file_stem}.json"))
+
+
+@dataclass(frozen=True)
+class FileTarget:
+    """A config file to save to, as typed (the app's "Save as" and "Change log" fields):
+    the destination, or the refusal of each field.
+
+    Attributes:
+        destination: Where the save goes (None: a field is refused).
+        output_refused: Why the output name is refused (None: it is not).
+        changelog_refused: Why the change-log name is refused (None: it is not).
+    """
+
+    destination: ToFile | None
+    output_refused: SaveRefused | None = None
+    changelog_refused: SaveRefused | None = None
+
+    def reasons(self, front: Front = "app") -> tuple[str | None, str | None]:
+        """The output's and the change log's reasons, worded for ``front`` (None: fine)."""
+        return (
+            self.output_refused.reason(front) if self.output_refused else None,
+            self.changelog_refused.reason(front) if self.changelog_refused else None,
+        )
+
+    def first_refusal(self) -> SaveRefused | None:
+        """The refusal to show as the save's error line."""
+        return self.output_refused or self.changelog_refused
+
+
+def file_target(state: WizardState, output: str, changelog: str | None) -> FileTarget:
+    """The file destination typed in the app, checked as the save checks it, before it.
+
+    Args:
+        state: The wizard state (its source is never a target).
+        output: The new config's path as typed (``~`` is expanded).
+        changelog: The change log's path as typed; None puts it beside the output.
+    """
+    from oom_wizard.save import check_output
+
+    output_path, output_refused = _file_name(output, "the new config", "file_name")
+    if output_path is not None:
+        try:
+            check_output(output_path, source=state.source)
+        except SaveRefused as exc:
+            output_refused = exc
+    changelog_path: Path | None
+    changelog_refused: SaveRefused | None = None
+    if changelog is None:
+        changelog_path = changelog_path_for(output_path) if output_path is not None else None
+    else:
+        changelog_path, changelog_refused = _file_name(
+            changelog, "the change log", "changelog_name"
+        )
+    if output_refused is not None or changelog_refused is not None or changelog_path is None:
+        return FileTarget(None, output_refused, changelog_refused)
+    assert output_path is not None
+    return FileTarget(ToFile(output_path, changelog_path))
+
+
+def _file_name(typed: str, what: str, remedy: str) -> tuple[Path | None, SaveRefused | None]:
+    """``typed`` as a file's path, or why it cannot be one (empty, or a folder)."""
+    text = typed.strip()
+    if not text:
+        return None, SaveRefused(f"a file name is needed for {what}", remedy=remedy)
+    path = Path(text).expanduser()
+    if text.endswith("/") or path.name in ("", ".", ".."):
+        return None, SaveRefused("this is a folder", file=text, remedy=remedy)
+    return path, None
 
 
 def next_scale_up(state: WizardState) -> ScaleUp | None:
