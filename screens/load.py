@@ -438,20 +438,19 @@ def _origin_rows(state: WizardState) -> list[Content]:
 
 
 def _gpu_rows(state: WizardState) -> list[Content]:
-    """PyTorch's memory figures from the log, and where the crash came."""
-    if state.log_diagnosis is None:
+    """PyTorch's memory figures from the log, and how its last run ended (a crash only when
+    it crashed: the service says)."""
+    from oom_wizard.service import last_run
+
+    run = last_run(state)
+    if state.log_diagnosis is None or run is None:
         return []
     report = state.diagnosis.to_json()
     rows: list[Content] = []
     figures = oom_figures(report.get("oom") or {})
     if figures:
         rows.append(_row("GPU", " · ".join(figures)))
-    phase = report.get("phase")
-    step, total = report.get("last_step"), report.get("total_steps")
-    where = f"phase {phase}" if phase else "phase unknown"
-    if step is not None and total:
-        where += f" · step {step}/{total}"
-    rows.append(_row("Crash", where))
+    rows.append(_row(run.label, run.where))
     return rows
 
 

@@ -111,3 +111,117 @@ def test_the_service_checks_a_typed_file_destination(tmp_path: Path) -> None:
     )
     good = file_target(state, str(folder / "new.yaml"), None).destination
     assert good is not None and good.changelog == folder / "new.changelog.json"
+
+
+# --- item 3: "Did the retry run?" is preselected from the log --------------------------------
+
+DEMO_BAR = "flux_portrait_lora: "
+
+
+def _head(folder: Path) -> str:
+    """The image demo's log up to its training bar (loading and the baseline sample)."""
+    text = (folder / IMAGE_JOB.log).read_text(encoding="utf-8")
+    return text[: text.index(f"\n{DEMO_BAR}  0%") + 1]
+
+
+def _bars(upto: int, total: int = 3000) -> str:
+    steps = [f"{DEMO_BAR}{n * 100 // total:3d}%|   | {n}/{total} [00:{n:02d}<00:00, 2.00s/it]"
+             for n in range(0, upto + 1, max(1, upto // 5))]  # fmt: skip
+    return "\r".join(steps) + "\n"
+
+
+def finished_log(folder: Path, name: str = "finished.log") -> Path:
+    """The image demo's job trained to its last step, the final sample drawn, and done."""
+    tail = (
+        _bars(3000)
+        + "Saving at step 3000\n"
+        + "Generating Images:   0%|          | 0/3 [00:00<?, ?it/s]\r"
+        + "Generating Images: 100%|██████████| 3/3 [01:04<00:00, 21.50s/it]\n"
+        + "\n========================================\nResult:\n - 1 completed job\n"
+        + "========================================\n"
+    )
+    path = folder / name
+    path.write_text(_head(folder) + tail, encoding="utf-8")
+    return path
+
+
+def training_log(folder: Path, name: str = "training.log") -> Path:
+    """The image demo's job still training at step 40 (the log of a run under way)."""
+    path = folder / name
+    path.write_text(_head(folder) + _bars(40).rstrip("\n"), encoding="utf-8")
+    return path
+
+
+def crashed_log(folder: Path, name: str = "crashed.log") -> Path:
+    """The image demo's own log (it ends in CUDA out of memory), written now."""
+    path = folder / name
+    path.write_bytes((folder / IMAGE_JOB.log).read_bytes())
+    return path
+
+
+def rolled_back(folder: Path) -> Path:
+    """The image demo rolled back with every default; the saved config."""
+    from oom_wizard.request import JobRequest
+    from oom_wizard.save import SaveResult
+    from oom_wizard.service import ToFile, effective_choices, save, start
+
+    state = start(JobRequest(folder / IMAGE_JOB.config, folder / IMAGE_JOB.log, probe=False))
+    result = save(state, effective_choices(state), ToFile())
+    assert isinstance(result, SaveResult)
+    return result.config
+
+
+async def _coming_back(app: object) -> tuple[str | None, str]:
+    """Open the coming-back screen; the highlighted answer's id and the screen's note."""
+    from tests.app_support import wait_for_state
+
+    async with app.run_test(size=SIZE) as pilot:  # type: ignore[attr-defined]
+        await wait_for_state(pilot)
+        await press(pilot, "enter")
+        assert screen_name(pilot) == "ComingBackScreen"
+        highlighted = app.screen.query_one("#answer-list").highlighted_option  # type: ignore[attr-defined]
+        notes = app.screen.query("#evidence").results(Static)  # type: ignore[attr-defined]
+        note = "".join(str(shown.render()) for shown in notes)
+        await press(pilot, "enter")
+        after = screen_name(pilot)
+    return (highlighted.id if highlighted else None), note + "\n" + after
+
+
+async def test_a_crash_after_the_save_preselects_no_with_its_evidence(tmp_path: Path) -> None:
+    from oom_wizard.screens.app import create_app
+
+    folder = demo_folder(tmp_path)
+    saved = rolled_back(folder)
+    log = crashed_log(folder)
+    chosen, shown = await _coming_back(create_app(saved, log=log, probe=False))
+    assert chosen == "crashed"
+    assert f"{log.name}:" in shown and "OOM during training step" in shown
+    assert shown.endswith("MomentScreen")  # Enter: a new diagnosis, not a heavier config
+
+
+async def test_a_finished_or_training_retry_preselects_yes(tmp_path: Path) -> None:
+    from oom_wizard.screens.app import create_app
+
+    folder = demo_folder(tmp_path)
+    saved = rolled_back(folder)
+    for log in (finished_log(folder), training_log(folder)):
+        chosen, shown = await _coming_back(create_app(saved, log=log, probe=False))
+        assert chosen == "ran", shown
+        assert f"{log.name}:" in shown
+        assert shown.endswith("ScaleUpScreen")
+
+
+def test_a_clean_finish_is_not_labelled_a_crash(tmp_path: Path) -> None:
+    """Item 8: the load screen's row says how the run ended, as ``diagnose`` does."""
+    from oom_wizard.request import JobRequest
+    from oom_wizard.screens.load import summary
+    from oom_wizard.service import start
+
+    folder = demo_folder(tmp_path)
+    state = start(JobRequest(folder / IMAGE_JOB.config, finished_log(folder), probe=False))
+    assert state.diagnosis.crashed is False
+    text = str(summary(state))
+    assert "Crash" not in text
+    assert "Finished" in text and "step 3000/3000" in text
+    crashed = start(JobRequest(folder / IMAGE_JOB.config, folder / IMAGE_JOB.log, probe=False))
+    assert "Crash " in str(summary(crashed))

@@ -89,6 +89,7 @@ __all__ = [
     "JobRequest",
     "JobRow",
     "Jumped",
+    "LastRun",
     "LeavingSummary",
     "LiveJob",
     "LiveStatus",
@@ -97,6 +98,7 @@ __all__ = [
     "OpenedJob",
     "Plan",
     "Prepared",
+    "RetryAnswer",
     "SaveResult",
     "Saved",
     "ScaleUp",
@@ -128,6 +130,7 @@ __all__ = [
     "file_target",
     "first_step",
     "format_path",
+    "last_run",
     "later_lines",
     "leaving_summary",
     "list_jobs",
@@ -146,6 +149,7 @@ __all__ = [
     "recorded_steps",
     "remember_theme",
     "reopen_command",
+    "retry_answer",
     "retry_crashed",
     "run_command",
     "run_log_for",
@@ -573,6 +577,147 @@ def retry_crashed(state: WizardState) -> WizardState:
     """The state after "the retry ran out of memory again": the plan goes one rung further."""
     settled = settle(state.job, state.answers, new_crash=True)
     return replace(state, settled=settled, choices=MappingProxyType({}))
+
+
+# --- how the log's last run ended -----------------------------------------------------------
+
+#: How the log's last run ended: in a failure, finished, still training (or cut off while it
+#: trained), stopped by the user, or none of these as far as the log says.
+RunEnding: TypeAlias = Literal["crashed", "finished", "training", "stopped", "unknown"]
+
+#: The load screen's label for each ending.
+_ENDING_LABELS: Mapping[RunEnding, str] = MappingProxyType(
+    {
+        "crashed": "Crash",
+        "finished": "Finished",
+        "training": "Training",
+        "stopped": "Stopped",
+        "unknown": "Last run",
+    }
+)
+
+
+@dataclass(frozen=True)
+class LastRun:
+    """How the log's last run ended: the load screen's row and the coming-back question's
+    evidence, from the one diagnosis ``diagnose`` prints.
+
+    Attributes:
+        ending: How it ended (see :data:`RunEnding`).
+        label: The ending in one word ("Crash", "Finished", ...).
+        where: The phase and the step it ended at (``phase sampling · step 4/3000``).
+        evidence: The line that shows the ending, ``LOG:LINE: text`` (None: none).
+        after_save: The log was written after the change log's last save (None: no change
+            log, or it cannot tell).
+    """
+
+    ending: RunEnding
+    label: str
+    where: str
+    evidence: str | None
+    after_save: bool | None
+
+
+def last_run(state: WizardState) -> LastRun | None:
+    """How the log's last run ended (None without a log)."""
+    scan = state.job.scan
+    if scan is None:
+        return None
+    diagnosis = state.log_diagnosis or state.diagnosis
+    ending: RunEnding
+    if diagnosis.crashed:
+        ending = "crashed"
+    elif scan.finished:
+        ending = "finished"
+    elif scan.stopped:
+        ending = "stopped"
+    elif scan.training_started:
+        ending = "training"
+    else:
+        ending = "unknown"
+    where = f"phase {scan.phase}" if scan.phase else "phase unknown"
+    if scan.last_step is not None and scan.total_steps:
+        where += f" · step {scan.last_step}/{scan.total_steps}"
+    return LastRun(
+        ending,
+        _ENDING_LABELS[ending],
+        where,
+        _ending_line(state, ending),
+        _written_after_save(state.log_path, state.changelog),
+    )
+
+
+def _ending_line(state: WizardState, ending: RunEnding) -> str | None:
+    """The log line that shows ``ending``, as ``NAME:LINE: text``."""
+    scan = state.job.scan
+    if scan is None:
+        return None
+    tags = {
+        "crashed": ("exception", "error", "exit"),
+        "finished": ("finished", "bar"),
+        "training": ("bar",),
+        "stopped": ("stopped",),
+        "unknown": (),
+    }[ending]
+    found = None
+    for tag in tags:  # the first tag that has a line, its last line
+        lines = scan.evidence_for(tag)
+        if lines:
+            found = lines[-1]
+            break
+    if found is None and ending == "crashed" and scan.evidence:
+        found = scan.evidence[-1]
+    if found is None:
+        return None
+    name = state.log_path.name if state.log_path is not None else "log"
+    return f"{name}:{found.line}: {found.text}"
+
+
+def _written_after_save(log: Path | None, changelog: ChangeLog | None) -> bool | None:
+    """Whether the log was written after the change log's last run (None: cannot tell)."""
+    last = changelog.last_run() if changelog is not None else None
+    if log is None or last is None:
+        return None
+    try:
+        saved = datetime.fromisoformat(last.at)
+        written = datetime.fromtimestamp(log.stat().st_mtime, tz=timezone.utc)
+    except (ValueError, OSError):
+        return None
+    return written > saved
+
+
+@dataclass(frozen=True)
+class RetryAnswer:
+    """The coming-back question's answer, as the log gives it.
+
+    Attributes:
+        ran: True: the retry finished or is training; False: it crashed after the save;
+            None: the log does not say (no log, or none written since the save).
+        evidence: Why, in one line (the log line, or what is missing).
+    """
+
+    ran: bool | None
+    evidence: str
+
+
+def retry_answer(state: WizardState) -> RetryAnswer:
+    """Did the retry of the saved config run? From the log: a crash written after the save
+    means No; a finished run, or one still training, means Yes; anything else is the
+    user's to say."""
+    run = last_run(state)
+    if run is None:
+        return RetryAnswer(None, "No log of the retry was read: say how it went.")
+    if run.after_save is False:
+        return RetryAnswer(
+            None, "The log is older than the last save: it is not the retry's. Say how it went."
+        )
+    line = f": {run.evidence}" if run.evidence else ""
+    if run.ending == "crashed":
+        return RetryAnswer(False, f"The log crashed after the save ({run.where}){line}")
+    if run.ending in ("finished", "training"):
+        how = "finished" if run.ending == "finished" else "is training"
+        return RetryAnswer(True, f"The log shows the retry {how} ({run.where}){line}")
+    return RetryAnswer(None, f"The log does not say how the retry went ({run.where}){line}")
 
 
 # --- choices --------------------------------------------------------------------------------------
