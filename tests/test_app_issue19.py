@@ -6,11 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from textual.pilot import Pilot
-from textual.widgets import Input, Static
+from textual.widgets import DirectoryTree, Input, Static
 
 from oom_wizard.commands.demo import IMAGE_JOB
 from tests.app_support import (
+    IDLE_POINTS,
     demo_app,
     demo_folder,
     press,
@@ -225,3 +227,50 @@ def test_a_clean_finish_is_not_labelled_a_crash(tmp_path: Path) -> None:
     assert "Finished" in text and "step 3000/3000" in text
     crashed = start(JobRequest(folder / IMAGE_JOB.config, folder / IMAGE_JOB.log, probe=False))
     assert "Crash " in str(summary(crashed))
+
+
+# --- item 5 and the picker's log -------------------------------------------------------------
+
+
+async def test_a_folder_without_a_config_opens_the_picker_in_that_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oom_wizard.screens.app import create_app
+    from tests.app_support import wait_for_error
+
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    (jobs / "notes.md").write_text("nothing to open\n", encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    app = create_app(jobs, probe=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_error(pilot)
+        tree = app.screen.query_one("#tree", DirectoryTree)
+        assert Path(tree.path) == jobs
+
+
+async def test_the_picker_chooses_the_log_as_well_as_the_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oom_wizard.screens.app import create_app
+
+    folder = demo_folder(tmp_path)
+    log = crashed_log(folder, "my_run.txt")
+    monkeypatch.chdir(folder)
+    app = create_app(probe=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()  # the tree loads its folder in workers of its own: no settle()
+        tree = app.screen.query_one("#tree", DirectoryTree)
+        tree.post_message(DirectoryTree.FileSelected(tree.root, log))  # a click on the log
+        await pilot.pause()
+        assert app.screen.query_one("#log-path", Input).value == str(log)
+        app.screen.query_one("#path", Input).value = str(folder / IMAGE_JOB.config)
+        app.screen.query_one("#path", Input).focus()
+        await pilot.press("enter")
+        for _ in range(IDLE_POINTS):
+            if app.state is not None:
+                break
+            await pilot.pause(0.05)
+        assert app.require_state().log_path == log

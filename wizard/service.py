@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from oom_wizard.view import ProcessView
 
 __all__ = [
+    "LOG_SUFFIXES",
     "MISSING",
     "RUN_LOG_SUFFIX",
     "VALIDATION_STEP",
@@ -140,6 +141,7 @@ __all__ = [
     "nothing_left",
     "open_job",
     "pending_scale_ups",
+    "picker_folder",
     "prepare_scale_up",
     "prepared",
     "preselect_fix",
@@ -1276,6 +1278,23 @@ def list_jobs(db: Path) -> tuple[Path, tuple[DbJob, ...]]:
 
     path = find_db(db)
     return path, db_jobs(path)
+
+
+def picker_folder(target: Path | None) -> Path:
+    """Where the app's file picker opens after a target that could not be opened: that
+    folder, or the named file's folder, when it is there; else the working folder."""
+    if target is not None:
+        folder = target.expanduser()
+        if not folder.is_dir():
+            folder = folder.parent
+        if folder.is_dir() and str(folder) not in ("", "."):
+            return folder
+    return Path.cwd()
+
+
+#: A training log the picker offers beside the configs: AI Toolkit's ``log.txt`` (and the
+#: UI's ``logs/N_log.txt``), ``run.py -l FILE``'s file, a log saved with another name.
+LOG_SUFFIXES = (".txt", ".log")
 
 
 def moment_info(moment: Moment) -> MomentInfo:
