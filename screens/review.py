@@ -25,6 +25,7 @@ from oom_wizard.service import (
     save,
     validation_choice,
 )
+from oom_wizard.spelling import field_changes
 
 
 class ReviewScreen(SavingStage):
@@ -83,7 +84,7 @@ class ReviewScreen(SavingStage):
     def _summary(self, ready: Prepared) -> str:
         count = len(ready.entries)
         steps = sorted({entry.step for entry in ready.entries if entry.step})
-        text = f"{count} field{'s' if count != 1 else ''} change"
+        text = field_changes(count)
         if steps:
             text += f" ({', '.join(steps)})"
         job = self.state.db_job

@@ -28,9 +28,19 @@ class ScaleUpScreen(SavingStage):
 
     BINDINGS = [  # noqa: RUF012
         Binding("enter", "save", "Save", priority=True),
+        Binding("enter", "close", "Close", priority=True),
         Binding("escape", "back", "Back"),
     ]
     SCALE_UP = True
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Enter saves the re-add, or, with nothing left to re-add, closes (the footer says
+        which)."""
+        if action == "save":
+            return self.next_up is not None
+        if action == "close":
+            return self.next_up is None
+        return True
 
     def __init__(self) -> None:
         super().__init__()
@@ -66,10 +76,14 @@ class ScaleUpScreen(SavingStage):
             return
         self.query_one("#diff", DiffView).show(self.ready)
 
+    def action_close(self) -> None:
+        """Nothing is left to re-add: close the wizard."""
+        self.app.exit(0)
+
     def action_save(self) -> None:
         """Save the scaled-up config in a worker (or quit when nothing is left)."""
         if self.next_up is None:
-            self.app.exit(0)
+            self.action_close()
             return
         if self.ready is not None:
             self.start_save(partial(save_scale_up, self.state, self.next_up, ready=self.ready))

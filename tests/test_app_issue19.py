@@ -274,3 +274,63 @@ async def test_the_picker_chooses_the_log_as_well_as_the_config(
                 break
             await pilot.pause(0.05)
         assert app.require_state().log_path == log
+
+
+# --- item 16: wording ---------------------------------------------------------------------------
+
+
+def test_history_says_why_not_only_which_field(tmp_path: Path) -> None:
+    from tests.plan_support import cli
+
+    folder = demo_folder(tmp_path)
+    config = folder / IMAGE_JOB.config
+    status, _, err = cli("apply", config, "--log", folder / IMAGE_JOB.log, "--no-probe")
+    assert status == 0, err
+    status, out, err = cli("history", folder / "flux_portrait_lora.oomfix.yaml")
+    assert status == 0, err
+    whys = [line.strip() for line in out.splitlines() if line.strip().startswith("why:")]
+    assert whys
+    for why in whys:
+        assert not why.endswith(": train.gradient_checkpointing"), why
+        assert not why.endswith(": train.batch_size"), why
+    assert any("Activations are recomputed in the backward pass" in why for why in whys), whys
+
+
+def test_counts_and_orders_read_as_english(tmp_path: Path) -> None:
+    from oom_wizard.spelling import field_changes
+
+    assert field_changes(1) == "1 field changes"
+    assert field_changes(4) == "4 fields change"
+    from oom_wizard.request import JobRequest
+    from oom_wizard.service import ToFile, effective_choices, next_scale_up, save, start
+
+    folder = demo_folder(tmp_path)
+    state = start(JobRequest(folder / IMAGE_JOB.config, folder / IMAGE_JOB.log, probe=False))
+    saved = save(state, effective_choices(state), ToFile())
+    again = start(JobRequest(saved.config, probe=False))  # type: ignore[union-attr]
+    scale_up = next_scale_up(again)
+    assert scale_up is not None
+    assert "The order is Re-add" not in scale_up.why
+    assert "re-add the biggest resolution, then" in scale_up.why.lower()
+
+
+async def test_the_footer_of_the_last_scale_up_says_what_enter_does(tmp_path: Path) -> None:
+    """A scale-up screen with nothing left says "Enter closes": its footer must not say Save."""
+    from oom_wizard.screens.scale_up import ScaleUpScreen
+
+    bindings = {b.key: b.description for b in ScaleUpScreen.BINDINGS}  # type: ignore[union-attr]
+    assert "enter" in bindings
+    from tests.app_support import wait_for_state
+
+    folder = demo_folder(tmp_path)
+    app = demo_app(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_state(pilot)
+        screen = ScaleUpScreen()
+        screen.next_up = None  # what the screen shows when nothing is left to re-add
+        await pilot.app.push_screen(screen)
+        await pilot.pause()
+        footer = " ".join(str(w.render()) for w in screen.query("KeyBar *").results())
+        shown = " ".join(str(w.render()) for w in screen.query(Static).results(Static))
+    assert "Enter closes" in shown
+    assert "Save" not in footer

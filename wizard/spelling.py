@@ -96,3 +96,8 @@ def oom_figures(oom: Mapping[str, Any]) -> list[str]:
         who = f"pid {other['pid']}" if other["pid"] else "another process"
         parts.append(f"{who} {gib(other['gib'])}")
     return parts
+
+
+def field_changes(count: int) -> str:
+    """``1 field changes``, ``4 fields change``: a count of changed fields as a clause."""
+    return f"{count} field changes" if count == 1 else f"{count} fields change"

@@ -93,6 +93,8 @@ def render_history(
     console: Console, changelog: ChangeLog, log_path: Path, document: JobDocument | None
 ) -> None:
     """The change log as text, and the next re-add when the config is at hand."""
+    from oom_wizard.service import change_why
+
     console.print(f"Change log {log_path}", markup=False)
     console.print(f"  original config: {changelog.source.path}", markup=False)
     console.print(f"  latest config:   {changelog.output.path}", markup=False)
@@ -115,8 +117,9 @@ def render_history(
             console.print("  no field changed", markup=False)
         for entry in entries:
             console.print(change_line(entry.path, entry.before, entry.after), markup=False)
-            if entry.reason:
-                console.print(f"      why: {entry.reason}", markup=False)
+            why = change_why(entry)
+            if why:
+                console.print(f"      why: {why}", markup=False)
     console.print("", markup=False)
     if changelog.attempts:
         _render_attempts(console, changelog)
