@@ -334,3 +334,25 @@ async def test_the_footer_of_the_last_scale_up_says_what_enter_does(tmp_path: Pa
         shown = " ".join(str(w.render()) for w in screen.query(Static).results(Static))
     assert "Enter closes" in shown
     assert "Save" not in footer
+
+
+# --- also expected: the run command after apply and scale-up on the command line ----------------
+
+
+def test_apply_and_scale_up_print_the_run_command_the_app_gives(tmp_path: Path) -> None:
+    from oom_wizard.service import run_command_for
+    from tests.plan_support import cli
+
+    folder = demo_folder(tmp_path)
+    status, out, err = cli(
+        "apply", folder / IMAGE_JOB.config, "--log", folder / IMAGE_JOB.log, "--no-probe"
+    )
+    assert status == 0, err
+    saved = (folder / "flux_portrait_lora.oomfix.yaml").resolve()
+    log = saved.with_name("flux_portrait_lora.oomfix.log.txt")
+    assert f"  python run.py {saved} -l {log}" in out
+    assert run_command_for(saved) == f"python run.py {saved} -l {log}"
+    status, out, err = cli("scale-up", saved, "--yes")
+    assert status == 0, err
+    again = saved.with_name("flux_portrait_lora.oomfix-2.yaml")
+    assert f"  {run_command_for(again)}" in out

@@ -155,6 +155,7 @@ __all__ = [
     "retry_answer",
     "retry_crashed",
     "run_command",
+    "run_command_for",
     "run_log_for",
     "save",
     "save_scale_up",
@@ -1434,8 +1435,14 @@ def run_command(state: WizardState, saved: Saved) -> str | None:
     """
     if isinstance(saved, DbSaveResult) or state.ui_job:
         return None
-    config = shlex.quote(os.path.abspath(saved.config))
-    return f"python run.py {config} -l {shlex.quote(str(run_log_for(saved.config)))}"
+    return run_command_for(saved.config)
+
+
+def run_command_for(config: Path) -> str:
+    """``python run.py CONFIG -l LOG`` for a saved config file, both paths absolute: the
+    one command the app's result, its leaving summary, ``apply`` and ``scale-up`` print."""
+    quoted = shlex.quote(os.path.abspath(config))
+    return f"python run.py {quoted} -l {shlex.quote(str(run_log_for(config)))}"
 
 
 def reopen_command(saved: SaveResult) -> str:
