@@ -356,3 +356,33 @@ def test_apply_and_scale_up_print_the_run_command_the_app_gives(tmp_path: Path) 
     assert status == 0, err
     again = saved.with_name("flux_portrait_lora.oomfix-2.yaml")
     assert f"  {run_command_for(again)}" in out
+
+
+# --- item 14: a typed batch keeps the effective batch ------------------------------------------
+
+
+async def test_a_typed_batch_keeps_the_effective_batch(tmp_path: Path) -> None:
+    from oom_wizard.screens.step import FieldRow, StepScreen
+    from tests.app_support import wait_for_state
+
+    folder = demo_folder(tmp_path)  # batch 2, accumulation 1: an effective batch of 2
+    app = demo_app(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_state(pilot)
+        await press(pilot, "enter", "enter")
+        while isinstance(app.screen, StepScreen) and app.screen.step.id != "batch_size":
+            await press(pilot, "enter")
+        screen = app.screen
+        assert isinstance(screen, StepScreen)
+        rows = {row.proposal.path[-1]: row for row in screen.query(FieldRow)}
+        batch, accumulation = rows["batch_size"], rows["gradient_accumulation"]
+        assert accumulation.value_input.value == "2"
+        batch.value_input.value = "2"  # a larger batch than proposed
+        await settle(pilot)
+        assert accumulation.value_input.value == "1"
+        values = screen.choice().values
+        assert values["config.process[0].train.batch_size"] == 2
+        assert values.get("config.process[0].train.gradient_accumulation", 1) == 1
+        batch.value_input.value = "1"
+        await settle(pilot)
+        assert accumulation.value_input.value == "2"

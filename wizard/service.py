@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from oom_wizard.catalog import MomentInfo
 from oom_wizard.changelog import (
@@ -126,11 +126,13 @@ __all__ = [
     "default_file_output",
     "diagnose_crash",
     "done_before",
+    "effective_batch_note",
     "effective_choices",
     "environment_verdict",
     "estimate",
     "file_target",
     "first_step",
+    "followed_values",
     "format_path",
     "last_run",
     "later_lines",
@@ -903,6 +905,67 @@ def check_value(state: WizardState, proposal: FieldProposal, typed: str) -> Valu
     if not check.ok or not isinstance(check.value, str) or proposal.control != "number":
         return check
     return _plain_number(typed, proposal.after)
+
+
+#: The fields that keep the effective batch (``batch × accumulation``) of a lowered batch.
+_ACCUMULATION = frozenset({"gradient_accumulation", "gradient_accumulation_steps"})
+
+
+def followed_values(step: StepProposal, typed: Mapping[str, Any]) -> dict[str, Any]:
+    """The values that follow a value typed on the same step (None of the user's own).
+
+    The accumulation row of the batch step keeps the effective batch of today's config
+    (``batch × accumulation``) for the batch typed: today's 2 × 1 with a typed batch of 2
+    is an accumulation of 1, not the 2 proposed for a batch of 1. When the typed batch does
+    not divide the effective batch, the accumulation rounds down (never below 1) and the
+    step's note says what the effective batch becomes (:func:`effective_batch_note`).
+
+    Args:
+        step: The step on screen.
+        typed: The values typed on its rows, by field key (only valid ones).
+    """
+    followed: dict[str, Any] = {}
+    fields = {proposal.key: proposal for proposal in step.fields}
+    for proposal in step.fields:
+        batch_key = proposal.requires
+        if batch_key is None or proposal.key in typed or batch_key not in typed:
+            continue
+        if proposal.path[-1] not in _ACCUMULATION or batch_key not in fields:
+            continue
+        batch = typed[batch_key]
+        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+            continue
+        followed[proposal.key] = max(1, _effective_batch(fields[batch_key], proposal) // batch)
+    return followed
+
+
+def effective_batch_note(step: StepProposal, values: Mapping[str, Any]) -> str | None:
+    """What the effective batch becomes with ``values`` when it is not today's (None: it
+    is kept, or the step has no batch and accumulation rows)."""
+    fields = {proposal.key: proposal for proposal in step.fields}
+    for proposal in step.fields:
+        batch_key = proposal.requires
+        if batch_key is None or proposal.path[-1] not in _ACCUMULATION or batch_key not in fields:
+            continue
+        batch_row = fields[batch_key]
+        today = _effective_batch(batch_row, proposal)
+        batch = values.get(batch_key, batch_row.after)
+        accumulation = values.get(proposal.key, proposal.after)
+        if not isinstance(batch, int) or not isinstance(accumulation, int):
+            continue
+        if batch * accumulation != today:
+            return (
+                f"The effective batch becomes {batch} × {accumulation} = "
+                f"{batch * accumulation} (today {today}): type the accumulation to choose."
+            )
+    return None
+
+
+def _effective_batch(batch: FieldProposal, accumulation: FieldProposal) -> int:
+    """Today's effective batch: the batch times the accumulation in use (1 when unset)."""
+    before_batch = batch.before if isinstance(batch.before, int) and batch.before > 0 else 1
+    before = accumulation.before
+    return before_batch * (before if isinstance(before, int) and before > 0 else 1)
 
 
 def _arch_of(state: WizardState, path: FieldPath) -> ArchFacts | None:
