@@ -386,3 +386,23 @@ async def test_a_typed_batch_keeps_the_effective_batch(tmp_path: Path) -> None:
         batch.value_input.value = "1"
         await settle(pilot)
         assert accumulation.value_input.value == "2"
+
+
+# --- item 6: a step whose rung is still ahead is not "done" -------------------------------------
+
+THREE_BUCKETS = Path(__file__).parent / "fixtures" / "configs" / "flux_three_buckets.yaml"
+
+
+def test_the_next_bucket_down_is_not_done_while_768_stays_beside_512() -> None:
+    from oom_wizard.request import JobRequest
+    from oom_wizard.service import start, step_status
+    from tests.plan_support import cli
+
+    status, out, err = cli("plan", THREE_BUCKETS, "--no-probe")
+    assert status == 0, err
+    line = next(text for text in out.splitlines() if "[smaller_bucket]" in text)
+    assert not line.endswith(": done"), line
+    assert "later retry" in line
+    state = start(JobRequest(THREE_BUCKETS, probe=False))
+    assert step_status(state, state.step("smaller_bucket")) == "later"
+    assert step_status(state, state.step("batch_size")) == "done"

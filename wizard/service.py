@@ -806,9 +806,10 @@ def preselect_fix(state: WizardState, validation_steps: int) -> WizardState:
 
 
 #: Where a roll-back step stands: the config has it already (``done``), it does not apply
-#: to this model (``unavailable``), the user took it (``accepted``) or left it out
-#: (``skipped``), or it is still ahead (``ahead``).
-StepStatus: TypeAlias = Literal["done", "unavailable", "accepted", "skipped", "ahead"]
+#: to this model (``unavailable``), its rung comes after another step's, for a later retry
+#: (``later``), the user took it (``accepted``) or left it out (``skipped``), or it is
+#: still ahead (``ahead``).
+StepStatus: TypeAlias = Literal["done", "unavailable", "later", "accepted", "skipped", "ahead"]
 
 
 def step_status(state: WizardState, step: StepProposal) -> StepStatus:
@@ -823,7 +824,7 @@ def step_status(state: WizardState, step: StepProposal) -> StepStatus:
     if not step.available:
         return "unavailable"
     if step.satisfied:
-        return "done"
+        return "later" if step.later else "done"
     return "skipped" if choice is not None else "ahead"
 
 
@@ -835,19 +836,25 @@ class Jumped:
         first: The first of them, counted from 1.
         last: The last of them, counted from 1.
         unavailable: Some of them do not apply to this model (rather than being done).
+        later: Some of them are for a later retry (rather than being done).
     """
 
     first: int
     last: int
     unavailable: bool
+    later: bool = False
 
     def words(self) -> str:
-        """``steps 5-9 already done in the config`` (or not for this model)."""
+        """``steps 5-9 already done in the config`` (or not for this model, or later)."""
         which = (
             f"step {self.first}" if self.first == self.last else f"steps {self.first}-{self.last}"
         )
         why = "already done in the config"
-        return f"{which} {why}, or not for this model" if self.unavailable else f"{which} {why}"
+        if self.unavailable:
+            why += ", or not for this model"
+        if self.later:
+            why += ", or for a later retry"
+        return f"{which} {why}"
 
 
 def done_before(state: WizardState, index: int) -> Jumped | None:
@@ -860,7 +867,8 @@ def done_before(state: WizardState, index: int) -> Jumped | None:
     if first == index:
         return None
     unavailable = any(not step.available for step in steps[first:index])
-    return Jumped(first + 1, index, unavailable)
+    later = any(step.available and step.later for step in steps[first:index])
+    return Jumped(first + 1, index, unavailable, later)
 
 
 def changes(state: WizardState, choices: Mapping[str, StepChoice]) -> list[Change]:
