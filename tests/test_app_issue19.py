@@ -406,3 +406,33 @@ def test_the_next_bucket_down_is_not_done_while_768_stays_beside_512() -> None:
     state = start(JobRequest(THREE_BUCKETS, probe=False))
     assert step_status(state, state.step("smaller_bucket")) == "later"
     assert step_status(state, state.step("batch_size")) == "done"
+
+
+# --- item 13: typed values survive going back to the moment when the plan is the same ----------
+
+
+async def test_going_back_past_the_moment_keeps_typed_values(tmp_path: Path) -> None:
+    from oom_wizard.screens.step import FieldRow, StepScreen
+    from tests.app_support import wait_for_screen, wait_for_state
+
+    folder = demo_folder(tmp_path)
+    app = demo_app(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_state(pilot)
+        await press(pilot, "enter", "enter")  # the moment as the log says; step 1
+        await press(pilot, "enter")  # step 2, the batch
+        screen = app.screen
+        assert isinstance(screen, StepScreen) and screen.step.id == "batch_size"
+        row = next(r for r in screen.query(FieldRow) if r.proposal.path[-1] == "batch_size")
+        row.value_input.value = "2"
+        await settle(pilot)
+        await press(pilot, "enter")  # accepted with the typed batch
+        await press(pilot, "escape", "escape", "escape", "escape")  # back to the load screen
+        await wait_for_screen(pilot, "LoadScreen")
+        await press(pilot, "enter")  # on to the moment again
+        await wait_for_screen(pilot, "MomentScreen")
+        await press(pilot, "enter")  # the same answer: the same plan
+        assert app.require_state().choices["batch_size"].values == {
+            "config.process[0].train.batch_size": 2,
+            "config.process[0].train.gradient_accumulation": 1,
+        }
