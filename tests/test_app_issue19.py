@@ -436,3 +436,15 @@ async def test_going_back_past_the_moment_keeps_typed_values(tmp_path: Path) -> 
             "config.process[0].train.batch_size": 2,
             "config.process[0].train.gradient_accumulation": 1,
         }
+
+
+# --- also expected: the s/it chart of watch has labelled axes ----------------------------------
+
+
+def test_the_rate_chart_names_its_axes() -> None:
+    from oom_wizard.spelling import rate_axes
+
+    y, x = rate_axes((1.7, 1.8, 1.95), step=250)
+    assert y == "s/it (vertical): 1.70 at the bottom, 1.95 at the top"
+    assert x == "time (across): the last 3 readings, oldest left, step 250 right"
+    assert rate_axes((), step=None) == ("", "")
