@@ -190,7 +190,9 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
                         self.confirmed.add((proposal.key, typed))
                 check = partial(check_value, state, proposal)
                 yield FieldRow(proposal, number, enabled, check, typed)
-            yield Static("", id="batch-note", classes="note", markup=False)
+            batch_note = Static("", id="batch-note", classes="note", markup=False)
+            batch_note.display = False  # shown once a typed batch changes the effective batch
+            yield batch_note
             yield Static("", id="estimate")
             yield DiffView(id="step-diff")
         yield KeyBar()
