@@ -277,8 +277,9 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
         choice = self.choice()
         note = effective_batch_note(self.step, choice.values) if choice.values else None
         shown = self.query_one("#batch-note", Static)
-        shown.update(note or "")
-        shown.display = note is not None
+        if note is not None or shown.display:  # untouched while hidden: no reflow
+            shown.update(note or "")
+            shown.display = note is not None
         state = self.state
         try:
             upto = effective_choices(state, upto=self.index + 1, extra=choice)
