@@ -127,8 +127,10 @@ class OomWizardApp(App[int]):
 
     @on(JobChosen)
     def _job_chosen(self, event: JobChosen) -> None:
-        """The load screen went on with a job: it is the state from now on."""
-        self.state = event.state
+        """The load screen went on with a job: it is the state from now on (the same job,
+        come back to: the answers and choices made since stay)."""
+        if self.state is None or self.state.job is not event.state.job:
+            self.state = event.state
         self.show_start()
 
     def show_start(self) -> None:
@@ -367,7 +369,7 @@ class OomWizardApp(App[int]):
         """
         from oom_wizard.errors import error_line, is_bad_input
 
-        line = error_line(error)
+        line = error_line(error, "app")
         if self.trace_failures:
             line += f" (traceback in {self._write_traceback(error)})"
         screen = self.screen

@@ -11,6 +11,7 @@ from textual.widgets.option_list import Option
 
 from oom_wizard.screens.base import BACK, CRASHED, RAN, Back, StageScreen
 from oom_wizard.screens.widgets import KeyBar, MarkedOptionList, change_line
+from oom_wizard.service import retry_answer
 
 
 class ComingBackScreen(StageScreen[str | Back]):
@@ -26,6 +27,7 @@ class ComingBackScreen(StageScreen[str | Back]):
         with VerticalScroll(id="body"):
             yield Static("Welcome back. Did the retry run?", classes="title")
             yield Static(self._last_changes(), id="last")
+            yield Static(retry_answer(self.state).evidence, id="evidence", markup=False)
             yield MarkedOptionList(
                 Option("Yes: it trained without running out of memory", id=RAN),
                 Option("No: it ran out of memory again", id=CRASHED),
@@ -35,9 +37,11 @@ class ComingBackScreen(StageScreen[str | Back]):
         yield KeyBar()
 
     def on_mount(self) -> None:
-        """Focus the question."""
+        """Focus the question, its answer preselected from the log (Yes only for a retry
+        that finished or is training; without a word from the log, the first)."""
+        ran = retry_answer(self.state).ran
         answers = self.query_one("#answer-list", MarkedOptionList)
-        answers.highlighted = 0
+        answers.highlighted = 1 if ran is False else 0
         answers.focus()
 
     def _last_changes(self) -> Content:

@@ -9,7 +9,6 @@ stopping or queued): both are then greyed out, the reason is shown, and the file
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Final
 
 from textual import on
@@ -22,12 +21,13 @@ from oom_wizard.screens.widgets import MarkedOptionList, PlainInput
 from oom_wizard.service import (
     AsNew,
     Destination,
+    FileTarget,
     InPlace,
-    ToFile,
     WizardState,
     changelog_path_for,
     crashed_job_note,
     default_file_output,
+    file_target,
     new_job_name_problem,
     new_job_warning,
 )
@@ -93,9 +93,11 @@ class DestinationPicker(Vertical):
             with Horizontal(classes="path-row"):
                 yield Static("Save as")
                 yield PlainInput(str(output), id="output", compact=True)
+            yield _reason("output-reason")
             with Horizontal(classes="path-row"):
                 yield Static("Change log")
                 yield PlainInput(self._derived_changelog, id="changelog", compact=True)
+            yield _reason("changelog-reason")
 
     def on_mount(self) -> None:
         """For a database job: the first place that is open, focused."""
@@ -115,23 +117,41 @@ class DestinationPicker(Vertical):
         highlighted = self.query_one("#where", MarkedOptionList).highlighted_option
         return highlighted.id or TO_FILE if highlighted is not None else TO_FILE
 
-    def destination(self) -> Destination:
-        """Where the save goes, as the widgets show it now.
-
-        The change log goes beside the output unless the user typed one of their own: read
-        that way, the destination does not depend on whether the change-log field has caught
-        up with an edit of the output field yet.
-        """
+    def destination(self) -> Destination | None:
+        """Where the save goes, as the widgets show it now (None: a file name is refused,
+        and its row says why)."""
         choice = self.choice
         if choice == IN_PLACE:
             return InPlace()
         if choice == AS_NEW:
             return AsNew(self.query_one("#new-name", Input).value.strip() or None)
-        output = Path(self.query_one("#output", Input).value.strip()).expanduser()
+        return self.file_target().destination
+
+    def typed(self) -> tuple[str, str]:
+        """The file fields as they are (Save as, Change log)."""
+        return self.query_one("#output", Input).value, self.query_one("#changelog", Input).value
+
+    def file_target(self) -> FileTarget:
+        """The file fields, checked by the service.
+
+        The change log goes beside the output unless the user typed one of their own: read
+        that way, the destination does not depend on whether the change-log field has caught
+        up with an edit of the output field yet.
+        """
         typed = self.query_one("#changelog", Input).value.strip()
-        if typed == self._derived_changelog:
-            return ToFile(output, changelog_path_for(output))
-        return ToFile(output, Path(typed).expanduser())
+        changelog = None if typed == self._derived_changelog else typed
+        return file_target(self.state, self.query_one("#output", Input).value, changelog)
+
+    def show_reasons(self) -> FileTarget:
+        """Each file field's refusal on its row (none: the rows are hidden); the check."""
+        target = self.file_target()
+        for selector, reason in zip(
+            ("#output-reason", "#changelog-reason"), target.reasons("app"), strict=True
+        ):
+            row = self.query_one(selector, Static)
+            row.update(f"✗ {reason}" if reason else "")
+            row.display = reason is not None
+        return target
 
     @on(OptionList.OptionHighlighted, "#where")
     def _where_changed(self, event: OptionList.OptionHighlighted) -> None:
@@ -153,10 +173,22 @@ class DestinationPicker(Vertical):
 
     @on(Input.Changed, "#output")
     def _output_changed(self, event: Input.Changed) -> None:
-        """Keep the change log beside the output."""
+        """Keep the change log beside the output (while it is a file name); the reasons."""
         changelog = self.query_one("#changelog", Input)
-        if event.value.strip() and changelog.value.strip() == self._derived_changelog:
-            self._derived_changelog = str(
-                changelog_path_for(Path(event.value.strip()).expanduser())
-            )
+        beside = file_target(self.state, event.value, None).destination
+        if beside is not None and changelog.value.strip() == self._derived_changelog:
+            assert beside.changelog is not None
+            self._derived_changelog = str(beside.changelog)
             changelog.value = self._derived_changelog
+        self.show_reasons()
+
+    @on(Input.Changed, "#changelog")
+    def _changelog_changed(self) -> None:
+        self.show_reasons()
+
+
+def _reason(id: str) -> Static:
+    """A file field's refusal, under its row (hidden while there is none)."""
+    reason = Static("", id=id, classes="field-reason refused", markup=False)
+    reason.display = False
+    return reason

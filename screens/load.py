@@ -52,6 +52,16 @@ def offered(path: Path) -> bool:
     return path.suffix in CONFIG_SUFFIXES and not path.name.endswith(CHANGELOG_SUFFIX)
 
 
+def offered_log(path: Path) -> bool:
+    """Whether the picker and the log field's completion offer ``path`` as a training log
+    (or a folder to find one in); no hidden entries."""
+    from oom_wizard.service import LOG_SUFFIXES
+
+    if path.name.startswith("."):
+        return False
+    return path.is_dir() or path.suffix in LOG_SUFFIXES
+
+
 #: Column widths of the database's job list (the info column takes the rest of the line).
 NAME_WIDTH, STATUS_WIDTH, STEP_WIDTH = 28, 9, 6
 
@@ -76,8 +86,9 @@ def _megabytes(size: int) -> str:
 class PathSuggester(Suggester):
     """Completes a typed path with the first job config or folder of that name."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, logs: bool = False) -> None:
         super().__init__(use_cache=False, case_sensitive=True)
+        self.offers = offered_log if logs else offered
 
     async def get_suggestion(self, value: str) -> str | None:
         """The first entry of the typed folder whose name starts with the typed tail."""
@@ -86,7 +97,7 @@ class PathSuggester(Suggester):
         typed = Path(value).expanduser()
         folder, stem = (typed, "") if value.endswith("/") else (typed.parent, typed.name)
         try:
-            names = sorted(entry.name for entry in folder.iterdir() if offered(entry))
+            names = sorted(entry.name for entry in folder.iterdir() if self.offers(entry))
         except OSError:
             return None
         for name in names:
@@ -96,11 +107,12 @@ class PathSuggester(Suggester):
 
 
 class ConfigTree(DirectoryTree):
-    """A folder tree that lists folders and job configs only."""
+    """A folder tree that lists folders, job configs and training logs only."""
 
     def filter_paths(self, paths: Any) -> list[Path]:
-        """Folders and config files, no change logs, no hidden entries (see :func:`offered`)."""
-        return [path for path in paths if offered(path)]
+        """Folders, config files (no change logs) and logs, no hidden entries (see
+        :func:`offered` and :func:`offered_log`)."""
+        return [path for path in paths if offered(path) or offered_log(path)]
 
 
 class LoadScreen(StageScreen[None]):
@@ -138,6 +150,12 @@ class LoadScreen(StageScreen[None]):
                     suggester=PathSuggester(),
                     id="path",
                 )
+                yield PlainInput(
+                    str(request.log) if request.log is not None else "",
+                    placeholder="its log (optional: a job folder's log.txt is found)",
+                    suggester=PathSuggester(logs=True),
+                    id="log-path",
+                )
                 if request.asks_for_config:
                     yield ConfigTree(Path.cwd(), id="tree")
             yield Static("", id="summary")
@@ -172,8 +190,11 @@ class LoadScreen(StageScreen[None]):
         return True
 
     def load(self, target: Path) -> None:
-        """Read ``target`` in a worker; the result arrives as a message."""
-        self._read(str(target), replace(self.request, target=target))
+        """Read ``target`` in a worker, with the log picked (else the one asked for); the
+        result arrives as a message."""
+        typed = self.query_one("#log-path", Input).value.strip()
+        log = Path(typed).expanduser() if typed else self.request.log
+        self._read(str(target), replace(self.request, target=target, log=log))
 
     def load_db_job(self, name: str) -> None:
         """Read the database job ``name`` in a worker; the result arrives as a message."""
@@ -199,7 +220,7 @@ class LoadScreen(StageScreen[None]):
             except EditedSinceSave as exc:
                 message: Message = EditedAsked(edited_question(exc), exc.one_line(), what, request)
             except WizardError as exc:
-                message = LoadFailed(exc.one_line())
+                message = LoadFailed(exc.one_line("app"))
             else:
                 message = JobLoaded(state)
         if not worker.is_cancelled:
@@ -265,10 +286,12 @@ class LoadScreen(StageScreen[None]):
 
     def _show_picker(self) -> Input:
         """Show the path input and the tree of the working folder; the input."""
+        from oom_wizard.service import picker_folder
+
         picker = self.query_one("#picker")
         picker.display = True
         if not picker.query(ConfigTree):
-            picker.mount(ConfigTree(Path.cwd(), id="tree"))
+            picker.mount(ConfigTree(picker_folder(self.request.target), id="tree"))
         return self.query_one("#path", Input)
 
     @work(thread=True, exclusive=True, exit_on_error=False)
@@ -278,7 +301,7 @@ class LoadScreen(StageScreen[None]):
         try:
             path, jobs = list_jobs(db)
         except WizardError as exc:
-            self.post_message(LoadFailed(exc.one_line()))
+            self.post_message(LoadFailed(exc.one_line("app")))
         else:
             self.post_message(JobsListed(path, jobs))
 
@@ -348,6 +371,13 @@ class LoadScreen(StageScreen[None]):
 
     @on(DirectoryTree.FileSelected)
     def _picked(self, event: DirectoryTree.FileSelected) -> None:
+        """A config is read (with the log picked); a log is the log of the next read."""
+        if offered_log(event.path) and not offered(event.path):
+            self.query_one("#log-path", Input).value = str(event.path)
+            self.query_one("#status", Static).update(
+                f"Log: {event.path.name}. Now pick the config (or type it; Enter reads it)."
+            )
+            return
         self.load(event.path)
 
     def action_next(self) -> None:
@@ -468,20 +498,19 @@ def _origin_rows(state: WizardState) -> list[Content]:
 
 
 def _gpu_rows(state: WizardState) -> list[Content]:
-    """PyTorch's memory figures from the log, and where the crash came."""
-    if state.log_diagnosis is None:
+    """PyTorch's memory figures from the log, and how its last run ended (a crash only when
+    it crashed: the service says)."""
+    from oom_wizard.service import last_run
+
+    run = last_run(state)
+    if state.log_diagnosis is None or run is None:
         return []
     report = state.diagnosis.to_json()
     rows: list[Content] = []
     figures = oom_figures(report.get("oom") or {})
     if figures:
         rows.append(_row("GPU", " · ".join(figures)))
-    phase = report.get("phase")
-    step, total = report.get("last_step"), report.get("total_steps")
-    where = f"phase {phase}" if phase else "phase unknown"
-    if step is not None and total:
-        where += f" · step {step}/{total}"
-    rows.append(_row("Crash", where))
+    rows.append(_row(run.label, run.where))
     return rows
 
 

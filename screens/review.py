@@ -32,6 +32,7 @@ from oom_wizard.service import (
     validation_choice,
     validation_note,
 )
+from oom_wizard.spelling import field_changes
 
 
 class ReviewScreen(SavingStage):
@@ -114,7 +115,7 @@ class ReviewScreen(SavingStage):
             self.ready = prepared(self.state, self.choices())
         except WizardError as exc:
             self.ready = None
-            self.show_error(exc.one_line())
+            self.show_error(exc.one_line("app"))
             return
         self.query_one("#summary", Static).update(self._summary(self.ready))
         self.query_one("#diff", DiffView).show(self.ready)
@@ -122,7 +123,7 @@ class ReviewScreen(SavingStage):
     def _summary(self, ready: Prepared) -> str:
         count = len(ready.entries)
         steps = sorted({entry.step for entry in ready.entries if entry.step})
-        text = f"{count} field{'s' if count != 1 else ''} change"
+        text = field_changes(count)
         if steps:
             text += f" ({', '.join(steps)})"
         job = self.state.db_job

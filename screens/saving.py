@@ -45,6 +45,8 @@ class SavingStage(StageScreen[Finished | Back]):
         self.ready: Prepared | None = None
         self.refused: Destination | None = None
         self._attempt: Destination | None = None
+        self._blocked: tuple[str, str] | None = None
+        """The file fields a Save was blocked on (its line goes once they change)."""
 
     @property
     def saving(self) -> bool:
@@ -59,8 +61,15 @@ class SavingStage(StageScreen[Finished | Back]):
         """Save in a worker to the destination shown (once: a save under way is not repeated)."""
         if self.saving or self.ready is None:
             return
+        picker = self.query_one(DestinationPicker)
+        destination = picker.destination()
+        if destination is None:  # a refused file name: its row says why; Save is blocked
+            refusal = picker.show_reasons().first_refusal()
+            self.show_error(refusal.one_line("app") if refusal else "a file name is refused")
+            self._blocked = picker.typed()
+            return
         self.query_one("#error", Static).update(Content.styled("Saving …", "$text-muted"))
-        self._attempt = self.query_one(DestinationPicker).destination()
+        self._attempt = destination
         self._save(write, self._attempt, self.ready)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group=SAVE_GROUP)
@@ -70,7 +79,7 @@ class SavingStage(StageScreen[Finished | Back]):
         try:
             result = write(destination)
         except WizardError as exc:
-            self.post_message(SaveFailed(exc.one_line()))
+            self.post_message(SaveFailed(exc.one_line("app")))
             return
         self.post_message(ConfigSaved(result, pending_scale_ups(result, ready)))
 
@@ -89,6 +98,9 @@ class SavingStage(StageScreen[Finished | Back]):
     @on(OptionList.OptionHighlighted, "#where")
     def _destination_edited(self) -> None:
         """A refusal goes once the destination it refused is no longer the one shown."""
+        if self._blocked is not None and self._blocked != self.query_one(DestinationPicker).typed():
+            self._blocked = None
+            self.query_one("#error", Static).update("")
         if self.refused is None or self.saving:
             return
         if self.query_one(DestinationPicker).destination() != self.refused:

@@ -29,9 +29,19 @@ class ScaleUpScreen(SavingStage):
 
     BINDINGS = [  # noqa: RUF012
         Binding("enter", "save", "Save", priority=True, id="scale_up.save"),
+        Binding("enter", "close", "Close", priority=True, id="scale_up.close"),
         Binding("escape", "back", "Back", id="scale_up.back"),
     ]
     SCALE_UP = True
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Enter saves the re-add, or, with nothing left to re-add, closes (the footer says
+        which)."""
+        if action == "save":
+            return self.next_up is not None
+        if action == "close":
+            return self.next_up is None
+        return True
 
     def __init__(self) -> None:
         super().__init__()
@@ -66,7 +76,7 @@ class ScaleUpScreen(SavingStage):
         try:
             self.ready = prepare_scale_up(self.state, self.next_up)
         except WizardError as exc:
-            self.show_error(exc.one_line())
+            self.show_error(exc.one_line("app"))
             return
         self.query_one("#diff", DiffView).show(self.ready)
         notes = scale_up_notes(self.state.changelog, self.ready, self.next_up)
@@ -74,10 +84,14 @@ class ScaleUpScreen(SavingStage):
         shown.update("\n".join(f"⚠ {note}" for note in notes))
         shown.display = bool(notes)
 
+    def action_close(self) -> None:
+        """Nothing is left to re-add: close the wizard."""
+        self.app.exit(0)
+
     def action_save(self) -> None:
         """Save the scaled-up config in a worker (or quit when nothing is left)."""
         if self.next_up is None:
-            self.app.exit(0)
+            self.action_close()
             return
         if self.ready is not None:
             self.start_save(partial(save_scale_up, self.state, self.next_up, ready=self.ready))

@@ -26,8 +26,10 @@ from oom_wizard.service import (
     check_value,
     default_choice,
     done_before,
+    effective_batch_note,
     effective_choices,
     estimate,
+    followed_values,
     format_path,
     memory_peak,
     prepared,
@@ -60,6 +62,9 @@ class FieldRow(Vertical):
         self._check = check
         #: The value chosen for the field before (shown again), None for the proposed one.
         self.typed = typed
+        #: The text the row was given to follow a value typed on another row (the
+        #: accumulation that keeps the effective batch); None: the row shows its own.
+        self.following: str | None = None
 
     def compose(self) -> ComposeResult:
         proposal = self.proposal
@@ -89,6 +94,22 @@ class FieldRow(Vertical):
     def value_input(self) -> Input:
         """The input of the proposed value (editable rows only)."""
         return self.query_one(f"#value-{self.index}", Input)
+
+    @property
+    def follows(self) -> bool:
+        """Whether the row's value is not the user's own: the proposed one as it was, or
+        the one it was given to follow another row."""
+        if not self.editable:
+            return False
+        text = self.value_input.value.strip()
+        return text == editable(self.proposal.after) or text == self.following
+
+    def follow(self, text: str | None) -> None:
+        """Show ``text``, the value that follows another row (None: the proposed one)."""
+        self.following = text
+        shown = editable(self.proposal.after) if text is None else text
+        if self.value_input.value != shown:
+            self.value_input.value = shown
 
     def check(self) -> ValueCheck | None:
         """The service's verdict on the typed value; None when nothing was edited."""
@@ -186,6 +207,9 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
                 check = partial(check_value, state, proposal)
                 yield FieldRow(proposal, number, enabled, check, typed)
             yield MemoryBar(id="memory")
+            batch_note = Static("", id="batch-note", classes="note", markup=False)
+            batch_note.display = False  # shown once a typed batch changes the effective batch
+            yield batch_note
             yield Static("", id="estimate")
             yield DiffView(id="step-diff")
         yield KeyBar()
@@ -244,13 +268,35 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
                 found.append((row, check))
         return found
 
+    def _follow_typed(self) -> None:
+        """Rows that follow a typed value (the accumulation of a typed batch) show the value
+        the service gives them; back to the proposed one when that value is no longer typed."""
+        rows = list(self.query(FieldRow))
+        typed: dict[str, Any] = {}
+        for row in rows:
+            valid, value = row.edited()
+            if row.editable and not row.follows and valid and value is not None:
+                typed[row.proposal.key] = value
+        followed = followed_values(self.step, typed)
+        for row in rows:
+            if row.proposal.key in followed:
+                row.follow(editable(followed[row.proposal.key]))
+            elif row.following is not None and row.follows:
+                row.follow(None)
+
     @on(Tick.Changed)
     @on(Input.Changed)
     def refresh_preview(self) -> None:
         """Check the typed values, recompute the memory estimate and this step's diff."""
+        self._follow_typed()
         for row in self.query(FieldRow):
             row.show_check()
         choice = self.choice()
+        note = effective_batch_note(self.step, choice.values) if choice.values else None
+        shown = self.query_one("#batch-note", Static)
+        if note is not None or shown.display:  # untouched while hidden: no reflow
+            shown.update(note or "")
+            shown.display = note is not None
         state = self.state
         try:
             upto = effective_choices(state, upto=self.index + 1, extra=choice)
@@ -262,7 +308,7 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
             ready = prepared(state, only_this)
         except WizardError as exc:
             self.query_one("#estimate", Static).update(
-                Content.styled(exc.one_line(), "$text-error")
+                Content.styled(exc.one_line("app"), "$text-error")
             )
             return
         self.query_one("#memory", MemoryBar).show(memory_peak(state, upto))

@@ -41,6 +41,7 @@ from oom_wizard.service import (
     offers_save_now,
     save_now_question,
 )
+from oom_wizard.spelling import rate_axes
 
 POLL_S = 0.1
 """Seconds between two reads of the log."""
@@ -75,7 +76,9 @@ class WatchApp(App[WatchResult]):
     CSS = """
     #job { text-style: bold; }
     #progress, #gpu { height: auto; }
-    #rates { height: 3; margin: 0 0 1 0; }
+    #rates { height: 3; }
+    #rates-x { margin: 0 0 1 0; }
+    .axis { color: $text-muted; }
     #warnings { height: 1fr; border: round $warning; }
     #crash { height: auto; border: heavy $error; display: none; padding: 0 1; }
     #crash.shown { display: block; }
@@ -119,7 +122,9 @@ class WatchApp(App[WatchResult]):
         with Vertical():
             yield Static(f"Job {self.job_name} · log {self.log_path}", id="job", markup=False)
             yield Static("Waiting for the log to appear…", id="progress", markup=False)
+            yield Static("", id="rates-y", classes="axis", markup=False)
             yield Sparkline([], id="rates")
+            yield Static("", id="rates-x", classes="axis", markup=False)
             yield Log(id="warnings", highlight=False)
             yield Static("", id="row", markup=False)
             yield Static("", id="gpu", markup=False)
@@ -187,6 +192,9 @@ class WatchApp(App[WatchResult]):
         if status.rates and status.rates != self._rates:
             self._rates = status.rates
             self.query_one("#rates", Sparkline).data = list(status.rates)
+            y_axis, x_axis = rate_axes(status.rates, step=status.step)
+            self.query_one("#rates-y", Static).update(y_axis)
+            self.query_one("#rates-x", Static).update(x_axis)
         if status.crashed and self.crash is None and not self.diagnosing:
             self.diagnosing = True
             log = status.crash_log or self.target.log

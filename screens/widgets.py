@@ -212,6 +212,7 @@ LADDER_MARKS: Final[dict[str, tuple[str, str, str]]] = {
     "skipped": ("−", "$text-warning", "skipped"),
     "done": ("✓", "$text-success", "already done in the config (it can still be opened)"),
     "unavailable": ("×", "$text-muted", "not for this model"),
+    "later": ("…", "$text-muted", "for a later retry"),
     "ahead": ("·", "$text-muted", "still ahead"),
 }
 

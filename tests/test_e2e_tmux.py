@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,3 +49,38 @@ def test_demo_through_every_default_in_tmux(pane: Pane, tmp_path: Path) -> None:
     assert (
         f"  python run.py {(demo / 'flux_portrait_lora.oomfix.yaml').resolve()} -l {log}" in screen
     )
+
+
+@in_a_real_terminal
+def test_an_emptied_save_as_is_refused_on_its_row_in_tmux(tmp_path: Path) -> None:
+    """Issue 19, item 1: Tab into "Save as", Ctrl+U, Enter: no traceback, the reason on
+    the row, the app still on the review, nothing written."""
+    with terminal(f"{WIZARD} demo; echo EXIT=$?; sleep 30", cwd=tmp_path) as pane:
+        shown = pane.wait_for(STAGES[0])
+        presses = 0
+        while "Review and save" not in shown:
+            pane.send("Enter")
+            presses += 1
+            assert presses <= 12, "the review was not reached in 12 presses"
+            pane.wait_for_change(shown)
+            time.sleep(1.0)  # a screen that reflows once after its first paint: not a new one
+            shown = pane.screen()
+        pane.send("Tab")
+        pane.send("C-u")
+        shown = pane.wait_for("✗ a file name is needed for the new config")
+        pane.send("Enter")
+        shown = pane.wait_for("oom-wizard: error: a file name is needed")
+    assert "Traceback" not in shown and "EXIT=" not in shown
+    assert "Review and save" in shown
+    lines = shown.splitlines()
+    row = next(i for i, line in enumerate(lines) if line.strip().startswith("Save as"))
+    assert lines[row + 1].strip() == (
+        "✗ a file name is needed for the new config; type a file name in Save as"
+    )
+    demo = tmp_path / "oom-wizard-demo"
+    assert sorted(p.name for p in demo.iterdir()) == [
+        "flux_portrait_lora.log",
+        "flux_portrait_lora.yaml",
+        "wan_dance_lora.log",
+        "wan_dance_lora.yaml",
+    ]

@@ -10,10 +10,41 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Final, Literal
 
 #: The program's name, as every error line starts.
 PROGRAM = "oom-wizard"
+
+#: The front end a message is worded for: the command line (its flags) or the app (its
+#: fields). A refusal names what to do in the words of the one that shows it.
+Front = Literal["cli", "app"]
+
+#: What to do about a refusal, by key, worded for each front end (the one source of these
+#: words: a refusal carries the key, :meth:`WizardError.one_line` the words).
+REMEDIES: Final[Mapping[str, Mapping[Front, str]]] = {
+    "rename": {
+        "cli": "pick another output name with -o",
+        "app": "type another name in Save as",
+    },
+    "rename_or_force": {
+        "cli": "pick another name with -o (or pass --force to replace it)",
+        "app": "type another name in Save as",
+    },
+    "file_name": {
+        "cli": "give a file name with -o",
+        "app": "type a file name in Save as",
+    },
+    "changelog_name": {
+        "cli": "give a file name with --changelog",
+        "app": "type a file name in Change log",
+    },
+    "place": {
+        "cli": "choose another place with -o",
+        "app": "type a path in another folder in Save as",
+    },
+}
 
 
 class WizardError(Exception):
@@ -24,6 +55,8 @@ class WizardError(Exception):
         file: The file the problem is in, if any.
         line: 1-based line number in ``file``.
         column: 1-based column number in ``file``.
+        remedy: What to do about it, as a key of :data:`REMEDIES` (worded for the front
+            end that shows the line).
     """
 
     def __init__(
@@ -33,12 +66,14 @@ class WizardError(Exception):
         file: str | Path | None = None,
         line: int | None = None,
         column: int | None = None,
+        remedy: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.file = str(file) if file is not None else None
         self.line = line
         self.column = column
+        self.remedy = remedy
 
     def location(self) -> str:
         """``FILE:LINE:COL``, ``FILE:LINE``, ``FILE`` or an empty string."""
@@ -51,11 +86,19 @@ class WizardError(Exception):
                 parts.append(str(self.column))
         return ":".join(parts)
 
-    def one_line(self) -> str:
-        """The message as the CLI prints it after ``oom-wizard: error: ``."""
+    def one_line(self, front: Front = "cli") -> str:
+        """The message as ``front`` shows it after ``oom-wizard: error: `` (the command line
+        prints it so), its remedy in that front end's words."""
         where = self.location()
-        text = " ".join(self.message.split())
+        text = self.reason(front)
         return f"{where}: {text}" if where else text
+
+    def reason(self, front: Front = "cli") -> str:
+        """The message and its remedy without the location (a row that shows the file)."""
+        text = " ".join(self.message.split())
+        if self.remedy is not None:
+            text += f"; {REMEDIES[self.remedy][front]}"
+        return text
 
     def __str__(self) -> str:
         return self.one_line()
@@ -113,14 +156,15 @@ def os_error_line(exc: OSError) -> str | None:
     return None
 
 
-def error_line(exc: BaseException) -> str:
-    """The one line the command line prints for ``exc`` (the app shows the same line).
+def error_line(exc: BaseException, front: Front = "cli") -> str:
+    """The one line the command line prints for ``exc`` (the app shows the same line, a
+    remedy worded for it: ``front``).
 
     A ``WizardError`` is bad input; an ``OSError`` of the machine (a full device, a name
     too long) is too; anything else is an internal error, a bug.
     """
     if isinstance(exc, WizardError):
-        return f"{PROGRAM}: error: {exc.one_line()}"
+        return f"{PROGRAM}: error: {exc.one_line(front)}"
     if isinstance(exc, OSError):
         line = os_error_line(exc)
         if line is not None:

@@ -210,6 +210,9 @@ class StepProposal:
     available: bool = True
     """False when the lever does not exist for this job (its arch has no such control):
     the step is shown as not available rather than as done."""
+    later: str | None = None
+    """Why a step with nothing to change now is not done either: its rung is still ahead,
+    after another step (the next bucket down, once the biggest is dropped)."""
 
     def to_json(self) -> dict[str, Any]:
         """The step as ``plan --json`` prints it."""
@@ -696,6 +699,8 @@ class _Found:
     notes: list[str] = field(default_factory=list)
     unavailable: int = 0
     """How many processes the step does not apply to (the arch lacks the lever)."""
+    later: str | None = None
+    """Why the step's rung is still ahead (see :attr:`StepProposal.later`)."""
 
     def note_placeholder(self, process: _Process, *parts: str | int) -> None:
         path = format_path(process.path(*parts))
@@ -749,6 +754,7 @@ def _step(
         note=" ".join(dict.fromkeys(found.notes)) or None,
         costs=info.costs,
         available=bool(found.fields) or found.unavailable < len(processes),
+        later=found.later if satisfied else None,
     )
 
 
@@ -1424,6 +1430,8 @@ def _smaller_bucket(process: _Process, moment: Moment, found: _Found) -> None:
             continue
         buckets = dataset.resolution or ()
         if not buckets or max(buckets) > keep:
+            if len(buckets) > 2:  # the top goes first; two or more stay for a later rung
+                found.later = "after the biggest resolution goes, for a later retry"
             continue  # the top_bucket step's business
         if len(buckets) >= 2:
             largest = max(buckets)

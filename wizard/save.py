@@ -135,17 +135,17 @@ def _name_max(folder: Path) -> int:
 def _check_output(output: Path, *, source: Path | None, force: bool) -> None:
     if source is not None and _same_file(output, source):
         raise SaveRefused(
-            "this is the source config itself; oom-wizard never writes the source. "
-            "Pick another output name with -o",
+            "this is the source config itself; oom-wizard never writes the source",
             file=output,
+            remedy="rename",
         )
     if output.is_dir():
-        raise SaveRefused("this is a folder; give a file name with -o", file=output)
+        raise SaveRefused("this is a folder", file=output, remedy="file_name")
     if (output.exists() or output.is_symlink()) and not force:
         raise NameTaken(
-            "already exists and will not be overwritten; pick another name with -o "
-            "(or pass --force to replace it)",
+            "already exists and will not be overwritten",
             file=output,
+            remedy="rename_or_force",
         )
     if output.exists() and not output.is_file():
         raise SaveRefused("this is not a regular file; it will not be replaced", file=output)
@@ -155,9 +155,7 @@ def _check_output(output: Path, *, source: Path | None, force: bool) -> None:
     if not folder.is_dir():
         raise SaveRefused(f"the folder {folder} does not exist; create it first", file=output)
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise SaveRefused(
-            f"the folder {folder} is not writable; choose another place with -o", file=output
-        )
+        raise SaveRefused(f"the folder {folder} is not writable", file=output, remedy="place")
 
 
 def save(

@@ -195,11 +195,12 @@ def _same(current: Any, original: Any) -> bool:
 def _why(presets: Presets, order: tuple[AnyStepId, ...], changelog: ChangeLog) -> str:
     """Why this order, naming only the steps this change log lowered (the full order is long)."""
     lowered = {entry.step for entry in changelog.changes}
-    names = " → ".join(presets.step(step).restore or step for step in order if step in lowered)
+    names = [presets.step(step).restore or step for step in order if step in lowered]
+    said = ", then ".join(name[:1].lower() + name[1:] for name in names)
     return (
         "One heavier setting per retry, so that a new crash names its cause. "
-        f"The order is {names}: quality first; the memory settings (the low-memory path, "
-        "checkpointing) come back last, because they buy speed, not quality."
+        f"The order: {said}. Quality comes first; the memory settings (the low-memory "
+        "path, checkpointing) come last, because they buy speed, not quality."
     )
 
 

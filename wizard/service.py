@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from oom_wizard.catalog import MomentInfo
 from oom_wizard.changelog import (
@@ -52,7 +52,7 @@ from oom_wizard.changelog import (
 from oom_wizard.changes import Change, Prepared, commit, prepare
 from oom_wizard.diagnosis import Answers, Diagnosis, diagnose
 from oom_wizard.document import JobDocument, load_document
-from oom_wizard.errors import WizardError
+from oom_wizard.errors import Front, SaveRefused, WizardError
 from oom_wizard.follow import (
     JobRow,
     LiveJob,
@@ -87,6 +87,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FIX_WORDS",
+    "LOG_SUFFIXES",
     "MISSING",
     "RUN_LOG_SUFFIX",
     "VALIDATION_STEP",
@@ -102,12 +103,14 @@ __all__ = [
     "EditedSinceSave",
     "EnvironmentVerdict",
     "FieldProposal",
+    "FileTarget",
     "FixName",
     "InPlace",
     "JobMemory",
     "JobRequest",
     "JobRow",
     "Jumped",
+    "LastRun",
     "LeavingSummary",
     "LiveJob",
     "LiveStatus",
@@ -120,6 +123,7 @@ __all__ = [
     "Plan",
     "Prediction",
     "Prepared",
+    "RetryAnswer",
     "SaveResult",
     "Saved",
     "ScaleUp",
@@ -139,6 +143,7 @@ __all__ = [
     "advice_for",
     "answer",
     "arch_label",
+    "change_why",
     "changelog_path_for",
     "changes",
     "check_value",
@@ -151,16 +156,20 @@ __all__ = [
     "diagnose_crash",
     "done_before",
     "edited_words",
+    "effective_batch_note",
     "effective_choices",
     "environment_verdict",
     "estimate",
+    "file_target",
     "first_step",
     "fix_names",
     "fix_steps_words",
     "fix_summary",
     "fix_words",
+    "followed_values",
     "format_path",
     "keymap_problems_line",
+    "last_run",
     "later_lines",
     "leaving_summary",
     "list_jobs",
@@ -173,6 +182,7 @@ __all__ = [
     "offers_save_now",
     "open_job",
     "pending_scale_ups",
+    "picker_folder",
     "prepare_edit",
     "prepare_scale_up",
     "prepared",
@@ -185,8 +195,10 @@ __all__ = [
     "reopen_command",
     "request_save_now",
     "resume_of",
+    "retry_answer",
     "retry_crashed",
     "run_command",
+    "run_command_for",
     "run_log_for",
     "save",
     "save_now_question",
@@ -686,6 +698,147 @@ def retry_crashed(state: WizardState) -> WizardState:
     return replace(state, settled=settled, choices=MappingProxyType({}))
 
 
+# --- how the log's last run ended -----------------------------------------------------------
+
+#: How the log's last run ended: in a failure, finished, still training (or cut off while it
+#: trained), stopped by the user, or none of these as far as the log says.
+RunEnding: TypeAlias = Literal["crashed", "finished", "training", "stopped", "unknown"]
+
+#: The load screen's label for each ending.
+_ENDING_LABELS: Mapping[RunEnding, str] = MappingProxyType(
+    {
+        "crashed": "Crash",
+        "finished": "Finished",
+        "training": "Training",
+        "stopped": "Stopped",
+        "unknown": "Last run",
+    }
+)
+
+
+@dataclass(frozen=True)
+class LastRun:
+    """How the log's last run ended: the load screen's row and the coming-back question's
+    evidence, from the one diagnosis ``diagnose`` prints.
+
+    Attributes:
+        ending: How it ended (see :data:`RunEnding`).
+        label: The ending in one word ("Crash", "Finished", ...).
+        where: The phase and the step it ended at (``phase sampling · step 4/3000``).
+        evidence: The line that shows the ending, ``LOG:LINE: text`` (None: none).
+        after_save: The log was written after the change log's last save (None: no change
+            log, or it cannot tell).
+    """
+
+    ending: RunEnding
+    label: str
+    where: str
+    evidence: str | None
+    after_save: bool | None
+
+
+def last_run(state: WizardState) -> LastRun | None:
+    """How the log's last run ended (None without a log)."""
+    scan = state.job.scan
+    if scan is None:
+        return None
+    diagnosis = state.log_diagnosis or state.diagnosis
+    ending: RunEnding
+    if diagnosis.crashed:
+        ending = "crashed"
+    elif scan.finished:
+        ending = "finished"
+    elif scan.stopped:
+        ending = "stopped"
+    elif scan.training_started:
+        ending = "training"
+    else:
+        ending = "unknown"
+    where = f"phase {scan.phase}" if scan.phase else "phase unknown"
+    if scan.last_step is not None and scan.total_steps:
+        where += f" · step {scan.last_step}/{scan.total_steps}"
+    return LastRun(
+        ending,
+        _ENDING_LABELS[ending],
+        where,
+        _ending_line(state, ending),
+        _written_after_save(state.log_path, state.changelog),
+    )
+
+
+def _ending_line(state: WizardState, ending: RunEnding) -> str | None:
+    """The log line that shows ``ending``, as ``NAME:LINE: text``."""
+    scan = state.job.scan
+    if scan is None:
+        return None
+    tags = {
+        "crashed": ("exception", "error", "exit"),
+        "finished": ("finished", "bar"),
+        "training": ("bar",),
+        "stopped": ("stopped",),
+        "unknown": (),
+    }[ending]
+    found = None
+    for tag in tags:  # the first tag that has a line, its last line
+        lines = scan.evidence_for(tag)
+        if lines:
+            found = lines[-1]
+            break
+    if found is None and ending == "crashed" and scan.evidence:
+        found = scan.evidence[-1]
+    if found is None:
+        return None
+    name = state.log_path.name if state.log_path is not None else "log"
+    return f"{name}:{found.line}: {found.text}"
+
+
+def _written_after_save(log: Path | None, changelog: ChangeLog | None) -> bool | None:
+    """Whether the log was written after the change log's last run (None: cannot tell)."""
+    last = changelog.last_run() if changelog is not None else None
+    if log is None or last is None:
+        return None
+    try:
+        saved = datetime.fromisoformat(last.at)
+        written = datetime.fromtimestamp(log.stat().st_mtime, tz=timezone.utc)
+    except (ValueError, OSError):
+        return None
+    return written > saved
+
+
+@dataclass(frozen=True)
+class RetryAnswer:
+    """The coming-back question's answer, as the log gives it.
+
+    Attributes:
+        ran: True: the retry finished or is training; False: it crashed after the save;
+            None: the log does not say (no log, or none written since the save).
+        evidence: Why, in one line (the log line, or what is missing).
+    """
+
+    ran: bool | None
+    evidence: str
+
+
+def retry_answer(state: WizardState) -> RetryAnswer:
+    """Did the retry of the saved config run? From the log: a crash written after the save
+    means No; a finished run, or one still training, means Yes; anything else is the
+    user's to say."""
+    run = last_run(state)
+    if run is None:
+        return RetryAnswer(None, "No log of the retry was read: say how it went.")
+    if run.after_save is False:
+        return RetryAnswer(
+            None, "The log is older than the last save: it is not the retry's. Say how it went."
+        )
+    line = f": {run.evidence}" if run.evidence else ""
+    if run.ending == "crashed":
+        return RetryAnswer(False, f"The log crashed after the save ({run.where}){line}")
+    if run.ending in ("finished", "training"):
+        how = "finished" if run.ending == "finished" else "is training"
+        return RetryAnswer(True, f"The log shows the retry {how} ({run.where}){line}")
+    return RetryAnswer(None, f"The log does not say how the retry went ({run.where}){line}")
+
+
 # --- choices --------------------------------------------------------------------------------------
 
 
@@ -938,9 +1091,10 @@ def preselect_fix(state: WizardState, validation_steps: int) -> WizardState:
 
 
 #: Where a roll-back step stands: the config has it already (``done``), it does not apply
-#: to this model (``unavailable``), the user took it (``accepted``) or left it out
-#: (``skipped``), or it is still ahead (``ahead``).
-StepStatus: TypeAlias = Literal["done", "unavailable", "accepted", "skipped", "ahead"]
+#: to this model (``unavailable``), its rung comes after another step's, for a later retry
+#: (``later``), the user took it (``accepted``) or left it out (``skipped``), or it is
+#: still ahead (``ahead``).
+StepStatus: TypeAlias = Literal["done", "unavailable", "later", "accepted", "skipped", "ahead"]
 
 
 def step_status(state: WizardState, step: StepProposal) -> StepStatus:
@@ -955,7 +1109,7 @@ def step_status(state: WizardState, step: StepProposal) -> StepStatus:
     if not step.available:
         return "unavailable"
     if step.satisfied:
-        return "done"
+        return "later" if step.later else "done"
     return "skipped" if choice is not None else "ahead"
 
 
@@ -967,19 +1121,25 @@ class Jumped:
         first: The first of them, counted from 1.
         last: The last of them, counted from 1.
         unavailable: Some of them do not apply to this model (rather than being done).
+        later: Some of them are for a later retry (rather than being done).
     """
 
     first: int
     last: int
     unavailable: bool
+    later: bool = False
 
     def words(self) -> str:
-        """``steps 5-9 already done in the config`` (or not for this model)."""
+        """``steps 5-9 already done in the config`` (or not for this model, or later)."""
         which = (
             f"step {self.first}" if self.first == self.last else f"steps {self.first}-{self.last}"
         )
         why = "already done in the config"
-        return f"{which} {why}, or not for this model" if self.unavailable else f"{which} {why}"
+        if self.unavailable:
+            why += ", or not for this model"
+        if self.later:
+            why += ", or for a later retry"
+        return f"{which} {why}"
 
 
 def done_before(state: WizardState, index: int) -> Jumped | None:
@@ -992,7 +1152,8 @@ def done_before(state: WizardState, index: int) -> Jumped | None:
     if first == index:
         return None
     unavailable = any(not step.available for step in steps[first:index])
-    return Jumped(first + 1, index, unavailable)
+    later = any(step.available and step.later for step in steps[first:index])
+    return Jumped(first + 1, index, unavailable, later)
 
 
 def changes(state: WizardState, choices: Mapping[str, StepChoice]) -> list[Change]:
@@ -1044,6 +1205,67 @@ def check_value(state: WizardState, proposal: FieldProposal, typed: str) -> Valu
     if not check.ok or not isinstance(check.value, str) or proposal.control != "number":
         return check
     return _plain_number(typed, proposal.after)
+
+
+#: The fields that keep the effective batch (``batch × accumulation``) of a lowered batch.
+_ACCUMULATION = frozenset({"gradient_accumulation", "gradient_accumulation_steps"})
+
+
+def followed_values(step: StepProposal, typed: Mapping[str, Any]) -> dict[str, Any]:
+    """The values that follow a value typed on the same step (None of the user's own).
+
+    The accumulation row of the batch step keeps the effective batch of today's config
+    (``batch × accumulation``) for the batch typed: today's 2 × 1 with a typed batch of 2
+    is an accumulation of 1, not the 2 proposed for a batch of 1. When the typed batch does
+    not divide the effective batch, the accumulation rounds down (never below 1) and the
+    step's note says what the effective batch becomes (:func:`effective_batch_note`).
+
+    Args:
+        step: The step on screen.
+        typed: The values typed on its rows, by field key (only valid ones).
+    """
+    followed: dict[str, Any] = {}
+    fields = {proposal.key: proposal for proposal in step.fields}
+    for proposal in step.fields:
+        batch_key = proposal.requires
+        if batch_key is None or proposal.key in typed or batch_key not in typed:
+            continue
+        if proposal.path[-1] not in _ACCUMULATION or batch_key not in fields:
+            continue
+        batch = typed[batch_key]
+        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+            continue
+        followed[proposal.key] = max(1, _effective_batch(fields[batch_key], proposal) // batch)
+    return followed
+
+
+def effective_batch_note(step: StepProposal, values: Mapping[str, Any]) -> str | None:
+    """What the effective batch becomes with ``values`` when it is not today's (None: it
+    is kept, or the step has no batch and accumulation rows)."""
+    fields = {proposal.key: proposal for proposal in step.fields}
+    for proposal in step.fields:
+        batch_key = proposal.requires
+        if batch_key is None or proposal.path[-1] not in _ACCUMULATION or batch_key not in fields:
+            continue
+        batch_row = fields[batch_key]
+        today = _effective_batch(batch_row, proposal)
+        batch = values.get(batch_key, batch_row.after)
+        accumulation = values.get(proposal.key, proposal.after)
+        if not isinstance(batch, int) or not isinstance(accumulation, int):
+            continue
+        if batch * accumulation != today:
+            return (
+                f"The effective batch becomes {batch} × {accumulation} = "
+                f"{batch * accumulation} (today {today}): type the accumulation to choose."
+            )
+    return None
+
+
+def _effective_batch(batch: FieldProposal, accumulation: FieldProposal) -> int:
+    """Today's effective batch: the batch times the accumulation in use (1 when unset)."""
+    before_batch = batch.before if isinstance(batch.before, int) and batch.before > 0 else 1
+    before = accumulation.before
+    return before_batch * (before if isinstance(before, int) and before > 0 else 1)
 
 
 def _arch_of(state: WizardState | JobDocument, path: FieldPath) -> ArchFacts | None:
@@ -1179,6 +1401,74 @@ def default_file_output(state: WizardState) -> Path:
     if state.db_job is None:
         return default_output_path(state.source)
     return default_output_path(Path(f"{state.db_job.file_stem}.json"))
+
+
+@dataclass(frozen=True)
+class FileTarget:
+    """A config file to save to, as typed (the app's "Save as" and "Change log" fields):
+    the destination, or the refusal of each field.
+
+    Attributes:
+        destination: Where the save goes (None: a field is refused).
+        output_refused: Why the output name is refused (None: it is not).
+        changelog_refused: Why the change-log name is refused (None: it is not).
+    """
+
+    destination: ToFile | None
+    output_refused: SaveRefused | None = None
+    changelog_refused: SaveRefused | None = None
+
+    def reasons(self, front: Front = "app") -> tuple[str | None, str | None]:
+        """The output's and the change log's reasons, worded for ``front`` (None: fine)."""
+        return (
+            self.output_refused.reason(front) if self.output_refused else None,
+            self.changelog_refused.reason(front) if self.changelog_refused else None,
+        )
+
+    def first_refusal(self) -> SaveRefused | None:
+        """The refusal to show as the save's error line."""
+        return self.output_refused or self.changelog_refused
+
+
+def file_target(state: WizardState, output: str, changelog: str | None) -> FileTarget:
+    """The file destination typed in the app, checked as the save checks it, before it.
+
+    Args:
+        state: The wizard state (its source is never a target).
+        output: The new config's path as typed (``~`` is expanded).
+        changelog: The change log's path as typed; None puts it beside the output.
+    """
+    from oom_wizard.save import check_output
+
+    output_path, output_refused = _file_name(output, "the new config", "file_name")
+    if output_path is not None:
+        try:
+            check_output(output_path, source=state.source)
+        except SaveRefused as exc:
+            output_refused = exc
+    changelog_path: Path | None
+    changelog_refused: SaveRefused | None = None
+    if changelog is None:
+        changelog_path = changelog_path_for(output_path) if output_path is not None else None
+    else:
+        changelog_path, changelog_refused = _file_name(
+            changelog, "the change log", "changelog_name"
+        )
+    if output_refused is not None or changelog_refused is not None or changelog_path is None:
+        return FileTarget(None, output_refused, changelog_refused)
+    assert output_path is not None
+    return FileTarget(ToFile(output_path, changelog_path))
+
+
+def _file_name(typed: str, what: str, remedy: str) -> tuple[Path | None, SaveRefused | None]:
+    """``typed`` as a file's path, or why it cannot be one (empty, or a folder)."""
+    text = typed.strip()
+    if not text:
+        return None, SaveRefused(f"a file name is needed for {what}", remedy=remedy)
+    path = Path(text).expanduser()
+    if text.endswith("/") or path.name in ("", ".", ".."):
+        return None, SaveRefused("this is a folder", file=text, remedy=remedy)
+    return path, None
 
 
 def next_scale_up(state: WizardState) -> ScaleUp | None:
@@ -1342,6 +1632,33 @@ def scale_up_notes(
     return tuple(note for note in notes if note is not None)
 
 
+def change_why(entry: ChangeEntry) -> str:
+    """Why a logged change was made (``history``'s "why" line): the step's title and its
+    reason from the presets, then what the recorded reason adds beyond the field's name (a
+    confirmed increase, the effective batch kept, the buckets dropped).
+
+    A change without a known step (``set``) keeps the reason it was recorded with.
+    """
+    from oom_wizard.catalog import load_presets
+
+    presets = load_presets()
+    if entry.step is None or entry.step not in presets.steps:
+        return entry.reason
+    info = next(step for key, step in presets.steps.items() if key == entry.step)
+    title, _, detail = entry.reason.partition(": ")
+    short = _process_relative(entry.path)
+    if detail.startswith(short):  # the field's name, perhaps with a note: keep the note
+        detail = detail[len(short) :].strip()
+    why = f"{title or info.title}: {' '.join(info.why.split())}"
+    return f"{why} ({detail})" if detail else why
+
+
+def _process_relative(path: str) -> str:
+    """``config.process[0].train.lr`` → ``train.lr`` (the label a step's row shows)."""
+    prefix, found, rest = path.partition("].")
+    return rest if found and prefix.startswith("config.process[") else path
+
+
 def later_lines(ahead: Sequence[ScaleUp]) -> tuple[str, ...]:
     """The re-adds ahead, numbered, one line each (``  1. Re-add the biggest resolution``):
     the result screen and ``history`` print these same lines."""
@@ -1443,6 +1760,23 @@ def list_jobs(db: Path) -> tuple[Path, tuple[DbJob, ...]]:
 
     path = find_db(db)
     return path, db_jobs(path)
+
+
+def picker_folder(target: Path | None) -> Path:
+    """Where the app's file picker opens after a target that could not be opened: that
+    folder, or the named file's folder, when it is there; else the working folder."""
+    if target is not None:
+        folder = target.expanduser()
+        if not folder.is_dir():
+            folder = folder.parent
+        if folder.is_dir() and str(folder) not in ("", "."):
+            return folder
+    return Path.cwd()
+
+
+#: A training log the picker offers beside the configs: AI Toolkit's ``log.txt`` (and the
+#: UI's ``logs/N_log.txt``), ``run.py -l FILE``'s file, a log saved with another name.
+LOG_SUFFIXES = (".txt", ".log")
 
 
 def moment_info(moment: Moment) -> MomentInfo:
@@ -1554,8 +1888,14 @@ def run_command(state: WizardState, saved: Saved) -> str | None:
     """
     if isinstance(saved, DbSaveResult) or state.ui_job:
         return None
-    config = shlex.quote(os.path.abspath(saved.config))
-    return f"python run.py {config} -l {shlex.quote(str(run_log_for(saved.config)))}"
+    return run_command_for(saved.config)
+
+
+def run_command_for(config: Path) -> str:
+    """``python run.py CONFIG -l LOG`` for a saved config file, both paths absolute: the
+    one command the app's result, its leaving summary, ``apply`` and ``scale-up`` print."""
+    quoted = shlex.quote(os.path.abspath(config))
+    return f"python run.py {quoted} -l {shlex.quote(str(run_log_for(config)))}"
 
 
 def reopen_command(saved: SaveResult) -> str:

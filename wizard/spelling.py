@@ -96,3 +96,23 @@ def oom_figures(oom: Mapping[str, Any]) -> list[str]:
         who = f"pid {other['pid']}" if other["pid"] else "another process"
         parts.append(f"{who} {gib(other['gib'])}")
     return parts
+
+
+def field_changes(count: int) -> str:
+    """``1 field changes``, ``4 fields change``: a count of changed fields as a clause."""
+    return f"{count} field changes" if count == 1 else f"{count} fields change"
+
+
+def rate_axes(rates: tuple[float, ...], *, step: int | None) -> tuple[str, str]:
+    """The labels of ``watch``'s s/it chart: what the height means (its range), and what
+    runs across (the readings, oldest to newest). Empty without a reading."""
+    if not rates:
+        return "", ""
+    low, high = min(rates), max(rates)
+    count = len(rates)
+    newest = f"step {step}" if step is not None else "the newest"
+    return (
+        f"s/it (vertical): {low:.2f} at the bottom, {high:.2f} at the top",
+        f"time (across): the last {count} reading{'s' if count != 1 else ''}, oldest left, "
+        f"{newest} right",
+    )

@@ -100,10 +100,18 @@ def change_line(path: str, before: Any, after: Any) -> str:
     return f"  {change(path, before, after)}"
 
 
-def print_saved(console: Console, result: SaveResult) -> None:
-    """Where the config and its change log went."""
+def print_saved(console: Console, result: SaveResult, *, ui_job: bool = False) -> None:
+    """Where the config and its change log went, and the command that runs it (not for a
+    config of the web UI, which starts the job itself)."""
+    from oom_wizard.service import run_command_for
+
     console.print(f"Wrote {result.config}", markup=False)
     console.print(f"Change log {result.changelog}", markup=False)
+    if not ui_job:
+        console.print(
+            "Run it from AI Toolkit's folder (-l keeps a log for the next crash):", markup=False
+        )
+        console.print(f"  {run_command_for(result.config)}", markup=False)
 
 
 def run_wizard(

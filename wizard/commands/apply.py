@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     saved = save(state, choices, ToFile(args.output, args.changelog, force=args.force), ready=ready)
     assert isinstance(saved, SaveResult)
-    print_saved(console, saved)
+    print_saved(console, saved, ui_job=state.ui_job)
     return 0
 
 

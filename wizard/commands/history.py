@@ -109,6 +109,8 @@ def render_history(
 ) -> None:
     """The change log as text, and the next re-add when the config is at hand (and is the
     one the log saved: ``note`` says why not)."""
+    from oom_wizard.service import change_why
+
     if note is not None:
         console.print(f"note: {note}", markup=False)
     console.print(f"Change log {log_path}", markup=False)
@@ -133,8 +135,9 @@ def render_history(
             console.print("  no field changed", markup=False)
         for entry in entries:
             console.print(change_line(entry.path, entry.before, entry.after), markup=False)
-            if entry.reason:
-                console.print(f"      why: {entry.reason}", markup=False)
+            why = change_why(entry)
+            if why:
+                console.print(f"      why: {why}", markup=False)
     console.print("", markup=False)
     if changelog.attempts:
         _render_attempts(console, changelog)

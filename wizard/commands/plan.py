@@ -211,6 +211,8 @@ def render_step(console: Console, state: WizardState, number: int, step: StepPro
 
     if not step.available:
         status = "not available for this model"
+    elif step.satisfied and step.later:
+        status = f"not yet: {step.later}"
     elif step.satisfied:
         status = "done"
     elif step.default_on:

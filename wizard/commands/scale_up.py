@@ -122,5 +122,5 @@ def run(args: argparse.Namespace) -> int:
         force=args.force,
         prior=changelog,
     )
-    print_saved(console, result)
+    print_saved(console, result, ui_job=Path(changelog.source.path).name == ".job_config.json")
     return 0
