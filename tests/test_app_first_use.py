@@ -70,7 +70,8 @@ async def test_the_progress_line_says_why_it_jumps_and_marks_each_step(tmp_path:
         await press(pilot, "ctrl+n")  # then a skip
         title = screen_text(pilot, "#step-title")
         assert title == (
-            "Step 10 of 14 · Extra passes and copies off (steps 5-9 already done in the config)"
+            "Step 10 of 14 · Extra passes and copies off (steps 5-9 already done in the config, "
+            "or for a later retry)"
         )
         ladder = screen_text(pilot, "#ladder")
     assert "+ Gradient checkpointing on" in ladder and "+ Batch size to 1" in ladder

@@ -306,7 +306,7 @@ def test_counts_and_orders_read_as_english(tmp_path: Path) -> None:
 
     folder = demo_folder(tmp_path)
     state = start(JobRequest(folder / IMAGE_JOB.config, folder / IMAGE_JOB.log, probe=False))
-    saved = save(state, effective_choices(state), ToFile())
+    saved = save(state, effective_choices(state, fix="safe"), ToFile())
     again = start(JobRequest(saved.config, probe=False))  # type: ignore[union-attr]
     scale_up = next_scale_up(again)
     assert scale_up is not None

@@ -288,7 +288,7 @@ def test_the_why_names_only_the_steps_this_rollback_lowered(tmp_path: Path) -> N
     config = latest(tmp_path)
     step = next_scale_up(load_document(config), read_changelog(changelog_beside(config)))
     assert step is not None
-    assert "The order: re-add the biggest resolution, then larger batch." in step.why
+    assert "The order: re-add the biggest resolution, then larger batch" in step.why
     assert "LoRA rank" not in step.why
 
 
