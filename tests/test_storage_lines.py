@@ -61,3 +61,15 @@ def test_restore_help_names_the_change_logs_path(capsys: pytest.CaptureFixture[s
     folder = job_changelog_path(Path("aitk_db.db"), "id").parent
     assert f"{folder}/" in text.replace("- ", "-")
     assert "oom-wizard/NAME.changelog.json" not in text
+
+
+def test_history_of_a_fifo_or_a_device_says_what_it_is_and_never_reads_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The fuzz rerun found ``history /dev/zero`` reading forever."""
+    fifo = tmp_path / "job.yaml"
+    os.mkfifo(fifo)
+    for path, kind in ((fifo, "a pipe (FIFO)"), (Path("/dev/zero"), "a device")):
+        assert main(["history", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{path}: this is {kind}" in err

@@ -60,7 +60,12 @@ def run(args: argparse.Namespace) -> int:
         resolve_recorded,
         sha256_of,
     )
-    from oom_wizard.document import load_document
+    from oom_wizard.document import (
+        MAX_CONFIG_BYTES,
+        NotRegularFile,
+        load_document,
+        read_regular_file,
+    )
 
     target = Path(args.target)
     if not args.target:
@@ -85,7 +90,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         if not target.exists():
             raise WizardError("no such file", file=target)
-        belonging = changelog_for(target, target.read_bytes(), changelog_path_for(target))
+        try:
+            raw = read_regular_file(target, MAX_CONFIG_BYTES + 1)
+        except NotRegularFile as exc:
+            raise WizardError(f"this is {exc.kind}, not a config", file=target) from None
+        belonging = changelog_for(target, raw, changelog_path_for(target))
         if belonging is None:
             raise WizardError(
                 "no change log beside this config that describes it: oom-wizard did not save "
