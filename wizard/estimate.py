@@ -413,7 +413,7 @@ def _process_residency(
     quantize_te = model.quantize_te if "quantize_te" in model.present else model.quantize
     b_t = min(full, levers.quantized_bytes(model.qtype)) if model.quantize is True else full
     b_te = min(full, levers.quantized_bytes(model.qtype_te)) if quantize_te is True else full
-    o_t, o_te = _offloaded(process, facts)
+    o_t, o_te = offloaded_fractions(process, facts)
     transformer = p_t * b_t * experts * (1.0 - o_t)
     text_encoder = p_te * b_te * (1.0 - o_te)
     cached = train.cache_text_embeddings is True
@@ -437,8 +437,9 @@ def _process_residency(
     )
 
 
-def _offloaded(process: ProcessView, facts: ArchFacts | None) -> tuple[float, float]:
-    """The fractions of the transformer and text encoder that layer offloading moves off."""
+def offloaded_fractions(process: ProcessView, facts: ArchFacts | None) -> tuple[float, float]:
+    """The fractions of the transformer and text encoder that layer offloading moves off
+    (both estimates weigh it this one way)."""
     model = process.model
     on = model.layer_offloading if "layer_offloading" in model.present else model.auto_memory
     if on is not True or (facts is not None and facts.layer_offloading != "works"):

@@ -103,7 +103,7 @@ from typing import TYPE_CHECKING, Final, Literal, Protocol
 from oom_wizard.catalog import ArchFacts, LeversFile, Presets, load_presets
 from oom_wizard.change import Change
 from oom_wizard.document import JobDocument, apply_edits
-from oom_wizard.estimate import Shape, arch_facts, dataset_frames
+from oom_wizard.estimate import Shape, arch_facts, dataset_frames, offloaded_fractions
 from oom_wizard.view import JobView, ProcessView, SampleView, build_view
 
 if TYPE_CHECKING:
@@ -663,7 +663,7 @@ class _Account:
             b_te = min(b_te, bits / 8.0)
         b_vae = _dtype_bytes(levers, model.vae_dtype, self.full)
         experts = 1 if model.low_vram is True else self.experts
-        o_t, o_te = _offloaded(self.process, self.facts)
+        o_t, o_te = offloaded_fractions(self.process, self.facts)
         self.transformer = self.p_t * BILLION * b_t * experts * (1.0 - o_t)
         self.transformer_load = (
             self.p_t * BILLION * self.full * experts * (1.0 - o_t)
@@ -888,18 +888,6 @@ def _dtype_bytes(levers: LeversFile, dtype: str | None, default: float) -> float
 
 def _on_cpu(device: str | None) -> bool:
     return device is not None and device.strip().lower().startswith("cpu")
-
-
-def _offloaded(process: ProcessView, facts: ArchFacts | None) -> tuple[float, float]:
-    """The fractions of the transformer and text encoder that layer offloading moves off."""
-    model = process.model
-    on = model.layer_offloading if "layer_offloading" in model.present else model.auto_memory
-    if on is not True or (facts is not None and facts.layer_offloading != "works"):
-        return 0.0, 0.0
-    return (
-        float(model.layer_offloading_transformer_percent or 0.0),
-        float(model.layer_offloading_text_encoder_percent or 0.0),
-    )
 
 
 def _round(value: float | None) -> float | None:
