@@ -2,8 +2,8 @@
 
 Each scenario starts from a real AI Toolkit config shape (the shipped demo configs, a few
 fields changed), a card size, and the fake trainer (``tests/fake_trainer.py``, its own memory
-model) as the trainer; ``oom_wizard.autopilot`` runs it as ``oom-wizard run --auto`` does, with
-real child processes. One row per attempt: the config it ran, how it ended, and what that
+model) as the trainer; ``oom_wizard.application.autopilot`` runs it as ``oom-wizard run --auto``
+does, with real child processes. One row per attempt: the config it ran, how it ended, and what that
 config changed from the one before; then where the loop stopped and why.
 
 Usage::

@@ -1,16 +1,16 @@
 """``oom-wizard watch``: the live screen beside a running job.
 
-It polls the job's log (``oom_wizard.follow.LiveJob``) a few times a second and shows the job and
-its phase, step/total and the time left, the s/it trend as a sparkline, the OOM skips and the
-other warnings as they come, and the GPU (from ``nvidia-smi``, when it is there) and host RAM.
-When the run crashes it diagnoses the crash (``oom_wizard.service.diagnose_crash``: the job
-opened on its log and settled, as the wizard opens it) and, for an out-of-memory crash of a
-job with a config, leaves at once with that state: the command then opens the wizard on it,
-on the first change (Esc there goes back to the moment, Ctrl+Q quits). Any other crash, or a
-log without its config, shows the verdict on the crash panel (Enter still opens the wizard
-when there is a config). It never writes anything of the job's, except, for a web-UI job
-whose log shows trouble and only after a yes, the row's ``save_now`` (key ``s``: the UI's
-"save a checkpoint now", so that a retry resumes from there).
+It polls the job's log (``oom_wizard.application.follow.LiveJob``) a few times a second and shows
+the job and its phase, step/total and the time left, the s/it trend as a sparkline, the OOM skips
+and the other warnings as they come, and the GPU (from ``nvidia-smi``, when it is there) and host
+RAM. When the run crashes it diagnoses the crash (``oom_wizard.service.diagnose_crash``: the job
+opened on its log and settled, as the wizard opens it) and, for an out-of-memory crash of a job with
+a config, leaves at once with that state: the command then opens the wizard on it, on the first
+change (Esc there goes back to the moment, Ctrl+Q quits). Any other crash, or a log without its
+config, shows the verdict on the crash panel (Enter still opens the wizard when there is a config).
+It never writes anything of the job's, except, for a web-UI job whose log shows trouble and only
+after a yes, the row's ``save_now`` (key ``s``: the UI's "save a checkpoint now", so that a retry
+resumes from there).
 """
 
 from __future__ import annotations

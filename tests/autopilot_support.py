@@ -2,7 +2,8 @@
 
 Each scenario is a real AI Toolkit config shape (the shipped demo configs, with a few fields
 changed the way users set them), a card size and the fake trainer's other knobs. ``play``
-runs ``oom_wizard.autopilot`` on it with real child processes of ``tests/fake_trainer.py``.
+runs ``oom_wizard.application.autopilot`` on it with real child processes of
+``tests/fake_trainer.py``.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from typing import Any
 
 import yaml
 
-from oom_wizard.autopilot import Outcome, Settings, autopilot
-from oom_wizard.trainer import TrainerEnd, run_trainer, trainer_argv
+from oom_wizard.application.autopilot import Outcome, Settings, autopilot
+from oom_wizard.application.trainer import TrainerEnd, run_trainer, trainer_argv
 
 FAKE = Path(__file__).with_name("fake_trainer.py")
 DEMO = Path(__file__).resolve().parents[1] / "presets" / "demo"

@@ -43,12 +43,12 @@ async def wait_for_notice(pilot, tries: int = 40) -> list[str]:
     raise AssertionError("no notification came")
 
 
-def boom(*_args: object) -> service.WizardState:
+def boom(*_args: object, **_kwargs: object) -> service.WizardState:
     raise RuntimeError("boom")
 
 
 async def test_a_load_worker_that_fails_shows_the_clis_line(tmp_path, monkeypatch):
-    monkeypatch.setattr(service, "open_job", boom)
+    monkeypatch.setattr(service, "start", boom)
     folder = demo_folder(tmp_path)
     app = demo_app(folder)
     async with app.run_test(size=SIZE) as pilot:
@@ -62,7 +62,7 @@ async def test_a_load_worker_that_fails_shows_the_clis_line(tmp_path, monkeypatc
 
 
 async def test_with_debug_the_traceback_goes_to_a_named_log_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(service, "open_job", boom)
+    monkeypatch.setattr(service, "start", boom)
     folder = demo_folder(tmp_path)
     app = create_app(folder / IMAGE_JOB.config, debug=True)
     async with app.run_test(size=SIZE) as pilot:

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from oom_wizard.autopilot import Settings, autopilot
+from oom_wizard.application.autopilot import Settings, autopilot
+from oom_wizard.application.trainer import group_alive
 from oom_wizard.changelog import ChangeLog, changelog_path_for, read_changelog
 from oom_wizard.cli import main
 from oom_wizard.document import load_document
 from oom_wizard.paths import parse_path
 from oom_wizard.service import WizardState
-from oom_wizard.trainer import group_alive
 from tests.autopilot_support import (
     DEMO,
     FAKE,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from oom_wizard.follow import Follower, LiveJob
+from oom_wizard.application.follow import Follower, LiveJob
 from oom_wizard.logscan import LiveScan, scan_log, scan_text
 from tests.autopilot_support import FAKE, SCENARIOS, write_config
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import Log
 
+from oom_wizard.application.follow import watch_db_target
 from oom_wizard.cli import main
-from oom_wizard.follow import watch_db_target
 from oom_wizard.jobdb import list_jobs, load_job, request_save_now
 from oom_wizard.screens.watch import WatchApp
 from tests.aitk_db import OLDEST_JOB_TABLE, add_job, all_rows, make_db, stringify

@@ -300,7 +300,7 @@ async def test_a_question_names_its_keys_as_bound(tmp_path: Path, own_config_hom
 
 
 async def test_the_live_screen_takes_the_keymap_too(tmp_path: Path, own_config_home: Path) -> None:
-    from oom_wizard.follow import WatchTarget
+    from oom_wizard.application.follow import WatchTarget
     from oom_wizard.screens.watch import WatchApp
 
     write_settings(own_config_home, {"keymap": {"watch.quit": "x"}})

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from oom_wizard.autopilot import DbJobRef, UserSave, autopilot
+from oom_wizard.application.autopilot import DbJobRef, UserSave, autopilot
 from oom_wizard.changelog import read_changelog
 from oom_wizard.commands.run import ask_in_wizard
 from oom_wizard.document import load_document

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from oom_wizard.autopilot import Settings, autopilot
+from oom_wizard.application.autopilot import Settings, autopilot
+from oom_wizard.application.trainer import TrainerEnd
 from oom_wizard.changelog import changelog_path_for, read_changelog
 from oom_wizard.document import load_document
 from oom_wizard.paths import parse_path
 from oom_wizard.resume import checkpoint_step
-from oom_wizard.trainer import TrainerEnd
 from tests.autopilot_support import FAKE, SCENARIOS, fake_runner, write_config
 from tests.fake_trainer import write_checkpoint
 from tests.tmux_support import WIZARD
@@ -166,7 +166,7 @@ def test_a_trainer_hanging_after_its_fatal_oom_is_ended_and_the_loop_goes_on(
     config = write_config(tmp_path, EARLY)
     pidfile = tmp_path / "pids"
     env = {"FAKE_HANG_AFTER_ERROR": "1", "FAKE_WORKER": "1", "FAKE_PIDFILE": str(pidfile)}
-    from oom_wizard.trainer import run_trainer, trainer_argv
+    from oom_wizard.application.trainer import run_trainer, trainer_argv
 
     full_env = {**os.environ, "FAKE_VRAM_GB": "24", **env}
 
@@ -192,7 +192,7 @@ def test_a_silent_trainer_without_a_fatal_error_is_left_to_train(tmp_path: Path)
     """Silence alone (a slow step, a stall) is no reason to end a trainer: only silence after
     its fatal error is."""
     config = write_config(tmp_path, EARLY)
-    from oom_wizard.trainer import run_trainer, trainer_argv
+    from oom_wizard.application.trainer import run_trainer, trainer_argv
 
     full_env = {**os.environ, "FAKE_VRAM_GB": "48", "FAKE_STALL_AT": "2", "FAKE_STALL_S": "2"}
 
@@ -442,7 +442,7 @@ def test_the_change_log_attempts_carry_the_measured_peak(tmp_path: Path) -> None
     assert len(raw["attempts"]) == 3
     assert all((a["peak_gib"], a["card_gib"]) == (20.0, 24.0) for a in raw["attempts"])
     # history shows it on each attempt's line.
-    from oom_wizard.autopilot import describe_record
+    from oom_wizard.application.autopilot import describe_record
 
     log = read_changelog(changelog_path_for(outcome.config))
     assert all(describe_record(a).endswith(" · 20.0 of 24.0 GiB at most") for a in log.attempts)

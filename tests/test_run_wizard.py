@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from oom_wizard.autopilot import Outcome, Settings, UserSave, autopilot
+from oom_wizard.application.autopilot import Outcome, Settings, UserSave, autopilot
 from oom_wizard.changelog import changelog_path_for, read_changelog
 from oom_wizard.commands.run import ask_in_wizard
 from oom_wizard.document import MISSING, load_document

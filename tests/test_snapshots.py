@@ -43,7 +43,7 @@ SHOWN_ROOT = "/tmp/oomw"
 
 
 class ShownRoot:
-    """``os`` for ``oom_wizard.service`` (the run command's paths): absolute paths under
+    """``os`` for ``oom_wizard.application.leaving`` (the run command's paths): absolute paths under
     ``root`` are shown under :data:`SHOWN_ROOT`, so that the command reads the same on every
     run."""
 
@@ -153,9 +153,9 @@ def test_stage(
         ui_jobs_db(tmp_path)
         app = create_app(db=Path("aitk_db.db"), job=UI_JOB if which == "db_job" else None)
     elif which == "fixed":
-        from oom_wizard import service
+        from oom_wizard.application import leaving
 
-        monkeypatch.setattr(service, "os", ShownRoot(tmp_path))
+        monkeypatch.setattr(leaving, "os", ShownRoot(tmp_path))
         demo_folder(tmp_path)
         app = demo_app(Path("oom-wizard-demo"))
     else:

@@ -11,7 +11,13 @@ from pathlib import Path
 
 from textual.widgets import Log
 
-from oom_wizard.follow import JobRow, WatchTarget, read_job_row, watch_db_target, watch_target
+from oom_wizard.application.follow import (
+    JobRow,
+    WatchTarget,
+    read_job_row,
+    watch_db_target,
+    watch_target,
+)
 from oom_wizard.screens.app import create_app
 from oom_wizard.screens.step import StepScreen
 from oom_wizard.screens.watch import WatchApp
@@ -211,7 +217,7 @@ async def test_a_web_ui_job_that_crashes_opens_the_wizard_on_its_row(tmp_path: P
 PILOT_ON_A_FIFO = """
 import asyncio, sys
 from pathlib import Path
-from oom_wizard.follow import WatchTarget
+from oom_wizard.application.follow import WatchTarget
 from oom_wizard.screens.watch import WatchApp
 
 async def main() -> None:

@@ -155,7 +155,7 @@ def render_history(
 
 def _render_attempts(console: Console, changelog: ChangeLog) -> None:
     """The trainer runs of ``oom-wizard run``, in order: a timeline."""
-    from oom_wizard.autopilot import describe_record
+    from oom_wizard.application.autopilot import describe_record
 
     console.print("Attempts (oom-wizard run)", markup=False)
     for number, record in enumerate(changelog.attempts, start=1):

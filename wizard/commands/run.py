@@ -1,13 +1,12 @@
 """``oom-wizard run CONFIG | --db PATH --job NAME [--auto] [--max-retries N] … -- TRAINER…``.
 
-Runs the trainer on the config (``{config}`` in the command is replaced by its path; the
-default is ``python run.py {config}`` in AI Toolkit's folder), its output on the terminal and
-in a log beside the config, and on an out-of-memory crash saves the next roll-back and runs
-again (``oom_wizard.autopilot``). Without ``--auto`` it asks before each retry: on a terminal the
-wizard opens on the crash, already diagnosed, with the fix preselected, and the config the
-user saves is what runs next (leaving it without a save stops); with the output piped, a
-[Y/n] with "yes" preselected; with no terminal it stops. ``--scale-up`` goes upward from a
-config that finished.
+Runs the trainer on the config (``{config}`` in the command is replaced by its path; the default is
+``python run.py {config}`` in AI Toolkit's folder), its output on the terminal and in a log beside
+the config, and on an out-of-memory crash saves the next roll-back and runs again
+(``oom_wizard.application.autopilot``). Without ``--auto`` it asks before each retry: on a terminal
+the wizard opens on the crash, already diagnosed, with the fix preselected, and the config the user
+saves is what runs next (leaving it without a save stops); with the output piped, a [Y/n] with "yes"
+preselected; with no terminal it stops. ``--scale-up`` goes upward from a config that finished.
 
 A web-UI job (``--db PATH --job NAME``) is run from its row of the jobs database: each
 attempt's config is written to a file of its own for the trainer, and each fix goes into the
@@ -31,15 +30,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from oom_wizard.application.trainer import FATAL_SILENCE_S
 from oom_wizard.commands._jobdb import add_db_arguments, wants_db
 from oom_wizard.errors import WizardError
-from oom_wizard.trainer import FATAL_SILENCE_S
 
 if TYPE_CHECKING:
-    from oom_wizard.autopilot import NoTerminal, UserSave, Where
+    from oom_wizard.application.autopilot import NoTerminal, UserSave, Where
+    from oom_wizard.application.trainer import TrainerEnd
     from oom_wizard.screens.app import OomWizardApp
     from oom_wizard.service import WizardState
-    from oom_wizard.trainer import TrainerEnd
 
 PREFIX = "[oom-wizard] "
 WATCH_S = 0.5
@@ -150,9 +149,9 @@ def _split(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Run the loop; its exit status."""
-    from oom_wizard.autopilot import EXIT_STATUS, Settings, always_yes, autopilot
+    from oom_wizard.application.autopilot import EXIT_STATUS, Settings, always_yes, autopilot
+    from oom_wizard.application.trainer import default_command, run_trainer, trainer_argv
     from oom_wizard.interrupts import Terminated, raise_terminated
-    from oom_wizard.trainer import default_command, run_trainer, trainer_argv
 
     if args.db is not None and args.config is not None and "--" not in args.trainer:
         # No CONFIG with --db: argparse took the first word after ``--`` for it.
@@ -219,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _where(args: argparse.Namespace) -> Where:
     """The config file, or the web-UI job (which must exist)."""
-    from oom_wizard.autopilot import DbJobRef
+    from oom_wizard.application.autopilot import DbJobRef
 
     if wants_db(args, args.config):
         if args.job is None:
@@ -241,7 +240,7 @@ def _where(args: argparse.Namespace) -> Where:
 
 def _readable(where: Where) -> None:
     """Load the config as the loop will (raises the one-line error of a broken one)."""
-    from oom_wizard.autopilot import DbJobRef
+    from oom_wizard.application.autopilot import DbJobRef
 
     if isinstance(where, DbJobRef):
         from oom_wizard.jobdb import job_document, load_job
@@ -255,7 +254,7 @@ def _readable(where: Where) -> None:
 
 def _watch(log: Path, done: threading.Event, stall_s: float) -> None:
     """Tell the log's warnings as they come (skips, a stall, a slowdown) while it runs."""
-    from oom_wizard.follow import LiveJob
+    from oom_wizard.application.follow import LiveJob
 
     job = LiveJob(log, stall_s=stall_s)
     while True:
@@ -285,7 +284,7 @@ def _ask(state: WizardState, fix: Sequence[str]) -> bool | UserSave | NoTerminal
     if sys.stdin.isatty() and sys.stdout.isatty():
         return ask_in_wizard(state)
     if not sys.stdin.isatty():
-        from oom_wizard.autopilot import NO_TERMINAL
+        from oom_wizard.application.autopilot import NO_TERMINAL
 
         return NO_TERMINAL
     sys.stdout.write(f"{PREFIX}Save this roll-back and run again? [Y/n] ")
@@ -303,7 +302,7 @@ def ask_in_wizard(
         state: The job opened on the crash, the fix preselected.
         drive: Runs the app to its end (default: in this terminal; a test drives it headless).
     """
-    from oom_wizard.autopilot import UserSave, entry_lines
+    from oom_wizard.application.autopilot import UserSave, entry_lines
     from oom_wizard.screens.app import create_app
 
     app = create_app(opened=state, first="review", exit_on_save=True)

@@ -56,7 +56,7 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Show the live screen; open the wizard on an out-of-memory crash (or when asked)."""
-    from oom_wizard.follow import watch_db_target, watch_target
+    from oom_wizard.application.follow import watch_db_target, watch_target
     from oom_wizard.screens.watch import WatchApp
 
     if wants_db(args, args.target):

@@ -1,13 +1,13 @@
 """The autopilot: run the trainer, and on an out-of-memory crash roll back one step and retry.
 
-Plain logic. The trainer is behind :class:`Runner` (``oom_wizard.trainer`` runs a real child; a
-test can pass a function), the user behind :class:`Asker`. After a crash the job is opened on
-that attempt's log through the application service (``oom_wizard.service``), as the wizard
-opens it: one diagnosis, one plan, the next fix preselected (:func:`~wizard.service.preselect_fix`:
-every step at its default, the short validation run). With ``--auto`` the loop saves that fix
-through the service's save, as a new config beside the last one with its change log; an
-asker may instead let the user change and save it (the wizard), and the config the user
-saved is what runs next (:class:`UserSave`).
+Plain logic. The trainer is behind :class:`Runner` (``oom_wizard.application.trainer`` runs a real
+child; a test can pass a function), the user behind :class:`Asker`. After a crash the job is opened
+on that attempt's log through the application service (``oom_wizard.service``), as the wizard opens
+it: one diagnosis, one plan, the next fix preselected (:func:`~wizard.service.preselect_fix`: every
+step at its default, the short validation run). With ``--auto`` the loop saves that fix through the
+service's save, as a new config beside the last one with its change log; an asker may instead let
+the user change and save it (the wizard), and the config the user saved is what runs next
+(:class:`UserSave`).
 
 The first retry after a fix is a short validation run: the plan's ``validation_run`` step
 sets ``train.steps`` to ``validation_steps``, raised to one past the config's first periodic
@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, Protocol
 
+from oom_wizard.application.trainer import TrainerEnd
 from oom_wizard.changelog import (
     AttemptRecord,
     ChangeLog,
@@ -54,7 +55,6 @@ from oom_wizard.changelog import (
 from oom_wizard.errors import WizardError
 from oom_wizard.jobdb import DbSaveResult
 from oom_wizard.save import SaveResult
-from oom_wizard.trainer import TrainerEnd
 from oom_wizard.vocabulary import VALIDATION_RUN
 
 if TYPE_CHECKING:

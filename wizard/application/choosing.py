@@ -1,0 +1,477 @@
+"""Choosing: the default set of steps, the user's choices per step, the fixes and what
+they weigh, and the edits they make in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from oom_wizard.changes import Change, Prepared, prepare
+from oom_wizard.plan import FieldProposal, MemoryEstimate, Plan, StepChoice, StepProposal
+from oom_wizard.sizing import FIX_WORDS, FixName
+from oom_wizard.values import ValueCheck
+
+if TYPE_CHECKING:
+    from oom_wizard.resume import ResumePoint
+from oom_wizard.application.labels import arch_of
+from oom_wizard.application.settling import VALIDATION_STEP, WizardState, memory_calibration
+
+
+def choose(state: WizardState, choice: StepChoice) -> WizardState:
+    """The state with one step's choice recorded (replacing an earlier one)."""
+    choices = dict(state.choices)
+    choices[choice.step_id] = choice
+    return replace(state, choices=MappingProxyType(choices))
+
+
+def default_choices(state: WizardState, fix: FixName | None = None) -> dict[str, StepChoice]:
+    """The one rule of the default set, for the command line, the app, ``run`` and ``fit``:
+    every step of ``fix`` (None: the plan's default fix, "just enough" where the crash's own
+    figures size it, else "safe"; see :mod:`oom_wizard.sizing`) on with its default toggles,
+    every other step off."""
+    return state.plan.default_choices(fix)
+
+
+def default_choice(
+    state: WizardState, step: StepProposal, fix: FixName | None = None
+) -> StepChoice:
+    """What accepting one step's defaults means (:func:`default_choices`)."""
+    from oom_wizard.plan import StepChoice
+
+    return default_choices(state, fix).get(step.id) or StepChoice(step.id, enabled=False)
+
+
+def fix_names(state: WizardState) -> tuple[FixName, ...]:
+    """The fixes the plan offers, the default first ("safe" alone without a card to size
+    "just enough" against)."""
+    from oom_wizard.sizing import FIX_NAMES
+
+    offered = [name for name in FIX_NAMES if name in state.plan.fixes]
+    default = state.plan.default_fix
+    return tuple(sorted(offered, key=lambda name: name != default))
+
+
+def fix_words(state: WizardState, fix: FixName, *, short: bool = False) -> str:
+    """One line about a fix: its name, its steps and, where it was sized, its predicted peak
+    against the card (``just enough: 1 step (gradient_checkpointing), training peak ≈ 12.3 of
+    23.5 GiB``); ``short`` leaves the step ids out (the app lists them apart)."""
+    plan = state.plan
+    steps = [step for step in plan.fix_steps(fix) if step != VALIDATION_STEP]
+    text = f"{FIX_WORDS[fix]}: {len(steps)} step{'s' if len(steps) != 1 else ''}"
+    if steps and not short:
+        text += f" ({', '.join(steps)})"
+    sizing = plan.sizing
+    if sizing is not None and fix in sizing.savings:
+        band = sizing.predicted(fix)
+        peak = "peak" if short else f"{sizing.phase} peak"
+        text += f", {peak} ≈ {band.mid:.1f} of {sizing.card_gib:.1f} GiB"
+        if fix == "just_enough" and not sizing.covered:
+            text += (
+                " (not enough room left)"
+                if short
+                else " (no set of rungs is predicted to leave the margin)"
+            )
+    if fix == plan.default_fix:
+        text += " (default)"
+    return text
+
+
+def fix_steps_words(state: WizardState, fix: FixName) -> str:
+    """The steps of a fix by title, in the plan's order (``Gradient checkpointing on``)."""
+    titles = {step.id: step.title for step in state.plan.steps}
+    steps = [titles[step] for step in state.plan.fix_steps(fix) if step != VALIDATION_STEP]
+    return ", ".join(steps) if steps else "no step"
+
+
+def fix_summary(state: WizardState) -> tuple[str, ...]:
+    """The fixes in a few lines, for ``plan``, ``apply`` and the app: how they were sized
+    (the deficit, where it comes from, the margin), then one line per fix, the default first."""
+    from oom_wizard.sizing import MARGIN_SHARE
+
+    plan = state.plan
+    if not plan.fixes:
+        return ()
+    lines: list[str] = []
+    sizing = plan.sizing
+    if sizing is None:
+        lines.append(
+            "Fixes: only the safe set (no card size is known to weigh a smaller one against: "
+            "no OOM message with the card's capacity, no nvidia-smi)."
+        )
+    else:
+        verb = "needed" if sizing.deficit_gib >= 0 else "left"
+        lines.append(
+            f"Fixes sized against the {sizing.card_gib:.1f} GiB card at the {sizing.phase} "
+            f"peak: {abs(sizing.deficit_gib):.2f} GiB {verb} beyond the card ({sizing.source}), "
+            f"plus a margin of {sizing.margin_gib:.2f} GiB ({MARGIN_SHARE:.0%} of the card)."
+        )
+        if not sizing.calibrated:
+            lines.append(
+                "No OOM message of this crash sizes the deficit, so the safe set stays the "
+                "default; 'just enough' rests on the estimate alone."
+            )
+    lines.extend(f"  {fix_words(state, name)}" for name in fix_names(state))
+    return tuple(lines)
+
+
+def _as_default(step: StepProposal, choice: StepChoice, default: StepChoice) -> bool:
+    """Whether a recorded choice is the step's defaults as they were (nothing toggled or typed)."""
+    if choice.enabled != default.enabled or choice.values:
+        return False
+    return all(
+        choice.fields.get(proposal.key, proposal.default_on) == proposal.default_on
+        for proposal in step.fields
+    )
+
+
+def effective_choices(
+    state: WizardState,
+    upto: int | None = None,
+    extra: StepChoice | None = None,
+    fix: FixName | None = None,
+) -> dict[str, StepChoice]:
+    """The choice for every step: made, or the default for steps not decided yet.
+
+    Args:
+        state: The wizard state.
+        upto: Only the first ``upto`` roll-back steps count (the rest are left off);
+            None counts every step, with its default where undecided.
+        extra: A choice that overrides the recorded one (the step being edited).
+        fix: The fix whose defaults the undecided steps take (None: the plan's default);
+            a step accepted as the default fix had it follows the fix named here too.
+    """
+    steps = state.rollback_steps()
+    defaults = default_choices(state, fix)
+    plan_defaults = default_choices(state) if fix is not None else defaults
+    decided: dict[str, StepChoice] = {}
+    for index, step in enumerate(steps):
+        recorded = state.choices.get(step.id)
+        if upto is not None and index >= upto:
+            decided[step.id] = step_off(step.id)
+        elif recorded is not None and not _as_default(step, recorded, plan_defaults[step.id]):
+            decided[step.id] = recorded
+        else:
+            decided[step.id] = defaults[step.id]
+    validation = validation_choice(state)
+    if validation is not None:
+        decided[validation.step_id] = validation
+    if extra is not None:
+        decided[extra.step_id] = extra
+    return decided
+
+
+def validation_choice(state: WizardState) -> StepChoice | None:
+    """The short validation run's choice in effect (None: the plan offers none).
+
+    One rule for the app's toggle, ``apply --steps validation_run`` and ``run``: the step count
+    asked for (``run``'s, :attr:`WizardState.validation_run`, else the plan's figure), counted
+    from the step AI Toolkit resumes the job from (:func:`resume_of`), and raised to get through
+    the config's first periodic save and sample after it
+    (:func:`oom_wizard.plan.validation_choice`). The user's own choice wins where it says more
+    than on/off (a typed count), or switches the run off.
+    """
+    from oom_wizard.plan import validation_choice as plan_validation_choice
+
+    validation = state.validation_step()
+    if validation is None:
+        return None
+    chosen = state.choices.get(validation.id)
+    if chosen is not None and (chosen.values or not chosen.enabled):
+        return chosen
+    wanted = _validation_wanted(state, validation)
+    if wanted <= 0:
+        return step_off(validation.id)
+    resume = resume_of(state)
+    start = resume.step if resume is not None else 0
+    found = plan_validation_choice(state.document, state.plan, wanted, start)
+    if found is None:
+        return step_off(validation.id)
+    if (
+        chosen is None
+        and state.validation_run is None
+        and not default_choice(state, validation).enabled
+    ):
+        return replace(found, enabled=False)
+    return found
+
+
+def _validation_wanted(state: WizardState, validation: StepProposal) -> int:
+    """The validation run's steps asked for: ``run``'s count, else the plan's figure."""
+    if state.validation_run is not None:
+        return state.validation_run
+    figures = [f.after for f in validation.fields if isinstance(f.after, int)]
+    return min(figures) if figures else 0
+
+
+def resume_of(state: WizardState) -> ResumePoint | None:
+    """The step AI Toolkit's next run of this job starts from (:mod:`oom_wizard.resume`)."""
+    from oom_wizard.resume import resume_point
+
+    return resume_point(state.document, state.job.scan)
+
+
+def validation_note(state: WizardState) -> str | None:
+    """What the resume does to the validation run, in words (None: a fresh start)."""
+    resume = resume_of(state)
+    validation = validation_choice(state)
+    if resume is None or validation is None:
+        return None
+    counted = [v for v in validation.values.values() if isinstance(v, int)]
+    if validation.enabled and counted:
+        steps = min(counted)
+        return (
+            f"AI Toolkit resumes this job from step {resume.step} ({resume.source}) and trains "
+            f"up to train.steps: the validation run's train.steps is {steps}, so it trains "
+            f"{steps - resume.step} steps past the resume."
+        )
+    return (
+        f"AI Toolkit resumes this job from step {resume.step} ({resume.source}): a validation "
+        "run counted from there would not be shorter than the full run, so there is none."
+    )
+
+
+def _settle_validation(
+    state: WizardState, choices: Mapping[str, StepChoice] | None
+) -> Mapping[str, StepChoice] | None:
+    """The choices with the validation run counted by :func:`validation_choice` (a bare
+    "on" from ``apply --steps validation_run`` or the plan's defaults gets its step count)."""
+
+    validation = state.validation_step()
+    if validation is None:
+        return choices
+    base = default_choices(state) if choices is None else dict(choices)
+    given = base.get(validation.id)
+    if given is None or not given.enabled or given.values:
+        return choices
+    counted = validation_choice(replace(state, choices=MappingProxyType({})))
+    if counted is None or not counted.values:
+        base[validation.id] = step_off(validation.id) if counted is not None else given
+    else:
+        base[validation.id] = replace(counted, enabled=True)
+    return base
+
+
+def preselect_fix(state: WizardState, validation_steps: int) -> WizardState:
+    """The state with the next fix chosen: every step at its default, and the short
+    validation run at ``validation_steps`` (0: none), raised where it must be to get through
+    the config's first periodic save and sample
+    (:func:`oom_wizard.plan.validation_choice`).
+
+    This is what ``run`` saves with ``--auto``, and what the wizard it opens without
+    ``--auto`` shows preselected.
+    """
+    defaults = default_choices(state)
+    choices = {step.id: defaults[step.id] for step in state.rollback_steps()}
+    return replace(state, choices=MappingProxyType(choices), validation_run=validation_steps)
+
+
+#: Where a roll-back step stands: the config has it already (``done``), it does not apply
+#: to this model (``unavailable``), its rung comes after another step's, for a later retry
+#: (``later``), the user took it (``accepted``) or left it out (``skipped``), or it is
+#: still ahead (``ahead``).
+StepStatus: TypeAlias = Literal["done", "unavailable", "later", "accepted", "skipped", "ahead"]
+
+
+def step_status(state: WizardState, step: StepProposal) -> StepStatus:
+    """Where ``step`` stands: decided by the user (accepted, skipped), else done, not for
+    this model, or ahead.
+
+    A satisfied step the user opened and accepted with nothing switched on is still done.
+    """
+    choice = state.choices.get(step.id)
+    if choice is not None and choice.enabled:
+        return "accepted"
+    if not step.available:
+        return "unavailable"
+    if step.satisfied:
+        return "later" if step.later else "done"
+    return "skipped" if choice is not None else "ahead"
+
+
+@dataclass(frozen=True)
+class Jumped:
+    """Steps the wizard went past without showing them, because nothing was left to do.
+
+    Attributes:
+        first: The first of them, counted from 1.
+        last: The last of them, counted from 1.
+        unavailable: Some of them do not apply to this model (rather than being done).
+        later: Some of them are for a later retry (rather than being done).
+    """
+
+    first: int
+    last: int
+    unavailable: bool
+    later: bool = False
+
+    def words(self) -> str:
+        """``steps 5-9 already done in the config`` (or not for this model, or later)."""
+        which = (
+            f"step {self.first}" if self.first == self.last else f"steps {self.first}-{self.last}"
+        )
+        why = "already done in the config"
+        if self.unavailable:
+            why += ", or not for this model"
+        if self.later:
+            why += ", or for a later retry"
+        return f"{which} {why}"
+
+
+def done_before(state: WizardState, index: int) -> Jumped | None:
+    """The satisfied steps right before step ``index``: the progress line says why it jumped
+    over them (None: no jump)."""
+    steps = state.rollback_steps()
+    first = index
+    while first > 0 and steps[first - 1].satisfied:
+        first -= 1
+    if first == index:
+        return None
+    unavailable = any(not step.available for step in steps[first:index])
+    later = any(step.available and step.later for step in steps[first:index])
+    return Jumped(first + 1, index, unavailable, later)
+
+
+def changes(state: WizardState, choices: Mapping[str, StepChoice]) -> list[Change]:
+    """The field changes the choices make."""
+    from oom_wizard.plan import changes_for
+
+    return changes_for(state.plan, choices)
+
+
+def prepared(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Prepared:
+    """The choices applied in memory (None: the plan's defaults).
+
+    Raises:
+        EditError: an edit cannot be made safely.
+    """
+    from oom_wizard.plan import changes_for
+
+    return prepare(state.document, changes_for(state.plan, _settle_validation(state, choices)))
+
+
+def estimate(state: WizardState, choices: Mapping[str, StepChoice] | None) -> MemoryEstimate:
+    """The memory estimate of the choices: its GiB bands (calibrated by the job's own figures
+    when it has them) and the relative figures (today's config = 100)."""
+    from oom_wizard.plan import changes_for
+    from oom_wizard.plan import estimate as plan_estimate
+
+    settled = _settle_validation(state, choices)
+    return plan_estimate(
+        state.document,
+        changes_for(state.plan, settled),
+        state.model_kind,
+        calibration=memory_calibration(state),
+    )
+
+
+def check_value(state: WizardState, proposal: FieldProposal, typed: str) -> ValueCheck:
+    """A value typed on a step's row, checked as the domain checks it (:mod:`oom_wizard.values`).
+
+    The rules of ``presets/levers.yaml`` apply with the arch of the field's process (width and
+    height on its size step, frames on its grid); a value heavier than today's needs a
+    confirmation, and the change log then records it as an increase. A number field without
+    a rule must still be a number of the proposed value's kind.
+    """
+    from oom_wizard.values import validate_value
+
+    check = validate_value(
+        proposal.path, typed, arch_of(state, proposal.path), before=proposal.before
+    )
+    if not check.ok or not isinstance(check.value, str) or proposal.control != "number":
+        return check
+    return _plain_number(typed, proposal.after)
+
+
+#: The fields that keep the effective batch (``batch × accumulation``) of a lowered batch.
+_ACCUMULATION = frozenset({"gradient_accumulation", "gradient_accumulation_steps"})
+
+
+def followed_values(step: StepProposal, typed: Mapping[str, Any]) -> dict[str, Any]:
+    """The values that follow a value typed on the same step (None of the user's own).
+
+    The accumulation row of the batch step keeps the effective batch of today's config
+    (``batch × accumulation``) for the batch typed: today's 2 × 1 with a typed batch of 2
+    is an accumulation of 1, not the 2 proposed for a batch of 1. When the typed batch does
+    not divide the effective batch, the accumulation rounds down (never below 1) and the
+    step's note says what the effective batch becomes (:func:`effective_batch_note`).
+
+    Args:
+        step: The step on screen.
+        typed: The values typed on its rows, by field key (only valid ones).
+    """
+    followed: dict[str, Any] = {}
+    fields = {proposal.key: proposal for proposal in step.fields}
+    for proposal in step.fields:
+        batch_key = proposal.requires
+        if batch_key is None or proposal.key in typed or batch_key not in typed:
+            continue
+        if proposal.path[-1] not in _ACCUMULATION or batch_key not in fields:
+            continue
+        batch = typed[batch_key]
+        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+            continue
+        followed[proposal.key] = max(1, _effective_batch(fields[batch_key], proposal) // batch)
+    return followed
+
+
+def effective_batch_note(step: StepProposal, values: Mapping[str, Any]) -> str | None:
+    """What the effective batch becomes with ``values`` when it is not today's (None: it
+    is kept, or the step has no batch and accumulation rows)."""
+    fields = {proposal.key: proposal for proposal in step.fields}
+    for proposal in step.fields:
+        batch_key = proposal.requires
+        if batch_key is None or proposal.path[-1] not in _ACCUMULATION or batch_key not in fields:
+            continue
+        batch_row = fields[batch_key]
+        today = _effective_batch(batch_row, proposal)
+        batch = values.get(batch_key, batch_row.after)
+        accumulation = values.get(proposal.key, proposal.after)
+        if not isinstance(batch, int) or not isinstance(accumulation, int):
+            continue
+        if batch * accumulation != today:
+            return (
+                f"The effective batch becomes {batch} × {accumulation} = "
+                f"{batch * accumulation} (today {today}): type the accumulation to choose."
+            )
+    return None
+
+
+def _effective_batch(batch: FieldProposal, accumulation: FieldProposal) -> int:
+    """Today's effective batch: the batch times the accumulation in use (1 when unset)."""
+    before_batch = batch.before if isinstance(batch.before, int) and batch.before > 0 else 1
+    before = accumulation.before
+    return before_batch * (before if isinstance(before, int) and before > 0 else 1)
+
+
+def _plain_number(typed: str, like: object) -> ValueCheck:
+    """``typed`` as a number of the kind of ``like`` (a field the presets have no rule for)."""
+    text = typed.strip()
+    whole = isinstance(like, int) and not isinstance(like, bool)
+    try:
+        number: float = int(text) if whole else float(text)
+    except ValueError:
+        return ValueCheck(
+            False, None, f"'{text}' is not {'a whole number' if whole else 'a number'}"
+        )
+    if number < 0 or number != number:
+        return ValueCheck(False, None, "a number of at least 0 is needed")
+    return ValueCheck(True, number)
+
+
+def recorded_steps(plan: Plan, ready: Prepared) -> list[str]:
+    """The steps a run records as applied: those that changed a field, in plan order.
+
+    A step that was switched on but found nothing to change is not applied (the next plan
+    would otherwise mark it done).
+    """
+    changed = {entry.step for entry in ready.entries}
+    return [step.id for step in plan.steps if step.id in changed]
+
+
+def step_off(step_id: str) -> StepChoice:
+    from oom_wizard.plan import StepChoice
+
+    return StepChoice(step_id=step_id, enabled=False)

@@ -1,0 +1,56 @@
+"""``set``: a user's own edits, checked as the app checks a typed value."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from oom_wizard.changes import Change, Prepared, prepare
+from oom_wizard.document import JobDocument
+from oom_wizard.paths import MISSING, format_path
+
+if TYPE_CHECKING:
+    pass
+from oom_wizard.application.labels import arch_of
+
+
+def prepare_edit(document: JobDocument, changes: Sequence[Change], *, force: bool) -> Prepared:
+    """``set``'s edits, checked as the app checks a typed value, then made in memory.
+
+    Each value goes through the same rules as a value typed on a step's row
+    (:func:`check_value`: ``presets/levers.yaml`` with the field's arch), and removing a
+    whole section (a mapping or a list, such as ``config.process[0].train``) needs
+    ``force``: it takes every field in it along.
+
+    Raises:
+        EditError: a value the app would refuse, or a section removed without ``force``.
+    """
+    from oom_wizard.changes import REQUIRED
+    from oom_wizard.errors import EditError
+    from oom_wizard.values import validate_value
+
+    for change in changes:
+        where = format_path(change.path)
+        before = document.get(change.path)
+        if change.after is MISSING:
+            refused_anyway = change.path in REQUIRED or isinstance(change.path[-1], int)
+            if isinstance(before, (dict, list)) and not force and not refused_anyway:
+                count = len(before)
+                raise EditError(
+                    f"{where} is a whole section ({count} "
+                    f"{'entry' if count == 1 else 'entries'}); removing it removes everything "
+                    "in it: pass --force to remove it anyway, or --unset the fields you mean",
+                    file=document.source,
+                )
+            continue
+        arch = arch_of(document, change.path)
+        items = (
+            [((*change.path, index), item) for index, item in enumerate(change.after)]
+            if isinstance(change.after, list)
+            else [(change.path, change.after)]
+        )
+        for path, value in items:
+            check = validate_value(path, value, arch, before=document.get(path))
+            if not check.ok:
+                raise EditError(f"{where}: {check.reason}", file=document.source)
+    return prepare(document, changes)

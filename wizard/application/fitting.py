@@ -1,0 +1,161 @@
+"""``fit``: will the job fit on the card, and the roll-back that would make it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+from oom_wizard.memory import JobMemory, Verdict
+from oom_wizard.plan import Plan, StepChoice, StepProposal
+from oom_wizard.vocabulary import Moment
+
+if TYPE_CHECKING:
+    pass
+from oom_wizard.application.settling import VALIDATION_STEP, WizardState, memory_calibration
+
+CardSource: TypeAlias = Literal["nvidia-smi", "--gpu", "asked"]
+
+
+@dataclass(frozen=True)
+class Card:
+    """The card the job is measured against: its memory in GiB and where that comes from."""
+
+    gib: float
+    source: CardSource
+
+
+def probed_card(state: WizardState) -> Card | None:
+    """The first GPU ``nvidia-smi`` showed at the open (the job's ``cuda:0``), if any."""
+    probe = state.job.probe
+    if probe is None or not probe.gpus:
+        return None
+    return Card(probe.gpus[0].total_gib, "nvidia-smi")
+
+
+def job_memory(
+    state: WizardState, choices: Mapping[str, StepChoice] | None = None
+) -> tuple[JobMemory, JobMemory]:
+    """Each phase's band in GiB for today's config and with the choices (None: the plan's
+    defaults), calibrated by the job's own figures when it has them."""
+    from oom_wizard.memory import job_memory as memory_of
+    from oom_wizard.plan import changes_for
+
+    calibration = memory_calibration(state)
+    kind = state.model_kind
+    return (
+        memory_of(state.document, [], kind, calibration=calibration),
+        memory_of(state.document, changes_for(state.plan, choices), kind, calibration=calibration),
+    )
+
+
+@dataclass(frozen=True)
+class FitFix:
+    """The roll-back steps that bring a job to ``fits``, as the plan offers them.
+
+    Attributes:
+        moment: The plan's moment the steps come from (chosen from the peak phase).
+        plan: That plan.
+        steps: The steps taken, in the plan's order.
+        memory: The job's memory with them.
+        reaches: Whether the peak's high edge is then within the card.
+    """
+
+    moment: Moment
+    plan: Plan
+    steps: tuple[StepProposal, ...]
+    memory: JobMemory
+    reaches: bool
+
+    def choices(self) -> dict[str, StepChoice]:
+        """The steps as choices, each with its default field toggles."""
+        from oom_wizard.plan import StepChoice
+
+        return {step.id: StepChoice(step_id=step.id, enabled=True) for step in self.steps}
+
+
+def fit_fix(state: WizardState, memory: JobMemory, card_gib: float) -> FitFix | None:
+    """The plan's "just enough" fix against the card (:mod:`oom_wizard.sizing`: what costs no
+    quality, then the fewest rungs whose saving leaves a margin on the card), in the plan's
+    order; None when the peak's high edge is within the card already.
+
+    The plan is the one for the moment of the peak phase (a training peak: ``early_steps``,
+    a sample: ``sampling``, loading or the first sample: ``loading``), sized against the card
+    with the job's calibration; ``apply --moment M --steps ...`` takes the steps as they are.
+    """
+    from oom_wizard.memory import PHASE_MOMENT
+    from oom_wizard.memory import job_memory as memory_of
+    from oom_wizard.plan import StepChoice as Choice
+    from oom_wizard.plan import build_plan, changes_for
+
+    if memory.peak().high <= card_gib:
+        return None
+    moment: Moment = PHASE_MOMENT[memory.peak_phase]  # type: ignore[assignment]
+    calibration = memory.calibrated_by
+    plan = build_plan(
+        state.document,
+        moment,
+        state.model_kind,
+        changelog=state.changelog,
+        calibration=calibration,
+        card_gib=card_gib,
+        gpus=len(state.job.probe.gpus) if state.job.probe is not None else 1,
+    )
+    # The fix's own sizing (:mod:`oom_wizard.sizing`): what costs no quality, then the fewest
+    # rungs that leave the margin; the safe set where no card sizes it.
+    wanted = set(plan.fix_steps("just_enough" if "just_enough" in plan.fixes else "safe"))
+    taken = [step for step in plan.steps if step.id in wanted and step.id != VALIDATION_STEP]
+    trial = {s.id: Choice(step_id=s.id, enabled=s.id in wanted) for s in plan.steps}
+    current = memory_of(
+        state.document, changes_for(plan, trial), state.model_kind, calibration=calibration
+    )
+    return FitFix(moment, plan, tuple(taken), current, current.peak().high <= card_gib)
+
+
+@dataclass(frozen=True)
+class FitReport:
+    """``oom-wizard fit``: the job's phases against the card, the verdict and the fix.
+
+    Attributes:
+        card: The card measured against.
+        memory: The job's memory (calibrated when its runs say something).
+        verdict: ``fits``, ``tight`` or ``wont_fit`` of the peak phase.
+        fix: The roll-back steps that would make it fit (None when it fits).
+    """
+
+    card: Card
+    memory: JobMemory
+    verdict: Verdict
+    fix: FitFix | None
+
+    def to_json(self) -> dict[str, object]:
+        """DESIGN.md's ``fit --json`` shape (``fix_moment`` and ``fix_fits`` beside ``fix``)."""
+        memory = self.memory
+        fix = self.fix
+        return {
+            "card_gib": round(self.card.gib, 2),
+            "card_source": self.card.source,
+            "phases": memory.phases_json(),
+            "peak_phase": memory.peak_phase,
+            "verdict": self.verdict,
+            "parts_gib": memory.parts[memory.peak_phase].as_dict(),
+            "calibrated_by": memory.calibrated_by.as_json() if memory.calibrated_by else None,
+            "calibration_scale": round(memory.scale, 3),
+            "known": memory.known,
+            "notes": list(memory.notes),
+            "fix": [step.to_json() for step in fix.steps] if fix is not None else [],
+            "fix_moment": fix.moment if fix is not None else None,
+            "fix_fits": fix.reaches if fix is not None else None,
+            "fix_peak_gib": fix.memory.peak().rounded() if fix is not None else None,
+        }
+
+
+def fit(state: WizardState, card: Card) -> FitReport:
+    """Will the job fit on ``card``: its phases' bands, the verdict and, when it does not
+    fit, the roll-back that would make it."""
+    from oom_wizard.memory import verdict
+
+    memory, _after = job_memory(state, {})
+    found = verdict(memory.peak(), card.gib)
+    fix = fit_fix(state, memory, card.gib) if found != "fits" else None
+    return FitReport(card, memory, found, fix)

@@ -1,0 +1,207 @@
+"""Opening a job: a config file, a job folder or a web-UI job, with its log, its change
+log and the GPU, read once into one :class:`OpenedJob`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from oom_wizard.changelog import (
+    ChangeLog,
+    EditedSinceSave,
+    changelog_for,
+    changelog_path_for,
+    refuse_edited,
+)
+from oom_wizard.diagnosis import Diagnosis, diagnose
+from oom_wizard.document import JobDocument, load_document
+from oom_wizard.errors import WizardError
+from oom_wizard.jobdb import DbJob
+from oom_wizard.request import JobRequest
+
+if TYPE_CHECKING:
+    from oom_wizard.jobdir import JobLocation
+    from oom_wizard.logscan import LogScan
+    from oom_wizard.probe import ProbeResult
+
+
+@dataclass(frozen=True)
+class OpenedJob:
+    """A job as read: its config, its log and change log, the GPU now, and the log's verdict.
+
+    Attributes:
+        document: The config as loaded (never written).
+        log_path: The training log used for the diagnosis, if any.
+        log_note: Which log was taken and why (or why there is none), from the job folder.
+        scan: What the log shows (read once, here).
+        changelog: The change log that describes this config, when it is our own output.
+        changelog_path: Where that change log is.
+        ui_job: The config is the web UI's ``.job_config.json``: the fix goes back into the UI.
+        db_job: The row of AI Toolkit's jobs database the config was read from, when it was
+            (``document.source`` is then the job's pseudo path, not a file).
+        probe: The GPU as ``nvidia-smi`` showed it at the open (None: not probed, or none).
+        log_diagnosis: The diagnosis before any answer of the user: what "the log points to"
+            shows, whatever the user picks.
+        crashed_since_rollback: The log is newer than the change log's last roll-back and
+            shows a crash: the retry of our own fix crashed too (the plan goes a rung further).
+    """
+
+    document: JobDocument
+    log_path: Path | None
+    log_note: str | None
+    scan: LogScan | None
+    changelog: ChangeLog | None
+    changelog_path: Path | None
+    ui_job: bool
+    db_job: DbJob | None
+    probe: ProbeResult | None
+    log_diagnosis: Diagnosis
+    crashed_since_rollback: bool
+
+    @property
+    def source(self) -> Path:
+        """The config file the job was opened from (a database job's pseudo path)."""
+        return self.document.source
+
+
+def open_job(request: JobRequest) -> OpenedJob:
+    """Read what the request names: the config, its log, its change log, and the GPU.
+
+    This reads files (and the database): the app runs it in a worker thread.
+
+    Raises:
+        WizardError: nothing to open, no such job, or a config, log or change log that
+            cannot be read (the change log too: see the module's policy).
+    """
+    if request.db is not None:
+        if request.job is None:
+            raise WizardError("pick a job with --job NAME (without it, --db lists the jobs)")
+        from oom_wizard.jobdb import find_db, job_document, load_job, locate_job_log
+
+        job = load_job(find_db(request.db), request.job)
+        document = job_document(job)
+        located = locate_job_log(job, document.tree)
+        belonging = changelog_for(job.source, job.job_config.encode("utf-8"), job.changelog_to_read)
+        db_job: DbJob | None = job
+    elif request.target is not None:
+        from oom_wizard.jobdir import locate_job
+
+        located = locate_job(request.target)
+        document = load_document(located.config)
+        belonging = changelog_for(
+            located.config, _bytes_of(located.config), changelog_path_for(located.config)
+        )
+        db_job = None
+    else:
+        raise WizardError("give the job's config file (or its folder), or --db PATH --job NAME")
+    if belonging is not None and belonging.edited and not request.edited_ok:
+        raise refuse_edited(belonging, document.source)
+    changelog = belonging.log if belonging is not None else None
+    changelog_path = belonging.path if belonging is not None else None
+    log_path, note, scan = _chosen_log(located, request.log)
+    probe = _probe() if request.probe else None
+    log_diagnosis = diagnose(scan, document.view(), answers=None, probe=probe, changelog=changelog)
+    return OpenedJob(
+        document=document,
+        log_path=log_path,
+        log_note=note,
+        scan=scan,
+        changelog=changelog,
+        changelog_path=changelog_path if changelog is not None else None,
+        ui_job=located.ui_job,
+        db_job=db_job,
+        probe=probe,
+        log_diagnosis=log_diagnosis,
+        crashed_since_rollback=_crashed_since(log_path, changelog, log_diagnosis),
+    )
+
+
+def edited_words(refusal: Exception) -> str:
+    """The app's question for a config edited after our save (the command line's refusal
+    asks for ``--edited-ok``; the app asks yes or no instead)."""
+    if not isinstance(refusal, EditedSinceSave):
+        return str(refusal)
+    belonging = refusal.belonging
+    return (
+        f"{refusal.file}: edited after oom-wizard saved it: its SHA-256 is not the one its "
+        f"change log {belonging.path} recorded, so that log's story may not describe it. "
+        "Go on from the file as it is now, with that change log?"
+    )
+
+
+def _bytes_of(path: Path) -> bytes:
+    """The config's bytes as read (for the change log's SHA-256), empty when unreadable."""
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def _chosen_log(
+    located: JobLocation, log: Path | None
+) -> tuple[Path | None, str | None, LogScan | None]:
+    """The log given by the user (it wins), else the job folder's; its note and its scan."""
+    if log is not None:
+        from oom_wizard.logscan import scan_log
+
+        return log, None, scan_log(log)
+    scan = located.log_scan
+    if scan is None and located.log is not None:
+        from oom_wizard.logscan import scan_log
+
+        scan = scan_log(located.log)
+    return located.log, located.log_note, scan
+
+
+def _probe() -> ProbeResult | None:
+    from oom_wizard.probe import probe_gpu
+
+    return probe_gpu()
+
+
+def _crashed_since(log: Path | None, changelog: ChangeLog | None, diagnosis: Diagnosis) -> bool:
+    """Whether the log crashed after the change log's last roll-back was saved."""
+    if log is None or changelog is None or not diagnosis.crashed:
+        return False
+    rollbacks = [run for run in changelog.runs if run.direction == "rollback"]
+    if not rollbacks:
+        return False
+    try:
+        saved = datetime.fromisoformat(rollbacks[-1].at)
+        written = datetime.fromtimestamp(log.stat().st_mtime, tz=timezone.utc)
+    except (ValueError, OSError):
+        return False
+    return written > saved
+
+
+def list_jobs(db: Path) -> tuple[Path, tuple[DbJob, ...]]:
+    """The jobs database ``db`` points to, and its jobs (newest first).
+
+    Raises:
+        JobDatabaseError: no database there, or one that cannot be read.
+    """
+    from oom_wizard.jobdb import find_db
+    from oom_wizard.jobdb import list_jobs as db_jobs
+
+    path = find_db(db)
+    return path, db_jobs(path)
+
+
+def picker_folder(target: Path | None) -> Path:
+    """Where the app's file picker opens after a target that could not be opened: that
+    folder, or the named file's folder, when it is there; else the working folder."""
+    if target is not None:
+        folder = target.expanduser()
+        if not folder.is_dir():
+            folder = folder.parent
+        if folder.is_dir() and str(folder) not in ("", "."):
+            return folder
+    return Path.cwd()
+
+
+#: A training log the picker offers beside the configs: AI Toolkit's ``log.txt`` (and the
+#: UI's ``logs/N_log.txt``), ``run.py -l FILE``'s file, a log saved with another name.
+LOG_SUFFIXES = (".txt", ".log")

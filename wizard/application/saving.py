@@ -1,0 +1,232 @@
+"""Saving a roll-back: a new config file or the web-UI job's row, with one run of the
+change log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
+
+from oom_wizard.changelog import (
+    Direction,
+    changelog_path_for,
+)
+from oom_wizard.changes import Prepared, commit
+from oom_wizard.diagnosis import Diagnosis
+from oom_wizard.errors import Front, SaveRefused, WizardError
+from oom_wizard.jobdb import AsNew, DbSaveResult, InPlace
+from oom_wizard.plan import StepChoice
+from oom_wizard.save import SaveResult
+
+if TYPE_CHECKING:
+    pass
+from oom_wizard.application.choosing import prepared, recorded_steps
+from oom_wizard.application.settling import WizardState, memory_calibration
+
+
+@dataclass(frozen=True)
+class ToFile:
+    """Save the fix as a new config file and its change log (never over an existing file).
+
+    Attributes:
+        output: The new config; None derives it from the source (``my_job.oomfix.yaml``).
+        changelog: The change log; None puts it beside the output.
+        force: Replace ``output`` if it exists (never the source; ``apply --force``).
+    """
+
+    output: Path | None = None
+    changelog: Path | None = None
+    force: bool = False
+
+
+#: Where a save goes: a new file, or (for a job of the web UI's database) the job's own
+#: row (:class:`~wizard.jobdb.InPlace`) or a new job (:class:`~wizard.jobdb.AsNew`).
+Destination: TypeAlias = ToFile | InPlace | AsNew
+
+
+#: What a save wrote: files (:class:`~wizard.save.SaveResult`) or a database row.
+Saved: TypeAlias = SaveResult | DbSaveResult
+
+
+def save(
+    state: WizardState,
+    choices: Mapping[str, StepChoice] | None,
+    destination: Destination,
+    *,
+    ready: Prepared | None = None,
+) -> Saved:
+    """Write the roll-back: a new config file, or into the jobs database.
+
+    Args:
+        state: The wizard state.
+        choices: The step choices (None: the plan's defaults).
+        destination: Where it goes.
+        ready: ``prepared(state, choices)`` when the caller has it already (shown to the
+            user), so that the edits are not made and checked a second time.
+
+    Raises:
+        SaveRefused: the output or change log is refused; nothing is written.
+        JobDatabaseError: the database refuses (a running job, a taken name, a lock).
+        EditError: an edit cannot be made safely.
+    """
+    if ready is None:
+        ready = prepared(state, choices)
+    return write_run(
+        state,
+        ready,
+        destination,
+        direction="rollback",
+        moment=state.moment,
+        steps=recorded_steps(state.plan, ready),
+        diagnosis=state.diagnosis if state.job.scan is not None else None,
+        memory=memory_record(state, ready),
+    )
+
+
+def default_file_output(state: WizardState) -> Path:
+    """The first free file name for the fix saved as a file.
+
+    Beside the source for a config file; in the working folder, after the job's name, for
+    a database job (whose config has no file of its own).
+    """
+    from oom_wizard.save import default_output_path
+
+    if state.db_job is None:
+        return default_output_path(state.source)
+    return default_output_path(Path(f"{state.db_job.file_stem}.json"))
+
+
+@dataclass(frozen=True)
+class FileTarget:
+    """A config file to save to, as typed (the app's "Save as" and "Change log" fields):
+    the destination, or the refusal of each field.
+
+    Attributes:
+        destination: Where the save goes (None: a field is refused).
+        output_refused: Why the output name is refused (None: it is not).
+        changelog_refused: Why the change-log name is refused (None: it is not).
+    """
+
+    destination: ToFile | None
+    output_refused: SaveRefused | None = None
+    changelog_refused: SaveRefused | None = None
+
+    def reasons(self, front: Front = "app") -> tuple[str | None, str | None]:
+        """The output's and the change log's reasons, worded for ``front`` (None: fine)."""
+        return (
+            self.output_refused.reason(front) if self.output_refused else None,
+            self.changelog_refused.reason(front) if self.changelog_refused else None,
+        )
+
+    def first_refusal(self) -> SaveRefused | None:
+        """The refusal to show as the save's error line."""
+        return self.output_refused or self.changelog_refused
+
+
+def file_target(state: WizardState, output: str, changelog: str | None) -> FileTarget:
+    """The file destination typed in the app, checked as the save checks it, before it.
+
+    Args:
+        state: The wizard state (its source is never a target).
+        output: The new config's path as typed (``~`` is expanded).
+        changelog: The change log's path as typed; None puts it beside the output.
+    """
+    from oom_wizard.save import check_output
+
+    output_path, output_refused = _file_name(output, "the new config", "file_name")
+    if output_path is not None:
+        try:
+            check_output(output_path, source=state.source)
+        except SaveRefused as exc:
+            output_refused = exc
+    changelog_path: Path | None
+    changelog_refused: SaveRefused | None = None
+    if changelog is None:
+        changelog_path = changelog_path_for(output_path) if output_path is not None else None
+    else:
+        changelog_path, changelog_refused = _file_name(
+            changelog, "the change log", "changelog_name"
+        )
+    if output_refused is not None or changelog_refused is not None or changelog_path is None:
+        return FileTarget(None, output_refused, changelog_refused)
+    assert output_path is not None
+    return FileTarget(ToFile(output_path, changelog_path))
+
+
+def _file_name(typed: str, what: str, remedy: str) -> tuple[Path | None, SaveRefused | None]:
+    """``typed`` as a file's path, or why it cannot be one (empty, or a folder)."""
+    text = typed.strip()
+    if not text:
+        return None, SaveRefused(f"a file name is needed for {what}", remedy=remedy)
+    path = Path(text).expanduser()
+    if text.endswith("/") or path.name in ("", ".", ".."):
+        return None, SaveRefused("this is a folder", file=text, remedy=remedy)
+    return path, None
+
+
+def write_run(
+    state: WizardState,
+    ready: Prepared,
+    destination: Destination,
+    *,
+    direction: Direction,
+    steps: Sequence[str],
+    moment: str | None = None,
+    diagnosis: Diagnosis | None = None,
+    memory: dict[str, object] | None = None,
+) -> Saved:
+    """Save ``ready`` where ``destination`` says, with one run of the change log."""
+    recorded = diagnosis.to_json() if diagnosis is not None else None
+    if isinstance(destination, ToFile):
+        return commit(
+            ready,
+            direction=direction,
+            moment=moment,
+            model_kind=state.model_kind,
+            diagnosis=recorded,
+            steps=steps,
+            memory=memory,
+            output=destination.output,
+            changelog_path=destination.changelog,
+            force=destination.force,
+            prior=state.changelog,
+        )
+    if state.db_job is None:
+        raise WizardError("only a job of the web UI's database can be saved into it")
+    from oom_wizard.jobdb import save_to_db
+
+    return save_to_db(
+        ready,
+        state.db_job,
+        destination,
+        direction=direction,
+        moment=moment,
+        model_kind=state.model_kind,
+        diagnosis=recorded,
+        steps=steps,
+        memory=memory,
+        prior=state.changelog,
+    )
+
+
+def memory_record(state: WizardState, ready: Prepared) -> dict[str, object] | None:
+    """The change log run's ``memory`` for the saved config (see :func:`memory_record`)."""
+    from oom_wizard.memory import job_memory as memory_of
+
+    try:
+        after = memory_of(
+            ready.after,
+            [],
+            state.model_kind,
+            calibration=memory_calibration(state),
+            calibrated_on=state.document,
+        )
+    except WizardError:
+        return None
+    return {
+        "phase": after.peak_phase,
+        "estimated_gib": after.peak().rounded(),
+        "calibrated_by": after.calibrated_by.as_json() if after.calibrated_by else None,
+    }

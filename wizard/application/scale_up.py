@@ -1,0 +1,128 @@
+"""Scaling up: the next re-add, what it is predicted to do, and its save."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from oom_wizard.changelog import (
+    ChangeLog,
+    read_changelog,
+)
+from oom_wizard.changes import Prepared, prepare
+from oom_wizard.document import JobDocument
+from oom_wizard.memory import Prediction
+from oom_wizard.plan import ScaleUp
+
+if TYPE_CHECKING:
+    pass
+from oom_wizard.application.fitting import probed_card
+from oom_wizard.application.saving import Destination, Saved, memory_record, write_run
+from oom_wizard.application.settling import WizardState
+
+
+def next_scale_up(state: WizardState) -> ScaleUp | None:
+    """The one setting the next retry gets back, or None when everything is restored.
+
+    ``history`` and the result screen name the same one: both come through
+    :func:`oom_wizard.plan.next_scale_up`.
+    """
+    from oom_wizard.plan import next_scale_up as plan_next_scale_up
+
+    if state.changelog is None:
+        return None
+    return plan_next_scale_up(state.document, state.changelog)
+
+
+def prepare_scale_up(state: WizardState, scale_up: ScaleUp) -> Prepared:
+    """The re-add applied in memory (raises EditError if an edit cannot be made)."""
+    return prepare(state.document, list(scale_up.changes))
+
+
+def save_scale_up(
+    state: WizardState,
+    scale_up: ScaleUp,
+    destination: Destination,
+    *,
+    ready: Prepared | None = None,
+) -> Saved:
+    """Write the scaled-up config and append a ``scale_up`` run to its change log.
+
+    ``ready`` is ``prepare_scale_up(state, scale_up)`` when the caller has it already (shown
+    to the user), so that the edits are not made and checked a second time.
+
+    Raises:
+        SaveRefused: the output or change log is refused; nothing is written.
+        JobDatabaseError: the database refuses (a running job, a taken name, a lock).
+    """
+    if ready is None:
+        ready = prepare_scale_up(state, scale_up)
+    steps = [scale_up.step] if ready.changed else []
+    return write_run(
+        state,
+        ready,
+        destination,
+        direction="scale_up",
+        steps=steps,
+        memory=memory_record(state, ready),
+    )
+
+
+def nothing_left(state: WizardState) -> tuple[str, ...]:
+    """What the scale-up says when no re-add is left: that everything is back, or which
+    changes made with ``set`` still stand (the words ``scale-up`` and ``history`` print)."""
+    from oom_wizard.scaleup import nothing_left_text
+
+    if state.changelog is None:
+        return ("this config has no change log, so nothing of a roll-back is left to re-add.",)
+    return nothing_left_text(state.document, state.changelog)
+
+
+def pending_scale_ups(saved: Saved, ready: Prepared) -> tuple[ScaleUp, ...]:
+    """The re-adds ahead of a config just saved, in order: the list ``history`` prints.
+
+    Reads the change log the save wrote (run it in the save's worker).
+    """
+    return scale_ups_ahead(ready.after, read_changelog(saved.changelog))
+
+
+def scale_ups_ahead(document: JobDocument, changelog: ChangeLog) -> tuple[ScaleUp, ...]:
+    """Every re-add still ahead of ``document``, in the order the scale-up makes them.
+
+    The one list behind the result screen's "later" section and ``history``'s: the first is
+    :func:`next_scale_up`'s.
+    """
+    from oom_wizard.scaleup import pending_scale_ups as pending
+
+    return pending(document, changelog)
+
+
+def scale_up_notes(
+    changelog: ChangeLog | None, ready: Prepared, scale_up: ScaleUp
+) -> tuple[str, ...]:
+    """What to say before a re-add is saved: that it gives back the exact config that
+    crashed, or that it crashed every time it was tried (the command line and the app)."""
+    from oom_wizard.scaleup import crashed_config_note, stop_text
+
+    if changelog is None:
+        return ()
+    notes = [stop_text(changelog, scale_up), crashed_config_note(ready.after, changelog)]
+    return tuple(note for note in notes if note is not None)
+
+
+def scale_up_prediction(state: WizardState, scale_up: ScaleUp) -> Prediction | None:
+    """Whether the re-add is predicted to fit on the card (the probe's, else the one the
+    job's figures name), from the headroom its crash or its runs showed; None when no card is
+    known. The re-add stays allowed whatever it says."""
+    from oom_wizard.scaleup import predict
+
+    if state.changelog is None:
+        return None
+    card = probed_card(state)
+    return predict(
+        state.document,
+        state.changelog,
+        state.changelog_path,
+        scale_up,
+        state.model_kind,
+        card_gib=card.gib if card is not None else None,
+    )

@@ -1,0 +1,531 @@
+"""Settling: the user's answers against the opened job give one diagnosis, one moment, one
+model kind and one plan, held in the immutable :class:`WizardState`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+from oom_wizard.changelog import (
+    ChangeLog,
+)
+from oom_wizard.diagnosis import Answers, Diagnosis, diagnose
+from oom_wizard.document import JobDocument
+from oom_wizard.jobdb import DbJob
+from oom_wizard.memory import Calibration
+from oom_wizard.modelkind import find_model_kind
+from oom_wizard.plan import Plan, StepChoice, StepProposal
+from oom_wizard.request import JobRequest
+from oom_wizard.sizing import MemoryPeak
+from oom_wizard.vocabulary import DEFAULT_MOMENT, VALIDATION_RUN, ModelKind, Moment
+
+if TYPE_CHECKING:
+    from oom_wizard.memory import Calibration
+from oom_wizard.application.labels import moment_info
+from oom_wizard.application.opening import OpenedJob, open_job
+
+#: The optional validation run is offered on the review screen, not as a step screen.
+VALIDATION_STEP = VALIDATION_RUN
+
+
+#: Where a settled moment or kind came from: the user, the log (or config), or a default.
+Source = Literal["answer", "found", "assumed"]
+
+
+@dataclass(frozen=True)
+class Settled:
+    """The answers settled against the job: one diagnosis, one moment and kind, one plan.
+
+    Attributes:
+        moment: The crash moment in effect.
+        moment_source: ``answer`` (the user's), ``found`` (the log's) or ``assumed``.
+        model_kind: The model kind in effect.
+        kind_source: ``answer``, ``found`` (the config's) or ``assumed`` (nothing says).
+        kind_reason: Where a found or assumed kind comes from, in words.
+        diagnosis: The diagnosis, knowing the answers.
+        plan: The roll-back plan for the moment and kind.
+        new_crash: The plan goes one rung further (the retry of our fix crashed too).
+    """
+
+    moment: Moment
+    moment_source: Source
+    model_kind: ModelKind
+    kind_source: Source
+    kind_reason: str
+    diagnosis: Diagnosis
+    plan: Plan
+    new_crash: bool
+
+
+def settle(job: OpenedJob, answers: Answers, *, new_crash: bool = False) -> Settled:
+    """The diagnosis, moment, kind and plan for the user's answers.
+
+    Args:
+        job: The opened job.
+        answers: What the user says; an unsaid moment or kind comes from the log and config.
+        new_crash: The user says the retry of this (our own) config crashed too; a log newer
+            than the last roll-back that shows a crash says so as well.
+    """
+    from oom_wizard.plan import build_plan
+
+    found = find_model_kind(job.document.view().primary)
+    answers = disagreeing(answers, job.log_diagnosis.moment, found.kind)
+    diagnosis = diagnosis_of(job, answers)
+    moment: Moment
+    moment_source: Source
+    if answers.moment is not None:
+        moment, moment_source = answers.moment, "answer"
+    elif diagnosis.moment is not None:
+        moment, moment_source = diagnosis.moment, "found"
+    else:
+        moment, moment_source = DEFAULT_MOMENT, "assumed"
+    kind_source: Source
+    if answers.model_kind is not None:
+        kind, kind_source = answers.model_kind, "answer"
+    else:
+        kind, kind_source = found.settled, "found" if found.kind is not None else "assumed"
+    crashed = new_crash or job.crashed_since_rollback
+    calibration, card = crash_figures(job, diagnosis, moment)
+    plan = build_plan(
+        job.document,
+        moment,
+        kind,
+        changelog=job.changelog,
+        diagnosis=diagnosis,
+        new_crash=crashed,
+        calibration=calibration,
+        card_gib=card,
+        gpus=len(job.probe.gpus) if job.probe is not None else 1,
+    )
+    return Settled(moment, moment_source, kind, kind_source, found.source, diagnosis, plan, crashed)
+
+
+def crash_figures(
+    job: OpenedJob, diagnosis: Diagnosis, moment: str
+) -> tuple[Calibration | None, float | None]:
+    """The crash's own figures for the phase a crash at ``moment`` ran into (PyTorch's OOM
+    message, when the log holds one and its phase is that one), and the card's capacity: the
+    message's, else the probe's (None: unknown)."""
+    from oom_wizard.memory import calibration_from, phase_of
+    from oom_wizard.sizing import phase_of_moment, phases_of_moment
+
+    phases = phases_of_moment(moment)
+    logged = phase_of(diagnosis)
+    calibration = None
+    if phases and (logged is None or logged in phases):
+        calibration = calibration_from(diagnosis, logged or phase_of_moment(moment))
+    card = calibration.card_gib if calibration is not None else None
+    return calibration, card if card is not None else card_of(job, diagnosis)[0]
+
+
+def card_of(job: OpenedJob, diagnosis: Diagnosis) -> tuple[float | None, str | None]:
+    """The card's capacity in GiB and where it comes from: PyTorch's OOM message in the log,
+    else ``nvidia-smi`` (the largest card); ``(None, None)`` when neither says."""
+    if diagnosis.oom is not None and diagnosis.oom.total:
+        return diagnosis.oom.total, "PyTorch's OOM message"
+    if job.probe is not None and job.probe.gpus:
+        return max(gpu.total_gib for gpu in job.probe.gpus), "nvidia-smi"
+    return None, None
+
+
+def memory_peak(
+    state: WizardState, choices: Mapping[str, StepChoice] | None = None
+) -> MemoryPeak | None:
+    """The peak of the config with ``choices`` applied (an empty mapping: today's config;
+    None: the default fix), in GiB against the card, with the phase that sets it: what the
+    load screen and every step screen show as a bar. None when the plan has no steps."""
+    from oom_wizard.catalog import load_presets
+    from oom_wizard.plan import changes_for
+    from oom_wizard.sizing import Weigher, peak_of
+
+    calibration, _ = crash_figures(state.job, state.diagnosis, state.moment)
+    card, source = card_of(state.job, state.diagnosis)
+    weigher = Weigher(state.document, state.model_kind, load_presets(), calibration)
+    changes = changes_for(state.plan, choices) if state.plan.steps else []
+    return peak_of(weigher, changes, card, source)
+
+
+def diagnosis_of(job: OpenedJob, answers: Answers) -> Diagnosis:
+    """The job's diagnosis for answers that already differ from the job (see :func:`settle`)."""
+    return diagnose(
+        job.scan, job.document.view(), answers=answers, probe=job.probe, changelog=job.changelog
+    )
+
+
+def disagreeing(answers: Answers, moment: Moment | None, kind: ModelKind | None) -> Answers:
+    """The answers without those that only repeat what the log and config say.
+
+    An answer that agrees with the job is no different from no answer: the app, whose moment
+    list and kind buttons are preselected from the job, and the command line, with or
+    without ``--moment`` / ``--kind``, then settle the same diagnosis.
+    """
+    return replace(
+        answers,
+        moment=None if answers.moment == moment else answers.moment,
+        model_kind=None if answers.model_kind == kind else answers.model_kind,
+    )
+
+
+@dataclass(frozen=True)
+class WizardState:
+    """Everything the wizard knows about one job, and every choice made so far.
+
+    Attributes:
+        job: The job as opened.
+        answers: What the user said (an unsaid field is None).
+        settled: The diagnosis, moment, kind and plan for those answers.
+        choices: The user's choice per step id; a step without one takes its defaults.
+        validation_run: The step count ``run`` asks of the short validation run (0: none);
+            None: the plan's own. It outlives new answers (a new plan), as ``run``'s
+            option does: see :func:`validation_choice`.
+    """
+
+    job: OpenedJob
+    answers: Answers
+    settled: Settled
+    choices: Mapping[str, StepChoice] = field(default_factory=lambda: MappingProxyType({}))
+    validation_run: int | None = None
+
+    @property
+    def document(self) -> JobDocument:
+        """The config as loaded (never written)."""
+        return self.job.document
+
+    @property
+    def source(self) -> Path:
+        """The config file the wizard was opened on (a database job's pseudo path)."""
+        return self.job.source
+
+    @property
+    def log_path(self) -> Path | None:
+        """The training log the diagnosis read, if any."""
+        return self.job.log_path
+
+    @property
+    def log_note(self) -> str | None:
+        """Which log of the job folder was taken and why."""
+        return self.job.log_note
+
+    @property
+    def changelog_path(self) -> Path | None:
+        """Where the change log that describes this config is."""
+        return self.job.changelog_path
+
+    @property
+    def plan(self) -> Plan:
+        """The roll-back plan in effect."""
+        return self.settled.plan
+
+    @property
+    def diagnosis(self) -> Diagnosis:
+        """The diagnosis, knowing the user's answers."""
+        return self.settled.diagnosis
+
+    @property
+    def moment(self) -> Moment:
+        """The crash moment in effect."""
+        return self.settled.moment
+
+    @property
+    def model_kind(self) -> ModelKind:
+        """The model kind in effect."""
+        return self.settled.model_kind
+
+    @property
+    def changelog(self) -> ChangeLog | None:
+        """The change log that describes this config, when it is our own output."""
+        return self.job.changelog
+
+    @property
+    def db_job(self) -> DbJob | None:
+        """The web UI's job the config was read from, if it was."""
+        return self.job.db_job
+
+    @property
+    def ui_job(self) -> bool:
+        """Whether the config is the web UI's ``.job_config.json`` (or a database job)."""
+        return self.job.ui_job
+
+    @property
+    def log_diagnosis(self) -> Diagnosis | None:
+        """The log's own verdict before any answer (None without a log)."""
+        return self.job.log_diagnosis if self.job.scan is not None else None
+
+    @property
+    def crashed_again(self) -> bool:
+        """Whether the plan goes one rung further (the retry of our fix crashed too)."""
+        return self.settled.new_crash
+
+    @property
+    def coming_back(self) -> bool:
+        """Whether this config is the output of an earlier run of the wizard."""
+        return self.changelog is not None and self.changelog.last_run() is not None
+
+    def rollback_steps(self) -> tuple[StepProposal, ...]:
+        """The steps shown one screen each (the validation run is offered on the review)."""
+        return tuple(step for step in self.plan.steps if step.id != VALIDATION_STEP)
+
+    def step(self, step_id: str) -> StepProposal:
+        """The roll-back step with this id (KeyError: not in this plan)."""
+        for proposal in self.rollback_steps():
+            if proposal.id == step_id:
+                return proposal
+        raise KeyError(step_id)
+
+    def step_index(self, step_id: str) -> int:
+        """Where the step with this id is among the roll-back steps (ValueError: absent)."""
+        return [proposal.id for proposal in self.rollback_steps()].index(step_id)
+
+    def validation_step(self) -> StepProposal | None:
+        """The optional short validation run, when the plan offers one."""
+        return next((s for s in self.plan.steps if s.id == VALIDATION_STEP), None)
+
+
+def start(request: JobRequest, *, new_crash: bool = False) -> WizardState:
+    """Open the job and settle it with no answer given yet (the app's first state).
+
+    Args:
+        request: What to open.
+        new_crash: The config is our own fix and its run crashed too (``run`` knows it).
+
+    Raises:
+        WizardError: see :func:`open_job`.
+    """
+    job = open_job(request)
+    return WizardState(job, Answers(), settle(job, Answers(), new_crash=new_crash))
+
+
+def answer(state: WizardState, answers: Answers) -> WizardState:
+    """The state after the user's answers: a fresh diagnosis and plan, choices reset."""
+    if answers == state.answers:
+        return state
+    settled = settle(state.job, answers, new_crash=state.crashed_again)
+    return replace(state, answers=answers, settled=settled, choices=MappingProxyType({}))
+
+
+def advice_for(state: WizardState, answers: Answers) -> tuple[str, ...]:
+    """The advice beyond the config that these answers get: ``diagnose``'s "first change"
+    and "also" lines (with ``--worked-before``, a toolkit or driver update to suspect).
+
+    The diagnosis :func:`settle` makes, without the plan (the advice does not depend on it):
+    the moment screen asks at every tick.
+    """
+    job = state.job
+    found = find_model_kind(job.document.view().primary)
+    diagnosis = diagnosis_of(job, disagreeing(answers, job.log_diagnosis.moment, found.kind))
+    return tuple(item.text for item in diagnosis.advice)
+
+
+def retry_crashed(state: WizardState) -> WizardState:
+    """The state after "the retry ran out of memory again": the plan goes one rung further."""
+    settled = settle(state.job, state.answers, new_crash=True)
+    return replace(state, settled=settled, choices=MappingProxyType({}))
+
+
+#: How the log's last run ended: in a failure, finished, still training (or cut off while it
+#: trained), stopped by the user, or none of these as far as the log says.
+RunEnding: TypeAlias = Literal["crashed", "finished", "training", "stopped", "unknown"]
+
+
+#: The load screen's label for each ending.
+_ENDING_LABELS: Mapping[RunEnding, str] = MappingProxyType(
+    {
+        "crashed": "Crash",
+        "finished": "Finished",
+        "training": "Training",
+        "stopped": "Stopped",
+        "unknown": "Last run",
+    }
+)
+
+
+@dataclass(frozen=True)
+class LastRun:
+    """How the log's last run ended: the load screen's row and the coming-back question's
+    evidence, from the one diagnosis ``diagnose`` prints.
+
+    Attributes:
+        ending: How it ended (see :data:`RunEnding`).
+        label: The ending in one word ("Crash", "Finished", ...).
+        where: The phase and the step it ended at (``phase sampling · step 4/3000``).
+        evidence: The line that shows the ending, ``LOG:LINE: text`` (None: none).
+        after_save: The log was written after the change log's last save (None: no change
+            log, or it cannot tell).
+    """
+
+    ending: RunEnding
+    label: str
+    where: str
+    evidence: str | None
+    after_save: bool | None
+
+
+def last_run(state: WizardState) -> LastRun | None:
+    """How the log's last run ended (None without a log)."""
+    scan = state.job.scan
+    if scan is None:
+        return None
+    diagnosis = state.log_diagnosis or state.diagnosis
+    ending: RunEnding
+    if diagnosis.crashed:
+        ending = "crashed"
+    elif scan.finished:
+        ending = "finished"
+    elif scan.stopped:
+        ending = "stopped"
+    elif scan.training_started:
+        ending = "training"
+    else:
+        ending = "unknown"
+    where = f"phase {scan.phase}" if scan.phase else "phase unknown"
+    if scan.last_step is not None and scan.total_steps:
+        where += f" · step {scan.last_step}/{scan.total_steps}"
+    return LastRun(
+        ending,
+        _ENDING_LABELS[ending],
+        where,
+        _ending_line(state, ending),
+        _written_after_save(state.log_path, state.changelog),
+    )
+
+
+def _ending_line(state: WizardState, ending: RunEnding) -> str | None:
+    """The log line that shows ``ending``, as ``NAME:LINE: text``."""
+    scan = state.job.scan
+    if scan is None:
+        return None
+    tags = {
+        "crashed": ("exception", "error", "exit"),
+        "finished": ("finished", "bar"),
+        "training": ("bar",),
+        "stopped": ("stopped",),
+        "unknown": (),
+    }[ending]
+    found = None
+    for tag in tags:  # the first tag that has a line, its last line
+        lines = scan.evidence_for(tag)
+        if lines:
+            found = lines[-1]
+            break
+    if found is None and ending == "crashed" and scan.evidence:
+        found = scan.evidence[-1]
+    if found is None:
+        return None
+    name = state.log_path.name if state.log_path is not None else "log"
+    return f"{name}:{found.line}: {found.text}"
+
+
+def _written_after_save(log: Path | None, changelog: ChangeLog | None) -> bool | None:
+    """Whether the log was written after the change log's last run (None: cannot tell)."""
+    last = changelog.last_run() if changelog is not None else None
+    if log is None or last is None:
+        return None
+    try:
+        saved = datetime.fromisoformat(last.at)
+        written = datetime.fromtimestamp(log.stat().st_mtime, tz=timezone.utc)
+    except (ValueError, OSError):
+        return None
+    return written > saved
+
+
+@dataclass(frozen=True)
+class RetryAnswer:
+    """The coming-back question's answer, as the log gives it.
+
+    Attributes:
+        ran: True: the retry finished or is training; False: it crashed after the save;
+            None: the log does not say (no log, or none written since the save).
+        evidence: Why, in one line (the log line, or what is missing).
+    """
+
+    ran: bool | None
+    evidence: str
+
+
+def retry_answer(state: WizardState) -> RetryAnswer:
+    """Did the retry of the saved config run? From the log: a crash written after the save
+    means No; a finished run, or one still training, means Yes; anything else is the
+    user's to say."""
+    run = last_run(state)
+    if run is None:
+        return RetryAnswer(None, "No log of the retry was read: say how it went.")
+    if run.after_save is False:
+        return RetryAnswer(
+            None, "The log is older than the last save: it is not the retry's. Say how it went."
+        )
+    line = f": {run.evidence}" if run.evidence else ""
+    if run.ending == "crashed":
+        return RetryAnswer(False, f"The log crashed after the save ({run.where}){line}")
+    if run.ending in ("finished", "training"):
+        how = "finished" if run.ending == "finished" else "is training"
+        return RetryAnswer(True, f"The log shows the retry {how} ({run.where}){line}")
+    return RetryAnswer(None, f"The log does not say how the retry went ({run.where}){line}")
+
+
+@dataclass(frozen=True)
+class EnvironmentVerdict:
+    """What the environment screen says: a title, the moment's cause and the reasons, from
+    one verdict.
+
+    Attributes:
+        blamed: ``found`` (the log or the GPU now gives a strong reason), ``suspected`` (only
+            weak reasons, none against), or ``answer`` (the user picked the moment; nothing
+            found makes it certain).
+        title: The screen's title, worded for ``blamed`` (never "it is the environment"
+            beside a reason that says the job filled the card).
+        why: The environment moment's cause, as a finding (``found``) or as a possibility.
+        reasons: The diagnosis's reasons, for and against, as they are.
+    """
+
+    blamed: Literal["found", "suspected", "answer"]
+    title: str
+    why: str
+    reasons: tuple[str, ...]
+
+
+def environment_verdict(state: WizardState) -> EnvironmentVerdict:
+    """The environment screen's title and reasons, both from the settled diagnosis.
+
+    The moment is ``environment`` by the diagnosis's own rule (a strong reason: see
+    :func:`oom_wizard.diagnosis.diagnose`) exactly when the settled moment was *found*, not
+    answered; only then may the title say it is the environment. Weak reasons with nothing
+    against them (:attr:`Diagnosis.environment_suspected`) make it a suspicion; otherwise the
+    title says it is the user's call and the reasons (even one against) are shown as they are.
+    """
+    diagnosis = state.diagnosis
+    reasons = diagnosis.reasons
+    cause = moment_info("environment").cause
+    if state.settled.moment_source == "found" and state.moment == "environment":
+        return EnvironmentVerdict("found", "It is the environment, not the config", cause, reasons)
+    if diagnosis.environment_suspected:
+        title = "The environment looks suspect"
+        return EnvironmentVerdict("suspected", title, f"Possibly: {cause}", reasons)
+    if not reasons:
+        reasons = ("nothing in the log or on the GPU points to the environment: it is your call",)
+    title = "You say it is the environment; the log does not show it"
+    return EnvironmentVerdict("answer", title, f"Your answer means: {cause}", reasons)
+
+
+def memory_calibration(state: WizardState) -> Calibration | None:
+    """What this config's own runs say about its peak: PyTorch's OOM message in its log (a
+    floor of the phase that crashed), else the measured peak of its last ``run`` attempt
+    (``attempts[].peak_gib`` of an attempt that ran this config).
+
+    A log that is not this config's (``log_matches_config`` false) says nothing about it.
+    """
+    from oom_wizard.memory import calibration_from, calibration_from_attempts
+
+    diagnosis = state.diagnosis
+    if state.job.scan is not None and diagnosis.log_matches_config is not False:
+        found = calibration_from(diagnosis, None)
+        if found is not None:
+            return found
+    if state.changelog is not None and state.changelog.attempts:
+        attempts = [attempt.model_dump() for attempt in state.changelog.attempts]
+        return calibration_from_attempts(attempts, config=state.source.name)
+    return None

@@ -1,0 +1,125 @@
+"""A crash, diagnosed: one rule for ``diagnose``, ``watch`` and ``run``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from oom_wizard.application.follow import (
+    WatchTarget,
+)
+from oom_wizard.diagnosis import Diagnosis, diagnose
+from oom_wizard.errors import WizardError
+from oom_wizard.request import JobRequest
+
+if TYPE_CHECKING:
+    pass
+from oom_wizard.application.settling import WizardState, start
+
+
+def first_step(state: WizardState) -> str | None:
+    """The first roll-back step that changes something by default, with its fields.
+
+    Advice that comes first (an environment problem, a scale-up to undo) stays first; so does
+    the diagnosis's own first change when nothing says when it crashed.
+    """
+    diagnosis = state.diagnosis
+    moment = diagnosis.moment
+    if moment is None or moment == "environment" or _advice_first(diagnosis):
+        first: str | None = diagnosis.first_change
+        return first
+    step = next((s for s in state.plan.steps if s.default_on and not s.satisfied), None)
+    if step is None:
+        return (
+            state.plan.exhausted_advice
+            or "Every default step of this roll-back is already in the config."
+        )
+    from oom_wizard.spelling import change
+
+    changes = [change(f.label, f.before, f.after) for f in step.fields if f.default_on]
+    return f"{step.title}: {', '.join(changes)}" if changes else step.title
+
+
+def _advice_first(diagnosis: Diagnosis) -> bool:
+    return bool(diagnosis.advice) and diagnosis.advice[0].id == "undo_scale_up"
+
+
+@dataclass(frozen=True)
+class CrashReport:
+    """A followed run's crash, diagnosed.
+
+    Attributes:
+        verdict: The diagnosis's verdict.
+        moment: The crash moment (None: not an out-of-memory crash, as far as the log says).
+        first_change: What to change first (:func:`first_step`).
+        state: The wizard's state on the crash, settled (None for a log without its config:
+            there is nothing to open the wizard on).
+    """
+
+    verdict: str
+    moment: str | None
+    first_change: str | None
+    state: WizardState | None = None
+
+
+def diagnose_crash(target: WatchTarget) -> CrashReport:
+    """Open the followed job on its log's last run and settle it, as the wizard would.
+
+    The GPU is not probed (the job that held it is gone; the live screen polls it itself).
+
+    Raises:
+        WizardError: the config, the database job or the log cannot be read.
+    """
+    if not target.can_open_wizard:
+        from oom_wizard.logscan import scan_log
+
+        alone = diagnose(scan_log(target.log), None)
+        return CrashReport(alone.verdict, alone.moment, alone.first_change)
+    request = JobRequest(
+        target=target.config, log=target.log, db=target.db, job=target.job, probe=False
+    )
+    state = start(request)
+    return CrashReport(state.diagnosis.verdict, state.diagnosis.moment, first_step(state), state)
+
+
+def warm_up() -> None:
+    """Read what the first diagnosis reads first: the presets, and the log markers compiled.
+
+    ``watch`` calls it in a thread while it follows the job, so that the crash, when it comes,
+    is diagnosed without that wait. Both are read once per process.
+    """
+    from oom_wizard.catalog import load_presets
+    from oom_wizard.logscan import load_log_markers
+
+    load_presets()
+    load_log_markers()
+
+
+def offers_save_now(target: WatchTarget, *, troubled: bool) -> bool:
+    """Whether ``watch`` offers to ask a web-UI job for a checkpoint now: the job is in the
+    UI's database and the log showed trouble (a spill into system memory, a stall, skipped
+    OOM batches), so that a retry can resume from a checkpoint saved just before a crash."""
+    return target.db is not None and target.job is not None and troubled
+
+
+def save_now_question(target: WatchTarget) -> str:
+    """What ``watch`` asks before it sets ``save_now`` on the job's row."""
+    return (
+        f"Ask job '{target.job}' to save a checkpoint at its next step? oom-wizard sets only "
+        "save_now on its row in AI Toolkit's jobs database, as the UI's Save button does."
+    )
+
+
+def request_save_now(target: WatchTarget) -> str:
+    """Set ``save_now`` on the web-UI job's row (only when it runs); the line to show.
+
+    Raises:
+        JobDatabaseError: not a running job of the database; nothing written.
+    """
+    from oom_wizard.jobdb import request_save_now as ask
+
+    if target.db is None or target.job is None:
+        raise WizardError("only a job of AI Toolkit's jobs database can be asked to save now")
+    from oom_wizard.jobdb import find_db
+
+    return ask(find_db(target.db), target.job)
