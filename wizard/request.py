@@ -22,6 +22,8 @@ class JobRequest:
         job: The database job to open; None lists the database's jobs to pick one.
         probe: Ask ``nvidia-smi`` about the GPU when the job is opened (``--no-probe`` turns
             it off); every command and the app honour it the same way.
+        changelog: The change log named by the user (``scale-up --changelog``); None: the
+            one beside the config.
         edited_ok: The user said to go on from a config edited after oom-wizard saved it,
             with its change log (``--edited-ok``, or yes to the app's question).
     """
@@ -32,6 +34,7 @@ class JobRequest:
     job: str | None = None
     probe: bool = True
     edited_ok: bool = False
+    changelog: Path | None = None
 
     @property
     def asks_for_config(self) -> bool:

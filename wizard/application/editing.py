@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from oom_wizard.application.labels import arch_of
 from oom_wizard.changes import Change, Prepared, prepare
 from oom_wizard.document import JobDocument
 from oom_wizard.paths import MISSING, format_path
-
-if TYPE_CHECKING:
-    pass
-from oom_wizard.application.labels import arch_of
 
 
 def prepare_edit(document: JobDocument, changes: Sequence[Change], *, force: bool) -> Prepared:

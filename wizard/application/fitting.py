@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
+from oom_wizard.application.settling import VALIDATION_STEP, WizardState, memory_calibration
 from oom_wizard.memory import JobMemory, Verdict
 from oom_wizard.plan import Plan, StepChoice, StepProposal
 from oom_wizard.vocabulary import Moment
-
-if TYPE_CHECKING:
-    pass
-from oom_wizard.application.settling import VALIDATION_STEP, WizardState, memory_calibration
 
 CardSource: TypeAlias = Literal["nvidia-smi", "--gpu", "asked"]
 

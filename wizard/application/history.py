@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from oom_wizard.changelog import (
     ChangeEntry,
 )
 from oom_wizard.plan import ScaleUp
-
-if TYPE_CHECKING:
-    pass
 
 
 def change_why(entry: ChangeEntry) -> str:

@@ -6,15 +6,11 @@ import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from oom_wizard.jobdb import DbSaveResult
-from oom_wizard.save import SaveResult
-
-if TYPE_CHECKING:
-    pass
 from oom_wizard.application.saving import Saved
 from oom_wizard.application.settling import WizardState
+from oom_wizard.jobdb import DbSaveResult
+from oom_wizard.save import SaveResult
 
 #: The log ``python run.py -l`` writes for a saved config goes beside it, with this suffix.
 RUN_LOG_SUFFIX = ".log.txt"

@@ -45,6 +45,8 @@ class OpenedJob:
         probe: The GPU as ``nvidia-smi`` showed it at the open (None: not probed, or none).
         log_diagnosis: The diagnosis before any answer of the user: what "the log points to"
             shows, whatever the user picks.
+        changelog_note: What to say about that change log (the config was edited after our
+            save and the user goes on with it), None: nothing.
         crashed_since_rollback: The log is newer than the change log's last roll-back and
             shows a crash: the retry of our own fix crashed too (the plan goes a rung further).
     """
@@ -60,6 +62,7 @@ class OpenedJob:
     probe: ProbeResult | None
     log_diagnosis: Diagnosis
     crashed_since_rollback: bool
+    changelog_note: str | None = None
 
     @property
     def source(self) -> Path:
@@ -92,7 +95,10 @@ def open_job(request: JobRequest) -> OpenedJob:
         located = locate_job(request.target)
         document = load_document(located.config)
         belonging = changelog_for(
-            located.config, _bytes_of(located.config), changelog_path_for(located.config)
+            located.config,
+            _bytes_of(located.config),
+            request.changelog or changelog_path_for(located.config),
+            given=request.changelog is not None,
         )
         db_job = None
     else:
@@ -116,6 +122,7 @@ def open_job(request: JobRequest) -> OpenedJob:
         probe=probe,
         log_diagnosis=log_diagnosis,
         crashed_since_rollback=_crashed_since(log_path, changelog, log_diagnosis),
+        changelog_note=belonging.note(document.source) if belonging is not None else None,
     )
 
 

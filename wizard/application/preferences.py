@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from oom_wizard.settings import SettingProblem, UserKeymap
-
-if TYPE_CHECKING:
-    pass
 
 
 def saved_theme() -> str | None:

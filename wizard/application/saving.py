@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TypeAlias
 
+from oom_wizard.application.choosing import prepared, recorded_steps
+from oom_wizard.application.settling import WizardState, memory_calibration
 from oom_wizard.changelog import (
     Direction,
     changelog_path_for,
@@ -18,12 +20,8 @@ from oom_wizard.diagnosis import Diagnosis
 from oom_wizard.errors import Front, SaveRefused, WizardError
 from oom_wizard.jobdb import AsNew, DbSaveResult, InPlace
 from oom_wizard.plan import StepChoice
-from oom_wizard.save import SaveResult
-
-if TYPE_CHECKING:
-    pass
-from oom_wizard.application.choosing import prepared, recorded_steps
-from oom_wizard.application.settling import WizardState, memory_calibration
+from oom_wizard.save import SaveResult as SaveResult  # the value a file save hands back
+from oom_wizard.vocabulary import ModelKind
 
 
 @dataclass(frozen=True)
@@ -81,7 +79,8 @@ def save(
         moment=state.moment,
         steps=recorded_steps(state.plan, ready),
         diagnosis=state.diagnosis if state.job.scan is not None else None,
-        memory=memory_record(state, ready),
+        model_kind=state.model_kind,
+        memory=memory_record(state, ready, state.model_kind),
     )
 
 
@@ -172,19 +171,22 @@ def write_run(
     destination: Destination,
     *,
     direction: Direction,
+    model_kind: ModelKind,
     steps: Sequence[str],
     moment: str | None = None,
     diagnosis: Diagnosis | None = None,
     memory: dict[str, object] | None = None,
 ) -> Saved:
-    """Save ``ready`` where ``destination`` says, with one run of the change log."""
+    """Save ``ready`` where ``destination`` says, with one run of the change log recording
+    ``model_kind`` (the settled kind for a roll-back, :func:`~oom_wizard.application.scale_up.
+    scale_up_kind` for a re-add)."""
     recorded = diagnosis.to_json() if diagnosis is not None else None
     if isinstance(destination, ToFile):
         return commit(
             ready,
             direction=direction,
             moment=moment,
-            model_kind=state.model_kind,
+            model_kind=model_kind,
             diagnosis=recorded,
             steps=steps,
             memory=memory,
@@ -203,7 +205,7 @@ def write_run(
         destination,
         direction=direction,
         moment=moment,
-        model_kind=state.model_kind,
+        model_kind=model_kind,
         diagnosis=recorded,
         steps=steps,
         memory=memory,
@@ -211,15 +213,15 @@ def write_run(
     )
 
 
-def memory_record(state: WizardState, ready: Prepared) -> dict[str, object] | None:
-    """The change log run's ``memory`` for the saved config (see :func:`memory_record`)."""
+def memory_record(state: WizardState, ready: Prepared, kind: ModelKind) -> dict[str, object] | None:
+    """The change log run's ``memory`` for the saved config, weighed as a ``kind`` model."""
     from oom_wizard.memory import job_memory as memory_of
 
     try:
         after = memory_of(
             ready.after,
             [],
-            state.model_kind,
+            kind,
             calibration=memory_calibration(state),
             calibrated_on=state.document,
         )

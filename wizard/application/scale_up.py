@@ -2,22 +2,48 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from oom_wizard.application.fitting import probed_card
+from oom_wizard.application.saving import Destination, Saved, memory_record, write_run
+from oom_wizard.application.settling import WizardState, start
 from oom_wizard.changelog import (
     ChangeLog,
     read_changelog,
 )
 from oom_wizard.changes import Prepared, prepare
 from oom_wizard.document import JobDocument
+from oom_wizard.errors import WizardError
 from oom_wizard.memory import Prediction
 from oom_wizard.plan import ScaleUp
+from oom_wizard.request import JobRequest
+from oom_wizard.vocabulary import MODEL_KINDS, ModelKind
 
-if TYPE_CHECKING:
-    pass
-from oom_wizard.application.fitting import probed_card
-from oom_wizard.application.saving import Destination, Saved, memory_record, write_run
-from oom_wizard.application.settling import WizardState
+
+def open_for_scale_up(request: JobRequest) -> WizardState:
+    """The config to scale up, opened as every use case opens a job (:func:`start`: its
+    change log read once, by SHA-256 or name), without the GPU unless the request asks.
+
+    Raises:
+        WizardError: no change log describes the config (nothing to re-add from), or see
+            :func:`~oom_wizard.application.opening.open_job`.
+    """
+    state = start(request)
+    if state.changelog is None:
+        raise WizardError(
+            "no change log beside this config that describes it; scale-up needs the "
+            ".changelog.json that 'apply' wrote (or pass it with --changelog)",
+            file=state.source,
+        )
+    return state
+
+
+def scale_up_kind(state: WizardState) -> ModelKind:
+    """The model kind a re-add is weighed and recorded as: the one the last run of the change
+    log recorded (what the user confirmed when the roll-back was saved), else the kind settled
+    now. One rule for the command line, the app and ``run --scale-up``: a re-add does not ask
+    the kind again, so it must not settle it afresh."""
+    last = state.changelog.last_run() if state.changelog is not None else None
+    recorded = last.model_kind if last is not None else None
+    return next((kind for kind in MODEL_KINDS if kind == recorded), state.model_kind)
 
 
 def next_scale_up(state: WizardState) -> ScaleUp | None:
@@ -57,13 +83,15 @@ def save_scale_up(
     if ready is None:
         ready = prepare_scale_up(state, scale_up)
     steps = [scale_up.step] if ready.changed else []
+    kind = scale_up_kind(state)
     return write_run(
         state,
         ready,
         destination,
         direction="scale_up",
+        model_kind=kind,
         steps=steps,
-        memory=memory_record(state, ready),
+        memory=memory_record(state, ready, kind),
     )
 
 
@@ -123,6 +151,6 @@ def scale_up_prediction(state: WizardState, scale_up: ScaleUp) -> Prediction | N
         state.changelog,
         state.changelog_path,
         scale_up,
-        state.model_kind,
+        scale_up_kind(state),
         card_gib=card.gib if card is not None else None,
     )

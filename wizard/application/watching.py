@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from oom_wizard.application.follow import (
     WatchTarget,
 )
+from oom_wizard.application.settling import WizardState, start
 from oom_wizard.diagnosis import Diagnosis, diagnose
 from oom_wizard.errors import WizardError
 from oom_wizard.request import JobRequest
-
-if TYPE_CHECKING:
-    pass
-from oom_wizard.application.settling import WizardState, start
 
 
 def first_step(state: WizardState) -> str | None:

@@ -18,7 +18,6 @@ from oom_wizard.commands._common import (
     print_saved,
     stdout,
 )
-from oom_wizard.errors import WizardError
 
 
 def add_parser(subparsers: Any) -> None:
@@ -59,52 +58,40 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Show the next re-add; write it with ``-o`` or ``--yes``."""
-    from oom_wizard.changelog import changelog_for, changelog_path_for, refuse_edited
-    from oom_wizard.changes import commit, prepare
-    from oom_wizard.document import load_document
-    from oom_wizard.plan import next_scale_up
+    from oom_wizard.application.saving import SaveResult, ToFile
+    from oom_wizard.application.scale_up import (
+        next_scale_up,
+        nothing_left,
+        open_for_scale_up,
+        prepare_scale_up,
+        save_scale_up,
+        scale_up_notes,
+        scale_up_prediction,
+    )
+    from oom_wizard.request import JobRequest
 
     config = Path(args.config)
-    document = load_document(config)
-    log_path = args.changelog or changelog_path_for(config)
-    belonging = changelog_for(
-        config, config.read_bytes(), log_path, given=args.changelog is not None
-    )
-    if belonging is None:
-        raise WizardError(
-            "no change log beside this config that describes it; scale-up needs the "
-            ".changelog.json that 'apply' wrote (or pass it with --changelog)",
-            file=config,
-        )
-    if belonging.edited and not args.edited_ok:
-        raise refuse_edited(belonging, config)
-    changelog = belonging.log
+    request = JobRequest(config, probe=False, edited_ok=args.edited_ok, changelog=args.changelog)
+    state = open_for_scale_up(request)
+    changelog = state.changelog
+    assert changelog is not None
     console = stdout()
-    note = belonging.note(config)
-    if note is not None:
-        console.print(f"note: {note}", markup=False)
-    step = next_scale_up(document, changelog)
+    if state.job.changelog_note is not None:
+        console.print(f"note: {state.job.changelog_note}", markup=False)
+    step = next_scale_up(state)
     if step is None:
-        from oom_wizard.scaleup import nothing_left_text
-
-        first, *rest = nothing_left_text(document, changelog)
+        first, *rest = nothing_left(state)
         console.print(f"Nothing left to re-add: {first}", markup=False)
         for line in rest:
             console.print(line, markup=False)
         return 0
     console.print(f"Next re-add: {step.title} [{step.step}]", markup=False)
     console.print(f"  {step.why}", markup=False)
-    from oom_wizard.scaleup import predict
-
-    last_run = changelog.last_run()
-    kind = (last_run.model_kind if last_run is not None else None) or "image"
-    prediction = predict(document, changelog, log_path, step, kind)
+    prediction = scale_up_prediction(state, step)
     if prediction is not None:
         console.print(f"  {prediction.words}", markup=False)
-    prepared = prepare(document, list(step.changes))
+    prepared = prepare_scale_up(state, step)
     print_changes(console, prepared)
-    from oom_wizard.service import scale_up_notes
-
     for line in scale_up_notes(changelog, prepared, step):
         console.print(f"warning: {line}", markup=False)
     if args.dry_run or (args.output is None and not args.yes):
@@ -112,15 +99,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.dry_run:
             console.print("Write it with --yes (or -o OUT).", markup=False)
         return 0
-    last = changelog.last_run()
-    result = commit(
-        prepared,
-        direction="scale_up",
-        model_kind=last.model_kind if last is not None else None,
-        steps=[step.step],
-        output=args.output,
-        force=args.force,
-        prior=changelog,
-    )
+    result = save_scale_up(state, step, ToFile(args.output, force=args.force), ready=prepared)
+    assert isinstance(result, SaveResult)  # a file destination writes a file
     print_saved(console, result, ui_job=Path(changelog.source.path).name == ".job_config.json")
     return 0
