@@ -161,10 +161,11 @@ from oom_wizard.application.watching import (
     warm_up,
 )
 from oom_wizard.catalog import MomentInfo
-from oom_wizard.changelog import ChangeEntry, EditedSinceSave, changelog_path_for
+from oom_wizard.changelog import ChangeEntry, ChangeLog, EditedSinceSave, changelog_path_for
 from oom_wizard.changes import Prepared
-from oom_wizard.diagnosis import Answers
-from oom_wizard.jobdb import AsNew, DbJob, DbSaveResult, InPlace
+from oom_wizard.diagnosis import Answers, Diagnosis
+from oom_wizard.document import JobDocument
+from oom_wizard.jobdb import AsNew, DbJob, DbSaveResult, InPlace, SaveMode
 from oom_wizard.logread import ScanCancelled, Watch, watching
 from oom_wizard.memory import Band, Calibration, JobMemory, Parts, Prediction, Verdict
 from oom_wizard.paths import MISSING, format_path
@@ -189,10 +190,12 @@ __all__ = [
     "Card",
     "CardSource",
     "ChangeEntry",
+    "ChangeLog",
     "CrashReport",
     "DbJob",
     "DbSaveResult",
     "Destination",
+    "Diagnosis",
     "EditedSinceSave",
     "EnvironmentVerdict",
     "FieldProposal",
@@ -201,6 +204,7 @@ __all__ = [
     "FitReport",
     "FixName",
     "InPlace",
+    "JobDocument",
     "JobMemory",
     "JobRequest",
     "JobRow",
@@ -220,6 +224,7 @@ __all__ = [
     "Prepared",
     "RetryAnswer",
     "RunEnding",
+    "SaveMode",
     "SaveResult",
     "Saved",
     "ScaleUp",

@@ -3,11 +3,64 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oom_wizard.application.labels import arch_of
 from oom_wizard.changes import Change, Prepared, prepare
 from oom_wizard.document import JobDocument
 from oom_wizard.paths import MISSING, format_path
+
+if TYPE_CHECKING:
+    from oom_wizard.save import SaveResult
+
+
+@dataclass(frozen=True)
+class Edit:
+    """``set``'s edits on one config, checked and made in memory.
+
+    Attributes:
+        document: The config as loaded (never written).
+        prepared: The edits made in memory (``prepared.changed``: whether any changes it).
+    """
+
+    document: JobDocument
+    prepared: Prepared
+
+
+def prepare_set(
+    config: Path, assignments: Sequence[str], unsets: Sequence[str], *, force: bool
+) -> Edit:
+    """``set CONFIG PATH=VALUE … --unset PATH …``: the config read, each assignment parsed
+    against it and checked (:func:`prepare_edit`), the edits made in memory.
+
+    Raises:
+        WizardError: nothing to set, a config that cannot be read, or an edit refused.
+    """
+    from oom_wizard.document import load_document
+    from oom_wizard.errors import WizardError
+    from oom_wizard.fields import parse_assignment, parse_unset
+
+    if not assignments and not unsets:
+        raise WizardError("nothing to set: give PATH=VALUE pairs or --unset PATH")
+    document = load_document(config)
+    changes = [parse_assignment(text, document) for text in assignments]
+    changes += [parse_unset(text, document) for text in unsets]
+    return Edit(document, prepare_edit(document, changes, force=force))
+
+
+def save_set(edit: Edit, *, output: Path | None, changelog: Path | None, force: bool) -> SaveResult:
+    """Write the edited config as a new file, with an ``edit`` run of its change log.
+
+    Raises:
+        SaveRefused: the output or change log is refused; nothing is written.
+    """
+    from oom_wizard.changes import commit
+
+    return commit(
+        edit.prepared, direction="edit", output=output, changelog_path=changelog, force=force
+    )
 
 
 def prepare_edit(document: JobDocument, changes: Sequence[Change], *, force: bool) -> Prepared:

@@ -3,11 +3,137 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from oom_wizard.changelog import (
-    ChangeEntry,
-)
+from oom_wizard.changelog import ChangeEntry, ChangeLog
+from oom_wizard.document import JobDocument
+from oom_wizard.errors import WizardError
 from oom_wizard.plan import ScaleUp
+
+
+@dataclass(frozen=True)
+class History:
+    """A config's story as ``history`` tells it.
+
+    Attributes:
+        changelog: The change log, read once.
+        log_path: Where it is.
+        document: The config it describes, when it is at hand and is the one the log saved
+            (None: the next scale-up is unknown).
+        note: Why the config is not the one saved (edited after the save), if so.
+    """
+
+    changelog: ChangeLog
+    log_path: Path
+    document: JobDocument | None
+    note: str | None = None
+
+
+def read_history(typed: str) -> History:
+    """The change log ``target`` names (a config that oom-wizard saved, by the one rule of
+    :func:`oom_wizard.changelog.changelog_for`, or the ``.changelog.json`` itself) and the
+    config it describes.
+
+    Raises:
+        WizardError: an empty name, a folder, no such file, a FIFO or device, a config no
+            change log describes, or a file that cannot be read.
+    """
+    from oom_wizard.changelog import (
+        CHANGELOG_SUFFIX,
+        changelog_for,
+        changelog_path_for,
+        read_changelog,
+        resolve_recorded,
+        sha256_of,
+    )
+    from oom_wizard.document import (
+        MAX_CONFIG_BYTES,
+        NotRegularFile,
+        load_document,
+        read_regular_file,
+    )
+
+    target = Path(typed)
+    if not typed:
+        raise WizardError(
+            "the name is empty: give a config that oom-wizard saved, or its .changelog.json"
+        )
+    if target.is_dir() or target.name in ("", ".", ".."):
+        raise WizardError(
+            "this is a folder, not a file: give a config that oom-wizard saved, or its "
+            ".changelog.json",
+            file=target,
+        )
+    if target.name.endswith(CHANGELOG_SUFFIX):
+        changelog = read_changelog(target)
+        config = resolve_recorded(target, changelog.output.path)
+        document = load_document(config) if config.is_file() else None
+        # A file at the recorded path that is not the one saved says nothing about this log.
+        if document is not None and changelog.output.sha256 != sha256_of(config.read_bytes()):
+            document = None
+        return History(changelog, target, document)
+    if not target.exists():
+        raise WizardError("no such file", file=target)
+    try:
+        raw = read_regular_file(target, MAX_CONFIG_BYTES + 1)
+    except NotRegularFile as exc:
+        raise WizardError(f"this is {exc.kind}, not a config", file=target) from None
+    belonging = changelog_for(target, raw, changelog_path_for(target))
+    if belonging is None:
+        raise WizardError(
+            "no change log beside this config that describes it: oom-wizard did not save "
+            "it (or its .changelog.json was moved)",
+            file=target,
+        )
+    document = None if belonging.edited else load_document(target)
+    return History(belonging.log, belonging.path, document, belonging.note(target))
+
+
+@dataclass(frozen=True)
+class NextScaleUps:
+    """What the scale-up gives back next, as ``history`` and the result screen list it.
+
+    Attributes:
+        ahead: The re-adds offered, in order, up to the first the scale-up stops before.
+        stopped: Why the scale-up stops before the re-add after ``ahead`` (None: it does not).
+        nothing_left: With nothing ahead at all: that everything is back, or what of ``set``
+            still stands (empty otherwise).
+        first_changes: The first re-add's fields: ``(path, value now, value back)``.
+    """
+
+    ahead: tuple[ScaleUp, ...]
+    stopped: str | None
+    nothing_left: tuple[str, ...]
+    first_changes: tuple[tuple[str, Any, Any], ...]
+
+
+def next_scale_ups(history: History) -> NextScaleUps | None:
+    """The re-adds ahead of the config (None: the config is not at hand to plan from)."""
+    from oom_wizard.paths import format_path
+    from oom_wizard.scaleup import nothing_left_text, pending_scale_ups, stop_text
+
+    document, changelog = history.document, history.changelog
+    if document is None:
+        return None
+    ahead = pending_scale_ups(document, changelog)  # the first is next_scale_up's
+    if not ahead:
+        return NextScaleUps((), None, tuple(nothing_left_text(document, changelog)), ())
+    stopped: str | None = None
+    stops = [index for index, found in enumerate(ahead) if stop_text(changelog, found)]
+    if stops:
+        stopped = stop_text(changelog, ahead[stops[0]])
+        ahead = ahead[: stops[0]]
+    first = (
+        tuple(
+            (format_path(change.path), document.get(change.path), change.after)
+            for change in ahead[0].changes
+        )
+        if ahead
+        else ()
+    )
+    return NextScaleUps(tuple(ahead), stopped, (), first)
 
 
 def change_why(entry: ChangeEntry) -> str:

@@ -9,20 +9,17 @@ reads the change log beside it; given a change log, it reads the config the log 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from oom_wizard.commands._common import change_line, stdout
-from oom_wizard.errors import WizardError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from rich.console import Console
 
-    from oom_wizard.changelog import ChangeLog
-    from oom_wizard.document import JobDocument
-    from oom_wizard.plan import ScaleUp
+    from oom_wizard.application.history import History
+    from oom_wizard.service import ChangeLog, ScaleUp
 
 _DIRECTIONS = {
     "rollback": "roll-back",
@@ -52,76 +49,21 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the history."""
-    from oom_wizard.changelog import (
-        CHANGELOG_SUFFIX,
-        changelog_for,
-        changelog_path_for,
-        read_changelog,
-        resolve_recorded,
-        sha256_of,
-    )
-    from oom_wizard.document import (
-        MAX_CONFIG_BYTES,
-        NotRegularFile,
-        load_document,
-        read_regular_file,
-    )
+    from oom_wizard.application.history import read_history
 
-    target = Path(args.target)
-    if not args.target:
-        raise WizardError(
-            "the name is empty: give a config that oom-wizard saved, or its .changelog.json"
-        )
-    if target.is_dir() or target.name in ("", ".", ".."):
-        raise WizardError(
-            "this is a folder, not a file: give a config that oom-wizard saved, or its "
-            ".changelog.json",
-            file=target,
-        )
-    note: str | None = None
-    if target.name.endswith(CHANGELOG_SUFFIX):
-        log_path = target
-        changelog = read_changelog(target)
-        config = resolve_recorded(target, changelog.output.path)
-        document = load_document(config) if config.is_file() else None
-        # A file at the recorded path that is not the one saved says nothing about this log.
-        if document is not None and changelog.output.sha256 != sha256_of(config.read_bytes()):
-            document = None
-    else:
-        if not target.exists():
-            raise WizardError("no such file", file=target)
-        try:
-            raw = read_regular_file(target, MAX_CONFIG_BYTES + 1)
-        except NotRegularFile as exc:
-            raise WizardError(f"this is {exc.kind}, not a config", file=target) from None
-        belonging = changelog_for(target, raw, changelog_path_for(target))
-        if belonging is None:
-            raise WizardError(
-                "no change log beside this config that describes it: oom-wizard did not save "
-                "it (or its .changelog.json was moved)",
-                file=target,
-            )
-        log_path, changelog = belonging.path, belonging.log
-        document = None if belonging.edited else load_document(target)
-        note = belonging.note(target)
-    render_history(stdout(), changelog, log_path, document, note=note)
+    history = read_history(args.target)
+    render_history(stdout(), history)
     return 0
 
 
-def render_history(
-    console: Console,
-    changelog: ChangeLog,
-    log_path: Path,
-    document: JobDocument | None,
-    *,
-    note: str | None = None,
-) -> None:
+def render_history(console: Console, history: History) -> None:
     """The change log as text, and the next re-add when the config is at hand (and is the
-    one the log saved: ``note`` says why not)."""
-    from oom_wizard.service import change_why
+    one the log saved: its note says why not)."""
+    from oom_wizard.application.history import change_why
 
-    if note is not None:
-        console.print(f"note: {note}", markup=False)
+    changelog, log_path = history.changelog, history.log_path
+    if history.note is not None:
+        console.print(f"note: {history.note}", markup=False)
     console.print(f"Change log {log_path}", markup=False)
     console.print(f"  original config: {changelog.source.path}", markup=False)
     console.print(f"  latest config:   {changelog.output.path}", markup=False)
@@ -150,7 +92,7 @@ def render_history(
     console.print("", markup=False)
     if changelog.attempts:
         _render_attempts(console, changelog)
-    _render_next(console, changelog, document)
+    _render_next(console, history)
 
 
 def _render_attempts(console: Console, changelog: ChangeLog) -> None:
@@ -163,42 +105,33 @@ def _render_attempts(console: Console, changelog: ChangeLog) -> None:
     console.print("", markup=False)
 
 
-def _render_next(console: Console, changelog: ChangeLog, document: JobDocument | None) -> None:
-    from oom_wizard.paths import format_path
-    from oom_wizard.service import scale_ups_ahead
+def _render_next(console: Console, history: History) -> None:
+    from oom_wizard.application.history import next_scale_ups
 
-    if document is None:
+    found = next_scale_ups(history)
+    if found is None:
         console.print(
             "Next scale-up: unknown (the latest config is not at its recorded path, or was "
             "edited after the save: 'oom-wizard scale-up CONFIG --edited-ok' plans from it).",
             markup=False,
         )
         return
-    ahead = scale_ups_ahead(document, changelog)  # the first is next_scale_up's
-    if not ahead:
-        from oom_wizard.scaleup import nothing_left_text
-
-        first, *rest = nothing_left_text(document, changelog)
+    if found.nothing_left:
+        first, *rest = found.nothing_left
         console.print(f"Next scale-up: nothing left; {first}", markup=False)
         for line in rest:
             console.print(line, markup=False)
         return
-    from oom_wizard.scaleup import stop_text
-
-    stops = [index for index, found in enumerate(ahead) if stop_text(changelog, found)]
-    if stops:
-        stopped = stop_text(changelog, ahead[stops[0]])
-        ahead = ahead[: stops[0]]
-        if not ahead:
-            console.print(f"Next scale-up: none offered; {stopped}", markup=False)
+    if found.stopped is not None:
+        if not found.ahead:
+            console.print(f"Next scale-up: none offered; {found.stopped}", markup=False)
             return
-        console.print(f"The scale-up stops before: {stopped}", markup=False)
-    step = ahead[0]
+        console.print(f"The scale-up stops before: {found.stopped}", markup=False)
+    step = found.ahead[0]
     console.print(f"Next scale-up: {step.title} [{step.step}]", markup=False)
-    for change in step.changes:
-        line = change_line(format_path(change.path), document.get(change.path), change.after)
-        console.print(line, markup=False)
-    _render_later(console, ahead)
+    for path, now, back in found.first_changes:
+        console.print(change_line(path, now, back), markup=False)
+    _render_later(console, found.ahead)
 
 
 #: The heading of the re-adds ahead (the result screen's "later" section lists the same).
@@ -207,7 +140,7 @@ LATER_HEADING = "Later, one setting back per retry that trains through:"
 
 def _render_later(console: Console, ahead: Sequence[ScaleUp]) -> None:
     """Every re-add ahead, numbered: the same lines as the app's result screen."""
-    from oom_wizard.service import later_lines
+    from oom_wizard.application.history import later_lines
 
     console.print(LATER_HEADING, markup=False)
     for line in later_lines(ahead):

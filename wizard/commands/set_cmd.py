@@ -6,7 +6,6 @@ import argparse
 from typing import Any
 
 from oom_wizard.commands._common import add_output_arguments, print_changes, print_saved, stdout
-from oom_wizard.errors import WizardError
 
 
 def add_parser(subparsers: Any) -> None:
@@ -37,32 +36,19 @@ def run(args: argparse.Namespace) -> int:
     """Apply the assignments and save, or show them with ``--dry-run``."""
     from pathlib import Path
 
-    from oom_wizard.changes import commit
-    from oom_wizard.document import load_document
-    from oom_wizard.fields import parse_assignment, parse_unset
-    from oom_wizard.service import prepare_edit
+    from oom_wizard.application.editing import prepare_set, save_set
 
-    if not args.assignments and not args.unset:
-        raise WizardError("nothing to set: give PATH=VALUE pairs or --unset PATH")
-    document = load_document(Path(args.config))
-    changes = [parse_assignment(text, document) for text in args.assignments]
-    changes += [parse_unset(text, document) for text in args.unset]
-    prepared = prepare_edit(document, changes, force=args.force)
+    edit = prepare_set(Path(args.config), args.assignments, args.unset, force=args.force)
+    prepared = edit.prepared
     console = stdout()
-    for warning in document.warnings:
+    for warning in edit.document.warnings:
         console.print(f"warning: {warning}", markup=False)
     if args.dry_run or not prepared.changed:
         print_changes(console, prepared)
         if prepared.changed:
             console.print(prepared.diff(), markup=False)
         return 0
-    result = commit(
-        prepared,
-        direction="edit",
-        output=args.output,
-        changelog_path=args.changelog,
-        force=args.force,
-    )
+    result = save_set(edit, output=args.output, changelog=args.changelog, force=args.force)
     print_changes(console, prepared)
     print_saved(console, result)
     return 0
