@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 from oom_wizard.changelog import (
     ChangeLog,
 )
-from oom_wizard.diagnosis import Answers, Diagnosis, diagnose
+from oom_wizard.diagnosis import Answers as Answers  # the answers a caller passes
+from oom_wizard.diagnosis import Diagnosis, diagnose
 from oom_wizard.document import JobDocument
 from oom_wizard.jobdb import DbJob
 from oom_wizard.memory import Calibration
@@ -286,18 +287,24 @@ class WizardState:
         return next((s for s in self.plan.steps if s.id == VALIDATION_STEP), None)
 
 
-def start(request: JobRequest, *, new_crash: bool = False) -> WizardState:
-    """Open the job and settle it with no answer given yet (the app's first state).
+def start(
+    request: JobRequest, answers: Answers | None = None, *, new_crash: bool = False
+) -> WizardState:
+    """Open the job and settle it: the one way a :class:`WizardState` comes to be, for the
+    app's first state (no answer given yet), ``plan``, ``apply``, ``diagnose`` and ``run``.
 
     Args:
         request: What to open.
-        new_crash: The config is our own fix and its run crashed too (``run`` knows it).
+        answers: What the user said on the command line (None: nothing yet).
+        new_crash: The config is our own fix and its run crashed too (``run`` knows it, and
+            ``--new-crash`` says it).
 
     Raises:
         WizardError: see :func:`open_job`.
     """
     job = open_job(request)
-    return WizardState(job, Answers(), settle(job, Answers(), new_crash=new_crash))
+    given = answers if answers is not None else Answers()
+    return WizardState(job, given, settle(job, given, new_crash=new_crash))
 
 
 def answer(state: WizardState, answers: Answers) -> WizardState:

@@ -8,7 +8,7 @@ from oom_wizard.application.follow import (
     WatchTarget,
 )
 from oom_wizard.application.settling import WizardState, start
-from oom_wizard.diagnosis import Diagnosis, diagnose
+from oom_wizard.diagnosis import Diagnosis
 from oom_wizard.errors import WizardError
 from oom_wizard.request import JobRequest
 
@@ -67,9 +67,9 @@ def diagnose_crash(target: WatchTarget) -> CrashReport:
         WizardError: the config, the database job or the log cannot be read.
     """
     if not target.can_open_wizard:
-        from oom_wizard.logscan import scan_log
+        from oom_wizard.application.log_alone import diagnose_log_alone
 
-        alone = diagnose(scan_log(target.log), None)
+        alone = diagnose_log_alone(target.log, probe=False)
         return CrashReport(alone.verdict, alone.moment, alone.first_change)
     request = JobRequest(
         target=target.config, log=target.log, db=target.db, job=target.job, probe=False

@@ -2,8 +2,8 @@
 
 ``diagnose``, ``plan`` and ``apply`` take a job from AI Toolkit's jobs database
 instead of a CONFIG file; ``restore`` works only there. Without ``--job`` they list
-the jobs. The domain work is in :mod:`oom_wizard.jobdb`; this module turns arguments
-into its calls and its results into lines.
+the jobs. The work is the application layer's (:mod:`oom_wizard.jobdb` behind it); this
+module turns arguments into its calls and its results into lines.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-    from oom_wizard.jobdb import DbJob, DbSaveResult, SaveMode
+    from oom_wizard.service import DbJob, DbSaveResult, SaveMode
 
 #: The longest ``info`` shown in the job list (the UI stores whole exception texts).
 INFO_WIDTH = 70
@@ -73,10 +73,9 @@ def wants_db(args: argparse.Namespace, config: object = None) -> bool:
 
 def show_jobs(db: Path, console: Console) -> int:
     """Print the jobs of the database (name, status, step, info) and how to pick one."""
-    from oom_wizard.jobdb import find_db, list_jobs
+    from oom_wizard.application.opening import list_jobs
 
-    path = find_db(db)
-    jobs = list_jobs(path)
+    path, jobs = list_jobs(db)
     if not jobs:
         console.print(f"No jobs in {path}.", markup=False)
         return 0
@@ -104,7 +103,7 @@ def job_table(jobs: tuple[DbJob, ...]) -> Table:
 
 def save_mode(args: argparse.Namespace) -> SaveMode:
     """``--in-place`` or ``--as-new [NAME]``; refuses a save to the database without either."""
-    from oom_wizard.jobdb import AsNew, InPlace
+    from oom_wizard.application.saving import AsNew, InPlace
 
     if args.in_place:
         return InPlace()

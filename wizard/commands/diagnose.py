@@ -12,7 +12,6 @@ import argparse
 import dataclasses
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from oom_wizard.commands._common import add_crash_arguments, stdout
@@ -23,7 +22,7 @@ from oom_wizard.spelling import gib, oom_figures
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from oom_wizard.diagnosis import Answers, Diagnosis
+    from oom_wizard.diagnosis import Diagnosis
 
 #: Evidence text longer than this is cut in the human report (``--json`` keeps it whole).
 REPORT_TEXT = 160
@@ -81,7 +80,7 @@ def diagnose_args(args: argparse.Namespace) -> Diagnosis:
     Raises:
         WizardError: nothing to diagnose, or a file (or the database) that cannot be read.
     """
-    from oom_wizard.diagnosis import Answers
+    from oom_wizard.application.log_alone import Answers, diagnose_log_alone
 
     answers = Answers.coerce(
         {"moment": args.moment, "model_kind": args.kind, "worked_before": args.worked_before}
@@ -91,12 +90,12 @@ def diagnose_args(args: argparse.Namespace) -> Diagnosis:
             raise WizardError(
                 "give the job's config, its output folder, or --log LOG (or --db PATH --job NAME)"
             )
-        return _log_alone(args.log, answers, probe=not args.no_probe)
+        return diagnose_log_alone(args.log, answers, probe=not args.no_probe)
+    from oom_wizard.application.settling import start
+    from oom_wizard.application.watching import first_step
     from oom_wizard.commands.plan import request_of
-    from oom_wizard.service import WizardState, first_step, open_job, settle
 
-    job = open_job(request_of(args, args.target))
-    state = WizardState(job, answers, settle(job, answers))
+    state = start(request_of(args, args.target), answers)
     diagnosis = state.diagnosis
     notes = (
         *diagnosis.notes,
@@ -104,15 +103,6 @@ def diagnose_args(args: argparse.Namespace) -> Diagnosis:
         *((f"Log: {state.log_note}",) if state.log_note else ()),
     )
     return dataclasses.replace(diagnosis, notes=notes, first_change=first_step(state))
-
-
-def _log_alone(log: Path, answers: Answers, *, probe: bool) -> Diagnosis:
-    """A log without its config (the model kind is then unknown)."""
-    from oom_wizard.diagnosis import diagnose
-    from oom_wizard.logscan import scan_log
-    from oom_wizard.probe import probe_gpu
-
-    return diagnose(scan_log(log), None, answers=answers, probe=probe_gpu() if probe else None)
 
 
 # --- the human report ---------------------------------------------------------------------------

@@ -71,11 +71,10 @@ def load_target(args: argparse.Namespace) -> WizardState:
     Raises:
         WizardError: no config, or one of the files (or the database) cannot be read.
     """
-    from oom_wizard.service import Answers, WizardState, open_job, settle
+    from oom_wizard.application.settling import Answers, start
 
-    job = open_job(request_of(args, args.config))
     answers = Answers.coerce({"moment": args.moment, "model_kind": args.kind})
-    return WizardState(job, answers, settle(job, answers, new_crash=bool(args.new_crash)))
+    return start(request_of(args, args.config), answers, new_crash=bool(args.new_crash))
 
 
 def request_of(args: argparse.Namespace, target: str | Path | None) -> JobRequest:

@@ -34,15 +34,14 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Restore the job, or list the jobs when ``--job`` is missing."""
-    from oom_wizard.jobdb import find_db, load_job, restore_job
+    from oom_wizard.application.restoring import restore
 
     if not wants_db(args):
         raise WizardError("restore needs --db PATH (AI Toolkit's aitk_db.db) and --job NAME")
     console = stdout()
     if args.job is None:
         return show_jobs(args.db, console)
-    job = load_job(find_db(args.db), args.job)
-    result = restore_job(job, force=args.force)
+    result = restore(args.db, args.job, force=args.force)
     print_db_saved(console, result)
     console.print(
         "The restored config is the one that ran out of memory: started as it is, the job "

@@ -1,0 +1,58 @@
+"""Rules that the command line and the app must decide in one place (issue 21).
+
+Each test runs both front ends' paths (or the two callers of a rule) on the same input and
+checks that they agree, or holds the code to its one owner.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+from oom_wizard.commands.demo import IMAGE_JOB
+from oom_wizard.service import WatchTarget, diagnose_crash
+from tests.parity_support import DEMO
+from tests.plan_support import cli
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_a_log_without_its_config_is_diagnosed_by_one_rule() -> None:
+    """``diagnose --log`` and a followed run without a config (``watch``, ``run``) read the
+    same verdict, moment and first change from the same log."""
+    log = DEMO / IMAGE_JOB.log
+    status, out, err = cli("diagnose", "--log", log, "--json", "--no-probe")
+    assert status == 0, err
+    printed = json.loads(out)
+    report = diagnose_crash(WatchTarget(log=log, config=None, name="job"))
+    assert report.state is None
+    assert (report.verdict, report.moment, report.first_change) == (
+        printed["verdict"],
+        printed["moment"],
+        printed["first_change"],
+    )
+
+
+def constructions(name: str) -> list[str]:
+    """Where ``name(...)`` is called in ``wizard/`` and ``screens/``: ``file:function``."""
+    found = []
+    for path in sorted([*REPO.glob("wizard/**/*.py"), *REPO.glob("screens/*.py")]):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for function in ast.walk(tree):
+            if not isinstance(function, ast.FunctionDef):
+                continue
+            for node in ast.walk(function):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name)
+                    and node.func.id == name
+                ):
+                    found.append(f"{path.relative_to(REPO)}:{function.name}")
+    return found
+
+
+def test_the_wizard_state_has_one_constructor() -> None:
+    """``plan``, ``apply``, ``diagnose``, ``run`` and the app get their state from
+    ``start``; the state after new answers comes from it by ``dataclasses.replace``."""
+    assert constructions("WizardState") == ["wizard/application/settling.py:start"]
