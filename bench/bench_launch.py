@@ -48,7 +48,7 @@ APP_ONLY = """
 import sys
 from pathlib import Path
 from oom_wizard.screens.app import create_app
-from oom_wizard.commands.demo import IMAGE_JOB, copy_demo
+from oom_wizard.application.demo import IMAGE_JOB, copy_demo
 
 folder = copy_demo(Path(sys.argv[1]))
 create_app(folder / IMAGE_JOB.config, log=folder / IMAGE_JOB.log).run()

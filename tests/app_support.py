@@ -12,7 +12,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, Static
 from textual.worker import WorkerFailed
 
-from oom_wizard.commands.demo import IMAGE_JOB, VIDEO_JOB, DemoJob, copy_demo
+from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB, DemoJob, copy_demo
 from oom_wizard.screens.app import OomWizardApp, create_app
 from tests.aitk_db import CREATED_MS, add_job, make_db, ui_job_config
 

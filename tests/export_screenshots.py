@@ -20,7 +20,7 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from oom_wizard.commands.demo import IMAGE_JOB, copy_demo
+from oom_wizard.application.demo import IMAGE_JOB, copy_demo
 from oom_wizard.screens.app import OomWizardApp, create_app
 from oom_wizard.screens.step import StepScreen
 

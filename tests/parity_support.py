@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from textual.pilot import Pilot
 
-from oom_wizard.commands.demo import IMAGE_JOB, VIDEO_JOB, DemoJob
+from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB, DemoJob
 from oom_wizard.document import load_document
 from oom_wizard.jobdb import DbSaveResult
 from oom_wizard.save import SaveResult

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from oom_wizard.commands.demo import IMAGE_JOB, VIDEO_JOB, DemoJob
+from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB, DemoJob
 from oom_wizard.request import JobRequest
 from oom_wizard.service import SaveResult, ToFile, next_scale_up, save_scale_up, start
 from tests.parity_support import DEMO, normal

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from oom_wizard.application.demo import IMAGE_JOB
 from oom_wizard.cli import main
-from oom_wizard.commands.demo import IMAGE_JOB
 from oom_wizard.screens.app import create_app
 from tests.app_support import (
     demo_folder,

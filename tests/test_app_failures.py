@@ -15,7 +15,7 @@ from textual.widgets import Static
 
 from oom_wizard import save as save_module
 from oom_wizard import service
-from oom_wizard.commands.demo import IMAGE_JOB
+from oom_wizard.application.demo import IMAGE_JOB
 from oom_wizard.screens.app import create_app
 from tests.app_support import (
     demo_app,

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from textual.widgets import Input, OptionList, Static
 
-from oom_wizard.commands.demo import IMAGE_JOB, VIDEO_JOB
+from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB
 from oom_wizard.document import load_document
 from oom_wizard.screens.app import OomWizardApp, create_app
 from oom_wizard.screens.environment import EnvironmentScreen

@@ -10,7 +10,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import DirectoryTree, Input, Static
 
-from oom_wizard.commands.demo import IMAGE_JOB
+from oom_wizard.application.demo import IMAGE_JOB
 from tests.app_support import (
     IDLE_POINTS,
     demo_app,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from oom_wizard.commands.demo import IMAGE_JOB
+from oom_wizard.application.demo import IMAGE_JOB
 from oom_wizard.screens.review import ReviewScreen
 from tests import exactness
 from tests.app_support import (

@@ -15,8 +15,8 @@ from typing import cast
 from rich.console import Console
 from textual.pilot import Pilot
 
+from oom_wizard.application.demo import IMAGE_JOB
 from oom_wizard.commands._common import run_wizard
-from oom_wizard.commands.demo import IMAGE_JOB
 from oom_wizard.screens.app import create_app
 from oom_wizard.screens.ask import LeaveScreen
 from oom_wizard.screens.result import ResultScreen

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from textual.widgets import OptionList, Static
 
-from oom_wizard.commands.demo import IMAGE_JOB
+from oom_wizard.application.demo import IMAGE_JOB
 from oom_wizard.screens.app import create_app
 from oom_wizard.screens.environment import EnvironmentScreen
 from oom_wizard.screens.moment import MomentScreen

@@ -1,8 +1,10 @@
-"""The layers: the domain never imports the UI, and the UI reaches the domain through the service.
+"""The layers: the domain never imports the UI, and both front ends reach the domain through
+the application layer.
 
 Every domain module of ``oom_wizard`` (the repository's ``wizard/``) loads without textual or
-``oom_wizard.screens``; ``screens`` imports of the domain only the service and the value types
-(see the README's Architecture section).
+``oom_wizard.screens``; ``screens`` (the app) and ``wizard/commands`` (the command line) import
+of ``wizard`` only the application layer (``oom_wizard.application`` and its facade
+``oom_wizard.service``) and a few light value modules (see the README's Architecture section).
 """
 
 from __future__ import annotations
@@ -67,14 +69,16 @@ def test_no_wizard_module_imports_textual_or_screens() -> None:
     } <= set(report["modules"])
 
 
-# --- the app talks to the domain through the service ---------------------------------------------
+# --- both front ends talk to the domain through the application layer ---------------------------
 
-#: What ``screens`` may import of ``wizard``: the application service (which re-exports the
-#: value types the screens render), the one spelling of values, the request, the errors and
-#: the stable identifiers.
-SCREENS_MAY_IMPORT = frozenset(
+#: The application layer: its use-case modules, and the facade that re-exports them all (with
+#: the value types they hand out) for the app.
+APPLICATION = ("oom_wizard.application", "oom_wizard.service")
+
+#: The light value modules a front end may import besides: the one spelling of values, the
+#: request, the errors and the stable identifiers.
+VALUE_MODULES = frozenset(
     {
-        "oom_wizard.service",
         "oom_wizard.spelling",
         "oom_wizard.request",
         "oom_wizard.errors",
@@ -82,10 +86,14 @@ SCREENS_MAY_IMPORT = frozenset(
     }
 )
 
+#: What the command line may import besides: its own modules, and the process plumbing of
+#: signals (``interrupts``: Ctrl+C and SIGTERM, a front end's concern, no rule of the domain).
+COMMANDS_MAY_IMPORT = frozenset({"oom_wizard.interrupts"})
 
-def domain_imports(source: str) -> list[tuple[int, str]]:
+
+def domain_imports(source: str, allowed: frozenset[str] = frozenset()) -> list[tuple[int, str]]:
     """Every ``wizard`` module a file imports (at the top, in functions, for type checking),
-    with its line, that is not one the screens may import."""
+    with its line, that is neither the application layer nor a value module (nor ``allowed``)."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -101,7 +109,8 @@ def domain_imports(source: str) -> list[tuple[int, str]]:
         for line, name in found
         if name.startswith("oom_wizard.")
         and not name.startswith(("oom_wizard.screens", "oom_wizard.presets"))
-        and name not in SCREENS_MAY_IMPORT
+        and not any(name == layer or name.startswith(f"{layer}.") for layer in APPLICATION)
+        and name not in VALUE_MODULES | allowed
     ]
     return found
 
@@ -111,6 +120,18 @@ def test_screens_import_only_the_service_and_the_value_types() -> None:
         f"{path.name}:{line}": name
         for path in sorted((REPO / "screens").glob("*.py"))
         for line, name in domain_imports(path.read_text(encoding="utf-8"))
+    }
+    assert offending == {}
+
+
+def test_commands_import_only_the_application_layer_and_the_value_types() -> None:
+    offending = {
+        f"{path.name}:{line}": name
+        for path in sorted((REPO / "wizard" / "commands").glob("*.py"))
+        for line, name in domain_imports(
+            path.read_text(encoding="utf-8"), COMMANDS_MAY_IMPORT | {"oom_wizard.commands"}
+        )
+        if not name.startswith("oom_wizard.commands.")
     }
     assert offending == {}
 
@@ -129,8 +150,12 @@ def test_the_import_rule_catches_a_domain_import(source: str) -> None:
     assert domain_imports(source)
 
 
-def test_the_import_rule_lets_the_service_through() -> None:
-    source = "from oom_wizard.service import WizardState\nfrom oom_wizard import spelling\n"
+def test_the_import_rule_lets_the_application_layer_through() -> None:
+    source = (
+        "from oom_wizard.service import WizardState\nfrom oom_wizard import spelling\n"
+        "from oom_wizard.application.scale_up import save_scale_up\n"
+        "from oom_wizard import application\n"
+    )
     assert domain_imports(source) == []
 
 

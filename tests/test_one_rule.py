@@ -10,7 +10,7 @@ import ast
 import json
 from pathlib import Path
 
-from oom_wizard.commands.demo import IMAGE_JOB
+from oom_wizard.application.demo import IMAGE_JOB
 from oom_wizard.service import WatchTarget, diagnose_crash
 from tests.parity_support import DEMO
 from tests.plan_support import cli

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
+from oom_wizard.application.demo import IMAGE_JOB
 from oom_wizard.changelog import changelog_path_for
-from oom_wizard.commands.demo import IMAGE_JOB
 from oom_wizard.screens.app import create_app
 from oom_wizard.screens.result import ResultScreen
 from oom_wizard.screens.review import ReviewScreen

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from oom_wizard.commands.demo import IMAGE_JOB
+from oom_wizard.application.demo import IMAGE_JOB
 from tests.scale_up_parity import SCALE_UP_CASES, ScaleUpCase, through_app_service, through_cli
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from oom_wizard.commands.demo import VIDEO_JOB, copy_demo
+from oom_wizard.application.demo import VIDEO_JOB, copy_demo
 from tests.plan_support import cli, job, write_job
 
 TREE = job(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from oom_wizard.commands.demo import IMAGE_JOB, copy_demo
+from oom_wizard.application.demo import IMAGE_JOB, copy_demo
 from oom_wizard.save import SaveResult
 from oom_wizard.service import (
     Answers,

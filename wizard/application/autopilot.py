@@ -108,6 +108,34 @@ class DbJobRef:
 Where = Path | DbJobRef
 
 
+def db_job_to_run(db: Path, name: str) -> DbJobRef:
+    """The web-UI job ``run --db PATH --job NAME`` names, refused while the UI runs it (or is
+    about to): not a second trainer on the same job.
+
+    Raises:
+        JobDatabaseError: no database or no such job; WizardError: the job is busy.
+    """
+    from oom_wizard.jobdb import find_db, load_job
+
+    found = find_db(db)
+    busy = load_job(found, name).busy_reason()
+    if busy is not None:
+        raise WizardError(busy, file=found)
+    return DbJobRef(found, name)
+
+
+def check_readable(where: Where) -> None:
+    """Load the config as the loop will (raises the one-line error of a broken one)."""
+    if isinstance(where, DbJobRef):
+        from oom_wizard.jobdb import job_document, load_job
+
+        job_document(load_job(where.db, where.name))
+        return
+    from oom_wizard.document import load_document
+
+    load_document(where)
+
+
 @dataclass(frozen=True)
 class UserSave:
     """The user saved a fix themselves (in the wizard): the config the next attempt runs.

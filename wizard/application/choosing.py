@@ -10,7 +10,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from oom_wizard.changes import Change, Prepared, prepare
-from oom_wizard.plan import FieldProposal, MemoryEstimate, Plan, StepChoice, StepProposal
+from oom_wizard.plan import FieldProposal, MemoryEstimate, Plan, StepProposal
+from oom_wizard.plan import StepChoice as StepChoice  # the choice a caller makes
 from oom_wizard.sizing import FIX_WORDS, FixName
 from oom_wizard.values import ValueCheck
 
@@ -475,3 +476,37 @@ def step_off(step_id: str) -> StepChoice:
     from oom_wizard.plan import StepChoice
 
     return StepChoice(step_id=step_id, enabled=False)
+
+
+def estimate_words(figures: MemoryEstimate, moment: str | None = None) -> str:
+    """``training step ≈ 16.2–21.6 GiB (today 52.9–81.3 GiB); training ≈ 25 % of today, samples
+    ≈ 56 %; weights on the GPU ≈ 16.90 GiB → 9.10 GiB`` (approximate): the crashed phase's band
+    first, and for a crash ``moment``, whether the peak it ran into goes down (``plan`` and
+    ``apply`` print it)."""
+    from oom_wizard.estimate import CRASHED_PEAK, PEAK_WORDS
+    from oom_wizard.spelling import gib
+
+    text = ""
+    if figures.gib is not None:
+        today, changed = figures.gib
+        phase = CRASHED_PEAK.get(moment or "", changed.peak_phase)
+        now, then = changed.phases.get(phase), today.phases.get(phase)
+        if now is not None and then is not None:
+            from oom_wizard.memory import PHASE_WORDS
+
+            text = (
+                f"{PHASE_WORDS[phase]} ≈ {now.low:.1f}–{now.high:.1f} GiB "
+                f"(today {then.low:.1f}–{then.high:.1f} GiB); "
+            )
+    text += f"training ≈ {figures.train_pct:g} % of today"
+    if figures.sample_pct is not None:
+        text += f", samples ≈ {figures.sample_pct:g} %"
+    text += " (relative activation load"
+    if moment is not None:
+        before, after = figures.weights_gib(moment)
+        if before is not None and after is not None:
+            text += f"; weights on the GPU ≈ {gib(before)} → {gib(after)}"
+    text += ", approximate)"
+    if moment is not None and moment in CRASHED_PEAK and not figures.lowers(moment):
+        text += f"; this leaves {PEAK_WORDS[CRASHED_PEAK[moment]]} unchanged"
+    return text

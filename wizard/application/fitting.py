@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from oom_wizard.application.settling import VALIDATION_STEP, WizardState, memory_calibration
-from oom_wizard.memory import JobMemory, Verdict
+from oom_wizard.memory import JobMemory, Phase, Verdict
 from oom_wizard.plan import Plan, StepChoice, StepProposal
 from oom_wizard.vocabulary import Moment
 
@@ -124,6 +124,14 @@ class FitReport:
     memory: JobMemory
     verdict: Verdict
     fix: FitFix | None
+
+    def phase_verdict(self, phase: Phase) -> Verdict | None:
+        """The verdict of one phase's band against the card (None: the phase does not
+        happen)."""
+        from oom_wizard.memory import verdict
+
+        band = self.memory.phases.get(phase)
+        return verdict(band, self.card.gib) if band is not None else None
 
     def to_json(self) -> dict[str, object]:
         """DESIGN.md's ``fit --json`` shape (``fix_moment`` and ``fix_fits`` beside ``fix``)."""

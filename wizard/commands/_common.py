@@ -11,9 +11,8 @@ if TYPE_CHECKING:
     from rich.console import Console
     from textual.app import AutopilotCallbackType
 
-    from oom_wizard.changes import Prepared
-    from oom_wizard.save import SaveResult
     from oom_wizard.screens.app import OomWizardApp
+    from oom_wizard.service import Prepared, SaveResult
 
 
 def add_crash_arguments(
@@ -103,7 +102,7 @@ def change_line(path: str, before: Any, after: Any) -> str:
 def print_saved(console: Console, result: SaveResult, *, ui_job: bool = False) -> None:
     """Where the config and its change log went, and the command that runs it (not for a
     config of the web UI, which starts the job itself)."""
-    from oom_wizard.service import run_command_for
+    from oom_wizard.application.leaving import run_command_for
 
     console.print(f"Wrote {result.config}", markup=False)
     console.print(f"Change log {result.changelog}", markup=False)

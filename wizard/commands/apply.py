@@ -23,7 +23,6 @@ from oom_wizard.commands._jobdb import (
 )
 from oom_wizard.commands.plan import (
     add_target_arguments,
-    describe_estimate,
     load_target,
     render_checks,
     target_notes,
@@ -31,7 +30,7 @@ from oom_wizard.commands.plan import (
 from oom_wizard.errors import WizardError
 
 if TYPE_CHECKING:
-    from oom_wizard.plan import Plan, StepChoice
+    from oom_wizard.service import Plan, StepChoice
 
 
 def add_parser(subparsers: Any) -> None:
@@ -71,9 +70,14 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Apply the chosen steps and save (through the service), or show them with ``--dry-run``."""
-    from oom_wizard.jobdb import DbSaveResult
-    from oom_wizard.save import SaveResult
-    from oom_wizard.service import ToFile, default_choices, estimate, fix_words, prepared, save
+    from oom_wizard.application.choosing import (
+        default_choices,
+        estimate,
+        estimate_words,
+        fix_words,
+        prepared,
+    )
+    from oom_wizard.application.saving import DbSaveResult, SaveResult, ToFile, save
 
     console = stdout()
     if wants_db(args, args.config) and args.job is None:
@@ -100,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     if not ready.changed:
         return 0
     figures = estimate(state, choices)
-    console.print(f"Estimate: {describe_estimate(figures, plan.moment)}", markup=False)
+    console.print(f"Estimate: {estimate_words(figures, plan.moment)}", markup=False)
     if args.dry_run:
         if state.db_job is None:
             console.print(ready.diff(), markup=False)
@@ -133,7 +137,7 @@ def choose(plan: Plan, *, all_steps: bool, named: str | None) -> Mapping[str, St
     Raises:
         WizardError: ``--steps`` names a step that is not in this plan.
     """
-    from oom_wizard.plan import StepChoice
+    from oom_wizard.application.choosing import StepChoice
 
     if all_steps:
         return {step.id: StepChoice(step_id=step.id, enabled=True) for step in plan.steps}

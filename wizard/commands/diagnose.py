@@ -22,7 +22,7 @@ from oom_wizard.spelling import gib, oom_figures
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from oom_wizard.diagnosis import Diagnosis
+    from oom_wizard.service import Diagnosis
 
 #: Evidence text longer than this is cut in the human report (``--json`` keeps it whole).
 REPORT_TEXT = 160

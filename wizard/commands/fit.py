@@ -88,8 +88,8 @@ def _gib(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     """Print the fit (as text, or as JSON with ``--json``); 0 whatever the verdict."""
+    from oom_wizard.application.fitting import fit
     from oom_wizard.commands.plan import load_target
-    from oom_wizard.service import fit
 
     if wants_db(args, args.config) and args.job is None:
         return show_jobs(args.db, stdout())
@@ -114,7 +114,7 @@ def card_of(state: WizardState, gpu: float | None) -> Card:
     Raises:
         WizardError: no card known and no terminal to ask on.
     """
-    from oom_wizard.service import Card, probed_card
+    from oom_wizard.application.fitting import Card, probed_card
 
     if gpu is not None:
         return Card(gpu, "--gpu")
@@ -141,8 +141,6 @@ def band_text(low: float, high: float) -> str:
 
 def render(console: Console, state: WizardState, report: FitReport) -> None:
     """The phases, the verdict, the parts of the peak and the fix, as text."""
-    from oom_wizard.memory import verdict
-
     memory, card = report.memory, report.card
     console.print(
         f"Will it fit: {state.source} on a {card.gib:.1f} GiB card ({card.source})", markup=False
@@ -152,7 +150,7 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
         if band is None:
             console.print(f"  {words} does not happen", markup=False)
             continue
-        mark = verdict(band, card.gib).replace("_", " ")
+        mark = (report.phase_verdict(phase) or "").replace("_", " ")
         console.print(f"  {words} {band_text(band.low, band.high).ljust(16)} {mark}", markup=False)
     peak = memory.peak()
     console.print(

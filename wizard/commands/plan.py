@@ -21,9 +21,8 @@ from oom_wizard.commands._jobdb import add_db_arguments, show_jobs, wants_db
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from oom_wizard.plan import MemoryEstimate, Plan, StepProposal
     from oom_wizard.request import JobRequest
-    from oom_wizard.service import WizardState
+    from oom_wizard.service import Plan, StepProposal, WizardState
 
 
 def add_parser(subparsers: Any) -> None:
@@ -110,7 +109,7 @@ def target_notes(state: WizardState, *, new_crash_flag: bool = False) -> tuple[s
         notes.append(f"model kind {settled.model_kind} (--kind)")
     else:
         notes.append(f"model kind {settled.model_kind} ({settled.kind_reason})")
-    from oom_wizard.service import crashed_job_note, ui_job_note
+    from oom_wizard.application.leaving import crashed_job_note, ui_job_note
 
     for note in (ui_job_note(state), crashed_job_note(state)):
         if note is not None:
@@ -140,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
 def plan_json(state: WizardState) -> dict[str, Any]:
     """``plan --json``: the plan's JSON, its ``estimate.gib`` calibrated by the job's own
     figures when it has them (see :func:`oom_wizard.service.memory_calibration`)."""
-    from oom_wizard.service import estimate
+    from oom_wizard.application.choosing import estimate
 
     found = state.plan.to_json()
     if found.get("estimate") is not None:
@@ -155,7 +154,7 @@ def render_plan(console: Console, state: WizardState, notes: Sequence[str]) -> N
     """The plan as text: context, the default fix's estimate, the fixes offered (and, when
     nothing lowers the crashed peak, that the ladder is exhausted and what remains), then one
     block per step."""
-    from oom_wizard.service import estimate, fix_summary
+    from oom_wizard.application.choosing import estimate, estimate_words, fix_summary
 
     plan = state.plan
     console.print(f"Roll-back plan for {state.source}", markup=False)
@@ -167,9 +166,7 @@ def render_plan(console: Console, state: WizardState, notes: Sequence[str]) -> N
         render_checks(console, plan)
         return
     figures = estimate(state, None)
-    console.print(
-        f"  with the default steps: {describe_estimate(figures, plan.moment)}", markup=False
-    )
+    console.print(f"  with the default steps: {estimate_words(figures, plan.moment)}", markup=False)
     console.print(f"  {figures.note}", markup=False)
     for line in fix_summary(state):
         console.print(f"  {line}", markup=False)
@@ -204,8 +201,7 @@ def render_checks(console: Console, plan: Plan) -> None:
 
 def render_step(console: Console, state: WizardState, number: int, step: StepProposal) -> None:
     """One step: title and state, its fields, why, where in the UI, its note and estimate."""
-    from oom_wizard.plan import StepChoice
-    from oom_wizard.service import estimate
+    from oom_wizard.application.choosing import StepChoice, estimate, estimate_words
     from oom_wizard.spelling import value
 
     if not step.available:
@@ -235,39 +231,6 @@ def render_step(console: Console, state: WizardState, number: int, step: StepPro
     if step.fields and not step.satisfied:
         figures = estimate(state, {step.id: StepChoice(step_id=step.id, enabled=True)})
         console.print(
-            f"      this step alone: {describe_estimate(figures, state.plan.moment)}", markup=False
+            f"      this step alone: {estimate_words(figures, state.plan.moment)}", markup=False
         )
     console.print("")
-
-
-def describe_estimate(figures: MemoryEstimate, moment: str | None = None) -> str:
-    """``training step ≈ 16.2–21.6 GiB (today 52.9–81.3 GiB); training ≈ 25 % of today, samples
-    ≈ 56 %; weights on the GPU ≈ 16.90 GiB → 9.10 GiB`` (approximate): the crashed phase's band
-    first, and for a crash ``moment``, whether the peak it ran into goes down."""
-    from oom_wizard.estimate import CRASHED_PEAK, PEAK_WORDS
-    from oom_wizard.spelling import gib
-
-    text = ""
-    if figures.gib is not None:
-        today, changed = figures.gib
-        phase = CRASHED_PEAK.get(moment or "", changed.peak_phase)
-        now, then = changed.phases.get(phase), today.phases.get(phase)
-        if now is not None and then is not None:
-            from oom_wizard.memory import PHASE_WORDS
-
-            text = (
-                f"{PHASE_WORDS[phase]} ≈ {now.low:.1f}–{now.high:.1f} GiB "
-                f"(today {then.low:.1f}–{then.high:.1f} GiB); "
-            )
-    text += f"training ≈ {figures.train_pct:g} % of today"
-    if figures.sample_pct is not None:
-        text += f", samples ≈ {figures.sample_pct:g} %"
-    text += " (relative activation load"
-    if moment is not None:
-        before, after = figures.weights_gib(moment)
-        if before is not None and after is not None:
-            text += f"; weights on the GPU ≈ {gib(before)} → {gib(after)}"
-    text += ", approximate)"
-    if moment is not None and moment in CRASHED_PEAK and not figures.lowers(moment):
-        text += f"; this leaves {PEAK_WORDS[CRASHED_PEAK[moment]]} unchanged"
-    return text

@@ -149,7 +149,13 @@ def _split(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Run the loop; its exit status."""
-    from oom_wizard.application.autopilot import EXIT_STATUS, Settings, always_yes, autopilot
+    from oom_wizard.application.autopilot import (
+        EXIT_STATUS,
+        Settings,
+        always_yes,
+        autopilot,
+        check_readable,
+    )
     from oom_wizard.application.trainer import default_command, run_trainer, trainer_argv
     from oom_wizard.interrupts import Terminated, raise_terminated
 
@@ -160,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     where = _where(args)
     if args.max_retries < 0 or args.validation_steps < 0:
         raise WizardError("--max-retries and --validation-steps cannot be negative")
-    _readable(where)  # a config that does not parse is refused before anything starts
+    check_readable(where)  # a config that does not parse is refused before anything starts
     if not template:
         found = default_command(Path.cwd())
         if found is None:
@@ -218,38 +224,18 @@ def run(args: argparse.Namespace) -> int:
 
 def _where(args: argparse.Namespace) -> Where:
     """The config file, or the web-UI job (which must exist)."""
-    from oom_wizard.application.autopilot import DbJobRef
+    from oom_wizard.application.autopilot import db_job_to_run
 
     if wants_db(args, args.config):
         if args.job is None:
             raise WizardError("run a web-UI job with --db PATH --job NAME")
-        from oom_wizard.jobdb import find_db, load_job
-
-        found = find_db(args.db)
-        busy = load_job(found, args.job).busy_reason()
-        if busy is not None:  # the UI runs it (or is about to): not a second trainer on it
-            raise WizardError(busy, file=found)
-        return DbJobRef(found, args.job)
+        return db_job_to_run(args.db, args.job)
     if args.config is None:
         raise WizardError("give the job config to run (or a web-UI job: --db PATH --job NAME)")
     if not args.config.is_file():
         raise WizardError("no such config", file=args.config)
     config: Path = args.config
     return config
-
-
-def _readable(where: Where) -> None:
-    """Load the config as the loop will (raises the one-line error of a broken one)."""
-    from oom_wizard.application.autopilot import DbJobRef
-
-    if isinstance(where, DbJobRef):
-        from oom_wizard.jobdb import job_document, load_job
-
-        job_document(load_job(where.db, where.name))
-        return
-    from oom_wizard.document import load_document
-
-    load_document(where)
 
 
 def _watch(log: Path, done: threading.Event, stall_s: float) -> None:
