@@ -172,6 +172,10 @@ def test_a_scale_up_that_crashes_is_rolled_back_to_the_stable_config(tmp_path: P
         assert value(outcome.config, path) == value(stable, path)
     runs = read_changelog(changelog_path_for(outcome.config)).runs
     assert [r.direction for r in runs][-2:] == ["scale_up", "rollback"]
+    # the scale-up and its undo are saved as the command line and the app save a re-add:
+    # the kind the roll-back confirmed, and the saved config's memory figure
+    assert {r.model_kind for r in runs} == {"image"}
+    assert all(r.memory is not None for r in runs[-2:])
 
 
 def test_a_crashed_validation_run_is_validated_again_before_the_full_run(tmp_path: Path) -> None:

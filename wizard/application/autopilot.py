@@ -2,12 +2,12 @@
 
 Plain logic. The trainer is behind :class:`Runner` (``oom_wizard.application.trainer`` runs a real
 child; a test can pass a function), the user behind :class:`Asker`. After a crash the job is opened
-on that attempt's log through the application service (``oom_wizard.service``), as the wizard opens
-it: one diagnosis, one plan, the next fix preselected (:func:`~wizard.service.preselect_fix`: every
-step at its default, the short validation run). With ``--auto`` the loop saves that fix through the
-service's save, as a new config beside the last one with its change log; an asker may instead let
-the user change and save it (the wizard), and the config the user saved is what runs next
-(:class:`UserSave`).
+on that attempt's log through the application layer (``oom_wizard.application``), as the wizard
+opens it: one diagnosis, one plan, the next fix preselected (:func:`~wizard.service.preselect_fix`:
+every step at its default, the short validation run). With ``--auto`` the loop saves that fix
+through the service's save, as a new config beside the last one with its change log; an asker may
+instead let the user change and save it (the wizard), and the config the user saved is what runs
+next (:class:`UserSave`).
 
 The first retry after a fix is a short validation run: the plan's ``validation_run`` step
 sets ``train.steps`` to ``validation_steps``, raised to one past the config's first periodic
@@ -58,12 +58,13 @@ from oom_wizard.save import SaveResult
 from oom_wizard.vocabulary import VALIDATION_RUN
 
 if TYPE_CHECKING:
+    from oom_wizard.application.saving import Destination
+    from oom_wizard.application.settling import WizardState
     from oom_wizard.changes import Prepared
     from oom_wizard.diagnosis import Diagnosis
     from oom_wizard.document import JobDocument
     from oom_wizard.logscan import LogScan
     from oom_wizard.request import JobRequest
-    from oom_wizard.service import Destination, WizardState
 
 Status = Literal["finished", "stopped", "interrupted", "terminated"]
 EXIT_STATUS: Final[dict[Status, int]] = {
@@ -526,28 +527,28 @@ def _downward(loop: _Loop, config: Where, kind: Literal["full", "validation"]) -
 
 
 def _upward(loop: _Loop, config: Path) -> Outcome:
-    from oom_wizard.changes import changelog_of, commit, prepare
-    from oom_wizard.document import load_document
-    from oom_wizard.scaleup import next_scale_up
+    """Scale up one re-add per finished run, as ``scale-up`` and the app save one
+    (:mod:`oom_wizard.application.scale_up`); a re-add that crashes is rolled back."""
+    from oom_wizard.application.saving import SaveResult, ToFile
+    from oom_wizard.application.scale_up import (
+        next_scale_up,
+        open_for_scale_up,
+        prepare_scale_up,
+        save_scale_up,
+    )
 
     stable = config
     for _ in range(loop.settings.max_retries + 1):
-        document = load_document(config)
-        changelog = changelog_of(config)
-        if changelog is None:
-            raise WizardError(
-                "scale-up needs a config that oom-wizard saved (its change log is beside it)",
-                file=config,
-            )
-        scale = next_scale_up(document, changelog)
+        state = open_for_scale_up(_request(config, None))
+        scale = next_scale_up(state)
         if scale is None:
             return loop.stop(
                 "finished", f"Nothing left to scale up: {stable} has every setting back.", stable
             )
-        prepared = prepare(document, list(scale.changes))
-        result = commit(
-            prepared, direction="scale_up", steps=[scale.step], prior=loop.prior(document)
-        )
+        prepared = prepare_scale_up(state, scale)
+        result = save_scale_up(state, scale, ToFile(), ready=prepared)
+        assert isinstance(result, SaveResult)  # a file destination writes a file
+        loop.attach_pending(result.changelog)
         loop.saved.append(result.config)
         loop.say(f"Scale-up: {scale.title} → {result.config}")
         loop.changed = entry_lines(prepared)
@@ -596,25 +597,13 @@ def _upward(loop: _Loop, config: Path) -> Outcome:
 
 def _undo_last(loop: _Loop, config: Path, step: str) -> Path:
     """Roll back what the last scale-up of ``config`` re-added (a new config)."""
-    from oom_wizard.changes import Change, changelog_of, commit, prepare
-    from oom_wizard.document import MISSING, load_document
-    from oom_wizard.paths import parse_path
+    from oom_wizard.application.saving import SaveResult, ToFile
+    from oom_wizard.application.scale_up import open_for_scale_up, save_undo_scale_up
 
-    document = load_document(config)
-    changelog = changelog_of(config)
-    assert changelog is not None
-    last = len(changelog.runs) - 1
-    changes = [
-        Change(
-            path=parse_path(entry.path),
-            after=MISSING if entry.before is None else entry.before,
-            step=entry.step,
-            reason="The scale-up that re-added this crashed: back to the stable value",
-        )
-        for entry in changelog.changes_of_run(last)
-    ]
-    prepared = prepare(document, changes)
-    result = commit(prepared, direction="rollback", steps=[step], prior=loop.prior(document))
+    state = open_for_scale_up(_request(config, None))
+    result = save_undo_scale_up(state, step, ToFile())
+    assert isinstance(result, SaveResult)  # a file destination writes a file
+    loop.attach_pending(result.changelog)
     loop.saved.append(result.config)
     return result.config
 
@@ -706,7 +695,7 @@ def _crash_state(where: Where, log: Path) -> WizardState:
 
     A config that is our own fix crashed again: its plan goes one rung further.
     """
-    from oom_wizard.service import start
+    from oom_wizard.application.settling import start
 
     return start(_request(where, log), new_crash=_own_log(where) is not None)
 
@@ -721,7 +710,7 @@ def _request(where: Where, log: Path | None) -> JobRequest:
 
 def _destination(where: Where) -> Destination:
     """Where a fix of ``where`` is saved: a new config file, or the web-UI job in place."""
-    from oom_wizard.service import InPlace, ToFile
+    from oom_wizard.application.saving import InPlace, ToFile
 
     return InPlace() if isinstance(where, DbJobRef) else ToFile()
 
@@ -764,7 +753,8 @@ def _roll_back(
     loop: _Loop, state: WizardState, attempt: Attempt, where: Where
 ) -> tuple[Where, Literal["full", "validation"]] | str:
     """Save the next roll-back; the new config and its run kind, or why nothing is left."""
-    from oom_wizard.service import effective_choices, prepared, preselect_fix, save
+    from oom_wizard.application.choosing import effective_choices, prepared, preselect_fix
+    from oom_wizard.application.saving import save
 
     validate = attempt.kind == "full" and loop.settings.validation_steps > 0
     state = preselect_fix(state, loop.settings.validation_steps if validate else 0)
@@ -775,7 +765,7 @@ def _roll_back(
         return _nothing_left(loop, attempt, state.diagnosis)
     lines = entry_lines(ready)
     if validate:
-        from oom_wizard.service import validation_note
+        from oom_wizard.application.choosing import validation_note
 
         note = validation_note(state)
         if note is not None:
@@ -826,8 +816,9 @@ def _nothing_left(loop: _Loop, attempt: Attempt, diagnosis: Diagnosis) -> str:
 
 def _restore_steps(loop: _Loop, where: Where, log: Path) -> Where | None:
     """After a passed validation run: the config with the original step count, saved."""
+    from oom_wizard.application.scale_up import prepare_scale_up, save_scale_up
+    from oom_wizard.application.settling import start
     from oom_wizard.scaleup import pending_scale_ups
-    from oom_wizard.service import prepare_scale_up, save_scale_up, start
 
     state = start(_request(where, log))
     if state.changelog is None:

@@ -18,9 +18,11 @@ from oom_wizard.request import JobRequest
 from oom_wizard.vocabulary import MODEL_KINDS, ModelKind
 
 
-def open_for_scale_up(request: JobRequest) -> WizardState:
+def open_for_scale_up(request: JobRequest, *, hint: str = "") -> WizardState:
     """The config to scale up, opened as every use case opens a job (:func:`start`: its
     change log read once, by SHA-256 or name), without the GPU unless the request asks.
+
+    ``hint`` ends the refusal of a config without a change log (the command line's option).
 
     Raises:
         WizardError: no change log describes the config (nothing to re-add from), or see
@@ -29,8 +31,8 @@ def open_for_scale_up(request: JobRequest) -> WizardState:
     state = start(request)
     if state.changelog is None:
         raise WizardError(
-            "no change log beside this config that describes it; scale-up needs the "
-            ".changelog.json that 'apply' wrote (or pass it with --changelog)",
+            "no change log beside this config that describes it; a scale-up needs the "
+            f".changelog.json that oom-wizard saved with it{hint}",
             file=state.source,
         )
     return state
@@ -91,6 +93,42 @@ def save_scale_up(
         direction="scale_up",
         model_kind=kind,
         steps=steps,
+        memory=memory_record(state, ready, kind),
+    )
+
+
+def save_undo_scale_up(state: WizardState, step: str, destination: Destination) -> Saved:
+    """Roll back what the change log's last run re-added (the scale-up that crashed), as a
+    ``rollback`` run of ``step`` recorded with the scale-up's kind (``run --scale-up``).
+
+    Raises:
+        WizardError: the config has no change log; SaveRefused, JobDatabaseError: see
+            :func:`save_scale_up`.
+    """
+    from oom_wizard.changes import Change
+    from oom_wizard.paths import MISSING, parse_path
+
+    changelog = state.changelog
+    if changelog is None:
+        raise WizardError("no change log describes this config: nothing to undo", file=state.source)
+    changes = [
+        Change(
+            path=parse_path(entry.path),
+            after=MISSING if entry.before is None else entry.before,
+            step=entry.step,
+            reason="The scale-up that re-added this crashed: back to the stable value",
+        )
+        for entry in changelog.changes_of_run(len(changelog.runs) - 1)
+    ]
+    ready = prepare(state.document, changes)
+    kind = scale_up_kind(state)
+    return write_run(
+        state,
+        ready,
+        destination,
+        direction="rollback",
+        model_kind=kind,
+        steps=[step],
         memory=memory_record(state, ready, kind),
     )
 

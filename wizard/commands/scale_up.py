@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = Path(args.config)
     request = JobRequest(config, probe=False, edited_ok=args.edited_ok, changelog=args.changelog)
-    state = open_for_scale_up(request)
+    state = open_for_scale_up(request, hint=" (or pass it with --changelog)")
     changelog = state.changelog
     assert changelog is not None
     console = stdout()
