@@ -56,3 +56,28 @@ def test_the_wizard_state_has_one_constructor() -> None:
     """``plan``, ``apply``, ``diagnose``, ``run`` and the app get their state from
     ``start``; the state after new answers comes from it by ``dataclasses.replace``."""
     assert constructions("WizardState") == ["wizard/application/settling.py:start"]
+
+
+def test_the_first_change_is_the_first_step_the_default_fix_takes() -> None:
+    """``diagnose``'s "first" line and the default set are one rule: a step that is on by
+    default but that the default fix leaves out is not what to change first."""
+    import dataclasses
+
+    from oom_wizard.service import JobRequest, default_choices, first_step, start
+
+    demo = DEMO / IMAGE_JOB.config
+    state = start(JobRequest(demo, log=DEMO / IMAGE_JOB.log, probe=False))
+    skipped = next(s for s in state.plan.steps if s.default_on and not s.satisfied)
+    taken = next(
+        s
+        for s in state.plan.steps
+        if s is not skipped and not s.satisfied and s.fields and s.id != "validation_run"
+    )
+    plan = dataclasses.replace(
+        state.plan, fixes={"just_enough": (taken.id,)}, default_fix="just_enough"
+    )
+    state = dataclasses.replace(state, settled=dataclasses.replace(state.settled, plan=plan))
+    enabled = [step for step, choice in default_choices(state).items() if choice.enabled]
+    assert enabled == [taken.id]
+    first = first_step(state)
+    assert first is not None and first.startswith(taken.title), (first, skipped.title)

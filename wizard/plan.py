@@ -1619,7 +1619,7 @@ def changes_for(plan: Plan, choices: Mapping[str, StepChoice] | None = None) -> 
     changes: list[Change] = []
     taken: set[FieldPath] = set()
     for step in plan.steps:
-        choice = _choice(step, choices)
+        choice = choices.get(step.id)
         if choice is None or not choice.enabled:
             continue
         for change in _step_changes(step, choice):
@@ -1634,10 +1634,6 @@ def _is_increase(proposal: FieldProposal, after: Any) -> bool:
     from oom_wizard.values import validate_value
 
     return validate_value(proposal.path, after, None, before=proposal.before).increase
-
-
-def _choice(step: StepProposal, choices: Mapping[str, StepChoice] | None) -> StepChoice | None:
-    return choices.get(step.id) if choices is not None else None
 
 
 def _step_changes(step: StepProposal, choice: StepChoice) -> Iterable[Change]:

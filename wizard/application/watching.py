@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from oom_wizard.application.choosing import default_choices
 from oom_wizard.application.follow import (
     WatchTarget,
 )
@@ -14,7 +15,8 @@ from oom_wizard.request import JobRequest
 
 
 def first_step(state: WizardState) -> str | None:
-    """The first roll-back step that changes something by default, with its fields.
+    """The first roll-back step the default set switches on (:func:`default_choices`), with
+    its fields.
 
     Advice that comes first (an environment problem, a scale-up to undo) stays first; so does
     the diagnosis's own first change when nothing says when it crashed.
@@ -24,7 +26,8 @@ def first_step(state: WizardState) -> str | None:
     if moment is None or moment == "environment" or _advice_first(diagnosis):
         first: str | None = diagnosis.first_change
         return first
-    step = next((s for s in state.plan.steps if s.default_on and not s.satisfied), None)
+    defaults = default_choices(state)  # the one default set (the default fix's steps)
+    step = next((s for s in state.rollback_steps() if defaults[s.id].enabled and s.fields), None)
     if step is None:
         return (
             state.plan.exhausted_advice
