@@ -24,9 +24,8 @@ from oom_wizard.service import (
     FileTarget,
     InPlace,
     WizardState,
-    changelog_path_for,
     crashed_job_note,
-    default_file_output,
+    default_file_target,
     file_target,
     new_job_name_problem,
     new_job_warning,
@@ -54,7 +53,8 @@ class DestinationPicker(Vertical):
         self.state = state
         #: The change-log path this widget filled in itself (beside the output); while the
         #: field still shows it, the change log follows the output.
-        self._derived_changelog = str(changelog_path_for(default_file_output(state)))
+        self._default = default_file_target(state)
+        self._derived_changelog = str(self._default.changelog)
 
     def compose(self) -> ComposeResult:
         job = self.state.db_job
@@ -88,7 +88,7 @@ class DestinationPicker(Vertical):
             yield Static(
                 new_job_warning(self.state) or "", id="new-job-note", classes="note", markup=False
             )
-        output = default_file_output(self.state)
+        output = self._default.output
         with Vertical(id="file-rows"):
             with Horizontal(classes="path-row"):
                 yield Static("Save as")

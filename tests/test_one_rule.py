@@ -81,3 +81,22 @@ def test_the_first_change_is_the_first_step_the_default_fix_takes() -> None:
     assert enabled == [taken.id]
     first = first_step(state)
     assert first is not None and first.startswith(taken.title), (first, skipped.title)
+
+
+def test_the_change_log_beside_an_output_is_one_rule(tmp_path: Path) -> None:
+    """The app's destination picker shows (``default_file_target``) exactly the config and
+    change log that a save with no names (``ToFile()``: ``apply`` without ``-o``) writes."""
+    import shutil
+
+    from oom_wizard.service import JobRequest, SaveResult, ToFile, default_file_target, save
+    from oom_wizard.service import start as open_state
+
+    for name in (IMAGE_JOB.config, IMAGE_JOB.log):
+        shutil.copyfile(DEMO / name, tmp_path / name)
+    state = open_state(
+        JobRequest(tmp_path / IMAGE_JOB.config, log=tmp_path / IMAGE_JOB.log, probe=False)
+    )
+    shown = default_file_target(state)
+    saved = save(state, None, ToFile())
+    assert isinstance(saved, SaveResult)
+    assert (shown.output, shown.changelog) == (saved.config, saved.changelog)

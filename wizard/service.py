@@ -116,6 +116,7 @@ from oom_wizard.application.saving import (
     Saved,
     ToFile,
     default_file_output,
+    default_file_target,
     file_target,
     save,
 )
@@ -257,6 +258,7 @@ __all__ = [
     "default_choice",
     "default_choices",
     "default_file_output",
+    "default_file_target",
     "diagnose_crash",
     "done_before",
     "edited_words",

@@ -126,6 +126,15 @@ class FileTarget:
         return self.output_refused or self.changelog_refused
 
 
+def default_file_target(state: WizardState) -> ToFile:
+    """Where a save as a file goes when the user changes nothing: the first free name
+    (:func:`default_file_output`) and its change log beside it, by the one rule of
+    :func:`file_target` (which the save's own default, ``ToFile()``, agrees with)."""
+    output = default_file_output(state)
+    target = file_target(state, str(output), None).destination
+    return target if target is not None else ToFile(output, changelog_path_for(output))
+
+
 def file_target(state: WizardState, output: str, changelog: str | None) -> FileTarget:
     """The file destination typed in the app, checked as the save checks it, before it.
 
