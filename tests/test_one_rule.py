@@ -100,3 +100,72 @@ def test_the_change_log_beside_an_output_is_one_rule(tmp_path: Path) -> None:
     saved = save(state, None, ToFile())
     assert isinstance(saved, SaveResult)
     assert (shown.output, shown.changelog) == (saved.config, saved.changelog)
+
+
+def changelog_reads(monkeypatch: object) -> list[str]:
+    """The change logs read from now on (every read goes through ``read_regular_file``)."""
+    import oom_wizard.document as document
+
+    assert hasattr(monkeypatch, "setattr")
+    reads: list[str] = []
+    real = document.read_regular_file
+
+    def counting(path: Path, *args: object, **kwargs: object) -> bytes:
+        if str(path).endswith(".changelog.json"):
+            reads.append(Path(path).name)
+        return real(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(document, "read_regular_file", counting)
+    return reads
+
+
+def test_the_change_log_is_read_once_for_an_open_a_save_and_its_result(
+    tmp_path: Path, monkeypatch: object
+) -> None:
+    """The app's open, save and result screen (the re-adds ahead of the saved config) read
+    the change log once: the save hands back the log it wrote. ``apply`` reads it once."""
+    from oom_wizard.service import (
+        JobRequest,
+        ToFile,
+        pending_scale_ups,
+        prepared,
+        save,
+    )
+    from oom_wizard.service import start as open_state
+    from tests.scale_up_parity import ScaleUpCase, rolled_back
+
+    ours = rolled_back(tmp_path / "app", ScaleUpCase(IMAGE_JOB, None))
+    reads = changelog_reads(monkeypatch)
+    state = open_state(JobRequest(ours, probe=False))
+    ready = prepared(state, None)
+    saved = save(state, None, ToFile(), ready=ready)
+    pending_scale_ups(saved, ready)
+    assert len(reads) == 1, reads
+
+    again = rolled_back(tmp_path / "cli", ScaleUpCase(IMAGE_JOB, None))
+    reads.clear()
+    status, _out, err = cli("apply", again, "--no-probe")
+    assert status == 0, err
+    assert len(reads) == 1, reads
+
+
+def test_an_open_with_no_answer_diagnoses_the_log_once(monkeypatch: object) -> None:
+    """``start`` (the app's first state, ``plan`` and ``apply`` without ``--moment`` or
+    ``--kind``) diagnoses once: the settled diagnosis with no answer is the log's own."""
+    from oom_wizard.application import opening, settling
+    from oom_wizard.service import JobRequest
+    from oom_wizard.service import start as open_state
+
+    assert hasattr(monkeypatch, "setattr")
+    calls: list[str] = []
+    for module in (opening, settling):
+        real = module.diagnose
+
+        def counting(*args: object, _real: object = real, **kwargs: object) -> object:
+            calls.append("diagnose")
+            return _real(*args, **kwargs)  # type: ignore[operator]
+
+        monkeypatch.setattr(module, "diagnose", counting)
+    state = open_state(JobRequest(DEMO / IMAGE_JOB.config, log=DEMO / IMAGE_JOB.log, probe=False))
+    assert calls == ["diagnose"]
+    assert state.diagnosis == state.job.log_diagnosis

@@ -31,7 +31,7 @@ import time
 import unicodedata
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
@@ -255,6 +255,7 @@ class DbSaveResult:
         entries: The field changes this save made.
         restored_run: For a restore, the change log's run whose save was undone.
         warning: What the save costs (a new job does not resume the old one's checkpoints).
+        log: The change log as written (so that nothing reads it back; None: not known).
     """
 
     db_path: Path
@@ -266,6 +267,7 @@ class DbSaveResult:
     entries: tuple[ChangeEntry, ...]
     restored_run: int | None = None
     warning: str | None = None
+    log: ChangeLog | None = field(default=None, compare=False, repr=False)
 
     def next_step(self) -> str:
         """Exactly what to do next in AI Toolkit's UI."""
@@ -661,7 +663,9 @@ def _update_in_place(
     _write_config(conn, job, after)
     path = job.changelog_path
     _commit_with_log(conn, path, log, set_aside=prior is None)
-    return _result(job, job.id, job.name, in_place=True, changelog=path, entries=prepared.entries)
+    return _result(
+        job, job.id, job.name, in_place=True, changelog=path, entries=prepared.entries, log=log
+    )
 
 
 def _write_config(conn: sqlite3.Connection, job: DbJob, text: str) -> None:
@@ -713,7 +717,7 @@ def _insert_copy(
     conn.execute(f'INSERT INTO "Job" ({names}) VALUES ({marks})', tuple(values.values()))
     path = job_changelog_path(job.db_path, new_id)
     _commit_with_log(conn, path, log, set_aside=False)
-    result = _result(job, new_id, name, in_place=False, changelog=path, entries=entries)
+    result = _result(job, new_id, name, in_place=False, changelog=path, entries=entries, log=log)
     return replace(result, warning=job.new_job_warning())
 
 
@@ -1011,6 +1015,7 @@ def _result(
     in_place: bool,
     changelog: Path,
     entries: tuple[ChangeEntry, ...],
+    log: ChangeLog | None = None,
 ) -> DbSaveResult:
     return DbSaveResult(
         db_path=job.db_path,
@@ -1020,6 +1025,7 @@ def _result(
         in_place=in_place,
         changelog=changelog,
         entries=entries,
+        log=log,
     )
 
 

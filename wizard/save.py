@@ -40,7 +40,7 @@ import signal
 import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -64,10 +64,17 @@ _written: list[Path] = []
 
 @dataclass(frozen=True)
 class SaveResult:
-    """Where a save wrote."""
+    """Where a save wrote, and the change log as written (so that nothing reads it back).
+
+    Attributes:
+        config: The new config.
+        changelog: Its change log's path.
+        log: The change log written there (None: not known to whoever made this result).
+    """
 
     config: Path
     changelog: Path
+    log: ChangeLog | None = field(default=None, compare=False, repr=False)
 
 
 def default_output_path(source: Path) -> Path:
@@ -213,7 +220,7 @@ def save(
     commit_pair(
         [(log_path, log_data), (output, data)], mode=mode, replace=force, what=_what(log_path)
     )
-    return SaveResult(config=output, changelog=log_path)
+    return SaveResult(config=output, changelog=log_path, log=log)
 
 
 def _check_format(document: JobDocument, output: Path) -> None:

@@ -146,9 +146,11 @@ def nothing_left(state: WizardState) -> tuple[str, ...]:
 def pending_scale_ups(saved: Saved, ready: Prepared) -> tuple[ScaleUp, ...]:
     """The re-adds ahead of a config just saved, in order: the list ``history`` prints.
 
-    Reads the change log the save wrote (run it in the save's worker).
+    The save hands back the change log it wrote; a result without it (made elsewhere) has
+    it read (run it in the save's worker).
     """
-    return scale_ups_ahead(ready.after, read_changelog(saved.changelog))
+    log = saved.log if saved.log is not None else read_changelog(saved.changelog)
+    return scale_ups_ahead(ready.after, log)
 
 
 def scale_ups_ahead(document: JobDocument, changelog: ChangeLog) -> tuple[ScaleUp, ...]:

@@ -152,7 +152,10 @@ def memory_peak(
 
 
 def diagnosis_of(job: OpenedJob, answers: Answers) -> Diagnosis:
-    """The job's diagnosis for answers that already differ from the job (see :func:`settle`)."""
+    """The job's diagnosis for answers that already differ from the job (see :func:`settle`);
+    with none, the log's own, made once at the open (:attr:`OpenedJob.log_diagnosis`)."""
+    if answers == Answers():
+        return job.log_diagnosis
     return diagnose(
         job.scan, job.document.view(), answers=answers, probe=job.probe, changelog=job.changelog
     )
