@@ -3,7 +3,9 @@
 For each case (a config file with its log, a job folder, a web-UI job; every moment, both
 kinds, and jobs left to their logs) it runs ``plan --json`` + ``apply`` and the app, and
 prints one row: whether the moment, the kind, the plan, the saved bytes and the change log
-are equal. It prints figures and asserts nothing; the tests assert. Usage::
+are equal. Then the scale-up rows (``tests/test_parity_scale_up.py``): a rolled-back job scaled
+up once by ``scale-up`` and by the app's save (a file and a web-UI job), the saved bytes and
+the change log compared. It prints figures and asserts nothing; the tests assert. Usage::
 
     .venv/bin/python bench/parity_table.py
 """
@@ -19,6 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.parity_support import CASES, CHECKS, build, compare, through_app, through_cli
+from tests.scale_up_parity import SCALE_UP_CASES, through_app_service
+from tests.scale_up_parity import through_cli as scale_up_through_cli
 
 #: The checks that have nothing to compare when an environment verdict saves nothing.
 SAVED = ("saved bytes", "change log")
@@ -31,6 +35,11 @@ def cell(equal: bool, nothing: bool) -> str:
     return "equal" if equal else "DIFFER"
 
 
+def asked(equal: bool | None) -> str:
+    """A scale-up row's cell: ``-`` for a check the scale-up does not ask (moment, plan)."""
+    return "-" if equal is None else cell(equal, False)
+
+
 def _cell(check: str) -> int:
     """A column's width: its name, or the widest cell (``DIFFER``)."""
     return max(len(check), len("DIFFER"))
@@ -38,7 +47,7 @@ def _cell(check: str) -> int:
 
 async def table() -> int:
     """Run every case; print the table and how long each took; the number of differences."""
-    width = max(len(case.name) for case in CASES)
+    width = max(len(name) for name in [c.name for c in CASES] + [c.name for c in SCALE_UP_CASES])
     print(
         f"{'case':<{width}}  "
         + "  ".join(f"{check:<{_cell(check)}}" for check in CHECKS)
@@ -60,7 +69,26 @@ async def table() -> int:
                 for check in CHECKS
             )
             print(f"{case.name:<{width}}  {cells}  {seconds:7.1f}")
-    print(f"{len(CASES)} cases x {len(CHECKS)} checks, {differences} differences")
+        for number, scale_case in enumerate(SCALE_UP_CASES):
+            root = Path(temp) / f"up{number}"
+            started = time.perf_counter()
+            cli_up = scale_up_through_cli(root / "cli", scale_case)
+            app_up = through_app_service(root / "app", scale_case)
+            seconds = time.perf_counter() - started
+            up: dict[str, bool | None] = {
+                "moment": None,
+                "kind": cli_up.changelog["runs"][-1]["model_kind"]
+                == app_up.changelog["runs"][-1]["model_kind"],
+                "plan": None,
+                "saved bytes": cli_up.saved == app_up.saved,
+                "change log": cli_up.changelog == app_up.changelog,
+            }
+            differences += sum(equal is False for equal in up.values())
+            cells = "  ".join(f"{asked(up[check]):<{_cell(check)}}" for check in CHECKS)
+            print(f"{scale_case.name:<{width}}  {cells}  {seconds:7.1f}")
+    rows = len(CASES) + len(SCALE_UP_CASES)
+    print(f"{rows} cases ({len(SCALE_UP_CASES)} scale-ups, whose moment and plan are not asked: -)")
+    print(f"{differences} differences")
     return differences
 
 

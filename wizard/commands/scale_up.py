@@ -18,6 +18,14 @@ from oom_wizard.commands._common import (
     print_saved,
     stdout,
 )
+from oom_wizard.commands._jobdb import (
+    add_db_arguments,
+    print_db_saved,
+    save_mode,
+    show_jobs,
+    wants_db,
+)
+from oom_wizard.errors import WizardError
 
 
 def add_parser(subparsers: Any) -> None:
@@ -30,10 +38,13 @@ def add_parser(subparsers: Any) -> None:
             "a validation run, the biggest resolution, richer samples, the larger batch, "
             "longer clips; then, last, the low-memory path and checkpointing (they buy speed, "
             "not quality). Each restored field gets its value from before the roll-back. "
-            "Writes the next config only with -o OUT or --yes."
+            "Writes the next config only with -o OUT or --yes; a web-UI job (--db PATH --job "
+            "NAME) only with --in-place or --as-new [NAME]."
         ),
     )
-    parser.add_argument("config", metavar="CONFIG", help="the config the roll-back saved")
+    parser.add_argument(
+        "config", metavar="CONFIG", nargs="?", help="the config the roll-back saved"
+    )
     parser.add_argument(
         "--changelog",
         type=Path,
@@ -53,12 +64,13 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("--dry-run", action="store_true", help="show the diff, write nothing")
     add_edited_argument(parser)
+    add_db_arguments(parser, saving=True)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Show the next re-add; write it with ``-o`` or ``--yes``."""
-    from oom_wizard.application.saving import SaveResult, ToFile
+    from oom_wizard.application.saving import DbSaveResult, SaveResult, ToFile
     from oom_wizard.application.scale_up import (
         next_scale_up,
         nothing_left,
@@ -70,12 +82,20 @@ def run(args: argparse.Namespace) -> int:
     )
     from oom_wizard.request import JobRequest
 
-    config = Path(args.config)
-    request = JobRequest(config, probe=False, edited_ok=args.edited_ok, changelog=args.changelog)
+    console = stdout()
+    if wants_db(args, args.config):
+        if args.job is None:
+            return show_jobs(args.db, console)
+        request = JobRequest(db=args.db, job=args.job, probe=False, edited_ok=args.edited_ok)
+    elif args.config is None:
+        raise WizardError("give the config the roll-back saved (or --db PATH --job NAME)")
+    else:
+        request = JobRequest(
+            Path(args.config), probe=False, edited_ok=args.edited_ok, changelog=args.changelog
+        )
     state = open_for_scale_up(request, hint=" (or pass it with --changelog)")
     changelog = state.changelog
     assert changelog is not None
-    console = stdout()
     if state.job.changelog_note is not None:
         console.print(f"note: {state.job.changelog_note}", markup=False)
     step = next_scale_up(state)
@@ -94,10 +114,18 @@ def run(args: argparse.Namespace) -> int:
     print_changes(console, prepared)
     for line in scale_up_notes(changelog, prepared, step):
         console.print(f"warning: {line}", markup=False)
-    if args.dry_run or (args.output is None and not args.yes):
+    to_db = state.db_job is not None
+    asked = (args.in_place or args.as_new is not None) if to_db else args.output or args.yes
+    if args.dry_run or not asked:
         console.print(prepared.diff(), markup=False)
         if not args.dry_run:
-            console.print("Write it with --yes (or -o OUT).", markup=False)
+            how = "--in-place (or --as-new [NAME])" if to_db else "--yes (or -o OUT)"
+            console.print(f"Write it with {how}.", markup=False)
+        return 0
+    if to_db:
+        saved = save_scale_up(state, step, save_mode(args), ready=prepared)
+        assert isinstance(saved, DbSaveResult)  # a database destination writes the row
+        print_db_saved(console, saved)
         return 0
     result = save_scale_up(state, step, ToFile(args.output, force=args.force), ready=prepared)
     assert isinstance(result, SaveResult)  # a file destination writes a file
