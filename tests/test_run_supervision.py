@@ -20,7 +20,15 @@ from oom_wizard.document import load_document
 from oom_wizard.paths import parse_path
 from oom_wizard.resume import checkpoint_step
 from oom_wizard.trainer import TrainerEnd
-from tests.autopilot_support import FAKE, SCENARIOS, fake_runner, write_config
+from tests.autopilot_support import (
+    FAKE,
+    SCENARIOS,
+    fake_runner,
+    pid_alive,
+    wait_for,
+    wait_for_bytes,
+    write_config,
+)
 from tests.fake_trainer import write_checkpoint
 from tests.tmux_support import WIZARD
 
@@ -42,14 +50,6 @@ def run_cli(
         stdin=subprocess.DEVNULL,
         timeout=120,
     )
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return state[state.rfind(")") + 2] not in "ZX"
 
 
 # --- D3: a clean exit without a training step is not a fit -----------------------------------
@@ -128,7 +128,7 @@ def test_sigterm_of_run_is_terminated_143_and_stops_the_trainer(tmp_path: Path) 
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
     )  # fmt: skip
     pid, _pgid, worker = wait_pids(pidfile)
-    wait_bytes(tmp_path / "image-early-steps.run.log", b" 1/3000 [")
+    wait_for_bytes(tmp_path / "image-early-steps.run.log", b" 1/3000 [")
 
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)
@@ -140,21 +140,9 @@ def test_sigterm_of_run_is_terminated_143_and_stops_the_trainer(tmp_path: Path) 
     assert not pid_alive(pid) and not pid_alive(worker)
 
 
-def wait_pids(pidfile: Path, tries: int = 400) -> tuple[int, int, int]:
-    for _ in range(tries):
-        if pidfile.exists() and pidfile.read_text().endswith("\n"):
-            pid, pgid, worker = (int(x) for x in pidfile.read_text().split())
-            return pid, pgid, worker
-        time.sleep(0.025)
-    raise AssertionError(f"{pidfile} never appeared")
-
-
-def wait_bytes(path: Path, text: bytes, tries: int = 400) -> None:
-    for _ in range(tries):
-        if path.exists() and text in path.read_bytes():
-            return
-        time.sleep(0.025)
-    raise AssertionError(f"{text!r} never in {path}")
+def wait_pids(pidfile: Path) -> tuple[int, int, int]:
+    pid, pgid, worker = (int(x) for x in wait_for(pidfile).split())
+    return pid, pgid, worker
 
 
 # --- H2: a trainer that printed the fatal OOM but does not exit -------------------------------
@@ -226,7 +214,7 @@ def start_and_kill(tmp_path: Path, wait_for_training: bool = True) -> tuple[int,
     )  # fmt: skip
     pid, _pgid, worker = wait_pids(pidfile)
     if wait_for_training:
-        wait_bytes(tmp_path / "image-early-steps.run.log", b" 1/3000 [")
+        wait_for_bytes(tmp_path / "image-early-steps.run.log", b" 1/3000 [")
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
     return pid, worker
