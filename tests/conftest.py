@@ -1,6 +1,7 @@
 """What every test shares: the user's own settings folder is never the real one, the
 children the tests start run as Python runs on a user's machine, and the collector runs
-less often; and a process that has ended, for the tests of what a killed save leaves."""
+less often; the property tests draw the same examples on every run; and a process that has
+ended, for the tests of what a killed save leaves."""
 
 from __future__ import annotations
 
@@ -10,6 +11,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+#: The property tests draw the same examples every run, and keep none between runs, so that the
+#: suite's verdict depends on the code alone. ``HYPOTHESIS_PROFILE=explore`` draws fresh ones
+#: (and remembers the failures it finds), for a search beyond the suite.
+settings.register_profile("suite", derandomize=True, database=None, print_blob=True)
+settings.register_profile("explore", print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
 #: Allocations between two young collections while the tests run (Python's default: 700).
 YOUNG_COLLECTION_EVERY = 10_000
