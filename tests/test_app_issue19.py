@@ -59,7 +59,8 @@ async def test_the_source_typed_then_cleared_is_refused_on_the_row(tmp_path: Pat
     async with app.run_test(size=SIZE) as pilot:
         await review_first_step(pilot)
         await clear_output(pilot)
-        await pilot.press(*str(source))
+        # Typed at once: a path key by key is a hundred presses, each waiting for the screen.
+        app.screen.query_one("#output", Input).insert_text_at_cursor(str(source))
         await press(pilot, "enter")
         assert screen_name(pilot) == "ReviewScreen"
         reason = row_reason(app)

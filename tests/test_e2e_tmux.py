@@ -67,9 +67,9 @@ def test_an_emptied_save_as_is_refused_on_its_row_in_tmux(tmp_path: Path) -> Non
             pane.send("Enter")
             presses += 1
             assert presses <= 12, "the review was not reached in 12 presses"
-            pane.wait_for_change(shown)
-            time.sleep(1.0)  # a screen that reflows once after its first paint: not a new one
-            shown = pane.screen()
+            # Still for half a second: a screen that reflows once after its first paint is
+            # not a new one.
+            shown = pane.wait_for_change(shown, still_s=0.3)
         pane.send("Tab")
         pane.send("C-u")
         shown = pane.wait_for("✗ a file name is needed for the new config")
