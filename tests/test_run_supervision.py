@@ -36,6 +36,8 @@ needs_wizard = pytest.mark.skipif(
     not WIZARD.exists(), reason="the oom-wizard script is not installed"
 )
 EARLY = next(s for s in SCENARIOS if s.name == "image-early-steps")
+SHORT = dataclasses.replace(EARLY, edits={**EARLY.edits, "process.0.train.steps": 600})
+"""The early-steps job at a fifth of its steps: a run that fits ends in about a second."""
 
 
 def run_cli(
@@ -395,7 +397,7 @@ def test_the_attempt_records_the_peak_nvidia_smi_showed(tmp_path: Path) -> None:
         "esac\n"
     )
     script.chmod(0o755)
-    config = write_config(tmp_path, EARLY)
+    config = write_config(tmp_path, SHORT)
     env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_STEP_S": "0.002"}
     old_path = os.environ["PATH"]
     os.environ["PATH"] = env["PATH"]
@@ -451,7 +453,7 @@ def test_the_peak_is_the_trainers_own_when_nvidia_smi_lists_its_processes(tmp_pa
         "esac\n"
     )
     script.chmod(0o755)
-    config = write_config(tmp_path, EARLY)
+    config = write_config(tmp_path, EARLY)  # long enough for a second reading
     old_path = os.environ["PATH"]
     os.environ["PATH"] = f"{bin_dir}{os.pathsep}{old_path}"
     try:
