@@ -26,6 +26,7 @@ from tests.autopilot_support import (
     FLUX,
     SCENARIOS,
     Scenario,
+    as_from_a_terminal,
     fake_runner,
     pid_alive,
     play,
@@ -230,6 +231,7 @@ def start_run(
         env=full_env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=as_from_a_terminal,
         cwd=tmp_path,
     )
     return proc, pidfile

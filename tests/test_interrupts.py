@@ -10,6 +10,8 @@ import textwrap
 
 import pytest
 
+from tests.autopilot_support import as_from_a_terminal
+
 CHILD = textwrap.dedent(
     """
     import signal, sys, time
@@ -48,7 +50,11 @@ CHILD = textwrap.dedent(
 def test_an_interrupt_raised_in_a_callback_arrives_again_in_ordinary_code(exception, arrives_as):
     code = CHILD.format(exception=exception)
     done = subprocess.run(
-        [sys.executable, "-c", code, "installed", "5"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", code, "installed", "5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=as_from_a_terminal,
     )
     assert done.stdout.strip() == arrives_as
     assert "Exception ignored" not in done.stderr
@@ -68,6 +74,7 @@ def test_a_resend_that_lands_while_the_hook_still_runs_arrives(exception):
             capture_output=True,
             text=True,
             timeout=60,
+            preexec_fn=as_from_a_terminal,
         )
         assert done.stdout.strip() == arrives_as
         assert "Traceback" not in done.stderr
@@ -80,7 +87,11 @@ def test_without_the_hook_the_interpreter_prints_it_and_carries_on():
     resend delay (the installed child above is woken after about 10 ms of its 5 s)."""
     code = CHILD.format(exception="KeyboardInterrupt")
     done = subprocess.run(
-        [sys.executable, "-c", code, "bare", "1"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", code, "bare", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=as_from_a_terminal,
     )
     assert done.stdout.strip() == "lost"
     assert "Exception ignored" in done.stderr

@@ -23,6 +23,7 @@ from oom_wizard.trainer import TrainerEnd
 from tests.autopilot_support import (
     FAKE,
     SCENARIOS,
+    as_from_a_terminal,
     fake_runner,
     pid_alive,
     wait_for,
@@ -128,6 +129,7 @@ def test_sigterm_of_run_is_terminated_143_and_stops_the_trainer(tmp_path: Path) 
         [str(WIZARD), "run", str(config), "--auto", "--grace", "2", "--",
          sys.executable, str(FAKE), "{config}"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
+        preexec_fn=as_from_a_terminal,
     )  # fmt: skip
     pid, _pgid, worker = wait_pids(pidfile)
     wait_for_bytes(tmp_path / "image-early-steps.run.log", b" 1/3000 [")
@@ -502,3 +504,30 @@ def test_the_apps_review_says_where_a_resumed_jobs_validation_counts_from(tmp_pa
 
     shown = asyncio.run(drive())
     assert "resumes this job from step 500" in shown
+
+
+# --- the trainer hears its stop, however run itself was started -------------------------------
+
+PARENT_WITHOUT_SIGINT = """
+import signal, sys
+from pathlib import Path
+from oom_wizard.trainer import run_trainer
+
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # as for `oom-wizard run ... &` in a script
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+shows = (
+    "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler, "
+    "sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])))"
+)
+run_trainer([sys.executable, "-c", shows], Path(sys.argv[1]))
+"""
+
+
+def test_the_trainer_starts_with_its_stop_signals_heard_even_when_run_ignores_them(
+    tmp_path: Path,
+) -> None:
+    """The stop's first signal is SIGINT, the trainer's own clean stop: a trainer that
+    inherited an ignored or blocked SIGINT would never hear it."""
+    log = tmp_path / "run.log"
+    subprocess.run([sys.executable, "-c", PARENT_WITHOUT_SIGINT, str(log)], check=True, timeout=60)
+    assert log.read_text(encoding="utf-8").splitlines()[-1] == "True []"
