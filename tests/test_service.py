@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,6 +60,28 @@ def test_settling_says_where_the_moment_and_kind_come_from(tmp_path: Path) -> No
     answered = settle(state.job, Answers(moment="sampling", model_kind="video"))
     assert (answered.moment, answered.model_kind) == ("sampling", "video")
     assert (answered.moment_source, answered.kind_source) == ("answer", "answer")
+
+
+def test_opening_a_job_diagnoses_it_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 21 item 7: the open diagnosed the job, and settling it with no answer diagnosed it
+    again from the same inputs; an answer that says something new still does."""
+    import oom_wizard.diagnosis as diagnosis_module
+    import oom_wizard.service as service_module
+
+    calls: list[object] = []
+    real = diagnosis_module.diagnose
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs.get("answers"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(diagnosis_module, "diagnose", counted)
+    monkeypatch.setattr(service_module, "diagnose", counted, raising=False)  # a module-level name
+    state = opened(tmp_path)
+    assert len(calls) == 1
+    assert state.diagnosis is state.job.log_diagnosis
+    settle(state.job, Answers(moment="sampling"))
+    assert len(calls) == 2
 
 
 def test_an_answer_that_repeats_the_config_is_no_answer(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ read or write files or the database run in the app's worker threads.
 
 from __future__ import annotations
 
+import importlib
 import os
 import shlex
 from collections.abc import Mapping, Sequence
@@ -36,54 +37,49 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
-from oom_wizard.catalog import MomentInfo
-from oom_wizard.changelog import (
-    ChangeEntry,
-    ChangeLog,
-    Direction,
-    EditedSinceSave,
-    changelog_for,
-    changelog_path_for,
-    read_changelog,
-    refuse_edited,
-)
-from oom_wizard.changes import Change, Prepared, commit, prepare
-from oom_wizard.diagnosis import Answers, Diagnosis, diagnose
-from oom_wizard.document import JobDocument, load_document
-from oom_wizard.errors import Front, SaveRefused, WizardError
-from oom_wizard.follow import (
-    JobRow,
-    LiveJob,
-    LiveStatus,
-    LiveUpdate,
-    WatchTarget,
-    read_job_row,
-)
-from oom_wizard.jobdb import AsNew, DbJob, DbSaveResult, InPlace
-from oom_wizard.logread import ScanCancelled, Watch, watching
-from oom_wizard.memory import Band, Calibration, JobMemory, Parts, Prediction, Verdict
-from oom_wizard.modelkind import find_model_kind
+from oom_wizard.errors import SaveRefused, WizardError
 from oom_wizard.paths import MISSING, format_path
-from oom_wizard.plan import FieldProposal, MemoryEstimate, Plan, ScaleUp, StepChoice, StepProposal
-from oom_wizard.probe import probe_gpu, read_host_memory
 from oom_wizard.request import JobRequest
-from oom_wizard.save import SaveResult
-from oom_wizard.settings import SettingProblem, UserKeymap
-from oom_wizard.sizing import FIX_WORDS, FixName, MemoryPeak
-from oom_wizard.values import ValueCheck
 from oom_wizard.vocabulary import DEFAULT_MOMENT, VALIDATION_RUN, ModelKind, Moment
 
 if TYPE_CHECKING:
-    from oom_wizard.catalog import ArchFacts
+    from oom_wizard.catalog import ArchFacts, MomentInfo
+    from oom_wizard.changelog import (
+        ChangeEntry,
+        ChangeLog,
+        Direction,
+        EditedSinceSave,
+        changelog_path_for,
+    )
+    from oom_wizard.changes import Change, Prepared
+    from oom_wizard.diagnosis import Answers, Diagnosis
+    from oom_wizard.document import JobDocument
+    from oom_wizard.errors import Front
+    from oom_wizard.follow import JobRow, LiveJob, LiveStatus, LiveUpdate, WatchTarget, read_job_row
+    from oom_wizard.jobdb import AsNew, DbJob, DbSaveResult, InPlace
     from oom_wizard.jobdir import JobLocation
+    from oom_wizard.logread import ScanCancelled, Watch, watching
     from oom_wizard.logscan import LogScan
-    from oom_wizard.memory import Calibration
+    from oom_wizard.memory import Band, Calibration, JobMemory, Parts, Prediction, Verdict
     from oom_wizard.paths import FieldPath
-    from oom_wizard.probe import ProbeResult
+    from oom_wizard.plan import (
+        FieldProposal,
+        MemoryEstimate,
+        Plan,
+        ScaleUp,
+        StepChoice,
+        StepProposal,
+    )
+    from oom_wizard.probe import ProbeResult, probe_gpu, read_host_memory
     from oom_wizard.resume import ResumePoint
+    from oom_wizard.save import SaveResult
+    from oom_wizard.settings import SettingProblem, UserKeymap
+    from oom_wizard.sizing import FIX_WORDS, FixName, MemoryPeak
+    from oom_wizard.values import ValueCheck
     from oom_wizard.view import ProcessView
+
 
 __all__ = [
     "FIX_WORDS",
@@ -220,6 +216,53 @@ __all__ = [
     "watching",
 ]
 
+#: What the service re-exports of the domain, by module. Each is imported when first asked for
+#: (``from oom_wizard.service import Plan``), and each function below imports what it runs: so
+#: importing the service costs nothing of the domain, and a command or the app's first frame
+#: loads only the modules it uses (``fit`` never loads the jobs database or the save pipeline).
+_REEXPORTED: Final[Mapping[str, tuple[str, ...]]] = {
+    "oom_wizard.catalog": ("MomentInfo",),
+    "oom_wizard.changelog": ("ChangeEntry", "EditedSinceSave", "changelog_path_for"),
+    "oom_wizard.changes": ("Prepared",),
+    "oom_wizard.diagnosis": ("Answers",),
+    "oom_wizard.follow": (
+        "JobRow",
+        "LiveJob",
+        "LiveStatus",
+        "LiveUpdate",
+        "WatchTarget",
+        "read_job_row",
+    ),
+    "oom_wizard.jobdb": ("AsNew", "DbJob", "DbSaveResult", "InPlace"),
+    "oom_wizard.logread": ("ScanCancelled", "Watch", "watching"),
+    "oom_wizard.memory": ("Band", "Calibration", "JobMemory", "Parts", "Prediction", "Verdict"),
+    "oom_wizard.plan": (
+        "FieldProposal",
+        "MemoryEstimate",
+        "Plan",
+        "ScaleUp",
+        "StepChoice",
+        "StepProposal",
+    ),
+    "oom_wizard.probe": ("probe_gpu", "read_host_memory"),
+    "oom_wizard.save": ("SaveResult",),
+    "oom_wizard.settings": ("SettingProblem", "UserKeymap"),
+    "oom_wizard.sizing": ("FIX_WORDS", "FixName", "MemoryPeak"),
+    "oom_wizard.values": ("ValueCheck",),
+}
+_SOURCE_OF: Final = {name: module for module, names in _REEXPORTED.items() for name in names}
+
+
+def __getattr__(name: str) -> object:
+    """A re-exported name of the domain, imported from its module on first use (PEP 562)."""
+    module = _SOURCE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value: object = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 #: The optional validation run is offered on the review screen, not as a step screen.
 VALIDATION_STEP = VALIDATION_RUN
 
@@ -244,10 +287,10 @@ class ToFile:
 
 #: Where a save goes: a new file, or (for a job of the web UI's database) the job's own
 #: row (:class:`~wizard.jobdb.InPlace`) or a new job (:class:`~wizard.jobdb.AsNew`).
-Destination: TypeAlias = ToFile | InPlace | AsNew
+Destination: TypeAlias = "ToFile | InPlace | AsNew"
 
 #: What a save wrote: files (:class:`~wizard.save.SaveResult`) or a database row.
-Saved: TypeAlias = SaveResult | DbSaveResult
+Saved: TypeAlias = "SaveResult | DbSaveResult"
 
 
 # --- opening ------------------------------------------------------------------------------------
@@ -301,6 +344,10 @@ def open_job(request: JobRequest) -> OpenedJob:
         WizardError: nothing to open, no such job, or a config, log or change log that
             cannot be read (the change log too: see the module's policy).
     """
+    from oom_wizard.changelog import changelog_for, changelog_path_for, refuse_edited
+    from oom_wizard.diagnosis import diagnose
+    from oom_wizard.document import load_document
+
     if request.db is not None:
         if request.job is None:
             raise WizardError("pick a job with --job NAME (without it, --db lists the jobs)")
@@ -347,6 +394,8 @@ def open_job(request: JobRequest) -> OpenedJob:
 def edited_words(refusal: Exception) -> str:
     """The app's question for a config edited after our save (the command line's refusal
     asks for ``--edited-ok``; the app asks yes or no instead)."""
+    from oom_wizard.changelog import EditedSinceSave
+
     if not isinstance(refusal, EditedSinceSave):
         return str(refusal)
     belonging = refusal.belonging
@@ -439,11 +488,15 @@ def settle(job: OpenedJob, answers: Answers, *, new_crash: bool = False) -> Sett
         new_crash: The user says the retry of this (our own) config crashed too; a log newer
             than the last roll-back that shows a crash says so as well.
     """
+    from oom_wizard.diagnosis import Answers
+    from oom_wizard.modelkind import find_model_kind
     from oom_wizard.plan import build_plan
 
     found = find_model_kind(job.document.view().primary)
     answers = _disagreeing(answers, job.log_diagnosis.moment, found.kind)
-    diagnosis = _diagnosis(job, answers)
+    # Nothing said beyond the log and the config: the open's own diagnosis is this one (the
+    # same inputs), so opening a job diagnoses it once.
+    diagnosis = job.log_diagnosis if answers == Answers() else _diagnosis(job, answers)
     moment: Moment
     moment_source: Source
     if answers.moment is not None:
@@ -520,6 +573,8 @@ def memory_peak(
 
 def _diagnosis(job: OpenedJob, answers: Answers) -> Diagnosis:
     """The job's diagnosis for answers that already differ from the job (see :func:`settle`)."""
+    from oom_wizard.diagnosis import diagnose
+
     return diagnose(
         job.scan, job.document.view(), answers=answers, probe=job.probe, changelog=job.changelog
     )
@@ -667,6 +722,8 @@ def start(request: JobRequest, *, new_crash: bool = False) -> WizardState:
     Raises:
         WizardError: see :func:`open_job`.
     """
+    from oom_wizard.diagnosis import Answers
+
     job = open_job(request)
     return WizardState(job, Answers(), settle(job, Answers(), new_crash=new_crash))
 
@@ -686,6 +743,8 @@ def advice_for(state: WizardState, answers: Answers) -> tuple[str, ...]:
     The diagnosis :func:`settle` makes, without the plan (the advice does not depend on it):
     the moment screen asks at every tick.
     """
+    from oom_wizard.modelkind import find_model_kind
+
     job = state.job
     found = find_model_kind(job.document.view().primary)
     diagnosis = _diagnosis(job, _disagreeing(answers, job.log_diagnosis.moment, found.kind))
@@ -880,6 +939,8 @@ def fix_words(state: WizardState, fix: FixName, *, short: bool = False) -> str:
     """One line about a fix: its name, its steps and, where it was sized, its predicted peak
     against the card (``just enough: 1 step (gradient_checkpointing), training peak ≈ 12.3 of
     23.5 GiB``); ``short`` leaves the step ids out (the app lists them apart)."""
+    from oom_wizard.sizing import FIX_WORDS
+
     plan = state.plan
     steps = [step for step in plan.fix_steps(fix) if step != VALIDATION_STEP]
     text = f"{FIX_WORDS[fix]}: {len(steps)} step{'s' if len(steps) != 1 else ''}"
@@ -1169,6 +1230,7 @@ def prepared(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Pr
     Raises:
         EditError: an edit cannot be made safely.
     """
+    from oom_wizard.changes import prepare
     from oom_wizard.plan import changes_for
 
     return prepare(state.document, changes_for(state.plan, _settle_validation(state, choices)))
@@ -1279,6 +1341,8 @@ def _arch_of(state: WizardState | JobDocument, path: FieldPath) -> ArchFacts | N
 
 def _process_of(state: WizardState | JobDocument, path: FieldPath) -> ProcessView | None:
     """The process a field belongs to (the first process for a bare path)."""
+    from oom_wizard.document import JobDocument
+
     document = state if isinstance(state, JobDocument) else state.document
     view = document.view()
     index = path[2] if len(path) > 2 and path[:2] == ("config", "process") else None
@@ -1287,6 +1351,8 @@ def _process_of(state: WizardState | JobDocument, path: FieldPath) -> ProcessVie
 
 def _plain_number(typed: str, like: object) -> ValueCheck:
     """``typed`` as a number of the kind of ``like`` (a field the presets have no rule for)."""
+    from oom_wizard.values import ValueCheck
+
     text = typed.strip()
     whole = isinstance(like, int) and not isinstance(like, bool)
     try:
@@ -1311,7 +1377,7 @@ def prepare_edit(document: JobDocument, changes: Sequence[Change], *, force: boo
     Raises:
         EditError: a value the app would refuse, or a section removed without ``force``.
     """
-    from oom_wizard.changes import REQUIRED
+    from oom_wizard.changes import REQUIRED, prepare
     from oom_wizard.errors import EditError
     from oom_wizard.values import validate_value
 
@@ -1438,6 +1504,7 @@ def file_target(state: WizardState, output: str, changelog: str | None) -> FileT
         output: The new config's path as typed (``~`` is expanded).
         changelog: The change log's path as typed; None puts it beside the output.
     """
+    from oom_wizard.changelog import changelog_path_for
     from oom_wizard.save import check_output
 
     output_path, output_refused = _file_name(output, "the new config", "file_name")
@@ -1486,6 +1553,8 @@ def next_scale_up(state: WizardState) -> ScaleUp | None:
 
 def prepare_scale_up(state: WizardState, scale_up: ScaleUp) -> Prepared:
     """The re-add applied in memory (raises EditError if an edit cannot be made)."""
+    from oom_wizard.changes import prepare
+
     return prepare(state.document, list(scale_up.changes))
 
 
@@ -1530,6 +1599,8 @@ def _write(
     memory: dict[str, object] | None = None,
 ) -> Saved:
     """Save ``ready`` where ``destination`` says, with one run of the change log."""
+    from oom_wizard.changes import commit
+
     recorded = diagnosis.to_json() if diagnosis is not None else None
     if isinstance(destination, ToFile):
         return commit(
@@ -1605,6 +1676,8 @@ def pending_scale_ups(saved: Saved, ready: Prepared) -> tuple[ScaleUp, ...]:
 
     Reads the change log the save wrote (run it in the save's worker).
     """
+    from oom_wizard.changelog import read_changelog
+
     return scale_ups_ahead(ready.after, read_changelog(saved.changelog))
 
 
@@ -1721,6 +1794,8 @@ def diagnose_crash(target: WatchTarget) -> CrashReport:
     Raises:
         WizardError: the config, the database job or the log cannot be read.
     """
+    from oom_wizard.diagnosis import diagnose
+
     if not target.can_open_wizard:
         from oom_wizard.logscan import scan_log
 
@@ -1886,6 +1961,8 @@ def run_command(state: WizardState, saved: Saved) -> str | None:
     The paths are absolute: run.py looks for a relative path in its own ``config/`` folder
     first, and it runs from the toolkit's folder, not from where the wizard saved.
     """
+    from oom_wizard.jobdb import DbSaveResult
+
     if isinstance(saved, DbSaveResult) or state.ui_job:
         return None
     return run_command_for(saved.config)
@@ -1949,6 +2026,8 @@ def leaving_summary(state: WizardState | None, saved: Saved | None) -> LeavingSu
     wizard's command for the next crash; a database job gets the UI's next step; a session
     that saved nothing says that the source is as it was.
     """
+    from oom_wizard.jobdb import DbSaveResult
+
     if saved is None or state is None:
         where = f"; {source_words(state)} is as it was" if state is not None else ""
         return LeavingSummary(False, (f"oom-wizard: nothing saved{where}.",))
