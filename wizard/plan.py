@@ -539,6 +539,11 @@ def _with_defaults(
         sized = _with_validation(steps, sized)
     on = sized.fixes[sized.default]
     current = figures(on)
+    if sized.weigher is not None:  # the crash's GiB, as the fixes were sized in
+        weigher = sized.weigher
+        current = dataclasses.replace(
+            current, gib=(weigher.scaled(()), weigher.scaled(changes_of(on)))
+        )
     peak = PEAK_WORDS.get(CRASHED_PEAK.get(moment, ""), "the peak")
     result: list[StepProposal] = []
     for step in _switched(steps, on):

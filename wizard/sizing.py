@@ -144,6 +144,9 @@ class SizedFixes:
     fixes: Mapping[FixName, tuple[str, ...]]
     default: FixName
     sizing: FixSizing | None
+    weigher: Weigher | None = None
+    """The weigher in the crash's GiB, when the crash's figures sized the fixes: the plan's
+    estimate weighs through it too, so that it and the fixes' peaks are one figure."""
 
 
 def phase_of_moment(moment: str) -> Phase | None:
@@ -429,7 +432,7 @@ def size_fixes(
         covered=covered,
     )
     default: FixName = "just_enough" if calibrated and covered else "safe"
-    return SizedFixes(fixes, default, sizing)
+    return SizedFixes(fixes, default, sizing, weigher if calibrated else None)
 
 
 def _fewest(
