@@ -62,7 +62,7 @@ async def test_the_progress_line_says_why_it_jumps_and_marks_each_step(tmp_path:
     async with app.run_test(size=SIZE) as pilot:
         await wait_for_state(pilot)
         await press(pilot, "enter", "enter")
-        assert screen_text(pilot, "#step-title").startswith("Step 1 of 14 · ")
+        assert screen_text(pilot, "#step-title").startswith("Step 1 of 15 · ")
         await press(pilot, "enter")  # accepted: in the just-enough fix the crash's figures size
         for _ in range(2):  # accepted: switched on by hand (the just-enough fix leaves them off)
             app.screen.query_one("#step-on", Tick).value = True
@@ -70,7 +70,7 @@ async def test_the_progress_line_says_why_it_jumps_and_marks_each_step(tmp_path:
         await press(pilot, "ctrl+n")  # then a skip
         title = screen_text(pilot, "#step-title")
         assert title == (
-            "Step 10 of 14 · Extra passes and copies off (steps 5-9 already done in the config, "
+            "Step 10 of 15 · Extra passes and copies off (steps 5-9 already done in the config, "
             "or for a later retry)"
         )
         ladder = screen_text(pilot, "#ladder")

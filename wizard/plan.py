@@ -102,7 +102,15 @@ where most OOM reports land, and their first changes (checkpointing, batch 1, th
 bucket) are the procedure's main activation levers. Callers must say it was assumed."""
 
 ROLLBACK_RUNG_STEPS: Final[frozenset[AnyStepId]] = frozenset(
-    {"top_bucket", "num_frames", "sampling", "smaller_bucket", "layer_offloading", "lora_rank"}
+    {
+        "top_bucket",
+        "num_frames",
+        "sampling",
+        "smaller_bucket",
+        "layer_offloading",
+        "lora_rank",
+        "control_images",
+    }
 )
 """Steps that go down one rung per roll-back (done when the last roll-back applied them)."""
 
@@ -531,6 +539,11 @@ def _with_defaults(
         sized = _with_validation(steps, sized)
     on = sized.fixes[sized.default]
     current = figures(on)
+    if sized.weigher is not None:  # the crash's GiB, as the fixes were sized in
+        weigher = sized.weigher
+        current = dataclasses.replace(
+            current, gib=(weigher.scaled(()), weigher.scaled(changes_of(on)))
+        )
     peak = PEAK_WORDS.get(CRASHED_PEAK.get(moment, ""), "the peak")
     result: list[StepProposal] = []
     for step in _switched(steps, on):
@@ -964,6 +977,8 @@ def _step_down(
 
 def _sampling(process: _Process, moment: Moment, found: _Found) -> None:
     train, sample = process.view.train, process.view.sample
+    if moment != "loading":
+        _lighter_validation(process, found)
     if sample is None:
         return
     if not train.is_known("disable_sampling"):
@@ -993,6 +1008,30 @@ def _sampling(process: _Process, moment: Moment, found: _Found) -> None:
         return
     _lighter_samples(process, sample, found)
     _propose(found, process, disable, True, default_on=False)
+
+
+def _lighter_validation(process: _Process, found: _Found) -> None:
+    """The validation pass (``train.validation_config``) made lighter: its resolution capped
+    like a sample's long side, its sigmas (one batch item each) down to the middle one."""
+    validation = process.view.train.validation_config
+    if validation is None:
+        return
+    base = ("train", "validation_config")
+    cap = process.limits.sample_long_side.of(process.kind)
+    if validation.resolution is not None and validation.resolution > cap:
+        _propose(found, process, (*base, "resolution"), cap, control="number")
+    sigmas = validation.validation_sigmas
+    if sigmas is not None and len(sigmas) > 1:
+        middle = sorted(sigmas)[(len(sigmas) - 1) // 2]
+        label = f"{format_path((*base, 'validation_sigmas'))} (one prediction per sigma)"
+        _propose(
+            found, process, (*base, "validation_sigmas"), [middle], control="text", label=label
+        )
+    found.notes.append(
+        "Validation runs a batch of one prediction per sigma after a training step: a periodic "
+        "peak like a sample's. A lighter pass gives a val/loss that is not comparable with the "
+        "values logged before."
+    )
 
 
 def _lighter_samples(process: _Process, sample: SampleView, found: _Found) -> None:
@@ -1331,8 +1370,8 @@ def _attention(process: _Process, moment: Moment, found: _Found) -> None:
     _propose(found, process, ("train", "attention_backend"), facts.efficient, control="text")
     found.notes.append(
         f"train.attention_backend is {backend!r}, an eager kernel that keeps every layer's whole "
-        "attention matrix: the likely cause of this crash. The memory estimate assumes a flash "
-        "or memory-efficient kernel, so it does not show this saving."
+        "attention matrix: the likely cause of this crash. The estimate counts that matrix "
+        "(heads × tokens² per block); the efficient kernel never holds it."
     )
 
 
@@ -1374,8 +1413,48 @@ def _conv_rank(process: _Process, network: Mapping[str, Any], found: _Found) -> 
         )
 
 
-#: Optimizers whose AI Toolkit class can train a share of the weights at a time.
-SWAPPING_OPTIMIZERS: Final = frozenset({"adafactor", "automagic"})
+def _control_images(process: _Process, moment: Moment, found: _Found) -> None:
+    """One control image fewer per item, for each dataset with several, where the arch takes
+    several (the simple form's Control Dataset 1-3); the last one listed goes first."""
+    datasets = [d for d in process.view.datasets if d.control_images > 1]
+    if not datasets:
+        found.unavailable += 1
+        return
+    facts = process.facts
+    if facts is not None and facts.ui_control_paths == "single":
+        found.unavailable += 1
+        found.notes.append(
+            f"{facts.label} takes one control image per item: an edit model needs it, so it stays."
+        )
+        return
+    cost = "off: the LoRA no longer learns from this reference"
+    for dataset in datasets:
+        numbered = [
+            name
+            for name in ("control_path_1", "control_path_2", "control_path_3")
+            if getattr(dataset, name)
+        ]
+        if numbered:
+            last = numbered[-1]
+            label = f"datasets[{dataset.index}].{last} ({cost})"
+            _propose(found, process, ("datasets", dataset.index, last), MISSING, label=label)
+            continue
+        paths = process.get("datasets", dataset.index, "control_path")
+        if isinstance(paths, list):
+            kept = [p for p in paths if p][:-1]
+            label = f"datasets[{dataset.index}].control_path (the last one {cost})"
+            _propose(
+                found,
+                process,
+                ("datasets", dataset.index, "control_path"),
+                kept,
+                control="text",
+                label=label,
+            )
+    found.notes.append(
+        "Each control image adds about as many tokens as the target image to every step (the "
+        "estimate counts it at the target's size); one fewer per roll-back, the first stays."
+    )
 
 
 def _placement(process: _Process, moment: Moment, found: _Found) -> None:
@@ -1397,7 +1476,7 @@ def _placement(process: _Process, moment: Moment, found: _Found) -> None:
         found.notes.append("AI Toolkit splits only FLUX over several GPUs.")
     if not isinstance(process.get("network"), Mapping):
         optimizer = str(process.get("train", "optimizer") or "").lower()
-        if optimizer in SWAPPING_OPTIMIZERS:
+        if optimizer in process.presets.levers.paramiter_swapping.optimizers:
             offered += 1
             if process.get("train", "do_paramiter_swapping") is not True:
                 _propose(found, process, ("train", "do_paramiter_swapping"), True)
@@ -1594,6 +1673,7 @@ _BUILDERS: Final[Mapping[str, _Builder]] = MappingProxyType(
         "attention": _attention,
         "extra_passes": _extra_passes,
         "placement": _placement,
+        "control_images": _control_images,
         VALIDATION_RUN: _validation_run,
     }
 )

@@ -1239,16 +1239,23 @@ def prepared(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Pr
 def estimate(state: WizardState, choices: Mapping[str, StepChoice] | None) -> MemoryEstimate:
     """The memory estimate of the choices: its GiB bands (calibrated by the job's own figures
     when it has them) and the relative figures (today's config = 100)."""
+    from oom_wizard.catalog import load_presets
     from oom_wizard.plan import changes_for
     from oom_wizard.plan import estimate as plan_estimate
+    from oom_wizard.sizing import Weigher
 
     settled = _settle_validation(state, choices)
-    return plan_estimate(
-        state.document,
-        changes_for(state.plan, settled),
-        state.model_kind,
-        calibration=memory_calibration(state),
-    )
+    changes = changes_for(state.plan, settled)
+    calibration = memory_calibration(state)
+    figures = plan_estimate(state.document, changes, state.model_kind, calibration=calibration)
+    sizing = state.plan.sizing
+    crash, _ = crash_figures(state.job, state.diagnosis, state.moment)
+    if sizing is None or not sizing.calibrated or crash is None:
+        return figures
+    # The fixes were sized in the crash's GiB (sizing.Weigher): the estimate says the same
+    # GiB, so that the fix's predicted peak and the estimate's band are one figure.
+    weigher = Weigher(state.document, state.model_kind, load_presets(), crash)
+    return replace(figures, gib=(weigher.scaled(()), weigher.scaled(changes)))
 
 
 def check_value(state: WizardState, proposal: FieldProposal, typed: str) -> ValueCheck:

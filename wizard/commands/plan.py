@@ -256,9 +256,11 @@ def describe_estimate(figures: MemoryEstimate, moment: str | None = None) -> str
         if now is not None and then is not None:
             from oom_wizard.memory import PHASE_WORDS
 
+            crash = today.calibrated_by is not None and today.calibrated_by.at_least_gib
+            basis = ", calibrated by the crash" if crash else ""
             text = (
                 f"{PHASE_WORDS[phase]} ≈ {now.low:.1f}–{now.high:.1f} GiB "
-                f"(today {then.low:.1f}–{then.high:.1f} GiB); "
+                f"(today {then.low:.1f}–{then.high:.1f} GiB{basis}); "
             )
     text += f"training ≈ {figures.train_pct:g} % of today"
     if figures.sample_pct is not None:
