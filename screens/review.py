@@ -27,6 +27,7 @@ from oom_wizard.service import (
     fix_steps_words,
     fix_summary,
     fix_words,
+    optional_line,
     prepared,
     save,
     validation_choice,
@@ -76,6 +77,9 @@ class ReviewScreen(SavingStage):
                         ),
                         classes="field-hint",
                     )
+            optional = optional_line(state)  # the deeper levers the walk left out
+            if optional is not None:
+                yield Static(optional, id="optional", classes="field-hint", markup=False)
             validation = state.validation_step()
             chosen = validation_choice(state)  # the user's, run's, or the default
             if validation is not None and chosen is not None:

@@ -27,11 +27,6 @@ def pane(tmp_path: Path) -> Iterator[Pane]:
         yield pane
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="regression, open: the demo's EMA now brings the 'extra passes' step (issue 23) "
-    "into the default walk, 9 presses against the design's 8",
-)
 @in_a_real_terminal
 def test_demo_through_every_default_in_tmux(pane: Pane, tmp_path: Path) -> None:
     shown = pane.wait_for(STAGES[0])

@@ -213,6 +213,9 @@ class StepProposal:
     later: str | None = None
     """Why a step with nothing to change now is not done either: its rung is still ahead,
     after another step (the next bucket down, once the biggest is dropped)."""
+    deeper: bool = False
+    """A deeper lever (``presets/ladders.yaml``'s ``deeper``), neither among the moment's first
+    steps nor on the kind's ladder: the walk shows it only when a fix puts it forward."""
 
     def to_json(self) -> dict[str, Any]:
         """The step as ``plan --json`` prints it."""
@@ -399,11 +402,15 @@ def build_plan(
     last_rollback = _done_by_last_rollback(changelog, presets)
     done = {} if new_crash else last_rollback
     applied_before = set(last_rollback) if new_crash else set()
+    first = presets.moment(checked_moment).first(kind)
+    forward = {*first, *presets.ladder(kind), VALIDATION_RUN}
     steps = [
-        _step(step_id, checked_moment, processes, presets, done, applied_before)
+        dataclasses.replace(
+            _step(step_id, checked_moment, processes, presets, done, applied_before),
+            deeper=step_id not in forward,
+        )
         for step_id in order
     ]
-    first = presets.moment(checked_moment).first(kind)
     chosen, exhausted, figures, sized = _with_defaults(
         steps, first, document, checked_moment, kind, presets, calibration, card_gib
     )

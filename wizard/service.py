@@ -1113,6 +1113,49 @@ def step_status(state: WizardState, step: StepProposal) -> StepStatus:
     return "skipped" if choice is not None else "ahead"
 
 
+def in_walk(state: WizardState, step: StepProposal) -> bool:
+    """Whether Enter walks through ``step``'s screen: it has something left to change, and
+    the plan puts it forward for this crash (the moment's first steps and the kind's
+    ladder, the seed's procedure), or a fix the review offers takes it, or the user switched
+    it on. A deeper lever that is off in every fix is not a screen of its own on the way:
+    the progress line, the command palette and the review still open it."""
+    if step.satisfied:
+        return False
+    if not step.deeper:
+        return True
+    if any(step.id in state.plan.fix_steps(fix) for fix in fix_names(state)):
+        return True
+    choice = state.choices.get(step.id)
+    return choice is not None and choice.enabled
+
+
+def walk_steps(state: WizardState) -> tuple[StepProposal, ...]:
+    """The roll-back steps Enter walks through, in order (:func:`in_walk`)."""
+    return tuple(step for step in state.rollback_steps() if in_walk(state, step))
+
+
+def optional_steps(state: WizardState) -> tuple[tuple[int, StepProposal], ...]:
+    """The deeper levers with something to change that the walk leaves out, with their
+    numbers among the roll-back steps (counted from 1): the review names them."""
+    return tuple(
+        (number, step)
+        for number, step in enumerate(state.rollback_steps(), start=1)
+        if not step.satisfied and not in_walk(state, step)
+    )
+
+
+def optional_line(state: WizardState) -> str | None:
+    """The review's line naming the deeper levers the walk left out (None: there are none)."""
+    left = optional_steps(state)
+    if not left:
+        return None
+    named = ", ".join(f"step {number} {step.title}" for number, step in left)
+    return (
+        f"Optional, off by default and not opened on the way: {named} "
+        "(the command palette opens them)."
+    )
+
+
 @dataclass(frozen=True)
 class Jumped:
     """Steps the wizard went past without showing them, because nothing was left to do.
@@ -1122,38 +1165,48 @@ class Jumped:
         last: The last of them, counted from 1.
         unavailable: Some of them do not apply to this model (rather than being done).
         later: Some of them are for a later retry (rather than being done).
+        optional: Some of them are deeper levers the walk leaves out (:func:`in_walk`).
+        done: Some of them have nothing left to change (not only optional ones).
     """
 
     first: int
     last: int
     unavailable: bool
     later: bool = False
+    optional: bool = False
+    done: bool = True
 
     def words(self) -> str:
         """``steps 5-9 already done in the config`` (or not for this model, or later)."""
         which = (
             f"step {self.first}" if self.first == self.last else f"steps {self.first}-{self.last}"
         )
-        why = "already done in the config"
+        reasons = ["already done in the config"] if self.done else []
         if self.unavailable:
-            why += ", or not for this model"
+            reasons.append("not for this model")
         if self.later:
-            why += ", or for a later retry"
-        return f"{which} {why}"
+            reasons.append("for a later retry")
+        if self.optional:
+            reasons.append("optional")
+        return f"{which} {', or '.join(reasons)}"
 
 
 def done_before(state: WizardState, index: int) -> Jumped | None:
-    """The satisfied steps right before step ``index``: the progress line says why it jumped
-    over them (None: no jump)."""
+    """The steps the walk left out right before step ``index`` (done, not for this model,
+    for a later retry, or optional): the progress line says why it jumped over them (None:
+    no jump)."""
     steps = state.rollback_steps()
     first = index
-    while first > 0 and steps[first - 1].satisfied:
+    while first > 0 and not in_walk(state, steps[first - 1]):
         first -= 1
     if first == index:
         return None
-    unavailable = any(not step.available for step in steps[first:index])
-    later = any(step.available and step.later for step in steps[first:index])
-    return Jumped(first + 1, index, unavailable, later)
+    jumped = steps[first:index]
+    unavailable = any(not step.available for step in jumped)
+    later = any(step.available and step.later for step in jumped)
+    optional = any(not step.satisfied for step in jumped)
+    done = any(step.satisfied for step in jumped)
+    return Jumped(first + 1, index, unavailable, later, optional, done)
 
 
 def changes(state: WizardState, choices: Mapping[str, StepChoice]) -> list[Change]:
