@@ -514,7 +514,7 @@ def memory_peak(
     calibration, _ = crash_figures(state.job, state.diagnosis, state.moment)
     card, source = card_of(state.job, state.diagnosis)
     weigher = Weigher(state.document, state.model_kind, load_presets(), calibration)
-    changes = changes_for(state.plan, choices) if state.plan.steps else []
+    changes = changes_for(given(state, choices), choices) if state.plan.steps else []
     return peak_of(weigher, changes, card, source)
 
 
@@ -554,6 +554,8 @@ class WizardState:
         validation_run: The step count ``run`` asks of the short validation run (0: none);
             None: the plan's own. It outlives new answers (a new plan), as ``run``'s
             option does: see :func:`validation_choice`.
+        dropped: Values typed before new answers that the new plan has no row for
+            (:func:`answer`); each step's screen says so until the step is decided again.
     """
 
     job: OpenedJob
@@ -561,6 +563,7 @@ class WizardState:
     settled: Settled
     choices: Mapping[str, StepChoice] = field(default_factory=lambda: MappingProxyType({}))
     validation_run: int | None = None
+    dropped: tuple[Dropped, ...] = ()
 
     @property
     def document(self) -> JobDocument:
@@ -671,12 +674,94 @@ def start(request: JobRequest, *, new_crash: bool = False) -> WizardState:
     return WizardState(job, Answers(), settle(job, Answers(), new_crash=new_crash))
 
 
+@dataclass(frozen=True)
+class Dropped:
+    """A value typed on a step before new answers, which the new plan has no row for.
+
+    Attributes:
+        shown_on: The step whose screen says so: the step it was typed on, or the first
+            step of the walk when the new plan has no such step (None: no step to show).
+        label: The row's label (``sample.width``).
+        value: The value typed.
+        step: The title of the step it was typed on.
+        gone: The new plan has no such step at all.
+    """
+
+    shown_on: str | None
+    label: str
+    value: Any
+    step: str
+    gone: bool
+
+    def words(self) -> str:
+        """``sample.width 448 (this step no longer changes it)``."""
+        from oom_wizard.spelling import value as show_value
+
+        why = f"{self.step} is not in this plan" if self.gone else "this step no longer changes it"
+        return f"{self.label} {show_value(self.value)} ({why})"
+
+
 def answer(state: WizardState, answers: Answers) -> WizardState:
-    """The state after the user's answers: a fresh diagnosis and plan, choices reset."""
+    """The state after the user's answers: a fresh diagnosis and plan.
+
+    The same answers keep the state as it is. New ones settle a new plan; the choices made
+    before are reset, except that a value typed on a step stays with that step's choice
+    where the new plan still has the step and the row (and the value is still valid
+    there); the others are :attr:`WizardState.dropped`, and the screens say so."""
     if answers == state.answers:
         return state
     settled = settle(state.job, answers, new_crash=state.crashed_again)
-    return replace(state, answers=answers, settled=settled, choices=MappingProxyType({}))
+    fresh = replace(
+        state, answers=answers, settled=settled, choices=MappingProxyType({}), dropped=()
+    )
+    kept, dropped = _typed_kept(state, fresh)
+    return replace(fresh, choices=MappingProxyType(kept), dropped=dropped)
+
+
+def _typed_kept(
+    old: WizardState, new: WizardState
+) -> tuple[dict[str, StepChoice], tuple[Dropped, ...]]:
+    """The choices of ``old`` with typed values that ``new``'s plan keeps, and what it drops."""
+    from oom_wizard.spelling import editable
+
+    walk = walk_steps(new)
+    first = walk[0].id if walk else None
+    kept: dict[str, StepChoice] = {}
+    dropped: list[Dropped] = []
+    for step_id, choice in old.choices.items():
+        if not choice.values:
+            continue
+        before = proposed_step(old, step_id) if step_id in _ids(old) else old.plan.step(step_id)
+        labels = {f.key: f.label for f in before.fields} if before is not None else {}
+        title = before.title if before is not None else step_id
+        step = proposed_step(new, step_id) if step_id in _ids(new) else new.plan.step(step_id)
+        rows = {f.key: f for f in step.fields} if step is not None else {}
+        values: dict[str, Any] = {}
+        for key, value in choice.values.items():
+            row = rows.get(key)
+            if row is not None and check_value(new, row, editable(value)).ok:
+                values[key] = value
+            else:
+                shown_on = step_id if step is not None else first
+                label = labels.get(key, key)
+                dropped.append(Dropped(shown_on, label, value, title, gone=step is None))
+        if values:
+            fields = {key: on for key, on in choice.fields.items() if key in rows}
+            kept[step_id] = StepChoice(step_id, choice.enabled, fields, values)
+    return kept, tuple(dropped)
+
+
+def _ids(state: WizardState) -> set[str]:
+    return {step.id for step in state.rollback_steps()}
+
+
+def dropped_line(state: WizardState, step_id: str) -> str | None:
+    """The one line a step's screen shows about values typed before new answers that the
+    new plan dropped (None: nothing was dropped there)."""
+    here = [item.words() for item in state.dropped if item.shown_on == step_id]
+    if not here:
+        return None
+    return f"Typed before, dropped with the new answers: {'; '.join(here)}."
 
 
 def advice_for(state: WizardState, answers: Answers) -> tuple[str, ...]:
@@ -843,10 +928,38 @@ def retry_answer(state: WizardState) -> RetryAnswer:
 
 
 def choose(state: WizardState, choice: StepChoice) -> WizardState:
-    """The state with one step's choice recorded (replacing an earlier one)."""
+    """The state with one step's choice recorded (replacing an earlier one); what its
+    screen said was dropped by new answers is said."""
     choices = dict(state.choices)
     choices[choice.step_id] = choice
-    return replace(state, choices=MappingProxyType(choices))
+    dropped = tuple(item for item in state.dropped if item.shown_on != choice.step_id)
+    return replace(state, choices=MappingProxyType(choices), dropped=dropped)
+
+
+def given(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Plan:
+    """The plan with every step's proposals as the choices of the steps before it leave
+    them (:func:`oom_wizard.plan.given_choices`; None: the defaults)."""
+    from oom_wizard.plan import given_choices
+
+    return given_choices(state.plan, state.document, choices)
+
+
+def proposed_step(state: WizardState, step_id: str) -> StepProposal:
+    """A roll-back step as its screen shows it: its rows start from the values the steps
+    before it leave (their choices, their defaults where undecided), so a value typed on an
+    earlier step is where a later step on the same field starts.
+
+    Raises:
+        KeyError: the plan has no such roll-back step.
+        EditError: an earlier change cannot be made safely.
+    """
+    try:
+        index = state.step_index(step_id)
+    except ValueError:
+        raise KeyError(step_id) from None
+    return given(state, effective_choices(state, upto=index)).steps[
+        state.plan.steps.index(state.step(step_id))
+    ]
 
 
 def default_choices(state: WizardState, fix: FixName | None = None) -> dict[str, StepChoice]:
@@ -1213,7 +1326,7 @@ def changes(state: WizardState, choices: Mapping[str, StepChoice]) -> list[Chang
     """The field changes the choices make."""
     from oom_wizard.plan import changes_for
 
-    return changes_for(state.plan, choices)
+    return changes_for(given(state, choices), choices)
 
 
 def prepared(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Prepared:
@@ -1224,7 +1337,45 @@ def prepared(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Pr
     """
     from oom_wizard.plan import changes_for
 
-    return prepare(state.document, changes_for(state.plan, _settle_validation(state, choices)))
+    settled = _settle_validation(state, choices)
+    return prepare(state.document, changes_for(given(state, settled), settled))
+
+
+def step_prepared(state: WizardState, choices: Mapping[str, StepChoice], step_id: str) -> Prepared:
+    """What one step's choice changes on top of the steps before it: the config as their
+    choices leave it, and with this step's changes too (its screen's diff).
+
+    Raises:
+        EditError: an edit cannot be made safely.
+    """
+    from oom_wizard.document import same_value
+    from oom_wizard.paths import parse_path
+    from oom_wizard.plan import changes_for
+
+    plan = given(state, choices)
+    index = [step.id for step in plan.steps].index(step_id)
+    earlier = {
+        step.id: choice
+        for position, step in enumerate(plan.steps)
+        if position < index and (choice := choices.get(step.id)) is not None
+    }
+    upto = dict(earlier)
+    this = choices.get(step_id)
+    if this is not None:
+        upto[step_id] = this
+    # Both from the config as loaded (its parsed form is at hand: an edit of an edited
+    # document parses it again); the entries are this step's, counted from the base.
+    base = prepare(state.document, changes_for(plan, earlier)).after
+    full = prepare(state.document, changes_for(plan, upto))
+    entries = []
+    for entry in full.entries:
+        if entry.step != step_id:
+            continue
+        before = base.get(parse_path(entry.path))
+        if before is not MISSING and entry.after is not None and same_value(before, entry.after):
+            continue
+        entries.append(entry.model_copy(update={"before": None if before is MISSING else before}))
+    return Prepared(base, full.after, tuple(entries))
 
 
 def estimate(state: WizardState, choices: Mapping[str, StepChoice] | None) -> MemoryEstimate:
@@ -1236,7 +1387,7 @@ def estimate(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Me
     settled = _settle_validation(state, choices)
     return plan_estimate(
         state.document,
-        changes_for(state.plan, settled),
+        changes_for(given(state, settled), settled),
         state.model_kind,
         calibration=memory_calibration(state),
     )
@@ -1253,7 +1404,7 @@ def check_value(state: WizardState, proposal: FieldProposal, typed: str) -> Valu
     from oom_wizard.values import validate_value
 
     check = validate_value(
-        proposal.path, typed, _arch_of(state, proposal.path), before=proposal.before
+        proposal.path, typed, _arch_of(state, proposal.path), before=proposal.config_before
     )
     if not check.ok or not isinstance(check.value, str) or proposal.control != "number":
         return check
@@ -1316,8 +1467,9 @@ def effective_batch_note(step: StepProposal, values: Mapping[str, Any]) -> str |
 
 def _effective_batch(batch: FieldProposal, accumulation: FieldProposal) -> int:
     """Today's effective batch: the batch times the accumulation in use (1 when unset)."""
-    before_batch = batch.before if isinstance(batch.before, int) and batch.before > 0 else 1
-    before = accumulation.before
+    today = batch.config_before
+    before_batch = today if isinstance(today, int) and today > 0 else 1
+    before = accumulation.config_before
     return before_batch * (before if isinstance(before, int) and before > 0 else 1)
 
 
@@ -2196,7 +2348,12 @@ def job_memory(
     kind = state.model_kind
     return (
         memory_of(state.document, [], kind, calibration=calibration),
-        memory_of(state.document, changes_for(state.plan, choices), kind, calibration=calibration),
+        memory_of(
+            state.document,
+            changes_for(given(state, choices), choices),
+            kind,
+            calibration=calibration,
+        ),
     )
 
 
