@@ -538,6 +538,36 @@ async def test_another_moment_keeps_typed_values_where_they_apply_and_says_what_
         assert not app.screen.query("#dropped-note")
 
 
+async def test_the_review_counts_the_validation_run_on_the_config_the_steps_leave(
+    tmp_path: Path,
+) -> None:
+    """Lighter samples sample every 500 steps instead of 250: the short validation run the
+    review switches on trains to step 501, through the first sample of the new config."""
+    import yaml
+    from textual.widgets import OptionList
+
+    from oom_wizard.screens.widgets import Tick
+    from oom_wizard.vocabulary import MOMENTS
+    from tests.app_support import save_from_review, video_app, wait_for_screen, wait_for_state
+
+    folder = demo_folder(tmp_path)
+    app = video_app(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_state(pilot)
+        await press(pilot, "enter")
+        app.screen.query_one("#moments", OptionList).highlighted = MOMENTS.index("sampling")
+        await press(pilot, "enter")
+        app.save_now()  # every step at its default: lighter samples on
+        await wait_for_screen(pilot, "ReviewScreen")
+        app.screen.query_one("#validation", Tick).value = True
+        await settle(pilot)
+        await save_from_review(pilot)
+    saved = yaml.safe_load((folder / "wan_dance_lora.oomfix.yaml").read_text(encoding="utf-8"))
+    process = saved["config"]["process"][0]
+    assert process["sample"]["sample_every"] == 500
+    assert process["train"]["steps"] == 501
+
+
 # --- also expected: the s/it chart of watch has labelled axes ----------------------------------
 
 

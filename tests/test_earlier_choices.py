@@ -143,3 +143,29 @@ def test_a_value_typed_on_a_step_the_new_plan_lacks_is_named_on_its_first_step(
         "Typed before, dropped with the new answers: network.linear 8 "
         "(Lower LoRA rank is not in this plan)."
     )
+
+
+def test_the_validation_run_reaches_the_first_sample_the_earlier_steps_leave(
+    tmp_path: Path,
+) -> None:
+    """A proposal that depends on an earlier choice: the short validation run goes through
+    the first periodic sample, and lighter samples (on by default for a crash while
+    sampling) moves it from step 250 to step 500."""
+    from oom_wizard.service import validation_choice
+
+    steps = "config.process[0].train.steps"
+    state = wan(tmp_path, "sampling")
+    assert {f.key: f.after for f in state.step("sampling").fields}[
+        "config.process[0].sample.sample_every"
+    ] == 500
+    chosen = validation_choice(state)
+    assert chosen is not None and chosen.values[steps] == 501
+    every = "config.process[0].sample.sample_every"
+    typed = choose(state, StepChoice("sampling", enabled=True, values={every: 750}))
+    counted = validation_choice(typed)
+    assert counted is not None and counted.values[steps] == 751
+    skipped = choose(state, StepChoice("sampling", enabled=False))
+    counted = validation_choice(skipped)
+    assert counted is not None and counted.values[steps] == 251  # today's save and sample
+    on = choose(typed, StepChoice("validation_run", enabled=True))
+    assert saved_value(on, steps) == 751

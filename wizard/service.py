@@ -1090,23 +1090,32 @@ def effective_choices(
             decided[step.id] = recorded
         else:
             decided[step.id] = defaults[step.id]
-    validation = validation_choice(state)
+    if extra is not None:  # the step being edited counts for the validation run too
+        decided[extra.step_id] = extra
+    validation = validation_choice(state, decided)
     if validation is not None:
         decided[validation.step_id] = validation
-    if extra is not None:
+    if extra is not None:  # and wins over it when it is the validation run
         decided[extra.step_id] = extra
     return decided
 
 
-def validation_choice(state: WizardState) -> StepChoice | None:
+def validation_choice(
+    state: WizardState, rollback: Mapping[str, StepChoice] | None = None
+) -> StepChoice | None:
     """The short validation run's choice in effect (None: the plan offers none).
 
     One rule for the app's toggle, ``apply --steps validation_run`` and ``run``: the step count
     asked for (``run``'s, :attr:`WizardState.validation_run`, else the plan's figure), counted
     from the step AI Toolkit resumes the job from (:func:`resume_of`), and raised to get through
     the config's first periodic save and sample after it
-    (:func:`oom_wizard.plan.validation_choice`). The user's own choice wins where it says more
-    than on/off (a typed count), or switches the run off.
+    (:func:`oom_wizard.plan.validation_choice`), as the roll-back choices leave the config
+    (lighter samples that sample half as often move the first sample). The user's own choice
+    wins where it says more than on/off (a typed count), or switches the run off.
+
+    Args:
+        state: The wizard state.
+        rollback: The roll-back steps' choices (None: :func:`effective_choices`).
     """
     from oom_wizard.plan import validation_choice as plan_validation_choice
 
@@ -1121,7 +1130,7 @@ def validation_choice(state: WizardState) -> StepChoice | None:
         return _off(validation.id)
     resume = resume_of(state)
     start = resume.step if resume is not None else 0
-    found = plan_validation_choice(state.document, state.plan, wanted, start)
+    found = plan_validation_choice(_left_by(state, rollback), state.plan, wanted, start)
     if found is None:
         return _off(validation.id)
     if (
@@ -1131,6 +1140,27 @@ def validation_choice(state: WizardState) -> StepChoice | None:
     ):
         return replace(found, enabled=False)
     return found
+
+
+#: The fields the validation run's count depends on (its first save and sample).
+_VALIDATION_INPUTS = frozenset(
+    {"save_every", "sample_every", "sample_start_step", "disable_sampling"}
+)
+
+
+def _left_by(state: WizardState, rollback: Mapping[str, StepChoice] | None) -> JobDocument:
+    """The config as the roll-back choices leave it, where they change what the validation
+    run's count depends on (else the config as loaded: no edit is made)."""
+    from oom_wizard.plan import changes_for
+
+    if rollback is None:
+        rollback = effective_choices(state)
+    validation = state.validation_step()
+    steps = {k: v for k, v in rollback.items() if validation is None or k != validation.id}
+    found = changes_for(given(state, steps), steps)
+    if not any(change.path[-1] in _VALIDATION_INPUTS for change in found):
+        return state.document
+    return prepare(state.document, found).after
 
 
 def _validation_wanted(state: WizardState, validation: StepProposal) -> int:
@@ -1178,12 +1208,12 @@ def _settle_validation(
     if validation is None:
         return choices
     base = default_choices(state) if choices is None else dict(choices)
-    given = base.get(validation.id)
-    if given is None or not given.enabled or given.values:
+    asked = base.get(validation.id)
+    if asked is None or not asked.enabled or asked.values:
         return choices
-    counted = validation_choice(replace(state, choices=MappingProxyType({})))
+    counted = validation_choice(replace(state, choices=MappingProxyType({})), base)
     if counted is None or not counted.values:
-        base[validation.id] = _off(validation.id) if counted is not None else given
+        base[validation.id] = _off(validation.id) if counted is not None else asked
     else:
         base[validation.id] = replace(counted, enabled=True)
     return base
