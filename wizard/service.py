@@ -1383,6 +1383,10 @@ def step_prepared(state: WizardState, choices: Mapping[str, StepChoice], step_id
     from oom_wizard.plan import changes_for
 
     plan = given(state, choices)
+    this = choices.get(step_id)
+    if plan.step(step_id) is state.plan.step(step_id):  # no earlier change on its fields
+        alone = {step_id: this} if this is not None else {}
+        return prepare(state.document, changes_for(plan, alone))
     index = [step.id for step in plan.steps].index(step_id)
     earlier = {
         step.id: choice
@@ -1390,11 +1394,11 @@ def step_prepared(state: WizardState, choices: Mapping[str, StepChoice], step_id
         if position < index and (choice := choices.get(step.id)) is not None
     }
     upto = dict(earlier)
-    this = choices.get(step_id)
     if this is not None:
         upto[step_id] = this
-    # Both from the config as loaded (its parsed form is at hand: an edit of an edited
-    # document parses it again); the entries are this step's, counted from the base.
+    # A field an earlier step changes: the diff is counted from the config the steps before
+    # leave. Both from the config as loaded (its parsed form is at hand: an edit of an
+    # edited document parses it again); the entries are this step's, counted from the base.
     base = prepare(state.document, changes_for(plan, earlier)).after
     full = prepare(state.document, changes_for(plan, upto))
     entries = []
