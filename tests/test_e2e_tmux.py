@@ -27,11 +27,6 @@ def pane(tmp_path: Path) -> Iterator[Pane]:
         yield pane
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="regression, open: the demo's EMA now brings the 'extra passes' step (issue 23) "
-    "into the default walk, 9 presses against the design's 8",
-)
 @in_a_real_terminal
 def test_demo_through_every_default_in_tmux(pane: Pane, tmp_path: Path) -> None:
     shown = pane.wait_for(STAGES[0])
@@ -41,7 +36,10 @@ def test_demo_through_every_default_in_tmux(pane: Pane, tmp_path: Path) -> None:
             pane.send("Enter")
             presses += 1
             assert presses <= 8, f"{stage!r} not reached in 8 presses"
-            shown = pane.wait_for_change(shown)  # one press, one new screen, however slow
+            # One press, one new screen, however slow: its title line (the second) is what
+            # changes. A screen whose body outgrows the pane rewraps once its scrollbar shows,
+            # which under load can come after the screen looked still; that is no new stage.
+            shown = pane.wait_for_change(shown, top=2)
     demo = tmp_path / "oom-wizard-demo"
     assert (demo / "flux_portrait_lora.oomfix.yaml").is_file()
     assert (demo / "flux_portrait_lora.oomfix.changelog.json").is_file()

@@ -37,7 +37,7 @@ import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Final, Literal, Protocol, TypeAlias
+from typing import Any, Final, Literal, Protocol, TypeAlias, cast
 
 from oom_wizard import spelling
 from oom_wizard.catalog import (
@@ -89,6 +89,7 @@ __all__ = [
     "estimate",
     "fewer_frames",
     "fewer_sample_steps",
+    "given_choices",
     "next_scale_up",
     "pending_scale_ups",
     "rewrite_prompt_flags",
@@ -162,6 +163,9 @@ class FieldProposal:
         group_items: For a grouped field, the whole list as it is today.
         requires: The key of another field of the step that this one only makes sense with
             (the accumulation that keeps the effective batch needs the smaller batch).
+        set_by: The title of an earlier step whose choice left ``before`` (None: ``before``
+            is today's value); see :func:`given_choices`.
+        today: The value in today's config when ``set_by`` says ``before`` is not it.
     """
 
     path: FieldPath
@@ -174,11 +178,23 @@ class FieldProposal:
     group: str | None = None
     group_items: tuple[Any, ...] = ()
     requires: str | None = None
+    set_by: str | None = None
+    today: Any = None
 
     @property
     def key(self) -> str:
         """The field's key in :class:`StepChoice` mappings: its formatted path."""
         return format_path(self.path)
+
+    @property
+    def config_before(self) -> Any:
+        """The value in today's config (what an increase is weighed against)."""
+        return self.today if self.set_by is not None else self.before
+
+    @property
+    def changes(self) -> FieldPath:
+        """The path the field's change writes: a bucket's whole list, else the field."""
+        return self.path[:-1] if self.group is not None else self.path
 
     def to_json(self) -> dict[str, Any]:
         """The field as ``plan --json`` prints it."""
@@ -221,6 +237,9 @@ class StepProposal:
     later: str | None = None
     """Why a step with nothing to change now is not done either: its rung is still ahead,
     after another step (the next bucket down, once the biggest is dropped)."""
+    deeper: bool = False
+    """A deeper lever (``presets/ladders.yaml``'s ``deeper``), neither among the moment's first
+    steps nor on the kind's ladder: the walk shows it only when a fix puts it forward."""
 
     def to_json(self) -> dict[str, Any]:
         """The step as ``plan --json`` prints it."""
@@ -267,6 +286,8 @@ class Plan:
     fixes: Mapping[FixName, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
     default_fix: FixName = "safe"
     sizing: FixSizing | None = None
+    gpus: int = 1
+    """How many GPUs the plan was built for (splitting the model needs more than one)."""
 
     def fix_steps(self, fix: FixName | None = None) -> tuple[str, ...]:
         """The steps a fix switches on (None: the default fix); the safe set when the plan
@@ -407,11 +428,15 @@ def build_plan(
     last_rollback = _done_by_last_rollback(changelog, presets)
     done = {} if new_crash else last_rollback
     applied_before = set(last_rollback) if new_crash else set()
+    first = presets.moment(checked_moment).first(kind)
+    forward = {*first, *presets.ladder(kind), VALIDATION_RUN}
     steps = [
-        _step(step_id, checked_moment, processes, presets, done, applied_before)
+        dataclasses.replace(
+            _step(step_id, checked_moment, processes, presets, done, applied_before),
+            deeper=step_id not in forward,
+        )
         for step_id in order
     ]
-    first = presets.moment(checked_moment).first(kind)
     chosen, exhausted, figures, sized = _with_defaults(
         steps, first, document, checked_moment, kind, presets, calibration, card_gib
     )
@@ -424,6 +449,7 @@ def build_plan(
         fixes=sized.fixes,
         default_fix=sized.default,
         sizing=sized.sizing,
+        gpus=gpus,
     )
 
 
@@ -1692,28 +1718,119 @@ def changes_for(plan: Plan, choices: Mapping[str, StepChoice] | None = None) -> 
             from a mapping is off.
 
     A field whose ``requires`` field is off is left out; the buckets of one list become one
-    change of the whole list; when two steps change the same field, the first one wins.
+    change of the whole list; when two steps change the same field, the later one wins (in
+    the earlier one's place): its rung starts from the value the earlier one leaves, once
+    :func:`given_choices` has said so.
     """
     if choices is None:
         choices = plan.default_choices()
-    changes: list[Change] = []
-    taken: set[FieldPath] = set()
+    changes: dict[FieldPath, Change] = {}
     for step in plan.steps:
         choice = _choice(step, choices)
         if choice is None or not choice.enabled:
             continue
         for change in _step_changes(step, choice):
-            if change.path not in taken:
-                taken.add(change.path)
-                changes.append(change)
-    return changes
+            changes[change.path] = change
+    return list(changes.values())
+
+
+def given_choices(
+    plan: Plan,
+    document: JobDocument,
+    choices: Mapping[str, StepChoice] | None = None,
+    presets: Presets | None = None,
+) -> Plan:
+    """The plan with each step's proposals as the choices of the steps before it leave them.
+
+    A field that an earlier step's choice changes (a value typed there, or its proposal) is
+    proposed again by the later step from that value: its ``before`` is the earlier value
+    (``set_by`` names the step) and its ``after`` the later step's own rung counted from
+    there, as the step's builder finds it in the config with the earlier changes made. A
+    field with no rung left below the earlier value leaves the later step, whose note says
+    where the value stays. Steps no earlier choice touches are returned as they are (the
+    plan itself when none is touched).
+
+    Args:
+        plan: The plan, built on ``document``.
+        document: The config as loaded.
+        choices: Step id → choice (None: the plan's defaults); steps missing are off.
+        presets: The preset data (default: the shipped presets).
+
+    Raises:
+        EditError: an earlier change cannot be made safely.
+    """
+    from oom_wizard.changes import prepare
+
+    if choices is None:
+        choices = plan.default_choices()
+    made: dict[FieldPath, tuple[Change, str]] = {}
+    steps: list[StepProposal] = []
+    for step in plan.steps:
+        if any(proposal.changes in made for proposal in step.fields):
+            earlier = [change for change, _ in made.values()]
+            current = prepare(document, earlier).after
+            step = _rebased(step, plan, current, made, presets or load_presets())
+        steps.append(step)
+        choice = _choice(step, choices)
+        if choice is not None and choice.enabled:
+            for change in _step_changes(step, choice):
+                made[change.path] = (change, step.title)
+    if all(new is old for new, old in zip(steps, plan.steps, strict=True)):
+        return plan
+    return dataclasses.replace(plan, steps=tuple(steps))
+
+
+def _rebased(
+    step: StepProposal,
+    plan: Plan,
+    current: JobDocument,
+    made: Mapping[FieldPath, tuple[Change, str]],
+    presets: Presets,
+) -> StepProposal:
+    """``step`` with the fields that earlier changes touch proposed again on ``current``."""
+    moment, kind = _checked(plan.moment, plan.model_kind)
+    processes = _processes(current, presets, kind, plan.gpus)
+    again = _step(cast(AnyStepId, step.id), moment, processes, presets, {}, set())
+    fresh: dict[FieldPath, list[FieldProposal]] = {}
+    for proposal in again.fields:
+        fresh.setdefault(proposal.changes, []).append(proposal)
+    toggles = {proposal.key: proposal.default_on for proposal in step.fields}
+    fields: list[FieldProposal] = []
+    stays: list[str] = []
+    placed: set[FieldPath] = set()
+    for proposal in step.fields:
+        target = proposal.changes
+        if target not in made:
+            fields.append(proposal)
+            continue
+        if target in placed:
+            continue
+        placed.add(target)
+        change, title = made[target]
+        found = fresh.get(target, [])
+        fields.extend(
+            dataclasses.replace(
+                new,
+                default_on=toggles.get(new.key, new.default_on),
+                set_by=title,
+                today=proposal.config_before if new.group is None else new.before,
+            )
+            for new in found
+        )
+        if not found:
+            stays.append(f"{proposal.label} stays at {spelling.value(change.after)} ({title})")
+    note = step.note
+    if stays:
+        left = "; ".join(stays) + ": nothing lower to propose from there."
+        note = f"{note} {left}" if note else left
+    return dataclasses.replace(step, fields=tuple(fields), note=note)
 
 
 def _is_increase(proposal: FieldProposal, after: Any) -> bool:
     """Whether an edited value costs more memory than today's (see :mod:`oom_wizard.values`)."""
     from oom_wizard.values import validate_value
 
-    return validate_value(proposal.path, after, None, before=proposal.before).increase
+    return validate_value(proposal.path, after, None, before=proposal.config_before).increase
 
 
 def _choice(step: StepProposal, choices: Mapping[str, StepChoice] | None) -> StepChoice | None:
@@ -1736,7 +1853,7 @@ def _step_changes(step: StepProposal, choice: StepChoice) -> Iterable[Change]:
             continue
         after = choice.values.get(proposal.key, proposal.after)
         if proposal.key in choice.values and _is_increase(proposal, after):
-            shown_before, shown_after = spelling.before_after(proposal.before, after)
+            shown_before, shown_after = spelling.before_after(proposal.config_before, after)
             reason += f" (an increase: {shown_before} → {shown_after}, confirmed)"
         yield Change(path=proposal.path, after=after, step=step.id, reason=reason)
     for list_path, items, drops in dropped.values():
