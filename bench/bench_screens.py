@@ -37,7 +37,7 @@ from textual.widgets import Footer, Header, Static
 from tests.app_support import demo_app, demo_folder, settle, wait_for_state
 
 #: The walk from the demo's load screen to its result: every default accepted.
-WALK = 8
+WALK = 7
 SIZE = (80, 24)
 #: Widgets a bare screen has besides its Statics: Header (4), the scroll, Footer (1 + keys).
 BARE_FIXED = 6

@@ -20,7 +20,7 @@ from oom_wizard.document import load_document
 from oom_wizard.errors import ConfigError
 from oom_wizard.memory import job_memory, verdict
 from oom_wizard.modelkind import find_model_kind
-from tests.measured_peaks import EXAMPLES, Point, example_card, points
+from tests.measured_peaks import EXAMPLES, Point, deltas, example_card, points
 
 SHARE = 0.15
 
@@ -49,8 +49,22 @@ def main() -> None:
             f"  of the {len(counted)} whose arch has parameter counts: {near} "
             f"({100 * near / len(counted):.0f} %)"
         )
+    differences()
     fit_overhead(counted)
     examples()
+
+
+def differences() -> None:
+    """Each measured difference between two runs beside the model's (low to high edge)."""
+    found = deltas()
+    if not found:
+        return
+    print(f"\n{'difference':44} {'model GiB':>13} {'measured':>9} {'error':>7}  in band")
+    for d in found:
+        print(
+            f"{d.id:44} {d.low:+6.2f}–{d.high:+5.2f} {d.measured_gib:+9.2f} "
+            f"{100 * d.error:+6.0f}%  {'yes' if d.within_band else 'no'}"
+        )
 
 
 def fit_overhead(counted: list[Point]) -> None:

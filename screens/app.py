@@ -185,11 +185,14 @@ class OomWizardApp(App[int]):
             self.show_moment()
 
     def show_step(self, index: int) -> None:
-        """The first step at or after ``index`` that is not satisfied yet, else the review."""
+        """The first step of the walk at or after ``index`` (``service.in_walk``: not done,
+        and put forward for this crash), else the review."""
         from oom_wizard.screens.step import StepScreen
+        from oom_wizard.service import in_walk
 
-        steps = self.require_state().rollback_steps()
-        while index < len(steps) and steps[index].satisfied:
+        state = self.require_state()
+        steps = state.rollback_steps()
+        while index < len(steps) and not in_walk(state, steps[index]):
             index += 1
         if index >= len(steps):
             self.show_review(None)
@@ -224,12 +227,14 @@ class OomWizardApp(App[int]):
             self._show_step_before(index)
 
     def _show_step_before(self, index: int) -> None:
-        """The last unsatisfied step before ``index``, else the moment."""
+        """The last step of the walk before ``index``, else the moment."""
         from oom_wizard.screens.step import StepScreen
+        from oom_wizard.service import in_walk
 
-        steps = self.require_state().rollback_steps()
+        state = self.require_state()
+        steps = state.rollback_steps()
         for earlier in range(min(index, len(steps)) - 1, -1, -1):
-            if not steps[earlier].satisfied:
+            if in_walk(state, steps[earlier]):
                 step_id = steps[earlier].id
                 self._stage(StepScreen(step_id), partial(self._stepped, step_id))
                 return

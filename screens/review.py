@@ -27,6 +27,7 @@ from oom_wizard.service import (
     fix_steps_words,
     fix_summary,
     fix_words,
+    optional_line,
     prepared,
     save,
     validation_choice,
@@ -76,6 +77,9 @@ class ReviewScreen(SavingStage):
                         ),
                         classes="field-hint",
                     )
+            optional = optional_line(state)  # the deeper levers the walk left out
+            if optional is not None:
+                yield Static(optional, id="optional", classes="field-hint", markup=False)
             validation = state.validation_step()
             chosen = validation_choice(state)  # the user's, run's, or the default
             if validation is not None and chosen is not None:
@@ -94,12 +98,14 @@ class ReviewScreen(SavingStage):
         self.refresh_diff()
 
     def choices(self) -> Mapping[str, StepChoice]:
-        """The choices saved: the steps decided, the validation run as toggled."""
-        extra = None
-        chosen = validation_choice(self.state)  # with ``run``'s step count, when it asks
-        if chosen is not None:
-            extra = replace(chosen, enabled=self.query_one("#validation", Tick).value)
-        return effective_choices(self.state, upto=self.upto, extra=extra, fix=self.fix)
+        """The choices saved: the steps decided, the validation run as toggled (counted, with
+        ``run``'s step count when it asks, on the config these choices leave)."""
+        decided = effective_choices(self.state, upto=self.upto, fix=self.fix)
+        validation = self.state.validation_step()
+        if validation is not None and validation.id in decided:
+            on = self.query_one("#validation", Tick).value
+            decided[validation.id] = replace(decided[validation.id], enabled=on)
+        return decided
 
     @on(RadioSet.Changed, "#fix")
     def _fix_chosen(self, event: RadioSet.Changed) -> None:

@@ -26,13 +26,15 @@ from oom_wizard.service import (
     check_value,
     default_choice,
     done_before,
+    dropped_line,
     effective_batch_note,
     effective_choices,
     estimate,
     followed_values,
     format_path,
     memory_peak,
-    prepared,
+    proposed_step,
+    step_prepared,
     step_status,
 )
 from oom_wizard.spelling import editable
@@ -167,7 +169,9 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
 
     def __init__(self, step_id: str) -> None:
         super().__init__()
-        self.step: StepProposal = self.state.step(step_id)
+        #: The step as the choices of the steps before it leave it (a value typed there is
+        #: where a row on the same field starts).
+        self.step: StepProposal = proposed_step(self.state, step_id)
         self.index = self.state.step_index(step_id)
         #: (field key, value) pairs whose increase the user confirmed on this screen.
         self.confirmed: set[tuple[str, Any]] = set()
@@ -191,6 +195,9 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
                 )
             if step.note:
                 yield Static(step.note, classes="note")
+            dropped = dropped_line(state, step.id)
+            if dropped is not None:
+                yield Static(dropped, classes="note", id="dropped-note", markup=False)
             yield Tick(
                 "Apply this step",
                 value=recorded.enabled if recorded else default_choice(state, step).enabled,
@@ -301,11 +308,7 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
         try:
             upto = effective_choices(state, upto=self.index + 1, extra=choice)
             figure = estimate(state, upto)
-            only_this = {
-                key: value if key == choice.step_id else StepChoice(key, enabled=False)
-                for key, value in upto.items()
-            }
-            ready = prepared(state, only_this)
+            ready = step_prepared(state, upto, choice.step_id)
         except WizardError as exc:
             self.query_one("#estimate", Static).update(
                 Content.styled(exc.one_line("app"), "$text-error")

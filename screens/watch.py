@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -115,6 +116,8 @@ class WatchApp(App[WatchResult]):
         #: The log showed trouble (a warning: a spill, a stall, a skipped OOM batch).
         self.troubled = False
         self._switch_interval = sys.getswitchinterval()
+        #: Set when the screen goes: the reading worker stops at once, not after its sleep.
+        self._leaving = threading.Event()
 
     def compose(self) -> ComposeResult:
         """Header, the job, progress, sparkline, warnings, GPU, and the crash panel."""
@@ -167,11 +170,11 @@ class WatchApp(App[WatchResult]):
         """Read the log in this thread (the screen answers keys meanwhile) and hand each poll
         to the screen; a poll that read a full share reads again at once."""
         worker = get_current_worker()
-        while not worker.is_cancelled:
+        while not worker.is_cancelled and not self._leaving.is_set():
             update = self.live.poll()
             self._from_thread(self.show_update, update)
             if not self.live.busy:
-                time.sleep(self.poll_s)
+                self._leaving.wait(self.poll_s)
 
     def show_update(self, update: LiveUpdate) -> None:
         """Show one poll of the log (nothing once the screen is gone)."""
@@ -314,7 +317,8 @@ class WatchApp(App[WatchResult]):
         self.notify(line, title=title, severity="error" if failed else "information")
 
     def on_unmount(self) -> None:
-        """Give the interpreter its switch interval back."""
+        """Stop the reading worker; give the interpreter its switch interval back."""
+        self._leaving.set()
         sys.setswitchinterval(self._switch_interval)
 
     def action_quit_watch(self) -> None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import signal
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +26,46 @@ from oom_wizard.application.trainer import TrainerEnd, run_trainer, trainer_argv
 FAKE = Path(__file__).with_name("fake_trainer.py")
 DEMO = Path(__file__).resolve().parents[1] / "presets" / "demo"
 FAKE_COMMAND = [sys.executable, str(FAKE), "{config}"]
+WAIT_S = 60.0
+"""How long a test waits for a child to show something: generous, because a loaded two-core
+machine starts Python slowly; a test that passes waits only as long as the child takes."""
+
+
+def as_from_a_terminal() -> None:
+    """A child's ``preexec_fn``: SIGINT and SIGTERM as a program started from a terminal has
+    them, whatever the test process's own state, for the tests that send them."""
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def wait_for(path: Path, timeout: float = WAIT_S) -> str:
+    """The text of ``path`` once it is a complete line (a child's pid file)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and (text := path.read_text()).endswith("\n"):
+            return text
+        time.sleep(0.025)
+    raise AssertionError(f"{path} never appeared")
+
+
+def wait_for_bytes(path: Path, text: bytes, timeout: float = WAIT_S) -> None:
+    """Return once ``text`` is in ``path`` (a log the child writes)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and text in path.read_bytes():
+            return
+        time.sleep(0.025)
+    raise AssertionError(f"{text!r} never in {path}")
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return state[state.rfind(")") + 2] not in "ZX"
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,26 @@
 """What every test shares: the user's own settings folder is never the real one, the
 children the tests start run as Python runs on a user's machine, and the collector runs
-less often; and a process that has ended, for the tests of what a killed save leaves."""
+less often; the property tests draw the same examples on every run; and a process that has
+ended, for the tests of what a killed save leaves."""
 
 from __future__ import annotations
 
 import gc
 import os
+import signal
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+#: The property tests draw the same examples every run, and keep none between runs, so that the
+#: suite's verdict depends on the code alone. ``HYPOTHESIS_PROFILE=explore`` draws fresh ones
+#: (and remembers the failures it finds), for a search beyond the suite.
+settings.register_profile("suite", derandomize=True, database=None, print_blob=True)
+settings.register_profile("explore", print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
 #: Allocations between two young collections while the tests run (Python's default: 700).
 YOUNG_COLLECTION_EVERY = 10_000
@@ -30,6 +41,31 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
     _, middle, old = gc.get_threshold()
     gc.set_threshold(YOUNG_COLLECTION_EVERY, middle, old)
+
+
+_STOPS = (signal.SIGINT, signal.SIGTERM)
+
+
+@pytest.fixture(autouse=True)
+def signals_as_found(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Each test leaves SIGINT and SIGTERM as it found them, handlers and mask: the children
+    later tests start inherit both, and a stop they never hear fails a test far away. A test
+    that changed them is named in the warnings summary, and the state is put back."""
+    handlers = [signal.getsignal(stop) for stop in _STOPS]
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    yield
+    now = [signal.getsignal(stop) for stop in _STOPS]
+    now_mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    if now == handlers and now_mask == mask:
+        return
+    for stop, handler in zip(_STOPS, handlers, strict=True):
+        if handler is not None:
+            signal.signal(stop, handler)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    warnings.warn(
+        f"{request.node.nodeid} left the signals changed: {now} {sorted(now_mask)}",
+        stacklevel=1,
+    )
 
 
 @pytest.fixture(autouse=True)

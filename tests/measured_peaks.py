@@ -106,6 +106,61 @@ def points(presets: Presets | None = None) -> list[Point]:
     return found
 
 
+@dataclass(frozen=True)
+class Delta:
+    """A published difference between two runs, and the model's difference of their bands."""
+
+    id: str
+    source: str
+    settings: str
+    measured_gib: float
+    low: float
+    """The difference of the bands' low edges (the model's least)."""
+    high: float
+    """The difference of the high edges (the model's most)."""
+
+    @property
+    def mid(self) -> float:
+        return (self.low + self.high) / 2.0
+
+    @property
+    def error(self) -> float:
+        """(the midpoints' difference − measured) / measured."""
+        return (self.mid - self.measured_gib) / self.measured_gib
+
+    @property
+    def within_band(self) -> bool:
+        """The measured difference lies within the model's, widened by :data:`TOLERANCE`."""
+        return self.low * (1 - TOLERANCE) <= self.measured_gib <= self.high * (1 + TOLERANCE)
+
+
+def deltas(presets: Presets | None = None) -> list[Delta]:
+    """Every measured difference of the fixture with the model's."""
+    presets = presets or load_presets()
+    data = yaml.safe_load(FIXTURE.read_text(encoding="utf-8"))
+    found = []
+    for raw in data.get("deltas", ()):
+        phase, kind = raw.get("phase", "training"), raw.get("kind", "image")
+        bands = []
+        for side in ("from", "to"):
+            config = job_tree(data["defaults"], raw[side])
+            band = job_memory(document(config), [], kind, presets=presets).phases[phase]
+            assert band is not None, raw["id"]
+            bands.append(band)
+        before, after = bands
+        found.append(
+            Delta(
+                id=raw["id"],
+                source=raw["source"],
+                settings=raw["settings"],
+                measured_gib=float(raw["measured_delta_gib"]),
+                low=after.low - before.low,
+                high=after.high - before.high,
+            )
+        )
+    return found
+
+
 def example_card(path: Path) -> float | None:
     """The card in an AI Toolkit example config's name (``..._24gb.yaml``, ``..._48.yaml``)."""
     match = re.search(r"_(\d+)(?:gb)?\.ya?ml$", path.name)

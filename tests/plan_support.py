@@ -31,6 +31,7 @@ SCALE_UP_ORDER = [
     "top_bucket",
     "sampling",
     "extra_passes",
+    "control_images",
     "lora_rank",
     "batch_size",
     "num_frames",

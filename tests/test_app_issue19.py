@@ -59,7 +59,8 @@ async def test_the_source_typed_then_cleared_is_refused_on_the_row(tmp_path: Pat
     async with app.run_test(size=SIZE) as pilot:
         await review_first_step(pilot)
         await clear_output(pilot)
-        await pilot.press(*str(source))
+        # Typed at once: a path key by key is a hundred presses, each waiting for the screen.
+        app.screen.query_one("#output", Input).insert_text_at_cursor(str(source))
         await press(pilot, "enter")
         assert screen_name(pilot) == "ReviewScreen"
         reason = row_reason(app)
@@ -436,6 +437,136 @@ async def test_going_back_past_the_moment_keeps_typed_values(tmp_path: Path) -> 
             "config.process[0].train.batch_size": 2,
             "config.process[0].train.gradient_accumulation": 1,
         }
+
+
+SAMPLE_FRAMES = "config.process[0].sample.num_frames"
+CLIP_FRAMES = "config.process[0].datasets[0].num_frames"
+SAMPLE_WIDTH = "config.process[0].sample.width"
+
+
+def field_rows(app: object) -> dict[str, object]:
+    """The rows of the step on screen, by field key."""
+    from oom_wizard.screens.step import FieldRow
+
+    return {row.proposal.key: row for row in app.screen.query(FieldRow)}  # type: ignore[attr-defined]
+
+
+async def type_into(pilot: Pilot[int], row: object, text: str) -> None:
+    row.value_input.value = text  # type: ignore[attr-defined]
+    await settle(pilot)
+
+
+async def test_a_later_step_starts_from_a_value_typed_on_an_earlier_step(tmp_path: Path) -> None:
+    """The issue's case: the Wan job, 33 sample frames typed on step 1 (the crash while
+    sampling); step 3, fewer frames, starts its sample row from 33, and the save uses 33."""
+    import yaml
+    from textual.widgets import OptionList
+
+    from oom_wizard.application.demo import VIDEO_JOB
+    from oom_wizard.screens.step import StepScreen
+    from oom_wizard.screens.widgets import Tick
+    from oom_wizard.vocabulary import MOMENTS
+    from tests.app_support import save_from_review, screen_text, video_app, wait_for_state
+
+    folder = demo_folder(tmp_path)
+    app = video_app(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_state(pilot)
+        await press(pilot, "enter")
+        app.screen.query_one("#moments", OptionList).highlighted = MOMENTS.index("sampling")
+        await press(pilot, "enter")
+        assert isinstance(app.screen, StepScreen) and app.screen.step.id == "sampling"
+        await type_into(pilot, field_rows(app)[SAMPLE_FRAMES], "33")
+        await press(pilot, "enter")
+        screen = app.screen
+        assert isinstance(screen, StepScreen) and screen.step.id == "num_frames"
+        assert screen_text(pilot, "#step-title").startswith("Step 3 of ")
+        frames = field_rows(app)[SAMPLE_FRAMES]
+        label = str(frames.query_one(Tick).label)  # type: ignore[attr-defined]
+        assert label == "sample.num_frames: 33 →", label
+        assert frames.value_input.value == "17"  # type: ignore[attr-defined]
+        clips = field_rows(app)[CLIP_FRAMES]
+        assert str(clips.query_one(Tick).label) == "datasets[0].num_frames: 81 →"  # type: ignore[attr-defined]
+        await press(pilot, "ctrl+s")
+        await save_from_review(pilot)
+    saved = yaml.safe_load((folder / "wan_dance_lora.oomfix.yaml").read_text(encoding="utf-8"))
+    process = saved["config"]["process"][0]
+    assert process["sample"]["num_frames"] == 33  # step 3 left off (its default): the typed 33
+    assert process["datasets"][0]["num_frames"] == 81
+    assert (folder / VIDEO_JOB.config).read_bytes() == (
+        Path(__file__).parent.parent / "presets" / "demo" / VIDEO_JOB.config
+    ).read_bytes()
+
+
+async def test_another_moment_keeps_typed_values_where_they_apply_and_says_what_went(
+    tmp_path: Path,
+) -> None:
+    """Back to the moment, another answer, another plan: the typed clip length stays (the
+    new plan has that row), the typed sample width goes, in one line on its step."""
+    from textual.widgets import OptionList
+
+    from oom_wizard.screens.step import StepScreen
+    from oom_wizard.vocabulary import MOMENTS
+    from tests.app_support import screen_text, video_app, wait_for_screen, wait_for_state
+
+    folder = demo_folder(tmp_path)
+    app = video_app(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_state(pilot)
+        await press(pilot, "enter", "enter")  # intermittent, as the log says
+        assert isinstance(app.screen, StepScreen) and app.screen.step.id == "num_frames"
+        await type_into(pilot, field_rows(app)[CLIP_FRAMES], "49")
+        await press(pilot, "enter")
+        while isinstance(app.screen, StepScreen) and app.screen.step.id != "sampling":
+            await press(pilot, "enter")
+        await type_into(pilot, field_rows(app)[SAMPLE_WIDTH], "448")
+        await press(pilot, "enter")
+        while screen_name(pilot) != "MomentScreen":
+            await press(pilot, "escape")
+        await wait_for_screen(pilot, "MomentScreen")
+        app.screen.query_one("#moments", OptionList).highlighted = MOMENTS.index("loading")
+        await press(pilot, "enter")
+        screen = app.screen
+        assert isinstance(screen, StepScreen) and screen.step.id == "sampling"
+        assert screen_text(pilot, "#dropped-note") == (
+            "Typed before, dropped with the new answers: sample.width 448 "
+            "(this step no longer changes it)."
+        )
+        while isinstance(app.screen, StepScreen) and app.screen.step.id != "num_frames":
+            await press(pilot, "enter")
+        assert isinstance(app.screen, StepScreen)
+        assert field_rows(app)[CLIP_FRAMES].value_input.value == "49"  # type: ignore[attr-defined]
+        assert not app.screen.query("#dropped-note")
+
+
+async def test_the_review_counts_the_validation_run_on_the_config_the_steps_leave(
+    tmp_path: Path,
+) -> None:
+    """Lighter samples sample every 500 steps instead of 250: the short validation run the
+    review switches on trains to step 501, through the first sample of the new config."""
+    import yaml
+    from textual.widgets import OptionList
+
+    from oom_wizard.screens.widgets import Tick
+    from oom_wizard.vocabulary import MOMENTS
+    from tests.app_support import save_from_review, video_app, wait_for_screen, wait_for_state
+
+    folder = demo_folder(tmp_path)
+    app = video_app(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_state(pilot)
+        await press(pilot, "enter")
+        app.screen.query_one("#moments", OptionList).highlighted = MOMENTS.index("sampling")
+        await press(pilot, "enter")
+        app.save_now()  # every step at its default: lighter samples on
+        await wait_for_screen(pilot, "ReviewScreen")
+        app.screen.query_one("#validation", Tick).value = True
+        await settle(pilot)
+        await save_from_review(pilot)
+    saved = yaml.safe_load((folder / "wan_dance_lora.oomfix.yaml").read_text(encoding="utf-8"))
+    process = saved["config"]["process"][0]
+    assert process["sample"]["sample_every"] == 500
+    assert process["train"]["steps"] == 501
 
 
 # --- also expected: the s/it chart of watch has labelled axes ----------------------------------

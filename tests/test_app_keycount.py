@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from oom_wizard.application.demo import IMAGE_JOB
 from oom_wizard.screens.review import ReviewScreen
 from tests import exactness
@@ -21,11 +19,6 @@ from tests.app_support import (
 MAX_PRESSES = 8
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="regression, open: the demo's EMA now brings the 'extra passes' step (issue 23) "
-    "into the default walk, 9 presses against the design's 8",
-)
 async def test_demo_to_saved_config_in_at_most_eight_presses(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
     app = demo_app(folder)

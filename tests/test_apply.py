@@ -122,6 +122,38 @@ def test_dry_run_shows_the_diff_and_writes_nothing(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["job.yaml"]
 
 
+DEMO = Path(__file__).resolve().parents[1] / "presets" / "demo"
+
+
+def test_dry_run_s_estimate_is_the_sized_fix_s_peak_calibrated_by_the_crash(
+    tmp_path: Path,
+) -> None:
+    # The demo's log holds PyTorch's OOM message: the just-enough fix is sized in its GiB, and
+    # the Estimate line beside it says the same band (its midpoint is the fix's peak).
+    import re
+
+    config = DEMO / "flux_portrait_lora.yaml"
+    log = DEMO / "flux_portrait_lora.log"
+    status, out, _ = cli("apply", config, "--log", log, "--dry-run", "--no-probe")
+    assert status == 0
+    fix = re.search(r"^Applying just enough: .*training peak ≈ ([\d.]+) of ", out, re.M)
+    line = re.search(
+        r"^Estimate: training step ≈ ([\d.]+)–([\d.]+) GiB \(today [\d.–]+ GiB, "
+        r"calibrated by the crash\)",
+        out,
+        re.M,
+    )
+    assert fix is not None and line is not None, out
+    low, high = float(line[1]), float(line[2])
+    assert (low + high) / 2 == pytest.approx(float(fix[1]), abs=0.1)
+
+
+def test_dry_run_without_the_crash_s_figures_says_no_calibration(tmp_path: Path) -> None:
+    source = write(tmp_path)
+    status, out, _ = cli("apply", source, "--moment", "early_steps", "--dry-run", "--no-probe")
+    assert status == 0 and "Estimate: " in out and "calibrated by the crash" not in out
+
+
 def test_environment_writes_nothing(tmp_path: Path) -> None:
     source = write(tmp_path)
     status, out, _ = cli("apply", source, "--moment", "environment", "--all")

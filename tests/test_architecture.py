@@ -239,3 +239,139 @@ def test_diagnosing_a_log_alone_loads_no_config_or_save_module(tmp_path: Path) -
     loaded = command_loads(tmp_path, "diagnose", "--log", str(log), "--json", "--no-probe")
     assert {"oom_wizard.diagnosis", "oom_wizard.logscan"} <= loaded
     assert not NOT_FOR_READING & loaded
+
+
+# --- start-up: each path loads what it uses (issues 18 and 21) ------------------------------------
+
+LOADED_PROBE = """
+import json, sys
+from oom_wizard.cli import main
+status = main(sys.argv[1:])
+print(json.dumps({"status": status, "loaded": sorted(sys.modules)}), file=sys.stderr)
+"""
+
+#: What ``fit`` has no use for: the app, the jobs database, the save pipeline, the live watch,
+#: the settings file and the value checks of the step screens. (It does make the fix's
+#: edits in memory, ``oom_wizard.changes``: a later step counts from what earlier ones leave.)
+NOT_FOR_FIT = {
+    "textual",
+    "oom_wizard.screens",
+    "sqlite3",
+    "oom_wizard.jobdb",
+    "oom_wizard.save",
+    "oom_wizard.application.follow",
+    "oom_wizard.settings",
+    "oom_wizard.values",
+    "oom_wizard.probe",
+}
+
+
+def test_fit_loads_neither_the_app_nor_the_writers(tmp_path: Path) -> None:
+    config = tmp_path / "small.yaml"
+    config.write_text(
+        "job: extension\nconfig:\n  name: small\n  process:\n    - type: sd_trainer\n"
+        "      network: {type: lora, linear: 16}\n      train: {batch_size: 1, steps: 10}\n"
+        "      model: {arch: flux, name_or_path: x, quantize: true}\n"
+        "      datasets: [{folder_path: /data/x, resolution: [512]}]\n",
+        encoding="utf-8",
+    )
+    report = child_report(
+        LOADED_PROBE, "fit", str(config), "--gpu", "24", "--no-probe", "--json", cwd=tmp_path
+    )
+    assert report["status"] == 0
+    loaded = set(report["loaded"])
+    assert {"oom_wizard.memory", "oom_wizard.catalog", "oom_wizard.plan"} <= loaded
+    assert not NOT_FOR_FIT & loaded
+
+
+SERVICE_PROBE = """
+import json, sys
+import oom_wizard.service as service
+before = sorted(m for m in sys.modules if m.startswith(("oom_wizard.", "pydantic", "yaml")))
+plan = service.Plan  # a re-exported value type: imported when asked for
+print(json.dumps({"before": before, "plan": plan.__module__}), file=sys.stderr)
+"""
+
+
+def test_importing_the_service_loads_no_domain_module() -> None:
+    """The app imports the service before its first frame (the theme, the keymap): that must not
+    cost the domain; a re-exported name is imported from its module when first used."""
+    report = child_report(SERVICE_PROBE)
+    assert set(report["before"]) <= {
+        "oom_wizard.service",
+        "oom_wizard.errors",
+        "oom_wizard.paths",
+        "oom_wizard.request",
+        "oom_wizard.vocabulary",
+    }
+    assert report["plan"] == "oom_wizard.plan"
+
+
+def test_every_name_the_service_exports_resolves() -> None:
+    import oom_wizard.service as service
+
+    missing = [name for name in service.__all__ if not hasattr(service, name)]
+    assert missing == []
+
+
+DEMO_COPY_PROBE = """
+import json, sys
+from pathlib import Path
+from oom_wizard.application.demo import copy_demo
+copy_demo(Path(sys.argv[1]))
+print(json.dumps({"loaded": sorted(sys.modules)}), file=sys.stderr)
+"""
+
+
+def test_copying_the_demo_loads_no_model(tmp_path: Path) -> None:
+    """``demo`` copies its jobs before the app starts: the atomic writer needs no pydantic."""
+    loaded = set(child_report(DEMO_COPY_PROBE, str(tmp_path / "demo"))["loaded"])
+    assert (tmp_path / "demo").is_dir()
+    assert "oom_wizard.save" in loaded
+    assert not {"pydantic", "oom_wizard.changelog", "oom_wizard.document"} & loaded
+
+
+FIRST_FRAME_PROBE = """
+import asyncio, json, sys
+from pathlib import Path
+from oom_wizard.application.demo import IMAGE_JOB, copy_demo
+from oom_wizard.screens import load
+from oom_wizard.screens.app import create_app
+
+seen = {}
+
+def reading(screen, target):  # where the load screen starts its worker, after its first refresh
+    seen["loaded"] = sorted(sys.modules)
+    seen["screen"] = type(app.screen).__name__
+    seen["title"] = str(app.screen.query_one(".title").render())
+    app.exit()
+
+load.LoadScreen.load = reading
+folder = copy_demo(Path(sys.argv[1]))
+app = create_app(folder / IMAGE_JOB.config, log=folder / IMAGE_JOB.log, probe=False)
+
+async def main():
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(100):
+            if seen:
+                break
+            await pilot.pause(0.02)
+
+asyncio.run(main())
+print(json.dumps(seen), file=sys.stderr)
+"""
+
+
+def test_the_load_screen_is_up_before_the_domain_loads(tmp_path: Path) -> None:
+    """Issue 21: the first screen needs Textual and the service's settings only; the job is read
+    (pydantic, the presets and the config's models imported) in the worker that the load screen
+    starts once it is on screen."""
+    seen = child_report(FIRST_FRAME_PROBE, str(tmp_path / "demo"), cwd=tmp_path)
+    assert seen["screen"] == "LoadScreen"
+    assert seen["title"] == "Load the job that ran out of memory"
+    assert not {
+        "pydantic",
+        "oom_wizard.catalog",
+        "oom_wizard.document",
+        "oom_wizard.changelog",
+    } & set(seen["loaded"])

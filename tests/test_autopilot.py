@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,8 +26,12 @@ from tests.autopilot_support import (
     FLUX,
     SCENARIOS,
     Scenario,
+    as_from_a_terminal,
     fake_runner,
+    pid_alive,
     play,
+    wait_for,
+    wait_for_bytes,
     write_config,
 )
 from tests.tmux_support import WIZARD, in_a_real_terminal, terminal
@@ -232,33 +235,10 @@ def start_run(
         env=full_env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=as_from_a_terminal,
         cwd=tmp_path,
     )
     return proc, pidfile
-
-
-def wait_for(path: Path, tries: int = 400) -> str:
-    for _ in range(tries):
-        if path.exists() and path.read_text().endswith("\n"):
-            return path.read_text()
-        time.sleep(0.025)
-    raise AssertionError(f"{path} never appeared")
-
-
-def wait_for_bytes(path: Path, text: bytes, tries: int = 400) -> None:
-    for _ in range(tries):
-        if path.exists() and text in path.read_bytes():
-            return
-        time.sleep(0.025)
-    raise AssertionError(f"{text!r} never in {path}")
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return state[state.rfind(")") + 2] not in "ZX"
 
 
 @pytest.mark.skipif(not WIZARD.exists(), reason="the oom-wizard script is not installed")
@@ -383,10 +363,20 @@ def test_a_trainer_stopped_from_outside_is_not_a_crash(tmp_path: Path) -> None:
         wait_for_bytes(tmp_path / "image-early-steps.run.log", b" 2/3000 [")  # it trains
         os.kill(pid, signal.SIGINT)
 
-    stopper = threading.Thread(target=stop_it)
+    failed: list[BaseException] = []
+
+    def stop_it_or_say_why() -> None:
+        try:
+            stop_it()
+        except BaseException as exc:  # the test fails with it, not with what follows
+            failed.append(exc)
+
+    stopper = threading.Thread(target=stop_it_or_say_why)
     stopper.start()
     outcome = autopilot(config, fake_runner(48, env))
     stopper.join()
+    if failed:
+        raise failed[0]
 
     assert outcome.exit_status == 2
     assert [a.outcome for a in outcome.attempts] == ["stopped"]

@@ -1008,3 +1008,75 @@ def test_a_crawling_sample_pass_is_the_sampling_moment_with_the_fallback_advice(
     result = diagnose(log(*training, "Generating Images", *crawl), view_of(), now=NOW)
     assert (result.moment, result.confidence) == ("sampling", "low")
     assert "crawling" in result.verdict and "sysmem_fallback" in advice_ids(result)
+
+
+# --- validation (train.validation_config) ------------------------------------------------------
+
+# AI Toolkit's own lines around a validation pass (27a03a91): setup_validation prints its caching
+# line at start (BaseSDTrainProcess.py:1611); validate() prints nothing, so a crash in it shows
+# only in the traceback: run() calls self.validate() (:2665) after a training step, and
+# validate() calls predict_noise (:1721).
+VALIDATION_SETUP = "Caching validation latents and embeddings for 2 images"
+VALIDATION_TRACEBACK = [
+    "Error running job: CUDA out of memory. Tried to allocate 2.00 GiB.",
+    "",
+    "========================================",
+    "Result:",
+    " - 0 completed jobs",
+    " - 1 failure",
+    "========================================",
+    "Traceback (most recent call last):",
+    '  File "/app/ai-toolkit/run.py", line 120, in <module>',
+    "    main()",
+    '  File "/app/ai-toolkit/run.py", line 132, in main',
+    "    raise e",
+    '  File "/app/ai-toolkit/run.py", line 120, in main',
+    "    job.run()",
+    '  File "/app/ai-toolkit/jobs/ExtensionJob.py", line 22, in run',
+    "    process.run()",
+    '  File "/app/ai-toolkit/jobs/process/BaseSDTrainProcess.py", line 2665, in run',
+    "    self.validate()",
+    '  File "/app/ai-toolkit/jobs/process/BaseSDTrainProcess.py", line 1721, in validate',
+    "    noise_pred = self.sd.predict_noise(",
+    "                 ^^^^^^^^^^^^^^^^^^^^^^",
+    '  File "/app/ai-toolkit/toolkit/models/base_model.py", line 974, in predict_noise',
+    "    noise_pred = self.get_noise_prediction(",
+    "                 ^^^^^^^^^^^^^^^^^^^^^^^^^^",
+]
+
+
+@pytest.mark.parametrize("step", [0, 50])
+def test_a_crash_in_a_validation_pass_is_the_periodic_sample_moment(step: int) -> None:
+    # validate() runs at the start step and every validate_every_n_steps, after the step.
+    scan = log(*LOADING, VALIDATION_SETUP, bar(0), bar(step), *VALIDATION_TRACEBACK, oom_message())
+    assert scan.phase == "periodic_sample"
+    diagnosis = diagnose(scan, view_of(train={"validation_config": {"resolution": 1024}}))
+    assert diagnosis.moment == "sampling"
+    assert any("in validate" in e.text for e in scan.evidence)
+
+
+def test_a_crash_while_caching_the_validation_images_is_loading() -> None:
+    scan = log(*LOADING, VALIDATION_SETUP, oom_message())
+    assert scan.phase == "cache_latents"
+    assert diagnose(scan, view_of()).moment == "loading"
+
+
+def test_a_validation_crash_is_lowered_by_the_sampling_rung() -> None:
+    from oom_wizard.memory import phase_of
+    from oom_wizard.plan import build_plan
+    from tests.plan_support import document
+
+    tree = copy.deepcopy(BASE)
+    tree["config"]["process"][0]["train"]["validation_config"] = {
+        "validation_items": [{"image_path": "/v.png", "prompt": "x"}],
+        "resolution": 1024,
+    }
+    scan = log(*LOADING, VALIDATION_SETUP, bar(0), bar(50), *VALIDATION_TRACEBACK, oom_message())
+    diagnosis = diagnose(scan, build_view(tree, file="job.yaml", locate=lambda path: None))
+    assert phase_of(diagnosis) == "sample"
+    plan = build_plan(document(tree), diagnosis.moment or "", "image", diagnosis=diagnosis)
+    assert plan.steps[0].id == "sampling"
+    assert {f.key.rsplit(".", 1)[-1] for f in plan.steps[0].fields} >= {
+        "resolution",
+        "validation_sigmas",
+    }

@@ -27,11 +27,6 @@ def pane(tmp_path: Path) -> Iterator[Pane]:
         yield pane
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="regression, open: the demo's EMA now brings the 'extra passes' step (issue 23) "
-    "into the default walk, 9 presses against the design's 8",
-)
 @in_a_real_terminal
 def test_demo_through_every_default_in_tmux(pane: Pane, tmp_path: Path) -> None:
     shown = pane.wait_for(STAGES[0])
@@ -41,7 +36,10 @@ def test_demo_through_every_default_in_tmux(pane: Pane, tmp_path: Path) -> None:
             pane.send("Enter")
             presses += 1
             assert presses <= 8, f"{stage!r} not reached in 8 presses"
-            shown = pane.wait_for_change(shown)  # one press, one new screen, however slow
+            # One press, one new screen, however slow: its title line (the second) is what
+            # changes. A screen whose body outgrows the pane rewraps once its scrollbar shows,
+            # which under load can come after the screen looked still; that is no new stage.
+            shown = pane.wait_for_change(shown, top=2)
     demo = tmp_path / "oom-wizard-demo"
     assert (demo / "flux_portrait_lora.oomfix.yaml").is_file()
     assert (demo / "flux_portrait_lora.oomfix.changelog.json").is_file()
@@ -67,9 +65,9 @@ def test_an_emptied_save_as_is_refused_on_its_row_in_tmux(tmp_path: Path) -> Non
             pane.send("Enter")
             presses += 1
             assert presses <= 12, "the review was not reached in 12 presses"
-            pane.wait_for_change(shown)
-            time.sleep(1.0)  # a screen that reflows once after its first paint: not a new one
-            shown = pane.screen()
+            # Still for half a second: a screen that reflows once after its first paint is
+            # not a new one.
+            shown = pane.wait_for_change(shown, still_s=0.3)
         pane.send("Tab")
         pane.send("C-u")
         shown = pane.wait_for("✗ a file name is needed for the new config")

@@ -437,7 +437,10 @@ def test_random_kills_of_a_large_save(tmp_path):
     assert sum(tallies.values()) == RANDOM_KILLS
 
 
-RANDOM_KILLS = 200
+RANDOM_KILLS = int(os.environ.get("OOM_WIZARD_FAULT_KILLS", "60"))
+"""Kills in the random campaign: 60 in the suite, beside the signal at every write step
+above; ``OOM_WIZARD_FAULT_KILLS=1000`` (with another ``OOM_WIZARD_FAULT_SEED``) for a
+longer campaign."""
 
 LARGE_PROMPTS = 400
 

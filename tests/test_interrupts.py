@@ -10,10 +10,16 @@ import textwrap
 
 import pytest
 
+from tests.autopilot_support import as_from_a_terminal
+
 CHILD = textwrap.dedent(
     """
     import signal, sys, time
+    import oom_wizard.interrupts
     from oom_wizard.interrupts import Terminated, raise_terminated, redeliver_lost_interrupts
+
+    if len(sys.argv) > 3:
+        oom_wizard.interrupts._RESEND_AFTER = float(sys.argv[3])
 
     if sys.argv[1] == "installed":
         redeliver_lost_interrupts()
@@ -44,11 +50,34 @@ CHILD = textwrap.dedent(
 def test_an_interrupt_raised_in_a_callback_arrives_again_in_ordinary_code(exception, arrives_as):
     code = CHILD.format(exception=exception)
     done = subprocess.run(
-        [sys.executable, "-c", code, "installed", "5"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", code, "installed", "5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=as_from_a_terminal,
     )
     assert done.stdout.strip() == arrives_as
     assert "Exception ignored" not in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("exception", ["KeyboardInterrupt", "Terminated"])
+def test_a_resend_that_lands_while_the_hook_still_runs_arrives(exception):
+    """The resend with no delay lands at once: on a loaded machine, that is what the 10 ms
+    become while the main thread waits for its turn. It used to land inside the hook, in the
+    wait for the resending thread to start, and was swallowed there (20 lost of 20)."""
+    code = CHILD.format(exception=exception)
+    arrives_as = "terminated" if exception == "Terminated" else "interrupted"
+    for _ in range(5):
+        done = subprocess.run(
+            [sys.executable, "-c", code, "installed", "5", "0"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            preexec_fn=as_from_a_terminal,
+        )
+        assert done.stdout.strip() == arrives_as
+        assert "Traceback" not in done.stderr
 
 
 def test_without_the_hook_the_interpreter_prints_it_and_carries_on():
@@ -58,7 +87,11 @@ def test_without_the_hook_the_interpreter_prints_it_and_carries_on():
     resend delay (the installed child above is woken after about 10 ms of its 5 s)."""
     code = CHILD.format(exception="KeyboardInterrupt")
     done = subprocess.run(
-        [sys.executable, "-c", code, "bare", "1"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", code, "bare", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=as_from_a_terminal,
     )
     assert done.stdout.strip() == "lost"
     assert "Exception ignored" in done.stderr

@@ -9,7 +9,10 @@ runs to its end. The command that opens the pair next runs in another folder (so
 start-up recovery of the working folder never helps), and opens only one of the two files:
 the config (``scale-up``) or the change log (``history``).
 
-Run ``python -m tests.test_killed_save`` for the table of every injection point.
+The suite kills the save at the last call of each step before the pair is renamed, at
+both renames and at the first unlink after them: the points where the pair changes from old
+to new. ``python -m tests.test_killed_save`` kills it at every injection point and prints
+the table.
 """
 
 from __future__ import annotations
@@ -214,13 +217,29 @@ def injection_points() -> list[tuple[Layout, str, int, str]]:
     return found
 
 
+def boundaries(points: list[tuple[Layout, str, int, str]]) -> list[tuple[Layout, str, int, str]]:
+    """The points where the pair turns from old to new, per layout: the last call of each
+    step before the renames, every rename, and the first unlink after them."""
+    chosen: list[tuple[Layout, str, int, str]] = []
+    for layout in (ONE_FOLDER, TWO_FOLDERS):
+        mine = [point for point in points if point[0] is layout]
+        for call in STEPS:
+            calls = [point for point in mine if point[1] == call]
+            if call == "rename":
+                chosen += calls
+            elif calls:
+                chosen.append(calls[0] if call == "unlink" else calls[-1])
+    return chosen
+
+
 POINTS = injection_points() if shutil.which("strace") else []
+SUITE_POINTS = boundaries(POINTS)
 
 
 @pytest.mark.parametrize(
     ("layout", "call", "when", "opener"),
-    POINTS,
-    ids=[f"{p[0].name.replace(' ', '-')}-{p[1]}{p[2]}-open-{p[3]}" for p in POINTS],
+    SUITE_POINTS,
+    ids=[f"{p[0].name.replace(' ', '-')}-{p[1]}{p[2]}-open-{p[3]}" for p in SUITE_POINTS],
 )
 def test_a_killed_save_leaves_the_pair_old_or_new_for_the_next_reader(
     tmp_path: Path,
@@ -242,6 +261,17 @@ def test_every_write_step_is_an_injection_point() -> None:
         for call in ("write", "rename", "link", "unlink"):
             assert (layout.name, call) in calls
     assert (ONE_FOLDER.name, "fsync") in calls
+
+
+def test_the_suites_points_are_each_steps_boundary_and_open_both_files() -> None:
+    chosen = {(p[0].name, p[1], p[2]) for p in SUITE_POINTS}
+    for layout in (ONE_FOLDER, TWO_FOLDERS):
+        mine = [p for p in POINTS if p[0] is layout]
+        renames = [p[2] for p in mine if p[1] == "rename"]
+        assert {(layout.name, "rename", when) for when in renames} <= chosen
+        assert (layout.name, "unlink", min(p[2] for p in mine if p[1] == "unlink")) in chosen
+        assert (layout.name, "write", max(p[2] for p in mine if p[1] == "write")) in chosen
+    assert {p[3] for p in SUITE_POINTS} == {"config", "changelog"}
 
 
 if __name__ == "__main__":  # the table for a report

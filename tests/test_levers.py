@@ -13,6 +13,7 @@ import yaml
 
 from oom_wizard.memory import job_memory
 from oom_wizard.plan import StepChoice, StepProposal, build_plan, changes_for
+from tests.lever_cases import RUNGS, TERMS, Rung, Term, rung_row, term_row
 from tests.plan_support import document
 
 DEMO = Path(__file__).resolve().parents[1] / "presets" / "demo" / "flux_portrait_lora.yaml"
@@ -174,3 +175,155 @@ def test_parameter_swapping_is_offered_for_an_adafactor_full_fine_tune() -> None
     assert step.costs is not None and "learns more slowly" in step.costs
     lora = build_plan(demo_with(lambda p: None), "early_steps", "image").step("placement")
     assert lora is not None and not lora.fields
+
+
+# --- issue 23's must-show 3: each lever on a config that uses it, through the service -------
+
+
+def _names_its_field_where_the_form_has_none(where: str | None, field: str) -> None:
+    assert where, "no UI location"
+    if where.startswith("Show Advanced"):
+        # The Advanced view edits the raw config: the hint names the path to edit.
+        assert where.split(" (")[0] == f"Show Advanced → {field}"
+
+
+@pytest.mark.parametrize("rung", RUNGS, ids=[r.name for r in RUNGS])
+def test_each_rung_s_plan_shows_its_field_its_gib_saving_and_its_ui_location(
+    rung: Rung, tmp_path: Path
+) -> None:
+    row = rung_row(rung, tmp_path)
+    assert row.before != row.after
+    _names_its_field_where_the_form_has_none(row.where, row.field)
+    if rung.zero_because is None:
+        assert row.gib_change < -0.05, row  # a saving the plan can show in GiB
+    else:
+        assert row.gib_change == pytest.approx(0.0, abs=1e-9), rung.zero_because
+
+
+@pytest.mark.parametrize("term", TERMS, ids=[t.name for t in TERMS])
+def test_each_term_moves_the_estimate_and_has_a_ui_location(term: Term, tmp_path: Path) -> None:
+    row = term_row(term, tmp_path)
+    assert abs(row.gib_change) > 0.05, row
+    _names_its_field_where_the_form_has_none(row.where, row.field)
+
+
+# --- fewer control images --------------------------------------------------------------------
+
+
+def edit_job(arch: str, **dataset: Any) -> Any:
+    def change(process: dict[str, Any]) -> None:
+        process["model"] = {"name_or_path": "/models/edit", "arch": arch, "quantize": True}
+        process["datasets"][0].update(resolution=[1024], **dataset)
+
+    return demo_with(change)
+
+
+THREE = {"control_path_1": "/c/1", "control_path_2": "/c/2", "control_path_3": "/c/3"}
+
+
+def test_a_multi_control_arch_drops_the_last_control_image_one_per_rollback() -> None:
+    document = edit_job("flux2", **THREE)
+    plan = build_plan(document, "early_steps", "image")
+    step = plan.step("control_images")
+    assert step is not None and not step.satisfied and step.available
+    (proposal,) = step.fields
+    assert proposal.key == f"{P0}.datasets[0].control_path_3"
+    assert proposal.ui_hint == "Datasets → the 'portraits' dataset → Control Dataset 3"
+    assert "(off: the LoRA no longer learns from this reference)" in proposal.label
+    assert step.costs is not None and "quality" in step.costs
+    assert training_mid(document, step, plan) < training_mid(document, None, plan)
+    two = edit_job("flux2", control_path_1="/c/1", control_path_2="/c/2")
+    (second,) = build_plan(two, "early_steps", "image").step("control_images").fields  # type: ignore[union-attr]
+    assert second.key == f"{P0}.datasets[0].control_path_2"
+
+
+def test_a_list_of_control_paths_loses_its_last_one() -> None:
+    document = edit_job("qwen_image_edit_plus", control_path=["/c/1", "/c/2"])
+    step = build_plan(document, "early_steps", "image").step("control_images")
+    assert step is not None
+    (proposal,) = step.fields
+    assert (proposal.before, proposal.after) == (["/c/1", "/c/2"], ["/c/1"])
+    # A list has no control in the simple form.
+    assert proposal.ui_hint is not None and "a list of paths has no control" in proposal.ui_hint
+
+
+def test_one_control_image_or_a_single_control_arch_has_no_rung() -> None:
+    one = build_plan(edit_job("flux2", control_path_1="/c/1"), "early_steps", "image")
+    step = one.step("control_images")
+    assert step is not None and not step.fields and not step.available
+    single = build_plan(
+        edit_job("flux_kontext", control_path=["/c/1", "/c/2"]), "early_steps", "image"
+    ).step("control_images")
+    assert single is not None and not single.fields and not single.available
+    assert single.note is not None and "takes one control image per item" in single.note
+
+
+def test_fewer_control_images_is_not_offered_for_a_sampling_crash() -> None:
+    document = edit_job("flux2", **THREE)
+    assert build_plan(document, "sampling", "image").step("control_images") is None
+
+
+# --- validation: the sampling rung lowers its pass --------------------------------------------
+
+
+def with_validation(**values: Any) -> Any:
+    def change(process: dict[str, Any]) -> None:
+        items = [{"image_path": "/val/0.png", "prompt": "p0rtr41t"}]
+        process["train"]["validation_config"] = {"validation_items": items, **values}
+
+    return demo_with(change)
+
+
+def sample_mid(document: Any, step: StepProposal | None, plan: Any) -> float:
+    choices = {step.id: StepChoice(step.id, enabled=True)} if step is not None else {}
+    band = job_memory(document, changes_for(plan, choices), "image").phases["sample"]
+    assert band is not None
+    return band.mid
+
+
+def test_the_sampling_rung_lightens_the_validation_pass() -> None:
+    document = with_validation(resolution=1024, validation_sigmas=[1.0, 0.75, 0.5, 0.25])
+    plan = build_plan(document, "sampling", "image")
+    step = plan.step("sampling")
+    assert step is not None
+    rows = {f.key: (f.before, f.after, f.ui_hint) for f in step.fields}
+    base = f"{P0}.train.validation_config"
+    assert rows[f"{base}.resolution"] == (1024, 768, "Validation → Validation Resolution")
+    assert rows[f"{base}.validation_sigmas"] == (
+        [1.0, 0.75, 0.5, 0.25],
+        [0.5],
+        "Validation → Validation Sigmas",
+    )
+    assert step.note is not None and "val/loss that is not comparable" in step.note
+    assert sample_mid(document, step, plan) < sample_mid(document, None, plan)
+
+
+def test_a_validation_pass_already_light_is_left_alone() -> None:
+    document = with_validation(resolution=512, validation_sigmas=[0.5])
+    step = build_plan(document, "sampling", "image").step("sampling")
+    assert step is not None
+    assert not [f for f in step.fields if "validation_config" in f.key]
+
+
+# --- the GiB of attention and parameter swapping ---------------------------------------------
+
+
+def test_the_attention_rung_shows_its_saving_in_gib() -> None:
+    document = demo_with(lambda p: p["train"].update(attention_backend="_native_math"))
+    plan = build_plan(document, "early_steps", "image")
+    step = plan.step("attention")
+    assert step is not None and step.note is not None and "heads × tokens²" in step.note
+    assert training_mid(document, step, plan) < training_mid(document, None, plan) - 1.0
+
+
+def test_parameter_swapping_shows_its_saving_in_gib() -> None:
+    def full(process: dict[str, Any]) -> None:
+        process.pop("network")
+        process["train"]["optimizer"] = "adafactor"
+
+    document = demo_with(full)
+    plan = build_plan(document, "early_steps", "image")
+    step = plan.step("placement")
+    # FLUX.1's 11.9 B weights in bf16: 0.9 of their gradients go.
+    saving = training_mid(document, None, plan) - training_mid(document, step, plan)
+    assert saving > 0.9 * 11.9e9 * 2 / 2**30

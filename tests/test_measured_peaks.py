@@ -17,7 +17,15 @@ from oom_wizard.document import load_document
 from oom_wizard.errors import ConfigError
 from oom_wizard.memory import Band, job_memory, verdict
 from oom_wizard.modelkind import find_model_kind
-from tests.measured_peaks import EXAMPLES, TOLERANCE, Point, example_card, points
+from tests.measured_peaks import (
+    EXAMPLES,
+    TOLERANCE,
+    Delta,
+    Point,
+    deltas,
+    example_card,
+    points,
+)
 
 POINTS = points()
 
@@ -54,6 +62,23 @@ def test_more_pixels_cost_less_than_their_share_as_krea2_s_table_shows() -> None
     small = by_id["simpletuner-krea2-bf16-512-b1"].band.mid
     big = by_id["simpletuner-krea2-bf16-1024-b1"].band.mid
     assert big / small < 1.5  # measured: 33.28 / 31.10 = 1.07 for 4x the pixels
+
+
+@pytest.mark.parametrize("delta", deltas(), ids=lambda d: d.id)
+def test_each_measured_difference_lies_within_the_model_s(delta: Delta) -> None:
+    assert delta.within_band, (
+        f"{delta.id}: measured +{delta.measured_gib:.2f} GiB, model "
+        f"+{delta.low:.2f} to +{delta.high:.2f} GiB ({delta.source})"
+    )
+    far = Delta(**{**delta.__dict__, "measured_gib": delta.high * (1 + TOLERANCE) * 1.1})
+    assert not far.within_band
+
+
+def test_diffusion_pipe_s_frames_cost_is_among_the_differences() -> None:
+    # tdrussell's measurement (Wan 14B at 512x512: +3.5 GB per 20 frames) is kept with its source.
+    (wan,) = [d for d in deltas() if "diffusion-pipe" in d.id]
+    assert wan.source == "https://github.com/tdrussell/diffusion-pipe/issues/153"
+    assert wan.measured_gib == 3.5
 
 
 def examples() -> list[Path]:

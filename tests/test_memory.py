@@ -438,3 +438,149 @@ def test_a_video_sample_says_its_decode_is_not_counted() -> None:
     assert any("VAE decode" in note for note in video.notes)
     still = memory(tree(sample={"sample_every": 250}))
     assert not any("VAE decode" in note for note in still.notes)
+
+
+# --- issue 23's terms: eager attention, parameter swapping, validation, Wan's sampling ------
+
+GIB = 2**30
+MID_ACTIVATIONS = 1.075  # the parts are the middle of ACTIVATION_BAND (0.85, 1.3)
+
+
+def matrix_bytes(tokens: int, width: int = 3072) -> float:
+    """One attention matrix: heads (width / 128) × tokens² in bf16 (levers.yaml's figures)."""
+    return width / 128 * tokens * tokens * 2
+
+
+def test_an_eager_backend_keeps_each_block_s_attention_matrix() -> None:
+    tokens = (1024 // 16) ** 2 + 512  # FLUX at 1024 px: 4096 image tokens and 512 text tokens
+    blocks = 19 + 38
+    for checkpointing, matrices in ((False, blocks * 1 + 2), (True, 1 + 2)):
+        train = {"gradient_checkpointing": checkpointing}
+        flash = parts(tree(train=train))["activations"]
+        eager = parts(tree(train={**train, "attention_backend": "_native_math"}))["activations"]
+        expected = matrices * matrix_bytes(tokens) * MID_ACTIVATIONS / GIB
+        assert eager - flash == pytest.approx(expected, abs=0.01)
+    assert any(
+        "is eager" in note for note in memory(tree(train={"attention_backend": "math"})).notes
+    )
+    assert parts(tree(train={"attention_backend": "flash"})) == parts(tree())
+
+
+def test_an_eager_backend_weighs_on_the_sample_pass_too() -> None:
+    sample = {"width": 1024, "height": 1024, "sample_every": 250}
+    flash = parts(tree(sample=sample), "sample")["activations"]
+    eager = parts(tree(sample=sample, train={"attention_backend": "eager"}), "sample")
+    assert eager["activations"] > flash + 3 * matrix_bytes(4608) / GIB
+
+
+def full_fine_tune(**train: Any) -> dict[str, Any]:
+    config = tree(train=train)
+    del config["config"]["process"][0]["network"]
+    return config
+
+
+def test_parameter_swapping_keeps_gradients_for_its_share_of_the_weights() -> None:
+    whole = parts(full_fine_tune(optimizer="adafactor"))
+    swapped = parts(full_fine_tune(optimizer="adafactor", do_paramiter_swapping=True))
+    quarter = parts(
+        full_fine_tune(
+            optimizer="adafactor", do_paramiter_swapping=True, paramiter_swapping_factor=0.25
+        )
+    )
+    assert whole["trainable"] == pytest.approx(12.0e9 * 2 / GIB, rel=0.01)
+    assert swapped["trainable"] == pytest.approx(0.1 * whole["trainable"], rel=0.01)
+    assert quarter["trainable"] == pytest.approx(0.25 * whole["trainable"], rel=0.01)
+    # The weights stay on the card, and the optimizer state, once made, stays.
+    assert swapped["transformer"] == whole["transformer"]
+    assert swapped["optimizer"] == whole["optimizer"]
+
+
+def test_parameter_swapping_with_an_optimizer_that_cannot_swap_changes_nothing() -> None:
+    config = full_fine_tune(optimizer="adamw8bit", do_paramiter_swapping=True)
+    assert parts(config) == parts(full_fine_tune(optimizer="adamw8bit"))
+    assert any("needs the Adafactor or Automagic" in note for note in memory(config).notes)
+
+
+def validation(**values: Any) -> dict[str, Any]:
+    items = [{"image_path": "/val/0.png", "prompt": "a portrait"}]
+    return {"validation_config": {"validation_items": items, **values}}
+
+
+def test_validation_is_a_periodic_peak_even_without_samples() -> None:
+    assert memory(tree(train={"disable_sampling": True})).phases["sample"] is None
+    found = memory(tree(train={"disable_sampling": True, **validation(resolution=1024)}))
+    assert found.phases["sample"] is not None and found.phases["baseline_sample"] is None
+    assert any("validation pass (4 sigmas in one batch at 1024 px" in n for n in found.notes)
+
+
+def test_each_validation_sigma_is_an_item_of_the_pass_s_batch() -> None:
+    def act(**values: Any) -> float:
+        config = tree(train={"disable_sampling": True, **validation(**values)})
+        return memory(config).parts["sample"].activations
+
+    four, one = act(resolution=1024), act(resolution=1024, validation_sigmas=[0.5])
+    assert four == pytest.approx(4 * one, rel=1e-3)
+    assert act(resolution=512, validation_sigmas=[0.5]) < one / 3
+
+
+def test_the_heavier_of_validation_and_the_sample_sets_the_periodic_peak() -> None:
+    sample = {"width": 512, "height": 512, "sample_every": 250, "guidance_scale": 1.0}
+    light = parts(tree(sample=sample), "sample")["activations"]
+    heavy = parts(tree(sample=sample, train=validation(resolution=1024)), "sample")
+    assert heavy["activations"] > 4 * light
+    small = parts(tree(sample=sample, train=validation(resolution=256, validation_sigmas=[1])))
+    assert small == parts(tree(sample=sample))  # the training phase never sees it
+
+
+def test_wan_s_low_vram_sampling_holds_the_text_encoder_only_while_it_encodes() -> None:
+    def sample_parts(low_vram: bool) -> dict[str, float]:
+        config = tree(
+            arch="wan21:14b",
+            model={"low_vram": low_vram},
+            train={"cache_text_embeddings": False},
+            sample={"width": 256, "height": 256, "num_frames": 1, "sample_every": 250},
+        )
+        return parts(config, "sample")
+
+    held, unloaded = sample_parts(False), sample_parts(True)
+    assert held["text_encoder"] > 0
+    # The larger of encoder and activations counts, not their sum.
+    assert unloaded["text_encoder"] + unloaded["activations"] == pytest.approx(
+        max(held["text_encoder"], held["activations"]), rel=0.02
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "family"),
+    [
+        ("Wan-AI/Wan2.1-T2V-14B-Diffusers", "wan21_14b"),
+        ("Wan-AI/Wan2.1-T2V-1.3B-Diffusers", "wan21_1b"),
+        ("/models/wan2.1_t2v_1_3b", "wan21_1b"),
+        ("Wan-AI/Wan2.1-I2V-14B-480P-Diffusers", "wan21_14b"),
+    ],
+)
+def test_the_generic_wan21_arch_takes_its_size_from_name_or_path(name: str, family: str) -> None:
+    from oom_wizard.catalog import load_presets
+
+    presets = load_presets()
+    arch = "wan21_i2v" if "I2V" in name else "wan21"
+    config = tree(arch=arch, model={"name_or_path": name})
+    found = job_memory(document(config), [], "video")
+    assert found.known
+    assert f"the size comes from model.name_or_path ({family}'s figures)" in " ".join(found.notes)
+    if arch == "wan21":  # the same figures as the tagged id of that size
+        tagged = f"wan21:{'1b' if family == 'wan21_1b' else '14b'}"
+        same = job_memory(document(tree(arch=tagged, model={"name_or_path": name})), [], "video")
+        assert same.phases == found.phases
+    assert presets.memory_of(presets.arch(arch), name) is presets.memory_families[family]
+
+
+@pytest.mark.parametrize("name", ["/models/my_wan", None])
+def test_a_wan21_name_without_a_size_says_so(name: str | None) -> None:
+    config = tree(arch="wan21", model={"name_or_path": name} if name else {})
+    found = job_memory(document(config), [], "video")
+    assert not found.known
+    said = " ".join(found.notes)
+    assert "model.arch wan21 has no size of its own" in said and "nominal figures" in said
+    if name:
+        assert repr(name) in said

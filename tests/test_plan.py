@@ -43,12 +43,13 @@ DEEPER = [
     "quantize",
     "text_encoder",
     "extra_passes",
+    "control_images",
     "layer_offloading",
     "placement",
     "lora_rank",
     "optimizer_8bit",
 ]
-TRAINING_ONLY = ["extra_passes", "lora_rank", "optimizer_8bit"]
+TRAINING_ONLY = ["extra_passes", "control_images", "lora_rank", "optimizer_8bit"]
 FIRST = {
     ("loading", "image"): ["sampling", "low_vram", "quantize", "text_encoder"],
     ("loading", "video"): ["sampling", "low_vram", "quantize", "text_encoder"],

@@ -77,7 +77,7 @@ def test_vocabulary_is_the_designs() -> None:
     assert STEP_IDS == (
         "gradient_checkpointing", "batch_size", "top_bucket", "sampling", "num_frames", "low_vram",
         "smaller_bucket", "quantize", "text_encoder", "layer_offloading", "lora_rank",
-        "optimizer_8bit", "attention", "extra_passes", "placement",
+        "optimizer_8bit", "attention", "extra_passes", "placement", "control_images",
     )  # fmt: skip
     assert ALL_STEP_IDS[:-1] == STEP_IDS
     assert ALL_STEP_IDS[-1] == "validation_run"
@@ -397,7 +397,10 @@ def test_loading_words_are_the_users(presets: Presets) -> None:
 
 def test_rollback_order_puts_the_moment_first_then_the_ladder(presets: Presets) -> None:
     deeper = ("attention", "smaller_bucket", "quantize", "text_encoder")
-    training_only = ("extra_passes", "layer_offloading", "placement", "lora_rank", "optimizer_8bit")
+    training_only = (
+        "extra_passes", "control_images", "layer_offloading", "placement", "lora_rank",
+        "optimizer_8bit",
+    )  # fmt: skip
     assert presets.rollback_order("intermittent", "video") == (
         "num_frames", "top_bucket", "gradient_checkpointing", "batch_size", "sampling", "low_vram",
         *deeper, *training_only,
@@ -433,9 +436,10 @@ def test_every_step_has_a_title_a_two_line_why_and_fields(
 
 def test_scale_up_order(presets: Presets) -> None:
     assert presets.scale_up_order == (
-        "validation_run", "smaller_bucket", "top_bucket", "sampling", "extra_passes", "lora_rank",
-        "batch_size", "num_frames", "optimizer_8bit", "placement", "layer_offloading",
-        "text_encoder", "quantize", "low_vram", "gradient_checkpointing", "attention",
+        "validation_run", "smaller_bucket", "top_bucket", "sampling", "extra_passes",
+        "control_images", "lora_rank", "batch_size", "num_frames", "optimizer_8bit", "placement",
+        "layer_offloading", "text_encoder", "quantize", "low_vram", "gradient_checkpointing",
+        "attention",
     )  # fmt: skip
     assert all(presets.step(step).restore for step in presets.scale_up_order)
     assert presets.step("validation_run").fields == ("train.steps",)

@@ -20,7 +20,16 @@ from oom_wizard.changelog import changelog_path_for, read_changelog
 from oom_wizard.document import load_document
 from oom_wizard.paths import parse_path
 from oom_wizard.resume import checkpoint_step
-from tests.autopilot_support import FAKE, SCENARIOS, fake_runner, write_config
+from tests.autopilot_support import (
+    FAKE,
+    SCENARIOS,
+    as_from_a_terminal,
+    fake_runner,
+    pid_alive,
+    wait_for,
+    wait_for_bytes,
+    write_config,
+)
 from tests.fake_trainer import write_checkpoint
 from tests.tmux_support import WIZARD
 
@@ -28,6 +37,8 @@ needs_wizard = pytest.mark.skipif(
     not WIZARD.exists(), reason="the oom-wizard script is not installed"
 )
 EARLY = next(s for s in SCENARIOS if s.name == "image-early-steps")
+SHORT = dataclasses.replace(EARLY, edits={**EARLY.edits, "process.0.train.steps": 600})
+"""The early-steps job at a fifth of its steps: a run that fits ends in about a second."""
 
 
 def run_cli(
@@ -42,14 +53,6 @@ def run_cli(
         stdin=subprocess.DEVNULL,
         timeout=120,
     )
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return state[state.rfind(")") + 2] not in "ZX"
 
 
 # --- D3: a clean exit without a training step is not a fit -----------------------------------
@@ -126,9 +129,10 @@ def test_sigterm_of_run_is_terminated_143_and_stops_the_trainer(tmp_path: Path) 
         [str(WIZARD), "run", str(config), "--auto", "--grace", "2", "--",
          sys.executable, str(FAKE), "{config}"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
+        preexec_fn=as_from_a_terminal,
     )  # fmt: skip
     pid, _pgid, worker = wait_pids(pidfile)
-    wait_bytes(tmp_path / "image-early-steps.run.log", b" 1/3000 [")
+    wait_for_bytes(tmp_path / "image-early-steps.run.log", b" 1/3000 [")
 
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)
@@ -140,21 +144,9 @@ def test_sigterm_of_run_is_terminated_143_and_stops_the_trainer(tmp_path: Path) 
     assert not pid_alive(pid) and not pid_alive(worker)
 
 
-def wait_pids(pidfile: Path, tries: int = 400) -> tuple[int, int, int]:
-    for _ in range(tries):
-        if pidfile.exists() and pidfile.read_text().endswith("\n"):
-            pid, pgid, worker = (int(x) for x in pidfile.read_text().split())
-            return pid, pgid, worker
-        time.sleep(0.025)
-    raise AssertionError(f"{pidfile} never appeared")
-
-
-def wait_bytes(path: Path, text: bytes, tries: int = 400) -> None:
-    for _ in range(tries):
-        if path.exists() and text in path.read_bytes():
-            return
-        time.sleep(0.025)
-    raise AssertionError(f"{text!r} never in {path}")
+def wait_pids(pidfile: Path) -> tuple[int, int, int]:
+    pid, pgid, worker = (int(x) for x in wait_for(pidfile).split())
+    return pid, pgid, worker
 
 
 # --- H2: a trainer that printed the fatal OOM but does not exit -------------------------------
@@ -226,7 +218,7 @@ def start_and_kill(tmp_path: Path, wait_for_training: bool = True) -> tuple[int,
     )  # fmt: skip
     pid, _pgid, worker = wait_pids(pidfile)
     if wait_for_training:
-        wait_bytes(tmp_path / "image-early-steps.run.log", b" 1/3000 [")
+        wait_for_bytes(tmp_path / "image-early-steps.run.log", b" 1/3000 [")
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
     return pid, worker
@@ -407,7 +399,7 @@ def test_the_attempt_records_the_peak_nvidia_smi_showed(tmp_path: Path) -> None:
         "esac\n"
     )
     script.chmod(0o755)
-    config = write_config(tmp_path, EARLY)
+    config = write_config(tmp_path, SHORT)
     env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_STEP_S": "0.002"}
     old_path = os.environ["PATH"]
     os.environ["PATH"] = env["PATH"]
@@ -463,7 +455,7 @@ def test_the_peak_is_the_trainers_own_when_nvidia_smi_lists_its_processes(tmp_pa
         "esac\n"
     )
     script.chmod(0o755)
-    config = write_config(tmp_path, EARLY)
+    config = write_config(tmp_path, EARLY)  # long enough for a second reading
     old_path = os.environ["PATH"]
     os.environ["PATH"] = f"{bin_dir}{os.pathsep}{old_path}"
     try:
@@ -512,3 +504,30 @@ def test_the_apps_review_says_where_a_resumed_jobs_validation_counts_from(tmp_pa
 
     shown = asyncio.run(drive())
     assert "resumes this job from step 500" in shown
+
+
+# --- the trainer hears its stop, however run itself was started -------------------------------
+
+PARENT_WITHOUT_SIGINT = """
+import signal, sys
+from pathlib import Path
+from oom_wizard.application.trainer import run_trainer
+
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # as for `oom-wizard run ... &` in a script
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+shows = (
+    "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler, "
+    "sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])))"
+)
+run_trainer([sys.executable, "-c", shows], Path(sys.argv[1]))
+"""
+
+
+def test_the_trainer_starts_with_its_stop_signals_heard_even_when_run_ignores_them(
+    tmp_path: Path,
+) -> None:
+    """The stop's first signal is SIGINT, the trainer's own clean stop: a trainer that
+    inherited an ignored or blocked SIGINT would never hear it."""
+    log = tmp_path / "run.log"
+    subprocess.run([sys.executable, "-c", PARENT_WITHOUT_SIGINT, str(log)], check=True, timeout=60)
+    assert log.read_text(encoding="utf-8").splitlines()[-1] == "True []"

@@ -108,8 +108,9 @@ def test_round_trip_after_all_steps_restores_every_value(tmp_path: Path) -> None
     write_job(source, tree)
     assert cli("apply", source, "--moment", "early_steps", "--all")[0] == 0
     # Every step but the next bucket down (top_bucket drops the 1024 already) and the levers
-    # this job does not use (no eager attention, no extra pass, one GPU, a LoRA).
-    unused = {"smaller_bucket", "extra_passes", "placement", "attention"}
+    # this job does not use (no eager attention, no extra pass, one GPU, a LoRA, no control
+    # images).
+    unused = {"smaller_bucket", "extra_passes", "placement", "attention", "control_images"}
     assert scale_up_all(tmp_path) == [s for s in SCALE_UP_ORDER if s not in unused]
     assert differing(source, latest(tmp_path)) == set()
 

@@ -1020,3 +1020,45 @@ def test_the_new_memory_options_are_fields_set_accepts() -> None:
         "datasets[].control_path_2",
     } <= known_field_keys()
     assert "train.ema_config" not in known_field_keys()
+
+
+# --- issue 23's settings ---------------------------------------------------------------------
+
+
+def test_validation_config_takes_the_toolkit_s_defaults() -> None:
+    train = primary(trainer(train={"validation_config": {"validation_items": []}})).train
+    validation = train.validation_config
+    assert validation is not None
+    assert (validation.resolution, validation.validate_every_n_steps) == (512, 10)
+    assert validation.validation_sigmas == (1.0, 0.75, 0.5, 0.25)
+    assert primary(trainer()).train.validation_config is None
+    sigmas = primary(trainer(train={"validation_config": {"validation_sigmas": [1, 0.5]}}))
+    assert sigmas.train.validation_config.validation_sigmas == (1.0, 0.5)  # type: ignore[union-attr]
+
+
+def test_swapping_and_the_attention_backend_are_read() -> None:
+    train = primary(trainer()).train
+    assert (train.attention_backend, train.do_paramiter_swapping) == (None, False)
+    assert train.paramiter_swapping_factor == 0.1
+    train = primary(
+        trainer(train={"attention_backend": "_native_math", "do_paramiter_swapping": True})
+    ).train
+    assert (train.attention_backend, train.do_paramiter_swapping) == ("_native_math", True)
+
+
+@pytest.mark.parametrize(
+    ("validation", "expected"),
+    [
+        ({"validation_sigmas": "0.5"}, "a non-empty list of numbers"),
+        ({"validation_sigmas": []}, "a non-empty list of numbers"),
+        ({"resolution": 0}, "a whole number >= 1"),
+    ],
+)
+def test_a_bad_validation_value_is_one_line_at_its_place(
+    validation: dict[str, Any], expected: str
+) -> None:
+    key = next(iter(validation))
+    path = f"config.process[0].train.validation_config.{key}"
+    error = error_of(job_tree(trainer(train={"validation_config": validation})), {path: (12, 7)})
+    text = str(error)
+    assert "\n" not in text and path in text and expected in text

@@ -6,6 +6,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -296,3 +297,18 @@ async def test_an_oom_the_job_goes_on_from_does_not_open_the_wizard(tmp_path: Pa
         assert (app.crash, app.diagnosing, app.return_value) == (None, False, None)
         await pilot.press("q")
     assert app.return_value is not None and not app.return_value.open_wizard
+
+
+async def test_quitting_stops_the_reading_worker_without_waiting_for_its_next_read(
+    tmp_path: Path,
+) -> None:
+    """Between two reads the worker sleeps; a quit ends that sleep rather than wait it out
+    (it used to keep the program alive for the rest of the interval)."""
+    app = WatchApp(WatchTarget(tmp_path / "log.txt", tmp_path / "job.yaml", "job"), poll_s=120)
+    app.probe = False
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.1)  # the worker has read once and sleeps now
+        started = time.monotonic()
+        await pilot.press("q")
+    assert app.return_value is not None
+    assert time.monotonic() - started < 60  # not the 120 s of its interval

@@ -65,10 +65,12 @@ class Pane:
             shown = self.screen()
         return shown
 
-    def wait_for_change(self, before: str, *, top: int = 8, timeout: float = 30.0) -> str:
+    def wait_for_change(
+        self, before: str, *, top: int = 8, timeout: float = 30.0, still_s: float = STILL_S
+    ) -> str:
         """The screen, once its ``top`` lines differ from those of ``before`` (where each
         stage shows its title; notifications are drawn at the bottom) and it has stopped
-        changing (two captures :data:`STILL_S` apart are the same)."""
+        changing (two captures ``still_s`` apart are the same)."""
         deadline = time.monotonic() + timeout
         shown = self.screen()
         while shown.splitlines()[:top] == before.splitlines()[:top]:
@@ -77,7 +79,7 @@ class Pane:
             time.sleep(0.05)
             shown = self.screen()
         while True:
-            time.sleep(STILL_S)
+            time.sleep(still_s)
             again = self.screen()
             if again == shown or time.monotonic() > deadline:
                 return again

@@ -84,7 +84,13 @@ if TYPE_CHECKING:
 ArchGroup = Literal["image", "instruction", "video", "audio", "experimental"]
 OffloadSupport = Literal["works", "ignored", "raises"]
 UiCondition = Literal[
-    "low_vram_box", "layer_offloading_box", "quantize_box", "quantize_te_box", "video"
+    "low_vram_box",
+    "layer_offloading_box",
+    "quantize_box",
+    "quantize_te_box",
+    "video",
+    "control_single",
+    "control_multi",
 ]
 RecipeField = Literal[
     "low_vram",
@@ -150,6 +156,23 @@ def _known_family(value: str, info: ValidationInfo) -> str:
     if known is not None and value not in known:
         raise ValueError(f"'{value}' is not a family of {MEMORY_FILE}")
     return value
+
+
+def _compiles(value: str) -> str:
+    """Check that a pattern is a Python regular expression."""
+    try:
+        re.compile(value)
+    except re.error as error:
+        raise ValueError(f"not a regular expression: {error}") from None
+    return value
+
+
+class NamedFamily(_Frozen):
+    """A memory family that ``model.name_or_path`` names (an arch whose size follows it)."""
+
+    pattern: Annotated[NonEmpty, AfterValidator(_compiles)]
+    """Searched in name_or_path, case-insensitive."""
+    family: Annotated[NonEmpty, AfterValidator(_known_family)]
 
 
 # --- architectures ---------------------------------------------------------------------------
@@ -274,11 +297,19 @@ class ArchFacts(_Frozen):
     """The memory family of ``memory.yaml`` whose counts and activation figures apply."""
     memory_unknown: NonEmpty | None = None
     """Why the arch has no memory family (then the memory accounting has no figures for it)."""
+    memory_by_name: tuple[NamedFamily, ...] = ()
+    low_vram_sample_unloads_te: bool = False
+    """With low_vram, sampling holds the text encoder only while it encodes the prompts."""
+    ui_control_paths: Literal["single", "multi"] | None = None
+    """An edit arch's control-image pickers in the simple form: one, or up to three."""
+    """With memory_unknown: the family ``model.name_or_path`` gives, first match wins."""
 
     @model_validator(mode="after")
     def _consistent(self) -> ArchFacts:
         if (self.memory is None) == (self.memory_unknown is None):
             raise ValueError("needs exactly one of memory (a family id) and memory_unknown (why)")
+        if self.memory_by_name and self.memory is not None:
+            raise ValueError("memory_by_name is for an arch without a fixed memory family")
         expected_kind = self.group if self.group in ("video", "audio") else "image"
         if self.kind != expected_kind:
             raise ValueError(f"group {self.group} needs kind {expected_kind}, not {self.kind}")
@@ -312,6 +343,8 @@ class ArchFacts(_Frozen):
             "quantize_box": self.ui_quantize_box,
             "quantize_te_box": self.ui_quantize_te_box,
             "video": self.kind == "video",
+            "control_single": self.ui_control_paths == "single",
+            "control_multi": self.ui_control_paths == "multi",
         }
         return shown[condition]
 
@@ -668,6 +701,21 @@ class AttentionFacts(_Frozen):
 
     eager: tuple[NonEmpty, ...] = Field(min_length=1)
     efficient: NonEmpty
+    head_dim: int = Field(gt=0)
+    """Channels per attention head: heads = the family's width / this."""
+    eager_saved_matrices: float = Field(ge=0)
+    """Attention matrices (heads × tokens²) an eager kernel saves for backward, per block."""
+    eager_transient_matrices: float = Field(ge=0)
+    """Matrices alive at once beside the saved one while a block runs (scores, gradients)."""
+    matrix_bytes: float = Field(gt=0)
+    """Bytes per element of the matrix (the training dtype's, bf16)."""
+
+
+class SwappingFacts(_Frozen):
+    """``train.do_paramiter_swapping``: the optimizers that can, and the default share."""
+
+    optimizers: tuple[NonEmpty, ...] = Field(min_length=1)
+    default_factor: float = Field(gt=0, le=1)
 
 
 class LeversFile(_Frozen):
@@ -681,6 +729,7 @@ class LeversFile(_Frozen):
     lora: LoraFacts
     unknown_params: NominalParams
     attention: AttentionFacts
+    paramiter_swapping: SwappingFacts
     values: Mapping[NonEmpty, ValueRule] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -807,11 +856,19 @@ class Presets(_Frozen):
                 )
         return None
 
-    def memory_of(self, facts: ArchFacts | None) -> MemoryFamily | None:
-        """The memory family of an arch: None for an unknown arch or one marked memory_unknown."""
-        if facts is None or facts.memory is None:
+    def memory_of(
+        self, facts: ArchFacts | None, name_or_path: str | None = None
+    ) -> MemoryFamily | None:
+        """The memory family of an arch: None for an unknown arch or one marked memory_unknown,
+        unless ``name_or_path`` matches one of its ``memory_by_name`` patterns."""
+        if facts is None:
             return None
-        return self.memory_families[facts.memory]
+        if facts.memory is not None:
+            return self.memory_families[facts.memory]
+        for rule in facts.memory_by_name if name_or_path else ():
+            if re.search(rule.pattern, name_or_path or "", re.IGNORECASE):
+                return self.memory_families[rule.family]
+        return None
 
     def frame_grid(self, facts: ArchFacts | None) -> FrameGrid:
         """The frame grid of an arch; for one the presets do not know, the toolkit's fallback."""

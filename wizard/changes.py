@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from oom_wizard.change import Change
 from oom_wizard.changelog import (
@@ -32,7 +32,9 @@ from oom_wizard.changelog import (
 from oom_wizard.document import MISSING, JobDocument, same_value
 from oom_wizard.errors import ConfigError, EditError, NameTaken
 from oom_wizard.paths import FieldPath, format_path
-from oom_wizard.save import SaveResult, default_output_path, save
+
+if TYPE_CHECKING:
+    from oom_wizard.save import SaveResult
 
 __all__ = ["Change", "Prepared", "changelog_of", "commit", "prepare", "unified_diff"]
 
@@ -179,6 +181,8 @@ def commit(
         SaveRefused: the output or change log path is refused; nothing is written.
     """
     source = prepared.before.source
+    from oom_wizard.save import default_output_path
+
     write = partial(
         _commit,
         prepared,
@@ -223,6 +227,8 @@ def _commit(
     force: bool,
     prior: ChangeLog | Literal["beside"] | None,
 ) -> SaveResult:
+    from oom_wizard.save import save
+
     source = prepared.before.source
     run = RunRecord(
         at=now_iso(),

@@ -15,11 +15,11 @@ Standard library only: ``python -m oom_wizard`` installs it before importing any
 
 from __future__ import annotations
 
-import contextlib
+import _thread
 import os
 import signal
 import sys
-import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -28,11 +28,19 @@ from typing import Any
 _RESEND_AFTER = 0.01
 
 
-def _send(signum: int) -> None:
+def _send_later(signum: int) -> None:
     # To the process, not to this thread: pending while the main thread holds the signal
     # (a save in progress), ignored once the process has said what it did, as decided by
     # whoever set the signal's disposition.
+    time.sleep(_RESEND_AFTER)
     os.kill(os.getpid(), signum)
+
+
+def _resend(signum: int) -> None:
+    # A bare thread: ``threading.Thread.start`` waits until the new thread runs, and on a
+    # loaded machine the resent signal can land in that wait, inside the hook, where it would
+    # be lost as the first one was.
+    _thread.start_new_thread(_send_later, (signum,))
 
 
 class Terminated(KeyboardInterrupt):
@@ -56,10 +64,10 @@ def redeliver_lost_interrupts() -> Callable[[], None]:
         exc = unraisable.exc_value
         if isinstance(exc, KeyboardInterrupt):
             signum = signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT
-            resend = threading.Timer(_RESEND_AFTER, _send, args=(signum,))
-            resend.daemon = True
-            with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C, this instant
-                resend.start()
+            try:
+                _resend(signum)
+            except KeyboardInterrupt:  # a second Ctrl-C this instant: owed the same way
+                _resend(signum)
             return
         previous(unraisable)
 

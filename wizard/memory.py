@@ -23,12 +23,16 @@ turned into GiB at the end (``/ 2³⁰``)::
     text_encoder = P_te × b_te × (1 − o_te)        0 with te_device: cpu
     vae          = P_vae × b_vae                   0 with vae_device: cpu
     trainable    = adapter weights + gradients (+ EMA's copy)  or, for a full fine-tune,
-                   P_t × b (gradients) (+ P_t × b, EMA)
+                   P_t × b × s (gradients) (+ P_t × b, EMA); s = ``paramiter_swapping_factor``
+                   with ``do_paramiter_swapping`` on an optimizer that swaps (levers.yaml's
+                   ``paramiter_swapping``), else 1: only that share holds a gradient
     optimizer    = n × S                           n trained weights, S state bytes per weight
     activations  = see below
     overhead     = C + f × (everything above)      the CUDA context and the allocator's reserve
 
-    P_t, P_te, P_vae  billions of parameters (memory.yaml's family, else archs.yaml, else nominal)
+    P_t, P_te, P_vae  billions of parameters (memory.yaml's family, else archs.yaml, else nominal;
+                 an arch whose size follows ``model.name_or_path``, the generic ``wan21``, takes
+                 the family its ``memory_by_name`` patterns find there)
     b            bytes per weight of ``train.dtype``; b_t the qtype's with ``model.quantize``;
                  b_te: ``te_dtype``'s bytes, the qtype_te's with ``quantize_te``, and at most
                  ``text_encoder_bits`` / 8; b_vae: ``vae_dtype``'s bytes, else b
@@ -56,15 +60,25 @@ largest over datasets)::
     checkpointing off:  Σ_blocks count × saved × T + max_blocks peak × T
 
     T is T_joint for a block that attends jointly, T_img for one that sees image tokens only;
-    input, saved and peak are memory.yaml's bytes per token. ``diff_output_preservation`` and
+    input, saved and peak are memory.yaml's bytes per token. An eager ``attention_backend``
+    (levers.yaml's ``attention.eager``) adds the attention matrix M = heads × T² × bytes
+    (heads = d / head_dim): each block saves ``eager_saved_matrices`` × M for backward (kept
+    with checkpointing off, only the recomputed block's with it on) and holds
+    ``eager_transient_matrices`` × M while it runs. ``diff_output_preservation`` and
     ``blank_prompt_preservation`` run a second pass with gradients: the Σ term counts twice.
     ``inverted_mask_prior`` and ``do_prior_divergence`` add a prior prediction made without
     gradients before the step: it does not stack on the step's peak (a note says so).
 
 Sample activations (no gradients), per sample at its own width, height and frames::
 
-    (2 × input + α × saved) × T, the largest over blocks, × 2 with classifier-free guidance
-    (guidance_scale > 1 on an arch that is not guidance-distilled), α = SAMPLE_SAVED_SHARE.
+    (2 × input + α × saved) × T (+ both eager matrices), the largest over blocks, × 2 with
+    classifier-free guidance (guidance_scale > 1 on an arch that is not guidance-distilled),
+    α = SAMPLE_SAVED_SHARE.
+
+The validation pass (``train.validation_config``, BaseSDTrainProcess.validate) is the same
+forward pass at ``resolution``² with one batch item per ``validation_sigmas`` entry and no
+guidance; it runs after a training step, so the periodic ``sample`` phase takes the larger of
+it and the sample (and happens with validation even when sampling is off).
 
 The phases::
 
@@ -78,6 +92,9 @@ The phases::
     training        transformer + text_encoder (0 when cached or unloaded, unless trained) + vae
                     + trainable + optimizer + training activations + overhead
     sample          as baseline_sample, with the optimizer state that now exists
+    On an arch whose low-VRAM sampling pipeline holds the text encoder only while it encodes
+    (``low_vram_sample_unloads_te``, Wan 2.1), a sample counts the larger of the encoder and
+    the activations, not their sum.
 
 The band: weights × [1, 1 + WEIGHT_SLACK] (quantized models keep some layers unquantized and
 carry scales: + QUANT_SLACK), activations × ACTIVATION_BAND, overhead C and f from
@@ -470,7 +487,24 @@ def _accounts(
     per_phase: dict[Phase, list[tuple[_Terms, bool]]] = {phase: [] for phase in PHASES}
     for process in view.processes:
         facts = arch_facts(process, presets)
-        account = _Account(process, facts, lookup(facts), presets, video)
+        family = lookup(facts)
+        if family is None and facts is not None and facts.memory_by_name:
+            family = presets.memory_of(facts, process.model.name_or_path)
+            if family is None:
+                name = process.model.name_or_path
+                notes.append(
+                    f"model.arch {facts.id} has no size of its own and model.name_or_path "
+                    f"{name!r} names none (1.3B or 14B): nominal figures are used."
+                    if name
+                    else f"model.arch {facts.id} has no size of its own and no "
+                    "model.name_or_path names one (1.3B or 14B): nominal figures are used."
+                )
+            else:
+                notes.append(
+                    f"model.arch {facts.id}: the size comes from model.name_or_path "
+                    f"({family.id}'s figures)."
+                )
+        account = _Account(process, facts, family, presets, video)
         for phase in PHASES:
             terms = account.terms(phase)
             if terms is not None:
@@ -698,7 +732,7 @@ class _Account:
             if trains_te:
                 n += self.p_te * BILLION
             self.adapter_weights = 0.0
-            self.gradients = n * self.full
+            self.gradients = n * self.full * self._swapped_share()
             self.ema = n * self.full if ema else 0.0
         else:
             share = self._adapter_share(process)
@@ -714,6 +748,26 @@ class _Account:
             self.notes.append("EMA keeps a second copy of the trained weights.")
         if trains_te:
             self.notes.append("The text encoder is trained: it stays on the card while training.")
+
+    def _swapped_share(self) -> float:
+        """The share of a full fine-tune's weights that holds a gradient: the swapping factor
+        with ``do_paramiter_swapping`` on an optimizer that can swap, else 1."""
+        train = self.process.train
+        facts = self.presets.levers.paramiter_swapping
+        if train.do_paramiter_swapping is not True:
+            return 1.0
+        if (train.optimizer or "").strip().lower() not in facts.optimizers:
+            self.notes.append(
+                "do_paramiter_swapping needs the Adafactor or Automagic optimizer: with "
+                f"{train.optimizer!r} every weight keeps its gradient."
+            )
+            return 1.0
+        factor = train.paramiter_swapping_factor or facts.default_factor
+        self.notes.append(
+            f"Parameter swapping: {factor:g} of the weights hold a gradient at each step (the "
+            "weights and the optimizer state stay whole)."
+        )
+        return factor
 
     def _adapter_share(self, process: ProcessView) -> float:
         """Trained adapter weights per transformer weight (the docstring's n / P_t)."""
@@ -768,18 +822,78 @@ class _Account:
         """(kept across the pass, one block's transient) in bytes for one item."""
         kept = 0.0
         transient = 0.0
+        saved_matrix, transient_matrix = self._eager_matrices()
         for block in self.blocks:
             tokens = image_tokens + (self.text_tokens if block.tokens != "image" else 0)
+            matrix = self._matrix_bytes(tokens)
             if checkpointing:
                 kept += block.count * block.input_bytes_per_token * tokens
                 transient = max(
                     transient,
-                    (block.saved_bytes_per_token + block.peak_bytes_per_token) * tokens,
+                    (block.saved_bytes_per_token + block.peak_bytes_per_token) * tokens
+                    + (saved_matrix + transient_matrix) * matrix,
                 )
             else:
-                kept += block.count * block.saved_bytes_per_token * tokens
-                transient = max(transient, block.peak_bytes_per_token * tokens)
+                kept += block.count * (block.saved_bytes_per_token * tokens + saved_matrix * matrix)
+                transient = max(
+                    transient, block.peak_bytes_per_token * tokens + transient_matrix * matrix
+                )
         return kept, transient
+
+    def _eager_matrices(self) -> tuple[float, float]:
+        """(saved, transient) attention matrices per block: 0 for a flash or memory-efficient
+        kernel, levers.yaml's counts for an eager ``train.attention_backend``."""
+        facts = self.presets.levers.attention
+        backend = (self.process.train.attention_backend or "").strip().lower()
+        if backend not in facts.eager:
+            return 0.0, 0.0
+        self.notes.append(
+            f"train.attention_backend {backend!r} is eager: each attention block keeps its "
+            "heads × tokens² matrix."
+        )
+        return facts.eager_saved_matrices, facts.eager_transient_matrices
+
+    def _matrix_bytes(self, tokens: float) -> float:
+        """Bytes of one attention matrix over ``tokens`` (heads × tokens² elements)."""
+        facts = self.presets.levers.attention
+        heads = max(1.0, self.width / facts.head_dim)
+        return heads * tokens * tokens * facts.matrix_bytes
+
+    def _forward_activations(self, image: float) -> tuple[float, float]:
+        """(low, high) bytes of one item's forward pass without gradients over ``image``
+        tokens: the heaviest block's input, output and share of its saved bytes, and with an
+        eager kernel its scores and softmax."""
+        saved_matrix, transient_matrix = self._eager_matrices()
+        eager = saved_matrix + transient_matrix
+        low = high = 0.0
+        for block in self.blocks:
+            tokens = image + (self.text_tokens if block.tokens != "image" else 0)
+            base = 2.0 * block.input_bytes_per_token * tokens + eager * self._matrix_bytes(tokens)
+            low = max(low, base + SAMPLE_SAVED_SHARE[0] * block.saved_bytes_per_token * tokens)
+            high = max(high, base + SAMPLE_SAVED_SHARE[1] * block.saved_bytes_per_token * tokens)
+        return low, high
+
+    def _validation_activations(self) -> tuple[float, float] | None:
+        """(low, high) bytes of the validation pass, None without ``validation_config``.
+
+        BaseSDTrainProcess.validate: each validation image, resized to the pixel budget of
+        ``resolution``², is predicted once per sigma in one batch, without gradients and
+        without guidance, after a training step (at the start step and every
+        ``validate_every_n_steps``): the periodic-sample moment.
+        """
+        validation = self.process.train.validation_config
+        if validation is None:
+            return None
+        side = validation.resolution or 512
+        batch = len(validation.validation_sigmas or (1.0, 0.75, 0.5, 0.25))
+        low, high = self._forward_activations(self.shape.tokens(side, side, 1))
+        every = validation.validate_every_n_steps
+        when = f"every {every} steps" if every else "at the start step"
+        self.notes.append(
+            f"The validation pass ({batch} sigma{'s' if batch > 1 else ''} in one batch at "
+            f"{side} px, {when}) peaks beside the periodic sample."
+        )
+        return low * batch, high * batch
 
     def _sample_activations(self, sample: SampleView) -> tuple[float, float]:
         """(low, high) bytes of the heaviest sample."""
@@ -789,14 +903,7 @@ class _Account:
             size = sample.rendered_size(index)
             frames = size["num_frames"] if self.video else 1
             image = self.shape.tokens(size["width"], size["height"], frames)
-            low = high = 0.0
-            for block in self.blocks:
-                tokens = image + (self.text_tokens if block.tokens != "image" else 0)
-                base = 2.0 * block.input_bytes_per_token * tokens
-                low = max(low, base + SAMPLE_SAVED_SHARE[0] * block.saved_bytes_per_token * tokens)
-                high = max(
-                    high, base + SAMPLE_SAVED_SHARE[1] * block.saved_bytes_per_token * tokens
-                )
+            low, high = self._forward_activations(image)
             if high * cfg > worst[1]:
                 worst = (low * cfg, high * cfg)
             if frames > 1:
@@ -805,6 +912,18 @@ class _Account:
                     "the transformer's passes)."
                 )
         return worst
+
+    def _sample_unloads_te(self) -> bool:
+        """Whether sampling moves the text encoder back off the card before denoising."""
+        if self.facts is None or not self.facts.low_vram_sample_unloads_te:
+            return False
+        if self.process.model.low_vram is not True:
+            return False
+        self.notes.append(
+            "With low_vram the sampling pipeline holds the text encoder only while it encodes "
+            "the prompts, then moves it to the CPU before the denoising passes."
+        )
+        return True
 
     def _cfg(self, sample: SampleView) -> bool:
         arch = self.facts.id if self.facts is not None else None
@@ -863,12 +982,24 @@ class _Account:
                 activations=(act * ACTIVATION_BAND[0], act * ACTIVATION_BAND[1]),
             )
         sample = self._samples(first=phase == "baseline_sample")
-        if sample is None:
+        validation = self._validation_activations() if phase == "sample" else None
+        if sample is None and validation is None:
             return None
-        te = 0.0 if cached else self.text_encoder
+        if sample is not None:
+            te = 0.0 if cached else self.text_encoder
+            low, high = self._sample_activations(sample)
+            if te and self._sample_unloads_te():
+                # The encoder is on the card while it encodes, the activations while the
+                # transformer denoises: the larger of the two counts, not their sum.
+                te = max(te - (low + high) / 2.0, 0.0)
+        else:  # validation only: its prompts were encoded at start, the encoder is as in training
+            unloaded = cached or self.process.train.unload_text_encoder is True
+            te = self.text_encoder if trains_te or not unloaded else 0.0
+            low = high = 0.0
+        if validation is not None and validation[1] > high:
+            low, high = validation
         weights = self.adapter_weights + self.ema
         optimizer = self.optimizer if phase == "sample" else 0.0
-        low, high = self._sample_activations(sample)
         return _Terms(
             transformer=(self.transformer, self.transformer * w),
             text_encoder=(te, te * te_slack),

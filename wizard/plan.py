@@ -37,7 +37,7 @@ import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Final, Literal, Protocol, TypeAlias
+from typing import Any, Final, Literal, Protocol, TypeAlias, cast
 
 from oom_wizard import spelling
 from oom_wizard.catalog import (
@@ -89,6 +89,7 @@ __all__ = [
     "estimate",
     "fewer_frames",
     "fewer_sample_steps",
+    "given_choices",
     "next_scale_up",
     "pending_scale_ups",
     "rewrite_prompt_flags",
@@ -102,7 +103,15 @@ where most OOM reports land, and their first changes (checkpointing, batch 1, th
 bucket) are the procedure's main activation levers. Callers must say it was assumed."""
 
 ROLLBACK_RUNG_STEPS: Final[frozenset[AnyStepId]] = frozenset(
-    {"top_bucket", "num_frames", "sampling", "smaller_bucket", "layer_offloading", "lora_rank"}
+    {
+        "top_bucket",
+        "num_frames",
+        "sampling",
+        "smaller_bucket",
+        "layer_offloading",
+        "lora_rank",
+        "control_images",
+    }
 )
 """Steps that go down one rung per roll-back (done when the last roll-back applied them)."""
 
@@ -154,6 +163,9 @@ class FieldProposal:
         group_items: For a grouped field, the whole list as it is today.
         requires: The key of another field of the step that this one only makes sense with
             (the accumulation that keeps the effective batch needs the smaller batch).
+        set_by: The title of an earlier step whose choice left ``before`` (None: ``before``
+            is today's value); see :func:`given_choices`.
+        today: The value in today's config when ``set_by`` says ``before`` is not it.
     """
 
     path: FieldPath
@@ -166,11 +178,23 @@ class FieldProposal:
     group: str | None = None
     group_items: tuple[Any, ...] = ()
     requires: str | None = None
+    set_by: str | None = None
+    today: Any = None
 
     @property
     def key(self) -> str:
         """The field's key in :class:`StepChoice` mappings: its formatted path."""
         return format_path(self.path)
+
+    @property
+    def config_before(self) -> Any:
+        """The value in today's config (what an increase is weighed against)."""
+        return self.today if self.set_by is not None else self.before
+
+    @property
+    def changes(self) -> FieldPath:
+        """The path the field's change writes: a bucket's whole list, else the field."""
+        return self.path[:-1] if self.group is not None else self.path
 
     def to_json(self) -> dict[str, Any]:
         """The field as ``plan --json`` prints it."""
@@ -213,6 +237,9 @@ class StepProposal:
     later: str | None = None
     """Why a step with nothing to change now is not done either: its rung is still ahead,
     after another step (the next bucket down, once the biggest is dropped)."""
+    deeper: bool = False
+    """A deeper lever (``presets/ladders.yaml``'s ``deeper``), neither among the moment's first
+    steps nor on the kind's ladder: the walk shows it only when a fix puts it forward."""
 
     def to_json(self) -> dict[str, Any]:
         """The step as ``plan --json`` prints it."""
@@ -259,6 +286,8 @@ class Plan:
     fixes: Mapping[FixName, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
     default_fix: FixName = "safe"
     sizing: FixSizing | None = None
+    gpus: int = 1
+    """How many GPUs the plan was built for (splitting the model needs more than one)."""
 
     def fix_steps(self, fix: FixName | None = None) -> tuple[str, ...]:
         """The steps a fix switches on (None: the default fix); the safe set when the plan
@@ -399,11 +428,15 @@ def build_plan(
     last_rollback = _done_by_last_rollback(changelog, presets)
     done = {} if new_crash else last_rollback
     applied_before = set(last_rollback) if new_crash else set()
+    first = presets.moment(checked_moment).first(kind)
+    forward = {*first, *presets.ladder(kind), VALIDATION_RUN}
     steps = [
-        _step(step_id, checked_moment, processes, presets, done, applied_before)
+        dataclasses.replace(
+            _step(step_id, checked_moment, processes, presets, done, applied_before),
+            deeper=step_id not in forward,
+        )
         for step_id in order
     ]
-    first = presets.moment(checked_moment).first(kind)
     chosen, exhausted, figures, sized = _with_defaults(
         steps, first, document, checked_moment, kind, presets, calibration, card_gib
     )
@@ -416,6 +449,7 @@ def build_plan(
         fixes=sized.fixes,
         default_fix=sized.default,
         sizing=sized.sizing,
+        gpus=gpus,
     )
 
 
@@ -531,6 +565,11 @@ def _with_defaults(
         sized = _with_validation(steps, sized)
     on = sized.fixes[sized.default]
     current = figures(on)
+    if sized.weigher is not None:  # the crash's GiB, as the fixes were sized in
+        weigher = sized.weigher
+        current = dataclasses.replace(
+            current, gib=(weigher.scaled(()), weigher.scaled(changes_of(on)))
+        )
     peak = PEAK_WORDS.get(CRASHED_PEAK.get(moment, ""), "the peak")
     result: list[StepProposal] = []
     for step in _switched(steps, on):
@@ -964,6 +1003,8 @@ def _step_down(
 
 def _sampling(process: _Process, moment: Moment, found: _Found) -> None:
     train, sample = process.view.train, process.view.sample
+    if moment != "loading":
+        _lighter_validation(process, found)
     if sample is None:
         return
     if not train.is_known("disable_sampling"):
@@ -993,6 +1034,30 @@ def _sampling(process: _Process, moment: Moment, found: _Found) -> None:
         return
     _lighter_samples(process, sample, found)
     _propose(found, process, disable, True, default_on=False)
+
+
+def _lighter_validation(process: _Process, found: _Found) -> None:
+    """The validation pass (``train.validation_config``) made lighter: its resolution capped
+    like a sample's long side, its sigmas (one batch item each) down to the middle one."""
+    validation = process.view.train.validation_config
+    if validation is None:
+        return
+    base = ("train", "validation_config")
+    cap = process.limits.sample_long_side.of(process.kind)
+    if validation.resolution is not None and validation.resolution > cap:
+        _propose(found, process, (*base, "resolution"), cap, control="number")
+    sigmas = validation.validation_sigmas
+    if sigmas is not None and len(sigmas) > 1:
+        middle = sorted(sigmas)[(len(sigmas) - 1) // 2]
+        label = f"{format_path((*base, 'validation_sigmas'))} (one prediction per sigma)"
+        _propose(
+            found, process, (*base, "validation_sigmas"), [middle], control="text", label=label
+        )
+    found.notes.append(
+        "Validation runs a batch of one prediction per sigma after a training step: a periodic "
+        "peak like a sample's. A lighter pass gives a val/loss that is not comparable with the "
+        "values logged before."
+    )
 
 
 def _lighter_samples(process: _Process, sample: SampleView, found: _Found) -> None:
@@ -1331,8 +1396,8 @@ def _attention(process: _Process, moment: Moment, found: _Found) -> None:
     _propose(found, process, ("train", "attention_backend"), facts.efficient, control="text")
     found.notes.append(
         f"train.attention_backend is {backend!r}, an eager kernel that keeps every layer's whole "
-        "attention matrix: the likely cause of this crash. The memory estimate assumes a flash "
-        "or memory-efficient kernel, so it does not show this saving."
+        "attention matrix: the likely cause of this crash. The estimate counts that matrix "
+        "(heads × tokens² per block); the efficient kernel never holds it."
     )
 
 
@@ -1374,8 +1439,48 @@ def _conv_rank(process: _Process, network: Mapping[str, Any], found: _Found) -> 
         )
 
 
-#: Optimizers whose AI Toolkit class can train a share of the weights at a time.
-SWAPPING_OPTIMIZERS: Final = frozenset({"adafactor", "automagic"})
+def _control_images(process: _Process, moment: Moment, found: _Found) -> None:
+    """One control image fewer per item, for each dataset with several, where the arch takes
+    several (the simple form's Control Dataset 1-3); the last one listed goes first."""
+    datasets = [d for d in process.view.datasets if d.control_images > 1]
+    if not datasets:
+        found.unavailable += 1
+        return
+    facts = process.facts
+    if facts is not None and facts.ui_control_paths == "single":
+        found.unavailable += 1
+        found.notes.append(
+            f"{facts.label} takes one control image per item: an edit model needs it, so it stays."
+        )
+        return
+    cost = "off: the LoRA no longer learns from this reference"
+    for dataset in datasets:
+        numbered = [
+            name
+            for name in ("control_path_1", "control_path_2", "control_path_3")
+            if getattr(dataset, name)
+        ]
+        if numbered:
+            last = numbered[-1]
+            label = f"datasets[{dataset.index}].{last} ({cost})"
+            _propose(found, process, ("datasets", dataset.index, last), MISSING, label=label)
+            continue
+        paths = process.get("datasets", dataset.index, "control_path")
+        if isinstance(paths, list):
+            kept = [p for p in paths if p][:-1]
+            label = f"datasets[{dataset.index}].control_path (the last one {cost})"
+            _propose(
+                found,
+                process,
+                ("datasets", dataset.index, "control_path"),
+                kept,
+                control="text",
+                label=label,
+            )
+    found.notes.append(
+        "Each control image adds about as many tokens as the target image to every step (the "
+        "estimate counts it at the target's size); one fewer per roll-back, the first stays."
+    )
 
 
 def _placement(process: _Process, moment: Moment, found: _Found) -> None:
@@ -1397,7 +1502,7 @@ def _placement(process: _Process, moment: Moment, found: _Found) -> None:
         found.notes.append("AI Toolkit splits only FLUX over several GPUs.")
     if not isinstance(process.get("network"), Mapping):
         optimizer = str(process.get("train", "optimizer") or "").lower()
-        if optimizer in SWAPPING_OPTIMIZERS:
+        if optimizer in process.presets.levers.paramiter_swapping.optimizers:
             offered += 1
             if process.get("train", "do_paramiter_swapping") is not True:
                 _propose(found, process, ("train", "do_paramiter_swapping"), True)
@@ -1594,6 +1699,7 @@ _BUILDERS: Final[Mapping[str, _Builder]] = MappingProxyType(
         "attention": _attention,
         "extra_passes": _extra_passes,
         "placement": _placement,
+        "control_images": _control_images,
         VALIDATION_RUN: _validation_run,
     }
 )
@@ -1612,28 +1718,119 @@ def changes_for(plan: Plan, choices: Mapping[str, StepChoice] | None = None) -> 
             from a mapping is off.
 
     A field whose ``requires`` field is off is left out; the buckets of one list become one
-    change of the whole list; when two steps change the same field, the first one wins.
+    change of the whole list; when two steps change the same field, the later one wins (in
+    the earlier one's place): its rung starts from the value the earlier one leaves, once
+    :func:`given_choices` has said so.
     """
     if choices is None:
         choices = plan.default_choices()
-    changes: list[Change] = []
-    taken: set[FieldPath] = set()
+    changes: dict[FieldPath, Change] = {}
     for step in plan.steps:
         choice = choices.get(step.id)
         if choice is None or not choice.enabled:
             continue
         for change in _step_changes(step, choice):
-            if change.path not in taken:
-                taken.add(change.path)
-                changes.append(change)
-    return changes
+            changes[change.path] = change
+    return list(changes.values())
+
+
+def given_choices(
+    plan: Plan,
+    document: JobDocument,
+    choices: Mapping[str, StepChoice] | None = None,
+    presets: Presets | None = None,
+) -> Plan:
+    """The plan with each step's proposals as the choices of the steps before it leave them.
+
+    A field that an earlier step's choice changes (a value typed there, or its proposal) is
+    proposed again by the later step from that value: its ``before`` is the earlier value
+    (``set_by`` names the step) and its ``after`` the later step's own rung counted from
+    there, as the step's builder finds it in the config with the earlier changes made. A
+    field with no rung left below the earlier value leaves the later step, whose note says
+    where the value stays. Steps no earlier choice touches are returned as they are (the
+    plan itself when none is touched).
+
+    Args:
+        plan: The plan, built on ``document``.
+        document: The config as loaded.
+        choices: Step id → choice (None: the plan's defaults); steps missing are off.
+        presets: The preset data (default: the shipped presets).
+
+    Raises:
+        EditError: an earlier change cannot be made safely.
+    """
+    from oom_wizard.changes import prepare
+
+    if choices is None:
+        choices = plan.default_choices()
+    made: dict[FieldPath, tuple[Change, str]] = {}
+    steps: list[StepProposal] = []
+    for step in plan.steps:
+        if any(proposal.changes in made for proposal in step.fields):
+            earlier = [change for change, _ in made.values()]
+            current = prepare(document, earlier).after
+            step = _rebased(step, plan, current, made, presets or load_presets())
+        steps.append(step)
+        choice = choices.get(step.id)
+        if choice is not None and choice.enabled:
+            for change in _step_changes(step, choice):
+                made[change.path] = (change, step.title)
+    if all(new is old for new, old in zip(steps, plan.steps, strict=True)):
+        return plan
+    return dataclasses.replace(plan, steps=tuple(steps))
+
+
+def _rebased(
+    step: StepProposal,
+    plan: Plan,
+    current: JobDocument,
+    made: Mapping[FieldPath, tuple[Change, str]],
+    presets: Presets,
+) -> StepProposal:
+    """``step`` with the fields that earlier changes touch proposed again on ``current``."""
+    moment, kind = _checked(plan.moment, plan.model_kind)
+    processes = _processes(current, presets, kind, plan.gpus)
+    again = _step(cast(AnyStepId, step.id), moment, processes, presets, {}, set())
+    fresh: dict[FieldPath, list[FieldProposal]] = {}
+    for proposal in again.fields:
+        fresh.setdefault(proposal.changes, []).append(proposal)
+    toggles = {proposal.key: proposal.default_on for proposal in step.fields}
+    fields: list[FieldProposal] = []
+    stays: list[str] = []
+    placed: set[FieldPath] = set()
+    for proposal in step.fields:
+        target = proposal.changes
+        if target not in made:
+            fields.append(proposal)
+            continue
+        if target in placed:
+            continue
+        placed.add(target)
+        change, title = made[target]
+        found = fresh.get(target, [])
+        fields.extend(
+            dataclasses.replace(
+                new,
+                default_on=toggles.get(new.key, new.default_on),
+                set_by=title,
+                today=proposal.config_before if new.group is None else new.before,
+            )
+            for new in found
+        )
+        if not found:
+            stays.append(f"{proposal.label} stays at {spelling.value(change.after)} ({title})")
+    note = step.note
+    if stays:
+        left = "; ".join(stays) + ": nothing lower to propose from there."
+        note = f"{note} {left}" if note else left
+    return dataclasses.replace(step, fields=tuple(fields), note=note)
 
 
 def _is_increase(proposal: FieldProposal, after: Any) -> bool:
     """Whether an edited value costs more memory than today's (see :mod:`oom_wizard.values`)."""
     from oom_wizard.values import validate_value
 
-    return validate_value(proposal.path, after, None, before=proposal.before).increase
+    return validate_value(proposal.path, after, None, before=proposal.config_before).increase
 
 
 def _step_changes(step: StepProposal, choice: StepChoice) -> Iterable[Change]:
@@ -1652,7 +1849,7 @@ def _step_changes(step: StepProposal, choice: StepChoice) -> Iterable[Change]:
             continue
         after = choice.values.get(proposal.key, proposal.after)
         if proposal.key in choice.values and _is_increase(proposal, after):
-            shown_before, shown_after = spelling.before_after(proposal.before, after)
+            shown_before, shown_after = spelling.before_after(proposal.config_before, after)
             reason += f" (an increase: {shown_before} → {shown_after}, confirmed)"
         yield Change(path=proposal.path, after=after, step=step.id, reason=reason)
     for list_path, items, drops in dropped.values():

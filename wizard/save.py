@@ -42,12 +42,14 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from oom_wizard.changelog import ChangeLog, changelog_path_for, record_path
-from oom_wizard.document import JobDocument
 from oom_wizard.errors import NameTaken, SaveRefused
 from oom_wizard.leftovers import dead_leftovers, journal_name, temp_name
+
+if TYPE_CHECKING:  # the writer itself (``atomic_write``: the demo's copy) needs no model
+    from oom_wizard.changelog import ChangeLog
+    from oom_wizard.document import JobDocument
 
 OUTPUT_TAG: Final = "oomfix"
 HEADER: Final = (
@@ -83,6 +85,8 @@ def default_output_path(source: Path) -> Path:
     A source that is itself an output (``my_job.oomfix.yaml``) continues the series
     (``my_job.oomfix-2.yaml``) instead of stacking tags.
     """
+    from oom_wizard.changelog import changelog_path_for
+
     stem, suffix = source.stem, source.suffix
     match = _TAGGED_STEM.match(stem)
     base = match.group("base") if match else stem
@@ -189,7 +193,7 @@ def save(
         SaveRefused: a target is refused, or a write failed; either way the folders are
             as they were (the message says so, or says exactly what is not).
     """
-    from oom_wizard.changelog import FileRef, sha256_of
+    from oom_wizard.changelog import FileRef, changelog_path_for, record_path, sha256_of
 
     source = source if source is not None else document.source
     log_path = changelog_path or changelog_path_for(output)

@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Final, Literal
 
 from oom_wizard.catalog import Presets
@@ -143,6 +144,9 @@ class SizedFixes:
     fixes: Mapping[FixName, tuple[str, ...]]
     default: FixName
     sizing: FixSizing | None
+    weigher: Weigher | None = None
+    """The weigher in the crash's GiB, when the crash's figures sized the fixes: the plan's
+    estimate weighs through it too, so that it and the fixes' peaks are one figure."""
 
 
 def phase_of_moment(moment: str) -> Phase | None:
@@ -216,6 +220,43 @@ class Weigher:
         return Band(
             fixed + max(found.low - fixed, 0.0) * self.scale,
             fixed + max(found.high - fixed, 0.0) * self.scale,
+        )
+
+    def scaled(self, changes: Sequence[Change]) -> JobMemory:
+        """The whole :class:`JobMemory` with ``changes`` in the crash's GiB: every phase's band
+        as :meth:`band` gives it, the parts' activations and overhead scaled, and a note that
+        says so (unchanged without a calibration)."""
+        memory = self.memory(changes)
+        calibration = self.calibration
+        if calibration is None:
+            return memory
+        phases = {phase: self.band(changes, phase) for phase in PHASES}
+        parts = {
+            phase: replace(
+                found,
+                activations=found.activations * self.scale,
+                overhead=found.overhead * self.scale,
+            )
+            for phase, found in memory.parts.items()
+        }
+        happening = [phase for phase in PHASES if phases[phase] is not None]
+        peak_phase = max(
+            happening or [memory.peak_phase],
+            key=lambda p: (phases[p] or Band(0.0, 0.0)).high,
+        )
+        note = (
+            f"Calibrated by the crash ({calibration.source}): activations and overhead "
+            f"× {self.scale:.2f}, so that the {calibration.phase} midpoint is the "
+            f"{calibration.at_least_gib:.2f} GiB it needed."
+        )
+        return replace(
+            memory,
+            phases=MappingProxyType(phases if happening else dict(memory.phases)),
+            parts=MappingProxyType(parts),
+            peak_phase=peak_phase,
+            calibrated_by=calibration,
+            scale=self.scale,
+            notes=(*memory.notes, note),
         )
 
     def peak(self, changes: Sequence[Change]) -> tuple[Phase, Band] | None:
@@ -391,7 +432,7 @@ def size_fixes(
         covered=covered,
     )
     default: FixName = "just_enough" if calibrated and covered else "safe"
-    return SizedFixes(fixes, default, sizing)
+    return SizedFixes(fixes, default, sizing, weigher if calibrated else None)
 
 
 def _fewest(

@@ -262,6 +262,37 @@ class EmaView(_Section):
     use_ema: Flag = False
 
 
+def _as_sigmas(value: Any) -> Any:
+    """Before-validator of ``validation_sigmas``: a list of numbers as a tuple of floats."""
+    value = _known(value)
+    if isinstance(value, list) and all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in value
+    ):
+        return tuple(float(v) for v in value)
+    return value
+
+
+Sigmas: TypeAlias = Annotated[
+    Annotated[tuple[Annotated[float, Strict()], ...], Strict(), MinLen(1)] | None,
+    BeforeValidator(_as_sigmas),
+    _Expect("a non-empty list of numbers"),
+]
+
+
+class ValidationView(_Section):
+    """``config.process[i].train.validation_config``: AI Toolkit's validation loss pass
+    (toolkit/config_modules.py ValidationConfig; BaseSDTrainProcess.validate)."""
+
+    EXPECTED: ClassVar[str] = "a mapping of validation settings"
+
+    resolution: Count = 512
+    """The pixel budget (its square) each validation image is resized to."""
+    validate_every_n_steps: SampleEvery = 10
+    """Every this many steps (and at the start step); 0 or null: at the start step only."""
+    validation_sigmas: Sigmas = (1.0, 0.75, 0.5, 0.25)
+    """One prediction per sigma, all in one batch: the pass's batch size."""
+
+
 class TrainView(_Section):
     """``config.process[i].train``: batch, accumulation, checkpointing, sampling switches."""
 
@@ -292,6 +323,14 @@ class TrainView(_Section):
     """A prior prediction (one more forward pass) to diverge from."""
     ema_config: EmaView | None = None
     """``train.ema_config``; None when absent (EMA off)."""
+    attention_backend: OptionalText = None
+    """diffusers' attention backend (``native`` when unset); an eager one keeps the matrix."""
+    do_paramiter_swapping: Flag = False
+    """Adafactor/Automagic train a random share of a full fine-tune's weights per step."""
+    paramiter_swapping_factor: Fraction = 0.1
+    """That share (the toolkit's default 0.1)."""
+    validation_config: ValidationView | None = None
+    """``train.validation_config``; None when absent (no validation pass)."""
 
     @property
     def use_ema(self) -> bool | None:

@@ -28,6 +28,7 @@ LadderStepId = Literal[
     "attention",
     "extra_passes",
     "placement",
+    "control_images",
 ]
 """DESIGN.md's six steps, then the deeper levers the ladder goes on to when the crash needs it."""
 AnyStepId = Literal[LadderStepId, "validation_run"]

@@ -9,23 +9,38 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from oom_wizard.application.labels import arch_of
+from oom_wizard.application.settling import (
+    VALIDATION_STEP,
+    Dropped,
+    WizardState,
+    card_of,
+    crash_figures,
+    memory_calibration,
+    settle,
+)
 from oom_wizard.changes import Change, Prepared, prepare
+from oom_wizard.diagnosis import Answers
+from oom_wizard.paths import MISSING
 from oom_wizard.plan import FieldProposal, MemoryEstimate, Plan, StepProposal
 from oom_wizard.plan import StepChoice as StepChoice  # the choice a caller makes
-from oom_wizard.sizing import FIX_WORDS, FixName
+from oom_wizard.sizing import FIX_WORDS, FixName, MemoryPeak
 from oom_wizard.values import ValueCheck
 
 if TYPE_CHECKING:
+    from oom_wizard.document import JobDocument
+    from oom_wizard.paths import FieldPath
     from oom_wizard.resume import ResumePoint
-from oom_wizard.application.labels import arch_of
-from oom_wizard.application.settling import VALIDATION_STEP, WizardState, memory_calibration
+    from oom_wizard.view import ProcessView
 
 
 def choose(state: WizardState, choice: StepChoice) -> WizardState:
-    """The state with one step's choice recorded (replacing an earlier one)."""
+    """The state with one step's choice recorded (replacing an earlier one); what its
+    screen said was dropped by new answers is said."""
     choices = dict(state.choices)
     choices[choice.step_id] = choice
-    return replace(state, choices=MappingProxyType(choices))
+    dropped = tuple(item for item in state.dropped if item.shown_on != choice.step_id)
+    return replace(state, choices=MappingProxyType(choices), dropped=dropped)
 
 
 def default_choices(state: WizardState, fix: FixName | None = None) -> dict[str, StepChoice]:
@@ -156,23 +171,32 @@ def effective_choices(
             decided[step.id] = recorded
         else:
             decided[step.id] = defaults[step.id]
-    validation = validation_choice(state)
+    if extra is not None:  # the step being edited counts for the validation run too
+        decided[extra.step_id] = extra
+    validation = validation_choice(state, decided)
     if validation is not None:
         decided[validation.step_id] = validation
-    if extra is not None:
+    if extra is not None:  # and wins over it when it is the validation run
         decided[extra.step_id] = extra
     return decided
 
 
-def validation_choice(state: WizardState) -> StepChoice | None:
+def validation_choice(
+    state: WizardState, rollback: Mapping[str, StepChoice] | None = None
+) -> StepChoice | None:
     """The short validation run's choice in effect (None: the plan offers none).
 
     One rule for the app's toggle, ``apply --steps validation_run`` and ``run``: the step count
     asked for (``run``'s, :attr:`WizardState.validation_run`, else the plan's figure), counted
     from the step AI Toolkit resumes the job from (:func:`resume_of`), and raised to get through
     the config's first periodic save and sample after it
-    (:func:`oom_wizard.plan.validation_choice`). The user's own choice wins where it says more
-    than on/off (a typed count), or switches the run off.
+    (:func:`oom_wizard.plan.validation_choice`), as the roll-back choices leave the config
+    (lighter samples that sample half as often move the first sample). The user's own choice
+    wins where it says more than on/off (a typed count), or switches the run off.
+
+    Args:
+        state: The wizard state.
+        rollback: The roll-back steps' choices (None: :func:`effective_choices`).
     """
     from oom_wizard.plan import validation_choice as plan_validation_choice
 
@@ -187,7 +211,7 @@ def validation_choice(state: WizardState) -> StepChoice | None:
         return step_off(validation.id)
     resume = resume_of(state)
     start = resume.step if resume is not None else 0
-    found = plan_validation_choice(state.document, state.plan, wanted, start)
+    found = plan_validation_choice(_left_by(state, rollback), state.plan, wanted, start)
     if found is None:
         return step_off(validation.id)
     if (
@@ -244,12 +268,12 @@ def _settle_validation(
     if validation is None:
         return choices
     base = default_choices(state) if choices is None else dict(choices)
-    given = base.get(validation.id)
-    if given is None or not given.enabled or given.values:
+    asked = base.get(validation.id)
+    if asked is None or not asked.enabled or asked.values:
         return choices
-    counted = validation_choice(replace(state, choices=MappingProxyType({})))
+    counted = validation_choice(replace(state, choices=MappingProxyType({})), base)
     if counted is None or not counted.values:
-        base[validation.id] = step_off(validation.id) if counted is not None else given
+        base[validation.id] = step_off(validation.id) if counted is not None else asked
     else:
         base[validation.id] = replace(counted, enabled=True)
     return base
@@ -301,45 +325,55 @@ class Jumped:
         last: The last of them, counted from 1.
         unavailable: Some of them do not apply to this model (rather than being done).
         later: Some of them are for a later retry (rather than being done).
+        optional: Some of them are deeper levers the walk leaves out (:func:`in_walk`).
+        done: Some of them have nothing left to change (not only optional ones).
     """
 
     first: int
     last: int
     unavailable: bool
     later: bool = False
+    optional: bool = False
+    done: bool = True
 
     def words(self) -> str:
         """``steps 5-9 already done in the config`` (or not for this model, or later)."""
         which = (
             f"step {self.first}" if self.first == self.last else f"steps {self.first}-{self.last}"
         )
-        why = "already done in the config"
+        reasons = ["already done in the config"] if self.done else []
         if self.unavailable:
-            why += ", or not for this model"
+            reasons.append("not for this model")
         if self.later:
-            why += ", or for a later retry"
-        return f"{which} {why}"
+            reasons.append("for a later retry")
+        if self.optional:
+            reasons.append("optional")
+        return f"{which} {', or '.join(reasons)}"
 
 
 def done_before(state: WizardState, index: int) -> Jumped | None:
-    """The satisfied steps right before step ``index``: the progress line says why it jumped
-    over them (None: no jump)."""
+    """The steps the walk left out right before step ``index`` (done, not for this model,
+    for a later retry, or optional): the progress line says why it jumped over them (None:
+    no jump)."""
     steps = state.rollback_steps()
     first = index
-    while first > 0 and steps[first - 1].satisfied:
+    while first > 0 and not in_walk(state, steps[first - 1]):
         first -= 1
     if first == index:
         return None
-    unavailable = any(not step.available for step in steps[first:index])
-    later = any(step.available and step.later for step in steps[first:index])
-    return Jumped(first + 1, index, unavailable, later)
+    jumped = steps[first:index]
+    unavailable = any(not step.available for step in jumped)
+    later = any(step.available and step.later for step in jumped)
+    optional = any(not step.satisfied for step in jumped)
+    done = any(step.satisfied for step in jumped)
+    return Jumped(first + 1, index, unavailable, later, optional, done)
 
 
 def changes(state: WizardState, choices: Mapping[str, StepChoice]) -> list[Change]:
     """The field changes the choices make."""
     from oom_wizard.plan import changes_for
 
-    return changes_for(state.plan, choices)
+    return changes_for(given(state, choices), choices)
 
 
 def prepared(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Prepared:
@@ -350,22 +384,30 @@ def prepared(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Pr
     """
     from oom_wizard.plan import changes_for
 
-    return prepare(state.document, changes_for(state.plan, _settle_validation(state, choices)))
+    settled = _settle_validation(state, choices)
+    return prepare(state.document, changes_for(given(state, settled), settled))
 
 
 def estimate(state: WizardState, choices: Mapping[str, StepChoice] | None) -> MemoryEstimate:
     """The memory estimate of the choices: its GiB bands (calibrated by the job's own figures
     when it has them) and the relative figures (today's config = 100)."""
+    from oom_wizard.catalog import load_presets
     from oom_wizard.plan import changes_for
     from oom_wizard.plan import estimate as plan_estimate
+    from oom_wizard.sizing import Weigher
 
     settled = _settle_validation(state, choices)
-    return plan_estimate(
-        state.document,
-        changes_for(state.plan, settled),
-        state.model_kind,
-        calibration=memory_calibration(state),
-    )
+    changes = changes_for(given(state, settled), settled)
+    calibration = memory_calibration(state)
+    figures = plan_estimate(state.document, changes, state.model_kind, calibration=calibration)
+    sizing = state.plan.sizing
+    crash, _ = crash_figures(state.job, state.diagnosis, state.moment)
+    if sizing is None or not sizing.calibrated or crash is None:
+        return figures
+    # The fixes were sized in the crash's GiB (sizing.Weigher): the estimate says the same
+    # GiB, so that the fix's predicted peak and the estimate's band are one figure.
+    weigher = Weigher(state.document, state.model_kind, load_presets(), crash)
+    return replace(figures, gib=(weigher.scaled(()), weigher.scaled(changes)))
 
 
 def check_value(state: WizardState, proposal: FieldProposal, typed: str) -> ValueCheck:
@@ -379,7 +421,7 @@ def check_value(state: WizardState, proposal: FieldProposal, typed: str) -> Valu
     from oom_wizard.values import validate_value
 
     check = validate_value(
-        proposal.path, typed, arch_of(state, proposal.path), before=proposal.before
+        proposal.path, typed, arch_of(state, proposal.path), before=proposal.config_before
     )
     if not check.ok or not isinstance(check.value, str) or proposal.control != "number":
         return check
@@ -442,8 +484,9 @@ def effective_batch_note(step: StepProposal, values: Mapping[str, Any]) -> str |
 
 def _effective_batch(batch: FieldProposal, accumulation: FieldProposal) -> int:
     """Today's effective batch: the batch times the accumulation in use (1 when unset)."""
-    before_batch = batch.before if isinstance(batch.before, int) and batch.before > 0 else 1
-    before = accumulation.before
+    today = batch.config_before
+    before_batch = today if isinstance(today, int) and today > 0 else 1
+    before = accumulation.config_before
     return before_batch * (before if isinstance(before, int) and before > 0 else 1)
 
 
@@ -494,9 +537,11 @@ def estimate_words(figures: MemoryEstimate, moment: str | None = None) -> str:
         if now is not None and then is not None:
             from oom_wizard.memory import PHASE_WORDS
 
+            crash = today.calibrated_by is not None and today.calibrated_by.at_least_gib
+            basis = ", calibrated by the crash" if crash else ""
             text = (
                 f"{PHASE_WORDS[phase]} ≈ {now.low:.1f}–{now.high:.1f} GiB "
-                f"(today {then.low:.1f}–{then.high:.1f} GiB); "
+                f"(today {then.low:.1f}–{then.high:.1f} GiB{basis}); "
             )
     text += f"training ≈ {figures.train_pct:g} % of today"
     if figures.sample_pct is not None:
@@ -510,3 +555,224 @@ def estimate_words(figures: MemoryEstimate, moment: str | None = None) -> str:
     if moment is not None and moment in CRASHED_PEAK and not figures.lowers(moment):
         text += f"; this leaves {PEAK_WORDS[CRASHED_PEAK[moment]]} unchanged"
     return text
+
+
+def given(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Plan:
+    """The plan with every step's proposals as the choices of the steps before it leave
+    them (:func:`oom_wizard.plan.given_choices`; None: the defaults)."""
+    from oom_wizard.plan import given_choices
+
+    return given_choices(state.plan, state.document, choices)
+
+
+def proposed_step(state: WizardState, step_id: str) -> StepProposal:
+    """A roll-back step as its screen shows it: its rows start from the values the steps
+    before it leave (their choices, their defaults where undecided), so a value typed on an
+    earlier step is where a later step on the same field starts.
+
+    Raises:
+        KeyError: the plan has no such roll-back step.
+        EditError: an earlier change cannot be made safely.
+    """
+    try:
+        index = state.step_index(step_id)
+    except ValueError:
+        raise KeyError(step_id) from None
+    return given(state, effective_choices(state, upto=index)).steps[
+        state.plan.steps.index(state.step(step_id))
+    ]
+
+
+#: The fields the validation run's count depends on (its first save and sample).
+_VALIDATION_INPUTS = frozenset(
+    {"save_every", "sample_every", "sample_start_step", "disable_sampling"}
+)
+
+
+def _left_by(state: WizardState, rollback: Mapping[str, StepChoice] | None) -> JobDocument:
+    """The config as the roll-back choices leave it, where they change what the validation
+    run's count depends on (else the config as loaded: no edit is made)."""
+    from oom_wizard.plan import changes_for
+
+    if rollback is None:
+        rollback = effective_choices(state)
+    validation = state.validation_step()
+    steps = {k: v for k, v in rollback.items() if validation is None or k != validation.id}
+    found = changes_for(given(state, steps), steps)
+    if not any(change.path[-1] in _VALIDATION_INPUTS for change in found):
+        return state.document
+    return prepare(state.document, found).after
+
+
+def in_walk(state: WizardState, step: StepProposal) -> bool:
+    """Whether Enter walks through ``step``'s screen: it has something left to change, and
+    the plan puts it forward for this crash (the moment's first steps and the kind's
+    ladder, the seed's procedure), or a fix the review offers takes it, or the user switched
+    it on. A deeper lever that is off in every fix is not a screen of its own on the way:
+    the progress line, the command palette and the review still open it."""
+    if step.satisfied:
+        return False
+    if not step.deeper:
+        return True
+    if any(step.id in state.plan.fix_steps(fix) for fix in fix_names(state)):
+        return True
+    choice = state.choices.get(step.id)
+    return choice is not None and choice.enabled
+
+
+def walk_steps(state: WizardState) -> tuple[StepProposal, ...]:
+    """The roll-back steps Enter walks through, in order (:func:`in_walk`)."""
+    return tuple(step for step in state.rollback_steps() if in_walk(state, step))
+
+
+def optional_steps(state: WizardState) -> tuple[tuple[int, StepProposal], ...]:
+    """The deeper levers with something to change that the walk leaves out, with their
+    numbers among the roll-back steps (counted from 1): the review names them."""
+    return tuple(
+        (number, step)
+        for number, step in enumerate(state.rollback_steps(), start=1)
+        if not step.satisfied and not in_walk(state, step)
+    )
+
+
+def optional_line(state: WizardState) -> str | None:
+    """The review's line naming the deeper levers the walk left out (None: there are none)."""
+    left = optional_steps(state)
+    if not left:
+        return None
+    named = ", ".join(f"step {number} {step.title}" for number, step in left)
+    return (
+        f"Optional, off by default and not opened on the way: {named} "
+        "(the command palette opens them)."
+    )
+
+
+def step_prepared(state: WizardState, choices: Mapping[str, StepChoice], step_id: str) -> Prepared:
+    """What one step's choice changes on top of the steps before it: the config as their
+    choices leave it, and with this step's changes too (its screen's diff).
+
+    Raises:
+        EditError: an edit cannot be made safely.
+    """
+    from oom_wizard.document import same_value
+    from oom_wizard.paths import parse_path
+    from oom_wizard.plan import changes_for
+
+    plan = given(state, choices)
+    this = choices.get(step_id)
+    if plan.step(step_id) is state.plan.step(step_id):  # no earlier change on its fields
+        alone = {step_id: this} if this is not None else {}
+        return prepare(state.document, changes_for(plan, alone))
+    index = [step.id for step in plan.steps].index(step_id)
+    earlier = {
+        step.id: choice
+        for position, step in enumerate(plan.steps)
+        if position < index and (choice := choices.get(step.id)) is not None
+    }
+    upto = dict(earlier)
+    if this is not None:
+        upto[step_id] = this
+    # A field an earlier step changes: the diff is counted from the config the steps before
+    # leave. Both from the config as loaded (its parsed form is at hand: an edit of an
+    # edited document parses it again); the entries are this step's, counted from the base.
+    base = prepare(state.document, changes_for(plan, earlier)).after
+    full = prepare(state.document, changes_for(plan, upto))
+    entries = []
+    for entry in full.entries:
+        if entry.step != step_id:
+            continue
+        before = base.get(parse_path(entry.path))
+        if before is not MISSING and entry.after is not None and same_value(before, entry.after):
+            continue
+        entries.append(entry.model_copy(update={"before": None if before is MISSING else before}))
+    return Prepared(base, full.after, tuple(entries))
+
+
+def _process_of(state: WizardState | JobDocument, path: FieldPath) -> ProcessView | None:
+    """The process a field belongs to (the first process for a bare path)."""
+    from oom_wizard.document import JobDocument
+
+    document = state if isinstance(state, JobDocument) else state.document
+    view = document.view()
+    index = path[2] if len(path) > 2 and path[:2] == ("config", "process") else None
+    return next((p for p in view.processes if p.index == index), view.primary)
+
+
+def answer(state: WizardState, answers: Answers) -> WizardState:
+    """The state after the user's answers: a fresh diagnosis and plan.
+
+    The same answers keep the state as it is. New ones settle a new plan; the choices made
+    before are reset, except that a value typed on a step stays with that step's choice
+    where the new plan still has the step and the row (and the value is still valid
+    there); the others are :attr:`WizardState.dropped`, and the screens say so."""
+    if answers == state.answers:
+        return state
+    settled = settle(state.job, answers, new_crash=state.crashed_again)
+    fresh = replace(
+        state, answers=answers, settled=settled, choices=MappingProxyType({}), dropped=()
+    )
+    kept, dropped = _typed_kept(state, fresh)
+    return replace(fresh, choices=MappingProxyType(kept), dropped=dropped)
+
+
+def memory_peak(
+    state: WizardState, choices: Mapping[str, StepChoice] | None = None
+) -> MemoryPeak | None:
+    """The peak of the config with ``choices`` applied (an empty mapping: today's config;
+    None: the default fix), in GiB against the card, with the phase that sets it: what the
+    load screen and every step screen show as a bar. None when the plan has no steps."""
+    from oom_wizard.catalog import load_presets
+    from oom_wizard.plan import changes_for
+    from oom_wizard.sizing import Weigher, peak_of
+
+    calibration, _ = crash_figures(state.job, state.diagnosis, state.moment)
+    card, source = card_of(state.job, state.diagnosis)
+    weigher = Weigher(state.document, state.model_kind, load_presets(), calibration)
+    changes = changes_for(given(state, choices), choices) if state.plan.steps else []
+    return peak_of(weigher, changes, card, source)
+
+
+def _typed_kept(
+    old: WizardState, new: WizardState
+) -> tuple[dict[str, StepChoice], tuple[Dropped, ...]]:
+    """The choices of ``old`` with typed values that ``new``'s plan keeps, and what it drops."""
+    from oom_wizard.spelling import editable
+
+    walk = walk_steps(new)
+    first = walk[0].id if walk else None
+    kept: dict[str, StepChoice] = {}
+    dropped: list[Dropped] = []
+    for step_id, choice in old.choices.items():
+        if not choice.values:
+            continue
+        before = proposed_step(old, step_id) if step_id in _ids(old) else old.plan.step(step_id)
+        labels = {f.key: f.label for f in before.fields} if before is not None else {}
+        title = before.title if before is not None else step_id
+        step = proposed_step(new, step_id) if step_id in _ids(new) else new.plan.step(step_id)
+        rows = {f.key: f for f in step.fields} if step is not None else {}
+        values: dict[str, Any] = {}
+        for key, value in choice.values.items():
+            row = rows.get(key)
+            if row is not None and check_value(new, row, editable(value)).ok:
+                values[key] = value
+            else:
+                shown_on = step_id if step is not None else first
+                label = labels.get(key, key)
+                dropped.append(Dropped(shown_on, label, value, title, gone=step is None))
+        if values:
+            fields = {key: on for key, on in choice.fields.items() if key in rows}
+            kept[step_id] = StepChoice(step_id, choice.enabled, fields, values)
+    return kept, tuple(dropped)
+
+
+def _ids(state: WizardState) -> set[str]:
+    return {step.id for step in state.rollback_steps()}
+
+
+def dropped_line(state: WizardState, step_id: str) -> str | None:
+    """The one line a step's screen shows about values typed before new answers that the
+    new plan dropped (None: nothing was dropped there)."""
+    here = [item.words() for item in state.dropped if item.shown_on == step_id]
+    if not here:
+        return None
+    return f"Typed before, dropped with the new answers: {'; '.join(here)}."

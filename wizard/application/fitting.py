@@ -42,7 +42,12 @@ def job_memory(
     kind = state.model_kind
     return (
         memory_of(state.document, [], kind, calibration=calibration),
-        memory_of(state.document, changes_for(state.plan, choices), kind, calibration=calibration),
+        memory_of(
+            state.document,
+            changes_for(_given(state, choices), choices),
+            kind,
+            calibration=calibration,
+        ),
     )
 
 
@@ -164,3 +169,10 @@ def fit(state: WizardState, card: Card) -> FitReport:
     found = verdict(memory.peak(), card.gib)
     fix = fit_fix(state, memory, card.gib) if found != "fits" else None
     return FitReport(card, memory, found, fix)
+
+
+def _given(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Plan:
+    # As ``choosing.given``, without loading the step screens' value checks and edits.
+    from oom_wizard.plan import given_choices
+
+    return given_choices(state.plan, state.document, choices)

@@ -9,23 +9,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from oom_wizard.changelog import (
-    ChangeLog,
-    EditedSinceSave,
-    changelog_for,
-    changelog_path_for,
-    refuse_edited,
-)
-from oom_wizard.diagnosis import Diagnosis, diagnose
-from oom_wizard.document import JobDocument, load_document
 from oom_wizard.errors import WizardError
-from oom_wizard.jobdb import DbJob
-from oom_wizard.request import JobRequest
 
 if TYPE_CHECKING:
+    from oom_wizard.changelog import ChangeLog
+    from oom_wizard.diagnosis import Diagnosis
+    from oom_wizard.document import JobDocument
+    from oom_wizard.jobdb import DbJob
     from oom_wizard.jobdir import JobLocation
     from oom_wizard.logscan import LogScan
     from oom_wizard.probe import ProbeResult
+    from oom_wizard.request import JobRequest
 
 
 @dataclass(frozen=True)
@@ -70,6 +64,10 @@ class OpenedJob:
         return self.document.source
 
 
+# The domain is imported where a job is opened, not with the module: the load screen asks
+# for its light names (the log suffixes, the picker's folder) before its first frame.
+
+
 def open_job(request: JobRequest) -> OpenedJob:
     """Read what the request names: the config, its log, its change log, and the GPU.
 
@@ -79,6 +77,10 @@ def open_job(request: JobRequest) -> OpenedJob:
         WizardError: nothing to open, no such job, or a config, log or change log that
             cannot be read (the change log too: see the module's policy).
     """
+    from oom_wizard.changelog import changelog_for, changelog_path_for, refuse_edited
+    from oom_wizard.diagnosis import diagnose
+    from oom_wizard.document import load_document
+
     if request.db is not None:
         if request.job is None:
             raise WizardError("pick a job with --job NAME (without it, --db lists the jobs)")
@@ -129,6 +131,8 @@ def open_job(request: JobRequest) -> OpenedJob:
 def edited_words(refusal: Exception) -> str:
     """The app's question for a config edited after our save (the command line's refusal
     asks for ``--edited-ok``; the app asks yes or no instead)."""
+    from oom_wizard.changelog import EditedSinceSave
+
     if not isinstance(refusal, EditedSinceSave):
         return str(refusal)
     belonging = refusal.belonging

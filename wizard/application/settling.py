@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from oom_wizard.changelog import (
     ChangeLog,
@@ -17,15 +17,14 @@ from oom_wizard.changelog import (
 from oom_wizard.diagnosis import Answers as Answers  # the answers a caller passes
 from oom_wizard.diagnosis import Diagnosis, diagnose
 from oom_wizard.document import JobDocument
-from oom_wizard.jobdb import DbJob
 from oom_wizard.memory import Calibration
 from oom_wizard.modelkind import find_model_kind
 from oom_wizard.plan import Plan, StepChoice, StepProposal
 from oom_wizard.request import JobRequest
-from oom_wizard.sizing import MemoryPeak
 from oom_wizard.vocabulary import DEFAULT_MOMENT, VALIDATION_RUN, ModelKind, Moment
 
 if TYPE_CHECKING:
+    from oom_wizard.jobdb import DbJob
     from oom_wizard.memory import Calibration
 from oom_wizard.application.labels import moment_info
 from oom_wizard.application.opening import OpenedJob, open_job
@@ -134,23 +133,6 @@ def card_of(job: OpenedJob, diagnosis: Diagnosis) -> tuple[float | None, str | N
     return None, None
 
 
-def memory_peak(
-    state: WizardState, choices: Mapping[str, StepChoice] | None = None
-) -> MemoryPeak | None:
-    """The peak of the config with ``choices`` applied (an empty mapping: today's config;
-    None: the default fix), in GiB against the card, with the phase that sets it: what the
-    load screen and every step screen show as a bar. None when the plan has no steps."""
-    from oom_wizard.catalog import load_presets
-    from oom_wizard.plan import changes_for
-    from oom_wizard.sizing import Weigher, peak_of
-
-    calibration, _ = crash_figures(state.job, state.diagnosis, state.moment)
-    card, source = card_of(state.job, state.diagnosis)
-    weigher = Weigher(state.document, state.model_kind, load_presets(), calibration)
-    changes = changes_for(state.plan, choices) if state.plan.steps else []
-    return peak_of(weigher, changes, card, source)
-
-
 def diagnosis_of(job: OpenedJob, answers: Answers) -> Diagnosis:
     """The job's diagnosis for answers that already differ from the job (see :func:`settle`);
     with none, the log's own, made once at the open (:attr:`OpenedJob.log_diagnosis`)."""
@@ -187,6 +169,8 @@ class WizardState:
         validation_run: The step count ``run`` asks of the short validation run (0: none);
             None: the plan's own. It outlives new answers (a new plan), as ``run``'s
             option does: see :func:`validation_choice`.
+        dropped: Values typed before new answers that the new plan has no row for
+            (:func:`answer`); each step's screen says so until the step is decided again.
     """
 
     job: OpenedJob
@@ -194,6 +178,7 @@ class WizardState:
     settled: Settled
     choices: Mapping[str, StepChoice] = field(default_factory=lambda: MappingProxyType({}))
     validation_run: int | None = None
+    dropped: tuple[Dropped, ...] = ()
 
     @property
     def document(self) -> JobDocument:
@@ -308,14 +293,6 @@ def start(
     job = open_job(request)
     given = answers if answers is not None else Answers()
     return WizardState(job, given, settle(job, given, new_crash=new_crash))
-
-
-def answer(state: WizardState, answers: Answers) -> WizardState:
-    """The state after the user's answers: a fresh diagnosis and plan, choices reset."""
-    if answers == state.answers:
-        return state
-    settled = settle(state.job, answers, new_crash=state.crashed_again)
-    return replace(state, answers=answers, settled=settled, choices=MappingProxyType({}))
 
 
 def advice_for(state: WizardState, answers: Answers) -> tuple[str, ...]:
@@ -539,3 +516,30 @@ def memory_calibration(state: WizardState) -> Calibration | None:
         attempts = [attempt.model_dump() for attempt in state.changelog.attempts]
         return calibration_from_attempts(attempts, config=state.source.name)
     return None
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A value typed on a step before new answers, which the new plan has no row for.
+
+    Attributes:
+        shown_on: The step whose screen says so: the step it was typed on, or the first
+            step of the walk when the new plan has no such step (None: no step to show).
+        label: The row's label (``sample.width``).
+        value: The value typed.
+        step: The title of the step it was typed on.
+        gone: The new plan has no such step at all.
+    """
+
+    shown_on: str | None
+    label: str
+    value: Any
+    step: str
+    gone: bool
+
+    def words(self) -> str:
+        """``sample.width 448 (this step no longer changes it)``."""
+        from oom_wizard.spelling import value as show_value
+
+        why = f"{self.step} is not in this plan" if self.gone else "this step no longer changes it"
+        return f"{self.label} {show_value(self.value)} ({why})"

@@ -194,7 +194,7 @@ class TrainerProcess:
                 start_new_session=True,
                 env=env,
                 cwd=self._cwd,
-                preexec_fn=_die_with_parent(),
+                preexec_fn=_before_exec(),
             )
         except (OSError, subprocess.SubprocessError) as exc:
             sink.close()
@@ -424,6 +424,27 @@ def _in_group(pid: int, pgid: int) -> bool:
         return os.getpgid(pid) == pgid
     except OSError:
         return False
+
+
+_STOPS: Final = (signal.SIGINT, signal.SIGTERM)
+
+
+def _before_exec() -> Callable[[], None]:
+    """What the child runs before the exec: the stop signals as a program started from a
+    terminal has them, then (Linux) its death with ours."""
+    die_with_parent = _die_with_parent()
+
+    def prepare() -> None:
+        # ``run`` started in the background (``&`` in a script ignores SIGINT), or forked
+        # while signals were held, would hand the trainer a SIGINT it never sees: the stop's
+        # first signal, the trainer's own clean stop, would go unheard.
+        for stop in _STOPS:
+            signal.signal(stop, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
+        if die_with_parent is not None:
+            die_with_parent()
+
+    return prepare
 
 
 def _die_with_parent() -> Callable[[], None] | None:
