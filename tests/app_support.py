@@ -150,9 +150,11 @@ async def settle(pilot: Pilot[int]) -> None:
 
 
 async def wait_for_screen(pilot: Pilot[int], name: str) -> None:
-    """Wait until the screen called ``name`` is on top (after workers and screen changes)."""
+    """Wait until the screen called ``name`` is on top (after workers and screen changes),
+    and has drawn: a pushed screen is on top before its widgets are mounted."""
     for _ in range(IDLE_POINTS):
         if screen_name(pilot) == name:
+            await settle(pilot)
             return
         await settle(pilot)
     raise AssertionError(f"expected {name}, got {screen_name(pilot)}")

@@ -152,13 +152,14 @@ def test_the_change_log_is_read_once_for_an_open_a_save_and_its_result(
 def test_an_open_with_no_answer_diagnoses_the_log_once(monkeypatch: object) -> None:
     """``start`` (the app's first state, ``plan`` and ``apply`` without ``--moment`` or
     ``--kind``) diagnoses once: the settled diagnosis with no answer is the log's own."""
-    from oom_wizard.application import opening, settling
+    from oom_wizard import diagnosis
+    from oom_wizard.application import settling
     from oom_wizard.service import JobRequest
     from oom_wizard.service import start as open_state
 
     assert hasattr(monkeypatch, "setattr")
     calls: list[str] = []
-    for module in (opening, settling):
+    for module in (diagnosis, settling):  # the open imports it from its module when it runs
         real = module.diagnose
 
         def counting(*args: object, _real: object = real, **kwargs: object) -> object:
