@@ -150,14 +150,23 @@ async def settle(pilot: Pilot[int]) -> None:
 
 
 async def wait_for_screen(pilot: Pilot[int], name: str) -> None:
-    """Wait until the screen called ``name`` is on top (after workers and screen changes),
-    and has drawn: a pushed screen is on top before its widgets are mounted."""
+    """Wait until the screen called ``name`` is on top (after workers and screen changes).
+    A pushed screen is on top before its widgets are mounted: wait for those with
+    :func:`wait_for_widget`."""
     for _ in range(IDLE_POINTS):
         if screen_name(pilot) == name:
-            await settle(pilot)
             return
         await settle(pilot)
     raise AssertionError(f"expected {name}, got {screen_name(pilot)}")
+
+
+async def wait_for_widget(pilot: Pilot[int], selector: str) -> None:
+    """Wait until the screen on top has mounted a widget matching ``selector``."""
+    for _ in range(IDLE_POINTS):
+        if pilot.app.screen.query(selector):
+            return
+        await pilot.pause()
+    raise AssertionError(f"{selector} never appeared on {screen_name(pilot)}")
 
 
 async def wait_for_state(pilot: Pilot[int]) -> None:

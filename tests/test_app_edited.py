@@ -17,6 +17,7 @@ from tests.app_support import (
     screen_text,
     wait_for_screen,
     wait_for_state,
+    wait_for_widget,
     wizard,
 )
 
@@ -38,6 +39,7 @@ async def test_an_edited_output_asks_before_going_on_with_its_change_log(tmp_pat
     app = create_app(output, probe=False)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for_screen(pilot, "GoOnEditedScreen")
+        await wait_for_widget(pilot, "#ask-text")
         assert "edited after oom-wizard saved it" in screen_text(pilot, "#ask-text")
         assert wizard(pilot).state is None  # nothing is planned before the answer
         await press(pilot, "g")
@@ -54,6 +56,7 @@ async def test_no_to_the_question_plans_nothing_and_says_why(
     app = create_app(output, probe=False)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for_screen(pilot, "GoOnEditedScreen")
+        await wait_for_widget(pilot, "#no")
         await pilot.press("escape")
         await pilot.pause()  # not settle(): the picker's directory loader never completes
         error = screen_text(pilot, "#error")
