@@ -38,21 +38,23 @@ def in_a_real_terminal(test: Test) -> Test:
     return test
 
 
-def tmux(*args: str) -> str:
-    """Run one tmux command; its output."""
+def tmux(*args: str, socket: str) -> str:
+    """Run one tmux command against the server of ``socket``; its output."""
     assert TMUX is not None
-    return subprocess.run([TMUX, *args], capture_output=True, text=True, check=True).stdout
+    command = [TMUX, "-L", socket, *args]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout
 
 
 @dataclass(frozen=True)
 class Pane:
-    """The session's one pane."""
+    """The session's one pane, on a tmux server of its own."""
 
     session: str
 
     def screen(self, *, joined: bool = False) -> str:
         """What the pane shows now (``joined``: wrapped lines joined back into one)."""
-        return tmux("capture-pane", "-p", *(["-J"] if joined else []), "-t", self.session)
+        joining = ["-J"] if joined else []
+        return tmux("capture-pane", "-p", *joining, "-t", self.session, socket=self.session)
 
     def wait_for(self, text: str, timeout: float = 30.0) -> str:
         """The screen, once it shows ``text`` (fails with the screen after ``timeout`` s)."""
@@ -87,19 +89,21 @@ class Pane:
 
     def send(self, *keys: str) -> None:
         """Type ``keys`` (tmux key names: ``Enter``, ``C-c``...)."""
-        tmux("send-keys", "-t", self.session, *keys)
+        tmux("send-keys", "-t", self.session, *keys, socket=self.session)
 
 
 @contextmanager
 def terminal(command: str, *, cwd: Path, width: int = 100, height: int = 30) -> Iterator[Pane]:
-    """A ``width`` x ``height`` terminal in ``cwd`` running ``command`` through the shell;
-    the session is killed on the way out, whatever the test did."""
+    """A ``width`` x ``height`` terminal in ``cwd`` running ``command`` through the shell,
+    on a tmux server of its own (two tests starting the shared server at once race: one
+    of them is told "server exited unexpectedly"); the server is killed on the way out,
+    whatever the test did."""
     session = f"oomwiz-{uuid.uuid4().hex[:8]}"
     tmux(
         "new-session", "-d", "-s", session, "-x", str(width), "-y", str(height),
-        "-c", str(cwd), command,
+        "-c", str(cwd), command, socket=session,
     )  # fmt: skip
     try:
         yield Pane(session)
     finally:
-        subprocess.run([TMUX or "tmux", "kill-session", "-t", session], capture_output=True)
+        subprocess.run([TMUX or "tmux", "-L", session, "kill-server"], capture_output=True)
