@@ -226,6 +226,18 @@ TERMS: tuple[Term, ...] = (
         lambda p: p["model"].update(text_encoder_bits=4, quantize_te=False),
     ),
     Term(
+        "text encoder in float32",
+        "model.te_dtype",
+        "load",
+        lambda p: p["model"].update(te_dtype="float32", quantize_te=False),
+    ),
+    Term(
+        "VAE in float32",
+        "model.vae_dtype",
+        "load",
+        lambda p: p["model"].update(vae_dtype="float32"),
+    ),
+    Term(
         "LoKr factor 4",
         "network.lokr_factor",
         "training",
