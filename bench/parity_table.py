@@ -21,8 +21,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.parity_support import CASES, CHECKS, build, compare, through_app, through_cli
-from tests.scale_up_parity import SCALE_UP_CASES, through_app_service
-from tests.scale_up_parity import through_cli as scale_up_through_cli
+from tests.scale_up_parity import (
+    SCALE_UP_CASES,
+    through_app_service,
+    through_cli as scale_up_through_cli,
+)
 
 #: The checks that have nothing to compare when an environment verdict saves nothing.
 SAVED = ("saved bytes", "change log")

@@ -37,8 +37,7 @@ from oom_wizard.service import (
     step_prepared,
     step_status,
 )
-from oom_wizard.spelling import editable
-from oom_wizard.spelling import value as show_value
+from oom_wizard.spelling import editable, value as show_value
 
 
 class FieldRow(Vertical):

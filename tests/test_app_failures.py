@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from oom_wizard import save as save_module
-from oom_wizard import service
+from oom_wizard import save as save_module, service
 from oom_wizard.application.demo import IMAGE_JOB
 from oom_wizard.screens.app import create_app
 from tests.app_support import (

@@ -314,6 +314,29 @@ def test_every_name_the_service_exports_resolves() -> None:
     assert missing == []
 
 
+def test_the_service_names_each_export_once_for_the_type_checker_and_the_run() -> None:
+    """The facade's two lists, the imports the type checker reads and the table that
+    ``__getattr__`` imports from, name the same modules and the same names."""
+    import oom_wizard.service as service
+
+    tree = ast.parse(Path(service.__file__).read_text(encoding="utf-8"))
+    (guarded,) = (
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name)
+        if node.test.id == "TYPE_CHECKING"
+    )
+    typed = {
+        (node.module, alias.name)
+        for node in guarded.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    run = {(module, name) for module, names in service._SOURCES.items() for name in names}
+    assert typed == run
+    assert sorted(service.__all__) == sorted(name for _, name in run)
+
+
 DEMO_COPY_PROBE = """
 import json, sys
 from pathlib import Path

@@ -88,8 +88,14 @@ def test_the_change_log_beside_an_output_is_one_rule(tmp_path: Path) -> None:
     change log that a save with no names (``ToFile()``: ``apply`` without ``-o``) writes."""
     import shutil
 
-    from oom_wizard.service import JobRequest, SaveResult, ToFile, default_file_target, save
-    from oom_wizard.service import start as open_state
+    from oom_wizard.service import (
+        JobRequest,
+        SaveResult,
+        ToFile,
+        default_file_target,
+        save,
+        start as open_state,
+    )
 
     for name in (IMAGE_JOB.config, IMAGE_JOB.log):
         shutil.copyfile(DEMO / name, tmp_path / name)
@@ -130,8 +136,8 @@ def test_the_change_log_is_read_once_for_an_open_a_save_and_its_result(
         pending_scale_ups,
         prepared,
         save,
+        start as open_state,
     )
-    from oom_wizard.service import start as open_state
     from tests.scale_up_parity import ScaleUpCase, rolled_back
 
     ours = rolled_back(tmp_path / "app", ScaleUpCase(IMAGE_JOB, None))
@@ -154,8 +160,7 @@ def test_an_open_with_no_answer_diagnoses_the_log_once(monkeypatch: object) -> N
     ``--kind``) diagnoses once: the settled diagnosis with no answer is the log's own."""
     from oom_wizard import diagnosis
     from oom_wizard.application import settling
-    from oom_wizard.service import JobRequest
-    from oom_wizard.service import start as open_state
+    from oom_wizard.service import JobRequest, start as open_state
 
     assert hasattr(monkeypatch, "setattr")
     calls: list[str] = []

@@ -13,8 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from oom_wizard.catalog import load_presets
 from oom_wizard.changelog import read_changelog

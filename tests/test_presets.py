@@ -6,8 +6,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from oom_wizard.catalog import (
     ALL_STEP_IDS,

@@ -34,8 +34,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from oom_wizard.document import Edit, RemoveKey, SetValue, parse_document
 from oom_wizard.paths import FieldPath

@@ -10,8 +10,7 @@ from typing import Any
 import pydantic
 import pytest
 import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from oom_wizard.errors import ConfigError
 from oom_wizard.paths import FieldPath, parse_path

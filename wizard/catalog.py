@@ -43,38 +43,16 @@ from oom_wizard.paths import FieldPath, format_path
 # Re-exported: the vocabulary belongs with the data it indexes.
 from oom_wizard.vocabulary import (
     ALL_STEP_IDS as ALL_STEP_IDS,
-)
-from oom_wizard.vocabulary import (
     ARCH_KINDS as ARCH_KINDS,
-)
-from oom_wizard.vocabulary import (
     MODEL_KINDS as MODEL_KINDS,
-)
-from oom_wizard.vocabulary import (
     MOMENTS as MOMENTS,
-)
-from oom_wizard.vocabulary import (
     STEP_IDS as STEP_IDS,
-)
-from oom_wizard.vocabulary import (
     TRAINING_MOMENTS as TRAINING_MOMENTS,
-)
-from oom_wizard.vocabulary import (
     VALIDATION_RUN as VALIDATION_RUN,
-)
-from oom_wizard.vocabulary import (
     AnyStepId as AnyStepId,
-)
-from oom_wizard.vocabulary import (
     ArchKind as ArchKind,
-)
-from oom_wizard.vocabulary import (
     LadderStepId as LadderStepId,
-)
-from oom_wizard.vocabulary import (
     ModelKind as ModelKind,
-)
-from oom_wizard.vocabulary import (
     Moment as Moment,
 )
 

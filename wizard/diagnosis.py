@@ -62,8 +62,7 @@ from oom_wizard.logscan import (
     Phase,
     Signal,
 )
-from oom_wizard.modelkind import KindFinding as _Kind
-from oom_wizard.modelkind import find_model_kind as _model_kind
+from oom_wizard.modelkind import KindFinding as _Kind, find_model_kind as _model_kind
 from oom_wizard.spelling import change, gib
 
 if TYPE_CHECKING:

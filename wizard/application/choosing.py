@@ -22,8 +22,13 @@ from oom_wizard.application.settling import (
 from oom_wizard.changes import Change, Prepared, prepare
 from oom_wizard.diagnosis import Answers
 from oom_wizard.paths import MISSING
-from oom_wizard.plan import FieldProposal, MemoryEstimate, Plan, StepProposal
-from oom_wizard.plan import StepChoice as StepChoice  # the choice a caller makes
+from oom_wizard.plan import (
+    FieldProposal,
+    MemoryEstimate,
+    Plan,
+    StepChoice as StepChoice,  # the choice a caller makes
+    StepProposal,
+)
 from oom_wizard.sizing import FIX_WORDS, FixName, MemoryPeak
 from oom_wizard.values import ValueCheck
 
@@ -392,8 +397,7 @@ def estimate(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Me
     """The memory estimate of the choices: its GiB bands (calibrated by the job's own figures
     when it has them) and the relative figures (today's config = 100)."""
     from oom_wizard.catalog import load_presets
-    from oom_wizard.plan import changes_for
-    from oom_wizard.plan import estimate as plan_estimate
+    from oom_wizard.plan import changes_for, estimate as plan_estimate
     from oom_wizard.sizing import Weigher
 
     settled = _settle_validation(state, choices)

@@ -85,10 +85,8 @@ def fit_fix(state: WizardState, memory: JobMemory, card_gib: float) -> FitFix | 
     a sample: ``sampling``, loading or the first sample: ``loading``), sized against the card
     with the job's calibration; ``apply --moment M --steps ...`` takes the steps as they are.
     """
-    from oom_wizard.memory import PHASE_MOMENT
-    from oom_wizard.memory import job_memory as memory_of
-    from oom_wizard.plan import StepChoice as Choice
-    from oom_wizard.plan import build_plan, changes_for
+    from oom_wizard.memory import PHASE_MOMENT, job_memory as memory_of
+    from oom_wizard.plan import StepChoice as Choice, build_plan, changes_for
 
     if memory.peak().high <= card_gib:
         return None

@@ -194,8 +194,7 @@ def list_jobs(db: Path) -> tuple[Path, tuple[DbJob, ...]]:
     Raises:
         JobDatabaseError: no database there, or one that cannot be read.
     """
-    from oom_wizard.jobdb import find_db
-    from oom_wizard.jobdb import list_jobs as db_jobs
+    from oom_wizard.jobdb import find_db, list_jobs as db_jobs
 
     path = find_db(db)
     return path, db_jobs(path)

@@ -18,9 +18,11 @@ from oom_wizard.changelog import (
 from oom_wizard.changes import Prepared, commit
 from oom_wizard.diagnosis import Diagnosis
 from oom_wizard.errors import Front, SaveRefused, WizardError
-from oom_wizard.jobdb import AsNew as AsNew  # the destinations a caller names
-from oom_wizard.jobdb import DbSaveResult as DbSaveResult  # what a database save hands back
-from oom_wizard.jobdb import InPlace as InPlace
+from oom_wizard.jobdb import (
+    AsNew as AsNew,  # the destinations a caller names
+    DbSaveResult as DbSaveResult,  # what a database save hands back
+    InPlace as InPlace,
+)
 from oom_wizard.plan import StepChoice
 from oom_wizard.save import SaveResult as SaveResult  # the value a file save hands back
 from oom_wizard.vocabulary import ModelKind

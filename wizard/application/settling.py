@@ -14,8 +14,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from oom_wizard.changelog import (
     ChangeLog,
 )
-from oom_wizard.diagnosis import Answers as Answers  # the answers a caller passes
-from oom_wizard.diagnosis import Diagnosis, diagnose
+from oom_wizard.diagnosis import (
+    Answers as Answers,  # the answers a caller passes
+    Diagnosis,
+    diagnose,
+)
 from oom_wizard.document import JobDocument
 from oom_wizard.memory import Calibration
 from oom_wizard.modelkind import find_model_kind
