@@ -16,6 +16,7 @@ from oom_wizard.application.settling import (
     WizardState,
     card_of,
     crash_figures,
+    given,
     memory_calibration,
     settle,
 )
@@ -559,14 +560,6 @@ def estimate_words(figures: MemoryEstimate, moment: str | None = None) -> str:
     if moment is not None and moment in CRASHED_PEAK and not figures.lowers(moment):
         text += f"; this leaves {PEAK_WORDS[CRASHED_PEAK[moment]]} unchanged"
     return text
-
-
-def given(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Plan:
-    """The plan with every step's proposals as the choices of the steps before it leave
-    them (:func:`oom_wizard.plan.given_choices`; None: the defaults)."""
-    from oom_wizard.plan import given_choices
-
-    return given_choices(state.plan, state.document, choices)
 
 
 def proposed_step(state: WizardState, step_id: str) -> StepProposal:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from oom_wizard.application.settling import VALIDATION_STEP, WizardState, memory_calibration
+from oom_wizard.application.settling import VALIDATION_STEP, WizardState, given, memory_calibration
 from oom_wizard.memory import JobMemory, Phase, Verdict
 from oom_wizard.plan import Plan, StepChoice, StepProposal
 from oom_wizard.vocabulary import Moment
@@ -44,7 +44,7 @@ def job_memory(
         memory_of(state.document, [], kind, calibration=calibration),
         memory_of(
             state.document,
-            changes_for(_given(state, choices), choices),
+            changes_for(given(state, choices), choices),
             kind,
             calibration=calibration,
         ),
@@ -167,10 +167,3 @@ def fit(state: WizardState, card: Card) -> FitReport:
     found = verdict(memory.peak(), card.gib)
     fix = fit_fix(state, memory, card.gib) if found != "fits" else None
     return FitReport(card, memory, found, fix)
-
-
-def _given(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Plan:
-    # As ``choosing.given``, without loading the step screens' value checks and edits.
-    from oom_wizard.plan import given_choices
-
-    return given_choices(state.plan, state.document, choices)

@@ -546,3 +546,11 @@ class Dropped:
 
         why = f"{self.step} is not in this plan" if self.gone else "this step no longer changes it"
         return f"{self.label} {show_value(self.value)} ({why})"
+
+
+def given(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Plan:
+    """The plan with every step's proposals as the choices of the steps before it leave
+    them (:func:`oom_wizard.plan.given_choices`; None: the defaults)."""
+    from oom_wizard.plan import given_choices  # light; the edits load only when a step needs them
+
+    return given_choices(state.plan, state.document, choices)
