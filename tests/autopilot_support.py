@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import signal
 import sys
 import time
 from collections.abc import Mapping
@@ -21,7 +20,11 @@ from typing import Any
 import yaml
 
 from oom_wizard.application.autopilot import Outcome, Settings, autopilot
-from oom_wizard.application.trainer import TrainerEnd, run_trainer, trainer_argv
+from oom_wizard.application.trainer import (
+    TrainerEnd,
+    run_trainer,
+    trainer_argv,
+)
 
 FAKE = Path(__file__).with_name("fake_trainer.py")
 DEMO = Path(__file__).resolve().parents[1] / "presets" / "demo"
@@ -29,14 +32,6 @@ FAKE_COMMAND = [sys.executable, str(FAKE), "{config}"]
 WAIT_S = 60.0
 """How long a test waits for a child to show something: generous, because a loaded two-core
 machine starts Python slowly; a test that passes waits only as long as the child takes."""
-
-
-def as_from_a_terminal() -> None:
-    """A child's ``preexec_fn``: SIGINT and SIGTERM as a program started from a terminal has
-    them, whatever the test process's own state, for the tests that send them."""
-    for stop in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(stop, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
 def wait_for(path: Path, timeout: float = WAIT_S) -> str:

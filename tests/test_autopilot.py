@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from oom_wizard.application.autopilot import Settings, autopilot
-from oom_wizard.application.trainer import group_alive
+from oom_wizard.application.trainer import group_alive, stops_as_from_a_terminal
 from oom_wizard.changelog import ChangeLog, changelog_path_for, read_changelog
 from oom_wizard.cli import main
 from oom_wizard.document import load_document
@@ -26,7 +26,6 @@ from tests.autopilot_support import (
     FLUX,
     SCENARIOS,
     Scenario,
-    as_from_a_terminal,
     fake_runner,
     pid_alive,
     play,
@@ -235,7 +234,7 @@ def start_run(
         env=full_env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        preexec_fn=as_from_a_terminal,
+        preexec_fn=stops_as_from_a_terminal,
         cwd=tmp_path,
     )
     return proc, pidfile

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from tests.autopilot_support import as_from_a_terminal
+from oom_wizard.application.trainer import stops_as_from_a_terminal
 
 CHILD = textwrap.dedent(
     """
@@ -54,7 +54,7 @@ def test_an_interrupt_raised_in_a_callback_arrives_again_in_ordinary_code(except
         capture_output=True,
         text=True,
         timeout=60,
-        preexec_fn=as_from_a_terminal,
+        preexec_fn=stops_as_from_a_terminal,
     )
     assert done.stdout.strip() == arrives_as
     assert "Exception ignored" not in done.stderr
@@ -74,7 +74,7 @@ def test_a_resend_that_lands_while_the_hook_still_runs_arrives(exception):
             capture_output=True,
             text=True,
             timeout=60,
-            preexec_fn=as_from_a_terminal,
+            preexec_fn=stops_as_from_a_terminal,
         )
         assert done.stdout.strip() == arrives_as
         assert "Traceback" not in done.stderr
@@ -91,7 +91,7 @@ def test_without_the_hook_the_interpreter_prints_it_and_carries_on():
         capture_output=True,
         text=True,
         timeout=60,
-        preexec_fn=as_from_a_terminal,
+        preexec_fn=stops_as_from_a_terminal,
     )
     assert done.stdout.strip() == "lost"
     assert "Exception ignored" in done.stderr

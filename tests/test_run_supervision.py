@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from oom_wizard.application.autopilot import Settings, autopilot
-from oom_wizard.application.trainer import TrainerEnd
+from oom_wizard.application.trainer import TrainerEnd, stops_as_from_a_terminal
 from oom_wizard.changelog import changelog_path_for, read_changelog
 from oom_wizard.document import load_document
 from oom_wizard.paths import parse_path
@@ -23,7 +23,6 @@ from oom_wizard.resume import checkpoint_step
 from tests.autopilot_support import (
     FAKE,
     SCENARIOS,
-    as_from_a_terminal,
     fake_runner,
     pid_alive,
     wait_for,
@@ -129,7 +128,7 @@ def test_sigterm_of_run_is_terminated_143_and_stops_the_trainer(tmp_path: Path) 
         [str(WIZARD), "run", str(config), "--auto", "--grace", "2", "--",
          sys.executable, str(FAKE), "{config}"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
-        preexec_fn=as_from_a_terminal,
+        preexec_fn=stops_as_from_a_terminal,
     )  # fmt: skip
     pid, _pgid, worker = wait_pids(pidfile)
     wait_for_bytes(tmp_path / "image-early-steps.run.log", b" 1/3000 [")

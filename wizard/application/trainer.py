@@ -429,18 +429,26 @@ def _in_group(pid: int, pgid: int) -> bool:
 _STOPS: Final = (signal.SIGINT, signal.SIGTERM)
 
 
+def stops_as_from_a_terminal() -> None:
+    """SIGINT and SIGTERM at their defaults and unblocked, as a program started from a
+    terminal has them (run in a child before its exec).
+
+    ``run`` started in the background (``&`` in a script ignores SIGINT), or forked while
+    signals were held, would hand the trainer a SIGINT it never sees: the stop's first
+    signal, the trainer's own clean stop, would go unheard.
+    """
+    for stop in _STOPS:
+        signal.signal(stop, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
+
+
 def _before_exec() -> Callable[[], None]:
-    """What the child runs before the exec: the stop signals as a program started from a
-    terminal has them, then (Linux) its death with ours."""
+    """What the child runs before the exec: :func:`stops_as_from_a_terminal`, then (Linux)
+    its death with ours."""
     die_with_parent = _die_with_parent()
 
     def prepare() -> None:
-        # ``run`` started in the background (``&`` in a script ignores SIGINT), or forked
-        # while signals were held, would hand the trainer a SIGINT it never sees: the stop's
-        # first signal, the trainer's own clean stop, would go unheard.
-        for stop in _STOPS:
-            signal.signal(stop, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
+        stops_as_from_a_terminal()
         if die_with_parent is not None:
             die_with_parent()
 
