@@ -116,6 +116,8 @@ def _locon(process: dict[str, Any]) -> None:
     process["network"].update(type="locon", conv=32, conv_alpha=32)
 
 
+PRIOR_WITHOUT_GRADIENTS = "a prior prediction made without gradients before the step"
+
 RUNGS: tuple[Rung, ...] = (
     Rung(
         "fewer control images",
@@ -173,20 +175,14 @@ RUNGS: tuple[Rung, ...] = (
             "early_steps",
             "training",
             _train(**{flag: True}),
+            zero_because=zero_because,
         )
-        for flag in ("diff_output_preservation", "blank_prompt_preservation")
-    ),
-    *(
-        Rung(
-            flag.replace("_", " "),
-            "extra_passes",
-            f"train.{flag}",
-            "early_steps",
-            "training",
-            _train(**{flag: True}),
-            zero_because="a prior prediction made without gradients before the step",
-        )
-        for flag in ("inverted_mask_prior", "do_prior_divergence")
+        for flag, zero_because in {
+            "diff_output_preservation": None,
+            "blank_prompt_preservation": None,
+            "inverted_mask_prior": PRIOR_WITHOUT_GRADIENTS,
+            "do_prior_divergence": PRIOR_WITHOUT_GRADIENTS,
+        }.items()
     ),
     Rung(
         "EMA",
