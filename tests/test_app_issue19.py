@@ -7,21 +7,38 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from textual.pilot import Pilot
-from textual.widgets import DirectoryTree, Input, Static
+from textual.widgets import DirectoryTree, Input, OptionList, Static
 
-from oom_wizard.application.demo import IMAGE_JOB
+from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB
+from oom_wizard.screens.step import StepScreen
+from oom_wizard.screens.widgets import Tick
+from oom_wizard.vocabulary import MOMENTS
 from tests.app_support import (
     IDLE_POINTS,
     demo_app,
     demo_folder,
     press,
     review_first_step,
+    save_from_review,
     screen_name,
+    screen_text,
     settle,
+    video_app,
+    wait_for_screen,
+    wait_for_state,
 )
 
 SIZE = (80, 24)
+
+
+async def told_the_moment(pilot: Pilot[int], moment: str) -> None:
+    """From the load screen, once the job is read: ``moment`` picked on the moment screen."""
+    await wait_for_state(pilot)
+    await press(pilot, "enter")
+    pilot.app.screen.query_one("#moments", OptionList).highlighted = MOMENTS.index(moment)
+    await press(pilot, "enter")
 
 
 def row_reason(app: object, selector: str = "#output-reason") -> str:
@@ -176,7 +193,6 @@ def rolled_back(folder: Path) -> Path:
 
 async def _coming_back(app: object) -> tuple[str | None, str]:
     """Open the coming-back screen; the highlighted answer's id and the screen's note."""
-    from tests.app_support import wait_for_state
 
     async with app.run_test(size=SIZE) as pilot:  # type: ignore[attr-defined]
         await wait_for_state(pilot)
@@ -459,22 +475,10 @@ async def type_into(pilot: Pilot[int], row: object, text: str) -> None:
 async def test_a_later_step_starts_from_a_value_typed_on_an_earlier_step(tmp_path: Path) -> None:
     """The issue's case: the Wan job, 33 sample frames typed on step 1 (the crash while
     sampling); step 3, fewer frames, starts its sample row from 33, and the save uses 33."""
-    import yaml
-    from textual.widgets import OptionList
-
-    from oom_wizard.application.demo import VIDEO_JOB
-    from oom_wizard.screens.step import StepScreen
-    from oom_wizard.screens.widgets import Tick
-    from oom_wizard.vocabulary import MOMENTS
-    from tests.app_support import save_from_review, screen_text, video_app, wait_for_state
-
     folder = demo_folder(tmp_path)
     app = video_app(folder)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for_state(pilot)
-        await press(pilot, "enter")
-        app.screen.query_one("#moments", OptionList).highlighted = MOMENTS.index("sampling")
-        await press(pilot, "enter")
+        await told_the_moment(pilot, "sampling")
         assert isinstance(app.screen, StepScreen) and app.screen.step.id == "sampling"
         await type_into(pilot, field_rows(app)[SAMPLE_FRAMES], "33")
         await press(pilot, "enter")
@@ -503,12 +507,6 @@ async def test_another_moment_keeps_typed_values_where_they_apply_and_says_what_
 ) -> None:
     """Back to the moment, another answer, another plan: the typed clip length stays (the
     new plan has that row), the typed sample width goes, in one line on its step."""
-    from textual.widgets import OptionList
-
-    from oom_wizard.screens.step import StepScreen
-    from oom_wizard.vocabulary import MOMENTS
-    from tests.app_support import screen_text, video_app, wait_for_screen, wait_for_state
-
     folder = demo_folder(tmp_path)
     app = video_app(folder)
     async with app.run_test(size=SIZE) as pilot:
@@ -544,20 +542,10 @@ async def test_the_review_counts_the_validation_run_on_the_config_the_steps_leav
 ) -> None:
     """Lighter samples sample every 500 steps instead of 250: the short validation run the
     review switches on trains to step 501, through the first sample of the new config."""
-    import yaml
-    from textual.widgets import OptionList
-
-    from oom_wizard.screens.widgets import Tick
-    from oom_wizard.vocabulary import MOMENTS
-    from tests.app_support import save_from_review, video_app, wait_for_screen, wait_for_state
-
     folder = demo_folder(tmp_path)
     app = video_app(folder)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for_state(pilot)
-        await press(pilot, "enter")
-        app.screen.query_one("#moments", OptionList).highlighted = MOMENTS.index("sampling")
-        await press(pilot, "enter")
+        await told_the_moment(pilot, "sampling")
         app.save_now()  # every step at its default: lighter samples on
         await wait_for_screen(pilot, "ReviewScreen")
         app.screen.query_one("#validation", Tick).value = True
