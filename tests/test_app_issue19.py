@@ -193,7 +193,6 @@ def rolled_back(folder: Path) -> Path:
 
 async def _coming_back(app: object) -> tuple[str | None, str]:
     """Open the coming-back screen; the highlighted answer's id and the screen's note."""
-
     async with app.run_test(size=SIZE) as pilot:  # type: ignore[attr-defined]
         await wait_for_state(pilot)
         await press(pilot, "enter")
