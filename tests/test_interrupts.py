@@ -43,19 +43,23 @@ CHILD = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize(
-    ("exception", "arrives_as"),
-    [("KeyboardInterrupt", "interrupted"), ("Terminated", "terminated")],
-)
-def test_an_interrupt_raised_in_a_callback_arrives_again_in_ordinary_code(exception, arrives_as):
-    code = CHILD.format(exception=exception)
-    done = subprocess.run(
-        [sys.executable, "-c", code, "installed", "5"],
+def run_child(exception: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """The child above, raising ``exception`` in a callback, started as from a terminal."""
+    return subprocess.run(
+        [sys.executable, "-c", CHILD.format(exception=exception), *args],
         capture_output=True,
         text=True,
         timeout=60,
         preexec_fn=stops_as_from_a_terminal,
     )
+
+
+@pytest.mark.parametrize(
+    ("exception", "arrives_as"),
+    [("KeyboardInterrupt", "interrupted"), ("Terminated", "terminated")],
+)
+def test_an_interrupt_raised_in_a_callback_arrives_again_in_ordinary_code(exception, arrives_as):
+    done = run_child(exception, "installed", "5")
     assert done.stdout.strip() == arrives_as
     assert "Exception ignored" not in done.stderr
     assert "Traceback" not in done.stderr
@@ -66,16 +70,9 @@ def test_a_resend_that_lands_while_the_hook_still_runs_arrives(exception):
     """The resend with no delay lands at once: on a loaded machine, that is what the 10 ms
     become while the main thread waits for its turn. It used to land inside the hook, in the
     wait for the resending thread to start, and was swallowed there (20 lost of 20)."""
-    code = CHILD.format(exception=exception)
     arrives_as = "terminated" if exception == "Terminated" else "interrupted"
     for _ in range(5):
-        done = subprocess.run(
-            [sys.executable, "-c", code, "installed", "5", "0"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            preexec_fn=stops_as_from_a_terminal,
-        )
+        done = run_child(exception, "installed", "5", "0")
         assert done.stdout.strip() == arrives_as
         assert "Traceback" not in done.stderr
 
@@ -85,14 +82,7 @@ def test_without_the_hook_the_interpreter_prints_it_and_carries_on():
 
     The child waits a second for an interrupt that never comes: a hundred times the hook's
     resend delay (the installed child above is woken after about 10 ms of its 5 s)."""
-    code = CHILD.format(exception="KeyboardInterrupt")
-    done = subprocess.run(
-        [sys.executable, "-c", code, "bare", "1"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        preexec_fn=stops_as_from_a_terminal,
-    )
+    done = run_child("KeyboardInterrupt", "bare", "1")
     assert done.stdout.strip() == "lost"
     assert "Exception ignored" in done.stderr
 
