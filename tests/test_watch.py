@@ -304,8 +304,8 @@ async def test_quitting_stops_the_reading_worker_without_waiting_for_its_next_re
 ) -> None:
     """Between two reads the worker sleeps; a quit ends that sleep rather than wait it out
     (it used to keep the program alive for the rest of the interval)."""
-    app = WatchApp(WatchTarget(tmp_path / "log.txt", tmp_path / "job.yaml", "job"), poll_s=120)
-    app.probe = False
+    target = WatchTarget(tmp_path / "log.txt", tmp_path / "job.yaml", "job")
+    app = WatchApp(target, poll_s=120, probe=False)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause(0.1)  # the worker has read once and sleeps now
         started = time.monotonic()
