@@ -4,7 +4,7 @@ screen's table is made from the bindings in force.
 The ids are ``stage.action`` (``step.skip``, ``review.save``, ``app.quit``): :func:`bindings`
 finds them in the ``BINDINGS`` of every class of this package, so a new screen's keys are
 in the keymap and the help without a list to keep up. The keymap is read by the service
-from the settings file (:mod:`oom_wizard.settings`); :func:`apply_user_keymap` applies the
+from the settings file (:mod:`oom_wizard.storage.settings`); :func:`apply_user_keymap` applies the
 entries whose keys are keys, and after the first frame reports in one notification those
 that cannot be used (an id no binding has, keys that are not keys).
 """

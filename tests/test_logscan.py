@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from oom_wizard.errors import LogError, PresetError
-from oom_wizard.logscan import (
+from oom_wizard.logs.scan import (
     MAX_SEGMENT_BYTES,
     SIGNALS,
     LogScan,

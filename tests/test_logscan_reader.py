@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from oom_wizard import logread, logscan
-from oom_wizard.logread import (
+from oom_wizard.logs import read as logread, scan as logscan
+from oom_wizard.logs.read import (
     NON_ASCII_FOLDS,
     ScanCancelled,
     Watch,
@@ -29,7 +29,7 @@ from oom_wizard.logread import (
     watching,
     window_pattern,
 )
-from oom_wizard.logscan import (
+from oom_wizard.logs.scan import (
     LogMarkers,
     LogScan,
     _unnamed,

@@ -3,7 +3,7 @@
 Kept to the standard library until the interrupt hook is in place, so that a Ctrl-C that
 lands while the command line itself is still being imported ends the process quietly too
 (nothing can have been written yet), including one that lands inside the import system's
-own callbacks (see ``oom_wizard.interrupts``).
+own callbacks (see ``oom_wizard.host.interrupts``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ EXIT_INTERRUPTED = 130
 def main() -> int:
     """Import the command line under the interrupt hook, then run it."""
     try:
-        from oom_wizard.interrupts import redeliver_lost_interrupts
+        from oom_wizard.host.interrupts import redeliver_lost_interrupts
 
         redeliver_lost_interrupts()
         from oom_wizard.cli import main as run_command_line

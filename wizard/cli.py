@@ -37,8 +37,8 @@ from oom_wizard.commands import (
     watch,
 )
 from oom_wizard.errors import PROGRAM, WizardError, error_line, os_error_line
-from oom_wizard.interrupts import Terminated, raise_terminated, redeliver_lost_interrupts
-from oom_wizard.leftovers import dead_leftovers
+from oom_wizard.host.interrupts import Terminated, raise_terminated, redeliver_lost_interrupts
+from oom_wizard.storage.leftovers import dead_leftovers
 
 PROG = PROGRAM
 EXIT_OK = 0
@@ -188,7 +188,7 @@ def _recover_here() -> None:
     """
     if not dead_leftovers(Path(os.curdir)):  # the working folder, even when it is gone
         return
-    from oom_wizard.save import recover  # deferred: the save pipeline is heavy (see above)
+    from oom_wizard.storage.save import recover  # deferred: the save pipeline is heavy (see above)
 
     with contextlib.suppress(OSError):
         recover(Path.cwd())
@@ -204,7 +204,7 @@ def _internal(exc: Exception, debug: bool) -> int:
 def _written() -> tuple[Path, ...]:
     """What saves of this process have written so far (nothing before the save code loads:
     never imported here, so a Ctrl-C during the imports cannot fail again)."""
-    save = sys.modules.get("oom_wizard.save")
+    save = sys.modules.get("oom_wizard.storage.save")
     written = getattr(save, "written_this_process", None)
     return written() if callable(written) else ()
 

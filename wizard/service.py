@@ -15,7 +15,7 @@ The rules that must exist once, and where they live:
   when the request says so (:attr:`JobRequest.probe <wizard.request.JobRequest.probe>`, on
   unless ``--no-probe``), the same for every command and the app.
 - **The change log beside the config**: read once at the open, by SHA-256 or name
-  (:func:`oom_wizard.changelog.changelog_for`); a change log that cannot be read stops the
+  (:func:`oom_wizard.storage.changelog.changelog_for`); a change log that cannot be read stops the
   open with its one-line error (exit status 2 on the command line, the same line on the
   app's load screen). Why refuse rather than note it and go on: the change log decides which
   steps are already done, how far a crash-again goes and what the scale-up gives back, and a
@@ -24,7 +24,7 @@ The rules that must exist once, and where they live:
 - **Settling** (:func:`settle`, ``application.settling``): the user's :class:`Answers` (any
   field may be unsaid) with the log, the config and the probe give one diagnosis, one moment
   (answer, else the log, else :data:`~wizard.vocabulary.DEFAULT_MOMENT`), one model kind
-  (answer, else :func:`oom_wizard.modelkind.find_model_kind`, else image), and one plan.
+  (answer, else :func:`oom_wizard.rules.modelkind.find_model_kind`, else image), and one plan.
 - **Recording** (:func:`save`, :func:`save_scale_up`): one run of the change log whose
   ``steps`` are the steps that changed a field (:func:`recorded_steps`); a step that was
   switched on but changed nothing is not recorded as applied.
@@ -179,29 +179,18 @@ if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __get
         save_now_question as save_now_question,
         warm_up as warm_up,
     )
-    from oom_wizard.catalog import MomentInfo as MomentInfo
-    from oom_wizard.changelog import (
-        ChangeEntry as ChangeEntry,
-        ChangeLog as ChangeLog,
-        EditedSinceSave as EditedSinceSave,
-        changelog_path_for as changelog_path_for,
-    )
-    from oom_wizard.changes import Prepared as Prepared
-    from oom_wizard.diagnosis import Answers as Answers, Diagnosis as Diagnosis
-    from oom_wizard.document import JobDocument as JobDocument
-    from oom_wizard.jobdb import (
-        AsNew as AsNew,
-        DbJob as DbJob,
-        DbSaveResult as DbSaveResult,
-        InPlace as InPlace,
-        SaveMode as SaveMode,
-    )
-    from oom_wizard.logread import (
+    from oom_wizard.formats.document import JobDocument as JobDocument
+    from oom_wizard.host.probe import probe_gpu as probe_gpu, read_host_memory as read_host_memory
+    from oom_wizard.logs.read import (
         ScanCancelled as ScanCancelled,
         Watch as Watch,
         watching as watching,
     )
-    from oom_wizard.memory import (
+    from oom_wizard.paths import MISSING as MISSING, format_path as format_path
+    from oom_wizard.request import JobRequest as JobRequest
+    from oom_wizard.rules.catalog import MomentInfo as MomentInfo
+    from oom_wizard.rules.diagnosis import Answers as Answers, Diagnosis as Diagnosis
+    from oom_wizard.rules.memory import (
         Band as Band,
         Calibration as Calibration,
         JobMemory as JobMemory,
@@ -209,8 +198,7 @@ if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __get
         Prediction as Prediction,
         Verdict as Verdict,
     )
-    from oom_wizard.paths import MISSING as MISSING, format_path as format_path
-    from oom_wizard.plan import (
+    from oom_wizard.rules.plan import (
         FieldProposal as FieldProposal,
         MemoryEstimate as MemoryEstimate,
         Plan as Plan,
@@ -218,16 +206,31 @@ if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __get
         StepChoice as StepChoice,
         StepProposal as StepProposal,
     )
-    from oom_wizard.probe import probe_gpu as probe_gpu, read_host_memory as read_host_memory
-    from oom_wizard.request import JobRequest as JobRequest
-    from oom_wizard.save import SaveResult as SaveResult
-    from oom_wizard.settings import SettingProblem as SettingProblem, UserKeymap as UserKeymap
-    from oom_wizard.sizing import (
+    from oom_wizard.rules.sizing import (
         FIX_WORDS as FIX_WORDS,
         FixName as FixName,
         MemoryPeak as MemoryPeak,
     )
-    from oom_wizard.values import ValueCheck as ValueCheck
+    from oom_wizard.rules.values import ValueCheck as ValueCheck
+    from oom_wizard.storage.changelog import (
+        ChangeEntry as ChangeEntry,
+        ChangeLog as ChangeLog,
+        EditedSinceSave as EditedSinceSave,
+        changelog_path_for as changelog_path_for,
+    )
+    from oom_wizard.storage.changes import Prepared as Prepared
+    from oom_wizard.storage.jobdb import (
+        AsNew as AsNew,
+        DbJob as DbJob,
+        DbSaveResult as DbSaveResult,
+        InPlace as InPlace,
+        SaveMode as SaveMode,
+    )
+    from oom_wizard.storage.save import SaveResult as SaveResult
+    from oom_wizard.storage.settings import (
+        SettingProblem as SettingProblem,
+        UserKeymap as UserKeymap,
+    )
 
 #: Where each name comes from. A name is imported when first asked for
 #: (``from oom_wizard.service import Plan``), so importing the service loads nothing of the
@@ -376,32 +379,32 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "save_now_question",
         "warm_up",
     ),
-    "oom_wizard.catalog": ("MomentInfo",),
-    "oom_wizard.changelog": (
+    "oom_wizard.rules.catalog": ("MomentInfo",),
+    "oom_wizard.storage.changelog": (
         "ChangeEntry",
         "ChangeLog",
         "EditedSinceSave",
         "changelog_path_for",
     ),
-    "oom_wizard.changes": ("Prepared",),
-    "oom_wizard.diagnosis": (
+    "oom_wizard.storage.changes": ("Prepared",),
+    "oom_wizard.rules.diagnosis": (
         "Answers",
         "Diagnosis",
     ),
-    "oom_wizard.document": ("JobDocument",),
-    "oom_wizard.jobdb": (
+    "oom_wizard.formats.document": ("JobDocument",),
+    "oom_wizard.storage.jobdb": (
         "AsNew",
         "DbJob",
         "DbSaveResult",
         "InPlace",
         "SaveMode",
     ),
-    "oom_wizard.logread": (
+    "oom_wizard.logs.read": (
         "ScanCancelled",
         "Watch",
         "watching",
     ),
-    "oom_wizard.memory": (
+    "oom_wizard.rules.memory": (
         "Band",
         "Calibration",
         "JobMemory",
@@ -413,7 +416,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "MISSING",
         "format_path",
     ),
-    "oom_wizard.plan": (
+    "oom_wizard.rules.plan": (
         "FieldProposal",
         "MemoryEstimate",
         "Plan",
@@ -421,22 +424,22 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "StepChoice",
         "StepProposal",
     ),
-    "oom_wizard.probe": (
+    "oom_wizard.host.probe": (
         "probe_gpu",
         "read_host_memory",
     ),
     "oom_wizard.request": ("JobRequest",),
-    "oom_wizard.save": ("SaveResult",),
-    "oom_wizard.settings": (
+    "oom_wizard.storage.save": ("SaveResult",),
+    "oom_wizard.storage.settings": (
         "SettingProblem",
         "UserKeymap",
     ),
-    "oom_wizard.sizing": (
+    "oom_wizard.rules.sizing": (
         "FIX_WORDS",
         "FixName",
         "MemoryPeak",
     ),
-    "oom_wizard.values": ("ValueCheck",),
+    "oom_wizard.rules.values": ("ValueCheck",),
 }
 _SOURCE_OF = {name: module for module, names in _SOURCES.items() for name in names}
 

@@ -2,7 +2,7 @@
 
 They live in a module of their own, free of pydantic and YAML, so that building the
 command line (``--moment``, ``--kind`` choices) costs nothing at start-up.
-``oom_wizard.catalog`` re-exports them next to the data they index.
+``oom_wizard.rules.catalog`` re-exports them next to the data they index.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ next (:class:`UserSave`).
 
 The first retry after a fix is a short validation run: the plan's ``validation_run`` step
 sets ``train.steps`` to ``validation_steps``, raised to one past the config's first periodic
-save and sample (:func:`oom_wizard.plan.validation_run_steps`), so a validation run that exits
+save and sample (:func:`oom_wizard.rules.plan.validation_run_steps`), so a validation run that exits
 cleanly got past its first steps and through a save and a sample where the config makes them
 (AI Toolkit saves and samples once more after its last step as well). Then the scale-up's
 first re-add puts the original step count back, and the full run starts.
@@ -44,7 +44,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, Protocol
 
 from oom_wizard.application.trainer import TrainerEnd
-from oom_wizard.changelog import (
+from oom_wizard.errors import WizardError
+from oom_wizard.storage.changelog import (
     AttemptRecord,
     ChangeLog,
     FileRef,
@@ -52,19 +53,18 @@ from oom_wizard.changelog import (
     now_iso,
     sha256_of,
 )
-from oom_wizard.errors import WizardError
-from oom_wizard.jobdb import DbSaveResult
-from oom_wizard.save import SaveResult
+from oom_wizard.storage.jobdb import DbSaveResult
+from oom_wizard.storage.save import SaveResult
 from oom_wizard.vocabulary import VALIDATION_RUN
 
 if TYPE_CHECKING:
     from oom_wizard.application.saving import Destination
     from oom_wizard.application.settling import WizardState
-    from oom_wizard.changes import Prepared
-    from oom_wizard.diagnosis import Diagnosis
-    from oom_wizard.document import JobDocument
-    from oom_wizard.logscan import LogScan
+    from oom_wizard.formats.document import JobDocument
+    from oom_wizard.logs.scan import LogScan
     from oom_wizard.request import JobRequest
+    from oom_wizard.rules.diagnosis import Diagnosis
+    from oom_wizard.storage.changes import Prepared
 
 Status = Literal["finished", "stopped", "interrupted", "terminated"]
 EXIT_STATUS: Final[dict[Status, int]] = {
@@ -116,7 +116,7 @@ def db_job_to_run(db: Path, name: str) -> DbJobRef:
     Raises:
         JobDatabaseError: no database or no such job; WizardError: the job is busy.
     """
-    from oom_wizard.jobdb import find_db, load_job
+    from oom_wizard.storage.jobdb import find_db, load_job
 
     found = find_db(db)
     busy = load_job(found, name).busy_reason()
@@ -128,11 +128,11 @@ def db_job_to_run(db: Path, name: str) -> DbJobRef:
 def check_readable(where: Where) -> None:
     """Load the config as the loop will (raises the one-line error of a broken one)."""
     if isinstance(where, DbJobRef):
-        from oom_wizard.jobdb import job_document, load_job
+        from oom_wizard.storage.jobdb import job_document, load_job
 
         job_document(load_job(where.db, where.name))
         return
-    from oom_wizard.document import load_document
+    from oom_wizard.formats.document import load_document
 
     load_document(where)
 
@@ -352,7 +352,7 @@ class _Loop:
     def run_once(
         self, where: Where, kind: Literal["full", "validation"]
     ) -> tuple[Attempt, LogScan]:
-        from oom_wizard.logscan import scan_log
+        from oom_wizard.logs.scan import scan_log
 
         config = _runnable(where)
         log = fresh_log_path(config)
@@ -399,7 +399,7 @@ class _Loop:
         if own is None:
             self.pending.append(record)
             return
-        from oom_wizard.save import atomic_write
+        from oom_wizard.storage.save import atomic_write
 
         log, path = own
         atomic_write(path, log.with_attempts([record]).to_json().encode(), replace=True)
@@ -408,8 +408,8 @@ class _Loop:
         """Write the attempts not yet written into ``changelog`` (just saved; atomically)."""
         if not self.pending:
             return
-        from oom_wizard.changelog import read_changelog
-        from oom_wizard.save import atomic_write
+        from oom_wizard.storage.changelog import read_changelog
+        from oom_wizard.storage.save import atomic_write
 
         log = read_changelog(changelog).with_attempts(self.pending)
         atomic_write(changelog, log.to_json().encode(), replace=True)
@@ -615,7 +615,7 @@ def _exception(scan: LogScan) -> str:
 def resume_warning(document: JobDocument) -> str | None:
     """What AI Toolkit's resume does to this run when it matters: a step count at or below the
     step it resumes from trains nothing (None: a fresh start, or steps left to train)."""
-    from oom_wizard.resume import resume_point
+    from oom_wizard.storage.resume import resume_point
 
     resume = resume_point(document)
     steps = document.get(("config", "process", 0, "train", "steps"))
@@ -635,7 +635,7 @@ def resume_warning(document: JobDocument) -> str | None:
 
 def _memory_evidence(scan: LogScan) -> bool:
     """Whether the log shows the GPU or the host running out of memory (a kill included)."""
-    from oom_wizard.logscan import GPU_SIGNALS, HOST_SIGNALS
+    from oom_wizard.logs.scan import GPU_SIGNALS, HOST_SIGNALS
 
     return bool(set(scan.signals) & (GPU_SIGNALS | HOST_SIGNALS))
 
@@ -725,7 +725,7 @@ def _saved_where(saved: SaveResult | DbSaveResult) -> tuple[Where, Path]:
 def _path_of(where: Where) -> Path:
     """The config's path in the outcome (a web-UI job's pseudo path)."""
     if isinstance(where, DbJobRef):
-        from oom_wizard.jobdb import job_source
+        from oom_wizard.storage.jobdb import job_source
 
         return job_source(where.db, where.name)
     return where
@@ -736,8 +736,8 @@ def _runnable(where: Where) -> Path:
     (as stored, byte for byte) to a new file of its own beside the job's change log."""
     if isinstance(where, Path):
         return where
-    from oom_wizard.jobdb import load_job
-    from oom_wizard.save import atomic_write
+    from oom_wizard.storage.jobdb import load_job
+    from oom_wizard.storage.save import atomic_write
 
     job = load_job(where.db, where.name)
     folder = job.changelog_path.parent
@@ -818,7 +818,7 @@ def _restore_steps(loop: _Loop, where: Where, log: Path) -> Where | None:
     """After a passed validation run: the config with the original step count, saved."""
     from oom_wizard.application.scale_up import prepare_scale_up, save_scale_up
     from oom_wizard.application.settling import start
-    from oom_wizard.scaleup import pending_scale_ups
+    from oom_wizard.rules.scaleup import pending_scale_ups
 
     state = start(_request(where, log))
     if state.changelog is None:
@@ -839,7 +839,7 @@ def _restore_steps(loop: _Loop, where: Where, log: Path) -> Where | None:
 
 def _still_short(where: Where) -> bool:
     """Whether the config still runs the short validation step count (a scale-up restores it)."""
-    from oom_wizard.scaleup import pending_scale_ups
+    from oom_wizard.rules.scaleup import pending_scale_ups
 
     own = _own_log(where)
     if own is None:
@@ -849,10 +849,10 @@ def _still_short(where: Where) -> bool:
 
 
 def _document(where: Where) -> JobDocument:
-    from oom_wizard.document import load_document
+    from oom_wizard.formats.document import load_document
 
     if isinstance(where, DbJobRef):
-        from oom_wizard.jobdb import job_document, load_job
+        from oom_wizard.storage.jobdb import job_document, load_job
 
         return job_document(load_job(where.db, where.name))
     return load_document(where)
@@ -889,7 +889,7 @@ def _outcome(end: TrainerEnd, scan: LogScan, kind: str, trained: int) -> str:
 
 def _own_changelog(config: Path) -> ChangeLog | None:
     """The change log beside ``config`` when it describes it; a broken one is not used."""
-    from oom_wizard.changes import changelog_of
+    from oom_wizard.storage.changes import changelog_of
 
     try:
         return changelog_of(config)
@@ -903,7 +903,7 @@ def _own_log(where: Where) -> tuple[ChangeLog, Path] | None:
     if isinstance(where, Path):
         log = _own_changelog(where)
         return (log, changelog_path_for(where)) if log is not None else None
-    from oom_wizard.jobdb import load_job, read_job_changelog
+    from oom_wizard.storage.jobdb import load_job, read_job_changelog
 
     try:
         job = load_job(where.db, where.name)

@@ -20,24 +20,24 @@ from oom_wizard.application.settling import (
     memory_calibration,
     settle,
 )
-from oom_wizard.changes import Change, Prepared, prepare
-from oom_wizard.diagnosis import Answers
 from oom_wizard.paths import MISSING
-from oom_wizard.plan import (
+from oom_wizard.rules.diagnosis import Answers
+from oom_wizard.rules.plan import (
     FieldProposal,
     MemoryEstimate,
     Plan,
     StepChoice as StepChoice,  # the choice a caller makes
     StepProposal,
 )
-from oom_wizard.sizing import FIX_WORDS, FixName, MemoryPeak
-from oom_wizard.values import ValueCheck
+from oom_wizard.rules.sizing import FIX_WORDS, FixName, MemoryPeak
+from oom_wizard.rules.values import ValueCheck
+from oom_wizard.storage.changes import Change, Prepared, prepare
 
 if TYPE_CHECKING:
-    from oom_wizard.document import JobDocument
+    from oom_wizard.formats.document import JobDocument
+    from oom_wizard.formats.view import ProcessView
     from oom_wizard.paths import FieldPath
-    from oom_wizard.resume import ResumePoint
-    from oom_wizard.view import ProcessView
+    from oom_wizard.storage.resume import ResumePoint
 
 
 def choose(state: WizardState, choice: StepChoice) -> WizardState:
@@ -52,7 +52,7 @@ def choose(state: WizardState, choice: StepChoice) -> WizardState:
 def default_choices(state: WizardState, fix: FixName | None = None) -> dict[str, StepChoice]:
     """The one rule of the default set, for the command line, the app, ``run`` and ``fit``:
     every step of ``fix`` (None: the plan's default fix, "just enough" where the crash's own
-    figures size it, else "safe"; see :mod:`oom_wizard.sizing`) on with its default toggles,
+    figures size it, else "safe"; see :mod:`oom_wizard.rules.sizing`) on with its default toggles,
     every other step off."""
     return state.plan.default_choices(fix)
 
@@ -61,7 +61,7 @@ def default_choice(
     state: WizardState, step: StepProposal, fix: FixName | None = None
 ) -> StepChoice:
     """What accepting one step's defaults means (:func:`default_choices`)."""
-    from oom_wizard.plan import StepChoice
+    from oom_wizard.rules.plan import StepChoice
 
     return default_choices(state, fix).get(step.id) or StepChoice(step.id, enabled=False)
 
@@ -69,7 +69,7 @@ def default_choice(
 def fix_names(state: WizardState) -> tuple[FixName, ...]:
     """The fixes the plan offers, the default first ("safe" alone without a card to size
     "just enough" against)."""
-    from oom_wizard.sizing import FIX_NAMES
+    from oom_wizard.rules.sizing import FIX_NAMES
 
     offered = [name for name in FIX_NAMES if name in state.plan.fixes]
     default = state.plan.default_fix
@@ -111,7 +111,7 @@ def fix_steps_words(state: WizardState, fix: FixName) -> str:
 def fix_summary(state: WizardState) -> tuple[str, ...]:
     """The fixes in a few lines, for ``plan``, ``apply`` and the app: how they were sized
     (the deficit, where it comes from, the margin), then one line per fix, the default first."""
-    from oom_wizard.sizing import MARGIN_SHARE
+    from oom_wizard.rules.sizing import MARGIN_SHARE
 
     plan = state.plan
     if not plan.fixes:
@@ -196,7 +196,7 @@ def validation_choice(
     asked for (``run``'s, :attr:`WizardState.validation_run`, else the plan's figure), counted
     from the step AI Toolkit resumes the job from (:func:`resume_of`), and raised to get through
     the config's first periodic save and sample after it
-    (:func:`oom_wizard.plan.validation_choice`), as the roll-back choices leave the config
+    (:func:`oom_wizard.rules.plan.validation_choice`), as the roll-back choices leave the config
     (lighter samples that sample half as often move the first sample). The user's own choice
     wins where it says more than on/off (a typed count), or switches the run off.
 
@@ -204,7 +204,7 @@ def validation_choice(
         state: The wizard state.
         rollback: The roll-back steps' choices (None: :func:`effective_choices`).
     """
-    from oom_wizard.plan import validation_choice as plan_validation_choice
+    from oom_wizard.rules.plan import validation_choice as plan_validation_choice
 
     validation = state.validation_step()
     if validation is None:
@@ -238,8 +238,8 @@ def _validation_wanted(state: WizardState, validation: StepProposal) -> int:
 
 
 def resume_of(state: WizardState) -> ResumePoint | None:
-    """The step AI Toolkit's next run of this job starts from (:mod:`oom_wizard.resume`)."""
-    from oom_wizard.resume import resume_point
+    """The step AI Toolkit's next run of this job starts from (:mod:`oom_wizard.storage.resume`)."""
+    from oom_wizard.storage.resume import resume_point
 
     return resume_point(state.document, state.job.scan)
 
@@ -289,7 +289,7 @@ def preselect_fix(state: WizardState, validation_steps: int) -> WizardState:
     """The state with the next fix chosen: every step at its default, and the short
     validation run at ``validation_steps`` (0: none), raised where it must be to get through
     the config's first periodic save and sample
-    (:func:`oom_wizard.plan.validation_choice`).
+    (:func:`oom_wizard.rules.plan.validation_choice`).
 
     This is what ``run`` saves with ``--auto``, and what the wizard it opens without
     ``--auto`` shows preselected.
@@ -377,7 +377,7 @@ def done_before(state: WizardState, index: int) -> Jumped | None:
 
 def changes(state: WizardState, choices: Mapping[str, StepChoice]) -> list[Change]:
     """The field changes the choices make."""
-    from oom_wizard.plan import changes_for
+    from oom_wizard.rules.plan import changes_for
 
     return changes_for(given(state, choices), choices)
 
@@ -388,7 +388,7 @@ def prepared(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Pr
     Raises:
         EditError: an edit cannot be made safely.
     """
-    from oom_wizard.plan import changes_for
+    from oom_wizard.rules.plan import changes_for
 
     settled = _settle_validation(state, choices)
     return prepare(state.document, changes_for(given(state, settled), settled))
@@ -397,9 +397,9 @@ def prepared(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Pr
 def estimate(state: WizardState, choices: Mapping[str, StepChoice] | None) -> MemoryEstimate:
     """The memory estimate of the choices: its GiB bands (calibrated by the job's own figures
     when it has them) and the relative figures (today's config = 100)."""
-    from oom_wizard.catalog import load_presets
-    from oom_wizard.plan import changes_for, estimate as plan_estimate
-    from oom_wizard.sizing import Weigher
+    from oom_wizard.rules.catalog import load_presets
+    from oom_wizard.rules.plan import changes_for, estimate as plan_estimate
+    from oom_wizard.rules.sizing import Weigher
 
     settled = _settle_validation(state, choices)
     changes = changes_for(given(state, settled), settled)
@@ -416,14 +416,15 @@ def estimate(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Me
 
 
 def check_value(state: WizardState, proposal: FieldProposal, typed: str) -> ValueCheck:
-    """A value typed on a step's row, checked as the domain checks it (:mod:`oom_wizard.values`).
+    """A value typed on a step's row, checked as the domain checks it
+    (:mod:`oom_wizard.rules.values`).
 
     The rules of ``presets/levers.yaml`` apply with the arch of the field's process (width and
     height on its size step, frames on its grid); a value heavier than today's needs a
     confirmation, and the change log then records it as an increase. A number field without
     a rule must still be a number of the proposed value's kind.
     """
-    from oom_wizard.values import validate_value
+    from oom_wizard.rules.values import validate_value
 
     check = validate_value(
         proposal.path, typed, arch_of(state, proposal.path), before=proposal.config_before
@@ -521,7 +522,7 @@ def recorded_steps(plan: Plan, ready: Prepared) -> list[str]:
 
 
 def step_off(step_id: str) -> StepChoice:
-    from oom_wizard.plan import StepChoice
+    from oom_wizard.rules.plan import StepChoice
 
     return StepChoice(step_id=step_id, enabled=False)
 
@@ -531,7 +532,7 @@ def estimate_words(figures: MemoryEstimate, moment: str | None = None) -> str:
     ≈ 56 %; weights on the GPU ≈ 16.90 GiB → 9.10 GiB`` (approximate): the crashed phase's band
     first, and for a crash ``moment``, whether the peak it ran into goes down (``plan`` and
     ``apply`` print it)."""
-    from oom_wizard.estimate import CRASHED_PEAK, PEAK_WORDS
+    from oom_wizard.rules.estimate import CRASHED_PEAK, PEAK_WORDS
     from oom_wizard.spelling import gib
 
     text = ""
@@ -540,7 +541,7 @@ def estimate_words(figures: MemoryEstimate, moment: str | None = None) -> str:
         phase = CRASHED_PEAK.get(moment or "", changed.peak_phase)
         now, then = changed.phases.get(phase), today.phases.get(phase)
         if now is not None and then is not None:
-            from oom_wizard.memory import PHASE_WORDS
+            from oom_wizard.rules.memory import PHASE_WORDS
 
             crash = today.calibrated_by is not None and today.calibrated_by.at_least_gib
             basis = ", calibrated by the crash" if crash else ""
@@ -589,7 +590,7 @@ _VALIDATION_INPUTS = frozenset(
 def _left_by(state: WizardState, rollback: Mapping[str, StepChoice] | None) -> JobDocument:
     """The config as the roll-back choices leave it, where they change what the validation
     run's count depends on (else the config as loaded: no edit is made)."""
-    from oom_wizard.plan import changes_for
+    from oom_wizard.rules.plan import changes_for
 
     if rollback is None:
         rollback = effective_choices(state)
@@ -651,9 +652,9 @@ def step_prepared(state: WizardState, choices: Mapping[str, StepChoice], step_id
     Raises:
         EditError: an edit cannot be made safely.
     """
-    from oom_wizard.document import same_value
+    from oom_wizard.formats.document import same_value
     from oom_wizard.paths import parse_path
-    from oom_wizard.plan import changes_for
+    from oom_wizard.rules.plan import changes_for
 
     plan = given(state, choices)
     this = choices.get(step_id)
@@ -687,7 +688,7 @@ def step_prepared(state: WizardState, choices: Mapping[str, StepChoice], step_id
 
 def _process_of(state: WizardState | JobDocument, path: FieldPath) -> ProcessView | None:
     """The process a field belongs to (the first process for a bare path)."""
-    from oom_wizard.document import JobDocument
+    from oom_wizard.formats.document import JobDocument
 
     document = state if isinstance(state, JobDocument) else state.document
     view = document.view()
@@ -718,9 +719,9 @@ def memory_peak(
     """The peak of the config with ``choices`` applied (an empty mapping: today's config;
     None: the default fix), in GiB against the card, with the phase that sets it: what the
     load screen and every step screen show as a bar. None when the plan has no steps."""
-    from oom_wizard.catalog import load_presets
-    from oom_wizard.plan import changes_for
-    from oom_wizard.sizing import Weigher, peak_of
+    from oom_wizard.rules.catalog import load_presets
+    from oom_wizard.rules.plan import changes_for
+    from oom_wizard.rules.sizing import Weigher, peak_of
 
     calibration, _ = crash_figures(state.job, state.diagnosis, state.moment)
     card, source = card_of(state.job, state.diagnosis)

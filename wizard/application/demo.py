@@ -39,7 +39,7 @@ def copy_demo(folder: Path) -> Path:
     Raises:
         SaveRefused: a file of the same name with other content is there (nothing is written).
     """
-    from oom_wizard.save import atomic_write
+    from oom_wizard.storage.save import atomic_write
 
     bundled = resources.files("oom_wizard.presets") / "demo"
     names = [name for job in DEMO_JOBS for name in (job.config, job.log)]

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oom_wizard.application.labels import arch_of
-from oom_wizard.changes import Change, Prepared, prepare
-from oom_wizard.document import JobDocument
+from oom_wizard.formats.document import JobDocument
 from oom_wizard.paths import MISSING, format_path
+from oom_wizard.storage.changes import Change, Prepared, prepare
 
 if TYPE_CHECKING:
-    from oom_wizard.save import SaveResult
+    from oom_wizard.storage.save import SaveResult
 
 
 @dataclass(frozen=True)
@@ -38,9 +38,9 @@ def prepare_set(
     Raises:
         WizardError: nothing to set, a config that cannot be read, or an edit refused.
     """
-    from oom_wizard.document import load_document
     from oom_wizard.errors import WizardError
-    from oom_wizard.fields import parse_assignment, parse_unset
+    from oom_wizard.formats.document import load_document
+    from oom_wizard.formats.fields import parse_assignment, parse_unset
 
     if not assignments and not unsets:
         raise WizardError("nothing to set: give PATH=VALUE pairs or --unset PATH")
@@ -56,7 +56,7 @@ def save_set(edit: Edit, *, output: Path | None, changelog: Path | None, force: 
     Raises:
         SaveRefused: the output or change log is refused; nothing is written.
     """
-    from oom_wizard.changes import commit
+    from oom_wizard.storage.changes import commit
 
     return commit(
         edit.prepared, direction="edit", output=output, changelog_path=changelog, force=force
@@ -74,9 +74,9 @@ def prepare_edit(document: JobDocument, changes: Sequence[Change], *, force: boo
     Raises:
         EditError: a value the app would refuse, or a section removed without ``force``.
     """
-    from oom_wizard.changes import REQUIRED
     from oom_wizard.errors import EditError
-    from oom_wizard.values import validate_value
+    from oom_wizard.rules.values import validate_value
+    from oom_wizard.storage.changes import REQUIRED
 
     for change in changes:
         where = format_path(change.path)

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from oom_wizard.application.settling import VALIDATION_STEP, WizardState, given, memory_calibration
-from oom_wizard.memory import JobMemory, Phase, Verdict
-from oom_wizard.plan import Plan, StepChoice, StepProposal
+from oom_wizard.rules.memory import JobMemory, Phase, Verdict
+from oom_wizard.rules.plan import Plan, StepChoice, StepProposal
 from oom_wizard.vocabulary import Moment
 
 CardSource: TypeAlias = Literal["nvidia-smi", "--gpu", "asked"]
@@ -35,8 +35,8 @@ def job_memory(
 ) -> tuple[JobMemory, JobMemory]:
     """Each phase's band in GiB for today's config and with the choices (None: the plan's
     defaults), calibrated by the job's own figures when it has them."""
-    from oom_wizard.memory import job_memory as memory_of
-    from oom_wizard.plan import changes_for
+    from oom_wizard.rules.memory import job_memory as memory_of
+    from oom_wizard.rules.plan import changes_for
 
     calibration = memory_calibration(state)
     kind = state.model_kind
@@ -71,13 +71,13 @@ class FitFix:
 
     def choices(self) -> dict[str, StepChoice]:
         """The steps as choices, each with its default field toggles."""
-        from oom_wizard.plan import StepChoice
+        from oom_wizard.rules.plan import StepChoice
 
         return {step.id: StepChoice(step_id=step.id, enabled=True) for step in self.steps}
 
 
 def fit_fix(state: WizardState, memory: JobMemory, card_gib: float) -> FitFix | None:
-    """The plan's "just enough" fix against the card (:mod:`oom_wizard.sizing`: what costs no
+    """The plan's "just enough" fix against the card (:mod:`oom_wizard.rules.sizing`: what costs no
     quality, then the fewest rungs whose saving leaves a margin on the card), in the plan's
     order; None when the peak's high edge is within the card already.
 
@@ -85,8 +85,8 @@ def fit_fix(state: WizardState, memory: JobMemory, card_gib: float) -> FitFix | 
     a sample: ``sampling``, loading or the first sample: ``loading``), sized against the card
     with the job's calibration; ``apply --moment M --steps ...`` takes the steps as they are.
     """
-    from oom_wizard.memory import PHASE_MOMENT, job_memory as memory_of
-    from oom_wizard.plan import StepChoice as Choice, build_plan, changes_for
+    from oom_wizard.rules.memory import PHASE_MOMENT, job_memory as memory_of
+    from oom_wizard.rules.plan import StepChoice as Choice, build_plan, changes_for
 
     if memory.peak().high <= card_gib:
         return None
@@ -101,7 +101,7 @@ def fit_fix(state: WizardState, memory: JobMemory, card_gib: float) -> FitFix | 
         card_gib=card_gib,
         gpus=len(state.job.probe.gpus) if state.job.probe is not None else 1,
     )
-    # The fix's own sizing (:mod:`oom_wizard.sizing`): what costs no quality, then the fewest
+    # The fix's own sizing (:mod:`oom_wizard.rules.sizing`): what costs no quality, then the fewest
     # rungs that leave the margin; the safe set where no card sizes it.
     wanted = set(plan.fix_steps("just_enough" if "just_enough" in plan.fixes else "safe"))
     taken = [step for step in plan.steps if step.id in wanted and step.id != VALIDATION_STEP]
@@ -131,7 +131,7 @@ class FitReport:
     def phase_verdict(self, phase: Phase) -> Verdict | None:
         """The verdict of one phase's band against the card (None: the phase does not
         happen)."""
-        from oom_wizard.memory import verdict
+        from oom_wizard.rules.memory import verdict
 
         band = self.memory.phases.get(phase)
         return verdict(band, self.card.gib) if band is not None else None
@@ -161,7 +161,7 @@ class FitReport:
 def fit(state: WizardState, card: Card) -> FitReport:
     """Will the job fit on ``card``: its phases' bands, the verdict and, when it does not
     fit, the roll-back that would make it."""
-    from oom_wizard.memory import verdict
+    from oom_wizard.rules.memory import verdict
 
     memory, _after = job_memory(state, {})
     found = verdict(memory.peak(), card.gib)

@@ -6,10 +6,10 @@ Toolkit's rotation (the UI moves the old ``log.txt`` to ``logs/<n>_log.txt`` and
 one): the rest of the old file is read first, then the new one from its start. It never
 writes anything.
 
-:class:`LiveJob` feeds those bytes to the log scanner's rules (:class:`oom_wizard.logscan.LiveScan`,
-the same rules ``diagnose`` uses) and keeps what the live screen shows: the phase, step/total,
-the time left, the s/it of every new training-bar step, the skip banners, and the warnings as
-they happen: an OOM skip with its step; a stall (no new step for ``stall_s`` seconds while the
+:class:`LiveJob` feeds those bytes to the log scanner's rules
+(:class:`oom_wizard.logs.scan.LiveScan`, the same rules ``diagnose`` uses) and keeps what the
+live screen shows: the phase, step/total, the time left, the s/it of every new training-bar
+step, the skip banners, and the warnings as they happen: an OOM skip with its step; a stall (no new step for ``stall_s`` seconds while the
 log shows no end); a slowdown (s/it ``slow_factor`` times its own stable stretch). When the
 run ends (a crash, a stop, or the end of training), ``ended`` says so.
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from oom_wizard.logscan import LiveScan, LogScan
+from oom_wizard.logs.scan import LiveScan, LogScan
 
 READ_LIMIT: Final = 4 << 20
 """Bytes read per poll at most (a huge backlog is read over several polls)."""
@@ -517,8 +517,8 @@ def watch_db_target(db: Path, name: str, log: Path | None) -> WatchTarget:
     Raises:
         WizardError: no such database or job, or a job config that cannot be read.
     """
-    from oom_wizard.jobdb import find_db, job_document, load_job, training_roots
-    from oom_wizard.jobdir import LOG_FILE
+    from oom_wizard.storage.jobdb import find_db, job_document, load_job, training_roots
+    from oom_wizard.storage.jobdir import LOG_FILE
 
     found = find_db(db)
     job = load_job(found, name)
@@ -544,7 +544,7 @@ def read_job_row(db: Path, name: str, *, busy_timeout: float = ROW_BUSY_S) -> Jo
     """The job's row, read-only, in one short autocommit read; None when the database is busy
     or unreadable (the next poll tries again: the UI's writers never wait on us for long)."""
     from oom_wizard.errors import WizardError
-    from oom_wizard.jobdb import load_job
+    from oom_wizard.storage.jobdb import load_job
 
     try:
         job = load_job(db, name, busy_timeout=busy_timeout)
@@ -564,7 +564,7 @@ def watch_target(target: Path | None, log: Path | None) -> WatchTarget:
         WizardError: nothing to follow, or a config that cannot be read.
     """
     from oom_wizard.errors import WizardError
-    from oom_wizard.jobdir import CLI_CONFIG, LOG_FILE, UI_CONFIG, locate_job
+    from oom_wizard.storage.jobdir import CLI_CONFIG, LOG_FILE, UI_CONFIG, locate_job
 
     if target is None:
         if log is None:
@@ -575,7 +575,7 @@ def watch_target(target: Path | None, log: Path | None) -> WatchTarget:
         return WatchTarget(log or target / LOG_FILE, config, target.name)
     if not target.is_file():
         raise WizardError("no such file or folder", file=target)
-    from oom_wizard.document import load_document
+    from oom_wizard.formats.document import load_document
 
     document = load_document(target)
     name = str(document.get(("config", "name"), target.stem))

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from oom_wizard.changelog import ChangeEntry, ChangeLog
-from oom_wizard.document import JobDocument
 from oom_wizard.errors import WizardError
-from oom_wizard.plan import ScaleUp
+from oom_wizard.formats.document import JobDocument
+from oom_wizard.rules.plan import ScaleUp
+from oom_wizard.storage.changelog import ChangeEntry, ChangeLog
 
 
 @dataclass(frozen=True)
@@ -33,26 +33,26 @@ class History:
 
 def read_history(typed: str) -> History:
     """The change log ``target`` names (a config that oom-wizard saved, by the one rule of
-    :func:`oom_wizard.changelog.changelog_for`, or the ``.changelog.json`` itself) and the
+    :func:`oom_wizard.storage.changelog.changelog_for`, or the ``.changelog.json`` itself) and the
     config it describes.
 
     Raises:
         WizardError: an empty name, a folder, no such file, a FIFO or device, a config no
             change log describes, or a file that cannot be read.
     """
-    from oom_wizard.changelog import (
+    from oom_wizard.formats.document import (
+        MAX_CONFIG_BYTES,
+        NotRegularFile,
+        load_document,
+        read_regular_file,
+    )
+    from oom_wizard.storage.changelog import (
         CHANGELOG_SUFFIX,
         changelog_for,
         changelog_path_for,
         read_changelog,
         resolve_recorded,
         sha256_of,
-    )
-    from oom_wizard.document import (
-        MAX_CONFIG_BYTES,
-        NotRegularFile,
-        load_document,
-        read_regular_file,
     )
 
     target = Path(typed)
@@ -112,7 +112,7 @@ class NextScaleUps:
 def next_scale_ups(history: History) -> NextScaleUps | None:
     """The re-adds ahead of the config (None: the config is not at hand to plan from)."""
     from oom_wizard.paths import format_path
-    from oom_wizard.scaleup import nothing_left_text, pending_scale_ups, stop_text
+    from oom_wizard.rules.scaleup import nothing_left_text, pending_scale_ups, stop_text
 
     document, changelog = history.document, history.changelog
     if document is None:
@@ -143,7 +143,7 @@ def change_why(entry: ChangeEntry) -> str:
 
     A change without a known step (``set``) keeps the reason it was recorded with.
     """
-    from oom_wizard.catalog import load_presets
+    from oom_wizard.rules.catalog import load_presets
 
     presets = load_presets()
     if entry.step is None or entry.step not in presets.steps:

@@ -6,21 +6,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from oom_wizard.catalog import MomentInfo
-from oom_wizard.document import JobDocument
+from oom_wizard.formats.document import JobDocument
+from oom_wizard.rules.catalog import MomentInfo
 from oom_wizard.vocabulary import Moment
 
 if TYPE_CHECKING:
     from oom_wizard.application.settling import WizardState
-    from oom_wizard.catalog import ArchFacts
+    from oom_wizard.formats.view import ProcessView
     from oom_wizard.paths import FieldPath
-    from oom_wizard.view import ProcessView
+    from oom_wizard.rules.catalog import ArchFacts
 
 
 def arch_of(state: WizardState | JobDocument, path: FieldPath) -> ArchFacts | None:
     """The arch of the process a field belongs to (the first process's for a bare path)."""
-    from oom_wizard.catalog import load_presets
-    from oom_wizard.estimate import arch_facts
+    from oom_wizard.rules.catalog import load_presets
+    from oom_wizard.rules.estimate import arch_facts
 
     process = process_of(state, path)
     return arch_facts(process, load_presets()) if process is not None else None
@@ -36,7 +36,7 @@ def process_of(state: WizardState | JobDocument, path: FieldPath) -> ProcessView
 
 def moment_info(moment: Moment) -> MomentInfo:
     """A moment as the presets describe it: its label, the user's words, its cause."""
-    from oom_wizard.catalog import load_presets
+    from oom_wizard.rules.catalog import load_presets
 
     return load_presets().moment(moment)
 
@@ -44,14 +44,14 @@ def moment_info(moment: Moment) -> MomentInfo:
 def ui_hint(path: str, state: WizardState | None = None) -> str | None:
     """Where a field is in AI Toolkit's web UI (None when the UI does not show it).
 
-    With the state, the hint is the plan's rows' own (:func:`oom_wizard.plan.field_hint`): for
+    With the state, the hint is the plan's rows' own (:func:`oom_wizard.rules.plan.field_hint`): for
     the arch of the field's process, and a dataset's field names the dataset (its folder's
     name) instead of the presets' "Dataset N".
     """
-    from oom_wizard.catalog import load_presets
-    from oom_wizard.estimate import arch_facts
     from oom_wizard.paths import parse_path
-    from oom_wizard.plan import field_hint
+    from oom_wizard.rules.catalog import load_presets
+    from oom_wizard.rules.estimate import arch_facts
+    from oom_wizard.rules.plan import field_hint
 
     presets = load_presets()
     if state is None:
@@ -65,7 +65,7 @@ def ui_hint(path: str, state: WizardState | None = None) -> str | None:
 
 def arch_label(process_model: object) -> str | None:
     """The arch a process's ``model`` section names, as "label (kind)" (None: unknown)."""
-    from oom_wizard.catalog import load_presets
+    from oom_wizard.rules.catalog import load_presets
 
     model = process_model if isinstance(process_model, dict) else {}
     facts = load_presets().arch_from_model(model)

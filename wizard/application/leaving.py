@@ -9,8 +9,8 @@ from pathlib import Path
 
 from oom_wizard.application.saving import Saved
 from oom_wizard.application.settling import WizardState
-from oom_wizard.jobdb import DbSaveResult
-from oom_wizard.save import SaveResult
+from oom_wizard.storage.jobdb import DbSaveResult
+from oom_wizard.storage.save import SaveResult
 
 #: The log ``python run.py -l`` writes for a saved config goes beside it, with this suffix.
 RUN_LOG_SUFFIX = ".log.txt"
@@ -141,7 +141,7 @@ def ui_job_note(state: WizardState) -> str | None:
     this same line."""
     if not state.job.ui_job or state.db_job is not None:
         return None
-    from oom_wizard.jobdb import DB_FILE_NAME
+    from oom_wizard.storage.jobdb import DB_FILE_NAME
 
     config = state.source
     name = config.parent.name
@@ -162,7 +162,7 @@ def ui_job_note(state: WizardState) -> str | None:
 
 def new_job_name_problem(name: str) -> str | None:
     """Why a typed name cannot name a new web-UI job (None: it can; empty picks one)."""
-    from oom_wizard.jobdb import new_job_name_problem as problem
+    from oom_wizard.storage.jobdb import new_job_name_problem as problem
 
     return problem(name.strip()) if name.strip() else None
 

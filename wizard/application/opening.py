@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING
 from oom_wizard.errors import WizardError
 
 if TYPE_CHECKING:
-    from oom_wizard.changelog import ChangeLog
-    from oom_wizard.diagnosis import Diagnosis
-    from oom_wizard.document import JobDocument
-    from oom_wizard.jobdb import DbJob
-    from oom_wizard.jobdir import JobLocation
-    from oom_wizard.logscan import LogScan
-    from oom_wizard.probe import ProbeResult
+    from oom_wizard.formats.document import JobDocument
+    from oom_wizard.host.probe import ProbeResult
+    from oom_wizard.logs.scan import LogScan
     from oom_wizard.request import JobRequest
+    from oom_wizard.rules.diagnosis import Diagnosis
+    from oom_wizard.storage.changelog import ChangeLog
+    from oom_wizard.storage.jobdb import DbJob
+    from oom_wizard.storage.jobdir import JobLocation
 
 
 @dataclass(frozen=True)
@@ -77,14 +77,14 @@ def open_job(request: JobRequest) -> OpenedJob:
         WizardError: nothing to open, no such job, or a config, log or change log that
             cannot be read (the change log too: see the module's policy).
     """
-    from oom_wizard.changelog import changelog_for, changelog_path_for, refuse_edited
-    from oom_wizard.diagnosis import diagnose
-    from oom_wizard.document import load_document
+    from oom_wizard.formats.document import load_document
+    from oom_wizard.rules.diagnosis import diagnose
+    from oom_wizard.storage.changelog import changelog_for, changelog_path_for, refuse_edited
 
     if request.db is not None:
         if request.job is None:
             raise WizardError("pick a job with --job NAME (without it, --db lists the jobs)")
-        from oom_wizard.jobdb import find_db, job_document, load_job, locate_job_log
+        from oom_wizard.storage.jobdb import find_db, job_document, load_job, locate_job_log
 
         job = load_job(find_db(request.db), request.job)
         document = job_document(job)
@@ -92,7 +92,7 @@ def open_job(request: JobRequest) -> OpenedJob:
         belonging = changelog_for(job.source, job.job_config.encode("utf-8"), job.changelog_to_read)
         db_job: DbJob | None = job
     elif request.target is not None:
-        from oom_wizard.jobdir import locate_job
+        from oom_wizard.storage.jobdir import locate_job
 
         located = locate_job(request.target)
         document = load_document(located.config)
@@ -131,7 +131,7 @@ def open_job(request: JobRequest) -> OpenedJob:
 def edited_words(refusal: Exception) -> str:
     """The app's question for a config edited after our save (the command line's refusal
     asks for ``--edited-ok``; the app asks yes or no instead)."""
-    from oom_wizard.changelog import EditedSinceSave
+    from oom_wizard.storage.changelog import EditedSinceSave
 
     if not isinstance(refusal, EditedSinceSave):
         return str(refusal)
@@ -156,19 +156,19 @@ def _chosen_log(
 ) -> tuple[Path | None, str | None, LogScan | None]:
     """The log given by the user (it wins), else the job folder's; its note and its scan."""
     if log is not None:
-        from oom_wizard.logscan import scan_log
+        from oom_wizard.logs.scan import scan_log
 
         return log, None, scan_log(log)
     scan = located.log_scan
     if scan is None and located.log is not None:
-        from oom_wizard.logscan import scan_log
+        from oom_wizard.logs.scan import scan_log
 
         scan = scan_log(located.log)
     return located.log, located.log_note, scan
 
 
 def _probe() -> ProbeResult | None:
-    from oom_wizard.probe import probe_gpu
+    from oom_wizard.host.probe import probe_gpu
 
     return probe_gpu()
 
@@ -194,7 +194,7 @@ def list_jobs(db: Path) -> tuple[Path, tuple[DbJob, ...]]:
     Raises:
         JobDatabaseError: no database there, or one that cannot be read.
     """
-    from oom_wizard.jobdb import find_db, list_jobs as db_jobs
+    from oom_wizard.storage.jobdb import find_db, list_jobs as db_jobs
 
     path = find_db(db)
     return path, db_jobs(path)

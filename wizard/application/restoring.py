@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from oom_wizard.jobdb import DbSaveResult
+    from oom_wizard.storage.jobdb import DbSaveResult
 
 
 def restore(db: Path, job: str, *, force: bool) -> DbSaveResult:
@@ -17,6 +17,6 @@ def restore(db: Path, job: str, *, force: bool) -> DbSaveResult:
         JobDatabaseError: no database or no such job, a running job, nothing to restore, or
             (without ``force``) a job edited in the UI after oom-wizard saved it.
     """
-    from oom_wizard.jobdb import find_db, load_job, restore_job
+    from oom_wizard.storage.jobdb import find_db, load_job, restore_job
 
     return restore_job(load_job(find_db(db), job), force=force)

@@ -5,16 +5,16 @@ from __future__ import annotations
 from oom_wizard.application.fitting import probed_card
 from oom_wizard.application.saving import Destination, Saved, memory_record, write_run
 from oom_wizard.application.settling import WizardState, start
-from oom_wizard.changelog import (
+from oom_wizard.errors import WizardError
+from oom_wizard.formats.document import JobDocument
+from oom_wizard.request import JobRequest
+from oom_wizard.rules.memory import Prediction
+from oom_wizard.rules.plan import ScaleUp
+from oom_wizard.storage.changelog import (
     ChangeLog,
     read_changelog,
 )
-from oom_wizard.changes import Prepared, prepare
-from oom_wizard.document import JobDocument
-from oom_wizard.errors import WizardError
-from oom_wizard.memory import Prediction
-from oom_wizard.plan import ScaleUp
-from oom_wizard.request import JobRequest
+from oom_wizard.storage.changes import Prepared, prepare
 from oom_wizard.vocabulary import MODEL_KINDS, ModelKind
 
 
@@ -52,9 +52,9 @@ def next_scale_up(state: WizardState) -> ScaleUp | None:
     """The one setting the next retry gets back, or None when everything is restored.
 
     ``history`` and the result screen name the same one: both come through
-    :func:`oom_wizard.plan.next_scale_up`.
+    :func:`oom_wizard.rules.plan.next_scale_up`.
     """
-    from oom_wizard.plan import next_scale_up as plan_next_scale_up
+    from oom_wizard.rules.plan import next_scale_up as plan_next_scale_up
 
     if state.changelog is None:
         return None
@@ -105,8 +105,8 @@ def save_undo_scale_up(state: WizardState, step: str, destination: Destination) 
         WizardError: the config has no change log; SaveRefused, JobDatabaseError: see
             :func:`save_scale_up`.
     """
-    from oom_wizard.changes import Change
     from oom_wizard.paths import MISSING, parse_path
+    from oom_wizard.storage.changes import Change
 
     changelog = state.changelog
     if changelog is None:
@@ -136,7 +136,7 @@ def save_undo_scale_up(state: WizardState, step: str, destination: Destination) 
 def nothing_left(state: WizardState) -> tuple[str, ...]:
     """What the scale-up says when no re-add is left: that everything is back, or which
     changes made with ``set`` still stand (the words ``scale-up`` and ``history`` print)."""
-    from oom_wizard.scaleup import nothing_left_text
+    from oom_wizard.rules.scaleup import nothing_left_text
 
     if state.changelog is None:
         return ("this config has no change log, so nothing of a roll-back is left to re-add.",)
@@ -159,7 +159,7 @@ def scale_ups_ahead(document: JobDocument, changelog: ChangeLog) -> tuple[ScaleU
     The one list behind the result screen's "later" section and ``history``'s: the first is
     :func:`next_scale_up`'s.
     """
-    from oom_wizard.scaleup import pending_scale_ups as pending
+    from oom_wizard.rules.scaleup import pending_scale_ups as pending
 
     return pending(document, changelog)
 
@@ -169,7 +169,7 @@ def scale_up_notes(
 ) -> tuple[str, ...]:
     """What to say before a re-add is saved: that it gives back the exact config that
     crashed, or that it crashed every time it was tried (the command line and the app)."""
-    from oom_wizard.scaleup import crashed_config_note, stop_text
+    from oom_wizard.rules.scaleup import crashed_config_note, stop_text
 
     if changelog is None:
         return ()
@@ -181,7 +181,7 @@ def scale_up_prediction(state: WizardState, scale_up: ScaleUp) -> Prediction | N
     """Whether the re-add is predicted to fit on the card (the probe's, else the one the
     job's figures name), from the headroom its crash or its runs showed; None when no card is
     known. The re-add stays allowed whatever it says."""
-    from oom_wizard.scaleup import predict
+    from oom_wizard.rules.scaleup import predict
 
     if state.changelog is None:
         return None

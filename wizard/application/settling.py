@@ -11,24 +11,24 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from oom_wizard.changelog import (
-    ChangeLog,
-)
-from oom_wizard.diagnosis import (
+from oom_wizard.formats.document import JobDocument
+from oom_wizard.request import JobRequest
+from oom_wizard.rules.diagnosis import (
     Answers as Answers,  # the answers a caller passes
     Diagnosis,
     diagnose,
 )
-from oom_wizard.document import JobDocument
-from oom_wizard.memory import Calibration
-from oom_wizard.modelkind import find_model_kind
-from oom_wizard.plan import Plan, StepChoice, StepProposal
-from oom_wizard.request import JobRequest
+from oom_wizard.rules.memory import Calibration
+from oom_wizard.rules.modelkind import find_model_kind
+from oom_wizard.rules.plan import Plan, StepChoice, StepProposal
+from oom_wizard.storage.changelog import (
+    ChangeLog,
+)
 from oom_wizard.vocabulary import DEFAULT_MOMENT, VALIDATION_RUN, ModelKind, Moment
 
 if TYPE_CHECKING:
-    from oom_wizard.jobdb import DbJob
-    from oom_wizard.memory import Calibration
+    from oom_wizard.rules.memory import Calibration
+    from oom_wizard.storage.jobdb import DbJob
 from oom_wizard.application.labels import moment_info
 from oom_wizard.application.opening import OpenedJob, open_job
 
@@ -74,7 +74,7 @@ def settle(job: OpenedJob, answers: Answers, *, new_crash: bool = False) -> Sett
         new_crash: The user says the retry of this (our own) config crashed too; a log newer
             than the last roll-back that shows a crash says so as well.
     """
-    from oom_wizard.plan import build_plan
+    from oom_wizard.rules.plan import build_plan
 
     found = find_model_kind(job.document.view().primary)
     answers = disagreeing(answers, job.log_diagnosis.moment, found.kind)
@@ -114,8 +114,8 @@ def crash_figures(
     """The crash's own figures for the phase a crash at ``moment`` ran into (PyTorch's OOM
     message, when the log holds one and its phase is that one), and the card's capacity: the
     message's, else the probe's (None: unknown)."""
-    from oom_wizard.memory import calibration_from, phase_of
-    from oom_wizard.sizing import phase_of_moment, phases_of_moment
+    from oom_wizard.rules.memory import calibration_from, phase_of
+    from oom_wizard.rules.sizing import phase_of_moment, phases_of_moment
 
     phases = phases_of_moment(moment)
     logged = phase_of(diagnosis)
@@ -482,7 +482,7 @@ def environment_verdict(state: WizardState) -> EnvironmentVerdict:
     """The environment screen's title and reasons, both from the settled diagnosis.
 
     The moment is ``environment`` by the diagnosis's own rule (a strong reason: see
-    :func:`oom_wizard.diagnosis.diagnose`) exactly when the settled moment was *found*, not
+    :func:`oom_wizard.rules.diagnosis.diagnose`) exactly when the settled moment was *found*, not
     answered; only then may the title say it is the environment. Weak reasons with nothing
     against them (:attr:`Diagnosis.environment_suspected`) make it a suspicion; otherwise the
     title says it is the user's call and the reasons (even one against) are shown as they are.
@@ -508,7 +508,7 @@ def memory_calibration(state: WizardState) -> Calibration | None:
 
     A log that is not this config's (``log_matches_config`` false) says nothing about it.
     """
-    from oom_wizard.memory import calibration_from, calibration_from_attempts
+    from oom_wizard.rules.memory import calibration_from, calibration_from_attempts
 
     diagnosis = state.diagnosis
     if state.job.scan is not None and diagnosis.log_matches_config is not False:
@@ -550,7 +550,9 @@ class Dropped:
 
 def given(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Plan:
     """The plan with every step's proposals as the choices of the steps before it leave
-    them (:func:`oom_wizard.plan.given_choices`; None: the defaults)."""
-    from oom_wizard.plan import given_choices  # light; the edits load only when a step needs them
+    them (:func:`oom_wizard.rules.plan.given_choices`; None: the defaults)."""
+    from oom_wizard.rules.plan import (
+        given_choices,  # light; the edits load only when a step needs them
+    )
 
     return given_choices(state.plan, state.document, choices)

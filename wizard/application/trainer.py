@@ -238,7 +238,7 @@ class TrainerProcess:
         What the trainer's own processes hold when ``nvidia-smi`` lists them with figures
         (their pids are in its group); else what is in use on the busiest card.
         """
-        from oom_wizard.probe import probe_gpu
+        from oom_wizard.host.probe import probe_gpu
 
         while True:
             found = probe_gpu()
@@ -477,7 +477,7 @@ def _die_with_parent() -> Callable[[], None] | None:
 
 def _ends_in_fatal_error(log: Path) -> bool:
     """Whether the log's run ends in a failure (a traceback, an OOM), not in progress."""
-    from oom_wizard.logscan import scan_log
+    from oom_wizard.logs.scan import scan_log
 
     try:
         return scan_log(log).crashed
@@ -506,12 +506,12 @@ def run_trainer(
     silence_s: float = FATAL_SILENCE_S,
 ) -> TrainerEnd:
     """Run the trainer to its end; Ctrl-C (KeyboardInterrupt) or SIGTERM
-    (:class:`~oom_wizard.interrupts.Terminated`) stops its whole group cleanly.
+    (:class:`~oom_wizard.host.interrupts.Terminated`) stops its whole group cleanly.
 
     Raises:
         WizardError: the command cannot be started.
     """
-    from oom_wizard.interrupts import Terminated
+    from oom_wizard.host.interrupts import Terminated
 
     child = TrainerProcess(
         argv, log, echo=echo, env=env, cwd=cwd, grace_s=grace_s, silence_s=silence_s

@@ -9,9 +9,9 @@ from oom_wizard.application.follow import (
     WatchTarget,
 )
 from oom_wizard.application.settling import WizardState, start
-from oom_wizard.diagnosis import Diagnosis
 from oom_wizard.errors import WizardError
 from oom_wizard.request import JobRequest
+from oom_wizard.rules.diagnosis import Diagnosis
 
 
 def first_step(state: WizardState) -> str | None:
@@ -87,8 +87,8 @@ def warm_up() -> None:
     ``watch`` calls it in a thread while it follows the job, so that the crash, when it comes,
     is diagnosed without that wait. Both are read once per process.
     """
-    from oom_wizard.catalog import load_presets
-    from oom_wizard.logscan import load_log_markers
+    from oom_wizard.logs.scan import load_log_markers
+    from oom_wizard.rules.catalog import load_presets
 
     load_presets()
     load_log_markers()
@@ -115,10 +115,10 @@ def request_save_now(target: WatchTarget) -> str:
     Raises:
         JobDatabaseError: not a running job of the database; nothing written.
     """
-    from oom_wizard.jobdb import request_save_now as ask
+    from oom_wizard.storage.jobdb import request_save_now as ask
 
     if target.db is None or target.job is None:
         raise WizardError("only a job of AI Toolkit's jobs database can be asked to save now")
-    from oom_wizard.jobdb import find_db
+    from oom_wizard.storage.jobdb import find_db
 
     return ask(find_db(target.db), target.job)

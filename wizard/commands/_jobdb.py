@@ -2,7 +2,7 @@
 
 ``diagnose``, ``plan`` and ``apply`` take a job from AI Toolkit's jobs database
 instead of a CONFIG file; ``restore`` works only there. Without ``--job`` they list
-the jobs. The work is the application layer's (:mod:`oom_wizard.jobdb` behind it); this
+the jobs. The work is the application layer's (:mod:`oom_wizard.storage.jobdb` behind it); this
 module turns arguments into its calls and its results into lines.
 """
 

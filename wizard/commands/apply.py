@@ -3,7 +3,7 @@
 Without ``--steps`` or ``--all`` it applies the plan's default-on steps with their default
 field toggles (what the wizard saves when every default is accepted); ``--all`` applies
 every step of the plan with its default toggles; ``--steps ID,ID`` names the steps; ``--safe``
-takes the safe set where the default is "just enough" (:mod:`oom_wizard.sizing`). The
+takes the safe set where the default is "just enough" (:mod:`oom_wizard.rules.sizing`). The
 moment and kind are settled exactly as ``plan`` settles them. The source is never written.
 """
 

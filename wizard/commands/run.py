@@ -157,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
         check_readable,
     )
     from oom_wizard.application.trainer import default_command, run_trainer, trainer_argv
-    from oom_wizard.interrupts import Terminated, raise_terminated
+    from oom_wizard.host.interrupts import Terminated, raise_terminated
 
     if args.db is not None and args.config is not None and "--" not in args.trainer:
         # No CONFIG with --db: argparse took the first word after ``--`` for it.

@@ -14,9 +14,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from oom_wizard.catalog import ArchFacts, Presets, ValueRule, generic_field_key, load_presets
-from oom_wizard.document import MISSING
+from oom_wizard.formats.document import MISSING
 from oom_wizard.paths import FieldPath
+from oom_wizard.rules.catalog import ArchFacts, Presets, ValueRule, generic_field_key, load_presets
 
 Direction = Literal["rollback", "scale_up"]
 

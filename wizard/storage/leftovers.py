@@ -1,6 +1,6 @@
 """The names a save gives its files while it runs, and the ones a killed save left behind.
 
-A save (:mod:`oom_wizard.save`) writes ``.NAME.oomw-PID-TOKEN.tmp`` beside each file,
+A save (:mod:`oom_wizard.storage.save`) writes ``.NAME.oomw-PID-TOKEN.tmp`` beside each file,
 moves an old file it replaces to ``.NAME.oomw-PID-TOKEN.bak``, and describes its renames in
 ``.oomw-PID-TOKEN.journal``. Whatever a dead process left under those names is its own to
 finish or undo; nothing else is ever touched.
@@ -70,7 +70,7 @@ def recover_beside(*paths: Path) -> None:
     """
     for folder in dict.fromkeys(Path(path).parent for path in paths):
         if dead_leftovers(folder):
-            from oom_wizard.save import recover  # deferred: the save pipeline is heavy
+            from oom_wizard.storage.save import recover  # deferred: the save pipeline is heavy
 
             recover(folder)
 

@@ -403,7 +403,7 @@ class ModelView(_Section):
     def arch_keys(self) -> dict[str, Any]:
         """The keys that choose the model class, as the file sets them: ``arch`` and ``is_*``.
 
-        ``oom_wizard.catalog.Presets.arch_from_model`` resolves them as the toolkit does.
+        ``oom_wizard.rules.catalog.Presets.arch_from_model`` resolves them as the toolkit does.
         """
         keys: dict[str, Any] = dict.fromkeys(self.legacy_flags, True)
         if self.arch is not None:

@@ -28,12 +28,12 @@ from typing import Any, Final, Literal, TypeAlias
 import yaml
 
 from oom_wizard.errors import ConfigError, EditError
-from oom_wizard.jsonedit import JsonText, duplicate_keys
-from oom_wizard.leftovers import recover_beside
+from oom_wizard.formats.jsonedit import JsonText, duplicate_keys
+from oom_wizard.formats.view import JobView, build_view
+from oom_wizard.formats.yamledit import YamlText
+from oom_wizard.formats.yamlload import ComposedYaml, check_limits, compose, construct, load_tree
 from oom_wizard.paths import MISSING as MISSING, FieldPath, format_path
-from oom_wizard.view import JobView, build_view
-from oom_wizard.yamledit import YamlText
-from oom_wizard.yamlload import ComposedYaml, check_limits, compose, construct, load_tree
+from oom_wizard.storage.leftovers import recover_beside
 
 Format: TypeAlias = Literal["yaml", "json"]
 

@@ -13,11 +13,10 @@ from typing import Any
 
 import yaml
 
-from oom_wizard.change import Change
-from oom_wizard.document import MISSING, JobDocument
 from oom_wizard.errors import EditError, WizardError
-from oom_wizard.paths import FieldPath, format_path, parse_path
-from oom_wizard.view import (
+from oom_wizard.formats.change import Change
+from oom_wizard.formats.document import MISSING, JobDocument
+from oom_wizard.formats.view import (
     AdapterView,
     DatasetView,
     EmaView,
@@ -27,7 +26,8 @@ from oom_wizard.view import (
     SampleView,
     TrainView,
 )
-from oom_wizard.yamlload import ToolkitLoader
+from oom_wizard.formats.yamlload import ToolkitLoader
+from oom_wizard.paths import FieldPath, format_path, parse_path
 
 
 def parse_assignment(text: str, document: JobDocument) -> Change:
@@ -60,7 +60,7 @@ def parse_unset(text: str, document: JobDocument) -> Change:
 def parse_value(text: str, path: FieldPath) -> Any:
     """A YAML scalar or flow list, read with AI Toolkit's loader."""
     from oom_wizard.errors import ConfigError
-    from oom_wizard.yamlload import check_limits
+    from oom_wizard.formats.yamlload import check_limits
 
     try:
         check_limits(text, format_path(path), what="this value")

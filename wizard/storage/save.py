@@ -45,11 +45,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from oom_wizard.errors import NameTaken, SaveRefused
-from oom_wizard.leftovers import dead_leftovers, journal_name, temp_name
+from oom_wizard.storage.leftovers import dead_leftovers, journal_name, temp_name
 
 if TYPE_CHECKING:  # the writer itself (``atomic_write``: the demo's copy) needs no model
-    from oom_wizard.changelog import ChangeLog
-    from oom_wizard.document import JobDocument
+    from oom_wizard.formats.document import JobDocument
+    from oom_wizard.storage.changelog import ChangeLog
 
 OUTPUT_TAG: Final = "oomfix"
 HEADER: Final = (
@@ -85,7 +85,7 @@ def default_output_path(source: Path) -> Path:
     A source that is itself an output (``my_job.oomfix.yaml``) continues the series
     (``my_job.oomfix-2.yaml``) instead of stacking tags.
     """
-    from oom_wizard.changelog import changelog_path_for
+    from oom_wizard.storage.changelog import changelog_path_for
 
     stem, suffix = source.stem, source.suffix
     match = _TAGGED_STEM.match(stem)
@@ -193,7 +193,7 @@ def save(
         SaveRefused: a target is refused, or a write failed; either way the folders are
             as they were (the message says so, or says exactly what is not).
     """
-    from oom_wizard.changelog import FileRef, changelog_path_for, record_path, sha256_of
+    from oom_wizard.storage.changelog import FileRef, changelog_path_for, record_path, sha256_of
 
     source = source if source is not None else document.source
     log_path = changelog_path or changelog_path_for(output)
@@ -234,7 +234,7 @@ def _check_format(document: JobDocument, output: Path) -> None:
         "json" if suffix in (".json", ".jsonc") else "yaml" if suffix in (".yaml", ".yml") else None
     )
     if suffix == ".json" and document.fmt == "json":
-        from oom_wizard.document import strip_json_comments
+        from oom_wizard.formats.document import strip_json_comments
 
         if "/" in document.text and strip_json_comments(document.text) != document.text:
             raise SaveRefused(
@@ -510,7 +510,7 @@ def _unlink(path: Path) -> None:
 
 
 def _sha(data: bytes) -> str:
-    from oom_wizard.changelog import sha256_of
+    from oom_wizard.storage.changelog import sha256_of
 
     return sha256_of(data)
 
@@ -545,7 +545,7 @@ def recover(folder: Path) -> tuple[Path, ...]:
     rolls forward: the remaining temps are renamed in. Any other journal rolls back: its
     temps and backups are removed and every final name is left as it was. Temps without a
     journal (a process killed before its renames began) are removed. Only the tool's own names
-    whose process is gone are touched (:func:`oom_wizard.leftovers.dead_leftovers`); errors
+    whose process is gone are touched (:func:`oom_wizard.storage.leftovers.dead_leftovers`); errors
     are ignored (recovery never stops a save).
     """
     touched: list[Path] = []
@@ -605,7 +605,7 @@ def _replay(journal: Path) -> list[Path]:
 
 
 def _holds(final: Path, sha: str) -> bool:
-    from oom_wizard.changelog import sha256_of
+    from oom_wizard.storage.changelog import sha256_of
 
     try:
         return final.is_file() and sha256_of(final.read_bytes()) == sha

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oom_wizard.errors import EditError
+from oom_wizard.formats.splice import SplicedText
+from oom_wizard.formats.yamlload import duplicate_note
 from oom_wizard.paths import FieldPath, format_path
-from oom_wizard.splice import SplicedText
-from oom_wizard.yamlload import duplicate_note
 
 
 @dataclass

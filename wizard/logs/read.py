@@ -1,6 +1,6 @@
 """The reading side of the log scanner: the cheap test for a whole chunk, progress, cancel.
 
-:mod:`oom_wizard.logscan` reads a log in chunks of bytes. Most lines of a real log say nothing
+:mod:`oom_wizard.logs.scan` reads a log in chunks of bytes. Most lines of a real log say nothing
 (library warnings, a logger's chatter, dataset notes), so a chunk is first searched with one
 *trigger*: a byte expression that finds every place where some marker could match. Only the
 lines it finds go to the rules; the others are only counted.

@@ -25,7 +25,8 @@ named function below, with its reasoning in its docstring:
   (:func:`_host_ram_end`); and the counter-rule that a process holding nearly the
   whole card alone is the job itself (``JOB_HOLDS_CARD_SHARE``; in PyTorch's legacy message,
   :func:`_legacy_job_holds_card`; without the process line, :func:`_pytorch_holds_card`);
-- the model kind: the one rule of :mod:`oom_wizard.modelkind`, shared with the plan and the app;
+- the model kind: the one rule of :mod:`oom_wizard.rules.modelkind`, shared with the plan and
+  the app;
 - a log that just stops, with no error, gives its phase's moment with low confidence
   (:func:`_open_end_moment`; a log written in the last ``LOG_STILL_WRITTEN_S`` may still be
   running); a slowdown or a stall is the driver's system-memory fallback, with its advice
@@ -49,9 +50,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from oom_wizard.catalog import MODEL_KINDS, MOMENTS, ModelKind, Moment, load_presets
 from oom_wizard.errors import WizardError
-from oom_wizard.logscan import (
+from oom_wizard.logs.scan import (
     GPU_SIGNALS,
     HOST_SIGNALS,
     LOADING_PHASES,
@@ -62,14 +62,15 @@ from oom_wizard.logscan import (
     Phase,
     Signal,
 )
-from oom_wizard.modelkind import KindFinding as _Kind, find_model_kind as _model_kind
+from oom_wizard.rules.catalog import MODEL_KINDS, MOMENTS, ModelKind, Moment, load_presets
+from oom_wizard.rules.modelkind import KindFinding as _Kind, find_model_kind as _model_kind
 from oom_wizard.spelling import change, gib
 
 if TYPE_CHECKING:
     # Types only: a log read alone loads neither the config's models nor the change log's.
-    from oom_wizard.changelog import ChangeLog
-    from oom_wizard.probe import ProbeResult
-    from oom_wizard.view import JobView, ProcessView
+    from oom_wizard.formats.view import JobView, ProcessView
+    from oom_wizard.host.probe import ProbeResult
+    from oom_wizard.storage.changelog import ChangeLog
 
 Confidence = Literal["high", "medium", "low"]
 AdviceId = Literal[
@@ -230,7 +231,7 @@ class Diagnosis:
         phase: The finer phase from the log.
         model_kind: ``image`` or ``video``; None when unknown.
         arch: The config's arch (or the one its legacy flags select).
-        signals: What the log shows (see :data:`oom_wizard.logscan.SIGNALS`).
+        signals: What the log shows (see :data:`oom_wizard.logs.scan.SIGNALS`).
         environment_suspected: The GPU, the worker or the host is suspect, not the config.
         reasons: Why the environment is or is not suspected.
         evidence: The lines that support the verdict, in file order.

@@ -1,7 +1,8 @@
 """One field change, the value the planner, the scale-up and the commands hand to the writer.
 
 It lives beside the document (it is a document edit with its step and reason) and apart
-from the save pipeline (:mod:`oom_wizard.changes`, :mod:`oom_wizard.save`), so that planning a
+from the save pipeline (:mod:`oom_wizard.storage.changes`, :mod:`oom_wizard.storage.save`),
+so that planning a
 roll-back imports no file writer.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from oom_wizard.document import MISSING, Edit, RemoveKey, SetValue
+from oom_wizard.formats.document import MISSING, Edit, RemoveKey, SetValue
 from oom_wizard.paths import FieldPath
 
 

@@ -26,7 +26,8 @@ they count as done when the latest roll-back run in the change log applied them;
 new crash after that retry (``new_crash=True``) moves them one rung further, and the step's
 note says so.
 
-The estimate and the scale-up live in :mod:`oom_wizard.estimate` and :mod:`oom_wizard.scaleup`
+The estimate and the scale-up live in :mod:`oom_wizard.rules.estimate` and
+:mod:`oom_wizard.rules.scaleup`
 and are re-exported here, so that callers need one import.
 """
 
@@ -40,7 +41,12 @@ from types import MappingProxyType
 from typing import Any, Final, Literal, Protocol, TypeAlias, cast
 
 from oom_wizard import spelling
-from oom_wizard.catalog import (
+from oom_wizard.errors import ConfigError, WizardError
+from oom_wizard.formats.change import Change
+from oom_wizard.formats.document import MISSING, JobDocument, same_value
+from oom_wizard.formats.view import ProcessView, SampleView
+from oom_wizard.paths import FieldPath, format_path
+from oom_wizard.rules.catalog import (
     MODEL_KINDS,
     MOMENTS,
     VALIDATION_RUN,
@@ -54,11 +60,7 @@ from oom_wizard.catalog import (
     RecipeField,
     load_presets,
 )
-from oom_wizard.change import Change
-from oom_wizard.changelog import ChangeLog
-from oom_wizard.document import MISSING, JobDocument, same_value
-from oom_wizard.errors import ConfigError, WizardError
-from oom_wizard.estimate import (
+from oom_wizard.rules.estimate import (
     CRASHED_PEAK,
     PEAK_WORDS,
     MemoryEstimate,
@@ -66,11 +68,10 @@ from oom_wizard.estimate import (
     estimate,
     frame_floor,
 )
-from oom_wizard.memory import Calibration
-from oom_wizard.paths import FieldPath, format_path
-from oom_wizard.scaleup import ScaleUp, next_scale_up, pending_scale_ups
-from oom_wizard.sizing import FixName, FixSizing, SizedFixes, size_fixes
-from oom_wizard.view import ProcessView, SampleView
+from oom_wizard.rules.memory import Calibration
+from oom_wizard.rules.scaleup import ScaleUp, next_scale_up, pending_scale_ups
+from oom_wizard.rules.sizing import FixName, FixSizing, SizedFixes, size_fixes
+from oom_wizard.storage.changelog import ChangeLog
 from oom_wizard.vocabulary import DEFAULT_MOMENT
 
 __all__ = [
@@ -117,7 +118,8 @@ ROLLBACK_RUNG_STEPS: Final[frozenset[AnyStepId]] = frozenset(
 
 
 class DiagnosisLike(Protocol):
-    """What the plan and its commands read from a diagnosis (``oom_wizard.diagnosis.Diagnosis``)."""
+    """What the plan and its commands read from a diagnosis
+    (``oom_wizard.rules.diagnosis.Diagnosis``)."""
 
     @property
     def moment(self) -> str | None:
@@ -406,7 +408,7 @@ def build_plan(
             one rung further instead of counting as done.
         presets: The preset data (default: the shipped presets).
         calibration: The crash's own figures (PyTorch's OOM message): they size the
-            just-enough fix, which is then the default (:mod:`oom_wizard.sizing`).
+            just-enough fix, which is then the default (:mod:`oom_wizard.rules.sizing`).
         card_gib: The card's capacity, when known (the message's, else the probe's).
         gpus: How many GPUs the probe sees: splitting the model is offered only with more
             than one.
@@ -509,7 +511,7 @@ def _with_defaults(
     calibration: Calibration | None = None,
     card_gib: float | None = None,
 ) -> tuple[list[StepProposal], bool, MemoryEstimate, SizedFixes]:
-    """Switch on the default fix (see :mod:`oom_wizard.sizing`).
+    """Switch on the default fix (see :mod:`oom_wizard.rules.sizing`).
 
     The safe set: the moment's first steps that have work left, and when they leave the
     crashed peak where it was, the next step down that lowers it (the seed's procedure), with
@@ -713,13 +715,14 @@ def _processes(
 def default_model_kind(document: JobDocument, presets: Presets | None = None) -> tuple[str, str]:
     """The model kind of the config and where it comes from, for when nobody says.
 
-    The one rule of :func:`oom_wizard.modelkind.find_model_kind` (the diagnosis and the app use
+    The one rule of :func:`oom_wizard.rules.modelkind.find_model_kind` (the diagnosis and the
+    app use
     it too); ``image`` when nothing in the config says.
 
     Returns:
         ``(kind, reason)``.
     """
-    from oom_wizard.modelkind import find_model_kind
+    from oom_wizard.rules.modelkind import find_model_kind
 
     found = find_model_kind(document.view().primary)
     if found.kind is None:
@@ -1616,7 +1619,7 @@ def validation_run_steps(process: ProcessView, save_every: Any, wanted: int, sta
     multiple of ``save_every`` past ``start``, the first sample at the first multiple of
     ``sample_every`` from ``max(sample_start_step, start + 1)``. A resumed run trains from
     ``start`` up to ``train.steps``, so the steps are counted from there
-    (:mod:`oom_wizard.resume`).
+    (:mod:`oom_wizard.storage.resume`).
 
     Args:
         process: The training process.
@@ -1759,7 +1762,7 @@ def given_choices(
     Raises:
         EditError: an earlier change cannot be made safely.
     """
-    from oom_wizard.changes import prepare
+    from oom_wizard.storage.changes import prepare
 
     if choices is None:
         choices = plan.default_choices()
@@ -1827,8 +1830,9 @@ def _rebased(
 
 
 def _is_increase(proposal: FieldProposal, after: Any) -> bool:
-    """Whether an edited value costs more memory than today's (see :mod:`oom_wizard.values`)."""
-    from oom_wizard.values import validate_value
+    """Whether an edited value costs more memory than today's
+    (see :mod:`oom_wizard.rules.values`)."""
+    from oom_wizard.rules.values import validate_value
 
     return validate_value(proposal.path, after, None, before=proposal.config_before).increase
 

@@ -79,13 +79,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, Literal
 
-from oom_wizard.catalog import ArchFacts, FrameGrid, Presets, load_presets
-from oom_wizard.change import Change
-from oom_wizard.document import JobDocument, apply_edits
-from oom_wizard.view import DatasetView, JobView, ProcessView, SampleView, build_view
+from oom_wizard.formats.change import Change
+from oom_wizard.formats.document import JobDocument, apply_edits
+from oom_wizard.formats.view import DatasetView, JobView, ProcessView, SampleView, build_view
+from oom_wizard.rules.catalog import ArchFacts, FrameGrid, Presets, load_presets
 
 if TYPE_CHECKING:
-    from oom_wizard.memory import Calibration, JobMemory
+    from oom_wizard.rules.memory import Calibration, JobMemory
 
 CHECKPOINTING_OFF_FACTOR: Final = 4.0
 """Activation load without gradient checkpointing, relative to with it (rough)."""
@@ -160,7 +160,7 @@ class MemoryEstimate:
             sampling off, None when today's config renders no samples.
         note: How to read the figures, and what they leave out.
         weights: The resident weights in GiB before and after.
-        gib: Each phase's band in GiB before and after (:mod:`oom_wizard.memory`): the main
+        gib: Each phase's band in GiB before and after (:mod:`oom_wizard.rules.memory`): the main
             figures; the percentages stay as a second number.
     """
 
@@ -222,11 +222,11 @@ def estimate(
 
     Args:
         document: Today's config.
-        changes: The changes to weigh (as :func:`oom_wizard.plan.changes_for` makes them).
+        changes: The changes to weigh (as :func:`oom_wizard.rules.plan.changes_for` makes them).
         model_kind: ``video`` counts frames; ``image`` counts one frame per sample.
         presets: The preset data (default: the shipped presets).
         calibration: A crash's or a run's own figures for today's config (see
-            :func:`oom_wizard.memory.job_memory`).
+            :func:`oom_wizard.rules.memory.job_memory`).
 
     Raises:
         ConfigError: the changes give a value the toolkit would refuse (a batch of 0...).
@@ -254,7 +254,7 @@ def estimate(
     known = all(f is not None and f.params is not None for f in facts.values())
     if not known:
         notes.append("The arch's parameter counts are unknown, so the weights have no GiB here.")
-    from oom_wizard.memory import job_memory
+    from oom_wizard.rules.memory import job_memory
 
     gib = (
         job_memory(document, [], model_kind, presets=presets, calibration=calibration),
@@ -347,7 +347,7 @@ def _dataset_frames(dataset: DatasetView, shape: _Shape) -> int:
 
 
 Shape = _Shape
-"""How one process turns pixels and frames into tokens (used by :mod:`oom_wizard.memory`)."""
+"""How one process turns pixels and frames into tokens (used by :mod:`oom_wizard.rules.memory`)."""
 
 
 def dataset_frames(dataset: DatasetView, shape: _Shape) -> int:

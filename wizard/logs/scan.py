@@ -7,7 +7,7 @@ never read whole: :func:`scan_log` streams it in fixed-size binary chunks and cu
 editor shows them, so every redraw of a bar shares its line's number.
 
 Three things keep this fast. Each chunk is first searched with one byte expression, the
-*trigger* (:mod:`oom_wizard.logread`), built from the marker patterns themselves: it finds every
+*trigger* (:mod:`oom_wizard.logs.read`), built from the marker patterns themselves: it finds every
 line where some pattern could match, every progress bar and every line with an ANSI code; the
 other lines are only counted. A progress-bar segment (it holds ``%|``) costs a few byte
 comparisons: a redraw of the same bar as the previous segment is only remembered, and only the
@@ -18,7 +18,8 @@ patterns whose fixed text it holds; only a segment that matches one is looked at
 the tests compare the two.
 
 Reading reports its progress and can be cancelled between two chunks (``progress`` and
-``cancelled`` of :func:`scan_log`, or a :func:`oom_wizard.logread.watching` block around a caller).
+``cancelled`` of :func:`scan_log`, or a :func:`oom_wizard.logs.read.watching` block around a
+caller).
 
 What the lines mean lives in ``presets/log_markers.yaml`` (:class:`LogMarkers`): it is a
 description of AI Toolkit's output, like every other fact about the toolkit. The formats of
@@ -62,7 +63,7 @@ from pydantic import AfterValidator, ConfigDict, Field, PrivateAttr
 
 from oom_wizard.errors import LogError, PresetError
 from oom_wizard.frozen import FrozenModel
-from oom_wizard.logread import (
+from oom_wizard.logs.read import (
     Cancelled,
     Progress,
     Readable,
@@ -447,7 +448,8 @@ def _rule_pattern(rule: _Rule) -> re.Pattern[str]:
 def load_log_markers(path: Path | None = None) -> LogMarkers:
     """Load and check the marker table (default: the shipped ``presets/log_markers.yaml``).
 
-    It is read like every other preset (:func:`oom_wizard.catalog.parse_preset`): an error names
+    It is read like every other preset (:func:`oom_wizard.rules.catalog.parse_preset`): an
+    error names
     the file, the line and the column of the value that is wrong.
 
     Raises:
@@ -465,7 +467,7 @@ def _shipped_markers() -> LogMarkers:
 
 
 def _read_markers(file: Traversable) -> LogMarkers:
-    from oom_wizard.catalog import parse_preset
+    from oom_wizard.rules.catalog import parse_preset
 
     markers = parse_preset(file, LogMarkers)
     try:
@@ -799,7 +801,7 @@ def scan_log(
         markers: The marker table (default: the shipped one).
         progress: Called after each chunk with (bytes read, file size).
         cancelled: Called after each chunk; when it returns True the reading stops.
-            Without either, those of an enclosing :func:`oom_wizard.logread.watching` block.
+            Without either, those of an enclosing :func:`oom_wizard.logs.read.watching` block.
 
     Raises:
         LogError: the file is missing, a folder, or cannot be read.
@@ -1185,7 +1187,7 @@ class _Scanner:
     def _feed_triggered(self, block: bytes, trigger: re.Pattern[bytes]) -> None:
         """Only the lines where the trigger finds something go through the rules.
 
-        The others cannot match any pattern (see :mod:`oom_wizard.logread`): they are counted.
+        The others cannot match any pattern (see :mod:`oom_wizard.logs.read`): they are counted.
         :meth:`_reads_next_line` says when the next line is read whatever it holds. With the
         gate, the trigger only searches the gate's hot pieces; elsewhere only the bar lines are
         read (:meth:`_feed_cold`).

@@ -13,11 +13,11 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from oom_wizard.catalog import ArchFacts, load_presets
+from oom_wizard.rules.catalog import ArchFacts, load_presets
 from oom_wizard.vocabulary import ModelKind
 
 if TYPE_CHECKING:
-    from oom_wizard.view import ProcessView  # a type only: no config, no config models
+    from oom_wizard.formats.view import ProcessView  # a type only: no config, no config models
 
 VIDEO_PATH_HINT: Final = re.compile(
     r"(?<![a-z])(?:wan\d|ltx|hunyuan[\W_]?video|mochi|cogvideo|minimax|skyreels|video|[ti]2v)",

@@ -1,7 +1,7 @@
 """Surgical edits of YAML text: change one field, leave every other byte alone.
 
 Every edit works on the text, guided by the composed node graph of
-``oom_wizard.yamlload``: a node knows the character offsets where it starts and ends,
+``oom_wizard.formats.yamlload``: a node knows the character offsets where it starts and ends,
 so a new value replaces exactly the old value's characters (an inline comment after
 it stays), a new key is inserted as one line at the indentation of its siblings,
 and a removed key takes exactly its own lines with it. Flow lists stay flow lists
@@ -29,9 +29,9 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from oom_wizard.errors import EditError
+from oom_wizard.formats.splice import SplicedText
+from oom_wizard.formats.yamlload import MERGE_TAG, ComposedYaml, ToolkitLoader, compose
 from oom_wizard.paths import FieldPath, format_path
-from oom_wizard.splice import SplicedText
-from oom_wizard.yamlload import MERGE_TAG, ComposedYaml, ToolkitLoader, compose
 
 _PREFIX = re.compile(r"(?:[&!]\S*\s+)*")
 _BLOCK_HEADER = re.compile(r"[|>][-+0-9]*")

@@ -117,14 +117,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, Literal, Protocol
 
-from oom_wizard.catalog import ArchFacts, LeversFile, Presets, load_presets
-from oom_wizard.change import Change
-from oom_wizard.document import JobDocument, apply_edits
-from oom_wizard.estimate import Shape, arch_facts, dataset_frames, offloaded_fractions
-from oom_wizard.view import JobView, ProcessView, SampleView, build_view
+from oom_wizard.formats.change import Change
+from oom_wizard.formats.document import JobDocument, apply_edits
+from oom_wizard.formats.view import JobView, ProcessView, SampleView, build_view
+from oom_wizard.rules.catalog import ArchFacts, LeversFile, Presets, load_presets
+from oom_wizard.rules.estimate import Shape, arch_facts, dataset_frames, offloaded_fractions
 
 if TYPE_CHECKING:
-    from oom_wizard.diagnosis import Diagnosis
+    from oom_wizard.rules.diagnosis import Diagnosis
 
 Phase = Literal["load", "baseline_sample", "training", "sample"]
 PHASES: Final[tuple[Phase, ...]] = ("load", "baseline_sample", "training", "sample")

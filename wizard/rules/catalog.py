@@ -36,7 +36,7 @@ from pydantic import (
 )
 
 from oom_wizard.errors import PresetError
-from oom_wizard.fastyaml import SafeLoader as _Loader
+from oom_wizard.formats.fastyaml import SafeLoader as _Loader
 from oom_wizard.frozen import FrozenModel
 from oom_wizard.paths import FieldPath, format_path
 

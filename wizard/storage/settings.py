@@ -156,7 +156,7 @@ def saved_theme() -> str | None:
 def save_theme(theme: str) -> bool:
     """Remember ``theme``, keeping the other settings; whether it was written."""
     from oom_wizard.errors import WizardError
-    from oom_wizard.save import atomic_write
+    from oom_wizard.storage.save import atomic_write
 
     path = settings_path()
     try:

@@ -5,7 +5,7 @@ resolver, so that ``1e-4`` is a float (``toolkit/config.py``). We do the same, o
 a subclass so that no other YAML reader in the process changes behaviour.
 
 Besides the tree, we keep the composed node graph: every node knows where it
-starts and ends in the text, which is what lets ``oom_wizard.yamledit`` change one
+starts and ends in the text, which is what lets ``oom_wizard.formats.yamledit`` change one
 field and leave every other byte alone. Loading is defensive: non-safe tags are
 refused (never constructed), alias bombs are refused before anything expands, and
 duplicate keys are reported (the toolkit silently takes the last one).
@@ -22,7 +22,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from oom_wizard.errors import ConfigError
-from oom_wizard.fastyaml import SafeLoader as FastSafeLoader
+from oom_wizard.formats.fastyaml import SafeLoader as FastSafeLoader
 
 #: The float resolver AI Toolkit adds to SafeLoader (toolkit/config.py).
 TOOLKIT_FLOAT = re.compile(

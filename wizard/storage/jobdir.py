@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from oom_wizard.diagnosis import log_still_written
 from oom_wizard.errors import ConfigError
-from oom_wizard.logscan import LogScan, scan_log
+from oom_wizard.logs.scan import LogScan, scan_log
+from oom_wizard.rules.diagnosis import log_still_written
 
 UI_CONFIG: Final = ".job_config.json"
 CLI_CONFIG: Final = "config.yaml"
@@ -103,7 +103,7 @@ def choose_log(folder: Path) -> tuple[Path | None, str, LogScan | None]:
     """The newest log in ``folder`` that went wrong, a note saying which, and its scan.
 
     A log went wrong when its run crashed, or when it just stops inside a phase and has not
-    been written for a while (:func:`~oom_wizard.diagnosis.log_still_written`): that job
+    been written for a while (:func:`~oom_wizard.rules.diagnosis.log_still_written`): that job
     stalled or was killed there, and it is newer than any crash before it. A log that stops
     but is still being written may be a retry that is running: an older crash is read
     instead. When nothing went wrong, the newest log is taken and the note says so.

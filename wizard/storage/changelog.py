@@ -342,9 +342,9 @@ def read_changelog(path: Path) -> ChangeLog:
     Raises:
         WizardError: the file is missing, not JSON, or not an oom-wizard change log.
     """
-    from oom_wizard.document import NotRegularFile, read_regular_file
-    from oom_wizard.leftovers import recover_beside
-    from oom_wizard.yamlload import check_limits
+    from oom_wizard.formats.document import NotRegularFile, read_regular_file
+    from oom_wizard.formats.yamlload import check_limits
+    from oom_wizard.storage.leftovers import recover_beside
 
     recover_beside(path)
     try:

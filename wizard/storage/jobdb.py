@@ -35,7 +35,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
-from oom_wizard.changelog import (
+from oom_wizard.errors import ConfigError, JobDatabaseError, WizardError
+from oom_wizard.formats.document import MAX_CONFIG_BYTES, JobDocument, parse_document
+from oom_wizard.storage.changelog import (
     ChangeEntry,
     ChangeLog,
     DatabaseRecord,
@@ -47,11 +49,9 @@ from oom_wizard.changelog import (
     read_changelog,
     sha256_of,
 )
-from oom_wizard.changes import Change, Prepared, prepare
-from oom_wizard.document import MAX_CONFIG_BYTES, JobDocument, parse_document
-from oom_wizard.errors import ConfigError, JobDatabaseError, WizardError
-from oom_wizard.jobdir import JobLocation, choose_log
-from oom_wizard.save import atomic_write, forget_written, note_written, signals_held
+from oom_wizard.storage.changes import Change, Prepared, prepare
+from oom_wizard.storage.jobdir import JobLocation, choose_log
+from oom_wizard.storage.save import atomic_write, forget_written, note_written, signals_held
 
 #: How long we wait for the UI or a trainer to release the database, in seconds.
 BUSY_TIMEOUT_S: Final = 3.0
@@ -1203,7 +1203,7 @@ def _pid_of(value: Any) -> int | None:
 
 
 def _process_alive(pid: int) -> bool:
-    from oom_wizard.leftovers import alive
+    from oom_wizard.storage.leftovers import alive
 
     return alive(pid)
 

@@ -17,8 +17,11 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from oom_wizard.change import Change
-from oom_wizard.changelog import (
+from oom_wizard.errors import ConfigError, EditError, NameTaken
+from oom_wizard.formats.change import Change
+from oom_wizard.formats.document import MISSING, JobDocument, same_value
+from oom_wizard.paths import FieldPath, format_path
+from oom_wizard.storage.changelog import (
     ChangeEntry,
     ChangeLog,
     Direction,
@@ -29,12 +32,9 @@ from oom_wizard.changelog import (
     now_iso,
     sha256_of,
 )
-from oom_wizard.document import MISSING, JobDocument, same_value
-from oom_wizard.errors import ConfigError, EditError, NameTaken
-from oom_wizard.paths import FieldPath, format_path
 
 if TYPE_CHECKING:
-    from oom_wizard.save import SaveResult
+    from oom_wizard.storage.save import SaveResult
 
 __all__ = ["Change", "Prepared", "changelog_of", "commit", "prepare", "unified_diff"]
 
@@ -146,7 +146,7 @@ def _non_finite(value: Any) -> str | None:
 
 def changelog_of(config: Path) -> ChangeLog | None:
     """The change log beside ``config`` when it describes it (``config`` is our output), by
-    the one rule of :func:`oom_wizard.changelog.changelog_for`."""
+    the one rule of :func:`oom_wizard.storage.changelog.changelog_for`."""
     path = find_changelog(config)
     if path is None:
         return None
@@ -181,7 +181,7 @@ def commit(
         SaveRefused: the output or change log path is refused; nothing is written.
     """
     source = prepared.before.source
-    from oom_wizard.save import default_output_path
+    from oom_wizard.storage.save import default_output_path
 
     write = partial(
         _commit,
@@ -227,7 +227,7 @@ def _commit(
     force: bool,
     prior: ChangeLog | Literal["beside"] | None,
 ) -> SaveResult:
-    from oom_wizard.save import save
+    from oom_wizard.storage.save import save
 
     source = prepared.before.source
     run = RunRecord(

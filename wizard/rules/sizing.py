@@ -12,7 +12,7 @@ Two default fixes are offered for a roll-back, both in the seed's order (the pla
 The deficit is what the crashed phase needed beyond the card: from the crash's own figures
 (PyTorch's OOM message: allocated + tried to allocate, against the card's capacity) when they
 are there, else from the estimate of today's config against the card (the probe's). A fix's
-saving is the drop of the phase's band midpoint (:func:`oom_wizard.memory.job_memory` of
+saving is the drop of the phase's band midpoint (:func:`oom_wizard.rules.memory.job_memory` of
 today's config and of the fixed one). With the crash's figures, the estimate's activations
 and overhead (the parts a CPU cannot measure exactly; the weights are counted) are scaled by
 the one factor that puts today's midpoint on the crash's figure, in both directions (the
@@ -40,10 +40,10 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Final, Literal
 
-from oom_wizard.catalog import Presets
-from oom_wizard.change import Change
-from oom_wizard.document import JobDocument
-from oom_wizard.memory import (
+from oom_wizard.formats.change import Change
+from oom_wizard.formats.document import JobDocument
+from oom_wizard.rules.catalog import Presets
+from oom_wizard.rules.memory import (
     MOMENT_PHASE,
     PHASES,
     Band,
@@ -69,7 +69,7 @@ fragments: a fix sized to the last GiB would crash again on the next unlucky ste
 
 MIN_SCALE: Final = 0.05
 """The smallest factor the crash's figures may put on activations and overhead (the same floor
-as :mod:`oom_wizard.memory`'s own calibration)."""
+as :mod:`oom_wizard.rules.memory`'s own calibration)."""
 
 MIN_SAVING: Final = 0.01
 """GiB: the least a fix must save (a fix lowers the crashed peak, whatever the estimate says)."""
@@ -166,7 +166,7 @@ def phases_of_moment(moment: str) -> frozenset[Phase]:
 class Weigher:
     """A job's memory at each phase with some changes, in the GiB of the crash's own figures.
 
-    :func:`oom_wizard.memory.job_memory` weighs the config; with a calibration (PyTorch's
+    :func:`oom_wizard.rules.memory.job_memory` weighs the config; with a calibration (PyTorch's
     OOM message for one phase), the activations and overhead of every phase, today's and
     after any changes, are scaled by the one factor that puts today's midpoint of that phase
     on the message's figure. The fixes, the step screens and the load screen all weigh

@@ -22,14 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from oom_wizard.catalog import AnyStepId, Presets, load_presets
-from oom_wizard.change import Change
-from oom_wizard.changelog import ChangeLog
-from oom_wizard.document import MISSING, JobDocument, same_value
+from oom_wizard.formats.change import Change
+from oom_wizard.formats.document import MISSING, JobDocument, same_value
 from oom_wizard.paths import parse_path
+from oom_wizard.rules.catalog import AnyStepId, Presets, load_presets
+from oom_wizard.storage.changelog import ChangeLog
 
 if TYPE_CHECKING:
-    from oom_wizard.memory import Prediction
+    from oom_wizard.rules.memory import Prediction
 
 
 @dataclass(frozen=True)
@@ -222,7 +222,7 @@ def predict(
     known. The re-add stays allowed whatever the prediction says.
     """
     from oom_wizard.errors import WizardError
-    from oom_wizard.memory import (
+    from oom_wizard.rules.memory import (
         calibration_from_attempts,
         calibration_from_record,
         predict_readd,
@@ -236,8 +236,8 @@ def predict(
         recorded = rollbacks[-1].diagnosis if rollbacks else None
         calibration = calibration_from_record(recorded)
         if calibration is not None and log_path is not None:
-            from oom_wizard.changelog import resolve_recorded
-            from oom_wizard.document import load_document
+            from oom_wizard.formats.document import load_document
+            from oom_wizard.storage.changelog import resolve_recorded
 
             try:
                 source = load_document(resolve_recorded(log_path, changelog.source.path))

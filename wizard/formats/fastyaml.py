@@ -1,7 +1,7 @@
 """The fastest safe YAML loader this PyYAML has: libyaml's ``CSafeLoader``, else the pure one.
 
 The presets and the log markers are read with it, and an edited config is checked with it
-(:func:`oom_wizard.yamlload.load_tree`); the one fallback lives here. The user's own config
+(:func:`oom_wizard.formats.yamlload.load_tree`); the one fallback lives here. The user's own config
 is always read with the pure ``SafeLoader``, as AI Toolkit reads it.
 """
 
