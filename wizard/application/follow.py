@@ -9,9 +9,10 @@ writes anything.
 :class:`LiveJob` feeds those bytes to the log scanner's rules
 (:class:`oom_wizard.logs.scan.LiveScan`, the same rules ``diagnose`` uses) and keeps what the
 live screen shows: the phase, step/total, the time left, the s/it of every new training-bar
-step, the skip banners, and the warnings as they happen: an OOM skip with its step; a stall (no new step for ``stall_s`` seconds while the
-log shows no end); a slowdown (s/it ``slow_factor`` times its own stable stretch). When the
-run ends (a crash, a stop, or the end of training), ``ended`` says so.
+step, the skip banners, and the warnings as they happen: an OOM skip with its step; a stall (no
+new step for ``stall_s`` seconds while the log shows no end); a slowdown (s/it ``slow_factor``
+times its own stable stretch). When the run ends (a crash, a stop, or the end of training),
+``ended`` says so.
 
 What a crash means (its diagnosis, the first change, the wizard opened on it) is the
 service's (:func:`oom_wizard.service.diagnose_crash`): one rule for ``diagnose``, ``watch`` and
