@@ -132,9 +132,9 @@ def check_readable(where: Where) -> None:
 
         job_document(load_job(where.db, where.name))
         return
-    from oom_wizard.formats.document import load_document
+    from oom_wizard.storage.jobdir import load_config
 
-    load_document(where)
+    load_config(where)
 
 
 @dataclass(frozen=True)
@@ -849,13 +849,13 @@ def _still_short(where: Where) -> bool:
 
 
 def _document(where: Where) -> JobDocument:
-    from oom_wizard.formats.document import load_document
+    from oom_wizard.storage.jobdir import load_config
 
     if isinstance(where, DbJobRef):
         from oom_wizard.storage.jobdb import job_document, load_job
 
         return job_document(load_job(where.db, where.name))
-    return load_document(where)
+    return load_config(where)
 
 
 def entry_lines(prepared: Prepared) -> tuple[str, ...]:

@@ -39,12 +39,12 @@ def prepare_set(
         WizardError: nothing to set, a config that cannot be read, or an edit refused.
     """
     from oom_wizard.errors import WizardError
-    from oom_wizard.formats.document import load_document
     from oom_wizard.formats.fields import parse_assignment, parse_unset
+    from oom_wizard.storage.jobdir import load_config
 
     if not assignments and not unsets:
         raise WizardError("nothing to set: give PATH=VALUE pairs or --unset PATH")
-    document = load_document(config)
+    document = load_config(config)
     changes = [parse_assignment(text, document) for text in assignments]
     changes += [parse_unset(text, document) for text in unsets]
     return Edit(document, prepare_edit(document, changes, force=force))

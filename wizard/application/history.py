@@ -40,12 +40,7 @@ def read_history(typed: str) -> History:
         WizardError: an empty name, a folder, no such file, a FIFO or device, a config no
             change log describes, or a file that cannot be read.
     """
-    from oom_wizard.formats.document import (
-        MAX_CONFIG_BYTES,
-        NotRegularFile,
-        load_document,
-        read_regular_file,
-    )
+    from oom_wizard.formats.document import MAX_CONFIG_BYTES, NotRegularFile, read_regular_file
     from oom_wizard.storage.changelog import (
         CHANGELOG_SUFFIX,
         changelog_for,
@@ -54,6 +49,7 @@ def read_history(typed: str) -> History:
         resolve_recorded,
         sha256_of,
     )
+    from oom_wizard.storage.jobdir import load_config
 
     target = Path(typed)
     if not typed:
@@ -69,7 +65,7 @@ def read_history(typed: str) -> History:
     if target.name.endswith(CHANGELOG_SUFFIX):
         changelog = read_changelog(target)
         config = resolve_recorded(target, changelog.output.path)
-        document = load_document(config) if config.is_file() else None
+        document = load_config(config) if config.is_file() else None
         # A file at the recorded path that is not the one saved says nothing about this log.
         if document is not None and changelog.output.sha256 != sha256_of(config.read_bytes()):
             document = None
@@ -87,7 +83,7 @@ def read_history(typed: str) -> History:
             "it (or its .changelog.json was moved)",
             file=target,
         )
-    document = None if belonging.edited else load_document(target)
+    document = None if belonging.edited else load_config(target)
     return History(belonging.log, belonging.path, document, belonging.note(target))
 
 

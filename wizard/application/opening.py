@@ -77,9 +77,9 @@ def open_job(request: JobRequest) -> OpenedJob:
         WizardError: nothing to open, no such job, or a config, log or change log that
             cannot be read (the change log too: see the module's policy).
     """
-    from oom_wizard.formats.document import load_document
     from oom_wizard.rules.diagnosis import diagnose
     from oom_wizard.storage.changelog import changelog_for, changelog_path_for, refuse_edited
+    from oom_wizard.storage.jobdir import load_config
 
     if request.db is not None:
         if request.job is None:
@@ -95,7 +95,7 @@ def open_job(request: JobRequest) -> OpenedJob:
         from oom_wizard.storage.jobdir import locate_job
 
         located = locate_job(request.target)
-        document = load_document(located.config)
+        document = load_config(located.config)
         belonging = changelog_for(
             located.config,
             _bytes_of(located.config),

@@ -33,7 +33,6 @@ from oom_wizard.formats.view import JobView, build_view
 from oom_wizard.formats.yamledit import YamlText
 from oom_wizard.formats.yamlload import ComposedYaml, check_limits, compose, construct, load_tree
 from oom_wizard.paths import MISSING as MISSING, FieldPath, format_path
-from oom_wizard.storage.leftovers import recover_beside
 
 Format: TypeAlias = Literal["yaml", "json"]
 
@@ -256,12 +255,15 @@ class JobDocument:
 def load_document(path: str | Path) -> JobDocument:
     """Read a job config as AI Toolkit would, refusing anything unsafe or broken.
 
+    It reads the file as it is: a user's config is opened through
+    :func:`oom_wizard.storage.jobdir.load_config`, which first finishes or undoes a killed save
+    beside it.
+
     Raises:
         ConfigError: the file is missing, unreadable, too large, binary, not UTF-8,
             not valid YAML/JSON, or not an AI Toolkit job.
     """
     path = Path(path)
-    recover_beside(path)
     try:
         fmt = format_for(path)
     except OSError as exc:  # e.g. a name longer than the file system allows

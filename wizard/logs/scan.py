@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, get_args
 from pydantic import AfterValidator, ConfigDict, Field, PrivateAttr
 
 from oom_wizard.errors import LogError, PresetError
+from oom_wizard.formats.preset import parse_preset
 from oom_wizard.frozen import FrozenModel
 from oom_wizard.logs.read import (
     Cancelled,
@@ -448,9 +449,8 @@ def _rule_pattern(rule: _Rule) -> re.Pattern[str]:
 def load_log_markers(path: Path | None = None) -> LogMarkers:
     """Load and check the marker table (default: the shipped ``presets/log_markers.yaml``).
 
-    It is read like every other preset (:func:`oom_wizard.rules.catalog.parse_preset`): an
-    error names
-    the file, the line and the column of the value that is wrong.
+    It is read like every other preset (:func:`oom_wizard.formats.preset.parse_preset`): an
+    error names the file, the line and the column of the value that is wrong.
 
     Raises:
         PresetError: the file is missing, not YAML, does not match the schema, or holds a
@@ -467,8 +467,6 @@ def _shipped_markers() -> LogMarkers:
 
 
 def _read_markers(file: Traversable) -> LogMarkers:
-    from oom_wizard.rules.catalog import parse_preset
-
     markers = parse_preset(file, LogMarkers)
     try:
         markers.compiled()
@@ -646,6 +644,17 @@ class LogScan:
     def evidence_for(self, *tags: str) -> tuple[EvidenceLine, ...]:
         """The evidence lines with one of ``tags``."""
         return tuple(e for e in self.evidence if e.tag in tags)
+
+
+#: A log modified this recently may belong to a job that is still running (or stalled).
+LOG_STILL_WRITTEN_S: Final = 600.0
+
+
+def log_still_written(scan: LogScan, now: float) -> bool:
+    """Whether the log was modified in the last :data:`LOG_STILL_WRITTEN_S` before ``now``: its
+    job may still be running (or stalled). The one rule for the diagnosis
+    and the log a job folder's reading picks."""
+    return scan.modified is not None and now - scan.modified < LOG_STILL_WRITTEN_S
 
 
 # --- PyTorch's allocator message ----------------------------------------------------------------

@@ -61,6 +61,7 @@ from oom_wizard.logs.scan import (
     OomFigures,
     Phase,
     Signal,
+    log_still_written,
 )
 from oom_wizard.rules.catalog import MODEL_KINDS, MOMENTS, ModelKind, Moment, load_presets
 from oom_wizard.rules.modelkind import KindFinding as _Kind, find_model_kind as _model_kind
@@ -112,8 +113,6 @@ CARD_FULL_SHARE: Final = 0.95
 SPILL_CARD_MAX_GIB: Final = 24.5
 """NVIDIA's system-memory fallback turns an OOM into a crawl on consumer cards: a bar stuck at
 no progress on a card below this size is read as the spill, not only as a stall."""
-LOG_STILL_WRITTEN_S: Final = 600.0
-"""A log modified this recently may belong to a job that is still running (or stalled)."""
 FRAGMENTATION_MIN_GIB: Final = 1.0
 """Reserved-but-unallocated memory at least this large (or as large as the failed allocation)
 is worth ``expandable_segments:True``, as PyTorch's own message suggests."""
@@ -507,12 +506,6 @@ def _moment_from_log(scan: LogScan | None, process: ProcessView | None, now: flo
         )
         return _Moment(found.moment, found.why, "low", (*found.notes, note))
     return _moment_from_phase(scan, process)
-
-
-def log_still_written(scan: LogScan, now: float) -> bool:
-    """Whether the log was modified in the last :data:`LOG_STILL_WRITTEN_S` before ``now``: its
-    job may still be running (or stalled). The one rule for the diagnosis and the log chosen."""
-    return scan.modified is not None and now - scan.modified < LOG_STILL_WRITTEN_S
 
 
 def _open_end_moment(scan: LogScan, process: ProcessView | None, now: float) -> _Moment:

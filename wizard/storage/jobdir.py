@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Final
 
 from oom_wizard.errors import ConfigError
-from oom_wizard.logs.scan import LogScan, scan_log
-from oom_wizard.rules.diagnosis import log_still_written
+from oom_wizard.formats.document import JobDocument, load_document
+from oom_wizard.logs.scan import LogScan, log_still_written, scan_log
+from oom_wizard.storage.leftovers import recover_beside
 
 UI_CONFIG: Final = ".job_config.json"
 CLI_CONFIG: Final = "config.yaml"
@@ -103,7 +104,7 @@ def choose_log(folder: Path) -> tuple[Path | None, str, LogScan | None]:
     """The newest log in ``folder`` that went wrong, a note saying which, and its scan.
 
     A log went wrong when its run crashed, or when it just stops inside a phase and has not
-    been written for a while (:func:`~oom_wizard.rules.diagnosis.log_still_written`): that job
+    been written for a while (:func:`~oom_wizard.logs.scan.log_still_written`): that job
     stalled or was killed there, and it is newer than any crash before it. A log that stops
     but is still being written may be a retry that is running: an older crash is read
     instead. When nothing went wrong, the newest log is taken and the note says so.
@@ -136,3 +137,15 @@ def _note(folder: Path, chosen: Path, newest: Path, *, crashed: bool) -> str:
     newer = newest.relative_to(folder).as_posix()
     what = "crashed" if crashed else "stopped without finishing"
     return f"{name}: the newest run that {what} ({newer} shows no crash)"
+
+
+def load_config(path: str | Path) -> JobDocument:
+    """A user's config, read as :func:`~oom_wizard.formats.document.load_document` reads it,
+    after finishing or undoing a save killed in its folder (``leftovers.recover_beside``), so
+    that whatever opens it next sees the old config and change log or the new pair.
+
+    Raises:
+        ConfigError: as ``load_document`` raises it.
+    """
+    recover_beside(Path(path))
+    return load_document(path)
