@@ -10,9 +10,12 @@ of ``wizard`` only the application layer (``oom_wizard.application`` and its fac
 from __future__ import annotations
 
 import ast
+import itertools
 import json
+import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -409,3 +412,146 @@ def test_the_load_screen_is_up_before_the_domain_loads(tmp_path: Path) -> None:
         "oom_wizard.formats.document",
         "oom_wizard.storage.changelog",
     } & set(seen["loaded"])
+
+
+# --- the rooms: the README's table of layers is every import of wizard/ and screens/ ------------
+
+ROOMS_MARK = "<!-- rooms: "
+
+
+def readme_rooms(readme: str) -> dict[str, tuple[tuple[str, ...], frozenset[str]]]:
+    """The README's table of rooms: room → (its folders and files, the rooms it imports)."""
+    lines = readme[readme.index(ROOMS_MARK) :].splitlines()[3:]
+    rooms: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
+    for line in itertools.takewhile(lambda text: text.startswith("|"), lines):
+        room, folders, _, imports = (cell.strip() for cell in line.strip("|").split("|"))
+        rooms[room.strip("`")] = (
+            tuple(re.findall(r"`([^`]+)`", folders)),
+            frozenset(re.findall(r"`([^`]+)`", imports)),
+        )
+    return rooms
+
+
+def room_of(path: str, rooms: Mapping[str, tuple[tuple[str, ...], frozenset[str]]]) -> str:
+    """The room a repository file belongs to: the row naming the file itself, else the row of
+    the deepest folder that holds it, else the row of ``wizard/*.py`` for the package's top."""
+    by_file = [room for room, (places, _) in rooms.items() if path in places]
+    if by_file:
+        return by_file[0]
+    folders = [
+        (len(place), room)
+        for room, (places, _) in rooms.items()
+        for place in places
+        if place.endswith("/") and path.startswith(place)
+    ]
+    if folders:
+        return max(folders)[1]
+    if path.startswith("wizard/") and path.count("/") == 1:
+        return next(room for room, (places, _) in rooms.items() if "wizard/*.py" in places)
+    raise AssertionError(f"{path} is in no room of the README's table")
+
+
+def module_file(module: str) -> str:
+    """The repository file of an ``oom_wizard`` module (a package: its ``__init__.py``)."""
+    parts = module.split(".")[1:]
+    if parts[:1] == ["screens"]:
+        base = REPO / "screens" / Path(*parts[1:])
+    else:
+        base = REPO / "wizard" / Path(*parts)
+    path = base.with_suffix(".py") if base.with_suffix(".py").is_file() else base / "__init__.py"
+    return path.relative_to(REPO).as_posix()
+
+
+def imported_modules(source: str) -> list[str]:
+    """Every ``oom_wizard`` module a file imports: at the top, in functions, for type checking;
+    ``from oom_wizard import x`` names module ``x`` where there is one."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "oom_wizard":
+                found += [
+                    f"oom_wizard.{alias.name}"
+                    if (REPO / "wizard" / f"{alias.name}.py").is_file()
+                    or (REPO / "wizard" / alias.name).is_dir()
+                    else "oom_wizard"
+                    for alias in node.names
+                ]
+            else:
+                found.append(node.module)
+        elif isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+    return [
+        name
+        for name in found
+        if name.split(".")[0] == "oom_wizard" and not name.startswith("oom_wizard.presets")
+    ]
+
+
+def room_arrows(
+    files: Mapping[str, str], rooms: Mapping[str, tuple[tuple[str, ...], frozenset[str]]]
+) -> dict[tuple[str, str], list[str]]:
+    """Every arrow between two rooms that the sources (path → text) import, with its imports."""
+    arrows: dict[tuple[str, str], list[str]] = {}
+    for path, source in files.items():
+        here = room_of(path, rooms)
+        for module in imported_modules(source):
+            there = room_of(module_file(module), rooms)
+            if there != here:
+                arrows.setdefault((here, there), []).append(f"{path} imports {module}")
+    return arrows
+
+
+def package_sources() -> dict[str, str]:
+    return {
+        path.relative_to(REPO).as_posix(): path.read_text(encoding="utf-8")
+        for folder in ("wizard", "screens")
+        for path in sorted((REPO / folder).rglob("*.py"))
+    }
+
+
+@pytest.fixture(scope="module")
+def rooms() -> dict[str, tuple[tuple[str, ...], frozenset[str]]]:
+    return readme_rooms((REPO / "README.md").read_text(encoding="utf-8"))
+
+
+def test_every_import_follows_an_arrow_of_the_readme(rooms) -> None:
+    arrows = room_arrows(package_sources(), rooms)
+    undrawn = {
+        arrow: imports[:3]
+        for arrow, imports in arrows.items()
+        if arrow[1] not in rooms[arrow[0]][1]
+    }
+    assert undrawn == {}
+
+
+def test_every_arrow_of_the_readme_is_an_import(rooms) -> None:
+    used = set(room_arrows(package_sources(), rooms))
+    drawn = {(room, there) for room, (_, imports) in rooms.items() for there in imports}
+    assert {arrow for arrow in drawn if arrow[0] != arrow[1]} - used == set()
+
+
+def test_every_folder_of_wizard_is_a_room(rooms) -> None:
+    places = {place for places, _ in rooms.values() for place in places}
+    folders = {
+        f"{path.relative_to(REPO).as_posix()}/"
+        for path in (REPO / "wizard").iterdir()
+        if path.is_dir() and (path / "__init__.py").is_file()
+    }
+    assert folders - places == set()
+
+
+@pytest.mark.parametrize(
+    ("path", "source"),
+    [
+        ("wizard/formats/document.py", "from oom_wizard.rules.plan import Plan\n"),
+        ("wizard/logs/scan.py", "def f():\n    from oom_wizard.storage import save\n"),
+        ("wizard/storage/jobdir.py", "from oom_wizard.service import WizardState\n"),
+        ("wizard/commands/fit.py", "from oom_wizard.rules.memory import job_memory\n"),
+        ("screens/step.py", "import oom_wizard.formats.yamledit\n"),
+        ("wizard/errors.py", "if TYPE_CHECKING:\n    from oom_wizard.logs.scan import LogScan\n"),
+    ],
+)
+def test_an_import_against_the_arrows_is_caught(rooms, path: str, source: str) -> None:
+    arrows = room_arrows({path: source}, rooms)
+    assert arrows
+    assert all(there not in rooms[here][1] for here, there in arrows)
