@@ -12,7 +12,8 @@ import pytest
 from oom_wizard.errors import WizardError
 from oom_wizard.formats.view import JobView, build_view
 from oom_wizard.host.probe import GpuInfo, GpuProcess, ProbeResult
-from oom_wizard.logs.scan import LogScan, scan_text
+from oom_wizard.logs.result import LogScan
+from oom_wizard.logs.scan import scan_text
 from oom_wizard.rules.diagnosis import (
     EARLY_STEP_LIMIT,
     Answers,

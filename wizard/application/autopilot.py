@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from oom_wizard.application.saving import Destination
     from oom_wizard.application.settling import WizardState
     from oom_wizard.formats.document import JobDocument
-    from oom_wizard.logs.scan import LogScan
+    from oom_wizard.logs.result import LogScan
     from oom_wizard.request import JobRequest
     from oom_wizard.rules.diagnosis import Diagnosis
     from oom_wizard.storage.changes import Prepared
@@ -635,7 +635,7 @@ def resume_warning(document: JobDocument) -> str | None:
 
 def _memory_evidence(scan: LogScan) -> bool:
     """Whether the log shows the GPU or the host running out of memory (a kill included)."""
-    from oom_wizard.logs.scan import GPU_SIGNALS, HOST_SIGNALS
+    from oom_wizard.logs.signals import GPU_SIGNALS, HOST_SIGNALS
 
     return bool(set(scan.signals) & (GPU_SIGNALS | HOST_SIGNALS))
 

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from oom_wizard.logs.scan import LiveScan, LogScan
+from oom_wizard.logs.result import LogScan
+from oom_wizard.logs.scan import LiveScan
 
 READ_LIMIT: Final = 4 << 20
 """Bytes read per poll at most (a huge backlog is read over several polls)."""

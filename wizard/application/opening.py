@@ -14,7 +14,7 @@ from oom_wizard.errors import WizardError
 if TYPE_CHECKING:
     from oom_wizard.formats.document import JobDocument
     from oom_wizard.host.probe import ProbeResult
-    from oom_wizard.logs.scan import LogScan
+    from oom_wizard.logs.result import LogScan
     from oom_wizard.request import JobRequest
     from oom_wizard.rules.diagnosis import Diagnosis
     from oom_wizard.storage.changelog import ChangeLog

@@ -87,7 +87,7 @@ def warm_up() -> None:
     ``watch`` calls it in a thread while it follows the job, so that the crash, when it comes,
     is diagnosed without that wait. Both are read once per process.
     """
-    from oom_wizard.logs.scan import load_log_markers
+    from oom_wizard.logs.markers import load_log_markers
     from oom_wizard.rules.catalog import load_presets
 
     load_presets()

@@ -21,9 +21,12 @@ Reading reports its progress and can be cancelled between two chunks (``progress
 ``cancelled`` of :func:`scan_log`, or a :func:`oom_wizard.logs.read.watching` block around a
 caller).
 
-What the lines mean lives in ``presets/log_markers.yaml`` (:class:`LogMarkers`): it is a
-description of AI Toolkit's output, like every other fact about the toolkit. The formats of
-PyTorch's allocator message stay here, as constants, because reading their numbers is code.
+What the lines mean lives in ``presets/log_markers.yaml`` (:mod:`oom_wizard.logs.markers`): it
+is a description of AI Toolkit's output, like every other fact about the toolkit. The formats of
+PyTorch's allocator message are code (:mod:`oom_wizard.logs.allocator`), and so are tqdm's bars
+(:mod:`oom_wizard.logs.bars`). This module is the reading loop: the chunks, the segments, the
+gate, and :class:`_Scanner`, which feeds each run's state (:mod:`oom_wizard.logs.run`) and
+returns the :class:`~oom_wizard.logs.result.LogScan`.
 
 The state kept while reading is bounded: the current run's phase, its last training-bar
 redraw, counters, the last few skip banners and a ring of the last evidence lines. A new run
@@ -45,128 +48,56 @@ from __future__ import annotations
 import bisect
 import codecs
 import dataclasses
-import functools
 import io
 import json
 import os
 import re
 import stat
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from importlib import resources
+from collections.abc import Iterator, Sequence
 from operator import itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, get_args
+from typing import Any, Final
 
-from pydantic import AfterValidator, ConfigDict, Field, PrivateAttr
-
-from oom_wizard.errors import LogError, PresetError
-from oom_wizard.formats.preset import parse_preset
-from oom_wizard.frozen import FrozenModel
+from oom_wizard.errors import LogError
+from oom_wizard.logs.allocator import oom_figures, parse_allocator_message
+from oom_wizard.logs.bars import (
+    BAR,
+    BYTE_RATE,
+    PCT_DIGITS,
+    RATE,
+    TRAINING_POSTFIX,
+    ZERO_BAR,
+    bar_lines,
+    count_bytes,
+    elapsed_seconds,
+    few_redraws,
+    find_bar,
+    parse_bar,
+    without_repeats,
+)
+from oom_wizard.logs.lines import clean, shorten
+from oom_wizard.logs.markers import CompiledMarkers, LogMarkers, load_log_markers
 from oom_wizard.logs.read import (
     Cancelled,
     Progress,
     Readable,
     Watch,
     WatchedReader,
-    build_gate,
-    build_trigger,
     current_watch,
 )
-
-if TYPE_CHECKING:
-    from importlib.resources.abc import Traversable
-
-Phase = Literal[
-    "model_load",
-    "quantize",
-    "cache_latents",
-    "cache_text",
-    "baseline_sample",
-    "training",
-    "periodic_sample",
-    "save",
-    "unknown",
-]
-
-LOADING_PHASES: Final[frozenset[Phase]] = frozenset(
-    {"model_load", "quantize", "cache_latents", "cache_text", "baseline_sample"}
+from oom_wizard.logs.result import EvidenceLine, LogScan, SkipBanner
+from oom_wizard.logs.run import RunState
+from oom_wizard.logs.signals import (
+    FATAL_SIGNALS,
+    HOST_SIGNALS,
+    SIGNALS,
+    STOP_SIGNALS,
+    BarKind,
+    FramePhase,
+    Phase,
 )
-"""Phases before the first training step (the ``loading`` moment)."""
 
-GpuSignal = Literal[
-    "cuda_oom",
-    "cuda_error_oom",
-    "cublas_alloc",
-    "zero_free",
-    "oom_skip",
-    "oom_abort",
-    "loss_dict_followon",
-]
-"""Signals that the GPU ran out of memory, directly or through a known follow-on error."""
-
-HostSignal = Literal["host_oom_kill", "host_memory_error"]
-"""Signals that the host (RAM), not the GPU, ran out: a kill from outside, Python's MemoryError."""
-
-LineSignal = Literal[GpuSignal, HostSignal]
-"""The signals a single line shows (the others are concluded from the whole run)."""
-
-RunSignal = Literal["silent_exit", "sysmem_spill", "stall"]
-"""Signals concluded from the whole run: an exit with no error, a training bar that slowed down
-several-fold after a stable stretch (the driver spilling VRAM into system memory), a log that
-stops on a bar with no progress at all."""
-
-Signal = Literal[LineSignal, RunSignal]
-SIGNALS: Final[tuple[Signal, ...]] = get_args(Signal)
-"""Every signal, in the order they are reported."""
-
-GPU_SIGNALS: Final[frozenset[Signal]] = frozenset(get_args(GpuSignal))
-HOST_SIGNALS: Final[frozenset[Signal]] = frozenset(get_args(HostSignal))
-
-FATAL_SIGNALS: Final[frozenset[Signal]] = frozenset(
-    {"cuda_oom", "cuda_error_oom", "cublas_alloc", "oom_abort", "loss_dict_followon"}
-)
-"""Signals that mean the job is failing (a skip banner does not: training goes on)."""
-
-MarkerPhase = Literal[
-    "model_load",
-    "quantize",
-    "cache_latents",
-    "cache_text",
-    "baseline_sample",
-    "sample",
-    "training_start",
-    "save",
-]
-BarPhase = Literal["model_load", "quantize", "cache_latents", "cache_text", "sample", "ignore"]
-FramePhase = Literal[
-    "model_load",
-    "quantize",
-    "cache_latents",
-    "cache_text",
-    "training",
-    "sample",
-    "baseline_sample",
-    "periodic_sample",
-    "save",
-]
-"""``sample`` is a sample pass that the log's bar tells apart (before or during training);
-``baseline_sample`` and ``periodic_sample`` are a call that says which one it is itself."""
-
-BarKind = Literal[
-    "training",
-    "unnamed",
-    "model_load",
-    "quantize",
-    "cache_latents",
-    "cache_text",
-    "sample",
-    "ignore",
-]
-"""How a progress bar moves the phase (``unnamed``: a bar without a description)."""
-
-MARKERS_FILE: Final = "log_markers.yaml"
 CHUNK_BYTES: Final = 64 * 1024
 """Bytes read at a time. Every chunk is copied a few times (joined to the last one's unfinished
 line, cut at its last line end, read by the gate): under the C library's threshold for a
@@ -174,12 +105,6 @@ mapping of its own (128 KB), those copies reuse warm memory; chunks of 1 MB each
 fresh pages (~90,000 page faults on a 300 MB log, a sixth of the time)."""
 MAX_SEGMENT_BYTES: Final = 64 * 1024
 """A segment longer than this (a binary file, a line with no end) is cut; the rest is skipped."""
-EVIDENCE_RING: Final = 32
-"""Evidence lines kept per run (the last ones)."""
-SKIPS_KEPT: Final = 64
-"""Skip banners kept per run (the last ones; all are counted)."""
-EVIDENCE_CHARS: Final = 400
-"""Evidence text longer than this is shortened (an allocator message fits)."""
 OOM_MESSAGE_TAIL: Final = 3
 """Segments after an OOM line that may still hold its numbers (a message wrapped when pasted)."""
 OOM_TEXT_MAX: Final = 4000
@@ -197,600 +122,9 @@ RESUME_ELAPSED_SHARE: Final = 0.25
 started before the log does (an excerpt): not a resume."""
 RESUME_MAX_ELAPSED_S: Final = 60.0
 """Without a rate on the bar, a resume is one whose first redraw shows at most this elapsed."""
-SPILL_FACTOR: Final = 4.0
-"""A training bar whose s/it grows to this many times its best so far has slowed down by the
-driver's system-memory fallback (VRAM spilled into shared system memory), not by chance."""
-SPILL_MIN_READINGS: Final = 2
-"""Readings of the bar's rate (after its first step) that make the stable stretch."""
 MAX_DUMP_LINES: Final = 4000
 """The printed process config longer than this is not read (it is not the toolkit's dump)."""
-CUDA_CONTEXT_MAX_GIB: Final = 2.5
-"""What a process holds on the card beyond PyTorch's own memory (CUDA's context, cuBLAS and
-cuDNN workspaces), at most: how far a listed process may exceed what PyTorch held and still be
-the job itself (:func:`own_process`)."""
-STOP_SIGNALS: Final = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
-"""A job ended by one of these was stopped (by the user, the UI or a shutdown), not crashed."""
-
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-_BAR = re.compile(
-    r"^(?P<desc>.*?):?\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*(?:\[.*)?$"
-)
-_PCT_DIGITS: Final = b"0123456789 "
-_BYTE_RATE = re.compile(rb"\d\s*[kKMGT]?i?B/s\]")
-"""A bar counting bytes per second (``1.54MB/s]``) is a download, whatever its counts."""
-_RATE = re.compile(
-    rb"\|\s*(?P<n>\d+)/\d+\s*\[(?P<elapsed>\d+(?::\d{1,2}){1,2})<[^,\]]*,\s*"
-    rb"(?P<rate>\d+(?:\.\d+)?)(?P<unit>s/it|it/s)"
-)
-"""tqdm's ``| n/total [elapsed<remaining, rate``: ``| 299/3000 [5:41:20<1:02:11,  2.16s/it``
-or ``12.5it/s`` (one search on the raw bytes, no decoding)."""
-_ZERO_BAR = re.compile(rb"\|\s*0/\d+\s*(?:\[|$)")
-"""A bar at ``0/total``."""
-_TRAINING_POSTFIX = re.compile(rb"\b(?:lr|loss|avr_loss)[:=]\s*[-+.\d]")
-"""A bar whose postfix reports a learning rate or a loss is the training bar."""
-_NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 _NOT_SEPARATOR = re.compile(rb"[^\r\n]")
-
-
-# --- the marker table ---------------------------------------------------------------------------
-
-
-def _regex(pattern: str) -> str:
-    """A pattern of the table: it must compile (the error then points at its line and column)."""
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise ValueError(f"not a valid regular expression: {exc.msg}") from None
-    return pattern
-
-
-Regex = Annotated[str, Field(min_length=1), AfterValidator(_regex)]
-"""A regular expression of the marker table, checked when the table is loaded."""
-
-
-class _Frozen(FrozenModel):
-    """Base of the marker-table models: immutable, unknown keys refused."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
-class _Rule(_Frozen):
-    """One pattern of the marker table, with its own flags."""
-
-    pattern: Regex
-    ignore_case: bool = False
-
-    def source(self) -> str:
-        """The pattern as a group that carries its flags (for the joined expression)."""
-        return f"(?i:{self.pattern})" if self.ignore_case else f"(?:{self.pattern})"
-
-
-class PhaseRule(_Rule):
-    """A line that announces a phase (and maybe the step it is about)."""
-
-    phase: MarkerPhase
-
-
-class BarRule(_Rule):
-    """A progress-bar description that names what the bar is doing.
-
-    ``over_loss``: the trainer's own name for the bar, which no job is called. It names the bar
-    even when the postfix reports a loss (a relative draws its preview bar with the training
-    loss on it); any other description yields to such a postfix, which only training shows.
-    """
-
-    phase: BarPhase
-    over_loss: bool = False
-
-
-class SignalRule(_Rule):
-    """A line that shows one signal."""
-
-    signal: LineSignal
-
-
-class FrameRule(_Rule):
-    """A traceback function name (or the call under a frame) that places the failure in a
-    phase; ``file``, when given, must match the frame's file as well."""
-
-    phase: FramePhase
-    file: Regex | None = None
-
-
-def _step_group(pattern: str) -> str:
-    if not re.search(r"\(\?P<(?:step|epoch)>", pattern):
-        raise ValueError("a bar-step pattern needs a `step` or an `epoch` group")
-    return pattern
-
-
-class BarStep(_Frozen):
-    """Where a bar shows its step when ``n/total`` counts something else: a ``step`` group in
-    its postfix (``reads: postfix``), or an ``epoch`` group in its description (``reads: desc``: the
-    bar counts that epoch's batches, the step is ``epoch × total + n``)."""
-
-    reads: Literal["postfix", "desc"]
-    pattern: Annotated[Regex, AfterValidator(_step_group)]
-
-
-class ConfigDump(_Frozen):
-    """The process config printed as JSON: its opening line, and the line that confirms it."""
-
-    open: Regex
-    key: Regex
-
-
-class LogMarkers(_Frozen):
-    """The schema of ``presets/log_markers.yaml`` (see the comments in that file)."""
-
-    run_start: tuple[Regex, ...]
-    config_dump: ConfigDump
-    resume: tuple[Regex, ...]
-    phases: tuple[PhaseRule, ...]
-    bars: tuple[BarRule, ...]
-    signals: tuple[SignalRule, ...]
-    python_errors: tuple[Regex, ...]
-    exception: Regex
-    exits: tuple[Regex, ...]
-    stopped: tuple[Regex, ...]
-    frame: Regex
-    frame_phases: tuple[FrameRule, ...]
-    host_copy: tuple[Regex, ...]
-    cpu_target: tuple[Regex, ...] = ()
-    line_prefixes: tuple[Regex, ...] = ()
-    finished: tuple[Regex, ...] = ()
-    call_phases: tuple[FrameRule, ...] = ()
-    config_fields: tuple[str, ...] = ()
-    plain_bars: tuple[Regex, ...] = ()
-    bar_steps: tuple[BarStep, ...] = ()
-    training_bars: tuple[_Rule, ...] = ()
-    steps: tuple[Regex, ...] = ()
-    host_pressure: tuple[Regex, ...] = ()
-    sample_first: tuple[Regex, ...] = ()
-    launcher_errors: tuple[Regex, ...] = ()
-
-    _compiled: _Compiled | None = PrivateAttr(default=None)
-
-    def compiled(self) -> _Compiled:
-        """The patterns compiled (once)."""
-        if self._compiled is None:
-            self._compiled = _Compiled(self)
-        return self._compiled
-
-
-def _any(patterns: tuple[str, ...]) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{p})" for p in patterns) or r"(?!)")
-
-
-def _unnamed(source: str) -> str:
-    """A pattern with its named groups made plain, so that several can be joined."""
-    return _NAMED_GROUP.sub("(?:", source)
-
-
-class _Compiled:
-    """The marker table as compiled expressions, plus one joined prefilter."""
-
-    def __init__(self, markers: LogMarkers) -> None:
-        self.run_start = _any(markers.run_start)
-        self.dump_open = re.compile(markers.config_dump.open)
-        self.dump_key = re.compile(markers.config_dump.key)
-        self.resume = [re.compile(p) for p in markers.resume]
-        self.phases = [(_rule_pattern(r), r.phase) for r in markers.phases]
-        self.bars = [(_rule_pattern(r), r.phase) for r in markers.bars]
-        self.named_bars = [(_rule_pattern(r), r.phase) for r in markers.bars if r.over_loss]
-        self.signals = [(_rule_pattern(r), r.signal) for r in markers.signals]
-        self.python_errors = _any(markers.python_errors)
-        self.exception = re.compile(markers.exception)
-        self.exits = [re.compile(p) for p in markers.exits]
-        self.stopped = _any(markers.stopped)
-        self.frame = re.compile(markers.frame)
-        self.frame_phases = [
-            (_rule_pattern(r), re.compile(r.file) if r.file else None, r.phase)
-            for r in markers.frame_phases
-        ]
-        self.call_phases = [(_rule_pattern(r), r.phase) for r in markers.call_phases]
-        self.finished = _any(markers.finished)
-        self.config_fields = markers.config_fields
-        self.host_copy = _any(markers.host_copy)
-        self.cpu_target = _any(markers.cpu_target)
-        self.plain_bar = _any(markers.plain_bars) if markers.plain_bars else None
-        self.bar_steps: BarSteps = tuple(
-            (re.compile(r.pattern), r.reads == "desc") for r in markers.bar_steps
-        )
-        self.bar_step_postfix = _any(
-            tuple(_unnamed(r.pattern) for r in markers.bar_steps if r.reads == "postfix")
-        )
-        self.training_bars = [_rule_pattern(r) for r in markers.training_bars]
-        self.steps = [re.compile(p) for p in markers.steps]
-        self.host_pressure = _any(markers.host_pressure)
-        self.sample_first = _any(markers.sample_first)
-        self.launcher_errors = _any(markers.launcher_errors)
-        joined = "|".join(f"(?:{p})" for p in markers.line_prefixes)
-        self.prefix = re.compile(f"(?:{joined})+") if joined else None
-        plain = (
-            *markers.run_start,
-            markers.config_dump.open,
-            *markers.resume,
-        )
-        rules = (*markers.phases, *markers.signals)
-        tail = (
-            *markers.python_errors,
-            markers.exception,
-            *markers.exits,
-            *markers.stopped,
-            *markers.finished,
-            markers.frame,
-            *markers.host_copy,
-            *markers.cpu_target,
-            *markers.plain_bars,
-            *markers.steps,
-            *markers.host_pressure,
-            *markers.sample_first,
-            *markers.launcher_errors,
-        )
-        sources = [*plain, *(r.source() for r in rules), *tail]
-        patterns = [
-            *(re.compile(p) for p in plain),
-            *(_rule_pattern(r) for r in rules),
-            *(re.compile(p) for p in tail),
-        ]
-        self.prefilter = re.compile("|".join(f"(?:{_unnamed(s)})" for s in sources))
-        self.trigger = build_trigger(sources, self.prefilter, patterns=patterns)
-        """The prefilter's cheap form: over chunks of bytes, then segment by segment."""
-        self.gate = build_gate(sources)
-        """The trigger's question for whole regions at once (where it can be asked)."""
-
-
-def _rule_pattern(rule: _Rule) -> re.Pattern[str]:
-    """The rule's pattern compiled with its flag: the expression of :meth:`_Rule.source`, and
-    already in ``re``'s cache (its check when the table was loaded) unless it ignores case."""
-    return re.compile(rule.pattern, re.IGNORECASE if rule.ignore_case else 0)
-
-
-def load_log_markers(path: Path | None = None) -> LogMarkers:
-    """Load and check the marker table (default: the shipped ``presets/log_markers.yaml``).
-
-    It is read like every other preset (:func:`oom_wizard.formats.preset.parse_preset`): an
-    error names the file, the line and the column of the value that is wrong.
-
-    Raises:
-        PresetError: the file is missing, not YAML, does not match the schema, or holds a
-            pattern that is not a valid regular expression.
-    """
-    if path is None:
-        return _shipped_markers()
-    return _read_markers(path)
-
-
-@functools.cache
-def _shipped_markers() -> LogMarkers:
-    return _read_markers(resources.files("oom_wizard.presets") / MARKERS_FILE)
-
-
-def _read_markers(file: Traversable) -> LogMarkers:
-    markers = parse_preset(file, LogMarkers)
-    try:
-        markers.compiled()
-    except re.error as exc:  # each pattern compiles; their join can still clash
-        raise PresetError(f"patterns do not join: {exc.msg}", file=str(file)) from None
-    return markers
-
-
-# --- the result ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class EvidenceLine:
-    """One line of the log that supports a finding.
-
-    Attributes:
-        line: 1-based line number, counted on ``\\n`` as an editor shows it.
-        text: The segment's text (ANSI codes removed, shortened past ``EVIDENCE_CHARS``).
-        tag: What it shows: a signal name, or ``phase``, ``bar``, ``error``, ``exception``,
-            ``exit``, ``frame``, ``host_copy``, ``resume``, ``stopped``.
-    """
-
-    line: int
-    text: str
-    tag: str
-
-
-@dataclass(frozen=True)
-class OtherProcess:
-    """Another process on the GPU, as PyTorch's message lists it."""
-
-    pid: int | None
-    gib: float
-
-
-@dataclass(frozen=True)
-class OomFigures:
-    """The numbers of PyTorch's out-of-memory message, in GiB (None when not given).
-
-    Attributes:
-        form: ``current`` (``GPU 0 has a total capacity of …``) or ``legacy``
-            (``(GPU 0; X total capacity; Y already allocated; Z free; W reserved …)``).
-        gpu: The device index.
-        tried: The allocation that failed.
-        total: The card's capacity as PyTorch sees it.
-        free: Free on the card at that moment.
-        this_process: Everything this process held, PyTorch's and CUDA's own.
-        allocated: Memory in live tensors.
-        reserved: Reserved by PyTorch's caching allocator (legacy form).
-        reserved_unallocated: Reserved by PyTorch but holding no tensor (fragmentation);
-            in the legacy form, reserved minus allocated.
-        other_processes: Other processes on the card and what each held.
-        line: Where the message is.
-        this_process_inferred: The message named no process as "this process" (PyTorch
-            could not match its own PID, as in a container); ``this_process`` is the listed
-            process whose memory covers what PyTorch itself held (:func:`own_process`).
-    """
-
-    form: Literal["current", "legacy"]
-    gpu: int | None = None
-    tried: float | None = None
-    total: float | None = None
-    free: float | None = None
-    this_process: float | None = None
-    allocated: float | None = None
-    reserved: float | None = None
-    reserved_unallocated: float | None = None
-    other_processes: tuple[OtherProcess, ...] = ()
-    line: int = 0
-    this_process_inferred: bool = False
-
-    @property
-    def others_total(self) -> float:
-        """GiB held by the other processes the message lists."""
-        return sum(p.gib for p in self.other_processes)
-
-
-@dataclass(frozen=True)
-class SkipBanner:
-    """``# OOM during training step, skipping batch k/3 #``, and the bar's step at that moment."""
-
-    line: int
-    attempt: int
-    step: int | None
-
-
-@dataclass(frozen=True)
-class LogScan:
-    """What one log shows about its last run.
-
-    Attributes:
-        source: The file read, if any.
-        phase: Where the run was when it ended: the traceback's frames when they say, else
-            the last phase line or bar.
-        marker_phase: The phase from the toolkit's own lines and bars only.
-        frame_phase: The phase the failing traceback's frames point to, if they do.
-        phase_line: The line that set ``phase``.
-        signals: What the run shows, in :data:`SIGNALS` order.
-        oom: The last allocator message's numbers.
-        skips: The last skip banners (``skip_count`` counts them all).
-        last_step: The last training step the log shows (bar, save or sample line): the bar's
-            ``n``, i.e. steps completed.
-        total_steps: ``total`` of the training bar.
-        first_step: The training bar's first value in this run (> 0 after a resume).
-        training_started: Whether a training bar appeared in this run.
-        crashed: The run ends in a failure (an error, an OOM, a kill), not in progress.
-        stopped: The user stopped the job.
-        resumed: The run continued an earlier one.
-        run_count: Runs in the file; the fields describe the last.
-        run_start_line: Where the last run starts.
-        header_seen: The last run starts with a run header (not a truncated or pasted log).
-        line_count: Lines in the file.
-        exception: The last ``SomeError: message`` line of the run.
-        exit_code: The exit status the log reports, if any.
-        host_copy: The failing traceback copies between GPU and pinned host memory.
-        cpu_copy: The failing traceback moves tensors to the CPU (``cpu_target``).
-        evidence: Lines that support the findings, in file order.
-        finished: The run says it finished (a final result line, a training bar at its total).
-        ends_open: The run just stops: it progressed, then no error, no stop and no finish sign
-            (a stall, a kill from outside, or a pasted excerpt).
-        excerpt: The training bar was first seen past step 0 with hours of elapsed time: the
-            log starts in the middle of a run, which is not a resume.
-        spill_step: The training step at which the bar's s/it grew ``SPILL_FACTOR``-fold over
-            its stable stretch (``sysmem_spill``).
-        stall_line: The bar stuck at no progress the log stops on (``stall``).
-        modified: The log file's modification time (seconds since the epoch), if a file.
-        config_dump: The memory fields (``config_fields``) of the process config the run
-            printed at its start: (path relative to the process, value).
-        host_pressure_line: The last line that shows the host's RAM as the limit (Colab's
-            huge-allocation warnings, a Colab runtime's paths: ``host_pressure``).
-        sample_first: The launch command in the log makes a sample come first.
-        best_rate: The training bar's fastest step after its first, in seconds per step.
-    """
-
-    source: str | None
-    phase: Phase
-    marker_phase: Phase
-    frame_phase: Phase | None
-    phase_line: int | None
-    signals: tuple[Signal, ...]
-    oom: OomFigures | None
-    skips: tuple[SkipBanner, ...]
-    skip_count: int
-    last_step: int | None
-    total_steps: int | None
-    first_step: int | None
-    training_started: bool
-    crashed: bool
-    stopped: bool
-    resumed: bool
-    run_count: int
-    run_start_line: int
-    header_seen: bool
-    line_count: int
-    exception: EvidenceLine | None
-    exit_code: int | None
-    host_copy: bool
-    evidence: tuple[EvidenceLine, ...]
-    finished: bool = False
-    ends_open: bool = False
-    excerpt: bool = False
-    spill_step: int | None = None
-    stall_line: int | None = None
-    modified: float | None = None
-    config_dump: tuple[tuple[str, Any], ...] | None = None
-    cpu_copy: bool = False
-    host_pressure_line: int | None = None
-    sample_first: bool = False
-    best_rate: float | None = None
-
-    def has(self, *signals: Signal) -> bool:
-        """Whether the run shows any of ``signals``."""
-        return any(s in self.signals for s in signals)
-
-    def evidence_for(self, *tags: str) -> tuple[EvidenceLine, ...]:
-        """The evidence lines with one of ``tags``."""
-        return tuple(e for e in self.evidence if e.tag in tags)
-
-
-#: A log modified this recently may belong to a job that is still running (or stalled).
-LOG_STILL_WRITTEN_S: Final = 600.0
-
-
-def log_still_written(scan: LogScan, now: float) -> bool:
-    """Whether the log was modified in the last :data:`LOG_STILL_WRITTEN_S` before ``now``: its
-    job may still be running (or stalled). The one rule for the diagnosis
-    and the log a job folder's reading picks."""
-    return scan.modified is not None and now - scan.modified < LOG_STILL_WRITTEN_S
-
-
-# --- PyTorch's allocator message ----------------------------------------------------------------
-
-_SIZE = r"(?P<{0}>\d+(?:\.\d+)?)\s*(?P<{0}_unit>bytes|[KMGT]i?B|B)\b"
-_UNIT_GIB: Final[Mapping[str, float]] = {
-    "bytes": 2.0**-30,
-    "B": 2.0**-30,
-    "KiB": 2.0**-20,
-    "KB": 2.0**-20,
-    "MiB": 2.0**-10,
-    "MB": 2.0**-10,
-    "GiB": 1.0,
-    "GB": 1.0,
-    "TiB": 1024.0,
-    "TB": 1024.0,
-}
-
-TRIED = re.compile(r"Tried to allocate " + _SIZE.format("v"))
-"""Both forms: the allocation that failed."""
-CURRENT_CAPACITY = re.compile(
-    r"GPU (?:(?P<gpu>\d+) )?\s*has a total capac(?:ity|ty) of "
-    + _SIZE.format("total")
-    + r" of which "
-    + _SIZE.format("free")
-    + r" is free"
-)
-"""Current form: ``GPU 0 has a total capacity of 31.36 GiB of which 336.62 MiB is free`` (some
-builds leave the index out: ``GPU  has a total capacity of 95.00 GiB ...``)."""
-OTHER_PROCESS = re.compile(
-    r"(?<![Tt]his )\bProcess (?:(?P<pid>\d+) )?has " + _SIZE.format("v") + r" memory in use"
-)
-"""Current form, once per other process: ``Process 4242 has 2.00 GiB memory in use``."""
-THIS_PROCESS = re.compile(r"this process has " + _SIZE.format("v") + r" memory in use")
-ALLOCATED = re.compile(
-    r"Of the allocated memory " + _SIZE.format("v") + r" is allocated by PyTorch"
-)
-RESERVED_UNALLOCATED = re.compile(_SIZE.format("v") + r" is reserved by PyTorch but unallocated")
-LEGACY_GPU = re.compile(r"\(GPU (?P<gpu>\d+);")
-LEGACY_TOTAL = re.compile(_SIZE.format("v") + r" total capac(?:ity|ty)")
-"""Legacy form, with the ``capacty`` misspelling of some torch versions."""
-LEGACY_ALLOCATED = re.compile(_SIZE.format("v") + r" already allocated")
-LEGACY_FREE = re.compile(_SIZE.format("v") + r" free\b")
-LEGACY_RESERVED = re.compile(_SIZE.format("v") + r" reserved in total by PyTorch")
-
-
-def _gib(match: re.Match[str], name: str) -> float:
-    return float(match[name]) * _UNIT_GIB[match[f"{name}_unit"]]
-
-
-def parse_allocator_message(text: str) -> dict[str, Any]:
-    """The numbers found in one line of PyTorch's out-of-memory message (GiB).
-
-    Keys (only those found): ``form``, ``gpu``, ``tried``, ``total``, ``free``,
-    ``this_process``, ``allocated``, ``reserved``, ``reserved_unallocated``,
-    ``other_processes`` (a list of ``(pid, gib)``).
-    """
-    found: dict[str, Any] = {}
-    if match := TRIED.search(text):
-        found["tried"] = _gib(match, "v")
-    if match := CURRENT_CAPACITY.search(text):
-        found.update(form="current", gpu=int(match["gpu"]) if match["gpu"] else None)
-        found.update(total=_gib(match, "total"), free=_gib(match, "free"))
-    others = [
-        (int(m["pid"]) if m["pid"] else None, _gib(m, "v")) for m in OTHER_PROCESS.finditer(text)
-    ]
-    if others:
-        found["other_processes"] = others
-    for key, pattern in (
-        ("this_process", THIS_PROCESS),
-        ("allocated", ALLOCATED),
-        ("reserved_unallocated", RESERVED_UNALLOCATED),
-    ):
-        if match := pattern.search(text):
-            found[key] = _gib(match, "v")
-    if match := LEGACY_TOTAL.search(text):
-        found.update(form="legacy", total=_gib(match, "v"))
-        if gpu := LEGACY_GPU.search(text):
-            found["gpu"] = int(gpu["gpu"])
-        for key, pattern in (
-            ("allocated", LEGACY_ALLOCATED),
-            ("free", LEGACY_FREE),
-            ("reserved", LEGACY_RESERVED),
-        ):
-            if match := pattern.search(text):
-                found[key] = _gib(match, "v")
-    return found
-
-
-def own_process(
-    listed: Sequence[tuple[int | None, float]], allocated: float, unallocated: float
-) -> int | None:
-    """Which listed process is the job itself, when the message names none "this process".
-
-    PyTorch names its own process by PID; in a container (another PID namespace) it cannot, and
-    lists every process alike. The job's own entry is then the one whose memory covers what
-    PyTorch held (allocated plus reserved-but-unallocated) by no more than CUDA's own share
-    (``CUDA_CONTEXT_MAX_GIB``); of several, the closest. None when no entry fits.
-    """
-    held = allocated + unallocated
-    fits = [
-        (gib - held, index)
-        for index, (_, gib) in enumerate(listed)
-        if 0.0 <= gib - held <= CUDA_CONTEXT_MAX_GIB
-    ]
-    return min(fits)[1] if fits else None
-
-
-def _figures(found: Mapping[str, Any], line: int) -> OomFigures:
-    """Assemble the figures; the legacy form's fragmentation is reserved minus allocated, and a
-    message without "this process" has it picked out of the listed ones (:func:`own_process`)."""
-    unallocated = found.get("reserved_unallocated")
-    reserved, allocated = found.get("reserved"), found.get("allocated")
-    if unallocated is None and reserved is not None and allocated is not None:
-        unallocated = max(reserved - allocated, 0.0)
-    listed: list[tuple[int | None, float]] = list(found.get("other_processes", []))
-    this_process = found.get("this_process")
-    inferred = False
-    if this_process is None and listed and allocated is not None:
-        own = own_process(listed, allocated, unallocated or 0.0)
-        if own is not None:
-            this_process, inferred = listed.pop(own)[1], True
-    return OomFigures(
-        form=found.get("form", "current"),
-        gpu=found.get("gpu"),
-        tried=found.get("tried"),
-        total=found.get("total"),
-        free=found.get("free"),
-        this_process=this_process,
-        allocated=allocated,
-        reserved=reserved,
-        reserved_unallocated=unallocated,
-        other_processes=tuple(OtherProcess(pid, gib) for pid, gib in listed),
-        line=line,
-        this_process_inferred=inferred,
-    )
 
 
 # --- reading ------------------------------------------------------------------------------------
@@ -939,229 +273,10 @@ def _first_separator(data: bytes) -> int:
     return min(found) if found else -1
 
 
-def clean(raw: bytes) -> str:
-    """A segment as text: UTF-8 with bad bytes replaced, ANSI codes removed, trailing space cut."""
-    text = raw.decode("utf-8", "replace")
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    return text.rstrip()
-
-
-def _shorten(text: str) -> str:
-    text = text.strip()
-    return text if len(text) <= EVIDENCE_CHARS else text[: EVIDENCE_CHARS - 1] + "…"
-
-
-@dataclass(frozen=True)
-class BarReading:
-    """What a tqdm bar segment shows: its description and ``n`` of ``total``.
-
-    With a bar-step rule that applies (``bar_steps`` of the marker table), ``n`` is the step
-    the bar shows and ``total`` is None: its own count is of something else (epochs, an
-    epoch's batches).
-    """
-
-    desc: str
-    n: int
-    total: int | None
-
-
-BarSteps = tuple[tuple[re.Pattern[str], bool], ...]
-"""Compiled ``bar_steps``: (pattern, whether it reads the description, not the postfix)."""
-
-
-def parse_bar(text: str, steps: BarSteps = ()) -> BarReading | None:
-    """The description, ``n`` and ``total`` of a tqdm bar segment, or None.
-
-    ``steps``: where a bar shows its step when ``n`` counts something else.
-    """
-    match = _BAR.match(text)
-    if match is None:
-        return None
-    desc, n, total = match["desc"].strip(), int(match["n"]), int(match["total"])
-    for pattern, on_desc in steps:
-        if found := pattern.search(desc if on_desc else text[match.end("total") :]):
-            groups = found.groupdict()
-            if groups.get("step") is not None:
-                return BarReading(desc=desc, n=int(groups["step"]), total=None)
-            if groups.get("epoch") is not None:
-                return BarReading(desc=desc, n=int(groups["epoch"]) * total + n, total=None)
-    return BarReading(desc=desc, n=n, total=total)
-
-
-@dataclass
-class _Run:
-    """The mutable state of one run while it is read (bounded)."""
-
-    start_line: int
-    header: bool
-    progressed: bool = False
-    phase: Phase = "unknown"
-    phase_evidence: EvidenceLine | None = None
-    training_started: bool = False
-    first_step: int | None = None
-    start_step: int = 0
-    train_bar: bytes | None = None
-    train_bar_line: int = 0
-    marker_step: int | None = None
-    marker_step_line: int = 0
-    signals: set[Signal] = field(default_factory=set)
-    oom_found: dict[str, Any] | None = None
-    oom_line: int = 0
-    oom_text: str = ""
-    """The allocator message so far: its first line and the lines it was wrapped onto."""
-    oom_tail: int = 0
-    skips: deque[SkipBanner] = field(default_factory=lambda: deque(maxlen=SKIPS_KEPT))
-    skip_count: int = 0
-    evidence: deque[EvidenceLine] = field(default_factory=lambda: deque(maxlen=EVIDENCE_RING))
-    failing: bool = False
-    python_error: bool = False
-    exception: EvidenceLine | None = None
-    exit_code: int | None = None
-    exit_seen: bool = False
-    stopped: bool = False
-    resumed: bool = False
-    frames_seen: bool = False
-    traceback_hint: FramePhase | None = None
-    frame_phase: FramePhase | None = None
-    host_copy: bool = False
-    cpu_copy: bool = False
-    expect_call: bool = False
-    finished: bool = False
-    excerpt: bool = False
-    best_rate: float | None = None
-    rate_readings: int = 0
-    steady_rate: tuple[bytes, bytes] | None = None
-    """The rate (number, unit) of the last reading, when it was taken in the stable stretch
-    (see :meth:`rate_reading`)."""
-    spill_step: int | None = None
-    oom_failure: bool = False
-    """The pending failure is PyTorch's out-of-memory error itself (not another error)."""
-    fail_step: int | None = None
-    """The training step the bar showed when the pending failure was printed."""
-    zero_bar_line: int | None = None
-    config_dump: tuple[tuple[str, Any], ...] | None = None
-    bar_steps: BarSteps = ()
-    host_pressure_line: int | None = None
-    """The last line that shows the host's RAM as the limit (``host_pressure``)."""
-    sample_first: bool = False
-    """The launch command makes a sample come first (``sample_first``)."""
-    opened_in_frames: bool = False
-    """The run's first lines are a traceback's frames, with no header: an excerpt of a longer
-    log (as a sample pass the log opens with is, in :meth:`_Scanner._phase`)."""
-
-    def note(self, line: int, text: str, tag: str) -> None:
-        """Keep an evidence line (once per text and tag)."""
-        text = _shorten(text)
-        if not any(e.text == text and e.tag == tag for e in self.evidence):
-            self.evidence.append(EvidenceLine(line, text, tag))
-
-    def progress(self) -> None:
-        """Training (or loading) moved on: what failed before did not end the run."""
-        self.progressed = True
-        self.expect_call = False
-        if self.failing or self.frames_seen:
-            self.failing = self.oom_failure = False
-            self.frames_seen = False
-            self.traceback_hint = None
-            self.frame_phase = None
-            self.host_copy = self.cpu_copy = False
-
-    def fail(self, *, oom: bool = False) -> None:
-        """A failure line: the run ends here unless progress follows."""
-        if not self.failing:
-            self.fail_step = self.current_step()
-            self.oom_failure = False
-        self.oom_failure = self.oom_failure or oom
-        self.progressed = True
-        self.failing = True
-        self.stopped = False
-
-    @property
-    def oom_pending(self) -> bool:
-        """The run is failing, and the failure is PyTorch's out-of-memory error."""
-        return self.failing and self.oom_failure
-
-    def bar_after_oom(self, seg: bytes) -> None:
-        """A training-bar redraw after the out-of-memory error: tqdm closing its bar draws it
-        once more at the step it stopped on (or, when the log showed no bar before, at the
-        step it died in). Only a later step is training that went on."""
-        bar = parse_bar(clean(seg), self.bar_steps)
-        if bar is None:
-            return
-        if self.fail_step is None:
-            self.fail_step = bar.n
-        elif bar.n > self.fail_step:
-            self.progress()
-
-    def enter(self, phase: Phase, line: int, text: str) -> None:
-        """Move to ``phase``; the line that did it is kept as evidence."""
-        if phase != self.phase or self.phase_evidence is None:
-            self.phase = phase
-            self.phase_evidence = EvidenceLine(line, _shorten(text), "phase")
-
-    def train_step(self) -> tuple[int | None, int | None]:
-        """(n, total) of the last training-bar redraw."""
-        if self.train_bar is None:
-            return None, None
-        bar = parse_bar(clean(self.train_bar), self.bar_steps)
-        return (bar.n, bar.total) if bar else (None, None)
-
-    def rate_reading(self, seg: bytes, line: int) -> None:
-        """One reading of the training bar's rate: the stable stretch, or the spill from it."""
-        match = _RATE.search(seg)
-        if match is None:
-            return
-        shown = (match["rate"], match["unit"])
-        if shown == self.steady_rate:
-            # The rate of the last reading accepted (in the stable stretch), and none has been
-            # accepted since: the best is the same, so it is no spill (that one was none) and
-            # it cannot lower the best. Reading it again would change nothing.
-            return
-        n = int(match["n"])
-        if n <= (self.first_step or 0) + 1:
-            return  # the first step's rate includes compiling and warm-up
-        rate = float(shown[0])
-        seconds = rate if shown[1] == b"s/it" else (1.0 / rate if rate else 0.0)
-        if seconds <= 0:
-            return
-        best = self.best_rate
-        stable = best is not None and self.rate_readings >= SPILL_MIN_READINGS
-        if stable and best is not None and seconds >= SPILL_FACTOR * best:
-            if self.spill_step is None:
-                self.spill_step = n
-                self.note(line, clean(seg), "sysmem_spill")
-            return
-        self.rate_readings += 1
-        self.best_rate = seconds if best is None else min(best, seconds)
-        self.steady_rate = shown if stable else None
-
-    def sample_rate_reading(self, seg: bytes, line: int) -> None:
-        """A sample pass's step rate against training's: a denoising step does less work than a
-        training step (no backward pass), so one that takes ``SPILL_FACTOR`` times longer than
-        the best training step is crawling on spilled memory."""
-        match = _RATE.search(seg)
-        best = self.best_rate
-        if match is None or best is None or self.spill_step is not None:
-            return
-        rate = float(match["rate"])
-        seconds = rate if match["unit"] == b"s/it" else (1.0 / rate if rate else 0.0)
-        if seconds >= SPILL_FACTOR * best:
-            self.spill_step = self.current_step() or 0
-            self.note(line, clean(seg), "sysmem_spill")
-
-    def current_step(self) -> int | None:
-        """The latest step the log has shown, from the bar or a save/sample line."""
-        if self.marker_step is not None and self.marker_step_line > self.train_bar_line:
-            return self.marker_step
-        step, _ = self.train_step()
-        return step if step is not None else self.marker_step
-
-
 class _Scanner:
     """Feeds blocks of the log through the runs' state; see the module docstring."""
 
-    def __init__(self, patterns: _Compiled, *, prefilter: bool = True) -> None:
+    def __init__(self, patterns: CompiledMarkers, *, prefilter: bool = True) -> None:
         self._p = patterns
         self._prefilter = prefilter
         trigger = patterns.trigger if prefilter else None
@@ -1181,9 +296,9 @@ class _Scanner:
         self._dump: list[str] | None = None
         self._ends_with_newline = True  # an empty log has no lines
 
-    def _new_run(self, line: int, *, header: bool) -> _Run:
+    def _new_run(self, line: int, *, header: bool) -> RunState:
         self._runs += 1
-        return _Run(start_line=line, header=header, bar_steps=self._p.bar_steps)
+        return RunState(start_line=line, header=header, bar_steps=self._p.bar_steps)
 
     def feed(self, block: bytes) -> None:
         """Read one block (it ends on a separator) and carry the line count over."""
@@ -1204,10 +319,10 @@ class _Scanner:
         pos, size = 0, len(block)
         search = trigger.search
         bars: list[tuple[int, int]] | None
-        if self._gate is not None and _few_redraws(block):
+        if self._gate is not None and few_redraws(block):
             bars, hot = None, self._gate.hot(block)
         elif self._gate is not None:
-            bars = _bar_lines(block)
+            bars = bar_lines(block)
             hot = self._hot_pieces(block, bars)
         else:
             bars, hot = [], [(0, size)]
@@ -1320,7 +435,7 @@ class _Scanner:
                     window = (pos, skipped, line)
                     rates = (run.best_rate, run.rate_readings, run.steady_rate)
                 pos = skipped
-            found = _find_bar(block, pos, limit)
+            found = find_bar(block, pos, limit)
             if found < 0:
                 self._skip(block, pos, limit)
                 return limit
@@ -1349,7 +464,7 @@ class _Scanner:
         while run.spill_step is None and (cut := block.find(b"\r", start, stop)) >= 0:
             ends = [block.find(b"\r", cut + 1, stop), block.find(b"\n", cut, stop)]
             end = min((i for i in ends if i >= 0), default=stop)
-            line += _count(block, b"\n", counted, cut)
+            line += count_bytes(block, b"\n", counted, cut)
             counted = cut
             run.rate_reading(block[cut + 1 : end], line)
             start = cut + 1
@@ -1381,7 +496,7 @@ class _Scanner:
         and one or more redraws of the training bar with the head of its first redraw (every
         ``\\r`` starts one, every ``%|`` is theirs; counted at C speed). Such a redraw only
         replaces the last one (which the next one read replaces again) and gives a reading
-        of the rate: one is read per window, the last one's (:meth:`_Run.rate_reading`).
+        of the rate: one is read per window, the last one's (:meth:`RunState.rate_reading`).
         """
         cut = block.find(b"\r", pos, limit)
         mark = block.find(b"%|", cut, limit) if cut >= 0 else -1
@@ -1394,11 +509,14 @@ class _Scanner:
         last = block.rfind(needle, pos, end)
         stop = block.rfind(b"\n", pos, last) + 1 or pos
         redraws = block.count(needle, pos, stop)
-        if not redraws or _count(block, b"\r", pos, stop) != redraws:
+        if not redraws or count_bytes(block, b"\r", pos, stop) != redraws:
             return pos
-        if _count(block, b"%", pos, stop) != redraws and block.count(b"%|", pos, stop) != redraws:
+        if (
+            count_bytes(block, b"%", pos, stop) != redraws
+            and block.count(b"%|", pos, stop) != redraws
+        ):
             return pos
-        self._line += _count(block, b"\n", pos, stop)
+        self._line += count_bytes(block, b"\n", pos, stop)
         # The state of the last redraw skipped, and the text after it.
         after = block.find(b"\n", block.rfind(needle, pos, stop)) + 1
         text = after < stop and _NOT_SEPARATOR.search(block, after, stop) is not None
@@ -1416,7 +534,7 @@ class _Scanner:
                 self._feed_lines(block[start:end])
             finally:
                 self._cold = False
-        elif cut > start and _find_bar(block, start, cut) < 0:
+        elif cut > start and find_bar(block, start, cut) < 0:
             self._repeat, self._head_training = _NO_BAR, False
             if not self._one_run(block, cut + 1, end):
                 self._feed_lines(block[cut + 1 : end])
@@ -1429,7 +547,7 @@ class _Scanner:
         bar (each ends with ``]``, every ``\\r`` starts the same head). Only its first redraw (a
         head the previous segment did not show) and its last (the one to remember) are read;
         the ones between change nothing that the last does not change again (see
-        :func:`_without_repeats`)."""
+        :func:`without_repeats`)."""
         stop = end - 1 if block.endswith(b"\n", start, end) else end
         first = block.find(b"\r", start, stop)
         if first < 0 or not block.endswith(b"]", start, stop):
@@ -1438,7 +556,7 @@ class _Scanner:
         if mark < 0:
             return False
         head = b"]\r" + block[start : mark + 2]
-        if block.count(head, start, stop) != _count(block, b"\r", start, stop):
+        if block.count(head, start, stop) != count_bytes(block, b"\r", start, stop):
             return False
         line_no = self._line
         self._bar(block[start:first], mark - start, line_no)
@@ -1450,7 +568,7 @@ class _Scanner:
     def _skip(self, block: bytes, start: int, end: int) -> None:
         """Lines no rule reads: counted; and like any other text between two bar redraws,
         they end the redraws (the next bar is drawn anew, as when every line is read)."""
-        self._line += _count(block, b"\n", start, end)
+        self._line += count_bytes(block, b"\n", start, end)
         if self._repeat is not _NO_BAR and _NOT_SEPARATOR.search(block, start, end):
             self._repeat, self._head_training = _NO_BAR, False
 
@@ -1479,13 +597,13 @@ class _Scanner:
             if line.endswith(b"\r"):  # a block cut inside a line of redraws
                 line = line.rstrip(b"\r")  # the empty segments after it do nothing
             if line:
-                redraws = _count(line, b"\r")
+                redraws = count_bytes(line, b"\r")
                 if not redraws:
                     segs: Sequence[bytes] = (line,)
                 elif redraws > 2 and self._only_training_redraws(line, redraws):
                     segs = (line[line.rfind(b"\r") + 1 :],)
                 elif redraws > 2:
-                    segs = _without_repeats(line, redraws)
+                    segs = without_repeats(line, redraws)
                 else:
                     segs = line.split(b"\r")
                 for seg in segs:
@@ -1553,7 +671,7 @@ class _Scanner:
             run.bar_after_oom(seg)
         else:
             run.progress()
-        run.zero_bar_line = line if b"0/" in seg and _ZERO_BAR.search(seg) else None
+        run.zero_bar_line = line if b"0/" in seg and ZERO_BAR.search(seg) else None
         if kind == "training":
             self._training_bar(seg, line)
         elif kind == "unnamed":
@@ -1562,7 +680,7 @@ class _Scanner:
                 run.sample_rate_reading(seg, line)
         elif kind == "sample":
             # A sample bar that carries the training loss is drawn during training.
-            during = run.training_started or _TRAINING_POSTFIX.search(seg) is not None
+            during = run.training_started or TRAINING_POSTFIX.search(seg) is not None
             phase: Phase = "periodic_sample" if during else "baseline_sample"
             run.enter(phase, line, clean(seg))
             run.sample_rate_reading(seg, line)
@@ -1586,23 +704,23 @@ class _Scanner:
         """What a bar with this head (description and percentage) is; cached per head."""
         if len(self._kinds) >= _BAR_CACHE_LIMIT:
             self._kinds.clear()
-        desc = self._unprefixed(clean(head.rstrip(_PCT_DIGITS))).strip().removesuffix(":")
+        desc = self._unprefixed(clean(head.rstrip(PCT_DIGITS))).strip().removesuffix(":")
         kind: BarKind
         if not desc.strip():
             kind = "unnamed"
         elif any(pattern.search(desc.strip()) for pattern in self._p.training_bars):
             kind = "training"  # a trainer's own name for its training bar, counts shown or not
-        elif parse_bar(clean(seg)) is None or _BYTE_RATE.search(seg):
+        elif parse_bar(clean(seg)) is None or BYTE_RATE.search(seg):
             kind = "ignore"  # sizes such as 4.50G/9.99G, or a rate in bytes: a download
         elif named := next((k for pattern, k in self._p.named_bars if pattern.search(desc)), None):
             kind = named
-        elif _TRAINING_POSTFIX.search(seg) or self._p.bar_step_postfix.search(clean(seg)):
+        elif TRAINING_POSTFIX.search(seg) or self._p.bar_step_postfix.search(clean(seg)):
             kind = "training"  # whatever the job is called, only training reports a loss
         else:
             desc = desc.strip()
             kind = next((k for pattern, k in self._p.bars if pattern.search(desc)), "training")
         if kind == "training":
-            self._train_prefix = b"\r" + head.rstrip(_PCT_DIGITS)
+            self._train_prefix = b"\r" + head.rstrip(PCT_DIGITS)
         self._kinds[head] = kind
         return kind
 
@@ -1614,7 +732,7 @@ class _Scanner:
 
     def _training_bar(self, seg: bytes, line: int) -> None:
         run = self._run
-        if run.train_bar is not None and not seg.endswith(b"]") and _BAR.match(clean(seg)) is None:
+        if run.train_bar is not None and not seg.endswith(b"]") and BAR.match(clean(seg)) is None:
             return  # drawn without its count (a cut paste): the last one that had it stands
         run.train_bar, run.train_bar_line = seg, line
         if not run.training_started:
@@ -1800,7 +918,7 @@ class _Scanner:
                 run.note(line, text, "exit")
                 return
             run.python_error = True
-            run.exception = EvidenceLine(line, _shorten(text), "exception")
+            run.exception = EvidenceLine(line, shorten(text), "exception")
         for pattern in p.exits:
             if match := pattern.search(text):
                 groups = match.groupdict()
@@ -1901,7 +1019,7 @@ class _Scanner:
             phase = frame_phase
         elif crashed and phase == "unknown" and run.sample_first and not run.training_started:
             phase = "baseline_sample"  # nothing but the command, which samples first
-        oom = _figures(run.oom_found, run.oom_line) if run.oom_found else None
+        oom = oom_figures(run.oom_found, run.oom_line) if run.oom_found else None
         evidence = list(run.evidence)
         if run.phase_evidence is not None:
             evidence.append(run.phase_evidence)
@@ -1946,91 +1064,10 @@ class _Scanner:
         )
 
 
-def _count(data: bytes, byte: bytes, start: int = 0, end: int | None = None) -> int:
-    """How many times the single ``byte`` is in ``data[start:end]``.
-
-    ``bytes.count`` tests every byte in turn; ``bytes.replace`` finds a single byte with
-    ``memchr``, two to three times faster on a log's sparse line ends (and the line ends of
-    every byte of the log are counted).
-    """
-    piece = data if start == 0 and end is None else data[start:end]
-    return len(piece) - len(piece.replace(byte, b""))
-
-
-def _few_redraws(block: bytes) -> bool:
-    """Whether ``block`` holds few bar redraws for its lines (at most ``4`` per line end): then
-    the gate is shown the whole block, and its bar lines are found as the cold stretches are
-    read (:meth:`_Scanner._feed_cold_lines`). A block of long lines of redraws (a log of
-    bars) is shown to the gate without them (:meth:`_Scanner._hot_pieces`)."""
-    return _count(block, b"\r") <= 4 * _count(block, b"\n")
-
-
-def _bar_lines(block: bytes) -> list[tuple[int, int]]:
-    """(start, end) of each line of ``block`` that holds a bar's ``%|``, in order (its end is
-    past its ``\\n``, or the end of the block)."""
-    lines: list[tuple[int, int]] = []
-    pos, size = 0, len(block)
-    while (found := _find_bar(block, pos, size)) >= 0:
-        start = block.rfind(b"\n", pos, found) + 1 or pos
-        pos = block.find(b"\n", found) + 1 or size
-        lines.append((start, pos))
-    return lines
-
-
-def _find_bar(block: bytes, start: int, end: int) -> int:
-    """Where the next ``%|`` between ``start`` and ``end`` is (-1: none). A search for one
-    byte runs at memory speed, one for two bytes at a fraction of it: ``%`` is found first."""
-    while (found := block.find(b"%", start, end)) >= 0:
-        if block.startswith(b"|", found + 1):
-            return found if found + 1 < end else -1
-        start = found + 1
-    return -1
-
-
-def _without_repeats(line: bytes, redraws: int) -> list[bytes]:
-    """The ``\\r`` segments of ``line`` (which holds ``redraws`` of them) that the rules would
-    act on, when it ends in a run of redraws of one bar (each starts with the same description
-    and percentage ``…%|`` and ends with ``]``): the segments before the run, its first redraw
-    and its last one.
-
-    The redraws in between change nothing: each repeats the previous one's head, so it would
-    only replace it as the redraw to remember (see ``_Scanner._feed_lines``). Found with a few
-    searches over the line, at C speed; any other line is simply split.
-    """
-    cut = line.rfind(b"\r")
-    last = line[cut + 1 :]
-    mark = last.find(b"%|")
-    if mark < 0 or not last.endswith(b"]"):
-        return line.split(b"\r")
-    head = b"\r" + last[: mark + 2]
-    # Each "]" + head holds one \r: as many as there are \r in the run means that every \r
-    # of the run ends a redraw of this bar and starts the next one.
-    if line.startswith(head[1:]):  # the whole line is the run
-        if line.count(b"]" + head) != redraws:
-            return line.split(b"\r")
-        return [line[: line.find(b"\r")], last]
-    first = line.find(head)
-    runs = redraws - _count(line, b"\r", 0, first)
-    if line.count(b"]" + head, first) != runs - 1:
-        return line.split(b"\r")
-    before = line[:first].split(b"\r")
-    if runs == 1:
-        return [*before, last]
-    return [*before, line[first + 1 : line.find(b"\r", first + 1)], last]
-
-
 def _rich_context(text: str) -> bool:
     """A line of a rich traceback's box that is not the frame's current line (marked ``❱``):
     the call under a frame is read from the marked line, not from the context around it."""
     return text.lstrip().startswith("│") and "❱" not in text
-
-
-def _elapsed_seconds(text: bytes) -> float:
-    """``5:41:20`` or ``10:44`` as seconds."""
-    seconds = 0.0
-    for part in text.split(b":"):
-        seconds = seconds * 60 + int(part)
-    return seconds
 
 
 def _long_before(seg: bytes, step: int) -> bool:
@@ -2038,10 +1075,10 @@ def _long_before(seg: bytes, step: int) -> bool:
     log shows it (an excerpt, or its first redraws lost in a paste), rather than starting
     there (a resume). tqdm counts the elapsed time from the bar's creation: a resumed bar shows
     far less time than ``step`` steps take at its own rate; without a rate, almost none."""
-    match = _RATE.search(seg)
+    match = RATE.search(seg)
     if match is None:
         return False
-    elapsed = _elapsed_seconds(match["elapsed"])
+    elapsed = elapsed_seconds(match["elapsed"])
     rate = float(match["rate"])
     per_step = rate if match["unit"] == b"s/it" else (1.0 / rate if rate else 0.0)
     if per_step <= 0:

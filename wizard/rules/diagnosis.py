@@ -51,17 +51,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from oom_wizard.errors import WizardError
-from oom_wizard.logs.scan import (
+from oom_wizard.logs.result import EvidenceLine, LogScan, OomFigures, log_still_written
+from oom_wizard.logs.signals import (
     GPU_SIGNALS,
     HOST_SIGNALS,
     LOADING_PHASES,
     SIGNALS,
-    EvidenceLine,
-    LogScan,
-    OomFigures,
     Phase,
     Signal,
-    log_still_written,
 )
 from oom_wizard.rules.catalog import MODEL_KINDS, MOMENTS, ModelKind, Moment, load_presets
 from oom_wizard.rules.modelkind import KindFinding as _Kind, find_model_kind as _model_kind
@@ -230,7 +227,7 @@ class Diagnosis:
         phase: The finer phase from the log.
         model_kind: ``image`` or ``video``; None when unknown.
         arch: The config's arch (or the one its legacy flags select).
-        signals: What the log shows (see :data:`oom_wizard.logs.scan.SIGNALS`).
+        signals: What the log shows (see :data:`oom_wizard.logs.signals.SIGNALS`).
         environment_suspected: The GPU, the worker or the host is suspect, not the config.
         reasons: Why the environment is or is not suspected.
         evidence: The lines that support the verdict, in file order.

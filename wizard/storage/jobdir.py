@@ -21,7 +21,8 @@ from typing import Final
 
 from oom_wizard.errors import ConfigError
 from oom_wizard.formats.document import JobDocument, load_document
-from oom_wizard.logs.scan import LogScan, log_still_written, scan_log
+from oom_wizard.logs.result import LogScan, log_still_written
+from oom_wizard.logs.scan import scan_log
 from oom_wizard.storage.leftovers import recover_beside
 
 UI_CONFIG: Final = ".job_config.json"
@@ -104,7 +105,7 @@ def choose_log(folder: Path) -> tuple[Path | None, str, LogScan | None]:
     """The newest log in ``folder`` that went wrong, a note saying which, and its scan.
 
     A log went wrong when its run crashed, or when it just stops inside a phase and has not
-    been written for a while (:func:`~oom_wizard.logs.scan.log_still_written`): that job
+    been written for a while (:func:`~oom_wizard.logs.result.log_still_written`): that job
     stalled or was killed there, and it is newer than any crash before it. A log that stops
     but is still being written may be a retry that is running: an older crash is read
     instead. When nothing went wrong, the newest log is taken and the note says so.

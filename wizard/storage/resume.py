@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from oom_wizard.formats.document import JobDocument
-    from oom_wizard.logs.scan import LogScan
+    from oom_wizard.logs.result import LogScan
 
 MAX_HEADER_BYTES: Final = 100 * 1024 * 1024
 """A safetensors header larger than this is not read (the format's own limit)."""

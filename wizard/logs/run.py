@@ -1,0 +1,196 @@
+"""The state of one run while its log is read, and what it concludes when the run ends.
+
+The scanner (:mod:`oom_wizard.logs.scan`) starts a fresh :class:`RunState` at every new run in
+the file, feeds it the lines that matter, and asks it at the end for the run's phase, signals,
+evidence and the training bar's history (resume, spill into system memory).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from oom_wizard.logs.bars import RATE, BarSteps, parse_bar
+from oom_wizard.logs.lines import clean, shorten
+from oom_wizard.logs.result import EvidenceLine, SkipBanner
+from oom_wizard.logs.signals import FramePhase, Phase, Signal
+
+EVIDENCE_RING: Final = 32
+"""Evidence lines kept per run (the last ones)."""
+SKIPS_KEPT: Final = 64
+"""Skip banners kept per run (the last ones; all are counted)."""
+SPILL_FACTOR: Final = 4.0
+"""A training bar whose s/it grows to this many times its best so far has slowed down by the
+driver's system-memory fallback (VRAM spilled into shared system memory), not by chance."""
+SPILL_MIN_READINGS: Final = 2
+"""Readings of the bar's rate (after its first step) that make the stable stretch."""
+
+
+@dataclass
+class RunState:
+    """The mutable state of one run while it is read (bounded)."""
+
+    start_line: int
+    header: bool
+    progressed: bool = False
+    phase: Phase = "unknown"
+    phase_evidence: EvidenceLine | None = None
+    training_started: bool = False
+    first_step: int | None = None
+    start_step: int = 0
+    train_bar: bytes | None = None
+    train_bar_line: int = 0
+    marker_step: int | None = None
+    marker_step_line: int = 0
+    signals: set[Signal] = field(default_factory=set)
+    oom_found: dict[str, Any] | None = None
+    oom_line: int = 0
+    oom_text: str = ""
+    """The allocator message so far: its first line and the lines it was wrapped onto."""
+    oom_tail: int = 0
+    skips: deque[SkipBanner] = field(default_factory=lambda: deque(maxlen=SKIPS_KEPT))
+    skip_count: int = 0
+    evidence: deque[EvidenceLine] = field(default_factory=lambda: deque(maxlen=EVIDENCE_RING))
+    failing: bool = False
+    python_error: bool = False
+    exception: EvidenceLine | None = None
+    exit_code: int | None = None
+    exit_seen: bool = False
+    stopped: bool = False
+    resumed: bool = False
+    frames_seen: bool = False
+    traceback_hint: FramePhase | None = None
+    frame_phase: FramePhase | None = None
+    host_copy: bool = False
+    cpu_copy: bool = False
+    expect_call: bool = False
+    finished: bool = False
+    excerpt: bool = False
+    best_rate: float | None = None
+    rate_readings: int = 0
+    steady_rate: tuple[bytes, bytes] | None = None
+    """The rate (number, unit) of the last reading, when it was taken in the stable stretch
+    (see :meth:`rate_reading`)."""
+    spill_step: int | None = None
+    oom_failure: bool = False
+    """The pending failure is PyTorch's out-of-memory error itself (not another error)."""
+    fail_step: int | None = None
+    """The training step the bar showed when the pending failure was printed."""
+    zero_bar_line: int | None = None
+    config_dump: tuple[tuple[str, Any], ...] | None = None
+    bar_steps: BarSteps = ()
+    host_pressure_line: int | None = None
+    """The last line that shows the host's RAM as the limit (``host_pressure``)."""
+    sample_first: bool = False
+    """The launch command makes a sample come first (``sample_first``)."""
+    opened_in_frames: bool = False
+    """The run's first lines are a traceback's frames, with no header: an excerpt of a longer
+    log (as a sample pass the log opens with is, in :meth:`_Scanner._phase`)."""
+
+    def note(self, line: int, text: str, tag: str) -> None:
+        """Keep an evidence line (once per text and tag)."""
+        text = shorten(text)
+        if not any(e.text == text and e.tag == tag for e in self.evidence):
+            self.evidence.append(EvidenceLine(line, text, tag))
+
+    def progress(self) -> None:
+        """Training (or loading) moved on: what failed before did not end the run."""
+        self.progressed = True
+        self.expect_call = False
+        if self.failing or self.frames_seen:
+            self.failing = self.oom_failure = False
+            self.frames_seen = False
+            self.traceback_hint = None
+            self.frame_phase = None
+            self.host_copy = self.cpu_copy = False
+
+    def fail(self, *, oom: bool = False) -> None:
+        """A failure line: the run ends here unless progress follows."""
+        if not self.failing:
+            self.fail_step = self.current_step()
+            self.oom_failure = False
+        self.oom_failure = self.oom_failure or oom
+        self.progressed = True
+        self.failing = True
+        self.stopped = False
+
+    @property
+    def oom_pending(self) -> bool:
+        """The run is failing, and the failure is PyTorch's out-of-memory error."""
+        return self.failing and self.oom_failure
+
+    def bar_after_oom(self, seg: bytes) -> None:
+        """A training-bar redraw after the out-of-memory error: tqdm closing its bar draws it
+        once more at the step it stopped on (or, when the log showed no bar before, at the
+        step it died in). Only a later step is training that went on."""
+        bar = parse_bar(clean(seg), self.bar_steps)
+        if bar is None:
+            return
+        if self.fail_step is None:
+            self.fail_step = bar.n
+        elif bar.n > self.fail_step:
+            self.progress()
+
+    def enter(self, phase: Phase, line: int, text: str) -> None:
+        """Move to ``phase``; the line that did it is kept as evidence."""
+        if phase != self.phase or self.phase_evidence is None:
+            self.phase = phase
+            self.phase_evidence = EvidenceLine(line, shorten(text), "phase")
+
+    def train_step(self) -> tuple[int | None, int | None]:
+        """(n, total) of the last training-bar redraw."""
+        if self.train_bar is None:
+            return None, None
+        bar = parse_bar(clean(self.train_bar), self.bar_steps)
+        return (bar.n, bar.total) if bar else (None, None)
+
+    def rate_reading(self, seg: bytes, line: int) -> None:
+        """One reading of the training bar's rate: the stable stretch, or the spill from it."""
+        match = RATE.search(seg)
+        if match is None:
+            return
+        shown = (match["rate"], match["unit"])
+        if shown == self.steady_rate:
+            # The rate of the last reading accepted (in the stable stretch), and none has been
+            # accepted since: the best is the same, so it is no spill (that one was none) and
+            # it cannot lower the best. Reading it again would change nothing.
+            return
+        n = int(match["n"])
+        if n <= (self.first_step or 0) + 1:
+            return  # the first step's rate includes compiling and warm-up
+        rate = float(shown[0])
+        seconds = rate if shown[1] == b"s/it" else (1.0 / rate if rate else 0.0)
+        if seconds <= 0:
+            return
+        best = self.best_rate
+        stable = best is not None and self.rate_readings >= SPILL_MIN_READINGS
+        if stable and best is not None and seconds >= SPILL_FACTOR * best:
+            if self.spill_step is None:
+                self.spill_step = n
+                self.note(line, clean(seg), "sysmem_spill")
+            return
+        self.rate_readings += 1
+        self.best_rate = seconds if best is None else min(best, seconds)
+        self.steady_rate = shown if stable else None
+
+    def sample_rate_reading(self, seg: bytes, line: int) -> None:
+        """A sample pass's step rate against training's: a denoising step does less work than a
+        training step (no backward pass), so one that takes ``SPILL_FACTOR`` times longer than
+        the best training step is crawling on spilled memory."""
+        match = RATE.search(seg)
+        best = self.best_rate
+        if match is None or best is None or self.spill_step is not None:
+            return
+        rate = float(match["rate"])
+        seconds = rate if match["unit"] == b"s/it" else (1.0 / rate if rate else 0.0)
+        if seconds >= SPILL_FACTOR * best:
+            self.spill_step = self.current_step() or 0
+            self.note(line, clean(seg), "sysmem_spill")
+
+    def current_step(self) -> int | None:
+        """The latest step the log has shown, from the bar or a save/sample line."""
+        if self.marker_step is not None and self.marker_step_line > self.train_bar_line:
+            return self.marker_step
+        step, _ = self.train_step()
+        return step if step is not None else self.marker_step
