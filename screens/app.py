@@ -1,4 +1,4 @@
-"""The app: one :class:`~wizard.service.WizardState`, one screen per stage, one app factory.
+"""The app: one :class:`~oom_wizard.service.WizardState`, one screen per stage, one app factory.
 
 :func:`create_app` is the only way the command line, the tests and the snapshot harness
 build the app. The app moves between stages (``show_*`` methods); the screens render the
@@ -414,7 +414,7 @@ def create_app(
 ) -> OomWizardApp:
     """The app, for the command line, the tests and the snapshots.
 
-    The arguments are the fields of :class:`~wizard.request.JobRequest` (a string is a path);
+    The arguments are the fields of :class:`~oom_wizard.request.JobRequest` (a string is a path);
     none at all asks for a config in the app. ``debug`` writes the traceback of a failed
     worker to a log file that the error line names.
 

@@ -23,7 +23,7 @@ The rules that must exist once, and where they live:
   fork the history) at the save; the user's file is left as it is, to fix or move.
 - **Settling** (:func:`settle`, ``application.settling``): the user's :class:`Answers` (any
   field may be unsaid) with the log, the config and the probe give one diagnosis, one moment
-  (answer, else the log, else :data:`~wizard.vocabulary.DEFAULT_MOMENT`), one model kind
+  (answer, else the log, else :data:`~oom_wizard.vocabulary.DEFAULT_MOMENT`), one model kind
   (answer, else :func:`oom_wizard.rules.modelkind.find_model_kind`, else image), and one plan.
 - **Recording** (:func:`save`, :func:`save_scale_up`): one run of the change log whose
   ``steps`` are the steps that changed a field (:func:`recorded_steps`); a step that was

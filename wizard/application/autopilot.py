@@ -1,13 +1,13 @@
 """The autopilot: run the trainer, and on an out-of-memory crash roll back one step and retry.
 
 Plain logic. The trainer is behind :class:`Runner` (``oom_wizard.application.trainer`` runs a real
-child; a test can pass a function), the user behind :class:`Asker`. After a crash the job is opened
-on that attempt's log through the application layer (``oom_wizard.application``), as the wizard
-opens it: one diagnosis, one plan, the next fix preselected (:func:`~wizard.service.preselect_fix`:
-every step at its default, the short validation run). With ``--auto`` the loop saves that fix
-through the service's save, as a new config beside the last one with its change log; an asker may
-instead let the user change and save it (the wizard), and the config the user saved is what runs
-next (:class:`UserSave`).
+child; a test can pass a function), the user behind :class:`Asker`. After a crash the job is
+opened on that attempt's log through the application layer (``oom_wizard.application``), as the
+wizard opens it: one diagnosis, one plan, the next fix preselected
+(:func:`~oom_wizard.service.preselect_fix`: every step at its default, the short validation run).
+With ``--auto`` the loop saves that fix through the service's save, as a new config beside the
+last one with its change log; an asker may instead let the user change and save it (the wizard),
+and the config the user saved is what runs next (:class:`UserSave`).
 
 The first retry after a fix is a short validation run: the plan's ``validation_run`` step
 sets ``train.steps`` to ``validation_steps``, raised to one past the config's first periodic

@@ -175,8 +175,8 @@ def crashed_job_note(state: WizardState) -> str | None:
 
 def new_job_warning(state: WizardState) -> str | None:
     """What "save as a new job" costs, for a job of the web UI's database (None otherwise):
-    :meth:`~wizard.jobdb.DbJob.new_job_warning`, the one rule the command line, the app and
-    the change log word alike."""
+    :meth:`~oom_wizard.storage.jobdb.DbJob.new_job_warning`, the one rule the command line, the
+    app and the change log word alike."""
     job = state.db_job
     if job is None:
         return None

@@ -44,11 +44,12 @@ class ToFile:
 
 
 #: Where a save goes: a new file, or (for a job of the web UI's database) the job's own
-#: row (:class:`~wizard.jobdb.InPlace`) or a new job (:class:`~wizard.jobdb.AsNew`).
+#: row (:class:`~oom_wizard.storage.jobdb.InPlace`) or a new job
+#: (:class:`~oom_wizard.storage.jobdb.AsNew`).
 Destination: TypeAlias = ToFile | InPlace | AsNew
 
 
-#: What a save wrote: files (:class:`~wizard.save.SaveResult`) or a database row.
+#: What a save wrote: files (:class:`~oom_wizard.storage.save.SaveResult`) or a database row.
 Saved: TypeAlias = SaveResult | DbSaveResult
 
 

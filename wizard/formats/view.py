@@ -6,7 +6,7 @@ Absent keys take AI Toolkit's Python defaults, and every section records which k
 actually sets (``present``): a plan must tell "missing, so the default applies" from "set".
 
 Values are checked as strictly as the trainer needs them. A value of the wrong type raises
-:class:`~wizard.errors.ConfigError` at its line and column, naming the field in AI Toolkit's
+:class:`~oom_wizard.errors.ConfigError` at its line and column, naming the field in AI Toolkit's
 notation (``config.process[0].train.batch_size``), what it is and what is expected.
 
 A ``${VAR}`` placeholder is not an error: AI Toolkit substitutes it from the environment

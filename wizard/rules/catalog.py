@@ -2,7 +2,8 @@
 
 The YAML files describe AI Toolkit; this module only gives them a schema and a small query API.
 Every file is validated by a frozen pydantic model that forbids unknown keys, and a bad value
-fails loudly with a :class:`~wizard.errors.PresetError` that points at its file, line and column.
+fails loudly with a :class:`~oom_wizard.errors.PresetError` that points at its file, line and
+column.
 
 Typical use::
 

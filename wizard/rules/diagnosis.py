@@ -1,7 +1,8 @@
 """When and why the job ran out of memory, from the log, the config, the user and the GPU.
 
-:func:`diagnose` weighs what is known — a :class:`~wizard.logscan.LogScan`, the config's
-:class:`~wizard.view.JobView`, the user's :class:`Answers`, a GPU probe, the change log — and
+:func:`diagnose` weighs what is known — a :class:`~oom_wizard.logs.result.LogScan`, the config's
+:class:`~oom_wizard.formats.view.JobView`, the user's :class:`Answers`, a GPU probe, the change
+log — and
 returns a frozen :class:`Diagnosis`: the crash *moment* (DESIGN.md's five), the model kind,
 whether the environment rather than the config is to blame and why, the evidence lines, the
 allocator's numbers, and advice that goes beyond the config, each piece only when its evidence

@@ -5,12 +5,12 @@ steps (the moment's first changes, then the rest of the ladder from ``presets/``
 deeper levers, then an optional short validation run). Every step carries its exact field
 proposals, each with ``before`` → ``after`` and a default toggle; a step with nothing left
 to change by default is *satisfied* and shown as done. :func:`changes_for` turns the user's
-choices (or the defaults) into :class:`~wizard.changes.Change` values, which are the only
+choices (or the defaults) into :class:`~oom_wizard.formats.change.Change` values, which are the only
 way anything is written.
 
 The default fix. The moment's first steps that have work left are on; when they leave the
 estimate of the peak the crash ran into unchanged (see
-:meth:`~wizard.estimate.MemoryEstimate.lowers`), the next step down the ladder that lowers
+:meth:`~oom_wizard.rules.estimate.MemoryEstimate.lowers`), the next step down the ladder that lowers
 it is switched on too: the rest of the ladder, then the deeper levers in order of cost (the
 next bucket down, quantization, cached text embeddings, layer offloading by percent, and
 for training-step crashes a lower LoRA rank and an 8-bit optimizer). When no step lowers
