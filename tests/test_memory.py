@@ -584,3 +584,94 @@ def test_a_wan21_name_without_a_size_says_so(name: str | None) -> None:
     assert "model.arch wan21 has no size of its own" in said and "nominal figures" in said
     if name:
         assert repr(name) in said
+
+
+# --- model.split_model_over_gpus (the shipped FLUX.1 figures: the split needs its block sizes)
+
+DOUBLE, SINGLE = 339_831_296, 141_591_808
+"""levers.yaml's FLUX.1 block sizes; the embedders and output layers make up the rest."""
+
+
+def split(gpus: int, *, network: bool = True, **model: Any) -> JobMemory:
+    """The LoRA job (or a full fine-tune) with the split on, as AI Toolkit accepts it."""
+    config = tree(model={"is_flux": True, "split_model_over_gpus": True, **model})
+    if not network:
+        del config["config"]["process"][0]["network"]
+        config["config"]["process"][0]["train"]["optimizer"] = "adafactor"
+    return job_memory(document(config), [], "image", gpus=gpus)
+
+
+def one_card(*, network: bool = True) -> JobMemory:
+    config = tree(model={"is_flux": True})
+    if not network:
+        del config["config"]["process"][0]["network"]
+        config["config"]["process"][0]["train"]["optimizer"] = "adafactor"
+    return job_memory(document(config), [], "image")
+
+
+def test_a_split_over_two_gpus_is_weighed_on_its_fullest_card() -> None:
+    # AI Toolkit's rule: cuda:0 starts at 5e9 × 0.3 = 1.5e9; each card's share is
+    # (11.901e9 + 1.5e9) / 2 = 6.70e9; 1.5e9 + 16 double blocks = 6.94e9 passes it, so 16 stay
+    # on cuda:0 and cuda:1 takes 3 double and all 38 single blocks (6.40e9, the fuller card).
+    whole, two = one_card(), split(2)
+    assert any(
+        "cuda:0 16 FluxTransformerBlock" in note
+        and "cuda:1 3 FluxTransformerBlock + 38 FluxSingleTransformerBlock" in note
+        for note in two.notes
+    )
+    card_1 = (3 * DOUBLE + 38 * SINGLE) / 11_901_408_320
+    training, alone = two.parts["training"], whole.parts["training"]
+    assert training.transformer == pytest.approx(alone.transformer * card_1, rel=0.01)
+    # The adapter, its gradients and optimizer state, and the text encoder stay on cuda:0.
+    assert training.trainable == 0.0 and training.optimizer == 0.0
+    assert training.text_encoder == 0.0 and training.vae == 0.0
+    assert 0.0 < training.activations < alone.activations
+    for phase in ("load", "training"):
+        assert two.phases[phase].high < whole.phases[phase].high  # type: ignore[union-attr]
+
+
+def test_a_split_full_fine_tune_keeps_each_card_s_gradients_and_state_beside_its_weights() -> None:
+    whole, two = one_card(network=False), split(2, network=False)
+    card_1 = (3 * DOUBLE + 38 * SINGLE) / 11_901_408_320
+    training, alone = two.parts["training"], whole.parts["training"]
+    assert training.trainable == pytest.approx(alone.trainable * card_1, rel=0.01)
+    assert training.optimizer == pytest.approx(alone.optimizer * card_1, rel=0.01)
+
+
+def test_more_gpus_spread_the_blocks_further() -> None:
+    two, four = split(2), split(4)
+    assert four.peak().high < two.peak().high
+    assert any("over 4 GPUs" in note and "cuda:3" in note for note in four.notes)
+
+
+def test_the_split_s_scale_moves_the_first_card_s_share() -> None:
+    # Scale 0: each card's share is 11.901e9 / 2 = 5.95e9; 18 double blocks pass it.
+    found = split(2, split_model_other_module_param_count_scale=0.0)
+    assert any("cuda:0 18 FluxTransformerBlock" in note for note in found.notes)
+
+
+@pytest.mark.parametrize("gpus", [0, 1])
+def test_with_one_gpu_or_none_the_split_is_counted_on_one_card_and_says_so(gpus: int) -> None:
+    found = split(gpus)
+    assert found.phases == one_card().phases
+    assert any("one GPU is seen (or none was probed)" in note for note in found.notes)
+
+
+def test_the_split_without_is_flux_is_refused_by_the_toolkit_and_counted_on_one_card() -> None:
+    config = tree(model={"split_model_over_gpus": True})  # model.arch: flux alone
+    found = job_memory(document(config), [], "image", gpus=2)
+    assert found.phases == job_memory(document(tree()), [], "image").phases
+    assert any("only with model.is_flux: true" in note for note in found.notes)
+
+
+def test_the_split_of_another_arch_is_refused_and_counted_on_one_card() -> None:
+    config = tree(arch="wan21:14b", model={"split_model_over_gpus": True})
+    plain = job_memory(document(tree(arch="wan21:14b")), [], "video")
+    found = job_memory(document(config), [], "video", gpus=2)
+    assert found.phases == plain.phases
+    assert any("splits only FLUX" in note for note in found.notes)
+
+
+def test_a_split_lora_says_the_toolkit_leaves_its_adapter_on_the_first_card() -> None:
+    assert any("AI Toolkit issue 1048" in note for note in split(2).notes)
+    assert not any("AI Toolkit issue 1048" in note for note in split(2, network=False).notes)

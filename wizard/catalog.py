@@ -696,6 +696,15 @@ class SwappingFacts(_Frozen):
     default_factor: float = Field(gt=0, le=1)
 
 
+class SplitFacts(_Frozen):
+    """``model.split_model_over_gpus``: AI Toolkit's split rule's constants, and the parameters
+    of each block it places (by the block's name in ``memory.yaml``)."""
+
+    other_module_params: float = Field(ge=0)
+    """The parameters counted on cuda:0 before any block (× the config's scale)."""
+    block_params: Mapping[NonEmpty, int] = Field(min_length=1)
+
+
 class LeversFile(_Frozen):
     """The schema of ``levers.yaml``."""
 
@@ -708,6 +717,7 @@ class LeversFile(_Frozen):
     unknown_params: NominalParams
     attention: AttentionFacts
     paramiter_swapping: SwappingFacts
+    split_model: SplitFacts
     values: Mapping[NonEmpty, ValueRule] = Field(min_length=1)
 
     @model_validator(mode="after")

@@ -374,6 +374,10 @@ class ModelView(_Section):
     """The VAE's dtype; None: the model's ``dtype``."""
     text_encoder_bits: Count = 16
     """Bits per text-encoder weight (16, 8 or 4)."""
+    split_model_over_gpus: Flag = False
+    """Spread the transformer's blocks over the visible GPUs (FLUX with ``is_flux`` only)."""
+    split_model_other_module_param_count_scale: NonNegative = 0.3
+    """The weight of what stays on cuda:0 besides its blocks, in AI Toolkit's split rule."""
     is_v2: Flag = False
     is_v3: Flag = False
     is_xl: Flag = False
