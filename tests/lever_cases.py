@@ -11,6 +11,9 @@ moment, and reads:
 - a **term** (:data:`TERMS`, a setting the estimate counts that no rung changes): the GiB of
   the phase with the setting and without it, and the setting's UI location.
 
+A rung with ``gpus`` above one (the FLUX split) is opened as if ``nvidia-smi`` saw that many
+idle 24 GiB cards: the job's probe is that one, and the plan and the GiB follow it.
+
 ``tests/test_levers.py`` checks each row; ``bench/levers_table.py`` prints them.
 """
 
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,7 @@ from oom_wizard.catalog import load_presets
 from oom_wizard.diagnosis import Answers
 from oom_wizard.memory import Phase
 from oom_wizard.plan import StepChoice
+from oom_wizard.probe import GpuInfo, ProbeResult
 from oom_wizard.request import JobRequest
 from oom_wizard.service import WizardState, answer, job_memory, start
 from oom_wizard.spelling import before_after
@@ -51,6 +55,8 @@ class Rung:
     kind: str = "image"
     zero_because: str | None = None
     """Why the lever moves no GiB at its phase (the estimate's own reason), when it does not."""
+    gpus: int = 1
+    """How many cards the probe is taken to see."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +118,13 @@ def _full_fine_tune(process: dict[str, Any]) -> None:
     process["train"].update(optimizer="adafactor", lr=1e-5)
 
 
+def _split_full_fine_tune(process: dict[str, Any]) -> None:
+    """A full fine-tune (a LoRA's split is kept out of the fixes: its adapter stays on cuda:0),
+    with model.is_flux, which AI Toolkit's split needs beside model.arch."""
+    _full_fine_tune(process)
+    process["model"]["is_flux"] = True
+
+
 def _locon(process: dict[str, Any]) -> None:
     process["network"].update(type="locon", conv=32, conv_alpha=32)
 
@@ -158,6 +171,15 @@ RUNGS: tuple[Rung, ...] = (
         "early_steps",
         "training",
         _full_fine_tune,
+    ),
+    Rung(
+        "FLUX split over 2 GPUs",
+        "placement",
+        "model.split_model_over_gpus",
+        "early_steps",
+        "training",
+        _split_full_fine_tune,
+        gpus=2,
     ),
     Rung(
         "LoCon conv rank",
@@ -252,12 +274,18 @@ def demo_tree(change: Change) -> dict[str, Any]:
     return copy.deepcopy(tree)
 
 
-def opened(tree: dict[str, Any], folder: Path, name: str, moment: str, kind: str) -> WizardState:
-    """The config written to ``folder`` and opened through the service, its moment answered."""
+def opened(
+    tree: dict[str, Any], folder: Path, name: str, moment: str, kind: str, gpus: int = 1
+) -> WizardState:
+    """The config written to ``folder`` and opened through the service, its moment answered
+    (with ``gpus`` idle 24 GiB cards as the probe's, above one)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name.replace(' ', '_')}.yaml"
     path.write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
     state = start(JobRequest(target=path, probe=False))
+    if gpus > 1:
+        cards = tuple(GpuInfo(i, "idle 24 GiB card", 24.0, 0.0, 24.0) for i in range(gpus))
+        state = replace(state, job=replace(state.job, probe=ProbeResult(cards, ())))
     return answer(state, Answers(moment=moment, model_kind=kind))  # type: ignore[arg-type]
 
 
@@ -270,7 +298,7 @@ def _mid(state: WizardState, choices: dict[str, StepChoice], phase: Phase) -> fl
 
 def rung_row(rung: Rung, folder: Path) -> Row:
     """The rung's plan on its config: the field, before → after, the GiB and the UI location."""
-    state = opened(demo_tree(rung.change), folder, rung.name, rung.moment, rung.kind)
+    state = opened(demo_tree(rung.change), folder, rung.name, rung.moment, rung.kind, rung.gpus)
     step = state.plan.step(rung.step)
     assert step is not None, f"{rung.name}: the plan has no {rung.step} step"
     key = f"{P0}.{rung.field}"
