@@ -675,3 +675,61 @@ def test_the_split_of_another_arch_is_refused_and_counted_on_one_card() -> None:
 def test_a_split_lora_says_the_toolkit_leaves_its_adapter_on_the_first_card() -> None:
     assert any("AI Toolkit issue 1048" in note for note in split(2).notes)
     assert not any("AI Toolkit issue 1048" in note for note in split(2, network=False).notes)
+
+
+# --- the control images' own size (archs.yaml's control_pixels)
+
+
+def control_added(arch: str, side: int, **options: Any) -> float:
+    """GiB of activations one control image adds at a ``side``² target, on the fixture blocks
+    (their bytes grow in step with the tokens, so the difference is the control's tokens)."""
+    model = {"model_kwargs": options.pop("model_kwargs")} if "model_kwargs" in options else {}
+    dataset = {"resolution": [side], **options}
+
+    def activations(control: dict[str, Any]) -> float:
+        config = tree(arch=arch, model=model, dataset={**dataset, **control})
+        return parts(config)["activations"]
+
+    return activations({"control_path": "/data/control"}) - activations({})
+
+
+def test_the_dataloader_gives_a_control_image_the_target_s_size() -> None:
+    # flux_kontext takes the dataloader's crop: the control grows with the target.
+    assert control_added("flux_kontext", 1024) == pytest.approx(
+        4 * control_added("flux_kontext", 512), rel=0.05
+    )
+
+
+def test_full_size_control_images_off_gives_each_512_pixels_a_side() -> None:
+    small = control_added("flux_kontext", 1024, full_size_control_images=False)
+    assert small == pytest.approx(control_added("flux_kontext", 512), rel=0.02)
+    found = memory(
+        tree(arch="flux_kontext", dataset={"control_path": "/c", "full_size_control_images": False})
+    )
+    assert any("512 × 512" in note for note in found.notes)
+
+
+def test_qwen_edit_plus_resizes_each_control_image_to_a_megapixel() -> None:
+    # Whatever the target, each control image is VAE_IMAGE_SIZE (1024²) of area.
+    at_512 = control_added("qwen_image_edit_plus", 512)
+    assert at_512 == pytest.approx(control_added("qwen_image_edit_plus", 1024), rel=0.02)
+    assert at_512 > 3 * control_added("flux_kontext", 512)
+    config = tree(arch="qwen_image_edit_plus", dataset={"control_path": "/c"})
+    assert any("resizes each control image to 1 MP" in note for note in memory(config).notes)
+
+
+def test_match_target_res_gives_each_control_image_the_target_s_area() -> None:
+    matched = control_added("qwen_image_edit_plus", 512, model_kwargs={"match_target_res": True})
+    assert matched == pytest.approx(control_added("qwen_image_edit_plus", 1024) / 4, rel=0.05)
+
+
+def test_a_capped_control_image_is_counted_at_its_cap_and_the_kwarg_moves_it() -> None:
+    capped = control_added("flux2", 512)
+    assert capped == pytest.approx(control_added("flux2", 1024), rel=0.02)
+    assert capped > 3 * control_added("flux2", 512, model_kwargs={"match_target_res": True})
+    quarter = {"control_image_max_pixels": 512 * 512}
+    assert control_added("krea2:o_edit", 1024, model_kwargs=quarter) == pytest.approx(
+        control_added("krea2:o_edit", 1024) / 4, rel=0.05
+    )
+    config = tree(arch="flux2", dataset={"control_path": "/c"})
+    assert any("an upper bound" in note for note in memory(config).notes)

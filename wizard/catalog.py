@@ -246,6 +246,21 @@ class ArchParams(_Frozen):
     source: NonEmpty
 
 
+class ControlPixels(_Frozen):
+    """An arch that takes raw control images (``use_raw_control_images``) and sizes them itself.
+
+    ``resize``: every control image is resized to ``pixels`` of area; ``cap``: one larger than
+    ``pixels`` is scaled down to it (a smaller one keeps its size). ``kwarg``: the
+    ``model.model_kwargs`` key that replaces ``pixels``. With ``model_kwargs.match_target_res``
+    each is resized to the target's area instead.
+    """
+
+    mode: Literal["resize", "cap"]
+    pixels: int = Field(gt=0)
+    kwarg: NonEmpty | None = None
+    source: NonEmpty
+
+
 class ArchFacts(_Frozen):
     """What the wizard knows about one ``model.arch`` value (see the header of archs.yaml)."""
 
@@ -280,6 +295,9 @@ class ArchFacts(_Frozen):
     """With low_vram, sampling holds the text encoder only while it encodes the prompts."""
     ui_control_paths: Literal["single", "multi"] | None = None
     """An edit arch's control-image pickers in the simple form: one, or up to three."""
+    control_pixels: ControlPixels | None = None
+    """How the model resizes the raw control images it takes (None: the dataloader gives
+    them at the target's bucket)."""
     """With memory_unknown: the family ``model.name_or_path`` gives, first match wins."""
 
     @model_validator(mode="after")

@@ -54,7 +54,12 @@ Adapter weights train in fp32: 4 bytes, 4 for the gradient, 4 for EMA's copy.
 Training activations, per item of the largest bucket R of each dataset (batch × that, then the
 largest over datasets)::
 
-    T_img  = (R / (s × p))² × frames_latent × (1 + control images)
+    T_img  = (R / (s × p))² × frames_latent + control images × T_control
+    T_control = the target's tokens: the dataloader crops a control image to the target's
+             bucket (512² with ``full_size_control_images: false``); an arch that sizes its
+             raw control images itself (archs.yaml's ``control_pixels``) resizes each to its
+             pixel budget, or caps it there (counted at the cap), or with
+             ``model_kwargs.match_target_res`` to the target's area
     T_joint = T_img + text tokens (memory.yaml's ``text_tokens``)
     checkpointing on:   Σ_blocks count × input × T + max_blocks (saved + peak) × T
     checkpointing off:  Σ_blocks count × saved × T + max_blocks peak × T
@@ -121,7 +126,7 @@ from oom_wizard.catalog import ArchFacts, LeversFile, Presets, load_presets
 from oom_wizard.change import Change
 from oom_wizard.document import JobDocument, apply_edits
 from oom_wizard.estimate import Shape, arch_facts, dataset_frames, offloaded_fractions
-from oom_wizard.view import JobView, ProcessView, SampleView, build_view
+from oom_wizard.view import DatasetView, JobView, ProcessView, SampleView, build_view
 
 if TYPE_CHECKING:
     from oom_wizard.diagnosis import Diagnosis
@@ -827,13 +832,52 @@ class _Account:
             batch = dataset.batch_size or process.train.batch_size or 1
             image = self.shape.tokens(resolution, resolution, frames)
             control = dataset.control_images
-            image_tokens = image * (1 + control)
+            image_tokens = image + control * self._control_tokens(dataset, image)
             kept, transient = self._per_item(image_tokens, checkpointing, blocks)
             loads.append(batch * (kept * passes + transient))
         if not loads:
             kept, transient = self._per_item(self.shape.tokens(512, 512, 1), checkpointing, blocks)
             loads.append(kept + transient)
         return max(loads)
+
+    def _control_tokens(self, dataset: DatasetView, target: float) -> float:
+        """Tokens of one control image of ``dataset``, whose target has ``target`` tokens.
+
+        The dataloader crops each to the target's bucket (or to 512 × 512 with
+        ``full_size_control_images: false``), unless the arch takes the raw images and sizes
+        them itself (archs.yaml's ``control_pixels``): to its pixel budget, or to the target's
+        area with ``model_kwargs.match_target_res``.
+        """
+        if not dataset.control_images:
+            return 0.0
+        facts = self.facts.control_pixels if self.facts is not None else None
+        kwargs = self.process.model.model_kwargs
+        where = f"datasets[{dataset.index}]"
+        if facts is None:
+            if dataset.full_size_control_images is False:
+                self.notes.append(
+                    f"{where}.full_size_control_images is false: the dataloader resizes each "
+                    "control image to 512 × 512."
+                )
+                return self.shape.tokens(512, 512, 1)
+            return target
+        if kwargs is not None and kwargs.match_target_res is True:
+            self.notes.append(
+                "model_kwargs.match_target_res: each control image is resized to the target's area."
+            )
+            return target
+        pixels = facts.pixels
+        if facts.kwarg is not None and kwargs is not None:
+            pixels = getattr(kwargs, facts.kwarg, None) or pixels
+        side = round(math.sqrt(pixels))
+        megapixels = f"{pixels / 2**20:.2g} MP ({side}² px)"
+        self.notes.append(
+            f"The model resizes each control image to {megapixels}, whatever the target's size."
+            if facts.mode == "resize"
+            else f"The model scales a control image larger than {megapixels} down to it: each is "
+            "counted at that cap (a smaller one keeps its own size, so this is an upper bound)."
+        )
+        return self.shape.tokens(side, side, 1)
 
     def _per_item(
         self, image_tokens: float, checkpointing: bool, blocks: Placed | None = None

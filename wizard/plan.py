@@ -1491,8 +1491,9 @@ def _control_images(process: _Process, moment: Moment, found: _Found) -> None:
                 label=label,
             )
     found.notes.append(
-        "Each control image adds about as many tokens as the target image to every step (the "
-        "estimate counts it at the target's size); one fewer per roll-back, the first stays."
+        "Each control image adds its tokens to every step (the estimate counts it at the size "
+        "the arch gives it: the target's, or its own pixel budget); one fewer per roll-back, "
+        "the first stays."
     )
 
 
