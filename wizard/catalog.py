@@ -699,6 +699,10 @@ class AttentionFacts(_Frozen):
     efficient: NonEmpty
     head_dim: int = Field(gt=0)
     """Channels per attention head: heads = the family's width / this."""
+    head_dim_by_family: Mapping[
+        Annotated[NonEmpty, AfterValidator(_known_family)], Annotated[int, Field(gt=0)]
+    ] = Field(default_factory=dict)
+    """A memory family's own head width, where its published config differs from head_dim."""
     eager_saved_matrices: float = Field(ge=0)
     """Attention matrices (heads × tokens²) an eager kernel saves for backward, per block."""
     eager_transient_matrices: float = Field(ge=0)
@@ -962,7 +966,7 @@ def _load(directory: Traversable) -> Presets:
     memory = _parse(directory / MEMORY_FILE, MemoryFile)
     archs = _parse(directory / ARCHS_FILE, ArchsFile, {"memory_families": set(memory.families)})
     ladders = _parse(directory / LADDERS_FILE, LaddersFile, {"ui_fields": set(ui_fields.fields)})
-    levers = _parse(directory / LEVERS_FILE, LeversFile)
+    levers = _parse(directory / LEVERS_FILE, LeversFile, {"memory_families": set(memory.families)})
     return Presets(
         archs=archs.archs,
         legacy_flags=archs.legacy_flags,

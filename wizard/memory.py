@@ -67,8 +67,9 @@ largest over datasets)::
     T is T_joint for a block that attends jointly, T_img for one that sees image tokens only;
     input, saved and peak are memory.yaml's bytes per token. An eager ``attention_backend``
     (levers.yaml's ``attention.eager``) adds the attention matrix M = heads × T² × bytes
-    (heads = d / head_dim): each block saves ``eager_saved_matrices`` × M for backward (kept
-    with checkpointing off, only the recomputed block's with it on) and holds
+    (heads = d / head_dim, the family's own head width where levers.yaml gives one): each block
+    saves ``eager_saved_matrices`` × M for backward (kept with checkpointing off, only the
+    recomputed block's with it on) and holds
     ``eager_transient_matrices`` × M while it runs. ``diff_output_preservation`` and
     ``blank_prompt_preservation`` run a second pass with gradients: the Σ term counts twice.
     ``inverted_mask_prior`` and ``do_prior_divergence`` add a prior prediction made without
@@ -919,7 +920,8 @@ class _Account:
     def _matrix_bytes(self, tokens: float) -> float:
         """Bytes of one attention matrix over ``tokens`` (heads × tokens² elements)."""
         facts = self.presets.levers.attention
-        heads = max(1.0, self.width / facts.head_dim)
+        family = self.family.id if self.family is not None else ""
+        heads = max(1.0, self.width / facts.head_dim_by_family.get(family, facts.head_dim))
         return heads * tokens * tokens * facts.matrix_bytes
 
     def _forward_activations(
