@@ -388,7 +388,8 @@ def test_a_config_with_the_split_on_is_weighed_per_card_with_two_gpus() -> None:
     document = demo_with(lambda p: p["model"].update(is_flux=True, split_model_over_gpus=True))
     one = build_plan(document, "early_steps", "image")
     two = build_plan(document, "early_steps", "image", gpus=2)
-    assert one.estimate is not None and two.estimate is not None
+    assert one.estimate is not None and one.estimate.gib is not None
+    assert two.estimate is not None and two.estimate.gib is not None
     today_one, today_two = one.estimate.gib[0], two.estimate.gib[0]
     assert today_two.peak().mid < today_one.peak().mid - 1.0
     assert any("over 2 GPUs" in note for note in today_two.notes)

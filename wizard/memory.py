@@ -1162,7 +1162,10 @@ class _Account:
             )
             return None
         total = self.p_t * BILLION
-        other = facts.other_module_params * model.split_model_other_module_param_count_scale
+        scale = model.split_model_other_module_param_count_scale
+        if scale is None:  # a ${...} placeholder: the toolkit's default
+            scale = type(model).model_fields["split_model_other_module_param_count_scale"].default
+        other = facts.other_module_params * scale
         per_card = (total + other) / gpus
         counts: list[dict[str, int]] = [{} for _ in range(gpus)]
         params = [0.0] * gpus
@@ -1392,10 +1395,12 @@ def predict_readd(
     calibration: Calibration | None,
     calibrated_on: JobDocument | None = None,
     presets: Presets | None = None,
+    gpus: int = 1,
 ) -> Prediction | None:
     """Whether ``changes`` (a re-add) are predicted to fit, from the known headroom.
 
     The card is ``card_gib`` (the probe), else the calibration's. None when neither is known.
+    ``gpus``: how many GPUs the probe sees (a split model is weighed per card).
     """
     card = card_gib if card_gib is not None else (calibration.card_gib if calibration else None)
     if card is None:
@@ -1407,6 +1412,7 @@ def predict_readd(
         presets=presets,
         calibration=calibration,
         calibrated_on=calibrated_on,
+        gpus=gpus,
     )
     peak = after.peak()
     found = verdict(peak, card)
