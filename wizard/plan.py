@@ -1511,10 +1511,13 @@ def _placement(process: _Process, moment: Moment, found: _Found) -> None:
         split = None
         if not split_on:
             split = _propose(found, process, ("model", "split_model_over_gpus"), True)
+            kept = (
+                "the text encoder, the VAE and the adapter" if lora else "the text encoder and VAE"
+            )
             found.notes.append(
                 f"nvidia-smi sees {process.gpus} GPUs: the transformer's blocks are spread over "
-                "them as AI Toolkit places them (cuda:0 keeps the text encoder, the VAE and the "
-                "adapter); each step gets slower as activations move between the cards."
+                f"them as AI Toolkit places them (cuda:0 keeps {kept}); each step gets slower "
+                "as activations move between the cards."
             )
         if model.get("is_flux") is not True:
             _propose(
