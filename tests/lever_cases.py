@@ -68,6 +68,10 @@ class Term:
     phase: Phase
     change: Change
     kind: str = "image"
+    base: Change | None = None
+    """The config weighed without the setting, when it is not the demo itself (an edit job)."""
+    arch: str = "flux"
+    """The arch whose UI location is given."""
 
 
 @dataclass(frozen=True)
@@ -224,6 +228,18 @@ RUNGS: tuple[Rung, ...] = (
     ),
 )
 
+
+def _edit_at_512(process: dict[str, Any]) -> None:
+    """The Qwen-Image-Edit-Plus job with its targets at 512 px (each control image is 1 MP)."""
+    _edit_model(process)
+    process["datasets"][0]["resolution"] = [512]
+
+
+def _matched(process: dict[str, Any]) -> None:
+    _edit_at_512(process)
+    process["model"]["model_kwargs"] = {"match_target_res": True}
+
+
 TERMS: tuple[Term, ...] = (
     Term(
         "text encoder on the CPU",
@@ -254,6 +270,14 @@ TERMS: tuple[Term, ...] = (
         "model.vae_dtype",
         "load",
         lambda p: p["model"].update(vae_dtype="float32"),
+    ),
+    Term(
+        "control images at target",
+        "model.model_kwargs.match_target_res",
+        "training",
+        _matched,
+        base=_edit_at_512,
+        arch="qwen_image_edit_plus",
     ),
     Term(
         "LoKr factor 4",
@@ -323,12 +347,11 @@ def rung_row(rung: Rung, folder: Path) -> Row:
 
 def term_row(term: Term, folder: Path) -> Row:
     """The term's GiB at its phase without the setting and with it, and its UI location."""
-    without = opened(
-        demo_tree(lambda p: None), folder, f"{term.name} off", "early_steps", term.kind
-    )
+    base = term.base or (lambda p: None)
+    without = opened(demo_tree(base), folder, f"{term.name} off", "early_steps", term.kind)
     with_it = opened(demo_tree(term.change), folder, term.name, "early_steps", term.kind)
     presets = load_presets()
-    arch = presets.arch("flux")
+    arch = presets.arch(term.arch)
     tree = demo_tree(term.change)
     value: Any = tree["config"]["process"][0]
     for part in term.field.split("."):
@@ -337,7 +360,7 @@ def term_row(term: Term, folder: Path) -> Row:
         name=term.name,
         field=term.field,
         before="(unset)",
-        after=str(value),
+        after=str(value).lower() if isinstance(value, bool) else str(value),
         phase=term.phase,
         gib_before=_mid(without, {}, term.phase),
         gib_after=_mid(with_it, {}, term.phase),

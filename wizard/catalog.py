@@ -69,6 +69,7 @@ UiCondition = Literal[
     "video",
     "control_single",
     "control_multi",
+    "match_target_res_box",
 ]
 RecipeField = Literal[
     "low_vram",
@@ -341,6 +342,7 @@ class ArchFacts(_Frozen):
             "video": self.kind == "video",
             "control_single": self.ui_control_paths == "single",
             "control_multi": self.ui_control_paths == "multi",
+            "match_target_res_box": self.control_pixels is not None,
         }
         return shown[condition]
 
