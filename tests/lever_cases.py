@@ -11,6 +11,9 @@ moment, and reads:
 - a **term** (:data:`TERMS`, a setting the estimate counts that no rung changes): the GiB of
   the phase with the setting and without it, and the setting's UI location.
 
+A rung with ``gpus`` above one (the FLUX split) is opened as if ``nvidia-smi`` saw that many
+idle 24 GiB cards: the job's probe is that one, and the plan and the GiB follow it.
+
 ``tests/test_levers.py`` checks each row; ``bench/levers_table.py`` prints them.
 """
 
@@ -18,12 +21,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from oom_wizard.host.probe import GpuInfo, ProbeResult
 from oom_wizard.request import JobRequest
 from oom_wizard.rules.catalog import load_presets
 from oom_wizard.rules.diagnosis import Answers
@@ -51,6 +55,8 @@ class Rung:
     kind: str = "image"
     zero_because: str | None = None
     """Why the lever moves no GiB at its phase (the estimate's own reason), when it does not."""
+    gpus: int = 1
+    """How many cards the probe is taken to see."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,10 @@ class Term:
     phase: Phase
     change: Change
     kind: str = "image"
+    base: Change | None = None
+    """The config weighed without the setting, when it is not the demo itself (an edit job)."""
+    arch: str = "flux"
+    """The arch whose UI location is given."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +122,13 @@ def _full_fine_tune(process: dict[str, Any]) -> None:
     process["train"].update(optimizer="adafactor", lr=1e-5)
 
 
+def _split_full_fine_tune(process: dict[str, Any]) -> None:
+    """A full fine-tune (a LoRA's split is kept out of the fixes: its adapter stays on cuda:0),
+    with model.is_flux, which AI Toolkit's split needs beside model.arch."""
+    _full_fine_tune(process)
+    process["model"]["is_flux"] = True
+
+
 def _locon(process: dict[str, Any]) -> None:
     process["network"].update(type="locon", conv=32, conv_alpha=32)
 
@@ -160,6 +177,15 @@ RUNGS: tuple[Rung, ...] = (
         _full_fine_tune,
     ),
     Rung(
+        "FLUX split over 2 GPUs",
+        "placement",
+        "model.split_model_over_gpus",
+        "early_steps",
+        "training",
+        _split_full_fine_tune,
+        gpus=2,
+    ),
+    Rung(
         "LoCon conv rank",
         "lora_rank",
         "network.conv",
@@ -202,6 +228,18 @@ RUNGS: tuple[Rung, ...] = (
     ),
 )
 
+
+def _edit_at_512(process: dict[str, Any]) -> None:
+    """The Qwen-Image-Edit-Plus job with its targets at 512 px (each control image is 1 MP)."""
+    _edit_model(process)
+    process["datasets"][0]["resolution"] = [512]
+
+
+def _matched(process: dict[str, Any]) -> None:
+    _edit_at_512(process)
+    process["model"]["model_kwargs"] = {"match_target_res": True}
+
+
 TERMS: tuple[Term, ...] = (
     Term(
         "text encoder on the CPU",
@@ -234,6 +272,14 @@ TERMS: tuple[Term, ...] = (
         lambda p: p["model"].update(vae_dtype="float32"),
     ),
     Term(
+        "control images at target",
+        "model.model_kwargs.match_target_res",
+        "training",
+        _matched,
+        base=_edit_at_512,
+        arch="qwen_image_edit_plus",
+    ),
+    Term(
         "LoKr factor 4",
         "network.lokr_factor",
         "training",
@@ -252,12 +298,18 @@ def demo_tree(change: Change) -> dict[str, Any]:
     return copy.deepcopy(tree)
 
 
-def opened(tree: dict[str, Any], folder: Path, name: str, moment: str, kind: str) -> WizardState:
-    """The config written to ``folder`` and opened through the service, its moment answered."""
+def opened(
+    tree: dict[str, Any], folder: Path, name: str, moment: str, kind: str, gpus: int = 1
+) -> WizardState:
+    """The config written to ``folder`` and opened through the service, its moment answered
+    (with ``gpus`` idle 24 GiB cards as the probe's, above one)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name.replace(' ', '_')}.yaml"
     path.write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
     state = start(JobRequest(target=path, probe=False))
+    if gpus > 1:
+        cards = tuple(GpuInfo(i, "idle 24 GiB card", 24.0, 0.0, 24.0) for i in range(gpus))
+        state = replace(state, job=replace(state.job, probe=ProbeResult(cards, ())))
     return answer(state, Answers(moment=moment, model_kind=kind))  # type: ignore[arg-type]
 
 
@@ -270,7 +322,7 @@ def _mid(state: WizardState, choices: dict[str, StepChoice], phase: Phase) -> fl
 
 def rung_row(rung: Rung, folder: Path) -> Row:
     """The rung's plan on its config: the field, before → after, the GiB and the UI location."""
-    state = opened(demo_tree(rung.change), folder, rung.name, rung.moment, rung.kind)
+    state = opened(demo_tree(rung.change), folder, rung.name, rung.moment, rung.kind, rung.gpus)
     step = state.plan.step(rung.step)
     assert step is not None, f"{rung.name}: the plan has no {rung.step} step"
     key = f"{P0}.{rung.field}"
@@ -295,12 +347,11 @@ def rung_row(rung: Rung, folder: Path) -> Row:
 
 def term_row(term: Term, folder: Path) -> Row:
     """The term's GiB at its phase without the setting and with it, and its UI location."""
-    without = opened(
-        demo_tree(lambda p: None), folder, f"{term.name} off", "early_steps", term.kind
-    )
+    base = term.base or (lambda p: None)
+    without = opened(demo_tree(base), folder, f"{term.name} off", "early_steps", term.kind)
     with_it = opened(demo_tree(term.change), folder, term.name, "early_steps", term.kind)
     presets = load_presets()
-    arch = presets.arch("flux")
+    arch = presets.arch(term.arch)
     tree = demo_tree(term.change)
     value: Any = tree["config"]["process"][0]
     for part in term.field.split("."):
@@ -309,7 +360,7 @@ def term_row(term: Term, folder: Path) -> Row:
         name=term.name,
         field=term.field,
         before="(unset)",
-        after=str(value),
+        after=str(value).lower() if isinstance(value, bool) else str(value),
         phase=term.phase,
         gib_before=_mid(without, {}, term.phase),
         gib_after=_mid(with_it, {}, term.phase),

@@ -196,3 +196,43 @@ def test_on_a_terminal_without_a_card_it_asks(demo: Path) -> None:
     assert child.returncode == 0
     found = json.loads(out)
     assert found["card_gib"] == 24.0 and found["card_source"] == "asked"
+
+
+def two_cards(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ``nvidia-smi`` first on PATH that shows two idle 24 GiB cards."""
+    import os
+    import stat
+
+    folder.mkdir()
+    script = folder / "nvidia-smi"
+    script.write_text(
+        '#!/bin/sh\ncase "$1" in\n'
+        "  --query-gpu=*) printf '0, NVIDIA RTX 4090, 24564, 0, 24564\\n"
+        "1, NVIDIA RTX 4090, 24564, 0, 24564\\n' ;;\n"
+        "  --query-compute-apps=*) printf '' ;;\nesac\n",
+        encoding="utf-8",
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+def test_fit_and_plan_json_weigh_a_split_model_per_card_with_two_gpus(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = yaml.safe_load(demo.read_text("utf-8"))
+    tree["config"]["process"][0]["model"].update(is_flux=True, split_model_over_gpus=True)
+    demo.write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
+    one = fit_json(demo, "--gpu", "24")  # no probe: one card
+    two_cards(tmp_path / "bin", monkeypatch)
+    status, out, err = cli("fit", demo, "--json")
+    assert status == 0, err
+    two = json.loads(out)
+    assert two["card_gib"] == pytest.approx(24.0, abs=0.05) and two["card_source"] == "nvidia-smi"
+    assert two["phases"]["training"]["high"] < one["phases"]["training"]["high"] - 1.0
+    assert any("over 2 GPUs" in note for note in two["notes"])
+    assert any("one GPU is seen (or none was probed)" in note for note in one["notes"])
+    args = ("plan", demo, "--moment", "early_steps", "--json")
+    _status, probed, _err = cli(*args)
+    _status, alone, _err = cli(*args, "--no-probe")
+    before = [json.loads(text)["estimate"]["gib"]["before"]["training"] for text in (probed, alone)]
+    assert before[0]["high"] < before[1]["high"] - 1.0

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from oom_wizard.rules.memory import job_memory
+from oom_wizard.rules.memory import Calibration, job_memory
 from oom_wizard.rules.plan import StepChoice, StepProposal, build_plan, changes_for
 from tests.lever_cases import RUNGS, TERMS, Rung, Term, rung_row, term_row
 from tests.plan_support import document
@@ -149,10 +149,14 @@ def test_splitting_flux_over_gpus_is_offered_only_when_the_probe_sees_several() 
     assert one is not None and not one.fields and not one.available
     two = build_plan(document, "early_steps", "image", gpus=2).step("placement")
     assert two is not None and not two.satisfied
-    (proposal,) = two.fields
-    assert proposal.key == f"{P0}.model.split_model_over_gpus" and proposal.after is True
-    assert proposal.ui_hint == "Show Advanced → model.split_model_over_gpus"
+    split, is_flux = two.fields
+    assert split.key == f"{P0}.model.split_model_over_gpus" and split.after is True
+    assert split.ui_hint == "Show Advanced → model.split_model_over_gpus"
     assert two.note is not None and "2 GPUs" in two.note
+    # model.arch: flux alone: AI Toolkit's check wants is_flux (config_modules.py:700).
+    assert is_flux.key == f"{P0}.model.is_flux" and is_flux.after is True
+    assert is_flux.requires == split.key and "model.is_flux: true" in two.note
+    assert is_flux.ui_hint == "Show Advanced → model.is_flux"
     wan = demo_with(lambda p: p["model"].update(arch="wan21:14b"))
     other = build_plan(wan, "early_steps", "video", gpus=2).step("placement")
     assert other is not None and not other.fields and "only FLUX" in (other.note or "")
@@ -327,3 +331,68 @@ def test_parameter_swapping_shows_its_saving_in_gib() -> None:
     # FLUX.1's 11.9 B weights in bf16: 0.9 of their gradients go.
     saving = training_mid(document, None, plan) - training_mid(document, step, plan)
     assert saving > 0.9 * 11.9e9 * 2 / 2**30
+
+
+def lean(network: bool) -> Callable[[dict[str, Any]], None]:
+    """Everything but the split already done (batch 1, 512 px, rank 4, 8-bit Adam, no samples),
+    with model.is_flux set: a LoRA, or a full fine-tune."""
+
+    def change(process: dict[str, Any]) -> None:
+        process["model"]["is_flux"] = True
+        process["network"].update(linear=4, linear_alpha=4)
+        if not network:
+            process.pop("network")
+        process["train"].update(
+            batch_size=1, optimizer="adamw8bit", cache_text_embeddings=True, disable_sampling=True
+        )
+        process["datasets"][0].update(resolution=[512])
+
+    return change
+
+
+def split_plan(network: bool, card: float = 8.0) -> Any:
+    crash = Calibration("training", card + 4.0, None, card, "PyTorch's OOM message")
+    document = demo_with(lean(network))
+    return build_plan(document, "early_steps", "image", gpus=2, card_gib=card, calibration=crash)
+
+
+def test_the_split_step_shows_its_saving_in_gib_on_two_gpus() -> None:
+    plan = split_plan(network=False)
+    step = plan.step("placement")
+    assert step is not None and [f.key for f in step.fields] == [
+        f"{P0}.model.split_model_over_gpus"
+    ]
+    document = demo_with(lean(network=False))
+    on = {step.id: StepChoice(step.id, enabled=True)}
+    before = job_memory(document, [], "image", gpus=2).phases["training"]
+    after = job_memory(document, changes_for(plan, on), "image", gpus=2).phases["training"]
+    assert before is not None and after is not None
+    assert after.mid < before.mid - 1.0
+    # The plan's estimate counts the cards too: its default fix takes the split.
+    assert "placement" in plan.fix_steps()
+    assert plan.estimate is not None and plan.estimate.gib is not None
+    today, fixed = (memory.phases["training"] for memory in plan.estimate.gib)
+    assert today is not None and fixed is not None and fixed.mid < today.mid - 1.0
+
+
+def test_a_lora_split_is_offered_but_no_fix_takes_it() -> None:
+    plan = split_plan(network=True)
+    step = plan.step("placement")
+    assert step is not None and not step.satisfied and step.unsized is not None
+    assert "AI Toolkit issue 1048" in (step.note or "")
+    assert all("placement" not in steps for steps in plan.fixes.values())
+    assert plan.exhausted and "no fix takes it" in (plan.exhausted_advice or "")
+
+
+def test_a_config_with_the_split_on_is_weighed_per_card_with_two_gpus() -> None:
+    document = demo_with(lambda p: p["model"].update(is_flux=True, split_model_over_gpus=True))
+    one = build_plan(document, "early_steps", "image")
+    two = build_plan(document, "early_steps", "image", gpus=2)
+    assert one.estimate is not None and one.estimate.gib is not None
+    assert two.estimate is not None and two.estimate.gib is not None
+    today_one, today_two = one.estimate.gib[0], two.estimate.gib[0]
+    assert today_two.peak().mid < today_one.peak().mid - 1.0
+    assert any("over 2 GPUs" in note for note in today_two.notes)
+    assert any("one GPU is seen" in note for note in today_one.notes)
+    step = two.step("placement")
+    assert step is not None and step.satisfied and not step.fields

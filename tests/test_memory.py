@@ -584,3 +584,164 @@ def test_a_wan21_name_without_a_size_says_so(name: str | None) -> None:
     assert "model.arch wan21 has no size of its own" in said and "nominal figures" in said
     if name:
         assert repr(name) in said
+
+
+# --- model.split_model_over_gpus (the shipped FLUX.1 figures: the split needs its block sizes)
+
+DOUBLE, SINGLE = 339_831_296, 141_591_808
+"""levers.yaml's FLUX.1 block sizes; the embedders and output layers make up the rest."""
+
+
+def split(gpus: int, *, network: bool = True, **model: Any) -> JobMemory:
+    """The LoRA job (or a full fine-tune) with the split on, as AI Toolkit accepts it."""
+    config = tree(model={"is_flux": True, "split_model_over_gpus": True, **model})
+    if not network:
+        del config["config"]["process"][0]["network"]
+        config["config"]["process"][0]["train"]["optimizer"] = "adafactor"
+    return job_memory(document(config), [], "image", gpus=gpus)
+
+
+def one_card(*, network: bool = True) -> JobMemory:
+    config = tree(model={"is_flux": True})
+    if not network:
+        del config["config"]["process"][0]["network"]
+        config["config"]["process"][0]["train"]["optimizer"] = "adafactor"
+    return job_memory(document(config), [], "image")
+
+
+def test_a_split_over_two_gpus_is_weighed_on_its_fullest_card() -> None:
+    # AI Toolkit's rule: cuda:0 starts at 5e9 × 0.3 = 1.5e9; each card's share is
+    # (11.901e9 + 1.5e9) / 2 = 6.70e9; 1.5e9 + 16 double blocks = 6.94e9 passes it, so 16 stay
+    # on cuda:0 and cuda:1 takes 3 double and all 38 single blocks (6.40e9, the fuller card).
+    whole, two = one_card(), split(2)
+    assert any(
+        "cuda:0 16 FluxTransformerBlock" in note
+        and "cuda:1 3 FluxTransformerBlock + 38 FluxSingleTransformerBlock" in note
+        for note in two.notes
+    )
+    card_1 = (3 * DOUBLE + 38 * SINGLE) / 11_901_408_320
+    training, alone = two.parts["training"], whole.parts["training"]
+    assert training.transformer == pytest.approx(alone.transformer * card_1, rel=0.01)
+    # The adapter, its gradients and optimizer state, and the text encoder stay on cuda:0.
+    assert training.trainable == 0.0 and training.optimizer == 0.0
+    assert training.text_encoder == 0.0 and training.vae == 0.0
+    assert 0.0 < training.activations < alone.activations
+    for phase in ("load", "training"):
+        assert two.phases[phase].high < whole.phases[phase].high  # type: ignore[union-attr]
+
+
+def test_a_split_full_fine_tune_keeps_each_card_s_gradients_and_state_beside_its_weights() -> None:
+    whole, two = one_card(network=False), split(2, network=False)
+    card_1 = (3 * DOUBLE + 38 * SINGLE) / 11_901_408_320
+    training, alone = two.parts["training"], whole.parts["training"]
+    assert training.trainable == pytest.approx(alone.trainable * card_1, rel=0.01)
+    assert training.optimizer == pytest.approx(alone.optimizer * card_1, rel=0.01)
+
+
+def test_more_gpus_spread_the_blocks_further() -> None:
+    two, four = split(2), split(4)
+    assert four.peak().high < two.peak().high
+    assert any("over 4 GPUs" in note and "cuda:3" in note for note in four.notes)
+
+
+def test_the_split_s_scale_moves_the_first_card_s_share() -> None:
+    # Scale 0: each card's share is 11.901e9 / 2 = 5.95e9; 18 double blocks pass it.
+    found = split(2, split_model_other_module_param_count_scale=0.0)
+    assert any("cuda:0 18 FluxTransformerBlock" in note for note in found.notes)
+
+
+@pytest.mark.parametrize("gpus", [0, 1])
+def test_with_one_gpu_or_none_the_split_is_counted_on_one_card_and_says_so(gpus: int) -> None:
+    found = split(gpus)
+    assert found.phases == one_card().phases
+    assert any("one GPU is seen (or none was probed)" in note for note in found.notes)
+
+
+def test_the_split_without_is_flux_is_refused_by_the_toolkit_and_counted_on_one_card() -> None:
+    config = tree(model={"split_model_over_gpus": True})  # model.arch: flux alone
+    found = job_memory(document(config), [], "image", gpus=2)
+    assert found.phases == job_memory(document(tree()), [], "image").phases
+    assert any("only with model.is_flux: true" in note for note in found.notes)
+
+
+def test_the_split_of_another_arch_is_refused_and_counted_on_one_card() -> None:
+    config = tree(arch="wan21:14b", model={"split_model_over_gpus": True})
+    plain = job_memory(document(tree(arch="wan21:14b")), [], "video")
+    found = job_memory(document(config), [], "video", gpus=2)
+    assert found.phases == plain.phases
+    assert any("splits only FLUX" in note for note in found.notes)
+
+
+def test_a_split_lora_says_the_toolkit_leaves_its_adapter_on_the_first_card() -> None:
+    assert any("AI Toolkit issue 1048" in note for note in split(2).notes)
+    assert not any("AI Toolkit issue 1048" in note for note in split(2, network=False).notes)
+
+
+# --- the control images' own size (archs.yaml's control_pixels)
+
+
+def control_added(arch: str, side: int, **options: Any) -> float:
+    """GiB of activations one control image adds at a ``side``² target, on the fixture blocks
+    (their bytes grow in step with the tokens, so the difference is the control's tokens)."""
+    model = {"model_kwargs": options.pop("model_kwargs")} if "model_kwargs" in options else {}
+    dataset = {"resolution": [side], **options}
+
+    def activations(control: dict[str, Any]) -> float:
+        config = tree(arch=arch, model=model, dataset={**dataset, **control})
+        return parts(config)["activations"]
+
+    return activations({"control_path": "/data/control"}) - activations({})
+
+
+def test_the_dataloader_gives_a_control_image_the_target_s_size() -> None:
+    # flux_kontext takes the dataloader's crop: the control grows with the target.
+    assert control_added("flux_kontext", 1024) == pytest.approx(
+        4 * control_added("flux_kontext", 512), rel=0.05
+    )
+
+
+def test_full_size_control_images_off_gives_each_512_pixels_a_side() -> None:
+    small = control_added("flux_kontext", 1024, full_size_control_images=False)
+    assert small == pytest.approx(control_added("flux_kontext", 512), rel=0.02)
+    found = memory(
+        tree(arch="flux_kontext", dataset={"control_path": "/c", "full_size_control_images": False})
+    )
+    assert any("512 × 512" in note for note in found.notes)
+
+
+def test_qwen_edit_plus_resizes_each_control_image_to_a_megapixel() -> None:
+    # Whatever the target, each control image is VAE_IMAGE_SIZE (1024²) of area.
+    at_512 = control_added("qwen_image_edit_plus", 512)
+    assert at_512 == pytest.approx(control_added("qwen_image_edit_plus", 1024), rel=0.02)
+    assert at_512 > 3 * control_added("flux_kontext", 512)
+    config = tree(arch="qwen_image_edit_plus", dataset={"control_path": "/c"})
+    assert any("resizes each control image to 1 MP" in note for note in memory(config).notes)
+
+
+def test_match_target_res_gives_each_control_image_the_target_s_area() -> None:
+    matched = control_added("qwen_image_edit_plus", 512, model_kwargs={"match_target_res": True})
+    assert matched == pytest.approx(control_added("qwen_image_edit_plus", 1024) / 4, rel=0.05)
+
+
+def test_a_capped_control_image_is_counted_at_its_cap_and_the_kwarg_moves_it() -> None:
+    capped = control_added("flux2", 512)
+    assert capped == pytest.approx(control_added("flux2", 1024), rel=0.02)
+    assert capped > 3 * control_added("flux2", 512, model_kwargs={"match_target_res": True})
+    quarter = {"control_image_max_pixels": 512 * 512}
+    assert control_added("krea2:o_edit", 1024, model_kwargs=quarter) == pytest.approx(
+        control_added("krea2:o_edit", 1024) / 4, rel=0.05
+    )
+    config = tree(arch="flux2", dataset={"control_path": "/c"})
+    assert any("an upper bound" in note for note in memory(config).notes)
+
+
+def test_an_eager_matrix_counts_the_family_s_own_heads() -> None:
+    # SD3-medium: 24 heads of 64 channels (its published config), not 1536 / 128 = 12.
+    def activations(backend: str) -> float:
+        config = tree(arch="sd3", train={"attention_backend": backend})
+        return job_memory(document(config), [], "image").parts["training"].activations
+
+    tokens = (1024 // 16) ** 2 + 333  # 4096 image tokens and SD3's 333 text tokens
+    matrix = 24 * tokens * tokens * 2
+    expected = (1 + 2) * matrix * MID_ACTIVATIONS / GIB
+    assert activations("_native_math") - activations("native") == pytest.approx(expected, rel=0.01)

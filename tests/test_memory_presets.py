@@ -262,3 +262,19 @@ def test_the_table_needs_no_torch_and_lists_every_family(presets: Presets) -> No
     assert listed == set(presets.memory_families)
     flux = next(row for row in rows if row.startswith("| flux |"))
     assert "FluxTransformerBlock" in flux and "11.901" in flux
+
+
+def test_each_family_s_own_head_width_divides_its_width(presets: Presets) -> None:
+    widths = presets.levers.attention.head_dim_by_family
+    assert widths
+    for family_id, head_dim in widths.items():
+        family = presets.memory_families[family_id]
+        assert family.activations is not None, family_id
+        assert family.activations.width % head_dim == 0, family_id
+
+
+def test_a_head_width_for_a_missing_family_is_refused(preset_copy: Path) -> None:
+    _replace(preset_copy, "levers.yaml", "{sd3: 64,", "{sd9: 64,")
+    with pytest.raises(PresetError) as caught:
+        load_presets(preset_copy)
+    assert "'sd9' is not a family of memory.yaml" in str(caught.value)

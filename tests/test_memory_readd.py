@@ -92,3 +92,20 @@ def test_the_service_gives_the_app_the_same_prediction(rolled_back: Path) -> Non
     found = scale_up_prediction(state, step)
     assert found is not None and found.words.startswith("Predicted")
     assert found.card_gib == pytest.approx(23.54, abs=0.01)
+
+
+def test_a_re_add_on_a_split_model_is_weighed_per_card(tmp_path: Path) -> None:
+    import yaml
+
+    from tests.plan_support import document
+
+    tree = yaml.safe_load((DEMO / "flux_portrait_lora.yaml").read_text("utf-8"))
+    tree["config"]["process"][0]["model"].update(is_flux=True, split_model_over_gpus=True)
+    config = document(tree)
+
+    def predicted(gpus: int) -> float:
+        found = predict_readd(config, [], "image", card_gib=24.0, calibration=None, gpus=gpus)
+        assert found is not None
+        return found.memory.peak().high
+
+    assert predicted(2) < predicted(1) - 1.0

@@ -621,3 +621,14 @@ def test_environment_checks_may_not_be_empty(preset_copy: Path) -> None:
     (preset_copy / "ladders.yaml").write_text(head + "environment_checks: []\n", "utf-8")
     with pytest.raises(PresetError, match="environment_checks"):
         load_presets(preset_copy)
+
+
+def test_match_target_res_is_in_the_model_options_of_the_archs_that_size_their_controls() -> None:
+    from oom_wizard.rules.catalog import load_presets
+
+    presets = load_presets()
+    field = "model.model_kwargs.match_target_res"
+    assert presets.ui_hint(field, presets.arch("qwen_image_edit_plus")) == (
+        "Model → Options → Match Target Res"
+    )
+    assert presets.ui_hint(field, presets.arch("flux_kontext")) == f"Show Advanced → {field}"

@@ -404,14 +404,16 @@ def estimate(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Me
     settled = _settle_validation(state, choices)
     changes = changes_for(given(state, settled), settled)
     calibration = memory_calibration(state)
-    figures = plan_estimate(state.document, changes, state.model_kind, calibration=calibration)
+    figures = plan_estimate(
+        state.document, changes, state.model_kind, calibration=calibration, gpus=state.plan.gpus
+    )
     sizing = state.plan.sizing
     crash, _ = crash_figures(state.job, state.diagnosis, state.moment)
     if sizing is None or not sizing.calibrated or crash is None:
         return figures
     # The fixes were sized in the crash's GiB (sizing.Weigher): the estimate says the same
     # GiB, so that the fix's predicted peak and the estimate's band are one figure.
-    weigher = Weigher(state.document, state.model_kind, load_presets(), crash)
+    weigher = Weigher(state.document, state.model_kind, load_presets(), crash, state.plan.gpus)
     return replace(figures, gib=(weigher.scaled(()), weigher.scaled(changes)))
 
 
@@ -725,7 +727,9 @@ def memory_peak(
 
     calibration, _ = crash_figures(state.job, state.diagnosis, state.moment)
     card, source = card_of(state.job, state.diagnosis)
-    weigher = Weigher(state.document, state.model_kind, load_presets(), calibration)
+    weigher = Weigher(
+        state.document, state.model_kind, load_presets(), calibration, state.plan.gpus
+    )
     changes = changes_for(given(state, choices), choices) if state.plan.steps else []
     return peak_of(weigher, changes, card, source)
 

@@ -40,13 +40,15 @@ def job_memory(
 
     calibration = memory_calibration(state)
     kind = state.model_kind
+    gpus = state.plan.gpus
     return (
-        memory_of(state.document, [], kind, calibration=calibration),
+        memory_of(state.document, [], kind, calibration=calibration, gpus=gpus),
         memory_of(
             state.document,
             changes_for(given(state, choices), choices),
             kind,
             calibration=calibration,
+            gpus=gpus,
         ),
     )
 
@@ -107,7 +109,11 @@ def fit_fix(state: WizardState, memory: JobMemory, card_gib: float) -> FitFix | 
     taken = [step for step in plan.steps if step.id in wanted and step.id != VALIDATION_STEP]
     trial = {s.id: Choice(step_id=s.id, enabled=s.id in wanted) for s in plan.steps}
     current = memory_of(
-        state.document, changes_for(plan, trial), state.model_kind, calibration=calibration
+        state.document,
+        changes_for(plan, trial),
+        state.model_kind,
+        calibration=calibration,
+        gpus=plan.gpus,
     )
     return FitFix(moment, plan, tuple(taken), current, current.peak().high <= card_gib)
 

@@ -193,4 +193,5 @@ def scale_up_prediction(state: WizardState, scale_up: ScaleUp) -> Prediction | N
         scale_up,
         scale_up_kind(state),
         card_gib=card.gib if card is not None else None,
+        gpus=state.plan.gpus,
     )

@@ -293,6 +293,17 @@ class ValidationView(_Section):
     """One prediction per sigma, all in one batch: the pass's batch size."""
 
 
+class ModelKwargsView(_Section):
+    """``config.process[i].model.model_kwargs``: the arch's own options the memory counts."""
+
+    EXPECTED: ClassVar[str] = "a mapping of the model's own options"
+
+    match_target_res: Flag = False
+    """Edit archs that resize their control images: to the target's area instead of theirs."""
+    control_image_max_pixels: OptionalCount = None
+    """Krea 2 and Boogu edit: the pixel budget a control image is scaled down to."""
+
+
 class TrainView(_Section):
     """``config.process[i].train``: batch, accumulation, checkpointing, sampling switches."""
 
@@ -374,6 +385,12 @@ class ModelView(_Section):
     """The VAE's dtype; None: the model's ``dtype``."""
     text_encoder_bits: Count = 16
     """Bits per text-encoder weight (16, 8 or 4)."""
+    split_model_over_gpus: Flag = False
+    """Spread the transformer's blocks over the visible GPUs (FLUX with ``is_flux`` only)."""
+    split_model_other_module_param_count_scale: NonNegative = 0.3
+    """The weight of what stays on cuda:0 besides its blocks, in AI Toolkit's split rule."""
+    model_kwargs: ModelKwargsView | None = None
+    """The arch's own options (``match_target_res``...); None when absent."""
     is_v2: Flag = False
     is_v3: Flag = False
     is_xl: Flag = False
@@ -581,6 +598,8 @@ class DatasetView(_Section):
     control_path_1: OptionalText = None
     control_path_2: OptionalText = None
     control_path_3: OptionalText = None
+    full_size_control_images: Flag = True
+    """False: the dataloader resizes each control image to 512×512 (not to the target's)."""
 
     @classmethod
     def _complete(cls, raw: Mapping[str, Any], values: dict[str, Any]) -> None:

@@ -66,6 +66,7 @@ UiCondition = Literal[
     "video",
     "control_single",
     "control_multi",
+    "match_target_res_box",
 ]
 RecipeField = Literal[
     "low_vram",
@@ -243,6 +244,21 @@ class ArchParams(_Frozen):
     source: NonEmpty
 
 
+class ControlPixels(_Frozen):
+    """An arch that takes raw control images (``use_raw_control_images``) and sizes them itself.
+
+    ``resize``: every control image is resized to ``pixels`` of area; ``cap``: one larger than
+    ``pixels`` is scaled down to it (a smaller one keeps its size). ``kwarg``: the
+    ``model.model_kwargs`` key that replaces ``pixels``. With ``model_kwargs.match_target_res``
+    each is resized to the target's area instead.
+    """
+
+    mode: Literal["resize", "cap"]
+    pixels: int = Field(gt=0)
+    kwarg: NonEmpty | None = None
+    source: NonEmpty
+
+
 class ArchFacts(_Frozen):
     """What the wizard knows about one ``model.arch`` value (see the header of archs.yaml)."""
 
@@ -277,6 +293,9 @@ class ArchFacts(_Frozen):
     """With low_vram, sampling holds the text encoder only while it encodes the prompts."""
     ui_control_paths: Literal["single", "multi"] | None = None
     """An edit arch's control-image pickers in the simple form: one, or up to three."""
+    control_pixels: ControlPixels | None = None
+    """How the model resizes the raw control images it takes (None: the dataloader gives
+    them at the target's bucket)."""
     """With memory_unknown: the family ``model.name_or_path`` gives, first match wins."""
 
     @model_validator(mode="after")
@@ -320,6 +339,7 @@ class ArchFacts(_Frozen):
             "video": self.kind == "video",
             "control_single": self.ui_control_paths == "single",
             "control_multi": self.ui_control_paths == "multi",
+            "match_target_res_box": self.control_pixels is not None,
         }
         return shown[condition]
 
@@ -678,6 +698,10 @@ class AttentionFacts(_Frozen):
     efficient: NonEmpty
     head_dim: int = Field(gt=0)
     """Channels per attention head: heads = the family's width / this."""
+    head_dim_by_family: Mapping[
+        Annotated[NonEmpty, AfterValidator(_known_family)], Annotated[int, Field(gt=0)]
+    ] = Field(default_factory=dict)
+    """A memory family's own head width, where its published config differs from head_dim."""
     eager_saved_matrices: float = Field(ge=0)
     """Attention matrices (heads × tokens²) an eager kernel saves for backward, per block."""
     eager_transient_matrices: float = Field(ge=0)
@@ -693,6 +717,15 @@ class SwappingFacts(_Frozen):
     default_factor: float = Field(gt=0, le=1)
 
 
+class SplitFacts(_Frozen):
+    """``model.split_model_over_gpus``: AI Toolkit's split rule's constants, and the parameters
+    of each block it places (by the block's name in ``memory.yaml``)."""
+
+    other_module_params: float = Field(ge=0)
+    """The parameters counted on cuda:0 before any block (× the config's scale)."""
+    block_params: Mapping[NonEmpty, int] = Field(min_length=1)
+
+
 class LeversFile(_Frozen):
     """The schema of ``levers.yaml``."""
 
@@ -705,6 +738,7 @@ class LeversFile(_Frozen):
     unknown_params: NominalParams
     attention: AttentionFacts
     paramiter_swapping: SwappingFacts
+    split_model: SplitFacts
     values: Mapping[NonEmpty, ValueRule] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -935,7 +969,9 @@ def _load(directory: Traversable) -> Presets:
     ladders = parse_preset(
         directory / LADDERS_FILE, LaddersFile, {"ui_fields": set(ui_fields.fields)}
     )
-    levers = parse_preset(directory / LEVERS_FILE, LeversFile)
+    levers = parse_preset(
+        directory / LEVERS_FILE, LeversFile, {"memory_families": set(memory.families)}
+    )
     return Presets(
         archs=archs.archs,
         legacy_flags=archs.legacy_flags,

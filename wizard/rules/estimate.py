@@ -193,10 +193,18 @@ class MemoryEstimate:
             return weights is not None and weights.after.at(which) < weights.before.at(which) - 1e-4
 
         if peak == "training":
-            return self.train_pct < 100.0 - _EPSILON or lighter("training")
+            return self.train_pct < 100.0 - _EPSILON or lighter("training") or self._split_lowers()
         if peak == "sample":
-            return sample or lighter("sample")
-        return lighter("load") or sample or lighter("sample")
+            return sample or lighter("sample") or self._split_lowers()
+        return lighter("load") or sample or lighter("sample") or self._split_lowers()
+
+    def _split_lowers(self) -> bool:
+        """A model split over more cards than before: the weights and activations each card
+        holds drop, which the single-card percentages and residency do not see."""
+        if self.gib is None:
+            return False
+        before, after = self.gib
+        return after.cards > before.cards
 
     def weights_gib(self, moment: str) -> tuple[float | None, float | None]:
         """The resident weights of the crashed peak, before and after, in GiB (rounded to
@@ -217,6 +225,7 @@ def estimate(
     *,
     presets: Presets | None = None,
     calibration: Calibration | None = None,
+    gpus: int = 1,
 ) -> MemoryEstimate:
     """The relative estimate of ``changes`` applied to ``document``, with the GiB bands.
 
@@ -227,6 +236,7 @@ def estimate(
         presets: The preset data (default: the shipped presets).
         calibration: A crash's or a run's own figures for today's config (see
             :func:`oom_wizard.rules.memory.job_memory`).
+        gpus: How many GPUs the probe sees (a model split over them is weighed per card).
 
     Raises:
         ConfigError: the changes give a value the toolkit would refuse (a batch of 0...).
@@ -257,8 +267,10 @@ def estimate(
     from oom_wizard.rules.memory import job_memory
 
     gib = (
-        job_memory(document, [], model_kind, presets=presets, calibration=calibration),
-        job_memory(document, changes, model_kind, presets=presets, calibration=calibration),
+        job_memory(document, [], model_kind, presets=presets, calibration=calibration, gpus=gpus),
+        job_memory(
+            document, changes, model_kind, presets=presets, calibration=calibration, gpus=gpus
+        ),
     )
     return MemoryEstimate(
         gib=gib,

@@ -54,7 +54,12 @@ Adapter weights train in fp32: 4 bytes, 4 for the gradient, 4 for EMA's copy.
 Training activations, per item of the largest bucket R of each dataset (batch × that, then the
 largest over datasets)::
 
-    T_img  = (R / (s × p))² × frames_latent × (1 + control images)
+    T_img  = (R / (s × p))² × frames_latent + control images × T_control
+    T_control = the target's tokens: the dataloader crops a control image to the target's
+             bucket (512² with ``full_size_control_images: false``); an arch that sizes its
+             raw control images itself (archs.yaml's ``control_pixels``) resizes each to its
+             pixel budget, or caps it there (counted at the cap), or with
+             ``model_kwargs.match_target_res`` to the target's area
     T_joint = T_img + text tokens (memory.yaml's ``text_tokens``)
     checkpointing on:   Σ_blocks count × input × T + max_blocks (saved + peak) × T
     checkpointing off:  Σ_blocks count × saved × T + max_blocks peak × T
@@ -62,8 +67,9 @@ largest over datasets)::
     T is T_joint for a block that attends jointly, T_img for one that sees image tokens only;
     input, saved and peak are memory.yaml's bytes per token. An eager ``attention_backend``
     (levers.yaml's ``attention.eager``) adds the attention matrix M = heads × T² × bytes
-    (heads = d / head_dim): each block saves ``eager_saved_matrices`` × M for backward (kept
-    with checkpointing off, only the recomputed block's with it on) and holds
+    (heads = d / head_dim, the family's own head width where levers.yaml gives one): each block
+    saves ``eager_saved_matrices`` × M for backward (kept with checkpointing off, only the
+    recomputed block's with it on) and holds
     ``eager_transient_matrices`` × M while it runs. ``diff_output_preservation`` and
     ``blank_prompt_preservation`` run a second pass with gradients: the Σ term counts twice.
     ``inverted_mask_prior`` and ``do_prior_divergence`` add a prior prediction made without
@@ -119,7 +125,7 @@ from typing import TYPE_CHECKING, Final, Literal, Protocol
 
 from oom_wizard.formats.change import Change
 from oom_wizard.formats.document import JobDocument, apply_edits
-from oom_wizard.formats.view import JobView, ProcessView, SampleView, build_view
+from oom_wizard.formats.view import DatasetView, JobView, ProcessView, SampleView, build_view
 from oom_wizard.rules.catalog import ArchFacts, LeversFile, Presets, load_presets
 from oom_wizard.rules.estimate import Shape, arch_facts, dataset_frames, offloaded_fractions
 
@@ -255,6 +261,8 @@ class FamilyLike(Protocol):
 
 
 FamilyLookup = Callable[[ArchFacts | None], "FamilyLike | None"]
+Placed = Sequence[tuple[BlockLike, int]]
+"""Blocks and how many of each are counted (all of a family's, or one card's)."""
 
 
 @dataclass(frozen=True)
@@ -367,6 +375,8 @@ class JobMemory:
     calibrated_by: Calibration | None
     notes: tuple[str, ...]
     scale: float = 1.0
+    cards: int = 1
+    """The most cards a process's model is split over (``split_model_over_gpus``)."""
 
     def peak(self) -> Band:
         """The band of the peak phase."""
@@ -422,6 +432,7 @@ def job_memory(
     calibration: Calibration | None = None,
     families: FamilyLookup | None = None,
     calibrated_on: JobDocument | None = None,
+    gpus: int = 1,
 ) -> JobMemory:
     """Each phase's band for ``document`` with ``changes`` applied.
 
@@ -435,15 +446,18 @@ def job_memory(
         families: The memory family of an arch (default: the presets' ``memory.yaml``).
         calibrated_on: The config the calibration's figures come from, when it is not
             ``document`` (a saved fix is estimated with its source's crash figures).
+        gpus: How many GPUs the probe sees (1 without a probe): with
+            ``model.split_model_over_gpus`` on, each phase is its fullest card's.
     """
     presets = presets or load_presets()
     lookup = families or _presets_families(presets)
     video = model_kind == "video"
-    per_phase, known, notes = _accounts(_view_after(document, changes), presets, lookup, video)
+    view = _view_after(document, changes)
+    per_phase, known, notes, cards = _accounts(view, presets, lookup, video, gpus)
     if calibration is not None and (changes or calibrated_on is not None):
         # The figures are about today's config: its scale carries over to the changed one.
         base = (calibrated_on or document).view()
-        today, _known, _notes = _accounts(base, presets, lookup, video)
+        today, _known, _notes, _cards = _accounts(base, presets, lookup, video, gpus)
         scale = _scale_for(today, calibration)
     else:
         scale = _scale_for(per_phase, calibration)
@@ -475,16 +489,19 @@ def job_memory(
         calibrated_by=calibration,
         notes=tuple(dict.fromkeys(notes)),
         scale=scale,
+        cards=cards,
     )
 
 
 def _accounts(
-    view: JobView, presets: Presets, lookup: FamilyLookup, video: bool
-) -> tuple[dict[Phase, list[tuple[_Terms, bool]]], bool, list[str]]:
-    """Each phase's terms per process, whether every figure was real, and the notes."""
+    view: JobView, presets: Presets, lookup: FamilyLookup, video: bool, gpus: int = 1
+) -> tuple[dict[Phase, list[tuple[_Terms, bool]]], bool, list[str], int]:
+    """Each phase's terms per process (per card of a split model), whether every figure was
+    real, the notes, and the most cards a process is split over."""
     notes: list[str] = []
     known = True
     per_phase: dict[Phase, list[tuple[_Terms, bool]]] = {phase: [] for phase in PHASES}
+    cards = 1
     for process in view.processes:
         facts = arch_facts(process, presets)
         family = lookup(facts)
@@ -504,14 +521,14 @@ def _accounts(
                     f"model.arch {facts.id}: the size comes from model.name_or_path "
                     f"({family.id}'s figures)."
                 )
-        account = _Account(process, facts, family, presets, video)
+        account = _Account(process, facts, family, presets, video, gpus)
+        cards = max(cards, len(account.split or ()) or 1)
         for phase in PHASES:
-            terms = account.terms(phase)
-            if terms is not None:
+            for terms in account.cards(phase):
                 per_phase[phase].append((terms, account.quantized))
         known = known and account.known
         notes.extend(account.notes)
-    return per_phase, known, notes
+    return per_phase, known, notes, cards
 
 
 def _view_after(document: JobDocument, changes: Sequence[Change]) -> JobView:
@@ -618,6 +635,7 @@ class _Account:
         family: FamilyLike | None,
         presets: Presets,
         video: bool,
+        gpus: int = 1,
     ) -> None:
         self.process = process
         self.facts = facts
@@ -631,6 +649,7 @@ class _Account:
         self._blocks()
         self._weights()
         self._trained()
+        self.split = self._split_cards(gpus)
 
     # --- figures
 
@@ -787,7 +806,11 @@ class _Account:
 
     # --- activations
 
-    def _training_activations(self) -> float:
+    def _placed(self, blocks: Placed | None) -> Placed:
+        """The blocks counted (with how many of each): all of them, or one card's."""
+        return blocks if blocks is not None else tuple((b, b.count) for b in self.blocks)
+
+    def _training_activations(self, blocks: Placed | None = None) -> float:
         process = self.process
         checkpointing = process.train.gradient_checkpointing is not False
         passes = 1 + int(
@@ -810,31 +833,72 @@ class _Account:
             batch = dataset.batch_size or process.train.batch_size or 1
             image = self.shape.tokens(resolution, resolution, frames)
             control = dataset.control_images
-            image_tokens = image * (1 + control)
-            kept, transient = self._per_item(image_tokens, checkpointing)
+            image_tokens = image + control * self._control_tokens(dataset, image)
+            kept, transient = self._per_item(image_tokens, checkpointing, blocks)
             loads.append(batch * (kept * passes + transient))
         if not loads:
-            kept, transient = self._per_item(self.shape.tokens(512, 512, 1), checkpointing)
+            kept, transient = self._per_item(self.shape.tokens(512, 512, 1), checkpointing, blocks)
             loads.append(kept + transient)
         return max(loads)
 
-    def _per_item(self, image_tokens: float, checkpointing: bool) -> tuple[float, float]:
+    def _control_tokens(self, dataset: DatasetView, target: float) -> float:
+        """Tokens of one control image of ``dataset``, whose target has ``target`` tokens.
+
+        The dataloader crops each to the target's bucket (or to 512 × 512 with
+        ``full_size_control_images: false``), unless the arch takes the raw images and sizes
+        them itself (archs.yaml's ``control_pixels``): to its pixel budget, or to the target's
+        area with ``model_kwargs.match_target_res``.
+        """
+        if not dataset.control_images:
+            return 0.0
+        facts = self.facts.control_pixels if self.facts is not None else None
+        kwargs = self.process.model.model_kwargs
+        where = f"datasets[{dataset.index}]"
+        if facts is None:
+            if dataset.full_size_control_images is False:
+                self.notes.append(
+                    f"{where}.full_size_control_images is false: the dataloader resizes each "
+                    "control image to 512 × 512."
+                )
+                return self.shape.tokens(512, 512, 1)
+            return target
+        if kwargs is not None and kwargs.match_target_res is True:
+            self.notes.append(
+                "model_kwargs.match_target_res: each control image is resized to the target's area."
+            )
+            return target
+        pixels = facts.pixels
+        if facts.kwarg is not None and kwargs is not None:
+            pixels = getattr(kwargs, facts.kwarg, None) or pixels
+        side = round(math.sqrt(pixels))
+        megapixels = f"{pixels / 2**20:.2g} MP ({side}² px)"
+        self.notes.append(
+            f"The model resizes each control image to {megapixels}, whatever the target's size."
+            if facts.mode == "resize"
+            else f"The model scales a control image larger than {megapixels} down to it: each is "
+            "counted at that cap (a smaller one keeps its own size, so this is an upper bound)."
+        )
+        return self.shape.tokens(side, side, 1)
+
+    def _per_item(
+        self, image_tokens: float, checkpointing: bool, blocks: Placed | None = None
+    ) -> tuple[float, float]:
         """(kept across the pass, one block's transient) in bytes for one item."""
         kept = 0.0
         transient = 0.0
         saved_matrix, transient_matrix = self._eager_matrices()
-        for block in self.blocks:
+        for block, count in self._placed(blocks):
             tokens = image_tokens + (self.text_tokens if block.tokens != "image" else 0)
             matrix = self._matrix_bytes(tokens)
             if checkpointing:
-                kept += block.count * block.input_bytes_per_token * tokens
+                kept += count * block.input_bytes_per_token * tokens
                 transient = max(
                     transient,
                     (block.saved_bytes_per_token + block.peak_bytes_per_token) * tokens
                     + (saved_matrix + transient_matrix) * matrix,
                 )
             else:
-                kept += block.count * (block.saved_bytes_per_token * tokens + saved_matrix * matrix)
+                kept += count * (block.saved_bytes_per_token * tokens + saved_matrix * matrix)
                 transient = max(
                     transient, block.peak_bytes_per_token * tokens + transient_matrix * matrix
                 )
@@ -856,24 +920,27 @@ class _Account:
     def _matrix_bytes(self, tokens: float) -> float:
         """Bytes of one attention matrix over ``tokens`` (heads × tokens² elements)."""
         facts = self.presets.levers.attention
-        heads = max(1.0, self.width / facts.head_dim)
+        family = self.family.id if self.family is not None else ""
+        heads = max(1.0, self.width / facts.head_dim_by_family.get(family, facts.head_dim))
         return heads * tokens * tokens * facts.matrix_bytes
 
-    def _forward_activations(self, image: float) -> tuple[float, float]:
+    def _forward_activations(
+        self, image: float, blocks: Placed | None = None
+    ) -> tuple[float, float]:
         """(low, high) bytes of one item's forward pass without gradients over ``image``
         tokens: the heaviest block's input, output and share of its saved bytes, and with an
         eager kernel its scores and softmax."""
         saved_matrix, transient_matrix = self._eager_matrices()
         eager = saved_matrix + transient_matrix
         low = high = 0.0
-        for block in self.blocks:
+        for block, _count in self._placed(blocks):
             tokens = image + (self.text_tokens if block.tokens != "image" else 0)
             base = 2.0 * block.input_bytes_per_token * tokens + eager * self._matrix_bytes(tokens)
             low = max(low, base + SAMPLE_SAVED_SHARE[0] * block.saved_bytes_per_token * tokens)
             high = max(high, base + SAMPLE_SAVED_SHARE[1] * block.saved_bytes_per_token * tokens)
         return low, high
 
-    def _validation_activations(self) -> tuple[float, float] | None:
+    def _validation_activations(self, blocks: Placed | None = None) -> tuple[float, float] | None:
         """(low, high) bytes of the validation pass, None without ``validation_config``.
 
         BaseSDTrainProcess.validate: each validation image, resized to the pixel budget of
@@ -886,7 +953,7 @@ class _Account:
             return None
         side = validation.resolution or 512
         batch = len(validation.validation_sigmas or (1.0, 0.75, 0.5, 0.25))
-        low, high = self._forward_activations(self.shape.tokens(side, side, 1))
+        low, high = self._forward_activations(self.shape.tokens(side, side, 1), blocks)
         every = validation.validate_every_n_steps
         when = f"every {every} steps" if every else "at the start step"
         self.notes.append(
@@ -895,7 +962,9 @@ class _Account:
         )
         return low * batch, high * batch
 
-    def _sample_activations(self, sample: SampleView) -> tuple[float, float]:
+    def _sample_activations(
+        self, sample: SampleView, blocks: Placed | None = None
+    ) -> tuple[float, float]:
         """(low, high) bytes of the heaviest sample."""
         cfg = 2 if self._cfg(sample) else 1
         worst = (0.0, 0.0)
@@ -903,7 +972,7 @@ class _Account:
             size = sample.rendered_size(index)
             frames = size["num_frames"] if self.video else 1
             image = self.shape.tokens(size["width"], size["height"], frames)
-            low, high = self._forward_activations(image)
+            low, high = self._forward_activations(image, blocks)
             if high * cfg > worst[1]:
                 worst = (low * cfg, high * cfg)
             if frames > 1:
@@ -946,7 +1015,53 @@ class _Account:
             return None
         return sample
 
-    def terms(self, phase: Phase) -> _Terms | None:
+    def cards(self, phase: Phase) -> list[_Terms]:
+        """The phase's terms: one, or one per card of a split model (the fullest sets the
+        phase's band); none where the phase does not happen."""
+        if self.split is None:
+            terms = self.terms(phase)
+            return [] if terms is None else [terms]
+        found = (self.terms(phase, card) for card in self.split)
+        return [terms for terms in found if terms is not None]
+
+    def _held(self, card: _Card | None) -> _Held:
+        """What the process holds on ``card`` (None: everything, on one card).
+
+        Split: the card's share of the transformer; cuda:0 also the text encoder, the VAE, the
+        adapter with its gradients and optimizer state, and EMA's copy; a full fine-tune's
+        gradients and optimizer state live beside their weights, on each card by its share.
+        """
+        if card is None:
+            return _Held(
+                self.transformer,
+                self.transformer_load,
+                self.text_encoder,
+                self.te_load,
+                self.vae,
+                self.adapter_weights,
+                self.gradients,
+                self.ema,
+                self.optimizer,
+            )
+        first = card.index == 0
+        whole = 1.0 if first else 0.0
+        full = self.process.network is None
+        by_share = card.share if full else whole
+        return _Held(
+            self.transformer * card.share,
+            self.transformer_load * card.share,
+            self.text_encoder * whole,
+            self.te_load * whole,
+            self.vae * whole,
+            self.adapter_weights * whole,
+            self.gradients * by_share,
+            self.ema * whole,
+            self.optimizer * by_share,
+        )
+
+    def terms(self, phase: Phase, card: _Card | None = None) -> _Terms | None:
+        held = self._held(card)
+        blocks = card.blocks if card is not None else None
         w = 1.0 + WEIGHT_SLACK + (QUANT_SLACK if self.quantized else 0.0)
         te_slack = 1.0 + WEIGHT_SLACK
         cached = self.process.train.cache_text_embeddings is True or any(
@@ -956,13 +1071,13 @@ class _Account:
         if phase == "load":
             # The loading order differs by arch (FLUX loads the transformer first, HiDream its
             # Llama encoder): low takes the lighter order, high the heavier one.
-            low = max(self.transformer_load, self.transformer + self.te_load)
-            high = max(self.transformer_load + self.text_encoder, self.transformer + self.te_load)
+            low = max(held.transformer_load, held.transformer + held.te_load)
+            high = max(held.transformer_load + held.text_encoder, held.transformer + held.te_load)
             zero = (0.0, 0.0)
             return _Terms(
                 transformer=(low, high * (1.0 + WEIGHT_SLACK)),
                 text_encoder=zero,
-                vae=(self.vae, self.vae * te_slack),
+                vae=(held.vae, held.vae * te_slack),
                 trainable=zero,
                 optimizer=zero,
                 activations=zero,
@@ -970,44 +1085,165 @@ class _Account:
             )
         if phase == "training":
             unloaded = cached or self.process.train.unload_text_encoder is True
-            te = self.text_encoder if trains_te or not unloaded else 0.0
-            trainable = self.adapter_weights + self.gradients + self.ema
-            act = self._training_activations()
+            te = held.text_encoder if trains_te or not unloaded else 0.0
+            trainable = held.adapter_weights + held.gradients + held.ema
+            act = self._training_activations(blocks)
             return _Terms(
-                transformer=(self.transformer, self.transformer * w),
+                transformer=(held.transformer, held.transformer * w),
                 text_encoder=(te, te * te_slack),
-                vae=(self.vae, self.vae * te_slack),
+                vae=(held.vae, held.vae * te_slack),
                 trainable=(trainable, trainable),
-                optimizer=(self.optimizer, self.optimizer),
+                optimizer=(held.optimizer, held.optimizer),
                 activations=(act * ACTIVATION_BAND[0], act * ACTIVATION_BAND[1]),
             )
         sample = self._samples(first=phase == "baseline_sample")
-        validation = self._validation_activations() if phase == "sample" else None
+        validation = self._validation_activations(blocks) if phase == "sample" else None
         if sample is None and validation is None:
             return None
         if sample is not None:
-            te = 0.0 if cached else self.text_encoder
-            low, high = self._sample_activations(sample)
+            te = 0.0 if cached else held.text_encoder
+            low, high = self._sample_activations(sample, blocks)
             if te and self._sample_unloads_te():
                 # The encoder is on the card while it encodes, the activations while the
                 # transformer denoises: the larger of the two counts, not their sum.
                 te = max(te - (low + high) / 2.0, 0.0)
         else:  # validation only: its prompts were encoded at start, the encoder is as in training
             unloaded = cached or self.process.train.unload_text_encoder is True
-            te = self.text_encoder if trains_te or not unloaded else 0.0
+            te = held.text_encoder if trains_te or not unloaded else 0.0
             low = high = 0.0
         if validation is not None and validation[1] > high:
             low, high = validation
-        weights = self.adapter_weights + self.ema
-        optimizer = self.optimizer if phase == "sample" else 0.0
+        weights = held.adapter_weights + held.ema
+        optimizer = held.optimizer if phase == "sample" else 0.0
         return _Terms(
-            transformer=(self.transformer, self.transformer * w),
+            transformer=(held.transformer, held.transformer * w),
             text_encoder=(te, te * te_slack),
-            vae=(self.vae, self.vae * te_slack),
+            vae=(held.vae, held.vae * te_slack),
             trainable=(weights, weights),
             optimizer=(optimizer, optimizer),
             activations=(low * ACTIVATION_BAND[0], high * ACTIVATION_BAND[1]),
         )
+
+    # --- a model split over the GPUs
+
+    def _split_cards(self, gpus: int) -> tuple[_Card, ...] | None:
+        """The cards of ``model.split_model_over_gpus`` as AI Toolkit places the blocks
+        (levers.yaml's ``split_model``), or None when the model stays on one card: the split
+        is off, the toolkit refuses it, or one GPU (or none) is seen."""
+        model = self.process.model
+        if model.split_model_over_gpus is not True:
+            return None
+        facts = self.presets.levers.split_model
+        if model.is_flux is not True:
+            arch = (model.arch or "").split(":", 1)[0]
+            self.notes.append(
+                "model.split_model_over_gpus is on, but AI Toolkit accepts it only with "
+                "model.is_flux: true (its check, config_modules.py:700, runs before model.arch "
+                "flux sets is_flux at :790): the job stops while loading, so one card is "
+                "counted."
+                if arch in ("flux", "flex1")
+                else f"model.split_model_over_gpus is on, but AI Toolkit splits only FLUX "
+                f"(config_modules.py:700): with model.arch {arch or 'unset'} it stops while "
+                "loading, so one card is counted."
+            )
+            return None
+        sizes = facts.block_params
+        if any(block.name not in sizes for block in self.blocks):
+            self.notes.append(
+                "model.split_model_over_gpus is on, but AI Toolkit splits only FLUX's "
+                "transformer blocks: this model is counted on one card."
+            )
+            return None
+        if gpus <= 1:
+            self.notes.append(
+                "model.split_model_over_gpus is on, but one GPU is seen (or none was probed): "
+                "AI Toolkit spreads the blocks over torch.cuda.device_count() cards, so with "
+                "one every block stays on cuda:0 and one card is counted."
+            )
+            return None
+        total = self.p_t * BILLION
+        scale = model.split_model_other_module_param_count_scale
+        if scale is None:  # a ${...} placeholder: the toolkit's default
+            scale = type(model).model_fields["split_model_other_module_param_count_scale"].default
+        other = facts.other_module_params * scale
+        per_card = (total + other) / gpus
+        counts: list[dict[str, int]] = [{} for _ in range(gpus)]
+        params = [0.0] * gpus
+        index, current = 0, other
+        for block in self.blocks:
+            size = sizes[block.name]
+            for _ in range(block.count):
+                counts[index][block.name] = counts[index].get(block.name, 0) + 1
+                params[index] += size
+                current += size
+                if current > per_card:  # the block that passes the share stays
+                    index, current = min(index + 1, gpus - 1), 0.0
+        params[0] += max(total - sum(params), 0.0)  # embedders and output layers: cuda:0
+        cards = tuple(
+            _Card(
+                index=i,
+                share=params[i] / total if total > 0 else 0.0,
+                blocks=tuple(
+                    (block, counts[i][block.name])
+                    for block in self.blocks
+                    if block.name in counts[i]
+                ),
+            )
+            for i in range(gpus)
+            if i == 0 or counts[i]
+        )
+        self.notes.append(self._split_words(cards))
+        if self.process.network is not None:
+            self.notes.append(
+                "AI Toolkit keeps the adapter on cuda:0 (network.force_to(device_torch), "
+                "BaseSDTrainProcess.py:1983) while the split moves the blocks, so an adapted "
+                "layer on another card gets its input there and its adapter on cuda:0: such "
+                "LoRA runs are reported to stop with a device error (AI Toolkit issue 1048)."
+            )
+        return cards
+
+    def _split_words(self, cards: Sequence[_Card]) -> str:
+        with_first = "the adapter" if self.process.network is not None else "EMA's copy"
+        if self.process.network is None and not self.ema:
+            with_first = "the latents"
+
+        def held(card: _Card) -> str:
+            blocks = " + ".join(f"{count} {block.name}" for block, count in card.blocks)
+            return f"cuda:{card.index} {blocks or 'no blocks'}"
+
+        first, *rest = cards
+        return (
+            f"model.split_model_over_gpus over {len(cards)} GPUs (AI Toolkit's rule, "
+            f"toolkit/models/flux.py): {held(first)} with the text encoder, the VAE, "
+            f"{with_first} and the transformer's other layers"
+            + "".join(f"; {held(card)}" for card in rest)
+            + ". Each phase is its fullest card's."
+        )
+
+
+@dataclass(frozen=True)
+class _Card:
+    """One GPU of a split model: its share of the transformer's parameters and the blocks it
+    holds, with how many of each."""
+
+    index: int
+    share: float
+    blocks: Placed
+
+
+@dataclass(frozen=True)
+class _Held:
+    """Bytes one process holds on one card (before the band's slack)."""
+
+    transformer: float
+    transformer_load: float
+    text_encoder: float
+    te_load: float
+    vae: float
+    adapter_weights: float
+    gradients: float
+    ema: float
+    optimizer: float
 
 
 def _dtype_bytes(levers: LeversFile, dtype: str | None, default: float) -> float:
@@ -1159,10 +1395,12 @@ def predict_readd(
     calibration: Calibration | None,
     calibrated_on: JobDocument | None = None,
     presets: Presets | None = None,
+    gpus: int = 1,
 ) -> Prediction | None:
     """Whether ``changes`` (a re-add) are predicted to fit, from the known headroom.
 
     The card is ``card_gib`` (the probe), else the calibration's. None when neither is known.
+    ``gpus``: how many GPUs the probe sees (a split model is weighed per card).
     """
     card = card_gib if card_gib is not None else (calibration.card_gib if calibration else None)
     if card is None:
@@ -1174,6 +1412,7 @@ def predict_readd(
         presets=presets,
         calibration=calibration,
         calibrated_on=calibrated_on,
+        gpus=gpus,
     )
     peak = after.peak()
     found = verdict(peak, card)

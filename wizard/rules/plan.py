@@ -242,6 +242,9 @@ class StepProposal:
     deeper: bool = False
     """A deeper lever (``presets/ladders.yaml``'s ``deeper``), neither among the moment's first
     steps nor on the kind's ladder: the walk shows it only when a fix puts it forward."""
+    unsized: str | None = None
+    """Why no default fix takes the step (AI Toolkit is reported to fail with it on this job):
+    it stays offered, its note says why, and the user may switch it on."""
 
     def to_json(self) -> dict[str, Any]:
         """The step as ``plan --json`` prints it."""
@@ -322,7 +325,11 @@ class Plan:
         """What remains when the ladder is exhausted (None when it is not)."""
         if not self.exhausted:
             return None
-        return EXHAUSTED_ADVICE.format(peak=PEAK_WORDS.get(self.peak or "", "the peak"))
+        advice = EXHAUSTED_ADVICE.format(peak=PEAK_WORDS.get(self.peak or "", "the peak"))
+        offered = [step for step in self.steps if step.unsized and not step.satisfied]
+        return " ".join(
+            [advice, *(f"{s.title} is offered, but no fix takes it: {s.unsized}." for s in offered)]
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The plan in DESIGN.md's ``plan --json`` shape, plus the environment checks."""
@@ -440,7 +447,7 @@ def build_plan(
         for step_id in order
     ]
     chosen, exhausted, figures, sized = _with_defaults(
-        steps, first, document, checked_moment, kind, presets, calibration, card_gib
+        steps, first, document, checked_moment, kind, presets, calibration, card_gib, gpus
     )
     return Plan(
         moment=checked_moment,
@@ -510,6 +517,7 @@ def _with_defaults(
     presets: Presets,
     calibration: Calibration | None = None,
     card_gib: float | None = None,
+    gpus: int = 1,
 ) -> tuple[list[StepProposal], bool, MemoryEstimate, SizedFixes]:
     """Switch on the default fix (see :mod:`oom_wizard.rules.sizing`).
 
@@ -524,21 +532,22 @@ def _with_defaults(
     and both fixes. The validation run goes with a fix that switches sampling off.
     """
     actionable = [s for s in steps if not s.satisfied and s.id != VALIDATION_RUN]
+    takeable = [s for s in actionable if s.unsized is None]
 
     def figures(ids: Collection[str]) -> MemoryEstimate:
         trial = Plan(moment, kind, tuple(_switched(steps, ids)))
-        return estimate(document, changes_for(trial), kind, presets=presets)
+        return estimate(document, changes_for(trial), kind, presets=presets, gpus=gpus)
 
     def changes_of(ids: Collection[str]) -> list[Change]:
         return changes_for(Plan(moment, kind, tuple(_switched(steps, ids))))
 
     no_cost = presets.free_steps(moment)
     free = [s.id for s in actionable if s.id in no_cost]
-    chosen = [s.id for s in actionable if s.id in first]
+    chosen = [s.id for s in takeable if s.id in first]
     current = figures(chosen)
     promoted = None
     if not current.lowers(moment):
-        for step in actionable:
+        for step in takeable:
             if step.id not in chosen and figures([step.id]).lowers(moment):
                 promoted = step
                 chosen.append(step.id)
@@ -550,7 +559,7 @@ def _with_defaults(
     if exhausted:
         sized = SizedFixes({"safe": ()}, "safe", None)
     else:
-        candidates = [s.id for s in actionable if s.id not in no_cost]
+        candidates = [s.id for s in takeable if s.id not in no_cost]
         sized = size_fixes(
             document,
             order,
@@ -563,6 +572,7 @@ def _with_defaults(
             presets=presets,
             calibration=calibration,
             card_gib=card_gib,
+            gpus=gpus,
         )
         sized = _with_validation(steps, sized)
     on = sized.fixes[sized.default]
@@ -743,6 +753,8 @@ class _Found:
     """How many processes the step does not apply to (the arch lacks the lever)."""
     later: str | None = None
     """Why the step's rung is still ahead (see :attr:`StepProposal.later`)."""
+    unsized: str | None = None
+    """Why no default fix takes the step (see :attr:`StepProposal.unsized`)."""
 
     def note_placeholder(self, process: _Process, *parts: str | int) -> None:
         path = format_path(process.path(*parts))
@@ -797,6 +809,7 @@ def _step(
         costs=info.costs,
         available=bool(found.fields) or found.unavailable < len(processes),
         later=found.later if satisfied else None,
+        unsized=found.unsized,
     )
 
 
@@ -1481,28 +1494,64 @@ def _control_images(process: _Process, moment: Moment, found: _Found) -> None:
                 label=label,
             )
     found.notes.append(
-        "Each control image adds about as many tokens as the target image to every step (the "
-        "estimate counts it at the target's size); one fewer per roll-back, the first stays."
+        "Each control image adds its tokens to every step (the estimate counts it at the size "
+        "the arch gives it: the target's, or its own pixel budget); one fewer per roll-back, "
+        "the first stays."
     )
 
 
 def _placement(process: _Process, moment: Moment, found: _Found) -> None:
-    """FLUX split over the GPUs the probe sees; parameter swapping for an Adafactor full
-    fine-tune."""
+    """FLUX split over the GPUs the probe sees (with ``is_flux``, which AI Toolkit's check
+    needs); parameter swapping for an Adafactor full fine-tune."""
     model = process.get("model")
     model = model if isinstance(model, Mapping) else {}
     flux = model.get("arch") == "flux" or (not model.get("arch") and model.get("is_flux") is True)
     offered = 0
+    split_on = model.get("split_model_over_gpus") is True
     if process.gpus > 1 and flux:
         offered += 1
-        if model.get("split_model_over_gpus") is not True:
-            _propose(found, process, ("model", "split_model_over_gpus"), True)
+        lora = isinstance(process.get("network"), Mapping)
+        split = None
+        if not split_on:
+            split = _propose(found, process, ("model", "split_model_over_gpus"), True)
+            kept = (
+                "the text encoder, the VAE and the adapter" if lora else "the text encoder and VAE"
+            )
             found.notes.append(
                 f"nvidia-smi sees {process.gpus} GPUs: the transformer's blocks are spread over "
-                "them; each step gets slower as activations move between the cards."
+                f"them as AI Toolkit places them (cuda:0 keeps {kept}); each step gets slower "
+                "as activations move between the cards."
+            )
+        if model.get("is_flux") is not True:
+            _propose(
+                found,
+                process,
+                ("model", "is_flux"),
+                True,
+                label="model.is_flux (AI Toolkit splits only with it)",
+                requires=split.key if split is not None else None,
+            )
+            found.notes.append(
+                "AI Toolkit accepts split_model_over_gpus only with model.is_flux: true (its "
+                "check, config_modules.py:700, runs before model.arch sets is_flux), so both "
+                "are set."
+            )
+        if lora and found.fields:
+            found.unsized = (
+                "AI Toolkit keeps a LoRA's adapter on cuda:0 while the split moves the blocks, "
+                "and LoRA runs split this way are reported to stop with a device error (AI "
+                "Toolkit issue 1048)"
+            )
+            found.notes.append(
+                f"No default fix takes it for a LoRA: {found.unsized}. Switch it on to try it."
             )
     elif process.gpus > 1:
         found.notes.append("AI Toolkit splits only FLUX over several GPUs.")
+    elif split_on:
+        found.notes.append(
+            "model.split_model_over_gpus is on, but one GPU is seen (or none was probed): "
+            "AI Toolkit keeps every block on cuda:0, so it saves nothing here."
+        )
     if not isinstance(process.get("network"), Mapping):
         optimizer = str(process.get("train", "optimizer") or "").lower()
         if optimizer in process.presets.levers.paramiter_swapping.optimizers:

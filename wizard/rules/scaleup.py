@@ -212,6 +212,7 @@ def predict(
     model_kind: str,
     *,
     card_gib: float | None = None,
+    gpus: int = 1,
 ) -> Prediction | None:
     """Whether ``scale_up`` is predicted to fit, from the headroom the job's own figures show.
 
@@ -254,6 +255,7 @@ def predict(
             card_gib=card_gib,
             calibration=calibration,
             calibrated_on=source,
+            gpus=gpus,
         )
     except WizardError:
         return None

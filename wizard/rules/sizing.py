@@ -179,10 +179,12 @@ class Weigher:
         model_kind: str,
         presets: Presets,
         calibration: Calibration | None,
+        gpus: int = 1,
     ) -> None:
         self.document = document
         self.model_kind = model_kind
         self.presets = presets
+        self.gpus = gpus
         self.calibration: Calibration | None = None
         self.scale = 1.0
         self._cache: dict[str, JobMemory] = {}
@@ -202,7 +204,11 @@ class Weigher:
         key = repr(tuple(changes))  # a change's value may be a list: its repr is the key
         if key not in self._cache:
             self._cache[key] = job_memory(
-                self.document, tuple(changes), self.model_kind, presets=self.presets
+                self.document,
+                tuple(changes),
+                self.model_kind,
+                presets=self.presets,
+                gpus=self.gpus,
             )
         return self._cache[key]
 
@@ -354,6 +360,7 @@ def size_fixes(
     presets: Presets,
     calibration: Calibration | None,
     card_gib: float | None,
+    gpus: int = 1,
 ) -> SizedFixes:
     """The safe and the just-enough fixes for a crash at ``moment``.
 
@@ -369,6 +376,7 @@ def size_fixes(
         presets: The preset data.
         calibration: The crash's own figures (PyTorch's OOM message), if any.
         card_gib: The card's capacity when known (the message's, else the probe's).
+        gpus: How many GPUs the probe sees (a model split over them is weighed per card).
     """
     in_order = {step: index for index, step in enumerate(order)}
 
@@ -387,7 +395,7 @@ def size_fixes(
     card = card_gib if card_gib is not None else (usable.card_gib if usable else None)
     if phase is None or card is None or card <= 0:
         return SizedFixes({"safe": safe_fix}, "safe", None)
-    weigher = Weigher(document, model_kind, presets, usable)
+    weigher = Weigher(document, model_kind, presets, usable, gpus)
     cache: dict[frozenset[str], Band | None] = {}
 
     def band(ids: Collection[str]) -> Band | None:
