@@ -1,0 +1,287 @@
+"""A save killed by SIGKILL at each of its system calls: the next command to open either file
+of the pair sees the old pair or the new one, in every folder the save touched.
+
+The kill is real: ``strace -e inject=SYSCALL:signal=KILL:when=N`` runs ``oom-wizard apply
+--force`` over an earlier pair and kills it at the N-th call of each write step (``write``
+and ``fsync`` of the temp files and journals, ``link`` of the backups, ``rename`` of the
+pair, ``unlink`` of the leftovers). The calls are counted first, from a traced save that
+runs to its end. The command that opens the pair next runs in another folder (so the
+start-up recovery of the working folder never helps), and opens only one of the two files:
+the config (``scale-up``) or the change log (``history``).
+
+The suite kills the save at the last call of each step before the pair is renamed, at
+both renames and at the first unlink after them: the points where the pair changes from old
+to new. ``python -m tests.domain.storage.test_killed_save`` kills it at every injection point
+and prints the table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from oom_wizard.cli import main
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "configs" / "flux_portrait_24gb.yaml"
+STEPS = ("write", "fsync", "link", "rename", "unlink")
+
+pytestmark = pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the pair goes: its config and change log (in one folder, or in two)."""
+
+    name: str
+    output: str
+    changelog: str | None
+
+    def save_args(self, source: str, *, force: bool) -> list[str]:
+        args = [sys.executable, "-m", "oom_wizard", "apply", source, "--no-probe"]
+        args += ["-o", self.output]
+        if self.changelog is not None:
+            args += ["--changelog", self.changelog]
+        return [*args, "--force"] if force else args
+
+    def log_path(self) -> str:
+        return self.changelog or self.output.replace(".yaml", ".changelog.json")
+
+
+ONE_FOLDER = Layout("one folder", "../dst/out.yaml", None)
+TWO_FOLDERS = Layout("two folders", "../dst/out.yaml", "../logs/out.changelog.json")
+
+
+def prepare(root: Path, layout: Layout) -> tuple[Path, dict[str, bytes]]:
+    """A source, a heavier second source, and the first pair saved: the folder before."""
+    src = root / "src"
+    for folder in ("src", "dst", "logs"):
+        (root / folder).mkdir()
+    text = FIXTURE.read_text(encoding="utf-8")
+    (src / "job.yaml").write_text(text, encoding="utf-8")
+    (src / "job2.yaml").write_text(text.replace("batch_size: 1", "batch_size: 2"), "utf-8")
+    subprocess.run(
+        layout.save_args("job.yaml", force=False),
+        cwd=src,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    return src, pair(src, layout)
+
+
+def pair(src: Path, layout: Layout) -> dict[str, bytes]:
+    return {
+        "config": (src / layout.output).read_bytes(),
+        "changelog": (src / layout.log_path()).read_bytes(),
+    }
+
+
+def second_save(layout: Layout) -> list[str]:
+    return [*layout.save_args("job2.yaml", force=True), "--moment", "sampling", "--all"]
+
+
+def count_calls(root: Path, layout: Layout) -> dict[str, list[int]]:
+    """For each step's system call, the numbers N of its calls that the save makes on files
+    (``write`` to the terminal is not a write step)."""
+    src, _ = prepare(root, layout)
+    trace = root / "trace.txt"
+    calls = ",".join(STEPS)
+    command = ["strace", "-f", "-qq", "-e", f"trace={calls}", "-o", str(trace)]
+    subprocess.run(
+        [*command, *second_save(layout)],
+        cwd=src,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    seen = dict.fromkeys(STEPS, 0)
+    points: dict[str, list[int]] = {step: [] for step in STEPS}
+    for line in trace.read_text().splitlines():
+        match = re.match(r"^\d+\s+(\w+)\((\d+)?", line)
+        if match is None or match.group(1) not in seen:
+            continue
+        name = match.group(1)
+        seen[name] += 1
+        if name == "write" and int(match.group(2) or 0) <= 2:
+            continue  # the terminal
+        if name == "unlink" and ".oomw-" not in line:
+            continue
+        points[name].append(seen[name])
+    return points
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def judge(src: Path, layout: Layout, old: dict[str, bytes], new: dict[str, bytes]) -> str:
+    """``old``, ``new``, or what is wrong with the pair (it must match and be one or the other)."""
+    try:
+        now = pair(src, layout)
+    except FileNotFoundError as exc:
+        return f"missing {exc.filename}"
+    log = json.loads(now["changelog"])
+    if log["output"]["sha256"] != sha(now["config"]):
+        return "mismatched pair"
+    if now == old:
+        return "old"
+    if now["config"] == new["config"] and len(log["runs"]) == len(
+        json.loads(new["changelog"])["runs"]
+    ):
+        return "new"
+    return "neither old nor new"
+
+
+_REFERENCES: dict[str, dict[str, bytes]] = {}
+
+
+def reference(layout: Layout) -> dict[str, bytes]:
+    """The new pair, as the second save writes it when nothing stops it (made once)."""
+    import tempfile
+
+    if layout.name not in _REFERENCES:
+        with tempfile.TemporaryDirectory() as folder:
+            src, _ = prepare(Path(folder), layout)
+            subprocess.run(
+                second_save(layout),
+                cwd=src,
+                check=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            _REFERENCES[layout.name] = pair(src, layout)
+    return _REFERENCES[layout.name]
+
+
+def leftovers(root: Path) -> list[str]:
+    return sorted(
+        f"{folder}/{name}"
+        for folder in ("src", "dst", "logs")
+        for name in os.listdir(root / folder)
+        if ".oomw-" in name
+    )
+
+
+def kill_at(root: Path, layout: Layout, call: str, when: int, opener: str) -> tuple[str, str]:
+    """Kill the second save at the ``when``-th ``call``, open one file of the pair with
+    ``opener`` in process (from the source folder), and judge the pair."""
+    src, old = prepare(root, layout)
+    inject = f"inject={call}:signal=KILL:when={when}"
+    killed = subprocess.run(
+        ["strace", "-f", "-o", os.devnull, "-e", inject, *second_save(layout)],
+        cwd=src,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    new = reference(layout)
+    cwd = Path.cwd()
+    os.chdir(src)
+    try:
+        if opener == "config":
+            status = main(
+                ["scale-up", layout.output, "--changelog", layout.log_path(), "--dry-run"]
+            )
+        else:
+            status = main(["history", layout.log_path()])
+    finally:
+        os.chdir(cwd)
+    outcome = judge(src, layout, old, new)
+    left = leftovers(root)
+    killed_word = "killed" if killed.returncode != 0 else "ran to its end"
+    return outcome, f"{killed_word}; next command exit {status}; leftovers {left or 'none'}"
+
+
+def injection_points() -> list[tuple[Layout, str, int, str]]:
+    """Every (layout, call, N, which file is opened next), counted once per session."""
+    import tempfile
+
+    found: list[tuple[Layout, str, int, str]] = []
+    for layout in (ONE_FOLDER, TWO_FOLDERS):
+        with tempfile.TemporaryDirectory() as folder:
+            points = count_calls(Path(folder), layout)
+        for call, numbers in points.items():
+            if layout is TWO_FOLDERS and call == "fsync":
+                continue  # the same steps as in one folder, with the folders fsynced twice
+            for index, when in enumerate(numbers):
+                opener = ("config", "changelog")[index % 2] if layout is ONE_FOLDER else "changelog"
+                found.append((layout, call, when, opener))
+    return found
+
+
+def boundaries(points: list[tuple[Layout, str, int, str]]) -> list[tuple[Layout, str, int, str]]:
+    """The points where the pair turns from old to new, per layout: the last call of each
+    step before the renames, every rename, and the first unlink after them."""
+    chosen: list[tuple[Layout, str, int, str]] = []
+    for layout in (ONE_FOLDER, TWO_FOLDERS):
+        mine = [point for point in points if point[0] is layout]
+        for call in STEPS:
+            calls = [point for point in mine if point[1] == call]
+            if call == "rename":
+                chosen += calls
+            elif calls:
+                chosen.append(calls[0] if call == "unlink" else calls[-1])
+    return chosen
+
+
+POINTS = injection_points() if shutil.which("strace") else []
+SUITE_POINTS = boundaries(POINTS)
+
+
+@pytest.mark.parametrize(
+    ("layout", "call", "when", "opener"),
+    SUITE_POINTS,
+    ids=[f"{p[0].name.replace(' ', '-')}-{p[1]}{p[2]}-open-{p[3]}" for p in SUITE_POINTS],
+)
+def test_a_killed_save_leaves_the_pair_old_or_new_for_the_next_reader(
+    tmp_path: Path,
+    layout: Layout,
+    call: str,
+    when: int,
+    opener: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    outcome, detail = kill_at(tmp_path, layout, call, when, opener)
+    capsys.readouterr()
+    assert outcome in ("old", "new"), detail
+    assert "leftovers none" in detail, detail
+
+
+def test_every_write_step_is_an_injection_point() -> None:
+    calls = {(p[0].name, p[1]) for p in POINTS}
+    for layout in (ONE_FOLDER, TWO_FOLDERS):
+        for call in ("write", "rename", "link", "unlink"):
+            assert (layout.name, call) in calls
+    assert (ONE_FOLDER.name, "fsync") in calls
+
+
+def test_the_suites_points_are_each_steps_boundary_and_open_both_files() -> None:
+    chosen = {(p[0].name, p[1], p[2]) for p in SUITE_POINTS}
+    for layout in (ONE_FOLDER, TWO_FOLDERS):
+        mine = [p for p in POINTS if p[0] is layout]
+        renames = [p[2] for p in mine if p[1] == "rename"]
+        assert {(layout.name, "rename", when) for when in renames} <= chosen
+        assert (layout.name, "unlink", min(p[2] for p in mine if p[1] == "unlink")) in chosen
+        assert (layout.name, "write", max(p[2] for p in mine if p[1] == "write")) in chosen
+    assert {p[3] for p in SUITE_POINTS} == {"config", "changelog"}
+
+
+if __name__ == "__main__":  # the table for a report
+    import contextlib
+    import io
+    import tempfile
+
+    print("| layout | killed at | next opens | pair | detail |")
+    print("|---|---|---|---|---|")
+    for layout, call, when, opener in POINTS:
+        with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(io.StringIO()):
+            outcome, detail = kill_at(Path(folder), layout, call, when, opener)
+        print(f"| {layout.name} | {call} #{when} | {opener} | {outcome} | {detail} |")

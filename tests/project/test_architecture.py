@@ -1,0 +1,400 @@
+"""The layers: the domain never imports the UI, and both front ends reach the domain through
+the application layer.
+
+Every domain module of ``oom_wizard`` (the repository's ``wizard/``) loads without textual or
+``oom_wizard.screens``; ``screens`` (the app) and ``wizard/commands`` (the command line) import
+of ``wizard`` only the application layer (``oom_wizard.application`` and its facade
+``oom_wizard.service``) and a few light value modules (see the README's Architecture section).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+PROBE = """
+import importlib, json, pkgutil, sys
+import oom_wizard
+UI = ("oom_wizard.screens", "oom_wizard.presets")
+def domain(package):
+    for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
+        if info.name in UI:
+            continue
+        module = importlib.import_module(info.name)
+        yield info.name
+        if info.ispkg:
+            yield from domain(module)
+names = sorted(domain(oom_wizard))
+from oom_wizard.cli import build_parser
+build_parser()  # every subcommand registers its arguments
+ui = sorted(m for m in sys.modules if m.split(".")[0] == "textual" or m.startswith(UI[0]))
+print(json.dumps({"modules": names, "ui": ui}), file=sys.stderr)
+"""
+
+
+def child_report(probe: str, *argv: str, cwd: Path = REPO) -> dict[str, Any]:
+    """What ``probe`` (run as ``python -c`` in a child process of its own, so that nothing
+    this test process imported counts) reports as JSON on the last line of its stderr."""
+    completed = subprocess.run(
+        [sys.executable, "-c", probe, *argv],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=60,
+        check=True,
+    )
+    report = json.loads(completed.stderr.strip().splitlines()[-1])
+    assert isinstance(report, dict), completed.stderr
+    return report
+
+
+def test_no_wizard_module_imports_textual_or_screens() -> None:
+    report = child_report(PROBE)
+
+    assert report["ui"] == []
+    # the probe really imported the package, commands included
+    assert {
+        "oom_wizard.cli",
+        "oom_wizard.document",
+        "oom_wizard.yamledit",
+        "oom_wizard.commands.set_cmd",
+    } <= set(report["modules"])
+
+
+# --- both front ends talk to the domain through the application layer ---------------------------
+
+#: The application layer: its use-case modules, and the facade that re-exports them all (with
+#: the value types they hand out) for the app.
+APPLICATION = ("oom_wizard.application", "oom_wizard.service")
+
+#: The light value modules a front end may import besides: the one spelling of values, the
+#: request, the errors and the stable identifiers.
+VALUE_MODULES = frozenset(
+    {
+        "oom_wizard.spelling",
+        "oom_wizard.request",
+        "oom_wizard.errors",
+        "oom_wizard.vocabulary",
+    }
+)
+
+#: What the command line may import besides: its own modules, and the process plumbing of
+#: signals (``interrupts``: Ctrl+C and SIGTERM, a front end's concern, no rule of the domain).
+COMMANDS_MAY_IMPORT = frozenset({"oom_wizard.interrupts"})
+
+
+def domain_imports(source: str, allowed: frozenset[str] = frozenset()) -> list[tuple[int, str]]:
+    """Every ``wizard`` module a file imports (at the top, in functions, for type checking),
+    with its line, that is neither the application layer nor a value module (nor ``allowed``)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "oom_wizard":
+                names = [f"oom_wizard.{alias.name}" for alias in node.names]
+            else:
+                names = [node.module]
+            found += [(node.lineno, name) for name in names]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+    found = [
+        (line, name)
+        for line, name in found
+        if name.startswith("oom_wizard.")
+        and not name.startswith(("oom_wizard.screens", "oom_wizard.presets"))
+        and not any(name == layer or name.startswith(f"{layer}.") for layer in APPLICATION)
+        and name not in VALUE_MODULES | allowed
+    ]
+    return found
+
+
+def test_screens_import_only_the_service_and_the_value_types() -> None:
+    offending = {
+        f"{path.name}:{line}": name
+        for path in sorted((REPO / "screens").glob("*.py"))
+        for line, name in domain_imports(path.read_text(encoding="utf-8"))
+    }
+    assert offending == {}
+
+
+def test_commands_import_only_the_application_layer_and_the_value_types() -> None:
+    offending = {
+        f"{path.name}:{line}": name
+        for path in sorted((REPO / "wizard" / "commands").glob("*.py"))
+        for line, name in domain_imports(
+            path.read_text(encoding="utf-8"), COMMANDS_MAY_IMPORT | {"oom_wizard.commands"}
+        )
+        if not name.startswith("oom_wizard.commands.")
+    }
+    assert offending == {}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from oom_wizard.plan import StepChoice\n",
+        "from oom_wizard import plan\n",
+        "import oom_wizard.jobdb\n",
+        "def f():\n    from oom_wizard.catalog import load_presets\n",
+        "if TYPE_CHECKING:\n    from oom_wizard.changes import Prepared\n",
+    ],
+)
+def test_the_import_rule_catches_a_domain_import(source: str) -> None:
+    assert domain_imports(source)
+
+
+def test_the_import_rule_lets_the_application_layer_through() -> None:
+    source = (
+        "from oom_wizard.service import WizardState\nfrom oom_wizard import spelling\n"
+        "from oom_wizard.application.scale_up import save_scale_up\n"
+        "from oom_wizard import application\n"
+    )
+    assert domain_imports(source) == []
+
+
+def test_no_stage_imports_the_app() -> None:
+    """``oom_wizard.screens.app`` imports the stages and nothing imports it back (no cycle)."""
+    importers = [
+        path.name
+        for path in sorted((REPO / "screens").glob("*.py"))
+        if path.name != "app.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and node.module == "oom_wizard.screens.app"
+    ]
+    assert importers == []
+
+
+PLANNER_PROBE = """
+import json, sys
+import oom_wizard.plan, oom_wizard.scaleup, oom_wizard.estimate, oom_wizard.fields
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("oom_wizard."))))
+"""
+
+
+def test_the_planner_imports_no_file_writer() -> None:
+    """The change value lives beside the document: planning loads neither the save pipeline
+    nor the jobs database."""
+    completed = subprocess.run(
+        [sys.executable, "-c", PLANNER_PROBE],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=True,
+    )
+    loaded = set(json.loads(completed.stdout.strip().splitlines()[-1]))
+    assert "oom_wizard.change" in loaded
+    assert loaded.isdisjoint(
+        {"oom_wizard.save", "oom_wizard.changes", "oom_wizard.jobdb", "oom_wizard.service"}
+    )
+
+
+COMMAND_PROBE = """
+import json, sys
+from oom_wizard.cli import main
+try:
+    status = main(sys.argv[1:])
+except SystemExit as done:  # --version
+    status = done.code
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("oom_wizard", "pydantic", "yaml"))
+print(json.dumps({"status": status, "loaded": loaded}), file=sys.stderr)
+"""
+
+
+def command_loads(folder: Path, *argv: str) -> set[str]:
+    """The modules of oom_wizard, pydantic and yaml that a command run in ``folder`` loads (in a
+    child process of its own, as a user runs it)."""
+    report = child_report(COMMAND_PROBE, *argv, cwd=folder)
+    assert report["status"] == 0, report
+    return set(report["loaded"])
+
+
+#: The save pipeline, the config's models and the change log, and what only the wizard needs.
+NOT_FOR_READING = {
+    "oom_wizard.save",
+    "oom_wizard.changelog",
+    "oom_wizard.document",
+    "oom_wizard.view",
+    "oom_wizard.service",
+    "oom_wizard.jobdb",
+    "oom_wizard.plan",
+}
+
+
+def test_the_version_loads_no_domain_model(tmp_path: Path) -> None:
+    loaded = command_loads(tmp_path, "--version")
+    assert not {"pydantic", "yaml", "oom_wizard.catalog", *NOT_FOR_READING} & loaded
+
+
+def test_diagnosing_a_log_alone_loads_no_config_or_save_module(tmp_path: Path) -> None:
+    log = tmp_path / "log.txt"
+    log.write_text("torch.OutOfMemoryError: CUDA out of memory.\n", encoding="utf-8")
+    loaded = command_loads(tmp_path, "diagnose", "--log", str(log), "--json", "--no-probe")
+    assert {"oom_wizard.diagnosis", "oom_wizard.logscan"} <= loaded
+    assert not NOT_FOR_READING & loaded
+
+
+# --- start-up: each path loads what it uses (issues 18 and 21) ------------------------------------
+
+LOADED_PROBE = """
+import json, sys
+from oom_wizard.cli import main
+status = main(sys.argv[1:])
+print(json.dumps({"status": status, "loaded": sorted(sys.modules)}), file=sys.stderr)
+"""
+
+#: What ``fit`` has no use for: the app, the jobs database, the save pipeline, the live watch,
+#: the settings file and the value checks of the step screens. (It does make the fix's
+#: edits in memory, ``oom_wizard.changes``: a later step counts from what earlier ones leave.)
+NOT_FOR_FIT = {
+    "textual",
+    "oom_wizard.screens",
+    "sqlite3",
+    "oom_wizard.jobdb",
+    "oom_wizard.save",
+    "oom_wizard.application.follow",
+    "oom_wizard.settings",
+    "oom_wizard.values",
+    "oom_wizard.probe",
+}
+
+
+def test_fit_loads_neither_the_app_nor_the_writers(tmp_path: Path) -> None:
+    config = tmp_path / "small.yaml"
+    config.write_text(
+        "job: extension\nconfig:\n  name: small\n  process:\n    - type: sd_trainer\n"
+        "      network: {type: lora, linear: 16}\n      train: {batch_size: 1, steps: 10}\n"
+        "      model: {arch: flux, name_or_path: x, quantize: true}\n"
+        "      datasets: [{folder_path: /data/x, resolution: [512]}]\n",
+        encoding="utf-8",
+    )
+    report = child_report(
+        LOADED_PROBE, "fit", str(config), "--gpu", "24", "--no-probe", "--json", cwd=tmp_path
+    )
+    assert report["status"] == 0
+    loaded = set(report["loaded"])
+    assert {"oom_wizard.memory", "oom_wizard.catalog", "oom_wizard.plan"} <= loaded
+    assert not NOT_FOR_FIT & loaded
+
+
+SERVICE_PROBE = """
+import json, sys
+import oom_wizard.service as service
+before = sorted(m for m in sys.modules if m.startswith(("oom_wizard.", "pydantic", "yaml")))
+plan = service.Plan  # a re-exported value type: imported when asked for
+print(json.dumps({"before": before, "plan": plan.__module__}), file=sys.stderr)
+"""
+
+
+def test_importing_the_service_loads_no_domain_module() -> None:
+    """The app imports the service before its first frame (the theme, the keymap): that must not
+    cost the domain; a re-exported name is imported from its module when first used."""
+    report = child_report(SERVICE_PROBE)
+    assert set(report["before"]) <= {
+        "oom_wizard.service",
+        "oom_wizard.errors",
+        "oom_wizard.paths",
+        "oom_wizard.request",
+        "oom_wizard.vocabulary",
+    }
+    assert report["plan"] == "oom_wizard.plan"
+
+
+def test_every_name_the_service_exports_resolves() -> None:
+    import oom_wizard.service as service
+
+    missing = [name for name in service.__all__ if not hasattr(service, name)]
+    assert missing == []
+
+
+def test_the_service_names_each_export_once_for_the_type_checker_and_the_run() -> None:
+    """The facade's two lists, the imports the type checker reads and the table that
+    ``__getattr__`` imports from, name the same modules and the same names."""
+    import oom_wizard.service as service
+
+    tree = ast.parse(Path(service.__file__).read_text(encoding="utf-8"))
+    (guarded,) = (
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name)
+        if node.test.id == "TYPE_CHECKING"
+    )
+    typed = {
+        (node.module, alias.name)
+        for node in guarded.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    run = {(module, name) for module, names in service._SOURCES.items() for name in names}
+    assert typed == run
+    assert sorted(service.__all__) == sorted(name for _, name in run)
+
+
+DEMO_COPY_PROBE = """
+import json, sys
+from pathlib import Path
+from oom_wizard.application.demo import copy_demo
+copy_demo(Path(sys.argv[1]))
+print(json.dumps({"loaded": sorted(sys.modules)}), file=sys.stderr)
+"""
+
+
+def test_copying_the_demo_loads_no_model(tmp_path: Path) -> None:
+    """``demo`` copies its jobs before the app starts: the atomic writer needs no pydantic."""
+    loaded = set(child_report(DEMO_COPY_PROBE, str(tmp_path / "demo"))["loaded"])
+    assert (tmp_path / "demo").is_dir()
+    assert "oom_wizard.save" in loaded
+    assert not {"pydantic", "oom_wizard.changelog", "oom_wizard.document"} & loaded
+
+
+FIRST_FRAME_PROBE = """
+import asyncio, json, sys
+from pathlib import Path
+from oom_wizard.application.demo import IMAGE_JOB, copy_demo
+from oom_wizard.screens import load
+from oom_wizard.screens.app import create_app
+
+seen = {}
+
+def reading(screen, target):  # where the load screen starts its worker, after its first refresh
+    seen["loaded"] = sorted(sys.modules)
+    seen["screen"] = type(app.screen).__name__
+    seen["title"] = str(app.screen.query_one(".title").render())
+    app.exit()
+
+load.LoadScreen.load = reading
+folder = copy_demo(Path(sys.argv[1]))
+app = create_app(folder / IMAGE_JOB.config, log=folder / IMAGE_JOB.log, probe=False)
+
+async def main():
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(100):
+            if seen:
+                break
+            await pilot.pause(0.02)
+
+asyncio.run(main())
+print(json.dumps(seen), file=sys.stderr)
+"""
+
+
+def test_the_load_screen_is_up_before_the_domain_loads(tmp_path: Path) -> None:
+    """Issue 21: the first screen needs Textual and the service's settings only; the job is read
+    (pydantic, the presets and the config's models imported) in the worker that the load screen
+    starts once it is on screen."""
+    seen = child_report(FIRST_FRAME_PROBE, str(tmp_path / "demo"), cwd=tmp_path)
+    assert seen["screen"] == "LoadScreen"
+    assert seen["title"] == "Load the job that ran out of memory"
+    assert not {
+        "pydantic",
+        "oom_wizard.catalog",
+        "oom_wizard.document",
+        "oom_wizard.changelog",
+    } & set(seen["loaded"])
