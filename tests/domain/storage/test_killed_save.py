@@ -11,12 +11,16 @@ the config (``scale-up``) or the change log (``history``).
 
 The suite kills the save at the last call of each step before the pair is renamed, at
 both renames and at the first unlink after them: the points where the pair changes from old
-to new. ``python -m tests.domain.storage.test_killed_save`` kills it at every injection point
-and prints the table.
+to new. They are named by their place (the last ``write``, the first ``unlink``), so that
+collecting the tests traces nothing; the calls are counted once per process, by the first
+test that needs them, and the folder before the save is made once per layout and copied.
+``python -m tests.domain.storage.test_killed_save`` kills it at every injection point and
+prints the table.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -24,6 +28,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,21 +66,36 @@ TWO_FOLDERS = Layout("two folders", "../dst/out.yaml", "../logs/out.changelog.js
 
 
 def prepare(root: Path, layout: Layout) -> tuple[Path, dict[str, bytes]]:
-    """A source, a heavier second source, and the first pair saved: the folder before."""
+    """A source, a heavier second source, and the first pair saved: the folder before (a
+    copy of the one :func:`before` saved, times kept: the pair names its files by relative
+    paths, so the copy is the same folder elsewhere)."""
+    shutil.copytree(before(layout), root, dirs_exist_ok=True)
     src = root / "src"
-    for folder in ("src", "dst", "logs"):
-        (root / folder).mkdir()
-    text = FIXTURE.read_text(encoding="utf-8")
-    (src / "job.yaml").write_text(text, encoding="utf-8")
-    (src / "job2.yaml").write_text(text.replace("batch_size: 1", "batch_size: 2"), "utf-8")
-    subprocess.run(
-        layout.save_args("job.yaml", force=False),
-        cwd=src,
-        check=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     return src, pair(src, layout)
+
+
+_BEFORE: dict[str, tempfile.TemporaryDirectory[str]] = {}
+
+
+def before(layout: Layout) -> Path:
+    """The folder before the second save, saved for real once per process and layout."""
+    if layout.name not in _BEFORE:
+        _BEFORE[layout.name] = tempfile.TemporaryDirectory()
+        root = Path(_BEFORE[layout.name].name)
+        src = root / "src"
+        for folder in ("src", "dst", "logs"):
+            (root / folder).mkdir()
+        text = FIXTURE.read_text(encoding="utf-8")
+        (src / "job.yaml").write_text(text, encoding="utf-8")
+        (src / "job2.yaml").write_text(text.replace("batch_size: 1", "batch_size: 2"), "utf-8")
+        subprocess.run(
+            layout.save_args("job.yaml", force=False),
+            cwd=src,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    return Path(_BEFORE[layout.name].name)
 
 
 def pair(src: Path, layout: Layout) -> dict[str, bytes]:
@@ -146,8 +166,6 @@ _REFERENCES: dict[str, dict[str, bytes]] = {}
 
 def reference(layout: Layout) -> dict[str, bytes]:
     """The new pair, as the second save writes it when nothing stops it (made once)."""
-    import tempfile
-
     if layout.name not in _REFERENCES:
         with tempfile.TemporaryDirectory() as folder:
             src, _ = prepare(Path(folder), layout)
@@ -200,10 +218,9 @@ def kill_at(root: Path, layout: Layout, call: str, when: int, opener: str) -> tu
     return outcome, f"{killed_word}; next command exit {status}; leftovers {left or 'none'}"
 
 
+@functools.cache
 def injection_points() -> list[tuple[Layout, str, int, str]]:
-    """Every (layout, call, N, which file is opened next), counted once per session."""
-    import tempfile
-
+    """Every (layout, call, N, which file is opened next), counted once per process."""
     found: list[tuple[Layout, str, int, str]] = []
     for layout in (ONE_FOLDER, TWO_FOLDERS):
         with tempfile.TemporaryDirectory() as folder:
@@ -232,31 +249,61 @@ def boundaries(points: list[tuple[Layout, str, int, str]]) -> list[tuple[Layout,
     return chosen
 
 
-POINTS = injection_points() if shutil.which("strace") else []
-SUITE_POINTS = boundaries(POINTS)
+Place = str | int
+"""Which call of a step: ``"first"``, ``"last"``, or the N-th (from 1)."""
+
+#: The suite's points, by place (what :func:`boundaries` picks from the counted calls, which
+#: :func:`test_the_suites_points_are_each_steps_boundary_and_open_both_files` holds them to),
+#: with the file that the next command opens. In one folder, fsync is a step of its own; in
+#: two, its calls are the same steps with the folders fsynced twice.
+SUITE_PLACES: list[tuple[Layout, str, Place, str]] = [
+    (ONE_FOLDER, "write", "last", "config"),
+    (ONE_FOLDER, "fsync", "last", "config"),
+    (ONE_FOLDER, "link", "last", "changelog"),
+    (ONE_FOLDER, "rename", 1, "config"),
+    (ONE_FOLDER, "rename", 2, "changelog"),
+    (ONE_FOLDER, "unlink", "first", "config"),
+    (TWO_FOLDERS, "write", "last", "changelog"),
+    (TWO_FOLDERS, "link", "last", "changelog"),
+    (TWO_FOLDERS, "rename", 1, "changelog"),
+    (TWO_FOLDERS, "rename", 2, "changelog"),
+    (TWO_FOLDERS, "unlink", "first", "changelog"),
+]
+
+
+def when_at(layout: Layout, call: str, place: Place) -> int:
+    """The number N of the call at ``place`` among the save's ``call``s on files."""
+    numbers = [p[2] for p in injection_points() if p[0] is layout and p[1] == call]
+    assert numbers, f"the save makes no {call} in {layout.name}"
+    if place == "first":
+        return numbers[0]
+    if place == "last":
+        return numbers[-1]
+    assert isinstance(place, int) and 0 < place <= len(numbers), (call, place, numbers)
+    return numbers[place - 1]
 
 
 @pytest.mark.parametrize(
-    ("layout", "call", "when", "opener"),
-    SUITE_POINTS,
-    ids=[f"{p[0].name.replace(' ', '-')}-{p[1]}{p[2]}-open-{p[3]}" for p in SUITE_POINTS],
+    ("layout", "call", "place", "opener"),
+    SUITE_PLACES,
+    ids=[f"{p[0].name.replace(' ', '-')}-{p[1]}-{p[2]}-open-{p[3]}" for p in SUITE_PLACES],
 )
 def test_a_killed_save_leaves_the_pair_old_or_new_for_the_next_reader(
     tmp_path: Path,
     layout: Layout,
     call: str,
-    when: int,
+    place: Place,
     opener: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    outcome, detail = kill_at(tmp_path, layout, call, when, opener)
+    outcome, detail = kill_at(tmp_path, layout, call, when_at(layout, call, place), opener)
     capsys.readouterr()
     assert outcome in ("old", "new"), detail
     assert "leftovers none" in detail, detail
 
 
 def test_every_write_step_is_an_injection_point() -> None:
-    calls = {(p[0].name, p[1]) for p in POINTS}
+    calls = {(p[0].name, p[1]) for p in injection_points()}
     for layout in (ONE_FOLDER, TWO_FOLDERS):
         for call in ("write", "rename", "link", "unlink"):
             assert (layout.name, call) in calls
@@ -264,24 +311,25 @@ def test_every_write_step_is_an_injection_point() -> None:
 
 
 def test_the_suites_points_are_each_steps_boundary_and_open_both_files() -> None:
-    chosen = {(p[0].name, p[1], p[2]) for p in SUITE_POINTS}
+    points = injection_points()
+    chosen = {(p[0].name, p[1], when_at(p[0], p[1], p[2])) for p in SUITE_PLACES}
+    assert chosen == {(p[0].name, p[1], p[2]) for p in boundaries(points)}
     for layout in (ONE_FOLDER, TWO_FOLDERS):
-        mine = [p for p in POINTS if p[0] is layout]
+        mine = [p for p in points if p[0] is layout]
         renames = [p[2] for p in mine if p[1] == "rename"]
         assert {(layout.name, "rename", when) for when in renames} <= chosen
         assert (layout.name, "unlink", min(p[2] for p in mine if p[1] == "unlink")) in chosen
         assert (layout.name, "write", max(p[2] for p in mine if p[1] == "write")) in chosen
-    assert {p[3] for p in SUITE_POINTS} == {"config", "changelog"}
+    assert {p[3] for p in SUITE_PLACES} == {"config", "changelog"}
 
 
 if __name__ == "__main__":  # the table for a report
     import contextlib
     import io
-    import tempfile
 
     print("| layout | killed at | next opens | pair | detail |")
     print("|---|---|---|---|---|")
-    for layout, call, when, opener in POINTS:
+    for layout, call, when, opener in injection_points():
         with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(io.StringIO()):
             outcome, detail = kill_at(Path(folder), layout, call, when, opener)
         print(f"| {layout.name} | {call} #{when} | {opener} | {outcome} | {detail} |")
