@@ -11,18 +11,18 @@ import re
 import subprocess
 import sys
 import zipfile
-from functools import cache
 from pathlib import Path
 
 import pytest
+
+from tests.support.once import once_per_run
 
 REPO = Path(__file__).resolve().parents[2]
 OLD_NAMES = re.compile(r"^\s*(?:from|import)\s+(?:wizard|screens|presets)\b", re.M)
 
 
-@cache
-def wheel_names(folder: Path) -> tuple[str, ...]:
-    """The file names inside the project's wheel, built into ``folder``."""
+def build_wheel(folder: Path) -> None:
+    """The project's wheel, built into ``folder``."""
     subprocess.run(
         [
             sys.executable,
@@ -39,14 +39,14 @@ def wheel_names(folder: Path) -> tuple[str, ...]:
         capture_output=True,
         timeout=300,
     )
-    (wheel,) = folder.glob("oom_wizard-*.whl")
-    with zipfile.ZipFile(wheel) as archive:
-        return tuple(archive.namelist())
 
 
 @pytest.fixture(scope="module")
 def names(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, ...]:
-    return wheel_names(tmp_path_factory.mktemp("wheel"))
+    """The file names inside the project's wheel (built once for all the workers)."""
+    (wheel,) = once_per_run(tmp_path_factory, "wheel", build_wheel).glob("oom_wizard-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        return tuple(archive.namelist())
 
 
 def test_the_wheel_adds_one_top_level_name(names: tuple[str, ...]) -> None:
