@@ -12,15 +12,15 @@ the config (``scale-up``) or the change log (``history``).
 The suite kills the save at the last call of each step before the pair is renamed, at
 both renames and at the first unlink after them: the points where the pair changes from old
 to new. They are named by their place (the last ``write``, the first ``unlink``), so that
-collecting the tests traces nothing; the calls are counted once per process, by the first
-test that needs them, and the folder before the save is made once per layout and copied.
+collecting the tests traces nothing; the calls are counted once per run, by the first test
+(of any xdist worker) that needs them, and the folder before the save is made once per layout
+and copied.
 ``python -m tests.domain.storage.test_killed_save`` kills it at every injection point and
 prints the table.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -35,6 +35,7 @@ from pathlib import Path
 import pytest
 
 from oom_wizard.cli import main
+from tests.support.once import once_per_run
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "configs" / "flux_portrait_24gb.yaml"
 STEPS = ("write", "fsync", "link", "rename", "unlink")
@@ -74,14 +75,16 @@ def prepare(root: Path, layout: Layout) -> tuple[Path, dict[str, bytes]]:
     return src, pair(src, layout)
 
 
-_BEFORE: dict[str, tempfile.TemporaryDirectory[str]] = {}
+_BEFORE: dict[str, Path] = {}
+_TEMPORARY: list[tempfile.TemporaryDirectory[str]] = []
 
 
 def before(layout: Layout) -> Path:
-    """The folder before the second save, saved for real once per process and layout."""
+    """The folder before the second save, saved for real once per run and layout (see
+    :func:`made_once_per_run`)."""
     if layout.name not in _BEFORE:
-        _BEFORE[layout.name] = tempfile.TemporaryDirectory()
-        root = Path(_BEFORE[layout.name].name)
+        _TEMPORARY.append(tempfile.TemporaryDirectory())
+        root = _BEFORE[layout.name] = Path(_TEMPORARY[-1].name)
         src = root / "src"
         for folder in ("src", "dst", "logs"):
             (root / folder).mkdir()
@@ -95,7 +98,7 @@ def before(layout: Layout) -> Path:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-    return Path(_BEFORE[layout.name].name)
+    return _BEFORE[layout.name]
 
 
 def pair(src: Path, layout: Layout) -> dict[str, bytes]:
@@ -218,9 +221,18 @@ def kill_at(root: Path, layout: Layout, call: str, when: int, opener: str) -> tu
     return outcome, f"{killed_word}; next command exit {status}; leftovers {left or 'none'}"
 
 
-@functools.cache
+_POINTS: list[tuple[Layout, str, int, str]] = []
+
+
 def injection_points() -> list[tuple[Layout, str, int, str]]:
-    """Every (layout, call, N, which file is opened next), counted once per process."""
+    """Every (layout, call, N, which file is opened next), counted once per run."""
+    if not _POINTS:
+        _POINTS.extend(counted_points())
+    return _POINTS
+
+
+def counted_points() -> list[tuple[Layout, str, int, str]]:
+    """Every (layout, call, N, which file is opened next), from two traced saves."""
     found: list[tuple[Layout, str, int, str]] = []
     for layout in (ONE_FOLDER, TWO_FOLDERS):
         with tempfile.TemporaryDirectory() as folder:
@@ -232,6 +244,38 @@ def injection_points() -> list[tuple[Layout, str, int, str]]:
                 opener = ("config", "changelog")[index % 2] if layout is ONE_FOLDER else "changelog"
                 found.append((layout, call, when, opener))
     return found
+
+
+LAYOUTS = {layout.name: layout for layout in (ONE_FOLDER, TWO_FOLDERS)}
+
+
+def _made(folder: Path) -> None:
+    """What every test of this module starts from, into ``folder``: the counted calls, and
+    per layout the folder before the second save and the new pair it writes."""
+    found = [[point[0].name, *point[1:]] for point in injection_points()]
+    (folder / "points.json").write_text(json.dumps(found), encoding="utf-8")
+    for layout in LAYOUTS.values():
+        mine = folder / layout.name.replace(" ", "-")
+        shutil.copytree(before(layout), mine / "before")
+        for key, data in reference(layout).items():
+            (mine / f"new-{key}").write_bytes(data)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def made_once_per_run(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The calls counted, the folders before and the new pairs, made by the first xdist
+    worker that runs one of these tests and read by the others (each of them traced two
+    saves and ran six, up to 5 s of CPU, before its first test)."""
+    folder = once_per_run(tmp_path_factory, "killed-save", _made)
+    if not _POINTS:
+        for name, call, when, opener in json.loads((folder / "points.json").read_text()):
+            _POINTS.append((LAYOUTS[name], call, when, opener))
+    for layout in LAYOUTS.values():
+        mine = folder / layout.name.replace(" ", "-")
+        _BEFORE.setdefault(layout.name, mine / "before")
+        if layout.name not in _REFERENCES:
+            keys = ("config", "changelog")
+            _REFERENCES[layout.name] = {key: (mine / f"new-{key}").read_bytes() for key in keys}
 
 
 def boundaries(points: list[tuple[Layout, str, int, str]]) -> list[tuple[Layout, str, int, str]]:
