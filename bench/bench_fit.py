@@ -93,7 +93,7 @@ def in_process(config: Path, env: dict[str, str]) -> None:
     code = f"""
 import time
 t0 = time.process_time()
-import oom_wizard.catalog as catalog
+import oom_wizard.rules.catalog as catalog
 t1 = time.process_time()
 catalog.load_presets()
 t2 = time.process_time()

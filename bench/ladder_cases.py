@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from oom_wizard.document import load_document
 from oom_wizard.errors import ConfigError
+from oom_wizard.formats.document import load_document
 from tests.domain.rules.test_plan_ladder import (
     assert_fix_lowers_or_exhausted,
     cases,

@@ -16,10 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from oom_wizard.document import load_document
 from oom_wizard.errors import ConfigError
-from oom_wizard.memory import job_memory, verdict
-from oom_wizard.modelkind import find_model_kind
+from oom_wizard.formats.document import load_document
+from oom_wizard.rules.memory import job_memory, verdict
+from oom_wizard.rules.modelkind import find_model_kind
 from tests.support.measured_peaks import EXAMPLES, Point, deltas, example_card, points
 
 SHARE = 0.15

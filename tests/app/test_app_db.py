@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from textual.widgets import Input, OptionList
 
-from oom_wizard.jobdb import load_job
 from oom_wizard.paths import FieldPath, parse_path
 from oom_wizard.screens.app import create_app
 from oom_wizard.screens.destination import AS_NEW, IN_PLACE, TO_FILE, DestinationPicker
+from oom_wizard.storage.jobdb import load_job
 from tests.support import exactness
 from tests.support.aitk_db import all_rows, job_row
 from tests.support.app_support import (

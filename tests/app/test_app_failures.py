@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from oom_wizard import save as save_module, service
+from oom_wizard import service
 from oom_wizard.application.demo import IMAGE_JOB
 from oom_wizard.screens.app import create_app
+from oom_wizard.storage import save as save_module
 from tests.support.app_support import (
     demo_app,
     demo_folder,

@@ -10,7 +10,7 @@ import yaml
 from textual.widgets import Input, OptionList, Static
 
 from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB
-from oom_wizard.document import load_document
+from oom_wizard.formats.document import load_document
 from oom_wizard.screens.app import OomWizardApp, create_app
 from oom_wizard.screens.environment import EnvironmentScreen
 from oom_wizard.screens.step import StepScreen

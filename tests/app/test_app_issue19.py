@@ -182,8 +182,8 @@ def crashed_log(folder: Path, name: str = "crashed.log") -> Path:
 def rolled_back(folder: Path) -> Path:
     """The image demo rolled back with every default; the saved config."""
     from oom_wizard.request import JobRequest
-    from oom_wizard.save import SaveResult
     from oom_wizard.service import ToFile, effective_choices, save, start
+    from oom_wizard.storage.save import SaveResult
 
     state = start(JobRequest(folder / IMAGE_JOB.config, folder / IMAGE_JOB.log, probe=False))
     result = save(state, effective_choices(state), ToFile())

@@ -14,8 +14,8 @@ from textual.pilot import Pilot
 from textual.widgets import ProgressBar
 from textual.worker import WorkerState
 
-from oom_wizard import logread
 from oom_wizard.application.demo import IMAGE_JOB
+from oom_wizard.logs import read as logread
 from oom_wizard.screens.load import LoadScreen
 from tests.support.app_support import demo_app, demo_folder, screen_text, wait_for_screen, wizard
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from oom_wizard.cli import main
-from oom_wizard.jobdb import new_job_name_problem
+from oom_wizard.storage.jobdb import new_job_name_problem
 from tests.support.aitk_db import add_job, all_rows, make_db
 
 BAD_NAMES = [

@@ -22,7 +22,7 @@ from oom_wizard.screens.app import OomWizardApp
 from oom_wizard.screens.help import HelpScreen
 from oom_wizard.screens.keys import binding_ids, key_problem, key_rows, key_words
 from oom_wizard.screens.step import StepScreen
-from oom_wizard.settings import read_keymap, save_theme
+from oom_wizard.storage.settings import read_keymap, save_theme
 from tests.support.app_support import (
     REPO,
     demo_app,

@@ -8,7 +8,7 @@ from typing import Any
 
 from textual.app import App, ComposeResult
 
-from oom_wizard.memory import Band
+from oom_wizard.rules.memory import Band
 from oom_wizard.screens.memory_bar import MemoryBar, bar_content
 from oom_wizard.screens.step import StepScreen
 from oom_wizard.service import MemoryPeak, walk_steps

@@ -19,17 +19,17 @@ import pytest
 from textual.pilot import Pilot
 
 from oom_wizard.application.autopilot import Outcome, Settings, UserSave, autopilot
-from oom_wizard.changelog import changelog_path_for, read_changelog
 from oom_wizard.commands.run import ask_in_wizard
-from oom_wizard.document import MISSING, load_document
+from oom_wizard.formats.document import MISSING, load_document
+from oom_wizard.formats.view import ProcessView
 from oom_wizard.paths import parse_path
-from oom_wizard.plan import validation_run_steps
 from oom_wizard.request import JobRequest
+from oom_wizard.rules.plan import validation_run_steps
 from oom_wizard.screens.app import OomWizardApp
 from oom_wizard.screens.review import ReviewScreen
 from oom_wizard.screens.widgets import Tick
 from oom_wizard.service import WizardState, effective_choices, prepared, preselect_fix, start
-from oom_wizard.view import ProcessView
+from oom_wizard.storage.changelog import changelog_path_for, read_changelog
 from tests.support.app_support import settle, wait_for_screen
 from tests.support.autopilot_support import FAKE, SCENARIOS, Scenario, fake_runner, write_config
 from tests.support.tmux_support import WIZARD, in_a_real_terminal, terminal

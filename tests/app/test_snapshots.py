@@ -125,8 +125,8 @@ STAGES: dict[str, tuple[str, Steps]] = {
 
 def rolled_back_demo() -> Path:
     """The demo folder after one roll-back saved with every default (for coming back)."""
-    from oom_wizard.save import SaveResult
     from oom_wizard.service import JobRequest, ToFile, effective_choices, save, start
+    from oom_wizard.storage.save import SaveResult
 
     folder = demo_folder(Path.cwd())
     state = start(

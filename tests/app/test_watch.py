@@ -195,7 +195,7 @@ async def test_a_web_ui_job_shows_its_row_and_is_read_without_blocking(tmp_path:
 
 
 async def test_a_web_ui_job_that_crashes_opens_the_wizard_on_its_row(tmp_path: Path) -> None:
-    from oom_wizard.document import load_document
+    from oom_wizard.formats.document import load_document
 
     config = write_config(tmp_path, SCENARIOS[0])
     db = make_db(tmp_path / "aitk_db.db")

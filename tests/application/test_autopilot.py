@@ -15,11 +15,11 @@ import pytest
 
 from oom_wizard.application.autopilot import Settings, autopilot
 from oom_wizard.application.trainer import group_alive, stops_as_from_a_terminal
-from oom_wizard.changelog import ChangeLog, changelog_path_for, read_changelog
 from oom_wizard.cli import main
-from oom_wizard.document import load_document
+from oom_wizard.formats.document import load_document
 from oom_wizard.paths import parse_path
 from oom_wizard.service import WizardState
+from oom_wizard.storage.changelog import ChangeLog, changelog_path_for, read_changelog
 from tests.support.autopilot_support import (
     DEMO,
     FAKE,

@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from oom_wizard.application.demo import VIDEO_JOB
-from oom_wizard.diagnosis import Answers
 from oom_wizard.paths import parse_path
-from oom_wizard.plan import StepChoice
 from oom_wizard.request import JobRequest
+from oom_wizard.rules.diagnosis import Answers
+from oom_wizard.rules.plan import StepChoice
 from oom_wizard.service import (
     WizardState,
     answer,

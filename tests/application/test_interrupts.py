@@ -15,11 +15,11 @@ from oom_wizard.application.trainer import stops_as_from_a_terminal
 CHILD = textwrap.dedent(
     """
     import signal, sys, time
-    import oom_wizard.interrupts
-    from oom_wizard.interrupts import Terminated, raise_terminated, redeliver_lost_interrupts
+    import oom_wizard.host.interrupts
+    from oom_wizard.host.interrupts import Terminated, raise_terminated, redeliver_lost_interrupts
 
     if len(sys.argv) > 3:
-        oom_wizard.interrupts._RESEND_AFTER = float(sys.argv[3])
+        oom_wizard.host.interrupts._RESEND_AFTER = float(sys.argv[3])
 
     if sys.argv[1] == "installed":
         redeliver_lost_interrupts()

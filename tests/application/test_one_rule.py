@@ -110,7 +110,7 @@ def test_the_change_log_beside_an_output_is_one_rule(tmp_path: Path) -> None:
 
 def changelog_reads(monkeypatch: object) -> list[str]:
     """The change logs read from now on (every read goes through ``read_regular_file``)."""
-    import oom_wizard.document as document
+    import oom_wizard.formats.document as document
 
     assert hasattr(monkeypatch, "setattr")
     reads: list[str] = []
@@ -158,8 +158,8 @@ def test_the_change_log_is_read_once_for_an_open_a_save_and_its_result(
 def test_an_open_with_no_answer_diagnoses_the_log_once(monkeypatch: object) -> None:
     """``start`` (the app's first state, ``plan`` and ``apply`` without ``--moment`` or
     ``--kind``) diagnoses once: the settled diagnosis with no answer is the log's own."""
-    from oom_wizard import diagnosis
     from oom_wizard.application import settling
+    from oom_wizard.rules import diagnosis
     from oom_wizard.service import JobRequest, start as open_state
 
     assert hasattr(monkeypatch, "setattr")

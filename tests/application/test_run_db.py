@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from oom_wizard.application.autopilot import DbJobRef, UserSave, autopilot
-from oom_wizard.changelog import read_changelog
 from oom_wizard.commands.run import ask_in_wizard
-from oom_wizard.document import load_document
-from oom_wizard.jobdb import load_job
+from oom_wizard.formats.document import load_document
 from oom_wizard.service import WizardState
+from oom_wizard.storage.changelog import read_changelog
+from oom_wizard.storage.jobdb import load_job
 from tests.app.test_run_wizard import headless, save
 from tests.support.aitk_db import add_job, job_row, make_db, stringify
 from tests.support.autopilot_support import DEMO, FAKE, FLUX, fake_runner

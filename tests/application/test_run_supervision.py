@@ -16,10 +16,10 @@ import pytest
 
 from oom_wizard.application.autopilot import Settings, autopilot
 from oom_wizard.application.trainer import TrainerEnd, stops_as_from_a_terminal
-from oom_wizard.changelog import changelog_path_for, read_changelog
-from oom_wizard.document import load_document
+from oom_wizard.formats.document import load_document
 from oom_wizard.paths import parse_path
-from oom_wizard.resume import checkpoint_step
+from oom_wizard.storage.changelog import changelog_path_for, read_changelog
+from oom_wizard.storage.resume import checkpoint_step
 from tests.support.autopilot_support import (
     FAKE,
     SCENARIOS,

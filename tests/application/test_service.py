@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from oom_wizard.changelog import ChangeLog, DatabaseRecord, RunRecord, changelog_path_for
 from oom_wizard.errors import WizardError
 from oom_wizard.paths import format_path
-from oom_wizard.plan import StepChoice
+from oom_wizard.rules.plan import StepChoice
 from oom_wizard.service import (
     Answers,
     JobRequest,
@@ -23,6 +22,7 @@ from oom_wizard.service import (
     settle,
     start,
 )
+from oom_wizard.storage.changelog import ChangeLog, DatabaseRecord, RunRecord, changelog_path_for
 from tests.support.plan_support import job, write_job
 
 TREE = job(
@@ -45,7 +45,7 @@ def test_a_broken_change_log_stops_the_open(tmp_path: Path) -> None:
 
 def test_no_probe_means_no_probe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    monkeypatch.setattr("oom_wizard.probe.probe_gpu", lambda: calls.append("probed"))
+    monkeypatch.setattr("oom_wizard.host.probe.probe_gpu", lambda: calls.append("probed"))
     config = write_job(tmp_path / "job.yaml", TREE)
     open_job(JobRequest(config, probe=False))
     assert calls == []

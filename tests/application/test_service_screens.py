@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from oom_wizard.application.demo import IMAGE_JOB, copy_demo
-from oom_wizard.save import SaveResult
 from oom_wizard.service import (
     Answers,
     JobRequest,
@@ -32,6 +31,7 @@ from oom_wizard.service import (
     step_status,
     ui_hint,
 )
+from oom_wizard.storage.save import SaveResult
 
 
 def demo_state(tmp_path: Path, *, log: bool = True) -> WizardState:

@@ -9,7 +9,7 @@ import pytest
 
 from oom_wizard.cli import main
 from oom_wizard.errors import EditError
-from oom_wizard.fields import parse_assignment
+from oom_wizard.formats.fields import parse_assignment
 from oom_wizard.service import JobRequest, check_value, prepare_edit, start
 
 CONFIG = (

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB, DemoJob
-from oom_wizard.plan import StepChoice
 from oom_wizard.request import JobRequest
+from oom_wizard.rules.plan import StepChoice
 from oom_wizard.service import (
     WizardState,
     choose,

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
-from oom_wizard.catalog import MOMENTS
-from oom_wizard.changelog import read_changelog
-from oom_wizard.document import load_document
-from oom_wizard.plan import build_plan, default_model_kind
+from oom_wizard.formats.document import load_document
+from oom_wizard.rules.catalog import MOMENTS
+from oom_wizard.rules.plan import build_plan, default_model_kind
+from oom_wizard.storage.changelog import read_changelog
 from tests.support.aitk_db import add_job, job_row, make_db
 from tests.support.plan_support import (
     assert_exact,

@@ -10,7 +10,7 @@ import pytest
 
 from oom_wizard import cli as cli_module
 from oom_wizard.commands import open_cmd
-from oom_wizard.leftovers import NAME as LEFTOVER
+from oom_wizard.storage.leftovers import NAME as LEFTOVER
 from tests.support.plan_support import cli
 
 

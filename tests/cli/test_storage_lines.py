@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from oom_wizard.cli import main
-from oom_wizard.jobdb import job_changelog_path
+from oom_wizard.storage.jobdb import job_changelog_path
 
 
 @pytest.mark.parametrize("target", ["/", ".", ""])

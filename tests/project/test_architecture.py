@@ -63,8 +63,8 @@ def test_no_wizard_module_imports_textual_or_screens() -> None:
     # the probe really imported the package, commands included
     assert {
         "oom_wizard.cli",
-        "oom_wizard.document",
-        "oom_wizard.yamledit",
+        "oom_wizard.formats.document",
+        "oom_wizard.formats.yamledit",
         "oom_wizard.commands.set_cmd",
     } <= set(report["modules"])
 
@@ -88,7 +88,7 @@ VALUE_MODULES = frozenset(
 
 #: What the command line may import besides: its own modules, and the process plumbing of
 #: signals (``interrupts``: Ctrl+C and SIGTERM, a front end's concern, no rule of the domain).
-COMMANDS_MAY_IMPORT = frozenset({"oom_wizard.interrupts"})
+COMMANDS_MAY_IMPORT = frozenset({"oom_wizard.host.interrupts"})
 
 
 def domain_imports(source: str, allowed: frozenset[str] = frozenset()) -> list[tuple[int, str]]:
@@ -139,11 +139,11 @@ def test_commands_import_only_the_application_layer_and_the_value_types() -> Non
 @pytest.mark.parametrize(
     "source",
     [
-        "from oom_wizard.plan import StepChoice\n",
+        "from oom_wizard.rules.plan import StepChoice\n",
         "from oom_wizard import plan\n",
-        "import oom_wizard.jobdb\n",
-        "def f():\n    from oom_wizard.catalog import load_presets\n",
-        "if TYPE_CHECKING:\n    from oom_wizard.changes import Prepared\n",
+        "import oom_wizard.storage.jobdb\n",
+        "def f():\n    from oom_wizard.rules.catalog import load_presets\n",
+        "if TYPE_CHECKING:\n    from oom_wizard.storage.changes import Prepared\n",
     ],
 )
 def test_the_import_rule_catches_a_domain_import(source: str) -> None:
@@ -173,7 +173,7 @@ def test_no_stage_imports_the_app() -> None:
 
 PLANNER_PROBE = """
 import json, sys
-import oom_wizard.plan, oom_wizard.scaleup, oom_wizard.estimate, oom_wizard.fields
+import oom_wizard.rules.plan, oom_wizard.rules.scaleup, oom_wizard.rules.estimate, oom_wizard.formats.fields
 print(json.dumps(sorted(m for m in sys.modules if m.startswith("oom_wizard."))))
 """
 
@@ -190,9 +190,14 @@ def test_the_planner_imports_no_file_writer() -> None:
         check=True,
     )
     loaded = set(json.loads(completed.stdout.strip().splitlines()[-1]))
-    assert "oom_wizard.change" in loaded
+    assert "oom_wizard.formats.change" in loaded
     assert loaded.isdisjoint(
-        {"oom_wizard.save", "oom_wizard.changes", "oom_wizard.jobdb", "oom_wizard.service"}
+        {
+            "oom_wizard.storage.save",
+            "oom_wizard.storage.changes",
+            "oom_wizard.storage.jobdb",
+            "oom_wizard.service",
+        }
     )
 
 
@@ -218,26 +223,26 @@ def command_loads(folder: Path, *argv: str) -> set[str]:
 
 #: The save pipeline, the config's models and the change log, and what only the wizard needs.
 NOT_FOR_READING = {
-    "oom_wizard.save",
-    "oom_wizard.changelog",
-    "oom_wizard.document",
-    "oom_wizard.view",
+    "oom_wizard.storage.save",
+    "oom_wizard.storage.changelog",
+    "oom_wizard.formats.document",
+    "oom_wizard.formats.view",
     "oom_wizard.service",
-    "oom_wizard.jobdb",
-    "oom_wizard.plan",
+    "oom_wizard.storage.jobdb",
+    "oom_wizard.rules.plan",
 }
 
 
 def test_the_version_loads_no_domain_model(tmp_path: Path) -> None:
     loaded = command_loads(tmp_path, "--version")
-    assert not {"pydantic", "yaml", "oom_wizard.catalog", *NOT_FOR_READING} & loaded
+    assert not {"pydantic", "yaml", "oom_wizard.rules.catalog", *NOT_FOR_READING} & loaded
 
 
 def test_diagnosing_a_log_alone_loads_no_config_or_save_module(tmp_path: Path) -> None:
     log = tmp_path / "log.txt"
     log.write_text("torch.OutOfMemoryError: CUDA out of memory.\n", encoding="utf-8")
     loaded = command_loads(tmp_path, "diagnose", "--log", str(log), "--json", "--no-probe")
-    assert {"oom_wizard.diagnosis", "oom_wizard.logscan"} <= loaded
+    assert {"oom_wizard.rules.diagnosis", "oom_wizard.logs.scan"} <= loaded
     assert not NOT_FOR_READING & loaded
 
 
@@ -252,17 +257,17 @@ print(json.dumps({"status": status, "loaded": sorted(sys.modules)}), file=sys.st
 
 #: What ``fit`` has no use for: the app, the jobs database, the save pipeline, the live watch,
 #: the settings file and the value checks of the step screens. (It does make the fix's
-#: edits in memory, ``oom_wizard.changes``: a later step counts from what earlier ones leave.)
+#: edits in memory, ``oom_wizard.storage.changes``: a later step counts from what earlier ones leave.)
 NOT_FOR_FIT = {
     "textual",
     "oom_wizard.screens",
     "sqlite3",
-    "oom_wizard.jobdb",
-    "oom_wizard.save",
+    "oom_wizard.storage.jobdb",
+    "oom_wizard.storage.save",
     "oom_wizard.application.follow",
-    "oom_wizard.settings",
-    "oom_wizard.values",
-    "oom_wizard.probe",
+    "oom_wizard.storage.settings",
+    "oom_wizard.rules.values",
+    "oom_wizard.host.probe",
 }
 
 
@@ -280,7 +285,11 @@ def test_fit_loads_neither_the_app_nor_the_writers(tmp_path: Path) -> None:
     )
     assert report["status"] == 0
     loaded = set(report["loaded"])
-    assert {"oom_wizard.memory", "oom_wizard.catalog", "oom_wizard.plan"} <= loaded
+    assert {
+        "oom_wizard.rules.memory",
+        "oom_wizard.rules.catalog",
+        "oom_wizard.rules.plan",
+    } <= loaded
     assert not NOT_FOR_FIT & loaded
 
 
@@ -304,7 +313,7 @@ def test_importing_the_service_loads_no_domain_module() -> None:
         "oom_wizard.request",
         "oom_wizard.vocabulary",
     }
-    assert report["plan"] == "oom_wizard.plan"
+    assert report["plan"] == "oom_wizard.rules.plan"
 
 
 def test_every_name_the_service_exports_resolves() -> None:
@@ -350,8 +359,8 @@ def test_copying_the_demo_loads_no_model(tmp_path: Path) -> None:
     """``demo`` copies its jobs before the app starts: the atomic writer needs no pydantic."""
     loaded = set(child_report(DEMO_COPY_PROBE, str(tmp_path / "demo"))["loaded"])
     assert (tmp_path / "demo").is_dir()
-    assert "oom_wizard.save" in loaded
-    assert not {"pydantic", "oom_wizard.changelog", "oom_wizard.document"} & loaded
+    assert "oom_wizard.storage.save" in loaded
+    assert not {"pydantic", "oom_wizard.storage.changelog", "oom_wizard.formats.document"} & loaded
 
 
 FIRST_FRAME_PROBE = """
@@ -394,7 +403,7 @@ def test_the_load_screen_is_up_before_the_domain_loads(tmp_path: Path) -> None:
     assert seen["title"] == "Load the job that ran out of memory"
     assert not {
         "pydantic",
-        "oom_wizard.catalog",
-        "oom_wizard.document",
-        "oom_wizard.changelog",
+        "oom_wizard.rules.catalog",
+        "oom_wizard.formats.document",
+        "oom_wizard.storage.changelog",
     } & set(seen["loaded"])

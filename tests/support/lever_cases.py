@@ -24,11 +24,11 @@ from typing import Any
 
 import yaml
 
-from oom_wizard.catalog import load_presets
-from oom_wizard.diagnosis import Answers
-from oom_wizard.memory import Phase
-from oom_wizard.plan import StepChoice
 from oom_wizard.request import JobRequest
+from oom_wizard.rules.catalog import load_presets
+from oom_wizard.rules.diagnosis import Answers
+from oom_wizard.rules.memory import Phase
+from oom_wizard.rules.plan import StepChoice
 from oom_wizard.service import WizardState, answer, job_memory, start
 from oom_wizard.spelling import before_after
 

@@ -23,15 +23,15 @@ from typing import Any, Literal
 from textual.pilot import Pilot
 
 from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB, DemoJob
-from oom_wizard.document import load_document
-from oom_wizard.jobdb import DbSaveResult
-from oom_wizard.save import SaveResult
+from oom_wizard.formats.document import load_document
 from oom_wizard.screens.app import OomWizardApp, create_app
 from oom_wizard.screens.base import Finished
 from oom_wizard.screens.environment import EnvironmentScreen
 from oom_wizard.screens.moment import MomentScreen
 from oom_wizard.screens.result import ResultScreen
 from oom_wizard.screens.widgets import Choice, MarkedOptionList
+from oom_wizard.storage.jobdb import DbSaveResult
+from oom_wizard.storage.save import SaveResult
 from oom_wizard.vocabulary import MOMENTS
 from tests.support.aitk_db import add_job, job_row, make_db
 from tests.support.app_support import accept_steps, save_from_review

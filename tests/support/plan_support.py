@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from oom_wizard.cli import main
-from oom_wizard.document import JobDocument, parse_document
+from oom_wizard.formats.document import JobDocument, parse_document
 from oom_wizard.paths import FieldPath
 from tests.support import exactness
 from tests.support.corpus import own_configs, shared_examples
@@ -92,8 +92,8 @@ def examples() -> list[Path]:
 def toolkit_examples() -> list[Path]:
     """AI Toolkit's example configs from ``../shared`` that load (one of them is not valid
     YAML, and is left out); empty when ``../shared`` is not there."""
-    from oom_wizard.document import load_document
     from oom_wizard.errors import ConfigError
+    from oom_wizard.formats.document import load_document
 
     found = []
     for path in shared_examples():

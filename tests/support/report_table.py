@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run as a script from a checkout
     sys.path.insert(0, str(ROOT))
 
-from oom_wizard.diagnosis import diagnose  # noqa: E402
-from oom_wizard.document import load_document  # noqa: E402
-from oom_wizard.logscan import scan_log  # noqa: E402
+from oom_wizard.formats.document import load_document  # noqa: E402
+from oom_wizard.logs.scan import scan_log  # noqa: E402
+from oom_wizard.rules.diagnosis import diagnose  # noqa: E402
 
 REPORTS = Path(__file__).resolve().parents[1] / "fixtures" / "reports"
 

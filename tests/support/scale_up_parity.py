@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB, DemoJob
-from oom_wizard.document import load_document
+from oom_wizard.formats.document import load_document
 from oom_wizard.request import JobRequest
 from oom_wizard.service import (
     DbSaveResult,

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from oom_wizard.document import (
+from oom_wizard.errors import ConfigError, EditError
+from oom_wizard.formats.document import (
     MISSING,
     JobDocument,
     RemoveKey,
@@ -20,9 +21,8 @@ from oom_wizard.document import (
     parse_document,
     same_value,
 )
-from oom_wizard.errors import ConfigError, EditError
-from oom_wizard.yamledit import YamlText
-from oom_wizard.yamlload import MAX_DEPTH, check_limits, load_tree
+from oom_wizard.formats.yamledit import YamlText
+from oom_wizard.formats.yamlload import MAX_DEPTH, check_limits, load_tree
 
 MINIMAL = """\
 job: extension
@@ -308,7 +308,7 @@ def test_edits_the_fast_check_refuses_are_made_one_at_a_time_on_the_exact_path(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A text libyaml would read otherwise than the intended tree is not taken on its word."""
-    import oom_wizard.document as document
+    import oom_wizard.formats.document as document
 
     monkeypatch.setattr(document, "load_tree", lambda text: {"read": "differently"})
     doc = parse_document(MINIMAL, source=Path("job.yaml"), fmt="yaml")

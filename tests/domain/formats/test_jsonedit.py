@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from oom_wizard.document import (
+from oom_wizard.errors import ConfigError, EditError
+from oom_wizard.formats.document import (
     Edit,
     JobDocument,
     RemoveKey,
@@ -17,7 +18,6 @@ from oom_wizard.document import (
     parse_document,
     strip_json_comments,
 )
-from oom_wizard.errors import ConfigError, EditError
 from oom_wizard.paths import FieldPath
 
 P0: FieldPath = ("config", "process", 0)

@@ -36,10 +36,10 @@ from typing import Any, TypeVar
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from oom_wizard.document import Edit, RemoveKey, SetValue, parse_document
+from oom_wizard.formats.document import Edit, RemoveKey, SetValue, parse_document
+from oom_wizard.formats.yamlload import ToolkitLoader
 from oom_wizard.paths import FieldPath
-from oom_wizard.save import HEADER
-from oom_wizard.yamlload import ToolkitLoader
+from oom_wizard.storage.save import HEADER
 
 T = TypeVar("T")
 Draw = Callable[[st.SearchStrategy[T]], T]

@@ -1,4 +1,4 @@
-"""Tests of ``oom_wizard.view``: defaults, presence, type errors with positions, placeholders."""
+"""Tests of ``oom_wizard.formats.view``: defaults, presence, type errors with positions, placeholders."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ import yaml
 from hypothesis import given, settings, strategies as st
 
 from oom_wizard.errors import ConfigError
-from oom_wizard.paths import FieldPath, parse_path
-from oom_wizard.view import (
+from oom_wizard.formats.view import (
     TRAINING_PROCESS_TYPES,
     JobView,
     ProcessView,
@@ -22,6 +21,7 @@ from oom_wizard.view import (
     build_view,
     size_flags,
 )
+from oom_wizard.paths import FieldPath, parse_path
 from tests.support.corpus import needs_shared, own_configs, shared_examples
 
 
@@ -886,7 +886,7 @@ def test_any_value_gives_a_view_or_a_config_error(
 
 def test_rendered_size_reads_the_prompts_once_for_all_samples(monkeypatch) -> None:
     """Issue 12, item 12: one pass over the overrides, not one per sample (quadratic)."""
-    import oom_wizard.view as view_module
+    import oom_wizard.formats.view as view_module
 
     prompts = [f"p{i} --w 640" for i in range(200)]
     tree = {
@@ -1006,7 +1006,7 @@ def test_a_wrong_ema_flag_names_its_nested_path() -> None:
 
 
 def test_the_new_memory_options_are_fields_set_accepts() -> None:
-    from oom_wizard.fields import known_field_keys
+    from oom_wizard.formats.fields import known_field_keys
 
     assert {
         "train.ema_config.use_ema",

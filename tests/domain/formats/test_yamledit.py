@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-from oom_wizard.document import Edit, JobDocument, RemoveKey, SetValue, parse_document
 from oom_wizard.errors import EditError
+from oom_wizard.formats.document import Edit, JobDocument, RemoveKey, SetValue, parse_document
+from oom_wizard.formats.yamlload import ToolkitLoader
 from oom_wizard.paths import FieldPath, parse_path
-from oom_wizard.yamlload import ToolkitLoader
 
 P0: FieldPath = ("config", "process", 0)
 
@@ -573,7 +573,7 @@ def test_a_child_of_an_aliased_mapping_is_refused_naming_its_anchor(path: FieldP
 
 
 def test_the_intended_tree_shares_nothing_with_the_aliased_source() -> None:
-    from oom_wizard.document import apply_to_tree
+    from oom_wizard.formats.document import apply_to_tree
 
     tree = yaml.load(ALIASED_LATER, Loader=ToolkitLoader)
     assert tree["config"]["process"][0]["train"] is tree["other"]  # YAML shares them

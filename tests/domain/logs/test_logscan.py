@@ -10,16 +10,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from oom_wizard.errors import LogError, PresetError
-from oom_wizard.logscan import (
-    MAX_SEGMENT_BYTES,
-    SIGNALS,
-    LogScan,
-    load_log_markers,
-    parse_allocator_message,
-    scan_log,
-    scan_stream,
-    scan_text,
-)
+from oom_wizard.logs.allocator import parse_allocator_message
+from oom_wizard.logs.markers import load_log_markers
+from oom_wizard.logs.result import LogScan
+from oom_wizard.logs.scan import MAX_SEGMENT_BYTES, scan_log, scan_stream, scan_text
+from oom_wizard.logs.signals import SIGNALS
 
 HEADER = [
     "Running 1 job",

@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from oom_wizard import logread, logscan
-from oom_wizard.logread import (
+from oom_wizard.logs import bars as logs_bars, read as logread, run as logs_run, scan as logscan
+from oom_wizard.logs.lines import clean
+from oom_wizard.logs.markers import LogMarkers, _unnamed, load_log_markers
+from oom_wizard.logs.read import (
     NON_ASCII_FOLDS,
     ScanCancelled,
     Watch,
@@ -29,15 +31,8 @@ from oom_wizard.logread import (
     watching,
     window_pattern,
 )
-from oom_wizard.logscan import (
-    LogMarkers,
-    LogScan,
-    _unnamed,
-    clean,
-    load_log_markers,
-    scan_log,
-    scan_stream,
-)
+from oom_wizard.logs.result import LogScan
+from oom_wizard.logs.scan import scan_log, scan_stream
 
 REPORTS = Path(__file__).resolve().parents[2] / "fixtures" / "reports"
 MARKERS = load_log_markers()
@@ -667,14 +662,14 @@ def test_reading_a_run_of_redraws_by_its_ends_gives_the_scan_of_every_redraw(
     data = ("Running 1 job\nLoading model\n" + "\n".join(lines) + "\n").encode()
     shortcut = scan_stream(io.BytesIO(data), chunk_bytes=chunk_bytes)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(logscan, "_without_repeats", lambda line, _redraws: line.split(b"\r"))
+        patch.setattr(logscan, "without_repeats", lambda line, _redraws: line.split(b"\r"))
         every = scan_stream(io.BytesIO(data), chunk_bytes=chunk_bytes)
         every_full = scan_stream(io.BytesIO(data), chunk_bytes=chunk_bytes, prefilter=False)
     assert shortcut == every == every_full
 
 
 def _ends(line: bytes) -> list[bytes]:
-    return logscan._without_repeats(line, line.count(b"\r"))
+    return logs_bars.without_repeats(line, line.count(b"\r"))
 
 
 def test_the_ends_of_a_run_of_redraws() -> None:
@@ -701,7 +696,7 @@ def test_the_ends_of_a_run_of_redraws() -> None:
     ],
 )
 def test_a_bar_mark_is_found_where_bytes_find_finds_it(data: bytes, start: int, end: int) -> None:
-    assert logscan._find_bar(data, start, end) == data.find(b"%|", start, end)
+    assert logs_bars.find_bar(data, start, end) == data.find(b"%|", start, end)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
@@ -721,15 +716,15 @@ def test_a_rate_shown_again_in_the_stable_stretch_is_not_read_again(
     readings: list[tuple[int, str]], first_step: int | None
 ) -> None:
     """The shortcut of ``rate_reading`` gives what reading every rate gives."""
-    remembered = logscan._Run(start_line=1, header=True, first_step=first_step)
-    every = logscan._Run(start_line=1, header=True, first_step=first_step)
+    remembered = logs_run.RunState(start_line=1, header=True, first_step=first_step)
+    every = logs_run.RunState(start_line=1, header=True, first_step=first_step)
     for line, (n, rate) in enumerate(readings, start=2):
         seg = f"my_lora:  1%|1| {n}/3000 [01:00<10:00:00, {rate}, loss: 0.1]".encode()
         remembered.rate_reading(seg, line)
         every.steady_rate = None
         every.rate_reading(seg, line)
         assert (remembered.best_rate, remembered.spill_step) == (every.best_rate, every.spill_step)
-        stable = logscan.SPILL_MIN_READINGS
+        stable = logs_run.SPILL_MIN_READINGS
         assert (remembered.rate_readings >= stable) == (every.rate_readings >= stable)
         assert list(remembered.evidence) == list(every.evidence)
 

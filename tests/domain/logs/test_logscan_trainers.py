@@ -14,11 +14,13 @@ from typing import Any
 
 import pytest
 
-from oom_wizard.diagnosis import diagnose
 from oom_wizard.errors import PresetError
-from oom_wizard.logscan import load_log_markers, parse_bar, scan_text
-from oom_wizard.probe import GpuInfo, ProbeResult
-from oom_wizard.view import JobView, build_view
+from oom_wizard.formats.view import JobView, build_view
+from oom_wizard.host.probe import GpuInfo, ProbeResult
+from oom_wizard.logs.bars import parse_bar
+from oom_wizard.logs.markers import load_log_markers
+from oom_wizard.logs.scan import scan_text
+from oom_wizard.rules.diagnosis import diagnose
 
 BASE: dict[str, Any] = {
     "job": "extension",

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
-from oom_wizard.diagnosis import diagnose
-from oom_wizard.document import load_document
-from oom_wizard.logscan import scan_log
+from oom_wizard.formats.document import load_document
+from oom_wizard.logs.scan import scan_log
+from oom_wizard.rules.diagnosis import diagnose
 from tests.support.report_table import (
     TRAINER_FAMILIES,
     by_family,

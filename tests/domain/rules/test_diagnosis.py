@@ -9,18 +9,19 @@ from typing import Any, Literal
 
 import pytest
 
-from oom_wizard.changelog import ChangeEntry, ChangeLog, FileRef, RunRecord
-from oom_wizard.diagnosis import (
+from oom_wizard.errors import WizardError
+from oom_wizard.formats.view import JobView, build_view
+from oom_wizard.host.probe import GpuInfo, GpuProcess, ProbeResult
+from oom_wizard.logs.result import LogScan
+from oom_wizard.logs.scan import scan_text
+from oom_wizard.rules.diagnosis import (
     EARLY_STEP_LIMIT,
     Answers,
     Diagnosis,
     conservative,
     diagnose,
 )
-from oom_wizard.errors import WizardError
-from oom_wizard.logscan import LogScan, scan_text
-from oom_wizard.probe import GpuInfo, GpuProcess, ProbeResult
-from oom_wizard.view import JobView, build_view
+from oom_wizard.storage.changelog import ChangeEntry, ChangeLog, FileRef, RunRecord
 
 BASE: dict[str, Any] = {
     "job": "extension",
@@ -1062,8 +1063,8 @@ def test_a_crash_while_caching_the_validation_images_is_loading() -> None:
 
 
 def test_a_validation_crash_is_lowered_by_the_sampling_rung() -> None:
-    from oom_wizard.memory import phase_of
-    from oom_wizard.plan import build_plan
+    from oom_wizard.rules.memory import phase_of
+    from oom_wizard.rules.plan import build_plan
     from tests.support.plan_support import document
 
     tree = copy.deepcopy(BASE)

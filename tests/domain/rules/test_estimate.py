@@ -1,4 +1,4 @@
-"""Tests of ``oom_wizard.estimate``: direction, and figures that follow from each step's fields."""
+"""Tests of ``oom_wizard.rules.estimate``: direction, and figures that follow from each step's fields."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from oom_wizard.catalog import MOMENTS
-from oom_wizard.changes import Change
 from oom_wizard.errors import ConfigError
-from oom_wizard.estimate import CHECKPOINTING_OFF_FACTOR, MemoryEstimate, estimate
-from oom_wizard.plan import StepChoice, build_plan, changes_for
+from oom_wizard.rules.catalog import MOMENTS
+from oom_wizard.rules.estimate import CHECKPOINTING_OFF_FACTOR, MemoryEstimate, estimate
+from oom_wizard.rules.plan import StepChoice, build_plan, changes_for
+from oom_wizard.storage.changes import Change
 from tests.support.plan_support import P0, document, job
 
 HEAVY = job(

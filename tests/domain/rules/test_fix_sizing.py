@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from oom_wizard.diagnosis import Answers
-from oom_wizard.document import load_document
-from oom_wizard.plan import StepChoice, build_plan, changes_for
+from oom_wizard.formats.document import load_document
+from oom_wizard.rules.diagnosis import Answers
+from oom_wizard.rules.plan import StepChoice, build_plan, changes_for
+from oom_wizard.rules.sizing import MARGIN_SHARE, FixName, _fewest
 from oom_wizard.screens.widgets import Choice
 from oom_wizard.service import (
     JobRequest,
@@ -25,7 +26,6 @@ from oom_wizard.service import (
     preselect_fix,
     start,
 )
-from oom_wizard.sizing import MARGIN_SHARE, FixName, _fewest
 from tests.support.plan_support import cli
 
 DEMO = Path(__file__).resolve().parents[3] / "presets" / "demo"

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from oom_wizard.memory import job_memory
-from oom_wizard.plan import StepChoice, StepProposal, build_plan, changes_for
+from oom_wizard.rules.memory import job_memory
+from oom_wizard.rules.plan import StepChoice, StepProposal, build_plan, changes_for
 from tests.support.lever_cases import RUNGS, TERMS, Rung, Term, rung_row, term_row
 from tests.support.plan_support import document
 

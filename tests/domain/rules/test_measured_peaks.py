@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from oom_wizard.document import load_document
 from oom_wizard.errors import ConfigError
-from oom_wizard.memory import Band, job_memory, verdict
-from oom_wizard.modelkind import find_model_kind
+from oom_wizard.formats.document import load_document
+from oom_wizard.rules.memory import Band, job_memory, verdict
+from oom_wizard.rules.modelkind import find_model_kind
 from tests.support.measured_peaks import (
     EXAMPLES,
     TOLERANCE,

@@ -1,4 +1,4 @@
-"""Tests of ``oom_wizard.memory``: each phase of a job as a band of GiB.
+"""Tests of ``oom_wizard.rules.memory``: each phase of a job as a band of GiB.
 
 The accounting is tested on a fixture family (figures of the contract's shape, FLUX-like),
 so that its behaviour does not move when ``presets/memory.yaml`` gains measured figures.
@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from oom_wizard.catalog import ArchFacts
-from oom_wizard.diagnosis import diagnose
-from oom_wizard.document import JobDocument, load_document
-from oom_wizard.logscan import scan_log
-from oom_wizard.memory import (
+from oom_wizard.formats.document import JobDocument, load_document
+from oom_wizard.logs.scan import scan_log
+from oom_wizard.rules.catalog import ArchFacts
+from oom_wizard.rules.diagnosis import diagnose
+from oom_wizard.rules.memory import (
     Band,
     Calibration,
     FamilyLike,
@@ -370,7 +370,7 @@ def test_a_crash_floor_lifts_the_phase_to_it_and_carries_over_to_the_fix() -> No
         .parts["training"]
         .activations
     )
-    from oom_wizard.change import Change
+    from oom_wizard.formats.change import Change
 
     smaller = job_memory(
         doc,
@@ -560,7 +560,7 @@ def test_wan_s_low_vram_sampling_holds_the_text_encoder_only_while_it_encodes() 
     ],
 )
 def test_the_generic_wan21_arch_takes_its_size_from_name_or_path(name: str, family: str) -> None:
-    from oom_wizard.catalog import load_presets
+    from oom_wizard.rules.catalog import load_presets
 
     presets = load_presets()
     arch = "wan21_i2v" if "I2V" in name else "wan21"

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from oom_wizard.catalog import MemoryFamily, Presets, load_presets
 from oom_wizard.errors import PresetError
+from oom_wizard.rules.catalog import MemoryFamily, Presets, load_presets
 
 FILES = ("archs.yaml", "ladders.yaml", "levers.yaml", "memory.yaml", "ui_fields.yaml")
 

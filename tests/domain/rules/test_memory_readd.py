@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from oom_wizard.changelog import read_changelog
-from oom_wizard.document import load_document
-from oom_wizard.memory import Calibration, predict_readd
-from oom_wizard.plan import next_scale_up
-from oom_wizard.scaleup import predict
+from oom_wizard.formats.document import load_document
+from oom_wizard.rules.memory import Calibration, predict_readd
+from oom_wizard.rules.plan import next_scale_up
+from oom_wizard.rules.scaleup import predict
+from oom_wizard.storage.changelog import read_changelog
 from tests.support.plan_support import cli
 
 DEMO = Path(__file__).resolve().parents[3] / "presets" / "demo"

@@ -1,4 +1,4 @@
-"""Tests of ``oom_wizard.plan``: step order, exact proposals, defaults, choices, JSON shape."""
+"""Tests of ``oom_wizard.rules.plan``: step order, exact proposals, defaults, choices, JSON shape."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from oom_wizard.catalog import ModelKind, load_presets
-from oom_wizard.document import MISSING
 from oom_wizard.errors import ConfigError, WizardError
+from oom_wizard.formats.document import MISSING
 from oom_wizard.paths import format_path
-from oom_wizard.plan import (
+from oom_wizard.rules.catalog import ModelKind, load_presets
+from oom_wizard.rules.plan import (
     FieldProposal,
     Plan,
     StepChoice,

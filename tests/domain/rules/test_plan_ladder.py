@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from oom_wizard.changelog import ChangeLog, read_changelog
-from oom_wizard.changes import commit, prepare
-from oom_wizard.document import MISSING, JobDocument, load_document
-from oom_wizard.estimate import estimate
+from oom_wizard.formats.document import MISSING, JobDocument, load_document
 from oom_wizard.paths import format_path
-from oom_wizard.plan import Plan, StepChoice, build_plan, changes_for, default_model_kind
-from oom_wizard.save import SaveResult
+from oom_wizard.rules.estimate import estimate
+from oom_wizard.rules.plan import Plan, StepChoice, build_plan, changes_for, default_model_kind
+from oom_wizard.storage.changelog import ChangeLog, read_changelog
+from oom_wizard.storage.changes import commit, prepare
+from oom_wizard.storage.save import SaveResult
 from tests.support.corpus import OWN_CONFIGS, needs_examples, own_configs, shared_example
 from tests.support.plan_support import cli, document, job, toolkit_examples, write_job
 
@@ -328,7 +328,7 @@ def test_sampling_off_comes_with_the_validation_run_and_says_so() -> None:
 
 
 def test_the_scale_up_gives_sampling_back_first_after_the_validation_run(tmp_path: Path) -> None:
-    from oom_wizard.plan import next_scale_up
+    from oom_wizard.rules.plan import next_scale_up
 
     source = write_job(
         tmp_path / "job.yaml",

@@ -15,13 +15,11 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from oom_wizard.catalog import load_presets
-from oom_wizard.changelog import read_changelog
-from oom_wizard.changes import commit, prepare
-from oom_wizard.document import JobDocument, load_document
-from oom_wizard.estimate import arch_facts, estimate
+from oom_wizard.formats.document import JobDocument, load_document
 from oom_wizard.paths import format_path
-from oom_wizard.plan import (
+from oom_wizard.rules.catalog import load_presets
+from oom_wizard.rules.estimate import arch_facts, estimate
+from oom_wizard.rules.plan import (
     Plan,
     StepChoice,
     build_plan,
@@ -29,6 +27,8 @@ from oom_wizard.plan import (
     default_model_kind,
     next_scale_up,
 )
+from oom_wizard.storage.changelog import read_changelog
+from oom_wizard.storage.changes import commit, prepare
 from tests.domain.rules.test_plan import expected_order
 from tests.support.plan_support import SCALE_UP_ORDER, differing, document, write_job
 

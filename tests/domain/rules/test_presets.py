@@ -1,4 +1,4 @@
-"""Tests of the shipped presets and of their loader, ``oom_wizard.catalog``."""
+"""Tests of the shipped presets and of their loader, ``oom_wizard.rules.catalog``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from oom_wizard.catalog import (
+from oom_wizard.errors import PresetError
+from oom_wizard.paths import parse_path
+from oom_wizard.rules.catalog import (
     ALL_STEP_IDS,
     MODEL_KINDS,
     MOMENTS,
@@ -22,8 +24,6 @@ from oom_wizard.catalog import (
     generic_field_key,
     load_presets,
 )
-from oom_wizard.errors import PresetError
-from oom_wizard.paths import parse_path
 
 UI_IMAGE_ARCHS = [
     "anima", "flux", "flux_kontext", "flex1", "flex2", "chroma", "zeta_chroma", "lumina2",

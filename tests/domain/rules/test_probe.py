@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from oom_wizard.probe import parse_gpus, parse_processes, probe_gpu, read_host_memory
+from oom_wizard.host.probe import parse_gpus, parse_processes, probe_gpu, read_host_memory
 
 MEMINFO = """MemTotal:       65536000 kB
 MemFree:         1000000 kB

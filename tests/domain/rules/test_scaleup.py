@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from oom_wizard.changelog import read_changelog
-from oom_wizard.changes import commit, prepare
-from oom_wizard.document import load_document
-from oom_wizard.plan import StepChoice, build_plan, changes_for, next_scale_up
+from oom_wizard.formats.document import load_document
+from oom_wizard.rules.plan import StepChoice, build_plan, changes_for, next_scale_up
+from oom_wizard.storage.changelog import read_changelog
+from oom_wizard.storage.changes import commit, prepare
 from tests.support.corpus import FLOOR_CONFIG
 from tests.support.plan_support import (
     SCALE_UP_ORDER,
@@ -64,7 +64,7 @@ def scale_up_all(folder: Path) -> list[str]:
 def rollback_steps(config: Path, moment: str = "early_steps") -> list[str]:
     """The steps of the plan that the scale-up order can undo."""
     document = load_document(config)
-    from oom_wizard.plan import default_model_kind
+    from oom_wizard.rules.plan import default_model_kind
 
     plan = build_plan(document, moment, default_model_kind(document)[0])
     return [step.id for step in plan.steps if step.id in SCALE_UP_ORDER]
@@ -245,7 +245,7 @@ def test_a_set_change_stands_so_nothing_claims_everything_is_back(tmp_path: Path
 
 
 def test_a_set_change_undone_by_hand_no_longer_stands(tmp_path: Path) -> None:
-    from oom_wizard.scaleup import standing_manual_changes
+    from oom_wizard.rules.scaleup import standing_manual_changes
 
     source = write_job(tmp_path / "job.yaml", job(train={"batch_size": 4, "steps": 3000}))
     assert cli("apply", source, "--moment", "early_steps", "--steps", "batch_size")[0] == 0

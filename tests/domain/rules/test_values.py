@@ -1,4 +1,4 @@
-"""Tests of ``oom_wizard.values``: the checks a typed value gets before a step may use it."""
+"""Tests of ``oom_wizard.rules.values``: the checks a typed value gets before a step may use it."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from oom_wizard.catalog import load_presets
-from oom_wizard.plan import StepChoice, build_plan, changes_for
-from oom_wizard.values import validate_value
+from oom_wizard.rules.catalog import load_presets
+from oom_wizard.rules.plan import StepChoice, build_plan, changes_for
+from oom_wizard.rules.values import validate_value
 from tests.support.plan_support import P0, document, job
 
 PRESETS = load_presets()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from oom_wizard.cli import main
-from oom_wizard.jobdb import load_job
+from oom_wizard.storage.jobdb import load_job
 from tests.support.aitk_db import add_job, make_db, ui_job_config
 
 

@@ -1,4 +1,4 @@
-"""Tests of ``oom_wizard.changes``: preparing is in memory only; committing extends the right
+"""Tests of ``oom_wizard.storage.changes``: preparing is in memory only; committing extends the right
 log."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from oom_wizard.changelog import read_changelog
-from oom_wizard.changes import Change, commit, prepare
-from oom_wizard.document import load_document
 from oom_wizard.errors import WizardError
+from oom_wizard.formats.document import load_document
+from oom_wizard.storage.changelog import read_changelog
+from oom_wizard.storage.changes import Change, commit, prepare
 
 JOB = """\
 job: extension

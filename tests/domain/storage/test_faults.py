@@ -3,7 +3,7 @@
 Three campaigns, all on real files, the last two on real child processes (``os.fork`` of
 this process, which has the code imported already, so a child costs milliseconds):
 
-- every write step of a save fails in turn (through ``oom_wizard.save.STEP_HOOK``, the seam the
+- every write step of a save fails in turn (through ``oom_wizard.storage.save.STEP_HOOK``, the seam the
   save code calls before each step), in process: the command exits 2 with one true line,
   and the folder is exactly as it was (with ``--force``, the replaced files are still there);
 - every write step is hit by SIGKILL, SIGTERM and SIGINT in turn (the hook sends the signal
@@ -35,8 +35,8 @@ from pathlib import Path
 
 import pytest
 
-from oom_wizard import save as save_module
 from oom_wizard.cli import main
+from oom_wizard.storage import save as save_module
 
 EDIT = "config.process[0].train.batch_size=2"
 PROMPT = "a photo of a red fox sitting in tall grass at sunrise, soft light, 35mm, " * 10

@@ -1,4 +1,4 @@
-"""Tests of ``oom_wizard.jobdb`` against real SQLite files shaped like AI Toolkit's
+"""Tests of ``oom_wizard.storage.jobdb`` against real SQLite files shaped like AI Toolkit's
 ``aitk_db.db``."""
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from oom_wizard.changes import Change, Prepared, prepare
-from oom_wizard.document import load_document
 from oom_wizard.errors import ConfigError, JobDatabaseError
-from oom_wizard.jobdb import (
+from oom_wizard.formats.document import load_document
+from oom_wizard.paths import parse_path
+from oom_wizard.storage.changes import Change, Prepared, prepare
+from oom_wizard.storage.jobdb import (
     AsNew,
     DbJob,
     InPlace,
@@ -31,7 +32,6 @@ from oom_wizard.jobdb import (
     restore_job,
     save_to_db,
 )
-from oom_wizard.paths import parse_path
 from tests.support import exactness
 from tests.support.aitk_db import (
     CREATED_MS,
@@ -768,7 +768,7 @@ def test_a_kill_during_the_database_commit_is_named_as_such(db: Path) -> None:
     import os
     import signal
 
-    from oom_wizard import save as save_module
+    from oom_wizard.storage import save as save_module
 
     original = load_job(db, "my_lora").job_config
     pid = os.fork()
@@ -793,7 +793,7 @@ def test_a_kill_during_the_database_commit_is_named_as_such(db: Path) -> None:
 
 
 def test_a_wal_database_that_cannot_get_its_side_files_says_so(tmp_path: Path) -> None:
-    from oom_wizard.jobdb import _database_error
+    from oom_wizard.storage.jobdb import _database_error
 
     db = make_db(tmp_path / "aitk_db.db")
     conn = sqlite3.connect(db)

@@ -14,8 +14,8 @@ from textual.widgets import Log
 
 from oom_wizard.application.follow import watch_db_target
 from oom_wizard.cli import main
-from oom_wizard.jobdb import list_jobs, load_job, request_save_now
 from oom_wizard.screens.watch import WatchApp
+from oom_wizard.storage.jobdb import list_jobs, load_job, request_save_now
 from tests.domain.logs.test_follow import fake_log
 from tests.support.aitk_db import OLDEST_JOB_TABLE, add_job, all_rows, make_db, stringify
 from tests.support.autopilot_support import SCENARIOS, write_config
@@ -110,7 +110,7 @@ async def test_watch_asks_then_sets_only_save_now_on_the_running_row(
 ) -> None:
     import os
 
-    from oom_wizard.document import load_document
+    from oom_wizard.formats.document import load_document
 
     config = write_config(tmp_path, SCENARIOS[0])
     db = make_db(tmp_path / "aitk_db.db")
@@ -165,7 +165,7 @@ async def test_watch_says_why_when_the_row_is_no_longer_running(tmp_path: Path) 
     import os
     import sqlite3
 
-    from oom_wizard.document import load_document
+    from oom_wizard.formats.document import load_document
 
     config = write_config(tmp_path, SCENARIOS[0])
     db = make_db(tmp_path / "aitk_db.db")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from oom_wizard.errors import ConfigError
-from oom_wizard.jobdir import locate_job
+from oom_wizard.storage.jobdir import locate_job
 
 CONFIG = {
     "job": "extension",

@@ -16,9 +16,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from oom_wizard import save as save_module
-from oom_wizard.changelog import sha256_of
 from oom_wizard.cli import main
+from oom_wizard.storage import save as save_module
+from oom_wizard.storage.changelog import sha256_of
 
 FORCED_ROUNDS = 2
 PLAIN_ROUNDS = 3
