@@ -1,10 +1,12 @@
-"""The autopilot's end-to-end table: every scenario of ``tests/autopilot_support.py`` run for real.
+"""The autopilot's end-to-end table: every scenario of ``tests/support/autopilot_support.py``,
+run for real.
 
 Each scenario starts from a real AI Toolkit config shape (the shipped demo configs, a few
-fields changed), a card size, and the fake trainer (``tests/fake_trainer.py``, its own memory
-model) as the trainer; ``oom_wizard.application.autopilot`` runs it as ``oom-wizard run --auto``
-does, with real child processes. One row per attempt: the config it ran, how it ended, and what that
-config changed from the one before; then where the loop stopped and why.
+fields changed), a card size, and the fake trainer (``tests/support/fake_trainer.py``, its own
+memory model) as the trainer; ``oom_wizard.application.autopilot`` runs it as
+``oom-wizard run --auto`` does, with real child processes. One row per attempt: the config it
+ran, how it ended, and what that config changed from the one before; then where the loop
+stopped and why.
 
 Usage::
 
@@ -21,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.autopilot_support import SCENARIOS, play, table_rows
+from tests.support.autopilot_support import SCENARIOS, play, table_rows
 
 
 def main() -> int:

@@ -1,8 +1,8 @@
 """SIGKILL of ``oom-wizard run`` at random moments: how many trainer processes are left.
 
 Each round starts ``oom-wizard run --auto`` on the demo's early-steps job with the fake trainer
-(``tests/fake_trainer.py``, a dataloader-like worker in its group, a little sleep per step so
-that a round spans model load, training, the crash, the roll-back and the next attempts),
+(``tests/support/fake_trainer.py``, a dataloader-like worker in its group, a little sleep per step
+so that a round spans model load, training, the crash, the roll-back and the next attempts),
 sends SIGKILL to ``run`` itself at a random moment, waits, and counts the processes that carry
 the round's tag in their environment (the trainer and its worker inherit it; ``run`` and its
 watchdog do not count). Nothing but the kill stops them: the trainer's ``PR_SET_PDEATHSIG``
@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.autopilot_support import FAKE, SCENARIOS, write_config
+from tests.support.autopilot_support import FAKE, SCENARIOS, write_config
 
 WIZARD = Path(sys.executable).with_name("oom-wizard")
 TAG = "OOM_WIZARD_BENCH_TAG"

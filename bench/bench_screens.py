@@ -34,7 +34,7 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
-from tests.app_support import demo_app, demo_folder, settle, wait_for_state
+from tests.support.app_support import demo_app, demo_folder, settle, wait_for_state
 
 #: The walk from the demo's load screen to its result: every default accepted.
 WALK = 7

@@ -55,7 +55,7 @@ from oom_wizard.application.follow import LiveJob, LiveUpdate, WatchTarget
 from oom_wizard.screens.app import create_app
 from oom_wizard.screens.step import StepScreen
 from oom_wizard.screens.watch import POLL_S, WatchApp
-from tests.autopilot_support import FAKE, SCENARIOS, write_config
+from tests.support.autopilot_support import FAKE, SCENARIOS, write_config
 
 
 def fake_log(folder: Path, vram: str = "24") -> tuple[Path, bytes]:
@@ -97,7 +97,7 @@ async def one_latency(folder: Path, config: Path, data: bytes) -> float:
 
 def tmux_latency(folder: Path, config: Path, data: bytes) -> float:
     """Seconds from the failure block written to a real terminal showing the first step."""
-    from tests.tmux_support import TMUX, WIZARD, terminal  # the end-to-end tests' terminal
+    from tests.support.tmux_support import TMUX, WIZARD, terminal  # the end-to-end tests' terminal
 
     assert TMUX is not None and WIZARD.exists(), "needs tmux and the installed oom-wizard"
     log = folder / f"tmux-{time.monotonic_ns()}.txt"

@@ -3,7 +3,7 @@
 For every config (the test fixtures, the demo jobs, and the ``*.yaml`` of ``--examples`` when
 the folder exists) and every moment but ``environment``: build the plan, check that its
 default fix lowers the estimate of the crashed peak or that the plan is exhausted (the same
-check as ``tests/test_plan_ladder.py``), and print the counts. Usage::
+check as ``tests/domain/rules/test_plan_ladder.py``), and print the counts. Usage::
 
     python bench/ladder_cases.py [--examples ../shared/aitk-examples]
 """
@@ -18,13 +18,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from oom_wizard.errors import ConfigError
 from oom_wizard.formats.document import load_document
-from tests.corpus import EXAMPLES
-from tests.test_plan_ladder import (
+from tests.domain.rules.test_plan_ladder import (
     assert_fix_lowers_or_exhausted,
     cases,
     fixture_configs,
     plan_for,
 )
+from tests.support.corpus import EXAMPLES
 
 
 def loadable(folder: Path) -> list[Path]:

@@ -1,8 +1,8 @@
 """Issue 23's must-show 3: each new lever or term on a config that uses it.
 
 For every rung (a plan step's field) and every term (a setting the estimate counts), built from
-the project's demo FLUX job (``tests/lever_cases.py`` says how), the config is opened through
-the service and planned; the table gives the field, its value before → after, the phase it
+the project's demo FLUX job (``tests/support/lever_cases.py`` says how), the config is opened
+through the service and planned; the table gives the field, its value before → after, the phase it
 weighs on, that phase's GiB (band midpoint) today and after, the change, and where the field is
 in AI Toolkit's web UI ("Show Advanced → ..." where the simple form has no control). Usage::
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.lever_cases import RUNGS, rows
+from tests.support.lever_cases import RUNGS, rows
 
 
 def main() -> int:

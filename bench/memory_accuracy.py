@@ -20,7 +20,7 @@ from oom_wizard.errors import ConfigError
 from oom_wizard.formats.document import load_document
 from oom_wizard.rules.memory import job_memory, verdict
 from oom_wizard.rules.modelkind import find_model_kind
-from tests.measured_peaks import EXAMPLES, Point, deltas, example_card, points
+from tests.support.measured_peaks import EXAMPLES, Point, deltas, example_card, points
 
 SHARE = 0.15
 

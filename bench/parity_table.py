@@ -1,11 +1,11 @@
-"""The parity table: every case of ``tests/test_parity.py`` through the CLI and the app.
+"""The parity table: every case of ``tests/application/test_parity.py`` through the CLI and the app.
 
 For each case (a config file with its log, a job folder, a web-UI job; every moment, both
 kinds, and jobs left to their logs) it runs ``plan --json`` + ``apply`` and the app, and
 prints one row: whether the moment, the kind, the plan, the saved bytes and the change log
-are equal. Then the scale-up rows (``tests/test_parity_scale_up.py``): a rolled-back job scaled
-up once by ``scale-up`` and by the app's save (a file and a web-UI job), the saved bytes and
-the change log compared. It prints figures and asserts nothing; the tests assert. Usage::
+are equal. Then the scale-up rows (``tests/application/test_parity_scale_up.py``): a rolled-back
+job scaled up once by ``scale-up`` and by the app's save (a file and a web-UI job), the saved
+bytes and the change log compared. It prints figures and asserts nothing; the tests assert. Usage::
 
     .venv/bin/python bench/parity_table.py
 """
@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.parity_support import CASES, CHECKS, build, compare, through_app, through_cli
-from tests.scale_up_parity import (
+from tests.support.parity_support import CASES, CHECKS, build, compare, through_app, through_cli
+from tests.support.scale_up_parity import (
     SCALE_UP_CASES,
     through_app_service,
     through_cli as scale_up_through_cli,

@@ -2,7 +2,7 @@
 run (``watch``, ``run``) whose config is not at hand.
 
 It is light on purpose: ``diagnose --log`` loads the log reader and the diagnosis, not the
-config's models or the save pipeline (``tests/test_architecture.py`` holds it to that).
+config's models or the save pipeline (``tests/project/test_architecture.py`` holds it to that).
 """
 
 from __future__ import annotations

@@ -1,0 +1,77 @@
+"""The memory bar of the load and step screens: the peak against the card, in GiB, with the
+phase that sets it (issue 18 item 5, issue 19 item 7)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from textual.app import App, ComposeResult
+
+from oom_wizard.rules.memory import Band
+from oom_wizard.screens.memory_bar import MemoryBar, bar_content
+from oom_wizard.screens.step import StepScreen
+from oom_wizard.service import MemoryPeak, walk_steps
+from tests.support.app_support import demo_app, demo_folder, press, screen_text, wait_for_state
+
+FITS = MemoryPeak(Band(17.1, 22.5), "training", 23.54, "PyTorch's OOM message", True, True)
+WONT = MemoryPeak(Band(30.2, 41.0), "sample", 23.54, "nvidia-smi", False, False)
+UNKNOWN_CARD = MemoryPeak(Band(12.0, 14.0), "load", None, None, False, True)
+
+
+def test_the_bar_says_the_peak_against_the_card_in_words() -> None:
+    assert str(bar_content(FITS)).splitlines() == [
+        "Memory ▕█████████████████░░░▏ 19.8 of 23.5 GiB, fits, in a training step",
+        "≈ band 17.1–22.5 GiB · fitted to the OOM message",
+    ]
+    assert str(bar_content(WONT)).splitlines() == [
+        "Memory ▕████████████████████▏ 35.6 of 23.5 GiB, won't fit, in a periodic sample",
+        "≈ band 30.2–41.0 GiB · card from nvidia-smi · rough (stand-in figures)",
+    ]
+    assert str(bar_content(UNKNOWN_CARD)).splitlines() == [
+        "Memory peak 13.0 GiB (card size unknown), in loading the model",
+        "≈ band 12.0–14.0 GiB",
+    ]
+
+
+class Bars(App[None]):
+    def compose(self) -> ComposeResult:
+        for number in range(3):
+            yield MemoryBar(id=f"bar-{number}")
+
+    def on_mount(self) -> None:
+        for number, peak in enumerate((FITS, WONT, UNKNOWN_CARD)):
+            self.query_one(f"#bar-{number}", MemoryBar).show(peak)
+
+
+def test_the_bars_snapshot(snap_compare: Any) -> None:
+    assert snap_compare(Bars(), terminal_size=(80, 8))
+
+
+async def test_the_load_and_every_step_screen_show_the_peak_in_gib(tmp_path: Path) -> None:
+    app = demo_app(demo_folder(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_state(pilot)
+        await pilot.pause()
+        today = screen_text(pilot, "#memory")
+        assert "of 23.5 GiB" in today and "in a training step" in today
+        await press(pilot, "enter", "enter")
+        seen = 0
+        while isinstance(app.screen, StepScreen):
+            shown = screen_text(pilot, "#memory")
+            assert "of 23.5 GiB" in shown and "in " in shown, app.screen.step.id
+            seen += 1
+            await press(pilot, "enter")
+        assert seen == len(walk_steps(app.require_state())) >= 3  # every screen of the walk
+
+
+async def test_without_a_card_the_peak_is_shown_alone(tmp_path: Path) -> None:
+    folder = demo_folder(tmp_path)
+    from oom_wizard.screens.app import create_app
+
+    app = create_app(folder / "flux_portrait_lora.yaml", probe=False)  # no log: no OOM message
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_state(pilot)
+        await pilot.pause()
+        shown = screen_text(pilot, "#memory")
+        assert "GiB (card size unknown)" in shown and " of " not in shown.splitlines()[0]

@@ -1,0 +1,1 @@
+"""The command line: each subcommand's output, exit status and bad input, run in-process."""

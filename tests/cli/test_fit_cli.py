@@ -1,0 +1,238 @@
+"""Tests of ``oom-wizard fit`` and of ``plan --json``'s ``estimate.gib`` (DESIGN.md's contracts)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.support.aitk_db import add_job, make_db
+from tests.support.plan_support import cli
+
+DEMO = Path(__file__).resolve().parents[2] / "presets" / "demo"
+PHASES = {"load", "baseline_sample", "training", "sample"}
+PARTS = {"transformer", "text_encoder", "vae", "trainable", "optimizer", "activations", "overhead"}
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Path:
+    """The demo FLUX job (checkpointing off, batch 2, 1024 px) copied where it may be saved."""
+    config = tmp_path / "flux_portrait_lora.yaml"
+    shutil.copyfile(DEMO / "flux_portrait_lora.yaml", config)
+    return config
+
+
+def fit_json(*args: str | Path) -> dict[str, Any]:
+    status, out, err = cli("fit", *args, "--no-probe", "--json")
+    assert status == 0, err
+    found: dict[str, Any] = json.loads(out)
+    return found
+
+
+def test_fit_json_has_the_contract_s_keys(demo: Path) -> None:
+    found = fit_json(demo, "--gpu", "24")
+    assert found["card_gib"] == 24.0 and found["card_source"] == "--gpu"
+    assert set(found["phases"]) == PHASES
+    for band in found["phases"].values():
+        assert band is None or (set(band) == {"low", "high"} and band["low"] <= band["high"])
+    assert found["peak_phase"] == "training"
+    assert found["verdict"] == "wont_fit"
+    assert set(found["parts_gib"]) == PARTS
+    assert found["calibrated_by"] is None
+
+
+def test_the_fix_is_the_plan_s_steps_in_its_order_and_reaches_fits(demo: Path) -> None:
+    found = fit_json(demo, "--gpu", "24")
+    ids = [step["id"] for step in found["fix"]]
+    assert ids and ids[0] == "gradient_checkpointing"
+    assert found["fix_moment"] == "early_steps" and found["fix_fits"] is True
+    assert found["fix_peak_gib"]["high"] <= 24.0
+    _status, out, _err = cli("plan", demo, "--moment", "early_steps", "--no-probe", "--json")
+    order = [step["id"] for step in json.loads(out)["steps"]]
+    assert [i for i in order if i in ids] == ids
+    for step in found["fix"]:
+        assert {"id", "title", "why", "satisfied", "default_on", "ui_hint", "fields"} <= set(step)
+
+
+def test_apply_takes_the_fix_as_it_is(demo: Path, tmp_path: Path) -> None:
+    found = fit_json(demo, "--gpu", "24")
+    out = tmp_path / "fixed.yaml"
+    ids = ",".join(step["id"] for step in found["fix"])
+    status, _out, err = cli(
+        "apply", demo, "--moment", found["fix_moment"], "--steps", ids, "-o", out
+    )
+    assert status == 0, err
+    assert fit_json(out, "--gpu", "24")["verdict"] == "fits"
+    log = json.loads((tmp_path / "fixed.changelog.json").read_text("utf-8"))
+    memory = log["runs"][-1]["memory"]
+    assert memory["phase"] == found["peak_phase"] or memory["phase"] in PHASES
+    assert memory["estimated_gib"]["high"] <= 24.0
+
+
+def test_a_job_that_fits_has_no_fix(demo: Path) -> None:
+    found = fit_json(demo, "--gpu", "200")
+    assert found["verdict"] == "fits" and found["fix"] == [] and found["fix_moment"] is None
+
+
+def test_the_crash_s_own_figures_calibrate_the_fit(demo: Path) -> None:
+    found = fit_json(demo, "--gpu", "24", "--log", DEMO / "flux_portrait_lora.log")
+    calibrated = found["calibrated_by"]
+    assert calibrated["phase"] == "training"
+    assert calibrated["at_least_gib"] == pytest.approx(23.88, abs=0.01)
+    assert "OOM message" in calibrated["source"]
+    assert found["phases"]["training"]["low"] >= 23.88
+
+
+def test_the_text_report_names_the_peak_and_the_apply_line(demo: Path) -> None:
+    status, out, _err = cli("fit", demo, "--gpu", "24", "--no-probe")
+    assert status == 0
+    assert "peak: training step, " in out and "wont fit" in out
+    assert "oom-wizard apply" in out and "--steps gradient_checkpointing" in out
+
+
+def test_without_a_card_and_a_terminal_it_says_so_in_one_line(demo: Path) -> None:
+    status, out, err = cli("fit", demo, "--no-probe")
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("oom-wizard: error: ") and "--gpu" in err
+
+
+@pytest.mark.parametrize("gpu", ["abc", "0", "-3", "nan"])
+def test_a_bad_card_size_is_one_line(demo: Path, gpu: str) -> None:
+    status, _out, err = cli("fit", demo, "--gpu", gpu, "--no-probe")
+    assert status == 2 and err.count("\n") == 1 and err.startswith("oom-wizard: error: ")
+
+
+def test_a_broken_config_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("config:\n  process: [\n", encoding="utf-8")
+    status, _out, err = cli("fit", bad, "--gpu", "24", "--no-probe")
+    assert status == 2 and err.count("\n") == 1 and "bad.yaml:" in err
+
+
+def test_fit_reads_a_web_ui_job(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "aitk_db.db")
+    config = yaml.safe_load((DEMO / "flux_portrait_lora.yaml").read_text("utf-8"))
+    config["config"]["process"][0]["train"]["lr"] = 1e-4  # safe_load reads 1e-4 as text
+    add_job(db, "portrait", config=config)
+    found = fit_json("--db", db, "--job", "portrait", "--gpu", "24")
+    assert found["verdict"] == "wont_fit" and found["peak_phase"] == "training"
+
+
+def test_plan_json_gives_the_bands_before_and_after(demo: Path) -> None:
+    status, out, err = cli("plan", demo, "--moment", "early_steps", "--no-probe", "--json")
+    assert status == 0, err
+    gib = json.loads(out)["estimate"]["gib"]
+    assert set(gib) == {"before", "after"}
+    assert set(gib["before"]) == PHASES and set(gib["after"]) == PHASES
+    assert gib["after"]["training"]["high"] < gib["before"]["training"]["low"]
+
+
+def test_a_run_s_measured_peak_calibrates_the_fit(demo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "fixed.yaml"
+    status, _out, err = cli("apply", demo, "--moment", "early_steps", "-o", out, "--no-probe")
+    assert status == 0, err
+    log_path = tmp_path / "fixed.changelog.json"
+    log = json.loads(log_path.read_text("utf-8"))
+    today = fit_json(out, "--gpu", "48")["phases"]["training"]
+    measured = round(today["high"] + 5.0, 1)
+    log["attempts"] = [
+        {
+            "at": "2026-12-01T10:00:00+00:00",
+            "config": "other.yaml",
+            "outcome": "finished",
+            "peak_gib": 99.0,
+            "card_gib": 80.0,
+        },
+        {
+            "at": "2026-12-01T11:00:00+00:00",
+            "config": str(out),
+            "outcome": "finished",
+            "peak_gib": measured,
+            "card_gib": 48.0,
+        },
+    ]
+    log_path.write_text(json.dumps(log), encoding="utf-8")
+    found = fit_json(out, "--gpu", "48")
+    assert found["calibrated_by"]["measured_gib"] == measured
+    assert "attempt 2" in found["calibrated_by"]["source"]
+    band = found["phases"]["training"]
+    assert (band["low"] + band["high"]) / 2 == pytest.approx(measured, abs=0.1)
+    assert found["calibration_scale"] > 1.0
+
+
+def test_on_a_terminal_without_a_card_it_asks(demo: Path) -> None:
+    """A real child process whose stdin and stderr are a terminal: the card is asked for."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+    import time
+
+    master, slave = pty.openpty()
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "oom_wizard", "fit", str(demo), "--no-probe", "--json"],
+            stdin=slave,
+            stderr=slave,
+            stdout=subprocess.PIPE,
+        )
+        asked = b""
+        deadline = time.monotonic() + 60
+        while b"GiB: " not in asked and time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 1.0)
+            if ready:
+                asked += os.read(master, 1024)
+        assert b"The card's memory in GiB: " in asked
+        os.write(master, b"24\n")
+        out, _ = child.communicate(timeout=60)
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert child.returncode == 0
+    found = json.loads(out)
+    assert found["card_gib"] == 24.0 and found["card_source"] == "asked"
+
+
+def two_cards(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ``nvidia-smi`` first on PATH that shows two idle 24 GiB cards."""
+    import os
+    import stat
+
+    folder.mkdir()
+    script = folder / "nvidia-smi"
+    script.write_text(
+        '#!/bin/sh\ncase "$1" in\n'
+        "  --query-gpu=*) printf '0, NVIDIA RTX 4090, 24564, 0, 24564\\n"
+        "1, NVIDIA RTX 4090, 24564, 0, 24564\\n' ;;\n"
+        "  --query-compute-apps=*) printf '' ;;\nesac\n",
+        encoding="utf-8",
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+def test_fit_and_plan_json_weigh_a_split_model_per_card_with_two_gpus(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = yaml.safe_load(demo.read_text("utf-8"))
+    tree["config"]["process"][0]["model"].update(is_flux=True, split_model_over_gpus=True)
+    demo.write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
+    one = fit_json(demo, "--gpu", "24")  # no probe: one card
+    two_cards(tmp_path / "bin", monkeypatch)
+    status, out, err = cli("fit", demo, "--json")
+    assert status == 0, err
+    two = json.loads(out)
+    assert two["card_gib"] == pytest.approx(24.0, abs=0.05) and two["card_source"] == "nvidia-smi"
+    assert two["phases"]["training"]["high"] < one["phases"]["training"]["high"] - 1.0
+    assert any("over 2 GPUs" in note for note in two["notes"])
+    assert any("one GPU is seen (or none was probed)" in note for note in one["notes"])
+    args = ("plan", demo, "--moment", "early_steps", "--json")
+    _status, probed, _err = cli(*args)
+    _status, alone, _err = cli(*args, "--no-probe")
+    before = [json.loads(text)["estimate"]["gib"]["before"]["training"] for text in (probed, alone)]
+    assert before[0]["high"] < before[1]["high"] - 1.0

@@ -1,0 +1,1 @@
+"""The rules: diagnosis, plan, estimate, memory model, scale-up, presets, values."""

@@ -1,0 +1,191 @@
+"""The default fix takes first what costs no quality, then the fewest rungs that cover the
+deficit the crash's own figures give (issue 18 item 6)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from pathlib import Path
+
+import pytest
+import yaml
+
+from oom_wizard.formats.document import load_document
+from oom_wizard.rules.diagnosis import Answers
+from oom_wizard.rules.plan import StepChoice, build_plan, changes_for
+from oom_wizard.rules.sizing import MARGIN_SHARE, FixName, _fewest
+from oom_wizard.screens.widgets import Choice
+from oom_wizard.service import (
+    JobRequest,
+    WizardState,
+    answer,
+    choose,
+    default_choice,
+    default_choices,
+    effective_choices,
+    preselect_fix,
+    start,
+)
+from tests.support.plan_support import cli
+
+DEMO = Path(__file__).resolve().parents[3] / "presets" / "demo"
+
+
+def demo_state(moment: str, tmp_path: Path) -> WizardState:
+    for name in ("flux_portrait_lora.yaml", "flux_portrait_lora.log"):
+        (tmp_path / name).write_bytes((DEMO / name).read_bytes())
+    request = JobRequest(
+        target=tmp_path / "flux_portrait_lora.yaml",
+        log=tmp_path / "flux_portrait_lora.log",
+        probe=False,
+    )
+    state = start(request)
+    return answer(state, Answers(moment=moment))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("moment", ["intermittent", "early_steps"])
+def test_the_demo_told_intermittent_gets_checkpointing_on_by_default(
+    moment: str, tmp_path: Path
+) -> None:
+    state = demo_state(moment, tmp_path)
+    fixes: tuple[FixName | None, ...] = ("safe", None)
+    for fix in fixes:
+        chosen = default_choices(state, fix)
+        assert chosen["gradient_checkpointing"].enabled, fix
+
+
+def test_the_demos_crash_sizes_a_just_enough_fix_that_is_the_default(tmp_path: Path) -> None:
+    plan = demo_state("intermittent", tmp_path).plan
+    assert plan.default_fix == "just_enough"
+    assert plan.fixes["just_enough"] == ("gradient_checkpointing",)
+    # The seed's safe set: its first rung for the moment, with what costs no quality.
+    assert set(plan.fixes["safe"]) == {"top_bucket", "gradient_checkpointing"}
+    sizing = plan.sizing
+    assert sizing is not None and sizing.calibrated and sizing.covered
+    assert sizing.card_gib == pytest.approx(23.54)
+    assert sizing.deficit_gib == pytest.approx(21.63 + 2.25 - 23.54)
+    assert sizing.margin_gib == pytest.approx(MARGIN_SHARE * 23.54)
+    assert sizing.savings["just_enough"] >= sizing.needed_gib
+    assert sizing.predicted("just_enough").mid <= sizing.card_gib - sizing.margin_gib
+    # The steps shown keep the seed's order; only their toggles follow the fix.
+    assert [s.id for s in plan.steps][:2] == ["top_bucket", "gradient_checkpointing"]
+    assert [s.id for s in plan.steps if s.default_on] == ["gradient_checkpointing"]
+
+
+def test_without_the_crashs_figures_the_safe_set_is_the_default(tmp_path: Path) -> None:
+    source = tmp_path / "flux_portrait_lora.yaml"
+    source.write_bytes((DEMO / source.name).read_bytes())
+    document = load_document(source)
+    plan = build_plan(document, "intermittent", "image")
+    assert plan.default_fix == "safe" and plan.sizing is None and set(plan.fixes) == {"safe"}
+    assert plan.step("gradient_checkpointing").default_on  # type: ignore[union-attr]
+    # A known card (the probe's) sizes "just enough" too, but it is not the default.
+    sized = build_plan(document, "intermittent", "image", card_gib=80.0)
+    assert sized.default_fix == "safe" and "just_enough" in sized.fixes
+    assert sized.sizing is not None and not sized.sizing.calibrated
+    assert [s.id for s in sized.steps if s.default_on] == list(sized.fixes["safe"])
+
+
+def test_the_fewest_rungs_that_cover_the_need_win_over_the_first_ones() -> None:
+    worth = {"free": 1.0, "a": 1.0, "b": 1.0, "c": 5.0, "d": 0.0}
+
+    def saving(ids: Collection[str]) -> float:
+        return sum(worth[step] for step in set(ids))
+
+    assert _fewest(["free"], ["a", "b", "c", "d"], 5.5, saving) == (["free", "c"], True)
+    assert _fewest(["free"], ["a", "b", "c", "d"], 0.5, saving) == (["free"], True)
+    assert _fewest([], ["a", "b", "c"], 5.5, saving) == (["a", "c"], True)
+    assert _fewest([], ["a", "b", "d"], 9.0, saving) == (["a", "b"], False)
+
+
+def test_one_rule_of_the_defaults_for_the_cli_the_app_and_run(tmp_path: Path) -> None:
+    state = demo_state("intermittent", tmp_path)
+    rule = default_choices(state)
+    undecided = effective_choices(state)
+    assert {k: c.enabled for k, c in undecided.items()} == {k: c.enabled for k, c in rule.items()}
+    assert changes_for(state.plan) == changes_for(state.plan, rule)
+    preselected = preselect_fix(state, 0)
+    assert {k: c.enabled for k, c in preselected.choices.items()} == {
+        k: c.enabled for k, c in rule.items() if k != "validation_run"
+    }
+
+
+def test_naming_the_safe_fix_moves_the_steps_accepted_as_they_were(tmp_path: Path) -> None:
+    state = demo_state("intermittent", tmp_path)
+    steps = state.rollback_steps()
+    for step in steps:  # every step accepted with its defaults, as Enter on each screen does
+        state = choose(state, default_choice(state, step))
+    safe = effective_choices(state, fix="safe")
+    assert {k for k, c in safe.items() if c.enabled} == set(state.plan.fixes["safe"])
+    # A step the user changed stays as the user left it.
+    state = choose(state, StepChoice("top_bucket", enabled=False, fields={}, values={}))
+    changed = choose(state, StepChoice("batch_size", enabled=True))
+    kept = effective_choices(changed, fix="safe")
+    assert kept["batch_size"].enabled and kept["top_bucket"].enabled
+
+
+def test_apply_takes_just_enough_by_default_and_the_safe_set_with_safe(tmp_path: Path) -> None:
+    for name in ("flux_portrait_lora.yaml", "flux_portrait_lora.log"):
+        (tmp_path / name).write_bytes((DEMO / name).read_bytes())
+    source, log = tmp_path / "flux_portrait_lora.yaml", tmp_path / "flux_portrait_lora.log"
+    args = ("--log", log, "--moment", "intermittent", "--no-probe", "--dry-run")
+    status, out, err = cli("apply", source, *args)
+    assert status == 0, err
+    assert "Applying just enough: 1 step (gradient_checkpointing), training peak ≈" in out
+    assert "gradient_checkpointing: false → true" in out and "resolution" not in out
+    status, out, err = cli("apply", source, *args, "--safe")
+    assert status == 0, err
+    assert "Applying safe: 2 steps (top_bucket, gradient_checkpointing)" in out
+    assert "resolution: [512, 768, 1024] → [512, 768]" in out
+    status, out, _ = cli("plan", source, *args[:-1], "--json")
+    data = json.loads(out)
+    assert data["default_fix"] == "just_enough"
+    assert data["fixes"] == {
+        "just_enough": ["gradient_checkpointing"],
+        "safe": ["top_bucket", "gradient_checkpointing"],
+    }
+    assert data["sizing"]["calibrated"] is True and data["sizing"]["phase"] == "training"
+
+
+async def test_the_review_offers_just_enough_and_the_safe_set_by_keyboard(
+    tmp_path: Path,
+) -> None:
+    from textual.widgets import RadioSet
+
+    from tests.support.app_support import (
+        accept_steps,
+        demo_app,
+        demo_folder,
+        press,
+        save_from_review,
+        wait_for_screen,
+        wait_for_state,
+    )
+
+    folder = demo_folder(tmp_path)
+    app = demo_app(folder)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_state(pilot)
+        await press(pilot, "enter", "enter")
+        await accept_steps(pilot)
+        await wait_for_screen(pilot, "ReviewScreen")
+        fixes = app.screen.query_one("#fix", RadioSet)
+        labels = [str(button.label) for button in fixes.query(Choice)]
+        assert labels[0].startswith("just enough: 1 step, peak ≈ ")
+        assert labels[0].endswith(" of 23.5 GiB (default)")
+        assert labels[1].startswith("safe: 3 steps, peak ≈ ")
+        hint = str(app.screen.query("#fixes Static").last().render())
+        assert "just enough: Gradient checkpointing on" in hint
+        assert "safe: Gradient checkpointing on, Batch size to 1, Drop the biggest" in hint
+        for _ in range(12):  # Tab until the choice of fix has the focus
+            if app.focused is fixes:
+                break
+            await press(pilot, "tab")
+        assert app.focused is fixes
+        await press(pilot, "down", "space")
+        assert fixes.pressed_button is not None and fixes.pressed_button.id == "fix-safe"
+        await save_from_review(pilot)
+    saved = yaml.safe_load((folder / "flux_portrait_lora.oomfix.yaml").read_text("utf-8"))
+    train = saved["config"]["process"][0]["train"]
+    assert train["gradient_checkpointing"] is True and train["batch_size"] == 1
+    assert saved["config"]["process"][0]["datasets"][0]["resolution"] == [512, 768]

@@ -1,0 +1,747 @@
+"""Tests of ``oom_wizard.rules.memory``: each phase of a job as a band of GiB.
+
+The accounting is tested on a fixture family (figures of the contract's shape, FLUX-like),
+so that its behaviour does not move when ``presets/memory.yaml`` gains measured figures.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oom_wizard.formats.document import JobDocument, load_document
+from oom_wizard.logs.scan import scan_log
+from oom_wizard.rules.catalog import ArchFacts
+from oom_wizard.rules.diagnosis import diagnose
+from oom_wizard.rules.memory import (
+    Band,
+    Calibration,
+    FamilyLike,
+    JobMemory,
+    calibration_from,
+    calibration_from_attempts,
+    job_memory,
+    verdict,
+)
+from tests.support.plan_support import document, job
+
+DEMO = Path(__file__).resolve().parents[3] / "presets" / "demo"
+
+
+@dataclass(frozen=True)
+class Block:
+    name: str
+    count: int
+    saved_bytes_per_token: float
+    input_bytes_per_token: float
+    peak_bytes_per_token: float
+    tokens: str = "joint"
+
+
+@dataclass(frozen=True)
+class Activations:
+    width: int
+    text_tokens: int
+    blocks: tuple[Block, ...]
+
+
+@dataclass(frozen=True)
+class Params:
+    transformer: float
+    text_encoder: float
+    vae: float
+    experts: int = 1
+
+
+@dataclass(frozen=True)
+class Family:
+    id: str
+    params: Params
+    activations: Activations | None
+
+
+FAMILY = Family(
+    id="fixture",
+    params=Params(transformer=12.0, text_encoder=4.9, vae=0.084),
+    activations=Activations(
+        width=3072,
+        text_tokens=512,
+        blocks=(
+            Block("double", 19, 86_400.0, 6_144.0, 120_000.0),
+            Block("single", 38, 55_000.0, 6_144.0, 80_000.0),
+        ),
+    ),
+)
+
+
+def families(_facts: ArchFacts | None) -> FamilyLike:
+    return FAMILY
+
+
+def tree(
+    *,
+    train: dict[str, Any] | None = None,
+    model: dict[str, Any] | None = None,
+    dataset: dict[str, Any] | None = None,
+    sample: dict[str, Any] | None = None,
+    network: dict[str, Any] | None = None,
+    arch: str = "flux",
+) -> dict[str, Any]:
+    """A LoRA job (rank 16, bf16, batch 1, 1024 px, checkpointing on, cached embeddings)."""
+    found = job(
+        arch=arch,
+        train={
+            "batch_size": 1,
+            "dtype": "bf16",
+            "optimizer": "adamw8bit",
+            "gradient_checkpointing": True,
+            "cache_text_embeddings": True,
+            **(train or {}),
+        },
+        model={"quantize": False, **(model or {})},
+        datasets=[{"resolution": [1024], **(dataset or {})}],
+        sample=sample,
+    )
+    found["config"]["process"][0]["network"] = {"type": "lora", "linear": 16, **(network or {})}
+    return found
+
+
+def memory(
+    config: dict[str, Any], kind: str = "image", calibration: Calibration | None = None
+) -> JobMemory:
+    return job_memory(document(config), [], kind, families=families, calibration=calibration)
+
+
+def band(config: dict[str, Any], phase: str = "training") -> Band:
+    found = memory(config).phases[phase]  # type: ignore[index]
+    assert found is not None
+    return found
+
+
+def parts(config: dict[str, Any], phase: str = "training") -> dict[str, float]:
+    return memory(config).parts[phase].as_dict()  # type: ignore[index]
+
+
+# --- the values ---------------------------------------------------------------------------
+
+
+def test_verdict_follows_the_band_edges() -> None:
+    assert verdict(Band(10.0, 20.0), 20.0) == "fits"
+    assert verdict(Band(10.0, 20.0), 19.9) == "tight"
+    assert verdict(Band(10.0, 20.0), 10.0) == "tight"
+    assert verdict(Band(10.0, 20.0), 9.9) == "wont_fit"
+
+
+def test_every_phase_is_a_band_and_the_peak_is_the_highest() -> None:
+    found = memory(tree(sample={"width": 1024, "height": 1024, "sample_every": 250}))
+    bands = {phase: b for phase, b in found.phases.items() if b is not None}
+    assert set(bands) == {"load", "baseline_sample", "training", "sample"}
+    assert all(0 < b.low < b.high for b in bands.values())
+    assert found.peak() == max(bands.values(), key=lambda b: b.high)
+    assert found.known
+
+
+def test_a_phase_that_does_not_happen_is_none() -> None:
+    found = memory(tree(sample={"sample_every": 250}, train={"disable_sampling": True}))
+    assert found.phases["baseline_sample"] is None and found.phases["sample"] is None
+    skipped = memory(tree(sample={"sample_every": 250}, train={"skip_first_sample": True}))
+    assert skipped.phases["baseline_sample"] is None and skipped.phases["sample"] is not None
+
+
+def test_no_family_figures_is_not_known_and_says_so() -> None:
+    found = job_memory(document(tree()), [], "image", families=lambda _facts: None)
+    assert not found.known
+    assert any("not measured" in note for note in found.notes)
+
+
+# --- resident weights ---------------------------------------------------------------------
+
+
+def test_weights_follow_dtype_and_qtype() -> None:
+    full = parts(tree())["transformer"]
+    assert full == pytest.approx(12.0e9 * 2 * 1.015 / 2**30, rel=0.01)
+    quantized = parts(tree(model={"quantize": True, "qtype": "qfloat8"}))["transformer"]
+    assert quantized < 0.6 * full
+    uint4 = parts(tree(model={"quantize": True, "qtype": "uint4"}))["transformer"]
+    assert uint4 < 0.6 * quantized
+
+
+def test_quantizing_without_low_vram_loads_the_full_model_first() -> None:
+    quantized = tree(model={"quantize": True})
+    low_vram = tree(model={"quantize": True, "low_vram": True})
+    assert band(quantized, "load").low > band(low_vram, "load").low + 5
+
+
+def test_layer_offloading_moves_the_transformer_off_the_card() -> None:
+    setting = {"layer_offloading": True, "layer_offloading_transformer_percent": 0.5}
+    offloaded = tree(arch="qwen_image", model=setting)
+    whole = parts(tree(arch="qwen_image"))["transformer"]
+    assert parts(offloaded)["transformer"] == pytest.approx(whole / 2, rel=0.01)
+    # FLUX's offloading does not work in the toolkit: nothing moves.
+    assert parts(tree(model=setting))["transformer"] == parts(tree())["transformer"]
+
+
+# --- text encoder and VAE (issue 23's placement) -------------------------------------------
+
+
+def test_cached_embeddings_free_the_text_encoder_for_training_and_samples() -> None:
+    sample = {"sample_every": 250}
+    uncached = tree(train={"cache_text_embeddings": False}, sample=sample)
+    cached = tree(sample=sample)
+    assert parts(uncached)["text_encoder"] > 9
+    assert parts(cached)["text_encoder"] == 0
+    assert parts(cached, "sample")["text_encoder"] == 0
+    unloaded = tree(
+        train={"cache_text_embeddings": False, "unload_text_encoder": True}, sample=sample
+    )
+    assert parts(unloaded)["text_encoder"] == 0 and parts(unloaded, "sample")["text_encoder"] > 9
+
+
+def test_te_device_cpu_keeps_the_text_encoder_off_the_card() -> None:
+    on_cpu = tree(train={"cache_text_embeddings": False}, model={"te_device": "cpu"})
+    assert parts(on_cpu)["text_encoder"] == 0
+    assert (
+        parts(on_cpu, "load")["transformer"]
+        < band(tree(train={"cache_text_embeddings": False}), "load").low
+    )
+    assert any("te_device" in note for note in memory(on_cpu).notes)
+
+
+def test_vae_device_cpu_keeps_the_vae_off_the_card() -> None:
+    assert parts(tree())["vae"] > 0.1
+    assert parts(tree(model={"vae_device": "cpu"}))["vae"] == 0
+
+
+@pytest.mark.parametrize(
+    ("setting", "most"), [({"text_encoder_bits": 8}, 0.51), ({"te_dtype": "float8"}, 0.51)]
+)
+def test_text_encoder_bits_and_dtype_shrink_the_text_encoder(
+    setting: dict[str, Any], most: float
+) -> None:
+    base = tree(train={"cache_text_embeddings": False})
+    smaller = tree(train={"cache_text_embeddings": False}, model=setting)
+    assert parts(smaller)["text_encoder"] <= most * parts(base)["text_encoder"]
+
+
+# --- what trains (issue 23's LoKr / LoCon, EMA, a trained text encoder) ----------------------
+
+
+def test_rank_and_optimizer_move_the_trained_state() -> None:
+    small, big = parts(tree(network={"linear": 16})), parts(tree(network={"linear": 64}))
+    assert big["trainable"] == pytest.approx(4 * small["trainable"], rel=0.01)
+    adamw = parts(tree(train={"optimizer": "adamw"}))
+    assert adamw["optimizer"] == pytest.approx(4 * small["optimizer"], rel=0.03)
+
+
+def test_a_full_fine_tune_trains_every_weight() -> None:
+    full = tree()
+    del full["config"]["process"][0]["network"]
+    found = parts(full)
+    assert found["trainable"] == pytest.approx(12.0e9 * 2 / 2**30, rel=0.01)
+    assert found["optimizer"] == pytest.approx(12.0e9 * 2 / 2**30, rel=0.01)  # adamw8bit
+
+
+def test_lokr_is_counted_by_its_own_parameters() -> None:
+    lora = parts(tree(network={"linear": 16}))["trainable"]
+    auto = parts(tree(network={"type": "lokr", "lokr_factor": -1}))["trainable"]
+    factor4 = parts(tree(network={"type": "lokr", "lokr_factor": 4}))["trainable"]
+    # f = -1: about 2/d of each weight; f = 4: (d/4)² of d², a sixteenth of the model.
+    assert auto < lora
+    assert factor4 == pytest.approx(12.0e9 / 16 * 8 / 2**30, rel=0.01)
+
+
+def test_locon_conv_rank_adds_its_adapters() -> None:
+    lora = parts(tree(network={"linear": 16}))["trainable"]
+    locon = parts(tree(network={"type": "locon", "linear": 16, "conv": 16}))["trainable"]
+    assert locon == pytest.approx(2 * lora, rel=0.01)
+
+
+def test_ema_keeps_a_second_copy_of_the_trained_weights() -> None:
+    plain = parts(tree())["trainable"]
+    ema = tree(train={"ema_config": {"use_ema": True}})
+    assert parts(ema)["trainable"] == pytest.approx(1.5 * plain, rel=0.01)
+    assert any("EMA" in note for note in memory(ema).notes)
+
+
+def test_a_trained_text_encoder_stays_on_the_card_and_trains() -> None:
+    plain = parts(tree())
+    trained = parts(tree(train={"train_text_encoder": True}))
+    assert plain["text_encoder"] == 0 and trained["text_encoder"] > 9
+    assert trained["trainable"] > plain["trainable"] * 1.3
+
+
+# --- activations --------------------------------------------------------------------------
+
+
+def test_four_times_the_pixels_is_well_under_four_times_the_activations() -> None:
+    small = parts(tree(dataset={"resolution": [512]}))["activations"]
+    big = parts(tree(dataset={"resolution": [1024]}))["activations"]
+    assert 2.0 < big / small < 3.6
+
+
+def test_the_peak_grows_much_less_than_the_pixels() -> None:
+    small = band(tree(dataset={"resolution": [512]})).mid
+    big = band(tree(dataset={"resolution": [1024]})).mid
+    assert big / small < 1.4
+
+
+def test_checkpointing_off_keeps_every_block_s_activations() -> None:
+    on = parts(tree())["activations"]
+    off = parts(tree(train={"gradient_checkpointing": False}))["activations"]
+    assert off > 5 * on
+
+
+def test_batch_multiplies_the_activations() -> None:
+    one = parts(tree())["activations"]
+    four = parts(tree(train={"batch_size": 4}))["activations"]
+    assert four == pytest.approx(4 * one, rel=0.01)
+
+
+def test_frames_add_tokens_for_a_video_model() -> None:
+    still = parts(tree(arch="wan21", dataset={"resolution": [512], "num_frames": 1}), "training")
+    clip = memory(tree(arch="wan21", dataset={"resolution": [512], "num_frames": 41}), "video")
+    longer = memory(tree(arch="wan21", dataset={"resolution": [512], "num_frames": 81}), "video")
+    assert clip.parts["training"].activations > 3 * still["activations"]
+    step = longer.parts["training"].activations - clip.parts["training"].activations
+    assert step > 0
+
+
+def test_each_control_image_adds_its_tokens() -> None:
+    none = parts(tree())["activations"]
+    one = parts(tree(dataset={"control_path": "/data/control"}))["activations"]
+    three = parts(tree(dataset={"control_path": ["/a", "/b", "/c"]}))["activations"]
+    assert none < one < three
+    assert three - one > 1.5 * (one - none)
+
+
+@pytest.mark.parametrize("flag", ["diff_output_preservation", "blank_prompt_preservation"])
+def test_a_preservation_pass_keeps_a_second_pass_of_activations(flag: str) -> None:
+    plain = parts(tree())["activations"]
+    doubled = parts(tree(train={flag: True}))["activations"]
+    assert 1.5 * plain < doubled < 2.0 * plain
+
+
+@pytest.mark.parametrize("flag", ["inverted_mask_prior", "do_prior_divergence"])
+def test_a_prior_prediction_without_gradients_does_not_stack(flag: str) -> None:
+    config = tree(train={flag: True})
+    assert parts(config)["activations"] == parts(tree())["activations"]
+    assert any("without gradients" in note for note in memory(config).notes)
+
+
+def test_classifier_free_guidance_doubles_the_sample_pass() -> None:
+    sample = {"width": 1024, "height": 1024, "sample_every": 250}
+    distilled = parts(tree(sample={**sample, "guidance_scale": 4.0}), "sample")["activations"]
+    cfg = parts(tree(arch="qwen_image", sample={**sample, "guidance_scale": 4.0}), "sample")[
+        "activations"
+    ]
+    no_cfg = parts(tree(arch="qwen_image", sample={**sample, "guidance_scale": 1.0}), "sample")[
+        "activations"
+    ]
+    assert cfg == pytest.approx(2 * no_cfg, rel=0.01)
+    assert distilled == pytest.approx(no_cfg, rel=0.01)
+
+
+def test_a_bigger_sample_raises_only_the_sample_phases() -> None:
+    small = memory(tree(sample={"width": 512, "height": 512, "sample_every": 250}))
+    big = memory(tree(sample={"width": 1536, "height": 1536, "sample_every": 250}))
+    assert big.parts["sample"].activations > 3 * small.parts["sample"].activations
+    assert big.phases["training"] == small.phases["training"]
+
+
+# --- calibration --------------------------------------------------------------------------
+
+
+def test_a_crash_floor_lifts_the_phase_to_it_and_carries_over_to_the_fix() -> None:
+    config = tree()
+    today = band(config)
+    floor = today.low + 6.0
+    calibration = Calibration("training", floor, None, 24.0, "PyTorch's OOM message")
+    lifted = memory(config, calibration=calibration)
+    assert lifted.phases["training"] is not None
+    assert lifted.phases["training"].low == pytest.approx(floor, abs=0.05)
+    assert lifted.scale > 1.0 and lifted.calibrated_by == calibration
+    doc = document(config)
+    batch = (
+        job_memory(doc, [], "image", families=families, calibration=calibration)
+        .parts["training"]
+        .activations
+    )
+    from oom_wizard.formats.change import Change
+
+    smaller = job_memory(
+        doc,
+        [
+            Change(
+                path=("config", "process", 0, "datasets", 0, "resolution"),
+                after=[512],
+                reason="t",
+                step="top_bucket",
+            )
+        ],
+        "image",
+        families=families,
+        calibration=calibration,
+    )
+    assert smaller.scale == pytest.approx(lifted.scale)
+    assert smaller.parts["training"].activations < batch
+
+
+def test_a_crash_floor_below_the_band_changes_nothing() -> None:
+    config = tree()
+    calibration = Calibration("training", 1.0, None, 24.0, "PyTorch's OOM message")
+    assert memory(config, calibration=calibration).phases == memory(config).phases
+
+
+def test_a_measured_peak_outside_the_band_moves_its_midpoint_onto_it() -> None:
+    config = tree()
+    measured = band(config).high + 4.0
+    found = memory(config, calibration=Calibration("training", None, measured, 80.0, "run"))
+    assert found.phases["training"] is not None
+    assert found.phases["training"].mid == pytest.approx(measured, abs=0.05)
+
+
+def test_the_demo_crash_gives_its_floor() -> None:
+    scan = scan_log(DEMO / "flux_portrait_lora.log")
+    doc = load_document(DEMO / "flux_portrait_lora.yaml")
+    found = calibration_from(diagnose(scan, doc.view(), answers=None), None)
+    assert found is not None
+    assert found.phase == "training"
+    assert found.at_least_gib == pytest.approx(21.63 + 2.25, abs=0.01)
+    assert found.card_gib == pytest.approx(23.54, abs=0.01)
+    assert "line 173" in found.source
+
+
+def test_a_run_s_measured_peak_is_read_from_its_attempts() -> None:
+    attempts: list[dict[str, object]] = [
+        {"outcome": "crashed"},
+        {"outcome": "finished", "peak_gib": 21.5, "card_gib": 24.0},
+    ]
+    found = calibration_from_attempts(attempts)
+    assert found is not None and found.measured_gib == 21.5 and "attempt 2" in found.source
+    assert calibration_from_attempts([{"outcome": "finished"}]) is None
+
+
+def test_the_shipped_presets_give_a_band_for_the_demo() -> None:
+    doc: JobDocument = load_document(DEMO / "flux_portrait_lora.yaml")
+    found = job_memory(doc, [], "image")
+    assert found.peak_phase == "training" and found.peak().low > 24
+    assert copy.deepcopy(found.phases_json())["training"] is not None
+
+
+def test_a_video_sample_says_its_decode_is_not_counted() -> None:
+    sample = {"width": 832, "height": 480, "num_frames": 41, "sample_every": 250}
+    video = memory(tree(arch="wan21", sample=sample), "video")
+    assert any("VAE decode" in note for note in video.notes)
+    still = memory(tree(sample={"sample_every": 250}))
+    assert not any("VAE decode" in note for note in still.notes)
+
+
+# --- issue 23's terms: eager attention, parameter swapping, validation, Wan's sampling ------
+
+GIB = 2**30
+MID_ACTIVATIONS = 1.075  # the parts are the middle of ACTIVATION_BAND (0.85, 1.3)
+
+
+def matrix_bytes(tokens: int, width: int = 3072) -> float:
+    """One attention matrix: heads (width / 128) × tokens² in bf16 (levers.yaml's figures)."""
+    return width / 128 * tokens * tokens * 2
+
+
+def test_an_eager_backend_keeps_each_block_s_attention_matrix() -> None:
+    tokens = (1024 // 16) ** 2 + 512  # FLUX at 1024 px: 4096 image tokens and 512 text tokens
+    blocks = 19 + 38
+    for checkpointing, matrices in ((False, blocks * 1 + 2), (True, 1 + 2)):
+        train = {"gradient_checkpointing": checkpointing}
+        flash = parts(tree(train=train))["activations"]
+        eager = parts(tree(train={**train, "attention_backend": "_native_math"}))["activations"]
+        expected = matrices * matrix_bytes(tokens) * MID_ACTIVATIONS / GIB
+        assert eager - flash == pytest.approx(expected, abs=0.01)
+    assert any(
+        "is eager" in note for note in memory(tree(train={"attention_backend": "math"})).notes
+    )
+    assert parts(tree(train={"attention_backend": "flash"})) == parts(tree())
+
+
+def test_an_eager_backend_weighs_on_the_sample_pass_too() -> None:
+    sample = {"width": 1024, "height": 1024, "sample_every": 250}
+    flash = parts(tree(sample=sample), "sample")["activations"]
+    eager = parts(tree(sample=sample, train={"attention_backend": "eager"}), "sample")
+    assert eager["activations"] > flash + 3 * matrix_bytes(4608) / GIB
+
+
+def full_fine_tune(**train: Any) -> dict[str, Any]:
+    config = tree(train=train)
+    del config["config"]["process"][0]["network"]
+    return config
+
+
+def test_parameter_swapping_keeps_gradients_for_its_share_of_the_weights() -> None:
+    whole = parts(full_fine_tune(optimizer="adafactor"))
+    swapped = parts(full_fine_tune(optimizer="adafactor", do_paramiter_swapping=True))
+    quarter = parts(
+        full_fine_tune(
+            optimizer="adafactor", do_paramiter_swapping=True, paramiter_swapping_factor=0.25
+        )
+    )
+    assert whole["trainable"] == pytest.approx(12.0e9 * 2 / GIB, rel=0.01)
+    assert swapped["trainable"] == pytest.approx(0.1 * whole["trainable"], rel=0.01)
+    assert quarter["trainable"] == pytest.approx(0.25 * whole["trainable"], rel=0.01)
+    # The weights stay on the card, and the optimizer state, once made, stays.
+    assert swapped["transformer"] == whole["transformer"]
+    assert swapped["optimizer"] == whole["optimizer"]
+
+
+def test_parameter_swapping_with_an_optimizer_that_cannot_swap_changes_nothing() -> None:
+    config = full_fine_tune(optimizer="adamw8bit", do_paramiter_swapping=True)
+    assert parts(config) == parts(full_fine_tune(optimizer="adamw8bit"))
+    assert any("needs the Adafactor or Automagic" in note for note in memory(config).notes)
+
+
+def validation(**values: Any) -> dict[str, Any]:
+    items = [{"image_path": "/val/0.png", "prompt": "a portrait"}]
+    return {"validation_config": {"validation_items": items, **values}}
+
+
+def test_validation_is_a_periodic_peak_even_without_samples() -> None:
+    assert memory(tree(train={"disable_sampling": True})).phases["sample"] is None
+    found = memory(tree(train={"disable_sampling": True, **validation(resolution=1024)}))
+    assert found.phases["sample"] is not None and found.phases["baseline_sample"] is None
+    assert any("validation pass (4 sigmas in one batch at 1024 px" in n for n in found.notes)
+
+
+def test_each_validation_sigma_is_an_item_of_the_pass_s_batch() -> None:
+    def act(**values: Any) -> float:
+        config = tree(train={"disable_sampling": True, **validation(**values)})
+        return memory(config).parts["sample"].activations
+
+    four, one = act(resolution=1024), act(resolution=1024, validation_sigmas=[0.5])
+    assert four == pytest.approx(4 * one, rel=1e-3)
+    assert act(resolution=512, validation_sigmas=[0.5]) < one / 3
+
+
+def test_the_heavier_of_validation_and_the_sample_sets_the_periodic_peak() -> None:
+    sample = {"width": 512, "height": 512, "sample_every": 250, "guidance_scale": 1.0}
+    light = parts(tree(sample=sample), "sample")["activations"]
+    heavy = parts(tree(sample=sample, train=validation(resolution=1024)), "sample")
+    assert heavy["activations"] > 4 * light
+    small = parts(tree(sample=sample, train=validation(resolution=256, validation_sigmas=[1])))
+    assert small == parts(tree(sample=sample))  # the training phase never sees it
+
+
+def test_wan_s_low_vram_sampling_holds_the_text_encoder_only_while_it_encodes() -> None:
+    def sample_parts(low_vram: bool) -> dict[str, float]:
+        config = tree(
+            arch="wan21:14b",
+            model={"low_vram": low_vram},
+            train={"cache_text_embeddings": False},
+            sample={"width": 256, "height": 256, "num_frames": 1, "sample_every": 250},
+        )
+        return parts(config, "sample")
+
+    held, unloaded = sample_parts(False), sample_parts(True)
+    assert held["text_encoder"] > 0
+    # The larger of encoder and activations counts, not their sum.
+    assert unloaded["text_encoder"] + unloaded["activations"] == pytest.approx(
+        max(held["text_encoder"], held["activations"]), rel=0.02
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "family"),
+    [
+        ("Wan-AI/Wan2.1-T2V-14B-Diffusers", "wan21_14b"),
+        ("Wan-AI/Wan2.1-T2V-1.3B-Diffusers", "wan21_1b"),
+        ("/models/wan2.1_t2v_1_3b", "wan21_1b"),
+        ("Wan-AI/Wan2.1-I2V-14B-480P-Diffusers", "wan21_14b"),
+    ],
+)
+def test_the_generic_wan21_arch_takes_its_size_from_name_or_path(name: str, family: str) -> None:
+    from oom_wizard.rules.catalog import load_presets
+
+    presets = load_presets()
+    arch = "wan21_i2v" if "I2V" in name else "wan21"
+    config = tree(arch=arch, model={"name_or_path": name})
+    found = job_memory(document(config), [], "video")
+    assert found.known
+    assert f"the size comes from model.name_or_path ({family}'s figures)" in " ".join(found.notes)
+    if arch == "wan21":  # the same figures as the tagged id of that size
+        tagged = f"wan21:{'1b' if family == 'wan21_1b' else '14b'}"
+        same = job_memory(document(tree(arch=tagged, model={"name_or_path": name})), [], "video")
+        assert same.phases == found.phases
+    assert presets.memory_of(presets.arch(arch), name) is presets.memory_families[family]
+
+
+@pytest.mark.parametrize("name", ["/models/my_wan", None])
+def test_a_wan21_name_without_a_size_says_so(name: str | None) -> None:
+    config = tree(arch="wan21", model={"name_or_path": name} if name else {})
+    found = job_memory(document(config), [], "video")
+    assert not found.known
+    said = " ".join(found.notes)
+    assert "model.arch wan21 has no size of its own" in said and "nominal figures" in said
+    if name:
+        assert repr(name) in said
+
+
+# --- model.split_model_over_gpus (the shipped FLUX.1 figures: the split needs its block sizes)
+
+DOUBLE, SINGLE = 339_831_296, 141_591_808
+"""levers.yaml's FLUX.1 block sizes; the embedders and output layers make up the rest."""
+
+
+def split(gpus: int, *, network: bool = True, **model: Any) -> JobMemory:
+    """The LoRA job (or a full fine-tune) with the split on, as AI Toolkit accepts it."""
+    config = tree(model={"is_flux": True, "split_model_over_gpus": True, **model})
+    if not network:
+        del config["config"]["process"][0]["network"]
+        config["config"]["process"][0]["train"]["optimizer"] = "adafactor"
+    return job_memory(document(config), [], "image", gpus=gpus)
+
+
+def one_card(*, network: bool = True) -> JobMemory:
+    config = tree(model={"is_flux": True})
+    if not network:
+        del config["config"]["process"][0]["network"]
+        config["config"]["process"][0]["train"]["optimizer"] = "adafactor"
+    return job_memory(document(config), [], "image")
+
+
+def test_a_split_over_two_gpus_is_weighed_on_its_fullest_card() -> None:
+    # AI Toolkit's rule: cuda:0 starts at 5e9 × 0.3 = 1.5e9; each card's share is
+    # (11.901e9 + 1.5e9) / 2 = 6.70e9; 1.5e9 + 16 double blocks = 6.94e9 passes it, so 16 stay
+    # on cuda:0 and cuda:1 takes 3 double and all 38 single blocks (6.40e9, the fuller card).
+    whole, two = one_card(), split(2)
+    assert any(
+        "cuda:0 16 FluxTransformerBlock" in note
+        and "cuda:1 3 FluxTransformerBlock + 38 FluxSingleTransformerBlock" in note
+        for note in two.notes
+    )
+    card_1 = (3 * DOUBLE + 38 * SINGLE) / 11_901_408_320
+    training, alone = two.parts["training"], whole.parts["training"]
+    assert training.transformer == pytest.approx(alone.transformer * card_1, rel=0.01)
+    # The adapter, its gradients and optimizer state, and the text encoder stay on cuda:0.
+    assert training.trainable == 0.0 and training.optimizer == 0.0
+    assert training.text_encoder == 0.0 and training.vae == 0.0
+    assert 0.0 < training.activations < alone.activations
+    for phase in ("load", "training"):
+        assert two.phases[phase].high < whole.phases[phase].high  # type: ignore[union-attr]
+
+
+def test_a_split_full_fine_tune_keeps_each_card_s_gradients_and_state_beside_its_weights() -> None:
+    whole, two = one_card(network=False), split(2, network=False)
+    card_1 = (3 * DOUBLE + 38 * SINGLE) / 11_901_408_320
+    training, alone = two.parts["training"], whole.parts["training"]
+    assert training.trainable == pytest.approx(alone.trainable * card_1, rel=0.01)
+    assert training.optimizer == pytest.approx(alone.optimizer * card_1, rel=0.01)
+
+
+def test_more_gpus_spread_the_blocks_further() -> None:
+    two, four = split(2), split(4)
+    assert four.peak().high < two.peak().high
+    assert any("over 4 GPUs" in note and "cuda:3" in note for note in four.notes)
+
+
+def test_the_split_s_scale_moves_the_first_card_s_share() -> None:
+    # Scale 0: each card's share is 11.901e9 / 2 = 5.95e9; 18 double blocks pass it.
+    found = split(2, split_model_other_module_param_count_scale=0.0)
+    assert any("cuda:0 18 FluxTransformerBlock" in note for note in found.notes)
+
+
+@pytest.mark.parametrize("gpus", [0, 1])
+def test_with_one_gpu_or_none_the_split_is_counted_on_one_card_and_says_so(gpus: int) -> None:
+    found = split(gpus)
+    assert found.phases == one_card().phases
+    assert any("one GPU is seen (or none was probed)" in note for note in found.notes)
+
+
+def test_the_split_without_is_flux_is_refused_by_the_toolkit_and_counted_on_one_card() -> None:
+    config = tree(model={"split_model_over_gpus": True})  # model.arch: flux alone
+    found = job_memory(document(config), [], "image", gpus=2)
+    assert found.phases == job_memory(document(tree()), [], "image").phases
+    assert any("only with model.is_flux: true" in note for note in found.notes)
+
+
+def test_the_split_of_another_arch_is_refused_and_counted_on_one_card() -> None:
+    config = tree(arch="wan21:14b", model={"split_model_over_gpus": True})
+    plain = job_memory(document(tree(arch="wan21:14b")), [], "video")
+    found = job_memory(document(config), [], "video", gpus=2)
+    assert found.phases == plain.phases
+    assert any("splits only FLUX" in note for note in found.notes)
+
+
+def test_a_split_lora_says_the_toolkit_leaves_its_adapter_on_the_first_card() -> None:
+    assert any("AI Toolkit issue 1048" in note for note in split(2).notes)
+    assert not any("AI Toolkit issue 1048" in note for note in split(2, network=False).notes)
+
+
+# --- the control images' own size (archs.yaml's control_pixels)
+
+
+def control_added(arch: str, side: int, **options: Any) -> float:
+    """GiB of activations one control image adds at a ``side``² target, on the fixture blocks
+    (their bytes grow in step with the tokens, so the difference is the control's tokens)."""
+    model = {"model_kwargs": options.pop("model_kwargs")} if "model_kwargs" in options else {}
+    dataset = {"resolution": [side], **options}
+
+    def activations(control: dict[str, Any]) -> float:
+        config = tree(arch=arch, model=model, dataset={**dataset, **control})
+        return parts(config)["activations"]
+
+    return activations({"control_path": "/data/control"}) - activations({})
+
+
+def test_the_dataloader_gives_a_control_image_the_target_s_size() -> None:
+    # flux_kontext takes the dataloader's crop: the control grows with the target.
+    assert control_added("flux_kontext", 1024) == pytest.approx(
+        4 * control_added("flux_kontext", 512), rel=0.05
+    )
+
+
+def test_full_size_control_images_off_gives_each_512_pixels_a_side() -> None:
+    small = control_added("flux_kontext", 1024, full_size_control_images=False)
+    assert small == pytest.approx(control_added("flux_kontext", 512), rel=0.02)
+    found = memory(
+        tree(arch="flux_kontext", dataset={"control_path": "/c", "full_size_control_images": False})
+    )
+    assert any("512 × 512" in note for note in found.notes)
+
+
+def test_qwen_edit_plus_resizes_each_control_image_to_a_megapixel() -> None:
+    # Whatever the target, each control image is VAE_IMAGE_SIZE (1024²) of area.
+    at_512 = control_added("qwen_image_edit_plus", 512)
+    assert at_512 == pytest.approx(control_added("qwen_image_edit_plus", 1024), rel=0.02)
+    assert at_512 > 3 * control_added("flux_kontext", 512)
+    config = tree(arch="qwen_image_edit_plus", dataset={"control_path": "/c"})
+    assert any("resizes each control image to 1 MP" in note for note in memory(config).notes)
+
+
+def test_match_target_res_gives_each_control_image_the_target_s_area() -> None:
+    matched = control_added("qwen_image_edit_plus", 512, model_kwargs={"match_target_res": True})
+    assert matched == pytest.approx(control_added("qwen_image_edit_plus", 1024) / 4, rel=0.05)
+
+
+def test_a_capped_control_image_is_counted_at_its_cap_and_the_kwarg_moves_it() -> None:
+    capped = control_added("flux2", 512)
+    assert capped == pytest.approx(control_added("flux2", 1024), rel=0.02)
+    assert capped > 3 * control_added("flux2", 512, model_kwargs={"match_target_res": True})
+    quarter = {"control_image_max_pixels": 512 * 512}
+    assert control_added("krea2:o_edit", 1024, model_kwargs=quarter) == pytest.approx(
+        control_added("krea2:o_edit", 1024) / 4, rel=0.05
+    )
+    config = tree(arch="flux2", dataset={"control_path": "/c"})
+    assert any("an upper bound" in note for note in memory(config).notes)
+
+
+def test_an_eager_matrix_counts_the_family_s_own_heads() -> None:
+    # SD3-medium: 24 heads of 64 channels (its published config), not 1536 / 128 = 12.
+    def activations(backend: str) -> float:
+        config = tree(arch="sd3", train={"attention_backend": backend})
+        return job_memory(document(config), [], "image").parts["training"].activations
+
+    tokens = (1024 // 16) ** 2 + 333  # 4096 image tokens and SD3's 333 text tokens
+    matrix = 24 * tokens * tokens * 2
+    expected = (1 + 2) * matrix * MID_ACTIVATIONS / GIB
+    assert activations("_native_math") - activations("native") == pytest.approx(expected, rel=0.01)

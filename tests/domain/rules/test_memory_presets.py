@@ -1,0 +1,280 @@
+"""Tests of ``presets/memory.yaml``: parameter counts and measured activations per family."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oom_wizard.errors import PresetError
+from oom_wizard.rules.catalog import MemoryFamily, Presets, load_presets
+
+FILES = ("archs.yaml", "ladders.yaml", "levers.yaml", "memory.yaml", "ui_fields.yaml")
+
+
+@pytest.fixture(scope="module")
+def presets() -> Presets:
+    return load_presets()
+
+
+@pytest.fixture
+def preset_copy(tmp_path: Path) -> Path:
+    """A writable copy of the shipped preset folder."""
+    source = resources.files("oom_wizard.presets")
+    for name in FILES:
+        (tmp_path / name).write_text((source / name).read_text(encoding="utf-8"), "utf-8")
+    return tmp_path
+
+
+def _replace(folder: Path, name: str, old: str, new: str) -> int:
+    """Replace the first ``old`` in a preset file; the 1-based line it was on."""
+    path = folder / name
+    text = path.read_text(encoding="utf-8")
+    assert old in text, old
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return text[: text.index(old)].count("\n") + 1
+
+
+def families(presets: Presets) -> list[MemoryFamily]:
+    return [presets.memory_families[key] for key in sorted(presets.memory_families)]
+
+
+def test_every_arch_has_a_family_or_a_real_reason(presets: Presets) -> None:
+    for facts in presets.archs:
+        family = presets.memory_of(facts)
+        if facts.memory is not None:
+            assert family is not None and family.id == facts.memory, facts.id
+        else:
+            assert family is None
+            reason = facts.memory_unknown or ""
+            assert len(reason) > 20, f"{facts.id}: say why there are no figures ({reason!r})"
+            assert "not measured yet" not in reason and "in progress" not in reason, facts.id
+
+
+def test_an_unknown_arch_has_no_family(presets: Presets) -> None:
+    assert presets.memory_of(None) is None
+    assert presets.memory_of(presets.arch("no_such_arch")) is None
+
+
+def test_every_family_is_used_by_an_arch(presets: Presets) -> None:
+    used = {facts.memory for facts in presets.archs}
+    assert sorted(set(presets.memory_families) - used) == []
+
+
+def test_the_measuring_packages_are_named(presets: Presets) -> None:
+    measured = presets.memory_measured_with
+    for key in ("torch", "diffusers", "transformers", "python", "device", "dtype", "sdpa"):
+        assert measured.get(key), key
+    assert measured["dtype"] == "bfloat16"
+
+
+def test_parameter_counts_are_sane_and_sourced(presets: Presets) -> None:
+    for family in families(presets):
+        params = family.params
+        assert 0.05 < params.transformer < 100, family.id
+        assert 0 <= params.text_encoder < 100, family.id
+        assert 0 <= params.vae < 5, family.id
+        assert params.source.strip(), family.id
+
+
+def test_known_counts(presets: Presets) -> None:
+    # Figures every reader can check against the model cards: FLUX.1-dev "12B", Wan 2.2 A14B
+    # two experts, Qwen-Image "20B".
+    flux = presets.memory_families["flux"].params
+    assert 11.5 < flux.transformer < 12.5
+    assert presets.memory_families["wan22_14b"].params.experts == 2
+    assert 19.5 < presets.memory_families["qwen_image"].params.transformer < 21
+
+
+def test_activation_figures_are_sane(presets: Presets) -> None:
+    for family in families(presets):
+        acts = family.activations
+        if acts is None:
+            assert family.unknown and "not measured yet" not in family.unknown, family.id
+            continue
+        assert acts.source.strip() and acts.blocks, family.id
+        for block in acts.blocks:
+            where = f"{family.id}.{block.name}"
+            # With checkpointing a block keeps at least a bf16 hidden state of the width.
+            assert block.input_bytes_per_token >= 2 * acts.width * 0.5, where
+            assert block.saved_bytes_per_token >= block.input_bytes_per_token, where
+            # Without it, a block saves several hidden states, never thousands.
+            assert block.saved_bytes_per_token < 2 * acts.width * 400, where
+            assert block.peak_bytes_per_token >= 0, where
+        if acts.linearity is not None:
+            assert acts.linearity < 0.05, family.id
+        # A fused attention kernel ran (one that keeps no tokens x tokens matrix), so the figures
+        # are per token; the math path would make them grow with the square of the tokens.
+        assert acts.attention and ("flash" in acts.attention or "efficient" in acts.attention)
+
+
+def test_archs_yaml_counts_agree_with_the_family(presets: Presets) -> None:
+    for facts in presets.archs:
+        family = presets.memory_of(facts)
+        if family is None:
+            continue
+        assert facts.params is not None, f"{facts.id}: archs.yaml lacks the family's counts"
+        assert facts.params.transformer == pytest.approx(family.params.transformer, abs=0.01)
+        assert facts.params.text_encoder == pytest.approx(family.params.text_encoder, abs=0.01)
+        assert facts.params.experts == family.params.experts, facts.id
+
+
+# --- bad data is refused, located ---------------------------------------------------------------
+
+
+def test_an_arch_with_neither_family_nor_reason_is_refused(preset_copy: Path) -> None:
+    line = _replace(preset_copy, "archs.yaml", "    memory: flux\n", "")
+    with pytest.raises(PresetError) as caught:
+        load_presets(preset_copy)
+    message = str(caught.value)
+    assert "archs.yaml" in message and "(flux)" in message
+    assert "exactly one of memory" in message
+    assert caught.value.line is not None and caught.value.line < line
+
+
+def test_an_arch_naming_a_missing_family_is_refused(preset_copy: Path) -> None:
+    line = _replace(preset_copy, "archs.yaml", "    memory: flux\n", "    memory: fluxx\n")
+    with pytest.raises(PresetError) as caught:
+        load_presets(preset_copy)
+    assert "'fluxx' is not a family of memory.yaml" in str(caught.value)
+    assert caught.value.line == line
+
+
+EXTRA_FAMILY = """\
+  extra:
+    params: {transformer: 1.0, text_encoder: 0.5, vae: 0.1, experts: 1, source: "a test"}
+    activations:
+      width: 1024
+      text_tokens: 77
+      blocks:
+        - {name: Block, count: 2, saved_bytes_per_token: 40000, input_bytes_per_token: 2048,
+           peak_bytes_per_token: 9000}
+      source: "a test"
+"""
+
+
+def _add_family(folder: Path, text: str) -> int:
+    """Append a family to memory.yaml's families (the last key of the file); its first line."""
+    path = folder / "memory.yaml"
+    old = path.read_text(encoding="utf-8")
+    assert old.rstrip().splitlines()[-1].startswith("    "), "families must come last"
+    path.write_text(old.rstrip("\n") + "\n" + text, encoding="utf-8")
+    return old.rstrip("\n").count("\n") + 2
+
+
+def test_a_well_formed_family_loads(preset_copy: Path) -> None:
+    _add_family(preset_copy, EXTRA_FAMILY)
+    family = load_presets(preset_copy).memory_families["extra"]
+    assert family.activations is not None
+    assert family.activations.blocks[0].tokens == "joint"
+    assert family.activations.blocks[0].saved_bytes_per_token == 40000
+
+
+def test_saved_below_the_input_is_refused(preset_copy: Path) -> None:
+    first = _add_family(preset_copy, EXTRA_FAMILY.replace("40000", "1000"))
+    with pytest.raises(PresetError) as caught:
+        load_presets(preset_copy)
+    assert "memory.yaml" in str(caught.value)
+    assert "saved_bytes_per_token is below input_bytes_per_token" in str(caught.value)
+    assert caught.value.line == first + 6
+
+
+def test_missing_activations_need_a_reason(preset_copy: Path) -> None:
+    text = EXTRA_FAMILY.split("    activations:")[0] + "    activations: null\n"
+    _add_family(preset_copy, text)
+    with pytest.raises(PresetError, match="activations: null with unknown"):
+        load_presets(preset_copy)
+
+
+def test_an_unknown_block_kind_of_tokens_is_refused(preset_copy: Path) -> None:
+    _add_family(
+        preset_copy,
+        EXTRA_FAMILY.replace(
+            "peak_bytes_per_token: 9000", "peak_bytes_per_token: 9000, tokens: text"
+        ),
+    )
+    with pytest.raises(PresetError, match="tokens"):
+        load_presets(preset_copy)
+
+
+def test_a_negative_count_is_refused_at_its_line(preset_copy: Path) -> None:
+    line = _replace(preset_copy, "memory.yaml", "      transformer: ", "      transformer: -")
+    with pytest.raises(PresetError) as caught:
+        load_presets(preset_copy)
+    assert "params.transformer" in str(caught.value)
+    assert caught.value.line == line
+
+
+# --- the calibration script's data side (no torch) ------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[3]
+SCRIPT = ROOT / "bench" / "calibrate_memory.py"
+
+
+def _script() -> Any:
+    """bench/calibrate_memory.py as a module (it imports torch only inside its measuring code)."""
+    spec = importlib.util.spec_from_file_location("calibrate_memory", SCRIPT)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_memory_yaml_is_what_the_script_writes() -> None:
+    script = _script()
+    measured_with, families = script.load_memory()
+    text = (ROOT / "presets" / "memory.yaml").read_text(encoding="utf-8")
+    assert script.dump(measured_with, families) == text
+
+
+def test_archs_yaml_counts_are_what_sync_archs_writes() -> None:
+    script = _script()
+    _, families = script.load_memory()
+    assert script.sync_archs(families) == (ROOT / "presets" / "archs.yaml").read_text("utf-8")
+
+
+def test_every_family_of_the_yaml_is_one_the_script_knows() -> None:
+    script = _script()
+    _, families = script.load_memory()
+    assert sorted(families) == sorted(family.id for family in script.FAMILIES)
+
+
+def test_the_table_needs_no_torch_and_lists_every_family(presets: Presets) -> None:
+    # The table of the closing note comes from the YAML alone: torch is never imported for it.
+    code = (
+        "import runpy, sys; sys.argv = [sys.argv[1], '--table']\n"
+        "try:\n    runpy.run_path(sys.argv[0], run_name='__main__')\n"
+        "except SystemExit as e:\n    assert not e.code\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(SCRIPT)], capture_output=True, text=True, check=True
+    )
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| ")]
+    assert rows[0].startswith("| family |")
+    listed = {row.split("|")[1].strip() for row in rows[1:]}
+    assert listed == set(presets.memory_families)
+    flux = next(row for row in rows if row.startswith("| flux |"))
+    assert "FluxTransformerBlock" in flux and "11.901" in flux
+
+
+def test_each_family_s_own_head_width_divides_its_width(presets: Presets) -> None:
+    widths = presets.levers.attention.head_dim_by_family
+    assert widths
+    for family_id, head_dim in widths.items():
+        family = presets.memory_families[family_id]
+        assert family.activations is not None, family_id
+        assert family.activations.width % head_dim == 0, family_id
+
+
+def test_a_head_width_for_a_missing_family_is_refused(preset_copy: Path) -> None:
+    _replace(preset_copy, "levers.yaml", "{sd3: 64,", "{sd9: 64,")
+    with pytest.raises(PresetError) as caught:
+        load_presets(preset_copy)
+    assert "'sd9' is not a family of memory.yaml" in str(caught.value)

@@ -1,0 +1,1 @@
+"""Storage: the change log, AI Toolkit's job database and folders, saves that fail or are killed."""

@@ -1,0 +1,1 @@
+"""End to end in a real terminal (tmux)."""

@@ -1,0 +1,167 @@
+"""The published measured peaks of ``tests/fixtures/measured_peaks.yaml``, run through the model.
+
+Shared by ``tests/domain/rules/test_measured_peaks.py`` and ``bench/memory_accuracy.py``.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from oom_wizard.rules.catalog import Presets, load_presets
+from oom_wizard.rules.estimate import arch_facts
+from oom_wizard.rules.memory import Band, JobMemory, job_memory
+from tests.support.plan_support import document
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "measured_peaks.yaml"
+EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "aitk-examples"
+TOLERANCE = 0.15
+"""A point agrees when it lies within its band widened by this share on each side."""
+
+
+@dataclass(frozen=True)
+class Point:
+    """One published measurement and the band the model gives it."""
+
+    id: str
+    source: str
+    arch: str
+    settings: str
+    measured_gib: float
+    approximate: bool
+    memory: JobMemory
+    band: Band
+    has_counts: bool
+    has_activations: bool
+    known_miss: str | None = None
+
+    @property
+    def error(self) -> float:
+        """(midpoint − measured) / measured."""
+        return (self.band.mid - self.measured_gib) / self.measured_gib
+
+    @property
+    def within_band(self) -> bool:
+        """The measured peak lies within the band widened by :data:`TOLERANCE`."""
+        return (
+            self.band.low * (1 - TOLERANCE) <= self.measured_gib <= self.band.high * (1 + TOLERANCE)
+        )
+
+
+def _merged(base: Any, over: Any) -> Any:
+    if isinstance(base, Mapping) and isinstance(over, Mapping):
+        out = dict(base)
+        for key, value in over.items():
+            out[key] = _merged(base.get(key), value) if key in base else copy.deepcopy(value)
+        return out
+    if isinstance(base, list) and isinstance(over, list):
+        return [_merged(b, o) for b, o in zip(base, over, strict=False)] + over[len(base) :]
+    return copy.deepcopy(over)
+
+
+def job_tree(defaults: Mapping[str, Any], process: Mapping[str, Any]) -> dict[str, Any]:
+    """An AI Toolkit job with one ``sd_trainer`` process: ``defaults`` with ``process`` over."""
+    merged = _merged(defaults, process)
+    return {
+        "job": "extension",
+        "config": {"name": "measured", "process": [{"type": "sd_trainer", **merged}]},
+    }
+
+
+def points(presets: Presets | None = None) -> list[Point]:
+    """Every point of the fixture with its band."""
+    presets = presets or load_presets()
+    data = yaml.safe_load(FIXTURE.read_text(encoding="utf-8"))
+    found = []
+    for raw in data["points"]:
+        config = job_tree(data["defaults"], raw["process"])
+        doc = document(config)
+        memory = job_memory(doc, [], "image", presets=presets)
+        phase = raw.get("phase", "training")
+        band = memory.phases[phase]
+        assert band is not None, raw["id"]
+        process = doc.view().processes[0]
+        family = presets.memory_of(arch_facts(process, presets))
+        found.append(
+            Point(
+                id=raw["id"],
+                source=raw["source"],
+                arch=raw["arch"],
+                settings=raw["settings"],
+                measured_gib=float(raw["measured_gib"]),
+                approximate=bool(raw.get("approximate", False)),
+                memory=memory,
+                band=band,
+                has_counts=family is not None,
+                has_activations=family is not None and family.activations is not None,
+                known_miss=raw.get("known_miss"),
+            )
+        )
+    return found
+
+
+@dataclass(frozen=True)
+class Delta:
+    """A published difference between two runs, and the model's difference of their bands."""
+
+    id: str
+    source: str
+    settings: str
+    measured_gib: float
+    low: float
+    """The difference of the bands' low edges (the model's least)."""
+    high: float
+    """The difference of the high edges (the model's most)."""
+
+    @property
+    def mid(self) -> float:
+        return (self.low + self.high) / 2.0
+
+    @property
+    def error(self) -> float:
+        """(the midpoints' difference − measured) / measured."""
+        return (self.mid - self.measured_gib) / self.measured_gib
+
+    @property
+    def within_band(self) -> bool:
+        """The measured difference lies within the model's, widened by :data:`TOLERANCE`."""
+        return self.low * (1 - TOLERANCE) <= self.measured_gib <= self.high * (1 + TOLERANCE)
+
+
+def deltas(presets: Presets | None = None) -> list[Delta]:
+    """Every measured difference of the fixture with the model's."""
+    presets = presets or load_presets()
+    data = yaml.safe_load(FIXTURE.read_text(encoding="utf-8"))
+    found = []
+    for raw in data.get("deltas", ()):
+        phase, kind = raw.get("phase", "training"), raw.get("kind", "image")
+        bands = []
+        for side in ("from", "to"):
+            config = job_tree(data["defaults"], raw[side])
+            band = job_memory(document(config), [], kind, presets=presets).phases[phase]
+            assert band is not None, raw["id"]
+            bands.append(band)
+        before, after = bands
+        found.append(
+            Delta(
+                id=raw["id"],
+                source=raw["source"],
+                settings=raw["settings"],
+                measured_gib=float(raw["measured_delta_gib"]),
+                low=after.low - before.low,
+                high=after.high - before.high,
+            )
+        )
+    return found
+
+
+def example_card(path: Path) -> float | None:
+    """The card in an AI Toolkit example config's name (``..._24gb.yaml``, ``..._48.yaml``)."""
+    match = re.search(r"_(\d+)(?:gb)?\.ya?ml$", path.name)
+    return float(match.group(1)) if match else None
