@@ -8,6 +8,10 @@ moment its first screen's text appears in the terminal output:
           until the demo job is read, diagnosed and shown ("Read. Enter: …");
 - app:    the same app started without the command line (what the parser costs).
 
+Beside each wall-clock time, the CPU time the program had used by then (user and system, of
+all its threads, from ``/proc``; in clock ticks, 10 ms each): on a machine shared with other
+work the wall clock also counts the waits for a core, the CPU time does not.
+
 Idle memory is the wizard's resident set size once the job is shown and nothing happens.
 Runs alternate between the programs; medians are reported, and the spread of the ratios of
 the runs side by side. Every program runs with its bytecode cached in a folder of its own
@@ -33,6 +37,7 @@ import tempfile
 import termios
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 ANSI = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 BARE_APP = """
@@ -50,6 +55,7 @@ Bare().run()
 APP_ONLY = """
 import sys
 from pathlib import Path
+from typing import NamedTuple
 from oom_wizard.screens.app import create_app
 from oom_wizard.application.demo import IMAGE_JOB, copy_demo
 
@@ -57,6 +63,7 @@ folder = copy_demo(Path(sys.argv[1]))
 create_app(folder / IMAGE_JOB.config, log=folder / IMAGE_JOB.log).run()
 """
 TIMEOUT_S = 30.0
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def spawn(argv: list[str]) -> tuple[int, int]:
@@ -69,9 +76,22 @@ def spawn(argv: list[str]) -> tuple[int, int]:
     return pid, fd
 
 
-def wait_for(fd: int, markers: list[bytes], start: float) -> list[float]:
-    """Seconds from ``start`` until each marker has appeared in the (ANSI-stripped) output."""
-    seen: list[float] = []
+class Seen(NamedTuple):
+    """When a marker appeared: wall-clock seconds since the spawn, CPU seconds used by then."""
+
+    wall: float
+    cpu: float
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of ``pid`` so far, its threads' included (ended ones too)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def wait_for(pid: int, fd: int, markers: list[bytes], start: float) -> list[Seen]:
+    """When each marker has appeared in the (ANSI-stripped) output of ``pid``."""
+    seen: list[Seen] = []
     buffer = b""
     deadline = start + TIMEOUT_S
     while len(seen) < len(markers) and time.perf_counter() < deadline:
@@ -85,7 +105,7 @@ def wait_for(fd: int, markers: list[bytes], start: float) -> list[float]:
         buffer += chunk
         plain = ANSI.sub(b"", buffer)
         while len(seen) < len(markers) and markers[len(seen)] in plain:
-            seen.append(time.perf_counter() - start)
+            seen.append(Seen(time.perf_counter() - start, cpu_seconds(pid)))
     if len(seen) < len(markers):
         raise RuntimeError(f"never painted {markers[len(seen)]!r}")
     return seen
@@ -106,38 +126,51 @@ def stop(pid: int, fd: int) -> None:
     os.close(fd)
 
 
-def run_bare() -> float:
+def run_bare() -> Seen:
     start = time.perf_counter()
     pid, fd = spawn([sys.executable, "-c", BARE_APP])
     try:
-        return wait_for(fd, [b"bare app painted"], start)[0]
+        return wait_for(pid, fd, [b"bare app painted"], start)[0]
     finally:
         stop(pid, fd)
 
 
-def run_app_only() -> float:
+def run_app_only() -> Seen:
     with tempfile.TemporaryDirectory() as folder:
         start = time.perf_counter()
         pid, fd = spawn([sys.executable, "-c", APP_ONLY, folder])
         try:
-            return wait_for(fd, [b"Load the job that ran out of memory"], start)[0]
+            return wait_for(pid, fd, [b"Load the job that ran out of memory"], start)[0]
         finally:
             stop(pid, fd)
 
 
-def run_wizard() -> tuple[float, float, float]:
+def run_wizard() -> tuple[Seen, Seen, float]:
     """(first screen painted, job shown, idle RSS MiB)."""
     with tempfile.TemporaryDirectory() as folder:
         start = time.perf_counter()
         pid, fd = spawn([sys.executable, "-m", "oom_wizard", "demo", "--dir", folder])
         try:
             painted, shown = wait_for(
-                fd, [b"Load the job that ran out of memory", b"Read. Enter"], start
+                pid, fd, [b"Load the job that ran out of memory", b"Read. Enter"], start
             )
             time.sleep(1.0)
             return painted, shown, rss_mib(pid)
         finally:
             stop(pid, fd)
+
+
+def report(what: str, times: list[Seen], base: Seen | None = None) -> Seen:
+    """One line: the medians of ``times``, with their ratios to ``base``; the medians."""
+    median = Seen(statistics.median(t.wall for t in times), statistics.median(t.cpu for t in times))
+    line = f"{what + ':':<40}{median.wall * 1000:7.0f} ms wall"
+    if base is not None:
+        line += f" {median.wall / base.wall:5.2f}x"
+    line += f"   {median.cpu * 1000:5.0f} ms CPU"
+    if base is not None:
+        line += f" {median.cpu / base.cpu:5.2f}x"
+    print(line)
+    return median
 
 
 def main() -> None:
@@ -147,11 +180,11 @@ def main() -> None:
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     bytecode = tempfile.TemporaryDirectory(prefix="bench-launch-bytecode-")
     os.environ["PYTHONPYCACHEPREFIX"] = bytecode.name
-    bare: list[float] = []
-    painted: list[float] = []
-    shown: list[float] = []
+    bare: list[Seen] = []
+    painted: list[Seen] = []
+    shown: list[Seen] = []
     memory: list[float] = []
-    app_only: list[float] = []
+    app_only: list[Seen] = []
     run_bare()  # warm the file cache for both
     run_wizard()
     for _ in range(args.runs):
@@ -161,17 +194,19 @@ def main() -> None:
         shown.append(loaded)
         memory.append(rss)
         app_only.append(run_app_only())
-    b, p, s = statistics.median(bare), statistics.median(painted), statistics.median(shown)
-    print(f"runs: {args.runs} each, alternating, medians")
-    print(f"bare Textual app, first screen painted: {b * 1000:7.0f} ms")
-    print(f"oom-wizard demo, first screen painted:  {p * 1000:7.0f} ms   ratio {p / b:.2f}x")
-    print(f"oom-wizard demo, job read and shown:    {s * 1000:7.0f} ms   ratio {s / b:.2f}x")
+    print(f"runs: {args.runs} each, alternating, medians (wall clock, and CPU time used by then)")
+    b = report("bare Textual app, first screen painted", bare)
+    report("oom-wizard demo, first screen painted", painted, b)
+    report("oom-wizard demo, job read and shown", shown, b)
     for what, times in (("painted", painted), ("shown", shown)):
-        ratios = sorted(t / base for t, base in zip(times, bare, strict=True))
-        print(f"  {what}: ratio run by run from {ratios[0]:.2f}x to {ratios[-1]:.2f}x")
-    a = statistics.median(app_only)
-    print(f"the app without the CLI, painted:       {a * 1000:7.0f} ms   ratio {a / b:.2f}x")
-    print(f"oom-wizard idle memory (RSS):           {statistics.median(memory):7.1f} MiB")
+        for clock in ("wall", "cpu"):
+            ratios = sorted(
+                getattr(t, clock) / getattr(base, clock)
+                for t, base in zip(times, bare, strict=True)
+            )
+            print(f"  {what}, {clock}: ratio run by run from {ratios[0]:.2f}x to {ratios[-1]:.2f}x")
+    report("the app without the CLI, painted", app_only, b)
+    print(f"{'oom-wizard idle memory (RSS)':<40}{statistics.median(memory):7.1f} MiB")
     bytecode.cleanup()
 
 

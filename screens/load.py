@@ -115,6 +115,25 @@ class ConfigTree(DirectoryTree):
         return [path for path in paths if offered(path) or offered_log(path)]
 
 
+class ReadingBar(ProgressBar):
+    """The reading progress of a big log. Its parts (the bar, the percentage) are built when
+    it is first shown: a small log, nearly every one, never shows it."""
+
+    _built = False
+
+    def compose(self) -> ComposeResult:
+        if self._built:
+            yield from super().compose()
+
+    def show_progress(self, done: int, total: int) -> None:
+        """Show ``done`` bytes read of ``total``."""
+        if not self._built:
+            self._built = True
+            self.refresh(recompose=True)
+        self.display = True
+        self.update(total=total, progress=done)
+
+
 class LoadScreen(StageScreen[None]):
     """Reads the job (in a worker) and shows its memory-relevant facts."""
 
@@ -138,29 +157,41 @@ class LoadScreen(StageScreen[None]):
         with VerticalScroll(id="body"):
             yield Static("Load the job that ran out of memory", classes="title")
             yield Static("", id="status")
-            yield ProgressBar(id="reading", show_eta=False)
+            yield ReadingBar(id="reading", show_eta=False)
             yield Static("", id="error", classes="error")
             if request.listing:
                 with Vertical(id="job-list"):
                     yield Static(_job_header(), id="job-header")
                     yield MarkedOptionList(id="jobs", compact=True)
             with Vertical(id="picker"):
-                yield PlainInput(
-                    placeholder="a config (.yaml, .json) or an AI Toolkit job folder",
-                    suggester=PathSuggester(),
-                    id="path",
-                )
-                yield PlainInput(
-                    str(request.log) if request.log is not None else "",
-                    placeholder="its log (optional: a job folder's log.txt is found)",
-                    suggester=PathSuggester(logs=True),
-                    id="log-path",
-                )
-                if request.asks_for_config:
+                if request.asks_for_config:  # else built when the picker is first shown
+                    yield from self._path_inputs()
                     yield ConfigTree(Path.cwd(), id="tree")
             yield Static("", id="summary")
             yield MemoryBar(id="memory")
         yield KeyBar()
+
+    def _path_inputs(self) -> tuple[PlainInput, PlainInput]:
+        """The picker's fields: the config, and its log (the one asked for, if any)."""
+        log = self.request.log
+        return (
+            PlainInput(
+                placeholder="a config (.yaml, .json) or an AI Toolkit job folder",
+                suggester=PathSuggester(),
+                id="path",
+            ),
+            PlainInput(
+                str(log) if log is not None else "",
+                placeholder="its log (optional: a job folder's log.txt is found)",
+                suggester=PathSuggester(logs=True),
+                id="log-path",
+            ),
+        )
+
+    def _typed(self, field: str) -> str:
+        """What the picker's ``field`` holds (nothing while the picker was never built)."""
+        inputs = self.query(f"#{field}").results(Input)
+        return next((typed.value.strip() for typed in inputs), "")
 
     def on_mount(self) -> None:
         """Load the job named on the command line, list the database's jobs, or ask."""
@@ -192,7 +223,7 @@ class LoadScreen(StageScreen[None]):
     def load(self, target: Path) -> None:
         """Read ``target`` in a worker, with the log picked (else the one asked for); the
         result arrives as a message."""
-        typed = self.query_one("#log-path", Input).value.strip()
+        typed = self._typed("log-path")
         log = Path(typed).expanduser() if typed else self.request.log
         self._read(str(target), replace(self.request, target=target, log=log))
 
@@ -244,9 +275,7 @@ class LoadScreen(StageScreen[None]):
     def _progressed(self, event: LogChunksRead) -> None:
         if self.reader is None:
             return  # a message of a reading that was cancelled
-        bar = self.query_one("#reading", ProgressBar)
-        bar.display = True
-        bar.update(total=event.total, progress=event.done)
+        self.query_one("#reading", ReadingBar).show_progress(event.done, event.total)
         self.query_one("#status", Static).update(
             f"Reading the log: {_megabytes(event.done)} of {_megabytes(event.total)} (Esc cancels)"
         )
@@ -290,6 +319,8 @@ class LoadScreen(StageScreen[None]):
 
         picker = self.query_one("#picker")
         picker.display = True
+        if not picker.query("#path"):
+            picker.mount(*self._path_inputs())
         if not picker.query(ConfigTree):
             picker.mount(ConfigTree(picker_folder(self.request.target), id="tree"))
         return self.query_one("#path", Input)
@@ -409,7 +440,7 @@ class LoadScreen(StageScreen[None]):
             self.load_db_job(highlighted.id)
 
     def _open_typed_or_selected(self) -> None:
-        typed = self.query_one("#path", Input).value.strip()
+        typed = self._typed("path")
         if typed:
             self.load(Path(typed).expanduser())
             return

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import signal
 import sys
@@ -22,20 +23,6 @@ from types import ModuleType
 from typing import Final
 
 from oom_wizard import __version__
-from oom_wizard.commands import (
-    apply,
-    demo,
-    diagnose,
-    fit,
-    history,
-    open_cmd,
-    plan,
-    restore,
-    run,
-    scale_up,
-    set_cmd,
-    watch,
-)
 from oom_wizard.errors import PROGRAM, WizardError, error_line, os_error_line
 from oom_wizard.host.interrupts import Terminated, raise_terminated, redeliver_lost_interrupts
 from oom_wizard.storage.leftovers import dead_leftovers
@@ -55,23 +42,30 @@ class _Parser(argparse.ArgumentParser):
         raise WizardError(f"{message} (see '{self.prog} --help')")
 
 
-#: subcommand name -> its module, in the order ``--help`` lists them. ``open`` is the
-#: default: ``oom-wizard CONFIG`` and ``oom-wizard`` alone are ``oom-wizard open ...``.
-COMMANDS: Final[dict[str, ModuleType]] = {
-    "open": open_cmd,
-    "demo": demo,
-    "diagnose": diagnose,
-    "plan": plan,
-    "apply": apply,
-    "set": set_cmd,
-    "scale-up": scale_up,
-    "history": history,
-    "restore": restore,
-    "watch": watch,
-    "run": run,
-    "fit": fit,
+#: subcommand name -> its module in ``oom_wizard.commands``, in the order ``--help`` lists
+#: them. ``open`` is the default: ``oom-wizard CONFIG`` and ``oom-wizard`` alone are
+#: ``oom-wizard open ...``. A run imports the module of its own command only (``--help``
+#: imports them all), so that ``demo`` or ``diagnose`` does not pay for the other commands.
+COMMANDS: Final[dict[str, str]] = {
+    "open": "open_cmd",
+    "demo": "demo",
+    "diagnose": "diagnose",
+    "plan": "plan",
+    "apply": "apply",
+    "set": "set_cmd",
+    "scale-up": "scale_up",
+    "history": "history",
+    "restore": "restore",
+    "watch": "watch",
+    "run": "run",
+    "fit": "fit",
 }
 DEFAULT_COMMAND: Final = "open"
+
+
+def command_module(name: str) -> ModuleType:
+    """The module of the subcommand ``name`` (a key of :data:`COMMANDS`)."""
+    return importlib.import_module(f"oom_wizard.commands.{COMMANDS[name]}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,8 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
     return _build()[0]
 
 
-def _build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
-    """The whole command line, and each command's own parser by name."""
+def _build(
+    only: str | None = None,
+) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The whole command line, and each command's own parser by name (``only``: that
+    command's alone, the one a run dispatches to)."""
     parser = _Parser(
         prog=PROG,
         description=(
@@ -90,8 +87,8 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
     )
     _add_global_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in COMMANDS.values():
-        module.add_parser(sub)
+    for name in COMMANDS if only is None else (only,):
+        command_module(name).add_parser(sub)
     return parser, dict(sub.choices)
 
 
@@ -111,9 +108,14 @@ def _global_options(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]
     return parser.parse_known_args(list(argv))
 
 
+def _command_named(rest: list[str]) -> str:
+    """The command the arguments name (``open`` unless the first names one)."""
+    return rest[0] if rest and rest[0] in COMMANDS else DEFAULT_COMMAND
+
+
 def _dispatch(commands: dict[str, argparse.ArgumentParser], rest: list[str]) -> argparse.Namespace:
     """The arguments parsed by the command they name (``open`` unless the first names one)."""
-    name = rest[0] if rest and rest[0] in COMMANDS else DEFAULT_COMMAND
+    name = _command_named(rest)
     arguments = rest[1:] if rest and rest[0] == name else rest
     return commands[name].parse_args(arguments)
 
@@ -141,10 +143,10 @@ def _main(args_list: list[str]) -> int:
         options, rest = _global_options(args_list)
         debug = bool(options.debug)
         _recover_here()
-        parser, commands = _build()
         if rest and rest[0] in ("-h", "--help"):
-            parser.print_help()
+            _build()[0].print_help()
             return EXIT_OK
+        _, commands = _build(only=_command_named(rest))
         args = _dispatch(commands, rest)
         args.debug = debug  # the app writes its tracebacks to a file with --debug
         handler = args.handler

@@ -480,11 +480,32 @@ def imported_modules(source: str) -> list[str]:
                 found.append(node.module)
         elif isinstance(node, ast.Import):
             found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.Call) and _named(node.func) == "import_module" and node.args:
+            found += _dynamic_module(node.args[0])
     return [
         name
         for name in found
         if name.split(".")[0] == "oom_wizard" and not name.startswith("oom_wizard.presets")
     ]
+
+
+def _named(func: ast.expr) -> str | None:
+    """The name a call calls: ``f`` of ``f(...)`` or of ``module.f(...)``."""
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else None
+
+
+def _dynamic_module(argument: ast.expr) -> list[str]:
+    """The module ``importlib.import_module`` is handed: a constant name, or the fixed part of
+    an f-string (``f"oom_wizard.commands.{name}"`` imports from ``oom_wizard.commands``)."""
+    if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+        return [argument.value]
+    if isinstance(argument, ast.JoinedStr) and argument.values:
+        head = argument.values[0]
+        if isinstance(head, ast.Constant) and isinstance(head.value, str):
+            return [head.value.rstrip(".")]
+    return []
 
 
 def room_arrows(
@@ -549,6 +570,7 @@ def test_every_folder_of_wizard_is_a_room(rooms) -> None:
         ("wizard/commands/fit.py", "from oom_wizard.rules.memory import job_memory\n"),
         ("screens/step.py", "import oom_wizard.formats.yamledit\n"),
         ("wizard/errors.py", "if TYPE_CHECKING:\n    from oom_wizard.logs.scan import LogScan\n"),
+        ("wizard/formats/view.py", 'importlib.import_module(f"oom_wizard.rules.{name}")\n'),
     ],
 )
 def test_an_import_against_the_arrows_is_caught(rooms, path: str, source: str) -> None:

@@ -39,7 +39,7 @@ def copy_demo(folder: Path) -> Path:
     Raises:
         SaveRefused: a file of the same name with other content is there (nothing is written).
     """
-    from oom_wizard.storage.save import atomic_write
+    from oom_wizard.storage.save import commit_pair
 
     bundled = resources.files("oom_wizard.presets") / "demo"
     names = [name for job in DEMO_JOBS for name in (job.config, job.log)]
@@ -60,10 +60,11 @@ def copy_demo(folder: Path) -> Path:
             not (folder / name).exists() for name in payload
         ):
             raise SaveRefused("this folder is not writable; pick another with --dir", file=folder)
-        for name, data in payload.items():
-            target = folder / name
-            if not target.exists():
-                atomic_write(target, data)
+        missing = [
+            (folder / name, data) for name, data in payload.items() if not (folder / name).exists()
+        ]
+        if missing:  # one commit: the folder is synced once, and a failure leaves none of them
+            commit_pair(missing, journal=False, wrap=False)
     except OSError as exc:
         raise SaveRefused(
             f"cannot put the demo here: {exc.strerror or exc}; pick another folder with --dir",

@@ -6,11 +6,14 @@ import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from oom_wizard.application.saving import Saved
 from oom_wizard.application.settling import WizardState
-from oom_wizard.storage.jobdb import DbSaveResult
-from oom_wizard.storage.save import SaveResult
+
+if TYPE_CHECKING:  # a save's types; their modules (the database's among them) load with a save
+    from oom_wizard.application.saving import Saved
+    from oom_wizard.storage.jobdb import DbSaveResult
+    from oom_wizard.storage.save import SaveResult
 
 #: The log ``python run.py -l`` writes for a saved config goes beside it, with this suffix.
 RUN_LOG_SUFFIX = ".log.txt"
@@ -32,6 +35,8 @@ def run_command(state: WizardState, saved: Saved) -> str | None:
     The paths are absolute: run.py looks for a relative path in its own ``config/`` folder
     first, and it runs from the toolkit's folder, not from where the wizard saved.
     """
+    from oom_wizard.storage.jobdb import DbSaveResult
+
     if isinstance(saved, DbSaveResult) or state.ui_job:
         return None
     return run_command_for(saved.config)
@@ -98,6 +103,8 @@ def leaving_summary(state: WizardState | None, saved: Saved | None) -> LeavingSu
     if saved is None or state is None:
         where = f"; {source_words(state)} is as it was" if state is not None else ""
         return LeavingSummary(False, (f"oom-wizard: nothing saved{where}.",))
+    from oom_wizard.storage.jobdb import DbSaveResult
+
     if isinstance(saved, DbSaveResult):
         how = (
             "updated in place"
