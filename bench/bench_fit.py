@@ -4,10 +4,14 @@
 
 Runs both RUNS times in turn (default 9) and prints the median wall and CPU seconds of each and
 their ratios (pairwise medians; the CPU one is the figure: the machine may be shared), then
-where one in-process ``fit`` spends its time (imports, reading the presets, the config, the
-memory model). Asserts nothing.
+where one in-process ``fit`` spends its time (yaml and pydantic, pydantic's first model, the
+catalog's models, reading the presets, the config, the memory model). Asserts nothing.
 
-Both run with their bytecode cached, as an installed package has it (pip compiles the wheel):
+A third command, one pydantic model defined and validated, is timed beside them: the floor of
+anything that validates with pydantic models (``BaseModel``'s machinery, ``pydantic.fields``
+and the plugin lookup through ``importlib.metadata``), already about 2× the baseline.
+
+All three run with their bytecode cached, as an installed package has it (pip compiles the wheel):
 the children get a cache folder of their own (``PYTHONPYCACHEPREFIX``) even where the shell sets
 ``PYTHONDONTWRITEBYTECODE``, and the first run of each, not timed, fills it. Without that, an
 editable checkout would compile every module of the wizard on every run, while the baseline's
@@ -39,6 +43,16 @@ config:
       sample: {width: 1024, height: 1024, sample_every: 250, prompts: ["a photo"]}
 """
 
+ONE_MODEL = """\
+import yaml
+from pydantic import BaseModel
+
+class Model(BaseModel):
+    x: int
+
+Model(x=1)
+"""
+
 
 def cached_bytecode(folder: Path) -> dict[str, str]:
     """The environment of the children: bytecode written to and read from ``folder``."""
@@ -68,11 +82,14 @@ def main() -> None:
         config.write_text(SMALL, encoding="utf-8")
         fit = [wizard, "fit", str(config), "--gpu", "24", "--no-probe", "--json"]
         base = [sys.executable, "-c", "import yaml, pydantic"]
+        model = [sys.executable, "-c", ONE_MODEL]
         env = cached_bytecode(Path(folder) / "bytecode")
         timed(fit, env)  # compiles the bytecode, and warms the file cache
         timed(base, env)
-        pairs = [(timed(fit, env), timed(base, env)) for _ in range(runs)]
+        timed(model, env)
+        triples = [(timed(fit, env), timed(base, env), timed(model, env)) for _ in range(runs)]
         in_process(config, env)
+    pairs = [(a, b) for a, b, _ in triples]
     fit_wall = statistics.median(a[0] for a, _ in pairs)
     fit_cpu = statistics.median(a[1] for a, _ in pairs)
     base_wall = statistics.median(b[0] for _, b in pairs)
@@ -86,6 +103,11 @@ def main() -> None:
         f"(from {cpu_ratios[0]:.2f} to {cpu_ratios[-1]:.2f})"
     )
     print(f"ratio (pairwise median of wall): {ratio:.2f}")
+    floor = statistics.median(c[1] / b[1] for _, b, c in triples)
+    print(
+        f"one pydantic model:    cpu {statistics.median(c[1] for _, _, c in triples):.3f} s, "
+        f"ratio {floor:.2f} (the floor of validating with pydantic models)"
+    )
 
 
 def in_process(config: Path, env: dict[str, str]) -> None:
@@ -93,6 +115,10 @@ def in_process(config: Path, env: dict[str, str]) -> None:
     code = f"""
 import time
 t0 = time.process_time()
+import yaml, pydantic
+ta = time.process_time()
+import oom_wizard.frozen  # the first model: BaseModel, pydantic.fields, the plugin lookup
+tb = time.process_time()
 import oom_wizard.rules.catalog as catalog
 t1 = time.process_time()
 catalog.load_presets()
@@ -103,7 +129,8 @@ state = service.start(service.JobRequest(target=Path({str(config)!r}), probe=Fal
 t3 = time.process_time()
 service.fit(state, service.Card(24.0, "--gpu"))
 t4 = time.process_time()
-print(f"in process (cpu): import the catalog {{t1 - t0:.3f}} s, "
+print(f"in process (cpu): import yaml and pydantic {{ta - t0:.3f}} s, "
+      f"pydantic's first model {{tb - ta:.3f}} s, the catalog's models {{t1 - tb:.3f}} s, "
       f"read the presets {{t2 - t1:.3f}} s, open and settle the job {{t3 - t2:.3f}} s, "
       f"the fit {{t4 - t3:.3f}} s")
 """

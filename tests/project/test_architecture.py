@@ -260,9 +260,9 @@ print(json.dumps({"status": status, "loaded": sorted(sys.modules)}), file=sys.st
 """
 
 #: What ``fit`` has no use for: the app, the jobs database, the save pipeline, the live watch,
-#: the settings file and the value checks of the step screens. (It does make the fix's
-#: edits in memory, ``oom_wizard.storage.changes``: a later step counts from what earlier ones
-#: leave.)
+#: the settings file, the value checks of the step screens and the other commands; and, on a
+#: config without a log, the log scanner. (It does make the fix's edits in memory,
+#: ``oom_wizard.storage.changes``: a later step counts from what earlier ones leave.)
 NOT_FOR_FIT = {
     "textual",
     "oom_wizard.screens",
@@ -273,6 +273,9 @@ NOT_FOR_FIT = {
     "oom_wizard.storage.settings",
     "oom_wizard.rules.values",
     "oom_wizard.host.probe",
+    "oom_wizard.logs.scan",
+    "oom_wizard.commands.demo",
+    "oom_wizard.commands.run",
 }
 
 

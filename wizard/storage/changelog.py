@@ -39,9 +39,14 @@ Direction = Literal["rollback", "scale_up", "edit", "restore"]
 
 
 class _Frozen(FrozenModel):
-    """Base of the change log's models: immutable; unknown keys are kept (a newer writer's)."""
+    """Base of the change log's models: immutable; unknown keys are kept (a newer writer's).
 
-    model_config = ConfigDict(extra="allow")
+    Their schemas are built when they first validate (``defer_build``): most jobs have no
+    change log, and a command that reads a job without one (``fit``, ``plan``) does not pay
+    for them.
+    """
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
 
 class FileRef(_Frozen):

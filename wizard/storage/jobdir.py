@@ -22,7 +22,6 @@ from typing import Final
 from oom_wizard.errors import ConfigError
 from oom_wizard.formats.document import JobDocument, load_document
 from oom_wizard.logs.result import LogScan, log_still_written
-from oom_wizard.logs.scan import scan_log
 from oom_wizard.storage.leftovers import recover_beside
 
 UI_CONFIG: Final = ".job_config.json"
@@ -116,6 +115,8 @@ def choose_log(folder: Path) -> tuple[Path | None, str, LogScan | None]:
     candidates = _logs_in(folder)
     if not candidates:
         return None, f"no {LOG_FILE} in this folder; pass the log with --log", None
+    from oom_wizard.logs.scan import scan_log  # here: a config file alone needs no log scanner
+
     now = time.time()
     newest_scan: LogScan | None = None
     for log in candidates:
