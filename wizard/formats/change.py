@@ -2,8 +2,7 @@
 
 It lives beside the document (it is a document edit with its step and reason) and apart
 from the save pipeline (:mod:`oom_wizard.storage.changes`, :mod:`oom_wizard.storage.save`),
-so that planning a
-roll-back imports no file writer.
+so that planning a roll-back imports no file writer.
 """
 
 from __future__ import annotations

@@ -40,13 +40,10 @@ Direction = Literal["rollback", "scale_up", "edit", "restore"]
 
 class _Frozen(FrozenModel):
     """Base of the change log's models: immutable; unknown keys are kept (a newer writer's).
+    Like every frozen model, their schemas are built when they first validate, so a job
+    without a change log does not pay for them (:mod:`oom_wizard.frozen`)."""
 
-    Their schemas are built when they first validate (``defer_build``): most jobs have no
-    change log, and a command that reads a job without one (``fit``, ``plan``) does not pay
-    for them.
-    """
-
-    model_config = ConfigDict(extra="allow", defer_build=True)
+    model_config = ConfigDict(extra="allow")
 
 
 class FileRef(_Frozen):

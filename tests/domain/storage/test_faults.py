@@ -3,10 +3,10 @@
 Three campaigns, all on real files, the last two on real child processes (``os.fork`` of
 this process, which has the code imported already, so a child costs milliseconds):
 
-- every write step of a save fails in turn (through
-  ``oom_wizard.storage.save.STEP_HOOK``, the seam the
-  save code calls before each step), in process: the command exits 2 with one true line,
-  and the folder is exactly as it was (with ``--force``, the replaced files are still there);
+- every write step of a save fails in turn (through ``oom_wizard.storage.save.STEP_HOOK``,
+  the seam the save code calls before each step), in process: the command exits 2 with one
+  true line, and the folder is exactly as it was (with ``--force``, the replaced files are
+  still there);
 - every write step is hit by SIGKILL, SIGTERM and SIGINT in turn (the hook sends the signal
   to its own process): for the catchable ones the printed line is checked against the
   folder at once; for SIGKILL the next run in that folder must clean up;
