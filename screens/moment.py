@@ -11,7 +11,8 @@ from textual.widgets import Header, OptionList, RadioSet, Static
 from textual.widgets.option_list import Option
 
 from oom_wizard.screens.base import BACK, Back, StageScreen
-from oom_wizard.screens.widgets import Choice, KeyBar, MarkedOptionList, Tick
+from oom_wizard.screens.toggles import Choice, Tick
+from oom_wizard.screens.widgets import KeyBar, MarkedOptionList
 from oom_wizard.service import Answers, WizardState, advice_for, moment_info
 from oom_wizard.vocabulary import MODEL_KINDS, MOMENTS, Moment
 

@@ -9,7 +9,8 @@ from textual.content import Content
 from textual.widgets import Header, Static
 
 from oom_wizard.screens.base import Finished, StageScreen
-from oom_wizard.screens.widgets import KeyBar, change_line
+from oom_wizard.screens.changes import change_line
+from oom_wizard.screens.widgets import KeyBar
 from oom_wizard.service import (
     ChangeEntry,
     DbSaveResult,

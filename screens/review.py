@@ -14,9 +14,11 @@ from textual.widgets import Header, RadioSet, Static
 
 from oom_wizard.errors import WizardError
 from oom_wizard.screens.base import BACK
+from oom_wizard.screens.changes import DiffView
 from oom_wizard.screens.destination import DestinationPicker
 from oom_wizard.screens.saving import SavingStage
-from oom_wizard.screens.widgets import Choice, DiffView, KeyBar, Tick
+from oom_wizard.screens.toggles import Choice, Tick
+from oom_wizard.screens.widgets import KeyBar
 from oom_wizard.service import (
     FIX_WORDS,
     FixName,

@@ -11,9 +11,10 @@ from textual.widgets import Header, Static
 
 from oom_wizard.errors import WizardError
 from oom_wizard.screens.base import BACK
+from oom_wizard.screens.changes import DiffView
 from oom_wizard.screens.destination import DestinationPicker
 from oom_wizard.screens.saving import SavingStage
-from oom_wizard.screens.widgets import DiffView, KeyBar
+from oom_wizard.screens.widgets import KeyBar
 from oom_wizard.service import (
     ScaleUp,
     next_scale_up,

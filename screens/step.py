@@ -15,8 +15,10 @@ from textual.widgets import Header, Input, Static
 
 from oom_wizard.errors import WizardError
 from oom_wizard.screens.base import BACK, Accepted, Back, SaveNow, StageScreen
+from oom_wizard.screens.changes import DiffView
 from oom_wizard.screens.memory_bar import MemoryBar
-from oom_wizard.screens.widgets import DiffView, KeyBar, PlainInput, Tick, ladder_content
+from oom_wizard.screens.toggles import Tick
+from oom_wizard.screens.widgets import KeyBar, PlainInput, ladder_content
 from oom_wizard.service import (
     MISSING,
     FieldProposal,

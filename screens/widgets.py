@@ -1,9 +1,13 @@
-"""Small widgets shared by the stage screens: toggles and lists that read without colour, the
-changes as a diff, the step ladder, values."""
+"""Small widgets shared by the stage screens: the key bar, a plain input, a list that reads
+without colour, and the step ladder.
+
+The load screen, the first one painted, needs only these; the toggles (:mod:`.toggles`) and
+the change views (:mod:`.changes`) live beside them, imported by the screens that show them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
 from rich.segment import Segment
@@ -13,12 +17,10 @@ from textual.markup import escape
 from textual.screen import Screen
 from textual.strip import Strip
 from textual.validation import ValidationResult
-from textual.widgets import Checkbox, Footer, Input, OptionList, RadioButton, Static
-
-from oom_wizard import spelling
+from textual.widgets import Footer, Input, OptionList
 
 if TYPE_CHECKING:
-    from oom_wizard.service import ChangeEntry, Prepared, StepProposal
+    from oom_wizard.service import StepProposal
 
 #: What a :class:`KeyBar` shows of one binding: its key, action, words, group, whether it is
 #: enabled, and its tooltip.
@@ -81,44 +83,6 @@ class PlainInput(Input):
         return None
 
 
-#: A diff line longer than this is unreadable as a line (a config stored as one line of
-#: JSON, as the web UI stores it): such a change is shown field by field instead.
-LONG_DIFF_LINE = 160
-
-
-class Tick(Checkbox):
-    """A compact checkbox that reads the same without colour: ``[x]`` on, ``[ ]`` off.
-
-    Textual's own box draws the same glyph either way and tells them apart by colour only,
-    which a plain-text capture (or a colour-blind reader) cannot. The label says what the
-    box does when it is on ("drop bucket 1024").
-    """
-
-    def __init__(self, label: str, value: bool, *, id: str | None = None) -> None:
-        super().__init__(label, value, id=id, compact=True)
-
-    @property
-    def _button(self) -> Content:
-        """``[x]`` or ``[ ]`` (replaces Textual's colour-only glyph)."""
-        if self.value:
-            return Content.styled("[x]", "bold $text-success")
-        return Content.styled("[ ]", "$text-muted")
-
-
-class Choice(RadioButton):
-    """A compact radio button that reads the same without colour: ``(•)`` chosen, ``( )`` not."""
-
-    def __init__(self, label: str, value: bool, *, id: str | None = None) -> None:
-        super().__init__(label, value, id=id, compact=True)
-
-    @property
-    def _button(self) -> Content:
-        """``(•)`` or ``( )`` (replaces Textual's colour-only glyph)."""
-        if self.value:
-            return Content.styled("(•)", "bold $text-success")
-        return Content.styled("( )", "$text-muted")
-
-
 #: What marks the highlighted row of a :class:`MarkedOptionList`, and the width it takes.
 MARKER = "▶ "
 MARKER_WIDTH = len(MARKER)
@@ -146,63 +110,6 @@ class MarkedOptionList(OptionList):
         style = next(iter(line)).style if line.cell_length else None
         gutter = Segment(MARKER if marked else " " * MARKER_WIDTH, style)
         return Strip([gutter, *line], line.cell_length + MARKER_WIDTH)
-
-
-def change_line(entry: ChangeEntry) -> str:
-    """``path: before → after`` (:func:`oom_wizard.spelling.change`)."""
-    return spelling.change(entry.path, entry.before, entry.after)
-
-
-def diff_content(diff: str) -> Content:
-    """A unified diff with added lines, removed lines and hunk headers highlighted."""
-    if not diff.strip():
-        return Content.styled("No line changes.", "$text-muted")
-    lines: list[Content] = []
-    for line in diff.splitlines():
-        if line.startswith(("+++", "---")):
-            style = "$text-muted"
-        elif line.startswith("+"):
-            style = "$text-success"
-        elif line.startswith("-"):
-            style = "$text-error"
-        elif line.startswith("@@"):
-            style = "$text-accent"
-        else:
-            style = ""
-        lines.append(Content.styled(line, style) if style else Content(line))
-    return Content("\n").join(lines)
-
-
-def field_changes_content(entries: Sequence[ChangeEntry]) -> Content:
-    """The changes field by field, as a diff of ``path: value`` lines."""
-    if not entries:
-        return Content.styled("No field changes.", "$text-muted")
-    lines = [Content.styled("The config is one long line; the fields that change:", "$text-muted")]
-    for entry in entries:
-        before, after = spelling.before_after(entry.before, entry.after)
-        lines.append(Content.styled(f"- {entry.path}: {before}", "$text-error"))
-        lines.append(Content.styled(f"+ {entry.path}: {after}", "$text-success"))
-    return Content("\n").join(lines)
-
-
-class DiffView(Static):
-    """What a change does: the highlighted unified diff, or field by field for long lines."""
-
-    DEFAULT_CSS = """
-    DiffView {
-        height: auto;
-        padding: 0 1;
-        background: $boost;
-    }
-    """
-
-    def show(self, ready: Prepared) -> None:
-        """Render the changes of ``ready``."""
-        diff = ready.diff()
-        if any(len(line) > LONG_DIFF_LINE for line in diff.splitlines()):
-            self.update(field_changes_content(ready.entries))
-        else:
-            self.update(diff_content(diff))
 
 
 #: How the progress line marks each step (and the help's legend): no colour needed.

@@ -12,7 +12,8 @@ from textual.widgets import Markdown
 
 from oom_wizard.screens.help import HelpScreen
 from oom_wizard.screens.step import StepScreen
-from oom_wizard.screens.widgets import Choice, Tick, ladder_legend
+from oom_wizard.screens.toggles import Choice, Tick
+from oom_wizard.screens.widgets import ladder_legend
 from oom_wizard.storage.settings import settings_path
 from tests.support.app_support import (
     accept_steps,

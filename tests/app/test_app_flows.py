@@ -14,7 +14,8 @@ from oom_wizard.formats.document import load_document
 from oom_wizard.screens.app import OomWizardApp, create_app
 from oom_wizard.screens.environment import EnvironmentScreen
 from oom_wizard.screens.step import StepScreen
-from oom_wizard.screens.widgets import MARKER, Choice, MarkedOptionList, Tick
+from oom_wizard.screens.toggles import Choice, Tick
+from oom_wizard.screens.widgets import MARKER, MarkedOptionList
 from tests.support.app_support import (
     accept_steps,
     baseline_sample_log,

@@ -13,7 +13,7 @@ from textual.widgets import DirectoryTree, Input, OptionList, Static
 
 from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB
 from oom_wizard.screens.step import StepScreen
-from oom_wizard.screens.widgets import Tick
+from oom_wizard.screens.toggles import Tick
 from oom_wizard.vocabulary import MOMENTS
 from tests.support.app_support import (
     IDLE_POINTS,

@@ -18,7 +18,7 @@ from oom_wizard.application.demo import IMAGE_JOB
 from oom_wizard.screens.app import create_app
 from oom_wizard.screens.environment import EnvironmentScreen
 from oom_wizard.screens.moment import MomentScreen
-from oom_wizard.screens.widgets import Choice, Tick
+from oom_wizard.screens.toggles import Choice, Tick
 from oom_wizard.vocabulary import MOMENTS
 from tests.support.app_support import (
     accept_steps,

@@ -17,7 +17,7 @@ from textual.widgets import Input, OptionList, Static
 
 from oom_wizard.screens.app import OomWizardApp
 from oom_wizard.screens.step import FieldRow, StepScreen
-from oom_wizard.screens.widgets import Tick
+from oom_wizard.screens.toggles import Tick
 from oom_wizard.vocabulary import MOMENTS
 from tests.support.app_support import (
     demo_app,

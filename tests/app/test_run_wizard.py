@@ -27,7 +27,7 @@ from oom_wizard.request import JobRequest
 from oom_wizard.rules.plan import validation_run_steps
 from oom_wizard.screens.app import OomWizardApp
 from oom_wizard.screens.review import ReviewScreen
-from oom_wizard.screens.widgets import Tick
+from oom_wizard.screens.toggles import Tick
 from oom_wizard.service import WizardState, effective_choices, prepared, preselect_fix, start
 from oom_wizard.storage.changelog import changelog_path_for, read_changelog
 from tests.support.app_support import settle, wait_for_screen

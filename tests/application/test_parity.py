@@ -24,7 +24,7 @@ from oom_wizard.screens.app import create_app
 from oom_wizard.screens.result import ResultScreen
 from oom_wizard.screens.review import ReviewScreen
 from oom_wizard.screens.step import StepScreen
-from oom_wizard.screens.widgets import Tick
+from oom_wizard.screens.toggles import Tick
 from oom_wizard.storage.changelog import changelog_path_for
 from tests.support.app_support import accept_steps, demo_folder, save_from_review
 from tests.support.parity_support import (

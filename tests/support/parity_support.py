@@ -29,7 +29,8 @@ from oom_wizard.screens.base import Finished
 from oom_wizard.screens.environment import EnvironmentScreen
 from oom_wizard.screens.moment import MomentScreen
 from oom_wizard.screens.result import ResultScreen
-from oom_wizard.screens.widgets import Choice, MarkedOptionList
+from oom_wizard.screens.toggles import Choice
+from oom_wizard.screens.widgets import MarkedOptionList
 from oom_wizard.storage.jobdb import DbSaveResult
 from oom_wizard.storage.save import SaveResult
 from oom_wizard.vocabulary import MOMENTS

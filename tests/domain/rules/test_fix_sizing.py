@@ -14,7 +14,7 @@ from oom_wizard.formats.document import load_document
 from oom_wizard.rules.diagnosis import Answers
 from oom_wizard.rules.plan import StepChoice, build_plan, changes_for
 from oom_wizard.rules.sizing import MARGIN_SHARE, FixName, _fewest
-from oom_wizard.screens.widgets import Choice
+from oom_wizard.screens.toggles import Choice
 from oom_wizard.service import (
     JobRequest,
     WizardState,
