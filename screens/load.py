@@ -11,7 +11,7 @@ chunks, and the screen goes back to asking for a job.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.suggester import Suggester
-from textual.widgets import DirectoryTree, Header, Input, ProgressBar, Static
+from textual.widget import Widget
+from textual.widgets import DirectoryTree, Header, Input, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, get_current_worker
 
@@ -71,12 +72,13 @@ PROGRESS_STEPS = 200
 PROGRESS_MIN_BYTES = 4 << 20
 
 
-@dataclass
 class LogChunksRead(Message):
     """The load worker has read ``done`` bytes of a log of ``total`` bytes."""
 
-    done: int
-    total: int
+    def __init__(self, done: int, total: int) -> None:
+        super().__init__()
+        self.done = done
+        self.total = total
 
 
 def _megabytes(size: int) -> str:
@@ -115,23 +117,28 @@ class ConfigTree(DirectoryTree):
         return [path for path in paths if offered(path) or offered_log(path)]
 
 
-class ReadingBar(ProgressBar):
-    """The reading progress of a big log. Its parts (the bar, the percentage) are built when
-    it is first shown: a small log, nearly every one, never shows it."""
+class ReadingBar(Widget):
+    """The reading progress of a big log: Textual's progress bar, mounted the first time it is
+    shown. A small log, nearly every one, never shows it, and the first screen is painted
+    without the bar's parts or even its module."""
 
-    _built = False
-
-    def compose(self) -> ComposeResult:
-        if self._built:
-            yield from super().compose()
+    DEFAULT_CSS = """
+    ReadingBar {
+        height: auto;
+    }
+    """
 
     def show_progress(self, done: int, total: int) -> None:
         """Show ``done`` bytes read of ``total``."""
-        if not self._built:
-            self._built = True
-            self.refresh(recompose=True)
+        from textual.widgets import ProgressBar  # deferred: see above
+
+        bars = self.query(ProgressBar).results()
+        bar = next(bars, None)
+        if bar is None:
+            bar = ProgressBar(id="reading-bar", show_eta=False)
+            self.mount(bar)
         self.display = True
-        self.update(total=total, progress=done)
+        bar.update(total=total, progress=done)
 
 
 class LoadScreen(StageScreen[None]):
@@ -157,7 +164,7 @@ class LoadScreen(StageScreen[None]):
         with VerticalScroll(id="body"):
             yield Static("Load the job that ran out of memory", classes="title")
             yield Static("", id="status")
-            yield ReadingBar(id="reading", show_eta=False)
+            yield ReadingBar(id="reading")
             yield Static("", id="error", classes="error")
             if request.listing:
                 with Vertical(id="job-list"):

@@ -1,58 +1,73 @@
-"""Past-tense messages that workers and the load screen post."""
+"""Past-tense messages that workers and the load screen post.
+
+Each declares its ``__init__``, as Textual's own widgets declare theirs: a dataclass would
+generate the same method at import time, which the first screen would wait for.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from oom_wizard.request import JobRequest
     from oom_wizard.service import DbJob, Saved, ScaleUp, WizardState
 
 
-@dataclass
 class JobLoaded(Message):
     """The config, its log and change log were read and diagnosed."""
 
-    state: WizardState
+    def __init__(self, state: WizardState) -> None:
+        super().__init__()
+        self.state = state
 
 
-@dataclass
 class JobChosen(Message):
     """The user went on from the load screen with this job (the app takes it from here)."""
 
-    state: WizardState
+    def __init__(self, state: WizardState) -> None:
+        super().__init__()
+        self.state = state
 
 
-@dataclass
 class JobsListed(Message):
     """The jobs of AI Toolkit's jobs database were read (newest first)."""
 
-    db_path: Path
-    jobs: tuple[DbJob, ...]
+    def __init__(self, db_path: Path, jobs: tuple[DbJob, ...]) -> None:
+        super().__init__()
+        self.db_path = db_path
+        self.jobs = jobs
 
 
-@dataclass
 class LoadFailed(Message):
     """Loading failed; ``error`` is the one line the command line would print."""
 
-    error: str
+    def __init__(self, error: str) -> None:
+        super().__init__()
+        self.error = error
 
 
-@dataclass
 class EditedAsked(Message):
-    """The config was edited after oom-wizard saved it: ask before going on from it."""
+    """The config was edited after oom-wizard saved it: ask before going on from it.
 
-    question: str
-    refusal: str
-    what: str
-    request: JobRequest
+    Attributes:
+        question: What to ask the user.
+        refusal: The one line to show when the user does not go on.
+        what: How the job is named in the status line.
+        request: The request to read again when the user goes on.
+    """
+
+    def __init__(self, question: str, refusal: str, what: str, request: JobRequest) -> None:
+        super().__init__()
+        self.question = question
+        self.refusal = refusal
+        self.what = what
+        self.request = request
 
 
-@dataclass
 class ConfigSaved(Message):
     """The new config and its change log were written (to files or the jobs database).
 
@@ -61,12 +76,15 @@ class ConfigSaved(Message):
         later: The scale-ups ahead of the saved config.
     """
 
-    result: Saved
-    later: tuple[ScaleUp, ...]
+    def __init__(self, result: Saved, later: tuple[ScaleUp, ...]) -> None:
+        super().__init__()
+        self.result = result
+        self.later = later
 
 
-@dataclass
 class SaveFailed(Message):
     """Saving was refused or failed; nothing was written."""
 
-    error: str
+    def __init__(self, error: str) -> None:
+        super().__init__()
+        self.error = error
