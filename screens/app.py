@@ -73,20 +73,28 @@ class OomWizardApp(App[int]):
         self._saved_state: WizardState | None = None
         """The state that save was made from (leaving it drops nothing)."""
 
-    def on_mount(self) -> None:
-        """Open on the load screen (which loads the job at once when it is named), or, on a
-        state already settled (``watch``, ``run``), on its first stage above it; in the theme
-        the user chose last, with the keys of the user's keymap."""
-        from oom_wizard.screens.keys import apply_user_keymap
+    def get_default_screen(self) -> Screen[Any]:
+        """The load screen, at the bottom of the stack: every stage goes back to it, and the
+        app builds no other screen before its first frame."""
         from oom_wizard.screens.load import LoadScreen
-        from oom_wizard.service import saved_theme
 
-        apply_user_keymap(self)
+        return LoadScreen(self.request, loaded=self.opened)
+
+    def on_mount(self) -> None:
+        """On the load screen (it loads the job at once when it is named), or, on a state
+        already settled (``watch``, ``run``), open its first stage above it; in the theme the
+        user chose last, with the keys of the user's keymap."""
+        from oom_wizard.service import saved_keymap, saved_theme
+
+        keymap = saved_keymap()
+        if not keymap.empty:  # the keymap's module (every binding, key names) only if needed
+            from oom_wizard.screens.keys import apply_user_keymap
+
+            apply_user_keymap(self, keymap)
         theme = saved_theme()
         if theme is not None and theme in self.available_themes:
             self.theme = theme
         self.theme_changed_signal.subscribe(self, self._theme_changed)
-        self.push_screen(LoadScreen(self.request, loaded=self.opened))
         if self.opened is not None:
             self.show_review(None) if self.first == "review" else self.show_plan()
             verdict = self.opened.diagnosis.verdict
@@ -112,11 +120,10 @@ class OomWizardApp(App[int]):
         """Show ``screen`` as the one stage above the load screen.
 
         A stage that returns has already left the stack; a stage shown from the command
-        palette replaces the one on top (its result is dropped, nothing stale stays).
+        palette replaces the one on top (its result is dropped, nothing stale stays). The load
+        screen is the app's default screen, the bottom of the stack.
         """
-        from oom_wizard.screens.load import LoadScreen
-
-        while len(self.screen_stack) > 1 and not isinstance(self.screen, LoadScreen):
+        while len(self.screen_stack) > 1:
             self.pop_screen()
         self.push_screen(screen, callback)
 

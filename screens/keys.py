@@ -100,8 +100,9 @@ def _is_key(name: str) -> bool:
     return name in _NAMED_KEYS or key_to_character(REPLACED_KEYS.get(name, name)) is not None
 
 
-def apply_user_keymap(app: App[Any]) -> None:
-    """Rebind ``app``'s keys as the user's keymap says; report what of it cannot be used.
+def apply_user_keymap(app: App[Any], keymap: UserKeymap | None = None) -> None:
+    """Rebind ``app``'s keys as the user's keymap says (``keymap``: as read already, else
+    read now); report what of it cannot be used.
 
     An entry whose keys are not keys is left out; one whose id no binding has changes
     nothing. Once the first frame is drawn (finding every binding imports every screen),
@@ -110,8 +111,9 @@ def apply_user_keymap(app: App[Any]) -> None:
     """
     from oom_wizard.service import saved_keymap
 
-    keymap = saved_keymap()
-    if not keymap.entries and not keymap.problems:
+    if keymap is None:
+        keymap = saved_keymap()
+    if keymap.empty:
         return
     usable = {e.binding: e.keys for e in keymap.entries if key_problem(e.keys) is None}
     if usable:

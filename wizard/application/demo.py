@@ -39,8 +39,6 @@ def copy_demo(folder: Path) -> Path:
     Raises:
         SaveRefused: a file of the same name with other content is there (nothing is written).
     """
-    from oom_wizard.storage.save import commit_pair
-
     bundled = resources.files("oom_wizard.presets") / "demo"
     names = [name for job in DEMO_JOBS for name in (job.config, job.log)]
     payload = {name: (bundled / name).read_bytes() for name in names}
@@ -64,6 +62,8 @@ def copy_demo(folder: Path) -> Path:
             (folder / name, data) for name, data in payload.items() if not (folder / name).exists()
         ]
         if missing:  # one commit: the folder is synced once, and a failure leaves none of them
+            from oom_wizard.storage.save import commit_pair  # deferred: only when copying
+
             commit_pair(missing, journal=False, wrap=False)
     except OSError as exc:
         raise SaveRefused(

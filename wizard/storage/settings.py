@@ -77,6 +77,11 @@ class UserKeymap:
     entries: tuple[KeymapEntry, ...] = ()
     problems: tuple[SettingProblem, ...] = ()
 
+    @property
+    def empty(self) -> bool:
+        """Whether there is nothing to apply or report (no keymap, or an empty one)."""
+        return not self.entries and not self.problems
+
 
 def read_keymap() -> UserKeymap:
     """The user's keymap as written (no entries: none, or no settings file).
