@@ -1,8 +1,9 @@
 """The state of one run while its log is read, and what it concludes when the run ends.
 
-The scanner (:mod:`oom_wizard.logs.scan`) starts a fresh :class:`RunState` at every new run in
-the file, feeds it the lines that matter, and asks it at the end for the run's phase, signals,
-evidence and the training bar's history (resume, spill into system memory).
+The reader (:mod:`oom_wizard.logs.segments`) starts a fresh :class:`RunState` at every new
+run in the file and feeds it the lines that matter; at the end, :meth:`RunState.result` gives
+the run's phase, signals, evidence and the training bar's history (resume, spill into system
+memory) as one :class:`~oom_wizard.logs.result.LogScan`.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from oom_wizard.logs.allocator import oom_figures
 from oom_wizard.logs.bars import RATE, BarSteps, parse_bar
 from oom_wizard.logs.lines import clean, shorten
-from oom_wizard.logs.result import EvidenceLine, SkipBanner
-from oom_wizard.logs.signals import FramePhase, Phase, Signal
+from oom_wizard.logs.result import EvidenceLine, LogScan, SkipBanner
+from oom_wizard.logs.signals import FATAL_SIGNALS, HOST_SIGNALS, SIGNALS, FramePhase, Phase, Signal
 
 EVIDENCE_RING: Final = 32
 """Evidence lines kept per run (the last ones)."""
@@ -86,7 +88,8 @@ class RunState:
     """The launch command makes a sample come first (``sample_first``)."""
     opened_in_frames: bool = False
     """The run's first lines are a traceback's frames, with no header: an excerpt of a longer
-    log (as a sample pass the log opens with is, in :meth:`_Scanner._phase`)."""
+    log (as a sample pass the log opens with is, in
+    :meth:`oom_wizard.logs.linerules.LineRules.phase`)."""
 
     def note(self, line: int, text: str, tag: str) -> None:
         """Keep an evidence line (once per text and tag)."""
@@ -194,3 +197,101 @@ class RunState:
             return self.marker_step
         step, _ = self.train_step()
         return step if step is not None else self.marker_step
+
+    def result(self, source: str | None, *, run_count: int, line_count: int) -> LogScan:
+        """The run as a frozen :class:`~oom_wizard.logs.result.LogScan` of the log ``source``
+        (its ``run_count`` runs and ``line_count`` lines). The run is left as it was: reading
+        can go on after it (a log that grows)."""
+        kept = self.evidence
+        self.evidence = deque(kept, maxlen=kept.maxlen)
+        try:
+            return self._result(source, run_count, line_count)
+        finally:
+            self.evidence = kept
+
+    def _result(self, source: str | None, run_count: int, line_count: int) -> LogScan:
+        run = self
+        _, total = run.train_step()
+        if run.train_bar is not None:
+            bar_text = clean(run.train_bar)
+            run.note(run.train_bar_line, bar_text, "bar")
+        crashed = run.failing and not run.stopped
+        signals = set(run.signals)
+        explained = signals & FATAL_SIGNALS or signals & HOST_SIGNALS
+        if crashed and run.exit_seen and not run.python_error and not explained:
+            signals.add("silent_exit")
+        step_now = run.current_step()
+        finished = run.finished or (
+            total is not None and step_now is not None and step_now >= total
+        )
+        ends_open = (
+            not crashed
+            and not run.stopped
+            and not finished
+            and run.progressed
+            and run.phase != "unknown"
+        )
+        stall_line = run.zero_bar_line if ends_open else None
+        if stall_line is not None:
+            signals.add("stall")
+        if run.spill_step is not None:
+            signals.add("sysmem_spill")
+        phase = run.phase
+        frame_phase: Phase | None = None
+        if crashed and run.frame_phase is not None:
+            during = run.training_started or run.opened_in_frames
+            frame_phase = _resolve_frame_phase(run.frame_phase, during)
+            phase = frame_phase
+        elif crashed and phase == "unknown" and run.sample_first and not run.training_started:
+            phase = "baseline_sample"  # nothing but the command, which samples first
+        oom = oom_figures(run.oom_found, run.oom_line) if run.oom_found else None
+        evidence = list(run.evidence)
+        if run.phase_evidence is not None:
+            evidence.append(run.phase_evidence)
+        if run.exception is not None:
+            evidence.append(run.exception)
+        evidence.sort(key=lambda e: e.line)
+        return LogScan(
+            source=source,
+            phase=phase,
+            marker_phase=run.phase,
+            frame_phase=frame_phase,
+            phase_line=run.phase_evidence.line if run.phase_evidence else None,
+            signals=tuple(s for s in SIGNALS if s in signals),
+            oom=oom,
+            skips=tuple(run.skips),
+            skip_count=run.skip_count,
+            last_step=run.current_step(),
+            total_steps=total,
+            first_step=run.first_step,
+            training_started=run.training_started,
+            crashed=crashed,
+            stopped=run.stopped,
+            resumed=run.resumed,
+            run_count=run_count,
+            run_start_line=run.start_line,
+            header_seen=run.header,
+            line_count=line_count,
+            exception=run.exception,
+            exit_code=run.exit_code,
+            host_copy=run.host_copy,
+            cpu_copy=run.cpu_copy,
+            evidence=tuple(evidence),
+            finished=finished,
+            ends_open=ends_open,
+            excerpt=run.excerpt,
+            spill_step=run.spill_step,
+            stall_line=stall_line,
+            config_dump=run.config_dump,
+            host_pressure_line=run.host_pressure_line,
+            sample_first=run.sample_first,
+            best_rate=run.best_rate,
+        )
+
+
+def _resolve_frame_phase(phase: FramePhase, training_started: bool) -> Phase:
+    """A frame's phase as the scan's: a sample pass is the baseline one until training has
+    started, unless the call said which one it was."""
+    if phase == "sample":
+        return "periodic_sample" if training_started else "baseline_sample"
+    return phase

@@ -1,0 +1,206 @@
+"""What a line of text says about its run, by the marker table.
+
+The reader (:mod:`oom_wizard.logs.segments`) hands :class:`LineRules` each segment of text worth
+reading, and the rules apply it to the run: a resume; the signals (an OOM and its numbers, a
+skipped step, a killed process); a failure (a Python error, an exception line, an exit); a
+traceback's frames, and the phase their functions or the calls under them point to; the phase
+markers; a step given outside a bar, the host's RAM as the limit, a launch that samples first;
+and the end of the run. Each rule reads and changes the
+:class:`~oom_wizard.logs.run.RunState` it is given, and keeps no state of its own.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from oom_wizard.logs.allocator import parse_allocator_message
+from oom_wizard.logs.lines import shorten
+from oom_wizard.logs.markers import CompiledMarkers
+from oom_wizard.logs.result import EvidenceLine, SkipBanner
+from oom_wizard.logs.run import RunState
+from oom_wizard.logs.signals import FATAL_SIGNALS, HOST_SIGNALS, STOP_SIGNALS
+
+OOM_MESSAGE_TAIL: Final = 3
+"""Segments after an OOM line that may still hold its numbers (a message wrapped when pasted)."""
+OOM_TEXT_MAX: Final = 4000
+"""An allocator message and the lines it was wrapped onto are read together up to this length."""
+
+
+class LineRules:
+    """The marker table's rules for one line of text (see the module docstring)."""
+
+    def __init__(self, patterns: CompiledMarkers) -> None:
+        self._p = patterns
+
+    def read(self, run: RunState, body: str, text: str, line: int) -> None:
+        """Apply every rule to the line ``text`` (``body``: without a paste's indent) of
+        ``run``, at line number ``line``."""
+        self.resume(run, body, line)
+        self.signals(run, text, line)
+        self.failure(run, body, line)
+        self.frames(run, text, line)
+        self.phase(run, body, line)
+        self.notes(run, body, line)
+        if self._p.finished.search(body):
+            run.finished = True
+            run.progress()
+            run.note(line, body, "finished")
+
+    def notes(self, run: RunState, text: str, line: int) -> None:
+        """A step given outside a bar (``steps``), a sign of the host's RAM as the limit
+        (``host_pressure``), a launch command that samples first (``sample_first``)."""
+        for pattern in self._p.steps:
+            if match := pattern.search(text):
+                run.marker_step, run.marker_step_line = int(match["step"]), line
+                break
+        if self._p.host_pressure.search(text):
+            if run.host_pressure_line is None:
+                run.note(line, text, "host_pressure")
+            run.host_pressure_line = line
+        if not run.sample_first and self._p.sample_first.search(text):
+            run.sample_first = True
+            run.note(line, text, "sample_first")
+
+    def call(self, run: RunState, text: str, line: int) -> None:
+        """The source line under a frame: the call it made may name the phase."""
+        if run.traceback_hint is not None:
+            return
+        for pattern, phase in self._p.call_phases:
+            if pattern.search(text):
+                run.traceback_hint = run.frame_phase = phase
+                run.note(line, text, "frame")
+                return
+
+    def resume(self, run: RunState, text: str, line: int) -> None:
+        """A resume from a checkpoint (``resume``), and the step it resumes at."""
+        for pattern in self._p.resume:
+            if match := pattern.search(text):
+                run.resumed = True
+                step = match.groupdict().get("step")
+                if step is not None:
+                    run.start_step = int(step)
+                run.note(line, text, "resume")
+                return
+
+    def signals(self, run: RunState, text: str, line: int) -> None:
+        """The signal lines (``signals``): noted, counted (a skipped step), an OOM's numbers
+        read; a fatal one fails the run."""
+        for pattern, signal in self._p.signals:
+            match = pattern.search(text)
+            if match is None:
+                continue
+            if not (run.frames_seen and text[:1].isspace()):  # not a traceback's source line
+                run.note(line, text, signal)
+            run.signals.add(signal)
+            if signal == "oom_skip":
+                run.progress()
+                run.skip_count += 1
+                run.skips.append(SkipBanner(line, int(match["attempt"]), run.current_step()))
+                run.enter("training", line, text)
+            elif signal == "cuda_oom":
+                self.oom_numbers(run, text, line, continuation=False)
+            if signal in FATAL_SIGNALS or signal == "host_oom_kill":
+                run.fail(oom=signal in ("cuda_oom", "cuda_error_oom"))
+
+    def oom_numbers(self, run: RunState, text: str, line: int, *, continuation: bool) -> None:
+        """The numbers of an allocator message. A message wrapped onto the next lines (a
+        terminal or a GUI breaks it between words: "5.24 GiB already" / "allocated; 0 bytes
+        free; ...") is read again as one text, so a figure cut by the wrap is read whole."""
+        if continuation:
+            if run.oom_found is None:
+                return
+            run.oom_text = f"{run.oom_text} {text.strip()}"[:OOM_TEXT_MAX]
+            run.oom_found.update(parse_allocator_message(run.oom_text))
+            return
+        found = parse_allocator_message(text)
+        run.oom_tail, run.oom_text = OOM_MESSAGE_TAIL, text.strip()[:OOM_TEXT_MAX]
+        if found:
+            run.oom_found, run.oom_line = found, line
+
+    def failure(self, run: RunState, text: str, line: int) -> None:
+        """A stop asked for (``stopped``), a Python error or exception line, a launcher's own
+        traceback, and an exit with its code or signal (``exits``)."""
+        p = self._p
+        if p.stopped.search(text):
+            run.stopped, run.failing = True, False
+            run.note(line, text, "stopped")
+            return
+        if p.python_errors.search(text):
+            run.python_error = True
+            run.fail()
+            run.note(line, text, "error")
+            if text.startswith("Traceback"):
+                run.traceback_hint = None
+        if p.exception.match(text):
+            run.fail()
+            explained = run.signals & (FATAL_SIGNALS | HOST_SIGNALS)
+            if run.exception is None and not explained and p.launcher_errors.match(text):
+                # Only the launcher's traceback: the trainer it started printed no error.
+                run.python_error, run.exit_seen = False, True
+                run.note(line, text, "exit")
+                return
+            run.python_error = True
+            run.exception = EvidenceLine(line, shorten(text), "exception")
+        for pattern in p.exits:
+            if match := pattern.search(text):
+                groups = match.groupdict()
+                code = int(groups["code"]) if groups.get("code") else None
+                if groups.get("signal") in STOP_SIGNALS:
+                    run.stopped, run.failing = True, False
+                    run.note(line, text, "stopped")
+                    return
+                if code == 0:
+                    return
+                run.exit_code, run.exit_seen = code, True
+                run.fail()
+                run.note(line, text, "exit")
+                return
+
+    def frames(self, run: RunState, text: str, line: int) -> None:
+        """A traceback frame (``frame``): the phase its function names (``frame_phases``), and
+        under a traceback, a copy to the host or a CPU target (``host_copy``, ``cpu_target``)."""
+        if match := self._p.frame.match(text):
+            if not run.failing:  # frames with no header before them: a traceback all the same
+                run.opened_in_frames = not run.progressed and not run.header
+                run.fail()
+            run.frames_seen = run.python_error = True
+            func = match["func"] or match.groupdict().get("rfunc") or ""
+            file = match["file"] or match.groupdict().get("rfile") or ""
+            if run.traceback_hint is None:
+                run.expect_call = True
+                for pattern, in_file, phase in self._p.frame_phases:
+                    if pattern.search(func) and (in_file is None or in_file.search(file)):
+                        run.traceback_hint = run.frame_phase = phase
+                        run.note(line, text, "frame")
+                        break
+            return
+        if run.frames_seen and self._p.host_copy.search(text):
+            run.host_copy = True
+            run.note(line, text, "host_copy")
+        if run.frames_seen and self._p.cpu_target.search(text):
+            run.cpu_copy = True
+            run.note(line, text, "host_copy")
+
+    def phase(self, run: RunState, text: str, line: int) -> None:
+        """A phase marker (``phases``): the phase it enters, and the step it names."""
+        for pattern, kind in self._p.phases:
+            match = pattern.search(text)
+            if match is None:
+                continue
+            run.progress()
+            step = match.groupdict().get("step")
+            if step is not None:
+                run.marker_step, run.marker_step_line = int(step), line
+            if kind == "sample":
+                # A sample pass the log opens with, with no run header before it, is one of
+                # the many periodic passes of a pasted excerpt, not the one baseline pass.
+                excerpt = not run.header and run.phase in ("unknown", "periodic_sample")
+                sampled_later = run.training_started or bool(step and int(step) > 0) or excerpt
+                run.enter("periodic_sample" if sampled_later else "baseline_sample", line, text)
+            elif kind == "training_start":
+                if not run.training_started and run.marker_step is None:
+                    run.marker_step, run.marker_step_line = run.start_step, line
+                run.enter("training", line, text)
+            else:
+                run.enter(kind, line, text)
+            return
