@@ -26,7 +26,7 @@ from oom_wizard.screens.review import ReviewScreen
 from oom_wizard.screens.step import StepScreen
 from oom_wizard.screens.toggles import Tick
 from oom_wizard.storage.changelog import changelog_path_for
-from tests.support.app_support import accept_steps, demo_folder, save_from_review
+from tests.support.app_support import accept_steps, demo_folder, save_from_review, wait_for_error
 from tests.support.parity_support import (
     CASES,
     SIZE,
@@ -95,9 +95,7 @@ async def test_a_broken_change_log_is_refused_the_same_way_everywhere(tmp_path: 
         lines.add(err)
     app = create_app(config, probe=False)
     async with app.run_test(size=SIZE) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        in_app = str(app.screen.query_one("#error", Static).render())
+        in_app = await wait_for_error(pilot)
 
     assert len(lines) == 1
     line = lines.pop().rstrip("\n")

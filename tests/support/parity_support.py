@@ -35,7 +35,7 @@ from oom_wizard.storage.jobdb import DbSaveResult
 from oom_wizard.storage.save import SaveResult
 from oom_wizard.vocabulary import MOMENTS
 from tests.support.aitk_db import add_job, job_row, make_db
-from tests.support.app_support import accept_steps, save_from_review
+from tests.support.app_support import accept_steps, save_from_review, wait_for_state
 from tests.support.plan_support import cli
 
 REPO = Path(__file__).resolve().parents[2]
@@ -232,12 +232,9 @@ async def through_app(job: Job, case: Case) -> Outcome:
 
 
 async def loaded(pilot: Pilot[int]) -> None:
-    """Wait for the load worker, then for the screen to show what it read."""
-    app = pilot.app
-    assert isinstance(app, OomWizardApp)
-    await app.workers.wait_for_complete()
-    await pilot.pause()
-    assert app.state is not None, "the job did not load"
+    """Wait for the load worker, started or about to be, and for the screen to show what it
+    read (``wait_for_state``: however the first frame and the worker happen to interleave)."""
+    await wait_for_state(pilot)
 
 
 async def on_screen(pilot: Pilot[int], screen: type[Any]) -> None:
