@@ -112,6 +112,14 @@ def second_save(layout: Layout) -> list[str]:
     return [*layout.save_args("job2.yaml", force=True), "--moment", "sampling", "--all"]
 
 
+def traced_env() -> dict[str, str]:
+    """The environment of a traced or killed save: it writes no bytecode. A child that
+    compiled a module would write its ``.pyc`` (a write and a rename of its own), and the
+    N-th call counted in one run would not be the N-th in the next, depending on which
+    modules an earlier child had compiled (in a fresh clone, on the order of the tests)."""
+    return {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+
+
 def count_calls(root: Path, layout: Layout) -> dict[str, list[int]]:
     """For each step's system call, the numbers N of its calls that the save makes on files
     (``write`` to the terminal is not a write step)."""
@@ -125,6 +133,7 @@ def count_calls(root: Path, layout: Layout) -> dict[str, list[int]]:
         check=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env=traced_env(),
     )
     seen = dict.fromkeys(STEPS, 0)
     points: dict[str, list[int]] = {step: [] for step in STEPS}
@@ -202,6 +211,7 @@ def kill_at(root: Path, layout: Layout, call: str, when: int, opener: str) -> tu
         cwd=src,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env=traced_env(),
     )
     new = reference(layout)
     cwd = Path.cwd()
