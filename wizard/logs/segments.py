@@ -32,6 +32,7 @@ from oom_wizard.logs.run import RunState
 from oom_wizard.logs.signals import BarKind, Phase
 
 _BAR_CACHE_LIMIT: Final = 1024
+"""Bar heads whose kind is remembered; the cache starts again empty when it is full."""
 NO_BAR: Final = b"\n"
 """What a segment starts with when it repeats the previous bar: never, after a text segment."""
 RESUME_ELAPSED_SHARE: Final = 0.25
