@@ -93,9 +93,7 @@ class RunState:
 
     def note(self, line: int, text: str, tag: str) -> None:
         """Keep an evidence line (once per text and tag)."""
-        text = shorten(text)
-        if not any(e.text == text and e.tag == tag for e in self.evidence):
-            self.evidence.append(EvidenceLine(line, text, tag))
+        _keep(self.evidence, line, text, tag)
 
     def progress(self) -> None:
         """Training (or loading) moved on: what failed before did not end the run."""
@@ -202,91 +200,89 @@ class RunState:
         """The run as a frozen :class:`~oom_wizard.logs.result.LogScan` of the log ``source``
         (its ``run_count`` runs and ``line_count`` lines). The run is left as it was: reading
         can go on after it (a log that grows)."""
-        kept = self.evidence
-        self.evidence = deque(kept, maxlen=kept.maxlen)
-        try:
-            return self._result(source, run_count, line_count)
-        finally:
-            self.evidence = kept
-
-    def _result(self, source: str | None, run_count: int, line_count: int) -> LogScan:
-        run = self
-        _, total = run.train_step()
-        if run.train_bar is not None:
-            bar_text = clean(run.train_bar)
-            run.note(run.train_bar_line, bar_text, "bar")
-        crashed = run.failing and not run.stopped
-        signals = set(run.signals)
+        _, total = self.train_step()
+        ring = deque(self.evidence, maxlen=self.evidence.maxlen)
+        if self.train_bar is not None:
+            _keep(ring, self.train_bar_line, clean(self.train_bar), "bar")
+        crashed = self.failing and not self.stopped
+        signals = set(self.signals)
         explained = signals & FATAL_SIGNALS or signals & HOST_SIGNALS
-        if crashed and run.exit_seen and not run.python_error and not explained:
+        if crashed and self.exit_seen and not self.python_error and not explained:
             signals.add("silent_exit")
-        step_now = run.current_step()
-        finished = run.finished or (
+        step_now = self.current_step()
+        finished = self.finished or (
             total is not None and step_now is not None and step_now >= total
         )
         ends_open = (
             not crashed
-            and not run.stopped
+            and not self.stopped
             and not finished
-            and run.progressed
-            and run.phase != "unknown"
+            and self.progressed
+            and self.phase != "unknown"
         )
-        stall_line = run.zero_bar_line if ends_open else None
+        stall_line = self.zero_bar_line if ends_open else None
         if stall_line is not None:
             signals.add("stall")
-        if run.spill_step is not None:
+        if self.spill_step is not None:
             signals.add("sysmem_spill")
-        phase = run.phase
+        phase = self.phase
         frame_phase: Phase | None = None
-        if crashed and run.frame_phase is not None:
-            during = run.training_started or run.opened_in_frames
-            frame_phase = _resolve_frame_phase(run.frame_phase, during)
+        if crashed and self.frame_phase is not None:
+            during = self.training_started or self.opened_in_frames
+            frame_phase = _resolve_frame_phase(self.frame_phase, during)
             phase = frame_phase
-        elif crashed and phase == "unknown" and run.sample_first and not run.training_started:
+        elif crashed and phase == "unknown" and self.sample_first and not self.training_started:
             phase = "baseline_sample"  # nothing but the command, which samples first
-        oom = oom_figures(run.oom_found, run.oom_line) if run.oom_found else None
-        evidence = list(run.evidence)
-        if run.phase_evidence is not None:
-            evidence.append(run.phase_evidence)
-        if run.exception is not None:
-            evidence.append(run.exception)
+        oom = oom_figures(self.oom_found, self.oom_line) if self.oom_found else None
+        evidence = list(ring)
+        if self.phase_evidence is not None:
+            evidence.append(self.phase_evidence)
+        if self.exception is not None:
+            evidence.append(self.exception)
         evidence.sort(key=lambda e: e.line)
         return LogScan(
             source=source,
             phase=phase,
-            marker_phase=run.phase,
+            marker_phase=self.phase,
             frame_phase=frame_phase,
-            phase_line=run.phase_evidence.line if run.phase_evidence else None,
+            phase_line=self.phase_evidence.line if self.phase_evidence else None,
             signals=tuple(s for s in SIGNALS if s in signals),
             oom=oom,
-            skips=tuple(run.skips),
-            skip_count=run.skip_count,
-            last_step=run.current_step(),
+            skips=tuple(self.skips),
+            skip_count=self.skip_count,
+            last_step=self.current_step(),
             total_steps=total,
-            first_step=run.first_step,
-            training_started=run.training_started,
+            first_step=self.first_step,
+            training_started=self.training_started,
             crashed=crashed,
-            stopped=run.stopped,
-            resumed=run.resumed,
+            stopped=self.stopped,
+            resumed=self.resumed,
             run_count=run_count,
-            run_start_line=run.start_line,
-            header_seen=run.header,
+            run_start_line=self.start_line,
+            header_seen=self.header,
             line_count=line_count,
-            exception=run.exception,
-            exit_code=run.exit_code,
-            host_copy=run.host_copy,
-            cpu_copy=run.cpu_copy,
+            exception=self.exception,
+            exit_code=self.exit_code,
+            host_copy=self.host_copy,
+            cpu_copy=self.cpu_copy,
             evidence=tuple(evidence),
             finished=finished,
             ends_open=ends_open,
-            excerpt=run.excerpt,
-            spill_step=run.spill_step,
+            excerpt=self.excerpt,
+            spill_step=self.spill_step,
             stall_line=stall_line,
-            config_dump=run.config_dump,
-            host_pressure_line=run.host_pressure_line,
-            sample_first=run.sample_first,
-            best_rate=run.best_rate,
+            config_dump=self.config_dump,
+            host_pressure_line=self.host_pressure_line,
+            sample_first=self.sample_first,
+            best_rate=self.best_rate,
         )
+
+
+def _keep(ring: deque[EvidenceLine], line: int, text: str, tag: str) -> None:
+    """Add an evidence line to ``ring``, unless one with the same text and tag is there."""
+    text = shorten(text)
+    if not any(e.text == text and e.tag == tag for e in ring):
+        ring.append(EvidenceLine(line, text, tag))
 
 
 def _resolve_frame_phase(phase: FramePhase, training_started: bool) -> Phase:
