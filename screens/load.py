@@ -35,6 +35,8 @@ from oom_wizard.screens.widgets import MARKER_WIDTH, KeyBar, MarkedOptionList, P
 from oom_wizard.spelling import oom_figures
 
 if TYPE_CHECKING:
+    from textual.widgets import ProgressBar
+
     from oom_wizard.request import JobRequest
     from oom_wizard.service import DbJob, WizardState
 
@@ -128,16 +130,17 @@ class ReadingBar(Widget):
     }
     """
 
+    _bar: ProgressBar | None = None
+
     def show_progress(self, done: int, total: int) -> None:
         """Show ``done`` bytes read of ``total``."""
         from textual.widgets import ProgressBar  # deferred: see above
 
-        bars = self.query(ProgressBar).results()
-        bar = next(bars, None)
-        if bar is None:
-            bar = ProgressBar(id="reading-bar", show_eta=False)
-            self.mount(bar)
+        if self._bar is None:
+            self._bar = ProgressBar(id="reading-bar", show_eta=False)
+            self.mount(self._bar)
         self.display = True
+        bar = self._bar
         bar.update(total=total, progress=done)
 
 
