@@ -26,14 +26,19 @@ from oom_wizard.screens.review import ReviewScreen
 from oom_wizard.screens.step import StepScreen
 from oom_wizard.screens.toggles import Tick
 from oom_wizard.storage.changelog import changelog_path_for
-from tests.support.app_support import accept_steps, demo_folder, save_from_review, wait_for_error
+from tests.support.app_support import (
+    accept_steps,
+    demo_folder,
+    save_from_review,
+    wait_for_error,
+    wait_for_state,
+)
 from tests.support.parity_support import (
     CASES,
     SIZE,
     Case,
     build,
     compare,
-    loaded,
     normal,
     on_screen,
     through_app,
@@ -76,7 +81,7 @@ async def test_the_model_kind_of_an_unknown_arch_is_one_rule(tmp_path: Path) -> 
     _, planned, _ = cli("plan", config, "--json", "--no-probe")
     app = create_app(config, probe=False)
     async with app.run_test(size=SIZE) as pilot:
-        await loaded(pilot)
+        await wait_for_state(pilot)
         in_app = app.require_state().model_kind
 
     assert json.loads(diagnosed)["model_kind"] == "video"
@@ -120,7 +125,7 @@ def busy_gpu(folder: Path) -> None:
 async def app_moment(config: Path, log: Path, *, probe: bool) -> str:
     app = create_app(config, log=log, probe=probe)
     async with app.run_test(size=SIZE) as pilot:
-        await loaded(pilot)
+        await wait_for_state(pilot)
         return app.require_state().moment
 
 
@@ -165,7 +170,7 @@ async def test_a_step_that_changes_nothing_is_not_recorded(tmp_path: Path) -> No
     assert status == 0, err
     app = create_app(app_folder / IMAGE_JOB.config, probe=False)
     async with app.run_test(size=SIZE) as pilot:
-        await loaded(pilot)
+        await wait_for_state(pilot)
         await pilot.press("enter", "enter")
         await on_screen(pilot, StepScreen)
         assert isinstance(app.screen, StepScreen) and app.screen.step.id == first
@@ -204,7 +209,7 @@ async def test_save_now_values_and_the_next_scale_up_agree(tmp_path: Path) -> No
 
     app = create_app(app_folder / IMAGE_JOB.config, log=app_folder / IMAGE_JOB.log, probe=False)
     async with app.run_test(size=SIZE) as pilot:
-        await loaded(pilot)
+        await wait_for_state(pilot)
         await pilot.press("enter", "enter")
         await on_screen(pilot, StepScreen)
         app.save_now()  # the palette's "review and save"
@@ -248,7 +253,7 @@ async def test_memory_figures_are_spelled_alike(tmp_path: Path) -> None:
     assert status == 0, err
     app = create_app(config, log=log, probe=False)
     async with app.run_test(size=(160, 50)) as pilot:
-        await loaded(pilot)
+        await wait_for_state(pilot)
         summary = str(app.screen.query_one("#summary", Static).render())
 
     row = next(line for line in summary.splitlines() if line.startswith("GPU "))

@@ -196,7 +196,7 @@ async def through_app(job: Job, case: Case) -> Outcome:
     """The app on the job: the answers picked, every step accepted, saved where it offers."""
     app = job.app()
     async with app.run_test(size=SIZE) as pilot:
-        await loaded(pilot)
+        await wait_for_state(pilot)
         await pilot.press("enter")
         await on_screen(pilot, MomentScreen)
         if case.moment is not None:
@@ -229,12 +229,6 @@ async def through_app(job: Job, case: Case) -> Outcome:
             data,
             normal(saved.changelog, job.root),
         )
-
-
-async def loaded(pilot: Pilot[int]) -> None:
-    """Wait for the load worker, started or about to be, and for the screen to show what it
-    read (``wait_for_state``: however the first frame and the worker happen to interleave)."""
-    await wait_for_state(pilot)
 
 
 async def on_screen(pilot: Pilot[int], screen: type[Any]) -> None:
