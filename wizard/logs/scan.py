@@ -462,7 +462,7 @@ class _Scanner:
         if text:
             self._reader.end_redraws()
         else:
-            self._reader.repeat, self._reader.head_training = needle[1:], True
+            self._reader.redrawing_training_bar(needle[1:])
         return stop
 
     def _feed_bar_line(self, block: bytes, start: int, end: int) -> None:

@@ -79,6 +79,11 @@ class SegmentReader:
         """Text came between two bar segments: the next bar is drawn anew."""
         self.repeat, self.head_training = NO_BAR, False
 
+    def redrawing_training_bar(self, head: bytes) -> None:
+        """The last segment (read or skipped) redrew the training bar, whose redraws start
+        with ``head``."""
+        self.repeat, self.head_training = head, True
+
     def _new_run(self, line: int, *, header: bool) -> RunState:
         self.runs += 1
         return RunState(start_line=line, header=header, bar_steps=self._p.bar_steps)
