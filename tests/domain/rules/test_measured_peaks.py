@@ -17,6 +17,7 @@ from oom_wizard.errors import ConfigError
 from oom_wizard.formats.document import load_document
 from oom_wizard.rules.memory import Band, job_memory, verdict
 from oom_wizard.rules.modelkind import find_model_kind
+from tests.support.corpus import needs_examples
 from tests.support.measured_peaks import (
     EXAMPLES,
     TOLERANCE,
@@ -87,6 +88,7 @@ def examples() -> list[Path]:
     return sorted(path for path in EXAMPLES.glob("*.yaml") if example_card(path) is not None)
 
 
+@needs_examples
 @pytest.mark.parametrize("path", examples(), ids=lambda p: p.name)
 def test_an_example_config_is_never_wont_fit_at_the_card_in_its_name(path: Path) -> None:
     card = example_card(path)
