@@ -1,6 +1,6 @@
 """Keys by id: every binding has one, the settings file's keymap rebinds them (what it cannot
 use is one line, and the app goes on), the help's key table is the bindings in force, and the
-README's list of ids is the bindings'."""
+list of ids in screens/README.md is the bindings'."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def test_every_binding_of_every_screen_and_app_has_its_own_id() -> None:
 
 
 def readme_id_table() -> list[str]:
-    """The README's table of keymap ids, as it must read (sorted by id)."""
+    """The table of keymap ids in screens/README.md, as it must read (sorted by id)."""
     rows = ["| Id | Keys | What it does |", "|---|---|---|"]
     for _, b in sorted(declared_bindings(), key=lambda found: str(found[1].id)):
         keys = ", ".join(key_words(key.strip()) for key in b.key.split(","))
@@ -81,8 +81,8 @@ def readme_id_table() -> list[str]:
     return rows
 
 
-def test_the_readme_lists_every_binding_id_with_its_keys() -> None:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+def test_the_screens_readme_lists_every_binding_id_with_its_keys() -> None:
+    text = (REPO / "screens" / "README.md").read_text(encoding="utf-8")
     block = text.split("<!-- keymap ids:", 1)[1].split("<!-- /keymap ids -->", 1)[0]
     shown = block.splitlines()[1:]  # after the marker's own line
     assert shown == readme_id_table(), "\n" + "\n".join(readme_id_table())

@@ -4,7 +4,7 @@ the application layer.
 Every domain module of ``oom_wizard`` (the repository's ``wizard/``) loads without textual or
 ``oom_wizard.screens``; ``screens`` (the app) and ``wizard/commands`` (the command line) import
 of ``wizard`` only the application layer (``oom_wizard.application`` and its facade
-``oom_wizard.service``) and a few light value modules (see the README's Architecture section).
+``oom_wizard.service``) and a few light value modules (see wizard/ARCHITECTURE.md).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+ARCHITECTURE = REPO / "wizard" / "ARCHITECTURE.md"
 
 PROBE = """
 import importlib, json, pkgutil, sys
@@ -417,14 +418,14 @@ def test_the_load_screen_is_up_before_the_domain_loads(tmp_path: Path) -> None:
     } & set(seen["loaded"])
 
 
-# --- the rooms: the README's table of layers is every import of wizard/ and screens/ ------------
+# --- the rooms: ARCHITECTURE.md's table of layers is every import of wizard/ and screens/ ------
 
 ROOMS_MARK = "<!-- rooms: "
 
 
-def readme_rooms(readme: str) -> dict[str, tuple[tuple[str, ...], frozenset[str]]]:
-    """The README's table of rooms: room → (its folders and files, the rooms it imports)."""
-    lines = readme[readme.index(ROOMS_MARK) :].splitlines()[3:]
+def architecture_rooms(text: str) -> dict[str, tuple[tuple[str, ...], frozenset[str]]]:
+    """The architecture's table of rooms: room → (its folders and files, the rooms it imports)."""
+    lines = text[text.index(ROOMS_MARK) :].splitlines()[3:]
     rooms: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
     for line in itertools.takewhile(lambda text: text.startswith("|"), lines):
         room, folders, _, imports = (cell.strip() for cell in line.strip("|").split("|"))
@@ -451,7 +452,7 @@ def room_of(path: str, rooms: Mapping[str, tuple[tuple[str, ...], frozenset[str]
         return max(folders)[1]
     if path.startswith("wizard/") and path.count("/") == 1:
         return next(room for room, (places, _) in rooms.items() if "wizard/*.py" in places)
-    raise AssertionError(f"{path} is in no room of the README's table")
+    raise AssertionError(f"{path} is in no room of wizard/ARCHITECTURE.md's table")
 
 
 def module_file(module: str) -> str:
@@ -535,10 +536,10 @@ def package_sources() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def rooms() -> dict[str, tuple[tuple[str, ...], frozenset[str]]]:
-    return readme_rooms((REPO / "README.md").read_text(encoding="utf-8"))
+    return architecture_rooms(ARCHITECTURE.read_text(encoding="utf-8"))
 
 
-def test_every_import_follows_an_arrow_of_the_readme(rooms) -> None:
+def test_every_import_follows_an_arrow_of_the_architecture(rooms) -> None:
     arrows = room_arrows(package_sources(), rooms)
     undrawn = {
         arrow: imports[:3]
@@ -548,7 +549,7 @@ def test_every_import_follows_an_arrow_of_the_readme(rooms) -> None:
     assert undrawn == {}
 
 
-def test_every_arrow_of_the_readme_is_an_import(rooms) -> None:
+def test_every_arrow_of_the_architecture_is_an_import(rooms) -> None:
     used = set(room_arrows(package_sources(), rooms))
     drawn = {(room, there) for room, (_, imports) in rooms.items() for there in imports}
     assert {arrow for arrow in drawn if arrow[0] != arrow[1]} - used == set()

@@ -49,3 +49,32 @@ def test_readme_installs_the_test_extra_before_testing() -> None:
 def test_ci_installs_the_test_extra_as_the_readme_does() -> None:
     script = (REPO / ".ci" / "run").read_text()
     assert INSTALL_TEST_EXTRA.replace("pip install", "pip install --quiet") in script
+
+
+#: The README is for users: what it is, how to start, where to read more. The specification lives
+#: beside what it specifies (screens/README.md, wizard/commands/README.md, wizard/rules/MEMORY.md,
+#: wizard/ARCHITECTURE.md, bench/README.md).
+README_MOST_LINES = 250
+
+DOCS = (
+    "README.md",
+    "screens/README.md",
+    "wizard/commands/README.md",
+    "wizard/rules/MEMORY.md",
+    "wizard/ARCHITECTURE.md",
+    "bench/README.md",
+)
+
+
+def test_the_readme_is_short_enough_to_read() -> None:
+    assert len((REPO / "README.md").read_text().splitlines()) <= README_MOST_LINES
+
+
+def test_every_relative_link_of_the_docs_names_a_file_of_the_checkout() -> None:
+    broken = [
+        f"{doc}: {target}"
+        for doc in DOCS
+        for target in re.findall(r"\]\(([^)#\s]+)\)", (REPO / doc).read_text())
+        if "://" not in target and not (REPO / doc).parent.joinpath(target).exists()
+    ]
+    assert broken == []
