@@ -651,7 +651,7 @@ def restore_job(
     with _connect(job.db_path, write=True, busy_timeout=busy_timeout) as conn:
         _begin(conn, job)
         stamp = _write_config(conn, job, previous)
-        row = RowCommit(job.db_path, job.id, _sha(previous), stamp)
+        row = RowCommit(job.db_path, job.id, _sha(previous), stamp, before=_sha(job.job_config))
         _commit_with_log(conn, job.changelog_path, new_log, row, set_aside=False)
     result = _result(
         job, job.id, job.name, in_place=True, changelog=job.changelog_path, entries=entries
@@ -676,7 +676,7 @@ def _update_in_place(
     )
     stamp = _write_config(conn, job, after)
     path = job.changelog_path
-    row = RowCommit(job.db_path, job.id, _sha(after), stamp)
+    row = RowCommit(job.db_path, job.id, _sha(after), stamp, before=_sha(job.job_config))
     _commit_with_log(conn, path, log, row, set_aside=prior is None)
     return _result(
         job, job.id, job.name, in_place=True, changelog=path, entries=prepared.entries, log=log

@@ -417,12 +417,14 @@ def commit_pair(
 class RowCommit:
     """The commit point of a database pair, as its journal records it: the row ``job_id`` of
     the jobs database ``db_path`` holds a config with SHA-256 ``sha256``, stamped
-    ``updated_at`` (Prisma's milliseconds), once the transaction committed and not before."""
+    ``updated_at`` (Prisma's milliseconds), once the transaction committed and not before.
+    ``before`` is the SHA-256 of the config the row held until then (None: a new row)."""
 
     db_path: Path
     job_id: str
     sha256: str
     updated_at: int
+    before: str | None = None
 
 
 #: The journal's format: 2 names every path relative to the journal's own folder.
@@ -459,6 +461,7 @@ def _journal_text(
             "job_id": row.job_id,
             "sha256": row.sha256,
             "updated_at": row.updated_at,
+            "before": row.before,
         }
     return json.dumps(record).encode("utf-8")
 
@@ -763,11 +766,14 @@ def _row_committed(base: Path, row: dict[str, object]) -> bool | None:
     if found is None:
         return False
     config, stamp = found
-    return (
-        isinstance(config, str)
-        and sha256_of(config.encode("utf-8")) == row["sha256"]
-        and stamp == row["updated_at"]
-    )
+    now = sha256_of(str(config).encode("utf-8"))
+    if now == row["sha256"] and stamp == row["updated_at"]:
+        return True
+    if now == row.get("before") or not isinstance(stamp, int):
+        return False  # still the config from before the save
+    # A third config: the row was changed since (in the UI). It was changed after the save
+    # committed when it was stamped after it; the change log then keeps that save's run.
+    return stamp > int(str(row["updated_at"]))
 
 
 def _note_unresolved(

@@ -976,3 +976,30 @@ def test_a_job_opened_while_another_run_commits_it_is_read_in_step(db: Path) -> 
 
     assert os.waitstatus_to_exitcode(status) == 0
     assert log is not None
+
+
+def test_a_save_killed_after_its_commit_keeps_its_run_when_the_ui_edits_the_job_first(
+    db: Path,
+) -> None:
+    """The row was committed, then edited in the UI before any oom-wizard command ran: the
+    change log's temp is the only record of that save (and of the config restore puts back),
+    so it is renamed in, and the job then reads as edited since, which is true."""
+    original = load_job(db, "my_lora").job_config
+    killed_at("rename", lambda: save(db, InPlace()))
+    conn = sqlite3.connect(db)
+    edited = stringify(ui_job_config("my_lora", batch_size=3))
+    later = int(time.time() * 1000) + 1000
+    conn.execute(
+        'UPDATE "Job" SET "job_config" = ?, "updated_at" = ? WHERE "name" = ?',
+        (edited, later, "my_lora"),
+    )
+    conn.commit()
+    conn.close()
+
+    job = opened(db)
+
+    log = json.loads(job.changelog_path.read_bytes())
+    assert log["runs"][0]["database"]["job_config_before"] == original
+    assert read_job_changelog(job) is None  # edited in the UI since: not this config's story
+    restore_job(job, force=True)
+    assert load_job(db, "my_lora").job_config == original
