@@ -101,7 +101,10 @@ def _sources(root: Path) -> Path:
         (root / folder).mkdir(parents=True, exist_ok=True)
     text = FIXTURE.read_text(encoding="utf-8")
     (src / "job.yaml").write_text(text, encoding="utf-8")
-    (src / "job2.yaml").write_text(text.replace("batch_size: 1", "batch_size: 2"), "utf-8")
+    # A second job whose saved config differs from the first one's (not only its change log).
+    second = text.replace('trigger_word: "m4rl0w"', 'trigger_word: "m4rl0w_v2"')
+    assert second != text
+    (src / "job2.yaml").write_text(second, "utf-8")
     return src
 
 

@@ -3,8 +3,9 @@ one: the pair is old or new, nothing false is said, a web-UI job can always be r
 
 The suite's fixed sample of ``bench/bench_save_kill.py``'s points (that script kills every
 kind of save at each of its system calls; the machinery is ``tests/support/killed_saves.py``).
-The sample is each kind of save's commit point, where the pair turns from old to new, plus the
-call just before a database commit; the points that lost data in round 3 are among them:
+The sample is each kind of save's commit point, where the pair turns from old to new, and the
+calls just before and inside a database commit; the points that lost data in round 3 are among
+them (each of these fails on round 3's code):
 
 - a first save killed between its two renames, then any command from another folder (R4-1:
   the recovery there found none of the journal's paths and removed the only copy of the new
@@ -15,8 +16,9 @@ call just before a database commit; the points that lost data in round 3 are amo
   its change log (R4-3: the row and the log out of step for good, a restore that could no longer
   put the original back).
 
-Each point is named by a call that only the save makes (``link``, ``rename``, and ``fsync``,
-which SQLite does not use: it calls ``fdatasync``), so that no traced run has to count them.
+Each point is named by a call that only the save makes, so that no traced run has to count
+them: ``link``, ``rename``, ``fsync`` (which SQLite does not use), and ``fdatasync`` (which only
+SQLite uses: its first is inside the row's commit).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ POINTS = [
     ("database, in place", "fsync", 3, "the journal on disk, before the row's commit"),
     ("database, in place", "rename", 1, "after the row's commit, before the change log's rename"),
     ("database, as new", "rename", 1, "after the new row's commit"),
-    ("restore", "link", 1, "the change log backed up, before the row's commit"),
+    ("restore", "fdatasync", 1, "inside the row's commit (round 3: after the log's rename)"),
     ("restore", "rename", 1, "after the restored row's commit"),
 ]
 
