@@ -5,6 +5,10 @@ moves an old file it replaces to ``.NAME.oomw-PID-TOKEN.bak``, and describes its
 ``.oomw-PID-TOKEN.journal``. Whatever a dead process left under those names is its own to
 finish or undo; nothing else is ever touched.
 
+Every use case that opens a job settles its folders here first (:func:`recover_beside`,
+:func:`settle`), so that the reads after it write nothing; a journal that recovery could not
+finish or undo is noted (:func:`unresolved_notes`), and the command line says so at exit.
+
 This module imports nothing heavy: the command line asks it at every start whether the
 working folder holds such leftovers, and loads the save pipeline only when it does.
 """
