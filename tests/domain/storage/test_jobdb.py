@@ -1003,3 +1003,25 @@ def test_a_save_killed_after_its_commit_keeps_its_run_when_the_ui_edits_the_job_
     assert read_job_changelog(job) is None  # edited in the UI since: not this config's story
     restore_job(job, force=True)
     assert load_job(db, "my_lora").job_config == original
+
+
+def test_a_change_log_that_cannot_be_renamed_in_after_the_commit_is_kept_for_the_next_run(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the row's commit nothing is undone: the error says the save was committed, and
+    the change log's temp and journal stay for the next command to rename in."""
+    from oom_wizard.storage import save as save_module
+
+    def fail(step: str, path: Path) -> None:
+        if step == "rename":
+            raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(save_module, "STEP_HOOK", fail)
+    with pytest.raises(JobDatabaseError, match="the save was committed, but the change log"):
+        save(db, InPlace())
+    monkeypatch.setattr(save_module, "STEP_HOOK", None)
+
+    job = load_job(db, "my_lora")
+    assert job.job_config != stringify(ui_job_config("my_lora"))
+    left = sorted(p.name for p in job.changelog_path.parent.iterdir())
+    assert sorted(name.rsplit(".", 1)[-1] for name in left) == ["journal", "tmp"]
