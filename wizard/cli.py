@@ -25,7 +25,7 @@ from typing import Final
 from oom_wizard import __version__
 from oom_wizard.errors import PROGRAM, WizardError, error_line, os_error_line
 from oom_wizard.host.interrupts import Terminated, raise_terminated, redeliver_lost_interrupts
-from oom_wizard.storage.leftovers import dead_leftovers
+from oom_wizard.storage.leftovers import dead_leftovers, unresolved_notes
 
 PROG = PROGRAM
 EXIT_OK = 0
@@ -124,9 +124,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     restore = _install_signal_handlers()
+    noted = len(unresolved_notes())
     try:
         return _main(args_list)
     finally:
+        for note in unresolved_notes()[noted:]:
+            _say(f"{PROG}: note: {note}")
         if argv is None and threading.current_thread() is threading.main_thread():
             # The process is about to exit and has said what it did: a late Ctrl-C or
             # SIGTERM must not turn into a traceback from the interpreter's shutdown.

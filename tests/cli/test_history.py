@@ -86,3 +86,46 @@ def test_history_from_another_folder_finds_the_config_beside_the_change_log(
     assert status == 0, err
     assert "Next scale-up: unknown" not in out
     assert "Next scale-up:" in out
+
+
+# --------------------------------- round 3: history after a killed save (D1)
+
+
+def test_history_after_a_save_killed_between_its_renames_says_nothing_false(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``--force`` save killed with its new change log in place and the old config still
+    there: history read the config before it finished the save, and said it had been "edited
+    after oom-wizard saved it". It now finishes the save first, from any folder."""
+    import os
+    import signal
+
+    from oom_wizard.storage import save as save_module
+
+    folder = tmp_path / "src"
+    folder.mkdir()
+    config = rolled_back(folder)
+    heavier = folder / "job2.yaml"
+    write_job(heavier, job(train={"batch_size": 2, "steps": 3000}))
+    monkeypatch.chdir(folder)
+    pid = os.fork()
+    if pid == 0:
+        try:
+
+            def die(step: str, path: Path) -> None:
+                if step == "rename" and path.name == config.name:
+                    os.kill(os.getpid(), signal.SIGKILL)
+
+            save_module.STEP_HOOK = die
+            cli("apply", "job2.yaml", "-o", config.name, "--force", "--moment", "sampling")
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == -signal.SIGKILL
+    monkeypatch.chdir(tmp_path)
+
+    status, out, err = cli("history", Path("src") / config.name)
+
+    assert status == 0, err
+    assert "edited" not in out + err
+    assert "Run 0 · " in out and "moment sampling" in out

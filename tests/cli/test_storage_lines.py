@@ -73,3 +73,28 @@ def test_history_of_a_fifo_or_a_device_says_what_it_is_and_never_reads_it(
         assert main(["history", str(path)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and f"{path}: this is {kind}" in err
+
+
+def test_a_journal_left_alone_is_said_at_exit(
+    tmp_path: Path,
+    ended_pid: int,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A killed save's journal (of an earlier version, naming its files from another working
+    folder) whose files cannot be found: the command leaves it and its temp, and says so."""
+    import json
+
+    token = "00112233445566aa"
+    temp = tmp_path / f".job.oomfix.yaml.oomw-{ended_pid}-{token}.tmp"
+    temp.write_text("job: extension\n", encoding="utf-8")
+    journal = tmp_path / f".oomw-{ended_pid}-{token}.journal"
+    entry = {"final": "a/job.oomfix.yaml", "temp": f"a/{temp.name}", "backup": "a/x", "sha256": "0"}
+    journal.write_text(json.dumps({"files": [entry], "replace": False}), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+
+    main(["history", "job.oomfix.yaml"])
+
+    err = capsys.readouterr().err
+    assert f"oom-wizard: note: {journal}" in err and temp.name in err
+    assert temp.exists() and journal.exists()

@@ -116,9 +116,10 @@ def db_job_to_run(db: Path, name: str) -> DbJobRef:
     Raises:
         JobDatabaseError: no database or no such job; WizardError: the job is busy.
     """
+    from oom_wizard.application.opening import settle_database
     from oom_wizard.storage.jobdb import find_db, load_job
 
-    found = find_db(db)
+    found = settle_database(find_db(db))
     busy = load_job(found, name).busy_reason()
     if busy is not None:
         raise WizardError(busy, file=found)

@@ -40,7 +40,12 @@ def read_history(typed: str) -> History:
         WizardError: an empty name, a folder, no such file, a FIFO or device, a config no
             change log describes, or a file that cannot be read.
     """
-    from oom_wizard.formats.document import MAX_CONFIG_BYTES, NotRegularFile, read_regular_file
+    from oom_wizard.formats.document import (
+        MAX_CONFIG_BYTES,
+        NotRegularFile,
+        load_document,
+        read_regular_file,
+    )
     from oom_wizard.storage.changelog import (
         CHANGELOG_SUFFIX,
         changelog_for,
@@ -49,7 +54,7 @@ def read_history(typed: str) -> History:
         resolve_recorded,
         sha256_of,
     )
-    from oom_wizard.storage.jobdir import load_config
+    from oom_wizard.storage.leftovers import recover_beside
 
     target = Path(typed)
     if not typed:
@@ -62,10 +67,15 @@ def read_history(typed: str) -> History:
             ".changelog.json",
             file=target,
         )
+    # A save killed in this folder is finished or undone before anything is read: the config
+    # and its change log are then read as they are (old pair or new), and reading writes nothing.
+    recover_beside(target)
     if target.name.endswith(CHANGELOG_SUFFIX):
         changelog = read_changelog(target)
         config = resolve_recorded(target, changelog.output.path)
-        document = load_config(config) if config.is_file() else None
+        if config.parent != target.parent:
+            recover_beside(config)
+        document = load_document(config) if config.is_file() else None
         # A file at the recorded path that is not the one saved says nothing about this log.
         if document is not None and changelog.output.sha256 != sha256_of(config.read_bytes()):
             document = None
@@ -83,7 +93,7 @@ def read_history(typed: str) -> History:
             "it (or its .changelog.json was moved)",
             file=target,
         )
-    document = None if belonging.edited else load_config(target)
+    document = None if belonging.edited else load_document(target)
     return History(belonging.log, belonging.path, document, belonging.note(target))
 
 

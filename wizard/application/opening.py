@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from oom_wizard.logs.result import LogScan
     from oom_wizard.request import JobRequest
     from oom_wizard.rules.diagnosis import Diagnosis
-    from oom_wizard.storage.changelog import ChangeLog
+    from oom_wizard.storage.changelog import Belonging, ChangeLog
     from oom_wizard.storage.jobdb import DbJob
     from oom_wizard.storage.jobdir import JobLocation
 
@@ -77,29 +77,33 @@ def open_job(request: JobRequest) -> OpenedJob:
         WizardError: nothing to open, no such job, or a config, log or change log that
             cannot be read (the change log too: see the module's policy).
     """
+    from oom_wizard.formats.document import load_document
     from oom_wizard.rules.diagnosis import diagnose
     from oom_wizard.storage.changelog import changelog_for, changelog_path_for, refuse_edited
-    from oom_wizard.storage.jobdir import load_config
+    from oom_wizard.storage.leftovers import recover_beside
 
     if request.db is not None:
         if request.job is None:
             raise WizardError("pick a job with --job NAME (without it, --db lists the jobs)")
-        from oom_wizard.storage.jobdb import find_db, job_document, load_job, locate_job_log
+        from oom_wizard.storage.jobdb import find_db, job_document, locate_job_log
 
-        job = load_job(find_db(request.db), request.job)
+        job, belonging = _db_job_in_step(find_db(request.db), request.job)
         document = job_document(job)
         located = locate_job_log(job, document.tree)
-        belonging = changelog_for(job.source, job.job_config.encode("utf-8"), job.changelog_to_read)
         db_job: DbJob | None = job
     elif request.target is not None:
         from oom_wizard.storage.jobdir import locate_job
 
         located = locate_job(request.target)
-        document = load_config(located.config)
+        changelog_file = request.changelog or changelog_path_for(located.config)
+        # A save killed in either folder is finished or undone first: from here on the job is
+        # only read, and reads the old pair or the new one.
+        recover_beside(located.config, changelog_file)
+        document = load_document(located.config)
         belonging = changelog_for(
             located.config,
             _bytes_of(located.config),
-            request.changelog or changelog_path_for(located.config),
+            changelog_file,
             given=request.changelog is not None,
         )
         db_job = None
@@ -186,6 +190,38 @@ def _crashed_since(log: Path | None, changelog: ChangeLog | None, diagnosis: Dia
     except (ValueError, OSError):
         return False
     return written > saved
+
+
+def _db_job_in_step(db_path: Path, name: str) -> tuple[DbJob, Belonging | None]:
+    """The job's row and the change log that describes it, read in step.
+
+    The row and the log are two reads: another oom-wizard run can commit the row between them
+    and rename its change log in a moment later. Such a run keeps its journal beside the logs
+    from before its commit until after the rename, so a pair read out of step ("edited") is
+    read again once no live run has one there; what is still out of step then was edited.
+    """
+    from oom_wizard.storage.changelog import changelog_for
+    from oom_wizard.storage.jobdb import load_job
+
+    for _ in range(3):
+        job = load_job(settle_database(db_path), name)
+        belonging = changelog_for(job.source, job.job_config.encode("utf-8"), job.changelog_to_read)
+        if belonging is None or not belonging.edited:
+            break
+    return job, belonging
+
+
+def settle_database(db_path: Path) -> Path:
+    """Before a job of the jobs database ``db_path`` is read: finish or undo a save of one of
+    its jobs that was killed between the row's commit and its change log's rename, and wait
+    for one that another oom-wizard run is committing right now (so that the row and its
+    change log are read in step). Returns ``db_path``.
+    """
+    from oom_wizard.storage.jobdb import changelog_folder
+    from oom_wizard.storage.leftovers import SETTLE_WAIT_S, settle
+
+    settle(changelog_folder(db_path), wait_s=SETTLE_WAIT_S)
+    return db_path
 
 
 def list_jobs(db: Path) -> tuple[Path, tuple[DbJob, ...]]:

@@ -237,11 +237,11 @@ def predict(
         recorded = rollbacks[-1].diagnosis if rollbacks else None
         calibration = calibration_from_record(recorded)
         if calibration is not None and log_path is not None:
+            from oom_wizard.formats.document import load_document
             from oom_wizard.storage.changelog import resolve_recorded
-            from oom_wizard.storage.jobdir import load_config
 
             try:
-                source = load_config(resolve_recorded(log_path, changelog.source.path))
+                source = load_document(resolve_recorded(log_path, changelog.source.path))
             except (WizardError, OSError):
                 source = None
             if source is None:  # the floor is the source's: without it, only its card counts

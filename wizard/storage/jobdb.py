@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
-from oom_wizard.errors import ConfigError, JobDatabaseError, WizardError
+from oom_wizard.errors import ConfigError, JobDatabaseError, SaveRefused, WizardError
 from oom_wizard.formats.document import MAX_CONFIG_BYTES, JobDocument, parse_document
 from oom_wizard.storage.changelog import (
     ChangeEntry,
@@ -51,7 +51,14 @@ from oom_wizard.storage.changelog import (
 )
 from oom_wizard.storage.changes import Change, Prepared, prepare
 from oom_wizard.storage.jobdir import JobLocation, choose_log
-from oom_wizard.storage.save import atomic_write, forget_written, note_written, signals_held
+from oom_wizard.storage.save import (
+    RowCommit,
+    atomic_write,
+    commit_pair,
+    forget_written,
+    note_written,
+    signals_held,
+)
 
 #: How long we wait for the UI or a trainer to release the database, in seconds.
 BUSY_TIMEOUT_S: Final = 3.0
@@ -293,6 +300,12 @@ def job_source(db_path: Path, name: str) -> Path:
     return db_path.with_name(f"{db_path.name}#job={_file_part(name)}.json")
 
 
+def changelog_folder(db_path: Path) -> Path:
+    """``<db folder>/oom-wizard/<db file name>/``: where the change logs of the database's
+    jobs are, and the journals of their saves."""
+    return db_path.parent / CHANGELOG_FOLDER / db_path.name
+
+
 def job_changelog_path(db_path: Path, job_id: str) -> Path:
     """``<db folder>/oom-wizard/<db file name>/<job id>.changelog.json``.
 
@@ -300,7 +313,7 @@ def job_changelog_path(db_path: Path, job_id: str) -> Path:
     two ids never map to one file.
     """
     key = job_id if _PLAIN_ID.fullmatch(job_id) else "id-" + _sha(job_id)[:32]
-    return db_path.parent / CHANGELOG_FOLDER / db_path.name / f"{key}.changelog.json"
+    return changelog_folder(db_path) / f"{key}.changelog.json"
 
 
 def legacy_changelog_path(db_path: Path, name: str) -> Path:
@@ -637,8 +650,9 @@ def restore_job(
     _check_writable_folder(job)
     with _connect(job.db_path, write=True, busy_timeout=busy_timeout) as conn:
         _begin(conn, job)
-        _write_config(conn, job, previous)
-        _commit_with_log(conn, job.changelog_path, new_log, set_aside=False)
+        stamp = _write_config(conn, job, previous)
+        row = RowCommit(job.db_path, job.id, _sha(previous), stamp, before=_sha(job.job_config))
+        _commit_with_log(conn, job.changelog_path, new_log, row, set_aside=False)
     result = _result(
         job, job.id, job.name, in_place=True, changelog=job.changelog_path, entries=entries
     )
@@ -660,20 +674,24 @@ def _update_in_place(
     log = _base_log(job, prior).with_run(
         run, prepared.entries, output=FileRef(path=str(job.source), sha256=_sha(after))
     )
-    _write_config(conn, job, after)
+    stamp = _write_config(conn, job, after)
     path = job.changelog_path
-    _commit_with_log(conn, path, log, set_aside=prior is None)
+    row = RowCommit(job.db_path, job.id, _sha(after), stamp, before=_sha(job.job_config))
+    _commit_with_log(conn, path, log, row, set_aside=prior is None)
     return _result(
         job, job.id, job.name, in_place=True, changelog=path, entries=prepared.entries, log=log
     )
 
 
-def _write_config(conn: sqlite3.Connection, job: DbJob, text: str) -> None:
-    """Replace the job's ``job_config`` with ``text`` and stamp ``updated_at``."""
+def _write_config(conn: sqlite3.Connection, job: DbJob, text: str) -> int:
+    """Replace the job's ``job_config`` with ``text`` and stamp ``updated_at``; return the
+    stamp (with the config's hash, how a journal tells that the row committed)."""
+    stamp = _now_ms()
     conn.execute(
         'UPDATE "Job" SET "job_config" = ?, "updated_at" = ? WHERE "id" = ?',
-        (text, _now_ms(), job.id),
+        (text, stamp, job.id),
     )
+    return stamp
 
 
 def _insert_copy(
@@ -716,7 +734,8 @@ def _insert_copy(
     marks = ", ".join("?" for _ in values)
     conn.execute(f'INSERT INTO "Job" ({names}) VALUES ({marks})', tuple(values.values()))
     path = job_changelog_path(job.db_path, new_id)
-    _commit_with_log(conn, path, log, set_aside=False)
+    row = RowCommit(job.db_path, new_id, _sha(renamed.after.text), now)
+    _commit_with_log(conn, path, log, row, set_aside=False)
     result = _result(job, new_id, name, in_place=False, changelog=path, entries=entries, log=log)
     return replace(result, warning=job.new_job_warning())
 
@@ -821,6 +840,11 @@ def _begin(conn: sqlite3.Connection, job: DbJob) -> dict[str, _Column]:
 def _changed_by(now: DbJob) -> str:
     """Who changed the job: another save of this tool (its change log names the config the
     database holds now), or, failing that, AI Toolkit's UI."""
+    from oom_wizard.storage.leftovers import SETTLE_WAIT_S, settle
+
+    # Another run's pair may be just between its commit and its change log's rename (or
+    # have died there): let it land first, then read the log.
+    settle(changelog_folder(now.db_path), wait_s=SETTLE_WAIT_S)
     with contextlib.suppress(WizardError, OSError):
         path = now.changelog_to_read
         if path.is_file() and read_changelog(path).output.sha256 == _sha(now.job_config):
@@ -839,43 +863,62 @@ def _interrupted_save(log: ChangeLog, job: DbJob) -> bool:
 
 
 def _commit_with_log(
-    conn: sqlite3.Connection, path: Path, log: ChangeLog, *, set_aside: bool
+    conn: sqlite3.Connection, path: Path, log: ChangeLog, row: RowCommit, *, set_aside: bool
 ) -> None:
-    """Write the change log, then commit; if the commit fails, put the old log back.
+    """Commit the row and its change log as one pair: the row's commit is the commit point.
+
+    The new change log is written to a temp file beside ``path`` and a journal recording
+    ``row`` is written and fsynced; then the transaction commits; then the change log is
+    renamed in (``save.commit_pair``). A kill before the commit leaves the row and the log
+    as they were (the next open rolls the temp back); a kill after it leaves the row saved,
+    and the next open renames the change log in (``save.recover``), whatever folder it runs
+    from.
 
     Args:
         conn: The connection, inside the write transaction.
         path: Where the change log goes.
         log: The change log to write.
+        row: What the commit puts in the row (for the journal).
         set_aside: Keep an existing log at ``path`` under another name (it describes an
             older version of the job) instead of replacing it.
     """
-    old: bytes | None = None
-    written: list[Path] = []
+    aside: Path | None = None
     try:
         # Ctrl-C and SIGTERM wait until the pair (log, commit) is done or undone, so the
         # exit line can say exactly what was written.
         with signals_held():
             path.parent.mkdir(parents=True, exist_ok=True)
-            if path.is_file():
-                old = path.read_bytes()
-            if old is not None and set_aside:
+            if set_aside and path.is_file():
                 aside = _aside_path(path)
-                atomic_write(aside, old, replace=True)
-                written.append(aside)
-            written.append(path)
-            atomic_write(path, log.to_json().encode("utf-8"), replace=True)
-            conn.execute("COMMIT")
+                atomic_write(aside, path.read_bytes(), replace=True)
+            commit_pair(
+                [(path, log.to_json().encode("utf-8"))],
+                replace=True,
+                wrap=False,
+                what=lambda _: "the change log",
+                commit=lambda: _commit(conn),
+                row=row,
+            )
             note_written(Path(f"{conn_db_name(conn)} (job '{log_job_name(log)}')"))
     except BaseException as exc:
-        _put_back(written, path, old)
-        forget_written(written)
+        if conn.in_transaction:  # not committed: the folder goes back as it was too
+            if aside is not None:
+                aside.unlink(missing_ok=True)
+            forget_written([path])
+        else:
+            note_written(Path(f"{conn_db_name(conn)} (job '{log_job_name(log)}')"))
+        if isinstance(exc, SaveRefused):
+            raise JobDatabaseError(exc.message, file=path) from None
         if isinstance(exc, OSError):
             raise JobDatabaseError(
                 f"cannot write the change log: {exc.strerror or exc}; nothing was written",
                 file=path,
             ) from None
         raise
+
+
+def _commit(conn: sqlite3.Connection) -> None:
+    conn.execute("COMMIT")
 
 
 def conn_db_name(conn: sqlite3.Connection) -> str:
@@ -891,16 +934,6 @@ def log_job_name(log: ChangeLog) -> str:
     if database is None:
         return "?"
     return database.new_job_name or database.job_name
-
-
-def _put_back(written: Sequence[Path], path: Path, old: bytes | None) -> None:
-    """Undo the file writes of :func:`_commit_with_log` after a failure."""
-    with contextlib.suppress(OSError):
-        for done in written:
-            if done == path and old is not None:
-                atomic_write(path, old, replace=True)
-            else:
-                done.unlink(missing_ok=True)
 
 
 def _aside_path(path: Path) -> Path:

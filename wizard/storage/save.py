@@ -8,20 +8,28 @@ neither. The commit (:func:`save`) goes:
    ``force``, a folder that does not exist or cannot be written, a name that is too
    long or not UTF-8;
 2. both files are written to temp files in their destination folders and fsynced;
-3. a journal naming the four paths and both hashes is written and fsynced beside
-   the config; with ``force``, each file about to be replaced gets a hard-linked
-   backup first;
+3. a journal naming the files and both hashes is written and fsynced in every folder the
+   commit touches, each copy naming them relative to its own folder (so that it means the
+   same whoever reads it, from whatever working folder); with ``force``, each file about to
+   be replaced gets a hard-linked backup first;
 4. the change log is renamed into place, then the config; the folders are fsynced;
-5. the backups and the journal are removed.
+5. the backups and the journals are removed.
 
 A failure at any step puts back what was there (the backups restore a replaced
 file), so an error leaves the folder as it was. Catchable signals (SIGINT, SIGTERM)
 are held off during steps 3 to 5, so they land before the renames (nothing is
-written) or after them (both are). For SIGKILL, :func:`recover` — run by every save
-and at start-up in the working folder — finishes or undoes what a dead process left:
-a journal whose change log is in place rolls forward (the config is renamed in);
-otherwise the temps and backups are removed. Only the tool's own names are touched
+written) or after them (both are). For SIGKILL, :func:`recover` — run by every save,
+at start-up in the working folder and by every use case before it opens a job — finishes
+or undoes what a dead process left: a journal whose commit point was passed (a final name
+holds the bytes it was to receive, or, for a database pair, the row holds the saved
+config) rolls forward; one that was not rolls back. A journal whose files cannot be found
+where it says is left as it is, with its temps, and a note says so: recovery never removes
+the only copy of anything. Only the tool's own names are touched
 (``.NAME.oomw-PID-TOKEN.tmp`` and friends), and only when process PID is gone.
+
+A database pair (:mod:`oom_wizard.storage.jobdb`) is the same commit with its commit point
+moved: the change log's temp and the journal are written, then the row's transaction
+commits (``commit``), then the change log is renamed in.
 
 Every write step calls :data:`STEP_HOOK` when a test has set it: the seam the
 fault tests use to fail or kill a save at each step deterministically.
@@ -44,7 +52,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from oom_wizard.errors import NameTaken, SaveRefused
-from oom_wizard.storage.leftovers import dead_leftovers, journal_name, temp_name
+from oom_wizard.storage.leftovers import (
+    dead_leftovers,
+    journal_name,
+    journal_of,
+    note_unresolved,
+    temp_name,
+)
 
 if TYPE_CHECKING:  # the writer itself (``atomic_write``: the demo's copy) needs no model
     from oom_wizard.formats.document import JobDocument
@@ -282,6 +296,8 @@ def commit_pair(
     journal: bool = True,
     wrap: bool = True,
     what: Callable[[Path], str] = lambda path: str(path.name),
+    commit: Callable[[], None] | None = None,
+    row: RowCommit | None = None,
 ) -> None:
     """Write ``files`` so that all of them or none of them appear, in the order given.
 
@@ -293,6 +309,12 @@ def commit_pair(
             interrupted between the renames.
         wrap: Turn an ``OSError`` into a ``SaveRefused`` that says what is on disk.
         what: How to name a destination in a message.
+        commit: Called once the temps and the journal are on disk, before the first rename:
+            the commit point of a database pair (its transaction's ``COMMIT``). Once it has
+            returned, nothing is undone: a rename that fails then is left to :func:`recover`
+            (the journal stays) and the error says so.
+        row: What the journal records of that commit, so that :func:`recover` can tell
+            whether it happened (``commit`` and ``row`` come together).
 
     Raises:
         SaveRefused: a write failed or a destination appeared; nothing was written.
@@ -308,6 +330,7 @@ def commit_pair(
     created: list[Path] = []
     renamed: list[int] = []
     recorded = False
+    committed = False
     current = files[0][0]
     try:
         for (path, data), temp in zip(files, temps, strict=True):
@@ -317,22 +340,13 @@ def commit_pair(
             if journal:
                 current = journal_path
                 _step("journal", journal_path)
-                record = {
-                    "files": [
-                        {
-                            "final": str(path),
-                            "temp": str(temp),
-                            "backup": str(backup),
-                            "sha256": _sha(data),
-                        }
-                        for (path, data), temp, backup in zip(files, temps, backups, strict=True)
-                    ],
-                    "replace": replace,
-                    "journals": [str(path) for path in journal_paths],
-                }
-                text = json.dumps(record).encode("utf-8")
+                entries = [
+                    (path, temp, backup, _sha(data))
+                    for (path, data), temp, backup in zip(files, temps, backups, strict=True)
+                ]
                 for written in journal_paths:
                     current = written
+                    text = _journal_text(written, entries, replace, journal_paths, row)
                     _write_temp(written, text, 0o600, created)
                     _fsync_dir(written.parent)
             if replace:
@@ -342,6 +356,10 @@ def commit_pair(
                         _step("backup", path)
                         _backup(path, backup)
                         created.append(backup)
+            if commit is not None:
+                _step("commit", journal_path)
+                commit()
+                committed = True
             for index, ((path, _), temp) in enumerate(zip(files, temps, strict=True)):
                 current = path
                 _step("rename", path)
@@ -373,6 +391,17 @@ def commit_pair(
             if isinstance(exc, (OSError, SaveRefused)):
                 return
             raise
+        if committed:
+            # The database took the commit: nothing may be undone now. The journal and the
+            # temps stay, and the next run's recovery renames the rest in (:func:`recover`).
+            if not isinstance(exc, (OSError, SaveRefused)):
+                raise
+            raise SaveRefused(
+                f"the save was committed, but {what(current)} could not be put in place "
+                f"({_reason(exc)}); it is kept beside it, and the next oom-wizard command "
+                "run on this job puts it in place",
+                file=current,
+            ) from None
         lost = _roll_back(files, temps, backups, renamed, replace)
         for leftover in created:
             if leftover not in lost.values():
@@ -382,6 +411,73 @@ def commit_pair(
         if not wrap or not isinstance(exc, (OSError, SaveRefused)):
             raise
         raise _refusal(exc, current, what, lost) from None
+
+
+@dataclass(frozen=True)
+class RowCommit:
+    """The commit point of a database pair, as its journal records it: the row ``job_id`` of
+    the jobs database ``db_path`` holds a config with SHA-256 ``sha256``, stamped
+    ``updated_at`` (Prisma's milliseconds), once the transaction committed and not before.
+    ``before`` is the SHA-256 of the config the row held until then (None: a new row)."""
+
+    db_path: Path
+    job_id: str
+    sha256: str
+    updated_at: int
+    before: str | None = None
+
+
+#: The journal's format: 2 names every path relative to the journal's own folder.
+JOURNAL_VERSION: Final = 2
+
+
+def _journal_text(
+    journal: Path,
+    entries: list[tuple[Path, Path, Path, str]],
+    replace: bool,
+    journals: list[Path],
+    row: RowCommit | None,
+) -> bytes:
+    """The journal at ``journal``: every path relative to its own folder, so that it means
+    the same from any working folder (and after the whole tree is moved)."""
+    here = journal.parent
+    record: dict[str, object] = {
+        "version": JOURNAL_VERSION,
+        "files": [
+            {
+                "final": _relative(final, here),
+                "temp": _relative(temp, here),
+                "backup": _relative(backup, here),
+                "sha256": sha,
+            }
+            for final, temp, backup, sha in entries
+        ],
+        "replace": replace,
+        "journals": [_relative(path, here) for path in journals],
+    }
+    if row is not None:
+        record["database"] = {
+            "path": _relative(row.db_path, here),
+            "job_id": row.job_id,
+            "sha256": row.sha256,
+            "updated_at": row.updated_at,
+            "before": row.before,
+        }
+    return json.dumps(record).encode("utf-8")
+
+
+def _relative(path: Path, folder: Path) -> str:
+    """``path`` as seen from ``folder``, both through their real folders (a symlinked folder
+    and a ``..`` then agree: ``..`` is taken on the real path, as the system takes it)."""
+    real = os.path.join(os.path.realpath(path.parent), path.name)
+    return os.path.relpath(real, os.path.realpath(folder))
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, SaveRefused):
+        return exc.message
+    assert isinstance(exc, OSError)
+    return str(exc.strerror or exc)
 
 
 def _folders(files: list[tuple[Path, bytes]]) -> list[Path]:
@@ -540,74 +636,178 @@ def signals_held() -> Iterator[None]:
 def recover(folder: Path) -> tuple[Path, ...]:
     """Finish or undo the saves that dead processes left in ``folder``; return what changed.
 
-    A journal whose last-but-one file (the change log) is in place with its recorded hash
-    rolls forward: the remaining temps are renamed in. Any other journal rolls back: its
-    temps and backups are removed and every final name is left as it was. Temps without a
-    journal (a process killed before its renames began) are removed. Only the tool's own names
-    whose process is gone are touched (:func:`oom_wizard.storage.leftovers.dead_leftovers`); errors
-    are ignored (recovery never stops a save).
+    A journal whose commit point was passed rolls forward: the remaining temps are renamed
+    in. The commit point of a file pair is its first rename (a final name holds the bytes the
+    journal recorded for it); that of a database pair is its row's commit. Any other journal
+    rolls back: its temps and backups are removed and every final name is left as it was. A
+    journal whose files are not where it says (a folder renamed since, a database that cannot
+    be read now) is left as it is, with every file of its save, and noted
+    (:func:`oom_wizard.storage.leftovers.unresolved_notes`). Temps and backups of a save
+    without a journal in their folder (a process killed before its renames began) are
+    removed. Only the tool's own names whose process is gone are touched
+    (:func:`oom_wizard.storage.leftovers.dead_leftovers`); other errors are ignored (recovery
+    never stops a save).
     """
     touched: list[Path] = []
     for kind, path in dead_leftovers(folder):
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
             if kind == "journal":
                 touched.extend(_replay(path))
-            elif path.exists():
+            elif path.exists() and not journal_of(path).exists():
+                # A save's journal is on disk before its first rename, in the folder of
+                # every file it renames: without one, this temp or backup was never needed.
                 _unlink(path)
                 touched.append(path)
     return tuple(touched)
 
 
+@dataclass(frozen=True)
+class _Entry:
+    """One file of a journal, its paths resolved."""
+
+    final: Path
+    temp: Path
+    backup: Path
+    sha256: str
+
+
 def _replay(journal: Path) -> list[Path]:
     """Finish (roll forward) or undo (roll back) the commit that ``journal`` describes."""
-    touched: list[Path] = []
     try:
         record = json.loads(journal.read_bytes()[: 1024 * 1024])
+        base = _journal_base(journal, record)
         files = [
-            (Path(item["final"]), Path(item["temp"]), Path(item["backup"]), str(item["sha256"]))
+            _Entry(
+                base / str(item["final"]),
+                base / str(item["temp"]),
+                base / str(item["backup"]),
+                str(item["sha256"]),
+            )
             for item in record["files"]
         ]
         replace = bool(record["replace"])
-    except (ValueError, KeyError, TypeError):
+        copies = [base / str(path) for path in record.get("journals", ())]
+        row = record.get("database")
+    except (ValueError, KeyError, TypeError, AttributeError):
         # Cut short while it was written: it is fsynced before the first rename, so no
         # rename happened. Its temps are strays of a dead process, removed like any other.
         _unlink(journal)
         return [journal]
-    # The renames run in order, so the commit got past its point of no return when any
-    # final name holds the bytes it was to receive: then every other temp goes in too.
-    if any(_holds(final, sha) for final, _temp, _backup, sha in files):
-        try:
-            for final, temp, _backup, sha in files:
-                if temp.exists() and not _holds(final, sha):
-                    _rename_in(temp, final, replace=replace)
-                    touched.append(final)
-        except SaveRefused:
-            # A name was taken meanwhile (never without --force): undo ours instead.
-            for final, _temp, backup, sha in files:
-                if backup.exists():
-                    os.replace(backup, final)
-                elif _holds(final, sha):
-                    _unlink(final)
-                touched.append(final)
-    for _final, temp, backup, _sha in files:
-        for leftover in (temp, backup):
-            if leftover.exists():
-                _unlink(leftover)
-                touched.append(leftover)
+    # Every file of the save is either still its temp or in place with its bytes: a journal
+    # whose files are elsewhere (or gone) is not understood, and nothing of it is touched.
+    missing = [entry for entry in files if not entry.temp.exists() and not _holds(entry)]
+    committed = _row_committed(base, row) if isinstance(row, dict) else _any_holds(files)
+    if missing or committed is None:
+        _note_unresolved(journal, files, missing, row if committed is None else None)
+        return []
+    others = [copy for copy in copies if os.path.realpath(copy) != os.path.realpath(journal)]
+    if not committed:
+        # Before the commit point: the journals go first (the temps left without one are
+        # strays the next recovery removes), then every temp and backup.
+        touched = _remove([*others, journal])
+        return touched + _remove([path for entry in files for path in (entry.temp, entry.backup)])
+    touched = []
+    try:
+        for entry in files:
+            if entry.temp.exists() and not _holds(entry):
+                _rename_in(entry.temp, entry.final, replace=replace)
+                touched.append(entry.final)
+    except SaveRefused:
+        # A name was taken meanwhile (never without --force): undo ours instead.
+        for entry in files:
+            if entry.backup.exists():
+                os.replace(entry.backup, entry.final)
+            elif _holds(entry):
+                _unlink(entry.final)
+            touched.append(entry.final)
+    touched += _remove([path for entry in files for path in (entry.temp, entry.backup)])
     # Its copies in the other folders go last: until then, either folder can replay it.
-    others = [Path(str(path)) for path in record.get("journals", ())]
-    for copy in [*(path for path in others if path != journal), journal]:
-        if copy.exists():
-            _unlink(copy)
-            touched.append(copy)
-    return touched
+    return touched + _remove([*others, journal])
 
 
-def _holds(final: Path, sha: str) -> bool:
+def _journal_base(journal: Path, record: dict[str, object]) -> Path:
+    """The folder a journal's relative paths start from: its own (real) folder; for a
+    journal of an earlier version, which named them from the working folder of its save,
+    the working folder now (what cannot be found from there is left alone)."""
+    if record.get("version") == JOURNAL_VERSION:
+        return Path(os.path.realpath(journal.parent))
+    return Path.cwd()
+
+
+def _any_holds(files: list[_Entry]) -> bool:
+    """The renames run in order, so a file pair got past its point of no return when any
+    final name holds the bytes it was to receive."""
+    return any(_holds(entry) for entry in files)
+
+
+def _row_committed(base: Path, row: dict[str, object]) -> bool | None:
+    """Whether a database pair's transaction committed: the row holds the saved config,
+    stamped when it was saved (None: the database cannot be read now, so nobody can tell)."""
+    import sqlite3  # deferred: only a database pair's journal needs it
+
+    from oom_wizard.storage.changelog import sha256_of
+
+    db_path = base / str(row["path"])
+    if not db_path.is_file():
+        return None
+    try:
+        # Read-write (never created): SQLite itself rolls back what the dead process left
+        # half-written in the database file before answering.
+        uri = f"{db_path.resolve().as_uri()}?mode=rw"
+        conn = sqlite3.connect(uri, uri=True, timeout=3.0, isolation_level=None)
+        try:
+            found = conn.execute(
+                'SELECT "job_config", "updated_at" FROM "Job" WHERE "id" = ?', (str(row["job_id"]),)
+            ).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+    if found is None:
+        return False
+    config, stamp = found
+    now = sha256_of(str(config).encode("utf-8"))
+    if now == row["sha256"] and stamp == row["updated_at"]:
+        return True
+    if now == row.get("before") or not isinstance(stamp, int):
+        return False  # still the config from before the save
+    # A third config: the row was changed since (in the UI). It was changed after the save
+    # committed when it was stamped after it; the change log then keeps that save's run.
+    return stamp > int(str(row["updated_at"]))
+
+
+def _note_unresolved(
+    journal: Path, files: list[_Entry], missing: list[_Entry], row: object
+) -> None:
+    what = (
+        f"its jobs database {Path(str(row['path'])).name} cannot be read now"
+        if isinstance(row, dict) and not missing
+        else "these files are not where it says: "
+        + ", ".join(f"{entry.final} (or its temp {entry.temp.name})" for entry in missing)
+    )
+    kept = ", ".join(entry.temp.name for entry in files if entry.temp.exists()) or "none"
+    note_unresolved(
+        f"{journal}: a save killed earlier left this journal, and {what}; it and the save's "
+        f"temp files ({kept}) are left as they are: move the folders back, or copy the temp "
+        "files you need, then delete the journal"
+    )
+
+
+def _remove(paths: Iterable[Path]) -> list[Path]:
+    """Remove each of ``paths`` that exists; return those removed."""
+    removed = []
+    for path in paths:
+        if path.exists():
+            _unlink(path)
+            removed.append(path)
+    return removed
+
+
+def _holds(entry: _Entry) -> bool:
     from oom_wizard.storage.changelog import sha256_of
 
     try:
-        return final.is_file() and sha256_of(final.read_bytes()) == sha
+        return entry.final.is_file() and sha256_of(entry.final.read_bytes()) == entry.sha256
     except OSError:
         return False
 

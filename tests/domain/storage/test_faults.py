@@ -21,6 +21,7 @@ is left once the next run has been; the message says what is on disk.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import gc
 import hashlib
@@ -493,6 +494,90 @@ def test_a_sigkill_between_the_renames_is_rolled_forward_by_the_next_run(tmp_pat
 
     assert state(case) == "new"
     assert leftovers(tmp_path) == []
+
+
+def test_a_journal_means_the_same_from_any_working_folder(tmp_path, monkeypatch):
+    """Round 3 (R4-1): the journal named its files relative to the save's working folder, so a
+    recovery run from another folder found none of them, dropped the journal, and its sweep
+    removed the temp that was the only copy of the new config."""
+    monkeypatch.chdir(tmp_path)
+    case = make_case(tmp_path, force=False)
+    relative = dataclasses.replace(case, output=Path(case.output.name))  # as a user types it
+
+    def die(name: str, path: Path) -> None:
+        if name == "rename" and path == relative.output:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    assert reap(spawn(relative, die)) == -signal.SIGKILL
+    assert case.changelog.is_file() and not case.output.exists()
+    elsewhere = tmp_path.parent / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+
+    save_module.recover(tmp_path)
+
+    log = json.loads(case.changelog.read_bytes())
+    assert log["output"]["sha256"] == hashlib.sha256(case.output.read_bytes()).hexdigest()
+    assert leftovers(tmp_path) == []
+
+
+def test_a_journal_whose_files_cannot_be_found_leaves_everything_and_says_so(
+    tmp_path, ended_pid, monkeypatch
+):
+    """A journal of an earlier version names its files from its save's working folder: from
+    anywhere else they cannot be found. Its temps are the only copy of the new config: they
+    stay, with the journal, and a note says why."""
+    from oom_wizard.storage.leftovers import unresolved_notes
+
+    token = "0123456789abcdef"
+    temp = tmp_path / f".job.oomfix.yaml.oomw-{ended_pid}-{token}.tmp"
+    temp.write_text("batch_size: 1\n", encoding="utf-8")
+    journal = tmp_path / f".oomw-{ended_pid}-{token}.journal"
+    entry = {
+        "final": "src/job.oomfix.yaml",
+        "temp": f"src/{temp.name}",
+        "backup": f"src/.job.oomfix.yaml.oomw-{ended_pid}-{token}.bak",
+        "sha256": hashlib.sha256(temp.read_bytes()).hexdigest(),
+    }
+    record = {"files": [entry], "replace": False, "journals": [f"src/{journal.name}"]}
+    journal.write_text(json.dumps(record), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+
+    assert save_module.recover(tmp_path) == ()
+
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted([temp.name, journal.name])
+    assert any(str(journal) in note and temp.name in note for note in unresolved_notes())
+
+
+def test_a_temp_of_a_save_whose_journal_is_there_is_never_swept_alone(tmp_path, ended_pid):
+    """The sweep of a dead process's temps leaves those whose save has a journal in the
+    folder: only the journal's replay may decide what becomes of them."""
+    token = "fedcba9876543210"
+    temp = tmp_path / f".job.yaml.oomw-{ended_pid}-{token}.tmp"
+    journal = tmp_path / f".oomw-{ended_pid}-{token}.journal"
+    temp.write_text("x", encoding="utf-8")
+    journal.write_text(
+        json.dumps(
+            {
+                "version": 2,
+                "files": [
+                    {
+                        "final": "gone/job.yaml",
+                        "temp": "gone/x.tmp",
+                        "backup": "gone/x.bak",
+                        "sha256": "0",
+                    }
+                ],
+                "replace": False,
+                "journals": [journal.name],
+            }
+        ),
+        encoding="utf-8",
+    )
+
+    save_module.recover(tmp_path)
+
+    assert temp.exists() and journal.exists()
 
 
 ENTRY_POINTS = {

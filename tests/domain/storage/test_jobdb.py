@@ -7,7 +7,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -763,33 +763,104 @@ def test_a_ui_edit_is_still_named_as_one(db: Path) -> None:
         save_to_db(rollback(stale), stale, InPlace(), direction="rollback")
 
 
-def test_a_kill_during_the_database_commit_is_named_as_such(db: Path) -> None:
-    """SIGKILL after the change log is in place, before COMMIT: the job is as before."""
+def killed_at(step: str, action: Callable[[], object]) -> None:
+    """Run ``action`` in a forked child that SIGKILLs itself at the save's ``step``."""
     import os
     import signal
 
     from oom_wizard.storage import save as save_module
 
-    original = load_job(db, "my_lora").job_config
     pid = os.fork()
     if pid == 0:
         try:
 
-            def die(step: str, path: Path) -> None:
-                if step == "fsync-dir":
+            def die(name: str, path: Path) -> None:
+                if name == step:
                     os.kill(os.getpid(), signal.SIGKILL)
 
             save_module.STEP_HOOK = die
-            save(db, InPlace())
+            action()
         finally:
             os._exit(1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == -signal.SIGKILL
-    job = load_job(db, "my_lora")
-    assert job.job_config == original and job.changelog_path.is_file()
 
-    with pytest.raises(JobDatabaseError, match="interrupted before the database took it"):
+
+def opened(db: Path, name: str = "my_lora") -> DbJob:
+    """The job as the next command opens it: its database's killed saves settled first."""
+    from oom_wizard.application.opening import settle_database
+
+    return load_job(settle_database(db), name)
+
+
+def test_a_kill_before_the_database_commit_leaves_the_job_and_its_log_as_they_were(
+    db: Path,
+) -> None:
+    """SIGKILL with the change log's temp and the journal on disk, before COMMIT."""
+    original = load_job(db, "my_lora").job_config
+    killed_at("commit", lambda: save(db, InPlace()))
+
+    job = opened(db)
+
+    assert job.job_config == original and not job.changelog_path.exists()
+    assert [p.name for p in job.changelog_path.parent.iterdir()] == []
+    with pytest.raises(JobDatabaseError, match="has not updated job 'my_lora' in place"):
         restore_job(job)
+
+
+def test_a_kill_after_the_database_commit_puts_the_change_log_in_place_on_the_next_open(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGKILL after COMMIT, before the change log's rename: the next open, from another
+    folder, renames it in; the pair then describes the row and restore puts the original back."""
+    original = load_job(db, "my_lora").job_config
+    killed_at("rename", lambda: save(db, InPlace()))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+
+    job = opened(db)
+
+    assert job.job_config != original
+    assert read_job_changelog(job) is not None  # the log describes the row: nothing "edited"
+    assert [p.name for p in job.changelog_path.parent.iterdir()] == [job.changelog_path.name]
+    restore_job(job)
+    assert load_job(db, "my_lora").job_config == original
+
+
+def test_a_killed_restore_can_be_run_again_or_is_done(db: Path) -> None:
+    """Round 3 (R4-3): a restore killed before its commit left the row with the fix and the
+    log saying it was undone, so no restore could put the original back."""
+    original = load_job(db, "my_lora").job_config
+    save(db, InPlace())
+    killed_at("commit", lambda: restore_job(load_job(db, "my_lora")))
+    restore_job(opened(db))
+    assert load_job(db, "my_lora").job_config == original
+
+    save(db, InPlace())
+    killed_at("rename", lambda: restore_job(load_job(db, "my_lora")))
+    job = opened(db)
+    assert job.job_config == original
+    with pytest.raises(JobDatabaseError, match="undone already"):
+        restore_job(job)
+
+
+def test_a_save_as_new_killed_after_its_commit_gets_its_change_log(db: Path) -> None:
+    killed_at("rename", lambda: save(db, AsNew()))
+
+    job = opened(db, "my_lora_oomfix")
+
+    assert read_job_changelog(job) is not None
+
+
+def test_a_save_that_lost_to_one_killed_after_its_commit_names_the_other_run(db: Path) -> None:
+    """The winner committed its row and died before its change log's rename: the loser's
+    refusal still names another oom-wizard run, not the UI."""
+    stale = load_job(db, "my_lora")
+    killed_at("rename", lambda: save(db, InPlace()))
+
+    with pytest.raises(JobDatabaseError, match="just saved by another oom-wizard run"):
+        save_to_db(rollback(stale), stale, InPlace(), direction="rollback")
 
 
 def test_a_wal_database_that_cannot_get_its_side_files_says_so(tmp_path: Path) -> None:
@@ -870,3 +941,87 @@ def test_a_change_log_kept_by_name_for_another_job_is_not_taken(db: Path) -> Non
     assert read_job_changelog(other) is None
     with pytest.raises(JobDatabaseError, match="nothing to restore"):
         restore_job(other)
+
+
+def test_a_job_opened_while_another_run_commits_it_is_read_in_step(db: Path) -> None:
+    """Another run has committed the row and not yet renamed its change log in: the open
+    waits for it (a few milliseconds), so the row and its log are never read out of step
+    ("edited after oom-wizard saved it", round 3's R4-3 told 4 of 10 losers of a race)."""
+    import os
+
+    from oom_wizard.storage import save as save_module
+
+    ready, go = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(ready)
+
+            def pause(step: str, path: Path) -> None:
+                if step == "rename":
+                    os.write(go, b"x")
+                    time.sleep(0.3)
+
+            save_module.STEP_HOOK = pause
+            save(db, InPlace())
+            os._exit(0)
+        finally:
+            os._exit(1)
+    os.close(go)
+    assert os.read(ready, 1) == b"x"  # the child is between its commit and its rename
+    job = opened(db)
+    log = read_job_changelog(job)  # still inside the child's pause, unless the open waited
+    os.close(ready)
+    _, status = os.waitpid(pid, 0)
+
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert log is not None
+
+
+def test_a_save_killed_after_its_commit_keeps_its_run_when_the_ui_edits_the_job_first(
+    db: Path,
+) -> None:
+    """The row was committed, then edited in the UI before any oom-wizard command ran: the
+    change log's temp is the only record of that save (and of the config restore puts back),
+    so it is renamed in, and the job then reads as edited since, which is true."""
+    original = load_job(db, "my_lora").job_config
+    killed_at("rename", lambda: save(db, InPlace()))
+    conn = sqlite3.connect(db)
+    edited = stringify(ui_job_config("my_lora", batch_size=3))
+    later = int(time.time() * 1000) + 1000
+    conn.execute(
+        'UPDATE "Job" SET "job_config" = ?, "updated_at" = ? WHERE "name" = ?',
+        (edited, later, "my_lora"),
+    )
+    conn.commit()
+    conn.close()
+
+    job = opened(db)
+
+    log = json.loads(job.changelog_path.read_bytes())
+    assert log["runs"][0]["database"]["job_config_before"] == original
+    assert read_job_changelog(job) is None  # edited in the UI since: not this config's story
+    restore_job(job, force=True)
+    assert load_job(db, "my_lora").job_config == original
+
+
+def test_a_change_log_that_cannot_be_renamed_in_after_the_commit_is_kept_for_the_next_run(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the row's commit nothing is undone: the error says the save was committed, and
+    the change log's temp and journal stay for the next command to rename in."""
+    from oom_wizard.storage import save as save_module
+
+    def fail(step: str, path: Path) -> None:
+        if step == "rename":
+            raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(save_module, "STEP_HOOK", fail)
+    with pytest.raises(JobDatabaseError, match="the save was committed, but the change log"):
+        save(db, InPlace())
+    monkeypatch.setattr(save_module, "STEP_HOOK", None)
+
+    job = load_job(db, "my_lora")
+    assert job.job_config != stringify(ui_job_config("my_lora"))
+    left = sorted(p.name for p in job.changelog_path.parent.iterdir())
+    assert sorted(name.rsplit(".", 1)[-1] for name in left) == ["journal", "tmp"]

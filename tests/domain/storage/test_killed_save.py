@@ -90,7 +90,7 @@ def before(layout: Layout) -> Path:
             (root / folder).mkdir()
         text = FIXTURE.read_text(encoding="utf-8")
         (src / "job.yaml").write_text(text, encoding="utf-8")
-        (src / "job2.yaml").write_text(text.replace("batch_size: 1", "batch_size: 2"), "utf-8")
+        (src / "job2.yaml").write_text(text.replace("m4rl0w", "m4rl0w_v2"), "utf-8")
         subprocess.run(
             layout.save_args("job.yaml", force=False),
             cwd=src,
