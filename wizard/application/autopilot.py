@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, Protocol
 
-from oom_wizard.application.trainer import TrainerEnd
+from oom_wizard.application.trainer import TrainerEnd, processes_note
 from oom_wizard.errors import WizardError
 from oom_wizard.storage.changelog import (
     AttemptRecord,
@@ -214,6 +214,8 @@ class Attempt:
     """The card's memory (nvidia-smi), if read."""
     hung_after_error: float | None = None
     """It printed its fatal error, then nothing for this many seconds, and was ended."""
+    processes: str = ""
+    """What became of its processes (:func:`~oom_wizard.application.trainer.processes_note`)."""
 
     def describe(self) -> str:
         """``crashed at step 3 in training (early_steps)`` and the like."""
@@ -386,6 +388,7 @@ class _Loop:
             peak_gib=end.peak_gib,
             card_gib=end.card_gib,
             hung_after_error=end.hung_after_error,
+            processes=processes_note(end),
         )
         self.changed = ()
         return attempt, scan
@@ -432,14 +435,10 @@ class _Loop:
         self.remember(attempt, where)
         if attempt.outcome == "terminated":
             return self.stop(
-                "terminated",
-                "Terminated (SIGTERM); the trainer's processes were stopped.",
-                stable or where,
+                "terminated", f"Terminated (SIGTERM); {attempt.processes}.", stable or where
             )
         return self.stop(
-            "interrupted",
-            "Interrupted (Ctrl-C); the trainer's processes were stopped.",
-            stable or where,
+            "interrupted", f"Interrupted (Ctrl-C); {attempt.processes}.", stable or where
         )
 
     def stop(self, status: Status, reason: str, where: Where) -> Outcome:
