@@ -119,8 +119,8 @@ def main() -> int:
     if not Path("/proc").is_dir():
         print("needs /proc (Linux)")
         return 1
-    left = f"left after {args.after:g} s"
-    print(f"| how it ends | round | run ended after (s) | exit status | {left} |")
+    after = f"left after {args.after:g} s"
+    print(f"| how it ends | round | run ended after (s) | exit status | {after} |")
     print("|---|---|---|---|---|")
     worst: dict[str, float] = {}
     total_left = 0

@@ -126,15 +126,11 @@ def db_job_to_run(db: Path, name: str) -> DbJobRef:
 
 
 def check_readable(where: Where) -> None:
-    """Load the config as the loop will (raises the one-line error of a broken one)."""
-    if isinstance(where, DbJobRef):
-        from oom_wizard.storage.jobdb import job_document, load_job
+    """Load the config as the loop will (raises the one-line error of a broken one, or of a
+    value outside the limits)."""
+    from oom_wizard.rules.limits import check_document
 
-        job_document(load_job(where.db, where.name))
-        return
-    from oom_wizard.storage.jobdir import load_config
-
-    load_config(where)
+    check_document(_document(where))
 
 
 @dataclass(frozen=True)

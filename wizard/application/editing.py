@@ -40,11 +40,13 @@ def prepare_set(
     """
     from oom_wizard.errors import WizardError
     from oom_wizard.formats.fields import parse_assignment, parse_unset
+    from oom_wizard.rules.limits import check_document
     from oom_wizard.storage.jobdir import load_config
 
     if not assignments and not unsets:
         raise WizardError("nothing to set: give PATH=VALUE pairs or --unset PATH")
     document = load_config(config)
+    check_document(document)
     changes = [parse_assignment(text, document) for text in assignments]
     changes += [parse_unset(text, document) for text in unsets]
     return Edit(document, prepare_edit(document, changes, force=force))

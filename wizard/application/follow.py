@@ -577,9 +577,11 @@ def watch_target(target: Path | None, log: Path | None) -> WatchTarget:
         return WatchTarget(log or target / LOG_FILE, config, target.name)
     if not target.is_file():
         raise WizardError("no such file or folder", file=target)
+    from oom_wizard.rules.limits import check_document
     from oom_wizard.storage.jobdir import load_config
 
     document = load_config(target)
+    check_document(document)
     name = str(document.get(("config", "name"), target.stem))
     if log is not None:
         return WatchTarget(log, target, name)

@@ -41,6 +41,7 @@ def read_history(typed: str) -> History:
             change log describes, or a file that cannot be read.
     """
     from oom_wizard.formats.document import MAX_CONFIG_BYTES, NotRegularFile, read_regular_file
+    from oom_wizard.rules.limits import check_changelog
     from oom_wizard.storage.changelog import (
         CHANGELOG_SUFFIX,
         changelog_for,
@@ -64,6 +65,7 @@ def read_history(typed: str) -> History:
         )
     if target.name.endswith(CHANGELOG_SUFFIX):
         changelog = read_changelog(target)
+        check_changelog(changelog, target)
         config = resolve_recorded(target, changelog.output.path)
         document = load_config(config) if config.is_file() else None
         # A file at the recorded path that is not the one saved says nothing about this log.
@@ -83,6 +85,7 @@ def read_history(typed: str) -> History:
             "it (or its .changelog.json was moved)",
             file=target,
         )
+    check_changelog(belonging.log, belonging.path)
     document = None if belonging.edited else load_config(target)
     return History(belonging.log, belonging.path, document, belonging.note(target))
 

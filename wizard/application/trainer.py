@@ -347,11 +347,12 @@ class TrainerProcess:
         (their pids are in its group); else what is in use on the busiest card.
         """
         from oom_wizard.host.probe import probe_gpu
+        from oom_wizard.rules.limits import probe_problem
 
         while True:
             found = probe_gpu()
-            if found is None:
-                return  # no nvidia-smi here (or it does not answer): nothing is measured
+            if found is None or probe_problem(found) is not None:
+                return  # no nvidia-smi here, or no answer a card could give: nothing measured
             card = max(found.gpus, key=lambda gpu: gpu.used_gib)
             own = [
                 p.used_gib
