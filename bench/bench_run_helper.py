@@ -34,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from oom_wizard.application.trainer import stops_as_from_a_terminal
 from tests.support.autopilot_support import FAKE, SCENARIOS, pid_alive, wait_for, write_config
 
 WIZARD = Path(sys.executable).with_name("oom-wizard")
@@ -86,7 +87,12 @@ def one_round(folder: Path, way: str, after: float) -> tuple[float, int, int]:
     argv = [str(WIZARD), "run", str(config), "--auto", "--validation-steps", "0", "--",
             sys.executable, str(FAKE), "{config}"]  # fmt: skip
     proc = subprocess.Popen(
-        argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=folder
+        argv,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=folder,
+        preexec_fn=stops_as_from_a_terminal,  # a bench started with & would ignore SIGINT
     )
     trainer = int(wait_for(pidfile, RUN_LIMIT_S).split()[0])
     wait_for(helperfile, RUN_LIMIT_S)
