@@ -151,3 +151,15 @@ def test_one_signal_ends_run_and_every_process_the_trainer_started(
     assert proc.returncode == status, err
     stopped = b"the trainer's processes were stopped, 1 of them outside its process group"
     assert said + stopped in out
+
+
+def test_an_oom_quoted_in_a_prompt_then_silence_does_not_end_the_trainer(tmp_path: Path) -> None:
+    """``--silence`` ends a trainer that printed its fatal error and hangs; a prompt that
+    quotes an OOM, then a slow sample, is no fatal error (R4-8)."""
+    prompt = ' - Prompt: a meme, the caption "CUDA out of memory. Tried to allocate 20.00 MiB"'
+    quiet = f"import time\nprint({prompt!r}, flush=True)\ntime.sleep(1.5)\nprint('sampled')\n"
+
+    end = run_trainer([sys.executable, "-c", quiet], tmp_path / "run.log", silence_s=0.3)
+
+    assert end.hung_after_error is None and end.returncode == 0
+    assert (tmp_path / "run.log").read_text().endswith("sampled\n")

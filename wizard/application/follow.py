@@ -385,7 +385,9 @@ class LiveJob:
             e.tag == "error" and _JOB_ENDS.match(e.text) for e in scan.evidence
         ):
             return True
-        return self.clock() - self._last_data_at >= self.grace_s
+        # A message quoted in printed text (a prompt that names an OOM), then a slow sample,
+        # is no crash: only a failure shaped as one ends the run by silence.
+        return scan.failure_shaped and self.clock() - self._last_data_at >= self.grace_s
 
     def _rate(self, tail: bytes) -> None:
         """The s/it of the last training-bar redraw in ``tail``, once per new step."""

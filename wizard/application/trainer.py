@@ -664,13 +664,15 @@ def _die_with_parent() -> Callable[[], None] | None:
 
 
 def _ends_in_fatal_error(log: Path) -> bool:
-    """Whether the log's run ends in a failure (a traceback, an OOM), not in progress."""
+    """Whether the log's run ends in a failure shaped as one (a traceback, an exception
+    line, an exit), not in progress, and not a message a printed prompt quotes."""
     from oom_wizard.logs.scan import scan_log
 
     try:
-        return scan_log(log).crashed
+        scan = scan_log(log)
     except (OSError, WizardError):
         return False
+    return scan.crashed and scan.failure_shaped
 
 
 def _ends_mid_line(log: Path) -> bool:
