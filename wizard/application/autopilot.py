@@ -125,12 +125,13 @@ def db_job_to_run(db: Path, name: str) -> DbJobRef:
     return DbJobRef(found, name)
 
 
-def check_readable(where: Where) -> None:
-    """Load the config as the loop will (raises the one-line error of a broken one, or of a
-    value outside the limits)."""
-    from oom_wizard.rules.limits import check_document
+def check_readable(where: Where, *, edited_ok: bool = False) -> None:
+    """Load the config as the loop will: the one-line error of a broken one, of a value
+    outside the limits, or (without ``edited_ok``) of one edited after our save, before
+    anything starts."""
+    from oom_wizard.application.opening import open_job
 
-    check_document(_document(where))
+    open_job(dataclasses.replace(_request(where, None), edited_ok=edited_ok))
 
 
 @dataclass(frozen=True)
@@ -175,11 +176,15 @@ class Settings:
         max_retries: Roll-backs (or, with ``scale_up``, re-adds) tried at most.
         validation_steps: ``train.steps`` of the short run after each fix (0: none).
         scale_up: Go upward from a finished run instead of down from a crash.
+        edited_ok: Go on from a config edited after our save (else it is refused).
     """
 
     max_retries: int = DEFAULT_MAX_RETRIES
     validation_steps: int = DEFAULT_VALIDATION_STEPS
     scale_up: bool = False
+    edited_ok: bool = False
+    """The user's word (``--edited-ok``) to go on from a starting config edited after
+    oom-wizard saved it, with its change log."""
 
 
 @dataclass(frozen=True)
@@ -490,7 +495,7 @@ def _downward(loop: _Loop, config: Where, kind: Literal["full", "validation"]) -
             return loop.stop(
                 "stopped", "Stopped: the trainer was stopped (its log says so).", config
             )
-        state = _crash_state(config, attempt.log)
+        state = _crash_state(config, attempt.log, edited_ok=loop.settings.edited_ok)
         diagnosis = state.diagnosis
         attempt = dataclasses.replace(attempt, moment=diagnosis.moment)
         if attempt.outcome == "failed" and (diagnosis.moment is None or not _memory_evidence(scan)):
@@ -534,7 +539,8 @@ def _upward(loop: _Loop, config: Path) -> Outcome:
 
     stable = config
     for _ in range(loop.settings.max_retries + 1):
-        state = open_for_scale_up(_request(config, None))
+        request = dataclasses.replace(_request(config, None), edited_ok=loop.settings.edited_ok)
+        state = open_for_scale_up(request)
         scale = next_scale_up(state)
         if scale is None:
             return loop.stop(
@@ -685,14 +691,15 @@ def _what_next(loop: _Loop, *, more_retries: bool = False) -> str:
     return done + "What is left: " + "; or ".join(options) + "."
 
 
-def _crash_state(where: Where, log: Path) -> WizardState:
+def _crash_state(where: Where, log: Path, *, edited_ok: bool = False) -> WizardState:
     """The job opened on the attempt's log through the service, as the wizard opens it.
 
     A config that is our own fix crashed again: its plan goes one rung further.
     """
     from oom_wizard.application.settling import start
 
-    return start(_request(where, log), new_crash=_own_log(where) is not None)
+    request = dataclasses.replace(_request(where, log), edited_ok=edited_ok)
+    return start(request, new_crash=_own_log(where) is not None)
 
 
 def _request(where: Where, log: Path | None) -> JobRequest:
