@@ -163,3 +163,38 @@ def test_an_oom_quoted_in_a_prompt_then_silence_does_not_end_the_trainer(tmp_pat
 
     assert end.hung_after_error is None and end.returncode == 0
     assert (tmp_path / "run.log").read_text().endswith("sampled\n")
+
+
+@linux_only
+@pytest.mark.skipif(not WIZARD.exists(), reason="the oom-wizard script is not installed")
+def test_sigkill_of_run_takes_the_helper_in_its_own_session_along(tmp_path: Path) -> None:
+    """The watchdog is told of each process the trainer starts outside its group: when
+    ``run`` is killed outright, those go with the group."""
+    config = write_config(tmp_path, EARLY)
+    pidfile, helperfile = tmp_path / "pids", tmp_path / "helper"
+    env = {
+        **os.environ,
+        "FAKE_VRAM_GB": "48",
+        "FAKE_STALL_AT": "1",
+        "FAKE_PIDFILE": str(pidfile),
+        "FAKE_SETSID_HELPER": str(helperfile),
+    }
+    proc = subprocess.Popen(
+        [str(WIZARD), "run", str(config), "--auto", "--", sys.executable, str(FAKE), "{config}"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path,
+    )  # fmt: skip
+    pid = int(wait_for(pidfile).split()[0])
+    helper = int(wait_for(helperfile))
+    wait_for_bytes(tmp_path / "image-early-steps.run.log", b" 1/3000 [")
+    time.sleep(1.5)  # run looks for such processes once a second
+
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    deadline = time.monotonic() + 5
+    while (pid_alive(pid) or pid_alive(helper)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [p for p in (pid, helper) if pid_alive(p)]
+    for survivor in left:
+        end_for_good(survivor)
+
+    assert left == [], "a process the trainer started outlived oom-wizard run's SIGKILL"

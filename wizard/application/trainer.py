@@ -28,7 +28,8 @@ The trainer dies with us, even when we are killed with SIGKILL: on Linux the chi
 kernel for SIGKILL when its parent dies (``PR_SET_PDEATHSIG``, set before the exec), and a
 small watchdog process holds the read end of a pipe whose only write end is ours; when the
 pipe closes without the word that all is well (our death closes it), the watchdog ends the
-trainer's whole process group, the workers the kernel signal does not reach included.
+trainer's whole process group, the workers the kernel signal does not reach included, and the
+processes it started outside the group, which we name to it as we find them (Linux).
 """
 
 from __future__ import annotations
@@ -72,6 +73,9 @@ DRAIN_S: Final = 5.0
 process that holds the pipe still writes."""
 STRAGGLER_GRACE_S: Final = 2.0
 """Seconds the trainer's leftover processes get after SIGTERM before SIGKILL."""
+LOOK_S: Final = 1.0
+"""Seconds between two looks for processes the trainer started outside its group (named to
+the watchdog) while it runs."""
 MEASURE_S: Final = 2.0
 """Seconds between two readings of ``nvidia-smi`` while the trainer runs."""
 WATCHDOG_GRACE_S: Final = 2.0
@@ -86,26 +90,47 @@ first = stream.readline()
 if not first.strip().isdigit():
     sys.exit(0)
 pgid = int(first)
-rest = stream.read()
-if rest.startswith(b"done"):
-    sys.exit(0)
-def alive():
+strays = []
+for line in stream:
+    if line.startswith(b"done"):
+        sys.exit(0)
+    words = line.split()
+    if len(words) == 2 and words[0].isdigit():
+        strays.append((int(words[0]), words[1]))
+def same(pid, started):
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return False
+    return len(fields) > 19 and fields[19] == started and fields[0] not in (b"Z", b"X")
+def group_alive():
     try:
         os.killpg(pgid, 0)
     except OSError:
         return False
     return True
+strays = [pid for pid, started in strays if same(pid, started)]
 for sig in (signal.SIGTERM, signal.SIGKILL):
     try:
         os.killpg(pgid, sig)
     except OSError:
-        sys.exit(0)
+        pass
+    for pid in strays:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
     deadline = time.monotonic() + grace
-    while alive() and time.monotonic() < deadline:
+    while time.monotonic() < deadline and (
+        group_alive() or any(os.path.exists("/proc/%d" % pid) for pid in strays)
+    ):
         time.sleep(0.05)
 """
 """The watchdog's program (``python -I -S -c``): the group's id on the first line of its
-stdin, then the end of the pipe; anything but ``done`` there means we died."""
+stdin, then one line per process the trainer started outside its group (``PID STARTED``,
+its start time telling it from a later process with the same pid), then the end of the pipe;
+anything but ``done`` there means we died, and the group and those processes are ended."""
 CONFIG_FIELD: Final = "{config}"
 READ_BYTES: Final = 64 * 1024
 
@@ -244,6 +269,8 @@ class TrainerProcess:
         """We are the subreaper of what it starts and ``/proc`` shows us the tree."""
         self._children_before: frozenset[int] = frozenset()
         self._end: TrainerEnd | None = None
+        self._told: set[int] = set()
+        """The processes outside its group the watchdog was told about."""
 
     def start(self) -> None:
         """Start the child in a new session, its output copied to the log (and the terminal).
@@ -377,12 +404,16 @@ class TrainerProcess:
         """
         assert self._proc is not None
         checked = -1.0
+        looked = 0.0
         while True:
             try:
                 returncode = self._proc.wait(POLL_S)
                 break
             except subprocess.TimeoutExpired:
                 pass
+            if time.monotonic() - looked >= LOOK_S:
+                looked = time.monotonic()
+                self._tell_watchdog_about_strays()
             quiet = time.monotonic() - self._last_output
             if quiet < self.silence_s or checked == self._last_output:
                 continue
@@ -453,6 +484,21 @@ class TrainerProcess:
         finally:
             os.close(read)
         self._leash = write
+
+    def _tell_watchdog_about_strays(self) -> None:
+        """Name to the watchdog each process the trainer started outside its group, so that
+        it is ended too if we are killed (our subreaper's orphans would go to init then)."""
+        if self._leash is None or not self._sees_all:
+            return
+        table = process_table()
+        found = self._left_behind() if table is not None else None
+        for pid in sorted((found or set()) - self._told):
+            entry = table.get(pid) if table is not None else None
+            if entry is None or entry.group == self.pgid:
+                continue
+            self._told.add(pid)
+            with contextlib.suppress(OSError):
+                os.write(self._leash, f"{pid} {entry.started}\n".encode())
 
     def _arm_watchdog(self, pgid: int) -> None:
         if self._leash is not None:

@@ -39,6 +39,8 @@ class ProcessEntry:
     group: int
     state: str
     """``R``, ``S``, ``D``…; ``Z`` (a zombie: ended, waiting for its parent) or ``X`` (dead)."""
+    started: str = ""
+    """When it started (clock ticks since boot): with the pid, who it is (a pid is reused)."""
 
     @property
     def alive(self) -> bool:
@@ -87,10 +89,10 @@ def process_table() -> dict[int, ProcessEntry] | None:
                 continue  # it ended while we looked
             # ``pid (comm) state ppid pgrp …``: the name may hold spaces and parentheses.
             fields = stat[stat.rfind(")") + 2 :].split()
-            if len(fields) < 3:
+            if len(fields) < 20:
                 continue
             pid = int(entry.name)
-            table[pid] = ProcessEntry(pid, int(fields[1]), int(fields[2]), fields[0])
+            table[pid] = ProcessEntry(pid, int(fields[1]), int(fields[2]), fields[0], fields[19])
     return table
 
 
