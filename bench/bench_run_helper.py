@@ -9,7 +9,9 @@ sleep) and a dataloader-like worker in its group. Three ways to end:
   process is gone to ``run``'s exit;
 - ``ctrl-c``: one SIGINT to ``run`` while the trainer stalls at step 1 (as a terminal's Ctrl-C
   reaches ``run`` alone: the trainer has a session of its own); measured from the signal;
-- ``sigterm``: the same with one SIGTERM.
+- ``sigterm``: the same with one SIGTERM;
+- ``sigkill``: the same with SIGKILL, after ``run`` had 1.5 s to find the helper (the
+  watchdog it names the helper to ends it then).
 
 ``--after`` seconds after ``run`` ended it counts the live processes that carry the round's tag
 in their environment (the trainer, its worker, its helper inherit it); all must be gone.
@@ -40,7 +42,8 @@ from tests.support.autopilot_support import FAKE, SCENARIOS, pid_alive, wait_for
 WIZARD = Path(sys.executable).with_name("oom-wizard")
 TAG = "OOM_WIZARD_BENCH_TAG"
 RUN_LIMIT_S = 120.0
-WAYS = ("exit", "ctrl-c", "sigterm")
+WAYS = ("exit", "ctrl-c", "sigterm", "sigkill")
+SIGNALS = {"ctrl-c": signal.SIGINT, "sigterm": signal.SIGTERM, "sigkill": signal.SIGKILL}
 
 
 def tagged(tag: str) -> list[int]:
@@ -101,7 +104,9 @@ def one_round(folder: Path, way: str, after: float) -> tuple[float, int, int]:
             time.sleep(0.005)
     else:
         wait_for_bytes(folder / f"{scenario.name}.run.log", b" 1/3000 [", RUN_LIMIT_S)
-        proc.send_signal(signal.SIGINT if way == "ctrl-c" else signal.SIGTERM)
+        if way == "sigkill":
+            time.sleep(1.5)  # run looks for processes outside the group once a second
+        proc.send_signal(SIGNALS[way])
     since = time.monotonic()
     try:
         status = proc.wait(RUN_LIMIT_S)
