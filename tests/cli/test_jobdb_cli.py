@@ -266,3 +266,27 @@ def test_as_new_with_a_name_too_long_is_one_line_and_writes_nothing(
     assert status == 2, err
     assert err.count("\n") == 1 and err.startswith("oom-wizard: error: ")
     assert all_rows(db) == rows
+
+
+# ------------------------------------------------- R4-7: the default --as-new name obeys the rule
+
+
+@pytest.mark.parametrize("name", ["../../evil", "a/b", "x" * 250])
+def test_the_default_as_new_name_is_held_to_the_job_name_rule(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """A job whose own name is no folder name gets no copy named after it: ``../../evil``
+    would make ``../../evil_oomfix``, a job written outside the training folder."""
+    db = make_db(tmp_path / "aitk_db.db")
+    add_job(db, name, step=3)
+    before = all_rows(db)
+    files = sorted(tmp_path.rglob("*"))
+
+    status = main(["apply", "--db", str(db), "--job", name, "--moment", "early_steps", "--as-new"])
+
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert err.count("\n") == 1 and err.startswith("oom-wizard: error: ")
+    assert f"it comes from the job's own name '{name}'" in err and "--as-new NAME" in err
+    assert all_rows(db) == before
+    assert sorted(tmp_path.rglob("*")) == files

@@ -42,6 +42,9 @@ Environment knobs (all optional):
   FAKE_IGNORE_SIGINT     1: ignore SIGINT (a trainer that needs SIGTERM)
   FAKE_IGNORE_SIGTERM    1: ignore SIGTERM as well (needs SIGKILL)
   FAKE_WORKER            1: start a child process (a dataloader worker) in the same group
+  FAKE_SETSID_HELPER     a path: start a helper in a session of its own (``setsid``) that
+                         holds the trainer's stdout and stderr open and outlives it (it
+                         sleeps 600 s), and write its pid there
   FAKE_PIDFILE           write "pid pgid [worker pid]" here
   FAKE_CHECKPOINTS       1: the saves write checkpoint files with the step in their metadata
   FAKE_HANG_AFTER_ERROR  1: after printing the fatal error, do not exit (a worker keeps it up)
@@ -543,6 +546,18 @@ def start_worker() -> int | None:
     return worker.pid
 
 
+def start_setsid_helper() -> int | None:
+    """A helper in a session of its own that inherits our output: it keeps the pipe open."""
+    pidfile = os.environ.get("FAKE_SETSID_HELPER")
+    if not pidfile:
+        return None
+    helper = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True
+    )
+    Path(pidfile).write_text(f"{helper.pid}\n")
+    return helper.pid
+
+
 def main(argv: list[str]) -> int:
     """``fake_trainer.py CONFIG``."""
     if len(argv) != 1:
@@ -553,6 +568,7 @@ def main(argv: list[str]) -> int:
     if os.environ.get("FAKE_IGNORE_SIGTERM") == "1":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     worker = start_worker()
+    start_setsid_helper()
     pidfile = os.environ.get("FAKE_PIDFILE")
     if pidfile:
         Path(pidfile).write_text(f"{os.getpid()} {os.getpgrp()} {worker or ''}\n")

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, Protocol
 
-from oom_wizard.application.trainer import TrainerEnd
+from oom_wizard.application.trainer import TrainerEnd, processes_note
 from oom_wizard.errors import WizardError
 from oom_wizard.storage.changelog import (
     AttemptRecord,
@@ -126,16 +126,13 @@ def db_job_to_run(db: Path, name: str) -> DbJobRef:
     return DbJobRef(found, name)
 
 
-def check_readable(where: Where) -> None:
-    """Load the config as the loop will (raises the one-line error of a broken one)."""
-    if isinstance(where, DbJobRef):
-        from oom_wizard.storage.jobdb import job_document, load_job
+def check_readable(where: Where, *, edited_ok: bool = False) -> None:
+    """Load the config as the loop will: the one-line error of a broken one, of a value
+    outside the limits, or (without ``edited_ok``) of one edited after our save, before
+    anything starts."""
+    from oom_wizard.application.opening import open_job
 
-        job_document(load_job(where.db, where.name))
-        return
-    from oom_wizard.storage.jobdir import load_config
-
-    load_config(where)
+    open_job(dataclasses.replace(_request(where, None), edited_ok=edited_ok))
 
 
 @dataclass(frozen=True)
@@ -180,11 +177,15 @@ class Settings:
         max_retries: Roll-backs (or, with ``scale_up``, re-adds) tried at most.
         validation_steps: ``train.steps`` of the short run after each fix (0: none).
         scale_up: Go upward from a finished run instead of down from a crash.
+        edited_ok: Go on from a config edited after our save (else it is refused).
     """
 
     max_retries: int = DEFAULT_MAX_RETRIES
     validation_steps: int = DEFAULT_VALIDATION_STEPS
     scale_up: bool = False
+    edited_ok: bool = False
+    """The user's word (``--edited-ok``) to go on from a starting config edited after
+    oom-wizard saved it, with its change log."""
 
 
 @dataclass(frozen=True)
@@ -215,6 +216,8 @@ class Attempt:
     """The card's memory (nvidia-smi), if read."""
     hung_after_error: float | None = None
     """It printed its fatal error, then nothing for this many seconds, and was ended."""
+    processes: str = ""
+    """What became of its processes (:func:`~oom_wizard.application.trainer.processes_note`)."""
 
     def describe(self) -> str:
         """``crashed at step 3 in training (early_steps)`` and the like."""
@@ -387,6 +390,7 @@ class _Loop:
             peak_gib=end.peak_gib,
             card_gib=end.card_gib,
             hung_after_error=end.hung_after_error,
+            processes=processes_note(end),
         )
         self.changed = ()
         return attempt, scan
@@ -433,14 +437,10 @@ class _Loop:
         self.remember(attempt, where)
         if attempt.outcome == "terminated":
             return self.stop(
-                "terminated",
-                "Terminated (SIGTERM); the trainer's processes were stopped.",
-                stable or where,
+                "terminated", f"Terminated (SIGTERM); {attempt.processes}.", stable or where
             )
         return self.stop(
-            "interrupted",
-            "Interrupted (Ctrl-C); the trainer's processes were stopped.",
-            stable or where,
+            "interrupted", f"Interrupted (Ctrl-C); {attempt.processes}.", stable or where
         )
 
     def stop(self, status: Status, reason: str, where: Where) -> Outcome:
@@ -496,7 +496,7 @@ def _downward(loop: _Loop, config: Where, kind: Literal["full", "validation"]) -
             return loop.stop(
                 "stopped", "Stopped: the trainer was stopped (its log says so).", config
             )
-        state = _crash_state(config, attempt.log)
+        state = _crash_state(config, attempt.log, edited_ok=loop.settings.edited_ok)
         diagnosis = state.diagnosis
         attempt = dataclasses.replace(attempt, moment=diagnosis.moment)
         if attempt.outcome == "failed" and (diagnosis.moment is None or not _memory_evidence(scan)):
@@ -540,7 +540,8 @@ def _upward(loop: _Loop, config: Path) -> Outcome:
 
     stable = config
     for _ in range(loop.settings.max_retries + 1):
-        state = open_for_scale_up(_request(config, None))
+        request = dataclasses.replace(_request(config, None), edited_ok=loop.settings.edited_ok)
+        state = open_for_scale_up(request)
         scale = next_scale_up(state)
         if scale is None:
             return loop.stop(
@@ -691,14 +692,15 @@ def _what_next(loop: _Loop, *, more_retries: bool = False) -> str:
     return done + "What is left: " + "; or ".join(options) + "."
 
 
-def _crash_state(where: Where, log: Path) -> WizardState:
+def _crash_state(where: Where, log: Path, *, edited_ok: bool = False) -> WizardState:
     """The job opened on the attempt's log through the service, as the wizard opens it.
 
     A config that is our own fix crashed again: its plan goes one rung further.
     """
     from oom_wizard.application.settling import start
 
-    return start(_request(where, log), new_crash=_own_log(where) is not None)
+    request = dataclasses.replace(_request(where, log), edited_ok=edited_ok)
+    return start(request, new_crash=_own_log(where) is not None)
 
 
 def _request(where: Where, log: Path | None) -> JobRequest:

@@ -40,11 +40,18 @@ def prepare_set(
     """
     from oom_wizard.errors import WizardError
     from oom_wizard.formats.fields import parse_assignment, parse_unset
+    from oom_wizard.rules.limits import check_changelog, check_document
+    from oom_wizard.storage.changelog import changelog_path_for
+    from oom_wizard.storage.changes import changelog_of
     from oom_wizard.storage.jobdir import load_config
 
     if not assignments and not unsets:
         raise WizardError("nothing to set: give PATH=VALUE pairs or --unset PATH")
     document = load_config(config)
+    check_document(document)
+    prior = changelog_of(document.source)  # the log this save appends to, if the config's
+    if prior is not None:
+        check_changelog(prior, changelog_path_for(document.source))
     changes = [parse_assignment(text, document) for text in assignments]
     changes += [parse_unset(text, document) for text in unsets]
     return Edit(document, prepare_edit(document, changes, force=force))

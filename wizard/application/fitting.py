@@ -22,6 +22,14 @@ class Card:
     source: CardSource
 
 
+def card_gib_problem(gib: float) -> str | None:
+    """Why a card's memory typed by the user is not one a card has (None: it is), by the one
+    set of limits (:func:`oom_wizard.rules.limits.card_problem`)."""
+    from oom_wizard.rules.limits import card_problem
+
+    return card_problem(gib)
+
+
 def probed_card(state: WizardState) -> Card | None:
     """The first GPU ``nvidia-smi`` showed at the open (the job's ``cuda:0``), if any."""
     probe = state.job.probe

@@ -385,7 +385,9 @@ class LiveJob:
             e.tag == "error" and _JOB_ENDS.match(e.text) for e in scan.evidence
         ):
             return True
-        return self.clock() - self._last_data_at >= self.grace_s
+        # A message quoted in printed text (a prompt that names an OOM), then a slow sample,
+        # is no crash: only a failure shaped as one ends the run by silence.
+        return scan.failure_shaped and self.clock() - self._last_data_at >= self.grace_s
 
     def _rate(self, tail: bytes) -> None:
         """The s/it of the last training-bar redraw in ``tail``, once per new step."""
@@ -577,9 +579,11 @@ def watch_target(target: Path | None, log: Path | None) -> WatchTarget:
         return WatchTarget(log or target / LOG_FILE, config, target.name)
     if not target.is_file():
         raise WizardError("no such file or folder", file=target)
+    from oom_wizard.rules.limits import check_document
     from oom_wizard.storage.jobdir import load_config
 
     document = load_config(target)
+    check_document(document)
     name = str(document.get(("config", "name"), target.stem))
     if log is not None:
         return WatchTarget(log, target, name)

@@ -46,6 +46,7 @@ def read_history(typed: str) -> History:
         load_document,
         read_regular_file,
     )
+    from oom_wizard.rules.limits import check_changelog
     from oom_wizard.storage.changelog import (
         CHANGELOG_SUFFIX,
         changelog_for,
@@ -72,6 +73,7 @@ def read_history(typed: str) -> History:
     recover_beside(target)
     if target.name.endswith(CHANGELOG_SUFFIX):
         changelog = read_changelog(target)
+        check_changelog(changelog, target)
         config = resolve_recorded(target, changelog.output.path)
         if config.parent != target.parent:
             recover_beside(config)
@@ -93,6 +95,7 @@ def read_history(typed: str) -> History:
             "it (or its .changelog.json was moved)",
             file=target,
         )
+    check_changelog(belonging.log, belonging.path)
     document = None if belonging.edited else load_document(target)
     return History(belonging.log, belonging.path, document, belonging.note(target))
 

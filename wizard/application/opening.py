@@ -41,6 +41,8 @@ class OpenedJob:
             shows, whatever the user picks.
         changelog_note: What to say about that change log (the config was edited after our
             save and the user goes on with it), None: nothing.
+        probe_note: Why nvidia-smi's answer was ignored (not its answer, or figures no card
+            has), None: it was not.
         crashed_since_rollback: The log is newer than the change log's last roll-back and
             shows a crash: the retry of our own fix crashed too (the plan goes a rung further).
     """
@@ -57,6 +59,7 @@ class OpenedJob:
     log_diagnosis: Diagnosis
     crashed_since_rollback: bool
     changelog_note: str | None = None
+    probe_note: str | None = None
 
     @property
     def source(self) -> Path:
@@ -79,6 +82,7 @@ def open_job(request: JobRequest) -> OpenedJob:
     """
     from oom_wizard.formats.document import load_document
     from oom_wizard.rules.diagnosis import diagnose
+    from oom_wizard.rules.limits import check_changelog, check_document
     from oom_wizard.storage.changelog import changelog_for, changelog_path_for, refuse_edited
     from oom_wizard.storage.leftovers import recover_beside
 
@@ -109,12 +113,15 @@ def open_job(request: JobRequest) -> OpenedJob:
         db_job = None
     else:
         raise WizardError("give the job's config file (or its folder), or --db PATH --job NAME")
+    check_document(document)
     if belonging is not None and belonging.edited and not request.edited_ok:
         raise refuse_edited(belonging, document.source)
+    if belonging is not None:
+        check_changelog(belonging.log, belonging.path)
     changelog = belonging.log if belonging is not None else None
     changelog_path = belonging.path if belonging is not None else None
     log_path, note, scan = _chosen_log(located, request.log)
-    probe = _probe() if request.probe else None
+    probe, probe_note = _probe() if request.probe else (None, None)
     log_diagnosis = diagnose(scan, document.view(), answers=None, probe=probe, changelog=changelog)
     return OpenedJob(
         document=document,
@@ -129,6 +136,7 @@ def open_job(request: JobRequest) -> OpenedJob:
         log_diagnosis=log_diagnosis,
         crashed_since_rollback=_crashed_since(log_path, changelog, log_diagnosis),
         changelog_note=belonging.note(document.source) if belonging is not None else None,
+        probe_note=probe_note,
     )
 
 
@@ -171,10 +179,17 @@ def _chosen_log(
     return located.log, located.log_note, scan
 
 
-def _probe() -> ProbeResult | None:
-    from oom_wizard.host.probe import probe_gpu
+def _probe() -> tuple[ProbeResult | None, str | None]:
+    """The GPU probe, and why its answer was ignored (not nvidia-smi's, or figures no card
+    has: :func:`oom_wizard.rules.limits.probe_problem`)."""
+    from oom_wizard.host.probe import read_probe
+    from oom_wizard.rules.limits import probe_problem
 
-    return probe_gpu()
+    probe, note = read_probe()
+    problem = probe_problem(probe) if probe is not None else None
+    if problem is not None:
+        return None, f"{problem}; the GPU probe is ignored"
+    return probe, note
 
 
 def _crashed_since(log: Path | None, changelog: ChangeLog | None, diagnosis: Diagnosis) -> bool:

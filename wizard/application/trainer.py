@@ -7,7 +7,15 @@ thread copies to the terminal and to the log file as the bytes come, so the orde
 the trainer printed in and ``\\r`` redraws stay as they are.
 
 Stopping is for the whole group, workers included: SIGINT (the trainer's own clean stop),
-then SIGTERM, then SIGKILL, each after a grace period. When the trainer exits non-zero, one
+then SIGTERM, then SIGKILL, each after a grace period; a second Ctrl-C (or SIGTERM) during the
+stop goes on to the next signal at once. When the trainer's own process has ended, every
+process it started that still lives is ended too (SIGTERM, then SIGKILL), those that left its
+group included: on Linux we are their child subreaper while it runs
+(:mod:`oom_wizard.host.processes`), so an orphan comes to us and ``/proc`` shows it; elsewhere
+only its group can be reached, and :func:`processes_note` says so. Its output is read until
+the pipe closes, or until it has been quiet for :data:`QUIET_S` seconds (at most
+:data:`DRAIN_S`) after the trainer's own process ended: a process that holds the pipe open
+cannot keep the run waiting. When the trainer exits non-zero, one
 line is appended to the log as AI Toolkit's UI worker appends it (``Job process terminated
 with exit code 1.`` / ``… with signal SIGKILL.``), so that a kill from outside, which leaves no
 Python traceback, still shows in the log.
@@ -20,7 +28,8 @@ The trainer dies with us, even when we are killed with SIGKILL: on Linux the chi
 kernel for SIGKILL when its parent dies (``PR_SET_PDEATHSIG``, set before the exec), and a
 small watchdog process holds the read end of a pipe whose only write end is ours; when the
 pipe closes without the word that all is well (our death closes it), the watchdog ends the
-trainer's whole process group, the workers the kernel signal does not reach included.
+trainer's whole process group, the workers the kernel signal does not reach included, and the
+processes it started outside the group, which we name to it as we find them (Linux).
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -39,6 +49,14 @@ from pathlib import Path
 from typing import IO, Final
 
 from oom_wizard.errors import WizardError
+from oom_wizard.host.processes import (
+    adopt_orphans,
+    children_of,
+    process_table,
+    reap,
+    signal_each,
+    tree_below,
+)
 
 GRACE_S: Final = 10.0
 """Seconds each signal of the stop sequence gets before the next one."""
@@ -47,6 +65,17 @@ FATAL_SILENCE_S: Final = 60.0
 ended: a trainer whose workers keep it alive after the traceback never exits by itself."""
 POLL_S: Final = 0.2
 """Seconds between two looks at a running trainer."""
+QUIET_S: Final = 1.0
+"""Seconds of no output, once the trainer's own process has ended, after which its output is
+no longer read (a process it started may hold the pipe open for as long as it lives)."""
+DRAIN_S: Final = 5.0
+"""Seconds at most that output is read after the trainer's own process ended, however much a
+process that holds the pipe still writes."""
+STRAGGLER_GRACE_S: Final = 2.0
+"""Seconds the trainer's leftover processes get after SIGTERM before SIGKILL."""
+LOOK_S: Final = 1.0
+"""Seconds between two looks for processes the trainer started outside its group (named to
+the watchdog) while it runs."""
 MEASURE_S: Final = 2.0
 """Seconds between two readings of ``nvidia-smi`` while the trainer runs."""
 WATCHDOG_GRACE_S: Final = 2.0
@@ -61,26 +90,47 @@ first = stream.readline()
 if not first.strip().isdigit():
     sys.exit(0)
 pgid = int(first)
-rest = stream.read()
-if rest.startswith(b"done"):
-    sys.exit(0)
-def alive():
+strays = []
+for line in stream:
+    if line.startswith(b"done"):
+        sys.exit(0)
+    words = line.split()
+    if len(words) == 2 and words[0].isdigit():
+        strays.append((int(words[0]), words[1]))
+def same(pid, started):
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return False
+    return len(fields) > 19 and fields[19] == started and fields[0] not in (b"Z", b"X")
+def group_alive():
     try:
         os.killpg(pgid, 0)
     except OSError:
         return False
     return True
+strays = [pid for pid, started in strays if same(pid, started)]
 for sig in (signal.SIGTERM, signal.SIGKILL):
     try:
         os.killpg(pgid, sig)
     except OSError:
-        sys.exit(0)
+        pass
+    for pid in strays:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
     deadline = time.monotonic() + grace
-    while alive() and time.monotonic() < deadline:
+    while time.monotonic() < deadline and (
+        group_alive() or any(os.path.exists("/proc/%d" % pid) for pid in strays)
+    ):
         time.sleep(0.05)
 """
 """The watchdog's program (``python -I -S -c``): the group's id on the first line of its
-stdin, then the end of the pipe; anything but ``done`` there means we died."""
+stdin, then one line per process the trainer started outside its group (``PID STARTED``,
+its start time telling it from a later process with the same pid), then the end of the pipe;
+anything but ``done`` there means we died, and the group and those processes are ended."""
 CONFIG_FIELD: Final = "{config}"
 READ_BYTES: Final = 64 * 1024
 
@@ -117,6 +167,14 @@ class TrainerEnd:
         peak_gib: The most memory in use on the card ``nvidia-smi`` showed while it ran
             (None: no ``nvidia-smi``, or it did not answer).
         card_gib: That card's memory.
+        left_running: Processes it started that still ran after they were sent SIGKILL
+            (their pids; a process stuck in the kernel ends only when the kernel lets it).
+        outside_group: Processes it started outside its process group (a helper in a session
+            of its own) that were ended after it.
+        sees_all: Every process it started could be found (Linux: we were their subreaper
+            and read ``/proc``); False: only its process group could be reached.
+        output_cut: Its output was still open when reading stopped (after :data:`QUIET_S`
+            seconds of quiet, or :data:`DRAIN_S`, once its own process had ended).
     """
 
     returncode: int
@@ -126,6 +184,34 @@ class TrainerEnd:
     hung_after_error: float | None = None
     peak_gib: float | None = None
     card_gib: float | None = None
+    left_running: tuple[int, ...] = ()
+    outside_group: int = 0
+    sees_all: bool = True
+    output_cut: bool = False
+
+
+def processes_note(end: TrainerEnd) -> str:
+    """What became of the trainer's processes, as far as it is known (the summary's words)."""
+    if end.left_running:
+        pids = " ".join(str(pid) for pid in end.left_running)
+        count = len(end.left_running)
+        return (
+            f"the trainer was stopped, but {count} process{'es' if count > 1 else ''} it "
+            f"started still run{'' if count > 1 else 's'} after SIGKILL (pid {pids}); "
+            "check them with ps and end them yourself"
+        )
+    if not end.sees_all:
+        return (
+            "the trainer and its process group were stopped (a process it started in a "
+            "session of its own cannot be found on this system; check with ps)"
+        )
+    if end.outside_group:
+        count = end.outside_group
+        return (
+            f"the trainer's processes were stopped, {count} of them outside its process "
+            f"group (a helper in a session of its own)"
+        )
+    return "the trainer's processes were stopped"
 
 
 def epilogue(returncode: int) -> str:
@@ -173,6 +259,18 @@ class TrainerProcess:
         self._pump: threading.Thread | None = None
         self._started = 0.0
         self.pgid: int | None = None
+        self._ended_at: float | None = None
+        """When the trainer's own process ended (the pump reads on until quiet after it)."""
+        self._cut = False
+        """Stop reading as soon as nothing is waiting in the pipe (asked to stop at once)."""
+        self._output_cut = False
+        self._release_subreaper: Callable[[], None] | None = None
+        self._sees_all = False
+        """We are the subreaper of what it starts and ``/proc`` shows us the tree."""
+        self._children_before: frozenset[int] = frozenset()
+        self._end: TrainerEnd | None = None
+        self._told: set[int] = set()
+        """The processes outside its group the watchdog was told about."""
 
     def start(self) -> None:
         """Start the child in a new session, its output copied to the log (and the terminal).
@@ -185,6 +283,7 @@ class TrainerProcess:
         env = dict(os.environ if self._env is None else self._env)
         env.setdefault("PYTHONUNBUFFERED", "1")
         self._start_watchdog()
+        self._adopt_what_it_starts()
         try:
             self._proc = subprocess.Popen(
                 self.argv,
@@ -199,6 +298,7 @@ class TrainerProcess:
         except (OSError, subprocess.SubprocessError) as exc:
             sink.close()
             self._release_watchdog()
+            self._stop_adopting()
             raise WizardError(f"cannot start the trainer {self.argv[0]!r}: {exc}") from None
         self._started = self._last_output = time.monotonic()
         self.pgid = self._proc.pid
@@ -213,11 +313,34 @@ class TrainerProcess:
         """The child's pid (also its process group's id)."""
         return self._proc.pid if self._proc is not None else None
 
+    def _adopt_what_it_starts(self) -> None:
+        """Become the subreaper of what the trainer starts, and note our children before it
+        (any child that comes later, but the watchdog and the trainer, is its orphan)."""
+        self._release_subreaper = adopt_orphans()
+        table = process_table() if self._release_subreaper is not None else None
+        self._sees_all = table is not None
+        if table is not None:
+            self._children_before = frozenset(children_of(table, os.getpid()))
+
+    def _stop_adopting(self) -> None:
+        release, self._release_subreaper = self._release_subreaper, None
+        if release is not None:
+            release()
+
     def _copy(self, sink: IO[bytes]) -> None:
         assert self._proc is not None and self._proc.stdout is not None
         fd = self._proc.stdout.fileno()
         with sink:
             while True:
+                try:
+                    ready, _, _ = select.select([fd], [], [], POLL_S)
+                except (OSError, ValueError):
+                    break
+                if not ready:
+                    if self._reading_done():
+                        self._output_cut = True
+                        break
+                    continue
                 try:
                     data = os.read(fd, READ_BYTES)
                 except OSError:
@@ -232,6 +355,18 @@ class TrainerProcess:
                         self.echo.write(data)
                         self.echo.flush()
 
+    def _reading_done(self) -> bool:
+        """Whether to stop reading a pipe that has nothing waiting: the trainer's own process
+        ended, and its output has been quiet for :data:`QUIET_S` s (or :data:`DRAIN_S` s have
+        passed since it ended), or we were asked to stop at once."""
+        ended = self._ended_at
+        if ended is None:
+            return False
+        if self._cut:
+            return True
+        now = time.monotonic()
+        return now - max(ended, self._last_output) >= QUIET_S or now - ended >= DRAIN_S
+
     def _measure(self) -> None:
         """Read the card's memory every :data:`MEASURE_S` s; keep the highest.
 
@@ -239,11 +374,12 @@ class TrainerProcess:
         (their pids are in its group); else what is in use on the busiest card.
         """
         from oom_wizard.host.probe import probe_gpu
+        from oom_wizard.rules.limits import probe_problem
 
         while True:
             found = probe_gpu()
-            if found is None:
-                return  # no nvidia-smi here (or it does not answer): nothing is measured
+            if found is None or probe_problem(found) is not None:
+                return  # no nvidia-smi here, or no answer a card could give: nothing measured
             card = max(found.gpus, key=lambda gpu: gpu.used_gib)
             own = [
                 p.used_gib
@@ -268,12 +404,16 @@ class TrainerProcess:
         """
         assert self._proc is not None
         checked = -1.0
+        looked = 0.0
         while True:
             try:
                 returncode = self._proc.wait(POLL_S)
                 break
             except subprocess.TimeoutExpired:
                 pass
+            if time.monotonic() - looked >= LOOK_S:
+                looked = time.monotonic()
+                self._tell_watchdog_about_strays()
             quiet = time.monotonic() - self._last_output
             if quiet < self.silence_s or checked == self._last_output:
                 continue
@@ -298,20 +438,31 @@ class TrainerProcess:
         return self._proc.wait()
 
     def stop(self, *, terminated: bool = False) -> TrainerEnd:
-        """Stop the whole group: SIGINT, then SIGTERM, then SIGKILL, each after the grace."""
+        """Stop the whole group: SIGINT, then SIGTERM, then SIGKILL, each after the grace;
+        asked again meanwhile (Ctrl-C, SIGTERM), the next signal goes at once. Then every
+        process it started that still lives is ended (:meth:`_finish`)."""
+        from oom_wizard.host.interrupts import Terminated
+
         assert self._proc is not None
+        if self._end is not None:  # it had ended already: the interrupt came after
+            return dataclasses.replace(self._end, interrupted=True, terminated=terminated)
         returncode: int | None = None
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
-            self._signal_group(sig)
             try:
+                self._signal_group(sig)
                 returncode = self._proc.wait(self.grace_s)
                 break
             except subprocess.TimeoutExpired:
                 continue
-        if returncode is None:
-            returncode = self._proc.wait()
-        end = self._finish(returncode, interrupted=True)
-        return dataclasses.replace(end, terminated=terminated)
+            except KeyboardInterrupt as again:
+                terminated = terminated or isinstance(again, Terminated)
+                continue
+        while returncode is None:
+            try:
+                returncode = self._proc.wait()
+            except KeyboardInterrupt as again:
+                terminated = terminated or isinstance(again, Terminated)
+        return self._finish(returncode, interrupted=True, terminated=terminated)
 
     def _start_watchdog(self) -> None:
         """The watchdog that ends the group if we die (module doc); best effort."""
@@ -333,6 +484,21 @@ class TrainerProcess:
         finally:
             os.close(read)
         self._leash = write
+
+    def _tell_watchdog_about_strays(self) -> None:
+        """Name to the watchdog each process the trainer started outside its group, so that
+        it is ended too if we are killed (our subreaper's orphans would go to init then)."""
+        if self._leash is None or not self._sees_all:
+            return
+        table = process_table()
+        found = self._left_behind() if table is not None else None
+        for pid in sorted((found or set()) - self._told):
+            entry = table.get(pid) if table is not None else None
+            if entry is None or entry.group == self.pgid:
+                continue
+            self._told.add(pid)
+            with contextlib.suppress(OSError):
+                os.write(self._leash, f"{pid} {entry.started}\n".encode())
 
     def _arm_watchdog(self, pgid: int) -> None:
         if self._leash is not None:
@@ -364,34 +530,102 @@ class TrainerProcess:
         """Whether any live process (not a zombie) of the child's group still exists."""
         return self.pgid is not None and group_alive(self.pgid)
 
-    def _reap_group(self) -> None:
-        """Workers the trainer left behind get SIGTERM, then SIGKILL."""
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            if not self._signal_group(sig):
-                return
-            deadline = time.monotonic() + min(self.grace_s, 2.0)
-            while self.group_alive() and time.monotonic() < deadline:
-                time.sleep(0.02)
+    def _left_behind(self) -> set[int] | None:
+        """The live processes the trainer started, its own process excepted: those below it,
+        and the orphans handed to us (our children since it started but the watchdog and
+        the trainer); None where they cannot be seen (no subreaper, no ``/proc``)."""
+        if not self._sees_all:
+            return None
+        table = process_table()
+        if table is None:
+            return None
+        ours = {self.pid, self._watchdog.pid if self._watchdog is not None else None}
+        adopted = children_of(table, os.getpid()) - self._children_before - ours
+        roots = adopted | {pid for pid in (self.pid,) if pid is not None}
+        return {pid for pid in tree_below(table, roots) if table[pid].alive} - {self.pid}
 
-    def _finish(self, returncode: int, *, interrupted: bool, note_exit: bool = True) -> TrainerEnd:
-        self._reap_group()
-        self._release_watchdog()
+    def _end_the_rest(self, *, at_once: bool) -> tuple[tuple[int, ...], int]:
+        """End what the trainer left running: its group, and (where they can be seen) the
+        processes it started outside the group; SIGTERM, then SIGKILL (at once: SIGKILL).
+        Returns the pids still alive after SIGKILL, and how many were outside its group."""
+        outside: set[int] = set()
+        for sig in (signal.SIGKILL,) if at_once else (signal.SIGTERM, signal.SIGKILL):
+            found = self._left_behind() or set()
+            outside |= {pid for pid in found if not _in_group(pid, self.pgid or -1)}
+            if not self._signal_group(sig) and not found:
+                break
+            signal_each(found, sig)
+            deadline = time.monotonic() + min(self.grace_s, STRAGGLER_GRACE_S)
+            while time.monotonic() < deadline and (self.group_alive() or self._left_behind()):
+                self._reap_adopted()
+                time.sleep(0.02)
+        self._reap_adopted()
+        left = self._left_behind() or set()
+        return tuple(sorted(left)), len(outside)
+
+    def _reap_adopted(self) -> None:
+        """Collect the orphans handed to us that have ended (else they stay zombies)."""
+        if not self._sees_all:
+            return
+        table = process_table()
+        if table is not None:
+            ours = {self.pid, self._watchdog.pid if self._watchdog is not None else None}
+            reap(children_of(table, os.getpid()) - self._children_before - ours)
+
+    def _finish(
+        self,
+        returncode: int,
+        *,
+        interrupted: bool,
+        terminated: bool = False,
+        note_exit: bool = True,
+    ) -> TrainerEnd:
+        """After the trainer's own process ended: end what it left running, stop reading
+        (at the pipe's end, or once quiet), and note a non-zero exit in the log.
+
+        A Ctrl-C (or SIGTERM) meanwhile does not wait: what is left gets SIGKILL, reading
+        stops at once, and the run counts as interrupted.
+        """
+        from oom_wizard.host.interrupts import Terminated
+
+        self._ended_at = time.monotonic()
         self._measuring.set()
-        if self._meter is not None:
-            self._meter.join()
-        if self._pump is not None:
-            self._pump.join()
+        at_once = False
+        left: tuple[int, ...] = ()
+        outside = 0
+        while True:
+            try:
+                if self._meter is not None:
+                    self._meter.join()
+                found = self._end_the_rest(at_once=at_once)
+                left, outside = found[0], max(outside, found[1])
+                if self._pump is not None:
+                    self._pump.join()
+                break
+            except KeyboardInterrupt as again:
+                interrupted, at_once, self._cut = True, True, True
+                terminated = terminated or isinstance(again, Terminated)
+        self._stop_adopting()
+        self._release_watchdog()
+        if self._proc is not None and self._proc.stdout is not None:
+            self._proc.stdout.close()
         if returncode != 0 and note_exit:
             with self.log.open("ab") as sink:
                 sink.write(b"\n" if _ends_mid_line(self.log) else b"")
                 sink.write(epilogue(returncode).encode())
-        return TrainerEnd(
+        self._end = TrainerEnd(
             returncode=returncode,
             duration_s=time.monotonic() - self._started,
             interrupted=interrupted,
+            terminated=terminated,
             peak_gib=None if self.peak_gib is None else round(self.peak_gib, 2),
             card_gib=None if self.card_gib is None else round(self.card_gib, 2),
+            left_running=left,
+            outside_group=outside,
+            sees_all=self._sees_all,
+            output_cut=self._output_cut,
         )
+        return self._end
 
 
 def group_alive(pgid: int) -> bool:
@@ -476,13 +710,15 @@ def _die_with_parent() -> Callable[[], None] | None:
 
 
 def _ends_in_fatal_error(log: Path) -> bool:
-    """Whether the log's run ends in a failure (a traceback, an OOM), not in progress."""
+    """Whether the log's run ends in a failure shaped as one (a traceback, an exception
+    line, an exit), not in progress, and not a message a printed prompt quotes."""
     from oom_wizard.logs.scan import scan_log
 
     try:
-        return scan_log(log).crashed
+        scan = scan_log(log)
     except (OSError, WizardError):
         return False
+    return scan.crashed and scan.failure_shaped
 
 
 def _ends_mid_line(log: Path) -> bool:

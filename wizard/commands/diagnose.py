@@ -101,6 +101,7 @@ def diagnose_args(args: argparse.Namespace) -> Diagnosis:
         *diagnosis.notes,
         *state.document.warnings,
         *((f"Log: {state.log_note}",) if state.log_note else ()),
+        *((state.job.probe_note,) if state.job.probe_note else ()),
     )
     return dataclasses.replace(diagnosis, notes=notes, first_change=first_step(state))
 

@@ -83,6 +83,11 @@ def _gib(text: str) -> float:
         raise argparse.ArgumentTypeError(f"'{text}' is not a number of GiB, such as 24") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"'{text}' is not a card size; give GiB above 0")
+    from oom_wizard.application.fitting import card_gib_problem
+
+    problem = card_gib_problem(value)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"'{text}': {problem}")
     return value
 
 
@@ -121,10 +126,13 @@ def card_of(state: WizardState, gpu: float | None) -> Card:
     found = probed_card(state)
     if found is not None:
         return found
+    seen = "no GPU seen (nvidia-smi)"
+    if state.job.probe_note is not None:
+        seen = state.job.probe_note
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
-        raise WizardError(
-            "no GPU seen (nvidia-smi) and no --gpu: give the card's memory, such as --gpu 24"
-        )
+        raise WizardError(f"{seen} and no --gpu: give the card's memory, such as --gpu 24")
+    if state.job.probe_note is not None:
+        print(f"note: {state.job.probe_note}", file=sys.stderr)
     print("No GPU seen here (nvidia-smi). The card's memory in GiB: ", end="", file=sys.stderr)
     sys.stderr.flush()
     answer = sys.stdin.readline().strip()

@@ -95,6 +95,8 @@ def target_notes(state: WizardState, *, new_crash_flag: bool = False) -> tuple[s
     """Which log was read, where the moment and the kind come from, and anything assumed."""
     settled = state.settled
     notes = [state.log_note] if state.log_note else []
+    if state.job.probe_note:
+        notes.append(state.job.probe_note)
     if settled.moment_source == "answer":
         notes.append(f"moment {settled.moment} (--moment)")
     elif settled.moment_source == "found":

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from oom_wizard.application.trainer import FATAL_SILENCE_S
+from oom_wizard.commands._common import add_edited_argument
 from oom_wizard.commands._jobdb import add_db_arguments, wants_db
 from oom_wizard.errors import WizardError
 
@@ -122,6 +123,7 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
             f"processes are ended, as when it exits ({FATAL_SILENCE_S:g})"
         ),
     )
+    add_edited_argument(parser)
 
 
 class _OptionParser(argparse.ArgumentParser):
@@ -166,7 +168,9 @@ def run(args: argparse.Namespace) -> int:
     where = _where(args)
     if args.max_retries < 0 or args.validation_steps < 0:
         raise WizardError("--max-retries and --validation-steps cannot be negative")
-    check_readable(where)  # a config that does not parse is refused before anything starts
+    # A config that does not parse, or is edited after our save, is refused before anything
+    # starts.
+    check_readable(where, edited_ok=args.edited_ok)
     if not template:
         found = default_command(Path.cwd())
         if found is None:
@@ -198,6 +202,7 @@ def run(args: argparse.Namespace) -> int:
         max_retries=args.max_retries,
         validation_steps=args.validation_steps,
         scale_up=args.scale_up,
+        edited_ok=args.edited_ok,
     )
     previous = signal.signal(signal.SIGTERM, raise_terminated)
     try:

@@ -236,6 +236,24 @@ def _mark_error(exc: yaml.MarkedYAMLError, file: Path) -> ConfigError:
     return ConfigError(message, file=file, line=mark.line + 1, column=mark.column + 1)
 
 
+def _unprintable(text: str, exc: yaml.reader.ReaderError, file: Path) -> ConfigError:
+    """A character YAML does not allow anywhere, a comment included (PyYAML, and so AI
+    Toolkit, refuses the whole file): where it is and what to do."""
+    index = exc.position
+    char = text[index] if 0 <= index < len(text) else chr(exc.character)
+    line = text.count("\n", 0, index) + 1
+    column = index - (text.rfind("\n", 0, index) + 1) + 1
+    code = ord(char)
+    shown = f"^{chr(code ^ 0x40)}" if code < 0x20 or code == 0x7F else repr(char)
+    return ConfigError(
+        f"control character U+{code:04X} ({shown} in an editor) here; YAML allows none, not "
+        "even in a comment, so AI Toolkit cannot read this file either: delete it and save",
+        file=file,
+        line=line,
+        column=column,
+    )
+
+
 def _hint_for(problem: str) -> str:
     if "\\t" in problem or "tab" in problem:
         return "; indent with spaces, not tabs"
@@ -254,7 +272,10 @@ def compose(text: str, file: Path) -> ComposedYaml:
     Raises:
         ConfigError: syntax error, several documents, an empty file or an alias bomb.
     """
-    loader = ToolkitLoader(text)
+    try:
+        loader = ToolkitLoader(text)
+    except yaml.reader.ReaderError as exc:  # the reader checks every character first
+        raise _unprintable(text, exc, file) from None
     try:
         root = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:

@@ -6,13 +6,19 @@ process still holding a large share of the card is competition (another job, a s
 which the diagnosis reports as an environment problem.
 
 Nothing here is required: without ``nvidia-smi`` (a laptop, a Mac, a machine other than the
-trainer's), or when it fails or hangs, :func:`probe_gpu` returns None without a word.
+trainer's), or when it fails or hangs, :func:`probe_gpu` returns None without a word. An answer
+that is not what ``nvidia-smi`` prints (more than :data:`MAX_ANSWER_BYTES`, bytes that are not
+UTF-8) is read no further and ignored; :func:`read_probe` says why.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import select
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -22,6 +28,9 @@ PROBE_TIMEOUT_S: Final = 3.0
 GPU_QUERY: Final = "index,name,memory.total,memory.used,memory.free"
 APPS_QUERY: Final = "pid,process_name,used_memory"
 MEMINFO: Final = Path("/proc/meminfo")
+MAX_ANSWER_BYTES: Final = 1024 * 1024
+"""The most of one answer read: a row is under 200 bytes, so this is thousands of cards or
+processes; anything longer is not ``nvidia-smi``'s answer and is not read to its end."""
 _MIB_PER_GIB: Final = 1024.0
 
 
@@ -72,7 +81,16 @@ class ProbeResult:
 
 
 def probe_gpu(*, timeout: float = PROBE_TIMEOUT_S, meminfo: Path = MEMINFO) -> ProbeResult | None:
-    """Ask ``nvidia-smi`` about the cards and their processes; None when it cannot answer.
+    """Ask ``nvidia-smi`` about the cards and their processes; None when it cannot answer
+    (or its answer is ignored: :func:`read_probe`)."""
+    return read_probe(timeout=timeout, meminfo=meminfo)[0]
+
+
+def read_probe(
+    *, timeout: float = PROBE_TIMEOUT_S, meminfo: Path = MEMINFO
+) -> tuple[ProbeResult | None, str | None]:
+    """Ask ``nvidia-smi`` about the cards and their processes: the result (None: no answer),
+    and why an answer was ignored (None: it was not).
 
     Args:
         timeout: Seconds each ``nvidia-smi`` call may take.
@@ -80,34 +98,85 @@ def probe_gpu(*, timeout: float = PROBE_TIMEOUT_S, meminfo: Path = MEMINFO) -> P
     """
     executable = shutil.which("nvidia-smi")
     if executable is None:
-        return None
+        return None, None
     gpu_text = _query(executable, f"--query-gpu={GPU_QUERY}", timeout)
+    if isinstance(gpu_text, Ignored):
+        return None, gpu_text.why
     gpus = parse_gpus(gpu_text) if gpu_text is not None else ()
     if not gpus:
-        return None
+        return None, None
     apps_text = _query(executable, f"--query-compute-apps={APPS_QUERY}", timeout)
+    if isinstance(apps_text, Ignored):
+        return None, apps_text.why
     total, available = read_host_memory(meminfo)
-    return ProbeResult(
+    result = ProbeResult(
         gpus=gpus,
         processes=parse_processes(apps_text or ""),
         host_total_gib=total,
         host_available_gib=available,
     )
+    return result, None
 
 
-def _query(executable: str, query: str, timeout: float) -> str | None:
-    """One ``nvidia-smi`` query as CSV without header and units; None if it fails."""
+@dataclass(frozen=True)
+class Ignored:
+    """An answer that is not ``nvidia-smi``'s, and why."""
+
+    why: str
+
+
+def _query(executable: str, query: str, timeout: float) -> str | Ignored | None:
+    """One ``nvidia-smi`` query as CSV without header and units; None if it fails, or
+    :class:`Ignored` when the answer is too long or not UTF-8 (read at most
+    :data:`MAX_ANSWER_BYTES` + 1 bytes, for at most ``timeout`` seconds)."""
     try:
-        done = subprocess.run(
+        child = subprocess.Popen(
             [executable, query, "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    return done.stdout if done.returncode == 0 else None
+    assert child.stdout is not None
+    answer = bytearray()
+    deadline = time.monotonic() + timeout
+    try:
+        fd = child.stdout.fileno()
+        while len(answer) <= MAX_ANSWER_BYTES:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None  # it hangs (a wedged driver)
+            chunk = os.read(fd, 64 * 1024)
+            if not chunk:
+                break
+            answer += chunk
+    except OSError:
+        return None
+    finally:
+        child.stdout.close()
+        try:  # at the end of its answer it exits; cut short, it is ended
+            child.wait(
+                max(deadline - time.monotonic(), 0.0) if len(answer) <= MAX_ANSWER_BYTES else 0
+            )
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):
+                child.kill()
+            child.wait()
+    if len(answer) > MAX_ANSWER_BYTES:
+        return Ignored(
+            f"nvidia-smi answered with more than {MAX_ANSWER_BYTES // 1024} KiB, which is not "
+            "its answer; the GPU probe is ignored"
+        )
+    if child.returncode != 0:
+        return None
+    try:
+        return answer.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Ignored(
+            f"nvidia-smi's answer is not UTF-8 text (byte 0x{answer[exc.start]:02x}); the GPU "
+            "probe is ignored"
+        )
 
 
 def _mib(text: str) -> float | None:

@@ -172,6 +172,19 @@ class LogScan:
     sample_first: bool = False
     best_rate: float | None = None
 
+    @property
+    def failure_shaped(self) -> bool:
+        """The failure is one only a failing process prints: an exception line, a traceback,
+        AI Toolkit's ``Error running job``, an exit line, the kernel's kill; not a message
+        that any printed text may quote (a sample prompt that names an OOM). Silence after a
+        failure counts as a crash only when it is shaped so."""
+        return (
+            self.exception is not None
+            or self.exit_code is not None
+            or self.has("host_oom_kill")
+            or any(e.tag in ("error", "frame", "exit") for e in self.evidence)
+        )
+
     def has(self, *signals: Signal) -> bool:
         """Whether the run shows any of ``signals``."""
         return any(s in self.signals for s in signals)

@@ -740,6 +740,8 @@ class LeversFile(_Frozen):
     paramiter_swapping: SwappingFacts
     split_model: SplitFacts
     values: Mapping[NonEmpty, ValueRule] = Field(min_length=1)
+    card_gib: ValueRule
+    """What a card's memory in GiB may be (``--gpu``, nvidia-smi's figure, a recorded one)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> LeversFile:

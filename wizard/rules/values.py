@@ -1,5 +1,8 @@
 """Checks of a value the user types on a step, for the screens and the command line.
 
+Its kind and range are the limits every value is held to, wherever it comes from
+(:mod:`oom_wizard.rules.limits`); the multiple and the frame grid are a step's own.
+
 :func:`validate_value` reads the rules of ``values`` in ``presets/levers.yaml``: the kind
 (a whole number, a number, a text), a range that makes sense for the field, a multiple of the
 arch's size step for widths and heights, the arch's frame grid for frame counts, and which
@@ -10,13 +13,13 @@ reason to show on its row.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from oom_wizard.formats.document import MISSING
 from oom_wizard.paths import FieldPath
 from oom_wizard.rules.catalog import ArchFacts, Presets, ValueRule, generic_field_key, load_presets
+from oom_wizard.rules.limits import parse_number, range_problem
 
 Direction = Literal["rollback", "scale_up"]
 
@@ -64,7 +67,7 @@ def validate_value(
     rule = presets.levers.values.get(generic_field_key(field))
     if rule is None:
         return ValueCheck(ok=True, value=value)
-    parsed, problem = _parse(rule, value)
+    parsed, problem = parse_number(rule, value)
     if problem is not None:
         return ValueCheck(ok=False, value=None, reason=problem)
     problem = _check(rule, parsed, arch, presets)
@@ -88,43 +91,13 @@ def validate_value(
     )
 
 
-def _parse(rule: ValueRule, value: Any) -> tuple[Any, str | None]:
-    """The value in the rule's kind, or why it is not one."""
-    if rule.kind == "text":
-        text = str(value).strip()
-        return (text, None) if text else (None, "a value is needed")
-    if isinstance(value, bool):
-        return None, "a number is needed, not true or false"
-    if isinstance(value, str):
-        text = value.strip().replace("_", "")
-        if not text:
-            return None, "a number is needed"
-        try:
-            number: float = float(text) if rule.kind == "float" else int(text)
-        except ValueError:
-            what = "a whole number" if rule.kind == "int" else "a number"
-            return None, f"'{value.strip()}' is not {what}"
-    elif isinstance(value, (int, float)):
-        number = value
-    else:
-        return None, "a number is needed"
-    if rule.kind == "int":
-        if isinstance(number, float) and not number.is_integer():
-            return None, f"{number:g} is not a whole number"
-        return int(number), None
-    if not math.isfinite(number):
-        return None, "a finite number is needed"
-    return float(number), None
-
-
 def _check(rule: ValueRule, value: Any, arch: ArchFacts | None, presets: Presets) -> str | None:
     """Why ``value`` is out of the rule's range, multiple or grid (None when it is fine)."""
     if rule.kind == "text":
         return None
-    if rule.min is not None and value < rule.min:
-        return f"{_show(value)} is below the smallest sensible value, {_show(_plain(rule.min))}"
-    if rule.max is not None and value > rule.max:
-        return f"{_show(value)} is above the largest sensible value, {_show(_plain(rule.max))}"
+    problem = range_problem(rule, value)
+    if problem is not None:
+        return problem
     multiple = rule.multiple_of
     if multiple == "arch":
         multiple = (arch.bucket_divisibility if arch else None) or presets.limits.size_multiple
@@ -149,10 +122,6 @@ def _heavier(rule: ValueRule, value: Any, before: Any) -> bool:
     if rule.heavier == "none" or isinstance(before, bool) or not isinstance(before, (int, float)):
         return False
     return bool(value > before if rule.heavier == "higher" else value < before)
-
-
-def _plain(number: float) -> float | int:
-    return int(number) if float(number).is_integer() else number
 
 
 def _show(value: Any) -> str:

@@ -767,6 +767,13 @@ def _new_name(
     number = int(match.group("n") or 1) + 1 if match else 1
     while True:
         name = f"{base}_{CLONE_TAG}" if number == 1 else f"{base}_{CLONE_TAG}_{number}"
+        problem = new_job_name_problem(name)  # the rule holds for the name we make up too
+        if problem is not None:
+            raise JobDatabaseError(
+                f"{problem}; it comes from the job's own name '{job.name}', so give the new "
+                "job a name of its own (--as-new NAME); nothing was written",
+                file=job.db_path,
+            )
         if free(name):
             return name
         number += 1

@@ -305,6 +305,32 @@ def test_a_failure_followed_by_silence_is_a_crash_after_the_grace(tmp_path: Path
     assert status.crashed and status.ended and status.crash_log == log
 
 
+QUOTED_OOM = (
+    b' - Prompt: a meme, the caption "CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has'
+    b' a total capacity of 23.55 GiB"\n'
+)
+"""A sample prompt that quotes an OOM, as the toolkit prints the prompts it samples (R4-8)."""
+
+
+def test_an_oom_quoted_in_a_prompt_then_a_slow_sample_is_no_crash(tmp_path: Path) -> None:
+    """Silence after a failure ends the run only when the failure is shaped as one (an
+    exception line, a traceback, an exit): a quoted message and a 30 s sample are not."""
+    now = [0.0]
+    log = tmp_path / "log.txt"
+    log.write_bytes(b"Running 1 job\n" + b"".join(bar(n, 1.5) for n in range(1, 8)) + b"\n")
+    job = LiveJob(log, clock=lambda: now[0], grace_s=30)
+    job.poll()
+    append(log, b"Generating Images\n" + QUOTED_OOM)
+    job.poll()
+    now[0] = 95.0
+    status = job.poll().status
+    assert not status.crashed and not status.ended
+    append(log, OOM_LINE)  # the real thing: an exception line, then silence
+    job.poll()
+    now[0] = 130.0
+    assert job.poll().status.crashed
+
+
 def test_the_toolkits_failure_block_is_a_crash_at_once(tmp_path: Path) -> None:
     log = tmp_path / "log.txt"
     log.write_bytes(b"Running 1 job\n" + b"".join(bar(n, 1.5) for n in range(1, 8)) + b"\n")
