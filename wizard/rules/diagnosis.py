@@ -246,7 +246,7 @@ class Diagnosis:
         confidence: How sure the verdict is: ``high`` where the evidence pins the moment (a
             traceback inside a known phase, PyTorch's message in a known phase or right after a
             step), ``medium`` where one line of evidence points one way, ``low`` otherwise.
-        certainty: How sure, and why, in one line (:func:`certainty_line`).
+        basis: Why that confidence, in a few words (:attr:`certainty` says it in a line).
         log: The log read.
         crashed: Whether the log's last run crashed (None without a log).
         disagreements: Where the user's answers and the log disagree.
@@ -288,7 +288,12 @@ class Diagnosis:
     log_matches_config: bool | None = None
     log_mismatch: tuple[LogMismatch, ...] = ()
     log_note: str = ""
-    certainty: str = ""
+    basis: str = ""
+
+    @property
+    def certainty(self) -> str:
+        """How sure the verdict is and why, in one line (:func:`certainty_line`)."""
+        return certainty_line(self.confidence, self.basis)
 
     def to_json(self) -> dict[str, Any]:
         """The diagnosis as JSON-ready data (DESIGN.md's keys, and a few more)."""
@@ -432,10 +437,10 @@ def diagnose(
     notes += env.notes
     if scan is None:
         notes.append("No log: the moment comes only from your answers.")
-    verdict = _verdict(scan, moment, found, env, kind, model_kind, given)
+    confidence, basis = _how_sure(found, env, given, match)
+    verdict = _verdict(scan, moment, found, env, kind, model_kind, given, sure=confidence != "low")
     if match.words:
         verdict = f"{match.words} {verdict}"
-    confidence, basis = _how_sure(found, env, given, match)
     return Diagnosis(
         moment=moment,
         phase=scan.phase if scan is not None else "unknown",
@@ -452,7 +457,7 @@ def diagnose(
         verdict=verdict,
         first_change=_first_change(moment, model_kind, advice),
         confidence=confidence,
-        certainty=certainty_line(confidence, basis),
+        basis=basis,
         log=scan.source if scan is not None else None,
         crashed=scan.crashed if scan is not None else None,
         disagreements=disagreements,
@@ -1657,16 +1662,21 @@ def _verdict(
     kind: _Kind,
     model_kind: ModelKind | None,
     given: Answers,
+    *,
+    sure: bool,
 ) -> str:
-    """The finding in one sentence: what happened, when, and what kind of model."""
+    """The finding in one sentence: what happened, when, and what kind of model. A moment the
+    log does not settle (low confidence) is named as the likeliest, not sure."""
     what = _what_happened(scan)
     when = f" {found.why}" if found.moment is not None else ""
     if moment is None:
         label = "no crash moment"
     elif given.moment:
         label = f"moment: {moment}, as you said"
-    else:
+    elif sure:
         label = f"moment: {moment}"
+    else:
+        label = f"likeliest moment: {moment}, not sure"
     if env.strong and moment == "environment":
         label += ", not the config"
     model = kind.label or kind.arch or "the model"
@@ -1686,6 +1696,8 @@ def _what_happened(scan: LogScan | None) -> str:
         return "The trainer ran out of host RAM (or the page file)"
     if scan.has("library_fault") and not scan.has(*GPU_SIGNALS):
         return "A CUDA library or the driver failed (not an out-of-memory error)"
+    if scan.crashed and scan.data_frame is not None and scan.exception is None:
+        return "The job failed in data loading, on the host (its error line is cut off)"
     if scan.crashed and scan.has(*GPU_SIGNALS):
         return "The job ran out of GPU memory"
     if scan.has("silent_exit"):
