@@ -45,6 +45,9 @@ Environment knobs (all optional):
   FAKE_PIDFILE           write "pid pgid [worker pid]" here
   FAKE_CHECKPOINTS       1: the saves write checkpoint files with the step in their metadata
   FAKE_HANG_AFTER_ERROR  1: after printing the fatal error, do not exit (a worker keeps it up)
+  FAKE_FAULT             a CUDA library or driver fault to fail the first training step with,
+                         not memory (one of FAULTS: cudnn_attention, cublas, illegal_access),
+                         printed in PyTorch's words as reported on torch 2.11 with an H200
 """
 
 from __future__ import annotations
@@ -257,6 +260,31 @@ def checkpoint_step(path: Path) -> int | None:
     return step if isinstance(step, int) else None
 
 
+FAULTS: dict[str, tuple[str, str]] = {
+    "cudnn_attention": (
+        "RuntimeError",
+        "Expected mha_graph.execute(handle, variant_pack, workspace_ptr.get()).is_good() to be "
+        "true, but got false.  (Could this error message be improved?  If so, please report an "
+        "enhancement request to PyTorch.)",
+    ),
+    "cublas": (
+        "RuntimeError",
+        "CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx( handle, opa, opb, "
+        "m, n, k, &falpha, a, CUDA_R_16BF, lda, b, CUDA_R_16BF, ldb, &fbeta, c, CUDA_R_16BF, ldc, "
+        "CUDA_R_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP)`",
+    ),
+    "illegal_access": (
+        "torch.AcceleratorError",
+        "CUDA error: an illegal memory access was encountered",
+    ),
+}
+"""The faults ``FAKE_FAULT`` names: (exception, message), the words of ../shared's H200 runs."""
+
+
+class Fault(Exception):
+    """A CUDA library or driver fault (``FAKE_FAULT``): not memory."""
+
+
 class Trainer:
     """One run of the fake job."""
 
@@ -317,6 +345,9 @@ class Trainer:
             )
         except StepAbort as exc:
             return self.hang(self.fail(str(exc), "RuntimeError"))
+        except Fault as exc:
+            kind, text = FAULTS[str(exc)]
+            return self.hang(self.fail(text, kind))
         except KeyboardInterrupt:
             out("========================================")
             out("Job stopped")
@@ -487,6 +518,9 @@ class Trainer:
             if self.step_s:
                 time.sleep(self.step_s)
             self.where = "hook_train_loop"
+            fault = os.environ.get("FAKE_FAULT")
+            if fault:
+                raise Fault(fault)
             try:
                 self.need(self.demand.step_gib(self.bucket_at(step)))
                 in_a_row = 0
