@@ -129,6 +129,23 @@ def test_run_auto_stops_on_a_failure_that_is_not_memory_with_its_verdict(
     assert advice in done.stdout
 
 
+BASELINE = next(s for s in SCENARIOS if s.name == "image-loading-baseline-sample")
+
+
+@needs_wizard
+def test_run_auto_rolls_a_capped_process_back_against_its_allowance(tmp_path: Path) -> None:
+    """A process capped at 16 GiB of an 80 GiB card ran out of its allowance in the baseline
+    sample: a config OOM, rolled back as on a 16 GiB card, never 'the card was not full'."""
+    config = write_config(tmp_path, BASELINE)
+    env = {"FAKE_VRAM_GB": "80", "FAKE_ALLOWED_GB": "16"}
+    done = run_cli(tmp_path, config, FAKE_COMMAND, "--auto", "--max-retries", "1", env=env)
+
+    assert "16.00 GiB allowed;" in (tmp_path / f"{BASELINE.name}.run.log").read_text()
+    assert "verdict is environment" not in done.stdout and "card was not full" not in done.stdout
+    assert "crashed in baseline_sample (loading)" in done.stdout, done.stdout
+    assert list(tmp_path.glob("*.oomfix*.yaml")), done.stdout
+
+
 # --- E2: a config that does not parse is refused before the trainer starts -------------------
 
 
