@@ -35,6 +35,17 @@ named function below, with its reasoning in its docstring:
   full card is a first-steps memory problem, not a stall after many steps
   (:func:`_crawl_from_start`, ``SLOW_FROM_START_S``, ``CARD_FULL_SHARE``); a cut-off
   traceback is assumed to be an OOM only when the phase it stops in points there;
+- a log that stops in the launcher's or the dataset's lines was killed before the model loaded
+  (the ``launch`` phase, said with low confidence); a traceback cut off in data loading is the
+  host's side (:func:`_data_loading_cut`: a Windows DataLoader worker starting is the page
+  file); a CUDA library or driver fault is its own verdict, never a roll-back
+  (:func:`_library_fault`, :func:`_library_fault_advice`); a capped process ran out of its
+  allowance, which is its card (:func:`_capped_note`; the allocator's figures already use it);
+- how sure (:func:`_how_sure`, :func:`_phase_certainty`): ``high`` only where the evidence pins
+  the moment (the failing frames in a phase, PyTorch's message in a phase the trainer's lines
+  announced or right after a step, the host's own kill or error, PyTorch's figures of other
+  processes), ``medium`` where one line points one way, ``low`` otherwise; the reason goes
+  with it (:attr:`Diagnosis.certainty`);
 - the right run (:func:`_log_match`): the config the log printed against the config given, and
   the log's age against the change log's last run; when they differ the verdict says the log
   is from the run before the change.

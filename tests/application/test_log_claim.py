@@ -1,0 +1,65 @@
+"""The one wording of the log's verdict on the moment (:func:`oom_wizard.service.log_claim`):
+a sure verdict points to its moment, an unsure one asks, and neither borrows the other's words."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from oom_wizard.formats.view import build_view
+from oom_wizard.logs.scan import scan_text
+from oom_wizard.rules.diagnosis import Diagnosis, diagnose
+from oom_wizard.service import log_claim
+
+JOB: dict[str, Any] = {
+    "job": "extension",
+    "config": {
+        "name": "lora",
+        "process": [
+            {
+                "type": "sd_trainer",
+                "datasets": [{"folder_path": "/data", "resolution": [1024]}],
+                "train": {"batch_size": 1, "steps": 2000},
+                "model": {"name_or_path": "black-forest-labs/FLUX.1-dev", "is_flux": True},
+            }
+        ],
+    },
+}
+OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+    "capacity of 23.99 GiB of which 100.00 MiB is free. Including non-PyTorch memory, this "
+    "process has 23.80 GiB memory in use. Of the allocated memory 22.90 GiB is allocated by "
+    "PyTorch, and 300.00 MiB is reserved by PyTorch but unallocated."
+)
+
+
+def diagnosed(*lines: str) -> Diagnosis:
+    view = build_view(copy.deepcopy(JOB), file="job.yaml", locate=lambda path: None)
+    return diagnose(scan_text("\n".join(lines) + "\n"), view)
+
+
+def test_a_sure_verdict_points_to_its_moment() -> None:
+    bar = "my_lora:   0%|          | 3/2000 [00:12<2:10:00,  3.91s/it, lr: 1.0e-04 loss: 0.31]"
+    claim = log_claim(diagnosed("Loading Flux model", bar, OOM))
+    assert claim.sure and claim.likeliest == "early_steps"
+    assert claim.headline == "The log points to: In the first training steps"
+
+
+def test_an_unsure_verdict_asks_and_never_says_the_log_points_to() -> None:
+    result = diagnosed(OOM)
+    claim = log_claim(result)
+    assert result.confidence == "low" and not claim.sure and claim.likeliest == "loading"
+    assert "points to" not in claim.headline
+    assert claim.headline.startswith("Not sure: the log does not settle when it crashed (")
+    assert result.basis in claim.headline and claim.headline.endswith("pick what you saw.")
+
+
+def test_no_log_and_no_moment_ask_without_a_guess() -> None:
+    assert not log_claim(None).sure and log_claim(None).likeliest is None
+    cudnn = (
+        "RuntimeError: Expected mha_graph.execute(h, v, w.get()).is_good() to be true, but got "
+        "false."
+    )
+    claim = log_claim(diagnosed("Loading Flux model", "Traceback (most recent call last):", cudnn))
+    assert (claim.sure, claim.likeliest) == (False, None)
+    assert claim.headline == "The log does not say when it crashed: pick what you saw."
