@@ -4,7 +4,12 @@ a sure verdict points to its moment, an unsure one asks, and neither borrows the
 from __future__ import annotations
 
 import copy
+import io
+from pathlib import Path
 from typing import Any
+
+import pytest
+import yaml
 
 from oom_wizard.formats.view import build_view
 from oom_wizard.logs.scan import scan_text
@@ -63,3 +68,26 @@ def test_no_log_and_no_moment_ask_without_a_guess() -> None:
     claim = log_claim(diagnosed("Loading Flux model", "Traceback (most recent call last):", cudnn))
     assert (claim.sure, claim.likeliest) == (False, None)
     assert claim.headline == "The log does not say when it crashed: pick what you saw."
+
+
+def test_run_without_auto_says_the_log_does_not_settle_it_before_it_asks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``run``'s asker prints the verdict and the claim; with no terminal it then stops."""
+    from oom_wizard.application.autopilot import NO_TERMINAL
+    from oom_wizard.commands.run import _ask
+    from oom_wizard.request import JobRequest
+    from oom_wizard.service import start
+
+    config = tmp_path / "job.yaml"
+    config.write_text(yaml.safe_dump(JOB), encoding="utf-8")
+    log = tmp_path / "log.txt"
+    log.write_text(OOM + "\n", encoding="utf-8")
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    state = start(JobRequest(config, log, probe=False))
+
+    assert _ask(state, ("Lighter batches: train.batch_size 2 → 1",)) is NO_TERMINAL
+    shown = capsys.readouterr().out
+    assert "likeliest moment: loading, not sure" in shown
+    assert "Not sure: the log does not settle when it crashed" in shown
+    assert "points to" not in shown
