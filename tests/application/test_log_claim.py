@@ -91,3 +91,23 @@ def test_run_without_auto_says_the_log_does_not_settle_it_before_it_asks(
     assert "likeliest moment: loading, not sure" in shown
     assert "Not sure: the log does not settle when it crashed" in shown
     assert "points to" not in shown
+
+
+def test_watch_s_crash_report_says_how_sure_in_the_same_words(tmp_path: Path) -> None:
+    """A library fault (sure, not memory) and an OOM line alone (not sure), as ``watch`` reads
+    them: the crash panel's second line is the diagnosis's certainty or the unsure claim."""
+    from oom_wizard.service import WatchTarget, diagnose_crash
+
+    config = tmp_path / "job.yaml"
+    config.write_text(yaml.safe_dump(JOB), encoding="utf-8")
+    log = tmp_path / "log.txt"
+    log.write_text(
+        "Loading Flux model\nTraceback (most recent call last):\n"
+        "torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n",
+        encoding="utf-8",
+    )
+    fault = diagnose_crash(WatchTarget(log=log, config=config, name="lora"))
+    assert fault.moment is None and fault.certainty.startswith("Sure (high): ")
+    log.write_text(OOM + "\n", encoding="utf-8")
+    unsure = diagnose_crash(WatchTarget(log=log, config=None, name="lora"))
+    assert unsure.certainty.startswith("Not sure: the log does not settle when it crashed")
