@@ -13,7 +13,7 @@ from textual.widgets.option_list import Option
 from oom_wizard.screens.base import BACK, Back, StageScreen
 from oom_wizard.screens.toggles import Choice, Tick
 from oom_wizard.screens.widgets import KeyBar, MarkedOptionList
-from oom_wizard.service import Answers, WizardState, advice_for, moment_info
+from oom_wizard.service import Answers, WizardState, advice_for, log_claim, moment_info
 from oom_wizard.vocabulary import MODEL_KINDS, MOMENTS, Moment
 
 #: How many evidence lines the screen shows (the rest are in ``diagnose``).
@@ -34,12 +34,14 @@ class MomentScreen(StageScreen[Answers | Back]):
         yield Header()
         with VerticalScroll(id="body"):
             yield Static("When did it crash?", classes="title")
+            guess = self._unsure_guess()
             options = [
                 Option(
                     Content.assemble(
                         (moment_info(moment).label, "bold"),
                         " — ",
                         moment_info(moment).words,
+                        *((("  (not sure)", "$text-warning"),) if moment == guess else ()),
                     ),
                     id=moment,
                 )
@@ -80,18 +82,32 @@ class MomentScreen(StageScreen[Answers | Back]):
         if lines and self.query_one("#worked", Tick).has_focus:
             self.call_after_refresh(shown.scroll_visible)
 
+    def _unsure_guess(self) -> Moment | None:
+        """The moment preselected from a log that does not settle it (marked "not sure")."""
+        settled = self.state.settled
+        claim = log_claim(self.state.log_diagnosis)
+        if settled.moment_source == "answer" or claim.sure:
+            return None
+        return settled.moment
+
     def _detected(self) -> Content:
-        """The log's own verdict (never the user's answer)."""
+        """The log's own verdict (never the user's answer), worded by how sure it is
+        (:func:`~oom_wizard.service.log_claim`)."""
         verdict = self.state.log_diagnosis
-        if verdict is None:
-            return Content.styled("No log: pick what you saw.", "$text-muted")
-        if verdict.moment is None:
-            return Content.styled("The log does not say when: pick what you saw.", "$text-muted")
-        text = f"The log points to: {_label(verdict.moment)}"
+        claim = log_claim(verdict)
+        if verdict is None or verdict.moment is None:
+            return Content.styled(claim.headline, "$text-muted")
+        if not claim.sure:
+            lines = [claim.headline]
+            if verdict.log_note:
+                lines.append(verdict.log_note)
+            return Content.styled("\n".join(lines), "$text-warning")
+        text = claim.headline
         if verdict.model_kind is not None:
             text += f" · {verdict.model_kind} model"
         if verdict.environment_suspected:
             text += " · the GPU itself looks suspect"
+        text += f"\n{verdict.certainty}"
         if verdict.log_note:  # the log is from the run before the config's last change
             text += f"\n{verdict.log_note}"
         return Content.styled(text, "$text-accent")

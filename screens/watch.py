@@ -238,6 +238,8 @@ class WatchApp(App[WatchResult]):
             self.exit(WatchResult(open_wizard=True, state=report.state))
             return
         lines = [f"CRASHED: {report.verdict}"]
+        if report.certainty:
+            lines.append(report.certainty)
         if report.first_change:
             lines.append(f"First change: {report.first_change}")
         if self.target.can_open_wizard:

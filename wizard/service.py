@@ -94,7 +94,9 @@ if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __get
     )
     from oom_wizard.application.history import change_why as change_why, later_lines as later_lines
     from oom_wizard.application.labels import (
+        LogClaim as LogClaim,
         arch_label as arch_label,
+        log_claim as log_claim,
         moment_info as moment_info,
         ui_hint as ui_hint,
     )
@@ -294,7 +296,9 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "later_lines",
     ),
     "oom_wizard.application.labels": (
+        "LogClaim",
         "arch_label",
+        "log_claim",
         "moment_info",
         "ui_hint",
     ),

@@ -146,7 +146,9 @@ async def test_the_log_keeps_its_own_verdict_beside_the_users_answer(tmp_path: P
         await wait_for_state(pilot)
         await press(pilot, "enter")
         detected = screen_text(pilot, "#detected")
-        assert detected == "The log points to: In the first training steps · image model"
+        first, sure = detected.splitlines()
+        assert first == "The log points to: In the first training steps · image model"
+        assert sure.startswith("Sure (high): ")
         assert not app.screen.query_one("#disagreement", Static).display
         app.screen.query_one("#moments", OptionList).highlighted = 2
         await press(pilot, "ctrl+t")

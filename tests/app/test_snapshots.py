@@ -168,3 +168,30 @@ def test_stage(
         await settle(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+#: PyTorch's message and nothing else (the shape of haotian-liu/LLaVA#1152): the log does not
+#: settle when it crashed, so the moment screen asks (its sure counterpart is stage "moment").
+OOM_LINE_ONLY = (
+    "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 284.00 MiB (GPU 0; 31.75 "
+    "GiB total capacity; 27.12 GiB already allocated; 99.50 MiB free; 30.44 GiB reserved in "
+    "total by PyTorch)\n"
+)
+
+
+def test_the_moment_screen_asks_when_the_log_does_not_settle_it(
+    snap_compare: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    folder = demo_folder(tmp_path)
+    log = tmp_path / "oom_line_only.log"
+    log.write_text(OOM_LINE_ONLY, encoding="utf-8")
+    app = demo_app(Path("oom-wizard-demo"), log=Path(log.name))
+    assert folder.is_dir()
+
+    async def run_before(pilot: Pilot[int]) -> None:
+        await to_moment(pilot)
+        freeze_inputs(wizard(pilot))
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

@@ -22,7 +22,9 @@ from oom_wizard.storage.changelog import changelog_path_for, read_changelog
 from oom_wizard.storage.resume import checkpoint_step
 from tests.support.autopilot_support import (
     FAKE,
+    FAKE_COMMAND,
     SCENARIOS,
+    Scenario,
     fake_runner,
     pid_alive,
     wait_for,
@@ -90,6 +92,58 @@ def test_an_exit_with_no_sign_of_memory_changes_nothing_and_shows_the_log_tail(
     # Nothing written but the attempt's own log: no config, no change log.
     after = sorted(p.name for p in tmp_path.iterdir())
     assert [name for name in after if name not in before] == ["image-early-steps.run.log"]
+
+
+# --- issue 31: a failure that is not the config's memory is never rolled back ----------------
+
+HOST_KILL = next(s for s in SCENARIOS if s.name == "video-host-oom-kill")
+
+
+@needs_wizard
+@pytest.mark.parametrize(
+    ("scenario", "env", "verdict"),
+    [
+        (EARLY, {"FAKE_FAULT": "cudnn_attention"}, "A CUDA library or the driver failed"),
+        (EARLY, {"FAKE_FAULT": "cublas"}, "A CUDA library or the driver failed"),
+        (EARLY, {"FAKE_FAULT": "illegal_access"}, "A CUDA library or the driver failed"),
+        (HOST_KILL, dict(HOST_KILL.env), "the host ran out of RAM"),
+    ],
+    ids=["cudnn-attention", "cublas", "illegal-access", "host-ram-kill"],
+)
+def test_run_auto_stops_on_a_failure_that_is_not_memory_with_its_verdict(
+    tmp_path: Path, scenario: Scenario, env: dict[str, str], verdict: str
+) -> None:
+    """One launch, the verdict and what to try shown, nothing saved, exit status 2."""
+    config = write_config(tmp_path, scenario)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    done = run_cli(tmp_path, config, FAKE_COMMAND, "--auto", env=env)
+
+    assert done.returncode == 2, done.stdout
+    assert verdict in done.stdout
+    launches = [line for line in done.stdout.splitlines() if line == "Running 1 job"]
+    assert len(launches) == 1, done.stdout
+    assert not list(tmp_path.glob("*.oomfix*"))
+    after = sorted(p.name for p in tmp_path.iterdir())
+    assert [name for name in after if name not in before] == [f"{scenario.name}.run.log"]
+    advice = "enable_cudnn_sdp(False)" if "FAKE_FAULT" in env else "Host RAM, not VRAM"
+    assert advice in done.stdout
+
+
+BASELINE = next(s for s in SCENARIOS if s.name == "image-loading-baseline-sample")
+
+
+@needs_wizard
+def test_run_auto_rolls_a_capped_process_back_against_its_allowance(tmp_path: Path) -> None:
+    """A process capped at 16 GiB of an 80 GiB card ran out of its allowance in the baseline
+    sample: a config OOM, rolled back as on a 16 GiB card, never 'the card was not full'."""
+    config = write_config(tmp_path, BASELINE)
+    env = {"FAKE_VRAM_GB": "80", "FAKE_ALLOWED_GB": "16"}
+    done = run_cli(tmp_path, config, FAKE_COMMAND, "--auto", "--max-retries", "1", env=env)
+
+    assert "16.00 GiB allowed;" in (tmp_path / f"{BASELINE.name}.run.log").read_text()
+    assert "verdict is environment" not in done.stdout and "card was not full" not in done.stdout
+    assert "crashed in baseline_sample (loading)" in done.stdout, done.stdout
+    assert list(tmp_path.glob("*.oomfix*.yaml")), done.stdout
 
 
 # --- E2: a config that does not parse is refused before the trainer starts -------------------

@@ -126,6 +126,7 @@ def test_json_has_the_design_keys(job: tuple[Path, Path]) -> None:
     assert [e["line"] for e in data["evidence"]] == [3, 4]
     assert data["first_change"].startswith("Lighter samples")
     assert data["log"] == str(log)
+    assert data["confidence"] == "high" and data["certainty"].startswith("Sure (high): ")
 
 
 def test_a_log_from_the_run_before_says_so_in_json_and_in_words(tmp_path: Path) -> None:
@@ -213,6 +214,7 @@ def test_the_human_report(job: tuple[Path, Path]) -> None:
     assert "tried 5.06 GiB" in out and "reserved unallocated 2.92 GiB" in out
     assert "First" in out and "Lighter samples" in out
     assert "expandable_segments:True" in out
+    assert "How sure Sure (high): PyTorch's out-of-memory error comes during the baseline" in out
 
 
 def test_the_probe_reports_the_gpu_now_unless_told_not_to(

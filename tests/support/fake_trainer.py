@@ -48,6 +48,11 @@ Environment knobs (all optional):
   FAKE_PIDFILE           write "pid pgid [worker pid]" here
   FAKE_CHECKPOINTS       1: the saves write checkpoint files with the step in their metadata
   FAKE_HANG_AFTER_ERROR  1: after printing the fatal error, do not exit (a worker keeps it up)
+  FAKE_ALLOWED_GB        cap the process below the card (a memory fraction): it runs out of
+                         this allowance, and PyTorch's message says "N GiB allowed;"
+  FAKE_FAULT             a CUDA library or driver fault to fail the first training step with,
+                         not memory (one of FAULTS: cudnn_attention, cublas, illegal_access),
+                         printed in PyTorch's words as reported on torch 2.11 with an H200
 """
 
 from __future__ import annotations
@@ -209,13 +214,16 @@ def demand_of(process: dict[str, Any], name: str) -> Demand:
 class OutOfMemory(Exception):
     """The fake's CUDA out of memory."""
 
-    def __init__(self, wanted: float, card: float, other: float) -> None:
+    def __init__(
+        self, wanted: float, card: float, other: float, capacity: float | None = None
+    ) -> None:
         self.wanted, self.card, self.other = wanted, card, other
-        super().__init__(message(wanted, card, other))
+        super().__init__(message(wanted, card, other, capacity))
 
 
-def message(wanted: float, card: float, other: float) -> str:
-    """PyTorch's allocator message, new or old shape."""
+def message(wanted: float, card: float, other: float, capacity: float | None = None) -> str:
+    """PyTorch's allocator message, new or old shape; with ``capacity``, a process capped at
+    ``card`` GiB of a card of ``capacity`` GiB (the message's "allowed")."""
     tried = max(wanted - card + other, 0.02) if wanted > card - other else 0.5
     tried = min(tried, 8.0)
     this = max(card - other - 0.05, 0.0)
@@ -228,6 +236,14 @@ def message(wanted: float, card: float, other: float) -> str:
             "Management and PYTORCH_CUDA_ALLOC_CONF"
         )
     others = f"Process 4242 has {other:.2f} GiB memory in use. " if other else ""
+    if capacity is not None:
+        return (
+            f"CUDA out of memory. Tried to allocate {tried:.2f} GiB. GPU 0 has a total capacity "
+            f"of {capacity:.2f} GiB of which {capacity - this:.2f} GiB is free. Including "
+            f"non-PyTorch memory, this process has {this:.2f} GiB memory in use. {card:.2f} GiB "
+            f"allowed; Of the allocated memory {this - 0.4:.2f} GiB is allocated by PyTorch, and "
+            "312.00 MiB is reserved by PyTorch but unallocated."
+        )
     return (
         f"CUDA out of memory. Tried to allocate {tried:.2f} GiB. GPU 0 has a total capacity of "
         f"{card:.2f} GiB of which 20.00 MiB is free. {others}Including non-PyTorch memory, this "
@@ -260,6 +276,31 @@ def checkpoint_step(path: Path) -> int | None:
     return step if isinstance(step, int) else None
 
 
+FAULTS: dict[str, tuple[str, str]] = {
+    "cudnn_attention": (
+        "RuntimeError",
+        "Expected mha_graph.execute(handle, variant_pack, workspace_ptr.get()).is_good() to be "
+        "true, but got false.  (Could this error message be improved?  If so, please report an "
+        "enhancement request to PyTorch.)",
+    ),
+    "cublas": (
+        "RuntimeError",
+        "CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx( handle, opa, opb, "
+        "m, n, k, &falpha, a, CUDA_R_16BF, lda, b, CUDA_R_16BF, ldb, &fbeta, c, CUDA_R_16BF, ldc, "
+        "CUDA_R_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP)`",
+    ),
+    "illegal_access": (
+        "torch.AcceleratorError",
+        "CUDA error: an illegal memory access was encountered",
+    ),
+}
+"""The faults ``FAKE_FAULT`` names: (exception, message), the words of ../shared's H200 runs."""
+
+
+class Fault(Exception):
+    """A CUDA library or driver fault (``FAKE_FAULT``): not memory."""
+
+
 class Trainer:
     """One run of the fake job."""
 
@@ -278,6 +319,7 @@ class Trainer:
         self.card = env_float("FAKE_VRAM_GB", 24.0)
         self.other = env_float("FAKE_OTHER_GB", 0.0)
         self.host = env_float("FAKE_HOST_RAM_GB", 0.0)
+        self.allowed = env_float("FAKE_ALLOWED_GB", 0.0)
         self.step_s = env_float("FAKE_STEP_S", 0.0)
         stall = os.environ.get("FAKE_STALL_AT")
         self.stall_at = int(stall) if stall else None
@@ -296,6 +338,8 @@ class Trainer:
 
     def need(self, gib: float) -> None:
         """Allocate: raise the OOM when ``gib`` does not fit beside the other process."""
+        if self.allowed and gib > self.allowed:
+            raise OutOfMemory(gib, self.allowed, 0.0, capacity=self.card)
         if gib > self.card - self.other:
             raise OutOfMemory(gib, self.card, self.other)
 
@@ -320,6 +364,9 @@ class Trainer:
             )
         except StepAbort as exc:
             return self.hang(self.fail(str(exc), "RuntimeError"))
+        except Fault as exc:
+            kind, text = FAULTS[str(exc)]
+            return self.hang(self.fail(text, kind))
         except KeyboardInterrupt:
             out("========================================")
             out("Job stopped")
@@ -490,6 +537,9 @@ class Trainer:
             if self.step_s:
                 time.sleep(self.step_s)
             self.where = "hook_train_loop"
+            fault = os.environ.get("FAKE_FAULT")
+            if fault:
+                raise Fault(fault)
             try:
                 self.need(self.demand.step_gib(self.bucket_at(step)))
                 in_a_row = 0

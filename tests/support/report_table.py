@@ -2,7 +2,8 @@
 
 ``python tests/support/report_table.py [--cases DIR ...]`` runs ``diagnose`` on every folder that
 holds ``job.yaml``, ``log.txt`` and ``expected.yaml`` and prints, per report, the moment, the model
-kind and the environment verdict as labelled and as found, then how many are right. A label
+kind and the environment verdict as labelled and as found, then how many are right, and the
+share of right moments at each confidence the diagnosis gave (:func:`by_confidence`). A label
 that stays out of reach says why in its ``expected.yaml`` (``out_of_reach``).
 
 The labels: ``moment`` (the report fixtures) or ``crash_moment`` (``../shared/cases``),
@@ -61,6 +62,7 @@ class Row:
     environment: tuple[bool, bool]
     out_of_reach: str | None
     trainer: str = "other"
+    confidence: str = "low"
 
     @property
     def moment_right(self) -> bool:
@@ -113,6 +115,7 @@ def row_of(folder: Path) -> Row:
         environment=(env, got_env),
         out_of_reach=label.get("out_of_reach"),
         trainer=trainer,
+        confidence=result.confidence,
     )
 
 
@@ -143,6 +146,29 @@ def by_family(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
+CONFIDENCES = ("high", "medium", "low")
+
+
+def confidence_shares(rows: Sequence[Row]) -> dict[str, tuple[int, int]]:
+    """Per confidence the diagnosis gave: (moments right, reports)."""
+    return {
+        level: (
+            sum(r.moment_right for r in rows if r.confidence == level),
+            sum(r.confidence == level for r in rows),
+        )
+        for level in CONFIDENCES
+    }
+
+
+def by_confidence(rows: Sequence[Row]) -> str:
+    """The share of right moments at each confidence, as plain text."""
+    lines = [f"{'confidence':<15} {'reports':>7}  {'right':>9}"]
+    for level, (right, n) in confidence_shares(rows).items():
+        share = f" ({100 * right / n:.0f} %)" if n else ""
+        lines.append(f"{level:<15} {n:>7}  {f'{right}/{n}':>9}{share}")
+    return "\n".join(lines)
+
+
 def render(rows: Sequence[Row]) -> str:
     """The table, its totals, and the totals by trainer family as plain text."""
     width = max((len(r.name) for r in rows), default=4)
@@ -163,7 +189,7 @@ def render(rows: Sequence[Row]) -> str:
         f"kind {kinds}/{len(rows)} ({100 * kinds / total:.0f} %) · "
         f"environment {envs}/{len(rows)} ({100 * envs / total:.0f} %)"
     )
-    lines += ["", by_family(rows)]
+    lines += ["", by_family(rows), "", by_confidence(rows)]
     return "\n".join(lines)
 
 

@@ -506,10 +506,11 @@ def _downward(loop: _Loop, config: Where, kind: Literal["full", "validation"]) -
         loop.remember(attempt, config)
         if diagnosis.moment == "environment":
             why = "; ".join(diagnosis.reasons) or diagnosis.verdict
+            instead = f" What to do: {diagnosis.first_change}" if diagnosis.first_change else ""
             return loop.stop(
                 "stopped",
                 f"Stopped: the verdict is environment, not the config: {why}. "
-                "Retrying the same job would not help.",
+                f"Retrying the same job would not help.{instead}",
                 config,
             )
         if retries >= loop.settings.max_retries:
@@ -656,11 +657,12 @@ def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> tuple[str, ...]:
 def _unexplained_reason(attempt: Attempt, scan: LogScan, diagnosis: Diagnosis) -> str:
     """Why the loop stops on a failure that shows no lack of memory: the verdict, the tail."""
     tail = "\n".join(f"    {line}" for line in log_tail(attempt.log))
+    instead = f"\nWhat to try: {diagnosis.first_change}" if diagnosis.first_change else ""
     return (
         f"Stopped: the trainer failed ({_exception(scan)}), and its log shows no sign of "
         "running out of memory, so a memory roll-back is not the fix and nothing was "
-        f"changed. The verdict: {diagnosis.verdict}\nThe end of its log ({attempt.log}):\n"
-        f"{tail}"
+        f"changed. The verdict: {diagnosis.verdict}{instead}\nThe end of its log "
+        f"({attempt.log}):\n{tail}"
     )
 
 

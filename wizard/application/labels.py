@@ -4,6 +4,7 @@ the web UI, an arch's label.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from oom_wizard.formats.document import JobDocument
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from oom_wizard.formats.view import ProcessView
     from oom_wizard.paths import FieldPath
     from oom_wizard.rules.catalog import ArchFacts
+    from oom_wizard.rules.diagnosis import Diagnosis
 
 
 def arch_of(state: WizardState | JobDocument, path: FieldPath) -> ArchFacts | None:
@@ -39,6 +41,47 @@ def moment_info(moment: Moment) -> MomentInfo:
     from oom_wizard.rules.catalog import load_presets
 
     return load_presets().moment(moment)
+
+
+@dataclass(frozen=True)
+class LogClaim:
+    """What the log says about when the job crashed, worded by how sure the diagnosis is.
+
+    Attributes:
+        headline: The line a front end shows (the moment screen, ``run``, ``watch``).
+        sure: Whether the log settles the moment (confidence high or medium): only then does a
+            front end present the moment as the log's answer; otherwise it asks.
+        likeliest: The moment the log leans to (None: it does not lean anywhere).
+    """
+
+    headline: str
+    sure: bool
+    likeliest: Moment | None
+
+
+def log_claim(diagnosis: Diagnosis | None) -> LogClaim:
+    """The one wording of the log's verdict on the moment, for every front end.
+
+    At ``high`` or ``medium`` confidence the log points to its moment and says how sure and
+    why; at ``low`` it says that the log does not settle it, names the likeliest moment as a
+    guess with its reason, and asks; with no moment it asks.
+    """
+    if diagnosis is None:
+        return LogClaim("No log: pick what you saw.", sure=False, likeliest=None)
+    moment = diagnosis.moment
+    if moment is None:
+        return LogClaim(
+            "The log does not say when it crashed: pick what you saw.", sure=False, likeliest=None
+        )
+    label = moment_info(moment).label
+    if diagnosis.confidence == "low":
+        return LogClaim(
+            f"Not sure: the log does not settle when it crashed ({diagnosis.basis}). "
+            f"It looks most like '{label}'; pick what you saw.",
+            sure=False,
+            likeliest=moment,
+        )
+    return LogClaim(f"The log points to: {label}", sure=True, likeliest=moment)
 
 
 def ui_hint(path: str, state: WizardState | None = None) -> str | None:

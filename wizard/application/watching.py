@@ -59,6 +59,9 @@ class CrashReport:
     moment: str | None
     first_change: str | None
     state: WizardState | None = None
+    certainty: str = ""
+    """How sure the verdict is, and why, in one line (the moment's claim when it is not sure:
+    :func:`~oom_wizard.application.labels.log_claim`)."""
 
 
 def diagnose_crash(target: WatchTarget) -> CrashReport:
@@ -73,12 +76,26 @@ def diagnose_crash(target: WatchTarget) -> CrashReport:
         from oom_wizard.application.log_alone import diagnose_log_alone
 
         alone = diagnose_log_alone(target.log, probe=False)
-        return CrashReport(alone.verdict, alone.moment, alone.first_change)
+        return CrashReport(
+            alone.verdict, alone.moment, alone.first_change, certainty=_how_sure(alone)
+        )
     request = JobRequest(
         target=target.config, log=target.log, db=target.db, job=target.job, probe=False
     )
     state = start(request)
-    return CrashReport(state.diagnosis.verdict, state.diagnosis.moment, first_step(state), state)
+    diagnosis = state.diagnosis
+    return CrashReport(
+        diagnosis.verdict, diagnosis.moment, first_step(state), state, _how_sure(diagnosis)
+    )
+
+
+def _how_sure(diagnosis: Diagnosis) -> str:
+    """The line under a crash's verdict: the moment's claim when the log does not settle it,
+    else how sure the verdict is and why."""
+    from oom_wizard.application.labels import log_claim
+
+    claim = log_claim(diagnosis)
+    return diagnosis.certainty if claim.sure or diagnosis.moment is None else claim.headline
 
 
 def warm_up() -> None:

@@ -118,6 +118,8 @@ def report(diagnosis: Diagnosis, console: Console) -> None:
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
     grid.add_row("Verdict", Text(diagnosis.verdict))
+    if diagnosis.certainty:
+        grid.add_row("How sure", Text(diagnosis.certainty))
     if diagnosis.log is not None:
         grid.add_row("Log", Text(_log_line(diagnosis)))
     if diagnosis.evidence:

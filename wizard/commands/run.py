@@ -269,7 +269,11 @@ def _ask(state: WizardState, fix: Sequence[str]) -> bool | UserSave | NoTerminal
     runs, and leaving the wizard without a save stops the loop. With only stdin a terminal
     (the output piped), Enter or y saves the fix as shown; with no terminal it refuses.
     """
+    from oom_wizard.application.labels import log_claim
+
     _say(state.diagnosis.verdict)
+    claim = log_claim(state.diagnosis)
+    _say(claim.headline if not claim.sure else state.diagnosis.certainty)
     for line in fix:
         _say(f"  {line}")
     if sys.stdin.isatty() and sys.stdout.isatty():

@@ -50,6 +50,9 @@ OTHER_PROCESS = re.compile(
 )
 """Current form, once per other process: ``Process 4242 has 2.00 GiB memory in use``."""
 THIS_PROCESS = re.compile(r"this process has " + _SIZE.format("v") + r" memory in use")
+ALLOWED = re.compile(_SIZE.format("v") + r" allowed;")
+"""Current form, when the process is capped (``torch.cuda.set_per_process_memory_fraction``):
+``... this process has 23.52 GiB memory in use. 24.00 GiB allowed; Of the allocated ...``."""
 ALLOCATED = re.compile(
     r"Of the allocated memory " + _SIZE.format("v") + r" is allocated by PyTorch"
 )
@@ -70,7 +73,7 @@ def parse_allocator_message(text: str) -> dict[str, Any]:
     """The numbers found in one line of PyTorch's out-of-memory message (GiB).
 
     Keys (only those found): ``form``, ``gpu``, ``tried``, ``total``, ``free``,
-    ``this_process``, ``allocated``, ``reserved``, ``reserved_unallocated``,
+    ``this_process``, ``allowed``, ``allocated``, ``reserved``, ``reserved_unallocated``,
     ``other_processes`` (a list of ``(pid, gib)``).
     """
     found: dict[str, Any] = {}
@@ -86,6 +89,7 @@ def parse_allocator_message(text: str) -> dict[str, Any]:
         found["other_processes"] = others
     for key, pattern in (
         ("this_process", THIS_PROCESS),
+        ("allowed", ALLOWED),
         ("allocated", ALLOCATED),
         ("reserved_unallocated", RESERVED_UNALLOCATED),
     ):
@@ -138,12 +142,21 @@ def oom_figures(found: Mapping[str, Any], line: int) -> OomFigures:
         own = own_process(listed, allocated, unallocated or 0.0)
         if own is not None:
             this_process, inferred = listed.pop(own)[1], True
+    total, free, capacity = found.get("total"), found.get("free"), None
+    allowed = found.get("allowed")
+    if allowed is not None and total is not None and allowed < total:
+        # A capped process: its allowance is the card it has. What it may still take is the
+        # allowance less what it holds, however much of the physical card is free.
+        held = this_process if this_process is not None else (allocated or 0.0)
+        capacity, total = total, allowed
+        free = max(allowed - held, 0.0) if free is None else min(free, max(allowed - held, 0.0))
     return OomFigures(
         form=found.get("form", "current"),
         gpu=found.get("gpu"),
         tried=found.get("tried"),
-        total=found.get("total"),
-        free=found.get("free"),
+        total=total,
+        free=free,
+        capacity=capacity,
         this_process=this_process,
         allocated=allocated,
         reserved=reserved,

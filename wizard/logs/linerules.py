@@ -157,8 +157,9 @@ class LineRules:
                 return
 
     def frames(self, run: RunState, text: str, line: int) -> None:
-        """A traceback frame (``frame``): the phase its function names (``frame_phases``), and
-        under a traceback, a copy to the host or a CPU target (``host_copy``, ``cpu_target``)."""
+        """A traceback frame (``frame``): the phase its function names (``frame_phases``), a frame
+        of data loading (``data_frames``), and under a traceback, a copy to the host or a CPU
+        target (``host_copy``, ``cpu_target``)."""
         if match := self._p.frame.match(text):
             if not run.failing:  # frames with no header before them: a traceback all the same
                 run.opened_in_frames = not run.progressed and not run.header
@@ -166,6 +167,12 @@ class LineRules:
             run.frames_seen = run.python_error = True
             func = match["func"] or match.groupdict().get("rfunc") or ""
             file = match["file"] or match.groupdict().get("rfile") or ""
+            if run.data_frame is None:
+                for pattern, data_file, kind in self._p.data_frames:
+                    if pattern.search(func) and data_file.search(file):
+                        run.data_frame = kind
+                        run.note(line, text, "frame")
+                        break
             if run.traceback_hint is None:
                 run.expect_call = True
                 for pattern, in_file, phase in self._p.frame_phases:

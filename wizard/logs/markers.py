@@ -21,7 +21,7 @@ from oom_wizard.formats.preset import parse_preset
 from oom_wizard.frozen import FrozenModel
 from oom_wizard.logs.bars import BarSteps
 from oom_wizard.logs.read import build_gate, build_trigger
-from oom_wizard.logs.signals import BarPhase, FramePhase, LineSignal, MarkerPhase
+from oom_wizard.logs.signals import BarPhase, DataFrame, FramePhase, LineSignal, MarkerPhase
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -92,6 +92,13 @@ class FrameRule(_Rule):
     file: Regex | None = None
 
 
+class DataFrameRule(_Rule):
+    """A traceback function name of data loading (``kind``), in a file matching ``file``."""
+
+    kind: DataFrame
+    file: Regex
+
+
 def _step_group(pattern: str) -> str:
     if not re.search(r"\(\?P<(?:step|epoch)>", pattern):
         raise ValueError("a bar-step pattern needs a `step` or an `epoch` group")
@@ -142,6 +149,7 @@ class LogMarkers(_Frozen):
     host_pressure: tuple[Regex, ...] = ()
     sample_first: tuple[Regex, ...] = ()
     launcher_errors: tuple[Regex, ...] = ()
+    data_frames: tuple[DataFrameRule, ...] = ()
 
     _compiled: CompiledMarkers | None = PrivateAttr(default=None)
 
@@ -199,6 +207,9 @@ class CompiledMarkers:
         self.host_pressure = _any(markers.host_pressure)
         self.sample_first = _any(markers.sample_first)
         self.launcher_errors = _any(markers.launcher_errors)
+        self.data_frames = [
+            (_rule_pattern(r), re.compile(r.file), r.kind) for r in markers.data_frames
+        ]
         joined = "|".join(f"(?:{p})" for p in markers.line_prefixes)
         self.prefix = re.compile(f"(?:{joined})+") if joined else None
         plain = (

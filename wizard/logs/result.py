@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from oom_wizard.logs.signals import Phase, Signal
+from oom_wizard.logs.signals import DataFrame, Phase, Signal
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,10 @@ class OomFigures:
             (``(GPU 0; X total capacity; Y already allocated; Z free; W reserved …)``).
         gpu: The device index.
         tried: The allocation that failed.
-        total: The card's capacity as PyTorch sees it.
-        free: Free on the card at that moment.
+        total: The card's capacity as PyTorch sees it; for a capped process (``N GiB
+            allowed``), its allowance, which is the card it has.
+        free: Free on the card at that moment (for a capped process, within its allowance).
+        capacity: The physical card, when the process was capped below it (else None).
         this_process: Everything this process held, PyTorch's and CUDA's own.
         allocated: Memory in live tensors.
         reserved: Reserved by PyTorch's caching allocator (legacy form).
@@ -65,6 +67,7 @@ class OomFigures:
     tried: float | None = None
     total: float | None = None
     free: float | None = None
+    capacity: float | None = None
     this_process: float | None = None
     allocated: float | None = None
     reserved: float | None = None
@@ -118,6 +121,8 @@ class LogScan:
         exit_code: The exit status the log reports, if any.
         host_copy: The failing traceback copies between GPU and pinned host memory.
         cpu_copy: The failing traceback moves tensors to the CPU (``cpu_target``).
+        data_frame: The failing traceback's outermost frame of data loading (``data_frames``):
+            a DataLoader worker starting, or a batch fetched in the training loop.
         evidence: Lines that support the findings, in file order.
         finished: The run says it finished (a final result line, a training bar at its total).
         ends_open: The run just stops: it progressed, then no error, no stop and no finish sign
@@ -168,6 +173,7 @@ class LogScan:
     modified: float | None = None
     config_dump: tuple[tuple[str, Any], ...] | None = None
     cpu_copy: bool = False
+    data_frame: DataFrame | None = None
     host_pressure_line: int | None = None
     sample_first: bool = False
     best_rate: float | None = None

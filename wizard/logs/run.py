@@ -16,7 +16,15 @@ from oom_wizard.logs.allocator import oom_figures
 from oom_wizard.logs.bars import RATE, BarSteps, parse_bar
 from oom_wizard.logs.lines import clean, shorten
 from oom_wizard.logs.result import EvidenceLine, LogScan, SkipBanner
-from oom_wizard.logs.signals import FATAL_SIGNALS, HOST_SIGNALS, SIGNALS, FramePhase, Phase, Signal
+from oom_wizard.logs.signals import (
+    FATAL_SIGNALS,
+    HOST_SIGNALS,
+    SIGNALS,
+    DataFrame,
+    FramePhase,
+    Phase,
+    Signal,
+)
 
 EVIDENCE_RING: Final = 32
 """Evidence lines kept per run (the last ones)."""
@@ -64,6 +72,8 @@ class RunState:
     frames_seen: bool = False
     traceback_hint: FramePhase | None = None
     frame_phase: FramePhase | None = None
+    data_frame: DataFrame | None = None
+    """The outermost frame of data loading in the failing traceback (``data_frames``)."""
     host_copy: bool = False
     cpu_copy: bool = False
     expect_call: bool = False
@@ -104,6 +114,7 @@ class RunState:
             self.frames_seen = False
             self.traceback_hint = None
             self.frame_phase = None
+            self.data_frame = None
             self.host_copy = self.cpu_copy = False
 
     def fail(self, *, oom: bool = False) -> None:
@@ -231,7 +242,12 @@ class RunState:
             during = self.training_started or self.opened_in_frames
             frame_phase = _resolve_frame_phase(self.frame_phase, during)
             phase = frame_phase
-        elif crashed and phase == "unknown" and self.sample_first and not self.training_started:
+        elif (
+            crashed
+            and phase in ("unknown", "launch")
+            and self.sample_first
+            and not self.training_started
+        ):
             phase = "baseline_sample"  # nothing but the command, which samples first
         oom = oom_figures(self.oom_found, self.oom_line) if self.oom_found else None
         evidence = list(ring)
@@ -265,6 +281,7 @@ class RunState:
             exit_code=self.exit_code,
             host_copy=self.host_copy,
             cpu_copy=self.cpu_copy,
+            data_frame=self.data_frame if crashed else None,
             evidence=tuple(evidence),
             finished=finished,
             ends_open=ends_open,

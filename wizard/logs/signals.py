@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Final, Literal, get_args
 
 Phase = Literal[
+    "launch",
     "model_load",
     "quantize",
     "cache_latents",
@@ -23,9 +24,10 @@ Phase = Literal[
 ]
 
 LOADING_PHASES: Final[frozenset[Phase]] = frozenset(
-    {"model_load", "quantize", "cache_latents", "cache_text", "baseline_sample"}
+    {"launch", "model_load", "quantize", "cache_latents", "cache_text", "baseline_sample"}
 )
-"""Phases before the first training step (the ``loading`` moment)."""
+"""Phases before the first training step (the ``loading`` moment). ``launch``: the launcher or
+the dataset settings printed before the trainer loads anything."""
 
 GpuSignal = Literal[
     "cuda_oom",
@@ -41,7 +43,11 @@ GpuSignal = Literal[
 HostSignal = Literal["host_oom_kill", "host_memory_error"]
 """Signals that the host (RAM), not the GPU, ran out: a kill from outside, Python's MemoryError."""
 
-LineSignal = Literal[GpuSignal, HostSignal]
+FaultSignal = Literal["library_fault"]
+"""A CUDA library (cuDNN, cuBLAS) or the driver failed for a reason other than memory: an
+illegal memory access, a failed kernel, cuDNN's attention graph refusing to run."""
+
+LineSignal = Literal[GpuSignal, HostSignal, FaultSignal]
 """The signals a single line shows (the others are concluded from the whole run)."""
 
 RunSignal = Literal["silent_exit", "sysmem_spill", "stall"]
@@ -57,11 +63,19 @@ GPU_SIGNALS: Final[frozenset[Signal]] = frozenset(get_args(GpuSignal))
 HOST_SIGNALS: Final[frozenset[Signal]] = frozenset(get_args(HostSignal))
 
 FATAL_SIGNALS: Final[frozenset[Signal]] = frozenset(
-    {"cuda_oom", "cuda_error_oom", "cublas_alloc", "oom_abort", "loss_dict_followon"}
+    {
+        "cuda_oom",
+        "cuda_error_oom",
+        "cublas_alloc",
+        "oom_abort",
+        "loss_dict_followon",
+        "library_fault",
+    }
 )
 """Signals that mean the job is failing (a skip banner does not: training goes on)."""
 
 MarkerPhase = Literal[
+    "launch",
     "model_load",
     "quantize",
     "cache_latents",
@@ -97,5 +111,9 @@ BarKind = Literal[
     "ignore",
 ]
 """How a progress bar moves the phase (``unnamed``: a bar without a description)."""
+DataFrame = Literal["worker_start", "batch_fetch"]
+"""A traceback frame of data loading: a DataLoader worker process starting (on Windows it
+imports the training script again, which needs the host's commit charge), or a batch being
+fetched inside the training loop."""
 STOP_SIGNALS: Final = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
 """A job ended by one of these was stopped (by the user, the UI or a shutdown), not crashed."""

@@ -35,6 +35,17 @@ named function below, with its reasoning in its docstring:
   full card is a first-steps memory problem, not a stall after many steps
   (:func:`_crawl_from_start`, ``SLOW_FROM_START_S``, ``CARD_FULL_SHARE``); a cut-off
   traceback is assumed to be an OOM only when the phase it stops in points there;
+- a log that stops in the launcher's or the dataset's lines was killed before the model loaded
+  (the ``launch`` phase, said with low confidence); a traceback cut off in data loading is the
+  host's side (:func:`_data_loading_cut`: a Windows DataLoader worker starting is the page
+  file); a CUDA library or driver fault is its own verdict, never a roll-back
+  (:func:`_library_fault`, :func:`_library_fault_advice`); a capped process ran out of its
+  allowance, which is its card (:func:`_capped_note`; the allocator's figures already use it);
+- how sure (:func:`_how_sure`, :func:`_phase_certainty`): ``high`` only where the evidence pins
+  the moment (the failing frames in a phase, PyTorch's message in a phase the trainer's lines
+  announced or right after a step, the host's own kill or error, PyTorch's figures of other
+  processes), ``medium`` where one line points one way, ``low`` otherwise; the reason goes
+  with it (:attr:`Diagnosis.certainty`);
 - the right run (:func:`_log_match`): the config the log printed against the config given, and
   the log's age against the change log's last run; when they differ the verdict says the log
   is from the run before the change.
@@ -84,6 +95,8 @@ AdviceId = Literal[
     "not_oom",
     "sysmem_fallback",
     "stalled",
+    "library_fault",
+    "data_loading",
 ]
 
 EARLY_STEP_LIMIT: Final = 10
@@ -131,6 +144,7 @@ STEP_SIGNALS: Final[frozenset[Signal]] = frozenset({"oom_skip", "oom_abort", "lo
 
 _EVIDENCE_PRIORITY: Final[tuple[str, ...]] = (
     "cuda_oom",
+    "library_fault",
     "cuda_error_oom",
     "cublas_alloc",
     "zero_free",
@@ -150,6 +164,8 @@ _EVIDENCE_PRIORITY: Final[tuple[str, ...]] = (
 )
 
 _PHASE_WORDS: Final[Mapping[Phase, str]] = {
+    "launch": "while the trainer was starting (the launcher's or the dataset's lines), before "
+    "the model loaded",
     "model_load": "while loading the model",
     "quantize": "while quantizing the model",
     "cache_latents": "while caching latents (the VAE encoding the dataset)",
@@ -238,7 +254,10 @@ class Diagnosis:
         advice: Advice beyond the config, each with its evidence present.
         verdict: The finding in one sentence.
         first_change: The first thing to change (or to do).
-        confidence: How sure the moment is.
+        confidence: How sure the verdict is: ``high`` where the evidence pins the moment (a
+            traceback inside a known phase, PyTorch's message in a known phase or right after a
+            step), ``medium`` where one line of evidence points one way, ``low`` otherwise.
+        basis: Why that confidence, in a few words (:attr:`certainty` says it in a line).
         log: The log read.
         crashed: Whether the log's last run crashed (None without a log).
         disagreements: Where the user's answers and the log disagree.
@@ -280,6 +299,12 @@ class Diagnosis:
     log_matches_config: bool | None = None
     log_mismatch: tuple[LogMismatch, ...] = ()
     log_note: str = ""
+    basis: str = ""
+
+    @property
+    def certainty(self) -> str:
+        """How sure the verdict is and why, in one line (:func:`certainty_line`)."""
+        return certainty_line(self.confidence, self.basis)
 
     def to_json(self) -> dict[str, Any]:
         """The diagnosis as JSON-ready data (DESIGN.md's keys, and a few more)."""
@@ -299,6 +324,7 @@ class Diagnosis:
             "verdict": self.verdict,
             "first_change": self.first_change,
             "confidence": self.confidence,
+            "certainty": self.certainty,
             "log": self.log,
             "crashed": self.crashed,
             "disagreements": list(self.disagreements),
@@ -326,6 +352,7 @@ def _oom_json(oom: OomFigures | None) -> dict[str, Any]:
     figures = {
         "tried_gib": oom.tried,
         "total_gib": oom.total,
+        "capacity_gib": oom.capacity,
         "free_gib": oom.free,
         "this_process_gib": oom.this_process,
         "allocated_gib": oom.allocated,
@@ -402,7 +429,9 @@ def diagnose(
     found = _moment_from_log(scan, process, time.time() if now is None else now)
     crawl = _crawl_from_start(scan, probe, kind.kind)
     if crawl is not None:
-        found = _Moment("early_steps", crawl, "medium", found.notes)
+        found = _Moment(
+            "early_steps", crawl, "medium", found.notes, "a training bar slow from its first step"
+        )
     env = _environment(scan, process, probe, given)
     scaled = _scale_up_advice(changelog)
     signals, slow_advice = _slowdown(scan, probe, found, crawl=crawl is not None)
@@ -419,7 +448,8 @@ def diagnose(
     notes += env.notes
     if scan is None:
         notes.append("No log: the moment comes only from your answers.")
-    verdict = _verdict(scan, moment, found, env, kind, model_kind, given)
+    confidence, basis = _how_sure(found, env, given, match)
+    verdict = _verdict(scan, moment, found, env, kind, model_kind, given, sure=confidence != "low")
     if match.words:
         verdict = f"{match.words} {verdict}"
     return Diagnosis(
@@ -437,7 +467,8 @@ def diagnose(
         advice=advice,
         verdict=verdict,
         first_change=_first_change(moment, model_kind, advice),
-        confidence="high" if given.moment else ("low" if match.stale else found.confidence),
+        confidence=confidence,
+        basis=basis,
         log=scan.source if scan is not None else None,
         crashed=scan.crashed if scan is not None else None,
         disagreements=disagreements,
@@ -452,6 +483,35 @@ def diagnose(
     )
 
 
+# --- how sure -----------------------------------------------------------------------------------
+
+_SURE_WORDS: Final[Mapping[Confidence, str]] = {
+    "high": "Sure",
+    "medium": "Fairly sure",
+    "low": "Not sure",
+}
+
+
+def certainty_line(confidence: Confidence, basis: str) -> str:
+    """How sure a verdict is and why, in one line: the one wording of ``diagnose``, the moment
+    screen, ``run`` and ``watch``."""
+    return f"{_SURE_WORDS[confidence]} ({confidence}): {basis}." if basis else ""
+
+
+def _how_sure(
+    found: _Moment, env: _Environment, given: Answers, match: _LogMatch
+) -> tuple[Confidence, str]:
+    """The verdict's confidence and its reason: the user's answer, a log from another run, the
+    environment's strongest reason, else what the log showed of the moment."""
+    if given.moment:
+        return "high", "you said when it crashed"
+    if match.stale:
+        return "low", "the log is from the run before the config's last change"
+    if env.strong:
+        return env.confidence, env.basis
+    return found.confidence, found.basis
+
+
 # --- the moment from the log --------------------------------------------------------------------
 
 
@@ -463,12 +523,14 @@ class _Moment:
     why: str
     confidence: Confidence
     notes: tuple[str, ...] = ()
+    basis: str = ""
+    """Why that confidence, in a few words (:func:`certainty_line`)."""
 
 
 def _moment_from_log(scan: LogScan | None, process: ProcessView | None, now: float) -> _Moment:
     """The moment the log points to, or None with the reason it does not point anywhere."""
     if scan is None:
-        return _Moment(None, "no log", "low")
+        return _Moment(None, "no log", "low", (), "there is no log")
     if not scan.crashed and scan.ends_open and not scan.has("oom_skip"):
         return _open_end_moment(scan, process, now)
     if not scan.crashed and not scan.has("oom_skip"):
@@ -477,15 +539,25 @@ def _moment_from_log(scan: LogScan | None, process: ProcessView | None, now: flo
             note += " (it was stopped)"
         elif scan.run_count > 1:
             note += f" (the file holds {scan.run_count} runs; only the last is read)"
-        return _Moment(None, "the log shows no crash", "low", (note + ".",))
+        return _Moment(
+            None, "the log shows no crash", "low", (note + ".",), "the log shows no crash"
+        )
     if scan.crashed and not (set(scan.signals) & (GPU_SIGNALS | {"host_oom_kill", "silent_exit"})):
+        if scan.has("library_fault"):
+            return _library_fault(scan)
         if scan.exception is not None:
             text = scan.exception.text
             note = (
                 f"The job failed with '{text}' (line {scan.exception.line}), not with an "
                 "out-of-memory error: rolling the memory settings back will not fix that."
             )
-            return _Moment(None, "the crash is not an out-of-memory error", "low", (note,))
+            return _Moment(
+                None,
+                "the crash is not an out-of-memory error",
+                "low",
+                (note,),
+                "its error line is not an out-of-memory one, but the log cannot say more",
+            )
         if (
             scan.frame_phase is None
             and scan.marker_phase == "unknown"
@@ -496,14 +568,39 @@ def _moment_from_log(scan: LogScan | None, process: ProcessView | None, now: flo
                 "a memory-hungry phase: the wizard does not assume an out-of-memory. Paste the "
                 "whole error, or say when it crashed."
             )
-            return _Moment(None, "the error itself is not in the log", "low", (note,))
+            return _Moment(
+                None,
+                "the error itself is not in the log",
+                "low",
+                (note,),
+                "the error line is cut off and nothing in the log places it",
+            )
         found = _moment_from_phase(scan, process)
         note = (
             "The log does not show the error itself (it is cut off); the phase it stops in "
             "points to memory, so out of memory is assumed."
         )
-        return _Moment(found.moment, found.why, "low", (*found.notes, note))
+        basis = "the error line is cut off; the phase it stops in is only a hint"
+        return _Moment(found.moment, found.why, "low", (*found.notes, note), basis)
     return _moment_from_phase(scan, process)
+
+
+def _library_fault(scan: LogScan) -> _Moment:
+    """A CUDA library or the driver failed for a reason that is not memory (cuDNN's fused
+    attention, a cuBLAS kernel, an illegal address): no roll-back of the config changes it."""
+    shown = scan.evidence_for("library_fault")
+    where = f" (line {shown[0].line})" if shown else ""
+    note = (
+        f"A CUDA library or the driver failed{where}, not for lack of memory: rolling the memory "
+        "settings back will not fix it."
+    )
+    return _Moment(
+        None,
+        "a CUDA library or driver fault, not out of memory",
+        "high",
+        (note,),
+        "the log's own error line is a CUDA library or driver fault",
+    )
 
 
 def _open_end_moment(scan: LogScan, process: ProcessView | None, now: float) -> _Moment:
@@ -540,7 +637,10 @@ def _open_end_moment(scan: LogScan, process: ProcessView | None, now: float) -> 
             "The log has no error and no sign that the run finished: assuming it stalled or was "
             "killed there (if you only pasted part of it, say when it crashed)."
         )
-    return _Moment(found.moment, why, "low", tuple(notes))
+    basis = (
+        "the log stops with no error: a stall, a kill from outside and a paste cut there look alike"
+    )
+    return _Moment(found.moment, why, "low", tuple(notes), basis)
 
 
 def _moment_from_phase(scan: LogScan, process: ProcessView | None) -> _Moment:
@@ -550,18 +650,35 @@ def _moment_from_phase(scan: LogScan, process: ProcessView | None) -> _Moment:
     phase = scan.phase
     if phase == "unknown" and scan.has(*STEP_SIGNALS):
         phase = "training"
-    sure: Confidence = "high" if scan.marker_phase == phase or scan.frame_phase else "medium"
+    sure, basis = _phase_certainty(scan, phase)
     if phase in LOADING_PHASES:
-        return _Moment("loading", _PHASE_WORDS[phase], sure)
+        return _Moment("loading", _PHASE_WORDS[phase], sure, (), basis)
     if phase == "periodic_sample":
-        return _Moment("sampling", _phase_words(scan, phase), sure)
+        return _Moment("sampling", _phase_words(scan, phase), sure, (), basis)
     if phase in ("training", "save"):
-        return _training_moment(scan, process, phase, sure)
+        return _training_moment(scan, process, phase, sure, basis)
     return _moment_without_phase(scan)
 
 
+def _phase_certainty(scan: LogScan, phase: Phase) -> tuple[Confidence, str]:
+    """How sure a phase makes the moment: ``high`` when the failing traceback's frames are in
+    it, or PyTorch's own error (or the trainer's OOM banner) comes inside a phase the trainer's
+    lines announced; ``medium`` when one line points there (a phase line or a bar, and the
+    failure is not PyTorch's message); ``low`` when the only lines are the launcher's or the
+    dataset's, which no OOM comes from."""
+    if phase == "launch":
+        return "low", "the only lines before it are the launcher's or the dataset settings"
+    if scan.frame_phase is not None:
+        return "high", f"the failing traceback's frames are {_PHASE_WORDS[phase]}"
+    if scan.marker_phase == phase and scan.has(*GPU_SIGNALS):
+        if phase == "training" and scan.last_step is not None:
+            return "high", "PyTorch's out-of-memory error comes right after a training step line"
+        return "high", f"PyTorch's out-of-memory error comes {_PHASE_WORDS[phase]}"
+    return "medium", "one line of the log points there"
+
+
 def _training_moment(
-    scan: LogScan, process: ProcessView | None, phase: Phase, sure: Confidence
+    scan: LogScan, process: ProcessView | None, phase: Phase, sure: Confidence, basis: str
 ) -> _Moment:
     trouble = _trouble_step(scan)
     where = _phase_words(scan, phase)
@@ -569,10 +686,10 @@ def _training_moment(
         return _unknown_step_moment(process, where)
     if trouble <= EARLY_STEP_LIMIT:
         first = " after resuming" if scan.resumed else ""
-        return _Moment("early_steps", f"{where}, within the first steps{first}", sure)
+        return _Moment("early_steps", f"{where}, within the first steps{first}", sure, (), basis)
     skipped = f" and {scan.skip_count} skipped batches" if scan.skip_count else ""
     why = f"{where}, after {trouble - 1} steps that fit{skipped}"
-    return _Moment("intermittent", why, sure)
+    return _Moment("intermittent", why, sure, (), basis)
 
 
 def _trouble_step(scan: LogScan) -> int | None:
@@ -601,10 +718,11 @@ def _unknown_step_moment(process: ProcessView | None, where: str) -> _Moment:
     is the one that draws the biggest bucket: a borderline config, ``intermittent``. Otherwise
     the first step is the likeliest: ``early_steps``. Either way the confidence is low.
     """
+    basis = "the log does not show which step it was"
     if process is not None and _several_buckets(process):
         why = f"{where} whose number the log does not show, with several buckets"
-        return _Moment("intermittent", why, "low")
-    return _Moment("early_steps", f"{where} whose number the log does not show", "low")
+        return _Moment("intermittent", why, "low", (), basis)
+    return _Moment("early_steps", f"{where} whose number the log does not show", "low", (), basis)
 
 
 def _several_buckets(process: ProcessView) -> bool:
@@ -618,10 +736,17 @@ def _moment_without_phase(scan: LogScan) -> _Moment:
     step 1, so it died while loading. Said with low confidence: a pasted excerpt looks the
     same."""
     if scan.training_started or scan.last_step is not None:
-        return _Moment(None, "the log does not show where it was", "low")
-    why = "before step 1, as the log shows no training progress bar"
-    note = "The log has no phase line: if it is only an excerpt, say when it crashed (--moment)."
-    return _Moment("loading", why, "low", (note,))
+        return _Moment(
+            None, "the log does not show where it was", "low", (), "no phase line places it"
+        )
+    why = "before step 1 as far as the log shows: it has no training progress bar the wizard reads"
+    note = (
+        "The log has no phase line and no step line the wizard reads: if it is only an excerpt, "
+        "or the trainer draws its progress in a way the wizard does not know, it may have been "
+        "training; say when it crashed (--moment)."
+    )
+    basis = "the log has no phase line and no step line the wizard reads"
+    return _Moment("loading", why, "low", (note,), basis)
 
 
 def _phase_words(scan: LogScan, phase: Phase) -> str:
@@ -649,6 +774,9 @@ class _Environment:
     against: bool = False
     """A reason says the job filled the card itself: then nothing short of a strong reason may
     make the GPU "suspect" beside it."""
+    confidence: Confidence = "low"
+    """How sure the strongest strong reason is (:data:`_ENV_RULES`)."""
+    basis: str = ""
 
 
 def _environment(
@@ -671,29 +799,72 @@ def _environment(
     job_alone = _job_holds_card(oom)
     _own_process_note(oom, notes)
     _outside_note(oom, notes)
+    _capped_note(oom, notes)
+    if scan is not None:
+        _library_fault_advice(scan, suspected, advice)
+    levels: list[tuple[Confidence, str]] = []
+
+    def rated(level: Confidence, basis: str, before: int) -> None:
+        if len(strong) > before:
+            levels.append((level, basis))
+
     if job_alone is not None:
         against = job_alone
     else:
         against = ""
+        before = len(strong)
         _others_in_message(oom, strong, advice)
         if not strong:
             _room_left(oom, strong, advice)
+        rated("high", "PyTorch's own figures show the card held or free outside the job", before)
     if scan is None or scan.crashed:
+        before = len(strong)
         _others_now(probe, strong, advice)
+        rated("high", "nvidia-smi shows the card held by something else now", before)
     if scan is not None:
+        before = len(strong)
         _pinned_copy(scan, process, strong, advice)
+        sure_copy = scan.has("cuda_error_oom")
+        rated(
+            "high" if sure_copy else "medium",
+            "the failing traceback copies weights to pinned host memory",
+            before,
+        )
+        before = len(strong)
         _host_kill(scan, process, probe, strong, advice)
+        rated("high", "the log shows the host's own out-of-memory kill or error", before)
+        before = len(strong)
         _save_cut_off(scan, strong, advice)
         _host_ram_end(scan, strong, advice)
+        rated("medium", "the log ends where host RAM peaks, with no GPU error", before)
+        before = len(strong)
+        _data_loading_cut(scan, strong, advice)
+        worker = scan.data_frame == "worker_start"
+        rated(
+            "medium" if worker else "low",
+            "the traceback, cut before its error line, stops in data loading",
+            before,
+        )
         if not job_alone:
+            before = len(strong)
             _driver_signal_at_once(scan, process, strong, suspected, advice)
+            rated("medium", "a small config failed at once at the driver's level", before)
         _silent_exit(scan, suspected, advice)
         _fragmentation(oom, advice)
     if given.worked_before:
         _worked_before(suspected, advice)
     reasons = [*strong, *suspected] + ([against] if against else [])
+    order: tuple[Confidence, ...] = ("high", "medium", "low")
+    level, basis = min(levels, key=lambda item: order.index(item[0]), default=("low", ""))
     return _Environment(
-        bool(strong), bool(suspected), tuple(reasons), tuple(advice), tuple(notes), bool(against)
+        bool(strong),
+        bool(suspected),
+        tuple(reasons),
+        tuple(advice),
+        tuple(notes),
+        bool(against),
+        level,
+        basis,
     )
 
 
@@ -769,6 +940,83 @@ def _own_process_note(oom: OomFigures | None, notes: list[str]) -> None:
         f"PyTorch's message names no process as its own (the job runs in a container): the "
         f"one holding {gib(oom.this_process)}, which covers the {gib(held)} PyTorch held, is "
         "taken as the job itself."
+    )
+
+
+def _library_fault_advice(scan: LogScan, suspected: list[str], advice: list[Advice]) -> None:
+    """A CUDA library or driver fault with no out-of-memory sign: what to try instead of a
+    roll-back. cuDNN's fused attention is the usual culprit on new torch builds (PyTorch falls
+    back to its other attention kernels when it is switched off); a cuBLAS kernel that failed or
+    an illegal address points at the driver, torch's build or the card itself."""
+    if not scan.crashed or not scan.has("library_fault") or scan.has(*GPU_SIGNALS):
+        return
+    suspected.append(
+        "a CUDA library or the driver failed (not an out-of-memory error): the software stack "
+        "or the card, not the config's memory"
+    )
+    advice.append(
+        Advice(
+            "library_fault",
+            "Not memory: switch off cuDNN's attention (torch.backends.cuda.enable_cudnn_sdp(False) "
+            "before training starts) and retry the same config; if it persists, update the "
+            "NVIDIA driver or move to another torch build (or back to the one that worked), and "
+            "run with CUDA_LAUNCH_BLOCKING=1 to see which call fails. Do not roll the config back.",
+        )
+    )
+
+
+def _capped_note(oom: OomFigures | None, notes: list[str]) -> None:
+    """A capped process (PyTorch's ``N GiB allowed``): its allowance is the card it has, and
+    the verdict and the sizes use it as the card."""
+    if oom is None or oom.capacity is None or not oom.total:
+        return
+    notes.append(
+        f"This process was capped at {gib(oom.total)} of the {gib(oom.capacity)} card "
+        "(a memory fraction set for it): it ran out of its allowance, so the allowance is the "
+        "card it has, and the roll-back is sized for it."
+    )
+
+
+def _data_loading_cut(scan: LogScan, strong: list[str], advice: list[Advice]) -> None:
+    """A traceback cut off before its error line whose frames are data loading, not the model:
+    a DataLoader worker starting (on Windows it imports the training script again, and that
+    fails for want of commit charge: the page file), or a batch fetched in the training loop
+    (the host's side: a worker killed for RAM). Neither touches the card's memory."""
+    if not (
+        scan.crashed
+        and scan.data_frame is not None
+        and scan.exception is None
+        and scan.frame_phase is None
+        and not scan.has(*GPU_SIGNALS, *HOST_SIGNALS)
+    ):
+        return
+    if scan.data_frame == "worker_start":
+        strong.append(
+            "the traceback (its error line cut off) is a DataLoader worker starting: on Windows "
+            "each worker imports the training script and torch again, and that fails when the "
+            "page file has no room left, not the card"
+        )
+        advice.append(
+            Advice(
+                "data_loading",
+                "Host memory, not VRAM: let Windows manage the page file (or enlarge it) and "
+                "close other programs, or use fewer data-loader workers (0 loads in the main "
+                "process); rolling VRAM settings back will not help.",
+            )
+        )
+        return
+    strong.append(
+        "the traceback (its error line cut off) stops while a batch was fetched from the data "
+        "loader: that runs on the host (a worker killed for RAM, or a file it could not read), "
+        "not on the card"
+    )
+    advice.append(
+        Advice(
+            "data_loading",
+            "Look at the error line the paste cut off: a worker killed (RAM) wants fewer "
+            "data-loader workers or more RAM; a file error wants that image or caption fixed. "
+            "Rolling VRAM settings back will not help.",
+        )
     )
 
 
@@ -1425,16 +1673,21 @@ def _verdict(
     kind: _Kind,
     model_kind: ModelKind | None,
     given: Answers,
+    *,
+    sure: bool,
 ) -> str:
-    """The finding in one sentence: what happened, when, and what kind of model."""
+    """The finding in one sentence: what happened, when, and what kind of model. A moment the
+    log does not settle (low confidence) is named as the likeliest, not sure."""
     what = _what_happened(scan)
     when = f" {found.why}" if found.moment is not None else ""
     if moment is None:
         label = "no crash moment"
     elif given.moment:
         label = f"moment: {moment}, as you said"
-    else:
+    elif sure:
         label = f"moment: {moment}"
+    else:
+        label = f"likeliest moment: {moment}, not sure"
     if env.strong and moment == "environment":
         label += ", not the config"
     model = kind.label or kind.arch or "the model"
@@ -1451,7 +1704,11 @@ def _what_happened(scan: LogScan | None) -> str:
     if scan.has("host_oom_kill") and not scan.has(*GPU_SIGNALS):
         return "The trainer was killed when the host ran out of RAM"
     if scan.has("host_memory_error") and not scan.has(*GPU_SIGNALS):
-        return "The trainer ran out of host RAM (MemoryError)"
+        return "The trainer ran out of host RAM (or the page file)"
+    if scan.has("library_fault") and not scan.has(*GPU_SIGNALS):
+        return "A CUDA library or the driver failed (not an out-of-memory error)"
+    if scan.crashed and scan.data_frame is not None and scan.exception is None:
+        return "The job failed in data loading, on the host (its error line is cut off)"
     if scan.crashed and scan.has(*GPU_SIGNALS):
         return "The job ran out of GPU memory"
     if scan.has("silent_exit"):
@@ -1475,7 +1732,7 @@ def _first_change(
     """The first thing to do: a scale-up to undo, the environment's first advice, or the
     moment's first roll-back step."""
     items = list(advice)
-    if items and items[0].id == "undo_scale_up":
+    if items and items[0].id in ("undo_scale_up", "library_fault"):
         return items[0].text
     if moment == "environment":
         return items[0].text if items else "Nothing in the config: start from a fresh worker."

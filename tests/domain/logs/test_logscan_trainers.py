@@ -247,7 +247,7 @@ def test_a_command_that_samples_first_puts_a_bare_failure_in_that_sample() -> No
     assert scan.sample_first and scan.phase == "baseline_sample"
     assert diagnose(scan, view()).moment == "loading"
     plain = scan_text(log.replace(" --sample_every_n_steps 1 --sample_at_first", ""))
-    assert not plain.sample_first and plain.phase == "unknown"
+    assert not plain.sample_first and plain.phase == "launch"  # the command, then nothing known
 
 
 def test_a_command_that_samples_first_yields_to_a_bar() -> None:
