@@ -366,7 +366,7 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
         self.dismiss(BACK)
 
     def action_save_now(self) -> None:
-        """Save with this step and those before it; later steps stay for another retry."""
+        """Review and save with this step as shown; the steps not decided yet at their defaults."""
         self._go_on(lambda: self.dismiss(SaveNow(self.choice())))
 
 

@@ -88,7 +88,7 @@ def fix_words(state: WizardState, fix: FixName, *, short: bool = False) -> str:
     sizing = plan.sizing
     if sizing is not None and fix in sizing.savings:
         band = sizing.predicted(fix)
-        peak = "peak" if short else f"{sizing.phase} peak"
+        peak = f"{sizing.phase} peak"
         text += f", {peak} ≈ {band.mid:.1f} of {sizing.card_gib:.1f} GiB"
         if fix == "just_enough" and not sizing.covered:
             text += (
@@ -392,6 +392,64 @@ def prepared(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Pr
 
     settled = _settle_validation(state, choices)
     return prepare(state.document, changes_for(given(state, settled), settled))
+
+
+@dataclass(frozen=True)
+class Review:
+    """The roll-back the review shows and the save writes: one value, so that what is on
+    screen is what is saved.
+
+    Attributes:
+        fix: The fix the steps not decided (and those accepted as they were) follow.
+        choices: Every step's choice, the validation run's included: what the save writes.
+        ready: The edit the choices make (the review's diff).
+        peak: The peak of the config the choices leave, against the card (None: no figures).
+        headline: ``3 fields change (gradient_checkpointing, batch_size, top_bucket)``.
+    """
+
+    fix: FixName
+    choices: Mapping[str, StepChoice]
+    ready: Prepared
+    peak: MemoryPeak | None
+    headline: str
+
+    @property
+    def changed(self) -> bool:
+        """Whether the save would change a field (else there is nothing to save)."""
+        return self.ready.changed
+
+
+def review(
+    state: WizardState, fix: FixName | None = None, *, validation: bool | None = None
+) -> Review:
+    """The review of the roll-back: every step's choice as made, the steps not decided yet
+    (or accepted as they were) at the defaults of ``fix`` (None: the plan's default fix),
+    and the short validation run switched as ``validation`` says (None: as
+    :func:`validation_choice` has it). The app's review renders it and saves
+    :attr:`Review.choices` with :attr:`Review.ready`.
+
+    Raises:
+        EditError: an edit cannot be made safely.
+    """
+    from oom_wizard.spelling import field_changes
+
+    name = fix if fix is not None else state.plan.default_fix
+    decided = effective_choices(state, fix=name)
+    step = state.validation_step()
+    if validation is not None and step is not None and step.id in decided:
+        decided[step.id] = replace(decided[step.id], enabled=validation)
+    ready = prepared(state, decided)
+    steps = recorded_steps(state.plan, ready)
+    headline = field_changes(len(ready.entries))
+    if steps:
+        headline += f" ({', '.join(steps)})"
+    return Review(
+        fix=name,
+        choices=MappingProxyType(decided),
+        ready=ready,
+        peak=memory_peak(state, decided),
+        headline=headline,
+    )
 
 
 def estimate(state: WizardState, choices: Mapping[str, StepChoice] | None) -> MemoryEstimate:
