@@ -80,7 +80,7 @@ class ScaleUpScreen(SavingStage):
             self.show_error(exc.one_line("app"))
             return
         self.query_one("#diff", DiffView).show(self.ready)
-        notes = scale_up_notes(self.state.changelog, self.ready, self.next_up)
+        notes = scale_up_notes(self.state, self.ready, self.next_up)
         shown = self.query_one("#crashed-note", Static)
         shown.update("\n".join(f"⚠ {note}" for note in notes))
         shown.display = bool(notes)

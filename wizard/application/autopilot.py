@@ -343,6 +343,8 @@ class _Loop:
     say: Callable[[str], None]
     attempts: list[Attempt] = field(default_factory=list)
     pending: list[AttemptRecord] = field(default_factory=list)
+    records: list[AttemptRecord] = field(default_factory=list)
+    """Every attempt of this loop as recorded, in order: each save's change log carries them."""
     saved: list[Path] = field(default_factory=list)
     changed: tuple[str, ...] = ()
     """The changes the last save made: they belong to the next attempt."""
@@ -395,6 +397,7 @@ class _Loop:
         self.attempts.append(attempt)
         self.say(f"Attempt {attempt.number}: {attempt.describe()} after {attempt.duration_s:.1f} s")
         record = attempt.record()
+        self.records.append(record)
         own = _own_log(where)
         if own is None:
             self.pending.append(record)
@@ -405,15 +408,27 @@ class _Loop:
         atomic_write(path, log.with_attempts([record]).to_json().encode(), replace=True)
 
     def attach_pending(self, changelog: Path) -> None:
-        """Write the attempts not yet written into ``changelog`` (just saved; atomically)."""
-        if not self.pending:
+        """Give ``changelog`` (just saved) every attempt of this loop, in order, after the
+        attempts of earlier runs it has (atomically; untouched when it has them all).
+
+        The save wrote the change log of the config it started from, as that config was
+        opened: an attempt recorded into it after that (a crash is diagnosed before it is
+        recorded) is missing there, and so is an attempt of a config that was not ours.
+        """
+        self.pending.clear()
+        if not self.records:
             return
         from oom_wizard.storage.changelog import read_changelog
         from oom_wizard.storage.save import atomic_write
 
-        log = read_changelog(changelog).with_attempts(self.pending)
-        atomic_write(changelog, log.to_json().encode(), replace=True)
-        self.pending.clear()
+        log = read_changelog(changelog)
+        ours = {_attempt_key(record) for record in self.records}
+        earlier = [a for a in log.attempts if _attempt_key(a) not in ours]
+        attempts = (*earlier, *self.records)
+        if attempts == log.attempts:
+            return
+        whole = log.model_copy(update={"attempts": attempts})
+        atomic_write(changelog, whole.to_json().encode(), replace=True)
 
     def prior(self, document: JobDocument) -> ChangeLog:
         """The change log the next save appends to, with the attempts not yet written."""
@@ -535,6 +550,7 @@ def _upward(loop: _Loop, config: Path) -> Outcome:
         open_for_scale_up,
         prepare_scale_up,
         save_scale_up,
+        scale_up_notes,
     )
 
     stable = config
@@ -546,6 +562,8 @@ def _upward(loop: _Loop, config: Path) -> Outcome:
                 "finished", f"Nothing left to scale up: {stable} has every setting back.", stable
             )
         prepared = prepare_scale_up(state, scale)
+        for note in scale_up_notes(state, prepared, scale):  # said before it is given back
+            loop.say(f"⚠ {scale.title}: {note}")
         result = save_scale_up(state, scale, ToFile(), ready=prepared)
         assert isinstance(result, SaveResult)  # a file destination writes a file
         loop.attach_pending(result.changelog)
@@ -885,6 +903,11 @@ def _outcome(end: TrainerEnd, scan: LogScan, kind: str, trained: int) -> str:
             return "untrained"
         return "passed_validation" if kind == "validation" else "finished"
     return "failed"
+
+
+def _attempt_key(record: AttemptRecord) -> tuple[str, str | None, str]:
+    """What tells one recorded attempt from another: its config, its own log, its start."""
+    return record.config, record.log, record.at
 
 
 def _own_changelog(config: Path) -> ChangeLog | None:
