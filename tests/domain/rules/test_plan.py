@@ -650,8 +650,8 @@ def test_json_has_exactly_the_design_shape() -> None:
     assert set(data["estimate"]["gib"]["before"]) == set(data["estimate"]["gib"]["after"]) == phases
     for step in data["steps"]:
         assert set(step) == {
-            "id", "title", "why", "satisfied", "default_on", "ui_hint", "costs", "available",
-            "fields",
+            "id", "title", "why", "state", "satisfied", "default_on", "ui_hint", "costs",
+            "available", "fields",
         }  # fmt: skip
         for proposal in step["fields"]:
             assert set(proposal) == {"path", "before", "after", "default_on"}

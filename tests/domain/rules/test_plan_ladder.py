@@ -362,7 +362,7 @@ def test_a_lever_the_arch_lacks_is_not_available_rather_than_done() -> None:
     assert sdxl is not None and not sdxl.available
     status, out, _ = cli("plan", FIXTURES / "kontext_edit_lora.yaml", "--moment", "early_steps")
     assert status == 0
-    assert "Offload layers to system RAM [layer_offloading]: not available for this model" in out
+    assert "Offload layers to system RAM [layer_offloading]: not for this model" in out
 
 
 def test_after_dropping_the_biggest_bucket_the_next_one_down_waits_for_a_new_crash(
