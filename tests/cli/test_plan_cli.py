@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from oom_wizard.application.demo import VIDEO_JOB, copy_demo
+from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB, copy_demo
 from tests.support.corpus import FIXTURES
 from tests.support.plan_support import cli, job, write_job
 
@@ -165,3 +165,24 @@ def test_a_step_for_a_later_retry_has_its_own_state_and_is_not_satisfied(
     assert "Batch size to 1 [batch_size]: done" in text
     assert "Fewer control images [control_images]: not for this model" in text
     assert "Lower LoRA rank [lora_rank]: not needed now, off by default" in text
+
+
+def test_the_validation_run_shows_the_count_it_is_written_with(tmp_path: Path) -> None:
+    """The image demo saves and samples every 250 steps: its short validation run is 251
+    steps in ``plan``'s text, its JSON and the file ``apply`` writes; its reason names no
+    count (issue 33: it was shown as ``3000 → 100`` and "a hundred steps")."""
+    folder = copy_demo(tmp_path / "demo")
+    config, log = folder / IMAGE_JOB.config, folder / IMAGE_JOB.log
+    status, text, _ = cli("plan", config, "--log", log)
+    assert status == 0
+    block = text[text.index("[validation_run]") :].split("\n\n")[0]
+    assert "train.steps: 3000 → 251" in block
+    assert "hundred" not in block
+    status, out, _ = cli("plan", config, "--log", log, "--json")
+    step = next(s for s in json.loads(out)["steps"] if s["id"] == "validation_run")
+    assert [f["after"] for f in step["fields"]] == [251]
+    output = tmp_path / "out.yaml"
+    steps = "gradient_checkpointing,validation_run"
+    status, _, err = cli("apply", config, "--log", log, "--steps", steps, "-o", output)
+    assert status == 0, err
+    assert "  steps: 251\n" in output.read_text(encoding="utf-8")

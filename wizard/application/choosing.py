@@ -230,11 +230,16 @@ def validation_choice(
 
 
 def _validation_wanted(state: WizardState, validation: StepProposal) -> int:
-    """The validation run's steps asked for: ``run``'s count, else the plan's figure."""
+    """The validation run's steps asked for: ``run``'s count, else the presets' (the plan's
+    figure is already raised past the first save and sample of a fresh run); 0 when the plan
+    proposes no count."""
+    from oom_wizard.rules.catalog import load_presets
+
     if state.validation_run is not None:
         return state.validation_run
-    figures = [f.after for f in validation.fields if isinstance(f.after, int)]
-    return min(figures) if figures else 0
+    if not any(isinstance(f.after, int) for f in validation.fields):
+        return 0
+    return load_presets().limits.validation_steps
 
 
 def resume_of(state: WizardState) -> ResumePoint | None:

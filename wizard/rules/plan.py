@@ -1766,12 +1766,14 @@ def _validation_run(process: _Process, moment: Moment, found: _Found) -> None:
     train = process.view.train
     if not train.is_known("steps"):
         found.note_placeholder(process, "train", "steps")
-    elif (train.steps or 0) > validation_run_steps(
-        process.view, process.get("save", "save_every"), process.limits.validation_steps
+    elif (train.steps or 0) > (
+        steps := validation_run_steps(
+            process.view, process.get("save", "save_every"), process.limits.validation_steps
+        )
     ):
-        # A config already at its validation count (raised past the first save and
-        # sample) has the step; the count itself is the service's (it knows the resume).
-        steps = process.limits.validation_steps
+        # The count a fresh run is written with: the presets' steps raised past the first
+        # save and sample. A config already at it has the step. The service counts it again
+        # from where the job resumes, on the config the other choices leave.
         _propose(found, process, ("train", "steps"), steps, control="number")
 
 
