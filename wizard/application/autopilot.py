@@ -531,7 +531,7 @@ def _downward(loop: _Loop, config: Where, kind: Literal["full", "validation"]) -
                 "stopped",
                 f"Stopped: {retries} roll-back(s) tried (--max-retries "
                 f"{loop.settings.max_retries}) and it still runs out of memory. "
-                + _what_next(loop, more_retries=True),
+                + _what_next(loop, state.document, more_retries=True),
                 config,
             )
         saved = _roll_back(loop, state, attempt, config)
@@ -698,11 +698,25 @@ def _untrained_reason(attempt: Attempt, scan: LogScan) -> str:
     )
 
 
-def _what_next(loop: _Loop, *, more_retries: bool = False) -> str:
+def what_is_left(document: JobDocument) -> tuple[str, ...]:
+    """What is left when no roll-back is (:data:`NEXT_STEPS`), as this config stands: a
+    config whose every model is quantized already is not told to quantize."""
+    processes = document.view().processes
+    if not processes or not all(process.model.quantize for process in processes):
+        return NEXT_STEPS
+    return tuple(
+        "a smaller model, or a lower qtype (model.qtype: model.quantize is on already)"
+        if option.startswith("a smaller model")
+        else option
+        for option in NEXT_STEPS
+    )
+
+
+def _what_next(loop: _Loop, document: JobDocument, *, more_retries: bool = False) -> str:
     """The next step when no roll-back is left: what was tried, and what else there is."""
     tried = loop.tried
     done = f"Tried: {'; '.join(tried)}. " if tried else "No roll-back was tried. "
-    options = list(NEXT_STEPS)
+    options = list(what_is_left(document))
     if more_retries:
         options.insert(0, "more roll-backs (a higher --max-retries)")
     return done + "What is left: " + "; or ".join(options) + "."
@@ -780,7 +794,7 @@ def _roll_back(
     ready = prepared(state, choices)
     fix = [e for e in ready.entries if e.step != VALIDATION_RUN]
     if not fix:
-        return _nothing_left(loop, attempt, state.diagnosis)
+        return _nothing_left(loop, attempt, state)
     lines = entry_lines(ready)
     if validate:
         from oom_wizard.application.choosing import validation_note
@@ -819,16 +833,17 @@ def _roll_back(
     return config, "validation" if _still_short(config) else "full"
 
 
-def _nothing_left(loop: _Loop, attempt: Attempt, diagnosis: Diagnosis) -> str:
+def _nothing_left(loop: _Loop, attempt: Attempt, state: WizardState) -> str:
     earlier = [a for a in loop.attempts[:-1] if a.outcome == "crashed"]
+    left = _what_next(loop, state.document)
     if earlier and earlier[-1].moment == attempt.moment and earlier[-1].phase == attempt.phase:
         return (
             f"Stopped: the same crash came back ({attempt.describe()}) and the roll-back has no "
-            "step left to take; the config is not relaunched unchanged. " + _what_next(loop)
+            "step left to take; the config is not relaunched unchanged. " + left
         )
     return (
-        f"Stopped: the roll-back ladder for {diagnosis.moment} is exhausted: every step is "
-        "already in the config, and the config is not relaunched unchanged. " + _what_next(loop)
+        f"Stopped: the roll-back ladder for {state.diagnosis.moment} is exhausted: every step "
+        "is already in the config, and the config is not relaunched unchanged. " + left
     )
 
 
