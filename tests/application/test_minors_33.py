@@ -14,7 +14,7 @@ def test_run_does_not_suggest_quantizing_a_model_that_is_quantized_already(
     tmp_path: Path,
 ) -> None:
     quantized = load_document(DEMO / FLUX)
-    assert quantized.view().primary.model.quantize
+    assert all(p.model.quantize for p in quantized.view().processes)
     words = " ".join(what_is_left(quantized))
     assert "a quantized one" not in words
     assert "a lower qtype (model.qtype: model.quantize is on already)" in words
@@ -22,5 +22,5 @@ def test_run_does_not_suggest_quantizing_a_model_that_is_quantized_already(
     plain_file = tmp_path / "plain.yaml"
     plain_file.write_text(text.replace("quantize: true\n", "quantize: false\n", 1), "utf-8")
     plain = load_document(plain_file)
-    assert not plain.view().primary.model.quantize
+    assert not any(p.model.quantize for p in plain.view().processes)
     assert what_is_left(plain) == NEXT_STEPS
