@@ -266,6 +266,9 @@ async def test_coming_back_and_scaling_up_one_step(tmp_path: Path) -> None:
         await wait_for_state(pilot)
         await press(pilot, "enter")
         assert screen_name(pilot) == "ComingBackScreen"
+        last = screen_text(pilot, "#last")
+        assert last.startswith("Last time (roll-back, ")  # words, not the id "rollback"
+        assert "(Gradient checkpointing on" not in last and "rollback" not in last
         await press(pilot, "enter")
         assert screen_name(pilot) == "ScaleUpScreen"
         await press(pilot, "enter")

@@ -133,8 +133,10 @@ def assert_saved_as_shown(pilot: Pilot[int], seen: OnScreen, source: str, saved:
 #: The demo image job after Enter, Enter, Ctrl+S on its first step (checkpointing): each fix
 #: as its headline reads.
 DEMO = {
-    "just_enough": "1 field changes (gradient_checkpointing)",
-    "safe": "4 fields change (gradient_checkpointing, batch_size, top_bucket)",
+    "just_enough": "1 field changes (Gradient checkpointing on)",
+    "safe": (
+        "4 fields change (Gradient checkpointing on, Batch size to 1, Drop the biggest resolution)"
+    ),
 }
 
 
@@ -154,8 +156,8 @@ async def test_the_demo_saves_the_fix_its_review_shows(tmp_path: Path, fix: str)
 #: AI Toolkit's FLUX example dying now and then, after Ctrl+S on its first step (the biggest
 #: resolution, which "just enough" leaves on): each fix as its headline reads.
 FLUX = {
-    "just_enough": "1 field changes (text_encoder)",
-    "safe": "2 fields change (top_bucket, text_encoder)",
+    "just_enough": "1 field changes (Cached text embeddings)",
+    "safe": "2 fields change (Drop the biggest resolution, Cached text embeddings)",
 }
 
 
@@ -183,7 +185,8 @@ async def test_a_web_ui_job_saves_the_fix_its_review_shows(tmp_path: Path) -> No
         await press(pilot, "enter")
         seen = await review_with(pilot, "safe")
         assert seen.headline == (
-            "5 fields change (gradient_checkpointing, batch_size, top_bucket, text_encoder)"
+            "5 fields change (Gradient checkpointing on, Batch size to 1, "
+            "Drop the biggest resolution, Cached text embeddings)"
         )
         await save(pilot)
         after = job_row(db, UI_JOB)

@@ -409,7 +409,8 @@ class Review:
         choices: Every step's choice, the validation run's included: what the save writes.
         ready: The edit the choices make (the review's diff).
         peak: The peak of the config the choices leave, against the card (None: no figures).
-        headline: ``3 fields change (gradient_checkpointing, batch_size, top_bucket)``.
+        headline: ``2 fields change (Gradient checkpointing on, Batch size to 1)``: the steps
+            by title (the app shows no raw ids).
     """
 
     fix: FixName
@@ -444,7 +445,8 @@ def review(
     if validation is not None and step is not None and step.id in decided:
         decided[step.id] = replace(decided[step.id], enabled=validation)
     ready = prepared(state, decided)
-    steps = recorded_steps(state.plan, ready)
+    titles = {step.id: step.title for step in state.plan.steps}
+    steps = [titles[step] for step in recorded_steps(state.plan, ready)]
     headline = field_changes(len(ready.entries))
     if steps:
         headline += f" ({', '.join(steps)})"

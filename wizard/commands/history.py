@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from oom_wizard.commands._common import change_line, stdout
 from oom_wizard.commands._jobdb import add_db_arguments, show_jobs, wants_db
 from oom_wizard.errors import WizardError
+from oom_wizard.spelling import direction
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -22,13 +23,6 @@ if TYPE_CHECKING:
 
     from oom_wizard.application.history import History
     from oom_wizard.service import ChangeLog, ScaleUp
-
-_DIRECTIONS = {
-    "rollback": "roll-back",
-    "scale_up": "scale-up",
-    "edit": "edit",
-    "restore": "restore",
-}
 
 
 def add_parser(subparsers: Any) -> None:
@@ -94,7 +88,7 @@ def render_history(console: Console, history: History) -> None:
             )
             if text
         )
-        header = f"Run {index} · {run.at} · {_DIRECTIONS.get(run.direction, run.direction)}"
+        header = f"Run {index} · {run.at} · {direction(run.direction)}"
         console.print(f"{header}{f' ({about})' if about else ''}", markup=False)
         if run.steps:
             console.print(f"  steps: {', '.join(run.steps)}", markup=False)
