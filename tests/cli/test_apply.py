@@ -334,3 +334,15 @@ def test_the_apps_save_as_field_refuses_a_txt_name_as_it_is_typed(tmp_path: Path
     target = file_target(state, str(tmp_path / "fixed.txt"), None)
     assert target.destination is None and target.output_refused is not None
     assert "refuses '.txt'" in target.output_refused.one_line("app")
+
+
+def test_a_one_line_json_config_is_shown_field_by_field(tmp_path: Path) -> None:
+    """A config stored as one line of JSON (as the web UI stores it) is not printed whole as
+    its diff: the fields that change, a line each, as the app shows them (issue 33)."""
+    config = tmp_path / "job.json"
+    config.write_text(json.dumps(TREE), encoding="utf-8")
+    status, out, err = cli("apply", config, "--dry-run")
+    assert status == 0, err
+    assert "The config is one long line; the fields that change:" in out
+    assert "+ config.process[0].train.cache_text_embeddings: true" in out
+    assert max(len(line) for line in out.splitlines()) < 200

@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     to_db = state.db_job is not None
     asked = (args.in_place or args.as_new is not None) if to_db else args.output or args.yes
     if args.dry_run or not asked:
-        console.print(prepared.diff(), markup=False)
+        console.print(prepared.shown_diff(), markup=False)
         if not args.dry_run:
             how = "--in-place (or --as-new [NAME])" if to_db else "--yes (or -o OUT)"
             console.print(f"Write it with {how}.", markup=False)
