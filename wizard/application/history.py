@@ -176,17 +176,19 @@ def _repeats_crash(history: History, readds: Sequence[ScaleUp]) -> str | None:
     return repeated_crash_note(now, after, history.changelog, history.log_path)
 
 
-def change_why(entry: ChangeEntry) -> str:
+def change_why(entry: ChangeEntry, direction: str = "rollback") -> str:
     """Why a logged change was made (``history``'s "why" line): the step's title and its
     reason from the presets, then what the recorded reason adds beyond the field's name (a
     confirmed increase, the effective batch kept, the buckets dropped).
 
-    A change without a known step (``set``) keeps the reason it was recorded with.
+    A change without a known step (``set``), and a change that gives a setting back
+    (``direction`` ``scale_up``: the roll-back's reason does not say why it comes back),
+    keep the reason they were recorded with.
     """
     from oom_wizard.rules.catalog import load_presets
 
     presets = load_presets()
-    if entry.step is None or entry.step not in presets.steps:
+    if entry.step is None or entry.step not in presets.steps or direction == "scale_up":
         return entry.reason
     info = next(step for key, step in presets.steps.items() if key == entry.step)
     title, _, detail = entry.reason.partition(": ")

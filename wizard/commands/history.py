@@ -97,7 +97,7 @@ def render_history(console: Console, history: History) -> None:
             console.print("  no field changed", markup=False)
         for entry in entries:
             console.print(change_line(entry.path, entry.before, entry.after), markup=False)
-            why = change_why(entry)
+            why = change_why(entry, run.direction)
             if why:
                 console.print(f"      why: {why}", markup=False)
     console.print("", markup=False)
