@@ -248,10 +248,11 @@ class OomWizardApp(App[int]):
         self.show_moment()
 
     def show_review(self, upto: int | None) -> None:
-        """The whole diff and the save; ``upto`` steps count (None: all, with defaults)."""
+        """The whole diff and the save: every step, at its default where undecided; Back
+        goes to the last step of the walk before ``upto`` (None: the last one)."""
         from oom_wizard.screens.review import ReviewScreen
 
-        self._stage(ReviewScreen(upto), partial(self._reviewed, upto))
+        self._stage(ReviewScreen(), partial(self._reviewed, upto))
 
     def _reviewed(self, upto: int | None, result: Finished | Back | None) -> None:
         if isinstance(result, Finished):
@@ -283,8 +284,8 @@ class OomWizardApp(App[int]):
             self.show_start()
 
     def save_now(self) -> None:
-        """Review and save what is decided: on a step, that step and those before it (as
-        its Ctrl+S does); elsewhere every step, with its default where undecided."""
+        """Review and save: on a step, with that step as shown (as its Ctrl+S does); every
+        step not decided yet at its default."""
         from oom_wizard.screens.step import StepScreen
 
         if isinstance(self.screen, StepScreen):
@@ -359,7 +360,7 @@ class OomWizardApp(App[int]):
             )
         yield SystemCommand(
             "Stage: review and save",
-            "Save now, as Ctrl+S on a step does (elsewhere: every step at its default)",
+            "Save now, as Ctrl+S on a step does (every step not decided at its default)",
             self.save_now,
         )
         if self.state.coming_back:

@@ -46,7 +46,8 @@ class Accepted:
 
 @dataclass(frozen=True)
 class SaveNow:
-    """A step was decided and the user wants to save now, with the steps up to it."""
+    """A step was decided and the user wants to review and save now (the steps not decided
+    yet at their defaults)."""
 
     choice: StepChoice
 

@@ -3,7 +3,6 @@ changes field by field where the config is one long line."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from textual.content import Content
@@ -13,10 +12,6 @@ from oom_wizard import spelling
 
 if TYPE_CHECKING:
     from oom_wizard.service import ChangeEntry, Prepared
-
-#: A diff line longer than this is unreadable as a line (a config stored as one line of
-#: JSON, as the web UI stores it): such a change is shown field by field instead.
-LONG_DIFF_LINE = 160
 
 
 def change_line(entry: ChangeEntry) -> str:
@@ -38,21 +33,11 @@ def diff_content(diff: str) -> Content:
             style = "$text-error"
         elif line.startswith("@@"):
             style = "$text-accent"
+        elif not line.startswith(" "):  # a heading (the fields of a one-line config)
+            style = "$text-muted"
         else:
             style = ""
         lines.append(Content.styled(line, style) if style else Content(line))
-    return Content("\n").join(lines)
-
-
-def field_changes_content(entries: Sequence[ChangeEntry]) -> Content:
-    """The changes field by field, as a diff of ``path: value`` lines."""
-    if not entries:
-        return Content.styled("No field changes.", "$text-muted")
-    lines = [Content.styled("The config is one long line; the fields that change:", "$text-muted")]
-    for entry in entries:
-        before, after = spelling.before_after(entry.before, entry.after)
-        lines.append(Content.styled(f"- {entry.path}: {before}", "$text-error"))
-        lines.append(Content.styled(f"+ {entry.path}: {after}", "$text-success"))
     return Content("\n").join(lines)
 
 
@@ -69,8 +54,4 @@ class DiffView(Static):
 
     def show(self, ready: Prepared) -> None:
         """Render the changes of ``ready``."""
-        diff = ready.diff()
-        if any(len(line) > LONG_DIFF_LINE for line in diff.splitlines()):
-            self.update(field_changes_content(ready.entries))
-        else:
-            self.update(diff_content(diff))
+        self.update(diff_content(ready.shown_diff()))

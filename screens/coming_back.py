@@ -13,6 +13,7 @@ from oom_wizard.screens.base import BACK, CRASHED, RAN, Back, StageScreen
 from oom_wizard.screens.changes import change_line
 from oom_wizard.screens.widgets import KeyBar, MarkedOptionList
 from oom_wizard.service import retry_answer
+from oom_wizard.spelling import direction
 
 
 class ComingBackScreen(StageScreen[str | Back]):
@@ -53,7 +54,8 @@ class ComingBackScreen(StageScreen[str | Back]):
         run = log.runs[index]
         lines = [
             Content.assemble(
-                ("Last time ", "bold"), f"({run.direction}, {run.at}) the wizard changed:"
+                ("Last time ", "bold"),
+                f"({direction(run.direction)}, {run.at}) the wizard changed:",
             )
         ]
         lines.extend(Content(f"  {change_line(entry)}") for entry in log.changes_of_run(index))

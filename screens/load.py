@@ -404,7 +404,7 @@ class LoadScreen(StageScreen[None]):
     def _failed(self, event: LoadFailed) -> None:
         self._done_reading()
         self.query_one("#status", Static).update("")
-        self.query_one("#error", Static).update(f"oom-wizard: error: {event.error}")
+        self.query_one("#error", Static).update(event.error)
         self.notify(event.error, title="Cannot load", severity="error")
         if self.request.db is not None:
             return

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
 from functools import partial
 
 from textual import on
@@ -16,41 +14,43 @@ from oom_wizard.errors import WizardError
 from oom_wizard.screens.base import BACK
 from oom_wizard.screens.changes import DiffView
 from oom_wizard.screens.destination import DestinationPicker
+from oom_wizard.screens.memory_bar import MemoryBar
 from oom_wizard.screens.saving import SavingStage
 from oom_wizard.screens.toggles import Choice, Tick
 from oom_wizard.screens.widgets import KeyBar
 from oom_wizard.service import (
     FIX_WORDS,
     FixName,
-    Prepared,
-    StepChoice,
-    effective_choices,
+    Review,
     fix_names,
     fix_steps_words,
     fix_summary,
     fix_words,
     optional_line,
-    prepared,
+    review,
     save,
     validation_choice,
     validation_note,
 )
-from oom_wizard.spelling import field_changes
 
 
 class ReviewScreen(SavingStage):
-    """Everything that will change, where it is saved, and the save."""
+    """Everything that will change, where it is saved, and the save: the screen renders
+    :func:`oom_wizard.service.review` for the fix and the validation run picked, and saves
+    exactly its choices."""
 
     BINDINGS = [  # noqa: RUF012
         Binding("enter", "save", "Save", priority=True, id="review.save"),
         Binding("escape", "back", "Back", id="review.back"),
     ]
 
-    def __init__(self, upto: int | None) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.upto = upto
-        #: The fix whose defaults the steps accepted as they were take (None: the plan's).
+        #: The fix whose defaults the steps not decided, or accepted as they were, take
+        #: (None: the plan's).
         self.fix: FixName | None = None
+        #: What is on screen, and what Save writes (None: an edit was refused).
+        self.shown: Review | None = None
 
     def compose(self) -> ComposeResult:
         state = self.state
@@ -58,6 +58,7 @@ class ReviewScreen(SavingStage):
         with VerticalScroll(id="body"):
             yield Static("Review and save", classes="title")
             yield Static("", id="summary")
+            yield MemoryBar(id="memory")
             yield DestinationPicker(state, id="destination")
             fixes = fix_names(state)
             if len(fixes) > 1:
@@ -99,16 +100,6 @@ class ReviewScreen(SavingStage):
         """Show what the choices change."""
         self.refresh_diff()
 
-    def choices(self) -> Mapping[str, StepChoice]:
-        """The choices saved: the steps decided, the validation run as toggled (counted, with
-        ``run``'s step count when it asks, on the config these choices leave)."""
-        decided = effective_choices(self.state, upto=self.upto, fix=self.fix)
-        validation = self.state.validation_step()
-        if validation is not None and validation.id in decided:
-            on = self.query_one("#validation", Tick).value
-            decided[validation.id] = replace(decided[validation.id], enabled=on)
-        return decided
-
     @on(RadioSet.Changed, "#fix")
     def _fix_chosen(self, event: RadioSet.Changed) -> None:
         """The steps accepted as they were follow the fix picked; the diff follows."""
@@ -118,35 +109,36 @@ class ReviewScreen(SavingStage):
 
     @on(Tick.Changed, "#validation")
     def refresh_diff(self) -> None:
-        """Recompute the whole diff."""
+        """Show the review of the fix and the validation run picked: its headline, its
+        peak and its diff."""
+        ticks = self.query("#validation").results(Tick)
+        validation = next((tick.value for tick in ticks), None)
         try:
-            self.ready = prepared(self.state, self.choices())
+            shown = review(self.state, self.fix, validation=validation)
         except WizardError as exc:
-            self.ready = None
+            self.shown = self.ready = None
             self.show_error(exc.one_line("app"))
             return
-        self.query_one("#summary", Static).update(self._summary(self.ready))
-        self.query_one("#diff", DiffView).show(self.ready)
+        self.shown, self.ready = shown, shown.ready
+        self.query_one("#summary", Static).update(self._summary(shown))
+        self.query_one("#memory", MemoryBar).show(shown.peak)
+        self.query_one("#diff", DiffView).show(shown.ready)
 
-    def _summary(self, ready: Prepared) -> str:
-        count = len(ready.entries)
-        steps = sorted({entry.step for entry in ready.entries if entry.step})
-        text = field_changes(count)
-        if steps:
-            text += f" ({', '.join(steps)})"
+    def _summary(self, shown: Review) -> str:
         job = self.state.db_job
         if job is None:
-            return text + f". The source, {self.state.source.name}, is never written."
-        return text + f". Job '{job.name}' of AI Toolkit's UI. Save to:"
+            return f"{shown.headline}. The source, {self.state.source.name}, is never written."
+        return f"{shown.headline}. Job '{job.name}' of AI Toolkit's UI. Save to:"
 
     def action_save(self) -> None:
         """Save in a worker (refused when nothing changes or the destination is refused)."""
         if self.saving:
             return
-        if self.ready is None or not self.ready.changed:
+        shown = self.shown
+        if shown is None or not shown.changed:
             self.show_error("nothing to save: no field changes with these choices")
             return
-        self.start_save(partial(save, self.state, dict(self.choices())))
+        self.start_save(partial(save, self.state, shown.choices, ready=shown.ready))
 
     def action_back(self) -> None:
         """Back to the last step."""

@@ -109,5 +109,5 @@ class SavingStage(StageScreen[Finished | Back]):
 
     def show_error(self, line: str) -> None:
         """The refusal as the command line prints it, and as a notification."""
-        self.query_one("#error", Static).update(f"oom-wizard: error: {line}")
+        self.query_one("#error", Static).update(line)
         self.notify(line, title="Not saved", severity="error")

@@ -22,6 +22,7 @@ from oom_wizard.service import (
     prepare_scale_up,
     save_scale_up,
     scale_up_notes,
+    scale_up_prediction,
 )
 
 
@@ -62,6 +63,9 @@ class ScaleUpScreen(SavingStage):
             else:
                 yield Static(f"Scale up · {self.next_up.title}", classes="title")
                 yield Static(self.next_up.why, classes="why")
+                prediction = scale_up_prediction(self.state, self.next_up)  # as scale-up says
+                if prediction is not None:
+                    yield Static(prediction.words, id="prediction", classes="why", markup=False)
                 yield Static("", id="crashed-note", classes="error", markup=False).set_styles(
                     "display: none;"
                 )
@@ -80,7 +84,7 @@ class ScaleUpScreen(SavingStage):
             self.show_error(exc.one_line("app"))
             return
         self.query_one("#diff", DiffView).show(self.ready)
-        notes = scale_up_notes(self.state.changelog, self.ready, self.next_up)
+        notes = scale_up_notes(self.state, self.ready, self.next_up)
         shown = self.query_one("#crashed-note", Static)
         shown.update("\n".join(f"⚠ {note}" for note in notes))
         shown.display = bool(notes)

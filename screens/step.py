@@ -353,8 +353,32 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
         reasons = [f"{row.proposal.label}: {check.reason}" for row, check in increases]
         self.app.push_screen(ConfirmIncreaseScreen(reasons), answered)
 
+    def unused_typed(self) -> list[FieldRow]:
+        """Rows with a value the user typed that the step will not use: the step's switch,
+        or the row's, is off."""
+        used = set(self.used_rows())
+        return [
+            row
+            for row in self.query(FieldRow)
+            if row.editable and not row.follows and row not in used and row.edited() != (True, None)
+        ]
+
+    def _say_unused(self) -> None:
+        """Say which typed values a switch that is off leaves unused (never silently)."""
+        unused = self.unused_typed()
+        if unused:
+            rows = ", ".join(
+                f"{row.proposal.label} {row.value_input.value.strip()}" for row in unused
+            )
+            self.notify(
+                f"Typed but not used, its switch is off: {rows} (switch it on to use it)",
+                title="Not used",
+                severity="warning",
+            )
+
     def action_accept(self) -> None:
         """Keep the toggles as shown and go on to the next step."""
+        self._say_unused()
         self._go_on(lambda: self.dismiss(Accepted(self.choice())))
 
     def action_skip(self) -> None:
@@ -366,7 +390,8 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
         self.dismiss(BACK)
 
     def action_save_now(self) -> None:
-        """Save with this step and those before it; later steps stay for another retry."""
+        """Review and save with this step as shown; the steps not decided yet at their defaults."""
+        self._say_unused()
         self._go_on(lambda: self.dismiss(SaveNow(self.choice())))
 
 

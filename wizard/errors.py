@@ -157,19 +157,21 @@ def os_error_line(exc: OSError) -> str | None:
 
 
 def error_line(exc: BaseException, front: Front = "cli") -> str:
-    """The one line the command line prints for ``exc`` (the app shows the same line, a
-    remedy worded for it: ``front``).
+    """The one line the command line prints for ``exc``; the app shows the same line with
+    its remedy worded for it (``front``), without the command line's ``oom-wizard: error:``
+    (its notice is titled, its line coloured, instead); an internal error reads the same.
 
     A ``WizardError`` is bad input; an ``OSError`` of the machine (a full device, a name
     too long) is too; anything else is an internal error, a bug.
     """
+    error = f"{PROGRAM}: error: " if front == "cli" else ""
     if isinstance(exc, WizardError):
-        return f"{PROGRAM}: error: {exc.one_line(front)}"
+        return f"{error}{exc.one_line(front)}"
     if isinstance(exc, OSError):
         line = os_error_line(exc)
         if line is not None:
-            return f"{PROGRAM}: error: {line}"
-    return (
+            return f"{error}{line}"
+    return (  # a bug: the same line in both, to be reported as it is
         f"{PROGRAM}: internal error: {type(exc).__name__}: {exc} "
         "(run again with --debug for a traceback, and please report it)"
     )

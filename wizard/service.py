@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __getattr__
     from oom_wizard.application.choosing import (
         Jumped as Jumped,
+        Review as Review,
         StepStatus as StepStatus,
         answer as answer,
         changes as changes,
@@ -67,6 +68,7 @@ if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __get
         proposed_step as proposed_step,
         recorded_steps as recorded_steps,
         resume_of as resume_of,
+        review as review,
         step_prepared as step_prepared,
         step_status as step_status,
         validation_choice as validation_choice,
@@ -240,6 +242,7 @@ if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __get
 _SOURCES: dict[str, tuple[str, ...]] = {
     "oom_wizard.application.choosing": (
         "Jumped",
+        "Review",
         "StepStatus",
         "answer",
         "changes",
@@ -266,6 +269,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "proposed_step",
         "recorded_steps",
         "resume_of",
+        "review",
         "step_prepared",
         "step_status",
         "validation_choice",

@@ -116,3 +116,17 @@ def rate_axes(rates: tuple[float, ...], *, step: int | None) -> tuple[str, str]:
         f"time (across): the last {count} reading{'s' if count != 1 else ''}, oldest left, "
         f"{newest} right",
     )
+
+
+#: A change log run's direction (``rollback``, ``scale_up``...) as the user reads it.
+_DIRECTIONS: Final = {
+    "rollback": "roll-back",
+    "scale_up": "scale-up",
+    "edit": "edit",
+    "restore": "restore",
+}
+
+
+def direction(recorded: str) -> str:
+    """``scale_up`` → ``scale-up``: a run's direction in words (``history`` and the app)."""
+    return _DIRECTIONS.get(recorded, recorded.replace("_", " "))

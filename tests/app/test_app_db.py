@@ -190,7 +190,7 @@ async def test_a_database_that_cannot_be_read_shows_one_line(tmp_path: Path) -> 
     app = create_app(db=not_a_db)
     async with app.run_test(size=SIZE) as pilot:
         error = await wait_for_error(pilot)
-        assert error.startswith(f"oom-wizard: error: {not_a_db}")
+        assert error.startswith(f"{not_a_db}")  # the app's line: no "oom-wizard: error:"
         assert "\n" not in error.strip()
 
 

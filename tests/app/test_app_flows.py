@@ -252,7 +252,7 @@ async def test_save_refused_when_the_output_exists(tmp_path: Path) -> None:
         await wait_for_screen(pilot, "ReviewScreen")
         error = screen_text(pilot, "#error")
         assert "already exists" in error
-        assert error.startswith(f"oom-wizard: error: {taken}")
+        assert error.startswith(f"{taken}")  # the app's line: no "oom-wizard: error:"
     assert taken.read_text(encoding="utf-8") == "# mine\n"
     assert not (folder / "taken.changelog.json").exists()
 
@@ -268,6 +268,9 @@ async def test_coming_back_and_scaling_up_one_step(tmp_path: Path) -> None:
         await wait_for_state(pilot)
         await press(pilot, "enter")
         assert screen_name(pilot) == "ComingBackScreen"
+        last = screen_text(pilot, "#last")
+        assert last.startswith("Last time (roll-back, ")  # words, not the id "rollback"
+        assert "(Gradient checkpointing on" not in last and "rollback" not in last
         await press(pilot, "enter")
         assert screen_name(pilot) == "ScaleUpScreen"
         await press(pilot, "enter")
@@ -283,7 +286,7 @@ async def test_a_config_that_cannot_be_loaded_shows_one_line(tmp_path: Path) -> 
     app = create_app(broken)
     async with app.run_test(size=SIZE) as pilot:
         error = await wait_for_error(pilot)
-        assert error.startswith(f"oom-wizard: error: {broken}:")
+        assert error.startswith(f"{broken}:")  # the app's line: no "oom-wizard: error:"
         assert "\n" not in error.strip()
         assert "Traceback" not in error
 

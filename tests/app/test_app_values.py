@@ -140,3 +140,23 @@ async def test_a_kept_value_is_shown_again_when_the_step_is_reopened(tmp_path: P
         await press(pilot, "enter")  # confirmed before: no second question
         assert top(app) == "StepScreen" and app.screen is not again
         assert app.require_state().choices["sampling"].values[WIDTH] == 4096
+
+
+async def test_a_typed_value_whose_switch_is_off_is_said_not_used(tmp_path: Path) -> None:
+    """Enter on a step whose row is switched off keeps the typed width out of the config,
+    and says so rather than dropping it silently (issue 33)."""
+    folder = demo_folder(tmp_path)
+    app = demo_app(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await to_lighter_samples(app, pilot)
+        await type_width(pilot, screen, "640")
+        screen.query_one("#toggle-0", Tick).value = False
+        await settle(pilot)
+        await press(pilot, "enter")
+        assert app.screen is not screen
+        said = [n.message for n in app._notifications]
+        assert any(
+            message.startswith("Typed but not used, its switch is off: ")
+            and "sample.width 640" in message
+            for message in said
+        ), said

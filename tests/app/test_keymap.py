@@ -214,7 +214,7 @@ async def test_a_bad_keymap_entry_is_one_line_and_the_others_apply(
         assert notifications(app) == [line]  # once
     assert "\n" not in line
     assert line == (
-        f"oom-wizard: error: {path}:4:5: keymap: 'review.sav' is not a binding id; "
+        f"{path}:4:5: keymap: 'review.sav' is not a binding id; "
         "'step.back': 'ctlr' in 'ctlr+b' is not a modifier "
         "(alt, ctrl, hyper, meta, shift, super) (ignored; the other keys work)"
     )
@@ -233,7 +233,7 @@ async def test_a_settings_file_that_is_not_json_is_one_line(
         await press(pilot, "ctrl+n")  # the default keys work
         assert screen_text(pilot, "#step-title") != first
         [line] = notifications(app)
-    assert line.startswith(f"oom-wizard: error: {path}:1:35: keymap: not valid JSON")
+    assert line.startswith(f"{path}:1:35: keymap: not valid JSON")
 
 
 class NoQuitApp(OomWizardApp, inherit_bindings=False):

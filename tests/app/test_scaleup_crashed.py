@@ -96,3 +96,13 @@ async def test_the_apps_scale_up_says_it_gives_back_the_crashed_config(
         assert screen_name(pilot) == "ScaleUpScreen"
         note = app.screen.query_one("#crashed-note", Static)
         assert note.display and "this is the config that crashed" in str(note.render())
+        # The command line's prediction, word for word (issue 33).
+        from oom_wizard.service import next_scale_up, scale_up_prediction
+
+        state = app.require_state()
+        step = next_scale_up(state)
+        assert step is not None
+        # No card is known here (no probe, no capacity in the log): no prediction, as the
+        # command line prints none (the scale-up snapshot shows one with the demo's card).
+        assert scale_up_prediction(state, step) is None
+        assert not app.screen.query("#prediction")

@@ -312,7 +312,8 @@ def test_history_shows_the_attempts_as_a_timeline(
     assert main(["history", str(outcome.config)]) == 0
 
     text = capsys.readouterr().out
-    lines = [line for line in text.splitlines() if " run · " in line]
+    attempts = text[text.index("Attempts (oom-wizard run)") :].split("\n\n")[0]
+    lines = [line for line in attempts.splitlines() if " run · " in line]
     assert len(lines) == len(outcome.attempts) == 3
     assert (
         "image-intermittent.yaml · full run · crashed at step 43 in training (intermittent)"

@@ -310,3 +310,39 @@ def test_a_ui_job_folder_without_db_points_to_the_database(tmp_path: Path, recor
     assert "written anew from AI Toolkit's jobs database" in out
     status, out, _ = cli("apply", folder, "--moment", "early_steps", "--dry-run")
     assert status == 0 and f"--db {db} --job my_lora" in out
+
+
+@pytest.mark.parametrize("name", ["fixed.txt", "fixed.YAML", "fixed"])
+def test_an_output_ai_toolkit_would_not_read_is_refused(tmp_path: Path, name: str) -> None:
+    """AI Toolkit picks its reader by the exact lower-case suffix: a ``.txt`` (or ``.YAML``,
+    or no suffix) output is refused in one line, and nothing is written (issue 33)."""
+    config = write(tmp_path)
+    status, _, err = cli("apply", config, "-o", tmp_path / name)
+    assert status == 2
+    assert err.count("\n") == 1
+    assert "AI Toolkit reads only job files ending in lower-case .yaml, .yml, .json" in err
+    assert err.rstrip().endswith("name the output fixed.yaml")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [config.name]
+
+
+def test_the_apps_save_as_field_refuses_a_txt_name_as_it_is_typed(tmp_path: Path) -> None:
+    from oom_wizard.application.saving import file_target
+    from oom_wizard.application.settling import start
+    from oom_wizard.request import JobRequest
+
+    state = start(JobRequest(write(tmp_path), probe=False))
+    target = file_target(state, str(tmp_path / "fixed.txt"), None)
+    assert target.destination is None and target.output_refused is not None
+    assert "refuses '.txt'" in target.output_refused.one_line("app")
+
+
+def test_a_one_line_json_config_is_shown_field_by_field(tmp_path: Path) -> None:
+    """A config stored as one line of JSON (as the web UI stores it) is not printed whole as
+    its diff: the fields that change, a line each, as the app shows them (issue 33)."""
+    config = tmp_path / "job.json"
+    config.write_text(json.dumps(TREE), encoding="utf-8")
+    status, out, err = cli("apply", config, "--dry-run")
+    assert status == 0, err
+    assert "The config is one long line; the fields that change:" in out
+    assert "+ config.process[0].train.cache_text_embeddings: true" in out
+    assert max(len(line) for line in out.splitlines()) < 200

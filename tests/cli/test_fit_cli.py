@@ -55,7 +55,9 @@ def test_the_fix_is_the_plan_s_steps_in_its_order_and_reaches_fits(demo: Path) -
     order = [step["id"] for step in json.loads(out)["steps"]]
     assert [i for i in order if i in ids] == ids
     for step in found["fix"]:
-        assert {"id", "title", "why", "satisfied", "default_on", "ui_hint", "fields"} <= set(step)
+        keys = {"id", "title", "why", "state", "satisfied", "default_on", "ui_hint", "fields"}
+        assert keys <= set(step)
+        assert step["state"] in ("offered", "not_needed")  # a fit's steps change something
 
 
 def test_apply_takes_the_fix_as_it_is(demo: Path, tmp_path: Path) -> None:
@@ -236,3 +238,21 @@ def test_fit_and_plan_json_weigh_a_split_model_per_card_with_two_gpus(
     _status, alone, _err = cli(*args, "--no-probe")
     before = [json.loads(text)["estimate"]["gib"]["before"]["training"] for text in (probed, alone)]
     assert before[0]["high"] < before[1]["high"] - 1.0
+
+
+def test_the_card_prompt_asks_again_after_a_typo() -> None:
+    """``fit`` without a GPU asks for the card on a terminal: a typo is said and asked
+    again, rather than ending the command (issue 33)."""
+    import io
+
+    from oom_wizard.commands.fit import ask_card
+    from oom_wizard.errors import WizardError
+
+    prompts = io.StringIO()
+    card = ask_card(io.StringIO("24gb\n24\n"), prompts)
+    assert (card.gib, card.source) == (24.0, "asked")
+    assert "'24gb' is not a number of GiB, such as 24. Again, in GiB" in prompts.getvalue()
+    with pytest.raises(WizardError, match="3 tries"):
+        ask_card(io.StringIO("x\ny\nz\n"), io.StringIO())
+    with pytest.raises(WizardError, match="no card size given"):
+        ask_card(io.StringIO(""), io.StringIO())

@@ -39,6 +39,10 @@ def test_history_of_a_change_log_reads_the_config_it_describes(tmp_path: Path) -
     assert "Run 1 · " in out and "scale-up (image model)" in out
     assert "steps: validation_run" in out
     assert "Next scale-up: Re-add the biggest resolution [top_bucket]" in out
+    # A re-add says why it comes back, not the roll-back's reason again (issue 33).
+    scale_up = out[out.index("scale-up (image model)") :].split("\n\n")[0]
+    assert "why: Restore the step count: back to the value before the roll-back" in scale_up
+    assert "Short validation run" not in scale_up
 
 
 def test_history_says_when_nothing_is_left(tmp_path: Path) -> None:

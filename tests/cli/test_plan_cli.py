@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from oom_wizard.application.demo import VIDEO_JOB, copy_demo
+from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB, copy_demo
+from tests.support.corpus import FIXTURES
 from tests.support.plan_support import cli, job, write_job
 
 TREE = job(
@@ -53,7 +54,7 @@ def test_text_shows_every_step_its_fields_and_an_estimate(tmp_path: Path) -> Non
     status, out, _ = cli("plan", write(tmp_path), "--moment", "intermittent")
     assert status == 0
     assert "moment intermittent (--moment)" in out
-    assert "Fewer frames [num_frames]: on by default" in out
+    assert "Fewer frames [num_frames]: offered, on by default" in out
     assert "datasets[0].num_frames: 81 → 41" in out
     assert "bucket 1024 (dataset #1): 1024 → (dropped)" in out  # no folder_path: its place
     assert "this step alone: training step ≈ " in out and "GiB (today " in out
@@ -133,3 +134,55 @@ def test_a_dataset_is_named_by_its_folder_never_dataset_n(tmp_path: Path, folder
     assert "bucket 1024 (dataset dance_clips): 1024 → (dropped)" in out
     assert "Datasets → the 'dance_clips' dataset → Resolutions" in out
     assert "Dataset N" not in out and "(dataset 0)" not in out
+
+
+def test_a_step_for_a_later_retry_has_its_own_state_and_is_not_satisfied(
+    tmp_path: Path,
+) -> None:
+    """The next bucket down waits for the biggest to go: ``later`` in the JSON and in the
+    text, never ``satisfied: true`` (issue 33); each state has its word in both."""
+    source = (FIXTURES / "configs" / "flux_portrait_24gb.yaml").read_text(encoding="utf-8")
+    config = tmp_path / "flux.yaml"
+    config.write_text(source.replace("batch_size: 2\n", "batch_size: 1\n"), encoding="utf-8")
+    status, out, _ = cli("plan", str(config), "--moment", "intermittent", "--json")
+    assert status == 0
+    steps = {step["id"]: step for step in json.loads(out)["steps"]}
+    assert (steps["smaller_bucket"]["state"], steps["smaller_bucket"]["satisfied"]) == (
+        "later",
+        False,
+    )
+    states = {step["state"] for step in steps.values()}
+    assert states == {"done", "later", "offered", "not_needed", "not_for_this_model"}
+    assert all(step["satisfied"] == (step["state"] == "done") for step in steps.values())
+    assert steps["batch_size"]["state"] == "done"
+    assert steps["control_images"]["state"] == "not_for_this_model"
+    status, text, _ = cli("plan", str(config), "--moment", "intermittent")
+    assert status == 0
+    assert (
+        "Drop the next resolution down [smaller_bucket]: later: after the biggest resolution "
+        "goes, for a later retry"
+    ) in text
+    assert "Batch size to 1 [batch_size]: done" in text
+    assert "Fewer control images [control_images]: not for this model" in text
+    assert "Lower LoRA rank [lora_rank]: not needed now, off by default" in text
+
+
+def test_the_validation_run_shows_the_count_it_is_written_with(tmp_path: Path) -> None:
+    """The image demo saves and samples every 250 steps: its short validation run is 251
+    steps in ``plan``'s text, its JSON and the file ``apply`` writes; its reason names no
+    count (issue 33: it was shown as ``3000 → 100`` and "a hundred steps")."""
+    folder = copy_demo(tmp_path / "demo")
+    config, log = folder / IMAGE_JOB.config, folder / IMAGE_JOB.log
+    status, text, _ = cli("plan", config, "--log", log)
+    assert status == 0
+    block = text[text.index("[validation_run]") :].split("\n\n")[0]
+    assert "train.steps: 3000 → 251" in block
+    assert "hundred" not in block
+    status, out, _ = cli("plan", config, "--log", log, "--json")
+    step = next(s for s in json.loads(out)["steps"] if s["id"] == "validation_run")
+    assert [f["after"] for f in step["fields"]] == [251]
+    output = tmp_path / "out.yaml"
+    steps = "gradient_checkpointing,validation_run"
+    status, _, err = cli("apply", config, "--log", log, "--steps", steps, "-o", output)
+    assert status == 0, err
+    assert "  steps: 251\n" in output.read_text(encoding="utf-8")

@@ -347,6 +347,8 @@ class _Loop:
     say: Callable[[str], None]
     attempts: list[Attempt] = field(default_factory=list)
     pending: list[AttemptRecord] = field(default_factory=list)
+    records: list[AttemptRecord] = field(default_factory=list)
+    """Every attempt of this loop as recorded, in order: each save's change log carries them."""
     saved: list[Path] = field(default_factory=list)
     changed: tuple[str, ...] = ()
     """The changes the last save made: they belong to the next attempt."""
@@ -400,6 +402,7 @@ class _Loop:
         self.attempts.append(attempt)
         self.say(f"Attempt {attempt.number}: {attempt.describe()} after {attempt.duration_s:.1f} s")
         record = attempt.record()
+        self.records.append(record)
         own = _own_log(where)
         if own is None:
             self.pending.append(record)
@@ -410,15 +413,27 @@ class _Loop:
         atomic_write(path, log.with_attempts([record]).to_json().encode(), replace=True)
 
     def attach_pending(self, changelog: Path) -> None:
-        """Write the attempts not yet written into ``changelog`` (just saved; atomically)."""
-        if not self.pending:
+        """Give ``changelog`` (just saved) every attempt of this loop, in order, after the
+        attempts of earlier runs it has (atomically; untouched when it has them all).
+
+        The save wrote the change log of the config it started from, as that config was
+        opened: an attempt recorded into it after that (a crash is diagnosed before it is
+        recorded) is missing there, and so is an attempt of a config that was not ours.
+        """
+        self.pending.clear()
+        if not self.records:
             return
         from oom_wizard.storage.changelog import read_changelog
         from oom_wizard.storage.save import atomic_write
 
-        log = read_changelog(changelog).with_attempts(self.pending)
-        atomic_write(changelog, log.to_json().encode(), replace=True)
-        self.pending.clear()
+        log = read_changelog(changelog)
+        ours = {_attempt_key(record) for record in self.records}
+        earlier = [a for a in log.attempts if _attempt_key(a) not in ours]
+        attempts = (*earlier, *self.records)
+        if attempts == log.attempts:
+            return
+        whole = log.model_copy(update={"attempts": attempts})
+        atomic_write(changelog, whole.to_json().encode(), replace=True)
 
     def prior(self, document: JobDocument) -> ChangeLog:
         """The change log the next save appends to, with the attempts not yet written."""
@@ -518,7 +533,7 @@ def _downward(loop: _Loop, config: Where, kind: Literal["full", "validation"]) -
                 "stopped",
                 f"Stopped: {retries} roll-back(s) tried (--max-retries "
                 f"{loop.settings.max_retries}) and it still runs out of memory. "
-                + _what_next(loop, more_retries=True),
+                + _what_next(loop, state.document, more_retries=True),
                 config,
             )
         saved = _roll_back(loop, state, attempt, config)
@@ -537,6 +552,7 @@ def _upward(loop: _Loop, config: Path) -> Outcome:
         open_for_scale_up,
         prepare_scale_up,
         save_scale_up,
+        scale_up_notes,
     )
 
     stable = config
@@ -549,6 +565,8 @@ def _upward(loop: _Loop, config: Path) -> Outcome:
                 "finished", f"Nothing left to scale up: {stable} has every setting back.", stable
             )
         prepared = prepare_scale_up(state, scale)
+        for note in scale_up_notes(state, prepared, scale):  # said before it is given back
+            loop.say(f"⚠ {scale.title}: {note}")
         result = save_scale_up(state, scale, ToFile(), ready=prepared)
         assert isinstance(result, SaveResult)  # a file destination writes a file
         loop.attach_pending(result.changelog)
@@ -684,11 +702,25 @@ def _untrained_reason(attempt: Attempt, scan: LogScan) -> str:
     )
 
 
-def _what_next(loop: _Loop, *, more_retries: bool = False) -> str:
+def what_is_left(document: JobDocument) -> tuple[str, ...]:
+    """What is left when no roll-back is (:data:`NEXT_STEPS`), as this config stands: a
+    config whose every model is quantized already is not told to quantize."""
+    processes = document.view().processes
+    if not processes or not all(process.model.quantize for process in processes):
+        return NEXT_STEPS
+    return tuple(
+        "a smaller model, or a lower qtype (model.qtype: model.quantize is on already)"
+        if option.startswith("a smaller model")
+        else option
+        for option in NEXT_STEPS
+    )
+
+
+def _what_next(loop: _Loop, document: JobDocument, *, more_retries: bool = False) -> str:
     """The next step when no roll-back is left: what was tried, and what else there is."""
     tried = loop.tried
     done = f"Tried: {'; '.join(tried)}. " if tried else "No roll-back was tried. "
-    options = list(NEXT_STEPS)
+    options = list(what_is_left(document))
     if more_retries:
         options.insert(0, "more roll-backs (a higher --max-retries)")
     return done + "What is left: " + "; or ".join(options) + "."
@@ -767,7 +799,7 @@ def _roll_back(
     ready = prepared(state, choices)
     fix = [e for e in ready.entries if e.step != VALIDATION_RUN]
     if not fix:
-        return _nothing_left(loop, attempt, state.diagnosis)
+        return _nothing_left(loop, attempt, state)
     lines = entry_lines(ready)
     if validate:
         from oom_wizard.application.choosing import validation_note
@@ -806,16 +838,17 @@ def _roll_back(
     return config, "validation" if _still_short(config) else "full"
 
 
-def _nothing_left(loop: _Loop, attempt: Attempt, diagnosis: Diagnosis) -> str:
+def _nothing_left(loop: _Loop, attempt: Attempt, state: WizardState) -> str:
     earlier = [a for a in loop.attempts[:-1] if a.outcome == "crashed"]
+    left = _what_next(loop, state.document)
     if earlier and earlier[-1].moment == attempt.moment and earlier[-1].phase == attempt.phase:
         return (
             f"Stopped: the same crash came back ({attempt.describe()}) and the roll-back has no "
-            "step left to take; the config is not relaunched unchanged. " + _what_next(loop)
+            "step left to take; the config is not relaunched unchanged. " + left
         )
     return (
-        f"Stopped: the roll-back ladder for {diagnosis.moment} is exhausted: every step is "
-        "already in the config, and the config is not relaunched unchanged. " + _what_next(loop)
+        f"Stopped: the roll-back ladder for {state.diagnosis.moment} is exhausted: every step "
+        "is already in the config, and the config is not relaunched unchanged. " + left
     )
 
 
@@ -890,6 +923,11 @@ def _outcome(end: TrainerEnd, scan: LogScan, kind: str, trained: int) -> str:
             return "untrained"
         return "passed_validation" if kind == "validation" else "finished"
     return "failed"
+
+
+def _attempt_key(record: AttemptRecord) -> tuple[str, str | None, str]:
+    """What tells one recorded attempt from another: its config, its own log, its start."""
+    return record.config, record.log, record.at
 
 
 def _own_changelog(config: Path) -> ChangeLog | None:

@@ -88,7 +88,7 @@ def fix_words(state: WizardState, fix: FixName, *, short: bool = False) -> str:
     sizing = plan.sizing
     if sizing is not None and fix in sizing.savings:
         band = sizing.predicted(fix)
-        peak = "peak" if short else f"{sizing.phase} peak"
+        peak = f"{sizing.phase} peak"
         text += f", {peak} ≈ {band.mid:.1f} of {sizing.card_gib:.1f} GiB"
         if fix == "just_enough" and not sizing.covered:
             text += (
@@ -230,11 +230,16 @@ def validation_choice(
 
 
 def _validation_wanted(state: WizardState, validation: StepProposal) -> int:
-    """The validation run's steps asked for: ``run``'s count, else the plan's figure."""
+    """The validation run's steps asked for: ``run``'s count, else the presets' (the plan's
+    figure is already raised past the first save and sample of a fresh run); 0 when the plan
+    proposes no count."""
+    from oom_wizard.rules.catalog import load_presets
+
     if state.validation_run is not None:
         return state.validation_run
-    figures = [f.after for f in validation.fields if isinstance(f.after, int)]
-    return min(figures) if figures else 0
+    if not any(isinstance(f.after, int) for f in validation.fields):
+        return 0
+    return load_presets().limits.validation_steps
 
 
 def resume_of(state: WizardState) -> ResumePoint | None:
@@ -392,6 +397,66 @@ def prepared(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Pr
 
     settled = _settle_validation(state, choices)
     return prepare(state.document, changes_for(given(state, settled), settled))
+
+
+@dataclass(frozen=True)
+class Review:
+    """The roll-back the review shows and the save writes: one value, so that what is on
+    screen is what is saved.
+
+    Attributes:
+        fix: The fix the steps not decided (and those accepted as they were) follow.
+        choices: Every step's choice, the validation run's included: what the save writes.
+        ready: The edit the choices make (the review's diff).
+        peak: The peak of the config the choices leave, against the card (None: no figures).
+        headline: ``2 fields change (Gradient checkpointing on, Batch size to 1)``: the steps
+            by title (the app shows no raw ids).
+    """
+
+    fix: FixName
+    choices: Mapping[str, StepChoice]
+    ready: Prepared
+    peak: MemoryPeak | None
+    headline: str
+
+    @property
+    def changed(self) -> bool:
+        """Whether the save would change a field (else there is nothing to save)."""
+        return self.ready.changed
+
+
+def review(
+    state: WizardState, fix: FixName | None = None, *, validation: bool | None = None
+) -> Review:
+    """The review of the roll-back: every step's choice as made, the steps not decided yet
+    (or accepted as they were) at the defaults of ``fix`` (None: the plan's default fix),
+    and the short validation run switched as ``validation`` says (None: as
+    :func:`validation_choice` has it). The app's review renders it and saves
+    :attr:`Review.choices` with :attr:`Review.ready`.
+
+    Raises:
+        EditError: an edit cannot be made safely.
+    """
+    from oom_wizard.spelling import field_changes
+
+    name = fix if fix is not None else state.plan.default_fix
+    decided = effective_choices(state, fix=name)
+    step = state.validation_step()
+    if validation is not None and step is not None and step.id in decided:
+        decided[step.id] = replace(decided[step.id], enabled=validation)
+    ready = prepared(state, decided)
+    titles = {step.id: step.title for step in state.plan.steps}
+    steps = [titles[step] for step in recorded_steps(state.plan, ready)]
+    headline = field_changes(len(ready.entries))
+    if steps:
+        headline += f" ({', '.join(steps)})"
+    return Review(
+        fix=name,
+        choices=MappingProxyType(decided),
+        ready=ready,
+        peak=memory_peak(state, decided),
+        headline=headline,
+    )
 
 
 def estimate(state: WizardState, choices: Mapping[str, StepChoice] | None) -> MemoryEstimate:

@@ -377,13 +377,15 @@ class LiveJob:
 
     def crashed(self, scan: LogScan) -> bool:
         """Whether the run crashed for good: it shows a failure and the process ended (an exit
-        line, AI Toolkit's ``Error running job``), or nothing was written for ``grace_s``
+        line, AI Toolkit's ``Error running job``, a kill), or nothing was written for ``grace_s``
         seconds since. A trainer that catches an OOM and goes on prints the error too."""
         if not scan.crashed:
             return False
         if scan.exit_code is not None or any(
             e.tag == "error" and _JOB_ENDS.match(e.text) for e in scan.evidence
         ):
+            return True
+        if "host_oom_kill" in scan.signals:  # SIGKILL cannot be caught: nothing goes on
             return True
         # A message quoted in printed text (a prompt that names an OOM), then a slow sample,
         # is no crash: only a failure shaped as one ends the run by silence.

@@ -23,12 +23,15 @@ class History:
         document: The config it describes, when it is at hand and is the one the log saved
             (None: the next scale-up is unknown).
         note: Why the config is not the one saved (edited after the save), if so.
+        job: For a job of AI Toolkit's web UI, the job in words (its config is its row).
     """
 
     changelog: ChangeLog
     log_path: Path
     document: JobDocument | None
     note: str | None = None
+    job: str | None = None
+    """A web-UI job's name and database, in words (None: a config file's story)."""
 
 
 def read_history(typed: str) -> History:
@@ -100,6 +103,32 @@ def read_history(typed: str) -> History:
     return History(belonging.log, belonging.path, document, belonging.note(target))
 
 
+def read_job_history(db: Path, name: str) -> History:
+    """The change log of a job of AI Toolkit's web UI, and the config its row holds.
+
+    Raises:
+        WizardError: no such database or job, or no change log of oom-wizard tells its story.
+    """
+    from oom_wizard.storage.changelog import changelog_for
+    from oom_wizard.storage.jobdb import find_db, job_document, load_job
+
+    job = load_job(find_db(db), name)
+    belonging = changelog_for(job.source, job.job_config.encode("utf-8"), job.changelog_to_read)
+    words = f"job '{job.name}' of {job.db_path}"
+    if belonging is None:
+        raise WizardError(
+            f"no change log of oom-wizard tells the story of {words}: oom-wizard has not "
+            "saved it (or the UI created it anew)"
+        )
+    document = None if belonging.edited else job_document(job)
+    note = (
+        f"{words} was edited in the UI after oom-wizard saved it; its story ends at that save"
+        if belonging.edited
+        else None
+    )
+    return History(belonging.log, belonging.path, document, note, words)
+
+
 @dataclass(frozen=True)
 class NextScaleUps:
     """What the scale-up gives back next, as ``history`` and the result screen list it.
@@ -130,10 +159,12 @@ def next_scale_ups(history: History) -> NextScaleUps | None:
     if not ahead:
         return NextScaleUps((), None, tuple(nothing_left_text(document, changelog)), ())
     stopped: str | None = None
-    stops = [index for index, found in enumerate(ahead) if stop_text(changelog, found)]
-    if stops:
-        stopped = stop_text(changelog, ahead[stops[0]])
-        ahead = ahead[: stops[0]]
+    for index, found in enumerate(ahead):
+        stopped = stop_text(changelog, found) or _repeats_crash(history, ahead[: index + 1])
+        if stopped is not None:
+            stopped = stop_text(changelog, found) or f"{found.title} [{found.step}]: {stopped}"
+            ahead = ahead[:index]
+            break
     first = (
         tuple(
             (format_path(change.path), document.get(change.path), change.after)
@@ -145,17 +176,32 @@ def next_scale_ups(history: History) -> NextScaleUps | None:
     return NextScaleUps(tuple(ahead), stopped, (), first)
 
 
-def change_why(entry: ChangeEntry) -> str:
+def _repeats_crash(history: History, readds: Sequence[ScaleUp]) -> str | None:
+    """Whether making ``readds`` one after the other gives back what an attempt of ``run``
+    crashed with (:func:`oom_wizard.application.scale_up.repeated_crash_note`)."""
+    from oom_wizard.application.scale_up import repeated_crash_note
+    from oom_wizard.storage.changes import prepare
+
+    now = history.document
+    if now is None or not any(a.outcome == "crashed" for a in history.changelog.attempts):
+        return None
+    after = prepare(now, [change for readd in readds for change in readd.changes]).after
+    return repeated_crash_note(now, after, history.changelog, history.log_path)
+
+
+def change_why(entry: ChangeEntry, direction: str = "rollback") -> str:
     """Why a logged change was made (``history``'s "why" line): the step's title and its
     reason from the presets, then what the recorded reason adds beyond the field's name (a
     confirmed increase, the effective batch kept, the buckets dropped).
 
-    A change without a known step (``set``) keeps the reason it was recorded with.
+    A change without a known step (``set``), and a change that gives a setting back
+    (``direction`` ``scale_up``: the roll-back's reason does not say why it comes back),
+    keep the reason they were recorded with.
     """
     from oom_wizard.rules.catalog import load_presets
 
     presets = load_presets()
-    if entry.step is None or entry.step not in presets.steps:
+    if entry.step is None or entry.step not in presets.steps or direction == "scale_up":
         return entry.reason
     info = next(step for key, step in presets.steps.items() if key == entry.step)
     title, _, detail = entry.reason.partition(": ")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 from oom_wizard.application.fitting import probed_card
 from oom_wizard.application.saving import Destination, Saved, memory_record, write_run
 from oom_wizard.application.settling import WizardState, start
@@ -16,6 +19,9 @@ from oom_wizard.storage.changelog import (
 )
 from oom_wizard.storage.changes import Prepared, prepare
 from oom_wizard.vocabulary import MODEL_KINDS, ModelKind
+
+if TYPE_CHECKING:
+    from oom_wizard.rules.scaleup import CrashedConfig
 
 
 def open_for_scale_up(request: JobRequest, *, hint: str = "") -> WizardState:
@@ -164,17 +170,71 @@ def scale_ups_ahead(document: JobDocument, changelog: ChangeLog) -> tuple[ScaleU
     return pending(document, changelog)
 
 
-def scale_up_notes(
-    changelog: ChangeLog | None, ready: Prepared, scale_up: ScaleUp
-) -> tuple[str, ...]:
+def scale_up_notes(state: WizardState, ready: Prepared, scale_up: ScaleUp) -> tuple[str, ...]:
     """What to say before a re-add is saved: that it gives back the exact config that
-    crashed, or that it crashed every time it was tried (the command line and the app)."""
+    crashed, or a combination an attempt of ``run`` crashed with, or that it crashed every
+    time it was tried (the command line and the app)."""
     from oom_wizard.rules.scaleup import crashed_config_note, stop_text
 
+    changelog = state.changelog
     if changelog is None:
         return ()
-    notes = [stop_text(changelog, scale_up), crashed_config_note(ready.after, changelog)]
+    source = crashed_config_note(ready.after, changelog)
+    notes = [stop_text(changelog, scale_up), source]
+    if source is None:
+        notes.append(
+            repeated_crash_note(state.document, ready.after, changelog, state.changelog_path)
+        )
     return tuple(note for note in notes if note is not None)
+
+
+def crashed_configs(changelog: ChangeLog, log_path: Path | None) -> tuple[CrashedConfig, ...]:
+    """The configs the change log's crashed attempts ran, read from disk, oldest first (one
+    that is gone or cannot be read is left out: there is nothing to compare)."""
+    from oom_wizard.formats.document import load_document
+    from oom_wizard.rules.scaleup import CrashedConfig
+    from oom_wizard.storage.changelog import resolve_recorded
+
+    if log_path is None:
+        return ()
+    found: list[CrashedConfig] = []
+    for number, record in enumerate(changelog.attempts, start=1):
+        if record.outcome != "crashed":
+            continue
+        try:
+            document = load_document(resolve_recorded(log_path, record.config))
+        except (WizardError, OSError):
+            continue
+        found.append(CrashedConfig(number, document))
+    return tuple(found)
+
+
+def repeated_crash_note(
+    now: JobDocument, after: JobDocument, changelog: ChangeLog, log_path: Path | None
+) -> str | None:
+    """When the config ``after`` (a re-add on ``now``) gives back what an attempt crashed
+    with, in words (None: it does not); ``scale-up``, the app and ``history`` say it."""
+    from oom_wizard.application.autopilot import describe_record
+    from oom_wizard.rules.scaleup import ELSE_TO_CHANGE, repeated_crash
+    from oom_wizard.spelling import value
+
+    found = repeated_crash(now, after, changelog, crashed_configs(changelog, log_path))
+    if found is None:
+        return None
+    number = found.crashed.number
+    record = changelog.attempts[number - 1]
+    if found.today:
+        return (
+            f"the last attempt, {number}, crashed with this config's own settings "
+            f"({describe_record(record)}): roll it back further first (oom-wizard on this "
+            "config, or 'oom-wizard run'); a re-add only after a run of it trains through"
+        )
+    settings = ", ".join(f"{path} {value(setting)}" for path, setting in found.settings)
+    return (
+        f"this gives back what attempt {number} crashed with ({describe_record(record)}): "
+        f"{settings}; it will likely crash again unless something else changes "
+        f"({ELSE_TO_CHANGE})"
+    )
 
 
 def scale_up_prediction(state: WizardState, scale_up: ScaleUp) -> Prediction | None:

@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"Estimate: {estimate_words(figures, plan.moment)}", markup=False)
     if args.dry_run:
         if state.db_job is None:
-            console.print(ready.diff(), markup=False)
+            console.print(ready.shown_diff(), markup=False)
         else:
             console.print(
                 "Dry run: the job's config is one JSON value in the database, so the changed "

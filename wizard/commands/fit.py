@@ -14,7 +14,7 @@ import json
 import math
 import shlex
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from oom_wizard.commands._common import add_crash_arguments, stdout
 from oom_wizard.commands._jobdb import add_db_arguments, show_jobs, wants_db
@@ -133,13 +133,35 @@ def card_of(state: WizardState, gpu: float | None) -> Card:
         raise WizardError(f"{seen} and no --gpu: give the card's memory, such as --gpu 24")
     if state.job.probe_note is not None:
         print(f"note: {state.job.probe_note}", file=sys.stderr)
-    print("No GPU seen here (nvidia-smi). The card's memory in GiB: ", end="", file=sys.stderr)
-    sys.stderr.flush()
-    answer = sys.stdin.readline().strip()
-    try:
-        return Card(_gib(answer), "asked")
-    except argparse.ArgumentTypeError as exc:
-        raise WizardError(str(exc)) from None
+    return ask_card(sys.stdin, sys.stderr)
+
+
+#: How often a card size that is not one is asked again before the command gives up.
+CARD_TRIES: Final = 3
+
+
+def ask_card(answers: TextIO, prompts: TextIO) -> Card:
+    """The card's memory asked on a terminal: a typo is said and asked again (three tries
+    in all); an empty answer or the end of input gives up.
+
+    Raises:
+        WizardError: no answer, or no card size in three tries.
+    """
+    from oom_wizard.application.fitting import Card
+
+    prompt = "No GPU seen here (nvidia-smi). The card's memory in GiB: "
+    for tried in range(1, CARD_TRIES + 1):
+        print(prompt, end="", file=prompts, flush=True)
+        answer = answers.readline().strip()
+        if not answer:
+            raise WizardError("no card size given: give the card's memory, such as --gpu 24")
+        try:
+            return Card(_gib(answer), "asked")
+        except argparse.ArgumentTypeError as exc:
+            if tried == CARD_TRIES:
+                raise WizardError(f"{exc} ({CARD_TRIES} tries); give it as --gpu 24") from None
+            prompt = f"{exc}. Again, in GiB (such as 24): "
+    raise AssertionError("unreachable: the last try returns or raises")
 
 
 def band_text(low: float, high: float) -> str:

@@ -12,6 +12,9 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from oom_wizard.commands._common import change_line, stdout
+from oom_wizard.commands._jobdb import add_db_arguments, show_jobs, wants_db
+from oom_wizard.errors import WizardError
+from oom_wizard.spelling import direction
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -20,13 +23,6 @@ if TYPE_CHECKING:
 
     from oom_wizard.application.history import History
     from oom_wizard.service import ChangeLog, ScaleUp
-
-_DIRECTIONS = {
-    "rollback": "roll-back",
-    "scale_up": "scale-up",
-    "edit": "edit",
-    "restore": "restore",
-}
 
 
 def add_parser(subparsers: Any) -> None:
@@ -42,17 +38,29 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "target",
         metavar="CONFIG_OR_CHANGELOG",
+        nargs="?",
         help="a config that oom-wizard saved, or its .changelog.json",
     )
+    add_db_arguments(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the history."""
-    from oom_wizard.application.history import read_history
+    from oom_wizard.application.history import read_history, read_job_history
 
-    history = read_history(args.target)
-    render_history(stdout(), history)
+    console = stdout()
+    if wants_db(args, args.target):
+        if args.job is None:
+            return show_jobs(args.db, console)
+        history = read_job_history(args.db, args.job)
+    elif args.target is None:
+        raise WizardError(
+            "give a config that oom-wizard saved, its .changelog.json, or --db PATH --job NAME"
+        )
+    else:
+        history = read_history(args.target)
+    render_history(console, history)
     return 0
 
 
@@ -65,8 +73,11 @@ def render_history(console: Console, history: History) -> None:
     if history.note is not None:
         console.print(f"note: {history.note}", markup=False)
     console.print(f"Change log {log_path}", markup=False)
-    console.print(f"  original config: {changelog.source.path}", markup=False)
-    console.print(f"  latest config:   {changelog.output.path}", markup=False)
+    if history.job is not None:  # the row is the config: no file of its own to name
+        console.print(f"  {history.job}", markup=False)
+    else:
+        console.print(f"  original config: {changelog.source.path}", markup=False)
+        console.print(f"  latest config:   {changelog.output.path}", markup=False)
     for index, run in enumerate(changelog.runs):
         console.print("", markup=False)
         about = ", ".join(
@@ -77,7 +88,7 @@ def render_history(console: Console, history: History) -> None:
             )
             if text
         )
-        header = f"Run {index} · {run.at} · {_DIRECTIONS.get(run.direction, run.direction)}"
+        header = f"Run {index} · {run.at} · {direction(run.direction)}"
         console.print(f"{header}{f' ({about})' if about else ''}", markup=False)
         if run.steps:
             console.print(f"  steps: {', '.join(run.steps)}", markup=False)
@@ -86,7 +97,7 @@ def render_history(console: Console, history: History) -> None:
             console.print("  no field changed", markup=False)
         for entry in entries:
             console.print(change_line(entry.path, entry.before, entry.after), markup=False)
-            why = change_why(entry)
+            why = change_why(entry, run.direction)
             if why:
                 console.print(f"      why: {why}", markup=False)
     console.print("", markup=False)
@@ -109,6 +120,13 @@ def _render_next(console: Console, history: History) -> None:
     from oom_wizard.application.history import next_scale_ups
 
     found = next_scale_ups(history)
+    if found is None and history.job is not None:
+        console.print(
+            "Next scale-up: unknown (the job was edited in the UI after the save: "
+            f"'oom-wizard scale-up --db DB --job NAME --edited-ok' plans from it; {history.job}).",
+            markup=False,
+        )
+        return
     if found is None:
         console.print(
             "Next scale-up: unknown (the latest config is not at its recorded path, or was "

@@ -206,17 +206,7 @@ def render_step(console: Console, state: WizardState, number: int, step: StepPro
     from oom_wizard.application.choosing import StepChoice, estimate, estimate_words
     from oom_wizard.spelling import value
 
-    if not step.available:
-        status = "not available for this model"
-    elif step.satisfied and step.later:
-        status = f"not yet: {step.later}"
-    elif step.satisfied:
-        status = "done"
-    elif step.default_on:
-        status = "on by default"
-    else:
-        status = "offered, off by default"
-    console.print(f"{number:2}. {step.title} [{step.id}]: {status}", markup=False)
+    console.print(f"{number:2}. {step.title} [{step.id}]: {step.state_words()}", markup=False)
     for proposal in step.fields:
         toggle = "on " if proposal.default_on else "off"
         after = "(dropped)" if proposal.control == "bucket" else value(proposal.after)

@@ -112,12 +112,12 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"  {prediction.words}", markup=False)
     prepared = prepare_scale_up(state, step)
     print_changes(console, prepared)
-    for line in scale_up_notes(changelog, prepared, step):
+    for line in scale_up_notes(state, prepared, step):
         console.print(f"warning: {line}", markup=False)
     to_db = state.db_job is not None
     asked = (args.in_place or args.as_new is not None) if to_db else args.output or args.yes
     if args.dry_run or not asked:
-        console.print(prepared.diff(), markup=False)
+        console.print(prepared.shown_diff(), markup=False)
         if not args.dry_run:
             how = "--in-place (or --as-new [NAME])" if to_db else "--yes (or -o OUT)"
             console.print(f"Write it with {how}.", markup=False)

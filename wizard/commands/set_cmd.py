@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run or not prepared.changed:
         print_changes(console, prepared)
         if prepared.changed:
-            console.print(prepared.diff(), markup=False)
+            console.print(prepared.shown_diff(), markup=False)
         return 0
     result = save_set(edit, output=args.output, changelog=args.changelog, force=args.force)
     print_changes(console, prepared)

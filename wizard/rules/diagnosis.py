@@ -1590,11 +1590,20 @@ def _log_match(
 
 
 def _last_change_time(changelog: ChangeLog | None) -> float | None:
-    last = changelog.last_run() if changelog is not None else None
-    if last is None:
+    """When the config last became what it is now: the last run's time, except that a
+    ``restore`` puts back the config from before the run it undid, so the change that made
+    the config is the one before that run (a log written since is the config's own)."""
+    runs = list(changelog.runs) if changelog is not None else []
+    while runs and runs[-1].direction == "restore":
+        database = runs[-1].database
+        undone = database.undoes if database is not None else None
+        if undone is None or not 0 <= undone < len(runs) - 1:
+            break
+        runs = runs[:undone]
+    if not runs:
         return None
     try:
-        return datetime.fromisoformat(last.at.replace("Z", "+00:00")).timestamp()
+        return datetime.fromisoformat(runs[-1].at.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
 

@@ -208,6 +208,23 @@ class FieldProposal:
         }
 
 
+#: Where a step of the plan stands for this config: nothing is left for it to change
+#: (``done``), its rung comes after another step's, for a later retry (``later``), it is put
+#: forward, on by default (``offered``), it has something to change but is off by default
+#: (``not_needed``: the user may switch it on), or its lever does not exist for this model
+#: (``not_for_this_model``).
+StepState: TypeAlias = Literal["done", "not_needed", "later", "offered", "not_for_this_model"]
+
+#: Each state in words, as ``plan`` and ``fit`` print it.
+STEP_STATE_WORDS: Final[Mapping[StepState, str]] = {
+    "done": "done",
+    "not_needed": "not needed",
+    "later": "later",
+    "offered": "offered",
+    "not_for_this_model": "not for this model",
+}
+
+
 @dataclass(frozen=True)
 class StepProposal:
     """One step of the plan.
@@ -246,13 +263,37 @@ class StepProposal:
     """Why no default fix takes the step (AI Toolkit is reported to fail with it on this job):
     it stays offered, its note says why, and the user may switch it on."""
 
+    @property
+    def state(self) -> StepState:
+        """Where the step stands (:data:`StepState`): a step with nothing to change now whose
+        rung is still ahead is ``later``, not done."""
+        if not self.available:
+            return "not_for_this_model"
+        if self.satisfied:
+            return "later" if self.later else "done"
+        return "offered" if self.default_on else "not_needed"
+
+    def state_words(self) -> str:
+        """The state as ``plan`` and ``fit`` print it: ``offered, on by default``, ``later:
+        after the biggest resolution goes, for a later retry``, ``done``..."""
+        words = STEP_STATE_WORDS[self.state]
+        if self.state == "offered":
+            return f"{words}, on by default"
+        if self.state == "not_needed":
+            return f"{words} now, off by default (yours to switch on)"
+        if self.state == "later" and self.later:
+            return f"{words}: {self.later}"
+        return words
+
     def to_json(self) -> dict[str, Any]:
-        """The step as ``plan --json`` prints it."""
+        """The step as ``plan --json`` prints it: ``state`` says where it stands;
+        ``satisfied`` is true only for a step with nothing left to do (done, not needed)."""
         return {
             "id": self.id,
             "title": self.title,
             "why": self.why,
-            "satisfied": self.satisfied,
+            "state": self.state,
+            "satisfied": self.state == "done",
             "default_on": self.default_on,
             "ui_hint": self.ui_hint,
             "costs": self.costs,
@@ -1725,12 +1766,14 @@ def _validation_run(process: _Process, moment: Moment, found: _Found) -> None:
     train = process.view.train
     if not train.is_known("steps"):
         found.note_placeholder(process, "train", "steps")
-    elif (train.steps or 0) > validation_run_steps(
-        process.view, process.get("save", "save_every"), process.limits.validation_steps
+    elif (train.steps or 0) > (
+        steps := validation_run_steps(
+            process.view, process.get("save", "save_every"), process.limits.validation_steps
+        )
     ):
-        # A config already at its validation count (raised past the first save and
-        # sample) has the step; the count itself is the service's (it knows the resume).
-        steps = process.limits.validation_steps
+        # The count a fresh run is written with: the presets' steps raised past the first
+        # save and sample. A config already at it has the step. The service counts it again
+        # from where the job resumes, on the config the other choices leave.
         _propose(found, process, ("train", "steps"), steps, control="number")
 
 

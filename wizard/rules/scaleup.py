@@ -319,3 +319,75 @@ def stop_text(changelog: ChangeLog, scale_up: ScaleUp) -> str | None:
         f"{scale_up.title} [{scale_up.step}] crashed {tries} it was tried: it will crash "
         f"again unless something else changes ({ELSE_TO_CHANGE})"
     )
+
+
+@dataclass(frozen=True)
+class CrashedConfig:
+    """The config an attempt of ``oom-wizard run`` crashed on, as it is on disk.
+
+    Attributes:
+        number: The attempt's number in the change log's ``attempts``, counted from 1.
+        document: The config it ran.
+    """
+
+    number: int
+    document: JobDocument
+
+
+@dataclass(frozen=True)
+class RepeatedCrash:
+    """A re-add that gives back every setting a crashed attempt had beyond today's config.
+
+    Attributes:
+        crashed: The attempt whose config crashed.
+        settings: ``(path, value)`` of each setting it had that the re-add gives back.
+    """
+
+    crashed: CrashedConfig
+    settings: tuple[tuple[str, Any], ...]
+
+    @property
+    def today(self) -> bool:
+        """The attempt crashed with today's settings: no re-add is safe before a run of
+        today's config trains through."""
+        return not self.settings
+
+
+def repeated_crash(
+    now: JobDocument,
+    after: JobDocument,
+    changelog: ChangeLog,
+    crashed: tuple[CrashedConfig, ...],
+) -> RepeatedCrash | None:
+    """Whether ``after`` (a re-add made on ``now``) gives back a combination that crashed.
+
+    Of the fields the change log changed (the validation run's step count left out: it
+    weighs nothing), a crashed attempt's config had some heavier than ``now`` has them; when
+    ``after`` has each of those at the crashed value or back at the source's, the re-add
+    repeats that crash. The newest such attempt is named. When the change log's last attempt
+    crashed with ``now``'s own settings, every re-add repeats it (:attr:`RepeatedCrash.today`);
+    an earlier attempt with nothing beyond ``now`` names nothing (a later one trained through).
+    """
+    from oom_wizard.vocabulary import VALIDATION_RUN
+
+    net = changelog.net()
+    weighing = {e.path for e in changelog.changes if e.step != VALIDATION_RUN}
+    paths = [path for path in net if path in weighing]
+    for found in reversed(crashed):
+        heavier: list[tuple[str, Any]] = []
+        for path in paths:
+            parsed = parse_path(path)
+            value = found.document.get(parsed)
+            if not _same(value, now.get(parsed)):
+                heavier.append((path, value))
+        if not heavier:
+            if found.number == len(changelog.attempts):
+                return RepeatedCrash(found, ())
+            continue
+        if all(
+            _same(back := after.get(parse_path(path)), value)
+            or _same(back, _original(net[path][0]))
+            for path, value in heavier
+        ):
+            return RepeatedCrash(found, tuple(heavier))
+    return None

@@ -56,6 +56,27 @@ class Prepared:
         """A unified diff of the lines that change."""
         return unified_diff(self.before, self.after)
 
+    def shown_diff(self) -> str:
+        """The diff as the user reads it, on the command line and in the app: the unified
+        diff, or, where a line is too long to read as one (a config stored as one line of
+        JSON, as the web UI stores it), the fields that change, ``-``/``+`` a line each."""
+        from oom_wizard import spelling
+
+        diff = self.diff()
+        if not any(len(line) > LONG_DIFF_LINE for line in diff.splitlines()):
+            return diff
+        lines = [ONE_LONG_LINE]
+        for entry in self.entries:
+            before, after = spelling.before_after(entry.before, entry.after)
+            lines += [f"- {entry.path}: {before}", f"+ {entry.path}: {after}"]
+        return "\n".join(lines)
+
+
+#: A diff line longer than this is unreadable as a line: such a change is shown field by field.
+LONG_DIFF_LINE: Final = 160
+#: The heading of a diff shown field by field.
+ONE_LONG_LINE: Final = "The config is one long line; the fields that change:"
+
 
 def prepare(document: JobDocument, changes: Sequence[Change]) -> Prepared:
     """Apply ``changes`` in memory (skipping those that change nothing).

@@ -119,10 +119,28 @@ def check_output(output: Path, *, source: Path | None, force: bool = False) -> N
         SaveRefused: one line that says what to do instead.
     """
     check_name(output)
+    _check_suffix(output, source)
     try:
         _check_output(output, source=source, force=force)
     except OSError as exc:
         raise SaveRefused(f"cannot use this name: {exc.strerror or exc}", file=output) from None
+
+
+def _check_suffix(output: Path, source: Path | None) -> None:
+    """Refuse a config name AI Toolkit would not read: it picks its reader by the exact,
+    lower-case suffix (``.yaml``, ``.yml``, ``.json``, ``.jsonc``) and refuses the rest."""
+    from oom_wizard.formats.document import JSON_SUFFIXES, YAML_SUFFIXES
+
+    known = (*YAML_SUFFIXES, *JSON_SUFFIXES)
+    if output.suffix in known:
+        return
+    keep = source.suffix if source is not None and source.suffix in known else ".yaml"
+    named = f"'{output.suffix}'" if output.suffix else "a name without one"
+    raise SaveRefused(
+        f"AI Toolkit reads only job files ending in lower-case {', '.join(known)} and "
+        f"refuses {named}; name the output {output.stem}{keep}",
+        file=output,
+    )
 
 
 def check_name(path: Path, *, what: str = "file") -> None:

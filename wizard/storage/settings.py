@@ -149,7 +149,7 @@ def keymap_problems_line(path: Path, problems: Sequence[SettingProblem]) -> str 
         line=first.line,
         column=first.column,
     )
-    return error_line(error)
+    return error_line(error, "app")  # the app's notice: the settings are the app's
 
 
 def saved_theme() -> str | None:

@@ -362,3 +362,16 @@ def test_a_crash_rotated_away_within_one_poll_is_the_one_diagnosed(
         status = job.poll().status
     assert status.crashed
     assert status.crash_log == folder / "logs" / "0_log.txt"
+
+
+def test_a_killed_trainer_is_a_crash_at_once_never_one_that_may_go_on(tmp_path: Path) -> None:
+    """The kernel's OOM killer sends SIGKILL, which no trainer survives: the shell's
+    ``Killed`` ends the run at once, without "the job may go on" (issue 33)."""
+    log = tmp_path / "log.txt"
+    log.write_bytes(b"Running 1 job\n" + b"".join(bar(n, 1.5) for n in range(1, 8)) + b"\n")
+    job = LiveJob(log, clock=lambda: 0.0, grace_s=30)
+    job.poll()
+    append(log, b"Killed\n")
+    update = job.poll()
+    assert update.status.crashed and update.status.ended
+    assert not any("may go on" in line for line in update.warnings)

@@ -968,6 +968,25 @@ def test_a_log_older_than_the_last_change_is_from_the_run_before_it() -> None:
     assert fresh.log_matches_config is None
 
 
+def test_after_a_restore_the_log_of_the_restored_config_is_its_own() -> None:
+    """``restore`` puts back the config from before the roll-back it undoes: a log written
+    between that roll-back and the restore (2023-11-14, before the restore of 2024) ran the
+    config as it is now, so it is not "written before your last change" (issue 33)."""
+    from oom_wizard.storage.changelog import DatabaseRecord
+
+    scan = dataclasses.replace(log(*LOADING, OOM), modified=1_700_000_000.0)
+    rolled = changelog_at("2023-01-01T00:00:00+00:00")
+    undo = RunRecord(
+        at="2024-01-01T00:00:00+00:00",
+        direction="restore",
+        database=DatabaseRecord(job_id="1", job_name="j", undoes=0),
+    )
+    restored = rolled.model_copy(update={"runs": (*rolled.runs, undo)})
+    result = diagnose(scan, view_of(), changelog=restored)
+    assert result.log_matches_config is None
+    assert "before your last change" not in result.verdict
+
+
 def test_a_cut_off_traceback_in_a_training_step_assumes_oom_and_says_so() -> None:
     # kohya_ss#875, cut off in the U-Net forward
     result = diagnose(

@@ -171,9 +171,9 @@ async def test_the_review_offers_just_enough_and_the_safe_set_by_keyboard(
         await wait_for_screen(pilot, "ReviewScreen")
         fixes = app.screen.query_one("#fix", RadioSet)
         labels = [str(button.label) for button in fixes.query(Choice)]
-        assert labels[0].startswith("just enough: 1 step, peak ≈ ")
+        assert labels[0].startswith("just enough: 1 step, training peak ≈ ")
         assert labels[0].endswith(" of 23.5 GiB (default)")
-        assert labels[1].startswith("safe: 3 steps, peak ≈ ")
+        assert labels[1].startswith("safe: 3 steps, training peak ≈ ")
         hint = str(app.screen.query("#fixes Static").last().render())
         assert "just enough: Gradient checkpointing on" in hint
         assert "safe: Gradient checkpointing on, Batch size to 1, Drop the biggest" in hint

@@ -1,0 +1,129 @@
+"""Every attempt of ``run`` in the final change log, and a scale-up that knows what crashed
+(issue 33, N-M5).
+
+On an 18 GiB card the stand-in trainer crashes twice with the demo's image job: the full run
+in its first steps, then the validation run of the first fix while it draws its first sample.
+The lighter samples of the second fix pass, and the full run finishes. The final change log
+keeps all four attempts in order, for a config file and for a job of AI Toolkit's web UI;
+``history`` shows them, and stops offering the re-add that gives back the samples attempt 2
+crashed with; ``scale-up`` warns before it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from oom_wizard.cli import main
+from oom_wizard.formats.document import load_document
+from oom_wizard.storage.changelog import changelog_path_for, read_changelog
+from oom_wizard.storage.jobdb import load_job
+from tests.support.aitk_db import add_job, make_db, stringify
+from tests.support.autopilot_support import DEMO, FAKE, FLUX
+from tests.support.tmux_support import WIZARD
+
+pytestmark = pytest.mark.skipif(
+    not WIZARD.exists(), reason="the oom-wizard script is not installed"
+)
+
+#: How the four attempts end, in order.
+TIMELINE = [
+    ("full", "crashed"),
+    ("validation", "crashed"),
+    ("validation", "passed_validation"),
+    ("full", "finished"),
+]
+#: What ``history`` says of each, in order.
+ENDINGS = [
+    "full run · crashed at step 3 in training (early_steps)",
+    "validation run · crashed at step 250 in periodic_sample (sampling)",
+    "validation run · passed validation (251 steps)",
+    "full run · finished (3000 steps)",
+]
+JOB = "flux_portrait_lora"
+
+
+def run_auto(folder: Path, *target: str) -> subprocess.CompletedProcess[str]:
+    """``oom-wizard run TARGET --auto`` with the stand-in trainer on an 18 GiB card."""
+    return subprocess.run(
+        [str(WIZARD), "run", *target, "--auto", "--", sys.executable, str(FAKE), "{config}"],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "FAKE_VRAM_GB": "18"},
+        timeout=300,
+    )
+
+
+def timeline(text: str) -> list[str]:
+    """``history``'s attempt lines, in order."""
+    block = text[text.index("Attempts (oom-wizard run)") :].split("\n\n")[0]
+    return [line for line in block.splitlines()[1:] if line.strip()]
+
+
+def test_a_file_job_keeps_every_attempt_and_the_scale_up_knows_the_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "portrait.yaml"
+    source.write_bytes((DEMO / FLUX).read_bytes())
+
+    done = run_auto(tmp_path, str(source))
+
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr
+    final = tmp_path / "portrait.oomfix-3.yaml"
+    log = read_changelog(changelog_path_for(final))
+    assert [(a.kind, a.outcome) for a in log.attempts] == TIMELINE
+    assert [Path(a.config).name for a in log.attempts] == [
+        "portrait.yaml",
+        "portrait.oomfix.yaml",
+        "portrait.oomfix-2.yaml",
+        "portrait.oomfix-3.yaml",
+    ]
+    assert main(["history", str(final)]) == 0
+    text = capsys.readouterr().out
+    lines = timeline(text)
+    assert len(lines) == 4
+    for number, (line, ending) in enumerate(zip(lines, ENDINGS, strict=True), start=1):
+        assert line.startswith(f"  {number}. ") and ending in line, line
+    # The samples attempt 2 crashed with are not offered back; the biggest bucket is.
+    assert (
+        "The scale-up stops before: Richer samples [sampling]: this gives back what attempt 2 "
+        "crashed with"
+    ) in text
+    assert "Next scale-up: Re-add the biggest resolution [top_bucket]" in text
+    assert text.rstrip().endswith("1. Re-add the biggest resolution")
+
+    assert main(["scale-up", str(final), "--yes"]) == 0  # the biggest bucket back
+    capsys.readouterr()
+    assert main(["scale-up", str(tmp_path / "portrait.oomfix-4.yaml")]) == 0
+    shown = capsys.readouterr().out
+    assert "Next re-add: Richer samples [sampling]" in shown
+    assert "warning: this gives back what attempt 2 crashed with (" in shown
+    assert "config.process[0].sample.width 1024" in shown
+
+
+def test_a_web_ui_job_keeps_every_attempt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = make_db(tmp_path / "aitk_db.db")
+    add_job(db, JOB, text=stringify(load_document(DEMO / FLUX).tree), status="error")
+
+    done = run_auto(tmp_path, "--db", str(db), "--job", JOB)
+
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr
+    log = read_changelog(load_job(db, JOB).changelog_path)
+    assert [(a.kind, a.outcome) for a in log.attempts] == TIMELINE
+    assert main(["history", "--db", str(db), "--job", JOB]) == 0
+    text = capsys.readouterr().out
+    assert f"  job '{JOB}' of {db}" in text
+    assert "original config" not in text  # no pseudo path for the row
+    lines = timeline(text)
+    assert len(lines) == 4
+    for line, ending in zip(lines, ENDINGS, strict=True):
+        assert ending in line, line
+    assert "The scale-up stops before: Richer samples [sampling]" in text
