@@ -111,7 +111,7 @@ def main() -> None:
 
 
 def in_process(config: Path, env: dict[str, str]) -> None:
-    """One ``fit`` through the service in a fresh interpreter, its phases timed (CPU)."""
+    """One ``fit`` through the application layer in a fresh interpreter, its phases timed (CPU)."""
     code = f"""
 import time
 t0 = time.process_time()

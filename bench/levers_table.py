@@ -2,7 +2,8 @@
 
 For every rung (a plan step's field) and every term (a setting the estimate counts), built from
 the project's demo FLUX job (``tests/support/lever_cases.py`` says how), the config is opened
-through the service and planned; the table gives the field, its value before → after, the phase it
+through the application layer and planned; the table gives the field, its value before → after, the
+phase it
 weighs on, that phase's GiB (band midpoint) today and after, the change, and where the field is
 in AI Toolkit's web UI ("Show Advanced → ..." where the simple form has no control). Usage::
 

@@ -1,4 +1,5 @@
-"""The app: one :class:`~oom_wizard.service.WizardState`, one screen per stage, one app factory.
+"""The app: one :class:`~oom_wizard.application.settling.WizardState`, one screen per stage, one
+app factory.
 
 :func:`create_app` is the only way the command line, the tests and the snapshot harness
 build the app. The app moves between stages (``show_*`` methods); the screens render the
@@ -7,6 +8,8 @@ state and hand the user's answers back through :meth:`OomWizardApp.update_state`
 
 from __future__ import annotations
 
+import tempfile
+import traceback
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
@@ -19,12 +22,19 @@ from textual.screen import Screen
 from textual.theme import Theme
 from textual.worker import Worker, WorkerState
 
-from oom_wizard.screens.base import CRASHED, RAN, Accepted, Back, Finished, SaveNow
+from oom_wizard.application.preferences import remember_theme, saved_keymap, saved_theme
+from oom_wizard.errors import error_line, is_bad_input
+from oom_wizard.request import JobRequest
+from oom_wizard.screens.ask import LeaveScreen
+from oom_wizard.screens.base import CRASHED, RAN, Accepted, Back, Finished, SaveNow, StageScreen
+from oom_wizard.screens.help import HelpScreen
+from oom_wizard.screens.keys import apply_user_keymap
 from oom_wizard.screens.messages import JobChosen, JobLoaded
 
 if TYPE_CHECKING:
-    from oom_wizard.request import JobRequest
-    from oom_wizard.service import Answers, LeavingSummary, WizardState
+    from oom_wizard.application.leaving import LeavingSummary
+    from oom_wizard.application.settling import WizardState
+    from oom_wizard.rules.diagnosis import Answers
 
 #: Where an app opened on a state already settled starts: the plan (the environment verdict
 #: or the first step, as after the moment screen) or the review of the fix preselected.
@@ -76,6 +86,7 @@ class OomWizardApp(App[int]):
     def get_default_screen(self) -> Screen[Any]:
         """The load screen, at the bottom of the stack: every stage goes back to it, and the
         app builds no other screen before its first frame."""
+        # boundary (b): stages and use cases, imported after the first frame
         from oom_wizard.screens.load import LoadScreen
 
         return LoadScreen(self.request, loaded=self.opened)
@@ -84,12 +95,8 @@ class OomWizardApp(App[int]):
         """On the load screen (it loads the job at once when it is named), or, on a state
         already settled (``watch``, ``run``), open its first stage above it; in the theme the
         user chose last, with the keys of the user's keymap."""
-        from oom_wizard.service import saved_keymap, saved_theme
-
         keymap = saved_keymap()
-        if not keymap.empty:  # the keymap's module (every binding, key names) only if needed
-            from oom_wizard.screens.keys import apply_user_keymap
-
+        if not keymap.empty:
             apply_user_keymap(self, keymap)
         theme = saved_theme()
         if theme is not None and theme in self.available_themes:
@@ -102,8 +109,6 @@ class OomWizardApp(App[int]):
 
     def _theme_changed(self, theme: Theme) -> None:
         """Remember the theme the user picks (the palette's "Change theme")."""
-        from oom_wizard.service import remember_theme
-
         remember_theme(theme.name)
 
     # --- state ---------------------------------------------------------------------------
@@ -142,6 +147,7 @@ class OomWizardApp(App[int]):
 
     def show_start(self) -> None:
         """After loading: the coming-back question, or when the job crashed."""
+        # boundary (b): stages and use cases, imported after the first frame
         from oom_wizard.screens.coming_back import ComingBackScreen
 
         if self.require_state().coming_back:
@@ -153,20 +159,24 @@ class OomWizardApp(App[int]):
         if result == RAN:
             self.show_scale_up()
         elif result == CRASHED:
-            from oom_wizard.service import retry_crashed
+            # boundary (b): stages and use cases, imported after the first frame
+            from oom_wizard.application.settling import retry_crashed
 
             self.state = retry_crashed(self.require_state())
             self.show_moment()
 
     def show_moment(self) -> None:
         """When did it crash?"""
+        # boundary (b): stages and use cases, imported after the first frame
         from oom_wizard.screens.moment import MomentScreen
 
         self._stage(MomentScreen(), self._answered)
 
     def _answered(self, result: Answers | Back | None) -> None:
         """New answers settle a new plan; every step screen after it is built from that plan."""
-        from oom_wizard.service import Answers, answer
+        # boundary (b): stages and use cases, imported after the first frame
+        from oom_wizard.application.choosing import answer
+        from oom_wizard.rules.diagnosis import Answers
 
         if isinstance(result, Answers):
             self.state = answer(self.require_state(), result)
@@ -176,6 +186,7 @@ class OomWizardApp(App[int]):
 
     def show_plan(self) -> None:
         """After the answers: the environment verdict, or the first step to decide."""
+        # boundary (b): stages and use cases, imported after the first frame
         from oom_wizard.screens.environment import EnvironmentScreen
 
         if self.require_state().moment == "environment":
@@ -184,7 +195,8 @@ class OomWizardApp(App[int]):
             self.show_step(0)
 
     def _environment_answered(self, result: Answers | Back | None) -> None:
-        from oom_wizard.service import Answers
+        # boundary (b): stages and use cases, imported after the first frame
+        from oom_wizard.rules.diagnosis import Answers
 
         if isinstance(result, Answers):
             self._answered(result)
@@ -192,10 +204,11 @@ class OomWizardApp(App[int]):
             self.show_moment()
 
     def show_step(self, index: int) -> None:
-        """The first step of the walk at or after ``index`` (``service.in_walk``: not done,
+        """The first step of the walk at or after ``index`` (``choosing.in_walk``: not done,
         and put forward for this crash), else the review."""
+        # boundary (b): stages and use cases, imported after the first frame
+        from oom_wizard.application.choosing import in_walk
         from oom_wizard.screens.step import StepScreen
-        from oom_wizard.service import in_walk
 
         state = self.require_state()
         steps = state.rollback_steps()
@@ -210,6 +223,7 @@ class OomWizardApp(App[int]):
     def open_step(self, step_id: str) -> None:
         """Open one step as it is, done or not (the palette's "Step N" commands, a click on
         the step in the progress line)."""
+        # boundary (b): stages and use cases, imported after the first frame
         from oom_wizard.screens.step import StepScreen
 
         if self.state is not None and any(s.id == step_id for s in self.state.rollback_steps()):
@@ -220,7 +234,8 @@ class OomWizardApp(App[int]):
         self.open_step(step_id)
 
     def _stepped(self, step_id: str, result: Accepted | SaveNow | Back | None) -> None:
-        from oom_wizard.service import choose
+        # boundary (b): stages and use cases, imported after the first frame
+        from oom_wizard.application.choosing import choose
 
         state = self.require_state()
         index = state.step_index(step_id)
@@ -235,8 +250,9 @@ class OomWizardApp(App[int]):
 
     def _show_step_before(self, index: int) -> None:
         """The last step of the walk before ``index``, else the moment."""
+        # boundary (b): stages and use cases, imported after the first frame
+        from oom_wizard.application.choosing import in_walk
         from oom_wizard.screens.step import StepScreen
-        from oom_wizard.service import in_walk
 
         state = self.require_state()
         steps = state.rollback_steps()
@@ -250,6 +266,7 @@ class OomWizardApp(App[int]):
     def show_review(self, upto: int | None) -> None:
         """The whole diff and the save: every step, at its default where undecided; Back
         goes to the last step of the walk before ``upto`` (None: the last one)."""
+        # boundary (b): stages and use cases, imported after the first frame
         from oom_wizard.screens.review import ReviewScreen
 
         self._stage(ReviewScreen(), partial(self._reviewed, upto))
@@ -263,6 +280,7 @@ class OomWizardApp(App[int]):
 
     def show_result(self, finished: Finished) -> None:
         """Where the file is and what to do next (``exit_on_save``: leave with it)."""
+        # boundary (b): stages and use cases, imported after the first frame
         from oom_wizard.screens.result import ResultScreen
 
         self.finished, self._saved_state = finished, self.state
@@ -273,6 +291,7 @@ class OomWizardApp(App[int]):
 
     def show_scale_up(self) -> None:
         """The one setting the next retry gets back."""
+        # boundary (b): stages and use cases, imported after the first frame
         from oom_wizard.screens.scale_up import ScaleUpScreen
 
         self._stage(ScaleUpScreen(), self._scaled_up)
@@ -286,6 +305,7 @@ class OomWizardApp(App[int]):
     def save_now(self) -> None:
         """Review and save: on a step, with that step as shown (as its Ctrl+S does); every
         step not decided yet at its default."""
+        # boundary (b): stages and use cases, imported after the first frame
         from oom_wizard.screens.step import StepScreen
 
         if isinstance(self.screen, StepScreen):
@@ -297,7 +317,8 @@ class OomWizardApp(App[int]):
 
     def leaving(self) -> LeavingSummary:
         """What the terminal keeps once the app is closed (the command line prints it)."""
-        from oom_wizard.service import leaving_summary
+        # boundary (b): stages and use cases, imported after the first frame
+        from oom_wizard.application.leaving import leaving_summary
 
         return leaving_summary(self.state, self.finished.saved if self.finished else None)
 
@@ -305,6 +326,7 @@ class OomWizardApp(App[int]):
     def unsaved_choices(self) -> bool:
         """Whether leaving now drops choices: a step was decided, or a step or the review is
         on screen, since the last save (or with none)."""
+        # boundary (b): stages and use cases, imported after the first frame
         from oom_wizard.screens.review import ReviewScreen
         from oom_wizard.screens.step import StepScreen
 
@@ -316,8 +338,8 @@ class OomWizardApp(App[int]):
 
     async def action_quit(self) -> None:
         """Quit; with choices not saved, ask first (a second Ctrl+Q leaves)."""
-        from oom_wizard.screens.ask import LeaveScreen
-        from oom_wizard.service import source_words
+        # boundary (b): stages and use cases, imported after the first frame
+        from oom_wizard.application.leaving import source_words
 
         if isinstance(self.screen, LeaveScreen) or not self.unsaved_choices:
             self.exit()
@@ -330,7 +352,6 @@ class OomWizardApp(App[int]):
 
     def action_help(self) -> None:
         """Keys and the procedure, over the current screen."""
-        from oom_wizard.screens.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
@@ -349,7 +370,8 @@ class OomWizardApp(App[int]):
         yield SystemCommand(
             "Stage: first step", "Walk the roll-back from its first step", lambda: self.show_step(0)
         )
-        from oom_wizard.service import step_status
+        # boundary (b): stages and use cases, imported after the first frame
+        from oom_wizard.application.choosing import step_status
 
         for number, step in enumerate(self.state.rollback_steps(), start=1):
             status = step_status(self.state, step).replace("unavailable", "not for this model")
@@ -380,14 +402,10 @@ class OomWizardApp(App[int]):
 
         With ``--debug`` the traceback goes to a log file, which the line names.
         """
-        from oom_wizard.errors import error_line, is_bad_input
-
         line = error_line(error, "app")
         if self.trace_failures:
             line += f" (traceback in {self._write_traceback(error)})"
         screen = self.screen
-        from oom_wizard.screens.base import StageScreen
-
         if isinstance(screen, StageScreen):
             screen.show_failure(line)
         self.notify(
@@ -399,9 +417,6 @@ class OomWizardApp(App[int]):
         )
 
     def _write_traceback(self, error: BaseException) -> Path:
-        import tempfile
-        import traceback
-
         handle, name = tempfile.mkstemp(prefix="oom-wizard-debug-", suffix=".log")
         with open(handle, "w", encoding="utf-8") as stream:
             stream.write("".join(traceback.format_exception(error)))
@@ -430,8 +445,6 @@ def create_app(
     crash): the app starts on ``first`` instead of reading it again. ``exit_on_save`` leaves
     the app after a save (``run`` runs the saved config next) instead of showing the result.
     """
-    from oom_wizard.request import JobRequest
-
     if opened is not None:
         row = opened.db_job
         request = JobRequest(

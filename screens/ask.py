@@ -13,6 +13,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from oom_wizard.screens.keys import key_words
+
 
 class AskScreen(ModalScreen[bool]):
     """A question with two answers: True for ``yes``, False for the safe ``no`` (focused).
@@ -40,7 +42,6 @@ class AskScreen(ModalScreen[bool]):
 
     def _label(self, words: str, action: str) -> str:
         """``words`` with the keys bound to ``action`` on this screen: "Leave (l)"."""
-        from oom_wizard.screens.keys import key_words
 
         keys = [
             key_words(key)

@@ -17,7 +17,10 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 if TYPE_CHECKING:
-    from oom_wizard.service import Prepared, Saved, ScaleUp, StepChoice, WizardState
+    from oom_wizard.application.saving import Saved
+    from oom_wizard.application.settling import WizardState
+    from oom_wizard.rules.plan import ScaleUp, StepChoice
+    from oom_wizard.storage.changes import Prepared
 
 ResultT = TypeVar("ResultT")
 

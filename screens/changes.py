@@ -11,7 +11,8 @@ from textual.widgets import Static
 from oom_wizard import spelling
 
 if TYPE_CHECKING:
-    from oom_wizard.service import ChangeEntry, Prepared
+    from oom_wizard.storage.changelog import ChangeEntry
+    from oom_wizard.storage.changes import Prepared
 
 
 def change_line(entry: ChangeEntry) -> str:

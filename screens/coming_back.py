@@ -9,10 +9,10 @@ from textual.content import Content
 from textual.widgets import Header, Static
 from textual.widgets.option_list import Option
 
+from oom_wizard.application.settling import retry_answer
 from oom_wizard.screens.base import BACK, CRASHED, RAN, Back, StageScreen
 from oom_wizard.screens.changes import change_line
 from oom_wizard.screens.widgets import KeyBar, MarkedOptionList
-from oom_wizard.service import retry_answer
 from oom_wizard.spelling import direction
 
 

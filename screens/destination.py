@@ -17,19 +17,11 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from oom_wizard.application.leaving import crashed_job_note, new_job_name_problem, new_job_warning
+from oom_wizard.application.saving import Destination, FileTarget, default_file_target, file_target
+from oom_wizard.application.settling import WizardState
 from oom_wizard.screens.widgets import MarkedOptionList, PlainInput
-from oom_wizard.service import (
-    AsNew,
-    Destination,
-    FileTarget,
-    InPlace,
-    WizardState,
-    crashed_job_note,
-    default_file_target,
-    file_target,
-    new_job_name_problem,
-    new_job_warning,
-)
+from oom_wizard.storage.jobdb import AsNew, InPlace
 
 IN_PLACE: Final = "in-place"
 AS_NEW: Final = "as-new"
@@ -132,7 +124,7 @@ class DestinationPicker(Vertical):
         return self.query_one("#output", Input).value, self.query_one("#changelog", Input).value
 
     def file_target(self) -> FileTarget:
-        """The file fields, checked by the service.
+        """The file fields, checked by the application layer.
 
         The change log goes beside the output unless the user typed one of their own: read
         that way, the destination does not depend on whether the change-log field has caught

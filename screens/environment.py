@@ -9,9 +9,11 @@ from textual.content import Content
 from textual.widgets import Header, Static
 from textual.widgets.option_list import Option
 
+from oom_wizard.application.labels import moment_info
+from oom_wizard.application.settling import environment_verdict
+from oom_wizard.rules.diagnosis import Answers
 from oom_wizard.screens.base import BACK, Back, StageScreen
 from oom_wizard.screens.widgets import KeyBar, MarkedOptionList
-from oom_wizard.service import Answers, environment_verdict, moment_info
 from oom_wizard.vocabulary import DEFAULT_MOMENT, MOMENTS
 
 CONFIG_MOMENTS = tuple(moment for moment in MOMENTS if moment != "environment")

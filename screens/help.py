@@ -14,6 +14,9 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Markdown
 
+from oom_wizard.screens.keys import key_table, keys_phrase
+from oom_wizard.screens.widgets import ladder_legend
+
 HELP = """\
 # oom-wizard
 
@@ -55,8 +58,6 @@ class HelpScreen(ModalScreen[None]):
         """The stage under the help, whose keys it shows."""
 
     def compose(self) -> ComposeResult:
-        from oom_wizard.screens.keys import key_table, keys_phrase
-        from oom_wizard.screens.widgets import ladder_legend
 
         close = [
             key for key, active in self.active_bindings.items() if active.binding.id == "help.close"

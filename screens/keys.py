@@ -3,7 +3,7 @@ screen's table is made from the bindings in force.
 
 The ids are ``stage.action`` (``step.skip``, ``review.save``, ``app.quit``): :func:`bindings`
 finds them in the ``BINDINGS`` of every class of this package, so a new screen's keys are
-in the keymap and the help without a list to keep up. The keymap is read by the service
+in the keymap and the help without a list to keep up. The keymap is read by the application layer
 from the settings file (:mod:`oom_wizard.storage.settings`); :func:`apply_user_keymap` applies the
 entries whose keys are keys, and after the first frame reports in one notification those
 that cannot be used (an id no binding has, keys that are not keys).
@@ -23,8 +23,10 @@ from textual.dom import DOMNode
 from textual.keys import REPLACED_KEYS, Keys, key_to_character
 from textual.screen import Screen
 
+from oom_wizard.application.preferences import keymap_problems_line, saved_keymap
+
 if TYPE_CHECKING:
-    from oom_wizard.service import UserKeymap
+    from oom_wizard.storage.settings import UserKeymap
 
 #: The modifiers a key string may name before its key (``ctrl+shift+k``).
 MODIFIERS: Final = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})
@@ -109,7 +111,6 @@ def apply_user_keymap(app: App[Any], keymap: UserKeymap | None = None) -> None:
     all such entries are named in one notification: the line the command line would print,
     with the settings file's name. The other entries apply.
     """
-    from oom_wizard.service import saved_keymap
 
     if keymap is None:
         keymap = saved_keymap()
@@ -123,7 +124,6 @@ def apply_user_keymap(app: App[Any], keymap: UserKeymap | None = None) -> None:
 
 def _report_keymap(app: App[Any], keymap: UserKeymap) -> None:
     """Notify once of what in ``keymap`` cannot be used (nothing when all of it can)."""
-    from oom_wizard.service import keymap_problems_line
 
     known = binding_ids()
     problems = list(keymap.problems)

@@ -28,6 +28,7 @@ from textual.widgets.option_list import Option
 from textual.worker import Worker, get_current_worker
 
 from oom_wizard.errors import WizardError
+from oom_wizard.screens.ask import GoOnEditedScreen
 from oom_wizard.screens.base import StageScreen
 from oom_wizard.screens.memory_bar import MemoryBar
 from oom_wizard.screens.messages import EditedAsked, JobChosen, JobLoaded, JobsListed, LoadFailed
@@ -37,8 +38,9 @@ from oom_wizard.spelling import oom_figures
 if TYPE_CHECKING:
     from textual.widgets import ProgressBar
 
+    from oom_wizard.application.settling import WizardState
     from oom_wizard.request import JobRequest
-    from oom_wizard.service import DbJob, WizardState
+    from oom_wizard.storage.jobdb import DbJob
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".jsonc")
 #: What the wizard saves beside a config: a change log, never a config to open.
@@ -58,7 +60,8 @@ def offered(path: Path) -> bool:
 def offered_log(path: Path) -> bool:
     """Whether the picker and the log field's completion offer ``path`` as a training log
     (or a folder to find one in); no hidden entries."""
-    from oom_wizard.service import LOG_SUFFIXES
+    # boundary (b): the application layer, imported after the first frame
+    from oom_wizard.application.opening import LOG_SUFFIXES
 
     if path.name.startswith("."):
         return False
@@ -250,20 +253,23 @@ class LoadScreen(StageScreen[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def _open(self, what: str, request: JobRequest) -> None:
-        from oom_wizard.service import EditedSinceSave, ScanCancelled, Watch, watching
+        # boundary (b): the application layer, imported after the first frame
+        from oom_wizard.application.settling import start_watched
+        from oom_wizard.logs.read import ScanCancelled, Watch
+        from oom_wizard.storage.changelog import EditedSinceSave
 
         worker = get_current_worker()
-        with watching(Watch(self._progress_poster(worker), lambda: worker.is_cancelled)):
-            try:
-                state = _start(request)
-            except ScanCancelled:
-                return  # the screen already says so (see action_cancel_reading)
-            except EditedSinceSave as exc:
-                message: Message = EditedAsked(edited_question(exc), exc.one_line(), what, request)
-            except WizardError as exc:
-                message = LoadFailed(exc.one_line("app"))
-            else:
-                message = JobLoaded(state)
+        watch = Watch(self._progress_poster(worker), lambda: worker.is_cancelled)
+        try:
+            state = start_watched(request, watch)
+        except ScanCancelled:
+            return  # the screen already says so (see action_cancel_reading)
+        except EditedSinceSave as exc:
+            message: Message = EditedAsked(edited_question(exc), exc.one_line(), what, request)
+        except WizardError as exc:
+            message = LoadFailed(exc.one_line("app"))
+        else:
+            message = JobLoaded(state)
         if not worker.is_cancelled:
             self.post_message(message)
 
@@ -325,7 +331,8 @@ class LoadScreen(StageScreen[None]):
 
     def _show_picker(self) -> Input:
         """Show the path input and the tree of the working folder; the input."""
-        from oom_wizard.service import picker_folder
+        # boundary (b): the application layer, imported after the first frame
+        from oom_wizard.application.opening import picker_folder
 
         picker = self.query_one("#picker")
         picker.display = True
@@ -337,7 +344,8 @@ class LoadScreen(StageScreen[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def _list(self, db: Path) -> None:
-        from oom_wizard.service import list_jobs
+        # boundary (b): the application layer, imported after the first frame
+        from oom_wizard.application.opening import list_jobs
 
         try:
             path, jobs = list_jobs(db)
@@ -379,7 +387,6 @@ class LoadScreen(StageScreen[None]):
     @on(EditedAsked)
     def _ask_edited(self, event: EditedAsked) -> None:
         """Ask before planning from the change log of a config edited since our save."""
-        from oom_wizard.screens.ask import GoOnEditedScreen
 
         self._done_reading()
 
@@ -393,7 +400,8 @@ class LoadScreen(StageScreen[None]):
 
     def _show_memory(self, state: WizardState | None) -> None:
         """Today's peak against the card as a bar (hidden until a job is read)."""
-        from oom_wizard.service import memory_peak
+        # boundary (b): the application layer, imported after the first frame
+        from oom_wizard.application.choosing import memory_peak
 
         bar = self.query_one("#memory", MemoryBar)
         bar.display = state is not None
@@ -488,7 +496,9 @@ def _job_row(job: DbJob) -> Content:
 
 def summary(state: WizardState) -> Content:
     """The job in a few lines: name, arch, kind, processes, datasets, the GPU figures."""
-    from oom_wizard.service import arch_label, ui_job_note
+    # boundary (b): the application layer, imported after the first frame
+    from oom_wizard.application.labels import arch_label
+    from oom_wizard.application.leaving import ui_job_note
 
     view = state.document.view()
     ui_note = ui_job_note(state)
@@ -540,8 +550,9 @@ def _origin_rows(state: WizardState) -> list[Content]:
 
 def _gpu_rows(state: WizardState) -> list[Content]:
     """PyTorch's memory figures from the log, and how its last run ended (a crash only when
-    it crashed: the service says)."""
-    from oom_wizard.service import last_run
+    it crashed: the application layer says)."""
+    # boundary (b): the application layer, imported after the first frame
+    from oom_wizard.application.settling import last_run
 
     run = last_run(state)
     if state.log_diagnosis is None or run is None:
@@ -565,13 +576,8 @@ def _row(label: str, value: str | Content) -> Content:
 
 
 def edited_question(exc: Exception) -> str:
-    """The question's text: the refusal's own line (the service words it)."""
-    from oom_wizard.service import edited_words
+    """The question's text: the refusal's own line (the application layer words it)."""
+    # boundary (b): the application layer, imported after the first frame
+    from oom_wizard.application.opening import edited_words
 
     return edited_words(exc)
-
-
-def _start(request: JobRequest) -> WizardState:
-    from oom_wizard.service import start
-
-    return start(request)

@@ -1,7 +1,8 @@
 """The memory bar: a config's peak against the card, ``19.8 of 23.5 GiB``, with its phase.
 
 The load screen shows today's config; every step screen shows the config with the choices up
-to that step. The figures come from the service (:func:`oom_wizard.service.memory_peak`); the
+to that step. The figures come from the application layer
+(:func:`oom_wizard.application.choosing.memory_peak`); the
 bar reads without colour: its fill, the figures and the verdict are text.
 """
 
@@ -13,7 +14,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 if TYPE_CHECKING:
-    from oom_wizard.service import MemoryPeak
+    from oom_wizard.rules.sizing import MemoryPeak
 
 #: Cells of the bar between its ends.
 BAR_WIDTH: Final = 20

@@ -13,8 +13,11 @@ from textual.message import Message
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from oom_wizard.application.saving import Saved
+    from oom_wizard.application.settling import WizardState
     from oom_wizard.request import JobRequest
-    from oom_wizard.service import DbJob, Saved, ScaleUp, WizardState
+    from oom_wizard.rules.plan import ScaleUp
+    from oom_wizard.storage.jobdb import DbJob
 
 
 class JobLoaded(Message):

@@ -10,10 +10,12 @@ from textual.content import Content
 from textual.widgets import Header, OptionList, RadioSet, Static
 from textual.widgets.option_list import Option
 
+from oom_wizard.application.labels import log_claim, moment_info
+from oom_wizard.application.settling import WizardState, advice_for
+from oom_wizard.rules.diagnosis import Answers
 from oom_wizard.screens.base import BACK, Back, StageScreen
 from oom_wizard.screens.toggles import Choice, Tick
 from oom_wizard.screens.widgets import KeyBar, MarkedOptionList
-from oom_wizard.service import Answers, WizardState, advice_for, log_claim, moment_info
 from oom_wizard.vocabulary import MODEL_KINDS, MOMENTS, Moment
 
 #: How many evidence lines the screen shows (the rest are in ``diagnose``).
@@ -92,7 +94,7 @@ class MomentScreen(StageScreen[Answers | Back]):
 
     def _detected(self) -> Content:
         """The log's own verdict (never the user's answer), worded by how sure it is
-        (:func:`~oom_wizard.service.log_claim`)."""
+        (:func:`~oom_wizard.application.labels.log_claim`)."""
         verdict = self.state.log_diagnosis
         claim = log_claim(verdict)
         if verdict is None or verdict.moment is None:

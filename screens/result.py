@@ -8,18 +8,14 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Header, Static
 
+from oom_wizard.application.history import later_lines
+from oom_wizard.application.labels import ui_hint
+from oom_wizard.application.leaving import db_job_arguments, run_command, ui_job_instructions
 from oom_wizard.screens.base import Finished, StageScreen
 from oom_wizard.screens.changes import change_line
 from oom_wizard.screens.widgets import KeyBar
-from oom_wizard.service import (
-    ChangeEntry,
-    DbSaveResult,
-    db_job_arguments,
-    later_lines,
-    run_command,
-    ui_hint,
-    ui_job_instructions,
-)
+from oom_wizard.storage.changelog import ChangeEntry
+from oom_wizard.storage.jobdb import DbSaveResult
 
 
 class ResultScreen(StageScreen[None]):
@@ -102,7 +98,7 @@ class ResultScreen(StageScreen[None]):
     @property
     def run_command(self) -> str | None:
         """``python run.py CONFIG -l LOG`` for a saved config file (None for a UI job): the
-        service's, which the terminal keeps when the wizard closes."""
+        application layer's, which the terminal keeps when the wizard closes."""
         return run_command(self.state, self.result)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -118,7 +114,7 @@ class ResultScreen(StageScreen[None]):
     def _changes(self) -> Content:
         lines: list[Content] = []
         for entry in self.entries:
-            hint = ui_hint(entry.path, self.state)
+            hint = ui_hint(entry.path, self.state.document)
             row = Content(change_line(entry))
             if hint:
                 row = Content.assemble(row, (f"  (UI: {hint})", "$text-muted"))

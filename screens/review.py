@@ -10,17 +10,7 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Header, RadioSet, Static
 
-from oom_wizard.errors import WizardError
-from oom_wizard.screens.base import BACK
-from oom_wizard.screens.changes import DiffView
-from oom_wizard.screens.destination import DestinationPicker
-from oom_wizard.screens.memory_bar import MemoryBar
-from oom_wizard.screens.saving import SavingStage
-from oom_wizard.screens.toggles import Choice, Tick
-from oom_wizard.screens.widgets import KeyBar
-from oom_wizard.service import (
-    FIX_WORDS,
-    FixName,
+from oom_wizard.application.choosing import (
     Review,
     fix_names,
     fix_steps_words,
@@ -28,15 +18,25 @@ from oom_wizard.service import (
     fix_words,
     optional_line,
     review,
-    save,
     validation_choice,
     validation_note,
 )
+from oom_wizard.application.saving import save
+from oom_wizard.errors import WizardError
+from oom_wizard.rules.sizing import FIX_WORDS, FixName
+from oom_wizard.screens.base import BACK
+from oom_wizard.screens.changes import DiffView
+from oom_wizard.screens.destination import DestinationPicker
+from oom_wizard.screens.memory_bar import MemoryBar
+from oom_wizard.screens.saving import SavingStage
+from oom_wizard.screens.toggles import Choice, Tick
+from oom_wizard.screens.widgets import KeyBar
 
 
 class ReviewScreen(SavingStage):
     """Everything that will change, where it is saved, and the save: the screen renders
-    :func:`oom_wizard.service.review` for the fix and the validation run picked, and saves
+    :func:`oom_wizard.application.choosing.review` for the fix and the validation run picked, and
+    saves
     exactly its choices."""
 
     BINDINGS = [  # noqa: RUF012

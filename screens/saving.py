@@ -9,15 +9,17 @@ from textual import on, work
 from textual.content import Content
 from textual.widgets import Input, OptionList, Static
 
+from oom_wizard.application.scale_up import pending_scale_ups
 from oom_wizard.errors import WizardError
 from oom_wizard.screens.base import Back, Finished, StageScreen
 from oom_wizard.screens.destination import DestinationPicker
 from oom_wizard.screens.messages import ConfigSaved, SaveFailed
 
 if TYPE_CHECKING:
-    from oom_wizard.service import Destination, Prepared, Saved
+    from oom_wizard.application.saving import Destination, Saved
+    from oom_wizard.storage.changes import Prepared
 
-#: Writes the fix where the destination says (a function of ``oom_wizard.service``, bound to
+#: Writes the fix where the destination says (a function of the application layer, bound to
 #: the state and the choices on screen).
 Writer = Callable[["Destination"], "Saved"]
 
@@ -74,7 +76,6 @@ class SavingStage(StageScreen[Finished | Back]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group=SAVE_GROUP)
     def _save(self, write: Writer, destination: Destination, ready: Prepared) -> None:
-        from oom_wizard.service import pending_scale_ups
 
         try:
             result = write(destination)

@@ -9,14 +9,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Header, Static
 
-from oom_wizard.errors import WizardError
-from oom_wizard.screens.base import BACK
-from oom_wizard.screens.changes import DiffView
-from oom_wizard.screens.destination import DestinationPicker
-from oom_wizard.screens.saving import SavingStage
-from oom_wizard.screens.widgets import KeyBar
-from oom_wizard.service import (
-    ScaleUp,
+from oom_wizard.application.scale_up import (
     next_scale_up,
     nothing_left,
     prepare_scale_up,
@@ -24,6 +17,13 @@ from oom_wizard.service import (
     scale_up_notes,
     scale_up_prediction,
 )
+from oom_wizard.errors import WizardError
+from oom_wizard.rules.plan import ScaleUp
+from oom_wizard.screens.base import BACK
+from oom_wizard.screens.changes import DiffView
+from oom_wizard.screens.destination import DestinationPicker
+from oom_wizard.screens.saving import SavingStage
+from oom_wizard.screens.widgets import KeyBar
 
 
 class ScaleUpScreen(SavingStage):

@@ -13,18 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Header, Input, Static
 
-from oom_wizard.errors import WizardError
-from oom_wizard.screens.base import BACK, Accepted, Back, SaveNow, StageScreen
-from oom_wizard.screens.changes import DiffView
-from oom_wizard.screens.memory_bar import MemoryBar
-from oom_wizard.screens.toggles import Tick
-from oom_wizard.screens.widgets import KeyBar, PlainInput, ladder_content
-from oom_wizard.service import (
-    MISSING,
-    FieldProposal,
-    StepChoice,
-    StepProposal,
-    ValueCheck,
+from oom_wizard.application.choosing import (
     check_value,
     default_choice,
     done_before,
@@ -33,12 +22,21 @@ from oom_wizard.service import (
     effective_choices,
     estimate,
     followed_values,
-    format_path,
     memory_peak,
     proposed_step,
     step_prepared,
     step_status,
 )
+from oom_wizard.errors import WizardError
+from oom_wizard.paths import MISSING, format_path
+from oom_wizard.rules.plan import FieldProposal, StepChoice, StepProposal
+from oom_wizard.rules.values import ValueCheck
+from oom_wizard.screens.ask import ConfirmIncreaseScreen
+from oom_wizard.screens.base import BACK, Accepted, Back, SaveNow, StageScreen
+from oom_wizard.screens.changes import DiffView
+from oom_wizard.screens.memory_bar import MemoryBar
+from oom_wizard.screens.toggles import Tick
+from oom_wizard.screens.widgets import KeyBar, PlainInput, ladder_content
 from oom_wizard.spelling import editable, value as show_value
 
 
@@ -47,7 +45,7 @@ class FieldRow(Vertical):
 
     ``[x] train.batch_size: 2 → [1]`` (the proposed value is an input), ``[ ] drop bucket
     768 (dataset 0)``; under it, why a typed value is refused or needs a confirmation (the
-    service checks it as it is typed), and the place in AI Toolkit's UI.
+    application layer checks it as it is typed), and the place in AI Toolkit's UI.
     """
 
     def __init__(
@@ -115,7 +113,7 @@ class FieldRow(Vertical):
             self.value_input.value = shown
 
     def check(self) -> ValueCheck | None:
-        """The service's verdict on the typed value; None when nothing was edited."""
+        """The application layer's verdict on the typed value; None when nothing was edited."""
         if not self.editable:
             return None
         text = self.value_input.value.strip()
@@ -278,7 +276,8 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
 
     def _follow_typed(self) -> None:
         """Rows that follow a typed value (the accumulation of a typed batch) show the value
-        the service gives them; back to the proposed one when that value is no longer typed."""
+        the application layer gives them; back to the proposed one when that value is no longer
+        typed."""
         rows = list(self.query(FieldRow))
         typed: dict[str, Any] = {}
         for row in rows:
@@ -341,7 +340,6 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
         if not increases:
             done()
             return
-        from oom_wizard.screens.ask import ConfirmIncreaseScreen
 
         def answered(keep: bool | None) -> None:
             if keep:

@@ -3,7 +3,8 @@
 It polls the job's log (``oom_wizard.application.follow.LiveJob``) a few times a second and shows
 the job and its phase, step/total and the time left, the s/it trend as a sparkline, the OOM skips
 and the other warnings as they come, and the GPU (from ``nvidia-smi``, when it is there) and host
-RAM. When the run crashes it diagnoses the crash (``oom_wizard.service.diagnose_crash``: the job
+RAM. When the run crashes it diagnoses the crash
+(``oom_wizard.application.watching.diagnose_crash``: the job
 opened on its log and settled, as the wizard opens it) and, for an out-of-memory crash of a job with
 a config, leaves at once with that state: the command then opens the wizard on it, on the first
 change (Esc there goes back to the moment, Ctrl+Q quits). Any other crash, or a log without its
@@ -30,18 +31,28 @@ from textual.css.query import NoMatches
 from textual.widgets import Header, Log, Sparkline, Static
 from textual.worker import get_current_worker
 
-from oom_wizard.screens.widgets import KeyBar
-from oom_wizard.service import (
-    CrashReport,
+from oom_wizard.application.follow import (
     JobRow,
     LiveJob,
     LiveStatus,
     LiveUpdate,
     WatchTarget,
-    WizardState,
-    offers_save_now,
-    save_now_question,
+    read_job_row,
 )
+from oom_wizard.application.settling import WizardState
+from oom_wizard.application.watching import (
+    CrashReport,
+    diagnose_crash,
+    machine_line,
+    offers_save_now,
+    request_save_now,
+    save_now_question,
+    warm_up,
+)
+from oom_wizard.errors import WizardError
+from oom_wizard.screens.ask import SaveNowScreen
+from oom_wizard.screens.keys import apply_user_keymap
+from oom_wizard.screens.widgets import KeyBar
 from oom_wizard.spelling import rate_axes
 
 POLL_S = 0.1
@@ -137,7 +148,6 @@ class WatchApp(App[WatchResult]):
     def on_mount(self) -> None:
         """Start following the log in a thread (and polling the GPU); make the crash's
         diagnosis ready meanwhile (with the keys of the user's keymap)."""
-        from oom_wizard.screens.keys import apply_user_keymap
 
         apply_user_keymap(self)
         self.query_one("#warnings", Log).border_title = "Warnings"
@@ -159,7 +169,6 @@ class WatchApp(App[WatchResult]):
         self.run_worker(self._row, thread=True, exclusive=True, group="row")
 
     def _row(self) -> None:
-        from oom_wizard.service import read_job_row
 
         assert self.target.db is not None and self.target.job is not None
         row = read_job_row(self.target.db, self.target.job)
@@ -209,20 +218,11 @@ class WatchApp(App[WatchResult]):
             )
 
     def _warm_up(self) -> None:
-        """Read the presets and the log markers, and load the wizard's first stages, while
-        the job runs: the crash's diagnosis and the wizard then start without that wait."""
-        from oom_wizard.service import warm_up
-
+        """Read the presets and the log markers while the job runs: the crash's diagnosis
+        then starts without that wait."""
         warm_up()
-        if self.target.can_open_wizard:
-            import oom_wizard.screens.app
-            import oom_wizard.screens.environment
-            import oom_wizard.screens.load
-            import oom_wizard.screens.step  # noqa: F401
 
     def _diagnose(self, target: WatchTarget) -> None:
-        from oom_wizard.errors import WizardError
-        from oom_wizard.service import diagnose_crash
 
         try:
             report = diagnose_crash(target)
@@ -253,25 +253,7 @@ class WatchApp(App[WatchResult]):
         self.run_worker(self._probe, thread=True, exclusive=True, group="probe")
 
     def _probe(self) -> None:
-        from oom_wizard.service import probe_gpu, read_host_memory
-
-        probe = probe_gpu()
-        parts: list[str] = []
-        if probe is None:
-            parts.append("GPU: nvidia-smi is not here")
-        else:
-            parts += [
-                f"GPU {g.index} {g.name}: {g.used_gib:.1f}/{g.total_gib:.1f} GiB"
-                for g in probe.gpus
-            ]
-            parts += [
-                f"pid {p.pid} {p.name}" + (f" {p.used_gib:.1f} GiB" if p.used_gib else "")
-                for p in probe.processes
-            ]
-        total, free = read_host_memory()
-        if total is not None and free is not None:
-            parts.append(f"host RAM {total - free:.1f}/{total:.1f} GiB used")
-        self._from_thread(self._show, "#gpu", " · ".join(parts))
+        self._from_thread(self._show, "#gpu", machine_line())
 
     def _from_thread(self, callback: Callable[..., object], *args: object) -> None:
         """Run ``callback`` on the app's thread; dropped when the app is already gone."""
@@ -295,7 +277,6 @@ class WatchApp(App[WatchResult]):
 
     def action_save_now(self) -> None:
         """Ask first; on yes, set the row's ``save_now`` (in a thread) and say what happened."""
-        from oom_wizard.screens.ask import SaveNowScreen
 
         def answered(yes: bool | None) -> None:
             if yes:
@@ -304,8 +285,6 @@ class WatchApp(App[WatchResult]):
         self.push_screen(SaveNowScreen(save_now_question(self.target)), answered)
 
     def _save_now(self) -> None:
-        from oom_wizard.errors import WizardError
-        from oom_wizard.service import request_save_now
 
         try:
             line, failed = request_save_now(self.target), False

@@ -20,7 +20,7 @@ from textual.validation import ValidationResult
 from textual.widgets import Footer, Input, OptionList
 
 if TYPE_CHECKING:
-    from oom_wizard.service import StepProposal
+    from oom_wizard.rules.plan import StepProposal
 
 #: What a :class:`KeyBar` shows of one binding: its key, action, words, group, whether it is
 #: enabled, and its tooltip.
@@ -71,7 +71,7 @@ class KeyBar(Footer):
 
 class PlainInput(Input):
     """An input that Textual does not validate: what is typed in the wizard is checked by the
-    service (a refusal shows on its row), never by Textual's validators.
+    application layer (a refusal shows on its row), never by Textual's validators.
 
     Without validators Textual still runs its validation on every change of the value, the
     first one included, and sets the ``-valid`` class each time: two restyles of the input

@@ -25,6 +25,7 @@ from typing import Final
 from oom_wizard import __version__
 from oom_wizard.errors import PROGRAM, WizardError, error_line, os_error_line
 from oom_wizard.host.interrupts import Terminated, raise_terminated, redeliver_lost_interrupts
+from oom_wizard.storage.atomic import recover
 from oom_wizard.storage.leftovers import dead_leftovers, unresolved_notes
 
 PROG = PROGRAM
@@ -186,15 +187,9 @@ def _main(args_list: list[str]) -> int:
 
 
 def _recover_here() -> None:
-    """Finish or undo what a killed save left in the working folder (``save.recover``).
-
-    The save pipeline is imported only when there is such a leftover: a command that finds
-    none (nearly always) does not pay for it.
-    """
+    """Finish or undo what a killed save left in the working folder (``save.recover``)."""
     if not dead_leftovers(Path(os.curdir)):  # the working folder, even when it is gone
         return
-    from oom_wizard.storage.save import recover  # deferred: the save pipeline is heavy (see above)
-
     with contextlib.suppress(OSError):
         recover(Path.cwd())
 

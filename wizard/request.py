@@ -1,6 +1,6 @@
 """What the wizard was asked to open: a config, a job folder, or a job of the UI's database.
 
-It lives apart from ``oom_wizard.service`` so that the app can be built and painted before
+It lives apart from the application layer so that the app can be built and painted before
 the domain (pydantic, the presets, the document layer) is imported.
 """
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from oom_wizard import service
+from oom_wizard.application import settling
 from oom_wizard.application.demo import IMAGE_JOB
 from oom_wizard.screens.app import create_app
-from oom_wizard.storage import save as save_module
+from oom_wizard.storage import atomic
 from tests.support.app_support import (
     demo_app,
     demo_folder,
@@ -43,12 +43,12 @@ async def wait_for_notice(pilot, tries: int = 40) -> list[str]:
     raise AssertionError("no notification came")
 
 
-def boom(*_args: object, **_kwargs: object) -> service.WizardState:
+def boom(*_args: object, **_kwargs: object) -> settling.WizardState:
     raise RuntimeError("boom")
 
 
 async def test_a_load_worker_that_fails_shows_the_clis_line(tmp_path, monkeypatch):
-    monkeypatch.setattr(service, "start", boom)
+    monkeypatch.setattr(settling, "start", boom)
     folder = demo_folder(tmp_path)
     app = demo_app(folder)
     async with app.run_test(size=SIZE) as pilot:
@@ -62,7 +62,7 @@ async def test_a_load_worker_that_fails_shows_the_clis_line(tmp_path, monkeypatc
 
 
 async def test_with_debug_the_traceback_goes_to_a_named_log_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(service, "start", boom)
+    monkeypatch.setattr(settling, "start", boom)
     folder = demo_folder(tmp_path)
     app = create_app(folder / IMAGE_JOB.config, debug=True)
     async with app.run_test(size=SIZE) as pilot:
@@ -85,7 +85,7 @@ async def test_a_save_worker_that_fails_shows_the_line_and_writes_nothing(tmp_pa
         if step == "rename":
             raise RuntimeError("boom")
 
-    save_module.STEP_HOOK = fail
+    atomic.STEP_HOOK = fail
     try:
         async with app.run_test(size=SIZE) as pilot:
             await review_first_step(pilot)
@@ -93,7 +93,7 @@ async def test_a_save_worker_that_fails_shows_the_line_and_writes_nothing(tmp_pa
             notes = await wait_for_notice(pilot)
             error = str(app.screen.query_one("#error", Static).render())
     finally:
-        save_module.STEP_HOOK = None
+        atomic.STEP_HOOK = None
     assert any(note.startswith(INTERNAL) for note in notes), notes
     assert error.startswith(INTERNAL)
     assert sorted(path.name for path in folder.iterdir()) == before
@@ -102,4 +102,4 @@ async def test_a_save_worker_that_fails_shows_the_line_and_writes_nothing(tmp_pa
 @pytest.fixture(autouse=True)
 def _no_hook_left():
     yield
-    save_module.STEP_HOOK = None
+    atomic.STEP_HOOK = None

@@ -113,8 +113,9 @@ async def test_a_refused_save_says_what_to_do_in_the_app_not_with_a_flag(tmp_pat
 
 
 def test_the_service_checks_a_typed_file_destination(tmp_path: Path) -> None:
+    from oom_wizard.application.saving import file_target
+    from oom_wizard.application.settling import start
     from oom_wizard.request import JobRequest
-    from oom_wizard.service import file_target, start
 
     folder = demo_folder(tmp_path)
     state = start(JobRequest(folder / IMAGE_JOB.config, folder / IMAGE_JOB.log, probe=False))
@@ -181,8 +182,10 @@ def crashed_log(folder: Path, name: str = "crashed.log") -> Path:
 
 def rolled_back(folder: Path) -> Path:
     """The image demo rolled back with every default; the saved config."""
+    from oom_wizard.application.choosing import effective_choices
+    from oom_wizard.application.saving import ToFile, save
+    from oom_wizard.application.settling import start
     from oom_wizard.request import JobRequest
-    from oom_wizard.service import ToFile, effective_choices, save, start
     from oom_wizard.storage.save import SaveResult
 
     state = start(JobRequest(folder / IMAGE_JOB.config, folder / IMAGE_JOB.log, probe=False))
@@ -231,9 +234,9 @@ async def test_a_finished_or_training_retry_preselects_yes(tmp_path: Path) -> No
 
 def test_a_clean_finish_is_not_labelled_a_crash(tmp_path: Path) -> None:
     """Item 8: the load screen's row says how the run ended, as ``diagnose`` does."""
+    from oom_wizard.application.settling import start
     from oom_wizard.request import JobRequest
     from oom_wizard.screens.load import summary
-    from oom_wizard.service import start
 
     folder = demo_folder(tmp_path)
     state = start(JobRequest(folder / IMAGE_JOB.config, finished_log(folder), probe=False))
@@ -317,8 +320,11 @@ def test_counts_and_orders_read_as_english(tmp_path: Path) -> None:
 
     assert field_changes(1) == "1 field changes"
     assert field_changes(4) == "4 fields change"
+    from oom_wizard.application.choosing import effective_choices
+    from oom_wizard.application.saving import ToFile, save
+    from oom_wizard.application.scale_up import next_scale_up
+    from oom_wizard.application.settling import start
     from oom_wizard.request import JobRequest
-    from oom_wizard.service import ToFile, effective_choices, next_scale_up, save, start
 
     folder = demo_folder(tmp_path)
     state = start(JobRequest(folder / IMAGE_JOB.config, folder / IMAGE_JOB.log, probe=False))
@@ -356,7 +362,7 @@ async def test_the_footer_of_the_last_scale_up_says_what_enter_does(tmp_path: Pa
 
 
 def test_apply_and_scale_up_print_the_run_command_the_app_gives(tmp_path: Path) -> None:
-    from oom_wizard.service import run_command_for
+    from oom_wizard.application.leaving import run_command_for
     from tests.support.plan_support import cli
 
     folder = demo_folder(tmp_path)
@@ -412,8 +418,9 @@ THREE_BUCKETS = (
 
 
 def test_the_next_bucket_down_is_not_done_while_768_stays_beside_512() -> None:
+    from oom_wizard.application.choosing import step_status
+    from oom_wizard.application.settling import start
     from oom_wizard.request import JobRequest
-    from oom_wizard.service import start, step_status
     from tests.support.plan_support import cli
 
     status, out, err = cli("plan", THREE_BUCKETS, "--no-probe")

@@ -1,6 +1,7 @@
 """Leaving the wizard: the summary the terminal keeps, and Ctrl+Q with choices not saved.
 
-The summary is computed by the service (:func:`oom_wizard.service.leaving_summary`) and
+The summary is computed by the application layer
+(:func:`oom_wizard.application.leaving.leaving_summary`) and
 printed by the command line once the app is closed (``commands._common.run_wizard``).
 """
 

@@ -1,4 +1,5 @@
-"""Values typed on a step are checked as they are typed (through the service's check_value).
+"""Values typed on a step are checked as they are typed (through the application layer's
+check_value).
 
 On the demo's "Lighter samples" step (FLUX, size step 32, sample.width 1024 → 768): a width
 of 6 is refused with the reason on its row and blocks Next; a width of 4096, above today's,

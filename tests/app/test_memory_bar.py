@@ -8,10 +8,11 @@ from typing import Any
 
 from textual.app import App, ComposeResult
 
+from oom_wizard.application.choosing import walk_steps
 from oom_wizard.rules.memory import Band
+from oom_wizard.rules.sizing import MemoryPeak
 from oom_wizard.screens.memory_bar import MemoryBar, bar_content
 from oom_wizard.screens.step import StepScreen
-from oom_wizard.service import MemoryPeak, walk_steps
 from tests.support.app_support import demo_app, demo_folder, press, screen_text, wait_for_state
 
 FITS = MemoryPeak(Band(17.1, 22.5), "training", 23.54, "PyTorch's OOM message", True, True)

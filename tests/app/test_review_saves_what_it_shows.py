@@ -19,12 +19,12 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import RadioButton
 
+from oom_wizard.application.choosing import Review, memory_peak
 from oom_wizard.application.demo import IMAGE_JOB
 from oom_wizard.screens.app import create_app
 from oom_wizard.screens.changes import DiffView
 from oom_wizard.screens.memory_bar import MemoryBar
 from oom_wizard.screens.review import ReviewScreen
-from oom_wizard.service import Review, memory_peak
 from oom_wizard.storage.jobdb import load_job
 from oom_wizard.storage.save import HEADER
 from tests.app.test_app_db import apply_changes

@@ -19,6 +19,8 @@ import pytest
 from textual.pilot import Pilot
 
 from oom_wizard.application.autopilot import Outcome, Settings, UserSave, autopilot
+from oom_wizard.application.choosing import effective_choices, prepared, preselect_fix
+from oom_wizard.application.settling import WizardState, start
 from oom_wizard.commands.run import ask_in_wizard
 from oom_wizard.formats.document import MISSING, load_document
 from oom_wizard.formats.view import ProcessView
@@ -28,7 +30,6 @@ from oom_wizard.rules.plan import validation_run_steps
 from oom_wizard.screens.app import OomWizardApp
 from oom_wizard.screens.review import ReviewScreen
 from oom_wizard.screens.toggles import Tick
-from oom_wizard.service import WizardState, effective_choices, prepared, preselect_fix, start
 from oom_wizard.storage.changelog import changelog_path_for, read_changelog
 from tests.support.app_support import settle, wait_for_screen
 from tests.support.autopilot_support import FAKE, SCENARIOS, Scenario, fake_runner, write_config
@@ -255,7 +256,8 @@ def test_with_the_output_piped_it_asks_y_n_in_the_terminal(tmp_path: Path) -> No
 
 
 def test_run_s_validation_count_outlives_a_new_answer_in_the_wizard(tmp_path: Path) -> None:
-    from oom_wizard.service import Answers, answer
+    from oom_wizard.application.choosing import answer
+    from oom_wizard.rules.diagnosis import Answers
 
     config = write_config(tmp_path, scenario("image-early-steps"))
     log = tmp_path / "first.log"

@@ -97,7 +97,7 @@ async def test_the_apps_scale_up_says_it_gives_back_the_crashed_config(
         note = app.screen.query_one("#crashed-note", Static)
         assert note.display and "this is the config that crashed" in str(note.render())
         # The command line's prediction, word for word (issue 33).
-        from oom_wizard.service import next_scale_up, scale_up_prediction
+        from oom_wizard.application.scale_up import next_scale_up, scale_up_prediction
 
         state = app.require_state()
         step = next_scale_up(state)

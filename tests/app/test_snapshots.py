@@ -125,7 +125,10 @@ STAGES: dict[str, tuple[str, Steps]] = {
 
 def rolled_back_demo() -> Path:
     """The demo folder after one roll-back saved with every default (for coming back)."""
-    from oom_wizard.service import JobRequest, ToFile, effective_choices, save, start
+    from oom_wizard.application.choosing import effective_choices
+    from oom_wizard.application.saving import ToFile, save
+    from oom_wizard.application.settling import start
+    from oom_wizard.request import JobRequest
     from oom_wizard.storage.save import SaveResult
 
     folder = demo_folder(Path.cwd())

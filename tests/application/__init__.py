@@ -1,1 +1,2 @@
-"""The application layer: the service's use cases, parity of the CLI and the app, the autopilot."""
+"""The application layer: the application layer's use cases, parity of the CLI and the app, the
+autopilot."""

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from oom_wizard.application.autopilot import Settings, autopilot
+from oom_wizard.application.settling import WizardState
 from oom_wizard.application.trainer import group_alive, stops_as_from_a_terminal
 from oom_wizard.cli import main
 from oom_wizard.formats.document import load_document
 from oom_wizard.paths import parse_path
-from oom_wizard.service import WizardState
 from oom_wizard.storage.changelog import ChangeLog, changelog_path_for, read_changelog
 from tests.support.autopilot_support import (
     DEMO,

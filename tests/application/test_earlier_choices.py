@@ -1,4 +1,5 @@
-"""Issue 19, item 13, at the service: a step's proposal given the choices of the steps before it.
+"""Issue 19, item 13, at the application layer: a step's proposal given the choices of the steps
+before it.
 
 A value typed on one step is where a later step that changes the same field starts (its
 ``before``), and that step's rung is counted from there; the save uses what the screens show.
@@ -10,13 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from oom_wizard.application.demo import VIDEO_JOB
-from oom_wizard.paths import parse_path
-from oom_wizard.request import JobRequest
-from oom_wizard.rules.diagnosis import Answers
-from oom_wizard.rules.plan import StepChoice
-from oom_wizard.service import (
-    WizardState,
+from oom_wizard.application.choosing import (
     answer,
     check_value,
     choose,
@@ -24,9 +19,14 @@ from oom_wizard.service import (
     effective_choices,
     prepared,
     proposed_step,
-    start,
     step_prepared,
 )
+from oom_wizard.application.demo import VIDEO_JOB
+from oom_wizard.application.settling import WizardState, start
+from oom_wizard.paths import parse_path
+from oom_wizard.request import JobRequest
+from oom_wizard.rules.diagnosis import Answers
+from oom_wizard.rules.plan import StepChoice
 from tests.support.app_support import demo_folder
 
 SAMPLE_FRAMES = "config.process[0].sample.num_frames"
@@ -151,7 +151,7 @@ def test_the_validation_run_reaches_the_first_sample_the_earlier_steps_leave(
     """A proposal that depends on an earlier choice: the short validation run goes through
     the first periodic sample, and lighter samples (on by default for a crash while
     sampling) moves it from step 250 to step 500."""
-    from oom_wizard.service import validation_choice
+    from oom_wizard.application.choosing import validation_choice
 
     steps = "config.process[0].train.steps"
     state = wan(tmp_path, "sampling")

@@ -1,4 +1,5 @@
-"""The one wording of the log's verdict on the moment (:func:`oom_wizard.service.log_claim`):
+"""The one wording of the log's verdict on the moment
+(:func:`oom_wizard.application.labels.log_claim`):
 a sure verdict points to its moment, an unsure one asks, and neither borrows the other's words."""
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
+from oom_wizard.application.labels import log_claim
 from oom_wizard.formats.view import build_view
 from oom_wizard.logs.scan import scan_text
 from oom_wizard.rules.diagnosis import Diagnosis, diagnose
-from oom_wizard.service import log_claim
 
 JOB: dict[str, Any] = {
     "job": "extension",
@@ -75,9 +76,9 @@ def test_run_without_auto_says_the_log_does_not_settle_it_before_it_asks(
 ) -> None:
     """``run``'s asker prints the verdict and the claim; with no terminal it then stops."""
     from oom_wizard.application.autopilot import NO_TERMINAL
+    from oom_wizard.application.settling import start
     from oom_wizard.commands.run import _ask
     from oom_wizard.request import JobRequest
-    from oom_wizard.service import start
 
     config = tmp_path / "job.yaml"
     config.write_text(yaml.safe_dump(JOB), encoding="utf-8")
@@ -96,7 +97,8 @@ def test_run_without_auto_says_the_log_does_not_settle_it_before_it_asks(
 def test_watch_s_crash_report_says_how_sure_in_the_same_words(tmp_path: Path) -> None:
     """A library fault (sure, not memory) and an OOM line alone (not sure), as ``watch`` reads
     them: the crash panel's second line is the diagnosis's certainty or the unsure claim."""
-    from oom_wizard.service import WatchTarget, diagnose_crash
+    from oom_wizard.application.follow import WatchTarget
+    from oom_wizard.application.watching import diagnose_crash
 
     config = tmp_path / "job.yaml"
     config.write_text(yaml.safe_dump(JOB), encoding="utf-8")

@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 
 from oom_wizard.application.demo import IMAGE_JOB
-from oom_wizard.service import WatchTarget, diagnose_crash
+from oom_wizard.application.follow import WatchTarget
+from oom_wizard.application.watching import diagnose_crash
 from tests.support.parity_support import DEMO
 from tests.support.plan_support import cli
 
@@ -63,7 +64,10 @@ def test_the_first_change_is_the_first_step_the_default_fix_takes() -> None:
     default but that the default fix leaves out is not what to change first."""
     import dataclasses
 
-    from oom_wizard.service import JobRequest, default_choices, first_step, start
+    from oom_wizard.application.choosing import default_choices
+    from oom_wizard.application.settling import start
+    from oom_wizard.application.watching import first_step
+    from oom_wizard.request import JobRequest
 
     demo = DEMO / IMAGE_JOB.config
     state = start(JobRequest(demo, log=DEMO / IMAGE_JOB.log, probe=False))
@@ -88,14 +92,10 @@ def test_the_change_log_beside_an_output_is_one_rule(tmp_path: Path) -> None:
     change log that a save with no names (``ToFile()``: ``apply`` without ``-o``) writes."""
     import shutil
 
-    from oom_wizard.service import (
-        JobRequest,
-        SaveResult,
-        ToFile,
-        default_file_target,
-        save,
-        start as open_state,
-    )
+    from oom_wizard.application.saving import ToFile, default_file_target, save
+    from oom_wizard.application.settling import start as open_state
+    from oom_wizard.request import JobRequest
+    from oom_wizard.storage.save import SaveResult
 
     for name in (IMAGE_JOB.config, IMAGE_JOB.log):
         shutil.copyfile(DEMO / name, tmp_path / name)
@@ -130,14 +130,11 @@ def test_the_change_log_is_read_once_for_an_open_a_save_and_its_result(
 ) -> None:
     """The app's open, save and result screen (the re-adds ahead of the saved config) read
     the change log once: the save hands back the log it wrote. ``apply`` reads it once."""
-    from oom_wizard.service import (
-        JobRequest,
-        ToFile,
-        pending_scale_ups,
-        prepared,
-        save,
-        start as open_state,
-    )
+    from oom_wizard.application.choosing import prepared
+    from oom_wizard.application.saving import ToFile, save
+    from oom_wizard.application.scale_up import pending_scale_ups
+    from oom_wizard.application.settling import start as open_state
+    from oom_wizard.request import JobRequest
     from tests.support.scale_up_parity import ScaleUpCase, rolled_back
 
     ours = rolled_back(tmp_path / "app", ScaleUpCase(IMAGE_JOB, None))
@@ -159,8 +156,9 @@ def test_an_open_with_no_answer_diagnoses_the_log_once(monkeypatch: object) -> N
     """``start`` (the app's first state, ``plan`` and ``apply`` without ``--moment`` or
     ``--kind``) diagnoses once: the settled diagnosis with no answer is the log's own."""
     from oom_wizard.application import settling
+    from oom_wizard.application.settling import start as open_state
+    from oom_wizard.request import JobRequest
     from oom_wizard.rules import diagnosis
-    from oom_wizard.service import JobRequest, start as open_state
 
     assert hasattr(monkeypatch, "setattr")
     calls: list[str] = []

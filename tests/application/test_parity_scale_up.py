@@ -1,5 +1,7 @@
-"""Parity of the scale-up save: ``oom-wizard scale-up`` and the app's scale-up (the service's
-:func:`~oom_wizard.service.save_scale_up`, which the scale-up screen calls) write the same
+"""Parity of the scale-up save: ``oom-wizard scale-up`` and the app's scale-up (the application
+layer's
+:func:`~oom_wizard.application.scale_up.save_scale_up`, which the scale-up screen calls) write the
+same
 config bytes and the same change log (see ``tests/support/scale_up_parity.py``).
 
 The first case is the one that forked: a roll-back saved with ``apply --kind video`` on the

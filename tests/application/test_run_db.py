@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from oom_wizard.application.autopilot import DbJobRef, UserSave, autopilot
+from oom_wizard.application.settling import WizardState
 from oom_wizard.commands.run import ask_in_wizard
 from oom_wizard.formats.document import load_document
-from oom_wizard.service import WizardState
 from oom_wizard.storage.changelog import read_changelog
 from oom_wizard.storage.jobdb import load_job
 from tests.app.test_run_wizard import headless, save

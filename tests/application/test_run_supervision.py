@@ -370,15 +370,15 @@ def test_the_checkpoint_header_gives_the_step_without_torch(tmp_path: Path) -> N
 
 
 def test_the_apps_validation_run_reaches_the_first_sample(tmp_path: Path) -> None:
-    from oom_wizard.request import JobRequest
-    from oom_wizard.service import (
-        Answers,
+    from oom_wizard.application.choosing import (
         answer,
         effective_choices,
         prepared,
-        start,
         validation_choice,
     )
+    from oom_wizard.application.settling import start
+    from oom_wizard.request import JobRequest
+    from oom_wizard.rules.diagnosis import Answers
 
     config = write_config(tmp_path, EARLY)
     text = config.read_text().replace("sample_every: 250", "sample_every: 500")
@@ -487,7 +487,7 @@ def test_the_change_log_attempts_carry_the_measured_peak(tmp_path: Path) -> None
     assert len(raw["attempts"]) == 3
     assert all((a["peak_gib"], a["card_gib"]) == (20.0, 24.0) for a in raw["attempts"])
     # history shows it on each attempt's line.
-    from oom_wizard.application.autopilot import describe_record
+    from oom_wizard.application.attempts import describe_record
 
     log = read_changelog(changelog_path_for(outcome.config))
     assert all(describe_record(a).endswith(" · 20.0 of 24.0 GiB at most") for a in log.attempts)
@@ -537,9 +537,11 @@ def test_without_nvidia_smi_nothing_is_measured_and_the_log_reads(tmp_path: Path
 def test_the_apps_review_says_where_a_resumed_jobs_validation_counts_from(tmp_path: Path) -> None:
     import asyncio
 
+    from oom_wizard.application.choosing import answer
+    from oom_wizard.application.settling import start
     from oom_wizard.request import JobRequest
+    from oom_wizard.rules.diagnosis import Answers
     from oom_wizard.screens.app import create_app
-    from oom_wizard.service import Answers, answer, start
 
     config = write_config(tmp_path, EARLY)
     write_checkpoint(

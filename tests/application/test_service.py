@@ -9,19 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from oom_wizard.application.choosing import prepared, recorded_steps
+from oom_wizard.application.opening import open_job
+from oom_wizard.application.settling import WizardState, settle, start
 from oom_wizard.errors import WizardError
 from oom_wizard.paths import format_path
+from oom_wizard.request import JobRequest
+from oom_wizard.rules.diagnosis import Answers
 from oom_wizard.rules.plan import StepChoice
-from oom_wizard.service import (
-    Answers,
-    JobRequest,
-    WizardState,
-    open_job,
-    prepared,
-    recorded_steps,
-    settle,
-    start,
-)
 from oom_wizard.storage.changelog import ChangeLog, DatabaseRecord, RunRecord, changelog_path_for
 from tests.support.plan_support import job, write_job
 

@@ -11,26 +11,21 @@ from pathlib import Path
 
 import pytest
 
-from oom_wizard.application.demo import IMAGE_JOB, copy_demo
-from oom_wizard.service import (
-    Answers,
-    JobRequest,
-    StepChoice,
-    WizardState,
-    advice_for,
+from oom_wizard.application.choosing import (
     answer,
     check_value,
     choose,
     default_choice,
     done_before,
-    environment_verdict,
-    leaving_summary,
-    run_command,
-    run_log_for,
-    start,
     step_status,
-    ui_hint,
 )
+from oom_wizard.application.demo import IMAGE_JOB, copy_demo
+from oom_wizard.application.labels import ui_hint
+from oom_wizard.application.leaving import leaving_summary, run_command, run_log_for
+from oom_wizard.application.settling import WizardState, advice_for, environment_verdict, start
+from oom_wizard.request import JobRequest
+from oom_wizard.rules.diagnosis import Answers
+from oom_wizard.rules.plan import StepChoice
 from oom_wizard.storage.save import SaveResult
 
 
@@ -123,10 +118,10 @@ def test_the_result_hint_is_the_plan_rows_hint_for_the_jobs_arch(tmp_path: Path)
     FLUX's simple form has no Low VRAM box, so both point to Show Advanced."""
     state = demo_state(tmp_path)
     path = "config.process[0].model.low_vram"
-    assert ui_hint(path, state) == "Show Advanced → model.low_vram"
+    assert ui_hint(path, state.document) == "Show Advanced → model.low_vram"
     assert ui_hint(path) == "Model → Options → Low VRAM"  # no job: the plain location
     resolution = "config.process[0].datasets[0].resolution"
-    assert ui_hint(resolution, state) == "Datasets → the 'portraits' dataset → Resolutions"
+    assert ui_hint(resolution, state.document) == "Datasets → the 'portraits' dataset → Resolutions"
 
 
 @pytest.mark.parametrize(

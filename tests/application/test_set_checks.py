@@ -1,5 +1,6 @@
 """``set`` checks a value as the app checks a typed one (one rule: ``presets/levers.yaml``
-through the service), and removing a whole section needs ``--force`` (issue 19, item 15)."""
+through the application layer), and removing a whole section needs ``--force`` (issue 19, item
+15)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from oom_wizard.application.choosing import check_value
+from oom_wizard.application.editing import prepare_edit
+from oom_wizard.application.settling import start
 from oom_wizard.cli import main
 from oom_wizard.errors import EditError
 from oom_wizard.formats.fields import parse_assignment
-from oom_wizard.service import JobRequest, check_value, prepare_edit, start
+from oom_wizard.request import JobRequest
 
 CONFIG = (
     "job: extension\nconfig:\n  name: x\n  process:\n    - type: sd_trainer\n"

@@ -1,4 +1,4 @@
-"""The default walk: which roll-back steps Enter goes through (the service's rule).
+"""The default walk: which roll-back steps Enter goes through (the application layer's rule).
 
 The walk is the plan's procedure for this crash: the moment's first steps and the kind's
 ladder with something left to change, plus any deeper lever a fix the review offers takes.
@@ -10,20 +10,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB, DemoJob
-from oom_wizard.request import JobRequest
-from oom_wizard.rules.plan import StepChoice
-from oom_wizard.service import (
-    WizardState,
+from oom_wizard.application.choosing import (
     choose,
     done_before,
     fix_names,
     in_walk,
     optional_line,
     optional_steps,
-    start,
     walk_steps,
 )
+from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB, DemoJob
+from oom_wizard.application.settling import WizardState, start
+from oom_wizard.request import JobRequest
+from oom_wizard.rules.plan import StepChoice
 from tests.support.app_support import demo_folder
 
 

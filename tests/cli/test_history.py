@@ -104,7 +104,7 @@ def test_history_after_a_save_killed_between_its_renames_says_nothing_false(
     import os
     import signal
 
-    from oom_wizard.storage import save as save_module
+    from oom_wizard.storage import atomic
 
     folder = tmp_path / "src"
     folder.mkdir()
@@ -120,7 +120,7 @@ def test_history_after_a_save_killed_between_its_renames_says_nothing_false(
                 if step == "rename" and path.name == config.name:
                     os.kill(os.getpid(), signal.SIGKILL)
 
-            save_module.STEP_HOOK = die
+            atomic.STEP_HOOK = die
             cli("apply", "job2.yaml", "-o", config.name, "--force", "--moment", "sampling")
         finally:
             os._exit(1)

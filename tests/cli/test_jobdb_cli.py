@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from oom_wizard.application.opening import open_job
 from oom_wizard.cli import main
 from oom_wizard.commands._jobdb import (
     add_db_arguments,
@@ -18,7 +19,7 @@ from oom_wizard.commands._jobdb import (
 )
 from oom_wizard.errors import WizardError
 from oom_wizard.paths import parse_path
-from oom_wizard.service import JobRequest, open_job
+from oom_wizard.request import JobRequest
 from oom_wizard.storage.changes import Change, prepare
 from oom_wizard.storage.jobdb import AsNew, InPlace, job_document, load_job, save_to_db
 from tests.support.aitk_db import add_job, all_rows, job_row, make_db

@@ -1,15 +1,17 @@
-"""The layers: the domain never imports the UI, and both front ends reach the domain through
-the application layer.
+"""The layers: the domain never imports the UI, both front ends call the domain through the
+application layer, and no module imports itself back.
 
 Every domain module of ``oom_wizard`` (the repository's ``wizard/``) loads without textual or
-``oom_wizard.screens``; ``screens`` (the app) and ``wizard/commands`` (the command line) import
-of ``wizard`` only the application layer (``oom_wizard.application`` and its facade
-``oom_wizard.service``) and a few light value modules (see wizard/ARCHITECTURE.md).
+``oom_wizard.screens``; ``screens`` (the app) and ``wizard/commands`` (the command line) call of
+``wizard`` only the application layer (``oom_wizard.application``) and a few light value modules
+(see wizard/ARCHITECTURE.md); the app names the domain's value types where they are defined.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
 import itertools
 import json
 import re
@@ -20,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from oom_wizard.application.demo import IMAGE_JOB, copy_demo
 
 REPO = Path(__file__).resolve().parents[2]
 ARCHITECTURE = REPO / "wizard" / "ARCHITECTURE.md"
@@ -75,9 +79,8 @@ def test_no_wizard_module_imports_textual_or_screens() -> None:
 
 # --- both front ends talk to the domain through the application layer ---------------------------
 
-#: The application layer: its use-case modules, and the facade that re-exports them all (with
-#: the value types they hand out) for the app.
-APPLICATION = ("oom_wizard.application", "oom_wizard.service")
+#: The application layer: one module per use case, the one door of both front ends.
+APPLICATION = ("oom_wizard.application",)
 
 #: The light value modules a front end may import besides: the one spelling of values, the
 #: request, the errors and the stable identifiers.
@@ -87,6 +90,7 @@ VALUE_MODULES = frozenset(
         "oom_wizard.request",
         "oom_wizard.errors",
         "oom_wizard.vocabulary",
+        "oom_wizard.paths",
     }
 )
 
@@ -95,14 +99,29 @@ VALUE_MODULES = frozenset(
 COMMANDS_MAY_IMPORT = frozenset({"oom_wizard.host.interrupts"})
 
 
-def domain_imports(source: str, allowed: frozenset[str] = frozenset()) -> list[tuple[int, str]]:
+def is_value_type(module: str, name: str) -> bool:
+    """Whether ``module.name`` is a value type or a constant (what the app may name from the
+    domain: the values the application layer hands out), not a function to call."""
+    return not inspect.isfunction(getattr(importlib.import_module(module), name))
+
+
+def domain_imports(
+    source: str, allowed: frozenset[str] = frozenset(), *, value_types: bool = False
+) -> list[tuple[int, str]]:
     """Every ``wizard`` module a file imports (at the top, in functions, for type checking),
-    with its line, that is neither the application layer nor a value module (nor ``allowed``)."""
+    with its line, that is neither the application layer nor a value module (nor ``allowed``);
+    with ``value_types``, a type or constant imported from the domain is let through."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             if node.module == "oom_wizard":
                 names = [f"oom_wizard.{alias.name}" for alias in node.names]
+            elif value_types and node.module.startswith("oom_wizard."):
+                names = [
+                    node.module
+                    for alias in node.names
+                    if not is_value_type(node.module, alias.name)
+                ]
             else:
                 names = [node.module]
             found += [(node.lineno, name) for name in names]
@@ -119,21 +138,23 @@ def domain_imports(source: str, allowed: frozenset[str] = frozenset()) -> list[t
     return found
 
 
-def test_screens_import_only_the_service_and_the_value_types() -> None:
+def test_screens_call_only_the_application_layer() -> None:
     offending = {
         f"{path.name}:{line}": name
         for path in sorted((REPO / "screens").glob("*.py"))
-        for line, name in domain_imports(path.read_text(encoding="utf-8"))
+        for line, name in domain_imports(path.read_text(encoding="utf-8"), value_types=True)
     }
     assert offending == {}
 
 
-def test_commands_import_only_the_application_layer_and_the_value_types() -> None:
+def test_commands_call_only_the_application_layer() -> None:
     offending = {
         f"{path.name}:{line}": name
         for path in sorted((REPO / "wizard" / "commands").glob("*.py"))
         for line, name in domain_imports(
-            path.read_text(encoding="utf-8"), COMMANDS_MAY_IMPORT | {"oom_wizard.commands"}
+            path.read_text(encoding="utf-8"),
+            COMMANDS_MAY_IMPORT | {"oom_wizard.commands"},
+            value_types=True,
         )
         if not name.startswith("oom_wizard.commands.")
     }
@@ -156,7 +177,8 @@ def test_the_import_rule_catches_a_domain_import(source: str) -> None:
 
 def test_the_import_rule_lets_the_application_layer_through() -> None:
     source = (
-        "from oom_wizard.service import WizardState\nfrom oom_wizard import spelling\n"
+        "from oom_wizard.application.settling import WizardState\n"
+        "from oom_wizard import spelling\n"
         "from oom_wizard.application.scale_up import save_scale_up\n"
         "from oom_wizard import application\n"
     )
@@ -199,9 +221,7 @@ def test_the_planner_imports_no_file_writer() -> None:
     assert loaded.isdisjoint(
         {
             "oom_wizard.storage.save",
-            "oom_wizard.storage.changes",
             "oom_wizard.storage.jobdb",
-            "oom_wizard.service",
         }
     )
 
@@ -209,173 +229,29 @@ def test_the_planner_imports_no_file_writer() -> None:
 COMMAND_PROBE = """
 import json, sys
 from oom_wizard.cli import main
-try:
-    status = main(sys.argv[1:])
-except SystemExit as done:  # --version
-    status = done.code
-loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("oom_wizard", "pydantic", "yaml"))
+status = main(sys.argv[1:])
+loaded = sorted(m for m in sys.modules if m.startswith(("oom_wizard.", "textual")))
 print(json.dumps({"status": status, "loaded": loaded}), file=sys.stderr)
 """
 
 
-def command_loads(folder: Path, *argv: str) -> set[str]:
-    """The modules of oom_wizard, pydantic and yaml that a command run in ``folder`` loads (in a
-    child process of its own, as a user runs it)."""
-    report = child_report(COMMAND_PROBE, *argv, cwd=folder)
-    assert report["status"] == 0, report
-    return set(report["loaded"])
-
-
-#: The save pipeline, the config's models and the change log, and what only the wizard needs.
-NOT_FOR_READING = {
-    "oom_wizard.storage.save",
-    "oom_wizard.storage.changelog",
-    "oom_wizard.formats.document",
-    "oom_wizard.formats.view",
-    "oom_wizard.service",
-    "oom_wizard.storage.jobdb",
-    "oom_wizard.rules.plan",
-}
-
-
-def test_the_version_loads_no_domain_model(tmp_path: Path) -> None:
-    loaded = command_loads(tmp_path, "--version")
-    assert not {"pydantic", "yaml", "oom_wizard.rules.catalog", *NOT_FOR_READING} & loaded
-
-
-def test_diagnosing_a_log_alone_loads_no_config_or_save_module(tmp_path: Path) -> None:
+def test_the_command_line_imports_only_the_command_it_runs(tmp_path: Path) -> None:
+    """Boundary (a), ``oom_wizard.cli``'s dispatch: a command loads its own module and the
+    command line's shared helpers (``commands._*``), no other command and not the app."""
     log = tmp_path / "log.txt"
     log.write_text("torch.OutOfMemoryError: CUDA out of memory.\n", encoding="utf-8")
-    loaded = command_loads(tmp_path, "diagnose", "--log", str(log), "--json", "--no-probe")
-    assert {"oom_wizard.rules.diagnosis", "oom_wizard.logs.scan"} <= loaded
-    assert not NOT_FOR_READING & loaded
-
-
-# --- start-up: each path loads what it uses (issues 18 and 21) ------------------------------------
-
-LOADED_PROBE = """
-import json, sys
-from oom_wizard.cli import main
-status = main(sys.argv[1:])
-print(json.dumps({"status": status, "loaded": sorted(sys.modules)}), file=sys.stderr)
-"""
-
-#: What ``fit`` has no use for: the app, the jobs database, the save pipeline, the live watch,
-#: the settings file, the value checks of the step screens and the other commands; and, on a
-#: config without a log, the log scanner. (It does make the fix's edits in memory,
-#: ``oom_wizard.storage.changes``: a later step counts from what earlier ones leave.)
-NOT_FOR_FIT = {
-    "textual",
-    "oom_wizard.screens",
-    "sqlite3",
-    "oom_wizard.storage.jobdb",
-    "oom_wizard.storage.save",
-    "oom_wizard.application.follow",
-    "oom_wizard.storage.settings",
-    "oom_wizard.rules.values",
-    "oom_wizard.host.probe",
-    "oom_wizard.logs.scan",
-    "oom_wizard.commands.demo",
-    "oom_wizard.commands.run",
-}
-
-
-def test_fit_loads_neither_the_app_nor_the_writers(tmp_path: Path) -> None:
-    config = tmp_path / "small.yaml"
-    config.write_text(
-        "job: extension\nconfig:\n  name: small\n  process:\n    - type: sd_trainer\n"
-        "      network: {type: lora, linear: 16}\n      train: {batch_size: 1, steps: 10}\n"
-        "      model: {arch: flux, name_or_path: x, quantize: true}\n"
-        "      datasets: [{folder_path: /data/x, resolution: [512]}]\n",
-        encoding="utf-8",
-    )
-    report = child_report(
-        LOADED_PROBE, "fit", str(config), "--gpu", "24", "--no-probe", "--json", cwd=tmp_path
-    )
+    report = child_report(COMMAND_PROBE, "diagnose", "--log", str(log), "--json", "--no-probe")
     assert report["status"] == 0
-    loaded = set(report["loaded"])
-    assert {
-        "oom_wizard.rules.memory",
-        "oom_wizard.rules.catalog",
-        "oom_wizard.rules.plan",
-    } <= loaded
-    assert not NOT_FOR_FIT & loaded
-
-
-SERVICE_PROBE = """
-import json, sys
-import oom_wizard.service as service
-before = sorted(m for m in sys.modules if m.startswith(("oom_wizard.", "pydantic", "yaml")))
-plan = service.Plan  # a re-exported value type: imported when asked for
-print(json.dumps({"before": before, "plan": plan.__module__}), file=sys.stderr)
-"""
-
-
-def test_importing_the_service_loads_no_domain_module() -> None:
-    """The app imports the service before its first frame (the theme, the keymap): that must not
-    cost the domain; a re-exported name is imported from its module when first used."""
-    report = child_report(SERVICE_PROBE)
-    assert set(report["before"]) <= {
-        "oom_wizard.service",
-        "oom_wizard.errors",
-        "oom_wizard.paths",
-        "oom_wizard.request",
-        "oom_wizard.vocabulary",
+    commands = {m for m in report["loaded"] if m.startswith("oom_wizard.commands.")}
+    assert {m for m in commands if not m.startswith("oom_wizard.commands._")} == {
+        "oom_wizard.commands.diagnose"
     }
-    assert report["plan"] == "oom_wizard.rules.plan"
-
-
-def test_every_name_the_service_exports_resolves() -> None:
-    import oom_wizard.service as service
-
-    missing = [name for name in service.__all__ if not hasattr(service, name)]
-    assert missing == []
-
-
-def test_the_service_names_each_export_once_for_the_type_checker_and_the_run() -> None:
-    """The facade's two lists, the imports the type checker reads and the table that
-    ``__getattr__`` imports from, name the same modules and the same names."""
-    import oom_wizard.service as service
-
-    tree = ast.parse(Path(service.__file__).read_text(encoding="utf-8"))
-    (guarded,) = (
-        node
-        for node in tree.body
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name)
-        if node.test.id == "TYPE_CHECKING"
-    )
-    typed = {
-        (node.module, alias.name)
-        for node in guarded.body
-        if isinstance(node, ast.ImportFrom)
-        for alias in node.names
-    }
-    run = {(module, name) for module, names in service._SOURCES.items() for name in names}
-    assert typed == run
-    assert sorted(service.__all__) == sorted(name for _, name in run)
-
-
-DEMO_COPY_PROBE = """
-import json, sys
-from pathlib import Path
-from oom_wizard.application.demo import copy_demo
-copy_demo(Path(sys.argv[1]))
-print(json.dumps({"loaded": sorted(sys.modules)}), file=sys.stderr)
-"""
-
-
-def test_copying_the_demo_loads_no_model(tmp_path: Path) -> None:
-    """``demo`` copies its jobs before the app starts: the atomic writer needs no pydantic."""
-    loaded = set(child_report(DEMO_COPY_PROBE, str(tmp_path / "demo"))["loaded"])
-    assert (tmp_path / "demo").is_dir()
-    assert "oom_wizard.storage.save" in loaded
-    assert not {"pydantic", "oom_wizard.storage.changelog", "oom_wizard.formats.document"} & loaded
+    assert not any(m.startswith(("textual", "oom_wizard.screens")) for m in report["loaded"])
 
 
 FIRST_FRAME_PROBE = """
 import asyncio, json, sys
 from pathlib import Path
-from oom_wizard.application.demo import IMAGE_JOB, copy_demo
 from oom_wizard.screens import load
 from oom_wizard.screens.app import create_app
 
@@ -388,8 +264,7 @@ def reading(screen, target):  # where the load screen starts its worker, after i
     app.exit()
 
 load.LoadScreen.load = reading
-folder = copy_demo(Path(sys.argv[1]))
-app = create_app(folder / IMAGE_JOB.config, log=folder / IMAGE_JOB.log, probe=False)
+app = create_app(Path(sys.argv[1]), log=Path(sys.argv[2]), probe=False)
 
 async def main():
     async with app.run_test(size=(80, 24)) as pilot:
@@ -404,10 +279,12 @@ print(json.dumps(seen), file=sys.stderr)
 
 
 def test_the_load_screen_is_up_before_the_domain_loads(tmp_path: Path) -> None:
-    """Issue 21: the first screen needs Textual and the service's settings only; the job is read
-    (pydantic, the presets and the config's models imported) in the worker that the load screen
-    starts once it is on screen."""
-    seen = child_report(FIRST_FRAME_PROBE, str(tmp_path / "demo"), cwd=tmp_path)
+    """Boundary (b), the app's: the first screen needs Textual and the user's settings only; the
+    job is read (pydantic, the presets and the config's models imported) in the worker that the
+    load screen starts once it is on screen."""
+    folder = copy_demo(tmp_path / "demo")
+    config, log = folder / IMAGE_JOB.config, folder / IMAGE_JOB.log
+    seen = child_report(FIRST_FRAME_PROBE, str(config), str(log), cwd=tmp_path)
     assert seen["screen"] == "LoadScreen"
     assert seen["title"] == "Load the job that ran out of memory"
     assert not {
@@ -534,6 +411,88 @@ def package_sources() -> dict[str, str]:
     }
 
 
+def file_module(path: str) -> str:
+    """The ``oom_wizard`` module of a repository file (the inverse of :func:`module_file`)."""
+    parts = list(Path(path).with_suffix("").parts)
+    parts = parts[1:] if parts[0] == "wizard" else parts
+    return ".".join(["oom_wizard", *(parts[:-1] if parts[-1] == "__init__" else parts)])
+
+
+def module_imports(source: str, modules: frozenset[str]) -> set[str]:
+    """The modules of ``modules`` that a file imports: at the top, in functions, for the type
+    checker; ``from package import module`` is an import of that module."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found |= {
+                f"{node.module}.{alias.name}"
+                if f"{node.module}.{alias.name}" in modules
+                else node.module
+                for alias in node.names
+            }
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+    return found & modules
+
+
+def import_cycles(files: Mapping[str, str]) -> list[list[str]]:
+    """Every set of modules that import one another round (the strongly connected components
+    of the import graph with more than one module), each sorted; Tarjan's algorithm."""
+    modules = frozenset(file_module(path) for path in files)
+    graph = {
+        file_module(path): sorted(module_imports(source, modules) - {file_module(path)})
+        for path, source in files.items()
+    }
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for there in graph[module]:
+            if there not in order:
+                visit(there)
+                low[module] = min(low[module], low[there])
+            elif there in stack:
+                low[module] = min(low[module], order[there])
+        if low[module] == order[module]:
+            component = [stack.pop()]
+            while component[-1] != module:
+                component.append(stack.pop())
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in order:
+            visit(module)
+    return cycles
+
+
+def test_no_module_imports_itself_back() -> None:
+    """No cycle between modules, counting every import: at the top, in a function, and for
+    the type checker only (a deferred import that closes a cycle is a cycle all the same)."""
+    assert import_cycles(package_sources()) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "planted"),
+    [
+        ("wizard/storage/changelog.py", "from oom_wizard.storage.save import save\n"),
+        ("wizard/rules/catalog.py", "def f():\n    from oom_wizard.rules.plan import Plan\n"),
+        (
+            "wizard/application/labels.py",
+            "if TYPE_CHECKING:\n    from oom_wizard.application.settling import WizardState\n",
+        ),
+    ],
+)
+def test_a_planted_cycle_is_caught(path: str, planted: str) -> None:
+    files = package_sources()
+    files[path] += planted
+    assert any(file_module(path) in cycle for cycle in import_cycles(files))
+
+
 @pytest.fixture(scope="module")
 def rooms() -> dict[str, tuple[tuple[str, ...], frozenset[str]]]:
     return architecture_rooms(ARCHITECTURE.read_text(encoding="utf-8"))
@@ -570,8 +529,8 @@ def test_every_folder_of_wizard_is_a_room(rooms) -> None:
     [
         ("wizard/formats/document.py", "from oom_wizard.rules.plan import Plan\n"),
         ("wizard/logs/scan.py", "def f():\n    from oom_wizard.storage import save\n"),
-        ("wizard/storage/jobdir.py", "from oom_wizard.service import WizardState\n"),
-        ("wizard/commands/fit.py", "from oom_wizard.rules.memory import job_memory\n"),
+        ("wizard/storage/jobdir.py", "from oom_wizard.application.settling import WizardState\n"),
+        ("wizard/commands/fit.py", "from oom_wizard.logs.scan import scan_log\n"),
         ("screens/step.py", "import oom_wizard.formats.yamledit\n"),
         ("wizard/errors.py", "if TYPE_CHECKING:\n    from oom_wizard.logs.scan import LogScan\n"),
         ("wizard/formats/view.py", 'importlib.import_module(f"oom_wizard.rules.{name}")\n'),

@@ -1,13 +1,16 @@
-"""Issue 23's levers and terms, each on a config that uses it, weighed through the service.
+"""Issue 23's levers and terms, each on a config that uses it, weighed through the application
+layer.
 
 Every case starts from the demo FLUX job (``presets/demo/flux_portrait_lora.yaml``, the
 project's own fixture) with checkpointing on and EMA off, changes what the lever needs, writes
-the config to a folder, opens it with :func:`oom_wizard.service.start` (no probe), answers the
+the config to a folder, opens it with :func:`oom_wizard.application.settling.start` (no probe),
+answers the
 moment, and reads:
 
 - a **rung** (:data:`RUNGS`): the plan's step, the one field the case is about (only that field
   switched on), its value before and after, the GiB of the phase it lowers today and with that
-  field changed (:func:`oom_wizard.service.job_memory`), and where it is in AI Toolkit's UI;
+  field changed (:func:`oom_wizard.application.fitting.job_memory`), and where it is in AI
+  Toolkit's UI;
 - a **term** (:data:`TERMS`, a setting the estimate counts that no rung changes): the GiB of
   the phase with the setting and without it, and the setting's UI location.
 
@@ -27,13 +30,15 @@ from typing import Any
 
 import yaml
 
+from oom_wizard.application.choosing import answer
+from oom_wizard.application.fitting import job_memory
+from oom_wizard.application.settling import WizardState, start
 from oom_wizard.host.probe import GpuInfo, ProbeResult
 from oom_wizard.request import JobRequest
 from oom_wizard.rules.catalog import load_presets
 from oom_wizard.rules.diagnosis import Answers
 from oom_wizard.rules.memory import Phase
 from oom_wizard.rules.plan import StepChoice
-from oom_wizard.service import WizardState, answer, job_memory, start
 from oom_wizard.spelling import before_after
 
 DEMO = Path(__file__).resolve().parents[2] / "presets" / "demo" / "flux_portrait_lora.yaml"
@@ -301,7 +306,8 @@ def demo_tree(change: Change) -> dict[str, Any]:
 def opened(
     tree: dict[str, Any], folder: Path, name: str, moment: str, kind: str, gpus: int = 1
 ) -> WizardState:
-    """The config written to ``folder`` and opened through the service, its moment answered
+    """The config written to ``folder`` and opened through the application layer, its moment
+    answered
     (with ``gpus`` idle 24 GiB cards as the probe's, above one)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name.replace(' ', '_')}.yaml"

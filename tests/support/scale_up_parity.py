@@ -4,7 +4,8 @@
 A :class:`ScaleUpCase` is a demo job, as a config file or as a job of the web UI's database,
 rolled back with ``apply`` (a kind answered or not), then scaled up once: by ``oom-wizard
 scale-up --yes`` (``--in-place`` for a database job; :func:`through_cli`), and by what the
-app's scale-up screen calls, :func:`oom_wizard.service.save_scale_up` on the state the app
+app's scale-up screen calls, :func:`oom_wizard.application.scale_up.save_scale_up` on the state the
+app
 opens the saved config with (:func:`through_app_service`). Both give the saved bytes (the
 file, or the job's row) and the change log, its timestamps and the root left out.
 """
@@ -19,17 +20,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB, DemoJob
+from oom_wizard.application.saving import ToFile
+from oom_wizard.application.scale_up import next_scale_up, save_scale_up
+from oom_wizard.application.settling import start
 from oom_wizard.formats.document import load_document
 from oom_wizard.request import JobRequest
-from oom_wizard.service import (
-    DbSaveResult,
-    InPlace,
-    SaveResult,
-    ToFile,
-    next_scale_up,
-    save_scale_up,
-    start,
-)
+from oom_wizard.storage.jobdb import DbSaveResult, InPlace
+from oom_wizard.storage.save import SaveResult
 from tests.support.aitk_db import add_job, job_row, make_db
 from tests.support.parity_support import DEMO, normal
 from tests.support.plan_support import cli

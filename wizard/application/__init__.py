@@ -18,6 +18,6 @@ these; they decide, composing the domain (the rest of ``oom_wizard``). One modul
 - :mod:`~oom_wizard.application.labels` and :mod:`~oom_wizard.application.preferences`: what
   the screens show from the presets, and the user's settings.
 
-This package's own module imports nothing, so that a light command loads only the use case
-it runs; :mod:`oom_wizard.service` re-exports them all for the app.
+Both front ends import these modules directly: one door per use case. This package's own
+module imports nothing, so that a command loads only the use case it runs.
 """

@@ -4,8 +4,10 @@ Plain logic. The trainer is behind :class:`Runner` (``oom_wizard.application.tra
 child; a test can pass a function), the user behind :class:`Asker`. After a crash the job is
 opened on that attempt's log through the application layer (``oom_wizard.application``), as the
 wizard opens it: one diagnosis, one plan, the next fix preselected
-(:func:`~oom_wizard.service.preselect_fix`: every step at its default, the short validation run).
-With ``--auto`` the loop saves that fix through the service's save, as a new config beside the
+(:func:`~oom_wizard.application.choosing.preselect_fix`: every step at its default, the short
+validation run).
+With ``--auto`` the loop saves that fix through the application layer's save, as a new config
+beside the
 last one with its change log; an asker may instead let the user change and save it (the wizard),
 and the config the user saved is what runs next (:class:`UserSave`).
 
@@ -43,18 +45,51 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, Protocol
 
+from oom_wizard.application.attempts import describe_outcome
+from oom_wizard.application.choosing import (
+    effective_choices,
+    prepared,
+    preselect_fix,
+    validation_note,
+)
+from oom_wizard.application.opening import open_job, settle_database
+from oom_wizard.application.saving import InPlace, SaveResult, ToFile, save
+from oom_wizard.application.scale_up import (
+    next_scale_up,
+    open_for_scale_up,
+    prepare_scale_up,
+    save_scale_up,
+    save_undo_scale_up,
+    scale_up_notes,
+)
+from oom_wizard.application.settling import start
 from oom_wizard.application.trainer import TrainerEnd, processes_note
 from oom_wizard.errors import WizardError
+from oom_wizard.logs.scan import scan_log
+from oom_wizard.logs.signals import GPU_SIGNALS, HOST_SIGNALS
+from oom_wizard.request import JobRequest
+from oom_wizard.rules.scaleup import pending_scale_ups
+from oom_wizard.storage.atomic import atomic_write
 from oom_wizard.storage.changelog import (
     AttemptRecord,
     ChangeLog,
     FileRef,
     changelog_path_for,
     now_iso,
+    read_changelog,
     sha256_of,
 )
-from oom_wizard.storage.jobdb import DbSaveResult
-from oom_wizard.storage.save import SaveResult
+from oom_wizard.storage.changes import changelog_of
+from oom_wizard.storage.jobdb import (
+    DbSaveResult,
+    find_db,
+    job_document,
+    job_source,
+    load_job,
+    read_job_changelog,
+)
+from oom_wizard.storage.jobdir import load_config
+from oom_wizard.storage.resume import resume_point
 from oom_wizard.vocabulary import VALIDATION_RUN
 
 if TYPE_CHECKING:
@@ -116,8 +151,6 @@ def db_job_to_run(db: Path, name: str) -> DbJobRef:
     Raises:
         JobDatabaseError: no database or no such job; WizardError: the job is busy.
     """
-    from oom_wizard.application.opening import settle_database
-    from oom_wizard.storage.jobdb import find_db, load_job
 
     found = settle_database(find_db(db))
     busy = load_job(found, name).busy_reason()
@@ -130,7 +163,6 @@ def check_readable(where: Where, *, edited_ok: bool = False) -> None:
     """Load the config as the loop will: the one-line error of a broken one, of a value
     outside the limits, or (without ``edited_ok``) of one edited after our save, before
     anything starts."""
-    from oom_wizard.application.opening import open_job
 
     open_job(dataclasses.replace(_request(where, None), edited_ok=edited_ok))
 
@@ -284,44 +316,6 @@ class Outcome:
         return tuple(lines)
 
 
-def describe_outcome(
-    outcome: str, step: int | None, phase: str | None, moment: str | None, exit_code: int | None
-) -> str:
-    """How an attempt ended, in words (``history`` shows recorded attempts with it too)."""
-    if outcome == "crashed":
-        where = f" at step {step}" if step is not None else ""
-        inside = f" in {phase}" if phase and phase != "unknown" else ""
-        about = f" ({moment})" if moment else ""
-        return f"crashed{where}{inside}{about}"
-    if outcome == "passed_validation":
-        return f"passed validation ({step} steps)"
-    if outcome == "finished":
-        return f"finished ({step} steps)" if step is not None else "finished"
-    if outcome == "interrupted":
-        return "interrupted (Ctrl-C)"
-    if outcome == "terminated":
-        return "terminated (SIGTERM)"
-    if outcome == "untrained":
-        at = f" (its step counter stayed at {step})" if step is not None else ""
-        return f"exited with status {exit_code} without training a step{at}"
-    if outcome == "stopped":
-        return "stopped (the trainer says so)"
-    return f"failed (exit status {exit_code}), not out of memory"
-
-
-def describe_record(record: AttemptRecord) -> str:
-    """A recorded attempt in one line: its config, the kind of run, how it ended, how long."""
-    ended = describe_outcome(
-        record.outcome, record.step, record.phase, record.moment, record.exit_code
-    )
-    peak = (
-        f" · {record.peak_gib:.1f} of {record.card_gib:.1f} GiB at most"
-        if record.peak_gib is not None and record.card_gib is not None
-        else ""
-    )
-    return f"{record.config} · {record.kind} run · {ended} · {record.duration_s:.1f} s{peak}"
-
-
 def always_yes(state: WizardState, fix: Sequence[str]) -> bool:
     """The ``--auto`` asker."""
     return True
@@ -358,7 +352,6 @@ class _Loop:
     def run_once(
         self, where: Where, kind: Literal["full", "validation"]
     ) -> tuple[Attempt, LogScan]:
-        from oom_wizard.logs.scan import scan_log
 
         config = _runnable(where)
         log = fresh_log_path(config)
@@ -407,7 +400,6 @@ class _Loop:
         if own is None:
             self.pending.append(record)
             return
-        from oom_wizard.storage.save import atomic_write
 
         log, path = own
         atomic_write(path, log.with_attempts([record]).to_json().encode(), replace=True)
@@ -423,8 +415,6 @@ class _Loop:
         self.pending.clear()
         if not self.records:
             return
-        from oom_wizard.storage.changelog import read_changelog
-        from oom_wizard.storage.save import atomic_write
 
         log = read_changelog(changelog)
         ours = {_attempt_key(record) for record in self.records}
@@ -546,14 +536,6 @@ def _downward(loop: _Loop, config: Where, kind: Literal["full", "validation"]) -
 def _upward(loop: _Loop, config: Path) -> Outcome:
     """Scale up one re-add per finished run, as ``scale-up`` and the app save one
     (:mod:`oom_wizard.application.scale_up`); a re-add that crashes is rolled back."""
-    from oom_wizard.application.saving import SaveResult, ToFile
-    from oom_wizard.application.scale_up import (
-        next_scale_up,
-        open_for_scale_up,
-        prepare_scale_up,
-        save_scale_up,
-        scale_up_notes,
-    )
 
     stable = config
     for _ in range(loop.settings.max_retries + 1):
@@ -618,8 +600,6 @@ def _upward(loop: _Loop, config: Path) -> Outcome:
 
 def _undo_last(loop: _Loop, config: Path, step: str) -> Path:
     """Roll back what the last scale-up of ``config`` re-added (a new config)."""
-    from oom_wizard.application.saving import SaveResult, ToFile
-    from oom_wizard.application.scale_up import open_for_scale_up, save_undo_scale_up
 
     state = open_for_scale_up(_request(config, None))
     result = save_undo_scale_up(state, step, ToFile())
@@ -636,7 +616,6 @@ def _exception(scan: LogScan) -> str:
 def resume_warning(document: JobDocument) -> str | None:
     """What AI Toolkit's resume does to this run when it matters: a step count at or below the
     step it resumes from trains nothing (None: a fresh start, or steps left to train)."""
-    from oom_wizard.storage.resume import resume_point
 
     resume = resume_point(document)
     steps = document.get(("config", "process", 0, "train", "steps"))
@@ -656,7 +635,6 @@ def resume_warning(document: JobDocument) -> str | None:
 
 def _memory_evidence(scan: LogScan) -> bool:
     """Whether the log shows the GPU or the host running out of memory (a kill included)."""
-    from oom_wizard.logs.signals import GPU_SIGNALS, HOST_SIGNALS
 
     return bool(set(scan.signals) & (GPU_SIGNALS | HOST_SIGNALS))
 
@@ -727,18 +705,16 @@ def _what_next(loop: _Loop, document: JobDocument, *, more_retries: bool = False
 
 
 def _crash_state(where: Where, log: Path, *, edited_ok: bool = False) -> WizardState:
-    """The job opened on the attempt's log through the service, as the wizard opens it.
+    """The job opened on the attempt's log through the application layer, as the wizard opens it.
 
     A config that is our own fix crashed again: its plan goes one rung further.
     """
-    from oom_wizard.application.settling import start
 
     request = dataclasses.replace(_request(where, log), edited_ok=edited_ok)
     return start(request, new_crash=_own_log(where) is not None)
 
 
 def _request(where: Where, log: Path | None) -> JobRequest:
-    from oom_wizard.request import JobRequest
 
     if isinstance(where, DbJobRef):
         return JobRequest(log=log, db=where.db, job=where.name, probe=False)
@@ -747,7 +723,6 @@ def _request(where: Where, log: Path | None) -> JobRequest:
 
 def _destination(where: Where) -> Destination:
     """Where a fix of ``where`` is saved: a new config file, or the web-UI job in place."""
-    from oom_wizard.application.saving import InPlace, ToFile
 
     return InPlace() if isinstance(where, DbJobRef) else ToFile()
 
@@ -762,8 +737,6 @@ def _saved_where(saved: SaveResult | DbSaveResult) -> tuple[Where, Path]:
 def _path_of(where: Where) -> Path:
     """The config's path in the outcome (a web-UI job's pseudo path)."""
     if isinstance(where, DbJobRef):
-        from oom_wizard.storage.jobdb import job_source
-
         return job_source(where.db, where.name)
     return where
 
@@ -773,8 +746,6 @@ def _runnable(where: Where) -> Path:
     (as stored, byte for byte) to a new file of its own beside the job's change log."""
     if isinstance(where, Path):
         return where
-    from oom_wizard.storage.jobdb import load_job
-    from oom_wizard.storage.save import atomic_write
 
     job = load_job(where.db, where.name)
     folder = job.changelog_path.parent
@@ -790,8 +761,6 @@ def _roll_back(
     loop: _Loop, state: WizardState, attempt: Attempt, where: Where
 ) -> tuple[Where, Literal["full", "validation"]] | str:
     """Save the next roll-back; the new config and its run kind, or why nothing is left."""
-    from oom_wizard.application.choosing import effective_choices, prepared, preselect_fix
-    from oom_wizard.application.saving import save
 
     validate = attempt.kind == "full" and loop.settings.validation_steps > 0
     state = preselect_fix(state, loop.settings.validation_steps if validate else 0)
@@ -802,8 +771,6 @@ def _roll_back(
         return _nothing_left(loop, attempt, state)
     lines = entry_lines(ready)
     if validate:
-        from oom_wizard.application.choosing import validation_note
-
         note = validation_note(state)
         if note is not None:
             loop.say(f"⚠ {note}")
@@ -854,9 +821,6 @@ def _nothing_left(loop: _Loop, attempt: Attempt, state: WizardState) -> str:
 
 def _restore_steps(loop: _Loop, where: Where, log: Path) -> Where | None:
     """After a passed validation run: the config with the original step count, saved."""
-    from oom_wizard.application.scale_up import prepare_scale_up, save_scale_up
-    from oom_wizard.application.settling import start
-    from oom_wizard.rules.scaleup import pending_scale_ups
 
     state = start(_request(where, log))
     if state.changelog is None:
@@ -877,7 +841,6 @@ def _restore_steps(loop: _Loop, where: Where, log: Path) -> Where | None:
 
 def _still_short(where: Where) -> bool:
     """Whether the config still runs the short validation step count (a scale-up restores it)."""
-    from oom_wizard.rules.scaleup import pending_scale_ups
 
     own = _own_log(where)
     if own is None:
@@ -887,11 +850,8 @@ def _still_short(where: Where) -> bool:
 
 
 def _document(where: Where) -> JobDocument:
-    from oom_wizard.storage.jobdir import load_config
 
     if isinstance(where, DbJobRef):
-        from oom_wizard.storage.jobdb import job_document, load_job
-
         return job_document(load_job(where.db, where.name))
     return load_config(where)
 
@@ -932,7 +892,6 @@ def _attempt_key(record: AttemptRecord) -> tuple[str, str | None, str]:
 
 def _own_changelog(config: Path) -> ChangeLog | None:
     """The change log beside ``config`` when it describes it; a broken one is not used."""
-    from oom_wizard.storage.changes import changelog_of
 
     try:
         return changelog_of(config)
@@ -946,7 +905,6 @@ def _own_log(where: Where) -> tuple[ChangeLog, Path] | None:
     if isinstance(where, Path):
         log = _own_changelog(where)
         return (log, changelog_path_for(where)) if log is not None else None
-    from oom_wizard.storage.jobdb import load_job, read_job_changelog
 
     try:
         job = load_job(where.db, where.name)

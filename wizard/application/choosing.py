@@ -20,18 +20,35 @@ from oom_wizard.application.settling import (
     memory_calibration,
     settle,
 )
-from oom_wizard.paths import MISSING
+from oom_wizard.formats.document import JobDocument, same_value
+from oom_wizard.paths import MISSING, parse_path
+from oom_wizard.rules.catalog import load_presets
 from oom_wizard.rules.diagnosis import Answers
+from oom_wizard.rules.estimate import CRASHED_PEAK, PEAK_WORDS
+from oom_wizard.rules.memory import PHASE_WORDS
 from oom_wizard.rules.plan import (
     FieldProposal,
     MemoryEstimate,
     Plan,
     StepChoice as StepChoice,  # the choice a caller makes
     StepProposal,
+    changes_for,
+    estimate as plan_estimate,
+    validation_choice as plan_validation_choice,
 )
-from oom_wizard.rules.sizing import FIX_WORDS, FixName, MemoryPeak
-from oom_wizard.rules.values import ValueCheck
+from oom_wizard.rules.sizing import (
+    FIX_NAMES,
+    FIX_WORDS,
+    MARGIN_SHARE,
+    FixName,
+    MemoryPeak,
+    Weigher,
+    peak_of,
+)
+from oom_wizard.rules.values import ValueCheck, validate_value
+from oom_wizard.spelling import editable, field_changes, gib
 from oom_wizard.storage.changes import Change, Prepared, prepare
+from oom_wizard.storage.resume import resume_point
 
 if TYPE_CHECKING:
     from oom_wizard.formats.document import JobDocument
@@ -61,7 +78,6 @@ def default_choice(
     state: WizardState, step: StepProposal, fix: FixName | None = None
 ) -> StepChoice:
     """What accepting one step's defaults means (:func:`default_choices`)."""
-    from oom_wizard.rules.plan import StepChoice
 
     return default_choices(state, fix).get(step.id) or StepChoice(step.id, enabled=False)
 
@@ -69,7 +85,6 @@ def default_choice(
 def fix_names(state: WizardState) -> tuple[FixName, ...]:
     """The fixes the plan offers, the default first ("safe" alone without a card to size
     "just enough" against)."""
-    from oom_wizard.rules.sizing import FIX_NAMES
 
     offered = [name for name in FIX_NAMES if name in state.plan.fixes]
     default = state.plan.default_fix
@@ -111,7 +126,6 @@ def fix_steps_words(state: WizardState, fix: FixName) -> str:
 def fix_summary(state: WizardState) -> tuple[str, ...]:
     """The fixes in a few lines, for ``plan``, ``apply`` and the app: how they were sized
     (the deficit, where it comes from, the margin), then one line per fix, the default first."""
-    from oom_wizard.rules.sizing import MARGIN_SHARE
 
     plan = state.plan
     if not plan.fixes:
@@ -204,7 +218,6 @@ def validation_choice(
         state: The wizard state.
         rollback: The roll-back steps' choices (None: :func:`effective_choices`).
     """
-    from oom_wizard.rules.plan import validation_choice as plan_validation_choice
 
     validation = state.validation_step()
     if validation is None:
@@ -233,7 +246,6 @@ def _validation_wanted(state: WizardState, validation: StepProposal) -> int:
     """The validation run's steps asked for: ``run``'s count, else the presets' (the plan's
     figure is already raised past the first save and sample of a fresh run); 0 when the plan
     proposes no count."""
-    from oom_wizard.rules.catalog import load_presets
 
     if state.validation_run is not None:
         return state.validation_run
@@ -244,7 +256,6 @@ def _validation_wanted(state: WizardState, validation: StepProposal) -> int:
 
 def resume_of(state: WizardState) -> ResumePoint | None:
     """The step AI Toolkit's next run of this job starts from (:mod:`oom_wizard.storage.resume`)."""
-    from oom_wizard.storage.resume import resume_point
 
     return resume_point(state.document, state.job.scan)
 
@@ -382,7 +393,6 @@ def done_before(state: WizardState, index: int) -> Jumped | None:
 
 def changes(state: WizardState, choices: Mapping[str, StepChoice]) -> list[Change]:
     """The field changes the choices make."""
-    from oom_wizard.rules.plan import changes_for
 
     return changes_for(given(state, choices), choices)
 
@@ -393,7 +403,6 @@ def prepared(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Pr
     Raises:
         EditError: an edit cannot be made safely.
     """
-    from oom_wizard.rules.plan import changes_for
 
     settled = _settle_validation(state, choices)
     return prepare(state.document, changes_for(given(state, settled), settled))
@@ -437,7 +446,6 @@ def review(
     Raises:
         EditError: an edit cannot be made safely.
     """
-    from oom_wizard.spelling import field_changes
 
     name = fix if fix is not None else state.plan.default_fix
     decided = effective_choices(state, fix=name)
@@ -462,9 +470,6 @@ def review(
 def estimate(state: WizardState, choices: Mapping[str, StepChoice] | None) -> MemoryEstimate:
     """The memory estimate of the choices: its GiB bands (calibrated by the job's own figures
     when it has them) and the relative figures (today's config = 100)."""
-    from oom_wizard.rules.catalog import load_presets
-    from oom_wizard.rules.plan import changes_for, estimate as plan_estimate
-    from oom_wizard.rules.sizing import Weigher
 
     settled = _settle_validation(state, choices)
     changes = changes_for(given(state, settled), settled)
@@ -491,10 +496,9 @@ def check_value(state: WizardState, proposal: FieldProposal, typed: str) -> Valu
     confirmation, and the change log then records it as an increase. A number field without
     a rule must still be a number of the proposed value's kind.
     """
-    from oom_wizard.rules.values import validate_value
 
     check = validate_value(
-        proposal.path, typed, arch_of(state, proposal.path), before=proposal.config_before
+        proposal.path, typed, arch_of(state.document, proposal.path), before=proposal.config_before
     )
     if not check.ok or not isinstance(check.value, str) or proposal.control != "number":
         return check
@@ -589,7 +593,6 @@ def recorded_steps(plan: Plan, ready: Prepared) -> list[str]:
 
 
 def step_off(step_id: str) -> StepChoice:
-    from oom_wizard.rules.plan import StepChoice
 
     return StepChoice(step_id=step_id, enabled=False)
 
@@ -599,8 +602,6 @@ def estimate_words(figures: MemoryEstimate, moment: str | None = None) -> str:
     ≈ 56 %; weights on the GPU ≈ 16.90 GiB → 9.10 GiB`` (approximate): the crashed phase's band
     first, and for a crash ``moment``, whether the peak it ran into goes down (``plan`` and
     ``apply`` print it)."""
-    from oom_wizard.rules.estimate import CRASHED_PEAK, PEAK_WORDS
-    from oom_wizard.spelling import gib
 
     text = ""
     if figures.gib is not None:
@@ -608,8 +609,6 @@ def estimate_words(figures: MemoryEstimate, moment: str | None = None) -> str:
         phase = CRASHED_PEAK.get(moment or "", changed.peak_phase)
         now, then = changed.phases.get(phase), today.phases.get(phase)
         if now is not None and then is not None:
-            from oom_wizard.rules.memory import PHASE_WORDS
-
             crash = today.calibrated_by is not None and today.calibrated_by.at_least_gib
             basis = ", calibrated by the crash" if crash else ""
             text = (
@@ -657,7 +656,6 @@ _VALIDATION_INPUTS = frozenset(
 def _left_by(state: WizardState, rollback: Mapping[str, StepChoice] | None) -> JobDocument:
     """The config as the roll-back choices leave it, where they change what the validation
     run's count depends on (else the config as loaded: no edit is made)."""
-    from oom_wizard.rules.plan import changes_for
 
     if rollback is None:
         rollback = effective_choices(state)
@@ -719,9 +717,6 @@ def step_prepared(state: WizardState, choices: Mapping[str, StepChoice], step_id
     Raises:
         EditError: an edit cannot be made safely.
     """
-    from oom_wizard.formats.document import same_value
-    from oom_wizard.paths import parse_path
-    from oom_wizard.rules.plan import changes_for
 
     plan = given(state, choices)
     this = choices.get(step_id)
@@ -755,7 +750,6 @@ def step_prepared(state: WizardState, choices: Mapping[str, StepChoice], step_id
 
 def _process_of(state: WizardState | JobDocument, path: FieldPath) -> ProcessView | None:
     """The process a field belongs to (the first process for a bare path)."""
-    from oom_wizard.formats.document import JobDocument
 
     document = state if isinstance(state, JobDocument) else state.document
     view = document.view()
@@ -786,9 +780,6 @@ def memory_peak(
     """The peak of the config with ``choices`` applied (an empty mapping: today's config;
     None: the default fix), in GiB against the card, with the phase that sets it: what the
     load screen and every step screen show as a bar. None when the plan has no steps."""
-    from oom_wizard.rules.catalog import load_presets
-    from oom_wizard.rules.plan import changes_for
-    from oom_wizard.rules.sizing import Weigher, peak_of
 
     calibration, _ = crash_figures(state.job, state.diagnosis, state.moment)
     card, source = card_of(state.job, state.diagnosis)
@@ -803,7 +794,6 @@ def _typed_kept(
     old: WizardState, new: WizardState
 ) -> tuple[dict[str, StepChoice], tuple[Dropped, ...]]:
     """The choices of ``old`` with typed values that ``new``'s plan keeps, and what it drops."""
-    from oom_wizard.spelling import editable
 
     walk = walk_steps(new)
     first = walk[0].id if walk else None

@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from oom_wizard.errors import SaveRefused
+from oom_wizard.storage.atomic import commit_pair
 
 __all__ = ["DEMO_JOBS", "IMAGE_JOB", "VIDEO_JOB", "DemoJob", "copy_demo"]
 
@@ -62,8 +63,6 @@ def copy_demo(folder: Path) -> Path:
             (folder / name, data) for name, data in payload.items() if not (folder / name).exists()
         ]
         if missing:  # one commit: the folder is synced once, and a failure leaves none of them
-            from oom_wizard.storage.save import commit_pair  # deferred: only when copying
-
             commit_pair(missing, journal=False, wrap=False)
     except OSError as exc:
         raise SaveRefused(

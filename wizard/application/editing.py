@@ -8,9 +8,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oom_wizard.application.labels import arch_of
+from oom_wizard.errors import EditError, WizardError
 from oom_wizard.formats.document import JobDocument
+from oom_wizard.formats.fields import parse_assignment, parse_unset
 from oom_wizard.paths import MISSING, format_path
-from oom_wizard.storage.changes import Change, Prepared, prepare
+from oom_wizard.rules.limits import check_changelog, check_document
+from oom_wizard.rules.values import validate_value
+from oom_wizard.storage.changelog import changelog_path_for
+from oom_wizard.storage.changes import REQUIRED, Change, Prepared, changelog_of, prepare
+from oom_wizard.storage.jobdir import load_config
+from oom_wizard.storage.save import commit
 
 if TYPE_CHECKING:
     from oom_wizard.storage.save import SaveResult
@@ -38,12 +45,6 @@ def prepare_set(
     Raises:
         WizardError: nothing to set, a config that cannot be read, or an edit refused.
     """
-    from oom_wizard.errors import WizardError
-    from oom_wizard.formats.fields import parse_assignment, parse_unset
-    from oom_wizard.rules.limits import check_changelog, check_document
-    from oom_wizard.storage.changelog import changelog_path_for
-    from oom_wizard.storage.changes import changelog_of
-    from oom_wizard.storage.jobdir import load_config
 
     if not assignments and not unsets:
         raise WizardError("nothing to set: give PATH=VALUE pairs or --unset PATH")
@@ -63,7 +64,6 @@ def save_set(edit: Edit, *, output: Path | None, changelog: Path | None, force: 
     Raises:
         SaveRefused: the output or change log is refused; nothing is written.
     """
-    from oom_wizard.storage.changes import commit
 
     return commit(
         edit.prepared, direction="edit", output=output, changelog_path=changelog, force=force
@@ -81,9 +81,6 @@ def prepare_edit(document: JobDocument, changes: Sequence[Change], *, force: boo
     Raises:
         EditError: a value the app would refuse, or a section removed without ``force``.
     """
-    from oom_wizard.errors import EditError
-    from oom_wizard.rules.values import validate_value
-    from oom_wizard.storage.changes import REQUIRED
 
     for change in changes:
         where = format_path(change.path)

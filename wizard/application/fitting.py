@@ -7,8 +7,23 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from oom_wizard.application.settling import VALIDATION_STEP, WizardState, given, memory_calibration
-from oom_wizard.rules.memory import JobMemory, Phase, Verdict
-from oom_wizard.rules.plan import Plan, StepChoice, StepProposal
+from oom_wizard.rules.limits import card_problem
+from oom_wizard.rules.memory import (
+    PHASE_MOMENT,
+    JobMemory,
+    Phase,
+    Verdict,
+    job_memory as memory_of,
+    verdict,
+)
+from oom_wizard.rules.plan import (
+    Plan,
+    StepChoice,
+    StepChoice as Choice,
+    StepProposal,
+    build_plan,
+    changes_for,
+)
 from oom_wizard.vocabulary import Moment
 
 CardSource: TypeAlias = Literal["nvidia-smi", "--gpu", "asked"]
@@ -25,7 +40,6 @@ class Card:
 def card_gib_problem(gib: float) -> str | None:
     """Why a card's memory typed by the user is not one a card has (None: it is), by the one
     set of limits (:func:`oom_wizard.rules.limits.card_problem`)."""
-    from oom_wizard.rules.limits import card_problem
 
     return card_problem(gib)
 
@@ -43,8 +57,6 @@ def job_memory(
 ) -> tuple[JobMemory, JobMemory]:
     """Each phase's band in GiB for today's config and with the choices (None: the plan's
     defaults), calibrated by the job's own figures when it has them."""
-    from oom_wizard.rules.memory import job_memory as memory_of
-    from oom_wizard.rules.plan import changes_for
 
     calibration = memory_calibration(state)
     kind = state.model_kind
@@ -81,7 +93,6 @@ class FitFix:
 
     def choices(self) -> dict[str, StepChoice]:
         """The steps as choices, each with its default field toggles."""
-        from oom_wizard.rules.plan import StepChoice
 
         return {step.id: StepChoice(step_id=step.id, enabled=True) for step in self.steps}
 
@@ -95,8 +106,6 @@ def fit_fix(state: WizardState, memory: JobMemory, card_gib: float) -> FitFix | 
     a sample: ``sampling``, loading or the first sample: ``loading``), sized against the card
     with the job's calibration; ``apply --moment M --steps ...`` takes the steps as they are.
     """
-    from oom_wizard.rules.memory import PHASE_MOMENT, job_memory as memory_of
-    from oom_wizard.rules.plan import StepChoice as Choice, build_plan, changes_for
 
     if memory.peak().high <= card_gib:
         return None
@@ -145,7 +154,6 @@ class FitReport:
     def phase_verdict(self, phase: Phase) -> Verdict | None:
         """The verdict of one phase's band against the card (None: the phase does not
         happen)."""
-        from oom_wizard.rules.memory import verdict
 
         band = self.memory.phases.get(phase)
         return verdict(band, self.card.gib) if band is not None else None
@@ -175,7 +183,6 @@ class FitReport:
 def fit(state: WizardState, card: Card) -> FitReport:
     """Will the job fit on ``card``: its phases' bands, the verdict and, when it does not
     fit, the roll-back that would make it."""
-    from oom_wizard.rules.memory import verdict
 
     memory, _after = job_memory(state, {})
     found = verdict(memory.peak(), card.gib)

@@ -15,7 +15,8 @@ times its own stable stretch). When the run ends (a crash, a stop, or the end of
 ``ended`` says so.
 
 What a crash means (its diagnosis, the first change, the wizard opened on it) is the
-service's (:func:`oom_wizard.service.diagnose_crash`): one rule for ``diagnose``, ``watch`` and
+service's (:func:`oom_wizard.application.watching.diagnose_crash`): one rule for ``diagnose``,
+``watch`` and
 ``run``.
 """
 
@@ -32,8 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
+from oom_wizard.errors import WizardError
 from oom_wizard.logs.result import LogScan
 from oom_wizard.logs.scan import LiveScan
+from oom_wizard.rules.limits import check_document
+from oom_wizard.storage.jobdb import find_db, job_document, load_job, training_roots
+from oom_wizard.storage.jobdir import CLI_CONFIG, LOG_FILE, UI_CONFIG, load_config, locate_job
 
 READ_LIMIT: Final = 4 << 20
 """Bytes read per poll at most (a huge backlog is read over several polls)."""
@@ -523,8 +528,6 @@ def watch_db_target(db: Path, name: str, log: Path | None) -> WatchTarget:
     Raises:
         WizardError: no such database or job, or a job config that cannot be read.
     """
-    from oom_wizard.storage.jobdb import find_db, job_document, load_job, training_roots
-    from oom_wizard.storage.jobdir import LOG_FILE
 
     found = find_db(db)
     job = load_job(found, name)
@@ -549,8 +552,6 @@ ROW_BUSY_S: Final = 0.2
 def read_job_row(db: Path, name: str, *, busy_timeout: float = ROW_BUSY_S) -> JobRow | None:
     """The job's row, read-only, in one short autocommit read; None when the database is busy
     or unreadable (the next poll tries again: the UI's writers never wait on us for long)."""
-    from oom_wizard.errors import WizardError
-    from oom_wizard.storage.jobdb import load_job
 
     try:
         job = load_job(db, name, busy_timeout=busy_timeout)
@@ -569,8 +570,6 @@ def watch_target(target: Path | None, log: Path | None) -> WatchTarget:
     Raises:
         WizardError: nothing to follow, or a config that cannot be read.
     """
-    from oom_wizard.errors import WizardError
-    from oom_wizard.storage.jobdir import CLI_CONFIG, LOG_FILE, UI_CONFIG, locate_job
 
     if target is None:
         if log is None:
@@ -581,8 +580,6 @@ def watch_target(target: Path | None, log: Path | None) -> WatchTarget:
         return WatchTarget(log or target / LOG_FILE, config, target.name)
     if not target.is_file():
         raise WizardError("no such file or folder", file=target)
-    from oom_wizard.rules.limits import check_document
-    from oom_wizard.storage.jobdir import load_config
 
     document = load_config(target)
     check_document(document)

@@ -7,10 +7,33 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from oom_wizard.application.scale_up import repeated_crash_note
 from oom_wizard.errors import WizardError
-from oom_wizard.formats.document import JobDocument
+from oom_wizard.formats.document import (
+    MAX_CONFIG_BYTES,
+    JobDocument,
+    NotRegularFile,
+    load_document,
+    read_regular_file,
+)
+from oom_wizard.paths import format_path
+from oom_wizard.rules.catalog import load_presets
+from oom_wizard.rules.limits import check_changelog
 from oom_wizard.rules.plan import ScaleUp
-from oom_wizard.storage.changelog import ChangeEntry, ChangeLog
+from oom_wizard.rules.scaleup import nothing_left_text, pending_scale_ups, stop_text
+from oom_wizard.storage.atomic import recover_beside
+from oom_wizard.storage.changelog import (
+    CHANGELOG_SUFFIX,
+    ChangeEntry,
+    ChangeLog,
+    changelog_for,
+    changelog_path_for,
+    read_changelog,
+    resolve_recorded,
+    sha256_of,
+)
+from oom_wizard.storage.changes import prepare
+from oom_wizard.storage.jobdb import find_db, job_document, load_job
 
 
 @dataclass(frozen=True)
@@ -43,22 +66,6 @@ def read_history(typed: str) -> History:
         WizardError: an empty name, a folder, no such file, a FIFO or device, a config no
             change log describes, or a file that cannot be read.
     """
-    from oom_wizard.formats.document import (
-        MAX_CONFIG_BYTES,
-        NotRegularFile,
-        load_document,
-        read_regular_file,
-    )
-    from oom_wizard.rules.limits import check_changelog
-    from oom_wizard.storage.changelog import (
-        CHANGELOG_SUFFIX,
-        changelog_for,
-        changelog_path_for,
-        read_changelog,
-        resolve_recorded,
-        sha256_of,
-    )
-    from oom_wizard.storage.leftovers import recover_beside
 
     target = Path(typed)
     if not typed:
@@ -109,8 +116,6 @@ def read_job_history(db: Path, name: str) -> History:
     Raises:
         WizardError: no such database or job, or no change log of oom-wizard tells its story.
     """
-    from oom_wizard.storage.changelog import changelog_for
-    from oom_wizard.storage.jobdb import find_db, job_document, load_job
 
     job = load_job(find_db(db), name)
     belonging = changelog_for(job.source, job.job_config.encode("utf-8"), job.changelog_to_read)
@@ -149,8 +154,6 @@ class NextScaleUps:
 
 def next_scale_ups(history: History) -> NextScaleUps | None:
     """The re-adds ahead of the config (None: the config is not at hand to plan from)."""
-    from oom_wizard.paths import format_path
-    from oom_wizard.rules.scaleup import nothing_left_text, pending_scale_ups, stop_text
 
     document, changelog = history.document, history.changelog
     if document is None:
@@ -179,8 +182,6 @@ def next_scale_ups(history: History) -> NextScaleUps | None:
 def _repeats_crash(history: History, readds: Sequence[ScaleUp]) -> str | None:
     """Whether making ``readds`` one after the other gives back what an attempt of ``run``
     crashed with (:func:`oom_wizard.application.scale_up.repeated_crash_note`)."""
-    from oom_wizard.application.scale_up import repeated_crash_note
-    from oom_wizard.storage.changes import prepare
 
     now = history.document
     if now is None or not any(a.outcome == "crashed" for a in history.changelog.attempts):
@@ -198,7 +199,6 @@ def change_why(entry: ChangeEntry, direction: str = "rollback") -> str:
     (``direction`` ``scale_up``: the roll-back's reason does not say why it comes back),
     keep the reason they were recorded with.
     """
-    from oom_wizard.rules.catalog import load_presets
 
     presets = load_presets()
     if entry.step is None or entry.step not in presets.steps or direction == "scale_up":

@@ -8,29 +8,27 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from oom_wizard.formats.document import JobDocument
-from oom_wizard.rules.catalog import MomentInfo
+from oom_wizard.paths import parse_path
+from oom_wizard.rules.catalog import MomentInfo, load_presets
+from oom_wizard.rules.estimate import arch_facts
+from oom_wizard.rules.plan import field_hint
 from oom_wizard.vocabulary import Moment
 
 if TYPE_CHECKING:
-    from oom_wizard.application.settling import WizardState
     from oom_wizard.formats.view import ProcessView
     from oom_wizard.paths import FieldPath
     from oom_wizard.rules.catalog import ArchFacts
     from oom_wizard.rules.diagnosis import Diagnosis
 
 
-def arch_of(state: WizardState | JobDocument, path: FieldPath) -> ArchFacts | None:
+def arch_of(document: JobDocument, path: FieldPath) -> ArchFacts | None:
     """The arch of the process a field belongs to (the first process's for a bare path)."""
-    from oom_wizard.rules.catalog import load_presets
-    from oom_wizard.rules.estimate import arch_facts
-
-    process = process_of(state, path)
+    process = process_of(document, path)
     return arch_facts(process, load_presets()) if process is not None else None
 
 
-def process_of(state: WizardState | JobDocument, path: FieldPath) -> ProcessView | None:
+def process_of(document: JobDocument, path: FieldPath) -> ProcessView | None:
     """The process a field belongs to (the first process for a bare path)."""
-    document = state if isinstance(state, JobDocument) else state.document
     view = document.view()
     index = path[2] if len(path) > 2 and path[:2] == ("config", "process") else None
     return next((p for p in view.processes if p.index == index), view.primary)
@@ -38,7 +36,6 @@ def process_of(state: WizardState | JobDocument, path: FieldPath) -> ProcessView
 
 def moment_info(moment: Moment) -> MomentInfo:
     """A moment as the presets describe it: its label, the user's words, its cause."""
-    from oom_wizard.rules.catalog import load_presets
 
     return load_presets().moment(moment)
 
@@ -84,23 +81,19 @@ def log_claim(diagnosis: Diagnosis | None) -> LogClaim:
     return LogClaim(f"The log points to: {label}", sure=True, likeliest=moment)
 
 
-def ui_hint(path: str, state: WizardState | None = None) -> str | None:
+def ui_hint(path: str, document: JobDocument | None = None) -> str | None:
     """Where a field is in AI Toolkit's web UI (None when the UI does not show it).
 
-    With the state, the hint is the plan's rows' own (:func:`oom_wizard.rules.plan.field_hint`): for
-    the arch of the field's process, and a dataset's field names the dataset (its folder's
-    name) instead of the presets' "Dataset N".
+    With the job's document, the hint is the plan's rows' own
+    (:func:`oom_wizard.rules.plan.field_hint`): for the arch of the field's process, and a
+    dataset's field names the dataset (its folder's name) instead of the presets' "Dataset N".
     """
-    from oom_wizard.paths import parse_path
-    from oom_wizard.rules.catalog import load_presets
-    from oom_wizard.rules.estimate import arch_facts
-    from oom_wizard.rules.plan import field_hint
 
     presets = load_presets()
-    if state is None:
+    if document is None:
         return presets.ui_hint(path)
     parsed = parse_path(path)
-    process = process_of(state, parsed)
+    process = process_of(document, parsed)
     if process is None:
         return presets.ui_hint(parsed)
     return field_hint(presets, process, arch_facts(process, presets), parsed)
@@ -108,7 +101,6 @@ def ui_hint(path: str, state: WizardState | None = None) -> str | None:
 
 def arch_label(process_model: object) -> str | None:
     """The arch a process's ``model`` section names, as "label (kind)" (None: unknown)."""
-    from oom_wizard.rules.catalog import load_presets
 
     model = process_model if isinstance(process_model, dict) else {}
     facts = load_presets().arch_from_model(model)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oom_wizard.application.settling import WizardState
+from oom_wizard.storage.jobdb import DB_FILE_NAME, DbSaveResult, new_job_name_problem as problem
 
 if TYPE_CHECKING:  # a save's types; their modules (the database's among them) load with a save
     from oom_wizard.application.saving import Saved
@@ -35,7 +36,6 @@ def run_command(state: WizardState, saved: Saved) -> str | None:
     The paths are absolute: run.py looks for a relative path in its own ``config/`` folder
     first, and it runs from the toolkit's folder, not from where the wizard saved.
     """
-    from oom_wizard.storage.jobdb import DbSaveResult
 
     if isinstance(saved, DbSaveResult) or state.ui_job:
         return None
@@ -103,7 +103,6 @@ def leaving_summary(state: WizardState | None, saved: Saved | None) -> LeavingSu
     if saved is None or state is None:
         where = f"; {source_words(state)} is as it was" if state is not None else ""
         return LeavingSummary(False, (f"oom-wizard: nothing saved{where}.",))
-    from oom_wizard.storage.jobdb import DbSaveResult
 
     if isinstance(saved, DbSaveResult):
         how = (
@@ -148,7 +147,6 @@ def ui_job_note(state: WizardState) -> str | None:
     this same line."""
     if not state.job.ui_job or state.db_job is not None:
         return None
-    from oom_wizard.storage.jobdb import DB_FILE_NAME
 
     config = state.source
     name = config.parent.name
@@ -169,7 +167,6 @@ def ui_job_note(state: WizardState) -> str | None:
 
 def new_job_name_problem(name: str) -> str | None:
     """Why a typed name cannot name a new web-UI job (None: it can; empty picks one)."""
-    from oom_wizard.storage.jobdb import new_job_name_problem as problem
 
     return problem(name.strip()) if name.strip() else None
 

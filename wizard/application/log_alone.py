@@ -10,7 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from oom_wizard.rules.diagnosis import Answers as Answers  # the answers a caller passes
+from oom_wizard.host.probe import probe_gpu
+from oom_wizard.logs.scan import scan_log
+from oom_wizard.rules.diagnosis import (
+    Answers as Answers,  # the answers a caller passes
+    diagnose,
+)
 
 if TYPE_CHECKING:
     from oom_wizard.rules.diagnosis import Diagnosis
@@ -27,12 +32,8 @@ def diagnose_log_alone(log: Path, answers: Answers | None = None, *, probe: bool
     Raises:
         WizardError: the log cannot be read.
     """
-    from oom_wizard.logs.scan import scan_log
-    from oom_wizard.rules.diagnosis import diagnose
 
     found = None
     if probe:
-        from oom_wizard.host.probe import probe_gpu
-
         found = probe_gpu()
     return diagnose(scan_log(log), None, answers=answers, probe=found)

@@ -10,6 +10,28 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oom_wizard.errors import WizardError
+from oom_wizard.formats.document import load_document
+from oom_wizard.host.probe import read_probe
+from oom_wizard.logs.scan import scan_log
+from oom_wizard.rules.diagnosis import diagnose
+from oom_wizard.rules.limits import check_changelog, check_document, probe_problem
+from oom_wizard.storage.atomic import recover_beside, settle
+from oom_wizard.storage.changelog import (
+    EditedSinceSave,
+    changelog_for,
+    changelog_path_for,
+    refuse_edited,
+)
+from oom_wizard.storage.jobdb import (
+    changelog_folder,
+    find_db,
+    job_document,
+    list_jobs as db_jobs,
+    load_job,
+    locate_job_log,
+)
+from oom_wizard.storage.jobdir import locate_job
+from oom_wizard.storage.leftovers import SETTLE_WAIT_S
 
 if TYPE_CHECKING:
     from oom_wizard.formats.document import JobDocument
@@ -80,24 +102,16 @@ def open_job(request: JobRequest) -> OpenedJob:
         WizardError: nothing to open, no such job, or a config, log or change log that
             cannot be read (the change log too: see the module's policy).
     """
-    from oom_wizard.formats.document import load_document
-    from oom_wizard.rules.diagnosis import diagnose
-    from oom_wizard.rules.limits import check_changelog, check_document
-    from oom_wizard.storage.changelog import changelog_for, changelog_path_for, refuse_edited
-    from oom_wizard.storage.leftovers import recover_beside
 
     if request.db is not None:
         if request.job is None:
             raise WizardError("pick a job with --job NAME (without it, --db lists the jobs)")
-        from oom_wizard.storage.jobdb import find_db, job_document, locate_job_log
 
         job, belonging = _db_job_in_step(find_db(request.db), request.job)
         document = job_document(job)
         located = locate_job_log(job, document.tree)
         db_job: DbJob | None = job
     elif request.target is not None:
-        from oom_wizard.storage.jobdir import locate_job
-
         located = locate_job(request.target)
         changelog_file = request.changelog or changelog_path_for(located.config)
         # A save killed in either folder is finished or undone first: from here on the job is
@@ -143,7 +157,6 @@ def open_job(request: JobRequest) -> OpenedJob:
 def edited_words(refusal: Exception) -> str:
     """The app's question for a config edited after our save (the command line's refusal
     asks for ``--edited-ok``; the app asks yes or no instead)."""
-    from oom_wizard.storage.changelog import EditedSinceSave
 
     if not isinstance(refusal, EditedSinceSave):
         return str(refusal)
@@ -168,13 +181,9 @@ def _chosen_log(
 ) -> tuple[Path | None, str | None, LogScan | None]:
     """The log given by the user (it wins), else the job folder's; its note and its scan."""
     if log is not None:
-        from oom_wizard.logs.scan import scan_log
-
         return log, None, scan_log(log)
     scan = located.log_scan
     if scan is None and located.log is not None:
-        from oom_wizard.logs.scan import scan_log
-
         scan = scan_log(located.log)
     return located.log, located.log_note, scan
 
@@ -182,8 +191,6 @@ def _chosen_log(
 def _probe() -> tuple[ProbeResult | None, str | None]:
     """The GPU probe, and why its answer was ignored (not nvidia-smi's, or figures no card
     has: :func:`oom_wizard.rules.limits.probe_problem`)."""
-    from oom_wizard.host.probe import read_probe
-    from oom_wizard.rules.limits import probe_problem
 
     probe, note = read_probe()
     problem = probe_problem(probe) if probe is not None else None
@@ -215,8 +222,6 @@ def _db_job_in_step(db_path: Path, name: str) -> tuple[DbJob, Belonging | None]:
     from before its commit until after the rename, so a pair read out of step ("edited") is
     read again once no live run has one there; what is still out of step then was edited.
     """
-    from oom_wizard.storage.changelog import changelog_for
-    from oom_wizard.storage.jobdb import load_job
 
     for _ in range(3):
         job = load_job(settle_database(db_path), name)
@@ -232,8 +237,6 @@ def settle_database(db_path: Path) -> Path:
     for one that another oom-wizard run is committing right now (so that the row and its
     change log are read in step). Returns ``db_path``.
     """
-    from oom_wizard.storage.jobdb import changelog_folder
-    from oom_wizard.storage.leftovers import SETTLE_WAIT_S, settle
 
     settle(changelog_folder(db_path), wait_s=SETTLE_WAIT_S)
     return db_path
@@ -245,7 +248,6 @@ def list_jobs(db: Path) -> tuple[Path, tuple[DbJob, ...]]:
     Raises:
         JobDatabaseError: no database there, or one that cannot be read.
     """
-    from oom_wizard.storage.jobdb import find_db, list_jobs as db_jobs
 
     path = find_db(db)
     return path, db_jobs(path)

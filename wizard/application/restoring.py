@@ -5,6 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from oom_wizard.application.opening import settle_database
+from oom_wizard.storage.jobdb import find_db, load_job, restore_job
+
 if TYPE_CHECKING:
     from oom_wizard.storage.jobdb import DbSaveResult
 
@@ -17,7 +20,5 @@ def restore(db: Path, job: str, *, force: bool) -> DbSaveResult:
         JobDatabaseError: no database or no such job, a running job, nothing to restore, or
             (without ``force``) a job edited in the UI after oom-wizard saved it.
     """
-    from oom_wizard.application.opening import settle_database
-    from oom_wizard.storage.jobdb import find_db, load_job, restore_job
 
     return restore_job(load_job(settle_database(find_db(db)), job), force=force)

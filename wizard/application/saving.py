@@ -13,18 +13,25 @@ from oom_wizard.application.choosing import prepared, recorded_steps
 from oom_wizard.application.settling import WizardState, memory_calibration
 from oom_wizard.errors import Front, SaveRefused, WizardError
 from oom_wizard.rules.diagnosis import Diagnosis
+from oom_wizard.rules.memory import job_memory as memory_of
 from oom_wizard.rules.plan import StepChoice
 from oom_wizard.storage.changelog import (
     Direction,
     changelog_path_for,
 )
-from oom_wizard.storage.changes import Prepared, commit
+from oom_wizard.storage.changes import Prepared
 from oom_wizard.storage.jobdb import (
     AsNew as AsNew,  # the destinations a caller names
     DbSaveResult as DbSaveResult,  # what a database save hands back
     InPlace as InPlace,
+    save_to_db,
 )
-from oom_wizard.storage.save import SaveResult as SaveResult  # the value a file save hands back
+from oom_wizard.storage.save import (
+    SaveResult as SaveResult,  # the value a file save hands back
+    check_output,
+    commit,
+    default_output_path,
+)
 from oom_wizard.vocabulary import ModelKind
 
 
@@ -95,7 +102,6 @@ def default_file_output(state: WizardState) -> Path:
     Beside the source for a config file; in the working folder, after the job's name, for
     a database job (whose config has no file of its own).
     """
-    from oom_wizard.storage.save import default_output_path
 
     if state.db_job is None:
         return default_output_path(state.source)
@@ -146,7 +152,6 @@ def file_target(state: WizardState, output: str, changelog: str | None) -> FileT
         output: The new config's path as typed (``~`` is expanded).
         changelog: The change log's path as typed; None puts it beside the output.
     """
-    from oom_wizard.storage.save import check_output
 
     output_path, output_refused = _file_name(output, "the new config", "file_name")
     if output_path is not None:
@@ -211,7 +216,6 @@ def write_run(
         )
     if state.db_job is None:
         raise WizardError("only a job of the web UI's database can be saved into it")
-    from oom_wizard.storage.jobdb import save_to_db
 
     return save_to_db(
         ready,
@@ -229,7 +233,6 @@ def write_run(
 
 def memory_record(state: WizardState, ready: Prepared, kind: ModelKind) -> dict[str, object] | None:
     """The change log run's ``memory`` for the saved config, weighed as a ``kind`` model."""
-    from oom_wizard.rules.memory import job_memory as memory_of
 
     try:
         after = memory_of(

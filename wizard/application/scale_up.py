@@ -5,19 +5,33 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from oom_wizard.application.attempts import describe_record
 from oom_wizard.application.fitting import probed_card
 from oom_wizard.application.saving import Destination, Saved, memory_record, write_run
 from oom_wizard.application.settling import WizardState, start
 from oom_wizard.errors import WizardError
-from oom_wizard.formats.document import JobDocument
+from oom_wizard.formats.document import JobDocument, load_document
+from oom_wizard.paths import MISSING, parse_path
 from oom_wizard.request import JobRequest
 from oom_wizard.rules.memory import Prediction
-from oom_wizard.rules.plan import ScaleUp
+from oom_wizard.rules.plan import ScaleUp, next_scale_up as plan_next_scale_up
+from oom_wizard.rules.scaleup import (
+    ELSE_TO_CHANGE,
+    CrashedConfig,
+    crashed_config_note,
+    nothing_left_text,
+    pending_scale_ups as pending,
+    predict,
+    repeated_crash,
+    stop_text,
+)
+from oom_wizard.spelling import value
 from oom_wizard.storage.changelog import (
     ChangeLog,
     read_changelog,
+    resolve_recorded,
 )
-from oom_wizard.storage.changes import Prepared, prepare
+from oom_wizard.storage.changes import Change, Prepared, prepare
 from oom_wizard.vocabulary import MODEL_KINDS, ModelKind
 
 if TYPE_CHECKING:
@@ -60,7 +74,6 @@ def next_scale_up(state: WizardState) -> ScaleUp | None:
     ``history`` and the result screen name the same one: both come through
     :func:`oom_wizard.rules.plan.next_scale_up`.
     """
-    from oom_wizard.rules.plan import next_scale_up as plan_next_scale_up
 
     if state.changelog is None:
         return None
@@ -111,8 +124,6 @@ def save_undo_scale_up(state: WizardState, step: str, destination: Destination) 
         WizardError: the config has no change log; SaveRefused, JobDatabaseError: see
             :func:`save_scale_up`.
     """
-    from oom_wizard.paths import MISSING, parse_path
-    from oom_wizard.storage.changes import Change
 
     changelog = state.changelog
     if changelog is None:
@@ -142,7 +153,6 @@ def save_undo_scale_up(state: WizardState, step: str, destination: Destination) 
 def nothing_left(state: WizardState) -> tuple[str, ...]:
     """What the scale-up says when no re-add is left: that everything is back, or which
     changes made with ``set`` still stand (the words ``scale-up`` and ``history`` print)."""
-    from oom_wizard.rules.scaleup import nothing_left_text
 
     if state.changelog is None:
         return ("this config has no change log, so nothing of a roll-back is left to re-add.",)
@@ -165,7 +175,6 @@ def scale_ups_ahead(document: JobDocument, changelog: ChangeLog) -> tuple[ScaleU
     The one list behind the result screen's "later" section and ``history``'s: the first is
     :func:`next_scale_up`'s.
     """
-    from oom_wizard.rules.scaleup import pending_scale_ups as pending
 
     return pending(document, changelog)
 
@@ -174,7 +183,6 @@ def scale_up_notes(state: WizardState, ready: Prepared, scale_up: ScaleUp) -> tu
     """What to say before a re-add is saved: that it gives back the exact config that
     crashed, or a combination an attempt of ``run`` crashed with, or that it crashed every
     time it was tried (the command line and the app)."""
-    from oom_wizard.rules.scaleup import crashed_config_note, stop_text
 
     changelog = state.changelog
     if changelog is None:
@@ -191,9 +199,6 @@ def scale_up_notes(state: WizardState, ready: Prepared, scale_up: ScaleUp) -> tu
 def crashed_configs(changelog: ChangeLog, log_path: Path | None) -> tuple[CrashedConfig, ...]:
     """The configs the change log's crashed attempts ran, read from disk, oldest first (one
     that is gone or cannot be read is left out: there is nothing to compare)."""
-    from oom_wizard.formats.document import load_document
-    from oom_wizard.rules.scaleup import CrashedConfig
-    from oom_wizard.storage.changelog import resolve_recorded
 
     if log_path is None:
         return ()
@@ -214,9 +219,6 @@ def repeated_crash_note(
 ) -> str | None:
     """When the config ``after`` (a re-add on ``now``) gives back what an attempt crashed
     with, in words (None: it does not); ``scale-up``, the app and ``history`` say it."""
-    from oom_wizard.application.autopilot import describe_record
-    from oom_wizard.rules.scaleup import ELSE_TO_CHANGE, repeated_crash
-    from oom_wizard.spelling import value
 
     found = repeated_crash(now, after, changelog, crashed_configs(changelog, log_path))
     if found is None:
@@ -241,7 +243,6 @@ def scale_up_prediction(state: WizardState, scale_up: ScaleUp) -> Prediction | N
     """Whether the re-add is predicted to fit on the card (the probe's, else the one the
     job's figures name), from the headroom its crash or its runs showed; None when no card is
     known. The re-add stays allowed whatever it says."""
-    from oom_wizard.rules.scaleup import predict
 
     if state.changelog is None:
         return None

@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from oom_wizard.formats.document import JobDocument
+from oom_wizard.logs.read import Watch, watching
 from oom_wizard.request import JobRequest
 from oom_wizard.rules.diagnosis import (
     Answers as Answers,  # the answers a caller passes
@@ -31,6 +32,10 @@ if TYPE_CHECKING:
     from oom_wizard.storage.jobdb import DbJob
 from oom_wizard.application.labels import moment_info
 from oom_wizard.application.opening import OpenedJob, open_job
+from oom_wizard.rules.memory import calibration_from, calibration_from_attempts, phase_of
+from oom_wizard.rules.plan import build_plan, given_choices
+from oom_wizard.rules.sizing import phase_of_moment, phases_of_moment
+from oom_wizard.spelling import value as show_value
 
 #: The optional validation run is offered on the review screen, not as a step screen.
 VALIDATION_STEP = VALIDATION_RUN
@@ -74,7 +79,6 @@ def settle(job: OpenedJob, answers: Answers, *, new_crash: bool = False) -> Sett
         new_crash: The user says the retry of this (our own) config crashed too; a log newer
             than the last roll-back that shows a crash says so as well.
     """
-    from oom_wizard.rules.plan import build_plan
 
     found = find_model_kind(job.document.view().primary)
     answers = disagreeing(answers, job.log_diagnosis.moment, found.kind)
@@ -114,8 +118,6 @@ def crash_figures(
     """The crash's own figures for the phase a crash at ``moment`` ran into (PyTorch's OOM
     message, when the log holds one and its phase is that one), and the card's capacity: the
     message's, else the probe's (None: unknown)."""
-    from oom_wizard.rules.memory import calibration_from, phase_of
-    from oom_wizard.rules.sizing import phase_of_moment, phases_of_moment
 
     phases = phases_of_moment(moment)
     logged = phase_of(diagnosis)
@@ -296,6 +298,18 @@ def start(
     job = open_job(request)
     given = answers if answers is not None else Answers()
     return WizardState(job, given, settle(job, given, new_crash=new_crash))
+
+
+def start_watched(request: JobRequest, watch: Watch) -> WizardState:
+    """:func:`start`, its log scans reporting their progress to ``watch`` and stopping when it
+    says so (the app's load screen: a large log shows how far it is read, and Esc stops it).
+
+    Raises:
+        ScanCancelled: ``watch`` cancelled the read.
+        WizardError: see :func:`open_job`.
+    """
+    with watching(watch):
+        return start(request)
 
 
 def advice_for(state: WizardState, answers: Answers) -> tuple[str, ...]:
@@ -508,7 +522,6 @@ def memory_calibration(state: WizardState) -> Calibration | None:
 
     A log that is not this config's (``log_matches_config`` false) says nothing about it.
     """
-    from oom_wizard.rules.memory import calibration_from, calibration_from_attempts
 
     diagnosis = state.diagnosis
     if state.job.scan is not None and diagnosis.log_matches_config is not False:
@@ -542,7 +555,6 @@ class Dropped:
 
     def words(self) -> str:
         """``sample.width 448 (this step no longer changes it)``."""
-        from oom_wizard.spelling import value as show_value
 
         why = f"{self.step} is not in this plan" if self.gone else "this step no longer changes it"
         return f"{self.label} {show_value(self.value)} ({why})"
@@ -551,8 +563,5 @@ class Dropped:
 def given(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Plan:
     """The plan with every step's proposals as the choices of the steps before it leave
     them (:func:`oom_wizard.rules.plan.given_choices`; None: the defaults)."""
-    from oom_wizard.rules.plan import (
-        given_choices,  # light; the edits load only when a step needs them
-    )
 
     return given_choices(state.plan, state.document, choices)

@@ -49,6 +49,8 @@ from pathlib import Path
 from typing import IO, Final
 
 from oom_wizard.errors import WizardError
+from oom_wizard.host.interrupts import Terminated
+from oom_wizard.host.probe import probe_gpu
 from oom_wizard.host.processes import (
     adopt_orphans,
     children_of,
@@ -57,6 +59,8 @@ from oom_wizard.host.processes import (
     signal_each,
     tree_below,
 )
+from oom_wizard.logs.scan import scan_log
+from oom_wizard.rules.limits import probe_problem
 
 GRACE_S: Final = 10.0
 """Seconds each signal of the stop sequence gets before the next one."""
@@ -373,8 +377,6 @@ class TrainerProcess:
         What the trainer's own processes hold when ``nvidia-smi`` lists them with figures
         (their pids are in its group); else what is in use on the busiest card.
         """
-        from oom_wizard.host.probe import probe_gpu
-        from oom_wizard.rules.limits import probe_problem
 
         while True:
             found = probe_gpu()
@@ -441,7 +443,6 @@ class TrainerProcess:
         """Stop the whole group: SIGINT, then SIGTERM, then SIGKILL, each after the grace;
         asked again meanwhile (Ctrl-C, SIGTERM), the next signal goes at once. Then every
         process it started that still lives is ended (:meth:`_finish`)."""
-        from oom_wizard.host.interrupts import Terminated
 
         assert self._proc is not None
         if self._end is not None:  # it had ended already: the interrupt came after
@@ -586,7 +587,6 @@ class TrainerProcess:
         A Ctrl-C (or SIGTERM) meanwhile does not wait: what is left gets SIGKILL, reading
         stops at once, and the run counts as interrupted.
         """
-        from oom_wizard.host.interrupts import Terminated
 
         self._ended_at = time.monotonic()
         self._measuring.set()
@@ -712,7 +712,6 @@ def _die_with_parent() -> Callable[[], None] | None:
 def _ends_in_fatal_error(log: Path) -> bool:
     """Whether the log's run ends in a failure shaped as one (a traceback, an exception
     line, an exit), not in progress, and not a message a printed prompt quotes."""
-    from oom_wizard.logs.scan import scan_log
 
     try:
         scan = scan_log(log)
@@ -747,7 +746,6 @@ def run_trainer(
     Raises:
         WizardError: the command cannot be started.
     """
-    from oom_wizard.host.interrupts import Terminated
 
     child = TrainerProcess(
         argv, log, echo=echo, env=env, cwd=cwd, grace_s=grace_s, silence_s=silence_s

@@ -8,10 +8,17 @@ from oom_wizard.application.choosing import default_choices
 from oom_wizard.application.follow import (
     WatchTarget,
 )
+from oom_wizard.application.labels import log_claim
+from oom_wizard.application.log_alone import diagnose_log_alone
 from oom_wizard.application.settling import WizardState, start
 from oom_wizard.errors import WizardError
+from oom_wizard.host.probe import probe_gpu, read_host_memory
+from oom_wizard.logs.markers import load_log_markers
 from oom_wizard.request import JobRequest
+from oom_wizard.rules.catalog import load_presets
 from oom_wizard.rules.diagnosis import Diagnosis
+from oom_wizard.spelling import change
+from oom_wizard.storage.jobdb import find_db, request_save_now as ask
 
 
 def first_step(state: WizardState) -> str | None:
@@ -33,7 +40,6 @@ def first_step(state: WizardState) -> str | None:
             state.plan.exhausted_advice
             or "Every default step of this roll-back is already in the config."
         )
-    from oom_wizard.spelling import change
 
     changes = [change(f.label, f.before, f.after) for f in step.fields if f.default_on]
     return f"{step.title}: {', '.join(changes)}" if changes else step.title
@@ -73,8 +79,6 @@ def diagnose_crash(target: WatchTarget) -> CrashReport:
         WizardError: the config, the database job or the log cannot be read.
     """
     if not target.can_open_wizard:
-        from oom_wizard.application.log_alone import diagnose_log_alone
-
         alone = diagnose_log_alone(target.log, probe=False)
         return CrashReport(
             alone.verdict, alone.moment, alone.first_change, certainty=_how_sure(alone)
@@ -92,7 +96,6 @@ def diagnose_crash(target: WatchTarget) -> CrashReport:
 def _how_sure(diagnosis: Diagnosis) -> str:
     """The line under a crash's verdict: the moment's claim when the log does not settle it,
     else how sure the verdict is and why."""
-    from oom_wizard.application.labels import log_claim
 
     claim = log_claim(diagnosis)
     return diagnosis.certainty if claim.sure or diagnosis.moment is None else claim.headline
@@ -104,8 +107,6 @@ def warm_up() -> None:
     ``watch`` calls it in a thread while it follows the job, so that the crash, when it comes,
     is diagnosed without that wait. Both are read once per process.
     """
-    from oom_wizard.logs.markers import load_log_markers
-    from oom_wizard.rules.catalog import load_presets
 
     load_presets()
     load_log_markers()
@@ -132,10 +133,28 @@ def request_save_now(target: WatchTarget) -> str:
     Raises:
         JobDatabaseError: not a running job of the database; nothing written.
     """
-    from oom_wizard.storage.jobdb import request_save_now as ask
 
     if target.db is None or target.job is None:
         raise WizardError("only a job of AI Toolkit's jobs database can be asked to save now")
-    from oom_wizard.storage.jobdb import find_db
 
     return ask(find_db(target.db), target.job)
+
+
+def machine_line() -> str:
+    """The GPUs, the processes on them and the host's RAM, in one line (``watch``'s panel)."""
+    probe = probe_gpu()
+    parts: list[str] = []
+    if probe is None:
+        parts.append("GPU: nvidia-smi is not here")
+    else:
+        parts += [
+            f"GPU {g.index} {g.name}: {g.used_gib:.1f}/{g.total_gib:.1f} GiB" for g in probe.gpus
+        ]
+        parts += [
+            f"pid {p.pid} {p.name}" + (f" {p.used_gib:.1f} GiB" if p.used_gib else "")
+            for p in probe.processes
+        ]
+    total, free = read_host_memory()
+    if total is not None and free is not None:
+        parts.append(f"host RAM {total - free:.1f}/{total:.1f} GiB used")
+    return " · ".join(parts)

@@ -7,12 +7,17 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from oom_wizard.application.leaving import run_command_for
+from oom_wizard.spelling import change
+from oom_wizard.vocabulary import MODEL_KINDS, MOMENTS
+
 if TYPE_CHECKING:
     from rich.console import Console
     from textual.app import AutopilotCallbackType
 
     from oom_wizard.screens.app import OomWizardApp
-    from oom_wizard.service import Prepared, SaveResult
+    from oom_wizard.storage.changes import Prepared
+    from oom_wizard.storage.save import SaveResult
 
 
 def add_crash_arguments(
@@ -26,7 +31,6 @@ def add_crash_arguments(
         kind_help: The same for ``--kind``.
         log_help: The same for ``--log``.
     """
-    from oom_wizard.vocabulary import MODEL_KINDS, MOMENTS
 
     parser.add_argument("--moment", choices=MOMENTS, help=moment_help)
     parser.add_argument("--kind", choices=MODEL_KINDS, help=kind_help)
@@ -94,7 +98,6 @@ def print_changes(console: Console, prepared: Prepared) -> None:
 
 def change_line(path: str, before: Any, after: Any) -> str:
     """``  path: before → after``, spelled by :func:`oom_wizard.spelling.change`."""
-    from oom_wizard.spelling import change
 
     return f"  {change(path, before, after)}"
 
@@ -102,7 +105,6 @@ def change_line(path: str, before: Any, after: Any) -> str:
 def print_saved(console: Console, result: SaveResult, *, ui_job: bool = False) -> None:
     """Where the config and its change log went, and the command that runs it (not for a
     config of the web UI, which starts the job itself)."""
-    from oom_wizard.application.leaving import run_command_for
 
     console.print(f"Wrote {result.config}", markup=False)
     console.print(f"Change log {result.changelog}", markup=False)

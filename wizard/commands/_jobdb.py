@@ -12,6 +12,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from oom_wizard.application.opening import list_jobs
+from oom_wizard.application.saving import AsNew, InPlace
 from oom_wizard.commands._common import change_line
 from oom_wizard.errors import WizardError
 
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-    from oom_wizard.service import DbJob, DbSaveResult, SaveMode
+    from oom_wizard.storage.jobdb import DbJob, DbSaveResult, SaveMode
 
 #: The longest ``info`` shown in the job list (the UI stores whole exception texts).
 INFO_WIDTH = 70
@@ -73,7 +75,6 @@ def wants_db(args: argparse.Namespace, config: object = None) -> bool:
 
 def show_jobs(db: Path, console: Console) -> int:
     """Print the jobs of the database (name, status, step, info) and how to pick one."""
-    from oom_wizard.application.opening import list_jobs
 
     path, jobs = list_jobs(db)
     if not jobs:
@@ -103,7 +104,6 @@ def job_table(jobs: tuple[DbJob, ...]) -> Table:
 
 def save_mode(args: argparse.Namespace) -> SaveMode:
     """``--in-place`` or ``--as-new [NAME]``; refuses a save to the database without either."""
-    from oom_wizard.application.saving import AsNew, InPlace
 
     if args.in_place:
         return InPlace()

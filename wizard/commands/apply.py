@@ -13,6 +13,15 @@ import argparse
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from oom_wizard.application.choosing import (
+    StepChoice,
+    default_choices,
+    estimate,
+    estimate_words,
+    fix_words,
+    prepared,
+)
+from oom_wizard.application.saving import DbSaveResult, SaveResult, ToFile, save
 from oom_wizard.commands._common import add_output_arguments, print_changes, print_saved, stdout
 from oom_wizard.commands._jobdb import (
     add_db_arguments,
@@ -21,7 +30,7 @@ from oom_wizard.commands._jobdb import (
     show_jobs,
     wants_db,
 )
-from oom_wizard.commands.plan import (
+from oom_wizard.commands._target import (
     add_target_arguments,
     load_target,
     render_checks,
@@ -30,7 +39,7 @@ from oom_wizard.commands.plan import (
 from oom_wizard.errors import WizardError
 
 if TYPE_CHECKING:
-    from oom_wizard.service import Plan, StepChoice
+    from oom_wizard.rules.plan import Plan, StepChoice
 
 
 def add_parser(subparsers: Any) -> None:
@@ -69,15 +78,8 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Apply the chosen steps and save (through the service), or show them with ``--dry-run``."""
-    from oom_wizard.application.choosing import (
-        default_choices,
-        estimate,
-        estimate_words,
-        fix_words,
-        prepared,
-    )
-    from oom_wizard.application.saving import DbSaveResult, SaveResult, ToFile, save
+    """Apply the chosen steps and save (through the application layer), or show them with
+    ``--dry-run``."""
 
     console = stdout()
     if wants_db(args, args.config) and args.job is None:
@@ -137,7 +139,6 @@ def choose(plan: Plan, *, all_steps: bool, named: str | None) -> Mapping[str, St
     Raises:
         WizardError: ``--steps`` names a step that is not in this plan.
     """
-    from oom_wizard.application.choosing import StepChoice
 
     if all_steps:
         return {step.id: StepChoice(step_id=step.id, enabled=True) for step in plan.steps}

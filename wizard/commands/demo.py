@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB, copy_demo
+from oom_wizard.commands._common import run_wizard
 
 DEFAULT_DIR = Path("oom-wizard-demo")
 
@@ -41,7 +42,7 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Copy the demo jobs and open the wizard on one of them."""
-    from oom_wizard.commands._common import run_wizard
+    # boundary (a): the app, imported only to start it
     from oom_wizard.screens.app import create_app
 
     folder = copy_demo(args.dir)

@@ -14,15 +14,19 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from oom_wizard.application.log_alone import Answers, diagnose_log_alone
+from oom_wizard.application.settling import start
+from oom_wizard.application.watching import first_step
 from oom_wizard.commands._common import add_crash_arguments, stdout
 from oom_wizard.commands._jobdb import add_db_arguments, show_jobs, wants_db
+from oom_wizard.commands._target import request_of
 from oom_wizard.errors import WizardError
 from oom_wizard.spelling import gib, oom_figures
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from oom_wizard.service import Diagnosis
+    from oom_wizard.rules.diagnosis import Diagnosis
 
 #: Evidence text longer than this is cut in the human report (``--json`` keeps it whole).
 REPORT_TEXT = 160
@@ -75,12 +79,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def diagnose_args(args: argparse.Namespace) -> Diagnosis:
-    """The diagnosis of what the arguments name: a job through the service, or a log alone.
+    """The diagnosis of what the arguments name: a job through the application layer, or a log
+    alone.
 
     Raises:
         WizardError: nothing to diagnose, or a file (or the database) that cannot be read.
     """
-    from oom_wizard.application.log_alone import Answers, diagnose_log_alone
 
     answers = Answers.coerce(
         {"moment": args.moment, "model_kind": args.kind, "worked_before": args.worked_before}
@@ -91,9 +95,6 @@ def diagnose_args(args: argparse.Namespace) -> Diagnosis:
                 "give the job's config, its output folder, or --log LOG (or --db PATH --job NAME)"
             )
         return diagnose_log_alone(args.log, answers, probe=not args.no_probe)
-    from oom_wizard.application.settling import start
-    from oom_wizard.application.watching import first_step
-    from oom_wizard.commands.plan import request_of
 
     state = start(request_of(args, args.target), answers)
     diagnosis = state.diagnosis

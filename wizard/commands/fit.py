@@ -4,7 +4,8 @@ Each phase of the job (loading, the first sample, a training step, a periodic sa
 band of GiB against the card, the verdict of the peak, its parts and, when it does not fit,
 the roll-back steps that would make it fit (``apply --moment M --steps ...`` takes them as
 they are). The card comes from ``nvidia-smi``, else ``--gpu``, else the command asks on a
-terminal. All of it comes from the service (:func:`oom_wizard.service.fit`). Writes nothing.
+terminal. All of it comes from the application layer (:func:`oom_wizard.application.fitting.fit`).
+Writes nothing.
 """
 
 from __future__ import annotations
@@ -16,14 +17,17 @@ import shlex
 import sys
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
+from oom_wizard.application.fitting import Card, card_gib_problem, fit, probed_card
 from oom_wizard.commands._common import add_crash_arguments, stdout
 from oom_wizard.commands._jobdb import add_db_arguments, show_jobs, wants_db
+from oom_wizard.commands._target import load_target
 from oom_wizard.errors import WizardError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from oom_wizard.service import Card, FitReport, WizardState
+    from oom_wizard.application.fitting import Card, FitReport
+    from oom_wizard.application.settling import WizardState
 
 PHASE_WORDS = {
     "load": "loading",
@@ -83,7 +87,6 @@ def _gib(text: str) -> float:
         raise argparse.ArgumentTypeError(f"'{text}' is not a number of GiB, such as 24") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"'{text}' is not a card size; give GiB above 0")
-    from oom_wizard.application.fitting import card_gib_problem
 
     problem = card_gib_problem(value)
     if problem is not None:
@@ -93,8 +96,6 @@ def _gib(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     """Print the fit (as text, or as JSON with ``--json``); 0 whatever the verdict."""
-    from oom_wizard.application.fitting import fit
-    from oom_wizard.commands.plan import load_target
 
     if wants_db(args, args.config) and args.job is None:
         return show_jobs(args.db, stdout())
@@ -119,7 +120,6 @@ def card_of(state: WizardState, gpu: float | None) -> Card:
     Raises:
         WizardError: no card known and no terminal to ask on.
     """
-    from oom_wizard.application.fitting import Card, probed_card
 
     if gpu is not None:
         return Card(gpu, "--gpu")
@@ -147,7 +147,6 @@ def ask_card(answers: TextIO, prompts: TextIO) -> Card:
     Raises:
         WizardError: no answer, or no card size in three tries.
     """
-    from oom_wizard.application.fitting import Card
 
     prompt = "No GPU seen here (nvidia-smi). The card's memory in GiB: "
     for tried in range(1, CARD_TRIES + 1):

@@ -11,6 +11,14 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from oom_wizard.application.attempts import describe_record
+from oom_wizard.application.history import (
+    change_why,
+    later_lines,
+    next_scale_ups,
+    read_history,
+    read_job_history,
+)
 from oom_wizard.commands._common import change_line, stdout
 from oom_wizard.commands._jobdb import add_db_arguments, show_jobs, wants_db
 from oom_wizard.errors import WizardError
@@ -22,7 +30,8 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from oom_wizard.application.history import History
-    from oom_wizard.service import ChangeLog, ScaleUp
+    from oom_wizard.rules.plan import ScaleUp
+    from oom_wizard.storage.changelog import ChangeLog
 
 
 def add_parser(subparsers: Any) -> None:
@@ -47,7 +56,6 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the history."""
-    from oom_wizard.application.history import read_history, read_job_history
 
     console = stdout()
     if wants_db(args, args.target):
@@ -67,7 +75,6 @@ def run(args: argparse.Namespace) -> int:
 def render_history(console: Console, history: History) -> None:
     """The change log as text, and the next re-add when the config is at hand (and is the
     one the log saved: its note says why not)."""
-    from oom_wizard.application.history import change_why
 
     changelog, log_path = history.changelog, history.log_path
     if history.note is not None:
@@ -108,7 +115,6 @@ def render_history(console: Console, history: History) -> None:
 
 def _render_attempts(console: Console, changelog: ChangeLog) -> None:
     """The trainer runs of ``oom-wizard run``, in order: a timeline."""
-    from oom_wizard.application.autopilot import describe_record
 
     console.print("Attempts (oom-wizard run)", markup=False)
     for number, record in enumerate(changelog.attempts, start=1):
@@ -117,7 +123,6 @@ def _render_attempts(console: Console, changelog: ChangeLog) -> None:
 
 
 def _render_next(console: Console, history: History) -> None:
-    from oom_wizard.application.history import next_scale_ups
 
     found = next_scale_ups(history)
     if found is None and history.job is not None:
@@ -158,7 +163,6 @@ LATER_HEADING = "Later, one setting back per retry that trains through:"
 
 def _render_later(console: Console, ahead: Sequence[ScaleUp]) -> None:
     """Every re-add ahead, numbered: the same lines as the app's result screen."""
-    from oom_wizard.application.history import later_lines
 
     console.print(LATER_HEADING, markup=False)
     for line in later_lines(ahead):

@@ -13,6 +13,7 @@ from typing import Any
 
 from oom_wizard.commands._common import add_probe_argument, run_wizard
 from oom_wizard.commands._jobdb import add_db_arguments, wants_db
+from oom_wizard.errors import WizardError
 
 
 def add_parser(subparsers: Any) -> None:
@@ -44,11 +45,11 @@ def run(args: argparse.Namespace) -> int:
     A path named on the command line must be there: a mistyped one is a one-line error with
     exit status 2, before the app starts (the app's own picker is for choosing, not fixing).
     """
-    from oom_wizard.errors import WizardError
 
     for given, what in ((args.target, "config or job folder"), (args.log, "log")):
         if given is not None and not given.exists():
             raise WizardError(f"no such {what}; check the path", file=given)
+    # boundary (a): the app, imported only to start it
     from oom_wizard.screens.app import create_app
 
     probe = not args.no_probe

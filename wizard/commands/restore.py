@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from oom_wizard.application.restoring import restore
 from oom_wizard.commands._common import stdout
 from oom_wizard.commands._jobdb import add_db_arguments, print_db_saved, show_jobs, wants_db
 from oom_wizard.errors import WizardError
@@ -34,7 +35,6 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Restore the job, or list the jobs when ``--job`` is missing."""
-    from oom_wizard.application.restoring import restore
 
     if not wants_db(args):
         raise WizardError("restore needs --db PATH (AI Toolkit's aitk_db.db) and --job NAME")

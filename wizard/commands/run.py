@@ -30,16 +30,35 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from oom_wizard.application.trainer import FATAL_SILENCE_S
+from oom_wizard.application.autopilot import (
+    EXIT_STATUS,
+    NO_TERMINAL,
+    Settings,
+    UserSave,
+    always_yes,
+    autopilot,
+    check_readable,
+    db_job_to_run,
+    entry_lines,
+)
+from oom_wizard.application.follow import LiveJob
+from oom_wizard.application.labels import log_claim
+from oom_wizard.application.trainer import (
+    FATAL_SILENCE_S,
+    default_command,
+    run_trainer,
+    trainer_argv,
+)
 from oom_wizard.commands._common import add_edited_argument
 from oom_wizard.commands._jobdb import add_db_arguments, wants_db
 from oom_wizard.errors import WizardError
+from oom_wizard.host.interrupts import Terminated, raise_terminated
 
 if TYPE_CHECKING:
     from oom_wizard.application.autopilot import NoTerminal, UserSave, Where
+    from oom_wizard.application.settling import WizardState
     from oom_wizard.application.trainer import TrainerEnd
     from oom_wizard.screens.app import OomWizardApp
-    from oom_wizard.service import WizardState
 
 PREFIX = "[oom-wizard] "
 WATCH_S = 0.5
@@ -151,15 +170,6 @@ def _split(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Run the loop; its exit status."""
-    from oom_wizard.application.autopilot import (
-        EXIT_STATUS,
-        Settings,
-        always_yes,
-        autopilot,
-        check_readable,
-    )
-    from oom_wizard.application.trainer import default_command, run_trainer, trainer_argv
-    from oom_wizard.host.interrupts import Terminated, raise_terminated
 
     if args.db is not None and args.config is not None and "--" not in args.trainer:
         # No CONFIG with --db: argparse took the first word after ``--`` for it.
@@ -229,7 +239,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _where(args: argparse.Namespace) -> Where:
     """The config file, or the web-UI job (which must exist)."""
-    from oom_wizard.application.autopilot import db_job_to_run
 
     if wants_db(args, args.config):
         if args.job is None:
@@ -245,7 +254,6 @@ def _where(args: argparse.Namespace) -> Where:
 
 def _watch(log: Path, done: threading.Event, stall_s: float) -> None:
     """Tell the log's warnings as they come (skips, a stall, a slowdown) while it runs."""
-    from oom_wizard.application.follow import LiveJob
 
     job = LiveJob(log, stall_s=stall_s)
     while True:
@@ -269,7 +277,6 @@ def _ask(state: WizardState, fix: Sequence[str]) -> bool | UserSave | NoTerminal
     runs, and leaving the wizard without a save stops the loop. With only stdin a terminal
     (the output piped), Enter or y saves the fix as shown; with no terminal it refuses.
     """
-    from oom_wizard.application.labels import log_claim
 
     _say(state.diagnosis.verdict)
     claim = log_claim(state.diagnosis)
@@ -279,8 +286,6 @@ def _ask(state: WizardState, fix: Sequence[str]) -> bool | UserSave | NoTerminal
     if sys.stdin.isatty() and sys.stdout.isatty():
         return ask_in_wizard(state)
     if not sys.stdin.isatty():
-        from oom_wizard.application.autopilot import NO_TERMINAL
-
         return NO_TERMINAL
     sys.stdout.write(f"{PREFIX}Save this roll-back and run again? [Y/n] ")
     sys.stdout.flush()
@@ -297,7 +302,7 @@ def ask_in_wizard(
         state: The job opened on the crash, the fix preselected.
         drive: Runs the app to its end (default: in this terminal; a test drives it headless).
     """
-    from oom_wizard.application.autopilot import UserSave, entry_lines
+    # boundary (a): the app, imported only to start it
     from oom_wizard.screens.app import create_app
 
     app = create_app(opened=state, first="review", exit_on_save=True)

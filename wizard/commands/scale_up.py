@@ -12,6 +12,16 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from oom_wizard.application.saving import DbSaveResult, SaveResult, ToFile
+from oom_wizard.application.scale_up import (
+    next_scale_up,
+    nothing_left,
+    open_for_scale_up,
+    prepare_scale_up,
+    save_scale_up,
+    scale_up_notes,
+    scale_up_prediction,
+)
 from oom_wizard.commands._common import (
     add_edited_argument,
     print_changes,
@@ -26,6 +36,7 @@ from oom_wizard.commands._jobdb import (
     wants_db,
 )
 from oom_wizard.errors import WizardError
+from oom_wizard.request import JobRequest
 
 
 def add_parser(subparsers: Any) -> None:
@@ -70,17 +81,6 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Show the next re-add; write it with ``-o`` or ``--yes``."""
-    from oom_wizard.application.saving import DbSaveResult, SaveResult, ToFile
-    from oom_wizard.application.scale_up import (
-        next_scale_up,
-        nothing_left,
-        open_for_scale_up,
-        prepare_scale_up,
-        save_scale_up,
-        scale_up_notes,
-        scale_up_prediction,
-    )
-    from oom_wizard.request import JobRequest
 
     console = stdout()
     if wants_db(args, args.config):

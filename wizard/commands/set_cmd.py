@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from oom_wizard.application.editing import prepare_set, save_set
 from oom_wizard.commands._common import add_output_arguments, print_changes, print_saved, stdout
 
 
@@ -35,8 +36,6 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Apply the assignments and save, or show them with ``--dry-run``."""
     from pathlib import Path
-
-    from oom_wizard.application.editing import prepare_set, save_set
 
     edit = prepare_set(Path(args.config), args.assignments, args.unset, force=args.force)
     prepared = edit.prepared

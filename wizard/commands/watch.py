@@ -13,6 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from oom_wizard.application.follow import watch_db_target, watch_target
 from oom_wizard.commands._common import run_wizard
 from oom_wizard.commands._jobdb import add_db_arguments, wants_db
 from oom_wizard.errors import WizardError
@@ -56,7 +57,7 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Show the live screen; open the wizard on an out-of-memory crash (or when asked)."""
-    from oom_wizard.application.follow import watch_db_target, watch_target
+    # boundary (a): the app, imported only to start it
     from oom_wizard.screens.watch import WatchApp
 
     if wants_db(args, args.target):
@@ -69,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
     result = app.run()
     if result is None or not result.open_wizard:
         return 0
+    # boundary (a): the app, imported only to start it
     from oom_wizard.screens.app import create_app
 
     if result.state is not None:

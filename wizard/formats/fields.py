@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from oom_wizard.errors import EditError, WizardError
+from oom_wizard.errors import ConfigError, EditError, WizardError
 from oom_wizard.formats.change import Change
 from oom_wizard.formats.document import MISSING, JobDocument
 from oom_wizard.formats.view import (
@@ -26,7 +26,7 @@ from oom_wizard.formats.view import (
     SampleView,
     TrainView,
 )
-from oom_wizard.formats.yamlload import ToolkitLoader
+from oom_wizard.formats.yamlload import ToolkitLoader, check_limits
 from oom_wizard.paths import FieldPath, format_path, parse_path
 
 
@@ -59,8 +59,6 @@ def parse_unset(text: str, document: JobDocument) -> Change:
 
 def parse_value(text: str, path: FieldPath) -> Any:
     """A YAML scalar or flow list, read with AI Toolkit's loader."""
-    from oom_wizard.errors import ConfigError
-    from oom_wizard.formats.yamlload import check_limits
 
     try:
         check_limits(text, format_path(path), what="this value")

@@ -69,9 +69,12 @@ from oom_wizard.rules.estimate import (
     frame_floor,
 )
 from oom_wizard.rules.memory import Calibration
+from oom_wizard.rules.modelkind import find_model_kind
 from oom_wizard.rules.scaleup import ScaleUp, next_scale_up, pending_scale_ups
 from oom_wizard.rules.sizing import FixName, FixSizing, SizedFixes, size_fixes
+from oom_wizard.rules.values import validate_value
 from oom_wizard.storage.changelog import ChangeLog
+from oom_wizard.storage.changes import prepare
 from oom_wizard.vocabulary import DEFAULT_MOMENT
 
 __all__ = [
@@ -773,7 +776,6 @@ def default_model_kind(document: JobDocument, presets: Presets | None = None) ->
     Returns:
         ``(kind, reason)``.
     """
-    from oom_wizard.rules.modelkind import find_model_kind
 
     found = find_model_kind(document.view().primary)
     if found.kind is None:
@@ -1772,7 +1774,8 @@ def _validation_run(process: _Process, moment: Moment, found: _Found) -> None:
         )
     ):
         # The count a fresh run is written with: the presets' steps raised past the first
-        # save and sample. A config already at it has the step. The service counts it again
+        # save and sample. A config already at it has the step. The application layer counts it
+        # again
         # from where the job resumes, on the config the other choices leave.
         _propose(found, process, ("train", "steps"), steps, control="number")
 
@@ -1854,7 +1857,6 @@ def given_choices(
     Raises:
         EditError: an earlier change cannot be made safely.
     """
-    from oom_wizard.storage.changes import prepare
 
     if choices is None:
         choices = plan.default_choices()
@@ -1924,7 +1926,6 @@ def _rebased(
 def _is_increase(proposal: FieldProposal, after: Any) -> bool:
     """Whether an edited value costs more memory than today's
     (see :mod:`oom_wizard.rules.values`)."""
-    from oom_wizard.rules.values import validate_value
 
     return validate_value(proposal.path, after, None, before=proposal.config_before).increase
 

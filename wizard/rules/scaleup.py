@@ -22,11 +22,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from oom_wizard.errors import WizardError
 from oom_wizard.formats.change import Change
-from oom_wizard.formats.document import MISSING, JobDocument, same_value
+from oom_wizard.formats.document import MISSING, JobDocument, load_document, same_value
 from oom_wizard.paths import parse_path
 from oom_wizard.rules.catalog import AnyStepId, Presets, load_presets
-from oom_wizard.storage.changelog import ChangeLog
+from oom_wizard.rules.memory import (
+    calibration_from_attempts,
+    calibration_from_record,
+    predict_readd,
+)
+from oom_wizard.storage.changelog import ChangeLog, resolve_recorded
+from oom_wizard.vocabulary import VALIDATION_RUN
 
 if TYPE_CHECKING:
     from oom_wizard.rules.memory import Prediction
@@ -222,12 +229,6 @@ def predict(
     card is ``card_gib`` (the probe's), else the one those figures name. None when no card is
     known. The re-add stays allowed whatever the prediction says.
     """
-    from oom_wizard.errors import WizardError
-    from oom_wizard.rules.memory import (
-        calibration_from_attempts,
-        calibration_from_record,
-        predict_readd,
-    )
 
     source: JobDocument | None = None
     attempts = [attempt.model_dump() for attempt in changelog.attempts]
@@ -237,9 +238,6 @@ def predict(
         recorded = rollbacks[-1].diagnosis if rollbacks else None
         calibration = calibration_from_record(recorded)
         if calibration is not None and log_path is not None:
-            from oom_wizard.formats.document import load_document
-            from oom_wizard.storage.changelog import resolve_recorded
-
             try:
                 source = load_document(resolve_recorded(log_path, changelog.source.path))
             except (WizardError, OSError):
@@ -368,7 +366,6 @@ def repeated_crash(
     crashed with ``now``'s own settings, every re-add repeats it (:attr:`RepeatedCrash.today`);
     an earlier attempt with nothing beyond ``now`` names nothing (a later one trained through).
     """
-    from oom_wizard.vocabulary import VALIDATION_RUN
 
     net = changelog.net()
     weighing = {e.path for e in changelog.changes if e.step != VALIDATION_RUN}

@@ -28,6 +28,8 @@ from pydantic import (
 )
 
 from oom_wizard.errors import WizardError
+from oom_wizard.formats.document import NotRegularFile, read_regular_file
+from oom_wizard.formats.yamlload import check_limits
 from oom_wizard.frozen import FrozenModel
 
 FORMAT: Final = "oom-wizard-changelog/1"
@@ -340,13 +342,11 @@ def find_changelog(config: Path) -> Path | None:
 
 def read_changelog(path: Path) -> ChangeLog:
     """Read and validate a change log (a read only: whoever opens a job first finishes or
-    undoes a save killed in its folders, :func:`oom_wizard.storage.leftovers.recover_beside`).
+    undoes a save killed in its folders, :func:`oom_wizard.storage.save.recover_beside`).
 
     Raises:
         WizardError: the file is missing, not JSON, or not an oom-wizard change log.
     """
-    from oom_wizard.formats.document import NotRegularFile, read_regular_file
-    from oom_wizard.formats.yamlload import check_limits
 
     try:
         data = read_regular_file(path, MAX_CHANGELOG_BYTES + 1)

@@ -1,10 +1,10 @@
-"""From a list of field changes to a saved config and its change log.
+"""From a list of field changes to a new document in memory, with its change entries.
 
-Every command that writes (``apply``, ``set``, ``scale-up``) and the app's save
-button come through :func:`prepare` and :func:`commit`: the edits are made on the
-document's text, recorded with their step and reason, appended to the change log
-that already describes the source (if the source is itself our output), and saved
-atomically beside a fresh change log.
+Every command that writes (``apply``, ``set``, ``scale-up``) and the app's save button come
+through :func:`prepare`: the edits are made on the document's text and recorded with their
+step and reason; :func:`oom_wizard.storage.save.commit` then saves the result beside its
+change log. The planner prepares too (a later step counts from what earlier ones leave), so
+this module writes nothing.
 """
 
 from __future__ import annotations
@@ -13,30 +13,22 @@ import difflib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final
 
-from oom_wizard.errors import ConfigError, EditError, NameTaken
+from oom_wizard import spelling
+from oom_wizard.errors import ConfigError, EditError
 from oom_wizard.formats.change import Change
 from oom_wizard.formats.document import MISSING, JobDocument, same_value
 from oom_wizard.paths import FieldPath, format_path
 from oom_wizard.storage.changelog import (
     ChangeEntry,
     ChangeLog,
-    Direction,
-    FileRef,
-    RunRecord,
     changelog_for,
     find_changelog,
-    now_iso,
-    sha256_of,
 )
 
-if TYPE_CHECKING:
-    from oom_wizard.storage.save import SaveResult
-
-__all__ = ["Change", "Prepared", "changelog_of", "commit", "prepare", "unified_diff"]
+__all__ = ["Change", "Prepared", "changelog_of", "prepare", "unified_diff"]
 
 
 @dataclass(frozen=True)
@@ -60,7 +52,6 @@ class Prepared:
         """The diff as the user reads it, on the command line and in the app: the unified
         diff, or, where a line is too long to read as one (a config stored as one line of
         JSON, as the web UI stores it), the fields that change, ``-``/``+`` a line each."""
-        from oom_wizard import spelling
 
         diff = self.diff()
         if not any(len(line) > LONG_DIFF_LINE for line in diff.splitlines()):
@@ -173,109 +164,6 @@ def changelog_of(config: Path) -> ChangeLog | None:
         return None
     belonging = changelog_for(config, config.read_bytes(), path)
     return belonging.log if belonging is not None else None
-
-
-#: ``commit(prior=BESIDE)``: the prior log is the one beside the source, read here.
-BESIDE: Final = "beside"
-
-
-def commit(
-    prepared: Prepared,
-    *,
-    direction: Direction,
-    moment: str | None = None,
-    model_kind: str | None = None,
-    diagnosis: dict[str, Any] | None = None,
-    steps: Sequence[str] = (),
-    memory: dict[str, Any] | None = None,
-    output: Path | None = None,
-    changelog_path: Path | None = None,
-    force: bool = False,
-    prior: ChangeLog | Literal["beside"] | None = BESIDE,
-) -> SaveResult:
-    """Save the prepared document and its change log (the prior log plus this run).
-
-    The prior log is ``prior`` as the caller read it (None: a new log starts here), or, by
-    default, the one beside the source when the source is itself an output of ours.
-
-    Raises:
-        SaveRefused: the output or change log path is refused; nothing is written.
-    """
-    source = prepared.before.source
-    from oom_wizard.storage.save import default_output_path
-
-    write = partial(
-        _commit,
-        prepared,
-        direction=direction,
-        moment=moment,
-        model_kind=model_kind,
-        diagnosis=diagnosis,
-        steps=steps,
-        memory=memory,
-        changelog_path=changelog_path,
-        force=force,
-        prior=prior,
-    )
-    if output is not None or changelog_path is not None:
-        return write(output=output or default_output_path(source))
-    # The default name: another save may take the same free name at the same moment; the
-    # one that loses the race takes the next free name instead.
-    for attempt in range(NAME_RACE_TRIES):
-        try:
-            return write(output=default_output_path(source))
-        except NameTaken:
-            if attempt == NAME_RACE_TRIES - 1:
-                raise
-    raise AssertionError("unreachable")
-
-
-#: How often a save under the default name tries the next free name when another save took it.
-NAME_RACE_TRIES: Final = 20
-
-
-def _commit(
-    prepared: Prepared,
-    *,
-    direction: Direction,
-    moment: str | None,
-    model_kind: str | None,
-    diagnosis: dict[str, Any] | None,
-    steps: Sequence[str],
-    memory: dict[str, Any] | None,
-    output: Path,
-    changelog_path: Path | None = None,
-    force: bool,
-    prior: ChangeLog | Literal["beside"] | None,
-) -> SaveResult:
-    from oom_wizard.storage.save import save
-
-    source = prepared.before.source
-    run = RunRecord(
-        at=now_iso(),
-        direction=direction,
-        moment=moment,
-        model_kind=model_kind,
-        diagnosis=diagnosis,
-        steps=tuple(steps),
-        memory=memory,
-    )
-    base = changelog_of(source) if prior == BESIDE else prior
-    assert not isinstance(base, str)
-    if base is None:
-        base = ChangeLog(
-            source=FileRef(path=str(source), sha256=sha256_of(prepared.before.to_bytes())),
-            output=FileRef(path=str(output)),
-        )
-    log = base.with_run(run, prepared.entries, output=FileRef(path=str(output)))
-    return save(
-        prepared.after,
-        log,
-        output=output,
-        changelog_path=changelog_path,
-        source=source,
-        force=force,
-    )
 
 
 def unified_diff(before: JobDocument, after: JobDocument, context: int = 1) -> str:

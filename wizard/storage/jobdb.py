@@ -37,6 +37,15 @@ from typing import Any, Final, Literal, TypeAlias
 
 from oom_wizard.errors import ConfigError, JobDatabaseError, SaveRefused, WizardError
 from oom_wizard.formats.document import MAX_CONFIG_BYTES, JobDocument, parse_document
+from oom_wizard.storage.atomic import (
+    RowCommit,
+    atomic_write,
+    commit_pair,
+    forget_written,
+    note_written,
+    settle,
+    signals_held,
+)
 from oom_wizard.storage.changelog import (
     ChangeEntry,
     ChangeLog,
@@ -51,14 +60,7 @@ from oom_wizard.storage.changelog import (
 )
 from oom_wizard.storage.changes import Change, Prepared, prepare
 from oom_wizard.storage.jobdir import JobLocation, choose_log
-from oom_wizard.storage.save import (
-    RowCommit,
-    atomic_write,
-    commit_pair,
-    forget_written,
-    note_written,
-    signals_held,
-)
+from oom_wizard.storage.leftovers import SETTLE_WAIT_S, alive
 
 #: How long we wait for the UI or a trainer to release the database, in seconds.
 BUSY_TIMEOUT_S: Final = 3.0
@@ -847,7 +849,6 @@ def _begin(conn: sqlite3.Connection, job: DbJob) -> dict[str, _Column]:
 def _changed_by(now: DbJob) -> str:
     """Who changed the job: another save of this tool (its change log names the config the
     database holds now), or, failing that, AI Toolkit's UI."""
-    from oom_wizard.storage.leftovers import SETTLE_WAIT_S, settle
 
     # Another run's pair may be just between its commit and its change log's rename (or
     # have died there): let it land first, then read the log.
@@ -1243,7 +1244,6 @@ def _pid_of(value: Any) -> int | None:
 
 
 def _process_alive(pid: int) -> bool:
-    from oom_wizard.storage.leftovers import alive
 
     return alive(pid)
 

@@ -22,7 +22,8 @@ from typing import Final
 from oom_wizard.errors import ConfigError
 from oom_wizard.formats.document import JobDocument, load_document
 from oom_wizard.logs.result import LogScan, log_still_written
-from oom_wizard.storage.leftovers import recover_beside
+from oom_wizard.logs.scan import scan_log
+from oom_wizard.storage.atomic import recover_beside
 
 UI_CONFIG: Final = ".job_config.json"
 CLI_CONFIG: Final = "config.yaml"
@@ -115,7 +116,6 @@ def choose_log(folder: Path) -> tuple[Path | None, str, LogScan | None]:
     candidates = _logs_in(folder)
     if not candidates:
         return None, f"no {LOG_FILE} in this folder; pass the log with --log", None
-    from oom_wizard.logs.scan import scan_log  # here: a config file alone needs no log scanner
 
     now = time.time()
     newest_scan: LogScan | None = None
@@ -143,7 +143,7 @@ def _note(folder: Path, chosen: Path, newest: Path, *, crashed: bool) -> str:
 
 def load_config(path: str | Path) -> JobDocument:
     """A user's config, read as :func:`~oom_wizard.formats.document.load_document` reads it,
-    after finishing or undoing a save killed in its folder (``leftovers.recover_beside``), so
+    after finishing or undoing a save killed in its folder (``save.recover_beside``), so
     that whatever opens it next sees the old config and change log or the new pair.
 
     Raises:

@@ -5,19 +5,17 @@ moves an old file it replaces to ``.NAME.oomw-PID-TOKEN.bak``, and describes its
 ``.oomw-PID-TOKEN.journal``. Whatever a dead process left under those names is its own to
 finish or undo; nothing else is ever touched.
 
-Every use case that opens a job settles its folders here first (:func:`recover_beside`,
-:func:`settle`), so that the reads after it write nothing; a journal that recovery could not
-finish or undo is noted (:func:`unresolved_notes`), and the command line says so at exit.
-
-This module imports nothing heavy: the command line asks it at every start whether the
-working folder holds such leftovers, and loads the save pipeline only when it does.
+Every use case that opens a job first settles its folders with
+:func:`oom_wizard.storage.save.recover_beside`, so that the reads after it write nothing; a
+journal that recovery could not finish or undo is noted (:func:`unresolved_notes`), and the
+command line says so at exit. This module sits below the save pipeline: it names, the save
+writes and recovers.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import time
 from pathlib import Path
 from typing import Final, Literal
 
@@ -75,53 +73,6 @@ def journal_of(path: Path) -> Path:
 
 #: How long opening a job waits for another process's save in its folders to finish.
 SETTLE_WAIT_S: Final = 3.0
-
-
-def recover_beside(*paths: Path, wait_s: float = 0.0) -> None:
-    """Before a job is opened: finish or undo a killed save in the folders of ``paths``.
-
-    A save killed between its two renames (or between a database's commit and its change
-    log's rename) leaves a config and a change log that do not belong together until its
-    journal is replayed (``save.recover``). Every use case that opens a job calls this
-    first, before it reads anything, so that what it reads next is the old pair or the new
-    one and the reads themselves write nothing. With ``wait_s``, a save that another live
-    process is committing there right now is waited for (up to ``wait_s`` seconds), so that
-    a job is never read between the two halves of a pair. The save pipeline is imported
-    only when a folder holds such a leftover.
-    """
-    settle(*dict.fromkeys(Path(path).parent for path in paths), wait_s=wait_s)
-
-
-def settle(*folders: Path, wait_s: float = 0.0) -> None:
-    """:func:`recover_beside` for the folders themselves."""
-    for folder in folders:
-        _wait_for_live_commits(folder, wait_s)
-        if dead_leftovers(folder):
-            from oom_wizard.storage.save import recover  # deferred: the save pipeline is heavy
-
-            recover(folder)
-
-
-def _wait_for_live_commits(folder: Path, wait_s: float) -> None:
-    """Wait (up to ``wait_s``) until no other live process has a journal in ``folder``."""
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline and _live_journals(folder):
-        time.sleep(0.01)
-
-
-def _live_journals(folder: Path) -> bool:
-    try:
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                match = NAME.match(entry.name) if MARK in entry.name else None
-                if match is None or match.group("kind") != "journal":
-                    continue
-                pid = int(match.group("pid"))
-                if pid != os.getpid() and alive(pid):
-                    return True
-    except OSError:
-        return False
-    return False
 
 
 _unresolved: list[str] = []

@@ -25,6 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from oom_wizard.errors import WizardError, error_line
+from oom_wizard.storage.atomic import atomic_write
+
 APP_FOLDER: Final = "oom-wizard"
 SETTINGS_FILE: Final = "settings.json"
 KEYMAP: Final = "keymap"
@@ -136,7 +139,6 @@ def keymap_problems_line(path: Path, problems: Sequence[SettingProblem]) -> str 
 
     It is placed at the first problem, names every one, and says they are ignored.
     """
-    from oom_wizard.errors import WizardError, error_line
 
     if not problems:
         return None
@@ -160,8 +162,6 @@ def saved_theme() -> str | None:
 
 def save_theme(theme: str) -> bool:
     """Remember ``theme``, keeping the other settings; whether it was written."""
-    from oom_wizard.errors import WizardError
-    from oom_wizard.storage.save import atomic_write
 
     path = settings_path()
     try:

@@ -10,22 +10,21 @@ from pathlib import Path
 import pytest
 import yaml
 
-from oom_wizard.formats.document import load_document
-from oom_wizard.rules.diagnosis import Answers
-from oom_wizard.rules.plan import StepChoice, build_plan, changes_for
-from oom_wizard.rules.sizing import MARGIN_SHARE, FixName, _fewest
-from oom_wizard.screens.toggles import Choice
-from oom_wizard.service import (
-    JobRequest,
-    WizardState,
+from oom_wizard.application.choosing import (
     answer,
     choose,
     default_choice,
     default_choices,
     effective_choices,
     preselect_fix,
-    start,
 )
+from oom_wizard.application.settling import WizardState, start
+from oom_wizard.formats.document import load_document
+from oom_wizard.request import JobRequest
+from oom_wizard.rules.diagnosis import Answers
+from oom_wizard.rules.plan import StepChoice, build_plan, changes_for
+from oom_wizard.rules.sizing import MARGIN_SHARE, FixName, _fewest
+from oom_wizard.screens.toggles import Choice
 from tests.support.plan_support import cli
 
 DEMO = Path(__file__).resolve().parents[3] / "presets" / "demo"

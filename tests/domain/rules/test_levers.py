@@ -181,7 +181,8 @@ def test_parameter_swapping_is_offered_for_an_adafactor_full_fine_tune() -> None
     assert lora is not None and not lora.fields
 
 
-# --- issue 23's must-show 3: each lever on a config that uses it, through the service -------
+# --- issue 23's must-show 3: each lever on a config that uses it, through the application layer
+# -------
 
 
 def _names_its_field_where_the_form_has_none(where: str | None, field: str) -> None:

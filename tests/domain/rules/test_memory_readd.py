@@ -83,8 +83,9 @@ def test_without_a_card_there_is_no_prediction() -> None:
 
 
 def test_the_service_gives_the_app_the_same_prediction(rolled_back: Path) -> None:
+    from oom_wizard.application.scale_up import next_scale_up as service_next, scale_up_prediction
+    from oom_wizard.application.settling import start
     from oom_wizard.request import JobRequest
-    from oom_wizard.service import next_scale_up as service_next, scale_up_prediction, start
 
     state = start(JobRequest(target=rolled_back, probe=False))
     step = service_next(state)

@@ -21,8 +21,8 @@ from oom_wizard.paths import format_path
 from oom_wizard.rules.estimate import estimate
 from oom_wizard.rules.plan import Plan, StepChoice, build_plan, changes_for, default_model_kind
 from oom_wizard.storage.changelog import ChangeLog, read_changelog
-from oom_wizard.storage.changes import commit, prepare
-from oom_wizard.storage.save import SaveResult
+from oom_wizard.storage.changes import prepare
+from oom_wizard.storage.save import SaveResult, commit
 from tests.support.corpus import OWN_CONFIGS, needs_examples, own_configs, shared_example
 from tests.support.plan_support import cli, document, job, toolkit_examples, write_job
 

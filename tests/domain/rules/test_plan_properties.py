@@ -28,7 +28,8 @@ from oom_wizard.rules.plan import (
     next_scale_up,
 )
 from oom_wizard.storage.changelog import read_changelog
-from oom_wizard.storage.changes import commit, prepare
+from oom_wizard.storage.changes import prepare
+from oom_wizard.storage.save import commit
 from tests.domain.rules.test_plan import expected_order
 from tests.support.plan_support import SCALE_UP_ORDER, differing, document, write_job
 

@@ -18,7 +18,8 @@ import yaml
 from oom_wizard.formats.document import load_document
 from oom_wizard.rules.plan import StepChoice, build_plan, changes_for, next_scale_up
 from oom_wizard.storage.changelog import read_changelog
-from oom_wizard.storage.changes import commit, prepare
+from oom_wizard.storage.changes import prepare
+from oom_wizard.storage.save import commit
 from tests.support.corpus import FLOOR_CONFIG
 from tests.support.plan_support import (
     SCALE_UP_ORDER,

@@ -10,7 +10,8 @@ import pytest
 from oom_wizard.errors import WizardError
 from oom_wizard.formats.document import load_document
 from oom_wizard.storage.changelog import read_changelog
-from oom_wizard.storage.changes import Change, commit, prepare
+from oom_wizard.storage.changes import Change, prepare
+from oom_wizard.storage.save import commit
 
 JOB = """\
 job: extension

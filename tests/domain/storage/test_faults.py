@@ -3,7 +3,7 @@
 Three campaigns, all on real files, the last two on real child processes (``os.fork`` of
 this process, which has the code imported already, so a child costs milliseconds):
 
-- every write step of a save fails in turn (through ``oom_wizard.storage.save.STEP_HOOK``,
+- every write step of a save fails in turn (through ``oom_wizard.storage.atomic.STEP_HOOK``,
   the seam the save code calls before each step), in process: the command exits 2 with one
   true line, and the folder is exactly as it was (with ``--force``, the replaced files are
   still there);
@@ -38,7 +38,7 @@ from pathlib import Path
 import pytest
 
 from oom_wizard.cli import main
-from oom_wizard.storage import save as save_module
+from oom_wizard.storage import atomic
 
 EDIT = "config.process[0].train.batch_size=2"
 PROMPT = "a photo of a red fox sitting in tall grass at sunrise, soft light, 35mm, " * 10
@@ -169,11 +169,11 @@ def next_run(folder: Path) -> None:
 
 @contextlib.contextmanager
 def hooked(hook: Callable[[str, Path], None]) -> Iterator[None]:
-    save_module.STEP_HOOK = hook
+    atomic.STEP_HOOK = hook
     try:
         yield
     finally:
-        save_module.STEP_HOOK = None
+        atomic.STEP_HOOK = None
 
 
 def record_steps(tmp_path: Path, *, force: bool) -> list[str]:
@@ -321,7 +321,7 @@ def spawn(case: Case, hook: Callable[[str, Path], None] | None = None) -> Child:
                 if hook is not None:
                     hook(name, path)
 
-            save_module.STEP_HOOK = step
+            atomic.STEP_HOOK = step
             status = main(case.args())
             sys.stderr.flush()
         finally:
@@ -468,7 +468,7 @@ def test_recovery_touches_only_the_tools_names_of_dead_processes(tmp_path, ended
     for path in (alive, dead, lookalike, user):
         path.write_text("x", encoding="utf-8")
 
-    removed = save_module.recover(tmp_path)
+    removed = atomic.recover(tmp_path)
 
     assert removed == (dead,)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
@@ -514,7 +514,7 @@ def test_a_journal_means_the_same_from_any_working_folder(tmp_path, monkeypatch)
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
 
-    save_module.recover(tmp_path)
+    atomic.recover(tmp_path)
 
     log = json.loads(case.changelog.read_bytes())
     assert log["output"]["sha256"] == hashlib.sha256(case.output.read_bytes()).hexdigest()
@@ -543,7 +543,7 @@ def test_a_journal_whose_files_cannot_be_found_leaves_everything_and_says_so(
     journal.write_text(json.dumps(record), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
 
-    assert save_module.recover(tmp_path) == ()
+    assert atomic.recover(tmp_path) == ()
 
     assert sorted(path.name for path in tmp_path.iterdir()) == sorted([temp.name, journal.name])
     assert any(str(journal) in note and temp.name in note for note in unresolved_notes())
@@ -575,7 +575,7 @@ def test_a_temp_of_a_save_whose_journal_is_there_is_never_swept_alone(tmp_path, 
         encoding="utf-8",
     )
 
-    save_module.recover(tmp_path)
+    atomic.recover(tmp_path)
 
     assert temp.exists() and journal.exists()
 

@@ -16,6 +16,7 @@ import pytest
 from oom_wizard.errors import ConfigError, JobDatabaseError
 from oom_wizard.formats.document import load_document
 from oom_wizard.paths import parse_path
+from oom_wizard.storage import atomic
 from oom_wizard.storage.changes import Change, Prepared, prepare
 from oom_wizard.storage.jobdb import (
     AsNew,
@@ -768,8 +769,6 @@ def killed_at(step: str, action: Callable[[], object]) -> None:
     import os
     import signal
 
-    from oom_wizard.storage import save as save_module
-
     pid = os.fork()
     if pid == 0:
         try:
@@ -778,7 +777,7 @@ def killed_at(step: str, action: Callable[[], object]) -> None:
                 if name == step:
                     os.kill(os.getpid(), signal.SIGKILL)
 
-            save_module.STEP_HOOK = die
+            atomic.STEP_HOOK = die
             action()
         finally:
             os._exit(1)
@@ -949,8 +948,6 @@ def test_a_job_opened_while_another_run_commits_it_is_read_in_step(db: Path) -> 
     ("edited after oom-wizard saved it", round 3's R4-3 told 4 of 10 losers of a race)."""
     import os
 
-    from oom_wizard.storage import save as save_module
-
     ready, go = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -962,7 +959,7 @@ def test_a_job_opened_while_another_run_commits_it_is_read_in_step(db: Path) -> 
                     os.write(go, b"x")
                     time.sleep(0.3)
 
-            save_module.STEP_HOOK = pause
+            atomic.STEP_HOOK = pause
             save(db, InPlace())
             os._exit(0)
         finally:
@@ -1010,16 +1007,15 @@ def test_a_change_log_that_cannot_be_renamed_in_after_the_commit_is_kept_for_the
 ) -> None:
     """Past the row's commit nothing is undone: the error says the save was committed, and
     the change log's temp and journal stay for the next command to rename in."""
-    from oom_wizard.storage import save as save_module
 
     def fail(step: str, path: Path) -> None:
         if step == "rename":
             raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(save_module, "STEP_HOOK", fail)
+    monkeypatch.setattr(atomic, "STEP_HOOK", fail)
     with pytest.raises(JobDatabaseError, match="the save was committed, but the change log"):
         save(db, InPlace())
-    monkeypatch.setattr(save_module, "STEP_HOOK", None)
+    monkeypatch.setattr(atomic, "STEP_HOOK", None)
 
     job = load_job(db, "my_lora")
     assert job.job_config != stringify(ui_job_config("my_lora"))

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from oom_wizard.cli import main
-from oom_wizard.storage import save as save_module
+from oom_wizard.storage import atomic
 from oom_wizard.storage.changelog import sha256_of
 
 FORCED_ROUNDS = 2
@@ -69,7 +69,7 @@ def fork_save(source: Path, ready_w: int, go_r: int) -> int:
                 os.write(ready_w, b"r")
                 os.read(go_r, 1)
 
-        save_module.STEP_HOOK = hook
+        atomic.STEP_HOOK = hook
         status = main(["set", str(source), EDIT])
     finally:
         os._exit(status)
