@@ -395,26 +395,19 @@ def prepared(state: WizardState, choices: Mapping[str, StepChoice] | None) -> Pr
 
 
 def estimate(state: WizardState, choices: Mapping[str, StepChoice] | None) -> MemoryEstimate:
-    """The memory estimate of the choices: its GiB bands (calibrated by the job's own figures
-    when it has them) and the relative figures (today's config = 100)."""
-    from oom_wizard.rules.catalog import load_presets
+    """The memory of the choices against today's, from the one model with the job's own
+    calibration (:func:`oom_wizard.application.settling.memory_calibration`)."""
     from oom_wizard.rules.plan import changes_for, estimate as plan_estimate
-    from oom_wizard.rules.sizing import Weigher
 
     settled = _settle_validation(state, choices)
     changes = changes_for(given(state, settled), settled)
-    calibration = memory_calibration(state)
-    figures = plan_estimate(
-        state.document, changes, state.model_kind, calibration=calibration, gpus=state.plan.gpus
+    return plan_estimate(
+        state.document,
+        changes,
+        state.model_kind,
+        calibration=memory_calibration(state),
+        gpus=state.plan.gpus,
     )
-    sizing = state.plan.sizing
-    crash, _ = crash_figures(state.job, state.diagnosis, state.moment)
-    if sizing is None or not sizing.calibrated or crash is None:
-        return figures
-    # The fixes were sized in the crash's GiB (sizing.Weigher): the estimate says the same
-    # GiB, so that the fix's predicted peak and the estimate's band are one figure.
-    weigher = Weigher(state.document, state.model_kind, load_presets(), crash, state.plan.gpus)
-    return replace(figures, gib=(weigher.scaled(()), weigher.scaled(changes)))
 
 
 def check_value(state: WizardState, proposal: FieldProposal, typed: str) -> ValueCheck:
@@ -725,10 +718,9 @@ def memory_peak(
     from oom_wizard.rules.plan import changes_for
     from oom_wizard.rules.sizing import Weigher, peak_of
 
-    calibration, _ = crash_figures(state.job, state.diagnosis, state.moment)
     card, source = card_of(state.job, state.diagnosis)
     weigher = Weigher(
-        state.document, state.model_kind, load_presets(), calibration, state.plan.gpus
+        state.document, state.model_kind, load_presets(), memory_calibration(state), state.plan.gpus
     )
     changes = changes_for(given(state, choices), choices) if state.plan.steps else []
     return peak_of(weigher, changes, card, source)

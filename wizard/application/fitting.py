@@ -93,7 +93,7 @@ def fit_fix(state: WizardState, memory: JobMemory, card_gib: float) -> FitFix | 
     if memory.peak().high <= card_gib:
         return None
     moment: Moment = PHASE_MOMENT[memory.peak_phase]  # type: ignore[assignment]
-    calibration = memory.calibrated_by
+    calibration = memory_calibration(state)
     plan = build_plan(
         state.document,
         moment,

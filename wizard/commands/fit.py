@@ -38,7 +38,7 @@ PART_WORDS = {
     "trainable": "trained weights + gradients",
     "optimizer": "optimizer state",
     "activations": "activations",
-    "overhead": "CUDA context + allocator reserve",
+    "vae_pass": "VAE decode/encode",
 }
 
 
@@ -159,7 +159,11 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
         markup=False,
     )
     parts = memory.parts[memory.peak_phase].as_dict()
-    shown = ", ".join(f"{PART_WORDS[k]} {v:.1f}" for k, v in parts.items() if v >= 0.05)
+    shown = ", ".join(f"{PART_WORDS[k]} {parts[k]:.1f}" for k in PART_WORDS if parts[k] >= 0.05)
+    shown += (
+        f", CUDA context {parts['context']:.1f}, allocator reserve and workspaces "
+        f"{parts['overhead'] - parts['context']:.1f}"
+    )
     console.print(f"  at the peak (GiB, midpoints): {shown}", markup=False)
     calibration = memory.calibrated_by
     if calibration is not None:

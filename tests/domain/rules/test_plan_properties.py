@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from oom_wizard.formats.document import JobDocument, load_document
 from oom_wizard.paths import format_path
 from oom_wizard.rules.catalog import load_presets
-from oom_wizard.rules.estimate import arch_facts, estimate
+from oom_wizard.rules.estimate import estimate
+from oom_wizard.rules.shape import arch_facts
 from oom_wizard.rules.plan import (
     Plan,
     StepChoice,
