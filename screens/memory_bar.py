@@ -34,6 +34,8 @@ def bar_content(peak: MemoryPeak | None) -> Content:
     """
     if peak is None:
         return Content.styled("Memory: no estimate for this job.", "$text-muted")
+    if peak.not_estimated is not None:
+        return Content.styled(f"Memory: {peak.not_estimated}.", "$text-muted")
     parts: list[Content | str] = [Content.styled("Memory ", "bold")]
     verdict = peak.verdict
     if peak.card_gib and verdict is not None:
@@ -51,13 +53,9 @@ def bar_content(peak: MemoryPeak | None) -> Content:
     else:
         parts += [Content.styled(f"peak {peak.words()}", "bold"), " (card size unknown)"]
     parts.append(f", in {peak.phase_words}")
-    detail = [f"≈ band {peak.band.low:.1f}–{peak.band.high:.1f} GiB"]
-    if peak.calibrated:
-        detail.append("fitted to the OOM message")
-    elif peak.card_source:
+    detail = [peak.basis] if peak.basis else []
+    if peak.card_source:
         detail.append(f"card from {peak.card_source}")
-    if not peak.known:
-        detail.append("rough (stand-in figures)")
     return Content.assemble(*parts, Content.styled("\n" + " · ".join(detail), "$text-muted"))
 
 

@@ -15,7 +15,17 @@ from tests.support.plan_support import cli
 
 DEMO = Path(__file__).resolve().parents[2] / "presets" / "demo"
 PHASES = {"load", "baseline_sample", "training", "sample"}
-PARTS = {"transformer", "text_encoder", "vae", "trainable", "optimizer", "activations", "overhead"}
+PARTS = {
+    "transformer",
+    "text_encoder",
+    "vae",
+    "trainable",
+    "optimizer",
+    "activations",
+    "vae_pass",
+    "overhead",
+    "context",
+}
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ from typing import Any
 import yaml
 
 from oom_wizard.rules.catalog import Presets, load_presets
-from oom_wizard.rules.shape import arch_facts
 from oom_wizard.rules.memory import Band, JobMemory, job_memory
+from oom_wizard.rules.shape import arch_facts
 from tests.support.plan_support import document
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "measured_peaks.yaml"

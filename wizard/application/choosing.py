@@ -15,7 +15,6 @@ from oom_wizard.application.settling import (
     Dropped,
     WizardState,
     card_of,
-    crash_figures,
     given,
     memory_calibration,
     settle,
@@ -124,11 +123,16 @@ def fix_summary(state: WizardState) -> tuple[str, ...]:
             "no OOM message with the card's capacity, no nvidia-smi)."
         )
     else:
-        verb = "needed" if sizing.deficit_gib >= 0 else "left"
+        if sizing.calibrated:
+            need = f"it needed more than the card ({sizing.source})"
+        elif sizing.deficit_gib >= 0:
+            need = f"{sizing.deficit_gib:.2f} GiB beyond the card ({sizing.source})"
+        else:
+            need = f"today's estimate is within the card ({sizing.source})"
         lines.append(
             f"Fixes sized against the {sizing.card_gib:.1f} GiB card at the {sizing.phase} "
-            f"peak: {abs(sizing.deficit_gib):.2f} GiB {verb} beyond the card ({sizing.source}), "
-            f"plus a margin of {sizing.margin_gib:.2f} GiB ({MARGIN_SHARE:.0%} of the card)."
+            f"peak: {need}; a fix must fit with {sizing.margin_gib:.2f} GiB "
+            f"({MARGIN_SHARE:.0%} of the card) to spare."
         )
         if not sizing.calibrated:
             lines.append(
@@ -538,21 +542,24 @@ def estimate_words(figures: MemoryEstimate, moment: str | None = None) -> str:
         if now is not None and then is not None:
             from oom_wizard.rules.memory import PHASE_WORDS
 
-            crash = today.calibrated_by is not None and today.calibrated_by.at_least_gib
-            basis = ", calibrated by the crash" if crash else ""
+            calibration = today.calibrated_by
+            basis = ""
+            if calibration is not None and calibration.phase == phase:
+                if calibration.at_least_gib is not None:
+                    basis = f"; it crashed needing more than {calibration.at_least_gib:.2f} GiB"
+                elif calibration.measured_gib is not None:
+                    basis = f"; a run peaked at {calibration.measured_gib:.1f} GiB"
             text = (
-                f"{PHASE_WORDS[phase]} ≈ {now.low:.1f}–{now.high:.1f} GiB "
-                f"(today {then.low:.1f}–{then.high:.1f} GiB{basis}); "
+                f"{PHASE_WORDS[phase]} ≈ {now.mid:.1f} GiB ({now.low:.1f}–{now.high:.1f}; "
+                f"today {then.low:.1f}–{then.high:.1f} GiB{basis}; {today.basis()}); "
             )
-    text += f"training ≈ {figures.train_pct:g} % of today"
+    text += f"activations ≈ {figures.train_pct:g} % of today's in a training step"
     if figures.sample_pct is not None:
-        text += f", samples ≈ {figures.sample_pct:g} %"
-    text += " (relative activation load"
+        text += f", {figures.sample_pct:g} % in a sample"
     if moment is not None:
         before, after = figures.weights_gib(moment)
         if before is not None and after is not None:
             text += f"; weights on the GPU ≈ {gib(before)} → {gib(after)}"
-    text += ", approximate)"
     if moment is not None and moment in CRASHED_PEAK and not figures.lowers(moment):
         text += f"; this leaves {PEAK_WORDS[CRASHED_PEAK[moment]]} unchanged"
     return text

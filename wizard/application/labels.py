@@ -50,8 +50,8 @@ def ui_hint(path: str, state: WizardState | None = None) -> str | None:
     """
     from oom_wizard.paths import parse_path
     from oom_wizard.rules.catalog import load_presets
-    from oom_wizard.rules.shape import arch_facts
     from oom_wizard.rules.plan import field_hint
+    from oom_wizard.rules.shape import arch_facts
 
     presets = load_presets()
     if state is None:

@@ -141,7 +141,7 @@ BILLION: Final = 1e9
 
 WEIGHT_SLACK: Final = 0.03
 """Buffers, norms and embeddings beyond the counted parameters (upper edge of the band)."""
-QUANT_SLACK: Final = 0.12
+QUANT_SLACK: Final = 0.06
 """A quantized model keeps some layers in full precision and carries scales (upper edge)."""
 
 Certainty = Literal["gpu", "cpu", "stand_in"]
@@ -180,6 +180,11 @@ RUNTIME_GIB: Final = (0.3, 1.3)
 """What a trainer process holds beside the model's tensors and the context, whatever its
 size: the loss and latents, cuBLAS and attention workspaces, the optimizer step's temporaries
 (on the H200 rows 0.2–1.5 GiB above weights + activations + context)."""
+
+ITEM_GIB: Final = (0.1, 0.6)
+"""Per batch item, what does not scale with the pixels: the latents, noise and targets, the
+text embeddings and the fp32 loss of one item (Krea 2 at 512², batch 8 against batch 1, on
+SimpleTuner's published peaks: about 0.35 GiB an item the per-token figures leave out)."""
 
 ADAPTER_SAVED_FACTOR: Final = 2.0
 """A family measured with frozen blocks (no adapter) saves this much more per token per block
@@ -508,6 +513,19 @@ class JobMemory:
     scale: float = 1.0
     cards: int = 1
     """The most cards a process's model is split over (``split_model_over_gpus``)."""
+    certainty: Certainty = "cpu"
+    """How the activation figures were checked (the least sure of the job's processes)."""
+    not_estimated: str | None = None
+    """Why the job gets no verdict (a process type the model does not cover, an arch AI
+    Toolkit does not know), in words; None when it is estimated."""
+
+    def basis(self) -> str:
+        """What the band rests on, in words: its figures and its calibration."""
+        words = f"figures {CERTAINTY_WORDS[self.certainty]}"
+        calibration = self.calibrated_by
+        if calibration is not None and self.scale != 1.0:
+            words += f", calibrated by {calibration.source}"
+        return words
 
     def peak(self) -> Band:
         """The band of the peak phase."""
@@ -586,22 +604,23 @@ def job_memory(
     lookup = families or _presets_families(presets)
     video = model_kind == "video"
     view = _view_after(document, changes)
-    per_phase, known, notes, cards = _accounts(view, presets, lookup, video, gpus)
+    found = _accounts(view, presets, lookup, video, gpus)
+    per_phase, known, notes, cards = found.per_phase, found.known, found.notes, found.cards
     if calibration is not None and (changes or calibrated_on is not None):
         # The figures are about today's config: its scale carries over to the changed one.
         base = (calibrated_on or document).view()
-        today, _known, _notes, _cards = _accounts(base, presets, lookup, video, gpus)
+        today = _accounts(base, presets, lookup, video, gpus).per_phase
         scale = _scale_for(today, calibration)
     else:
         scale = _scale_for(per_phase, calibration)
     phases: dict[Phase, Band | None] = {}
     parts: dict[Phase, Parts] = {}
     for phase in PHASES:
-        found = [_band_of(terms, quantized, scale) for terms, quantized in per_phase[phase]]
-        if not found:
+        bands = [_band_of(terms, quantized, scale) for terms, quantized in per_phase[phase]]
+        if not bands:
             phases[phase] = None
             continue
-        band, phase_parts = max(found, key=lambda item: item[0].high)
+        band, phase_parts = max(bands, key=lambda item: item[0].high)
         phases[phase] = band
         parts[phase] = phase_parts
     if calibration is not None and not changes and calibrated_on is None:
@@ -625,20 +644,59 @@ def job_memory(
         notes=tuple(dict.fromkeys(notes)),
         scale=scale,
         cards=cards,
+        certainty=found.certainty,
+        not_estimated=found.not_estimated,
     )
+
+
+ESTIMATED_TYPES: Final = frozenset({"sd_trainer", "diffusion_trainer", "ui_trainer"})
+"""Process types the model covers: AI Toolkit's LoRA and fine-tune trainers."""
+
+_LEAST_SURE: Final[tuple[Certainty, ...]] = ("stand_in", "cpu", "gpu")
+
+
+@dataclass
+class _Found:
+    """What :func:`_accounts` found: each phase's terms per process (per card of a split
+    model), whether every figure was real, the notes, the most cards a process is split
+    over, the least sure figures, and why the job is not estimated (if it is not)."""
+
+    per_phase: dict[Phase, list[tuple[_Terms, bool]]]
+    known: bool
+    notes: list[str]
+    cards: int
+    certainty: Certainty
+    not_estimated: str | None
 
 
 def _accounts(
     view: JobView, presets: Presets, lookup: FamilyLookup, video: bool, gpus: int = 1
-) -> tuple[dict[Phase, list[tuple[_Terms, bool]]], bool, list[str], int]:
-    """Each phase's terms per process (per card of a split model), whether every figure was
-    real, the notes, and the most cards a process is split over."""
+) -> _Found:
+    """Each phase's terms for every training process of the job (see :class:`_Found`)."""
     notes: list[str] = []
     known = True
     per_phase: dict[Phase, list[tuple[_Terms, bool]]] = {phase: [] for phase in PHASES}
     cards = 1
+    certainty: Certainty = "gpu"
+    refused: str | None = None
     for process in view.processes:
         facts = arch_facts(process, presets)
+        if process.type not in ESTIMATED_TYPES and refused is None:
+            refused = (
+                f"not estimated: this job type ({process.type}) is not one of AI Toolkit's "
+                "LoRA or fine-tune trainers the memory model covers"
+            )
+        arch = process.model.arch
+        if facts is None and arch and refused is None:
+            refused = (
+                f"not estimated: model.arch {arch!r} is not an arch AI Toolkit knows, so the "
+                "job stops with an error while loading"
+            )
+        if not process.model.arch_keys():
+            notes.append(
+                "No model.arch (and no is_* flag): AI Toolkit takes it as sd1 (SD 1.x), and so "
+                "does this estimate."
+            )
         family = lookup(facts)
         if family is None and facts is not None and facts.memory_by_name:
             family = presets.memory_of(facts, process.model.name_or_path)
@@ -662,8 +720,9 @@ def _accounts(
             for terms in account.cards(phase):
                 per_phase[phase].append((terms, account.quantized))
         known = known and account.known
+        certainty = min(certainty, account.certainty, key=_LEAST_SURE.index)
         notes.extend(account.notes)
-    return per_phase, known, notes, cards
+    return _Found(per_phase, known, notes, cards, certainty, refused)
 
 
 def _facts_first(phases: dict[Phase, Band | None], calibration: Calibration) -> None:
@@ -1059,7 +1118,7 @@ class _Account:
             resolution = max(dataset.resolution or (512,))
             frames = dataset_frames(dataset, self.shape) if self.video else 1
             batch = dataset.batch_size or process.train.batch_size or 1
-            if self.unet is not None:
+            if self.unet is not None:  # its fitted fixed part holds the item's own cost
                 kept, transient = self._unet_item(resolution, checkpointing), 0.0
             else:
                 image = self.shape.tokens(resolution, resolution, frames)
@@ -1073,6 +1132,20 @@ class _Account:
             kept, transient = self._per_item(self.shape.tokens(512, 512, 1), checkpointing, blocks)
             loads.append(kept + transient)
         return max(loads)
+
+    def _with_items(self, act: float, band: tuple[float, float]) -> tuple[float, float]:
+        """A training step's activations at the band's edges, with each batch item's own cost
+        (:data:`ITEM_GIB`; a UNet's fitted figures hold it already)."""
+        if self.unet is not None:
+            return act * band[0], act * band[1]
+        items = max(
+            (d.batch_size or self.process.train.batch_size or 1 for d in self.process.datasets),
+            default=self.process.train.batch_size or 1,
+        )
+        return (
+            act * band[0] + items * ITEM_GIB[0] * GIB_BYTES,
+            act * band[1] + items * ITEM_GIB[1] * GIB_BYTES,
+        )
 
     def _unet_item(self, resolution: int, checkpointing: bool) -> float:
         """One item's training step above the weights for a UNet: a fixed part and a slope in
@@ -1264,9 +1337,7 @@ class _Account:
                 low, high = self._forward_activations(image, blocks)
             if high * cfg > worst[1]:
                 worst = (low * cfg, high * cfg)
-            decode = max(
-                decode, self._vae_pass(size["width"], size["height"], frames, decode=True)
-            )
+            decode = max(decode, self._vae_pass(size["width"], size["height"], frames, decode=True))
         return worst[0], worst[1], decode
 
     def _sample_unloads_te(self) -> bool:
@@ -1391,7 +1462,7 @@ class _Account:
                 vae=(held.vae, held.vae * te_slack),
                 trainable=(trainable, trainable),
                 optimizer=(held.optimizer, held.optimizer),
-                activations=zero if encode > act else (act * band[0], act * band[1]),
+                activations=zero if encode > act else self._with_items(act, band),
                 vae_pass=(encode * vae_band[0], encode * vae_band[1]) if encode > act else zero,
             )
         sample = self._samples(first=phase == "baseline_sample")

@@ -8,18 +8,32 @@ both read a job through these helpers; they hold no memory figure of their own.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from oom_wizard.formats.view import DatasetView, ProcessView
 from oom_wizard.rules.catalog import ArchFacts, FrameGrid, Presets
 
-__all__ = ["Shape", "arch_facts", "dataset_frames", "frame_floor", "offloaded_fractions"]
+DEFAULT_ARCH: Final = "sd1"
+"""The arch AI Toolkit gives a model section with no ``arch`` and no ``is_*`` flag."""
+
+__all__ = [
+    "DEFAULT_ARCH",
+    "Shape",
+    "arch_facts",
+    "dataset_frames",
+    "frame_floor",
+    "offloaded_fractions",
+]
 
 
 def arch_facts(process: ProcessView, presets: Presets) -> ArchFacts | None:
     """The presets' facts for the arch a process trains: its ``arch``, else its legacy
-    ``is_*`` flags, else AI Toolkit's default (``sd1``) when neither is set; None when the
-    config names an arch we do not know."""
-    return presets.arch_from_model(process.model.arch_keys())
+    ``is_*`` flags, else AI Toolkit's default (``sd1``: ModelConfig, config_modules.py:764-821)
+    when neither is set; None when the config names an arch we do not know."""
+    keys = process.model.arch_keys()
+    if not keys:
+        return presets.arch(DEFAULT_ARCH)
+    return presets.arch_from_model(keys)
 
 
 @dataclass(frozen=True)

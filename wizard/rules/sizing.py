@@ -39,7 +39,6 @@ from oom_wizard.formats.document import JobDocument
 from oom_wizard.rules.catalog import Presets
 from oom_wizard.rules.memory import (
     MOMENT_PHASE,
-    PHASES,
     Band,
     Calibration,
     JobMemory,
@@ -213,6 +212,9 @@ class MemoryPeak:
         card_source: Where the card's size comes from ("PyTorch's OOM message", "nvidia-smi").
         calibrated: The crash's own figures scale the estimate.
         known: Every part of the estimate had real figures (False: a nominal stand-in).
+        basis: What the band rests on, in words (how its figures were checked, and what
+            calibrated it).
+        not_estimated: Why the job gets no figure (None: it does).
     """
 
     band: Band
@@ -221,6 +223,8 @@ class MemoryPeak:
     card_source: str | None
     calibrated: bool
     known: bool
+    basis: str = ""
+    not_estimated: str | None = None
 
     @property
     def gib(self) -> float:
@@ -238,10 +242,12 @@ class MemoryPeak:
         return verdict(self.band, self.card_gib) if self.card_gib else None
 
     def words(self) -> str:
-        """``19.8 of 23.5 GiB`` (or ``19.8 GiB`` without a card)."""
+        """``19.8 of 23.5 GiB (18.9–20.6)`` (or ``19.8 GiB (18.9–20.6)`` without a card): the
+        midpoint, and the band it is sure of."""
+        band = f"({self.band.low:.1f}–{self.band.high:.1f})"
         if self.card_gib:
-            return f"{self.gib:.1f} of {self.card_gib:.1f} GiB"
-        return f"{self.gib:.1f} GiB"
+            return f"{self.gib:.1f} of {self.card_gib:.1f} GiB {band}"
+        return f"{self.gib:.1f} GiB {band}"
 
 
 def peak_of(
@@ -259,6 +265,8 @@ def peak_of(
         card_source=source if card_gib else None,
         calibrated=weigher.calibration is not None,
         known=weigher.memory(changes).known,
+        basis=weigher.memory(changes).basis(),
+        not_estimated=weigher.memory(changes).not_estimated,
     )
 
 
@@ -352,7 +360,9 @@ def size_fixes(
         source=source,
         calibrated=floor is not None,
         today=today,
-        savings={name: today.mid - (band(ids) or Band(0.0, 0.0)).mid for name, ids in fixes.items()},
+        savings={
+            name: today.mid - (band(ids) or Band(0.0, 0.0)).mid for name, ids in fixes.items()
+        },
         bands={name: band(ids) or Band(0.0, 0.0) for name, ids in fixes.items()},
         covered=covered,
     )
