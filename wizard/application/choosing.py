@@ -527,10 +527,11 @@ def step_off(step_id: str) -> StepChoice:
 
 
 def estimate_words(figures: MemoryEstimate, moment: str | None = None) -> str:
-    """``training step ≈ 16.2–21.6 GiB (today 52.9–81.3 GiB); training ≈ 25 % of today, samples
-    ≈ 56 %; weights on the GPU ≈ 16.90 GiB → 9.10 GiB`` (approximate): the crashed phase's band
-    first, and for a crash ``moment``, whether the peak it ran into goes down (``plan`` and
-    ``apply`` print it)."""
+    """``training step ≈ 18.6 GiB (17.0–20.3; today 89.5–112.7 GiB; it crashed needing more than
+    23.88 GiB; figures checked on a GPU); activations ≈ 7 % of today's in a training step, 100 %
+    in a sample; weights on the GPU ≈ 14.0 GiB → 14.0 GiB``: the crashed phase's band first,
+    with what it rests on, and for a crash ``moment``, whether the peak it ran into goes down
+    (``plan`` and ``apply`` print it). Every figure is the one model's."""
     from oom_wizard.rules.estimate import CRASHED_PEAK, PEAK_WORDS
     from oom_wizard.spelling import gib
 

@@ -173,6 +173,7 @@ class FitReport:
             "fix_moment": fix.moment if fix is not None else None,
             "fix_fits": fix.reaches if fix is not None else None,
             "fix_peak_gib": fix.memory.peak().rounded() if fix is not None else None,
+            "fix_phases": fix.memory.phases_json() if fix is not None else None,
         }
 
 

@@ -228,9 +228,14 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
             markup=False,
         )
         return
+    after = fix.memory.phases.get(memory.peak_phase)
+    today = (
+        f"{PHASE_WORDS[memory.peak_phase]} {band_text(after.low, after.high)}; " if after else ""
+    )
     console.print(
         f"To fit, the roll-back for '{fix.moment}' with: {', '.join(s.id for s in fix.steps)} "
-        f"(peak {band_text(fixed.low, fixed.high)}: fits)",
+        f"({today}peak {PHASE_WORDS[fix.memory.peak_phase]} {band_text(fixed.low, fixed.high)}: "
+        "fits)",
         markup=False,
     )
     console.print(

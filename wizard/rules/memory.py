@@ -159,7 +159,7 @@ CERTAINTY_WORDS: Final[Mapping[Certainty, str]] = MappingProxyType(
 
 ACTIVATION_BAND: Final[Mapping[Certainty, tuple[float, float]]] = MappingProxyType(
     {
-        "gpu": (0.93, 1.10),
+        "gpu": (0.92, 1.08),
         "cpu": (0.85, 1.30),
         "stand_in": (0.60, 1.80),
     }
@@ -171,7 +171,7 @@ and workspaces; a stand-in can be off by half."""
 CUDA_CONTEXT_GIB: Final = (0.73, 0.76)
 """The CUDA context and libraries beside PyTorch's allocations, whatever the job (used −
 reserved on the H200 rows of ``../shared/gpu-measurements.md``)."""
-ALLOCATOR_SLACK: Final = (0.02, 0.12)
+ALLOCATOR_SLACK: Final = (0.0, 0.08)
 """The caching allocator's reserve beyond the peak allocation, as a share of the activations
 (reserved − peak allocated grows with the activations, not with the weights). Fitted on the
 shared GPU rows (``tests/fixtures/gpu_peaks.yaml``) and checked against the published points

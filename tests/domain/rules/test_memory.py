@@ -803,3 +803,79 @@ def test_an_eager_matrix_counts_the_family_s_own_heads() -> None:
     matrix = 24 * tokens * tokens * 2
     expected = (1 + 2) * matrix * MID_ACTIVATIONS / GIB
     assert activations("_native_math") - activations("native") == pytest.approx(expected, rel=0.01)
+
+
+# --- issue 29: facts before estimates, one calibration rule -------------------------------
+
+
+def test_a_crash_below_the_card_still_puts_its_phase_at_the_card() -> None:
+    config = tree()
+    today = band(config)
+    floor = Calibration("training", today.low / 2, None, today.low * 1.5, "a crash")
+    found = memory(config, calibration=floor).phases["training"]
+    assert found is not None and found.low >= today.low * 1.5  # never under the card
+
+
+def test_a_phase_the_log_shows_passing_is_within_the_card() -> None:
+    config = tree(sample={"width": 1024, "height": 1024, "sample_every": 250})
+    today = memory(config)
+    load = today.phases["load"]
+    assert load is not None
+    card = load.high - 1.0  # the estimate says loading may not fit; the log says it did
+    facts = Calibration("training", load.high + 5, None, card, "a crash", passed=("load",))
+    found = memory(config, calibration=facts)
+    passed = found.phases["load"]
+    assert passed is not None and passed.high <= card and verdict(passed, card) == "fits"
+    crashed = found.phases["training"]
+    assert crashed is not None and crashed.low >= load.high + 5
+
+
+def test_the_log_says_which_phases_passed() -> None:
+    doc = load_document(DEMO / "flux_portrait_lora.yaml")
+    diagnosis = diagnose(scan_log(DEMO / "flux_portrait_lora.log"), doc.view(), answers=None)
+    found = calibration_from(diagnosis, None)
+    assert found is not None and found.phase == "training"
+    assert found.passed == ("load", "baseline_sample")
+    assert found.floor_gib == pytest.approx(23.88)
+
+
+def test_a_measured_peak_is_a_point_the_band_is_centred_on() -> None:
+    config = tree()
+    today = band(config)
+    point = Calibration("training", None, today.mid * 1.02, None, "a run")
+    found = memory(config, calibration=point).phases["training"]
+    assert found is not None and found.mid == pytest.approx(today.mid * 1.02, rel=1e-3)
+
+
+def test_a_config_without_an_arch_is_ai_toolkit_s_sd1() -> None:
+    config = tree(model={"name_or_path": "runwayml/stable-diffusion-v1-5"})
+    del config["config"]["process"][0]["model"]["arch"]
+    found = shipped(config)
+    assert found.known and found.not_estimated is None
+    assert any("sd1" in note for note in found.notes)
+    assert verdict(found.peak(), 12.0) == "fits"  # an SD 1.5 LoRA on a 12 GB card
+
+
+def test_a_job_type_the_model_does_not_cover_is_not_estimated() -> None:
+    config = tree()
+    config["config"]["process"][0]["type"] = "textual_inversion_trainer"
+    found = shipped(config)
+    assert found.not_estimated is not None and "job type" in found.not_estimated
+
+
+def test_an_arch_ai_toolkit_does_not_know_is_a_load_error() -> None:
+    found = shipped(tree(arch="not_an_arch"))
+    assert found.not_estimated is not None and "while loading" in found.not_estimated
+
+
+def test_bands_are_as_wide_as_their_figures_are_sure() -> None:
+    checked = shipped(tree(arch="flux", train={"gradient_checkpointing": False}))
+    cpu = shipped(tree(arch="krea2", train={"gradient_checkpointing": False}))
+    stand_in = shipped(tree(arch="hidream", train={"gradient_checkpointing": False}))
+    assert (checked.certainty, cpu.certainty, stand_in.certainty) == ("gpu", "cpu", "stand_in")
+    spread = [
+        (m.phases["training"].high - m.phases["training"].low) / m.phases["training"].mid  # type: ignore[union-attr]
+        for m in (checked, cpu, stand_in)
+    ]
+    assert spread[0] < spread[1] < spread[2]
+    assert "checked on a GPU" in checked.basis() and "stand-in" in stand_in.basis()
