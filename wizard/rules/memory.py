@@ -606,6 +606,7 @@ def job_memory(
     view = _view_after(document, changes)
     found = _accounts(view, presets, lookup, video, gpus)
     per_phase, known, notes, cards = found.per_phase, found.known, found.notes, found.cards
+    today: dict[Phase, list[tuple[_Terms, bool]]] | None = None
     if calibration is not None and (changes or calibrated_on is not None):
         # The figures are about today's config: its scale carries over to the changed one.
         base = (calibrated_on or document).view()
@@ -623,8 +624,10 @@ def job_memory(
         band, phase_parts = max(bands, key=lambda item: item[0].high)
         phases[phase] = band
         parts[phase] = phase_parts
-    if calibration is not None and not changes and calibrated_on is None:
+    if calibration is not None and today is None:
         _facts_first(phases, calibration)
+    elif calibration is not None and today is not None:
+        _passed_stays_passed(phases, today, scale, calibration)
     happening = [phase for phase in PHASES if phases[phase] is not None]
     peak_phase: Phase = max(
         happening or ["load"],
@@ -739,6 +742,26 @@ def _facts_first(phases: dict[Phase, Band | None], calibration: Calibration) -> 
     for phase in calibration.passed:
         band = phases.get(phase)
         if phase != calibration.phase and band is not None and band.high > card:
+            phases[phase] = Band(min(band.low, card), card)
+
+
+def _passed_stays_passed(
+    phases: dict[Phase, Band | None],
+    today: Mapping[Phase, Sequence[tuple[_Terms, bool]]],
+    scale: float,
+    calibration: Calibration,
+) -> None:
+    """A phase that passed on today's config and that the changes do not make heavier still
+    passes: it keeps the card as its ceiling."""
+    card = calibration.card_gib
+    if card is None:
+        return
+    for phase in calibration.passed:
+        band = phases.get(phase)
+        found = [_band_of(terms, quantized, scale)[0] for terms, quantized in today[phase]]
+        if band is None or not found or phase == calibration.phase:
+            continue
+        if band.high <= max(b.high for b in found) + 1e-9 and band.high > card:
             phases[phase] = Band(min(band.low, card), card)
 
 
