@@ -15,9 +15,7 @@ from oom_wizard.service import MemoryPeak, walk_steps
 from tests.support.app_support import demo_app, demo_folder, press, screen_text, wait_for_state
 
 CHECKED = "figures checked on a GPU, calibrated by PyTorch's OOM message, log line 173"
-FITS = MemoryPeak(
-    Band(17.1, 22.5), "training", 23.54, "PyTorch's OOM message", True, True, CHECKED
-)
+FITS = MemoryPeak(Band(17.1, 22.5), "training", 23.54, "PyTorch's OOM message", True, True, CHECKED)
 WONT = MemoryPeak(
     Band(30.2, 41.0), "sample", 23.54, "nvidia-smi", False, False, "figures a stand-in"
 )
