@@ -56,6 +56,7 @@ ARCHS_YAML = ROOT / "presets" / "archs.yaml"
 # Token counts of one measurement: two image-token counts for the slope, a third to check the fit,
 # and a second text-token count for the text slope. Small, so that a family takes seconds.
 IMAGE_GRIDS = ((32, 32), (32, 64), (64, 64))  # latent tokens (after patching): 1024, 2048, 4096
+FORMAT = 2  # memory.yaml's format (catalog.MemoryFile)
 BYTES_TOLERANCE = 0.02  # --check: relative difference accepted (allocation sizes round)
 
 Inputs = dict[str, Any]
@@ -1876,6 +1877,7 @@ def measure(family: Family, real: bool = False) -> dict[str, Any]:
     activations: dict[str, Any] = {
         "width": width,
         "text_tokens": family.text_tokens,
+        "adapter": "none",
         "blocks": blocks,
     }
     if family.note:
@@ -1929,22 +1931,42 @@ def versions() -> dict[str, str]:
 
 
 HEADER = """\
-# Parameter counts and measured activation memory per memory family. Written by
-# bench/calibrate_memory.py (see its docstring); each arch of archs.yaml names its family with
-# `memory:` or says why it has none with `memory_unknown:`.
+# Parameter counts and measured memory per memory family. Written by bench/calibrate_memory.py
+# (see its docstring: it is the one writer of this file); each arch of archs.yaml names its family
+# with `memory:` or says why it has none with `memory_unknown:`.
 #
+#   checked       how the training figures are checked: gpu = the same measurement, run in the
+#                 setup of the GPU rows (../shared/gpu-measurements.md), agrees with them; cpu =
+#                 measured on the CPU only. A family with no figures is a stand-in.
 #   params        billions of parameters: one transformer (experts: how many it holds), all
 #                 text encoders together, the VAE; `source` says how they were counted
-#   activations   per block kind, bytes per token of one block in bf16 at batch 1:
+#   activations   per block kind, bytes per token of one block in bf16 at batch 1, with the
+#                 `adapter` in place: lora = AI Toolkit's LoRA on the modules `adapted` names,
+#                 built as the toolkit builds it (fp32 down/up pair, the input cast to fp32, no
+#                 autocast), so each adapted Linear keeps its input; none = frozen blocks:
 #                   saved_bytes_per_token   saved for backward, no gradient checkpointing
+#                   frozen_saved_bytes_per_token   the same with no adapter at all
 #                   input_bytes_per_token   kept with checkpointing (the block's input)
 #                   peak_bytes_per_token    the block's transient peak in forward+backward,
 #                                           above its saved bytes
+#                   checkpointed_peak_bytes_per_token   with checkpointing, the block's peak
+#                                           while it is recomputed and back-propagated
 #                   tokens                  joint: per image+text token; image: per image token
 #                                           (then text_bytes_per_token is per text token)
 #                 linearity: the fit's relative miss at a further token count;
 #                 null with `unknown: why` where the blocks could not be measured
+#   unet          a UNet's activations per batch item, each a fit: fixed_bytes plus
+#                 bytes_per_latent_pixel x (height/8 x width/8), per network (lora, locon):
+#                 saved (no checkpointing) and the step's peak above it; checkpointed_saved and
+#                 checkpointed_peak likewise with diffusers' gradient checkpointing
+#   vae           the peak of a decode and an encode above the VAE's weights, no gradients, bf16,
+#                 one image: fixed_bytes + bytes_per_pixel x pixels; a frame_by_frame video VAE:
+#                 bytes_per_pixel per pixel of one frame, + bytes_per_clip_pixel x frames x pixels
 """
+
+# A family's keys in the order they are written (the nested ones keep the order they are built
+# in); a mapping of scalars without a `source` is written on one line ({...}), as is each block.
+_FAMILY_ORDER = ("checked", "params", "activations", "unet", "vae", "unknown")
 
 
 def _scalar(value: Any) -> str:
@@ -1956,30 +1978,43 @@ def _scalar(value: Any) -> str:
     )
 
 
+def _flow(mapping: Mapping[str, Any]) -> str:
+    return "{" + ", ".join(f"{k}: {_scalar(v)}" for k, v in mapping.items()) + "}"
+
+
+def _lines(mapping: Mapping[str, Any], indent: int) -> list[str]:
+    pad = " " * indent
+    out: list[str] = []
+    for key, value in mapping.items():
+        if isinstance(value, Mapping) and value:
+            if "source" not in value and not any(
+                isinstance(v, Mapping | list) for v in value.values()
+            ):
+                out.append(f"{pad}{key}: {_flow(value)}")
+            else:
+                out.append(f"{pad}{key}:")
+                out += _lines(value, indent + 2)
+        elif isinstance(value, list):
+            out.append(f"{pad}{key}:")
+            out += [f"{pad}  - {_flow(item)}" for item in value]
+        else:
+            out.append(f"{pad}{key}: {_scalar(value)}")
+    return out
+
+
 def dump(measured_with: Mapping[str, str], families: Mapping[str, Mapping[str, Any]]) -> str:
-    lines = [HEADER.rstrip("\n"), "format: 1", "measured_with:"]
+    lines = [HEADER.rstrip("\n"), f"format: {FORMAT}", "measured_with:"]
     lines += [f"  {k}: {_scalar(v)}" for k, v in measured_with.items()]
     lines.append("families:")
     for fid in sorted(families):
-        entry = families[fid]
         lines.append(f"  {fid}:")
-        lines.append("    params:")
-        for key in ("transformer", "text_encoder", "vae", "experts", "source"):
-            lines.append(f"      {key}: {_scalar(entry['params'][key])}")
-        acts = entry.get("activations")
-        if acts is None:
-            lines.append("    activations: null")
-            lines.append(f"    unknown: {_scalar(entry['unknown'])}")
-            continue
-        lines.append("    activations:")
-        for key, value in acts.items():
-            if key == "blocks":
-                lines.append("      blocks:")
-                for block in value:
-                    body = ", ".join(f"{k}: {_scalar(v)}" for k, v in block.items())
-                    lines.append(f"        - {{{body}}}")
-            else:
-                lines.append(f"      {key}: {_scalar(value)}")
+        entry = dict(families[fid])
+        if entry.get("unet") is not None:
+            entry.pop("activations", None)
+        elif entry.get("activations") is None:
+            entry["activations"] = None
+        order = {key: i for i, key in enumerate(_FAMILY_ORDER)}
+        lines += _lines(dict(sorted(entry.items(), key=lambda kv: order[kv[0]])), 4)
     return "\n".join(lines) + "\n"
 
 
@@ -2039,6 +2074,19 @@ def sync_archs(families: Mapping[str, Mapping[str, Any]]) -> str:
 # --- the table -----------------------------------------------------------------------------------
 
 
+def _unet_cell(unet: Mapping[str, Any]) -> str:
+    """A UNet's fits in KiB per latent pixel (and the fixed part in MiB)."""
+    parts = []
+    for network, fits in unet["networks"].items():
+        shown = ", ".join(
+            f"{name} {fit['fixed_bytes'] / 2**20:.0f} MiB"
+            f" + {fit['bytes_per_latent_pixel'] / 1024:.1f}"
+            for name, fit in fits.items()
+        )
+        parts.append(f"{network}: {shown} KiB per latent pixel")
+    return "UNet; " + "; ".join(parts)
+
+
 def table(families: Mapping[str, Mapping[str, Any]]) -> str:
     """Markdown: each family, its counts and source, its per-token figures (KiB per token)."""
     rows = [
@@ -2051,7 +2099,9 @@ def table(families: Mapping[str, Mapping[str, Any]]) -> str:
         entry = families[fid]
         p = entry["params"]
         acts = entry.get("activations")
-        if acts is None:
+        if entry.get("unet") is not None:
+            blocks = _unet_cell(entry["unet"])
+        elif acts is None:
             blocks = f"unknown: {entry['unknown']}"
         else:
             parts = []
@@ -2123,18 +2173,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     failed: list[str] = []
     for family in resolve(args.names):
         start = time.monotonic()
-        entry: dict[str, Any] = {"params": params_of(family)}
         old = stored.get(family.id, {})
+        entry: dict[str, Any] = {
+            **{key: old[key] for key in ("checked", "unet", "vae") if key in old},
+            "params": params_of(family),
+        }
         if args.params_only:
             entry["activations"] = old.get("activations")
             if entry["activations"] is None:
                 entry["unknown"] = old.get("unknown") or "not measured yet"
         elif family.inputs is None or family.unknown:
+            entry.pop("checked", None)
             entry["activations"] = None
             entry["unknown"] = family.unknown
         else:
             try:
                 entry["activations"] = measure(family, real=args.real)
+                entry["checked"] = "cpu"
             except Exception as exc:  # one family's failure must not lose the others
                 failed.append(family.id)
                 print(
