@@ -434,6 +434,11 @@ class BlockMemory(_Frozen):
     module the adapter leaves out costs, and the figure the frozen GPU rows check."""
     lokr_saved_bytes_per_token: float | None = Field(default=None, gt=0)
     """With AI Toolkit's LoKr instead of its LoRA, where that saves a different amount."""
+    autocast_saved_bytes_per_token: float | None = Field(default=None, gt=0)
+    """With the LoRA run under bf16 autocast (its input kept in bf16, shared with the base), as
+    the shared GPU rows were taken: the figure that checks the method against them."""
+    autocast_checkpointed_peak_bytes_per_token: float | None = Field(default=None, ge=0)
+    """``checkpointed_peak_bytes_per_token`` in that setup."""
 
     @model_validator(mode="after")
     def _consistent(self) -> BlockMemory:
@@ -523,6 +528,9 @@ class UnetMemory(_Frozen):
     networks: Mapping[Literal["lora", "locon"], UnetPass]
     """``lora``: AI Toolkit's LoRA (Linears and 1x1 convolutions); ``locon``: with ``conv`` set,
     the 3x3 convolutions adapted too, each keeping its input."""
+    gpu_setup: UnetPass | None = None
+    """The same measurement in the setup of the shared GPU rows (LoRA on the attention blocks'
+    Linears under bf16 autocast): what checks the method against them."""
     linearity: float | None = Field(default=None, ge=0)
     """The largest relative miss of the fit at a further resolution (0.01 = 1 %)."""
     attention: NonEmpty | None = None

@@ -65,7 +65,27 @@ def test_more_pixels_cost_less_than_their_share_as_krea2_s_table_shows() -> None
     assert big / small < 1.5  # measured: 33.28 / 31.10 = 1.07 for 4x the pixels
 
 
-@pytest.mark.parametrize("delta", deltas(), ids=lambda d: d.id)
+# Differences measured with another trainer's adapters that memory.yaml's AI Toolkit figures do
+# not describe (strict: the mark fails the day the model covers them).
+OTHER_ADAPTERS = {
+    "diffusion-pipe-wan14b-i2v-512-21-to-41-frames": (
+        "diffusion-pipe's PEFT LoRA (and some block swapping): memory.yaml's Wan figures follow AI "
+        "Toolkit's adapter path, whose fp32 copy of every adapted Linear's input makes a "
+        "checkpointed block's recomputation peak 549 KiB per token, so 20 frames cost more there"
+    )
+}
+
+
+def _marked(delta: Delta) -> Delta | object:
+    reason = OTHER_ADAPTERS.get(delta.id)
+    return (
+        pytest.param(delta, marks=pytest.mark.xfail(strict=True, reason=reason))
+        if reason
+        else delta
+    )
+
+
+@pytest.mark.parametrize("delta", [_marked(d) for d in deltas()], ids=lambda d: d.id)
 def test_each_measured_difference_lies_within_the_model_s(delta: Delta) -> None:
     assert delta.within_band, (
         f"{delta.id}: measured +{delta.measured_gib:.2f} GiB, model "

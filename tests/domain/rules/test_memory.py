@@ -738,7 +738,11 @@ def test_a_capped_control_image_is_counted_at_its_cap_and_the_kwarg_moves_it() -
 def test_an_eager_matrix_counts_the_family_s_own_heads() -> None:
     # SD3-medium: 24 heads of 64 channels (its published config), not 1536 / 128 = 12.
     def activations(backend: str) -> float:
-        config = tree(arch="sd3", train={"attention_backend": backend})
+        config = tree(
+            arch="sd3",
+            train={"attention_backend": backend},
+            model={"name_or_path": "stabilityai/stable-diffusion-3-medium-diffusers"},
+        )
         return job_memory(document(config), [], "image").parts["training"].activations
 
     tokens = (1024 // 16) ** 2 + 333  # 4096 image tokens and SD3's 333 text tokens

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from oom_wizard.errors import PresetError
-from oom_wizard.rules.catalog import MemoryFamily, Presets, load_presets
+from oom_wizard.rules.catalog import BlockMemory, MemoryFamily, Presets, load_presets
 
 FILES = ("archs.yaml", "ladders.yaml", "levers.yaml", "memory.yaml", "ui_fields.yaml")
 
@@ -57,6 +57,29 @@ def test_every_arch_has_a_family_or_a_real_reason(presets: Presets) -> None:
             assert "not measured yet" not in reason and "in progress" not in reason, facts.id
 
 
+@pytest.mark.parametrize(
+    ("name_or_path", "family_id"),
+    [
+        ("stabilityai/stable-diffusion-3.5-large", "sd35_large"),
+        ("stabilityai/stable-diffusion-3.5-large-turbo", "sd35_large"),
+        ("/models/sd3.5_medium.safetensors", "sd35_medium"),
+        ("stabilityai/stable-diffusion-3-medium-diffusers", "sd3"),
+    ],
+)
+def test_sd3_s_size_follows_the_model_name(
+    presets: Presets, name_or_path: str, family_id: str
+) -> None:
+    # SD3.5 Large is 8B, not SD3 Medium's 2B: AI Toolkit's own SD3 example trains it.
+    family = presets.memory_of(presets.arch("sd3"), name_or_path)
+    assert family is not None and family.id == family_id
+    assert presets.memory_of(presets.arch("sd3"), "my-own-model") is None
+
+
+def test_sd3_5_large_is_counted_as_8b(presets: Presets) -> None:
+    assert presets.memory_families["sd35_large"].params.transformer == pytest.approx(8.06, abs=0.01)
+    assert presets.memory_families["sd3"].params.transformer == pytest.approx(2.03, abs=0.01)
+
+
 def test_an_unknown_arch_has_no_family(presets: Presets) -> None:
     assert presets.memory_of(None) is None
     assert presets.memory_of(presets.arch("no_such_arch")) is None
@@ -64,6 +87,7 @@ def test_an_unknown_arch_has_no_family(presets: Presets) -> None:
 
 def test_every_family_is_used_by_an_arch(presets: Presets) -> None:
     used = {facts.memory for facts in presets.archs}
+    used |= {rule.family for facts in presets.archs for rule in facts.memory_by_name}
     assert sorted(set(presets.memory_families) - used) == []
 
 
@@ -326,6 +350,7 @@ def test_sdxl_unet_figures_reproduce_the_gpu_rows(
     ckpt_fwd_gib: float,
     ckpt_step_gib: float,
 ) -> None:
+    # Until the UNet is measured with the toolkit's adapters, its figures are the GPU rows' fit.
     sdxl = presets.memory_families["sdxl"]
     assert sdxl.checked == "gpu" and sdxl.unet is not None
     lora = sdxl.unet.networks["lora"]
@@ -335,6 +360,37 @@ def test_sdxl_unet_figures_reproduce_the_gpu_rows(
     assert ckpt / GIB == pytest.approx(ckpt_fwd_gib, rel=0.15)
     ckpt_step = ckpt + lora.checkpointed_peak.at(latent)
     assert ckpt_step / GIB == pytest.approx(ckpt_step_gib, rel=0.15)
+
+
+def _mean(blocks: tuple[BlockMemory, ...], figure: str) -> float:
+    total = sum(block.count for block in blocks)
+    return sum(float(getattr(block, figure)) * block.count for block in blocks) / total
+
+
+def test_flux_blocks_in_the_gpu_rows_setup_reproduce_them(presets: Presets) -> None:
+    # FLUX.1-dev on the H200: per token per block over the 57 blocks, LoRA under bf16 autocast
+    # 152.8 KiB (the slope of the no-checkpointing rows), frozen 76.5 KiB, kept with
+    # checkpointing 6.2 KiB.
+    flux = presets.memory_families["flux"]
+    acts = flux.activations
+    assert flux.checked == "gpu" and acts is not None and acts.adapter == "lora"
+    blocks = acts.blocks
+    assert _mean(blocks, "autocast_saved_bytes_per_token") / 1024 == pytest.approx(152.8, rel=0.1)
+    assert _mean(blocks, "frozen_saved_bytes_per_token") / 1024 == pytest.approx(76.5, rel=0.06)
+    assert _mean(blocks, "input_bytes_per_token") / 1024 == pytest.approx(6.2, rel=0.05)
+    # AI Toolkit's own path (fp32 adapters, the input cast to fp32 per adapted Linear) keeps
+    # more than the rows' setup, and LoRA more than no adapter.
+    assert _mean(blocks, "saved_bytes_per_token") > _mean(blocks, "autocast_saved_bytes_per_token")
+
+
+def test_a_lora_measurement_saves_more_than_frozen_blocks(presets: Presets) -> None:
+    for family in families(presets):
+        acts = family.activations
+        if acts is None or acts.adapter != "lora":
+            continue
+        for block in acts.blocks:
+            assert block.frozen_saved_bytes_per_token is not None, family.id
+            assert block.saved_bytes_per_token >= block.frozen_saved_bytes_per_token, family.id
 
 
 def test_an_unknown_block_kind_of_tokens_is_refused(preset_copy: Path) -> None:
