@@ -78,7 +78,44 @@ def job_tree(defaults: Mapping[str, Any], process: Mapping[str, Any]) -> dict[st
     }
 
 
-def points(presets: Presets | None = None, fixture: Path = FIXTURE) -> list[Point]:
+def gpu_setup(presets: Presets) -> Any:
+    """A family lookup with each family's figures in the setup of the shared H200 rows (the
+    LoRA under bf16 autocast, its input kept in bf16; SDXL's LoRA on the attention blocks'
+    Linears): memory.yaml's ``autocast_*`` block figures and the UNet's ``gpu_setup``. AI
+    Toolkit itself casts the LoRA's input to fp32 (the figures the wizard uses), so the rows
+    are checked against the same measurement in their own setup."""
+
+    def lookup(facts: Any) -> Any:
+        family = presets.memory_of(facts)
+        if family is None:
+            return None
+        update: dict[str, Any] = {}
+        if family.activations is not None:
+            blocks = tuple(
+                block.model_copy(
+                    update={
+                        "saved_bytes_per_token": block.autocast_saved_bytes_per_token
+                        or block.saved_bytes_per_token,
+                        "checkpointed_peak_bytes_per_token": (
+                            block.autocast_checkpointed_peak_bytes_per_token
+                            or block.checkpointed_peak_bytes_per_token
+                        ),
+                    }
+                )
+                for block in family.activations.blocks
+            )
+            update["activations"] = family.activations.model_copy(update={"blocks": blocks})
+        if family.unet is not None and family.unet.gpu_setup is not None:
+            networks = {**family.unet.networks, "lora": family.unet.gpu_setup}
+            update["unet"] = family.unet.model_copy(update={"networks": networks})
+        return family.model_copy(update=update)
+
+    return lookup
+
+
+def points(
+    presets: Presets | None = None, fixture: Path = FIXTURE, *, rows_setup: bool = False
+) -> list[Point]:
     """Every point of the fixture with its band (a GPU row measured without a VAE on the card
     has the VAE's bytes taken off its band)."""
     presets = presets or load_presets()
@@ -87,7 +124,8 @@ def points(presets: Presets | None = None, fixture: Path = FIXTURE) -> list[Poin
     for raw in data["points"]:
         config = job_tree(data["defaults"], raw["process"])
         doc = document(config)
-        memory = job_memory(doc, [], "image", presets=presets)
+        families = gpu_setup(presets) if rows_setup else None
+        memory = job_memory(doc, [], "image", presets=presets, families=families)
         phase = raw.get("phase", "training")
         band = memory.phases[phase]
         assert band is not None, raw["id"]

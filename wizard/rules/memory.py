@@ -3,9 +3,12 @@
 Four phases peak at different moments: the end of ``load`` (the weights just moved to the
 card), the ``baseline_sample`` before step 0, a ``training`` step, and a periodic ``sample``.
 Each is a band (low, high) in GiB, not a point: the weights are counted exactly from the
-model's parameters, the activations from per-token figures measured on the model's own
-blocks, and what no CPU can measure (the CUDA context, the allocator's reserve) is one
-overhead term fitted against published measured peaks (``tests/fixtures/measured_peaks.yaml``).
+model's parameters, the activations from figures measured on the model's own blocks with AI
+Toolkit's adapters in place (per token per block, per latent pixel for a UNet), the VAE's
+passes from its own decode and encode figures, and what no CPU can measure (the CUDA context,
+the allocator's slack) from the H200 rows (``tests/fixtures/gpu_peaks.yaml``), checked against
+published peaks (``tests/fixtures/measured_peaks.yaml``). How wide a band is depends on how its
+figures were checked (:data:`ACTIVATION_BAND`: on a GPU, on CPU only, a stand-in).
 
 The figures are data: parameter counts and per-block activation bytes come from
 ``presets/memory.yaml`` (``bench/calibrate_memory.py`` made them); an arch without them falls back
@@ -28,7 +31,9 @@ turned into GiB at the end (``/ 2³⁰``)::
                    ``paramiter_swapping``), else 1: only that share holds a gradient
     optimizer    = n × S                           n trained weights, S state bytes per weight
     activations  = see below
-    overhead     = C + f × (everything above)      the CUDA context and the allocator's reserve
+    overhead     = C + k × activations + W         the CUDA context (a constant), the allocator's
+                                                   slack (a share of the activations) and, outside
+                                                   loading, the trainer's workspaces
 
     P_t, P_te, P_vae  billions of parameters (memory.yaml's family, else archs.yaml, else nominal;
                  an arch whose size follows ``model.name_or_path``, the generic ``wan21``, takes
@@ -88,13 +93,12 @@ it and the sample (and happens with validation even when sampling is off).
 
 The phases::
 
-    load            low  max(T_full, transformer + TE_full), high  max(T_full + text_encoder,
-                    transformer + TE_full), + vae + overhead (a quarter of the reserve's share)
-                    T_full, TE_full: at full precision before quantizing (without low_vram, the
-                    toolkit moves the model to the card first, then quantizes it); low is the
-                    order that loads the transformer first (FLUX), high the other (HiDream)
+    load            transformer + one block at full precision while it is quantized on the
+                    card (not with low_vram, which quantizes in system RAM, nor with ComfyUI's
+                    pre-quantized weights) + text_encoder + vae (+ one item's encode while the
+                    latents are cached) + the context
     baseline_sample transformer + text_encoder (0 when cached) + vae + adapter weights
-                    + sample activations + overhead
+                    + the larger of the sample's denoising pass and the VAE decode + overhead
     training        transformer + text_encoder (0 when cached or unloaded, unless trained) + vae
                     + trainable + optimizer + training activations + overhead
     sample          as baseline_sample, with the optimizer state that now exists
@@ -103,15 +107,18 @@ The phases::
     the activations, not their sum.
 
 The band: weights × [1, 1 + WEIGHT_SLACK] (quantized models keep some layers unquantized and
-carry scales: + QUANT_SLACK), activations × ACTIVATION_BAND, overhead C and f from
-OVERHEAD_LOW to OVERHEAD_HIGH.
+carry scales: + QUANT_SLACK), activations × ACTIVATION_BAND[certainty], the context
+CUDA_CONTEXT_GIB, the slack ALLOCATOR_SLACK, the workspaces RUNTIME_GIB, each batch item's own
+cost ITEM_GIB.
 
-A crash's own figures (PyTorch's OOM message: allocated + tried to allocate) or a run's measured
-peak calibrate the phase they come from: the activations and overhead of every phase are scaled
-by the one factor that brings that phase's band to agree (:class:`Calibration`).
+THE calibration rule (:func:`_scale_for`, :func:`_facts_first`): PyTorch's OOM message is a
+floor (the crashed phase needed more than allocated + tried, and more than the card), so that
+phase's low edge is lifted to it, never lowered; a run's measured peak is a point the band is
+centred on; either way by one factor on the varying part of every phase, today's and after any
+change. The phases the log shows passing are within the card, and stay so after a change that
+does not make them heavier.
 
-Left out, with a note where it matters: the VAE's encode/decode activations (latent caching, a
-video sample's decode), the text encoder's forward, cuDNN benchmark workspaces.
+Left out, with a note where it matters: the text encoder's forward, cuDNN benchmark workspaces.
 """
 
 from __future__ import annotations
@@ -126,7 +133,15 @@ from typing import TYPE_CHECKING, Final, Literal, Protocol
 from oom_wizard.formats.change import Change
 from oom_wizard.formats.document import JobDocument, apply_edits
 from oom_wizard.formats.view import DatasetView, JobView, ProcessView, SampleView, build_view
-from oom_wizard.rules.catalog import ArchFacts, LeversFile, Presets, load_presets
+from oom_wizard.rules.catalog import (
+    ArchFacts,
+    LeversFile,
+    Presets,
+    UnetMemory,
+    UnetPass,
+    VaeMemory,
+    load_presets,
+)
 from oom_wizard.rules.shape import Shape, arch_facts, dataset_frames, offloaded_fractions
 
 if TYPE_CHECKING:
@@ -346,6 +361,8 @@ class ActivationsLike(Protocol):
     def text_tokens(self) -> int: ...
     @property
     def blocks(self) -> Sequence[BlockLike]: ...
+    @property
+    def adapter(self) -> str: ...
 
 
 class ParamsLike(Protocol):
@@ -368,6 +385,12 @@ class FamilyLike(Protocol):
     def params(self) -> ParamsLike: ...
     @property
     def activations(self) -> ActivationsLike | None: ...
+    @property
+    def checked(self) -> str | None: ...
+    @property
+    def unet(self) -> UnetMemory | None: ...
+    @property
+    def vae(self) -> VaeMemory | None: ...
 
 
 FamilyLookup = Callable[[ArchFacts | None], "FamilyLike | None"]
@@ -885,6 +908,7 @@ class _Account:
         self.shape = Shape.of(facts, presets)
         self.certainty: Certainty = "cpu"
         self.unet: UNetFigures | None = None
+        self.unet_pass: UnetPass | None = None
         self._params()
         self._blocks()
         self._vae_figures()
@@ -927,9 +951,22 @@ class _Account:
     def _blocks(self) -> None:
         family_id = self.family.id if self.family is not None else ""
         activations = self.family.activations if self.family is not None else None
+        measured_unet = self.family.unet if self.family is not None else None
+        if measured_unet is not None:
+            network = self.process.network
+            locon = network is not None and bool(network.conv)
+            self.unet_pass = (
+                measured_unet.networks.get("locon") if locon else None
+            ) or measured_unet.networks["lora"]
+            self.unet = SDXL_UNET  # its sampling pass per latent pixel stands in
+            self.blocks: Sequence[BlockLike] = ()
+            self.width = NOMINAL_WIDTH
+            self.text_tokens = measured_unet.text_tokens
+            self.certainty = "gpu" if self.family and self.family.checked == "gpu" else "cpu"
+            return
         if family_id in UNET_FAMILIES:
             self.unet = SDXL_UNET
-            self.blocks: Sequence[BlockLike] = ()
+            self.blocks = ()
             self.width = NOMINAL_WIDTH
             self.text_tokens = 0
             if family_id == SDXL_UNET.family:
@@ -955,15 +992,20 @@ class _Account:
         self.blocks = tuple(activations.blocks)
         self.width = activations.width
         self.text_tokens = activations.text_tokens
+        checked = self.family.checked if self.family is not None else None
         if not self.known:
             self.certainty = "stand_in"
-        elif family_id in GPU_CHECKED_FAMILIES:
+        elif checked == "gpu" or (checked is None and family_id in GPU_CHECKED_FAMILIES):
             self.certainty = "gpu"
         else:
             self.notes.append(
                 "The activations are measured on CPU on the model's own blocks (not checked "
-                "on a GPU), and AI Toolkit's adapters are counted at FLUX.1's measured "
-                f"×{ADAPTER_SAVED_FACTOR:g} on the saved bytes: the band is wider."
+                "on a GPU): the band is wider."
+            )
+        if activations.adapter != "lora":
+            self.notes.append(
+                "The blocks were measured frozen: AI Toolkit's adapters are counted at FLUX.1's "
+                f"measured ×{ADAPTER_SAVED_FACTOR:g} on the saved bytes (a stand-in)."
             )
 
     def _vae_figures(self) -> None:
@@ -971,8 +1013,12 @@ class _Account:
         FLUX.1's (an image VAE) or Wan 2.1's (a video VAE) as a stand-in."""
         family_id = self.family.id if self.family is not None else ""
         kind = self.facts.kind if self.facts is not None else None
+        self.vae_measured = self.family.vae if self.family is not None else None
         self.vae_figures = WAN_VAE if (kind == "video" or self.video) else FLUX_VAE
-        self.vae_checked = family_id in self.vae_figures.checked
+        if self.vae_measured is not None:
+            self.vae_checked = self.vae_measured.checked == "gpu"
+        else:
+            self.vae_checked = family_id in self.vae_figures.checked
 
     def _largest_block_share(self) -> float:
         """The largest block's share of the transformer's parameters (levers.yaml's block
@@ -986,7 +1032,11 @@ class _Account:
 
     def _saved_factor(self) -> float:
         """The saved bytes of a block with AI Toolkit's adapters (or a full fine-tune's weight
-        gradients) against the frozen figures memory.yaml holds."""
+        gradients) against memory.yaml's figures: 1 where they were measured with the adapters
+        in place, FLUX.1's measured factor where the blocks were measured frozen."""
+        activations = self.family.activations if self.family is not None else None
+        if activations is not None and activations.adapter == "lora":
+            return 1.0
         return ADAPTER_SAVED_FACTOR
 
     # --- weights
@@ -1173,9 +1223,16 @@ class _Account:
     def _unet_item(self, resolution: int, checkpointing: bool) -> float:
         """One item's training step above the weights for a UNet: a fixed part and a slope in
         the latent pixels ((R / 8)²)."""
+        pixels = (resolution / 8.0) ** 2
+        measured = self.unet_pass
+        if measured is not None:
+            if checkpointing:
+                return measured.checkpointed_saved.at(pixels) + measured.checkpointed_peak.at(
+                    pixels
+                )
+            return measured.saved.at(pixels) + measured.peak.at(pixels)
         unet = self.unet
         assert unet is not None
-        pixels = (resolution / 8.0) ** 2
         if checkpointing:
             return unet.checkpointed_fixed + unet.checkpointed_per_pixel * pixels
         return unet.step_fixed + unet.step_per_pixel * pixels
@@ -1211,6 +1268,10 @@ class _Account:
         VAE decodes frame by frame with a cache, so its peak does not grow with the frames."""
         if _on_cpu(self.process.model.vae_device):
             return 0.0
+        measured = self.vae_measured
+        if measured is not None:
+            passed = measured.decode if decode else measured.encode
+            return passed.at(width * height, max(frames, 1))
         figures = self.vae_figures
         per_pixel = figures.decode_per_pixel if decode else figures.encode_per_pixel
         count = 1 if figures.per_frame else max(frames, 1)

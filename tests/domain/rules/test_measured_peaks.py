@@ -30,7 +30,7 @@ from tests.support.measured_peaks import (
 )
 
 POINTS = points()
-GPU_ROWS = points(fixture=GPU_FIXTURE)
+GPU_ROWS = points(fixture=GPU_FIXTURE, rows_setup=True)
 
 
 @pytest.mark.parametrize("row", GPU_ROWS, ids=lambda p: p.id)

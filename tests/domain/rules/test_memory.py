@@ -15,7 +15,7 @@ import pytest
 
 from oom_wizard.formats.document import JobDocument, load_document
 from oom_wizard.logs.scan import scan_log
-from oom_wizard.rules.catalog import ArchFacts
+from oom_wizard.rules.catalog import ArchFacts, UnetMemory, VaeMemory
 from oom_wizard.rules.diagnosis import diagnose
 from oom_wizard.rules.memory import (
     ACTIVATION_BAND,
@@ -51,6 +51,7 @@ class Activations:
     width: int
     text_tokens: int
     blocks: tuple[Block, ...]
+    adapter: str = "none"
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,9 @@ class Family:
     id: str
     params: Params
     activations: Activations | None
+    checked: str | None = "cpu"
+    unet: UnetMemory | None = None
+    vae: VaeMemory | None = None
 
 
 FAMILY = Family(
@@ -401,18 +405,23 @@ def test_the_sample_is_the_larger_of_the_denoiser_s_pass_and_the_vae_decode() ->
 
 
 def test_a_video_vae_decodes_frame_by_frame() -> None:
+    # Wan 2.1's VAE on the H200: 4.27 GiB for 33 frames at 480x832, 4.38 for 81: the peak
+    # barely grows with the frames.
     def decode(frames: int) -> float:
         sample = {"width": 832, "height": 480, "num_frames": frames, "sample_every": 250}
         return shipped(tree(arch="wan21:1b", sample=sample), "video").parts["sample"].vae_pass
 
-    assert decode(81) == decode(33) == pytest.approx(4.38 * GPU_MID, rel=0.01)
+    assert decode(33) == pytest.approx(4.27 * GPU_MID, rel=0.03)
+    assert decode(33) < decode(49) < decode(33) * 1.02
 
 
 def test_uncached_latents_are_encoded_in_the_step() -> None:
-    # SD3's VAE has no figures of its own: FLUX.1's stand in (2.00 GiB at 1024²), wider.
-    uncached = shipped(tree(arch="sd3", dataset={"cache_latents_to_disk": False}))
+    # SDXL's VAE (FLUX.1's figures stand in: 2.00 GiB at 1024²) is heavier than its UNet's
+    # checkpointed step: the encode is the step's peak, and while caching it is the load's.
+    uncached = shipped(tree(arch="sdxl", dataset={"cache_latents_to_disk": False}))
     assert uncached.parts["training"].vae_pass == pytest.approx(2.0 * STAND_IN_MID, rel=0.01)
-    cached = shipped(tree(arch="sd3"))
+    assert uncached.parts["training"].activations == 0.0
+    cached = shipped(tree(arch="sdxl"))
     assert cached.parts["training"].vae_pass == 0.0
     assert cached.parts["load"].vae_pass == pytest.approx(2.0 * STAND_IN_MID, rel=0.01)
 
@@ -796,7 +805,11 @@ def test_a_capped_control_image_is_counted_at_its_cap_and_the_kwarg_moves_it() -
 def test_an_eager_matrix_counts_the_family_s_own_heads() -> None:
     # SD3-medium: 24 heads of 64 channels (its published config), not 1536 / 128 = 12.
     def activations(backend: str) -> float:
-        config = tree(arch="sd3", train={"attention_backend": backend})
+        config = tree(
+            arch="sd3",
+            train={"attention_backend": backend},
+            model={"name_or_path": "stabilityai/stable-diffusion-3-medium-diffusers"},
+        )
         return job_memory(document(config), [], "image").parts["training"].activations
 
     tokens = (1024 // 16) ** 2 + 333  # 4096 image tokens and SD3's 333 text tokens
