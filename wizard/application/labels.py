@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from oom_wizard.formats.document import JobDocument
 from oom_wizard.paths import parse_path
 from oom_wizard.rules.catalog import MomentInfo, load_presets
-from oom_wizard.rules.estimate import arch_facts
 from oom_wizard.rules.plan import field_hint
+from oom_wizard.rules.shape import arch_facts
 from oom_wizard.vocabulary import Moment
 
 if TYPE_CHECKING:
