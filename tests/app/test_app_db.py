@@ -126,7 +126,7 @@ async def test_coming_back_to_a_database_job_scales_it_up_in_place(tmp_path: Pat
         assert again.require_state().coming_back
         await press(pilot, "enter")
         assert screen_name(pilot) == "ComingBackScreen"
-        await press(pilot, "enter")
+        await press(pilot, "down", "enter")  # Yes: no log says it (none preselected)
         assert screen_name(pilot) == "ScaleUpScreen"
         await press(pilot, "enter")
         await wait_for_screen(pilot, "ResultScreen")
