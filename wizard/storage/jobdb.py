@@ -172,6 +172,20 @@ class DbJob:
         crashed without the UI noticing (it is not busy; nothing runs it)."""
         return self.status == "running" and self.pid is not None and not _process_alive(self.pid)
 
+    @property
+    def status_words(self) -> str:
+        """The status as the user reads it: the row's, except that a ``running`` row whose
+        process is gone says so (it is not running)."""
+        if self.crashed_while_running:
+            return f"{self.status}, but its process is gone (crashed)"
+        return self.status
+
+    @property
+    def status_short(self) -> str:
+        """The status in a column of a list: ``crashed`` for a ``running`` row whose process
+        is gone, else the row's."""
+        return "crashed" if self.crashed_while_running else self.status
+
     def crashed_note(self) -> str | None:
         """What to say about a ``running`` row whose process is gone (None otherwise)."""
         if not self.crashed_while_running:
