@@ -175,10 +175,10 @@ class DestinationPicker(Vertical):
     def _output_changed(self, event: Input.Changed) -> None:
         """Keep the change log beside the output (while it is a file name); the reasons."""
         changelog = self.query_one("#changelog", Input)
-        beside = file_target(self.state, event.value, None).destination
+        beside = file_target(self.state, event.value, None).changelog_beside
         if beside is not None and changelog.value.strip() == self._derived_changelog:
-            assert beside.changelog is not None
-            self._derived_changelog = str(beside.changelog)
+            # It follows the output as typed, refused or not: never a stale name.
+            self._derived_changelog = str(beside)
             changelog.value = self._derived_changelog
         self.show_reasons()
 
