@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, OptionList, Static
@@ -28,6 +28,7 @@ from oom_wizard.service import (
     default_file_target,
     file_target,
     new_job_name_problem,
+    new_job_name_taken,
     new_job_warning,
 )
 
@@ -170,6 +171,25 @@ class DestinationPicker(Vertical):
         problem = new_job_name_problem(event.value)
         note = self.query_one("#new-job-note", Static)
         note.update(f"Not this name: {problem}" if problem else new_job_warning(self.state) or "")
+        if problem is None and event.value.strip():
+            self._check_taken(event.value)
+
+    @work(thread=True, exclusive=True, group="name-taken", exit_on_error=False)
+    def _check_taken(self, name: str) -> None:
+        """Whether a job or a job folder has the name already (the database is read off the
+        screen's thread); said on the row as it is typed, not only on Save."""
+        from oom_wizard.errors import WizardError
+
+        try:
+            taken = new_job_name_taken(self.state, name)
+        except WizardError:
+            return  # the save says it, in its one line
+        if taken is not None:
+            self.app.call_from_thread(self._say_taken, name, taken)
+
+    def _say_taken(self, name: str, taken: str) -> None:
+        if self.query_one("#new-name", Input).value == name:
+            self.query_one("#new-job-note", Static).update(f"Not this name: {taken}")
 
     @on(Input.Changed, "#output")
     def _output_changed(self, event: Input.Changed) -> None:
