@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, OptionList, Static
@@ -28,6 +28,7 @@ from oom_wizard.service import (
     default_file_target,
     file_target,
     new_job_name_problem,
+    new_job_name_taken,
     new_job_warning,
 )
 
@@ -170,15 +171,34 @@ class DestinationPicker(Vertical):
         problem = new_job_name_problem(event.value)
         note = self.query_one("#new-job-note", Static)
         note.update(f"Not this name: {problem}" if problem else new_job_warning(self.state) or "")
+        if problem is None and event.value.strip():
+            self._check_taken(event.value)
+
+    @work(thread=True, exclusive=True, group="name-taken", exit_on_error=False)
+    def _check_taken(self, name: str) -> None:
+        """Whether a job or a job folder has the name already (the database is read off the
+        screen's thread); said on the row as it is typed, not only on Save."""
+        from oom_wizard.errors import WizardError
+
+        try:
+            taken = new_job_name_taken(self.state, name)
+        except WizardError:
+            return  # the save says it, in its one line
+        if taken is not None:
+            self.app.call_from_thread(self._say_taken, name, taken)
+
+    def _say_taken(self, name: str, taken: str) -> None:
+        if self.query_one("#new-name", Input).value == name:
+            self.query_one("#new-job-note", Static).update(f"Not this name: {taken}")
 
     @on(Input.Changed, "#output")
     def _output_changed(self, event: Input.Changed) -> None:
         """Keep the change log beside the output (while it is a file name); the reasons."""
         changelog = self.query_one("#changelog", Input)
-        beside = file_target(self.state, event.value, None).destination
+        beside = file_target(self.state, event.value, None).changelog_beside
         if beside is not None and changelog.value.strip() == self._derived_changelog:
-            assert beside.changelog is not None
-            self._derived_changelog = str(beside.changelog)
+            # It follows the output as typed, refused or not: never a stale name.
+            self._derived_changelog = str(beside)
             changelog.value = self._derived_changelog
         self.show_reasons()
 

@@ -271,7 +271,7 @@ async def test_coming_back_and_scaling_up_one_step(tmp_path: Path) -> None:
         last = screen_text(pilot, "#last")
         assert last.startswith("Last time (roll-back, ")  # words, not the id "rollback"
         assert "(Gradient checkpointing on" not in last and "rollback" not in last
-        await press(pilot, "enter")
+        await press(pilot, "down", "enter")  # Yes: no log says it (none preselected)
         assert screen_name(pilot) == "ScaleUpScreen"
         await press(pilot, "enter")
         await wait_for_screen(pilot, "ResultScreen")
@@ -337,7 +337,7 @@ async def test_coming_back_after_another_crash_goes_one_rung_further(tmp_path: P
     again = create_app(folder / "flux_portrait_lora.oomfix.yaml")
     async with again.run_test(size=SIZE) as pilot:
         await wait_for_state(pilot)
-        await press(pilot, "enter", "down", "enter")
+        await press(pilot, "enter", "down", "down", "enter")  # none preselected: No
         assert screen_name(pilot) == "MomentScreen"
         assert again.require_state().crashed_again is True
         await press(pilot, "enter")

@@ -105,7 +105,7 @@ async def to_coming_back(pilot: Pilot[int]) -> None:
 
 async def to_scale_up(pilot: Pilot[int]) -> None:
     await to_moment(pilot)
-    await press(pilot, "enter")
+    await press(pilot, "down", "enter")  # Yes (no log says how the retry went)
 
 
 STAGES: dict[str, tuple[str, Steps]] = {

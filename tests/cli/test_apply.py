@@ -334,6 +334,8 @@ def test_the_apps_save_as_field_refuses_a_txt_name_as_it_is_typed(tmp_path: Path
     target = file_target(state, str(tmp_path / "fixed.txt"), None)
     assert target.destination is None and target.output_refused is not None
     assert "refuses '.txt'" in target.output_refused.one_line("app")
+    # The change-log field follows the name typed even while it is refused: never stale.
+    assert target.changelog_beside == tmp_path / "fixed.changelog.json"
 
 
 def test_a_one_line_json_config_is_shown_field_by_field(tmp_path: Path) -> None:

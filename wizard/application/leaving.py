@@ -174,6 +174,20 @@ def new_job_name_problem(name: str) -> str | None:
     return problem(name.strip()) if name.strip() else None
 
 
+def new_job_name_taken(state: WizardState, name: str) -> str | None:
+    """Why a typed name is taken for a new copy of the state's web-UI job, in the words the
+    save refuses it with (None: it is free, or this is no web-UI job). Reads the database:
+    call it off the screen's thread.
+
+    Raises:
+        JobDatabaseError: the database cannot be read.
+    """
+    from oom_wizard.storage.jobdb import taken_name_problem
+
+    job = state.db_job
+    return taken_name_problem(job, name) if job is not None else None
+
+
 def crashed_job_note(state: WizardState) -> str | None:
     """For a web-UI job whose row says ``running`` but whose process is gone: that it
     crashed, and that oom-wizard goes on (the command line and the app show this line)."""

@@ -166,11 +166,22 @@ def _bytes_of(path: Path) -> bytes:
 def _chosen_log(
     located: JobLocation, log: Path | None
 ) -> tuple[Path | None, str | None, LogScan | None]:
-    """The log given by the user (it wins), else the job folder's; its note and its scan."""
+    """The log given by the user (it wins), else the job folder's, else the one beside a
+    config file that the result screen told the user to write (``NAME.log.txt``); its note
+    and its scan."""
     if log is not None:
         from oom_wizard.logs.scan import scan_log
 
         return log, None, scan_log(log)
+    if located.log is None and not located.ui_job:
+        from oom_wizard.application.leaving import run_log_for
+
+        beside = run_log_for(located.config)  # the log the result screen said to write
+        if beside.is_file():
+            from oom_wizard.logs.scan import scan_log
+
+            note = f"the log beside the config, {beside.name} (python run.py ... -l)"
+            return beside, note, scan_log(beside)
     scan = located.log_scan
     if scan is None and located.log is not None:
         from oom_wizard.logs.scan import scan_log
