@@ -129,8 +129,11 @@ class DestinationPicker(Vertical):
         return self.file_target().destination
 
     def typed(self) -> tuple[str, str]:
-        """The file fields as they are (Save as, Change log)."""
-        return self.query_one("#output", Input).value, self.query_one("#changelog", Input).value
+        """The file fields as the user typed them (Save as, Change log; the change log empty
+        while it follows Save as, so that its following is no edit of the user's)."""
+        changelog = self.query_one("#changelog", Input).value
+        followed = changelog.strip() == self._derived_changelog
+        return self.query_one("#output", Input).value, "" if followed else changelog
 
     def file_target(self) -> FileTarget:
         """The file fields, checked by the service.

@@ -105,7 +105,7 @@ async def test_a_broken_change_log_is_refused_the_same_way_everywhere(tmp_path: 
     assert len(lines) == 1
     line = lines.pop().rstrip("\n")
     assert line.startswith(f"oom-wizard: error: {broken}:")
-    assert in_app == line
+    assert in_app == line.removeprefix("oom-wizard: error: ")  # the app: the same line, bare
     assert broken.read_text(encoding="utf-8").endswith("[\n")
 
 
