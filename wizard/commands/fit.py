@@ -23,8 +23,7 @@ from oom_wizard.errors import WizardError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from oom_wizard.rules.memory import Calibration
-    from oom_wizard.service import Card, FitReport, WizardState
+    from oom_wizard.service import Calibration, Card, FitReport, WizardState
 
 PHASE_WORDS = {
     "load": "loading",
