@@ -1,34 +1,48 @@
-"""Measure parameter counts and per-token activation memory from the models' own code.
+"""Measure parameter counts, training activations and VAE passes from the models' own code.
 
-For each memory family of ``presets/memory.yaml`` this script
+This is the one script that writes ``presets/memory.yaml``. For each memory family it
 
-* counts the parameters of the transformer, the text encoder(s) and the VAE exactly, by building
-  diffusers' and transformers' classes with the published configuration on PyTorch's ``meta``
-  device (no weights are read or downloaded);
-* builds the transformer at its real width with ONE block of each kind (bf16, weights frozen as
-  for a LoRA) under PyTorch's FakeTensorMode on the CPU device: the real model code runs with
-  the real kernels' shape and dtype rules (the CPU flash attention's meta functions) but without
-  computing values, so a 6144-wide FLUX.2 block costs neither RAM nor minutes on a shared
-  2-core machine (bf16 matmuls run about 6x slower than fp32 on its AVX2 CPU, too slow for real
-  runs). Saved bytes depend on shapes only: FLUX.1's double block gives 126.5 and 379.4 MiB at
-  1,024 and 4,096 image tokens + 512 text tokens, as a real bf16 CPU run did (127 and 379 MiB).
-  It runs the reduced model's forward once to catch each block's real inputs, then forward and
-  backward of that block alone with the flash/efficient SDPA backends requested, at several
-  token counts, with and without checkpointing. It counts the bytes saved for backward with
-  ``torch.autograd.graph.saved_tensors_hooks`` (each storage once; parameter storages and the
-  inputs every block shares, such as rotary tables, left out) and the transient peak of the
-  block's live tensors (a dispatch mode that follows every storage the block allocates);
-* fits bytes per token per block (the slope between two image-token counts), checks the fit at a
-  further count (``linearity``) and measures the slope over text tokens too;
+* counts the parameters of the transformer (or UNet), the text encoder(s) and the VAE exactly,
+  by building diffusers' and transformers' classes with the published configuration on
+  PyTorch's ``meta`` device (no weights are read or downloaded);
+* measures the training step's activations with AI Toolkit's adapters in place, as
+  ``toolkit/lora_special.py`` and ``toolkit/network_mixins.py`` build them (``TOOLKIT_ADAPTERS``
+  says which modules, per family, and where the toolkit's code says so): an fp32 rank-16
+  down/up pair beside every adapted Linear (and 1x1 convolution; 3x3 ones too for LoCon), the
+  module's input cast to fp32 for it, no autocast. Each adapted module therefore keeps an fp32
+  copy of its input for the adapter's weight gradient, which frozen blocks do not;
+  - a transformer at its real width with ONE block of each kind, forward and backward of one
+    block at several token counts, with and without checkpointing, also frozen, with LoKr, and
+    (for families with shared GPU rows) in the rows' own setup: the adapter under bf16 autocast
+    with CUDA's float32 ops (``GPU_ROWS``): bytes per token per block;
+  - a UNet whole, at 512 and 1024 px: a fixed part and a slope per latent pixel, for LoRA (and
+    LoCon for the families ``LOCON_UNETS`` names), with and without diffusers' gradient
+    checkpointing, and (SDXL) in the GPU rows' setup;
+* measures each VAE's decode and encode peak (no gradients), images by pixel, a frame-by-frame
+  video VAE by frame pixel and clip pixel, times its architecture's GPU factor (the shared GPU
+  rows of a reference VAE over the same measurement: what cuDNN allocates beside the tensors);
 * writes the figures, with the package versions, into ``presets/memory.yaml``.
 
-Usage (torch, diffusers and transformers come from the ``measure`` extra, in a venv of their own)::
+Everything runs under PyTorch's FakeTensorMode on the CPU: the real model code with the real
+kernels' shape and dtype rules (the CPU flash attention's meta functions) but no values, so a
+6144-wide block costs neither RAM nor minutes on a shared 2-core machine. The bytes saved for
+backward come from ``torch.autograd.graph.saved_tensors_hooks`` (each storage once; parameter
+storages and the inputs every block shares left out); the transient peak from a dispatch mode
+that follows every storage the region allocates. FLUX.1's double block gives 126.5 and 379.4
+MiB at 1,024 and 4,096 image tokens + 512 text tokens frozen, as a real bf16 CPU run did.
 
-    python bench/calibrate_memory.py                 # every family, rewrite memory.yaml
-    python bench/calibrate_memory.py flux wan21_14b  # some families (or arch ids: krea2, ltx2.3)
-    python bench/calibrate_memory.py --params-only   # parameter counts only (seconds)
-    python bench/calibrate_memory.py --check flux    # measure, compare, exit 1 if they differ
-    python bench/calibrate_memory.py --table         # the markdown table of memory.yaml (no torch)
+Usage (torch, diffusers and transformers come from the ``measure`` extra, in a venv of their own;
+each family is written as soon as it is measured, so a run can be stopped and resumed by naming
+the families left)::
+
+    python bench/calibrate_memory.py                    # every family, everything (hours)
+    python bench/calibrate_memory.py flux wan21_14b     # some families (or arch ids: krea2)
+    python bench/calibrate_memory.py --kind activations sdxl   # blocks or UNet only
+    python bench/calibrate_memory.py --kind vae flux    # the VAE passes only
+    python bench/calibrate_memory.py --kind params      # parameter counts only (seconds)
+    python bench/calibrate_memory.py --check flux       # measure, compare, exit 1 if they differ
+    python bench/calibrate_memory.py --table            # the markdown table of memory.yaml
+    python bench/calibrate_memory.py --sync-archs       # archs.yaml's counts from memory.yaml
 
 The figures are deterministic: fixed seeds, fixed shapes, sorted output.
 """
@@ -43,7 +57,7 @@ import sys
 import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +70,7 @@ ARCHS_YAML = ROOT / "presets" / "archs.yaml"
 # Token counts of one measurement: two image-token counts for the slope, a third to check the fit,
 # and a second text-token count for the text slope. Small, so that a family takes seconds.
 IMAGE_GRIDS = ((32, 32), (32, 64), (64, 64))  # latent tokens (after patching): 1024, 2048, 4096
+FORMAT = 2  # memory.yaml's format (catalog.MemoryFile)
 BYTES_TOLERANCE = 0.02  # --check: relative difference accepted (allocation sizes round)
 
 Inputs = dict[str, Any]
@@ -123,6 +138,10 @@ class Family:
     card: Mapping[str, Any] | None = None  # counts from a model card where no class is built
     params_note: str | None = None  # what the counts leave out
     measured: Module | None = None  # the module whose blocks are measured, when not `transformer`
+    adapted: str = ""  # which modules AI Toolkit adapts, and where its code says so
+    adapted_blocks: tuple[str, ...] | None = None  # the block lists it adapts (None: all)
+    fused: bool = False  # the toolkit's own class fuses the projections that read one tensor
+    unet: bool = False  # a UNet: measured whole, per latent pixel
 
     def width(self, config: Mapping[str, Any]) -> int:
         """The hidden width, from the full configuration (class defaults filled in)."""
@@ -233,6 +252,7 @@ def _qwen3(label: str, hidden: int, inter: int, layers: int, heads: int, tied: b
     )
 
 
+QWEN3_06B = _qwen3("Qwen3-0.6B-Base", 1024, 3072, 28, 16, True)
 QWEN3_4B = _qwen3("Qwen3-4B", 2560, 9728, 36, 32, True)
 QWEN3_8B = _qwen3("Qwen3-8B", 4096, 12288, 36, 32, False)
 
@@ -662,6 +682,18 @@ def _sd3_inputs(torch: Any, config: Mapping[str, Any], grid: Grid) -> Inputs:
     }
 
 
+def _cosmos_inputs(torch: Any, config: Mapping[str, Any], grid: Grid) -> Inputs:
+    # The padding mask the model concatenates is one more input channel (reduce: in_channels 17,
+    # concat_padding_mask off: its resize needs torchvision); the blocks see the same shapes.
+    return {
+        "hidden_states": _randn(
+            torch, 1, config["in_channels"], grid.frames, grid.height * 2, grid.width * 2
+        ),
+        "timestep": torch.tensor([500.0], dtype=torch.bfloat16),
+        "encoder_hidden_states": _randn(torch, 1, grid.text, config["text_embed_dim"]),
+    }
+
+
 def _llm_inputs(torch: Any, config: Mapping[str, Any], grid: Grid) -> Inputs:
     total = grid.text + grid.image_tokens
     return {
@@ -732,7 +764,12 @@ FLUX2_DEV = {
     "guidance_embeds": True,
 }
 
-FAMILIES: tuple[Family, ...] = (
+_SD35_SRC = (
+    "diffusers scripts/convert_sd3_to_diffusers.py (num_attention_heads = num_layers, "
+    "caption_projection_dim = 64 x heads, rms_norm qk norm for 3.5); "
+)
+
+_FAMILIES: tuple[Family, ...] = (
     Family(
         id="flux",
         transformer=Module(
@@ -897,6 +934,8 @@ FAMILIES: tuple[Family, ...] = (
         inputs=_krea2_inputs,
     ),
 )
+
+
 # Wan: one class, four published configs.
 _WAN_BASE = {
     "patch_size": [1, 2, 2],
@@ -912,7 +951,7 @@ _WAN_BASE = {
 _WAN_SRC = "diffusers scripts/convert_wan_to_diffusers.py config"
 _WAN_TEXT = "Wan's umT5 text_len 512 (AI Toolkit wan21.py)"
 _WAN_NOTE = "a 480x832 81-frame clip is 21 latent frames x 30 x 52 tokens = 32,760 tokens"
-FAMILIES += (
+_FAMILIES += (
     Family(
         id="wan21_14b",
         transformer=Module(
@@ -1034,7 +1073,7 @@ _LTX_NOTE = (
     "VAE 32x32 spatial, 8x temporal, patch 1: a 768x512 121-frame clip is 16 x 24 x 16 = "
     "6,144 video tokens; the audio stream's tokens are a constant beside them"
 )
-FAMILIES += (
+_FAMILIES += (
     Family(
         id="ltx2",
         transformer=Module(
@@ -1164,8 +1203,72 @@ FAMILIES += (
         text_tokens=333,
         text_tokens_source="SD3 pipeline: 77 CLIP + 256 T5 tokens",
         blocks=("transformer_blocks",),
-        reduce={"num_layers": 1},
+        reduce={"num_layers": 2},  # the last block is context_pre_only: measure the first
         inputs=_sd3_inputs,
+    ),
+    Family(
+        id="sd35_large",
+        transformer=Module(
+            "diffusers",
+            "SD3Transformer2DModel",
+            {
+                "num_layers": 38,
+                "attention_head_dim": 64,
+                "num_attention_heads": 38,
+                "joint_attention_dim": 4096,
+                "caption_projection_dim": 2432,
+                "pooled_projection_dim": 2048,
+                "pos_embed_max_size": 192,
+                "in_channels": 16,
+                "out_channels": 16,
+                "patch_size": 2,
+                "sample_size": 128,
+                "qk_norm": "rms_norm",
+            },
+            "SD3.5-large transformer",
+            _SD35_SRC + "stabilityai/stable-diffusion-3.5-large: 38 layers, pos_embed_max_size 192",
+        ),
+        text_encoders=(CLIP_L, CLIP_G, T5_XXL),
+        vae=(VAE_SD3,),
+        text_tokens=333,
+        text_tokens_source="SD3 pipeline: 77 CLIP + 256 T5 tokens",
+        blocks=("transformer_blocks",),
+        reduce={"num_layers": 2},
+        inputs=_sd3_inputs,
+    ),
+    Family(
+        id="sd35_medium",
+        transformer=Module(
+            "diffusers",
+            "SD3Transformer2DModel",
+            {
+                "num_layers": 24,
+                "attention_head_dim": 64,
+                "num_attention_heads": 24,
+                "joint_attention_dim": 4096,
+                "caption_projection_dim": 1536,
+                "pooled_projection_dim": 2048,
+                "pos_embed_max_size": 384,
+                "dual_attention_layers": tuple(range(13)),
+                "in_channels": 16,
+                "out_channels": 16,
+                "patch_size": 2,
+                "sample_size": 128,
+                "qk_norm": "rms_norm",
+            },
+            "SD3.5-medium transformer",
+            _SD35_SRC
+            + "stabilityai/stable-diffusion-3.5-medium: 24 layers, pos_embed_max_size 384, dual "
+            "attention (MMDiT-X) in layers 0-12",
+        ),
+        text_encoders=(CLIP_L, CLIP_G, T5_XXL),
+        vae=(VAE_SD3,),
+        text_tokens=333,
+        text_tokens_source="SD3 pipeline: 77 CLIP + 256 T5 tokens",
+        blocks=("transformer_blocks",),
+        reduce={"num_layers": 2, "dual_attention_layers": (0,)},
+        inputs=_sd3_inputs,
+        note="layers 0-12 of 24 have a second attention (MMDiT-X); the measured block is one",
     ),
 )
 
@@ -1215,10 +1318,6 @@ QWEN3_VL_2B_TEXT = Module(
     "Qwen3-VL-2B text tower",
     "Qwen/Qwen3-VL-2B-Instruct text_config (AI Toolkit prx_pixel_t2i README: hidden 2048)",
 )
-_UNET_TEXT = (
-    "UNets are not token-uniform (four resolutions, convolutions); per-token block figures do "
-    "not apply"
-)
 _SDXL_UNET = {
     "sample_size": 128,
     "cross_attention_dim": 2048,
@@ -1252,7 +1351,7 @@ _MOE = (
     "a mixture-of-experts block routes tokens with data-dependent shapes, which the shape-only "
     "(fake tensor) measurement cannot follow, and a real bf16 run is too slow on this CPU"
 )
-FAMILIES += (
+_FAMILIES += (
     Family(
         id="hidream",
         transformer=Module(
@@ -1303,7 +1402,7 @@ FAMILIES += (
         ),
         text_encoders=(CLIP_L, CLIP_G),
         vae=(VAE_SD,),
-        unknown=_UNET_TEXT,
+        unet=True,
     ),
     Family(
         id="sd15",
@@ -1316,7 +1415,7 @@ FAMILIES += (
         ),
         text_encoders=(CLIP_L,),
         vae=(VAE_SD,),
-        unknown=_UNET_TEXT,
+        unet=True,
     ),
     Family(
         id="sd2",
@@ -1334,35 +1433,40 @@ FAMILIES += (
         ),
         text_encoders=(CLIP_H,),
         vae=(VAE_SD,),
-        unknown=_UNET_TEXT,
+        unet=True,
     ),
     Family(
         id="ssd",
-        transformer=Module("diffusers", "UNet2DConditionModel", {}, "", ""),
-        text_encoders=(),
-        vae=(),
-        card={
-            "transformer": 1.3,
-            "text_encoder": 0.817,
-            "vae": 0.084,
-            "source": "Segmind SSD-1B model card: 1.3B UNet (SDXL distilled); SDXL's text "
-            "encoders (CLIP-L 123,060,480 + OpenCLIP-bigG 694,659,840) and VAE",
-        },
-        unknown=_UNET_TEXT,
+        transformer=Module(
+            "diffusers",
+            "UNet2DConditionModel",
+            {**_SDXL_UNET, "transformer_layers_per_block": [1, 2, 4]},
+            "SSD-1B UNet",
+            "inferred: ComfyUI's SSD1B detection (transformer_depth 0,0,2,2,4,4 on the way down) "
+            "mirrored on the way up with SDXL's mid block, which gives the model card's 1.3B",
+        ),
+        text_encoders=(CLIP_L, CLIP_G),
+        vae=(VAE_SD,),
+        unet=True,
     ),
     Family(
         id="vega",
-        transformer=Module("diffusers", "UNet2DConditionModel", {}, "", ""),
-        text_encoders=(),
-        vae=(),
-        card={
-            "transformer": 0.745,
-            "text_encoder": 0.817,
-            "vae": 0.084,
-            "source": "Segmind Vega model card: 745M UNet (SDXL distilled); SDXL's text "
-            "encoders (CLIP-L 123,060,480 + OpenCLIP-bigG 694,659,840) and VAE",
-        },
-        unknown=_UNET_TEXT,
+        transformer=Module(
+            "diffusers",
+            "UNet2DConditionModel",
+            {
+                **_SDXL_UNET,
+                "transformer_layers_per_block": [1, 1, 2],
+                "mid_block_type": "UNetMidBlock2D",
+            },
+            "Segmind Vega UNet",
+            "inferred: ComfyUI's Segmind_Vega detection (transformer_depth 0,0,1,1,2,2 on the way "
+            "down) mirrored on the way up, a mid block without attention, which gives the model "
+            "card's 745M",
+        ),
+        text_encoders=(CLIP_L, CLIP_G),
+        vae=(VAE_SD,),
+        unet=True,
     ),
     Family(
         id="pixart",
@@ -1529,6 +1633,233 @@ FAMILIES += (
 )
 
 
+# Anima: a Cosmos-Predict2 2B transformer, a Qwen3-0.6B-Base text encoder with a text conditioner
+# (diffusers' Anima pipeline docs), the Qwen-Image VAE.
+_FAMILIES += (
+    Family(
+        id="anima",
+        transformer=Module(
+            "diffusers",
+            "CosmosTransformer3DModel",
+            {
+                "in_channels": 16,
+                "out_channels": 16,
+                "num_attention_heads": 16,
+                "attention_head_dim": 128,
+                "num_layers": 28,
+                "mlp_ratio": 4.0,
+                "text_embed_dim": 1024,
+                "adaln_lora_dim": 256,
+                "max_size": (128, 240, 240),
+                "patch_size": (1, 2, 2),
+                "rope_scale": (1.0, 4.0, 4.0),
+                "concat_padding_mask": True,
+                "extra_pos_embed_type": None,
+            },
+            "Anima transformer",
+            "diffusers scripts/convert_cosmos_to_diffusers.py Cosmos-2.0-Diffusion-2B-Text2Image: "
+            "Anima is a Cosmos-Predict2 2B fine-tune (AI Toolkit anima/anima.py loads a "
+            "CosmosTransformer3DModel)",
+        ),
+        text_encoders=(
+            QWEN3_06B,
+            Module(
+                "diffusers",
+                "AnimaTextConditioner",
+                {},
+                "Anima text conditioner",
+                "class defaults (diffusers condition_embedder_anima.py)",
+            ),
+        ),
+        vae=(VAE_QWEN,),
+        text_tokens=512,
+        text_tokens_source="AI Toolkit anima.py max_sequence_length 512",
+        blocks=("transformer_blocks",),
+        reduce={"num_layers": 1, "in_channels": 17, "concat_padding_mask": False},
+        inputs=_cosmos_inputs,
+    ),
+)
+
+
+# Which modules AI Toolkit adapts, per family: the model class its `target_lora_modules` (or
+# lora_special.py's is_* flag) names, the block names `transformer_only` keeps (the model's
+# get_transformer_block_names(), else lora_special.py's fallbacks), and whether the toolkit's own
+# class fuses the projections that read one tensor (one fp32 copy of it, not one per projection).
+_LS = "toolkit/lora_special.py LoRASpecialNetwork.create_modules"
+_EXT = "extensions_built_in/diffusion_models"
+
+
+def _linears(where: str, blocks: str, source: str) -> str:
+    return f"every Linear of {blocks}{where} ({source})"
+
+
+TOOLKIT_ADAPTERS: Mapping[str, Mapping[str, Any]] = {
+    "flux": {
+        "adapted": _linears(
+            "",
+            "transformer_blocks and single_transformer_blocks",
+            f"{_LS}: is_flux targets FluxTransformer2DModel; transformer_only keeps the names "
+            "with transformer_blocks",
+        )
+    },
+    "flex": {
+        "adapted": _linears(
+            "",
+            "transformer_blocks and single_transformer_blocks",
+            f"{_EXT}/../flex2/flex2.py target_lora_modules FluxTransformer2DModel; {_LS}: "
+            "transformer_only keeps the names with transformer_blocks",
+        )
+    },
+    "chroma": {
+        "adapted": _linears(
+            " of the toolkit's own Chroma class (fused qkv and linear1)",
+            "double_blocks and single_blocks",
+            f"{_EXT}/chroma/chroma_model.py target_lora_modules Chroma; {_LS}: transformer_only "
+            "keeps single_blocks and double_blocks; chroma/src/layers.py fuses qkv",
+        ),
+        "fused": True,
+    },
+    "flux2": {
+        "adapted": _linears(
+            " of the toolkit's own Flux2 class (fused qkv)",
+            "double_blocks and single_blocks",
+            f"{_EXT}/flux2/flux2_model.py target_lora_modules Flux2, "
+            "get_transformer_block_names; flux2/src/model.py fuses qkv and linear1",
+        ),
+        "fused": True,
+    },
+    "qwen_image": {
+        "adapted": _linears(
+            "",
+            "transformer_blocks",
+            f"{_EXT}/qwen_image/qwen_image.py target_lora_modules QwenImageTransformer2DModel, "
+            "get_transformer_block_names",
+        )
+    },
+    "krea2": {
+        "adapted": _linears(
+            " of the toolkit's own SingleStreamDiT (separate wq, wk, wv, gate as in diffusers)",
+            "blocks",
+            f"{_EXT}/krea2/krea2.py target_lora_modules SingleStreamDiT, "
+            "get_transformer_block_names",
+        )
+    },
+    "wan21_14b": {
+        "adapted": _linears(
+            "",
+            "blocks",
+            "toolkit/models/wan21/wan21.py target_lora_modules WanTransformer3DModel, "
+            "get_transformer_block_names",
+        )
+    },
+    "wan22_14b": {
+        "adapted": _linears(
+            " of both experts",
+            "blocks",
+            f"{_EXT}/wan22/wan22_14b_model.py target_lora_modules DualWanTransformer3DModel; "
+            "Wan21.get_transformer_block_names",
+        )
+    },
+    "ltx2": {
+        "adapted": _linears(
+            " (video and audio streams)",
+            "transformer_blocks",
+            f"{_EXT}/ltx2/ltx2.py target_lora_modules LTX2VideoTransformer3DModel, "
+            "get_transformer_block_names",
+        )
+    },
+    "minimax_h3": {
+        "adapted": _linears(
+            " of the toolkit's own MiniMaxH3Transformer (fused qkv_proj)",
+            "blocks",
+            f"{_EXT}/minimax_h3/minimax_h3.py target_lora_modules MiniMaxH3Transformer, "
+            "get_transformer_block_names; minimax_h3/src/transformer.py fuses qkv_proj",
+        ),
+        "fused": True,
+    },
+    "ideogram4": {
+        "adapted": _linears(
+            "",
+            "layers",
+            f"{_EXT}/ideogram4/ideogram4.py target_lora_modules Ideogram4Transformer2DModel, "
+            "get_transformer_block_names",
+        )
+    },
+    "zimage": {
+        "adapted": _linears(
+            "; the noise_refiner and context_refiner blocks stay frozen",
+            "layers",
+            f"{_EXT}/z_image/z_image.py target_lora_modules ZImageTransformer2DModel, "
+            "get_transformer_block_names = layers",
+        ),
+        "adapted_blocks": ("layers",),
+    },
+    "sd3": {
+        "adapted": _linears(
+            "",
+            "transformer_blocks",
+            f"{_LS}: is_v3 targets SD3Transformer2DModel; transformer_only keeps the names with "
+            "transformer_blocks",
+        )
+    },
+    "anima": {
+        "adapted": _linears(
+            "; the text conditioner only with model_kwargs.train_text_conditioner",
+            "transformer_blocks",
+            f"{_EXT}/anima/anima.py target_lora_modules CosmosTransformer3DModel, "
+            "get_transformer_block_names",
+        )
+    },
+    "pixart": {
+        "adapted": _linears(
+            "",
+            "transformer_blocks",
+            f"{_LS}: is_pixart targets PixArtTransformer2DModel; transformer_only keeps the names "
+            "with transformer_blocks",
+        )
+    },
+    "auraflow": {
+        "adapted": _linears(
+            " (and every other Linear of the model: no fallback name matches AuraFlow's)",
+            "joint_transformer_blocks and single_transformer_blocks",
+            f"{_LS}: is_auraflow targets AuraFlowTransformer2DModel; transformer_only has no "
+            "block names for it",
+        )
+    },
+    "cogview4": {
+        "adapted": _linears(
+            "",
+            "transformer_blocks",
+            f"toolkit/models/cogview4.py target_lora_modules CogView4Transformer2DModel; {_LS}: "
+            "transformer_only keeps the names with transformer_blocks",
+        )
+    },
+    "hidream_o1": {
+        "adapted": _linears(
+            "",
+            "model.language_model.layers",
+            f"{_EXT}/hidream/hidream_o1_model.py target_lora_modules "
+            "Qwen3VLForConditionalGeneration, get_transformer_block_names",
+        )
+    },
+}
+for _same, _as in (
+    ("flux2_klein_4b", "flux2"),
+    ("flux2_klein_9b", "flux2"),
+    ("wan21_1b", "wan21_14b"),
+    ("wan22_5b", "wan21_14b"),
+    ("ltx23", "ltx2"),
+    ("pixart_sigma", "pixart"),
+    ("sd35_large", "sd3"),
+    ("sd35_medium", "sd3"),
+):
+    TOOLKIT_ADAPTERS = {**TOOLKIT_ADAPTERS, _same: TOOLKIT_ADAPTERS[_as]}
+
+FAMILIES: tuple[Family, ...] = tuple(
+    replace(family, **TOOLKIT_ADAPTERS.get(family.id, {})) for family in _FAMILIES
+)
+
+
 # --- counting --------------------------------------------------------------------------------
 
 
@@ -1560,6 +1891,190 @@ def count(module: Module) -> int:
 
 def billions(n: int) -> float:
     return round(n / 1e9, 3)
+
+
+# --- adapters as AI Toolkit builds them ----------------------------------------------------------
+#
+# toolkit/lora_special.py (LoRASpecialNetwork.create_modules) puts a module beside every Linear
+# (LINEAR_MODULES) and 1x1 Conv2d of the model class the arch names in `target_lora_modules`;
+# with `transformer_only` (NetworkConfig's default) only inside the names the model's
+# `get_transformer_block_names()` gives; 3x3 convolutions only with `network.conv` (LoCon).
+# BaseSDTrainProcess casts the network to float32 (`network.force_to(..., dtype=torch.float32)`)
+# and trains without autocast, and toolkit/network_mixins.py (ToolkitModuleMixin.forward) casts
+# each adapted module's input to the adapter's dtype ("always cast to float32") before
+# `lora_down`: every adapted module keeps its own fp32 copy of its input for the adapter's weight
+# gradient. toolkit/models/lokr.py (LokrModule._call_forward_fast_linear) instead keeps the
+# input in the base's dtype and folds the Kronecker factors through it.
+
+LORA_RANK = 16  # AI Toolkit's example configs: linear 16 (the rank barely moves the saved bytes)
+ADAPTERS = ("none", "lora", "lora_autocast", "lokr")
+"""What a block is measured with: none (frozen), lora (AI Toolkit's fp32 path), lora_autocast
+(the adapter under bf16 autocast, as the shared GPU rows were taken), lokr (its fast path)."""
+
+
+def _factor(dimension: int) -> tuple[int, int]:
+    """LyCORIS' factorization with factor -1: m <= n, m * n = dimension, m + n smallest."""
+    m, n = 1, dimension
+    for candidate in range(2, math.isqrt(dimension) + 1):
+        if dimension % candidate == 0:
+            m, n = candidate, dimension // candidate
+    return m, n
+
+
+class _Copies:
+    """The fp32 copies of one forward, by input: a class that fuses the projections reading one
+    tensor (one Linear for q, k and v) casts that tensor once, not once per projection."""
+
+    def __init__(self) -> None:
+        self.by_input: dict[int, tuple[Any, Any]] = {}
+
+    def of(self, x: Any, dtype: Any) -> Any:
+        key = id(x)
+        found = self.by_input.get(key)
+        if found is None or found[0] is not x:
+            found = (x, x.to(dtype))
+            self.by_input[key] = found
+        return found[1]
+
+    def clear(self) -> None:
+        self.by_input.clear()
+
+
+def attach(
+    block: Any, adapter: str, conv3x3: bool = False, fused: bool = False, where: str = ""
+) -> _Copies:
+    """Put ``adapter`` beside every Linear and 1x1 Conv2d of ``block`` (3x3 ones too with
+    ``conv3x3``), as AI Toolkit does; the adapters' weights are the block's only trainable ones.
+    ``fused``: the toolkit's own class of this arch fuses the projections that share an input;
+    ``where``: only the modules with this in their name (the GPU rows' SDXL: ``attentions``)."""
+    import torch
+
+    copies = _Copies()
+    if adapter == "none":
+        return copies
+
+    def adapted(module: Any) -> bool:
+        if isinstance(module, torch.nn.Conv2d):
+            return module.kernel_size == (1, 1) or conv3x3
+        return isinstance(module, torch.nn.Linear)
+
+    targets = [
+        module for name, module in block.named_modules() if where in name and adapted(module)
+    ]
+    for module in targets:
+        _adapt(module, adapter, copies, fused)
+    return copies
+
+
+def _adapt(module: Any, adapter: str, copies: _Copies, fused: bool) -> None:
+    import torch
+
+    fp32 = torch.float32
+    original = module.forward
+    conv = isinstance(module, torch.nn.Conv2d)
+    if adapter == "lokr" and not conv:
+        in_m, in_n = _factor(module.in_features)
+        out_l, out_k = _factor(module.out_features)
+        module.lokr_w1 = torch.nn.Parameter(torch.zeros(out_l, in_m, dtype=fp32))
+        module.lokr_w2_a = torch.nn.Parameter(torch.zeros(out_k, LORA_RANK, dtype=fp32))
+        module.lokr_w2_b = torch.nn.Parameter(torch.zeros(LORA_RANK, in_n, dtype=fp32))
+
+        def lokr_forward(x: Any) -> Any:
+            base = original(x)
+            dtype = base.dtype
+            factors = (module.lokr_w1, module.lokr_w2_a, module.lokr_w2_b)
+            a, w2a, w2b = (factor.to(dtype) for factor in factors)
+            grid = x.to(dtype).unflatten(-1, (in_m, in_n))
+            tmp = torch.einsum("...qs,rs->...qr", grid, w2b)
+            tmp = torch.einsum("...qr,or->...qo", tmp, w2a)
+            delta = torch.einsum("...qo,pq->...po", tmp, a).flatten(-2, -1)
+            return (base + delta).to(x.dtype)
+
+        module.forward = lokr_forward
+        return
+    if conv:
+        module.lora_down = torch.nn.Conv2d(
+            module.in_channels,
+            LORA_RANK,
+            module.kernel_size,
+            module.stride,
+            module.padding,
+            bias=False,
+            dtype=fp32,
+        )
+        module.lora_up = torch.nn.Conv2d(LORA_RANK, module.out_channels, 1, bias=False, dtype=fp32)
+    else:
+        module.lora_down = torch.nn.Linear(module.in_features, LORA_RANK, bias=False, dtype=fp32)
+        module.lora_up = torch.nn.Linear(LORA_RANK, module.out_features, bias=False, dtype=fp32)
+    multiplier = torch.ones(1, dtype=fp32)
+
+    def lora_forward(x: Any) -> Any:
+        base = original(x)
+        if adapter == "lora_autocast":  # the whole forward runs under bf16 autocast
+            return base + module.lora_up(module.lora_down(x))
+        lora_input = copies.of(x, fp32) if fused else x.to(fp32)
+        out = module.lora_up(module.lora_down(lora_input))
+        shape = (-1,) + (1,) * (out.dim() - 1)
+        return base + (out * multiplier.view(shape)).to(base.dtype)
+
+    module.forward = lora_forward
+
+
+# CUDA autocast runs these in float32 (aten's autocast_mode.cpp, the fp32 and fp32_set_opt_dtype
+# lists, the ones a diffusion block calls); CPU autocast does not, so the GPU rows' setup is
+# reproduced on the CPU by upcasting their low-precision inputs.
+_CUDA_AUTOCAST_FP32 = frozenset(
+    {
+        "layer_norm",
+        "group_norm",
+        "pow",
+        "__pow__",
+        "rsqrt",
+        "exp",
+        "log",
+        "softmax",
+        "log_softmax",
+        "sum",
+        "cumsum",
+    }
+)
+
+
+def _autocast(adapter: str) -> Any:
+    """The forward's autocast: none on AI Toolkit's own path, bf16 for the GPU rows' setup."""
+    import torch
+
+    if adapter != "lora_autocast":
+        return contextlib.nullcontext()
+    return torch.autocast("cpu", dtype=torch.bfloat16)
+
+
+def _cuda_policy(adapter: str) -> Any:
+    """For the GPU rows' setup: while autocast is on (the forward, and a checkpointed block's
+    recomputation), the ops CUDA's autocast runs in float32 get float32 inputs."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    if adapter != "lora_autocast":
+        return contextlib.nullcontext()
+
+    def up(value: Any) -> Any:
+        if isinstance(value, torch.Tensor) and value.dtype in (torch.bfloat16, torch.float16):
+            return value.float()
+        return value
+
+    class CudaPolicy(TorchFunctionMode):  # type: ignore[misc]
+        def __torch_function__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
+            kwargs = kwargs or {}
+            name = getattr(func, "__name__", "")
+            if name in _CUDA_AUTOCAST_FP32 and torch.is_autocast_enabled("cpu"):
+                args = tuple(up(a) for a in args)
+                kwargs = {k: up(v) for k, v in kwargs.items()}
+            return func(*args, **kwargs)
+
+    return CudaPolicy()
 
 
 # --- measuring -------------------------------------------------------------------------------
@@ -1678,9 +2193,18 @@ ATTENTION_SEEN: set[str] = set()
 
 
 def _run_block(
-    block: Any, args: Any, kwargs: Any, grads: set[str], checkpoint: bool
+    block: Any,
+    args: Any,
+    kwargs: Any,
+    grads: set[str],
+    checkpoint: bool,
+    adapter: str = "none",
+    copies: _Copies | None = None,
+    recomputes: bool = False,
 ) -> tuple[int, int]:
-    """Forward and backward of one block: bytes saved for backward, and the peak above them."""
+    """Forward and backward of one block: bytes saved for backward, and the peak above them.
+    ``recomputes``: the block checkpoints inside itself (a UNet after
+    enable_gradient_checkpointing)."""
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.checkpoint import checkpoint as run_checkpointed
@@ -1705,15 +2229,20 @@ def _run_block(
         sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]),
         torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t),
         _LiveBytes(exclude | inputs) as live,
+        # (not under checkpointing: its recomputation runs outside the policy)
+        contextlib.nullcontext() if checkpoint or recomputes else _cuda_policy(adapter),
     ):
-        if checkpoint:
-            out = run_checkpointed(block, *call_args, use_reentrant=False, **call_kwargs)
-        else:
-            out = block(*call_args, **call_kwargs)
+        with _autocast(adapter):
+            if checkpoint:
+                out = run_checkpointed(block, *call_args, use_reentrant=False, **call_kwargs)
+            else:
+                out = block(*call_args, **call_kwargs)
         forward = False
         outs = [t for t in _tensors(out) if t.requires_grad]
         torch.autograd.backward(outs, [torch.ones_like(t) for t in outs])
         del out, outs
+        if copies is not None:
+            copies.clear()
     total = sum(saved.values())
     ATTENTION_SEEN.update(live.attention)
     return total, max(0, live.peak - total)
@@ -1806,6 +2335,52 @@ def _grids(family: Family, real: bool = False) -> list[Grid]:
     return [*points, Grid(points[0].frames, points[0].height, points[0].width, text // 2)]
 
 
+# The shared GPU rows (../shared/gpu-measurements.md, one H200, 2026-12-04) a family's blocks are
+# checked against, per token per block over the whole model (the slopes over the rows' tokens):
+# LoRA without checkpointing (its adapter under bf16 autocast), frozen, and the checkpointed
+# step's peak above what it keeps.
+GPU_ROWS: Mapping[str, Mapping[str, float]] = {
+    "flux": {"lora_autocast": 152.8 * 1024, "none": 76.5 * 1024, "checkpointed_peak": 195478},
+}
+GPU_ROW_FAMILIES = frozenset(GPU_ROWS)
+"""Families with shared GPU rows of a LoRA: their blocks are measured in the rows' setup too."""
+
+
+def gpu_check(family: Family, blocks: Sequence[Mapping[str, Any]]) -> str:
+    """How the family's figures in the GPU rows' setup compare with the rows (for `source`)."""
+    rows = GPU_ROWS[family.id]
+    total: int = sum(block["count"] for block in blocks)
+
+    def mean(key: str) -> float:
+        weighted: float = sum(block[key] * block["count"] for block in blocks)
+        return weighted / total
+
+    found = {
+        "lora_autocast": mean("autocast_saved_bytes_per_token"),
+        "none": mean("frozen_saved_bytes_per_token"),
+        "checkpointed_peak": max(b["autocast_checkpointed_peak_bytes_per_token"] for b in blocks),
+    }
+    words = {
+        "lora_autocast": "LoRA under bf16 autocast (CUDA's float32 ops emulated), no ckpt",
+        "none": "frozen",
+        "checkpointed_peak": "checkpointed step's peak (CPU autocast)",
+    }
+    return "; ".join(
+        f"{words[key]}: {found[key] / 1024:.1f} KiB per token per block vs "
+        f"{rows[key] / 1024:.1f} measured ({(found[key] / rows[key] - 1) * 100:+.0f} %)"
+        for key in rows
+    )
+
+
+def _adapters(family: Family) -> tuple[str, ...]:
+    extra = ("lora_autocast",) if family.id in GPU_ROW_FAMILIES else ()
+    return ("none", "lora", "lokr", *extra)
+
+
+def _slope(a: int, b: int, d: int) -> float:
+    return (b - a) / d
+
+
 def measure(family: Family, real: bool = False) -> dict[str, Any]:
     """The activation figures of one family (see the module docstring); ``real`` computes with
     real bf16 tensors at fewer tokens instead of fake ones (slow: a cross-check of the method)."""
@@ -1816,66 +2391,107 @@ def measure(family: Family, real: bool = False) -> dict[str, Any]:
     ATTENTION_SEEN.clear()
     full = build_meta(family.measured or family.transformer)
     width = family.width(_config(family))
-    results: dict[str, list[Point]] = {name: [] for name in family.blocks}
+    adapters = _adapters(family)
+    adapted = family.adapted_blocks or family.blocks
+    results: dict[tuple[str, str], list[Point]] = {
+        (adapter, name): [] for adapter in adapters for name in family.blocks
+    }
     # Fake tensors: the real model code and the real kernels' shapes and dtypes (the CPU flash
     # attention's meta functions), without computing values; what is saved for backward and
     # allocated depends on the shapes only. (Checked against a real bf16 run of FLUX.1's double
     # block: 127 and 379 MiB saved at 1,024 and 4,096 image tokens + 512 text tokens.)
     with contextlib.nullcontext() if real else FakeTensorMode():
-        model = _reduced(family)
-        for grid in _grids(family, real):
+        models = {adapter: _reduced(family) for adapter in adapters}
+        copies = {
+            (adapter, name): attach(getattr(models[adapter], name)[0], adapter, fused=family.fused)
+            if name in adapted
+            else _Copies()
+            for adapter in adapters
+            for name in family.blocks
+        }
+        for index, grid in enumerate(_grids(family, real)):
+            # the other adapters at the slope's two points only (the fit's check and the text
+            # slope are the LoRA's)
+            running = adapters if index < 2 else ("lora",)
             torch.manual_seed(1)
             inputs = family.inputs(torch, _config(family), grid)
-            captured = _capture(model, family.blocks, inputs)
+            captured = _capture(models["none"], family.blocks, inputs)
             for name in family.blocks:
-                block = getattr(model, name)[0]
                 args, kwargs, grads = captured[name]
                 kept = sum(
                     t.untyped_storage().nbytes()
                     for t in _tensors((_clone(args, grads, "a"), _clone(kwargs, grads, "k")))
                     if t.requires_grad
                 )
-                saved, peak = _run_block(block, args, kwargs, grads, checkpoint=False)
-                _, ckpt_peak = _run_block(block, args, kwargs, grads, checkpoint=True)
-                results[name].append(Point(grid, saved, peak, kept, ckpt_peak))
+                for adapter in running:
+                    block = getattr(models[adapter], name)[0]
+                    run = (block, args, kwargs, grads)
+                    saved, peak = _run_block(*run, False, adapter, copies[adapter, name])
+                    ckpt_peak = 0
+                    if adapter in ("lora", "lora_autocast"):
+                        _, ckpt_peak = _run_block(*run, True, adapter, copies[adapter, name])
+                    results[adapter, name].append(Point(grid, saved, peak, kept, ckpt_peak))
             del captured, inputs
     blocks = []
     misses = []
     for name in family.blocks:
-        a, b, c, t = results[name]
+        a, b, c, t = results["lora", name]
         d_img = b.grid.image_tokens - a.grid.image_tokens
-        slope = (b.saved - a.saved) / d_img
+        slope = _slope(a.saved, b.saved, d_img)
         predicted = a.saved + slope * (c.grid.image_tokens - a.grid.image_tokens)
         misses.append(abs(predicted - c.saved) / c.saved)
         text_slope = (t.saved - a.saved) / (t.grid.text - a.grid.text)
         joint = text_slope >= 0.5 * slope
         kind = type(getattr(full, name)[0]).__name__
         kinds = [type(getattr(full, other)[0]).__name__ for other in family.blocks]
+
+        def per_token(adapter: str, name: str = name, d_img: int = d_img) -> int:
+            first, second = results[adapter, name][:2]
+            return round(_slope(first.saved, second.saved, d_img))
+
         entry: dict[str, Any] = {
             "name": kind if kinds.count(kind) == 1 else f"{kind} ({name})",
             "count": len(getattr(full, name)),
             "saved_bytes_per_token": round(slope),
+            "frozen_saved_bytes_per_token": per_token("none"),
             "input_bytes_per_token": round((b.inputs - a.inputs) / d_img),
             "peak_bytes_per_token": max(0, round((b.peak - a.peak) / d_img)),
             "checkpointed_peak_bytes_per_token": max(0, round((b.ckpt_peak - a.ckpt_peak) / d_img)),
         }
+        lokr = per_token("lokr")
+        if not math.isclose(lokr, slope, rel_tol=BYTES_TOLERANCE):
+            entry["lokr_saved_bytes_per_token"] = lokr
+        if "lora_autocast" in adapters:
+            entry["autocast_saved_bytes_per_token"] = per_token("lora_autocast")
+            first, second = results["lora_autocast", name][:2]
+            entry["autocast_checkpointed_peak_bytes_per_token"] = max(
+                0, round((second.ckpt_peak - first.ckpt_peak) / d_img)
+            )
         if not joint:
             entry["tokens"] = "image"
             entry["text_bytes_per_token"] = max(0, round(text_slope))
         blocks.append(entry)
+    module = family.measured or family.transformer
     source = (
-        f"bench/calibrate_memory.py {family.id}: {(family.measured or family.transformer).library} "
-        f"{(family.measured or family.transformer).name.split(':')[0]} at its real "
-        f"width ({width}), one block of each kind, bf16 fake tensors on CPU, frozen "
-        "weights, flash SDPA; "
-        f"slope between {results[family.blocks[0]][0].grid.image_tokens} and "
-        f"{results[family.blocks[0]][1].grid.image_tokens} image tokens"
+        f"bench/calibrate_memory.py {family.id}: {module.library} "
+        f"{module.name.split(':')[0]} at its real width ({width}), one block of each kind, bf16 "
+        f"fake tensors on CPU, flash SDPA, AI Toolkit's LoRA (rank {LORA_RANK}, fp32, input "
+        "cast to fp32, no autocast) on "
+        + ("every block" if adapted == family.blocks else f"the {', '.join(adapted)} blocks")
+        + ("; projections that read one tensor share its fp32 copy (fused)" if family.fused else "")
+        + "; frozen: no adapter; lokr: its fast linear path (factor -1); "
+        f"slope between {results['lora', family.blocks[0]][0].grid.image_tokens} and "
+        f"{results['lora', family.blocks[0]][1].grid.image_tokens} image tokens"
         + (" (1 and 2 latent frames)" if family.video else "")
         + f"; text tokens: {family.text_tokens_source}"
     )
+    if family.id in GPU_ROWS:
+        source += f"; against the shared GPU rows in their setup: {gpu_check(family, blocks)}"
     activations: dict[str, Any] = {
         "width": width,
         "text_tokens": family.text_tokens,
+        "adapter": "lora",
+        "adapted": family.adapted,
         "blocks": blocks,
     }
     if family.note:
@@ -1884,6 +2500,358 @@ def measure(family: Family, real: bool = False) -> dict[str, Any]:
     activations["attention"] = ", ".join(sorted(ATTENTION_SEEN)) or "none seen"
     activations["source"] = source
     return activations
+
+
+# --- UNets ---------------------------------------------------------------------------------------
+#
+# A UNet is not a stack of equal blocks: the whole UNet2DConditionModel (its published config, bf16
+# fake tensors on the CPU) runs forward and backward at three resolutions, batch 1, with AI
+# Toolkit's adapters over the whole UNet, and a line is fitted per latent pixel.
+
+UNET_RESOLUTIONS = (512, 1024)  # px; latent pixels (px / 8)^2 (a whole UNet takes minutes a pass)
+UNET_TEXT_TOKENS = 77
+# The UNets whose LoCon (3x3 convolutions adapted too) is measured besides the LoRA: none in the
+# shipped memory.yaml yet (each UNet pass takes minutes of a shared CPU); name them to add it.
+LOCON_UNETS: frozenset[str] = frozenset()
+# The SDXL rows of ../shared/gpu-measurements.md (batch 1; GiB at 512, 768, 1024 px): LoRA on the
+# Linears of the attention blocks under bf16 autocast.
+UNET_GPU_ROWS: Mapping[str, Mapping[str, tuple[float, float, float]]] = {
+    "sdxl": {
+        "saved": (2.07, 4.62, 7.89),
+        "step": (2.09, 4.66, 7.96),
+        "checkpointed_saved": (0.15, 0.33, 0.58),
+        "checkpointed_step": (0.32, 0.47, 0.76),
+    }
+}
+UNET_ADAPTED = (
+    "every Linear and 1x1 Conv2d of the UNet; with network.conv (LoCon) every 3x3 Conv2d too "
+    "(toolkit/lora_special.py LoRASpecialNetwork: UNET_TARGET_REPLACE_MODULE = "
+    "UNet2DConditionModel; transformer_only finds no transformer block names on a UNet and "
+    "skips nothing; create_modules gives Linear and 1x1 Conv2d the linear rank, 3x3 Conv2d only "
+    "conv_lora_dim)"
+)
+
+
+def _unet_inputs(torch: Any, config: Mapping[str, Any], side: int) -> Inputs:
+    latent = side // 8
+    inputs: Inputs = {
+        "sample": _randn(torch, 1, config["in_channels"], latent, latent),
+        "timestep": torch.tensor([500]),
+        "encoder_hidden_states": _randn(torch, 1, UNET_TEXT_TOKENS, config["cross_attention_dim"]),
+    }
+    if config.get("addition_embed_type") == "text_time":
+        inputs["added_cond_kwargs"] = {
+            "text_embeds": _randn(torch, 1, 1280),
+            "time_ids": _randn(torch, 1, 6),
+        }
+    return inputs
+
+
+def _fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float]:
+    """Least-squares line: intercept, slope, and the largest relative miss."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - mx) ** 2 for x in xs
+    )
+    fixed = my - slope * mx
+    miss = max(abs(fixed + slope * x - y) / y for x, y in zip(xs, ys, strict=True) if y)
+    return fixed, slope, miss
+
+
+def _unet_passes(
+    family: Family, adapter: str, conv3x3: bool, sides: Sequence[int], where: str = ""
+) -> dict[str, list[int]]:
+    """Saved and peak-above bytes, without and with checkpointing, at each side in px."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    found: dict[str, list[int]] = {
+        "saved": [],
+        "peak": [],
+        "checkpointed_saved": [],
+        "checkpointed_peak": [],
+    }
+    with FakeTensorMode():
+        for checkpointed in (False, True):
+            unet = _reduced(replace(family, reduce={}))
+            if checkpointed:
+                unet.enable_gradient_checkpointing()
+            copies = attach(unet, adapter, conv3x3=conv3x3, where=where)
+            config = _config(family)
+            for side in sides:
+                torch.manual_seed(1)
+                inputs = _unet_inputs(torch, config, side)
+                saved, peak = _run_block(
+                    unet, (), inputs, set(), False, adapter, copies, recomputes=checkpointed
+                )
+                prefix = "checkpointed_" if checkpointed else ""
+                found[prefix + "saved"].append(saved)
+                found[prefix + "peak"].append(peak)
+    return found
+
+
+def measure_unet(family: Family) -> dict[str, Any]:
+    """The UNet's fits per latent pixel, for AI Toolkit's LoRA and LoCon."""
+    ATTENTION_SEEN.clear()
+    networks: dict[str, Any] = {}
+    misses: list[float] = []
+    for network, conv3x3, sides in (
+        ("lora", False, UNET_RESOLUTIONS),
+        ("locon", True, UNET_RESOLUTIONS if family.id in LOCON_UNETS else ()),
+    ):
+        if not sides:
+            continue
+        found = _unet_passes(family, "lora", conv3x3, sides)
+        pixels = [(side // 8) ** 2 for side in sides]
+        fits = {}
+        for key, values in found.items():
+            fixed, slope, miss = _fit(pixels, values)
+            if key.endswith("saved") and len(sides) > 2:
+                misses.append(miss)
+            fits[key] = {"fixed_bytes": round(fixed), "bytes_per_latent_pixel": round(slope, 1)}
+        networks[network] = fits
+    source = (
+        f"bench/calibrate_memory.py {family.id}: diffusers UNet2DConditionModel "
+        f"({family.transformer.source}), the whole UNet, bf16 fake tensors on CPU, flash SDPA, "
+        f"batch 1, {UNET_TEXT_TOKENS} text tokens, AI Toolkit's LoRA (rank {LORA_RANK}, fp32, "
+        "input cast to fp32, no autocast); gradient checkpointing by diffusers' "
+        "enable_gradient_checkpointing(); least-squares line over "
+        + ", ".join(f"{side}" for side in UNET_RESOLUTIONS)
+        + " px (a line through two points: linearity is not checked)"
+    )
+    gpu_setup = None
+    if family.id in UNET_GPU_ROWS:
+        gpu_setup, words = unet_gpu_check(family)
+        source += f"; gpu_setup, against the shared GPU rows: {words}"
+    unet: dict[str, Any] = {
+        "text_tokens": UNET_TEXT_TOKENS,
+        "adapted": UNET_ADAPTED,
+        "networks": networks,
+    }
+    if gpu_setup is not None:
+        unet["gpu_setup"] = gpu_setup
+    if misses:
+        unet["linearity"] = round(max(misses), 4)
+    unet["attention"] = ", ".join(sorted(ATTENTION_SEEN)) or "none seen"
+    unet["source"] = source
+    return unet
+
+
+def unet_gpu_check(family: Family) -> tuple[dict[str, Any], str]:
+    """The UNet in the GPU rows' setup (LoRA on the attention blocks' Linears under bf16
+    autocast, CUDA's float32 ops emulated): its fits, and how they compare with the rows."""
+    rows = UNET_GPU_ROWS[family.id]
+    sides = UNET_RESOLUTIONS
+    found = _unet_passes(family, "lora_autocast", False, sides, where="attentions")
+    pixels = [(side // 8) ** 2 for side in sides]
+    fits = {}
+    for key, values in found.items():
+        fixed, slope, _ = _fit(pixels, values)
+        fits[key] = {"fixed_bytes": round(fixed), "bytes_per_latent_pixel": round(slope, 1)}
+    gib = 2.0**30
+    measured = {
+        "saved": found["saved"],
+        "step": [s + p for s, p in zip(found["saved"], found["peak"], strict=True)],
+        "checkpointed_saved": found["checkpointed_saved"],
+        "checkpointed_step": [
+            s + p
+            for s, p in zip(found["checkpointed_saved"], found["checkpointed_peak"], strict=True)
+        ],
+    }
+    parts = []
+    for key, values in measured.items():
+        for side, value, row in zip(sides, values, rows[key][::2], strict=True):
+            error = (value / gib / row - 1) * 100
+            parts.append(f"{key} {side} px {value / gib:.2f} GiB vs {row:.2f} ({error:+.0f} %)")
+    return fits, ", ".join(parts)
+
+
+# --- VAE passes ----------------------------------------------------------------------------------
+#
+# The peak of one decode and one encode above the VAE's weights (no gradients, bf16, batch 1), as
+# the live storages a dispatch mode follows on fake tensors: what max_memory_allocated shows above
+# the memory allocated before the pass (its input included there).
+
+VAE_SIDES = (512, 1024)  # images: the line through two sizes
+VAE_FRAMES = ((9, 240, 416), (9, 480, 832), (33, 480, 832))  # video: (frames, height, width)
+# The shared GPU rows (GiB): FLUX VAE at 1024 and 1536 px, Wan 2.1 VAE at 33 and 81 frames.
+VAE_GPU_ROWS: Mapping[str, Mapping[str, Sequence[tuple[tuple[int, int, int], float]]]] = {
+    "FLUX.1 VAE": {
+        "decode": (((1, 1024, 1024), 3.38), ((1, 1536, 1536), 7.60)),
+        "encode": (((1, 1024, 1024), 2.00), ((1, 1536, 1536), 4.50)),
+    },
+    "Wan 2.1 VAE": {
+        "decode": (((33, 480, 832), 4.27), ((81, 480, 832), 4.38)),
+        "encode": (((33, 480, 832), 3.20), ((81, 480, 832), 3.20)),
+    },
+}
+# VAEs that decode and encode a video chunk by chunk with a cache (diffusers' AutoencoderKLWan and
+# its Qwen-Image descendant loop over the latent frames).
+FRAME_BY_FRAME = frozenset({"AutoencoderKLWan"})
+# VAEs that take (batch, channels, frames, height, width), images as one frame.
+FIVE_D = frozenset({"AutoencoderKLWan", "AutoencoderKLQwenImage", "AutoencoderKLLTX2Video"})
+
+
+_PEAKS: dict[tuple[str, str, int, int, int], int] = {}
+
+
+def _vae_peak(module: Module, direction: str, frames: int, height: int, width: int) -> int:
+    """The peak bytes of one pass (kept: the reference VAEs are measured once a run)."""
+    key = (module.label, direction, frames, height, width)
+    if key not in _PEAKS:
+        _PEAKS[key] = _vae_pass(module, direction, frames, height, width)
+    return _PEAKS[key]
+
+
+def _vae_pass(module: Module, direction: str, frames: int, height: int, width: int) -> int:
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with FakeTensorMode():
+        vae = _reduced(Family(module.label, module, (), ()))
+        vae.eval()
+        config = vae.config
+        name = module.name.split(":")[0]
+        video = name in FIVE_D
+        levels = config.get("block_out_channels") or config.get("dim_mult")
+        spatial = int(config.get("scale_factor_spatial") or 2 ** (len(levels) - 1))
+        temporal = int(config.get("scale_factor_temporal") or 4)
+        if direction == "decode":
+            channels = int(config.get("latent_channels") or config.get("z_dim"))
+            size: tuple[int, ...] = (height // spatial, width // spatial)
+            if video:
+                size = ((frames - 1) // temporal + 1, *size)
+        else:
+            channels = 3
+            size = (frames, height, width) if video else (height, width)
+        shape = (1, channels, *size)
+        x = _randn(torch, *shape)
+        exclude = {_ptr(p) for p in vae.parameters()} | {_ptr(b) for b in vae.buffers()}
+        with (
+            torch.no_grad(),
+            sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]),
+            _LiveBytes(exclude | {_ptr(x)}) as live,
+        ):
+            if direction == "decode":
+                out = vae.decode(x).sample
+            else:
+                out = vae.encode(x).latent_dist.sample()
+            del out
+        return live.peak
+
+
+def _vae_fits(module: Module) -> dict[str, Any]:
+    """A fit of each pass: images by pixel; a frame-by-frame video VAE by frame and clip pixel."""
+    frame_by_frame = module.name.split(":")[0] in FRAME_BY_FRAME
+    passes: dict[str, Any] = {}
+    for direction in ("decode", "encode"):
+        if frame_by_frame:
+            (f1, h1, w1), (_, h2, w2), (f2, _, _) = VAE_FRAMES
+            small, large, longer = (_vae_peak(module, direction, *p) for p in VAE_FRAMES)
+            a1, a2 = h1 * w1, h2 * w2
+            per_clip = (longer - large) / ((f2 - f1) * a2)
+            per_frame = (large - small) / (a2 - a1) - per_clip * f1
+            fixed = large - per_frame * a2 - per_clip * f1 * a2
+            passes[direction] = {
+                "fixed_bytes": round(fixed),
+                "bytes_per_pixel": round(per_frame, 1),
+                "bytes_per_clip_pixel": round(max(per_clip, 0.0), 2),
+            }
+        else:
+            small, large = (_vae_peak(module, direction, 1, s, s) for s in VAE_SIDES)
+            a1, a2 = VAE_SIDES[0] ** 2, VAE_SIDES[1] ** 2
+            slope = (large - small) / (a2 - a1)
+            passes[direction] = {
+                "fixed_bytes": round(small - slope * a1),
+                "bytes_per_pixel": round(slope, 1),
+            }
+    return {"frame_by_frame": frame_by_frame, **passes}
+
+
+def _at(fit: Mapping[str, float], frames: int, height: int, width: int) -> float:
+    pixels = height * width
+    return (
+        fit["fixed_bytes"]
+        + fit["bytes_per_pixel"] * pixels
+        + fit.get("bytes_per_clip_pixel", 0.0) * pixels * frames
+    )
+
+
+# Each VAE architecture's GPU factor comes from the GPU rows of one of its members: the live
+# storages on fake tensors leave out what the GPU's kernels allocate beside them (cuDNN's
+# workspaces and layout copies), which the rows show in proportion to the activations.
+VAE_REFERENCE = {
+    "AutoencoderKL": VAE_FLUX,
+    "AutoencoderKLFlux2": VAE_FLUX,
+    "AutoencoderKLWan": VAE_WAN21,
+    "AutoencoderKLQwenImage": VAE_WAN21,
+}
+_VAE_CACHE: dict[str, dict[str, Any]] = {}
+
+
+def vae_factor(module: Module) -> tuple[dict[str, float], str]:
+    """Per direction, the GPU rows of the module's reference VAE over the same measurement."""
+    reference = VAE_REFERENCE[module.name.split(":")[0]]
+    rows = VAE_GPU_ROWS[reference.label]
+    factors = {}
+    words = []
+    for direction, points in rows.items():
+        ratios = [gib * 2**30 / _vae_peak(reference, direction, *point) for point, gib in points]
+        factors[direction] = round(sum(ratios) / len(ratios), 3)
+        words.append(
+            f"{direction} x {factors[direction]} (the {reference.label}'s GPU rows over its "
+            "measurement: " + ", ".join(f"{r:.3f}" for r in ratios) + ")"
+        )
+    return factors, "; ".join(words)
+
+
+def measure_vae(family: Family) -> dict[str, Any] | None:
+    """The family's VAE passes (its first VAE: the image or video one), or None without one or
+    without a GPU reference for its architecture."""
+    if not family.vae or family.vae[0].name.split(":")[0] not in VAE_REFERENCE:
+        return None
+    module = family.vae[0]
+    if module.label in _VAE_CACHE:
+        return _VAE_CACHE[module.label]
+    fits = _vae_fits(module)
+    factors, factor_words = vae_factor(module)
+    for direction in ("decode", "encode"):
+        fits[direction] = {
+            key: round(value * factors[direction], 2 if key == "bytes_per_clip_pixel" else 1)
+            for key, value in fits[direction].items()
+        }
+    points = (
+        f"{VAE_FRAMES[0][0]} and {VAE_FRAMES[2][0]} frames at {VAE_FRAMES[0][1]}x"
+        f"{VAE_FRAMES[0][2]} and {VAE_FRAMES[1][1]}x{VAE_FRAMES[1][2]}"
+        if fits["frame_by_frame"]
+        else f"{VAE_SIDES[0]} and {VAE_SIDES[1]} px squares"
+    )
+    source = (
+        f"bench/calibrate_memory.py {family.id} --kind vae: {module.describe()}, bf16 fake tensors "
+        f"on CPU, no gradients, batch 1, flash SDPA; the peak of the live storages a pass "
+        f"creates (its output included, its input and weights not), fitted over {points}, "
+        f"times the GPU factor of its architecture: {factor_words}"
+    )
+    checked = "cpu"
+    rows = VAE_GPU_ROWS.get(module.label)
+    if rows is not None:
+        checks = []
+        worst = 0.0
+        for direction, points_gib in rows.items():
+            for (frames, height, width), gib in points_gib:
+                found = _at(fits[direction], frames, height, width) / 2**30
+                error = found / gib - 1
+                worst = max(worst, abs(error))
+                checks.append(
+                    f"{direction} {frames}x{height}x{width} {found:.2f} GiB vs {gib:.2f} "
+                    f"({error * 100:+.0f} %)"
+                )
+        checked = "gpu" if worst <= 0.15 else "cpu"
+        source += "; the fit against those rows: " + ", ".join(checks)
+    _VAE_CACHE[module.label] = {"checked": checked, **fits, "source": source}
+    return _VAE_CACHE[module.label]
 
 
 def params_of(family: Family) -> dict[str, Any]:
@@ -1929,22 +2897,42 @@ def versions() -> dict[str, str]:
 
 
 HEADER = """\
-# Parameter counts and measured activation memory per memory family. Written by
-# bench/calibrate_memory.py (see its docstring); each arch of archs.yaml names its family with
-# `memory:` or says why it has none with `memory_unknown:`.
+# Parameter counts and measured memory per memory family. Written by bench/calibrate_memory.py
+# (see its docstring: it is the one writer of this file); each arch of archs.yaml names its family
+# with `memory:` or says why it has none with `memory_unknown:`.
 #
+#   checked       how the training figures are checked: gpu = the same measurement, run in the
+#                 setup of the GPU rows (../shared/gpu-measurements.md), agrees with them; cpu =
+#                 measured on the CPU only. A family with no figures is a stand-in.
 #   params        billions of parameters: one transformer (experts: how many it holds), all
 #                 text encoders together, the VAE; `source` says how they were counted
-#   activations   per block kind, bytes per token of one block in bf16 at batch 1:
+#   activations   per block kind, bytes per token of one block in bf16 at batch 1, with the
+#                 `adapter` in place: lora = AI Toolkit's LoRA on the modules `adapted` names,
+#                 built as the toolkit builds it (fp32 down/up pair, the input cast to fp32, no
+#                 autocast), so each adapted Linear keeps its input; none = frozen blocks:
 #                   saved_bytes_per_token   saved for backward, no gradient checkpointing
+#                   frozen_saved_bytes_per_token   the same with no adapter at all
 #                   input_bytes_per_token   kept with checkpointing (the block's input)
 #                   peak_bytes_per_token    the block's transient peak in forward+backward,
 #                                           above its saved bytes
+#                   checkpointed_peak_bytes_per_token   with checkpointing, the block's peak
+#                                           while it is recomputed and back-propagated
 #                   tokens                  joint: per image+text token; image: per image token
 #                                           (then text_bytes_per_token is per text token)
 #                 linearity: the fit's relative miss at a further token count;
 #                 null with `unknown: why` where the blocks could not be measured
+#   unet          a UNet's activations per batch item, each a fit: fixed_bytes plus
+#                 bytes_per_latent_pixel x (height/8 x width/8), per network (lora, locon):
+#                 saved (no checkpointing) and the step's peak above it; checkpointed_saved and
+#                 checkpointed_peak likewise with diffusers' gradient checkpointing
+#   vae           the peak of a decode and an encode above the VAE's weights, no gradients, bf16,
+#                 one image: fixed_bytes + bytes_per_pixel x pixels; a frame_by_frame video VAE:
+#                 bytes_per_pixel per pixel of one frame, + bytes_per_clip_pixel x frames x pixels
 """
+
+# A family's keys in the order they are written (the nested ones keep the order they are built
+# in); a mapping of scalars without a `source` is written on one line ({...}), as is each block.
+_FAMILY_ORDER = ("checked", "params", "activations", "unet", "vae", "unknown")
 
 
 def _scalar(value: Any) -> str:
@@ -1956,30 +2944,43 @@ def _scalar(value: Any) -> str:
     )
 
 
+def _flow(mapping: Mapping[str, Any]) -> str:
+    return "{" + ", ".join(f"{k}: {_scalar(v)}" for k, v in mapping.items()) + "}"
+
+
+def _lines(mapping: Mapping[str, Any], indent: int) -> list[str]:
+    pad = " " * indent
+    out: list[str] = []
+    for key, value in mapping.items():
+        if isinstance(value, Mapping) and value:
+            if "source" not in value and not any(
+                isinstance(v, Mapping | list) for v in value.values()
+            ):
+                out.append(f"{pad}{key}: {_flow(value)}")
+            else:
+                out.append(f"{pad}{key}:")
+                out += _lines(value, indent + 2)
+        elif isinstance(value, list):
+            out.append(f"{pad}{key}:")
+            out += [f"{pad}  - {_flow(item)}" for item in value]
+        else:
+            out.append(f"{pad}{key}: {_scalar(value)}")
+    return out
+
+
 def dump(measured_with: Mapping[str, str], families: Mapping[str, Mapping[str, Any]]) -> str:
-    lines = [HEADER.rstrip("\n"), "format: 1", "measured_with:"]
+    lines = [HEADER.rstrip("\n"), f"format: {FORMAT}", "measured_with:"]
     lines += [f"  {k}: {_scalar(v)}" for k, v in measured_with.items()]
     lines.append("families:")
     for fid in sorted(families):
-        entry = families[fid]
         lines.append(f"  {fid}:")
-        lines.append("    params:")
-        for key in ("transformer", "text_encoder", "vae", "experts", "source"):
-            lines.append(f"      {key}: {_scalar(entry['params'][key])}")
-        acts = entry.get("activations")
-        if acts is None:
-            lines.append("    activations: null")
-            lines.append(f"    unknown: {_scalar(entry['unknown'])}")
-            continue
-        lines.append("    activations:")
-        for key, value in acts.items():
-            if key == "blocks":
-                lines.append("      blocks:")
-                for block in value:
-                    body = ", ".join(f"{k}: {_scalar(v)}" for k, v in block.items())
-                    lines.append(f"        - {{{body}}}")
-            else:
-                lines.append(f"      {key}: {_scalar(value)}")
+        entry = dict(families[fid])
+        if entry.get("unet") is not None:
+            entry.pop("activations", None)
+        elif entry.get("activations") is None:
+            entry["activations"] = None
+        order = {key: i for i, key in enumerate(_FAMILY_ORDER)}
+        lines += _lines(dict(sorted(entry.items(), key=lambda kv: order[kv[0]])), 4)
     return "\n".join(lines) + "\n"
 
 
@@ -2039,40 +3040,72 @@ def sync_archs(families: Mapping[str, Mapping[str, Any]]) -> str:
 # --- the table -----------------------------------------------------------------------------------
 
 
-def table(families: Mapping[str, Mapping[str, Any]]) -> str:
-    """Markdown: each family, its counts and source, its per-token figures (KiB per token)."""
+def _unet_cell(unet: Mapping[str, Any]) -> str:
+    """A UNet's fits in KiB per latent pixel (and the fixed part in MiB)."""
+    parts = []
+    for network, fits in unet["networks"].items():
+        shown = ", ".join(
+            f"{name} {fit['fixed_bytes'] / 2**20:.0f} MiB"
+            f" + {fit['bytes_per_latent_pixel'] / 1024:.1f}"
+            for name, fit in fits.items()
+        )
+        parts.append(f"{network}: {shown} KiB per latent pixel")
+    return "UNet; " + "; ".join(parts)
+
+
+def _vae_cell(vae: Mapping[str, Any] | None) -> str:
+    """A VAE's decode and encode at 1024x1024 (one frame; 81 frames of 480x832 for video)."""
+    if vae is None:
+        return "stand-in: not measured"
+    size = (81, 480, 832) if vae.get("frame_by_frame") else (1, 1024, 1024)
+    decode, encode = (_at(vae[d], *size) / 2**30 for d in ("decode", "encode"))
+    where = "81x480x832" if vae.get("frame_by_frame") else "1024x1024"
+    return f"{decode:.2f} / {encode:.2f} GiB at {where} ({vae['checked']})"
+
+
+def table(families: Mapping[str, Mapping[str, Any]], sources: bool = True) -> str:
+    """Markdown: each family, how it is checked, its counts, its activation figures (KiB per
+    token per block: with the adapter / frozen / kept with checkpointing / peak; or a UNet's
+    fits), its VAE's passes, and (with ``sources``) where the counts come from."""
     rows = [
-        "| family | transformer B | text enc. B | VAE B | experts"
-        " | blocks: saved / ckpt input / peak"
-        " KiB per token per block | source |",
-        "|---|---:|---:|---:|---:|---|---|",
+        "| family | checked | transformer B | text enc. B | VAE B | experts"
+        " | activations: LoRA saved / frozen / ckpt input / peak"
+        " KiB per token per block | VAE decode / encode" + (" | source |" if sources else " |"),
+        "|---|---|---:|---:|---:|---:|---|---|" + ("---|" if sources else ""),
     ]
     for fid in sorted(families):
         entry = families[fid]
         p = entry["params"]
         acts = entry.get("activations")
-        if acts is None:
+        checked = entry.get("checked") or "stand-in"
+        if entry.get("unet") is not None:
+            blocks = _unet_cell(entry["unet"])
+        elif acts is None:
             blocks = f"unknown: {entry['unknown']}"
         else:
             parts = []
             for b in acts["blocks"]:
-                kib = [b[k] / 1024 for k in ("saved_bytes_per_token", "input_bytes_per_token")]
-                kib.append(b["peak_bytes_per_token"] / 1024)
+                keys = ("saved_bytes_per_token", "frozen_saved_bytes_per_token")
+                kib = [(b.get(k) or 0) / 1024 for k in keys]
+                kib += [b[k] / 1024 for k in ("input_bytes_per_token", "peak_bytes_per_token")]
                 per = ""
                 if b.get("tokens") == "image":
                     text = b.get("text_bytes_per_token") or 0
                     per = f" per image token (+{text / 1024:.1f} saved per text token)"
-                parts.append(
-                    f"{b['count']}x {b['name']}: {kib[0]:.1f} / {kib[1]:.1f} / {kib[2]:.1f}{per}"
-                )
-            blocks = f"width {acts['width']}, {acts['text_tokens']} text tokens; " + "; ".join(
-                parts
+                shown = " / ".join(f"{k:.1f}" for k in kib)
+                parts.append(f"{b['count']}x {b['name']}: {shown}{per}")
+            adapter = "" if acts.get("adapter") == "lora" else " (frozen: no adapter measured)"
+            blocks = (
+                f"width {acts['width']}, {acts['text_tokens']} text tokens{adapter}; "
+                + "; ".join(parts)
             )
-        source = p["source"].replace("|", "/")
-        rows.append(
-            f"| {fid} | {p['transformer']:.3f} | {p['text_encoder']:.3f} | {p['vae']:.3f} | "
-            f"{p['experts']} | {blocks} | {source} |"
+        row = (
+            f"| {fid} | {checked} | {p['transformer']:.3f} | {p['text_encoder']:.3f} | "
+            f"{p['vae']:.3f} | {p['experts']} | {blocks} | {_vae_cell(entry.get('vae'))} |"
         )
+        if sources:
+            row += f" {p['source'].replace('|', '/')} |"
+        rows.append(row)
     return "\n".join(rows)
 
 
@@ -2089,6 +3122,37 @@ def _close(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+KINDS = ("all", "params", "activations", "vae")
+
+
+def measure_family(
+    family: Family, old: Mapping[str, Any], kind: str, real: bool = False
+) -> dict[str, Any]:
+    """One family's entry of memory.yaml: ``kind`` measured anew, the rest as ``old`` has it
+    (``real``: the blocks with real tensors, for --check --real)."""
+    entry: dict[str, Any] = {"params": params_of(family)}
+    kept = ("checked", "activations", "unet", "unknown")
+    if kind in ("all", "activations"):
+        if family.unet:
+            entry["unet"] = measure_unet(family)
+            entry["checked"] = "gpu" if family.id in UNET_GPU_ROWS else "cpu"
+        elif family.inputs is None or family.unknown:
+            entry["activations"] = None
+            entry["unknown"] = family.unknown
+        else:
+            entry["activations"] = measure(family, real=real)
+            entry["checked"] = "gpu" if family.id in GPU_ROWS else "cpu"
+    else:
+        entry.update({key: old[key] for key in kept if key in old})
+    if kind in ("all", "vae"):
+        vae = measure_vae(family)
+        if vae is not None:
+            entry["vae"] = vae
+    elif "vae" in old:
+        entry["vae"] = old["vae"]
+    return entry
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="family ids or arch ids (default: all)")
@@ -2098,7 +3162,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--table", action="store_true", help="print memory.yaml as a markdown table"
     )
-    parser.add_argument("--params-only", action="store_true", help="count parameters only")
+    parser.add_argument(
+        "--no-sources", action="store_true", help="with --table: leave the sources out"
+    )
+    parser.add_argument(
+        "--kind",
+        choices=KINDS,
+        default="all",
+        help="what to measure (the rest of each family is kept as memory.yaml has it)",
+    )
+    parser.add_argument("--params-only", action="store_true", help="the same as --kind params")
     parser.add_argument(
         "--real",
         action="store_true",
@@ -2113,7 +3186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     _, stored = load_memory()
     if args.table:
-        print(table(stored))
+        print(table(stored, sources=not args.no_sources))
         return 0
     if args.sync_archs:
         ARCHS_YAML.write_text(sync_archs(stored), encoding="utf-8")
@@ -2123,24 +3196,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     failed: list[str] = []
     for family in resolve(args.names):
         start = time.monotonic()
-        entry: dict[str, Any] = {"params": params_of(family)}
         old = stored.get(family.id, {})
-        if args.params_only:
-            entry["activations"] = old.get("activations")
-            if entry["activations"] is None:
-                entry["unknown"] = old.get("unknown") or "not measured yet"
-        elif family.inputs is None or family.unknown:
-            entry["activations"] = None
-            entry["unknown"] = family.unknown
-        else:
-            try:
-                entry["activations"] = measure(family, real=args.real)
-            except Exception as exc:  # one family's failure must not lose the others
-                failed.append(family.id)
-                print(
-                    f"{family.id}: measuring failed: {type(exc).__name__}: {exc}", file=sys.stderr
-                )
-                continue
+        try:
+            kind = "params" if args.params_only else args.kind
+            entry = measure_family(family, old, kind, real=args.real)
+        except Exception as exc:  # one family's failure must not lose the others
+            failed.append(family.id)
+            print(f"{family.id}: measuring failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            continue
         took = time.monotonic() - start
         p = entry["params"]
         print(
@@ -2156,9 +3219,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not _close(now, was):
                 differ.append(family.id)
                 print(f"{family.id}: differs from memory.yaml\n  now: {now}\n  was: {was}")
-        else:
-            stored[family.id] = entry
-            MEMORY_YAML.write_text(dump(versions(), stored), encoding="utf-8")
+        else:  # read again: another run may have written other families meanwhile
+            _, current = load_memory()
+            current[family.id] = entry
+            MEMORY_YAML.write_text(dump(versions(), current), encoding="utf-8")
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
     if args.check:

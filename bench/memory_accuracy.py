@@ -20,12 +20,33 @@ from oom_wizard.errors import ConfigError
 from oom_wizard.formats.document import load_document
 from oom_wizard.rules.memory import job_memory, verdict
 from oom_wizard.rules.modelkind import find_model_kind
-from tests.support.measured_peaks import EXAMPLES, Point, deltas, example_card, points
+from tests.support.measured_peaks import (
+    EXAMPLES,
+    GPU_FIXTURE,
+    Point,
+    deltas,
+    example_card,
+    points,
+)
 
 SHARE = 0.15
 
 
+def gpu_rows() -> None:
+    """The H200 rows (``tests/fixtures/gpu_peaks.yaml``) against ``fit``'s band, with the
+    figures in the rows' own setup (the LoRA under autocast)."""
+    print(f"{'H200 row':44} {'band GiB':>13} {'measured':>9} {'error':>7}  in band  checked")
+    for p in points(fixture=GPU_FIXTURE, rows_setup=True):
+        inside = p.band.low <= p.measured_gib <= p.band.high
+        print(
+            f"{p.id:44} {p.band.low:6.1f}–{p.band.high:5.1f} {p.measured_gib:9.2f} "
+            f"{100 * p.error:+6.0f}%  {'yes' if inside else 'no ':7}  {p.memory.certainty}"
+        )
+    print()
+
+
 def main() -> None:
+    gpu_rows()
     found = points()
     print("error: (midpoint − measured) / measured; ±15%: measured within 15 % of the midpoint;")
     print("~: published as about / a bit more than; figures: what the arch has in memory.yaml\n")
@@ -110,6 +131,9 @@ def examples() -> None:
             continue
         kind = find_model_kind(doc.view().primary).kind or "image"
         memory = job_memory(doc, [], kind)
+        if memory.not_estimated is not None:
+            print(f"{path.name:46} {card or '':>5} {memory.not_estimated[:60]}")
+            continue
         peak = memory.peak()
         shown = verdict(peak, card) if card else "(no card in the name)"
         print(

@@ -1,4 +1,5 @@
-"""The memory bar: a config's peak against the card, ``19.8 of 23.5 GiB``, with its phase.
+"""The memory bar: a config's peak against the card, ``19.8 of 23.5 GiB (17.1–22.5)``, with its
+phase and what the figure rests on.
 
 The load screen shows today's config; every step screen shows the config with the choices up
 to that step. The figures come from the service (:func:`oom_wizard.service.memory_peak`); the
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
     from oom_wizard.service import MemoryPeak
 
 #: Cells of the bar between its ends.
-BAR_WIDTH: Final = 20
+BAR_WIDTH: Final = 16
 
 #: The verdict in words and its colour.
 VERDICTS: Final = {
@@ -27,13 +28,17 @@ VERDICTS: Final = {
 
 
 def bar_content(peak: MemoryPeak | None) -> Content:
-    """``Memory ▕███████████████░░░░▏ 19.8 of 23.5 GiB, fits, in a training step``.
+    """``Memory ▕█████████████░░░▏ 19.8 of 23.5 GiB (17.1–22.5), fits``, then the phase and what
+    the figure rests on (how its figures were checked, what calibrated it, where the card's
+    size comes from).
 
-    Without a card the bar is left out and the peak is shown alone; without figures, a line
-    that says so.
+    Without a card the bar is left out and the peak is shown alone; without figures, or for a
+    job the model does not cover, a line that says so.
     """
     if peak is None:
         return Content.styled("Memory: no estimate for this job.", "$text-muted")
+    if peak.not_estimated is not None:
+        return Content.styled(f"Memory: {peak.not_estimated}.", "$text-muted")
     parts: list[Content | str] = [Content.styled("Memory ", "bold")]
     verdict = peak.verdict
     if peak.card_gib and verdict is not None:
@@ -49,15 +54,12 @@ def bar_content(peak: MemoryPeak | None) -> Content:
             Content.styled(words, style),
         ]
     else:
-        parts += [Content.styled(f"peak {peak.words()}", "bold"), " (card size unknown)"]
-    parts.append(f", in {peak.phase_words}")
-    detail = [f"≈ band {peak.band.low:.1f}–{peak.band.high:.1f} GiB"]
-    if peak.calibrated:
-        detail.append("fitted to the OOM message")
-    elif peak.card_source:
+        parts += [Content.styled(f"peak {peak.words()}", "bold"), ", card size unknown"]
+    detail = [f"in {peak.phase_words}"]
+    if peak.basis:
+        detail.append(peak.basis)
+    if peak.card_source:
         detail.append(f"card from {peak.card_source}")
-    if not peak.known:
-        detail.append("rough (stand-in figures)")
     return Content.assemble(*parts, Content.styled("\n" + " · ".join(detail), "$text-muted"))
 
 

@@ -73,10 +73,12 @@ async def test_image_job_crashing_in_the_first_steps(tmp_path: Path) -> None:
         await save_from_review(pilot)
     config, log = saved(folder, IMAGE_JOB.config)
     train = process(config)["train"]
-    # The crash's own OOM figures size the fix: checkpointing (it costs no quality) is just
-    # enough, so the batch stays (issue 18).
+    # The crash's own OOM figures size the fix: checkpointing alone (it costs no quality) is
+    # still tight on the 23.5 GiB card, so just enough is checkpointing and a batch of one,
+    # the effective batch kept by accumulation.
     assert train["gradient_checkpointing"] is True  # type: ignore[index]
-    assert train["batch_size"] == 2  # type: ignore[index]
+    assert train["batch_size"] == 1  # type: ignore[index]
+    assert train["gradient_accumulation"] == 2  # type: ignore[index]
     assert log["runs"][0]["moment"] == "early_steps"  # type: ignore[index]
     assert (folder / IMAGE_JOB.config).read_bytes() == (
         Path(__file__).resolve().parents[2] / "presets" / "demo" / IMAGE_JOB.config
@@ -97,11 +99,11 @@ async def test_video_job_crashing_intermittently(tmp_path: Path) -> None:
         assert seen[0] == "num_frames"
         await save_from_review(pilot)
     config, _ = saved(folder, VIDEO_JOB.config)
-    # Just enough for the crash's own figures: cached text embeddings, which cost no quality;
-    # the clips keep their length (issue 18).
+    # No set of rungs is predicted to fit this card with the margin, so the safe set is the
+    # default: shorter clips and cached text embeddings (which cost no quality).
     assert process(config)["train"]["cache_text_embeddings"] is True  # type: ignore[index]
     dataset = process(config)["datasets"][0]  # type: ignore[index]
-    assert dataset["num_frames"] == 81
+    assert dataset["num_frames"] == 41
 
 
 async def test_crash_at_loading_disables_sampling(tmp_path: Path) -> None:

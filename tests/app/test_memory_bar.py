@@ -14,24 +14,33 @@ from oom_wizard.screens.step import StepScreen
 from oom_wizard.service import MemoryPeak, walk_steps
 from tests.support.app_support import demo_app, demo_folder, press, screen_text, wait_for_state
 
-FITS = MemoryPeak(Band(17.1, 22.5), "training", 23.54, "PyTorch's OOM message", True, True)
-WONT = MemoryPeak(Band(30.2, 41.0), "sample", 23.54, "nvidia-smi", False, False)
-UNKNOWN_CARD = MemoryPeak(Band(12.0, 14.0), "load", None, None, False, True)
+CHECKED = "figures checked on a GPU, calibrated by PyTorch's OOM message, log line 173"
+FITS = MemoryPeak(Band(17.1, 22.5), "training", 23.54, "PyTorch's OOM message", True, True, CHECKED)
+WONT = MemoryPeak(
+    Band(30.2, 41.0), "sample", 23.54, "nvidia-smi", False, False, "figures a stand-in"
+)
+UNKNOWN_CARD = MemoryPeak(
+    Band(12.0, 14.0), "load", None, None, False, True, "figures measured on CPU only"
+)
 
 
 def test_the_bar_says_the_peak_against_the_card_in_words() -> None:
     assert str(bar_content(FITS)).splitlines() == [
-        "Memory ▕█████████████████░░░▏ 19.8 of 23.5 GiB, fits, in a training step",
-        "≈ band 17.1–22.5 GiB · fitted to the OOM message",
+        "Memory ▕█████████████░░░▏ 19.8 of 23.5 GiB (17.1–22.5), fits",
+        f"in a training step · {CHECKED} · card from PyTorch's OOM message",
     ]
     assert str(bar_content(WONT)).splitlines() == [
-        "Memory ▕████████████████████▏ 35.6 of 23.5 GiB, won't fit, in a periodic sample",
-        "≈ band 30.2–41.0 GiB · card from nvidia-smi · rough (stand-in figures)",
+        "Memory ▕████████████████▏ 35.6 of 23.5 GiB (30.2–41.0), won't fit",
+        "in a periodic sample · figures a stand-in · card from nvidia-smi",
     ]
     assert str(bar_content(UNKNOWN_CARD)).splitlines() == [
-        "Memory peak 13.0 GiB (card size unknown), in loading the model",
-        "≈ band 12.0–14.0 GiB",
+        "Memory peak 13.0 GiB (12.0–14.0), card size unknown",
+        "in loading the model · figures measured on CPU only",
     ]
+    not_covered = MemoryPeak(
+        Band(1.0, 2.0), "training", 24.0, None, False, True, "", "not estimated: this job type"
+    )
+    assert str(bar_content(not_covered)) == "Memory: not estimated: this job type."
 
 
 class Bars(App[None]):
@@ -74,4 +83,4 @@ async def test_without_a_card_the_peak_is_shown_alone(tmp_path: Path) -> None:
         await wait_for_state(pilot)
         await pilot.pause()
         shown = screen_text(pilot, "#memory")
-        assert "GiB (card size unknown)" in shown and " of " not in shown.splitlines()[0]
+        assert "card size unknown" in shown and " of " not in shown.splitlines()[0]

@@ -59,16 +59,22 @@ def test_the_image_demo_walks_its_ladder_and_leaves_the_deeper_levers_off_it(
 
 
 def test_a_deeper_lever_a_fix_takes_is_on_the_walk(tmp_path: Path) -> None:
-    state = demo(tmp_path, VIDEO_JOB)  # intermittent; just enough: cached text embeddings
+    # Intermittent; no set of rungs is predicted to fit the card with the margin, so "just
+    # enough" is the whole ladder's best try: it takes deeper levers, and they are on the walk.
+    state = demo(tmp_path, VIDEO_JOB)
     assert "text_encoder" in state.plan.fix_steps()
-    assert [s.id for s in walk_steps(state)] == ["num_frames", "sampling", "text_encoder"]
-    index = state.step_index("text_encoder")
-    jumped = done_before(state, index)
-    assert jumped is not None
-    # 6 and 7 and 9 are done; 8, the next bucket down, is optional.
-    assert jumped.words() == "steps 6-9 already done in the config, or optional"
-    assert [step.id for _, step in optional_steps(state)] == [
+    deeper = [s.id for s in walk_steps(state) if s.deeper]
+    assert deeper and all(step in state.plan.fix_steps("just_enough") for step in deeper)
+    assert [s.id for s in walk_steps(state)] == [
+        "num_frames",
+        "sampling",
         "smaller_bucket",
+        "text_encoder",
         "layer_offloading",
         "lora_rank",
     ]
+    index = state.step_index("text_encoder")
+    jumped = done_before(state, index)
+    assert jumped is not None
+    assert jumped.words() == "step 9 already done in the config"
+    assert optional_steps(state) == ()

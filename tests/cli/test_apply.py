@@ -126,7 +126,7 @@ def test_dry_run_shows_the_diff_and_writes_nothing(tmp_path: Path) -> None:
     removed = [line for line in out.splitlines() if line.startswith("-") and "1024" in line]
     assert removed == ["-      - 1024"]
     assert "batch_size: 4 → 1" in out and "Estimate: training step ≈ " in out
-    assert "GiB (today " in out and "training ≈" in out
+    assert "; today " in out and "activations ≈" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["job.yaml"]
 
 
@@ -146,13 +146,14 @@ def test_dry_run_s_estimate_is_the_sized_fix_s_peak_calibrated_by_the_crash(
     assert status == 0
     fix = re.search(r"^Applying just enough: .*training peak ≈ ([\d.]+) of ", out, re.M)
     line = re.search(
-        r"^Estimate: training step ≈ ([\d.]+)–([\d.]+) GiB \(today [\d.–]+ GiB, "
-        r"calibrated by the crash\)",
+        r"^Estimate: training step ≈ ([\d.]+) GiB \(([\d.]+)–([\d.]+); today [\d.–]+ GiB; "
+        r"it crashed needing more than 23.88 GiB",
         out,
         re.M,
     )
     assert fix is not None and line is not None, out
-    low, high = float(line[1]), float(line[2])
+    low, high = float(line[2]), float(line[3])
+    assert float(line[1]) == pytest.approx(float(fix[1]), abs=0.05)
     assert (low + high) / 2 == pytest.approx(float(fix[1]), abs=0.1)
 
 

@@ -15,7 +15,17 @@ from tests.support.plan_support import cli
 
 DEMO = Path(__file__).resolve().parents[2] / "presets" / "demo"
 PHASES = {"load", "baseline_sample", "training", "sample"}
-PARTS = {"transformer", "text_encoder", "vae", "trainable", "optimizer", "activations", "overhead"}
+PARTS = {
+    "transformer",
+    "text_encoder",
+    "vae",
+    "trainable",
+    "optimizer",
+    "activations",
+    "vae_pass",
+    "overhead",
+    "context",
+}
 
 
 @pytest.fixture
@@ -256,3 +266,45 @@ def test_the_card_prompt_asks_again_after_a_typo() -> None:
         ask_card(io.StringIO("x\ny\nz\n"), io.StringIO())
     with pytest.raises(WizardError, match="no card size given"):
         ask_card(io.StringIO(""), io.StringIO())
+
+
+def test_with_the_log_the_card_is_the_oom_message_s_and_not_asked(demo: Path) -> None:
+    found = fit_json(demo, "--log", DEMO / "flux_portrait_lora.log")
+    assert found["card_source"] == "oom-message" and found["card_gib"] == pytest.approx(23.54)
+    # The crashed step is at or above the card; the phases the log shows passing fit.
+    assert found["phases"]["training"]["low"] >= 23.54
+    assert found["calibrated_by"]["passed"] == ["load", "baseline_sample"]
+    for phase in ("load", "baseline_sample"):
+        assert found["phases"][phase]["high"] <= 23.54
+
+
+def test_with_the_log_the_fix_is_for_the_log_s_moment(tmp_path: Path) -> None:
+    for name in ("wan_dance_lora.yaml", "wan_dance_lora.log"):
+        shutil.copyfile(DEMO / name, tmp_path / name)
+    config, log = tmp_path / "wan_dance_lora.yaml", tmp_path / "wan_dance_lora.log"
+    found = fit_json(config, "--log", log)
+    assert found["fix_moment"] == "intermittent"  # the log's moment, not early_steps
+
+
+def test_when_nothing_fits_it_says_so_and_prints_no_apply_line(demo: Path) -> None:
+    status, out, _err = cli("fit", demo, "--gpu", "6", "--no-probe")
+    assert status == 0
+    assert "Nothing on the roll-back ladder" in out and "oom-wizard apply" not in out
+    assert fit_json(demo, "--gpu", "6")["fix_fits"] is False
+
+
+def test_a_job_type_the_model_does_not_cover_gets_no_verdict(tmp_path: Path) -> None:
+    config = tmp_path / "ti.yaml"
+    text = (DEMO / "flux_portrait_lora.yaml").read_text(encoding="utf-8")
+    config.write_text(text.replace("type: 'sd_trainer'", "type: 'textual_inversion_trainer'"))
+    found = fit_json(config, "--gpu", "24")
+    assert found["verdict"] == "not_estimated" and "job type" in found["not_estimated"]
+    status, out, _err = cli("fit", config, "--gpu", "24", "--no-probe")
+    assert status == 0 and "not estimated: this job type" in out and "apply" not in out
+
+
+def test_the_parts_are_named_for_what_they_are(demo: Path) -> None:
+    status, out, _err = cli("fit", demo, "--gpu", "24", "--no-probe")
+    assert status == 0
+    assert "CUDA context 0.7, allocator reserve and workspaces" in out
+    assert "CUDA context + allocator reserve" not in out

@@ -57,7 +57,7 @@ def test_text_shows_every_step_its_fields_and_an_estimate(tmp_path: Path) -> Non
     assert "Fewer frames [num_frames]: offered, on by default" in out
     assert "datasets[0].num_frames: 81 → 41" in out
     assert "bucket 1024 (dataset #1): 1024 → (dropped)" in out  # no folder_path: its place
-    assert "this step alone: training step ≈ " in out and "GiB (today " in out
+    assert "this step alone: training step ≈ " in out and "; today " in out
     assert "Gradient checkpointing on [gradient_checkpointing]: done" in out
 
 

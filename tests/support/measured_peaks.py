@@ -15,11 +15,13 @@ from typing import Any
 import yaml
 
 from oom_wizard.rules.catalog import Presets, load_presets
-from oom_wizard.rules.estimate import arch_facts
 from oom_wizard.rules.memory import Band, JobMemory, job_memory
+from oom_wizard.rules.shape import arch_facts
 from tests.support.plan_support import document
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "measured_peaks.yaml"
+GPU_FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "gpu_peaks.yaml"
+"""The H200 rows of ``../shared/gpu-measurements.md``, as AI Toolkit jobs."""
 EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "aitk-examples"
 TOLERANCE = 0.15
 """A point agrees when it lies within its band widened by this share on each side."""
@@ -40,6 +42,8 @@ class Point:
     has_counts: bool
     has_activations: bool
     known_miss: str | None = None
+    step_gib: float | None = None
+    """A GPU row's step peak above the resident weights (its activations, measured)."""
 
     @property
     def error(self) -> float:
@@ -74,18 +78,60 @@ def job_tree(defaults: Mapping[str, Any], process: Mapping[str, Any]) -> dict[st
     }
 
 
-def points(presets: Presets | None = None) -> list[Point]:
-    """Every point of the fixture with its band."""
+def gpu_setup(presets: Presets) -> Any:
+    """A family lookup with each family's figures in the setup of the shared H200 rows (the
+    LoRA under bf16 autocast, its input kept in bf16; SDXL's LoRA on the attention blocks'
+    Linears): memory.yaml's ``autocast_*`` block figures and the UNet's ``gpu_setup``. AI
+    Toolkit itself casts the LoRA's input to fp32 (the figures the wizard uses), so the rows
+    are checked against the same measurement in their own setup."""
+
+    def lookup(facts: Any) -> Any:
+        family = presets.memory_of(facts)
+        if family is None:
+            return None
+        update: dict[str, Any] = {}
+        if family.activations is not None:
+            blocks = tuple(
+                block.model_copy(
+                    update={
+                        "saved_bytes_per_token": block.autocast_saved_bytes_per_token
+                        or block.saved_bytes_per_token,
+                        "checkpointed_peak_bytes_per_token": (
+                            block.autocast_checkpointed_peak_bytes_per_token
+                            or block.checkpointed_peak_bytes_per_token
+                        ),
+                    }
+                )
+                for block in family.activations.blocks
+            )
+            update["activations"] = family.activations.model_copy(update={"blocks": blocks})
+        if family.unet is not None and family.unet.gpu_setup is not None:
+            networks = {**family.unet.networks, "lora": family.unet.gpu_setup}
+            update["unet"] = family.unet.model_copy(update={"networks": networks})
+        return family.model_copy(update=update)
+
+    return lookup
+
+
+def points(
+    presets: Presets | None = None, fixture: Path = FIXTURE, *, rows_setup: bool = False
+) -> list[Point]:
+    """Every point of the fixture with its band (a GPU row measured without a VAE on the card
+    has the VAE's bytes taken off its band)."""
     presets = presets or load_presets()
-    data = yaml.safe_load(FIXTURE.read_text(encoding="utf-8"))
+    data = yaml.safe_load(fixture.read_text(encoding="utf-8"))
     found = []
     for raw in data["points"]:
         config = job_tree(data["defaults"], raw["process"])
         doc = document(config)
-        memory = job_memory(doc, [], "image", presets=presets)
+        families = gpu_setup(presets) if rows_setup else None
+        memory = job_memory(doc, [], "image", presets=presets, families=families)
         phase = raw.get("phase", "training")
         band = memory.phases[phase]
         assert band is not None, raw["id"]
+        if raw.get("vae_on_card", True) is False:
+            vae = memory.parts[phase].vae
+            band = Band(band.low - vae, band.high - vae)
         process = doc.view().processes[0]
         family = presets.memory_of(arch_facts(process, presets))
         found.append(
@@ -101,6 +147,7 @@ def points(presets: Presets | None = None) -> list[Point]:
                 has_counts=family is not None,
                 has_activations=family is not None and family.activations is not None,
                 known_miss=raw.get("known_miss"),
+                step_gib=raw.get("step_gib"),
             )
         )
     return found

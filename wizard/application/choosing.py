@@ -15,7 +15,6 @@ from oom_wizard.application.settling import (
     Dropped,
     WizardState,
     card_of,
-    crash_figures,
     given,
     memory_calibration,
     settle,
@@ -124,11 +123,16 @@ def fix_summary(state: WizardState) -> tuple[str, ...]:
             "no OOM message with the card's capacity, no nvidia-smi)."
         )
     else:
-        verb = "needed" if sizing.deficit_gib >= 0 else "left"
+        if sizing.calibrated:
+            need = f"it needed more than the card ({sizing.source})"
+        elif sizing.deficit_gib >= 0:
+            need = f"{sizing.deficit_gib:.2f} GiB beyond the card ({sizing.source})"
+        else:
+            need = f"today's estimate is within the card ({sizing.source})"
         lines.append(
             f"Fixes sized against the {sizing.card_gib:.1f} GiB card at the {sizing.phase} "
-            f"peak: {abs(sizing.deficit_gib):.2f} GiB {verb} beyond the card ({sizing.source}), "
-            f"plus a margin of {sizing.margin_gib:.2f} GiB ({MARGIN_SHARE:.0%} of the card)."
+            f"peak: {need}; a fix must fit with {sizing.margin_gib:.2f} GiB "
+            f"({MARGIN_SHARE:.0%} of the card) to spare."
         )
         if not sizing.calibrated:
             lines.append(
@@ -460,26 +464,19 @@ def review(
 
 
 def estimate(state: WizardState, choices: Mapping[str, StepChoice] | None) -> MemoryEstimate:
-    """The memory estimate of the choices: its GiB bands (calibrated by the job's own figures
-    when it has them) and the relative figures (today's config = 100)."""
-    from oom_wizard.rules.catalog import load_presets
+    """The memory of the choices against today's, from the one model with the job's own
+    calibration (:func:`oom_wizard.application.settling.memory_calibration`)."""
     from oom_wizard.rules.plan import changes_for, estimate as plan_estimate
-    from oom_wizard.rules.sizing import Weigher
 
     settled = _settle_validation(state, choices)
     changes = changes_for(given(state, settled), settled)
-    calibration = memory_calibration(state)
-    figures = plan_estimate(
-        state.document, changes, state.model_kind, calibration=calibration, gpus=state.plan.gpus
+    return plan_estimate(
+        state.document,
+        changes,
+        state.model_kind,
+        calibration=memory_calibration(state),
+        gpus=state.plan.gpus,
     )
-    sizing = state.plan.sizing
-    crash, _ = crash_figures(state.job, state.diagnosis, state.moment)
-    if sizing is None or not sizing.calibrated or crash is None:
-        return figures
-    # The fixes were sized in the crash's GiB (sizing.Weigher): the estimate says the same
-    # GiB, so that the fix's predicted peak and the estimate's band are one figure.
-    weigher = Weigher(state.document, state.model_kind, load_presets(), crash, state.plan.gpus)
-    return replace(figures, gib=(weigher.scaled(()), weigher.scaled(changes)))
 
 
 def check_value(state: WizardState, proposal: FieldProposal, typed: str) -> ValueCheck:
@@ -595,10 +592,11 @@ def step_off(step_id: str) -> StepChoice:
 
 
 def estimate_words(figures: MemoryEstimate, moment: str | None = None) -> str:
-    """``training step ≈ 16.2–21.6 GiB (today 52.9–81.3 GiB); training ≈ 25 % of today, samples
-    ≈ 56 %; weights on the GPU ≈ 16.90 GiB → 9.10 GiB`` (approximate): the crashed phase's band
-    first, and for a crash ``moment``, whether the peak it ran into goes down (``plan`` and
-    ``apply`` print it)."""
+    """``training step ≈ 18.8 GiB (17.2–20.4; today 109.8–138.4 GiB; it crashed needing more than
+    23.88 GiB; figures checked on a GPU); activations ≈ 7 % of today's in a training step, 100 %
+    in a sample; weights on the GPU ≈ 14.0 GiB → 14.0 GiB``: the crashed phase's band first,
+    with what it rests on, and for a crash ``moment``, whether the peak it ran into goes down
+    (``plan`` and ``apply`` print it). Every figure is the one model's."""
     from oom_wizard.rules.estimate import CRASHED_PEAK, PEAK_WORDS
     from oom_wizard.spelling import gib
 
@@ -610,21 +608,24 @@ def estimate_words(figures: MemoryEstimate, moment: str | None = None) -> str:
         if now is not None and then is not None:
             from oom_wizard.rules.memory import PHASE_WORDS
 
-            crash = today.calibrated_by is not None and today.calibrated_by.at_least_gib
-            basis = ", calibrated by the crash" if crash else ""
+            calibration = today.calibrated_by
+            basis = ""
+            if calibration is not None and calibration.phase == phase:
+                if calibration.at_least_gib is not None:
+                    basis = f"; it crashed needing more than {calibration.at_least_gib:.2f} GiB"
+                elif calibration.measured_gib is not None:
+                    basis = f"; a run peaked at {calibration.measured_gib:.1f} GiB"
             text = (
-                f"{PHASE_WORDS[phase]} ≈ {now.low:.1f}–{now.high:.1f} GiB "
-                f"(today {then.low:.1f}–{then.high:.1f} GiB{basis}); "
+                f"{PHASE_WORDS[phase]} ≈ {now.mid:.1f} GiB ({now.low:.1f}–{now.high:.1f}; "
+                f"today {then.low:.1f}–{then.high:.1f} GiB{basis}; {today.basis()}); "
             )
-    text += f"training ≈ {figures.train_pct:g} % of today"
+    text += f"activations ≈ {figures.train_pct:g} % of today's in a training step"
     if figures.sample_pct is not None:
-        text += f", samples ≈ {figures.sample_pct:g} %"
-    text += " (relative activation load"
+        text += f", {figures.sample_pct:g} % in a sample"
     if moment is not None:
         before, after = figures.weights_gib(moment)
         if before is not None and after is not None:
             text += f"; weights on the GPU ≈ {gib(before)} → {gib(after)}"
-    text += ", approximate)"
     if moment is not None and moment in CRASHED_PEAK and not figures.lowers(moment):
         text += f"; this leaves {PEAK_WORDS[CRASHED_PEAK[moment]]} unchanged"
     return text
@@ -790,10 +791,9 @@ def memory_peak(
     from oom_wizard.rules.plan import changes_for
     from oom_wizard.rules.sizing import Weigher, peak_of
 
-    calibration, _ = crash_figures(state.job, state.diagnosis, state.moment)
     card, source = card_of(state.job, state.diagnosis)
     weigher = Weigher(
-        state.document, state.model_kind, load_presets(), calibration, state.plan.gpus
+        state.document, state.model_kind, load_presets(), memory_calibration(state), state.plan.gpus
     )
     changes = changes_for(given(state, choices), choices) if state.plan.steps else []
     return peak_of(weigher, changes, card, source)

@@ -11,7 +11,7 @@ from oom_wizard.rules.memory import JobMemory, Phase, Verdict
 from oom_wizard.rules.plan import Plan, StepChoice, StepProposal
 from oom_wizard.vocabulary import Moment
 
-CardSource: TypeAlias = Literal["nvidia-smi", "--gpu", "asked"]
+CardSource: TypeAlias = Literal["nvidia-smi", "--gpu", "oom-message", "asked"]
 
 
 @dataclass(frozen=True)
@@ -31,11 +31,15 @@ def card_gib_problem(gib: float) -> str | None:
 
 
 def probed_card(state: WizardState) -> Card | None:
-    """The first GPU ``nvidia-smi`` showed at the open (the job's ``cuda:0``), if any."""
+    """The first GPU ``nvidia-smi`` showed at the open (the job's ``cuda:0``), else the card
+    PyTorch's OOM message in the log names; None when neither says."""
     probe = state.job.probe
-    if probe is None or not probe.gpus:
-        return None
-    return Card(probe.gpus[0].total_gib, "nvidia-smi")
+    if probe is not None and probe.gpus:
+        return Card(probe.gpus[0].total_gib, "nvidia-smi")
+    oom = state.diagnosis.oom
+    if oom is not None and oom.total:
+        return Card(oom.total, "oom-message")
+    return None
 
 
 def job_memory(
@@ -87,12 +91,13 @@ class FitFix:
 
 
 def fit_fix(state: WizardState, memory: JobMemory, card_gib: float) -> FitFix | None:
-    """The plan's "just enough" fix against the card (:mod:`oom_wizard.rules.sizing`: what costs no
-    quality, then the fewest rungs whose saving leaves a margin on the card), in the plan's
-    order; None when the peak's high edge is within the card already.
+    """The plan's default fix against the card (:mod:`oom_wizard.rules.sizing`: what costs no
+    quality, then the fewest rungs that fit with a margin), in the plan's order; None when
+    the peak's high edge is within the card already.
 
-    The plan is the one for the moment of the peak phase (a training peak: ``early_steps``,
-    a sample: ``sampling``, loading or the first sample: ``loading``), sized against the card
+    The plan is the one for the log's moment when the log (or the user) says when it
+    crashed, else for the moment of the peak phase (a training peak: ``early_steps``, a
+    sample: ``sampling``, loading or the first sample: ``loading``), sized against the card
     with the job's calibration; ``apply --moment M --steps ...`` takes the steps as they are.
     """
     from oom_wizard.rules.memory import PHASE_MOMENT, job_memory as memory_of
@@ -100,20 +105,23 @@ def fit_fix(state: WizardState, memory: JobMemory, card_gib: float) -> FitFix | 
 
     if memory.peak().high <= card_gib:
         return None
-    moment: Moment = PHASE_MOMENT[memory.peak_phase]  # type: ignore[assignment]
-    calibration = memory.calibrated_by
+    moment: Moment
+    if state.settled.moment_source != "assumed" and state.moment != "environment":
+        moment = state.moment
+    else:
+        moment = PHASE_MOMENT[memory.peak_phase]  # type: ignore[assignment]
+    calibration = memory_calibration(state)
     plan = build_plan(
         state.document,
         moment,
         state.model_kind,
         changelog=state.changelog,
+        diagnosis=state.diagnosis,
         calibration=calibration,
         card_gib=card_gib,
         gpus=len(state.job.probe.gpus) if state.job.probe is not None else 1,
     )
-    # The fix's own sizing (:mod:`oom_wizard.rules.sizing`): what costs no quality, then the fewest
-    # rungs that leave the margin; the safe set where no card sizes it.
-    wanted = set(plan.fix_steps("just_enough" if "just_enough" in plan.fixes else "safe"))
+    wanted = set(plan.fix_steps(plan.default_fix))
     taken = [step for step in plan.steps if step.id in wanted and step.id != VALIDATION_STEP]
     trial = {s.id: Choice(step_id=s.id, enabled=s.id in wanted) for s in plan.steps}
     current = memory_of(
@@ -121,6 +129,7 @@ def fit_fix(state: WizardState, memory: JobMemory, card_gib: float) -> FitFix | 
         changes_for(plan, trial),
         state.model_kind,
         calibration=calibration,
+        calibrated_on=state.document,
         gpus=plan.gpus,
     )
     return FitFix(moment, plan, tuple(taken), current, current.peak().high <= card_gib)
@@ -133,13 +142,14 @@ class FitReport:
     Attributes:
         card: The card measured against.
         memory: The job's memory (calibrated when its runs say something).
-        verdict: ``fits``, ``tight`` or ``wont_fit`` of the peak phase.
+        verdict: ``fits``, ``tight`` or ``wont_fit`` of the peak phase; ``not_estimated``
+            for a job the model does not cover (``memory.not_estimated`` says why).
         fix: The roll-back steps that would make it fit (None when it fits).
     """
 
     card: Card
     memory: JobMemory
-    verdict: Verdict
+    verdict: Verdict | Literal["not_estimated"]
     fix: FitFix | None
 
     def phase_verdict(self, phase: Phase) -> Verdict | None:
@@ -160,6 +170,8 @@ class FitReport:
             "phases": memory.phases_json(),
             "peak_phase": memory.peak_phase,
             "verdict": self.verdict,
+            "not_estimated": memory.not_estimated,
+            "certainty": memory.certainty,
             "parts_gib": memory.parts[memory.peak_phase].as_dict(),
             "calibrated_by": memory.calibrated_by.as_json() if memory.calibrated_by else None,
             "calibration_scale": round(memory.scale, 3),
@@ -169,6 +181,7 @@ class FitReport:
             "fix_moment": fix.moment if fix is not None else None,
             "fix_fits": fix.reaches if fix is not None else None,
             "fix_peak_gib": fix.memory.peak().rounded() if fix is not None else None,
+            "fix_phases": fix.memory.phases_json() if fix is not None else None,
         }
 
 
@@ -178,6 +191,8 @@ def fit(state: WizardState, card: Card) -> FitReport:
     from oom_wizard.rules.memory import verdict
 
     memory, _after = job_memory(state, {})
+    if memory.not_estimated is not None:
+        return FitReport(card, memory, "not_estimated", None)
     found = verdict(memory.peak(), card.gib)
     fix = fit_fix(state, memory, card.gib) if found != "fits" else None
     return FitReport(card, memory, found, fix)

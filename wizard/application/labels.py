@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 def arch_of(state: WizardState | JobDocument, path: FieldPath) -> ArchFacts | None:
     """The arch of the process a field belongs to (the first process's for a bare path)."""
     from oom_wizard.rules.catalog import load_presets
-    from oom_wizard.rules.estimate import arch_facts
+    from oom_wizard.rules.shape import arch_facts
 
     process = process_of(state, path)
     return arch_facts(process, load_presets()) if process is not None else None
@@ -93,8 +93,8 @@ def ui_hint(path: str, state: WizardState | None = None) -> str | None:
     """
     from oom_wizard.paths import parse_path
     from oom_wizard.rules.catalog import load_presets
-    from oom_wizard.rules.estimate import arch_facts
     from oom_wizard.rules.plan import field_hint
+    from oom_wizard.rules.shape import arch_facts
 
     presets = load_presets()
     if state is None:

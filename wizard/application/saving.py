@@ -242,11 +242,14 @@ def memory_record(state: WizardState, ready: Prepared, kind: ModelKind) -> dict[
             kind,
             calibration=memory_calibration(state),
             calibrated_on=state.document,
+            gpus=state.plan.gpus,
         )
     except WizardError:
         return None
     return {
         "phase": after.peak_phase,
         "estimated_gib": after.peak().rounded(),
+        "phases": after.phases_json(),
+        "certainty": after.certainty,
         "calibrated_by": after.calibrated_by.as_json() if after.calibrated_by else None,
     }

@@ -111,19 +111,30 @@ def settle(job: OpenedJob, answers: Answers, *, new_crash: bool = False) -> Sett
 def crash_figures(
     job: OpenedJob, diagnosis: Diagnosis, moment: str
 ) -> tuple[Calibration | None, float | None]:
-    """The crash's own figures for the phase a crash at ``moment`` ran into (PyTorch's OOM
-    message, when the log holds one and its phase is that one), and the card's capacity: the
-    message's, else the probe's (None: unknown)."""
-    from oom_wizard.rules.memory import calibration_from, phase_of
-    from oom_wizard.rules.sizing import phase_of_moment, phases_of_moment
-
-    phases = phases_of_moment(moment)
-    logged = phase_of(diagnosis)
-    calibration = None
-    if phases and (logged is None or logged in phases):
-        calibration = calibration_from(diagnosis, logged or phase_of_moment(moment))
+    """The job's own figures (:func:`job_calibration`) and the card's capacity: the OOM
+    message's, else the probe's (None: unknown). ``moment`` is kept for the callers that
+    settle a moment: the figures are about the phase that crashed, whatever the moment."""
+    del moment
+    calibration = job_calibration(job, diagnosis)
     card = calibration.card_gib if calibration is not None else None
     return calibration, card if card is not None else card_of(job, diagnosis)[0]
+
+
+def job_calibration(job: OpenedJob, diagnosis: Diagnosis) -> Calibration | None:
+    """The one calibration of a job's memory (:mod:`oom_wizard.rules.memory`'s rule): PyTorch's
+    OOM message in its log, a floor of the phase that crashed; else the measured peak of its
+    last ``run`` attempt (``attempts[].peak_gib``, a point). A log that is not this config's
+    (``log_matches_config`` false) says nothing about it."""
+    from oom_wizard.rules.memory import calibration_from, calibration_from_attempts
+
+    if job.scan is not None and diagnosis.log_matches_config is not False:
+        found = calibration_from(diagnosis, None)
+        if found is not None:
+            return found
+    if job.changelog is not None and job.changelog.attempts:
+        attempts = [attempt.model_dump() for attempt in job.changelog.attempts]
+        return calibration_from_attempts(attempts, config=job.source.name)
+    return None
 
 
 def card_of(job: OpenedJob, diagnosis: Diagnosis) -> tuple[float | None, str | None]:
@@ -502,23 +513,9 @@ def environment_verdict(state: WizardState) -> EnvironmentVerdict:
 
 
 def memory_calibration(state: WizardState) -> Calibration | None:
-    """What this config's own runs say about its peak: PyTorch's OOM message in its log (a
-    floor of the phase that crashed), else the measured peak of its last ``run`` attempt
-    (``attempts[].peak_gib`` of an attempt that ran this config).
-
-    A log that is not this config's (``log_matches_config`` false) says nothing about it.
-    """
-    from oom_wizard.rules.memory import calibration_from, calibration_from_attempts
-
-    diagnosis = state.diagnosis
-    if state.job.scan is not None and diagnosis.log_matches_config is not False:
-        found = calibration_from(diagnosis, None)
-        if found is not None:
-            return found
-    if state.changelog is not None and state.changelog.attempts:
-        attempts = [attempt.model_dump() for attempt in state.changelog.attempts]
-        return calibration_from_attempts(attempts, config=state.source.name)
-    return None
+    """What this config's own runs say about its peak (:func:`job_calibration`): every figure
+    of the job's memory, in every front end, is calibrated by this one."""
+    return job_calibration(state.job, state.diagnosis)
 
 
 @dataclass(frozen=True)

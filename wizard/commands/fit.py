@@ -23,13 +23,19 @@ from oom_wizard.errors import WizardError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from oom_wizard.service import Card, FitReport, WizardState
+    from oom_wizard.service import Calibration, Card, FitReport, WizardState
 
 PHASE_WORDS = {
     "load": "loading",
     "baseline_sample": "first sample",
     "training": "training step",
     "sample": "periodic sample",
+}
+CARD_WORDS = {
+    "nvidia-smi": "nvidia-smi",
+    "--gpu": "--gpu",
+    "oom-message": "from PyTorch's OOM message in the log",
+    "asked": "asked",
 }
 PART_WORDS = {
     "transformer": "transformer",
@@ -38,7 +44,7 @@ PART_WORDS = {
     "trainable": "trained weights + gradients",
     "optimizer": "optimizer state",
     "activations": "activations",
-    "overhead": "CUDA context + allocator reserve",
+    "vae_pass": "VAE decode/encode",
 }
 
 
@@ -114,7 +120,8 @@ def _with_defaults(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def card_of(state: WizardState, gpu: float | None) -> Card:
-    """The card: nvidia-smi's, else ``--gpu``, else asked on a terminal.
+    """The card: ``--gpu``, else nvidia-smi's, else the one PyTorch's OOM message in the log
+    names, else asked on a terminal.
 
     Raises:
         WizardError: no card known and no terminal to ask on.
@@ -164,6 +171,29 @@ def ask_card(answers: TextIO, prompts: TextIO) -> Card:
     raise AssertionError("unreachable: the last try returns or raises")
 
 
+def calibration_words(calibration: Calibration, scale: float) -> str:
+    """What the log (or a run) said and what it did to the bands, in one line."""
+    card = f" on the {calibration.card_gib:.1f} GiB card" if calibration.card_gib else ""
+    said: list[str] = []
+    if calibration.at_least_gib is not None:
+        said.append(
+            f"the {PHASE_WORDS[calibration.phase]} needed more than "
+            f"{calibration.at_least_gib:.2f} GiB (a floor)"
+        )
+    elif calibration.measured_gib is not None:
+        said.append(
+            f"the {PHASE_WORDS[calibration.phase]} peaked at {calibration.measured_gib:.1f} GiB"
+        )
+    if calibration.passed:
+        said.append(" and ".join(PHASE_WORDS[p] for p in calibration.passed) + f" passed{card}")
+    effect = (
+        f"activations and workspaces × {scale:.2f}"
+        if abs(scale - 1.0) > 1e-6
+        else "the band agrees"
+    )
+    return f"{calibration.source}: {'; '.join(said)} ({effect})"
+
+
 def band_text(low: float, high: float) -> str:
     """``20.3–25.7 GiB``."""
     return f"{low:.1f}–{high:.1f} GiB"
@@ -173,42 +203,41 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
     """The phases, the verdict, the parts of the peak and the fix, as text."""
     memory, card = report.memory, report.card
     console.print(
-        f"Will it fit: {state.source} on a {card.gib:.1f} GiB card ({card.source})", markup=False
+        f"Will it fit: {state.source} on a {card.gib:.1f} GiB card ({CARD_WORDS[card.source]})",
+        markup=False,
     )
+    if memory.not_estimated is not None:
+        console.print(f"  {memory.not_estimated}.", markup=False)
+        return
     for phase, band in memory.phases.items():
         words = PHASE_WORDS[phase].ljust(16)
         if band is None:
             console.print(f"  {words} does not happen", markup=False)
             continue
         mark = (report.phase_verdict(phase) or "").replace("_", " ")
+        calibration = memory.calibrated_by
+        if calibration is not None and phase in calibration.passed:
+            mark += " (the log shows it passed)"
+        elif calibration is not None and calibration.floor_gib and phase == calibration.phase:
+            mark += " (it crashed here)"
         console.print(f"  {words} {band_text(band.low, band.high).ljust(16)} {mark}", markup=False)
     peak = memory.peak()
     console.print(
-        f"  peak: {PHASE_WORDS[memory.peak_phase]}, {band_text(peak.low, peak.high)} of "
-        f"{card.gib:.1f} GiB: {report.verdict.replace('_', ' ')}",
+        f"  peak: {PHASE_WORDS[memory.peak_phase]}, {peak.mid:.1f} of {card.gib:.1f} GiB "
+        f"({peak.low:.1f}–{peak.high:.1f}): {report.verdict.replace('_', ' ')}; "
+        f"{memory.basis()}",
         markup=False,
     )
     parts = memory.parts[memory.peak_phase].as_dict()
-    shown = ", ".join(f"{PART_WORDS[k]} {v:.1f}" for k, v in parts.items() if v >= 0.05)
+    shown = ", ".join(f"{PART_WORDS[k]} {parts[k]:.1f}" for k in PART_WORDS if parts[k] >= 0.05)
+    shown += (
+        f", CUDA context {parts['context']:.1f}, allocator reserve and workspaces "
+        f"{parts['overhead'] - parts['context']:.1f}"
+    )
     console.print(f"  at the peak (GiB, midpoints): {shown}", markup=False)
     calibration = memory.calibrated_by
     if calibration is not None:
-        said = (
-            f"needed more than {calibration.at_least_gib:.1f} GiB"
-            if calibration.at_least_gib is not None
-            else f"peaked at {calibration.measured_gib or 0.0:.1f} GiB"
-        )
-        if abs(memory.scale - 1.0) < 1e-6:
-            console.print(
-                f"  {calibration.source}: {PHASE_WORDS[calibration.phase]} {said}; the band agrees",
-                markup=False,
-            )
-        else:
-            console.print(
-                f"  calibrated by {calibration.source}: {PHASE_WORDS[calibration.phase]} "
-                f"{said} (activations and overhead × {memory.scale:.2f})",
-                markup=False,
-            )
+        console.print(f"  {calibration_words(calibration, memory.scale)}", markup=False)
     for note in memory.notes:
         console.print(f"  note: {note}", markup=False)
     fix = report.fix
@@ -219,10 +248,23 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
         console.print("No roll-back step lowers this peak.", markup=False)
         return
     fixed = fix.memory.peak()
-    outcome = "fits" if fix.reaches else "still does not fit"
+    if not fix.reaches:
+        console.print(
+            f"Nothing on the roll-back ladder for '{fix.moment}' is predicted to fit this card: "
+            f"with {', '.join(s.id for s in fix.steps)} the peak is still "
+            f"{band_text(fixed.low, fixed.high)} of {card.gib:.1f} GiB. What is left: a bigger "
+            "card, a smaller or quantized variant of the model, or more layer offloading.",
+            markup=False,
+        )
+        return
+    after = fix.memory.phases.get(memory.peak_phase)
+    today = (
+        f"{PHASE_WORDS[memory.peak_phase]} {band_text(after.low, after.high)}; " if after else ""
+    )
     console.print(
         f"To fit, the roll-back for '{fix.moment}' with: {', '.join(s.id for s in fix.steps)} "
-        f"(peak {band_text(fixed.low, fixed.high)}: {outcome})",
+        f"({today}peak {PHASE_WORDS[fix.memory.peak_phase]} {band_text(fixed.low, fixed.high)}: "
+        "fits)",
         markup=False,
     )
     console.print(

@@ -302,6 +302,8 @@ class ModelKwargsView(_Section):
     """Edit archs that resize their control images: to the target's area instead of theirs."""
     control_image_max_pixels: OptionalCount = None
     """Krea 2 and Boogu edit: the pixel budget a control image is scaled down to."""
+    use_comfy_weights: Flag = False
+    """Load ComfyUI's pre-quantized weights: the transformer arrives at its file's precision."""
 
 
 class TrainView(_Section):

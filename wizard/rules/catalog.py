@@ -389,6 +389,11 @@ class ArchsFile(_Frozen):
 
 # --- memory: parameter counts and measured activations (memory.yaml) ------------------------
 
+Checked = Literal["gpu", "cpu"]
+"""How far a family's figures are checked: ``gpu`` where the same measurement agrees with a real
+GPU's peaks (``../shared/gpu-measurements.md``), ``cpu`` where they are measured on the CPU only.
+A family without figures is a stand-in; the code knows it by their absence."""
+
 
 class FamilyParams(_Frozen):
     """Parameter counts of one memory family in billions, and how they were obtained."""
@@ -403,7 +408,12 @@ class FamilyParams(_Frozen):
 
 
 class BlockMemory(_Frozen):
-    """One kind of block the transformer stacks, and its bf16 activation bytes per token."""
+    """One kind of block the transformer stacks, and its bf16 activation bytes per token.
+
+    The figures are taken with the family's ``adapter`` in place (see
+    :class:`FamilyActivations`): with AI Toolkit's LoRA, every adapted Linear keeps its input
+    for the adapter's weight gradient, which a frozen block does not.
+    """
 
     name: NonEmpty
     count: int = Field(gt=0)
@@ -419,11 +429,24 @@ class BlockMemory(_Frozen):
     """For an image-token block: bytes saved per text token (its cross-attention keys/values)."""
     checkpointed_peak_bytes_per_token: float | None = Field(default=None, ge=0)
     """With checkpointing: the block's peak per token while it is recomputed and back-propagated."""
+    frozen_saved_bytes_per_token: float | None = Field(default=None, gt=0)
+    """The same block with no adapter at all (the gradient flowing to the inputs only): what a
+    module the adapter leaves out costs, and the figure the frozen GPU rows check."""
+    lokr_saved_bytes_per_token: float | None = Field(default=None, gt=0)
+    """With AI Toolkit's LoKr instead of its LoRA, where that saves a different amount."""
+    autocast_saved_bytes_per_token: float | None = Field(default=None, gt=0)
+    """With the LoRA run under bf16 autocast (its input kept in bf16, shared with the base), as
+    the shared GPU rows were taken: the figure that checks the method against them."""
+    autocast_checkpointed_peak_bytes_per_token: float | None = Field(default=None, ge=0)
+    """``checkpointed_peak_bytes_per_token`` in that setup."""
 
     @model_validator(mode="after")
     def _consistent(self) -> BlockMemory:
         if self.saved_bytes_per_token < self.input_bytes_per_token:
             raise ValueError("saved_bytes_per_token is below input_bytes_per_token")
+        frozen = self.frozen_saved_bytes_per_token
+        if frozen is not None and frozen > self.saved_bytes_per_token:
+            raise ValueError("frozen_saved_bytes_per_token is above saved_bytes_per_token")
         return self
 
 
@@ -433,6 +456,12 @@ class FamilyActivations(_Frozen):
     width: int = Field(gt=0)
     text_tokens: int = Field(ge=0)
     """The text sequence length AI Toolkit trains the arch with."""
+    adapter: Literal["lora", "none"]
+    """What was in place while measuring: AI Toolkit's LoRA on the modules ``adapted`` names, or
+    nothing (frozen blocks, an older measurement that counts no adapter inputs: too low for a
+    LoRA without checkpointing)."""
+    adapted: NonEmpty | None = None
+    """Which modules AI Toolkit adapts for this arch, and where its code says so."""
     blocks: Annotated[tuple[BlockMemory, ...], Field(min_length=1)]
     tokens_per_frame_note: NonEmpty | None = None
     linearity: float | None = Field(default=None, ge=0)
@@ -447,27 +476,147 @@ class FamilyActivations(_Frozen):
         _unique(tuple(block.name for block in blocks))
         return blocks
 
+    @model_validator(mode="after")
+    def _adapted_named(self) -> FamilyActivations:
+        if (self.adapter == "lora") != (self.adapted is not None):
+            raise ValueError("adapter: lora needs adapted (which modules); adapter: none has none")
+        return self
+
+
+# The smallest latent a UNet trains at (256 px: 32 x 32 latent pixels); a fit must be positive
+# from there on.
+_SMALLEST_LATENT_PIXELS: Final = 32 * 32
+
+
+class LatentFit(_Frozen):
+    """Bytes of one UNet pass per batch item: a fixed part plus a slope per latent pixel."""
+
+    fixed_bytes: float
+    """The intercept of the fit (small, and may be slightly negative)."""
+    bytes_per_latent_pixel: float = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _positive(self) -> LatentFit:
+        if self.at(_SMALLEST_LATENT_PIXELS) < 0:
+            raise ValueError(f"negative at {_SMALLEST_LATENT_PIXELS} latent pixels")
+        return self
+
+    def at(self, latent_pixels: float) -> float:
+        """The fit's bytes for one batch item of ``latent_pixels`` (height × width / 64)."""
+        return self.fixed_bytes + self.bytes_per_latent_pixel * latent_pixels
+
+
+class UnetPass(_Frozen):
+    """A UNet's training step with one kind of adapter, with and without checkpointing."""
+
+    saved: LatentFit
+    """Saved for backward when the forward has returned, no checkpointing."""
+    peak: LatentFit
+    """The step's peak above ``saved`` (backward's transient), no checkpointing."""
+    checkpointed_saved: LatentFit
+    """Kept when the forward has returned, with diffusers' gradient checkpointing."""
+    checkpointed_peak: LatentFit
+    """The step's peak above ``checkpointed_saved`` (one block recomputed and back-propagated)."""
+
+
+class UnetMemory(_Frozen):
+    """A UNet family's activations: not a stack of equal blocks, so fitted per latent pixel."""
+
+    text_tokens: int = Field(ge=0)
+    adapted: NonEmpty
+    """Which modules AI Toolkit adapts in the UNet, and where its code says so."""
+    networks: Mapping[Literal["lora", "locon"], UnetPass]
+    """``lora``: AI Toolkit's LoRA (Linears and 1x1 convolutions); ``locon``: with ``conv`` set,
+    the 3x3 convolutions adapted too, each keeping its input."""
+    gpu_setup: UnetPass | None = None
+    """The same measurement in the setup of the shared GPU rows (LoRA on the attention blocks'
+    Linears under bf16 autocast): what checks the method against them."""
+    linearity: float | None = Field(default=None, ge=0)
+    """The largest relative miss of the fit at a further resolution (0.01 = 1 %)."""
+    attention: NonEmpty | None = None
+    source: NonEmpty
+
+    @field_validator("networks")
+    @classmethod
+    def _lora_given(cls, networks: Mapping[str, UnetPass]) -> Mapping[str, UnetPass]:
+        if "lora" not in networks:
+            raise ValueError("needs the lora figures")
+        return networks
+
+
+class VaePass(_Frozen):
+    """The peak of one VAE pass above its weights, no gradients, bf16, one image or clip.
+
+    ``bytes_per_pixel`` is per pixel of the image; for a VAE that works frame by frame, per pixel
+    of one frame (the working set it does not repeat per frame). ``bytes_per_clip_pixel`` is per
+    pixel of the whole clip (frames × height × width): what the assembled video costs.
+    """
+
+    fixed_bytes: float
+    bytes_per_pixel: float = Field(gt=0)
+    bytes_per_clip_pixel: float = Field(default=0.0, ge=0)
+
+    def at(self, pixels: float, frames: int = 1) -> float:
+        """The pass's peak for one image of ``pixels`` (or a clip of ``frames`` such frames)."""
+        return (
+            self.fixed_bytes
+            + self.bytes_per_pixel * pixels
+            + self.bytes_per_clip_pixel * pixels * frames
+        )
+
+
+class VaeMemory(_Frozen):
+    """A family's VAE: the peaks of its decode (every sample) and encode (uncached latents)."""
+
+    checked: Checked
+    frame_by_frame: bool = False
+    """A video VAE that decodes and encodes one chunk of frames at a time with a cache, so its
+    working set does not grow with the frame count."""
+    decode: VaePass
+    encode: VaePass
+    source: NonEmpty
+
+    @model_validator(mode="after")
+    def _clip_term(self) -> VaeMemory:
+        clip = (self.decode.bytes_per_clip_pixel, self.encode.bytes_per_clip_pixel)
+        if not self.frame_by_frame and any(clip):
+            raise ValueError("bytes_per_clip_pixel is for a frame_by_frame VAE")
+        for name, fit in (("decode", self.decode), ("encode", self.encode)):
+            if fit.at(256 * 256) <= 0:
+                raise ValueError(f"{name} is not positive at 256x256")
+        return self
+
 
 class MemoryFamily(_Frozen):
-    """One memory family: its parameter counts and, when measured, its activation figures."""
+    """One memory family: its parameter counts and, when measured, its activation figures
+    (``activations`` for a stack of blocks, ``unet`` for a UNet) and its VAE's passes."""
 
     id: NonEmpty
+    checked: Checked | None = None
+    """How the training figures (``activations`` or ``unet``) are checked; given with them."""
     params: FamilyParams
-    activations: FamilyActivations | None
+    activations: FamilyActivations | None = None
+    unet: UnetMemory | None = None
+    vae: VaeMemory | None = None
     unknown: NonEmpty | None = None
-    """Why there are no activation figures (given exactly when ``activations`` is null)."""
+    """Why there are no activation figures (given exactly when there are none)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> MemoryFamily:
-        if (self.activations is None) == (self.unknown is None):
-            raise ValueError("give activations, or activations: null with unknown: why")
+        if self.activations is not None and self.unet is not None:
+            raise ValueError("give activations (blocks) or unet, not both")
+        measured = self.activations is not None or self.unet is not None
+        if measured == (self.unknown is not None):
+            raise ValueError("give activations or unet, or activations: null with unknown: why")
+        if measured != (self.checked is not None):
+            raise ValueError("checked (gpu or cpu) goes with the activation figures, and only")
         return self
 
 
 class MemoryFile(_Frozen):
     """The schema of ``memory.yaml``."""
 
-    format: Literal[1]
+    format: Literal[2]
     measured_with: Mapping[NonEmpty, NonEmpty] = Field(min_length=1)
     families: Mapping[NonEmpty, MemoryFamily] = Field(min_length=1)
 

@@ -3,9 +3,12 @@
 Four phases peak at different moments: the end of ``load`` (the weights just moved to the
 card), the ``baseline_sample`` before step 0, a ``training`` step, and a periodic ``sample``.
 Each is a band (low, high) in GiB, not a point: the weights are counted exactly from the
-model's parameters, the activations from per-token figures measured on the model's own
-blocks, and what no CPU can measure (the CUDA context, the allocator's reserve) is one
-overhead term fitted against published measured peaks (``tests/fixtures/measured_peaks.yaml``).
+model's parameters, the activations from figures measured on the model's own blocks with AI
+Toolkit's adapters in place (per token per block, per latent pixel for a UNet), the VAE's
+passes from its own decode and encode figures, and what no CPU can measure (the CUDA context,
+the allocator's slack) from the H200 rows (``tests/fixtures/gpu_peaks.yaml``), checked against
+published peaks (``tests/fixtures/measured_peaks.yaml``). How wide a band is depends on how its
+figures were checked (:data:`ACTIVATION_BAND`: on a GPU, on CPU only, a stand-in).
 
 The figures are data: parameter counts and per-block activation bytes come from
 ``presets/memory.yaml`` (``bench/calibrate_memory.py`` made them); an arch without them falls back
@@ -28,7 +31,9 @@ turned into GiB at the end (``/ 2³⁰``)::
                    ``paramiter_swapping``), else 1: only that share holds a gradient
     optimizer    = n × S                           n trained weights, S state bytes per weight
     activations  = see below
-    overhead     = C + f × (everything above)      the CUDA context and the allocator's reserve
+    overhead     = C + k × activations + W         the CUDA context (a constant), the allocator's
+                                                   slack (a share of the activations) and, outside
+                                                   loading, the trainer's workspaces
 
     P_t, P_te, P_vae  billions of parameters (memory.yaml's family, else archs.yaml, else nominal;
                  an arch whose size follows ``model.name_or_path``, the generic ``wan21``, takes
@@ -88,13 +93,12 @@ it and the sample (and happens with validation even when sampling is off).
 
 The phases::
 
-    load            low  max(T_full, transformer + TE_full), high  max(T_full + text_encoder,
-                    transformer + TE_full), + vae + overhead (a quarter of the reserve's share)
-                    T_full, TE_full: at full precision before quantizing (without low_vram, the
-                    toolkit moves the model to the card first, then quantizes it); low is the
-                    order that loads the transformer first (FLUX), high the other (HiDream)
+    load            transformer + one block at full precision while it is quantized on the
+                    card (not with low_vram, which quantizes in system RAM, nor with ComfyUI's
+                    pre-quantized weights) + text_encoder + vae (+ one item's encode while the
+                    latents are cached) + the context
     baseline_sample transformer + text_encoder (0 when cached) + vae + adapter weights
-                    + sample activations + overhead
+                    + the larger of the sample's denoising pass and the VAE decode + overhead
     training        transformer + text_encoder (0 when cached or unloaded, unless trained) + vae
                     + trainable + optimizer + training activations + overhead
     sample          as baseline_sample, with the optimizer state that now exists
@@ -103,15 +107,18 @@ The phases::
     the activations, not their sum.
 
 The band: weights × [1, 1 + WEIGHT_SLACK] (quantized models keep some layers unquantized and
-carry scales: + QUANT_SLACK), activations × ACTIVATION_BAND, overhead C and f from
-OVERHEAD_LOW to OVERHEAD_HIGH.
+carry scales: + QUANT_SLACK), activations × ACTIVATION_BAND[certainty], the context
+CUDA_CONTEXT_GIB, the slack ALLOCATOR_SLACK, the workspaces RUNTIME_GIB, each batch item's own
+cost ITEM_GIB.
 
-A crash's own figures (PyTorch's OOM message: allocated + tried to allocate) or a run's measured
-peak calibrate the phase they come from: the activations and overhead of every phase are scaled
-by the one factor that brings that phase's band to agree (:class:`Calibration`).
+THE calibration rule (:func:`_scale_for`, :func:`_facts_first`): PyTorch's OOM message is a
+floor (the crashed phase needed more than allocated + tried, and more than the card), so that
+phase's low edge is lifted to it, never lowered; a run's measured peak is a point the band is
+centred on; either way by one factor on the varying part of every phase, today's and after any
+change. The phases the log shows passing are within the card, and stay so after a change that
+does not make them heavier.
 
-Left out, with a note where it matters: the VAE's encode/decode activations (latent caching, a
-video sample's decode), the text encoder's forward, cuDNN benchmark workspaces.
+Left out, with a note where it matters: the text encoder's forward, cuDNN benchmark workspaces.
 """
 
 from __future__ import annotations
@@ -126,8 +133,16 @@ from typing import TYPE_CHECKING, Final, Literal, Protocol
 from oom_wizard.formats.change import Change
 from oom_wizard.formats.document import JobDocument, apply_edits
 from oom_wizard.formats.view import DatasetView, JobView, ProcessView, SampleView, build_view
-from oom_wizard.rules.catalog import ArchFacts, LeversFile, Presets, load_presets
-from oom_wizard.rules.estimate import Shape, arch_facts, dataset_frames, offloaded_fractions
+from oom_wizard.rules.catalog import (
+    ArchFacts,
+    LeversFile,
+    Presets,
+    UnetMemory,
+    UnetPass,
+    VaeMemory,
+    load_presets,
+)
+from oom_wizard.rules.shape import Shape, arch_facts, dataset_frames, offloaded_fractions
 
 if TYPE_CHECKING:
     from oom_wizard.rules.diagnosis import Diagnosis
@@ -141,27 +156,137 @@ BILLION: Final = 1e9
 
 WEIGHT_SLACK: Final = 0.03
 """Buffers, norms and embeddings beyond the counted parameters (upper edge of the band)."""
-QUANT_SLACK: Final = 0.12
+QUANT_SLACK: Final = 0.06
 """A quantized model keeps some layers in full precision and carries scales (upper edge)."""
-ACTIVATION_BAND: Final = (0.85, 1.3)
-"""The measured per-token figures × this: the loss, the latents, fp32 upcasts and attention
-workspaces the block measurement leaves out widen it upwards."""
+
+Certainty = Literal["gpu", "cpu", "stand_in"]
+"""How the activation figures of a process were checked: on a real GPU (the shared H200
+rows), measured on CPU only (``bench/calibrate_memory.py``), or a stand-in (another family's
+figures, or nominal ones)."""
+
+CERTAINTY_WORDS: Final[Mapping[Certainty, str]] = MappingProxyType(
+    {
+        "gpu": "checked on a GPU",
+        "cpu": "measured on CPU only",
+        "stand_in": "a stand-in",
+    }
+)
+
+ACTIVATION_BAND: Final[Mapping[Certainty, tuple[float, float]]] = MappingProxyType(
+    {
+        "gpu": (0.92, 1.08),
+        "cpu": (0.85, 1.30),
+        "stand_in": (0.60, 1.80),
+    }
+)
+"""The activations × this at the band's edges, by how they were checked: a GPU-checked figure
+is within a few per cent of the H200 rows; a CPU measurement leaves out the loss, fp32 upcasts
+and workspaces; a stand-in can be off by half."""
+
+CUDA_CONTEXT_GIB: Final = (0.73, 0.76)
+"""The CUDA context and libraries beside PyTorch's allocations, whatever the job (used −
+reserved on the H200 rows of ``../shared/gpu-measurements.md``)."""
+ALLOCATOR_SLACK: Final = (0.0, 0.08)
+"""The caching allocator's reserve beyond the peak allocation, as a share of the activations
+(reserved − peak allocated grows with the activations, not with the weights). Fitted on the
+shared GPU rows (``tests/fixtures/gpu_peaks.yaml``) and checked against the published points
+(``tests/fixtures/measured_peaks.yaml``): ``bench/memory_accuracy.py`` prints both."""
+RUNTIME_GIB: Final = (0.3, 1.3)
+"""What a trainer process holds beside the model's tensors and the context, whatever its
+size: the loss and latents, cuBLAS and attention workspaces, the optimizer step's temporaries
+(on the H200 rows 0.2–1.5 GiB above weights + activations + context)."""
+
+ITEM_GIB: Final = (0.1, 0.6)
+"""Per batch item, what does not scale with the pixels: the latents, noise and targets, the
+text embeddings and the fp32 loss of one item (Krea 2 at 512², batch 8 against batch 1, on
+SimpleTuner's published peaks: about 0.35 GiB an item the per-token figures leave out)."""
+
+ADAPTER_SAVED_FACTOR: Final = 2.0
+"""A family measured with frozen blocks (no adapter) saves this much more per token per block
+without checkpointing once AI Toolkit's adapters are on every Linear (FLUX.1 on the H200:
+153.5–155.0 KiB against 76.7–77.0 frozen): each adapted Linear keeps its input for the
+adapter's weight gradient. Applied as a stand-in to every family whose figures are frozen."""
+
+NON_BLOCK_SHARE: Final = 0.03
+"""The transformer's parameters outside its stacked blocks (embedders, norms, output layers):
+FLUX.1's are 0.5 %, larger for models with big embedders; what layer offloading leaves."""
+BLOCKS_IN_FLIGHT: Final = 2
+"""Blocks whose weights the memory manager has on the card at once (the one running and the
+next, prefetched)."""
+UNET_BLOCKS: Final = 20
+"""A UNet's blocks for the share of one (no stacked blocks to count)."""
+
 SAMPLE_SAVED_SHARE: Final = (0.3, 0.6)
 """The share of a block's saved bytes alive at once in a forward pass without gradients."""
-OVERHEAD_LOW: Final = (1.0, 0.08)
-OVERHEAD_HIGH: Final = (3.0, 0.25)
-"""(C GiB, f) at the band's edges: C, what a process holds beside its tensors (the CUDA context,
-cuBLAS and attention workspaces, the trainer's own buffers), and f, the caching allocator's
-reserve and fragmentation as a share of what the tensors hold. Fitted against the published
-peaks in ``tests/fixtures/measured_peaks.yaml`` (35 points, every arch with measured figures):
-the least squares fit of (measured − the rest) gives C ≈ 0 and f ≈ 0.25, with residuals over
-about ±11 GiB, largest at batch 8 (where another trainer's longer text sequence shows). These
-edges were chosen on a grid as the narrowest that keep every point within its band widened by
-15 %: the median point's midpoint error is then +5 % and 24 of 35 midpoints are within 15 %
-(``bench/memory_accuracy.py`` prints the fit and the table)."""
 
-LOAD_RESERVE_SHARE: Final = 0.25
-"""While loading, whole tensors are moved in: the reserve is this share of a step's."""
+GPU_CHECKED_FAMILIES: Final = frozenset({"flux"})
+"""Families whose transformer figures agree with the shared H200 rows (until
+``presets/memory.yaml`` says ``checked: gpu`` itself)."""
+
+
+@dataclass(frozen=True)
+class UNetFigures:
+    """A UNet's activations per batch item, in bytes: a fixed part and a slope per latent
+    pixel ((resolution / 8)²), for a training step (its peak above the weights) with and
+    without checkpointing, and for a sampling pass without gradients."""
+
+    family: str
+    step_fixed: float
+    step_per_pixel: float
+    checkpointed_fixed: float
+    checkpointed_per_pixel: float
+    sample_per_pixel: float
+    source: str
+
+
+SDXL_UNET: Final = UNetFigures(
+    family="sdxl",
+    step_fixed=0.133 * 2**30,
+    step_per_pixel=512_900.0,
+    checkpointed_fixed=0.173 * 2**30,
+    checkpointed_per_pixel=38_440.0,
+    sample_per_pixel=16_710.0,
+    source="the SDXL UNet on the H200 (../shared/gpu-measurements.md): 512², 768², 1024² and "
+    "batch 4, with and without checkpointing; a sampling pass at 1024² with guidance",
+)
+"""SDXL's UNet fitted on the shared GPU rows: the step's peak above the weights is within
+0.13 GiB of a line in the latent pixels at 512²–1024² (batch 4 is four items)."""
+
+UNET_FAMILIES: Final = frozenset({"sd15", "sd2", "sdxl", "ssd", "vega"})
+"""Families whose denoiser is a UNet: SDXL's figures, GPU-checked, stand in for the others."""
+
+
+@dataclass(frozen=True)
+class VaeFigures:
+    """A VAE's decode and encode peaks in bytes per pixel (of one frame, for a video VAE that
+    decodes frame by frame with a cache: its peak does not grow with the frames)."""
+
+    decode_per_pixel: float
+    encode_per_pixel: float
+    per_frame: bool
+    checked: frozenset[str]
+    source: str
+
+
+FLUX_VAE: Final = VaeFigures(
+    decode_per_pixel=3_461.0,
+    encode_per_pixel=2_048.0,
+    per_frame=False,
+    checked=frozenset({"flux", "flex", "chroma"}),
+    source="FLUX.1's VAE on the H200: decode 3.38 GiB at 1024², 7.60 at 1536²; encode "
+    "2.00 / 4.50 GiB",
+)
+WAN_VAE: Final = VaeFigures(
+    decode_per_pixel=11_776.0,
+    encode_per_pixel=8_604.0,
+    per_frame=True,
+    checked=frozenset({"wan21_14b", "wan21_1b", "wan22_14b"}),
+    source="Wan 2.1's VAE on the H200: decode 4.27 / 4.38 GiB for 33 / 81 frames at 480×832, "
+    "encode 3.20 GiB",
+)
+"""The VAE passes measured on the H200. An image family without its own figures takes
+FLUX.1's (the SD and SDXL VAEs have the same decoder widths), a video family Wan 2.1's: both
+marked as stand-ins."""
 
 NOMINAL_WIDTH: Final = 3072
 """The hidden width assumed without a family's figures (FLUX-sized)."""
@@ -236,6 +361,8 @@ class ActivationsLike(Protocol):
     def text_tokens(self) -> int: ...
     @property
     def blocks(self) -> Sequence[BlockLike]: ...
+    @property
+    def adapter(self) -> str: ...
 
 
 class ParamsLike(Protocol):
@@ -258,6 +385,12 @@ class FamilyLike(Protocol):
     def params(self) -> ParamsLike: ...
     @property
     def activations(self) -> ActivationsLike | None: ...
+    @property
+    def checked(self) -> str | None: ...
+    @property
+    def unet(self) -> UnetMemory | None: ...
+    @property
+    def vae(self) -> VaeMemory | None: ...
 
 
 FamilyLookup = Callable[[ArchFacts | None], "FamilyLike | None"]
@@ -311,9 +444,15 @@ class Parts:
     optimizer: float
     activations: float
     overhead: float
+    vae_pass: float = 0.0
+    """The VAE's decode (a sample) or encode (latents not cached, or while caching them),
+    where it, not the denoiser's pass, sets the phase's peak."""
+    context: float = 0.0
+    """The CUDA context, part of ``overhead``."""
 
     def as_dict(self) -> dict[str, float]:
-        """The parts rounded to 0.01 GiB, in the contract's order."""
+        """The parts rounded to 0.01 GiB, in the contract's order (``overhead`` holds the CUDA
+        context, ``context`` says how much of it that is)."""
         return {
             "transformer": round(self.transformer, 2),
             "text_encoder": round(self.text_encoder, 2),
@@ -321,8 +460,16 @@ class Parts:
             "trainable": round(self.trainable, 2),
             "optimizer": round(self.optimizer, 2),
             "activations": round(self.activations, 2),
+            "vae_pass": round(self.vae_pass, 2),
             "overhead": round(self.overhead, 2),
+            "context": round(self.context, 2),
         }
+
+    @property
+    def weights(self) -> float:
+        """What the phase holds beside its activations and overhead: the weights, the
+        trained state and the optimizer's."""
+        return self.transformer + self.text_encoder + self.vae + self.trainable + self.optimizer
 
 
 @dataclass(frozen=True)
@@ -342,11 +489,23 @@ class Calibration:
     measured_gib: float | None
     card_gib: float | None
     source: str
+    passed: tuple[Phase, ...] = ()
+    """The phases the log shows passing on ``card_gib`` before the crash (facts: their peak
+    was within the card)."""
+
+    @property
+    def floor_gib(self) -> float | None:
+        """What the crashed phase needed at least: the message's figure, and never less than
+        the card it did not fit on. None for a measured peak."""
+        if self.at_least_gib is None:
+            return None
+        return max(self.at_least_gib, self.card_gib or 0.0)
 
     def as_json(self) -> dict[str, object]:
         """The change log's and ``fit --json``'s form."""
         return {
             "phase": self.phase,
+            "passed": list(self.passed),
             "at_least_gib": _round(self.at_least_gib),
             "measured_gib": _round(self.measured_gib),
             "card_gib": _round(self.card_gib),
@@ -377,6 +536,19 @@ class JobMemory:
     scale: float = 1.0
     cards: int = 1
     """The most cards a process's model is split over (``split_model_over_gpus``)."""
+    certainty: Certainty = "cpu"
+    """How the activation figures were checked (the least sure of the job's processes)."""
+    not_estimated: str | None = None
+    """Why the job gets no verdict (a process type the model does not cover, an arch AI
+    Toolkit does not know), in words; None when it is estimated."""
+
+    def basis(self) -> str:
+        """What the band rests on, in words: its figures and its calibration."""
+        words = f"figures {CERTAINTY_WORDS[self.certainty]}"
+        calibration = self.calibrated_by
+        if calibration is not None and self.scale != 1.0:
+            words += f", calibrated by {calibration.source}"
+        return words
 
     def peak(self) -> Band:
         """The band of the peak phase."""
@@ -415,8 +587,10 @@ class _Terms:
     optimizer: tuple[float, float]
     activations: tuple[float, float]
     loading: bool = False
-    """Loading: whole tensors moved in, little fragmentation (the reserve's share is
-    LOAD_RESERVE_SHARE of the others')."""
+    """Loading: whole tensors moved in, no trainer workspaces."""
+    vae_pass: tuple[float, float] = (0.0, 0.0)
+    """The VAE's decode or encode where it is the larger of it and the denoiser's pass (then
+    ``activations`` is 0): it is the phase's varying part in their place."""
 
     def fixed(self) -> tuple[float, float]:
         parts = (self.transformer, self.text_encoder, self.vae, self.trainable, self.optimizer)
@@ -453,24 +627,30 @@ def job_memory(
     lookup = families or _presets_families(presets)
     video = model_kind == "video"
     view = _view_after(document, changes)
-    per_phase, known, notes, cards = _accounts(view, presets, lookup, video, gpus)
+    found = _accounts(view, presets, lookup, video, gpus)
+    per_phase, known, notes, cards = found.per_phase, found.known, found.notes, found.cards
+    today: dict[Phase, list[tuple[_Terms, bool]]] | None = None
     if calibration is not None and (changes or calibrated_on is not None):
         # The figures are about today's config: its scale carries over to the changed one.
         base = (calibrated_on or document).view()
-        today, _known, _notes, _cards = _accounts(base, presets, lookup, video, gpus)
+        today = _accounts(base, presets, lookup, video, gpus).per_phase
         scale = _scale_for(today, calibration)
     else:
         scale = _scale_for(per_phase, calibration)
     phases: dict[Phase, Band | None] = {}
     parts: dict[Phase, Parts] = {}
     for phase in PHASES:
-        found = [_band_of(terms, quantized, scale) for terms, quantized in per_phase[phase]]
-        if not found:
+        bands = [_band_of(terms, quantized, scale) for terms, quantized in per_phase[phase]]
+        if not bands:
             phases[phase] = None
             continue
-        band, phase_parts = max(found, key=lambda item: item[0].high)
+        band, phase_parts = max(bands, key=lambda item: item[0].high)
         phases[phase] = band
         parts[phase] = phase_parts
+    if calibration is not None and today is None:
+        _facts_first(phases, calibration)
+    elif calibration is not None and today is not None:
+        _passed_stays_passed(phases, today, scale, calibration)
     happening = [phase for phase in PHASES if phases[phase] is not None]
     peak_phase: Phase = max(
         happening or ["load"],
@@ -490,20 +670,59 @@ def job_memory(
         notes=tuple(dict.fromkeys(notes)),
         scale=scale,
         cards=cards,
+        certainty=found.certainty,
+        not_estimated=found.not_estimated,
     )
+
+
+ESTIMATED_TYPES: Final = frozenset({"sd_trainer", "diffusion_trainer", "ui_trainer"})
+"""Process types the model covers: AI Toolkit's LoRA and fine-tune trainers."""
+
+_LEAST_SURE: Final[tuple[Certainty, ...]] = ("stand_in", "cpu", "gpu")
+
+
+@dataclass
+class _Found:
+    """What :func:`_accounts` found: each phase's terms per process (per card of a split
+    model), whether every figure was real, the notes, the most cards a process is split
+    over, the least sure figures, and why the job is not estimated (if it is not)."""
+
+    per_phase: dict[Phase, list[tuple[_Terms, bool]]]
+    known: bool
+    notes: list[str]
+    cards: int
+    certainty: Certainty
+    not_estimated: str | None
 
 
 def _accounts(
     view: JobView, presets: Presets, lookup: FamilyLookup, video: bool, gpus: int = 1
-) -> tuple[dict[Phase, list[tuple[_Terms, bool]]], bool, list[str], int]:
-    """Each phase's terms per process (per card of a split model), whether every figure was
-    real, the notes, and the most cards a process is split over."""
+) -> _Found:
+    """Each phase's terms for every training process of the job (see :class:`_Found`)."""
     notes: list[str] = []
     known = True
     per_phase: dict[Phase, list[tuple[_Terms, bool]]] = {phase: [] for phase in PHASES}
     cards = 1
+    certainty: Certainty = "gpu"
+    refused: str | None = None
     for process in view.processes:
         facts = arch_facts(process, presets)
+        if process.type not in ESTIMATED_TYPES and refused is None:
+            refused = (
+                f"not estimated: this job type ({process.type}) is not one of AI Toolkit's "
+                "LoRA or fine-tune trainers the memory model covers"
+            )
+        arch = process.model.arch
+        if facts is None and arch and refused is None:
+            refused = (
+                f"not estimated: model.arch {arch!r} is not an arch AI Toolkit knows, so the "
+                "job stops with an error while loading"
+            )
+        if not process.model.arch_keys():
+            notes.append(
+                "No model.arch (and no is_* flag): AI Toolkit takes it as sd1 (SD 1.x), and so "
+                "does this estimate."
+            )
         family = lookup(facts)
         if family is None and facts is not None and facts.memory_by_name:
             family = presets.memory_of(facts, process.model.name_or_path)
@@ -527,8 +746,46 @@ def _accounts(
             for terms in account.cards(phase):
                 per_phase[phase].append((terms, account.quantized))
         known = known and account.known
+        certainty = min(certainty, account.certainty, key=_LEAST_SURE.index)
         notes.extend(account.notes)
-    return per_phase, known, notes, cards
+    return _Found(per_phase, known, notes, cards, certainty, refused)
+
+
+def _facts_first(phases: dict[Phase, Band | None], calibration: Calibration) -> None:
+    """What the log says about today's config wins over the estimate: the phase that crashed
+    is at or above its floor (and so never under the card), and a phase the log shows passing
+    on that card was within it."""
+    floor = calibration.floor_gib
+    band = phases.get(calibration.phase)
+    if floor is not None and band is not None and band.low < floor:
+        phases[calibration.phase] = Band(floor, max(band.high, floor))
+    card = calibration.card_gib
+    if card is None:
+        return
+    for phase in calibration.passed:
+        band = phases.get(phase)
+        if phase != calibration.phase and band is not None and band.high > card:
+            phases[phase] = Band(min(band.low, card), card)
+
+
+def _passed_stays_passed(
+    phases: dict[Phase, Band | None],
+    today: Mapping[Phase, Sequence[tuple[_Terms, bool]]],
+    scale: float,
+    calibration: Calibration,
+) -> None:
+    """A phase that passed on today's config and that the changes do not make heavier still
+    passes: it keeps the card as its ceiling."""
+    card = calibration.card_gib
+    if card is None:
+        return
+    for phase in calibration.passed:
+        band = phases.get(phase)
+        found = [_band_of(terms, quantized, scale)[0] for terms, quantized in today[phase]]
+        if band is None or not found or phase == calibration.phase:
+            continue
+        if band.high <= max(b.high for b in found) + 1e-9 and band.high > card:
+            phases[phase] = Band(min(band.low, card), card)
 
 
 def _view_after(document: JobDocument, changes: Sequence[Change]) -> JobView:
@@ -545,21 +802,23 @@ def _presets_families(presets: Presets) -> FamilyLookup:
     return lookup
 
 
-def _overhead(fixed: float, activations: float, edge: tuple[float, float], loading: bool) -> float:
-    constant, share = edge
-    if loading:
-        share *= LOAD_RESERVE_SHARE
-    return constant * GIB_BYTES + share * (fixed + activations)
-
-
 def _band_of(terms: _Terms, quantized: bool, scale: float) -> tuple[Band, Parts]:
-    """The band and parts (GiB) of one phase of one process."""
+    """The band and parts (GiB) of one phase of one process.
+
+    ``weights + varying × scale + context``: the varying part is the activations (or the
+    VAE's pass) with the allocator's slack on them, and outside loading the trainer's
+    workspaces; ``scale`` is the job's calibration (1 without one).
+    """
+    del quantized  # its slack is in the transformer's edges already
     fixed_low, fixed_high = terms.fixed()
     act_low, act_high = (a * scale for a in terms.activations)
-    over_low = _overhead(fixed_low, act_low, OVERHEAD_LOW, terms.loading) * scale
-    over_high = _overhead(fixed_high, act_high, OVERHEAD_HIGH, terms.loading) * scale
-    low = (fixed_low + act_low + over_low) / GIB_BYTES
-    high = (fixed_high + act_high + over_high) / GIB_BYTES
+    vae_low, vae_high = (a * scale for a in terms.vae_pass)
+    runtime = (0.0, 0.0) if terms.loading else RUNTIME_GIB
+    over_low = (act_low + vae_low) * ALLOCATOR_SLACK[0] + runtime[0] * GIB_BYTES * scale
+    over_high = (act_high + vae_high) * ALLOCATOR_SLACK[1] + runtime[1] * GIB_BYTES * scale
+    context = (CUDA_CONTEXT_GIB[0] * GIB_BYTES, CUDA_CONTEXT_GIB[1] * GIB_BYTES)
+    low = (fixed_low + act_low + vae_low + over_low + context[0]) / GIB_BYTES
+    high = (fixed_high + act_high + vae_high + over_high + context[1]) / GIB_BYTES
 
     def mid(pair: tuple[float, float]) -> float:
         return (pair[0] + pair[1]) / 2.0 / GIB_BYTES
@@ -571,7 +830,9 @@ def _band_of(terms: _Terms, quantized: bool, scale: float) -> tuple[Band, Parts]
         trainable=mid(terms.trainable),
         optimizer=mid(terms.optimizer),
         activations=(act_low + act_high) / 2.0 / GIB_BYTES,
-        overhead=(over_low + over_high) / 2.0 / GIB_BYTES,
+        overhead=mid((over_low + context[0], over_high + context[1])),
+        vae_pass=(vae_low + vae_high) / 2.0 / GIB_BYTES,
+        context=mid(context),
     )
     return Band(low, high), parts
 
@@ -579,10 +840,12 @@ def _band_of(terms: _Terms, quantized: bool, scale: float) -> tuple[Band, Parts]
 def _scale_for(
     per_phase: Mapping[Phase, Sequence[tuple[_Terms, bool]]], calibration: Calibration | None
 ) -> float:
-    """The factor on activations and overhead that makes the calibrated phase agree.
+    """The factor on the varying part (activations, the VAE's pass, their slack and the
+    trainer's workspaces) that makes the calibrated phase agree: THE calibration rule.
 
-    A crash's ``at_least`` lifts the phase's low edge to it (never lowers); a run's measured
-    peak moves the band's midpoint onto it when it lies outside the band.
+    A crash's figure is a floor: the phase needed more than it (and more than the card it
+    crashed on), so the band's low edge is lifted to it, never lowered. A run's measured peak
+    is a point: the band's midpoint is put on it.
     """
     if calibration is None or not per_phase[calibration.phase]:
         return 1.0
@@ -592,8 +855,9 @@ def _scale_for(
         return max((_band_of(t, q, scale)[0] for t, q in found), key=lambda b: b.high)
 
     target: Callable[[Band], float]
-    if calibration.at_least_gib is not None:
-        goal = calibration.at_least_gib
+    floor = calibration.floor_gib
+    if floor is not None:
+        goal = floor
         if band(1.0).low >= goal:
             return 1.0
 
@@ -602,9 +866,6 @@ def _scale_for(
 
     elif calibration.measured_gib is not None:
         goal = calibration.measured_gib
-        today = band(1.0)
-        if today.low <= goal <= today.high:
-            return 1.0
 
         def target(b: Band) -> float:
             return b.mid
@@ -645,8 +906,12 @@ class _Account:
         self.notes: list[str] = []
         self.known = True
         self.shape = Shape.of(facts, presets)
+        self.certainty: Certainty = "cpu"
+        self.unet: UNetFigures | None = None
+        self.unet_pass: UnetPass | None = None
         self._params()
         self._blocks()
+        self._vae_figures()
         self._weights()
         self._trained()
         self.split = self._split_cards(gpus)
@@ -684,20 +949,95 @@ class _Account:
             )
 
     def _blocks(self) -> None:
+        family_id = self.family.id if self.family is not None else ""
         activations = self.family.activations if self.family is not None else None
+        measured_unet = self.family.unet if self.family is not None else None
+        if measured_unet is not None:
+            network = self.process.network
+            locon = network is not None and bool(network.conv)
+            self.unet_pass = (
+                measured_unet.networks.get("locon") if locon else None
+            ) or measured_unet.networks["lora"]
+            self.unet = SDXL_UNET  # its sampling pass per latent pixel stands in
+            self.blocks: Sequence[BlockLike] = ()
+            self.width = NOMINAL_WIDTH
+            self.text_tokens = measured_unet.text_tokens
+            self.certainty = "gpu" if self.family and self.family.checked == "gpu" else "cpu"
+            return
+        if family_id in UNET_FAMILIES:
+            self.unet = SDXL_UNET
+            self.blocks = ()
+            self.width = NOMINAL_WIDTH
+            self.text_tokens = 0
+            if family_id == SDXL_UNET.family:
+                self.certainty = "gpu"
+            else:
+                self.certainty = "stand_in"
+                self.notes.append(
+                    "The UNet's activations are SDXL's, fitted per latent pixel on a GPU: a "
+                    "stand-in for this UNet until its own are measured."
+                )
+            return
         if activations is None or not activations.blocks:
             self.known = False
-            self.blocks: Sequence[BlockLike] = (NominalBlock(),)
+            self.certainty = "stand_in"
+            self.blocks = (NominalBlock(),)
             self.width = NOMINAL_WIDTH
             self.text_tokens = NOMINAL_TEXT_TOKENS
             self.notes.append(
                 "The arch's activation figures are not measured: a FLUX-sized block stands "
-                "in for them."
+                "in for them, so the band is wide."
             )
             return
         self.blocks = tuple(activations.blocks)
         self.width = activations.width
         self.text_tokens = activations.text_tokens
+        checked = self.family.checked if self.family is not None else None
+        if not self.known:
+            self.certainty = "stand_in"
+        elif checked == "gpu" or (checked is None and family_id in GPU_CHECKED_FAMILIES):
+            self.certainty = "gpu"
+        else:
+            self.notes.append(
+                "The activations are measured on CPU on the model's own blocks (not checked "
+                "on a GPU): the band is wider."
+            )
+        if activations.adapter != "lora":
+            self.notes.append(
+                "The blocks were measured frozen: AI Toolkit's adapters are counted at FLUX.1's "
+                f"measured ×{ADAPTER_SAVED_FACTOR:g} on the saved bytes (a stand-in)."
+            )
+
+    def _vae_figures(self) -> None:
+        """The VAE passes' figures: the family's own where the H200 rows checked them, else
+        FLUX.1's (an image VAE) or Wan 2.1's (a video VAE) as a stand-in."""
+        family_id = self.family.id if self.family is not None else ""
+        kind = self.facts.kind if self.facts is not None else None
+        self.vae_measured = self.family.vae if self.family is not None else None
+        self.vae_figures = WAN_VAE if (kind == "video" or self.video) else FLUX_VAE
+        if self.vae_measured is not None:
+            self.vae_checked = self.vae_measured.checked == "gpu"
+        else:
+            self.vae_checked = family_id in self.vae_figures.checked
+
+    def _largest_block_share(self) -> float:
+        """The largest block's share of the transformer's parameters (levers.yaml's block
+        sizes where it has them, else an even share of the family's blocks)."""
+        sizes = self.presets.levers.split_model.block_params
+        known = [sizes[b.name] for b in self.blocks if b.name in sizes]
+        if known and self.p_t > 0:
+            return min(max(known) / (self.p_t * BILLION), 1.0)
+        count = sum(b.count for b in self.blocks) or UNET_BLOCKS
+        return 1.0 / count
+
+    def _saved_factor(self) -> float:
+        """The saved bytes of a block with AI Toolkit's adapters (or a full fine-tune's weight
+        gradients) against memory.yaml's figures: 1 where they were measured with the adapters
+        in place, FLUX.1's measured factor where the blocks were measured frozen."""
+        activations = self.family.activations if self.family is not None else None
+        if activations is not None and activations.adapter == "lora":
+            return 1.0
+        return ADAPTER_SAVED_FACTOR
 
     # --- weights
 
@@ -715,21 +1055,41 @@ class _Account:
         if bits < 16:
             b_te = min(b_te, bits / 8.0)
         b_vae = _dtype_bytes(levers, model.vae_dtype, self.full)
+        kwargs = model.model_kwargs
+        comfy = kwargs is not None and kwargs.use_comfy_weights is True
+        if comfy:  # ComfyUI's pre-quantized file: int8/fp8 (1 byte), or the qtype's when set
+            self.quantized = True
+            b_t = min(self.full, levers.quantized_bytes(model.qtype) if model.qtype else 1.0)
+            self.notes.append(
+                "model_kwargs.use_comfy_weights: the transformer is loaded pre-quantized, at "
+                "its file's precision, and never held at full precision."
+            )
         experts = 1 if model.low_vram is True else self.experts
         o_t, o_te = offloaded_fractions(self.process, self.facts)
-        self.transformer = self.p_t * BILLION * b_t * experts * (1.0 - o_t)
-        self.transformer_load = (
-            self.p_t * BILLION * self.full * experts * (1.0 - o_t)
-            if self.quantized and model.low_vram is not True
-            else self.transformer
+        whole = self.p_t * BILLION * b_t * experts
+        block = self._largest_block_share()
+        stays = 0.0
+        if o_t > 0:
+            # The memory manager moves the blocks' Linear weights in as they run: the modules
+            # outside the blocks and the blocks in flight stay on the card.
+            stays = o_t * (NON_BLOCK_SHARE + BLOCKS_IN_FLIGHT * block)
+            self.notes.append(
+                f"Layer offloading moves {o_t:.0%} of the transformer's block weights to system "
+                f"RAM; its other modules and {BLOCKS_IN_FLIGHT} blocks in flight stay on the card."
+            )
+        self.transformer = whole * (1.0 - o_t + stays)
+        # AI Toolkit's loader quantizes block by block on the card: the load peaks at the
+        # final residency plus one block at full precision (with low_vram it quantizes in
+        # system RAM, and pre-quantized weights are never at full precision).
+        in_flight = (
+            self.p_t * BILLION * self.full * block
+            if self.quantized and not comfy and model.low_vram is not True
+            else 0.0
         )
+        self.transformer_load = self.transformer + in_flight
         te_on_cpu = _on_cpu(model.te_device)
         self.text_encoder = 0.0 if te_on_cpu else self.p_te * BILLION * b_te * (1.0 - o_te)
-        self.te_load = (
-            self.p_te * BILLION * self.full * (1.0 - o_te)
-            if quantize_te is True and model.low_vram is not True and not te_on_cpu
-            else self.text_encoder
-        )
+        self.te_load = self.text_encoder
         self.vae = 0.0 if _on_cpu(model.vae_device) else self.p_vae * BILLION * b_vae
         if te_on_cpu:
             self.notes.append("The text encoder lives on the CPU (te_device): 0 GiB on the card.")
@@ -831,15 +1191,91 @@ class _Account:
             resolution = max(dataset.resolution or (512,))
             frames = dataset_frames(dataset, self.shape) if self.video else 1
             batch = dataset.batch_size or process.train.batch_size or 1
-            image = self.shape.tokens(resolution, resolution, frames)
-            control = dataset.control_images
-            image_tokens = image + control * self._control_tokens(dataset, image)
-            kept, transient = self._per_item(image_tokens, checkpointing, blocks)
+            if self.unet is not None:  # its fitted fixed part holds the item's own cost
+                kept, transient = self._unet_item(resolution, checkpointing), 0.0
+            else:
+                image = self.shape.tokens(resolution, resolution, frames)
+                control = dataset.control_images
+                image_tokens = image + control * self._control_tokens(dataset, image)
+                kept, transient = self._per_item(image_tokens, checkpointing, blocks)
             loads.append(batch * (kept * passes + transient))
         if not loads:
+            if self.unet is not None:
+                return self._unet_item(512, checkpointing)
             kept, transient = self._per_item(self.shape.tokens(512, 512, 1), checkpointing, blocks)
             loads.append(kept + transient)
         return max(loads)
+
+    def _with_items(self, act: float, band: tuple[float, float]) -> tuple[float, float]:
+        """A training step's activations at the band's edges, with each batch item's own cost
+        (:data:`ITEM_GIB`; a UNet's fitted figures hold it already)."""
+        if self.unet is not None:
+            return act * band[0], act * band[1]
+        items = max(
+            (d.batch_size or self.process.train.batch_size or 1 for d in self.process.datasets),
+            default=self.process.train.batch_size or 1,
+        )
+        return (
+            act * band[0] + items * ITEM_GIB[0] * GIB_BYTES,
+            act * band[1] + items * ITEM_GIB[1] * GIB_BYTES,
+        )
+
+    def _unet_item(self, resolution: int, checkpointing: bool) -> float:
+        """One item's training step above the weights for a UNet: a fixed part and a slope in
+        the latent pixels ((R / 8)²)."""
+        pixels = (resolution / 8.0) ** 2
+        measured = self.unet_pass
+        if measured is not None:
+            if checkpointing:
+                return measured.checkpointed_saved.at(pixels) + measured.checkpointed_peak.at(
+                    pixels
+                )
+            return measured.saved.at(pixels) + measured.peak.at(pixels)
+        unet = self.unet
+        assert unet is not None
+        if checkpointing:
+            return unet.checkpointed_fixed + unet.checkpointed_per_pixel * pixels
+        return unet.step_fixed + unet.step_per_pixel * pixels
+
+    def _encode(self) -> float:
+        """The VAE's encode of a training batch at its largest bucket, in bytes: 0 where every
+        dataset's latents are cached (then it runs once, while caching)."""
+        worst = 0.0
+        for dataset in self.process.datasets or ():
+            if dataset.cache_latents is True or dataset.cache_latents_to_disk is True:
+                continue
+            batch = dataset.batch_size or self.process.train.batch_size or 1
+            worst = max(worst, batch * self._vae_bytes(dataset, decode=False))
+        return worst
+
+    def _caching(self) -> float:
+        """The VAE's encode of one item while the latents are cached (0 when none are)."""
+        cached = [
+            self._vae_bytes(dataset, decode=False)
+            for dataset in self.process.datasets or ()
+            if dataset.cache_latents is True or dataset.cache_latents_to_disk is True
+        ]
+        return max(cached, default=0.0)
+
+    def _vae_bytes(self, dataset: DatasetView, *, decode: bool) -> float:
+        """One item of ``dataset`` through the VAE (encode; ``decode`` for a sample's size)."""
+        resolution = max(dataset.resolution or (512,))
+        frames = dataset_frames(dataset, self.shape) if self.video else 1
+        return self._vae_pass(resolution, resolution, frames, decode=decode)
+
+    def _vae_pass(self, width: int, height: int, frames: int, *, decode: bool) -> float:
+        """Bytes of one VAE decode (or encode) of ``frames`` frames of width × height: a video
+        VAE decodes frame by frame with a cache, so its peak does not grow with the frames."""
+        if _on_cpu(self.process.model.vae_device):
+            return 0.0
+        measured = self.vae_measured
+        if measured is not None:
+            passed = measured.decode if decode else measured.encode
+            return passed.at(width * height, max(frames, 1))
+        figures = self.vae_figures
+        per_pixel = figures.decode_per_pixel if decode else figures.encode_per_pixel
+        count = 1 if figures.per_frame else max(frames, 1)
+        return per_pixel * width * height * count
 
     def _control_tokens(self, dataset: DatasetView, target: float) -> float:
         """Tokens of one control image of ``dataset``, whose target has ``target`` tokens.
@@ -886,19 +1322,21 @@ class _Account:
         """(kept across the pass, one block's transient) in bytes for one item."""
         kept = 0.0
         transient = 0.0
+        factor = self._saved_factor()
         saved_matrix, transient_matrix = self._eager_matrices()
         for block, count in self._placed(blocks):
             tokens = image_tokens + (self.text_tokens if block.tokens != "image" else 0)
             matrix = self._matrix_bytes(tokens)
+            saved = block.saved_bytes_per_token * factor
             if checkpointing:
                 kept += count * block.input_bytes_per_token * tokens
                 transient = max(
                     transient,
-                    (block.saved_bytes_per_token + block.peak_bytes_per_token) * tokens
+                    (saved + block.peak_bytes_per_token) * tokens
                     + (saved_matrix + transient_matrix) * matrix,
                 )
             else:
-                kept += count * (block.saved_bytes_per_token * tokens + saved_matrix * matrix)
+                kept += count * (saved * tokens + saved_matrix * matrix)
                 transient = max(
                     transient, block.peak_bytes_per_token * tokens + transient_matrix * matrix
                 )
@@ -930,6 +1368,9 @@ class _Account:
         """(low, high) bytes of one item's forward pass without gradients over ``image``
         tokens: the heaviest block's input, output and share of its saved bytes, and with an
         eager kernel its scores and softmax."""
+        if self.unet is not None:  # image tokens are latent pixels (patch 1)
+            pixels = image * self.unet.sample_per_pixel
+            return pixels, pixels
         saved_matrix, transient_matrix = self._eager_matrices()
         eager = saved_matrix + transient_matrix
         low = high = 0.0
@@ -964,23 +1405,24 @@ class _Account:
 
     def _sample_activations(
         self, sample: SampleView, blocks: Placed | None = None
-    ) -> tuple[float, float]:
-        """(low, high) bytes of the heaviest sample."""
+    ) -> tuple[float, float, float]:
+        """(low, high) bytes of the heaviest sample's denoising pass, and its VAE decode."""
         cfg = 2 if self._cfg(sample) else 1
         worst = (0.0, 0.0)
+        decode = 0.0
         for index in range(max(len(sample.prompt_paths()), 1)):
             size = sample.rendered_size(index)
             frames = size["num_frames"] if self.video else 1
             image = self.shape.tokens(size["width"], size["height"], frames)
-            low, high = self._forward_activations(image, blocks)
+            if self.unet is not None:
+                pixels = size["width"] * size["height"] / 64.0
+                low = high = self.unet.sample_per_pixel * pixels
+            else:
+                low, high = self._forward_activations(image, blocks)
             if high * cfg > worst[1]:
                 worst = (low * cfg, high * cfg)
-            if frames > 1:
-                self.notes.append(
-                    "A video sample's VAE decode is not counted (its frames are decoded after "
-                    "the transformer's passes)."
-                )
-        return worst
+            decode = max(decode, self._vae_pass(size["width"], size["height"], frames, decode=True))
+        return worst[0], worst[1], decode
 
     def _sample_unloads_te(self) -> bool:
         """Whether sampling moves the text encoder back off the card before denoising."""
@@ -1064,45 +1506,57 @@ class _Account:
         blocks = card.blocks if card is not None else None
         w = 1.0 + WEIGHT_SLACK + (QUANT_SLACK if self.quantized else 0.0)
         te_slack = 1.0 + WEIGHT_SLACK
+        band = ACTIVATION_BAND[self.certainty]
+        vae_band = ACTIVATION_BAND["gpu" if self.vae_checked else "stand_in"]
+        first = card is None or card.index == 0  # the VAE lives on cuda:0
         cached = self.process.train.cache_text_embeddings is True or any(
             d.cache_text_embeddings is True for d in self.process.datasets
         )
         trains_te = self.process.train.train_text_encoder is True
+        zero = (0.0, 0.0)
         if phase == "load":
-            # The loading order differs by arch (FLUX loads the transformer first, HiDream its
-            # Llama encoder): low takes the lighter order, high the heavier one.
-            low = max(held.transformer_load, held.transformer + held.te_load)
-            high = max(held.transformer_load + held.text_encoder, held.transformer + held.te_load)
-            zero = (0.0, 0.0)
+            # Quantized block by block on the card: the final residency plus the block being
+            # quantized; the encoder and VAE beside it, and while the latents are cached, one
+            # item's encode.
+            encode = self._caching() if first else 0.0
             return _Terms(
-                transformer=(low, high * (1.0 + WEIGHT_SLACK)),
-                text_encoder=zero,
+                transformer=(held.transformer_load, held.transformer_load * w),
+                text_encoder=(held.te_load, held.te_load * te_slack),
                 vae=(held.vae, held.vae * te_slack),
                 trainable=zero,
                 optimizer=zero,
                 activations=zero,
                 loading=True,
+                vae_pass=(encode * vae_band[0], encode * vae_band[1]),
             )
         if phase == "training":
             unloaded = cached or self.process.train.unload_text_encoder is True
             te = held.text_encoder if trains_te or not unloaded else 0.0
             trainable = held.adapter_weights + held.gradients + held.ema
             act = self._training_activations(blocks)
+            encode = self._encode() if first else 0.0
+            if encode > act:  # the encode runs before the forward and is freed by then
+                self.notes.append(
+                    "Latents are not cached: the VAE encodes each batch in the step, and that "
+                    "encode is the step's peak."
+                )
             return _Terms(
                 transformer=(held.transformer, held.transformer * w),
                 text_encoder=(te, te * te_slack),
                 vae=(held.vae, held.vae * te_slack),
                 trainable=(trainable, trainable),
                 optimizer=(held.optimizer, held.optimizer),
-                activations=(act * ACTIVATION_BAND[0], act * ACTIVATION_BAND[1]),
+                activations=zero if encode > act else self._with_items(act, band),
+                vae_pass=(encode * vae_band[0], encode * vae_band[1]) if encode > act else zero,
             )
         sample = self._samples(first=phase == "baseline_sample")
         validation = self._validation_activations(blocks) if phase == "sample" else None
         if sample is None and validation is None:
             return None
+        decode = 0.0
         if sample is not None:
             te = 0.0 if cached else held.text_encoder
-            low, high = self._sample_activations(sample, blocks)
+            low, high, decode = self._sample_activations(sample, blocks)
             if te and self._sample_unloads_te():
                 # The encoder is on the card while it encodes, the activations while the
                 # transformer denoises: the larger of the two counts, not their sum.
@@ -1115,13 +1569,18 @@ class _Account:
             low, high = validation
         weights = held.adapter_weights + held.ema
         optimizer = held.optimizer if phase == "sample" else 0.0
+        if not first:
+            decode = 0.0
+        # The VAE decodes after the denoising passes: the larger of the two is the peak.
+        decoded = decode > (low + high) / 2.0
         return _Terms(
             transformer=(held.transformer, held.transformer * w),
             text_encoder=(te, te * te_slack),
             vae=(held.vae, held.vae * te_slack),
             trainable=(weights, weights),
             optimizer=(optimizer, optimizer),
-            activations=(low * ACTIVATION_BAND[0], high * ACTIVATION_BAND[1]),
+            activations=zero if decoded else (low * band[0], high * band[1]),
+            vae_pass=(decode * vae_band[0], decode * vae_band[1]) if decoded else zero,
         )
 
     # --- a model split over the GPUs
@@ -1272,26 +1731,54 @@ def phase_of(diagnosis: Diagnosis) -> Phase | None:
     return MOMENT_PHASE.get(diagnosis.moment) if diagnosis.moment else None
 
 
-def calibration_from(diagnosis: Diagnosis, phase_of_crash: Phase | None) -> Calibration | None:
-    """What PyTorch's OOM message in the log says about the phase that crashed.
+def passed_phases(diagnosis: Diagnosis, crashed: Phase | None) -> tuple[Phase, ...]:
+    """The phases the log shows passing: those before the one that crashed (the model loaded
+    before a first sample, both came before a training step, training steps before a periodic
+    sample), and every phase of a run that trained without crashing."""
+    if diagnosis.crashed is False and (diagnosis.last_step or 0) > 0:
+        return PHASES
+    if crashed is None:
+        return ()
+    return PHASES[: PHASES.index(crashed)]
 
-    The job held ``allocated`` in live tensors and asked for ``tried`` more: the phase needed
-    more than their sum. None without the message's figures or a phase.
+
+def calibration_from(diagnosis: Diagnosis, phase_of_crash: Phase | None) -> Calibration | None:
+    """What the log says about the job's phases, as one :class:`Calibration`.
+
+    PyTorch's OOM message: the job held ``allocated`` in live tensors and asked for ``tried``
+    more, so the phase that crashed needed more than their sum (a floor), on the card the
+    message names. The phases before it passed on that card (or on the probe's card). None
+    when the log says nothing about any phase.
     """
     oom = diagnosis.oom
     phase = phase_of_crash or phase_of(diagnosis)
-    if oom is None or phase is None or oom.tried is None:
+    probe = diagnosis.probe
+    probed = probe.gpus[0].total_gib if probe is not None and probe.gpus else None
+    card = oom.total if oom is not None and oom.total else probed
+    held = None
+    if oom is not None and oom.tried is not None:
+        held = oom.allocated if oom.allocated is not None else oom.this_process
+    line = f", log line {oom.line}" if oom is not None and oom.line else ""
+    if phase is not None and held is not None and oom is not None and oom.tried is not None:
+        return Calibration(
+            phase=phase,
+            at_least_gib=held + oom.tried,
+            measured_gib=None,
+            card_gib=card,
+            source=f"PyTorch's OOM message{line}",
+            passed=passed_phases(diagnosis, phase),
+        )
+    crashed = phase if diagnosis.crashed else None
+    passed = passed_phases(diagnosis, crashed)
+    if not passed or card is None:
         return None
-    held = oom.allocated if oom.allocated is not None else oom.this_process
-    if held is None:
-        return None
-    line = f", log line {oom.line}" if oom.line else ""
     return Calibration(
-        phase=phase,
-        at_least_gib=held + oom.tried,
+        phase=passed[-1],
+        at_least_gib=None,
         measured_gib=None,
-        card_gib=oom.total,
-        source=f"PyTorch's OOM message{line}",
+        card_gib=card,
+        source="the log: " + ", ".join(PHASE_WORDS[p] for p in passed) + " passed",
+        passed=passed,
     )
 
 

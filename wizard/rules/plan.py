@@ -60,16 +60,10 @@ from oom_wizard.rules.catalog import (
     RecipeField,
     load_presets,
 )
-from oom_wizard.rules.estimate import (
-    CRASHED_PEAK,
-    PEAK_WORDS,
-    MemoryEstimate,
-    arch_facts,
-    estimate,
-    frame_floor,
-)
+from oom_wizard.rules.estimate import CRASHED_PEAK, PEAK_WORDS, MemoryEstimate, estimate
 from oom_wizard.rules.memory import Calibration
 from oom_wizard.rules.scaleup import ScaleUp, next_scale_up, pending_scale_ups
+from oom_wizard.rules.shape import arch_facts, frame_floor
 from oom_wizard.rules.sizing import FixName, FixSizing, SizedFixes, size_fixes
 from oom_wizard.storage.changelog import ChangeLog
 from oom_wizard.vocabulary import DEFAULT_MOMENT
@@ -617,12 +611,9 @@ def _with_defaults(
         )
         sized = _with_validation(steps, sized)
     on = sized.fixes[sized.default]
-    current = figures(on)
-    if sized.weigher is not None:  # the crash's GiB, as the fixes were sized in
-        weigher = sized.weigher
-        current = dataclasses.replace(
-            current, gib=(weigher.scaled(()), weigher.scaled(changes_of(on)))
-        )
+    current = estimate(
+        document, changes_of(on), kind, presets=presets, calibration=calibration, gpus=gpus
+    )
     peak = PEAK_WORDS.get(CRASHED_PEAK.get(moment, ""), "the peak")
     result: list[StepProposal] = []
     for step in _switched(steps, on):

@@ -9,35 +9,29 @@ Two default fixes are offered for a roll-back, both in the seed's order (the pla
 - **just enough**: the same free steps, then the *fewest* rungs that cost quality whose
   estimated saving covers the deficit with :data:`MARGIN_SHARE` of the card to spare.
 
-The deficit is what the crashed phase needed beyond the card: from the crash's own figures
-(PyTorch's OOM message: allocated + tried to allocate, against the card's capacity) when they
-are there, else from the estimate of today's config against the card (the probe's). A fix's
-saving is the drop of the phase's band midpoint (:func:`oom_wizard.rules.memory.job_memory` of
-today's config and of the fixed one). With the crash's figures, the estimate's activations
-and overhead (the parts a CPU cannot measure exactly; the weights are counted) are scaled by
-the one factor that puts today's midpoint on the crash's figure, in both directions (the
-message is the best measurement of this job there is): the savings and the predicted peaks
-are in those GiB, and the same factor weighs every fix, by its band's midpoint. Without them,
-the band's high edge is weighed (a covered fix then also "fits" as ``oom-wizard fit`` says).
-A fix covers the deficit when its saving is at least the deficit plus :data:`MARGIN_SHARE` of
-the card.
+Every figure is the one memory model's (:func:`oom_wizard.rules.memory.job_memory`, through
+:class:`Weigher`), with the job's own calibration: the crash's figure is a floor of the phase
+that crashed, so today's band there is never under it. The deficit is what that phase needed
+beyond the card: the crash's floor against the card when PyTorch's message is there (a floor,
+so "more than"), else the high edge of today's band. A fix **covers** the phase when its
+predicted band there fits the card as ``fit`` says it (its high edge within the card) and
+leaves :data:`MARGIN_SHARE` of the card free at the band's midpoint.
 
-"Just enough" is the default only when the crash's own figures calibrate the deficit
-(:attr:`FixSizing.calibrated`); otherwise the safe set stays the default, and "just enough"
-is still offered where a card is known.
+"Just enough" is the default only when the crash's own figures say the phase crashed on this
+card (:attr:`FixSizing.calibrated`); otherwise the safe set stays the default, and "just
+enough" is still offered where a card is known.
 
 "Fewest": every combination of one, two, then three rungs is tried in the plan's order (a
-combination whose steps' savings, each alone, add up to less than the need is skipped: the
-savings of combined rungs never add up to more than that); past three, the rungs are taken in
-the plan's order until the saving covers the need.
+combination whose steps' savings at the band's high edge, each alone, add up to less than the
+high edge must drop is skipped: the savings of combined rungs never add up to more than
+that); past three, the rungs are taken in the plan's order until they cover.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
-from types import MappingProxyType
+from dataclasses import dataclass
 from typing import Final, Literal
 
 from oom_wizard.formats.change import Change
@@ -45,11 +39,9 @@ from oom_wizard.formats.document import JobDocument
 from oom_wizard.rules.catalog import Presets
 from oom_wizard.rules.memory import (
     MOMENT_PHASE,
-    PHASES,
     Band,
     Calibration,
     JobMemory,
-    Parts,
     Phase,
     Verdict,
     job_memory,
@@ -66,10 +58,6 @@ Why this much: PyTorch's message bounds the crashed phase's need from below only
 allocation that failed need not be the last of the step), an intermittent crash is one whose
 peak moves from step to step with the bucket and caption length, and the caching allocator
 fragments: a fix sized to the last GiB would crash again on the next unlucky step."""
-
-MIN_SCALE: Final = 0.05
-"""The smallest factor the crash's figures may put on activations and overhead (the same floor
-as :mod:`oom_wizard.rules.memory`'s own calibration)."""
 
 MIN_SAVING: Final = 0.01
 """GiB: the least a fix must save (a fix lowers the crashed peak, whatever the estimate says)."""
@@ -96,7 +84,7 @@ class FixSizing:
         calibrated: The deficit comes from the crash's own figures (then "just enough" is the
             default fix).
         today: Today's band at the phase (calibrated by the crash when it can be).
-        savings: Each fix's estimated saving at the phase, in GiB.
+        savings: Each fix's estimated saving at the phase (the band's midpoint), in GiB.
         bands: Each fix's predicted band at the phase.
         covered: Whether "just enough" covers the deficit with the margin (False: no
             combination of rungs is predicted to, and it is the whole ladder's best try).
@@ -112,12 +100,6 @@ class FixSizing:
     savings: Mapping[FixName, float]
     bands: Mapping[FixName, Band]
     covered: bool
-
-    @property
-    def needed_gib(self) -> float:
-        """The saving a fix has to make: the deficit plus the margin (at least a little: a fix
-        lowers the peak the crash ran into, even where the estimate says today fits)."""
-        return max(self.deficit_gib + self.margin_gib, MIN_SAVING)
 
     def predicted(self, fix: FixName) -> Band:
         """The fix's predicted band at the phase."""
@@ -144,9 +126,6 @@ class SizedFixes:
     fixes: Mapping[FixName, tuple[str, ...]]
     default: FixName
     sizing: FixSizing | None
-    weigher: Weigher | None = None
-    """The weigher in the crash's GiB, when the crash's figures sized the fixes: the plan's
-    estimate weighs through it too, so that it and the fixes' peaks are one figure."""
 
 
 def phase_of_moment(moment: str) -> Phase | None:
@@ -164,13 +143,11 @@ def phases_of_moment(moment: str) -> frozenset[Phase]:
 
 
 class Weigher:
-    """A job's memory at each phase with some changes, in the GiB of the crash's own figures.
+    """A job's memory with some changes, each weighed once by the one model.
 
-    :func:`oom_wizard.rules.memory.job_memory` weighs the config; with a calibration (PyTorch's
-    OOM message for one phase), the activations and overhead of every phase, today's and
-    after any changes, are scaled by the one factor that puts today's midpoint of that phase
-    on the message's figure. The fixes, the step screens and the load screen all weigh
-    through this, so they show the same GiB.
+    :func:`oom_wizard.rules.memory.job_memory` with the job's calibration: the fixes, the
+    step screens and the load screen all weigh through this, so they show the same GiB as
+    ``fit``, ``plan`` and the change log.
     """
 
     def __init__(
@@ -185,22 +162,11 @@ class Weigher:
         self.model_kind = model_kind
         self.presets = presets
         self.gpus = gpus
-        self.calibration: Calibration | None = None
-        self.scale = 1.0
-        self._cache: dict[str, JobMemory] = {}
-        today = self.memory(())
-        if calibration is None or calibration.at_least_gib is None:
-            return
-        parts = today.parts.get(calibration.phase)
-        if parts is None or today.phases.get(calibration.phase) is None:
-            return
-        varying = parts.activations + parts.overhead
-        if varying > 0:
-            self.scale = max((calibration.at_least_gib - _fixed(parts)) / varying, MIN_SCALE)
         self.calibration = calibration
+        self._cache: dict[str, JobMemory] = {}
 
     def memory(self, changes: Sequence[Change]) -> JobMemory:
-        """``job_memory`` of the config with ``changes`` (uncalibrated), kept for reuse."""
+        """``job_memory`` of the config with ``changes``, calibrated, kept for reuse."""
         key = repr(tuple(changes))  # a change's value may be a list: its repr is the key
         if key not in self._cache:
             self._cache[key] = job_memory(
@@ -208,69 +174,22 @@ class Weigher:
                 tuple(changes),
                 self.model_kind,
                 presets=self.presets,
+                calibration=self.calibration,
+                calibrated_on=self.document if changes else None,
                 gpus=self.gpus,
             )
         return self._cache[key]
 
     def band(self, changes: Sequence[Change], phase: Phase) -> Band | None:
-        """The phase's band with ``changes``, scaled (None where the phase does not happen)."""
-        memory = self.memory(changes)
-        found, parts = memory.phases.get(phase), memory.parts.get(phase)
-        if found is None or parts is None:
-            return None
-        if self.scale == 1.0:
-            return found
-        # What lies above the counted part (weights, trainable state, optimizer) is the
-        # activations and overhead: both edges keep the counted part and scale the rest.
-        fixed = _fixed(parts)
-        return Band(
-            fixed + max(found.low - fixed, 0.0) * self.scale,
-            fixed + max(found.high - fixed, 0.0) * self.scale,
-        )
-
-    def scaled(self, changes: Sequence[Change]) -> JobMemory:
-        """The whole :class:`JobMemory` with ``changes`` in the crash's GiB: every phase's band
-        as :meth:`band` gives it, the parts' activations and overhead scaled, and a note that
-        says so (unchanged without a calibration)."""
-        memory = self.memory(changes)
-        calibration = self.calibration
-        if calibration is None:
-            return memory
-        phases = {phase: self.band(changes, phase) for phase in PHASES}
-        parts = {
-            phase: replace(
-                found,
-                activations=found.activations * self.scale,
-                overhead=found.overhead * self.scale,
-            )
-            for phase, found in memory.parts.items()
-        }
-        happening = [phase for phase in PHASES if phases[phase] is not None]
-        peak_phase = max(
-            happening or [memory.peak_phase],
-            key=lambda p: (phases[p] or Band(0.0, 0.0)).high,
-        )
-        note = (
-            f"Calibrated by the crash ({calibration.source}): activations and overhead "
-            f"× {self.scale:.2f}, so that the {calibration.phase} midpoint is the "
-            f"{calibration.at_least_gib:.2f} GiB it needed."
-        )
-        return replace(
-            memory,
-            phases=MappingProxyType(phases if happening else dict(memory.phases)),
-            parts=MappingProxyType(parts),
-            peak_phase=peak_phase,
-            calibrated_by=calibration,
-            scale=self.scale,
-            notes=(*memory.notes, note),
-        )
+        """The phase's band with ``changes`` (None where the phase does not happen)."""
+        return self.memory(changes).phases.get(phase)
 
     def peak(self, changes: Sequence[Change]) -> tuple[Phase, Band] | None:
-        """The phase with the highest scaled band, and that band."""
-        bands = [
-            (phase, band) for phase in PHASES if (band := self.band(changes, phase)) is not None
-        ]
-        return max(bands, key=lambda item: item[1].high) if bands else None
+        """The phase with the highest band, and that band."""
+        memory = self.memory(changes)
+        if all(band is None for band in memory.phases.values()):
+            return None
+        return memory.peak_phase, memory.peak()
 
 
 #: How the bar names the phase that sets the peak.
@@ -293,6 +212,9 @@ class MemoryPeak:
         card_source: Where the card's size comes from ("PyTorch's OOM message", "nvidia-smi").
         calibrated: The crash's own figures scale the estimate.
         known: Every part of the estimate had real figures (False: a nominal stand-in).
+        basis: What the band rests on, in words (how its figures were checked, and what
+            calibrated it).
+        not_estimated: Why the job gets no figure (None: it does).
     """
 
     band: Band
@@ -301,6 +223,8 @@ class MemoryPeak:
     card_source: str | None
     calibrated: bool
     known: bool
+    basis: str = ""
+    not_estimated: str | None = None
 
     @property
     def gib(self) -> float:
@@ -318,10 +242,12 @@ class MemoryPeak:
         return verdict(self.band, self.card_gib) if self.card_gib else None
 
     def words(self) -> str:
-        """``19.8 of 23.5 GiB`` (or ``19.8 GiB`` without a card)."""
+        """``19.8 of 23.5 GiB (18.9–20.6)`` (or ``19.8 GiB (18.9–20.6)`` without a card): the
+        midpoint, and the band it is sure of."""
+        band = f"({self.band.low:.1f}–{self.band.high:.1f})"
         if self.card_gib:
-            return f"{self.gib:.1f} of {self.card_gib:.1f} GiB"
-        return f"{self.gib:.1f} GiB"
+            return f"{self.gib:.1f} of {self.card_gib:.1f} GiB {band}"
+        return f"{self.gib:.1f} GiB {band}"
 
 
 def peak_of(
@@ -339,12 +265,9 @@ def peak_of(
         card_source=source if card_gib else None,
         calibrated=weigher.calibration is not None,
         known=weigher.memory(changes).known,
+        basis=weigher.memory(changes).basis(),
+        not_estimated=weigher.memory(changes).not_estimated,
     )
-
-
-def _fixed(parts: Parts) -> float:
-    """The counted part of a phase: weights, trainable state and optimizer, in GiB."""
-    return parts.transformer + parts.text_encoder + parts.vae + parts.trainable + parts.optimizer
 
 
 def size_fixes(
@@ -374,7 +297,7 @@ def size_fixes(
         moment: The crash moment.
         model_kind: ``image`` or ``video``.
         presets: The preset data.
-        calibration: The crash's own figures (PyTorch's OOM message), if any.
+        calibration: The job's own figures (a crash's floor, a run's measured peak), if any.
         card_gib: The card's capacity when known (the message's, else the probe's).
         gpus: How many GPUs the probe sees (a model split over them is weighed per card).
     """
@@ -384,18 +307,18 @@ def size_fixes(
         return tuple(sorted(set(ids), key=in_order.__getitem__))
 
     safe_fix = ordered(safe)
-    usable = (
+    floor = (
         calibration
         if calibration is not None
         and calibration.phase in phases_of_moment(moment)
         and calibration.at_least_gib is not None
         else None
     )
-    phase = usable.phase if usable is not None else phase_of_moment(moment)
-    card = card_gib if card_gib is not None else (usable.card_gib if usable else None)
+    phase = floor.phase if floor is not None else phase_of_moment(moment)
+    card = card_gib if card_gib is not None else (floor.card_gib if floor else None)
     if phase is None or card is None or card <= 0:
         return SizedFixes({"safe": safe_fix}, "safe", None)
-    weigher = Weigher(document, model_kind, presets, usable, gpus)
+    weigher = Weigher(document, model_kind, presets, calibration, gpus)
     cache: dict[frozenset[str], Band | None] = {}
 
     def band(ids: Collection[str]) -> Band | None:
@@ -407,47 +330,56 @@ def size_fixes(
     today = band(())
     if today is None or today.mid <= 0:
         return SizedFixes({"safe": safe_fix}, "safe", None)
-    # With the crash's figures the midpoint sits on the measured need; without them the
-    # band's high edge is weighed, so that a covered fix also "fits" as ``fit`` says it.
-    edge: Callable[[Band], float] = lambda b: b.high  # noqa: E731
-    if weigher.calibration is not None and usable is not None and usable.at_least_gib:
-        edge = lambda b: b.mid  # noqa: E731
-        deficit = usable.at_least_gib - card
-        source = f"{usable.source}: it needed more than {usable.at_least_gib:.2f} GiB"
+    if floor is not None and floor.at_least_gib is not None:
+        deficit = floor.at_least_gib - card
+        source = f"{floor.source}: it needed more than {floor.at_least_gib:.2f} GiB"
     else:
         deficit = today.high - card
         source = "the high edge of today's estimate against the card"
+    margin = MARGIN_SHARE * card
 
     def saving(ids: Collection[str]) -> float:
+        """The drop of the band's high edge (what ``covers`` needs first)."""
         after = band(ids)
-        return edge(today) - edge(after) if after is not None else 0.0
+        return today.high - (after.high if after is not None else 0.0)
 
-    margin = MARGIN_SHARE * card
-    need = max(deficit + margin, MIN_SAVING)
-    chosen, covered = _fewest(list(free), list(candidates), need, saving)
+    def covers(ids: Collection[str]) -> bool:
+        """The phase fits as ``fit`` says it, with the margin at the midpoint; and a fix
+        lowers the peak the crash ran into, whatever the estimate says of today."""
+        after = band(ids)
+        fits = after is None or (after.high <= card and after.mid + margin <= card)
+        return fits and saving(ids) >= MIN_SAVING
+
+    chosen, covered = _fewest(list(free), list(candidates), today.high - card, covers, saving)
     fixes: dict[FixName, tuple[str, ...]] = {"just_enough": ordered(chosen), "safe": safe_fix}
-    calibrated = weigher.calibration is not None
     sizing = FixSizing(
         phase=phase,
         card_gib=card,
         deficit_gib=deficit,
         margin_gib=margin,
         source=source,
-        calibrated=calibrated,
+        calibrated=floor is not None,
         today=today,
-        savings={name: saving(ids) for name, ids in fixes.items()},
+        savings={
+            name: today.mid - (band(ids) or Band(0.0, 0.0)).mid for name, ids in fixes.items()
+        },
         bands={name: band(ids) or Band(0.0, 0.0) for name, ids in fixes.items()},
         covered=covered,
     )
-    default: FixName = "just_enough" if calibrated and covered else "safe"
-    return SizedFixes(fixes, default, sizing, weigher if calibrated else None)
+    default: FixName = "just_enough" if floor is not None and covered else "safe"
+    return SizedFixes(fixes, default, sizing)
 
 
 def _fewest(
-    free: list[str], candidates: list[str], need: float, saving: Callable[[Collection[str]], float]
+    free: list[str],
+    candidates: list[str],
+    need: float,
+    covers: Callable[[Collection[str]], bool],
+    saving: Callable[[Collection[str]], float],
 ) -> tuple[list[str], bool]:
-    """The free steps and the fewest candidates whose saving covers ``need``; whether it does."""
-    if saving(free) >= need:
+    """The free steps and the fewest candidates that cover; whether they do. ``need`` is the
+    drop of the band's high edge that covering takes at least (``saving``'s units)."""
+    if covers(free):
         return free, True
     alone = {step: saving([*free, step]) - saving(free) for step in candidates}
     useful = [step for step in candidates if alone[step] > 1e-9]
@@ -456,11 +388,11 @@ def _fewest(
         for combination in itertools.combinations(useful, size):
             if base + sum(alone[step] for step in combination) < need - 1e-9:
                 continue
-            if saving([*free, *combination]) >= need:
+            if covers([*free, *combination]):
                 return [*free, *combination], True
     taken = list(free)
     for step in useful:
         taken.append(step)
-        if len(taken) - len(free) > EXHAUSTIVE_UP_TO and saving(taken) >= need:
+        if len(taken) - len(free) > EXHAUSTIVE_UP_TO and covers(taken):
             return taken, True
     return taken, False

@@ -20,6 +20,7 @@ from oom_wizard.rules.modelkind import find_model_kind
 from tests.support.corpus import needs_examples
 from tests.support.measured_peaks import (
     EXAMPLES,
+    GPU_FIXTURE,
     TOLERANCE,
     Delta,
     Point,
@@ -29,6 +30,18 @@ from tests.support.measured_peaks import (
 )
 
 POINTS = points()
+GPU_ROWS = points(fixture=GPU_FIXTURE, rows_setup=True)
+
+
+@pytest.mark.parametrize("row", GPU_ROWS, ids=lambda p: p.id)
+def test_each_h200_row_lies_within_its_band_and_near_its_midpoint(row: Point) -> None:
+    # The rows the context and allocator terms were fitted on: no tolerance on the band.
+    where = (
+        f"{row.id}: measured {row.measured_gib:.2f}, band {row.band.low:.2f}–{row.band.high:.2f}"
+    )
+    assert row.band.low <= row.measured_gib <= row.band.high, where
+    assert abs(row.error) <= 0.10, where
+    assert row.memory.certainty == "gpu", where
 
 
 @pytest.mark.parametrize("point", POINTS, ids=lambda p: p.id)
@@ -102,6 +115,15 @@ def test_an_example_config_is_never_wont_fit_at_the_card_in_its_name(path: Path)
     for phase, band in memory.phases.items():
         if band is not None:
             assert verdict(band, card) != "wont_fit", (phase, band, card)
+    # On a 4 GB card no example fits: the peak is "won't fit" there.
+    assert verdict(memory.peak(), 4.0) == "wont_fit", memory.peak()
+
+
+@needs_examples
+def test_an_example_the_model_does_not_cover_says_so_and_gives_no_verdict() -> None:
+    document = load_document(EXAMPLES / "sd_trainer_train.example.yaml")
+    memory = job_memory(document, [], "image")
+    assert memory.not_estimated is not None and "textual_inversion_trainer" in memory.not_estimated
 
 
 def test_the_examples_are_there_or_the_test_says_it_skipped() -> None:

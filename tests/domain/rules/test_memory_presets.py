@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from importlib import resources
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from oom_wizard.errors import PresetError
-from oom_wizard.rules.catalog import MemoryFamily, Presets, load_presets
+from oom_wizard.rules.catalog import BlockMemory, MemoryFamily, Presets, load_presets
 
 FILES = ("archs.yaml", "ladders.yaml", "levers.yaml", "memory.yaml", "ui_fields.yaml")
 
@@ -56,6 +57,29 @@ def test_every_arch_has_a_family_or_a_real_reason(presets: Presets) -> None:
             assert "not measured yet" not in reason and "in progress" not in reason, facts.id
 
 
+@pytest.mark.parametrize(
+    ("name_or_path", "family_id"),
+    [
+        ("stabilityai/stable-diffusion-3.5-large", "sd35_large"),
+        ("stabilityai/stable-diffusion-3.5-large-turbo", "sd35_large"),
+        ("/models/sd3.5_medium.safetensors", "sd35_medium"),
+        ("stabilityai/stable-diffusion-3-medium-diffusers", "sd3"),
+    ],
+)
+def test_sd3_s_size_follows_the_model_name(
+    presets: Presets, name_or_path: str, family_id: str
+) -> None:
+    # SD3.5 Large is 8B, not SD3 Medium's 2B: AI Toolkit's own SD3 example trains it.
+    family = presets.memory_of(presets.arch("sd3"), name_or_path)
+    assert family is not None and family.id == family_id
+    assert presets.memory_of(presets.arch("sd3"), "my-own-model") is None
+
+
+def test_sd3_5_large_is_counted_as_8b(presets: Presets) -> None:
+    assert presets.memory_families["sd35_large"].params.transformer == pytest.approx(8.06, abs=0.01)
+    assert presets.memory_families["sd3"].params.transformer == pytest.approx(2.03, abs=0.01)
+
+
 def test_an_unknown_arch_has_no_family(presets: Presets) -> None:
     assert presets.memory_of(None) is None
     assert presets.memory_of(presets.arch("no_such_arch")) is None
@@ -63,6 +87,7 @@ def test_an_unknown_arch_has_no_family(presets: Presets) -> None:
 
 def test_every_family_is_used_by_an_arch(presets: Presets) -> None:
     used = {facts.memory for facts in presets.archs}
+    used |= {rule.family for facts in presets.archs for rule in facts.memory_by_name}
     assert sorted(set(presets.memory_families) - used) == []
 
 
@@ -95,7 +120,8 @@ def test_activation_figures_are_sane(presets: Presets) -> None:
     for family in families(presets):
         acts = family.activations
         if acts is None:
-            assert family.unknown and "not measured yet" not in family.unknown, family.id
+            if family.unet is None:
+                assert family.unknown and "not measured yet" not in family.unknown, family.id
             continue
         assert acts.source.strip() and acts.blocks, family.id
         for block in acts.blocks:
@@ -147,10 +173,13 @@ def test_an_arch_naming_a_missing_family_is_refused(preset_copy: Path) -> None:
 
 EXTRA_FAMILY = """\
   extra:
+    checked: cpu
     params: {transformer: 1.0, text_encoder: 0.5, vae: 0.1, experts: 1, source: "a test"}
     activations:
       width: 1024
       text_tokens: 77
+      adapter: lora
+      adapted: "every Linear of the blocks"
       blocks:
         - {name: Block, count: 2, saved_bytes_per_token: 40000, input_bytes_per_token: 2048,
            peak_bytes_per_token: 9000}
@@ -181,14 +210,187 @@ def test_saved_below_the_input_is_refused(preset_copy: Path) -> None:
         load_presets(preset_copy)
     assert "memory.yaml" in str(caught.value)
     assert "saved_bytes_per_token is below input_bytes_per_token" in str(caught.value)
-    assert caught.value.line == first + 6
+    assert caught.value.line == first + 9
 
 
 def test_missing_activations_need_a_reason(preset_copy: Path) -> None:
-    text = EXTRA_FAMILY.split("    activations:")[0] + "    activations: null\n"
+    text = EXTRA_FAMILY.split("    activations:")[0].replace("    checked: cpu\n", "")
+    text += "    activations: null\n"
     _add_family(preset_copy, text)
     with pytest.raises(PresetError, match="activations: null with unknown"):
         load_presets(preset_copy)
+
+
+UNET_FAMILY = """\
+  extra:
+    checked: gpu
+    params: {transformer: 1.0, text_encoder: 0.5, vae: 0.1, experts: 1, source: "a test"}
+    unet:
+      text_tokens: 77
+      adapted: "every Linear of the UNet"
+      networks:
+        lora:
+          saved: {fixed_bytes: 1000, bytes_per_latent_pixel: 500000}
+          peak: {fixed_bytes: 0, bytes_per_latent_pixel: 4000}
+          checkpointed_saved: {fixed_bytes: 0, bytes_per_latent_pixel: 37000}
+          checkpointed_peak: {fixed_bytes: 160000000, bytes_per_latent_pixel: 1200}
+      source: "a test"
+    vae:
+      checked: cpu
+      frame_by_frame: true
+      decode: {fixed_bytes: 0, bytes_per_pixel: 11000, bytes_per_clip_pixel: 6}
+      encode: {fixed_bytes: 0, bytes_per_pixel: 8600}
+      source: "a test"
+"""
+
+
+def test_a_unet_family_with_a_video_vae_loads(preset_copy: Path) -> None:
+    _add_family(preset_copy, UNET_FAMILY)
+    family = load_presets(preset_copy).memory_families["extra"]
+    assert family.activations is None and family.unknown is None
+    assert family.checked == "gpu"
+    assert family.unet is not None and family.vae is not None
+    lora = family.unet.networks["lora"]
+    assert lora.saved.at(128 * 128) == 1000 + 500000 * 128 * 128
+    # Frame by frame: the working set is one frame's; only the assembled clip grows with frames.
+    frame = 480 * 832
+    assert family.vae.decode.at(frame, frames=81) == 11000 * frame + 6 * frame * 81
+    assert family.vae.encode.at(frame, frames=81) == family.vae.encode.at(frame, frames=33)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("    checked: gpu\n", "", "checked (gpu or cpu) goes with the activation figures"),
+        ("    checked: gpu\n", "    checked: maybe\n", "checked"),
+        ("        lora:\n", "        loha:\n", "networks"),
+        ("fixed_bytes: 1000,", "fixed_bytes: -600000000,", "negative at 1024 latent pixels"),
+        ("      frame_by_frame: true\n", "", "bytes_per_clip_pixel is for a frame_by_frame VAE"),
+        ("bytes_per_pixel: 8600", "bytes_per_pixel: 0", "greater than 0"),
+        ('      adapted: "every Linear of the UNet"\n', "", "adapted"),
+    ],
+)
+def test_a_bad_unet_or_vae_is_refused(preset_copy: Path, old: str, new: str, message: str) -> None:
+    _add_family(preset_copy, UNET_FAMILY.replace(old, new, 1))
+    with pytest.raises(PresetError, match=re.escape(message)) as caught:
+        load_presets(preset_copy)
+    assert "memory.yaml" in str(caught.value) and "extra" in str(caught.value)
+
+
+def test_blocks_and_a_unet_together_are_refused(preset_copy: Path) -> None:
+    both = UNET_FAMILY + EXTRA_FAMILY.split("\n", 3)[3]
+    _add_family(preset_copy, both)
+    with pytest.raises(PresetError, match=re.escape("activations (blocks) or unet, not both")):
+        load_presets(preset_copy)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('      adapted: "every Linear of the blocks"\n', "", "adapter: lora needs adapted"),
+        (
+            "saved_bytes_per_token: 40000,",
+            "saved_bytes_per_token: 40000, frozen_saved_bytes_per_token: 50000,",
+            "frozen_saved_bytes_per_token is above saved_bytes_per_token",
+        ),
+    ],
+)
+def test_an_adapter_figure_out_of_place_is_refused(
+    preset_copy: Path, old: str, new: str, message: str
+) -> None:
+    _add_family(preset_copy, EXTRA_FAMILY.replace(old, new, 1))
+    with pytest.raises(PresetError, match=re.escape(message)):
+        load_presets(preset_copy)
+
+
+def test_checked_goes_with_figures_and_only_with_them(presets: Presets) -> None:
+    for family in families(presets):
+        measured = family.activations is not None or family.unet is not None
+        assert (family.checked is not None) == measured, family.id
+        if family.activations is not None and family.activations.adapter == "lora":
+            assert family.activations.adapted, family.id
+
+
+GIB = 2**30
+
+
+# The rows of ../shared/gpu-measurements.md (one H200, 2026-12-04) the shipped figures must
+# reproduce where memory.yaml says `checked: gpu` (the file itself is not shipped).
+@pytest.mark.parametrize(
+    ("family_id", "pass_name", "pixels", "frames", "measured_gib"),
+    [
+        ("flux", "decode", 1024 * 1024, 1, 3.38),
+        ("flux", "decode", 1536 * 1536, 1, 7.60),
+        ("flux", "encode", 1024 * 1024, 1, 2.00),
+        ("flux", "encode", 1536 * 1536, 1, 4.50),
+        ("wan21_14b", "decode", 480 * 832, 33, 4.27),
+        ("wan21_14b", "decode", 480 * 832, 81, 4.38),
+        ("wan21_14b", "encode", 480 * 832, 33, 3.20),
+        ("wan21_14b", "encode", 480 * 832, 81, 3.20),
+    ],
+)
+def test_gpu_checked_vae_figures_reproduce_the_gpu_rows(
+    presets: Presets, family_id: str, pass_name: str, pixels: int, frames: int, measured_gib: float
+) -> None:
+    vae = presets.memory_families[family_id].vae
+    assert vae is not None and vae.checked == "gpu"
+    figure = getattr(vae, pass_name).at(pixels, frames) / GIB
+    assert figure == pytest.approx(measured_gib, rel=0.05)
+
+
+@pytest.mark.parametrize(
+    ("latent", "fwd_gib", "step_gib", "ckpt_fwd_gib", "ckpt_step_gib"),
+    [(64 * 64, 2.07, 2.09, 0.15, 0.32), (128 * 128, 7.89, 7.96, 0.58, 0.76)],
+)
+def test_sdxl_unet_figures_reproduce_the_gpu_rows(
+    presets: Presets,
+    latent: int,
+    fwd_gib: float,
+    step_gib: float,
+    ckpt_fwd_gib: float,
+    ckpt_step_gib: float,
+) -> None:
+    # Until the UNet is measured with the toolkit's adapters, its figures are the GPU rows' fit.
+    sdxl = presets.memory_families["sdxl"]
+    assert sdxl.checked == "gpu" and sdxl.unet is not None
+    lora = sdxl.unet.networks["lora"]
+    assert lora.saved.at(latent) / GIB == pytest.approx(fwd_gib, rel=0.1)
+    assert (lora.saved.at(latent) + lora.peak.at(latent)) / GIB == pytest.approx(step_gib, rel=0.1)
+    ckpt = lora.checkpointed_saved.at(latent)
+    assert ckpt / GIB == pytest.approx(ckpt_fwd_gib, rel=0.15)
+    ckpt_step = ckpt + lora.checkpointed_peak.at(latent)
+    assert ckpt_step / GIB == pytest.approx(ckpt_step_gib, rel=0.15)
+
+
+def _mean(blocks: tuple[BlockMemory, ...], figure: str) -> float:
+    total = sum(block.count for block in blocks)
+    return sum(float(getattr(block, figure)) * block.count for block in blocks) / total
+
+
+def test_flux_blocks_in_the_gpu_rows_setup_reproduce_them(presets: Presets) -> None:
+    # FLUX.1-dev on the H200: per token per block over the 57 blocks, LoRA under bf16 autocast
+    # 152.8 KiB (the slope of the no-checkpointing rows), frozen 76.5 KiB, kept with
+    # checkpointing 6.2 KiB.
+    flux = presets.memory_families["flux"]
+    acts = flux.activations
+    assert flux.checked == "gpu" and acts is not None and acts.adapter == "lora"
+    blocks = acts.blocks
+    assert _mean(blocks, "autocast_saved_bytes_per_token") / 1024 == pytest.approx(152.8, rel=0.1)
+    assert _mean(blocks, "frozen_saved_bytes_per_token") / 1024 == pytest.approx(76.5, rel=0.06)
+    assert _mean(blocks, "input_bytes_per_token") / 1024 == pytest.approx(6.2, rel=0.05)
+    # AI Toolkit's own path (fp32 adapters, the input cast to fp32 per adapted Linear) keeps
+    # more than the rows' setup, and LoRA more than no adapter.
+    assert _mean(blocks, "saved_bytes_per_token") > _mean(blocks, "autocast_saved_bytes_per_token")
+
+
+def test_a_lora_measurement_saves_more_than_frozen_blocks(presets: Presets) -> None:
+    for family in families(presets):
+        acts = family.activations
+        if acts is None or acts.adapter != "lora":
+            continue
+        for block in acts.blocks:
+            assert block.frozen_saved_bytes_per_token is not None, family.id
+            assert block.saved_bytes_per_token >= block.frozen_saved_bytes_per_token, family.id
 
 
 def test_an_unknown_block_kind_of_tokens_is_refused(preset_copy: Path) -> None:

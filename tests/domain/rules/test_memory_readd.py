@@ -69,10 +69,13 @@ def test_a_re_add_predicted_not_to_fit_is_said_and_still_offered(rolled_back: Pa
 def test_a_measured_peak_makes_the_prediction_tighter() -> None:
     document = load_document(DEMO / "flux_portrait_lora.yaml")
     plain = predict_readd(document, [], "image", card_gib=80.0, calibration=None)
-    measured = Calibration("training", None, 90.0, 80.0, "attempt 2's measured peak (nvidia-smi)")
+    # Above the uncalibrated band (FLUX.1 LoRA without checkpointing, AI Toolkit's fp32 adapter
+    # inputs: 110-190 GiB), so it moves it.
+    measured = Calibration("training", None, 300.0, 80.0, "attempt 2's measured peak (nvidia-smi)")
     lifted = predict_readd(document, [], "image", card_gib=80.0, calibration=measured)
     assert plain is not None and lifted is not None
-    assert lifted.memory.peak().mid == pytest.approx(90.0, abs=0.1)
+    assert plain.memory.peak().high < 300.0
+    assert lifted.memory.peak().mid == pytest.approx(300.0, abs=0.1)
     assert lifted.verdict == "wont_fit" or lifted.verdict == "tight"
     assert "attempt 2" in lifted.words
 
