@@ -2510,6 +2510,7 @@ def measure(family: Family, real: bool = False) -> dict[str, Any]:
 
 UNET_RESOLUTIONS = (512, 1024)  # px; latent pixels (px / 8)^2 (a whole UNet takes minutes a pass)
 UNET_TEXT_TOKENS = 77
+SKIP_GPU_SETUP = False  # --skip-gpu-setup: keep memory.yaml's gpu_setup (a UNet pass is minutes)
 # The UNets whose LoCon (3x3 convolutions adapted too) is measured besides the LoRA: none in the
 # shipped memory.yaml yet (each UNet pass takes minutes of a shared CPU); name them to add it.
 LOCON_UNETS: frozenset[str] = frozenset()
@@ -2591,8 +2592,9 @@ def _unet_passes(
     return found
 
 
-def measure_unet(family: Family) -> dict[str, Any]:
-    """The UNet's fits per latent pixel, for AI Toolkit's LoRA and LoCon."""
+def measure_unet(family: Family, old: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The UNet's fits per latent pixel, for AI Toolkit's LoRA and LoCon; the GPU rows' setup
+    too unless ``SKIP_GPU_SETUP`` (then ``old``'s, the UNet entry memory.yaml has, is kept)."""
     ATTENTION_SEEN.clear()
     networks: dict[str, Any] = {}
     misses: list[float] = []
@@ -2621,9 +2623,16 @@ def measure_unet(family: Family) -> dict[str, Any]:
         + " px (a line through two points: linearity is not checked)"
     )
     gpu_setup = None
-    if family.id in UNET_GPU_ROWS:
+    if family.id in UNET_GPU_ROWS and not SKIP_GPU_SETUP:
         gpu_setup, words = unet_gpu_check(family)
         source += f"; gpu_setup, against the shared GPU rows: {words}"
+    elif old and old.get("gpu_setup"):
+        gpu_setup = old["gpu_setup"]
+        source += (
+            "; gpu_setup (kept from memory.yaml): the least-squares line of the shared GPU rows "
+            "themselves (LoRA on the attention blocks' Linears under bf16 autocast, batch 1, "
+            "512, 768, 1024 px), measured on the H200"
+        )
     unet: dict[str, Any] = {
         "text_tokens": UNET_TEXT_TOKENS,
         "adapted": UNET_ADAPTED,
@@ -3123,6 +3132,14 @@ def _close(a: Any, b: Any) -> bool:
 
 
 KINDS = ("all", "params", "activations", "vae")
+_TRAINING = ("checked", "activations", "unet", "unknown")
+KEPT: Mapping[str, tuple[str, ...]] = {
+    "all": (),
+    "params": (*_TRAINING, "vae"),
+    "activations": ("vae",),
+    "vae": _TRAINING,
+}
+"""Per kind, the parts of a family a run keeps as memory.yaml has them when it writes."""
 
 
 def measure_family(
@@ -3134,8 +3151,10 @@ def measure_family(
     kept = ("checked", "activations", "unet", "unknown")
     if kind in ("all", "activations"):
         if family.unet:
-            entry["unet"] = measure_unet(family)
-            entry["checked"] = "gpu" if family.id in UNET_GPU_ROWS else "cpu"
+            entry["unet"] = measure_unet(family, old.get("unet"))
+            # gpu: the same measurement in the rows' setup ran and is in the source
+            checked = family.id in UNET_GPU_ROWS and not SKIP_GPU_SETUP
+            entry["checked"] = "gpu" if checked else "cpu"
         elif family.inputs is None or family.unknown:
             entry["activations"] = None
             entry["unknown"] = family.unknown
@@ -3173,6 +3192,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--params-only", action="store_true", help="the same as --kind params")
     parser.add_argument(
+        "--skip-gpu-setup",
+        action="store_true",
+        help="UNets: keep memory.yaml's figures in the GPU rows' setup instead of measuring them",
+    )
+    parser.add_argument(
         "--real",
         action="store_true",
         help="with --check: compute with real bf16 tensors at fewer tokens (slow cross-check)",
@@ -3184,6 +3208,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.real and not args.check:
         parser.error("--real only checks the figures (its token counts differ): add --check")
 
+    global SKIP_GPU_SETUP
+    SKIP_GPU_SETUP = args.skip_gpu_setup
     _, stored = load_memory()
     if args.table:
         print(table(stored, sources=not args.no_sources))
@@ -3219,8 +3245,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not _close(now, was):
                 differ.append(family.id)
                 print(f"{family.id}: differs from memory.yaml\n  now: {now}\n  was: {was}")
-        else:  # read again: another run may have written other families meanwhile
+        else:  # read again: another run may have written this family's other parts meanwhile
             _, current = load_memory()
+            fresh = current.get(family.id, {})
+            for key in KEPT[kind]:
+                entry.pop(key, None)
+                if key in fresh:
+                    entry[key] = fresh[key]
             current[family.id] = entry
             MEMORY_YAML.write_text(dump(versions(), current), encoding="utf-8")
     if failed:
