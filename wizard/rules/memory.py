@@ -492,6 +492,9 @@ class Calibration:
     passed: tuple[Phase, ...] = ()
     """The phases the log shows passing on ``card_gib`` before the crash (facts: their peak
     was within the card)."""
+    also_ran: bool = False
+    """Whether the crashed phase also ran on that card many times before it crashed (an
+    intermittent crash): its peak is then at its floor, not far above it."""
 
     @property
     def floor_gib(self) -> float | None:
@@ -506,6 +509,7 @@ class Calibration:
         return {
             "phase": self.phase,
             "passed": list(self.passed),
+            "also_ran": self.also_ran,
             "at_least_gib": _round(self.at_least_gib),
             "measured_gib": _round(self.measured_gib),
             "card_gib": _round(self.card_gib),
@@ -844,8 +848,9 @@ def _scale_for(
     trainer's workspaces) that makes the calibrated phase agree: THE calibration rule.
 
     A crash's figure is a floor: the phase needed more than it (and more than the card it
-    crashed on), so the band's low edge is lifted to it, never lowered. A run's measured peak
-    is a point: the band's midpoint is put on it.
+    crashed on), so the band's low edge is lifted to it, never lowered. A phase that crashed
+    only now and then also ran on that card before, so its low edge is put on the floor from
+    either side. A run's measured peak is a point: the band's midpoint is put on it.
     """
     if calibration is None or not per_phase[calibration.phase]:
         return 1.0
@@ -858,7 +863,7 @@ def _scale_for(
     floor = calibration.floor_gib
     if floor is not None:
         goal = floor
-        if band(1.0).low >= goal:
+        if band(1.0).low >= goal and not calibration.also_ran:
             return 1.0
 
         def target(b: Band) -> float:
@@ -1767,6 +1772,7 @@ def calibration_from(diagnosis: Diagnosis, phase_of_crash: Phase | None) -> Cali
             card_gib=card,
             source=f"PyTorch's OOM message{line}",
             passed=passed_phases(diagnosis, phase),
+            also_ran=diagnosis.moment == "intermittent",
         )
     crashed = phase if diagnosis.crashed else None
     passed = passed_phases(diagnosis, crashed)
@@ -1870,6 +1876,7 @@ def calibration_from_record(
         measured_gib=None,
         card_gib=float(total) if isinstance(total, int | float) else None,
         source="the crash's OOM message recorded in the change log",
+        also_ran=moment == "intermittent",
     )
 
 
