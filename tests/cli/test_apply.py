@@ -348,5 +348,4 @@ def test_a_one_line_json_config_is_shown_field_by_field(tmp_path: Path) -> None:
     assert status == 0, err
     assert "The config is one long line; the fields that change:" in out
     assert "+ config.process[0].train.cache_text_embeddings: true" in out
-    # The config's one line is not printed: every printed line is far shorter than it.
-    assert max(len(line) for line in out.splitlines()) < len(json.dumps(TREE)) // 2
+    assert json.dumps(TREE) not in out  # the config's one line is not printed whole
