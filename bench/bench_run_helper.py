@@ -37,35 +37,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from oom_wizard.application.trainer import stops_as_from_a_terminal
-from tests.support.autopilot_support import FAKE, SCENARIOS, pid_alive, wait_for, write_config
+from tests.support.autopilot_support import (
+    FAKE,
+    SCENARIOS,
+    TAG,
+    pid_alive,
+    tagged,
+    wait_for,
+    write_config,
+)
 
 WIZARD = Path(sys.executable).with_name("oom-wizard")
-TAG = "OOM_WIZARD_BENCH_TAG"
 RUN_LIMIT_S = 120.0
 WAYS = ("exit", "ctrl-c", "sigterm", "sigkill")
 SIGNALS = {"ctrl-c": signal.SIGINT, "sigterm": signal.SIGTERM, "sigkill": signal.SIGKILL}
-
-
-def tagged(tag: str) -> list[int]:
-    """Live processes (not zombies) whose environment carries ``TAG=tag``, ``run`` and its
-    watchdog excepted."""
-    found = []
-    wanted = f"{TAG}={tag}".encode()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if wanted not in environ.split(b"\0") or stat[stat.rfind(")") + 2] in "ZX":
-            continue
-        if b"oom-wizard" in cmdline or b"-I\0-S\0-c" in cmdline:
-            continue
-        found.append(int(entry.name))
-    return found
 
 
 def one_round(folder: Path, way: str, after: float) -> tuple[float, int, int]:

@@ -29,31 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.support.autopilot_support import FAKE, SCENARIOS, write_config
+from tests.support.autopilot_support import FAKE, SCENARIOS, TAG, tagged, write_config
 
 WIZARD = Path(sys.executable).with_name("oom-wizard")
-TAG = "OOM_WIZARD_BENCH_TAG"
-
-
-def tagged(tag: str) -> list[int]:
-    """Live processes (not zombies) whose environment carries ``TAG=tag``."""
-    found = []
-    wanted = f"{TAG}={tag}".encode()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if wanted not in environ.split(b"\0") or stat[stat.rfind(")") + 2] in "ZX":
-            continue
-        if b"oom-wizard" in cmdline or b"-I\0-S\0-c" in cmdline:
-            continue  # run itself (killed) or its watchdog: not a trainer process
-        found.append(int(entry.name))
-    return found
 
 
 def one_round(folder: Path, moment: float, after: float) -> tuple[int, int]:

@@ -3132,6 +3132,14 @@ def _close(a: Any, b: Any) -> bool:
 
 
 KINDS = ("all", "params", "activations", "vae")
+_TRAINING = ("checked", "activations", "unet", "unknown")
+KEPT: Mapping[str, tuple[str, ...]] = {
+    "all": (),
+    "params": (*_TRAINING, "vae"),
+    "activations": ("vae",),
+    "vae": _TRAINING,
+}
+"""Per kind, the parts of a family a run keeps as memory.yaml has them when it writes."""
 
 
 def measure_family(
@@ -3237,8 +3245,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not _close(now, was):
                 differ.append(family.id)
                 print(f"{family.id}: differs from memory.yaml\n  now: {now}\n  was: {was}")
-        else:  # read again: another run may have written other families meanwhile
+        else:  # read again: another run may have written this family's other parts meanwhile
             _, current = load_memory()
+            fresh = current.get(family.id, {})
+            for key in KEPT[kind]:
+                entry.pop(key, None)
+                if key in fresh:
+                    entry[key] = fresh[key]
             current[family.id] = entry
             MEMORY_YAML.write_text(dump(versions(), current), encoding="utf-8")
     if failed:

@@ -40,10 +40,11 @@ class ComingBackScreen(StageScreen[str | Back]):
 
     def on_mount(self) -> None:
         """Focus the question, its answer preselected from the log (Yes only for a retry
-        that finished or is training; without a word from the log, the first)."""
+        that finished or is training; without a word from the log, none: Enter asks)."""
         ran = retry_answer(self.state).ran
         answers = self.query_one("#answer-list", MarkedOptionList)
-        answers.highlighted = 1 if ran is False else 0
+        # Nothing preselected without a word from the log: a guess would read as one.
+        answers.highlighted = None if ran is None else 1 if ran is False else 0
         answers.focus()
 
     def _last_changes(self) -> Content:
@@ -64,7 +65,10 @@ class ComingBackScreen(StageScreen[str | Back]):
     def action_next(self) -> None:
         """Yes: scale up one step. No: a new diagnosis that knows what changed last."""
         highlighted = self.query_one("#answer-list", MarkedOptionList).highlighted_option
-        self.dismiss(RAN if highlighted is not None and highlighted.id == RAN else CRASHED)
+        if highlighted is None:
+            self.notify("Pick Yes or No first (↑/↓): no log says how the retry went.")
+            return
+        self.dismiss(RAN if highlighted.id == RAN else CRASHED)
 
     def action_back(self) -> None:
         """Back to the loaded job."""

@@ -11,15 +11,21 @@ from __future__ import annotations
 
 from typing import Final
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from oom_wizard.application.leaving import crashed_job_note, new_job_name_problem, new_job_warning
+from oom_wizard.application.leaving import (
+    crashed_job_note,
+    new_job_name_problem,
+    new_job_name_taken,
+    new_job_warning,
+)
 from oom_wizard.application.saving import Destination, FileTarget, default_file_target, file_target
 from oom_wizard.application.settling import WizardState
+from oom_wizard.errors import WizardError
 from oom_wizard.screens.widgets import MarkedOptionList, PlainInput
 from oom_wizard.storage.jobdb import AsNew, InPlace
 
@@ -120,8 +126,11 @@ class DestinationPicker(Vertical):
         return self.file_target().destination
 
     def typed(self) -> tuple[str, str]:
-        """The file fields as they are (Save as, Change log)."""
-        return self.query_one("#output", Input).value, self.query_one("#changelog", Input).value
+        """The file fields as the user typed them (Save as, Change log; the change log empty
+        while it follows Save as, so that its following is no edit of the user's)."""
+        changelog = self.query_one("#changelog", Input).value
+        followed = changelog.strip() == self._derived_changelog
+        return self.query_one("#output", Input).value, "" if followed else changelog
 
     def file_target(self) -> FileTarget:
         """The file fields, checked by the application layer.
@@ -162,15 +171,32 @@ class DestinationPicker(Vertical):
         problem = new_job_name_problem(event.value)
         note = self.query_one("#new-job-note", Static)
         note.update(f"Not this name: {problem}" if problem else new_job_warning(self.state) or "")
+        if problem is None and event.value.strip():
+            self._check_taken(event.value)
+
+    @work(thread=True, exclusive=True, group="name-taken", exit_on_error=False)
+    def _check_taken(self, name: str) -> None:
+        """Whether a job or a job folder has the name already (the database is read off the
+        screen's thread); said on the row as it is typed, not only on Save."""
+        try:
+            taken = new_job_name_taken(self.state, name)
+        except WizardError:
+            return  # the save says it, in its one line
+        if taken is not None:
+            self.app.call_from_thread(self._say_taken, name, taken)
+
+    def _say_taken(self, name: str, taken: str) -> None:
+        if self.query_one("#new-name", Input).value == name:
+            self.query_one("#new-job-note", Static).update(f"Not this name: {taken}")
 
     @on(Input.Changed, "#output")
     def _output_changed(self, event: Input.Changed) -> None:
         """Keep the change log beside the output (while it is a file name); the reasons."""
         changelog = self.query_one("#changelog", Input)
-        beside = file_target(self.state, event.value, None).destination
+        beside = file_target(self.state, event.value, None).changelog_beside
         if beside is not None and changelog.value.strip() == self._derived_changelog:
-            assert beside.changelog is not None
-            self._derived_changelog = str(beside.changelog)
+            # It follows the output as typed, refused or not: never a stale name.
+            self._derived_changelog = str(beside)
             changelog.value = self._derived_changelog
         self.show_reasons()
 

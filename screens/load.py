@@ -485,10 +485,11 @@ def _job_row(job: DbJob) -> Content:
     """One job as a row of the list: name, status, step and the first line of its info."""
     name = job.name if len(job.name) <= NAME_WIDTH else job.name[: NAME_WIDTH - 1] + "…"
     info = job.info.strip().splitlines()[0] if job.info.strip() else ""
-    status_style = "$text-error" if job.status == "error" else ""
+    status = job.status_short  # a running row whose process is gone: crashed
+    status_style = "$text-error" if status in ("error", "crashed") else ""
     return Content.assemble(
         (f"{name:<{NAME_WIDTH}} ", "bold"),
-        (f"{job.status:<{STATUS_WIDTH}} ", status_style),
+        (f"{status:<{STATUS_WIDTH}} ", status_style),
         f"{job.step:>{STEP_WIDTH}}  ",
         (info, "$text-muted"),
     )
@@ -541,7 +542,7 @@ def _origin_rows(state: WizardState) -> list[Content]:
         return [_row("Config", str(state.source))]
     rows = [
         _row("Database", str(job.db_path)),
-        _row("UI job", f"{job.name} · {job.status} · step {job.step}"),
+        _row("UI job", f"{job.name} · {job.status_words} · step {job.step}"),
     ]
     if job.error:
         rows.append(_row("", Content.styled(job.error, "$text-error")))

@@ -11,16 +11,17 @@ from __future__ import annotations
 import gc
 import sys
 
-from oom_wizard.cli import main as run_command_line
-from oom_wizard.host.interrupts import redeliver_lost_interrupts
-
 EXIT_INTERRUPTED = 130
 
 
 def main() -> int:
     """Import the command line under the interrupt hook, then run it."""
     try:
+        # boundary (a): the command line, imported once the interrupt hook is in place
+        from oom_wizard.host.interrupts import redeliver_lost_interrupts
+
         redeliver_lost_interrupts()
+        from oom_wizard.cli import main as run_command_line
     except KeyboardInterrupt:
         print("oom-wizard: interrupted; nothing was written", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -162,14 +162,7 @@ def _main(args_list: list[str]) -> int:
         _say(f"{error_line(exc)}{_written_note(before)}")
         return EXIT_BAD_INPUT
     except KeyboardInterrupt as exc:
-        what = "terminated" if isinstance(exc, Terminated) else "interrupted"
-        written = _new_files(before)
-        if written:
-            names = " and ".join(str(path) for path in written)
-            _say(f"{PROG}: {what} after the save was complete: {names} were written")
-        else:
-            _say(f"{PROG}: {what}; nothing was written")
-        return EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED
+        return _interrupted(exc, before)
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_OK
@@ -183,7 +176,33 @@ def _main(args_list: list[str]) -> int:
         _say(f"{error_line(exc)}{_written_note(before)}")
         return EXIT_BAD_INPUT
     except Exception as exc:
+        if _an_interrupt_inside(exc):
+            return _interrupted(KeyboardInterrupt(), before)
         return _internal(exc, debug)
+
+
+def _interrupted(exc: KeyboardInterrupt, before: tuple[Path, ...]) -> int:
+    """Ctrl-C or SIGTERM: say what was written (nothing, or a whole save) and exit 130/143."""
+    what = "terminated" if isinstance(exc, Terminated) else "interrupted"
+    written = _new_files(before)
+    if written:
+        names = " and ".join(str(path) for path in written)
+        _say(f"{PROG}: {what} after the save was complete: {names} were written")
+    else:
+        _say(f"{PROG}: {what}; nothing was written")
+    return EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED
+
+
+def _an_interrupt_inside(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Ctrl-C that a library wrapped on its way out: in its chain, or,
+    for pydantic-core's ``SchemaError`` (built in Rust, which keeps no Python chain), named in
+    its message. A Ctrl-C while pydantic builds a model's schema arrives that way."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return type(exc).__name__ == "SchemaError" and "KeyboardInterrupt" in str(exc)
 
 
 def _recover_here() -> None:
@@ -204,8 +223,8 @@ def _internal(exc: Exception, debug: bool) -> int:
 def _written() -> tuple[Path, ...]:
     """What saves of this process have written so far (nothing before the save code loads:
     never imported here, so a Ctrl-C during the imports cannot fail again)."""
-    save = sys.modules.get("oom_wizard.storage.save")
-    written = getattr(save, "written_this_process", None)
+    atomic = sys.modules.get("oom_wizard.storage.atomic")
+    written = getattr(atomic, "written_this_process", None)
     return written() if callable(written) else ()
 
 

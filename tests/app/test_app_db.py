@@ -31,6 +31,7 @@ from tests.support.app_support import (
     save_from_review,
     screen_name,
     screen_text,
+    settle,
     ui_job_folder,
     ui_jobs_db,
     wait_for_error,
@@ -126,7 +127,7 @@ async def test_coming_back_to_a_database_job_scales_it_up_in_place(tmp_path: Pat
         assert again.require_state().coming_back
         await press(pilot, "enter")
         assert screen_name(pilot) == "ComingBackScreen"
-        await press(pilot, "enter")
+        await press(pilot, "down", "enter")  # Yes: no log says it (none preselected)
         assert screen_name(pilot) == "ScaleUpScreen"
         await press(pilot, "enter")
         await wait_for_screen(pilot, "ResultScreen")
@@ -155,6 +156,24 @@ async def test_saving_as_a_new_job_under_a_typed_name(tmp_path: Path) -> None:
     assert created is not None and created["status"] == "stopped"
     assert json.loads(created["job_config"])["config"]["name"] == "flux_portrait_small"
     assert job_row(db, UI_JOB) == next(row for row in rows_before if row["name"] == UI_JOB)
+
+
+async def test_a_taken_new_name_is_said_as_it_is_typed(tmp_path: Path) -> None:
+    """ "Save as a new job" under the name of another job says it is taken on its row as it
+    is typed, in the words the save refuses it with, not only once Save is pressed."""
+    db = ui_jobs_db(tmp_path)
+    app = create_app(db=db, job=UI_JOB)
+    async with app.run_test(size=SIZE) as pilot:
+        await review_first_step(pilot)
+        await press(pilot, "down")
+        assert app.screen.query_one(DestinationPicker).choice == AS_NEW
+        app.screen.query_one("#new-name", Input).value = "sdxl_style"  # another job's
+        await settle(pilot)
+        note = screen_text(pilot, "#new-job-note")
+        assert note.startswith("Not this name: the name 'sdxl_style' is taken")
+        app.screen.query_one("#new-name", Input).value = "flux_portrait_small"
+        await settle(pilot)
+        assert "is taken" not in screen_text(pilot, "#new-job-note")
 
 
 async def test_a_running_job_is_saved_only_to_a_file(

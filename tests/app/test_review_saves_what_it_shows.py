@@ -133,7 +133,7 @@ def assert_saved_as_shown(pilot: Pilot[int], seen: OnScreen, source: str, saved:
 #: The demo image job after Enter, Enter, Ctrl+S on its first step (checkpointing): each fix
 #: as its headline reads.
 DEMO = {
-    "just_enough": "1 field changes (Gradient checkpointing on)",
+    "just_enough": "3 fields change (Gradient checkpointing on, Batch size to 1)",
     "safe": (
         "4 fields change (Gradient checkpointing on, Batch size to 1, Drop the biggest resolution)"
     ),

@@ -92,7 +92,7 @@ async def test_the_apps_scale_up_says_it_gives_back_the_crashed_config(
         await wait_for_state(pilot)
         await press(pilot, "enter")
         assert screen_name(pilot) == "ComingBackScreen"
-        await press(pilot, "enter")
+        await press(pilot, "down", "enter")  # Yes: no log says it (none preselected)
         assert screen_name(pilot) == "ScaleUpScreen"
         note = app.screen.query_one("#crashed-note", Static)
         assert note.display and "this is the config that crashed" in str(note.render())

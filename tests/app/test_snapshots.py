@@ -43,9 +43,9 @@ SHOWN_ROOT = "/tmp/oomw"
 
 
 class ShownRoot:
-    """``os`` for ``oom_wizard.application.leaving`` (the run command's paths): absolute paths under
-    ``root`` are shown under :data:`SHOWN_ROOT`, so that the command reads the same on every
-    run."""
+    """``os`` for the modules that word the run command's paths (``application.leaving`` and
+    ``storage.jobdir``'s ``run_log_for``): absolute paths under ``root`` are shown under
+    :data:`SHOWN_ROOT`, so that the command reads the same on every run; the rest is ``os``."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -54,6 +54,9 @@ class ShownRoot:
     def abspath(self, path: str | Path) -> str:
         real = Path(os.path.abspath(path))
         return str(Path(SHOWN_ROOT) / real.relative_to(self.root))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os.path if name in vars(os.path) else os, name)
 
 
 Steps = Callable[[Pilot[int]], Awaitable[None]]
@@ -105,7 +108,7 @@ async def to_coming_back(pilot: Pilot[int]) -> None:
 
 async def to_scale_up(pilot: Pilot[int]) -> None:
     await to_moment(pilot)
-    await press(pilot, "enter")
+    await press(pilot, "down", "enter")  # Yes (no log says how the retry went)
 
 
 STAGES: dict[str, tuple[str, Steps]] = {
@@ -157,8 +160,10 @@ def test_stage(
         app = create_app(db=Path("aitk_db.db"), job=UI_JOB if which == "db_job" else None)
     elif which == "fixed":
         from oom_wizard.application import leaving
+        from oom_wizard.storage import jobdir
 
         monkeypatch.setattr(leaving, "os", ShownRoot(tmp_path))
+        monkeypatch.setattr(jobdir, "os", ShownRoot(tmp_path))
         demo_folder(tmp_path)
         app = demo_app(Path("oom-wizard-demo"))
     else:

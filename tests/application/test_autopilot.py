@@ -102,7 +102,8 @@ def test_a_config_with_every_step_taken_stops_with_the_ladder_exhausted(tmp_path
         "config, and the config is not relaunched unchanged. No roll-back was tried. "
         "What is left: a card with more memory"
     )
-    assert "a smaller model, or a quantized one" in outcome.reason
+    # the demo's transformer is quantized already: a lower qtype, not quantizing (issue 33)
+    assert "a smaller model, or a lower qtype (model.qtype" in outcome.reason
     assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in outcome.reason
     assert outcome.saved == ()
 

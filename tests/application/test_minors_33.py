@@ -3,6 +3,7 @@ must be true."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -41,9 +42,10 @@ def test_history_and_scale_up_offer_no_re_add_after_the_last_attempt_crashed(
     assert main(["history", str(outcome.config)]) == 0
     text = capsys.readouterr().out
     assert "Next scale-up: none offered; " in text
-    assert "the last attempt, 2, crashed with this config's own settings" in text
+    assert re.search(r"the last attempt, \d+, crashed with this config's own settings", text)
     assert "Later, one setting back per retry" not in text
     assert main(["scale-up", str(outcome.config)]) == 0
-    assert "warning: the last attempt, 2, crashed with this config's own settings" in (
-        capsys.readouterr().out
+    assert re.search(
+        r"warning: the last attempt, \d+, crashed with this config's own settings",
+        capsys.readouterr().out,
     )

@@ -109,8 +109,10 @@ def test_the_change_log_beside_an_output_is_one_rule(tmp_path: Path) -> None:
 
 
 def changelog_reads(monkeypatch: object) -> list[str]:
-    """The change logs read from now on (every read goes through ``read_regular_file``)."""
+    """The change logs read from now on (every read goes through ``read_regular_file``, which
+    the change log's module imports from the document's)."""
     import oom_wizard.formats.document as document
+    import oom_wizard.storage.changelog as changelog
 
     assert hasattr(monkeypatch, "setattr")
     reads: list[str] = []
@@ -121,7 +123,8 @@ def changelog_reads(monkeypatch: object) -> list[str]:
             reads.append(Path(path).name)
         return real(path, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(document, "read_regular_file", counting)
+    for module in (document, changelog):
+        monkeypatch.setattr(module, "read_regular_file", counting)
     return reads
 
 
@@ -155,14 +158,13 @@ def test_the_change_log_is_read_once_for_an_open_a_save_and_its_result(
 def test_an_open_with_no_answer_diagnoses_the_log_once(monkeypatch: object) -> None:
     """``start`` (the app's first state, ``plan`` and ``apply`` without ``--moment`` or
     ``--kind``) diagnoses once: the settled diagnosis with no answer is the log's own."""
-    from oom_wizard.application import settling
+    from oom_wizard.application import opening, settling
     from oom_wizard.application.settling import start as open_state
     from oom_wizard.request import JobRequest
-    from oom_wizard.rules import diagnosis
 
     assert hasattr(monkeypatch, "setattr")
     calls: list[str] = []
-    for module in (diagnosis, settling):  # the open imports it from its module when it runs
+    for module in (opening, settling):  # the two that call it, with the name they imported
         real = module.diagnose
 
         def counting(*args: object, _real: object = real, **kwargs: object) -> object:

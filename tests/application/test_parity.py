@@ -105,7 +105,7 @@ async def test_a_broken_change_log_is_refused_the_same_way_everywhere(tmp_path: 
     assert len(lines) == 1
     line = lines.pop().rstrip("\n")
     assert line.startswith(f"oom-wizard: error: {broken}:")
-    assert in_app == line
+    assert in_app == line.removeprefix("oom-wizard: error: ")  # the app: the same line, bare
     assert broken.read_text(encoding="utf-8").endswith("[\n")
 
 
@@ -201,8 +201,10 @@ async def test_save_now_values_and_the_next_scale_up_agree(tmp_path: Path) -> No
     app_folder, cli_folder = demo_folder(tmp_path / "app"), demo_folder(tmp_path / "cli")
     config, log = cli_folder / IMAGE_JOB.config, cli_folder / IMAGE_JOB.log
     _, out, _ = cli("plan", config, "--log", log, "--json", "--no-probe")
-    first = default_steps(json.loads(out))[0]
-    status, applied, err = cli("apply", config, "--log", log, "--steps", first, "--no-probe")
+    defaults = default_steps(json.loads(out))
+    status, applied, err = cli(
+        "apply", config, "--log", log, "--steps", ",".join(defaults), "--no-probe"
+    )
     assert status == 0, err
     stem = Path(IMAGE_JOB.config).stem
     _, history, _ = cli("history", cli_folder / f"{stem}.oomfix.yaml")
@@ -230,7 +232,7 @@ async def test_save_now_values_and_the_next_scale_up_agree(tmp_path: Path) -> No
 
     assert from_palette is not None and from_ctrl_s is not None
     assert from_palette.entries == from_ctrl_s.entries
-    assert {entry.step for entry in from_ctrl_s.entries} == {first}
+    assert {entry.step for entry in from_ctrl_s.entries} == set(defaults)
     assert (cli_folder / f"{stem}.oomfix.yaml").read_bytes() == (
         app_folder / f"{stem}.oomfix.yaml"
     ).read_bytes()

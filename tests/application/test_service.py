@@ -40,7 +40,12 @@ def test_a_broken_change_log_stops_the_open(tmp_path: Path) -> None:
 
 def test_no_probe_means_no_probe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    monkeypatch.setattr("oom_wizard.host.probe.probe_gpu", lambda: calls.append("probed"))
+
+    def read_probe() -> tuple[None, None]:
+        calls.append("probed")
+        return None, None
+
+    monkeypatch.setattr("oom_wizard.application.opening.read_probe", read_probe)
     config = write_job(tmp_path / "job.yaml", TREE)
     open_job(JobRequest(config, probe=False))
     assert calls == []

@@ -21,11 +21,12 @@ from oom_wizard.application.choosing import (
 )
 from oom_wizard.application.demo import IMAGE_JOB, copy_demo
 from oom_wizard.application.labels import ui_hint
-from oom_wizard.application.leaving import leaving_summary, run_command, run_log_for
+from oom_wizard.application.leaving import leaving_summary, run_command
 from oom_wizard.application.settling import WizardState, advice_for, environment_verdict, start
 from oom_wizard.request import JobRequest
 from oom_wizard.rules.diagnosis import Answers
 from oom_wizard.rules.plan import StepChoice
+from oom_wizard.storage.jobdir import run_log_for
 from oom_wizard.storage.save import SaveResult
 
 

@@ -58,8 +58,8 @@ def test_the_image_demo_walks_its_ladder_and_leaves_the_deeper_levers_off_it(
 
 
 def test_a_deeper_lever_a_fix_takes_is_on_the_walk(tmp_path: Path) -> None:
-    # Intermittent; no set of rungs is predicted to fit the card with the margin, so "just
-    # enough" is the whole ladder's best try: it takes deeper levers, and they are on the walk.
+    # Intermittent: the crash's floor sizes the deficit, and "just enough" takes a deeper lever
+    # (the text encoder off the card while training); it is on the walk.
     state = demo(tmp_path, VIDEO_JOB)
     assert "text_encoder" in state.plan.fix_steps()
     deeper = [s.id for s in walk_steps(state) if s.deeper]
@@ -67,13 +67,15 @@ def test_a_deeper_lever_a_fix_takes_is_on_the_walk(tmp_path: Path) -> None:
     assert [s.id for s in walk_steps(state)] == [
         "num_frames",
         "sampling",
-        "smaller_bucket",
         "text_encoder",
-        "layer_offloading",
-        "lora_rank",
     ]
     index = state.step_index("text_encoder")
     jumped = done_before(state, index)
     assert jumped is not None
-    assert jumped.words() == "step 9 already done in the config"
-    assert optional_steps(state) == ()
+    assert jumped.words() == "steps 6-9 already done in the config, or optional"
+    # The deeper levers no fix takes are opened from the palette, not walked through.
+    assert [step.id for _, step in optional_steps(state)] == [
+        "smaller_bucket",
+        "layer_offloading",
+        "lora_rank",
+    ]

@@ -92,3 +92,24 @@ def test_a_command_clears_what_a_killed_save_left_in_the_working_folder(
     assert cli_module.main(["diagnose", "--log", str(log), "--json", "--no-probe"]) == 0
     capsys.readouterr()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["job.oomw-notes.txt", "log.txt"]
+
+
+def test_a_ctrl_c_that_a_library_wrapped_is_an_interrupt_not_an_internal_error() -> None:
+    """pydantic-core builds a schema in Rust: a Ctrl-C landing there comes out as a
+    ``SchemaError`` naming KeyboardInterrupt, with no Python chain. It, and any exception
+    chained to a KeyboardInterrupt, is an interrupt (exit 130), not an internal error."""
+
+    class SchemaError(Exception):
+        pass
+
+    wrapped = SchemaError("Error building `literal` serializer:\n  KeyboardInterrupt: ")
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as interrupt:
+            raise RuntimeError("while importing") from interrupt
+    except RuntimeError as chained:
+        assert cli_module._an_interrupt_inside(chained)
+    assert cli_module._an_interrupt_inside(wrapped)
+    assert not cli_module._an_interrupt_inside(SchemaError("Error building `literal`"))
+    assert not cli_module._an_interrupt_inside(ValueError("KeyboardInterrupt"))

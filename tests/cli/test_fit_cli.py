@@ -286,6 +286,19 @@ def test_with_the_log_the_fix_is_for_the_log_s_moment(tmp_path: Path) -> None:
     assert found["fix_moment"] == "intermittent"  # the log's moment, not early_steps
 
 
+def test_an_intermittent_crash_puts_the_step_at_its_floor_from_either_side(tmp_path: Path) -> None:
+    """The Wan demo trained 612 steps on its card before one crashed: the training step is at
+    the crash's floor, not the CPU figures' 57-84 GiB, and a fix on the ladder fits."""
+    for name in ("wan_dance_lora.yaml", "wan_dance_lora.log"):
+        shutil.copyfile(DEMO / name, tmp_path / name)
+    found = fit_json(tmp_path / "wan_dance_lora.yaml", "--log", tmp_path / "wan_dance_lora.log")
+    training = found["phases"]["training"]
+    assert found["calibrated_by"]["also_ran"] is True
+    assert training["low"] == pytest.approx(found["card_gib"], abs=0.3)
+    assert training["high"] < 1.25 * found["card_gib"]
+    assert found["fix_fits"] is True
+
+
 def test_when_nothing_fits_it_says_so_and_prints_no_apply_line(demo: Path) -> None:
     status, out, _err = cli("fit", demo, "--gpu", "6", "--no-probe")
     assert status == 0

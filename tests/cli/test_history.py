@@ -121,7 +121,7 @@ def test_history_after_a_save_killed_between_its_renames_says_nothing_false(
                     os.kill(os.getpid(), signal.SIGKILL)
 
             atomic.STEP_HOOK = die
-            cli("apply", "job2.yaml", "-o", config.name, "--force", "--moment", "sampling")
+            cli("apply", "job2.yaml", "-o", config.name, "--force", "--steps", "batch_size")
         finally:
             os._exit(1)
     _, status = os.waitpid(pid, 0)
@@ -132,4 +132,4 @@ def test_history_after_a_save_killed_between_its_renames_says_nothing_false(
 
     assert status == 0, err
     assert "edited" not in out + err
-    assert "Run 0 · " in out and "moment sampling" in out
+    assert "Run 0 · " in out and "batch_size" in out

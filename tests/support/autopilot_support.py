@@ -219,3 +219,28 @@ def table_rows(outcome: Outcome, scenario: Scenario) -> list[str]:
             f"{attempt.config.name} ({attempt.kind}) | {attempt.describe()} | {changed or '-'} |"
         )
     return rows
+
+
+TAG = "OOM_WIZARD_BENCH_TAG"
+
+
+def tagged(tag: str) -> list[int]:
+    """Live processes (not zombies) whose environment carries ``TAG=tag``: what a bench's
+    trainer started, ``run`` and its watchdog excepted (bench_run_kill, bench_run_helper)."""
+    found = []
+    wanted = f"{TAG}={tag}".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if wanted not in environ.split(b"\0") or stat[stat.rfind(")") + 2] in "ZX":
+            continue
+        if b"oom-wizard" in cmdline or b"-I\0-S\0-c" in cmdline:
+            continue  # run itself (killed) or its watchdog: not a trainer process
+        found.append(int(entry.name))
+    return found

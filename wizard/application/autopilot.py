@@ -97,7 +97,6 @@ if TYPE_CHECKING:
     from oom_wizard.application.settling import WizardState
     from oom_wizard.formats.document import JobDocument
     from oom_wizard.logs.result import LogScan
-    from oom_wizard.request import JobRequest
     from oom_wizard.rules.diagnosis import Diagnosis
     from oom_wizard.storage.changes import Prepared
 

@@ -50,7 +50,6 @@ from oom_wizard.storage.changes import Change, Prepared, prepare
 from oom_wizard.storage.resume import resume_point
 
 if TYPE_CHECKING:
-    from oom_wizard.formats.document import JobDocument
     from oom_wizard.formats.view import ProcessView
     from oom_wizard.paths import FieldPath
     from oom_wizard.storage.resume import ResumePoint
@@ -597,7 +596,7 @@ def step_off(step_id: str) -> StepChoice:
 
 
 def estimate_words(figures: MemoryEstimate, moment: str | None = None) -> str:
-    """``training step ≈ 18.6 GiB (17.0–20.3; today 89.5–112.7 GiB; it crashed needing more than
+    """``training step ≈ 18.8 GiB (17.2–20.4; today 109.8–138.4 GiB; it crashed needing more than
     23.88 GiB; figures checked on a GPU); activations ≈ 7 % of today's in a training step, 100 %
     in a sample; weights on the GPU ≈ 14.0 GiB → 14.0 GiB``: the crashed phase's band first,
     with what it rests on, and for a crash ``moment``, whether the peak it ran into goes down

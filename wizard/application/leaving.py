@@ -9,25 +9,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oom_wizard.application.settling import WizardState
-from oom_wizard.storage.jobdb import DB_FILE_NAME, DbSaveResult, new_job_name_problem as problem
+from oom_wizard.storage.jobdb import (
+    DB_FILE_NAME,
+    DbSaveResult,
+    new_job_name_problem as problem,
+    taken_name_problem,
+)
+from oom_wizard.storage.jobdir import run_log_for
 
-if TYPE_CHECKING:  # a save's types; their modules (the database's among them) load with a save
+if TYPE_CHECKING:  # only named in annotations: what a save returned
     from oom_wizard.application.saving import Saved
-    from oom_wizard.storage.jobdb import DbSaveResult
     from oom_wizard.storage.save import SaveResult
-
-#: The log ``python run.py -l`` writes for a saved config goes beside it, with this suffix.
-RUN_LOG_SUFFIX = ".log.txt"
-
-
-def run_log_for(config: Path) -> Path:
-    """Where the retry of a saved config should log: beside it, ``NAME.log.txt``, absolute.
-
-    AI Toolkit writes no log file from the command line unless ``-l FILE`` is given, and a
-    bare file name there crashes it (``os.makedirs('')``): the path is always absolute.
-    """
-    absolute = Path(os.path.abspath(config))
-    return absolute.with_name(f"{absolute.stem}{RUN_LOG_SUFFIX}")
 
 
 def run_command(state: WizardState, saved: Saved) -> str | None:
@@ -169,6 +161,18 @@ def new_job_name_problem(name: str) -> str | None:
     """Why a typed name cannot name a new web-UI job (None: it can; empty picks one)."""
 
     return problem(name.strip()) if name.strip() else None
+
+
+def new_job_name_taken(state: WizardState, name: str) -> str | None:
+    """Why a typed name is taken for a new copy of the state's web-UI job, in the words the
+    save refuses it with (None: it is free, or this is no web-UI job). Reads the database:
+    call it off the screen's thread.
+
+    Raises:
+        JobDatabaseError: the database cannot be read.
+    """
+    job = state.db_job
+    return taken_name_problem(job, name) if job is not None else None
 
 
 def crashed_job_note(state: WizardState) -> str | None:

@@ -30,7 +30,7 @@ from oom_wizard.storage.jobdb import (
     load_job,
     locate_job_log,
 )
-from oom_wizard.storage.jobdir import locate_job
+from oom_wizard.storage.jobdir import locate_job, run_log_for
 from oom_wizard.storage.leftovers import SETTLE_WAIT_S
 
 if TYPE_CHECKING:
@@ -179,9 +179,16 @@ def _bytes_of(path: Path) -> bytes:
 def _chosen_log(
     located: JobLocation, log: Path | None
 ) -> tuple[Path | None, str | None, LogScan | None]:
-    """The log given by the user (it wins), else the job folder's; its note and its scan."""
+    """The log given by the user (it wins), else the job folder's, else the one beside a
+    config file that the result screen told the user to write (``NAME.log.txt``); its note
+    and its scan."""
     if log is not None:
         return log, None, scan_log(log)
+    if located.log is None and not located.ui_job:
+        beside = run_log_for(located.config)  # the log the result screen said to write
+        if beside.is_file():
+            note = f"the log beside the config, {beside.name} (python run.py ... -l)"
+            return beside, note, scan_log(beside)
     scan = located.log_scan
     if scan is None and located.log is not None:
         scan = scan_log(located.log)

@@ -117,11 +117,14 @@ class FileTarget:
         destination: Where the save goes (None: a field is refused).
         output_refused: Why the output name is refused (None: it is not).
         changelog_refused: Why the change-log name is refused (None: it is not).
+        changelog_beside: The change log that goes beside the output as typed, refused or
+            not (None: the output is no file name at all): the change-log field follows it.
     """
 
     destination: ToFile | None
     output_refused: SaveRefused | None = None
     changelog_refused: SaveRefused | None = None
+    changelog_beside: Path | None = None
 
     def reasons(self, front: Front = "app") -> tuple[str | None, str | None]:
         """The output's and the change log's reasons, worded for ``front`` (None: fine)."""
@@ -159,18 +162,19 @@ def file_target(state: WizardState, output: str, changelog: str | None) -> FileT
             check_output(output_path, source=state.source)
         except SaveRefused as exc:
             output_refused = exc
+    beside = changelog_path_for(output_path) if output_path is not None else None
     changelog_path: Path | None
     changelog_refused: SaveRefused | None = None
     if changelog is None:
-        changelog_path = changelog_path_for(output_path) if output_path is not None else None
+        changelog_path = beside
     else:
         changelog_path, changelog_refused = _file_name(
             changelog, "the change log", "changelog_name"
         )
     if output_refused is not None or changelog_refused is not None or changelog_path is None:
-        return FileTarget(None, output_refused, changelog_refused)
+        return FileTarget(None, output_refused, changelog_refused, beside)
     assert output_path is not None
-    return FileTarget(ToFile(output_path, changelog_path))
+    return FileTarget(ToFile(output_path, changelog_path), changelog_beside=beside)
 
 
 def _file_name(typed: str, what: str, remedy: str) -> tuple[Path | None, SaveRefused | None]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from oom_wizard.application.attempts import describe_record
 from oom_wizard.application.fitting import probed_card
@@ -33,9 +32,6 @@ from oom_wizard.storage.changelog import (
 )
 from oom_wizard.storage.changes import Change, Prepared, prepare
 from oom_wizard.vocabulary import MODEL_KINDS, ModelKind
-
-if TYPE_CHECKING:
-    from oom_wizard.rules.scaleup import CrashedConfig
 
 
 def open_for_scale_up(request: JobRequest, *, hint: str = "") -> WizardState:

@@ -11,6 +11,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from oom_wizard.application.labels import moment_info
+from oom_wizard.application.opening import OpenedJob, open_job
 from oom_wizard.formats.document import JobDocument
 from oom_wizard.logs.read import Watch, watching
 from oom_wizard.request import JobRequest
@@ -19,22 +21,15 @@ from oom_wizard.rules.diagnosis import (
     Diagnosis,
     diagnose,
 )
-from oom_wizard.rules.memory import Calibration
+from oom_wizard.rules.memory import Calibration, calibration_from, calibration_from_attempts
 from oom_wizard.rules.modelkind import find_model_kind
-from oom_wizard.rules.plan import Plan, StepChoice, StepProposal
-from oom_wizard.storage.changelog import (
-    ChangeLog,
-)
+from oom_wizard.rules.plan import Plan, StepChoice, StepProposal, build_plan, given_choices
+from oom_wizard.spelling import value as show_value
+from oom_wizard.storage.changelog import ChangeLog
 from oom_wizard.vocabulary import DEFAULT_MOMENT, VALIDATION_RUN, ModelKind, Moment
 
 if TYPE_CHECKING:
-    from oom_wizard.rules.memory import Calibration
     from oom_wizard.storage.jobdb import DbJob
-from oom_wizard.application.labels import moment_info
-from oom_wizard.application.opening import OpenedJob, open_job
-from oom_wizard.rules.memory import calibration_from, calibration_from_attempts
-from oom_wizard.rules.plan import build_plan, given_choices
-from oom_wizard.spelling import value as show_value
 
 #: The optional validation run is offered on the review screen, not as a step screen.
 VALIDATION_STEP = VALIDATION_RUN

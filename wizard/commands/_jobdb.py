@@ -98,7 +98,7 @@ def job_table(jobs: tuple[DbJob, ...]) -> Table:
         info = job.info.strip().splitlines()[0] if job.info.strip() else ""
         if len(info) > INFO_WIDTH:
             info = info[: INFO_WIDTH - 1] + "…"
-        table.add_row(Text(job.name), Text(job.status), str(job.step), Text(info))
+        table.add_row(Text(job.name), Text(job.status_words), str(job.step), Text(info))
     return table
 
 

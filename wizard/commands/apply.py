@@ -39,7 +39,7 @@ from oom_wizard.commands._target import (
 from oom_wizard.errors import WizardError
 
 if TYPE_CHECKING:
-    from oom_wizard.rules.plan import Plan, StepChoice
+    from oom_wizard.rules.plan import Plan
 
 
 def add_parser(subparsers: Any) -> None:

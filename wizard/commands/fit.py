@@ -26,7 +26,7 @@ from oom_wizard.errors import WizardError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from oom_wizard.application.fitting import Card, FitReport
+    from oom_wizard.application.fitting import FitReport
     from oom_wizard.application.settling import WizardState
     from oom_wizard.rules.memory import Calibration
 

@@ -55,7 +55,7 @@ from oom_wizard.errors import WizardError
 from oom_wizard.host.interrupts import Terminated, raise_terminated
 
 if TYPE_CHECKING:
-    from oom_wizard.application.autopilot import NoTerminal, UserSave, Where
+    from oom_wizard.application.autopilot import NoTerminal, Where
     from oom_wizard.application.settling import WizardState
     from oom_wizard.application.trainer import TrainerEnd
     from oom_wizard.screens.app import OomWizardApp

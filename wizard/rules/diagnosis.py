@@ -671,9 +671,14 @@ def _phase_certainty(scan: LogScan, phase: Phase) -> tuple[Confidence, str]:
     if scan.frame_phase is not None:
         return "high", f"the failing traceback's frames are {_PHASE_WORDS[phase]}"
     if scan.marker_phase == phase and scan.has(*GPU_SIGNALS):
+        error = (
+            "PyTorch's out-of-memory error"
+            if scan.has(*(GPU_SIGNALS - STEP_SIGNALS))
+            else "the trainer's out-of-memory banner"
+        )
         if phase == "training" and scan.last_step is not None:
-            return "high", "PyTorch's out-of-memory error comes right after a training step line"
-        return "high", f"PyTorch's out-of-memory error comes {_PHASE_WORDS[phase]}"
+            return "high", f"{error} comes right after a training step line"
+        return "high", f"{error} comes {_PHASE_WORDS[phase]}"
     return "medium", "one line of the log points there"
 
 

@@ -153,7 +153,11 @@ def check_changelog(log: ChangeLog, path: Path | str, presets: Presets | None = 
     for attempt in log.attempts:
         for name, gib in (("card_gib", attempt.card_gib), ("peak_gib", attempt.peak_gib)):
             problem = None if gib is None else card_problem(gib, presets)
-            if problem is not None and not (name == "peak_gib" and gib == 0):
+            if name == "peak_gib" and gib is not None:  # any use of a card, none included
+                top = presets.levers.card_gib.max
+                inside = math.isfinite(gib) and 0 <= gib <= (top if top is not None else gib)
+                problem = None if inside else f"{shown(gib)} GiB is no card's use"
+            if problem is not None:
                 raise WizardError(
                     f"an attempt at {attempt.at} records {name} {_short(gib)}: {problem}; "
                     "oom-wizard never writes that, so the change log was edited: restore it "

@@ -256,37 +256,11 @@ UNET_FAMILIES: Final = frozenset({"sd15", "sd2", "sdxl", "ssd", "vega"})
 """Families whose denoiser is a UNet: SDXL's figures, GPU-checked, stand in for the others."""
 
 
-@dataclass(frozen=True)
-class VaeFigures:
-    """A VAE's decode and encode peaks in bytes per pixel (of one frame, for a video VAE that
-    decodes frame by frame with a cache: its peak does not grow with the frames)."""
-
-    decode_per_pixel: float
-    encode_per_pixel: float
-    per_frame: bool
-    checked: frozenset[str]
-    source: str
-
-
-FLUX_VAE: Final = VaeFigures(
-    decode_per_pixel=3_461.0,
-    encode_per_pixel=2_048.0,
-    per_frame=False,
-    checked=frozenset({"flux", "flex", "chroma"}),
-    source="FLUX.1's VAE on the H200: decode 3.38 GiB at 1024², 7.60 at 1536²; encode "
-    "2.00 / 4.50 GiB",
-)
-WAN_VAE: Final = VaeFigures(
-    decode_per_pixel=11_776.0,
-    encode_per_pixel=8_604.0,
-    per_frame=True,
-    checked=frozenset({"wan21_14b", "wan21_1b", "wan22_14b"}),
-    source="Wan 2.1's VAE on the H200: decode 4.27 / 4.38 GiB for 33 / 81 frames at 480×832, "
-    "encode 3.20 GiB",
-)
-"""The VAE passes measured on the H200. An image family without its own figures takes
-FLUX.1's (the SD and SDXL VAEs have the same decoder widths), a video family Wan 2.1's: both
-marked as stand-ins."""
+IMAGE_VAE_STAND_IN: Final = "flux"
+VIDEO_VAE_STAND_IN: Final = "wan21_14b"
+"""The memory families whose VAE figures (memory.yaml, checked on the H200) stand in for a family
+without its own: FLUX.1's for an image model (the SD and SDXL VAEs have the same decoder
+widths), Wan 2.1's for a video model. A stand-in never counts as checked."""
 
 NOMINAL_WIDTH: Final = 3072
 """The hidden width assumed without a family's figures (FLUX-sized)."""
@@ -492,6 +466,9 @@ class Calibration:
     passed: tuple[Phase, ...] = ()
     """The phases the log shows passing on ``card_gib`` before the crash (facts: their peak
     was within the card)."""
+    also_ran: bool = False
+    """Whether the crashed phase also ran on that card many times before it crashed (an
+    intermittent crash): its peak is then at its floor, not far above it."""
 
     @property
     def floor_gib(self) -> float | None:
@@ -506,6 +483,7 @@ class Calibration:
         return {
             "phase": self.phase,
             "passed": list(self.passed),
+            "also_ran": self.also_ran,
             "at_least_gib": _round(self.at_least_gib),
             "measured_gib": _round(self.measured_gib),
             "card_gib": _round(self.card_gib),
@@ -844,8 +822,9 @@ def _scale_for(
     trainer's workspaces) that makes the calibrated phase agree: THE calibration rule.
 
     A crash's figure is a floor: the phase needed more than it (and more than the card it
-    crashed on), so the band's low edge is lifted to it, never lowered. A run's measured peak
-    is a point: the band's midpoint is put on it.
+    crashed on), so the band's low edge is lifted to it, never lowered. A phase that crashed
+    only now and then also ran on that card before, so its low edge is put on the floor from
+    either side. A run's measured peak is a point: the band's midpoint is put on it.
     """
     if calibration is None or not per_phase[calibration.phase]:
         return 1.0
@@ -858,7 +837,7 @@ def _scale_for(
     floor = calibration.floor_gib
     if floor is not None:
         goal = floor
-        if band(1.0).low >= goal:
+        if band(1.0).low >= goal and not calibration.also_ran:
             return 1.0
 
         def target(b: Band) -> float:
@@ -1009,16 +988,13 @@ class _Account:
             )
 
     def _vae_figures(self) -> None:
-        """The VAE passes' figures: the family's own where the H200 rows checked them, else
-        FLUX.1's (an image VAE) or Wan 2.1's (a video VAE) as a stand-in."""
-        family_id = self.family.id if self.family is not None else ""
-        kind = self.facts.kind if self.facts is not None else None
-        self.vae_measured = self.family.vae if self.family is not None else None
-        self.vae_figures = WAN_VAE if (kind == "video" or self.video) else FLUX_VAE
-        if self.vae_measured is not None:
-            self.vae_checked = self.vae_measured.checked == "gpu"
-        else:
-            self.vae_checked = family_id in self.vae_figures.checked
+        """The VAE passes' figures: the family's own, else a stand-in family's
+        (:data:`IMAGE_VAE_STAND_IN`, :data:`VIDEO_VAE_STAND_IN`)."""
+        own = self.family.vae if self.family is not None else None
+        video = self.video or (self.facts is not None and self.facts.kind == "video")
+        stand_in = self.presets.memory_families[VIDEO_VAE_STAND_IN if video else IMAGE_VAE_STAND_IN]
+        self.vae_measured = own if own is not None else stand_in.vae
+        self.vae_checked = own is not None and own.checked == "gpu"
 
     def _largest_block_share(self) -> float:
         """The largest block's share of the transformer's parameters (levers.yaml's block
@@ -1269,13 +1245,10 @@ class _Account:
         if _on_cpu(self.process.model.vae_device):
             return 0.0
         measured = self.vae_measured
-        if measured is not None:
-            passed = measured.decode if decode else measured.encode
-            return passed.at(width * height, max(frames, 1))
-        figures = self.vae_figures
-        per_pixel = figures.decode_per_pixel if decode else figures.encode_per_pixel
-        count = 1 if figures.per_frame else max(frames, 1)
-        return per_pixel * width * height * count
+        if measured is None:
+            return 0.0
+        passed = measured.decode if decode else measured.encode
+        return passed.at(width * height, max(frames, 1))
 
     def _control_tokens(self, dataset: DatasetView, target: float) -> float:
         """Tokens of one control image of ``dataset``, whose target has ``target`` tokens.
@@ -1767,6 +1740,7 @@ def calibration_from(diagnosis: Diagnosis, phase_of_crash: Phase | None) -> Cali
             card_gib=card,
             source=f"PyTorch's OOM message{line}",
             passed=passed_phases(diagnosis, phase),
+            also_ran=diagnosis.moment == "intermittent",
         )
     crashed = phase if diagnosis.crashed else None
     passed = passed_phases(diagnosis, crashed)
@@ -1870,6 +1844,7 @@ def calibration_from_record(
         measured_gib=None,
         card_gib=float(total) if isinstance(total, int | float) else None,
         source="the crash's OOM message recorded in the change log",
+        also_ran=moment == "intermittent",
     )
 
 

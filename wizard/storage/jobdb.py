@@ -181,6 +181,20 @@ class DbJob:
         crashed without the UI noticing (it is not busy; nothing runs it)."""
         return self.status == "running" and self.pid is not None and not _process_alive(self.pid)
 
+    @property
+    def status_words(self) -> str:
+        """The status as the user reads it: the row's, except that a ``running`` row whose
+        process is gone says so (it is not running)."""
+        if self.crashed_while_running:
+            return f"{self.status}, but its process is gone (crashed)"
+        return self.status
+
+    @property
+    def status_short(self) -> str:
+        """The status in a column of a list: ``crashed`` for a ``running`` row whose process
+        is gone, else the row's."""
+        return "crashed" if self.crashed_while_running else self.status
+
     def crashed_note(self) -> str | None:
         """What to say about a ``running`` row whose process is gone (None otherwise)."""
         if not self.crashed_while_running:
@@ -758,11 +772,7 @@ def _new_name(
     if wanted is not None:
         wanted = wanted.strip()
         if not free(wanted):
-            raise JobDatabaseError(
-                f"the name '{wanted}' is taken (a job, its folder or its change log has it); "
-                "pick another name; nothing was written",
-                file=job.db_path,
-            )
+            raise JobDatabaseError(f"{_taken_words(wanted)}; nothing was written", file=job.db_path)
         return wanted
     match = _CLONE_NAME.match(job.name)
     base = match.group("base") if match else job.name
@@ -779,6 +789,31 @@ def _new_name(
         if free(name):
             return name
         number += 1
+
+
+def _taken_words(name: str) -> str:
+    return f"the name '{name}' is taken (a job, its folder or its change log has it); pick another"
+
+
+def taken_name_problem(
+    job: DbJob, name: str, *, busy_timeout: float = BUSY_TIMEOUT_S
+) -> str | None:
+    """Why ``name`` cannot name a new job copied from ``job`` because something has it
+    already (a job, a job folder), as the save as new refuses it; None when it is free
+    (the app's "New name" field says it as it is typed).
+
+    Raises:
+        JobDatabaseError: the database cannot be read.
+    """
+    wanted = name.strip()
+    if not wanted:
+        return None
+    roots = training_roots(job, job_document(job).tree, busy_timeout=busy_timeout)
+    with _connect(job.db_path, write=False, busy_timeout=busy_timeout) as conn:
+        taken = {row[0] for row in conn.execute('SELECT "name" FROM "Job"')}
+    if wanted in taken or any((root / wanted).exists() for root in roots):
+        return _taken_words(wanted)
+    return None
 
 
 #: The longest job name: AI Toolkit makes it a folder name (``<training folder>/<name>``).

@@ -13,6 +13,7 @@ the crash before it. Which log was taken, and why, is said in ``JobLocation.log_
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -30,6 +31,19 @@ CLI_CONFIG: Final = "config.yaml"
 LOG_FILE: Final = "log.txt"
 OLD_LOGS_DIR: Final = "logs"
 _OLD_LOG = re.compile(r"^(\d+)_log\.txt$")
+
+#: The log ``python run.py -l`` writes for a saved config goes beside it, with this suffix.
+RUN_LOG_SUFFIX: Final = ".log.txt"
+
+
+def run_log_for(config: Path) -> Path:
+    """Where the retry of a saved config should log: beside it, ``NAME.log.txt``, absolute.
+
+    AI Toolkit writes no log file from the command line unless ``-l FILE`` is given, and a
+    bare file name there crashes it (``os.makedirs('')``): the path is always absolute.
+    """
+    absolute = Path(os.path.abspath(config))
+    return absolute.with_name(f"{absolute.stem}{RUN_LOG_SUFFIX}")
 
 
 @dataclass(frozen=True)

@@ -43,12 +43,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal
 
 from oom_wizard.errors import NameTaken, SaveRefused
-from oom_wizard.formats.document import JSON_SUFFIXES, YAML_SUFFIXES, strip_json_comments
+from oom_wizard.formats.document import (
+    JSON_SUFFIXES,
+    YAML_SUFFIXES,
+    JobDocument,
+    strip_json_comments,
+)
 from oom_wizard.storage.atomic import commit_pair, mode_of, recover, same_file, signals_held
 from oom_wizard.storage.changelog import (
+    ChangeLog,
     Direction,
     FileRef,
     RunRecord,
@@ -58,10 +64,6 @@ from oom_wizard.storage.changelog import (
     sha256_of,
 )
 from oom_wizard.storage.changes import Prepared, changelog_of
-
-if TYPE_CHECKING:  # the writer itself (``atomic_write``: the demo's copy) needs no model
-    from oom_wizard.formats.document import JobDocument
-    from oom_wizard.storage.changelog import ChangeLog
 
 OUTPUT_TAG: Final = "oomfix"
 HEADER: Final = (

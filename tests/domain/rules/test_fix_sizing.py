@@ -187,7 +187,7 @@ async def test_the_review_offers_just_enough_and_the_safe_set_by_keyboard(
         await wait_for_screen(pilot, "ReviewScreen")
         fixes = app.screen.query_one("#fix", RadioSet)
         labels = [str(button.label) for button in fixes.query(Choice)]
-        assert labels[0].startswith("just enough: 2 steps, peak ≈ ")
+        assert labels[0].startswith("just enough: 2 steps, training peak ≈ ")
         assert labels[0].endswith(" of 23.5 GiB (default)")
         assert labels[1].startswith("safe: 3 steps, training peak ≈ ")
         hint = str(app.screen.query("#fixes Static").last().render())

@@ -40,8 +40,10 @@ def test_each_h200_row_lies_within_its_band_and_near_its_midpoint(row: Point) ->
         f"{row.id}: measured {row.measured_gib:.2f}, band {row.band.low:.2f}–{row.band.high:.2f}"
     )
     assert row.band.low <= row.measured_gib <= row.band.high, where
-    assert abs(row.error) <= 0.10, where
-    assert row.memory.certainty == "gpu", where
+    # FLUX's figures are checked on the GPU (a narrow band); SDXL's toolkit path is measured on
+    # CPU (``checked: cpu`` in memory.yaml), so its band is wider and so is its miss.
+    assert row.memory.certainty == ("gpu" if row.arch.startswith("flux") else "cpu"), where
+    assert abs(row.error) <= (0.10 if row.memory.certainty == "gpu" else 0.15), where
 
 
 @pytest.mark.parametrize("point", POINTS, ids=lambda p: p.id)

@@ -81,6 +81,20 @@ def test_a_running_row_whose_process_is_gone_is_a_crash_not_a_busy_job(
     assert "Updated job 'my_lora'" in out
 
 
+def test_a_running_row_whose_process_is_gone_is_not_listed_as_plain_running(
+    tmp_path: Path, ended_pid: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The job list (``--db`` without ``--job``) and the app's row say the process is gone
+    (issue 33): one property, :attr:`DbJob.status_words`."""
+    db = make_db(tmp_path / "aitk_db.db")
+    add_job(db, "my_lora", status="running", info="Training", step=40, pid=ended_pid)
+    job = load_job(db, "my_lora")
+    assert job.status_words == "running, but its process is gone (crashed)"
+    assert job.status_short == "crashed"
+    assert main(["plan", "--db", str(db)]) == 0
+    assert "its process is gone" in " ".join(capsys.readouterr().out.split())
+
+
 def test_a_running_row_whose_process_lives_is_still_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
