@@ -25,9 +25,7 @@ from textual.worker import Worker, WorkerState
 from oom_wizard.application.preferences import remember_theme, saved_keymap, saved_theme
 from oom_wizard.errors import error_line, is_bad_input
 from oom_wizard.request import JobRequest
-from oom_wizard.screens.ask import LeaveScreen
 from oom_wizard.screens.base import CRASHED, RAN, Accepted, Back, Finished, SaveNow, StageScreen
-from oom_wizard.screens.help import HelpScreen
 from oom_wizard.screens.keys import apply_user_keymap
 from oom_wizard.screens.messages import JobChosen, JobLoaded
 
@@ -340,6 +338,7 @@ class OomWizardApp(App[int]):
         """Quit; with choices not saved, ask first (a second Ctrl+Q leaves)."""
         # boundary (b): stages and use cases, imported after the first frame
         from oom_wizard.application.leaving import source_words
+        from oom_wizard.screens.ask import LeaveScreen
 
         if isinstance(self.screen, LeaveScreen) or not self.unsaved_choices:
             self.exit()
@@ -352,6 +351,8 @@ class OomWizardApp(App[int]):
 
     def action_help(self) -> None:
         """Keys and the procedure, over the current screen."""
+        # boundary (b): stages and use cases, imported after the first frame
+        from oom_wizard.screens.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))

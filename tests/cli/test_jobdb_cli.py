@@ -11,12 +11,8 @@ from rich.console import Console
 
 from oom_wizard.application.opening import open_job
 from oom_wizard.cli import main
-from oom_wizard.commands._jobdb import (
-    add_db_arguments,
-    print_db_saved,
-    save_mode,
-    wants_db,
-)
+from oom_wizard.commands._jobdb import add_db_arguments, wants_db
+from oom_wizard.commands._report import print_db_saved, save_mode
 from oom_wizard.errors import WizardError
 from oom_wizard.paths import parse_path
 from oom_wizard.request import JobRequest

@@ -252,6 +252,7 @@ def test_the_command_line_imports_only_the_command_it_runs(tmp_path: Path) -> No
 FIRST_FRAME_PROBE = """
 import asyncio, json, sys
 from pathlib import Path
+import oom_wizard.commands.demo, oom_wizard.commands.open_cmd  # the command line, up to the app
 from oom_wizard.screens import load
 from oom_wizard.screens.app import create_app
 
@@ -279,9 +280,10 @@ print(json.dumps(seen), file=sys.stderr)
 
 
 def test_the_load_screen_is_up_before_the_domain_loads(tmp_path: Path) -> None:
-    """Boundary (b), the app's: the first screen needs Textual and the user's settings only; the
-    job is read (pydantic, the presets and the config's models imported) in the worker that the
-    load screen starts once it is on screen."""
+    """Boundary (b), the app's: the first screen needs Textual and the user's settings only, and
+    so does the command line that starts it (``open``, ``demo``); the job is read (pydantic, the
+    presets and the config's models imported) in the worker that the load screen starts once
+    it is on screen. The stages that are not the first (help among them) load when they open."""
     folder = copy_demo(tmp_path / "demo")
     config, log = folder / IMAGE_JOB.config, folder / IMAGE_JOB.log
     seen = child_report(FIRST_FRAME_PROBE, str(config), str(log), cwd=tmp_path)
@@ -289,6 +291,8 @@ def test_the_load_screen_is_up_before_the_domain_loads(tmp_path: Path) -> None:
     assert seen["title"] == "Load the job that ran out of memory"
     assert not {
         "pydantic",
+        "oom_wizard.application.settling",
+        "oom_wizard.screens.help",
         "oom_wizard.rules.catalog",
         "oom_wizard.formats.document",
         "oom_wizard.storage.changelog",

@@ -1,5 +1,9 @@
 """Arguments and output shared by the commands: the crash answers, the output files, the
-lines that show a change."""
+line that shows a change, and the app's run.
+
+Loaded before the app starts (``open``, ``demo``, ``watch``), so it stays off the
+application layer: what the commands print of its results is in
+:mod:`oom_wizard.commands._report`."""
 
 from __future__ import annotations
 
@@ -7,7 +11,6 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from oom_wizard.application.leaving import run_command_for
 from oom_wizard.spelling import change
 from oom_wizard.vocabulary import MODEL_KINDS, MOMENTS
 
@@ -16,8 +19,6 @@ if TYPE_CHECKING:
     from textual.app import AutopilotCallbackType
 
     from oom_wizard.screens.app import OomWizardApp
-    from oom_wizard.storage.changes import Prepared
-    from oom_wizard.storage.save import SaveResult
 
 
 def add_crash_arguments(
@@ -87,32 +88,10 @@ def stdout() -> Console:
     return Console(highlight=False, soft_wrap=True)
 
 
-def print_changes(console: Console, prepared: Prepared) -> None:
-    """One line per changed field: ``path: before → after``."""
-    if not prepared.entries:
-        console.print("Nothing to change: the config already has these values.")
-        return
-    for entry in prepared.entries:
-        console.print(change_line(entry.path, entry.before, entry.after), markup=False)
-
-
 def change_line(path: str, before: Any, after: Any) -> str:
     """``  path: before → after``, spelled by :func:`oom_wizard.spelling.change`."""
 
     return f"  {change(path, before, after)}"
-
-
-def print_saved(console: Console, result: SaveResult, *, ui_job: bool = False) -> None:
-    """Where the config and its change log went, and the command that runs it (not for a
-    config of the web UI, which starts the job itself)."""
-
-    console.print(f"Wrote {result.config}", markup=False)
-    console.print(f"Change log {result.changelog}", markup=False)
-    if not ui_job:
-        console.print(
-            "Run it from AI Toolkit's folder (-l keeps a log for the next crash):", markup=False
-        )
-        console.print(f"  {run_command_for(result.config)}", markup=False)
 
 
 def run_wizard(

@@ -22,13 +22,14 @@ from oom_wizard.application.choosing import (
     prepared,
 )
 from oom_wizard.application.saving import DbSaveResult, SaveResult, ToFile, save
-from oom_wizard.commands._common import add_output_arguments, print_changes, print_saved, stdout
-from oom_wizard.commands._jobdb import (
-    add_db_arguments,
+from oom_wizard.commands._common import add_output_arguments, stdout
+from oom_wizard.commands._jobdb import add_db_arguments, wants_db
+from oom_wizard.commands._report import (
+    print_changes,
     print_db_saved,
+    print_saved,
     save_mode,
     show_jobs,
-    wants_db,
 )
 from oom_wizard.commands._target import (
     add_target_arguments,

@@ -18,7 +18,8 @@ from oom_wizard.application.log_alone import Answers, diagnose_log_alone
 from oom_wizard.application.settling import start
 from oom_wizard.application.watching import first_step
 from oom_wizard.commands._common import add_crash_arguments, stdout
-from oom_wizard.commands._jobdb import add_db_arguments, show_jobs, wants_db
+from oom_wizard.commands._jobdb import add_db_arguments, wants_db
+from oom_wizard.commands._report import show_jobs
 from oom_wizard.commands._target import request_of
 from oom_wizard.errors import WizardError
 from oom_wizard.spelling import gib, oom_figures

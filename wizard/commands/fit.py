@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from oom_wizard.application.fitting import Card, card_gib_problem, fit, probed_card
 from oom_wizard.commands._common import add_crash_arguments, stdout
-from oom_wizard.commands._jobdb import add_db_arguments, show_jobs, wants_db
+from oom_wizard.commands._jobdb import add_db_arguments, wants_db
+from oom_wizard.commands._report import show_jobs
 from oom_wizard.commands._target import load_target
 from oom_wizard.errors import WizardError
 

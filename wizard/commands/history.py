@@ -20,7 +20,8 @@ from oom_wizard.application.history import (
     read_job_history,
 )
 from oom_wizard.commands._common import change_line, stdout
-from oom_wizard.commands._jobdb import add_db_arguments, show_jobs, wants_db
+from oom_wizard.commands._jobdb import add_db_arguments, wants_db
+from oom_wizard.commands._report import show_jobs
 from oom_wizard.errors import WizardError
 from oom_wizard.spelling import direction
 

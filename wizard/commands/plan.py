@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from oom_wizard.application.choosing import StepChoice, estimate, estimate_words, fix_summary
 from oom_wizard.commands._common import stdout
-from oom_wizard.commands._jobdb import add_db_arguments, show_jobs, wants_db
+from oom_wizard.commands._jobdb import add_db_arguments, wants_db
+from oom_wizard.commands._report import show_jobs
 from oom_wizard.commands._target import (
     add_target_arguments,
     load_target,

@@ -7,7 +7,8 @@ from typing import Any
 
 from oom_wizard.application.restoring import restore
 from oom_wizard.commands._common import stdout
-from oom_wizard.commands._jobdb import add_db_arguments, print_db_saved, show_jobs, wants_db
+from oom_wizard.commands._jobdb import add_db_arguments, wants_db
+from oom_wizard.commands._report import print_db_saved, show_jobs
 from oom_wizard.errors import WizardError
 
 

@@ -22,18 +22,14 @@ from oom_wizard.application.scale_up import (
     scale_up_notes,
     scale_up_prediction,
 )
-from oom_wizard.commands._common import (
-    add_edited_argument,
+from oom_wizard.commands._common import add_edited_argument, stdout
+from oom_wizard.commands._jobdb import add_db_arguments, wants_db
+from oom_wizard.commands._report import (
     print_changes,
-    print_saved,
-    stdout,
-)
-from oom_wizard.commands._jobdb import (
-    add_db_arguments,
     print_db_saved,
+    print_saved,
     save_mode,
     show_jobs,
-    wants_db,
 )
 from oom_wizard.errors import WizardError
 from oom_wizard.request import JobRequest

@@ -6,7 +6,8 @@ import argparse
 from typing import Any
 
 from oom_wizard.application.editing import prepare_set, save_set
-from oom_wizard.commands._common import add_output_arguments, print_changes, print_saved, stdout
+from oom_wizard.commands._common import add_output_arguments, stdout
+from oom_wizard.commands._report import print_changes, print_saved
 
 
 def add_parser(subparsers: Any) -> None:
