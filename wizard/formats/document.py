@@ -25,13 +25,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
-import yaml
-
 from oom_wizard.errors import ConfigError, EditError
 from oom_wizard.formats.jsonedit import JsonText, duplicate_keys
 from oom_wizard.formats.view import JobView, build_view
 from oom_wizard.formats.yamledit import YamlText
-from oom_wizard.formats.yamlload import ComposedYaml, check_limits, compose, construct, load_tree
+from oom_wizard.formats.yamlload import ComposedYaml, check_limits, compose, construct
 from oom_wizard.paths import MISSING as MISSING, FieldPath, format_path
 
 Format: TypeAlias = Literal["yaml", "json"]
@@ -175,31 +173,11 @@ class JobDocument:
         expected = unshared_copy(self.tree)
         for edit, _ in together:
             _apply_in_place(expected, edit)
-        text = "".join(pieces)
-        if self.fmt == "yaml":
-            return self._checked_fast(text, expected)
         try:
-            edited = parse_document(text, source=self.source, fmt=self.fmt, bom=self.bom)
+            edited = parse_document("".join(pieces), source=self.source, fmt=self.fmt, bom=self.bom)
         except ConfigError:
             return None
         return edited if same_value(edited.tree, expected) else None
-
-    def _checked_fast(self, text: str, expected: dict[str, Any]) -> JobDocument | None:
-        """``text`` as the edited document if libyaml loads it to ``expected``, else None.
-
-        Only the tree is loaded (several times faster than composing the node graph, which
-        a further edit composes when it needs it). A text libyaml reads differently from
-        PyYAML's own parser fails the check, and the edits are then made one at a time on
-        the exact path.
-        """
-        try:
-            tree = load_tree(text)
-        except (yaml.YAMLError, ValueError, TypeError, RecursionError):
-            return None
-        if not same_value(tree, expected):
-            return None
-        # The edits change values, never keys: the duplicate-key notes stay the source's.
-        return dataclasses.replace(self, text=text, tree=tree, composed=None)
 
     def _apply(self, edit: Edit) -> JobDocument:
         editor = self._editor

@@ -9,19 +9,21 @@ line and column.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
 from oom_wizard.errors import PresetError
-from oom_wizard.formats.fastyaml import SafeLoader as _Loader
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
 _M = TypeVar("_M", bound=BaseModel)
+
+#: libyaml's safe loader where PyYAML was built with it, else PyYAML's own (the same data).
+_Loader: Final = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def parse_preset(file: Traversable, schema: type[_M], context: dict[str, Any] | None = None) -> _M:
@@ -55,61 +57,9 @@ def _compose_and_construct(text: str) -> tuple[yaml.Node | None, Any]:
     loader = _Loader(text)
     try:
         root = loader.get_single_node()
-        if root is None:
-            return None, None
-        try:
-            return root, _plain(loader, root, {})
-        except _Cycle:
-            return root, loader.construct_document(root)
+        return root, None if root is None else loader.construct_document(root)
     finally:
         loader.dispose()
-
-
-_STR: Final = "tag:yaml.org,2002:str"
-_SCALARS: Final[Mapping[str, str]] = {
-    "tag:yaml.org,2002:int": "construct_yaml_int",
-    "tag:yaml.org,2002:float": "construct_yaml_float",
-    "tag:yaml.org,2002:bool": "construct_yaml_bool",
-    "tag:yaml.org,2002:null": "construct_yaml_null",
-}
-_BUSY: Final = object()
-
-
-class _Cycle(Exception):
-    """A node holds itself (through an alias): PyYAML's own constructor builds that."""
-
-
-def _plain(loader: Any, node: yaml.Node, done: dict[int, Any]) -> Any:
-    """The data of ``node``, as ``loader.construct_document`` gives it, in a fraction of its time.
-
-    The presets use plain strings, numbers, flags, lists and mappings with string keys: those
-    are built here (numbers and flags by PyYAML's own constructors); any other node (a tag,
-    a merge key, a key that is not a string) is built by PyYAML, so the data is always the
-    same. ``done`` holds the nodes built so far, for aliases.
-    """
-    tag = node.tag
-    if tag == _STR and isinstance(node, yaml.ScalarNode):
-        return node.value
-    key = id(node)
-    if key in done:
-        if done[key] is _BUSY:
-            raise _Cycle
-        return done[key]
-    done[key] = _BUSY
-    if tag in _SCALARS:
-        value = getattr(loader, _SCALARS[tag])(node)
-    elif isinstance(node, yaml.SequenceNode) and tag == "tag:yaml.org,2002:seq":
-        value = [_plain(loader, item, done) for item in node.value]
-    elif (
-        isinstance(node, yaml.MappingNode)
-        and tag == "tag:yaml.org,2002:map"
-        and all(k.tag == _STR and isinstance(k, yaml.ScalarNode) for k, _ in node.value)
-    ):
-        value = {k.value: _plain(loader, v, done) for k, v in node.value}
-    else:
-        value = loader.construct_object(node, deep=True)
-    done[key] = value
-    return value
 
 
 def _reject_duplicate_keys(node: yaml.Node | None, file: Traversable) -> None:

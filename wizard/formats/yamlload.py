@@ -22,7 +22,6 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from oom_wizard.errors import ConfigError
-from oom_wizard.formats.fastyaml import SafeLoader as FastSafeLoader
 
 #: The float resolver AI Toolkit adds to SafeLoader (toolkit/config.py).
 TOOLKIT_FLOAT = re.compile(
@@ -176,29 +175,6 @@ class ToolkitLoader(yaml.SafeLoader):
 
 
 ToolkitLoader.add_implicit_resolver("tag:yaml.org,2002:float", TOOLKIT_FLOAT, list("-+0123456789."))
-
-
-class FastToolkitLoader(FastSafeLoader):
-    """The same rules as :class:`ToolkitLoader` on libyaml's parser (when PyYAML has it):
-    only the tree, no node graph, several times faster."""
-
-
-FastToolkitLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float", TOOLKIT_FLOAT, list("-+0123456789.")
-)
-
-
-def load_tree(text: str) -> Any:
-    """The tree of ``text`` under AI Toolkit's rules, on the fastest parser there is.
-
-    For checking text this program wrote (an edited config against the tree it must load
-    to), not for reading the user's file: a text that libyaml reads differently from
-    PyYAML's own parser fails the check, and the caller takes the slow, exact path.
-
-    Raises:
-        yaml.YAMLError: the text does not load.
-    """
-    return yaml.load(text, Loader=FastToolkitLoader)
 
 
 @dataclass(frozen=True)
