@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from oom_wizard.errors import WizardError
+from oom_wizard.logs.bars import RATE, TRAINING_POSTFIX
 from oom_wizard.logs.result import LogScan
 from oom_wizard.logs.scan import LiveScan
 from oom_wizard.rules.limits import check_document
@@ -66,12 +67,6 @@ BAR_TAIL: Final = 4096
 """Bytes at the end of new data searched for the last training-bar redraw."""
 FEED_BYTES: Final = 64 * 1024
 """Bytes given to the scanner at a time (as ``diagnose`` reads a file)."""
-
-_RATE = re.compile(
-    rb"(\d+)/(\d+) \[[^<\]\r\n]*<(?P<left>[^,\]\r\n]*),\s*(?P<x>[\d.]+)(?P<unit>s/it|it/s), lr:"
-)
-_JOB_ENDS = re.compile(r"^Error running job: ")
-"""AI Toolkit's ``run.py`` prints this when the job failed, as the process ends."""
 
 Restart = Literal["opened", "rotated", "truncated"]
 
@@ -386,9 +381,7 @@ class LiveJob:
         seconds since. A trainer that catches an OOM and goes on prints the error too."""
         if not scan.crashed:
             return False
-        if scan.exit_code is not None or any(
-            e.tag == "error" and _JOB_ENDS.match(e.text) for e in scan.evidence
-        ):
+        if scan.exit_code is not None or scan.job_ended:
             return True
         if "host_oom_kill" in scan.signals:  # SIGKILL cannot be caught: nothing goes on
             return True
@@ -398,14 +391,13 @@ class LiveJob:
 
     def _rate(self, tail: bytes) -> None:
         """The s/it of the last training-bar redraw in ``tail``, once per new step."""
-        matches = list(_RATE.finditer(tail))
-        if not matches:
+        found = _last_training_rate(tail)
+        if found is None:
             return
-        found = matches[-1]
-        step = int(found[1])
+        step = int(found["n"])
         if step == self._last_step or step == 0:
             return
-        value = float(found["x"])
+        value = float(found["rate"])
         seconds = value if found["unit"] == b"s/it" else (1 / value if value else 0.0)
         self.rates.append(seconds)
         if step > STABLE_AFTER and len(self._stable) < 50:
@@ -486,6 +478,17 @@ class LiveJob:
             refused=self._refused
             or ("this is not a text log (binary bytes): not read" if self._binary else None),
         )
+
+
+def _last_training_rate(tail: bytes) -> re.Match[bytes] | None:
+    """The last redraw of the training bar in ``tail`` (its rate and the time left; its
+    postfix reports a learning rate or a loss), or None."""
+    last = None
+    for found in RATE.finditer(tail):
+        close = tail.find(b"]", found.end())
+        if TRAINING_POSTFIX.search(tail, found.end(), close if close >= 0 else len(tail)):
+            last = found
+    return last
 
 
 def _finished(scan: LogScan) -> bool:

@@ -19,7 +19,7 @@ PCT_DIGITS: Final = b"0123456789 "
 BYTE_RATE = re.compile(rb"\d\s*[kKMGT]?i?B/s\]")
 """A bar counting bytes per second (``1.54MB/s]``) is a download, whatever its counts."""
 RATE = re.compile(
-    rb"\|\s*(?P<n>\d+)/\d+\s*\[(?P<elapsed>\d+(?::\d{1,2}){1,2})<[^,\]]*,\s*"
+    rb"\|\s*(?P<n>\d+)/\d+\s*\[(?P<elapsed>\d+(?::\d{1,2}){1,2})<(?P<left>[^,\]]*),\s*"
     rb"(?P<rate>\d+(?:\.\d+)?)(?P<unit>s/it|it/s)"
 )
 """tqdm's ``| n/total [elapsed<remaining, rate``: ``| 299/3000 [5:41:20<1:02:11,  2.16s/it``

@@ -125,6 +125,8 @@ class LineRules:
             run.stopped, run.failing = True, False
             run.note(line, text, "stopped")
             return
+        if p.job_ends.search(text):
+            run.job_ended = True
         if p.python_errors.search(text):
             run.python_error = True
             run.fail()

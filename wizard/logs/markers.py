@@ -131,6 +131,7 @@ class LogMarkers(_Frozen):
     bars: tuple[BarRule, ...]
     signals: tuple[SignalRule, ...]
     python_errors: tuple[Regex, ...]
+    job_ends: tuple[Regex, ...] = ()
     exception: Regex
     exits: tuple[Regex, ...]
     stopped: tuple[Regex, ...]
@@ -182,6 +183,7 @@ class CompiledMarkers:
         self.named_bars = [(_rule_pattern(r), r.phase) for r in markers.bars if r.over_loss]
         self.signals = [(_rule_pattern(r), r.signal) for r in markers.signals]
         self.python_errors = _any(markers.python_errors)
+        self.job_ends = _any(markers.job_ends)
         self.exception = re.compile(markers.exception)
         self.exits = [re.compile(p) for p in markers.exits]
         self.stopped = _any(markers.stopped)
@@ -220,6 +222,7 @@ class CompiledMarkers:
         rules = (*markers.phases, *markers.signals)
         tail = (
             *markers.python_errors,
+            *markers.job_ends,
             markers.exception,
             *markers.exits,
             *markers.stopped,

@@ -119,6 +119,7 @@ class LogScan:
         line_count: Lines in the file.
         exception: The last ``SomeError: message`` line of the run.
         exit_code: The exit status the log reports, if any.
+        job_ended: The trainer said its job failed as its process ended (``job_ends``).
         host_copy: The failing traceback copies between GPU and pinned host memory.
         cpu_copy: The failing traceback moves tensors to the CPU (``cpu_target``).
         data_frame: The failing traceback's outermost frame of data loading (``data_frames``):
@@ -177,6 +178,7 @@ class LogScan:
     host_pressure_line: int | None = None
     sample_first: bool = False
     best_rate: float | None = None
+    job_ended: bool = False
 
     @property
     def failure_shaped(self) -> bool:

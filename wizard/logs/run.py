@@ -67,6 +67,7 @@ class RunState:
     exception: EvidenceLine | None = None
     exit_code: int | None = None
     exit_seen: bool = False
+    job_ended: bool = False
     stopped: bool = False
     resumed: bool = False
     frames_seen: bool = False
@@ -279,6 +280,7 @@ class RunState:
             line_count=line_count,
             exception=self.exception,
             exit_code=self.exit_code,
+            job_ended=self.job_ended,
             host_copy=self.host_copy,
             cpu_copy=self.cpu_copy,
             data_frame=self.data_frame if crashed else None,
