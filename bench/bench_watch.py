@@ -51,7 +51,8 @@ from textual import events
 from textual.css.query import NoMatches
 from textual.widgets import Log
 
-from oom_wizard.application.follow import LiveJob, LiveUpdate, WatchTarget
+from oom_wizard.application.follow import WatchTarget
+from oom_wizard.logs.tail import LiveJob, LiveUpdate
 from oom_wizard.screens.app import create_app
 from oom_wizard.screens.step import StepScreen
 from oom_wizard.screens.watch import POLL_S, WatchApp

@@ -1,9 +1,9 @@
 """``oom-wizard watch``: the live screen beside a running job.
 
-It polls the job's log (``oom_wizard.application.follow.LiveJob``) a few times a second and shows
-the job and its phase, step/total and the time left, the s/it trend as a sparkline, the OOM skips
-and the other warnings as they come, and the GPU (from ``nvidia-smi``, when it is there) and host
-RAM. When the run crashes it diagnoses the crash
+It polls the job's log (:func:`oom_wizard.application.follow.follow_log`) a few times a second
+and shows the job and its phase, step/total and the time left, the s/it trend as a sparkline,
+the OOM skips and the other warnings as they come, and the GPU (from ``nvidia-smi``, when it
+is there) and host RAM. When the run crashes it diagnoses the crash
 (``oom_wizard.application.watching.diagnose_crash``: the job
 opened on its log and settled, as the wizard opens it) and, for an out-of-memory crash of a job with
 a config, leaves at once with that state: the command then opens the wizard on it, on the first
@@ -31,14 +31,7 @@ from textual.css.query import NoMatches
 from textual.widgets import Header, Log, Sparkline, Static
 from textual.worker import get_current_worker
 
-from oom_wizard.application.follow import (
-    JobRow,
-    LiveJob,
-    LiveStatus,
-    LiveUpdate,
-    WatchTarget,
-    read_job_row,
-)
+from oom_wizard.application.follow import JobRow, WatchTarget, follow_log, read_job_row
 from oom_wizard.application.settling import WizardState
 from oom_wizard.application.watching import (
     CrashReport,
@@ -50,6 +43,7 @@ from oom_wizard.application.watching import (
     warm_up,
 )
 from oom_wizard.errors import WizardError
+from oom_wizard.logs.tail import LiveStatus, LiveUpdate
 from oom_wizard.screens.ask import SaveNowScreen
 from oom_wizard.screens.keys import apply_user_keymap
 from oom_wizard.screens.widgets import KeyBar
@@ -116,9 +110,9 @@ class WatchApp(App[WatchResult]):
         self.poll_s = poll_s
         self.probe = probe
         self.live = (
-            LiveJob(target.log, between=_let_others_run)
+            follow_log(target.log, between=_let_others_run)
             if stall_s is None
-            else LiveJob(target.log, stall_s=stall_s, between=_let_others_run)
+            else follow_log(target.log, stall_s=stall_s, between=_let_others_run)
         )
         self.crash: CrashReport | None = None
         self.diagnosing = False

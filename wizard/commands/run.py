@@ -41,7 +41,7 @@ from oom_wizard.application.autopilot import (
     db_job_to_run,
     entry_lines,
 )
-from oom_wizard.application.follow import LiveJob
+from oom_wizard.application.follow import follow_log
 from oom_wizard.application.labels import log_claim
 from oom_wizard.application.trainer import (
     FATAL_SILENCE_S,
@@ -255,7 +255,7 @@ def _where(args: argparse.Namespace) -> Where:
 def _watch(log: Path, done: threading.Event, stall_s: float) -> None:
     """Tell the log's warnings as they come (skips, a stall, a slowdown) while it runs."""
 
-    job = LiveJob(log, stall_s=stall_s)
+    job = follow_log(log, stall_s=stall_s)
     while True:
         finished = done.wait(WATCH_S)
         for warning in job.poll().warnings:

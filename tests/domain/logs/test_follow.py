@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from oom_wizard.application.follow import Follower, LiveJob
 from oom_wizard.logs.scan import LiveScan, scan_log, scan_text
+from oom_wizard.logs.tail import Follower, LiveJob
 from tests.support.autopilot_support import FAKE, SCENARIOS, write_config
 
 REPORTS = Path(__file__).resolve().parents[2] / "fixtures" / "reports"
