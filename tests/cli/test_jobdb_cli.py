@@ -17,8 +17,9 @@ from oom_wizard.errors import WizardError
 from oom_wizard.paths import parse_path
 from oom_wizard.request import JobRequest
 from oom_wizard.storage.changes import Change, prepare
-from oom_wizard.storage.jobdb import AsNew, InPlace, job_document, load_job, save_to_db
+from oom_wizard.storage.jobdb import AsNew, InPlace, job_document, load_job
 from tests.support.aitk_db import add_job, all_rows, job_row, make_db
+from tests.support.saving import save_to_db_after
 
 BATCH = parse_path("config.process[0].train.batch_size")
 
@@ -35,7 +36,7 @@ def db(tmp_path: Path) -> Path:
 def saved_in_place(db: Path) -> None:
     job = load_job(db, "my_lora")
     prepared = prepare(job_document(job), [Change(BATCH, 1, "batch_size", "smaller")])
-    save_to_db(prepared, job, InPlace(), direction="rollback")
+    save_to_db_after(prepared, job, InPlace(), direction="rollback")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -148,7 +149,7 @@ def test_opening_a_db_job_needs_a_job(db: Path) -> None:
 def test_print_db_saved_for_a_new_job(db: Path) -> None:
     job = load_job(db, "my_lora")
     prepared = prepare(job_document(job), [Change(BATCH, 1, "batch_size", "smaller")])
-    result = save_to_db(prepared, job, AsNew(), direction="rollback")
+    result = save_to_db_after(prepared, job, AsNew(), direction="rollback")
     console = Console(record=True, width=200)
 
     print_db_saved(console, result)

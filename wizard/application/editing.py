@@ -14,7 +14,7 @@ from oom_wizard.formats.fields import parse_assignment, parse_unset
 from oom_wizard.paths import MISSING, format_path
 from oom_wizard.rules.limits import check_changelog, check_document
 from oom_wizard.rules.values import validate_value
-from oom_wizard.storage.changelog import changelog_path_for
+from oom_wizard.storage.changelog import ChangeLog, changelog_path_for
 from oom_wizard.storage.changes import REQUIRED, Change, Prepared, changelog_of, prepare
 from oom_wizard.storage.jobdir import load_config
 from oom_wizard.storage.save import commit
@@ -30,10 +30,12 @@ class Edit:
     Attributes:
         document: The config as loaded (never written).
         prepared: The edits made in memory (``prepared.changed``: whether any changes it).
+        prior: The change log beside the config, as read with it (the save appends to it).
     """
 
     document: JobDocument
     prepared: Prepared
+    prior: ChangeLog | None
 
 
 def prepare_set(
@@ -55,7 +57,7 @@ def prepare_set(
         check_changelog(prior, changelog_path_for(document.source))
     changes = [parse_assignment(text, document) for text in assignments]
     changes += [parse_unset(text, document) for text in unsets]
-    return Edit(document, prepare_edit(document, changes, force=force))
+    return Edit(document, prepare_edit(document, changes, force=force), prior)
 
 
 def save_set(edit: Edit, *, output: Path | None, changelog: Path | None, force: bool) -> SaveResult:
@@ -66,7 +68,12 @@ def save_set(edit: Edit, *, output: Path | None, changelog: Path | None, force: 
     """
 
     return commit(
-        edit.prepared, direction="edit", output=output, changelog_path=changelog, force=force
+        edit.prepared,
+        direction="edit",
+        output=output,
+        changelog_path=changelog,
+        force=force,
+        prior=edit.prior,
     )
 
 

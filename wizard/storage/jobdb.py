@@ -33,7 +33,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from oom_wizard.errors import ConfigError, JobDatabaseError, SaveRefused, WizardError
 from oom_wizard.formats.document import MAX_CONFIG_BYTES, JobDocument, parse_document
@@ -509,9 +509,10 @@ def save_to_db(
     steps: Sequence[str] = (),
     memory: dict[str, Any] | None = None,
     busy_timeout: float = BUSY_TIMEOUT_S,
-    prior: ChangeLog | Literal["read"] | None = "read",
+    prior: ChangeLog | None,
 ) -> DbSaveResult:
-    """Save ``prepared`` (made from ``job_document(job)``) into the database.
+    """Save ``prepared`` (made from ``job_document(job)``) into the database, after ``prior``,
+    the job's change log as the open read it (:func:`read_job_changelog`; None: none).
 
     ``InPlace`` updates the job's ``job_config`` and ``updated_at``; ``AsNew`` inserts a
     row like the UI's Clone (new uuid, a free name that ``config.name`` follows, status
@@ -531,9 +532,6 @@ def save_to_db(
         if problem is not None:
             raise JobDatabaseError(f"{problem}; nothing was written", file=job.db_path)
     _check_writable_folder(job)
-    if prior == "read":
-        prior = read_job_changelog(job)
-    assert not isinstance(prior, str)
     run = _run_record(
         direction,
         moment=moment,

@@ -43,7 +43,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from oom_wizard.errors import NameTaken, SaveRefused
 from oom_wizard.formats.document import (
@@ -63,7 +63,7 @@ from oom_wizard.storage.changelog import (
     record_path,
     sha256_of,
 )
-from oom_wizard.storage.changes import Prepared, changelog_of
+from oom_wizard.storage.changes import Prepared
 
 OUTPUT_TAG: Final = "oomfix"
 HEADER: Final = (
@@ -281,10 +281,6 @@ def _what(log_path: Path) -> Callable[[Path], str]:
     return lambda path: "the change log" if path == log_path else "the config"
 
 
-#: ``commit(prior=BESIDE)``: the prior log is the one beside the source, read here.
-BESIDE: Final = "beside"
-
-
 def commit(
     prepared: Prepared,
     *,
@@ -297,12 +293,12 @@ def commit(
     output: Path | None = None,
     changelog_path: Path | None = None,
     force: bool = False,
-    prior: ChangeLog | Literal["beside"] | None = BESIDE,
+    prior: ChangeLog | None,
 ) -> SaveResult:
     """Save the prepared document and its change log (the prior log plus this run).
 
-    The prior log is ``prior`` as the caller read it (None: a new log starts here), or, by
-    default, the one beside the source when the source is itself an output of ours.
+    The prior log is ``prior`` as the open read it (None: a new log starts here); the save
+    reads nothing of the job again.
 
     Raises:
         SaveRefused: the output or change log path is refused; nothing is written.
@@ -351,7 +347,7 @@ def _commit(
     output: Path,
     changelog_path: Path | None = None,
     force: bool,
-    prior: ChangeLog | Literal["beside"] | None,
+    prior: ChangeLog | None,
 ) -> SaveResult:
 
     source = prepared.before.source
@@ -364,8 +360,7 @@ def _commit(
         steps=tuple(steps),
         memory=memory,
     )
-    base = changelog_of(source) if prior == BESIDE else prior
-    assert not isinstance(base, str)
+    base = prior
     if base is None:
         base = ChangeLog(
             source=FileRef(path=str(source), sha256=sha256_of(prepared.before.to_bytes())),

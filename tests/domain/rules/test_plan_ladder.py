@@ -22,9 +22,10 @@ from oom_wizard.rules.estimate import estimate
 from oom_wizard.rules.plan import Plan, StepChoice, build_plan, changes_for, default_model_kind
 from oom_wizard.storage.changelog import ChangeLog, read_changelog
 from oom_wizard.storage.changes import prepare
-from oom_wizard.storage.save import SaveResult, commit
+from oom_wizard.storage.save import SaveResult
 from tests.support.corpus import OWN_CONFIGS, needs_examples, own_configs, shared_example
 from tests.support.plan_support import cli, document, job, toolkit_examples, write_job
+from tests.support.saving import commit_beside
 
 FIXTURES = OWN_CONFIGS
 DEMO = Path(str(resources.files("oom_wizard.presets") / "demo"))
@@ -84,7 +85,7 @@ def test_default_fix_lowers_the_crashed_peak_on_the_examples(config: Path, momen
 
 def save_defaults(doc: JobDocument, plan: Plan) -> SaveResult:
     """Save the plan's default roll-back as the wizard does, recording its default-on steps."""
-    return commit(
+    return commit_beside(
         prepare(doc, changes_for(plan)),
         direction="rollback",
         moment=plan.moment,
@@ -105,7 +106,9 @@ def rollback_until_exhausted(source: Path, moment: str, limit: int = 25) -> list
             return rounds
         changes = changes_for(plan)
         steps = [s.id for s in plan.steps if s.default_on]
-        saved = commit(prepare(doc, changes), direction="rollback", moment=moment, steps=steps)
+        saved = commit_beside(
+            prepare(doc, changes), direction="rollback", moment=moment, steps=steps
+        )
         config, log = saved.config, saved.changelog
         rounds.append(steps)
     raise AssertionError(f"still not exhausted after {limit} roll-backs: {rounds}")

@@ -30,9 +30,9 @@ from oom_wizard.rules.plan import (
 from oom_wizard.rules.shape import arch_facts
 from oom_wizard.storage.changelog import read_changelog
 from oom_wizard.storage.changes import prepare
-from oom_wizard.storage.save import commit
 from tests.domain.rules.test_plan import expected_order
 from tests.support.plan_support import SCALE_UP_ORDER, differing, document, write_job
+from tests.support.saving import commit_beside
 
 ARCHS = [
     "flux",
@@ -216,7 +216,7 @@ def test_saved_rollback_replans_satisfied_and_scales_back_up(
         doc = load_document(source)
         kind = kind_of(doc)
         plan = build_plan(doc, moment, kind)
-        saved = commit(
+        saved = commit_beside(
             prepare(doc, changes_for(plan, everything(plan))),
             direction="rollback",
             steps=[step.id for step in plan.steps],
@@ -242,7 +242,9 @@ def _scale_up_until_done(config: Path, changelog: Path) -> JobDocument:
             return doc
         assert step.step not in restored, "a step came back twice"
         restored.append(step.step)
-        saved = commit(prepare(doc, list(step.changes)), direction="scale_up", steps=[step.step])
+        saved = commit_beside(
+            prepare(doc, list(step.changes)), direction="scale_up", steps=[step.step]
+        )
         config, changelog = saved.config, saved.changelog
 
 

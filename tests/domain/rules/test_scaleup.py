@@ -19,7 +19,6 @@ from oom_wizard.formats.document import load_document
 from oom_wizard.rules.plan import StepChoice, build_plan, changes_for, next_scale_up
 from oom_wizard.storage.changelog import read_changelog
 from oom_wizard.storage.changes import prepare
-from oom_wizard.storage.save import commit
 from tests.support.corpus import FLOOR_CONFIG
 from tests.support.plan_support import (
     SCALE_UP_ORDER,
@@ -30,6 +29,7 @@ from tests.support.plan_support import (
     job,
     write_job,
 )
+from tests.support.saving import commit_beside
 
 
 def latest(folder: Path) -> Path:
@@ -123,13 +123,13 @@ def test_quality_comes_back_before_the_memory_settings(tmp_path: Path) -> None:
     document = load_document(source)
     plan = build_plan(document, "early_steps", "image")
     every = {step.id: StepChoice(step.id, True) for step in plan.steps}
-    saved = commit(prepare(document, changes_for(plan, every)), direction="rollback")
+    saved = commit_beside(prepare(document, changes_for(plan, every)), direction="rollback")
     restored = []
     while (
         step := next_scale_up(load_document(saved.config), read_changelog(saved.changelog))
     ) is not None:
         restored.append(step.step)
-        saved = commit(
+        saved = commit_beside(
             prepare(load_document(saved.config), list(step.changes)),
             direction="scale_up",
             steps=[step.step],

@@ -11,7 +11,7 @@ from oom_wizard.errors import WizardError
 from oom_wizard.formats.document import load_document
 from oom_wizard.storage.changelog import read_changelog
 from oom_wizard.storage.changes import Change, prepare
-from oom_wizard.storage.save import commit
+from tests.support.saving import commit_beside
 
 JOB = """\
 job: extension
@@ -38,15 +38,17 @@ def test_prepare_reads_no_change_log(tmp_path: Path) -> None:
 
     assert prepared.changed and "batch_size: 1" in prepared.after.text
     with pytest.raises(WizardError, match="not JSON"):
-        commit(prepared, direction="rollback")
+        commit_beside(prepared, direction="rollback")
 
 
 def test_commit_extends_the_log_of_our_own_output_and_starts_one_otherwise(
     tmp_path: Path,
 ) -> None:
     source = write(tmp_path / "job.yaml")
-    first = commit(prepare(load_document(source), [Change(BATCH, 2)]), direction="rollback")
-    second = commit(prepare(load_document(first.config), [Change(BATCH, 4)]), direction="scale_up")
+    first = commit_beside(prepare(load_document(source), [Change(BATCH, 2)]), direction="rollback")
+    second = commit_beside(
+        prepare(load_document(first.config), [Change(BATCH, 4)]), direction="scale_up"
+    )
 
     log = read_changelog(second.changelog)
     assert [run.direction for run in log.runs] == ["rollback", "scale_up"]
@@ -57,5 +59,5 @@ def test_commit_extends_the_log_of_our_own_output_and_starts_one_otherwise(
     # rule, changelog.changelog_for) is not extended.
     copy = write(tmp_path / "copy.yaml", first.config.read_text(encoding="utf-8") + "# mine\n")
     write(tmp_path / "copy.changelog.json", first.changelog.read_text(encoding="utf-8"))
-    fresh = commit(prepare(load_document(copy), [Change(BATCH, 1)]), direction="rollback")
+    fresh = commit_beside(prepare(load_document(copy), [Change(BATCH, 1)]), direction="rollback")
     assert [run.direction for run in read_changelog(fresh.changelog).runs] == ["rollback"]

@@ -31,7 +31,6 @@ from oom_wizard.storage.jobdb import (
     locate_job_log,
     read_job_changelog,
     restore_job,
-    save_to_db,
 )
 from tests.support import exactness
 from tests.support.aitk_db import (
@@ -46,6 +45,7 @@ from tests.support.aitk_db import (
     stringify,
     ui_job_config,
 )
+from tests.support.saving import save_to_db_after
 
 BATCH = parse_path("config.process[0].train.batch_size")
 CHECKPOINTING = parse_path("config.process[0].train.gradient_checkpointing")
@@ -77,7 +77,7 @@ def rollback(job: DbJob, changes: tuple[Change, ...] = ROLLBACK) -> Prepared:
 
 def save(db: Path, mode: InPlace | AsNew, name: str = "my_lora", **kwargs: Any) -> Any:
     job = load_job(db, name)
-    return save_to_db(
+    return save_to_db_after(
         rollback(job), job, mode, direction="rollback", moment="early_steps", **kwargs
     )
 
@@ -296,7 +296,7 @@ def test_a_second_in_place_save_appends_to_the_change_log(db: Path) -> None:
         [Change(parse_path("config.process[0].model.low_vram"), True, "low_vram", "offload")],
     )
 
-    result = save_to_db(more, job, InPlace(), direction="rollback")
+    result = save_to_db_after(more, job, InPlace(), direction="rollback")
 
     log = json.loads(result.changelog.read_text(encoding="utf-8"))
     assert [run["direction"] for run in log["runs"]] == ["rollback", "rollback"]
@@ -393,7 +393,7 @@ def test_restore_walks_back_one_save_at_a_time(db: Path) -> None:
     original = load_job(db, "my_lora").job_config
     save(db, InPlace())
     middle = load_job(db, "my_lora")
-    save_to_db(
+    save_to_db_after(
         prepare(job_document(middle), [Change(BATCH, 2)]), middle, InPlace(), direction="scale_up"
     )
 
@@ -449,7 +449,7 @@ def test_a_change_log_of_an_older_version_is_set_aside(db: Path) -> None:
     job = load_job(db, "my_lora")
     assert read_job_changelog(job) is None
 
-    result = save_to_db(rollback(job), job, InPlace(), direction="rollback")
+    result = save_to_db_after(rollback(job), job, InPlace(), direction="rollback")
 
     assert len(json.loads(result.changelog.read_text(encoding="utf-8"))["runs"]) == 1
     aside = result.changelog.name.removesuffix(".json") + ".old-1.json"
@@ -501,7 +501,7 @@ def test_a_job_that_started_after_loading_is_refused(db: Path) -> None:
     conn.close()
 
     with pytest.raises(JobDatabaseError, match="is running"):
-        save_to_db(prepared, job, InPlace(), direction="rollback")
+        save_to_db_after(prepared, job, InPlace(), direction="rollback")
     assert load_job(db, "my_lora").job_config == job.job_config
 
 
@@ -515,7 +515,7 @@ def test_a_config_edited_in_the_ui_after_loading_is_refused(db: Path) -> None:
     conn.close()
 
     with pytest.raises(JobDatabaseError, match="changed in AI Toolkit's UI while"):
-        save_to_db(prepared, job, InPlace(), direction="rollback")
+        save_to_db_after(prepared, job, InPlace(), direction="rollback")
     assert load_job(db, "my_lora").job_config == edited
 
 
@@ -529,7 +529,7 @@ def test_a_write_lock_held_elsewhere_makes_us_wait_then_fail_cleanly(
 
     started = time.monotonic()
     with pytest.raises(JobDatabaseError, match=r"stayed locked for 0\.5 s") as caught:
-        save_to_db(prepared, job, InPlace(), direction="rollback", busy_timeout=0.5)
+        save_to_db_after(prepared, job, InPlace(), direction="rollback", busy_timeout=0.5)
     waited = time.monotonic() - started
 
     writer.execute("ROLLBACK")
@@ -548,7 +548,7 @@ def test_a_lock_released_while_we_wait_lets_the_save_through(
     release = threading.Timer(0.3, writer.execute, args=("COMMIT",))
     release.start()
 
-    result = save_to_db(prepared, job, InPlace(), direction="rollback", busy_timeout=5)
+    result = save_to_db_after(prepared, job, InPlace(), direction="rollback", busy_timeout=5)
 
     release.join()
     assert result.in_place
@@ -749,7 +749,7 @@ def test_a_concurrent_save_of_this_tool_is_not_blamed_on_the_ui(db: Path) -> Non
     save(db, InPlace())
 
     with pytest.raises(JobDatabaseError, match="just saved by another oom-wizard run"):
-        save_to_db(rollback(stale), stale, InPlace(), direction="rollback")
+        save_to_db_after(rollback(stale), stale, InPlace(), direction="rollback")
 
 
 def test_a_ui_edit_is_still_named_as_one(db: Path) -> None:
@@ -761,7 +761,7 @@ def test_a_ui_edit_is_still_named_as_one(db: Path) -> None:
     conn.close()
 
     with pytest.raises(JobDatabaseError, match="changed in AI Toolkit's UI"):
-        save_to_db(rollback(stale), stale, InPlace(), direction="rollback")
+        save_to_db_after(rollback(stale), stale, InPlace(), direction="rollback")
 
 
 def killed_at(step: str, action: Callable[[], object]) -> None:
@@ -859,7 +859,7 @@ def test_a_save_that_lost_to_one_killed_after_its_commit_names_the_other_run(db:
     killed_at("rename", lambda: save(db, InPlace()))
 
     with pytest.raises(JobDatabaseError, match="just saved by another oom-wizard run"):
-        save_to_db(rollback(stale), stale, InPlace(), direction="rollback")
+        save_to_db_after(rollback(stale), stale, InPlace(), direction="rollback")
 
 
 def test_a_wal_database_that_cannot_get_its_side_files_says_so(tmp_path: Path) -> None:
@@ -918,7 +918,7 @@ def test_the_next_save_carries_a_change_log_kept_by_name_over(db: Path) -> None:
     save(db, InPlace())
     _as_if_written_by_an_earlier_version(db)
     middle = load_job(db, "my_lora")
-    save_to_db(
+    save_to_db_after(
         prepare(job_document(middle), [Change(BATCH, 2)]), middle, InPlace(), direction="scale_up"
     )
 
