@@ -250,25 +250,3 @@ def test_nothing_to_diagnose_is_one_line_and_status_2() -> None:
     assert done.returncode == 2
     assert done.stderr.startswith("oom-wizard: error: give the job's config")
     assert len(done.stderr.splitlines()) == 1
-
-
-def test_diagnose_imports_no_textual(job: tuple[Path, Path]) -> None:
-    config, log = job
-    code = (
-        "import sys\n"
-        "from oom_wizard.cli import main\n"
-        f"status = main(['diagnose', {str(config)!r}, '--log', {str(log)!r}, '--no-probe'])\n"
-        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'screens'))\n"
-        "print('LOADED', loaded, status)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        timeout=60,
-        check=False,
-    )
-    assert "LOADED [] 0" in done.stdout, done.stdout[-2000:]
-    assert "textual" not in done.stderr  # -X importtime lists every module imported

@@ -407,11 +407,12 @@ def room_arrows(
     return arrows
 
 
-def package_sources() -> dict[str, str]:
+def package_sources(root: Path = REPO) -> dict[str, str]:
+    """The package's files under ``root`` (``wizard/``, ``screens/``), path → source."""
     return {
-        path.relative_to(REPO).as_posix(): path.read_text(encoding="utf-8")
+        path.relative_to(root).as_posix(): path.read_text(encoding="utf-8")
         for folder in ("wizard", "screens")
-        for path in sorted((REPO / folder).rglob("*.py"))
+        for path in sorted((root / folder).rglob("*.py"))
     }
 
 
@@ -495,6 +496,28 @@ def test_a_planted_cycle_is_caught(path: str, planted: str) -> None:
     files = package_sources()
     files[path] += planted
     assert any(file_module(path) in cycle for cycle in import_cycles(files))
+
+
+def test_a_cycle_in_a_package_on_disk_is_caught(tmp_path: Path) -> None:
+    """The checker on a package of its own: ``a`` imports ``b`` at its top, ``b`` imports
+    ``a`` back inside a function, ``c`` imports ``a`` and is in no cycle."""
+    files = {
+        "wizard/__init__.py": "",
+        "wizard/rooms/__init__.py": "",
+        "wizard/rooms/a.py": "from oom_wizard.rooms.b import helper\n",
+        "wizard/rooms/b.py": "def helper():\n    from oom_wizard.rooms import a\n",
+        "wizard/rooms/c.py": "import oom_wizard.rooms.a\n",
+        "screens/__init__.py": "",
+    }
+    for path, source in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(source, encoding="utf-8")
+
+    assert import_cycles(package_sources(tmp_path)) == [
+        ["oom_wizard.rooms.a", "oom_wizard.rooms.b"]
+    ]
+    (tmp_path / "wizard/rooms/b.py").write_text("def helper():\n    pass\n", encoding="utf-8")
+    assert import_cycles(package_sources(tmp_path)) == []
 
 
 @pytest.fixture(scope="module")
