@@ -804,7 +804,7 @@ def _roll_back(
     if validate:
         from oom_wizard.application.choosing import validation_note
 
-        note = validation_note(state)
+        note = validation_note(state, choices, ready)
         if note is not None:
             loop.say(f"⚠ {note}")
     answer = loop.ask(state, lines)
