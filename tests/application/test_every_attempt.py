@@ -37,9 +37,10 @@ TIMELINE = [
     ("validation", "passed_validation"),
     ("full", "finished"),
 ]
-#: What ``history`` says of each, in order.
+#: What ``history`` says of each, in order. The first crash is in step 4: the bar's last
+#: reading, 3/3000, counts the steps done (:func:`oom_wizard.rules.diagnosis.crash_step_of`).
 ENDINGS = [
-    "full run · crashed at step 3 in training (early_steps)",
+    "full run · crashed at step 4 in training (early_steps)",
     "validation run · crashed at step 250 in periodic_sample (sampling)",
     "validation run · passed validation (251 steps)",
     "full run · finished (3000 steps)",

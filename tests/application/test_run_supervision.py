@@ -422,7 +422,7 @@ def test_the_summary_names_the_changes_made_before_each_attempt(tmp_path: Path) 
     outcome = autopilot(config, fake_runner(24))
 
     first, second, third = outcome.summary()
-    assert first.startswith("1. image-early-steps.yaml (full): crashed at step 3")
+    assert first.startswith("1. image-early-steps.yaml (full): crashed at step 4")
     assert "after changing" not in first
     assert second.startswith("2. image-early-steps.oomfix.yaml (validation) after changing ")
     assert "config.process[0].train.gradient_checkpointing: false → true" in second

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Final, Literal, Protocol
 
 from oom_wizard.application.trainer import TrainerEnd, processes_note
 from oom_wizard.errors import WizardError
+from oom_wizard.rules.diagnosis import crash_phase, crash_step_of
 from oom_wizard.storage.changelog import (
     AttemptRecord,
     ChangeLog,
@@ -289,7 +290,11 @@ def describe_outcome(
 ) -> str:
     """How an attempt ended, in words (``history`` shows recorded attempts with it too)."""
     if outcome == "crashed":
-        where = f" at step {step}" if step is not None else ""
+        crashed_in = crash_step_of(step, phase)  # the bar counts steps done: not the one that ran
+        if crashed_in is not None:
+            where = f" at step {crashed_in}"
+        else:
+            where = f" after step {step}" if step is not None else ""
         inside = f" in {phase}" if phase and phase != "unknown" else ""
         about = f" ({moment})" if moment else ""
         return f"crashed{where}{inside}{about}"
@@ -381,7 +386,7 @@ class _Loop:
             outcome=_outcome(end, scan, kind, trained),
             step=scan.last_step,
             total=scan.total_steps,
-            phase=scan.phase,
+            phase=crash_phase(scan),
             moment=None,
             exit_code=end.returncode,
             duration_s=end.duration_s,

@@ -249,8 +249,10 @@ class Diagnosis:
         reasons: Why the environment is or is not suspected.
         evidence: The lines that support the verdict, in file order.
         oom: PyTorch's allocator figures.
-        last_step: The last training step the log shows.
+        last_step: The last training step the log shows (the bar's count: steps completed).
         total_steps: The training bar's total.
+        crash_step: The step the run ended in (:func:`crash_step`): the one every front end
+            names, never ``last_step`` for it.
         advice: Advice beyond the config, each with its evidence present.
         verdict: The finding in one sentence.
         first_change: The first thing to change (or to do).
@@ -300,6 +302,7 @@ class Diagnosis:
     log_mismatch: tuple[LogMismatch, ...] = ()
     log_note: str = ""
     basis: str = ""
+    crash_step: int | None = None
 
     @property
     def certainty(self) -> str:
@@ -320,6 +323,7 @@ class Diagnosis:
             "oom": _oom_json(self.oom),
             "last_step": self.last_step,
             "total_steps": self.total_steps,
+            "crash_step": self.crash_step,
             "advice": [{"id": a.id, "text": a.text} for a in self.advice],
             "verdict": self.verdict,
             "first_change": self.first_change,
@@ -464,6 +468,7 @@ def diagnose(
         oom=scan.oom if scan is not None else None,
         last_step=scan.last_step if scan is not None else None,
         total_steps=scan.total_steps if scan is not None else None,
+        crash_step=crash_step(scan) if scan is not None else None,
         advice=advice,
         verdict=verdict,
         first_change=_first_change(moment, model_kind, advice),
@@ -647,9 +652,7 @@ def _moment_from_phase(scan: LogScan, process: ProcessView | None) -> _Moment:
     """Loading phases (the baseline sample included) are ``loading``; a periodic sample is
     ``sampling``; a training step (or a save) depends on the step: within the first
     ``EARLY_STEP_LIMIT`` steps ``early_steps``, after healthy progress ``intermittent``."""
-    phase = scan.phase
-    if phase == "unknown" and scan.has(*STEP_SIGNALS):
-        phase = "training"
+    phase = crash_phase(scan)
     sure, basis = _phase_certainty(scan, phase)
     if phase in LOADING_PHASES:
         return _Moment("loading", _PHASE_WORDS[phase], sure, (), basis)
@@ -699,21 +702,22 @@ def _training_moment(
 
 def _trouble_step(scan: LogScan) -> int | None:
     """The step of this run that ran out of memory, counted from the run's start (1 = the
-    first step it made): the one after the bar's last count, or without a crash (skips
-    only) the one of the last skip banner.
+    first step it made): the one it ended in (:func:`crash_step_of`), or without a crash
+    (skips only) the one of the last skip banner.
 
     A resumed run counts from where it resumed: a config that dies at once after a resume
     (the optimizer state loaded back adds memory) did not survive its first steps.
     """
     if not scan.crashed and scan.spill_step is not None:
-        step: int | None = scan.spill_step
+        done: int | None = scan.spill_step
     elif not scan.crashed and scan.skips:
-        step = scan.skips[-1].step
+        done = scan.skips[-1].step
     else:
-        step = scan.last_step
+        done = scan.last_step
+    step = crash_step_of(done, "training")
     if step is None:
         return None
-    return step - (scan.first_step or 0) + 1
+    return step - (scan.first_step or 0)
 
 
 def _unknown_step_moment(process: ProcessView | None, where: str) -> _Moment:
@@ -756,12 +760,58 @@ def _moment_without_phase(scan: LogScan) -> _Moment:
 
 def _phase_words(scan: LogScan, phase: Phase) -> str:
     words = _PHASE_WORDS[phase]
-    step, total = scan.last_step, scan.total_steps
+    step, total = crash_step_of(scan.last_step, phase), scan.total_steps
     if phase == "training" and step is not None:
-        words = f"in training step {step + 1}" + (f" of {total}" if total else "")
+        words = f"in training step {step}" + (f" of {total}" if total else "")
     elif phase in ("periodic_sample", "save") and step is not None:
         words += f" at step {step}"
     return words
+
+
+# --- the step a run ended in ---------------------------------------------------------------------
+
+
+def crash_phase(scan: LogScan) -> Phase:
+    """The phase a run's end is placed in: the scan's, or a training step where the log's
+    only word for it is one of the trainer's own step banners (``# OOM during training step``)."""
+    if scan.phase == "unknown" and scan.has(*STEP_SIGNALS):
+        return "training"
+    return scan.phase
+
+
+def crash_step_of(done: int | None, phase: str | None) -> int | None:
+    """The step a run ended in (a crash, a stall, a kill), numbered as AI Toolkit numbers
+    them, from its training bar's count ``done`` and the phase it ended in: the one rule for
+    the number every front end says (``diagnose``, ``plan``, ``run``, ``history``, ``watch``,
+    the app).
+
+    * ``training``: the bar counts the steps completed (AI Toolkit advances it to ``step + 1``
+      after each step), so a run whose bar last read ``4/3000`` ended in step 5, the one then
+      running; an OOM skip banner under ``58/3000`` is step 59's.
+    * ``periodic_sample``, ``save``: they run after step ``done`` trained and before the bar
+      moves on, and AI Toolkit names them by it (``Saving at step 250``, sample files
+      ``…__000000250_…``, the bar still at ``250/3000``): step ``done``.
+    * any other phase (loading, the baseline sample, unknown): None; no step is placed.
+
+    Args:
+        done: The training bar's last count (:attr:`LogScan.last_step`, an attempt's ``step``).
+        phase: The phase it ended in (:func:`crash_phase`).
+    """
+    if done is None:
+        return None
+    if phase == "training":
+        return done + 1
+    if phase in ("periodic_sample", "save"):
+        return done
+    return None
+
+
+def crash_step(scan: LogScan) -> int | None:
+    """The step the log's last run ended in (:func:`crash_step_of`); None when it finished,
+    or when no step was running."""
+    if scan.finished:
+        return None
+    return crash_step_of(scan.last_step, crash_phase(scan))
 
 
 # --- the environment ----------------------------------------------------------------------------
@@ -1203,7 +1253,8 @@ def _host_ram_end(scan: LogScan, strong: list[str], advice: list[Advice]) -> Non
     line = scan.host_pressure_line
     if line is None or scan.has(*GPU_SIGNALS, *HOST_SIGNALS):
         return
-    step = f" at step {scan.last_step}" if scan.last_step is not None else ""
+    ended_in = crash_step(scan)
+    step = f" at step {ended_in}" if ended_in is not None else ""
     if scan.ends_open and scan.phase == "save":
         what = f"the log ends on a checkpoint save{step} and then nothing"
     elif scan.ends_open and scan.phase == "model_load":
