@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from oom_wizard.rules.diagnosis import Diagnosis
     from oom_wizard.storage.changelog import Belonging, ChangeLog
     from oom_wizard.storage.jobdb import DbJob
-    from oom_wizard.storage.jobdir import JobLocation
+    from oom_wizard.storage.jobdir import JobIdentity, JobLocation
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,7 @@ def open_job(request: JobRequest) -> OpenedJob:
     from oom_wizard.rules.diagnosis import diagnose
     from oom_wizard.rules.limits import check_changelog, check_document
     from oom_wizard.storage.changelog import changelog_for, changelog_path_for, refuse_edited
+    from oom_wizard.storage.jobdir import locate_job
     from oom_wizard.storage.leftovers import recover_beside
 
     if request.db is not None:
@@ -96,8 +97,6 @@ def open_job(request: JobRequest) -> OpenedJob:
         located = locate_job_log(job, document.tree)
         db_job: DbJob | None = job
     elif request.target is not None:
-        from oom_wizard.storage.jobdir import locate_job
-
         located = locate_job(request.target)
         changelog_file = request.changelog or changelog_path_for(located.config)
         # A save killed in either folder is finished or undone first: from here on the job is
@@ -120,7 +119,10 @@ def open_job(request: JobRequest) -> OpenedJob:
         check_changelog(belonging.log, belonging.path)
     changelog = belonging.log if belonging is not None else None
     changelog_path = belonging.path if belonging is not None else None
-    log_path, note, scan = _chosen_log(located, request.log)
+    identity = _identity(document, db_job)
+    if request.target is not None and request.db is None and _another_jobs(located, identity):
+        located = locate_job(request.target, identity)  # the folder's logs, this job's only
+    log_path, note, scan = _chosen_log(located, request.log, identity)
     probe, probe_note = _probe() if request.probe else (None, None)
     log_diagnosis = diagnose(scan, document.view(), answers=None, probe=probe, changelog=changelog)
     return OpenedJob(
@@ -163,31 +165,54 @@ def _bytes_of(path: Path) -> bytes:
         return b""
 
 
+def _identity(document: JobDocument, db_job: DbJob | None) -> JobIdentity:
+    """The job as its log would name it: ``config.name``, and a web-UI job's id."""
+    from oom_wizard.storage.jobdir import JobIdentity
+
+    if db_job is not None:
+        return JobIdentity(db_job.name, db_job.id)
+    name = document.get(("config", "name"))
+    return JobIdentity(name if isinstance(name, str) and name.strip() else None)
+
+
+def _another_jobs(located: JobLocation, identity: JobIdentity) -> bool:
+    """Whether the log a job folder's reading took, knowing no job, names another job."""
+    scan = located.log_scan
+    return scan is not None and identity.other_job(scan) is not None
+
+
 def _chosen_log(
-    located: JobLocation, log: Path | None
+    located: JobLocation, log: Path | None, identity: JobIdentity
 ) -> tuple[Path | None, str | None, LogScan | None]:
     """The log given by the user (it wins), else the job folder's, else the one beside a
     config file that the result screen told the user to write (``NAME.log.txt``); its note
-    and its scan."""
+    and its scan. A log found (not given) that names another job is not read: the note says
+    whose it looks like (:meth:`~oom_wizard.storage.jobdir.JobIdentity.refusal`)."""
+    from oom_wizard.application.leaving import run_log_for
+
     if log is not None:
-        from oom_wizard.logs.scan import scan_log
-
-        return log, None, scan_log(log)
+        return log, None, _scan(log)
     if located.log is None and not located.ui_job:
-        from oom_wizard.application.leaving import run_log_for
-
         beside = run_log_for(located.config)  # the log the result screen said to write
         if beside.is_file():
-            from oom_wizard.logs.scan import scan_log
-
+            found = _scan(beside)
+            refusal = identity.refusal(beside.name, found)
+            if refusal is not None:
+                return None, refusal, None
             note = f"the log beside the config, {beside.name} (python run.py ... -l)"
-            return beside, note, scan_log(beside)
+            return beside, note, found
     scan = located.log_scan
     if scan is None and located.log is not None:
-        from oom_wizard.logs.scan import scan_log
-
-        scan = scan_log(located.log)
+        scan = _scan(located.log)
     return located.log, located.log_note, scan
+
+
+def _scan(log: Path) -> LogScan:
+    """The log read (the scanner is loaded only when there is a log: ``fit`` on a config
+    alone never loads it)."""
+    from oom_wizard.logs.scan import scan_log
+
+    return scan_log(log)
 
 
 def _probe() -> tuple[ProbeResult | None, str | None]:

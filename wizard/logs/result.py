@@ -135,6 +135,9 @@ class LogScan:
         modified: The log file's modification time (seconds since the epoch), if a file.
         config_dump: The memory fields (``config_fields``) of the process config the run
             printed at its start: (path relative to the process, value).
+        job_name: The job the run's banner names (AI Toolkit's ``# Running job: NAME``, its
+            ``config.name``), if the log shows it.
+        job_id: The id of the web-UI job the run printed (``Job ID: "…"``), if any.
         host_pressure_line: The last line that shows the host's RAM as the limit (Colab's
             huge-allocation warnings, a Colab runtime's paths: ``host_pressure``).
         sample_first: The launch command in the log makes a sample come first.
@@ -172,6 +175,8 @@ class LogScan:
     stall_line: int | None = None
     modified: float | None = None
     config_dump: tuple[tuple[str, Any], ...] | None = None
+    job_name: str | None = None
+    job_id: str | None = None
     cpu_copy: bool = False
     data_frame: DataFrame | None = None
     host_pressure_line: int | None = None
