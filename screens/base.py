@@ -17,7 +17,8 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 if TYPE_CHECKING:
-    from oom_wizard.service import Prepared, Saved, ScaleUp, StepChoice, WizardState
+    from oom_wizard.application.history import NextScaleUps
+    from oom_wizard.service import Prepared, Saved, StepChoice, WizardState
 
 ResultT = TypeVar("ResultT")
 
@@ -59,13 +60,14 @@ class Finished:
     Attributes:
         saved: The files or the database row written.
         ready: The changes that were saved.
-        later: The scale-ups still ahead of the saved config, in order (``history``'s).
+        later: The settings offered back after the saved config, in order, and where the
+            scale-up stops (``history``'s list).
         scale_up: The save gave a setting back (rather than rolling back).
     """
 
     saved: Saved
     ready: Prepared
-    later: tuple[ScaleUp, ...]
+    later: NextScaleUps
     scale_up: bool
 
 

@@ -151,7 +151,6 @@ if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __get
         save_scale_up as save_scale_up,
         scale_up_notes as scale_up_notes,
         scale_up_prediction as scale_up_prediction,
-        scale_ups_ahead as scale_ups_ahead,
     )
     from oom_wizard.application.settling import (
         VALIDATION_STEP as VALIDATION_STEP,
@@ -356,7 +355,6 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "save_scale_up",
         "scale_up_notes",
         "scale_up_prediction",
-        "scale_ups_ahead",
     ),
     "oom_wizard.application.settling": (
         "VALIDATION_STEP",

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oom_wizard.application.fitting import probed_card
+from oom_wizard.application.history import NextScaleUps, offered_scale_ups
 from oom_wizard.application.saving import Destination, Saved, memory_record, write_run
 from oom_wizard.application.settling import WizardState, start
 from oom_wizard.errors import WizardError
@@ -149,25 +150,15 @@ def nothing_left(state: WizardState) -> tuple[str, ...]:
     return nothing_left_text(state.document, state.changelog)
 
 
-def pending_scale_ups(saved: Saved, ready: Prepared) -> tuple[ScaleUp, ...]:
-    """The re-adds ahead of a config just saved, in order: the list ``history`` prints.
+def pending_scale_ups(saved: Saved, ready: Prepared) -> NextScaleUps:
+    """The settings offered back after a config just saved, in the scale-up's order: the
+    list ``history`` prints (:func:`~oom_wizard.application.history.offered_scale_ups`).
 
     The save hands back the change log it wrote; a result without it (made elsewhere) has
     it read (run it in the save's worker).
     """
     log = saved.log if saved.log is not None else read_changelog(saved.changelog)
-    return scale_ups_ahead(ready.after, log)
-
-
-def scale_ups_ahead(document: JobDocument, changelog: ChangeLog) -> tuple[ScaleUp, ...]:
-    """Every re-add still ahead of ``document``, in the order the scale-up makes them.
-
-    The one list behind the result screen's "later" section and ``history``'s: the first is
-    :func:`next_scale_up`'s.
-    """
-    from oom_wizard.rules.scaleup import pending_scale_ups as pending
-
-    return pending(document, changelog)
+    return offered_scale_ups(ready.after, log, saved.changelog)
 
 
 def scale_up_notes(state: WizardState, ready: Prepared, scale_up: ScaleUp) -> tuple[str, ...]:
