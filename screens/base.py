@@ -17,9 +17,10 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 if TYPE_CHECKING:
+    from oom_wizard.application.history import NextScaleUps
     from oom_wizard.application.saving import Saved
     from oom_wizard.application.settling import WizardState
-    from oom_wizard.rules.plan import ScaleUp, StepChoice
+    from oom_wizard.rules.plan import StepChoice
     from oom_wizard.storage.changes import Prepared
 
 ResultT = TypeVar("ResultT")
@@ -62,13 +63,14 @@ class Finished:
     Attributes:
         saved: The files or the database row written.
         ready: The changes that were saved.
-        later: The scale-ups still ahead of the saved config, in order (``history``'s).
+        later: The settings offered back after the saved config, in order, and where the
+            scale-up stops (``history``'s list).
         scale_up: The save gave a setting back (rather than rolling back).
     """
 
     saved: Saved
     ready: Prepared
-    later: tuple[ScaleUp, ...]
+    later: NextScaleUps
     scale_up: bool
 
 

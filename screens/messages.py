@@ -13,10 +13,10 @@ from textual.message import Message
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from oom_wizard.application.history import NextScaleUps
     from oom_wizard.application.saving import Saved
     from oom_wizard.application.settling import WizardState
     from oom_wizard.request import JobRequest
-    from oom_wizard.rules.plan import ScaleUp
     from oom_wizard.storage.jobdb import DbJob
 
 
@@ -76,10 +76,10 @@ class ConfigSaved(Message):
 
     Attributes:
         result: What was written.
-        later: The scale-ups ahead of the saved config.
+        later: The settings offered back after the saved config (``history``'s list).
     """
 
-    def __init__(self, result: Saved, later: tuple[ScaleUp, ...]) -> None:
+    def __init__(self, result: Saved, later: NextScaleUps) -> None:
         super().__init__()
         self.result = result
         self.later = later

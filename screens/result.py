@@ -122,11 +122,15 @@ class ResultScreen(StageScreen[None]):
         return Content("\n").join(lines)
 
     def _scale_up_order(self) -> Content:
-        """The re-adds ahead, in order: the first is what ``history`` names next."""
+        """The settings offered back, in the scale-up's order, and where it stops: the list
+        ``history`` prints (the first is what ``scale-up`` offers next)."""
         later = self.finished.later
         lines = [Content(f"Run {self._reopen()}; it gives back one setting per retry:")]
-        lines.extend(Content(line) for line in later_lines(later))
-        if not later:
+        lines.extend(Content(line) for line in later_lines(later.ahead))
+        if later.stopped is not None:
+            stops = "then it stops before: " if later.ahead else "none offered; "  # history's
+            lines.append(Content.styled(f"  {stops}{later.stopped}", "dim"))
+        elif not later.ahead:
             lines.append(Content.styled("  nothing to give back: no step was rolled back", "dim"))
         return Content("\n").join(lines)
 

@@ -19,7 +19,6 @@ from oom_wizard.application.choosing import (
     optional_line,
     review,
     validation_choice,
-    validation_note,
 )
 from oom_wizard.application.saving import save
 from oom_wizard.errors import WizardError
@@ -89,9 +88,8 @@ class ReviewScreen(SavingStage):
                 with Vertical(classes="field-row"):
                     yield Tick(validation.title, value=chosen.enabled, id="validation")
                     yield Static(validation.why, classes="field-hint")
-                    note = validation_note(state)  # the job resumes: where the steps count from
-                    if note is not None:
-                        yield Static(f"⚠ {note}", id="validation-note", classes="field-hint")
+                    # What the save does with the run, as the switch and the fix leave it.
+                    yield Static("", id="validation-note", classes="field-hint", markup=False)
             yield Static("", id="error", classes="error")
             yield DiffView(id="diff")
         yield KeyBar()
@@ -123,6 +121,9 @@ class ReviewScreen(SavingStage):
         self.query_one("#summary", Static).update(self._summary(shown))
         self.query_one("#memory", MemoryBar).show(shown.peak)
         self.query_one("#diff", DiffView).show(shown.ready)
+        for note in self.query("#validation-note").results(Static):
+            note.update(f"⚠ {shown.validation_note}" if shown.validation_note else "")
+            note.display = shown.validation_note is not None
 
     def _summary(self, shown: Review) -> str:
         job = self.state.db_job

@@ -320,7 +320,10 @@ def progress_text(status: LiveStatus) -> str:
     if status.waiting:
         return "Waiting for the log to appear…"
     parts = [f"Phase {status.phase.replace('_', ' ')}"]
-    if status.step is not None:
+    if status.crashed and status.crash_step is not None:
+        total = f" of {status.total}" if status.total else ""
+        parts.append(f"crashed in step {status.crash_step}{total}")
+    elif status.step is not None:
         total = f"/{status.total}" if status.total else ""
         parts.append(f"step {status.step}{total}")
     if status.seconds_per_step is not None:
@@ -330,7 +333,8 @@ def progress_text(status: LiveStatus) -> str:
     if status.skip_count:
         parts.append(f"{status.skip_count} OOM skip(s)")
     if status.crashed:
-        parts.append("crashed")
+        if status.crash_step is None:  # else said with its step, above
+            parts.append("crashed")
     elif status.failing:
         parts.append("error printed: waiting to see whether the job goes on")
     elif status.stopped:

@@ -317,7 +317,7 @@ def test_history_shows_the_attempts_as_a_timeline(
     lines = [line for line in attempts.splitlines() if " run · " in line]
     assert len(lines) == len(outcome.attempts) == 3
     assert (
-        "image-intermittent.yaml · full run · crashed at step 43 in training (intermittent)"
+        "image-intermittent.yaml · full run · crashed at step 44 in training (intermittent)"
         in lines[0]
     )
     assert "validation run · passed validation (251 steps)" in lines[1]
@@ -350,7 +350,7 @@ def test_run_scale_up_from_a_finished_config(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "Scale-up: Re-add the biggest resolution" in done.stdout
-    assert "crashed at step 3 in training (early_steps)" in done.stdout
+    assert "crashed at step 4 in training (early_steps)" in done.stdout
     assert "that is the stable config" in done.stdout
 
 

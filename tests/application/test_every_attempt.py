@@ -18,8 +18,18 @@ from pathlib import Path
 
 import pytest
 
+from oom_wizard.application.history import next_scale_ups, read_history
+from oom_wizard.application.saving import SaveResult, ToFile
+from oom_wizard.application.scale_up import (
+    next_scale_up,
+    open_for_scale_up,
+    pending_scale_ups,
+    prepare_scale_up,
+    save_scale_up,
+)
 from oom_wizard.cli import main
 from oom_wizard.formats.document import load_document
+from oom_wizard.request import JobRequest
 from oom_wizard.storage.changelog import changelog_path_for, read_changelog
 from oom_wizard.storage.jobdb import load_job
 from tests.support.aitk_db import add_job, make_db, stringify
@@ -37,9 +47,10 @@ TIMELINE = [
     ("validation", "passed_validation"),
     ("full", "finished"),
 ]
-#: What ``history`` says of each, in order.
+#: What ``history`` says of each, in order. The first crash is in step 4: the bar's last
+#: reading, 3/3000, counts the steps done (:func:`oom_wizard.logs.result.crash_step_of`).
 ENDINGS = [
-    "full run · crashed at step 3 in training (early_steps)",
+    "full run · crashed at step 4 in training (early_steps)",
     "validation run · crashed at step 250 in periodic_sample (sampling)",
     "validation run · passed validation (251 steps)",
     "full run · finished (3000 steps)",
@@ -97,6 +108,23 @@ def test_a_file_job_keeps_every_attempt_and_the_scale_up_knows_the_crash(
     ) in text
     assert "Next scale-up: Re-add the biggest resolution [top_bucket]" in text
     assert text.rstrip().endswith("1. Re-add the biggest resolution")
+
+    # The app gives the biggest bucket back (its scale-up screen's save): its result screen
+    # offers back what history then offers, and stops where it stops (issue 33: the app
+    # listed every re-add, the crashed samples among them).
+    state = open_for_scale_up(JobRequest(final, probe=False))
+    readd = next_scale_up(state)
+    assert readd is not None and readd.step == "top_bucket"
+    ready = prepare_scale_up(state, readd)
+    saved = save_scale_up(state, readd, ToFile(tmp_path / "app-side.yaml"), ready=ready)
+    assert isinstance(saved, SaveResult)  # a file destination writes a file
+    offered = pending_scale_ups(saved, ready)
+    assert offered == next_scale_ups(read_history(str(saved.config)))
+    assert offered.ahead == ()
+    assert offered.stopped is not None
+    assert offered.stopped.startswith(
+        "Richer samples [sampling]: this gives back what attempt 2 crashed with"
+    )
 
     assert main(["scale-up", str(final), "--yes"]) == 0  # the biggest bucket back
     capsys.readouterr()

@@ -9,9 +9,14 @@ from pathlib import Path
 import pytest
 
 from oom_wizard.application.autopilot import NEXT_STEPS, what_is_left
+from oom_wizard.application.choosing import review
+from oom_wizard.application.settling import start
 from oom_wizard.cli import main
 from oom_wizard.formats.document import load_document
-from tests.support.autopilot_support import DEMO, FLUX, SCENARIOS, play
+from oom_wizard.request import JobRequest
+from oom_wizard.rules.diagnosis import Answers
+from tests.support.autopilot_support import DEMO, FLUX, SCENARIOS, play, write_config
+from tests.support.fake_trainer import write_checkpoint
 
 
 def test_run_does_not_suggest_quantizing_a_model_that_is_quantized_already(
@@ -49,3 +54,41 @@ def test_history_and_scale_up_offer_no_re_add_after_the_last_attempt_crashed(
         r"warning: the last attempt, \d+, crashed with this config's own settings",
         capsys.readouterr().out,
     )
+
+
+@pytest.mark.parametrize("resumed_at", [None, 500, 2950])
+def test_the_validation_runs_words_are_what_the_save_writes(
+    tmp_path: Path, resumed_at: int | None
+) -> None:
+    """Whichever way the switch is, the review's words about the validation run are read off
+    the edit it saves: never "there is none" beside a train.steps the save writes, never a
+    count the save does not write. Before, the words were worded once, from the switch as the
+    screen opened: a job resumed at step 500 read "would not be shorter than the full run, so
+    there is none" while the switch, on, saved train.steps 751."""
+    config = write_config(tmp_path, next(s for s in SCENARIOS if s.name == "image-early-steps"))
+    if resumed_at is not None:
+        name = f"flux_portrait_lora_{resumed_at:09d}.safetensors"
+        write_checkpoint(tmp_path / "output" / "flux_portrait_lora" / name, resumed_at)
+    state = start(JobRequest(target=config, probe=False), Answers(moment="early_steps"))
+    for switch in (None, True, False):
+        shown = review(state, validation=switch)
+        saved = [e.after for e in shown.ready.entries if e.step == "validation_run"]
+        note = shown.validation_note or ""
+        if saved:
+            assert "there is none" not in note and "no validation run" not in note.lower()
+            if resumed_at is not None:
+                assert f"train.steps is {saved[0]}, so it trains {saved[0] - resumed_at} " in note
+        elif resumed_at is not None:
+            assert "train.steps is" not in note
+            assert "there is none" in note or "no validation run is saved" in note
+        if resumed_at is None:
+            assert note == ""  # a fresh start: the switch and the diff say it all
+
+    def run_saved(switch: bool) -> list[object]:
+        entries = review(state, validation=switch).ready.entries
+        return [e.after for e in entries if e.step == "validation_run"]
+
+    if resumed_at == 500:  # the switch can make a run: on, it does; off, it does not
+        assert (run_saved(True), run_saved(False)) == ([751], [])
+    if resumed_at == 2950:  # no run is shorter: the switch on saves none, and says so
+        assert run_saved(True) == []

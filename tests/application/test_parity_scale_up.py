@@ -15,7 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from oom_wizard.application.demo import IMAGE_JOB
+from oom_wizard.application.choosing import review
+from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB, DemoJob, copy_demo
+from oom_wizard.application.history import next_scale_ups, read_history
+from oom_wizard.application.saving import SaveResult, ToFile, save
+from oom_wizard.application.scale_up import pending_scale_ups
+from oom_wizard.application.settling import start
+from oom_wizard.cli import main
+from oom_wizard.request import JobRequest
+from oom_wizard.rules.diagnosis import Answers
+from oom_wizard.vocabulary import Moment
 from tests.support.scale_up_parity import (
     SCALE_UP_CASES,
     ScaleUpCase,
@@ -39,3 +48,50 @@ def test_the_scale_up_keeps_the_kind_the_roll_back_confirmed(tmp_path: Path) -> 
     for side in (through_cli(tmp_path / "cli", case), through_app_service(tmp_path / "app", case)):
         rollback, scale_up = side.changelog["runs"][-2:]
         assert rollback["model_kind"] == scale_up["model_kind"] == "video"
+
+
+@pytest.mark.parametrize(
+    ("demo", "moment", "validation"),
+    [
+        (IMAGE_JOB, "early_steps", None),
+        (VIDEO_JOB, "early_steps", None),
+        (IMAGE_JOB, "loading", True),
+    ],
+    ids=["image", "video", "image-loading-with-validation"],
+)
+def test_the_app_offers_back_in_the_order_scale_up_gives_them(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    demo: DemoJob,
+    moment: Moment,
+    validation: bool | None,
+) -> None:
+    """The app saves the safe fix and lists what the scale-up gives back
+    (:func:`~oom_wizard.application.scale_up.pending_scale_ups`, its result screen's list);
+    ``history`` lists the same, and ``scale-up --yes`` run again and again gives exactly
+    those settings back, in that order: one order, owned by
+    :func:`~oom_wizard.application.history.offered_scale_ups`."""
+    folder = copy_demo(tmp_path / "demo")
+    request = JobRequest(folder / demo.config, folder / demo.log, probe=False)
+    state = start(request, Answers(moment=moment))
+    shown = review(state, "safe", validation=validation)
+    saved = save(state, shown.choices, ToFile(), ready=shown.ready)
+    assert isinstance(saved, SaveResult)  # a file destination writes a file
+    offered = pending_scale_ups(saved, shown.ready)
+    assert len(offered.ahead) >= 2 and offered.stopped is None
+    history = read_history(str(saved.config))
+    assert next_scale_ups(history) == offered
+
+    given_back: list[str] = []
+    config = saved.config
+    while True:
+        capsys.readouterr()
+        assert main(["scale-up", str(config), "--yes"]) == 0
+        out = capsys.readouterr().out
+        if out.startswith("Nothing left to re-add"):
+            break
+        given_back.append(out.splitlines()[0].removeprefix("Next re-add: "))
+        config = Path(
+            next(line for line in out.splitlines() if line.startswith("Wrote ")).split()[1]
+        )
+    assert given_back == [f"{up.title} [{up.step}]" for up in offered.ahead]

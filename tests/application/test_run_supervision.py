@@ -422,7 +422,7 @@ def test_the_summary_names_the_changes_made_before_each_attempt(tmp_path: Path) 
     outcome = autopilot(config, fake_runner(24))
 
     first, second, third = outcome.summary()
-    assert first.startswith("1. image-early-steps.yaml (full): crashed at step 3")
+    assert first.startswith("1. image-early-steps.yaml (full): crashed at step 4")
     assert "after changing" not in first
     assert second.startswith("2. image-early-steps.oomfix.yaml (validation) after changing ")
     assert "config.process[0].train.gradient_checkpointing: false → true" in second
@@ -549,16 +549,24 @@ def test_the_apps_review_says_where_a_resumed_jobs_validation_counts_from(tmp_pa
     )
     state = answer(start(JobRequest(target=config, probe=False)), Answers(moment="early_steps"))
 
-    async def drive() -> str:
+    async def drive() -> tuple[str, str]:
+        from textual.widgets import Checkbox, Static
+
         app = create_app(opened=state, first="review", exit_on_save=True)
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.pause()
-            from textual.widgets import Static
+            note = app.screen.query_one("#validation-note", Static)
+            before = str(note.render())
+            app.screen.query_one("#validation", Checkbox).toggle()
+            await pilot.pause()
+            return before, str(note.render())
 
-            return str(app.screen.query_one("#validation-note", Static).render())
-
-    shown = asyncio.run(drive())
-    assert "resumes this job from step 500" in shown
+    before, after = asyncio.run(drive())
+    assert "resumes this job from step 500" in before
+    # The words follow the switch to what the save writes (issue 33: "there is none" was
+    # worded once, as the screen opened, and stayed beside a switch that saved a run).
+    assert "no validation run is saved (it is switched off)" in before
+    assert "the validation run's train.steps is 751, so it trains 251 steps past" in after
 
 
 # --- the trainer hears its stop, however run itself was started -------------------------------

@@ -188,6 +188,33 @@ def test_a_job_folder_is_diagnosed_from_the_newest_crashed_log(tmp_path: Path) -
     assert any("logs/1_log.txt: the newest run that crashed" in note for note in data["notes"])
 
 
+THEIR_CRASH = f"Running 1 job\n####\n# Running job: their_lora\n####\n{SAMPLE_CRASH}"
+
+
+@pytest.mark.parametrize("where", ["folder", "beside"])
+def test_a_log_found_that_names_another_job_is_not_diagnosed(tmp_path: Path, where: str) -> None:
+    """The log found for ``my_lora`` (the job folder's ``log.txt``, or ``NAME.log.txt``
+    beside the config) was written by job ``their_lora``, as its job banner says: it is not
+    read, and the note says whose it looks like (issue 33: another job's log was taken)."""
+    if where == "folder":
+        folder = tmp_path / "output" / "my_lora"
+        folder.mkdir(parents=True)
+        config, log = folder / "config.yaml", folder / "log.txt"
+    else:
+        config, log = tmp_path / "my_lora.yaml", tmp_path / "my_lora.log.txt"
+    config.write_text(CONFIG, encoding="utf-8")
+    log.write_text(THEIR_CRASH, encoding="utf-8")
+    data = run_json(str(config), "--no-probe")
+    assert data["log"] is None and data["moment"] is None
+    assert any(
+        f"{log.name} looks like the log of job 'their_lora' (its job banner names job "
+        "'their_lora', and this job is 'my_lora'): not read; pass this job's log with --log" in note
+        for note in data["notes"]
+    )
+    # Given with --log, it is the user's choice, and read.
+    assert run_json(str(config), "--log", str(log), "--no-probe")["log"] == str(log)
+
+
 def test_a_job_of_the_ui_database_is_diagnosed_from_its_folder(tmp_path: Path) -> None:
     db = make_db(tmp_path / "aitk_db.db")
     add_job(db, "my_lora")

@@ -92,7 +92,7 @@ def test_the_log_gives_the_moment_and_kind(video_demo: tuple[Path, Path]) -> Non
     status, out, err = cli("plan", config, "--log", log, "--json")
     assert status == 0
     assert (json.loads(out)["moment"], json.loads(out)["model_kind"]) == ("intermittent", "video")
-    assert "moment intermittent (from the log)" in err
+    assert "moment intermittent (from the log: it crashed in step 614 of 2000)" in err
 
 
 def test_the_users_moment_wins_over_the_log(video_demo: tuple[Path, Path]) -> None:

@@ -93,8 +93,17 @@ def ui_jobs_db(root: Path) -> Path:
         )
     folder = root / "output" / UI_JOB
     folder.mkdir(parents=True)
-    (folder / "log.txt").write_bytes((REPO / "presets" / "demo" / IMAGE_JOB.log).read_bytes())
+    (folder / "log.txt").write_bytes(demo_log_as(UI_JOB))
     return db
+
+
+def demo_log_as(job: str) -> bytes:
+    """The image demo's log as job ``job`` writes it: its job banner names ``job`` (a log
+    whose banner names another job is not taken for this one)."""
+    log = (REPO / "presets" / "demo" / IMAGE_JOB.log).read_bytes()
+    banner = f"# Running job: {Path(IMAGE_JOB.log).stem}\n".encode()
+    assert banner in log
+    return log.replace(banner, f"# Running job: {job}\n".encode())
 
 
 def ui_job_folder(root: Path) -> Path:

@@ -1,11 +1,19 @@
-"""An attempt of ``run``, in words: how it ended, and a recorded attempt in one line.
+"""An attempt of ``run``, in words: how it ended, a recorded attempt in one line, and a
+re-add that gives back what an attempt crashed with.
 
 ``run`` says it as it goes, ``history`` and the scale-up's refusals say it from the change log.
 """
 
 from __future__ import annotations
 
-from oom_wizard.storage.changelog import AttemptRecord
+from pathlib import Path
+
+from oom_wizard.errors import WizardError
+from oom_wizard.formats.document import JobDocument, load_document
+from oom_wizard.logs.result import crash_step_of
+from oom_wizard.rules.scaleup import ELSE_TO_CHANGE, CrashedConfig, repeated_crash
+from oom_wizard.spelling import value
+from oom_wizard.storage.changelog import AttemptRecord, ChangeLog, resolve_recorded
 
 
 def describe_outcome(
@@ -13,7 +21,11 @@ def describe_outcome(
 ) -> str:
     """How an attempt ended, in words (``history`` shows recorded attempts with it too)."""
     if outcome == "crashed":
-        where = f" at step {step}" if step is not None else ""
+        crashed_in = crash_step_of(step, phase)  # the bar counts steps done: not the one that ran
+        if crashed_in is not None:
+            where = f" at step {crashed_in}"
+        else:
+            where = f" after step {step}" if step is not None else ""
         inside = f" in {phase}" if phase and phase != "unknown" else ""
         about = f" ({moment})" if moment else ""
         return f"crashed{where}{inside}{about}"
@@ -44,3 +56,44 @@ def describe_record(record: AttemptRecord) -> str:
         else ""
     )
     return f"{record.config} · {record.kind} run · {ended} · {record.duration_s:.1f} s{peak}"
+
+
+def crashed_configs(changelog: ChangeLog, log_path: Path | None) -> tuple[CrashedConfig, ...]:
+    """The configs the change log's crashed attempts ran, read from disk, oldest first (one
+    that is gone or cannot be read is left out: there is nothing to compare)."""
+    if log_path is None:
+        return ()
+    found: list[CrashedConfig] = []
+    for number, record in enumerate(changelog.attempts, start=1):
+        if record.outcome != "crashed":
+            continue
+        try:
+            document = load_document(resolve_recorded(log_path, record.config))
+        except (WizardError, OSError):
+            continue
+        found.append(CrashedConfig(number, document))
+    return tuple(found)
+
+
+def repeated_crash_note(
+    now: JobDocument, after: JobDocument, changelog: ChangeLog, log_path: Path | None
+) -> str | None:
+    """When the config ``after`` (a re-add on ``now``) gives back what an attempt crashed
+    with, in words (None: it does not); ``scale-up``, the app and ``history`` say it."""
+    found = repeated_crash(now, after, changelog, crashed_configs(changelog, log_path))
+    if found is None:
+        return None
+    number = found.crashed.number
+    record = changelog.attempts[number - 1]
+    if found.today:
+        return (
+            f"the last attempt, {number}, crashed with this config's own settings "
+            f"({describe_record(record)}): roll it back further first (oom-wizard on this "
+            "config, or 'oom-wizard run'); a re-add only after a run of it trains through"
+        )
+    settings = ", ".join(f"{path} {value(setting)}" for path, setting in found.settings)
+    return (
+        f"this gives back what attempt {number} crashed with ({describe_record(record)}): "
+        f"{settings}; it will likely crash again unless something else changes "
+        f"({ELSE_TO_CHANGE})"
+    )

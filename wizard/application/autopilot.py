@@ -65,6 +65,7 @@ from oom_wizard.application.scale_up import (
 from oom_wizard.application.settling import start
 from oom_wizard.application.trainer import TrainerEnd, processes_note
 from oom_wizard.errors import WizardError
+from oom_wizard.logs.result import crash_phase
 from oom_wizard.logs.scan import scan_log
 from oom_wizard.logs.signals import GPU_SIGNALS, HOST_SIGNALS
 from oom_wizard.request import JobRequest
@@ -373,7 +374,7 @@ class _Loop:
             outcome=_outcome(end, scan, kind, trained),
             step=scan.last_step,
             total=scan.total_steps,
-            phase=scan.phase,
+            phase=crash_phase(scan),
             moment=None,
             exit_code=end.returncode,
             duration_s=end.duration_s,
@@ -770,7 +771,7 @@ def _roll_back(
         return _nothing_left(loop, attempt, state)
     lines = entry_lines(ready)
     if validate:
-        note = validation_note(state)
+        note = validation_note(state, choices, ready)
         if note is not None:
             loop.say(f"⚠ {note}")
     answer = loop.ask(state, lines)

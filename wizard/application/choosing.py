@@ -263,23 +263,54 @@ def resume_of(state: WizardState) -> ResumePoint | None:
     return resume_point(state.document, state.job.scan)
 
 
-def validation_note(state: WizardState) -> str | None:
-    """What the resume does to the validation run, in words (None: a fresh start)."""
-    resume = resume_of(state)
-    validation = validation_choice(state)
-    if resume is None or validation is None:
+def validation_note(
+    state: WizardState, choices: Mapping[str, StepChoice], ready: Prepared
+) -> str | None:
+    """The words about the short validation run, read off what the save writes: the one
+    wording for the app's review (:attr:`Review.validation_note`) and ``run``'s roll-back.
+
+    The run is the validation step's entries in ``ready``, never the switch alone: a switch
+    on that cannot make a run shorter than the full one is told so, and a job that resumes
+    says where the steps count from, whichever way the switch is. None: nothing to add to
+    the switch and the diff (a fresh start, and a switch that is what is saved).
+
+    Args:
+        state: The wizard state.
+        choices: Every step's choice, the validation run's included (what the save is given).
+        ready: The edit those choices make (what the save writes).
+    """
+    step = state.validation_step()
+    if step is None:
         return None
-    counted = [v for v in validation.values.values() if isinstance(v, int)]
-    if validation.enabled and counted:
-        steps = min(counted)
+    saved = [e.after for e in ready.entries if e.step == step.id and isinstance(e.after, int)]
+    asked = choices.get(step.id)
+    counted = validation_choice(replace(state, choices=MappingProxyType({})), choices)
+    could = [v for v in (counted.values if counted else {}).values() if isinstance(v, int)]
+    resume = resume_of(state)
+    if resume is not None:
+        where = f"AI Toolkit resumes this job from step {resume.step} ({resume.source})"
+        if saved:
+            return (
+                f"{where} and trains up to train.steps: the validation run's train.steps is "
+                f"{min(saved)}, so it trains {min(saved) - resume.step} steps past the resume."
+            )
+        if could:
+            return (
+                f"{where}: no validation run is saved (it is switched off); switched on, its "
+                f"train.steps would be {min(could)}, {min(could) - resume.step} steps past "
+                "the resume."
+            )
         return (
-            f"AI Toolkit resumes this job from step {resume.step} ({resume.source}) and trains "
-            f"up to train.steps: the validation run's train.steps is {steps}, so it trains "
-            f"{steps - resume.step} steps past the resume."
+            f"{where}: a validation run counted from there would not be shorter than the full "
+            "run, so there is none."
         )
+    if saved or could or asked is None or not asked.enabled:
+        return None
+    if state.validation_run is not None and state.validation_run <= 0:
+        return "No validation run is saved: run asked for none (--validation-steps 0)."
     return (
-        f"AI Toolkit resumes this job from step {resume.step} ({resume.source}): a validation "
-        "run counted from there would not be shorter than the full run, so there is none."
+        "No validation run is saved: one through the config's first save and sample would "
+        "not be shorter than the full run."
     )
 
 
@@ -423,6 +454,8 @@ class Review:
         peak: The peak of the config the choices leave, against the card (None: no figures).
         headline: ``2 fields change (Gradient checkpointing on, Batch size to 1)``: the steps
             by title (the app shows no raw ids).
+        validation_note: The words about the validation run as saved
+            (:func:`validation_note`; None: the switch and the diff say it all).
     """
 
     fix: FixName
@@ -430,6 +463,7 @@ class Review:
     ready: Prepared
     peak: MemoryPeak | None
     headline: str
+    validation_note: str | None
 
     @property
     def changed(self) -> bool:
@@ -467,6 +501,7 @@ def review(
         ready=ready,
         peak=memory_peak(state, decided),
         headline=headline,
+        validation_note=validation_note(state, decided, ready),
     )
 
 

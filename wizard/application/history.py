@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from oom_wizard.application.scale_up import repeated_crash_note
+from oom_wizard.application.attempts import repeated_crash_note
 from oom_wizard.errors import WizardError
 from oom_wizard.formats.document import (
     MAX_CONFIG_BYTES,
@@ -136,7 +136,8 @@ def read_job_history(db: Path, name: str) -> History:
 
 @dataclass(frozen=True)
 class NextScaleUps:
-    """What the scale-up gives back next, as ``history`` and the result screen list it.
+    """What the scale-up gives back next, as ``history`` and the app's result screen list it
+    (:func:`offered_scale_ups`).
 
     Attributes:
         ahead: The re-adds offered, in order, up to the first the scale-up stops before.
@@ -154,16 +155,33 @@ class NextScaleUps:
 
 def next_scale_ups(history: History) -> NextScaleUps | None:
     """The re-adds ahead of the config (None: the config is not at hand to plan from)."""
-
-    document, changelog = history.document, history.changelog
-    if document is None:
+    if history.document is None:
         return None
+    return offered_scale_ups(history.document, history.changelog, history.log_path)
+
+
+def offered_scale_ups(
+    document: JobDocument, changelog: ChangeLog, changelog_path: Path
+) -> NextScaleUps:
+    """The settings the scale-up offers back, in its order, up to the first it stops before
+    (a re-add that crashed every time, or that gives back what an attempt of ``run`` crashed
+    with): the one list ``history`` and the app's result screen render. The order is
+    :func:`~oom_wizard.rules.scaleup.pending_scale_ups`'s, so the first is what ``scale-up``
+    and the app's scale-up screen offer next (:func:`~oom_wizard.rules.scaleup.next_scale_up`).
+
+    Args:
+        document: The config the change log describes.
+        changelog: Its change log.
+        changelog_path: Where the change log is (the attempts' configs are found from it).
+    """
     ahead = pending_scale_ups(document, changelog)  # the first is next_scale_up's
     if not ahead:
         return NextScaleUps((), None, tuple(nothing_left_text(document, changelog)), ())
     stopped: str | None = None
     for index, found in enumerate(ahead):
-        stopped = stop_text(changelog, found) or _repeats_crash(history, ahead[: index + 1])
+        stopped = stop_text(changelog, found) or _repeats_crash(
+            document, changelog, changelog_path, ahead[: index + 1]
+        )
         if stopped is not None:
             stopped = stop_text(changelog, found) or f"{found.title} [{found.step}]: {stopped}"
             ahead = ahead[:index]
@@ -179,15 +197,15 @@ def next_scale_ups(history: History) -> NextScaleUps | None:
     return NextScaleUps(tuple(ahead), stopped, (), first)
 
 
-def _repeats_crash(history: History, readds: Sequence[ScaleUp]) -> str | None:
-    """Whether making ``readds`` one after the other gives back what an attempt of ``run``
-    crashed with (:func:`oom_wizard.application.scale_up.repeated_crash_note`)."""
-
-    now = history.document
-    if now is None or not any(a.outcome == "crashed" for a in history.changelog.attempts):
+def _repeats_crash(
+    now: JobDocument, changelog: ChangeLog, changelog_path: Path, readds: Sequence[ScaleUp]
+) -> str | None:
+    """Whether making ``readds`` one after the other on ``now`` gives back what an attempt of
+    ``run`` crashed with (:func:`oom_wizard.application.attempts.repeated_crash_note`)."""
+    if not any(a.outcome == "crashed" for a in changelog.attempts):
         return None
     after = prepare(now, [change for readd in readds for change in readd.changes]).after
-    return repeated_crash_note(now, after, history.changelog, history.log_path)
+    return repeated_crash_note(now, after, changelog, changelog_path)
 
 
 def change_why(entry: ChangeEntry, direction: str = "rollback") -> str:

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from oom_wizard.rules.diagnosis import Diagnosis
     from oom_wizard.storage.changelog import Belonging, ChangeLog
     from oom_wizard.storage.jobdb import DbJob
-    from oom_wizard.storage.jobdir import JobLocation
+    from oom_wizard.storage.jobdir import JobIdentity, JobLocation
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,10 @@ def open_job(request: JobRequest) -> OpenedJob:
         check_changelog(belonging.log, belonging.path)
     changelog = belonging.log if belonging is not None else None
     changelog_path = belonging.path if belonging is not None else None
-    log_path, note, scan = _chosen_log(located, request.log)
+    identity = _identity(document, db_job)
+    if request.target is not None and request.db is None and _another_jobs(located, identity):
+        located = locate_job(request.target, identity)  # the folder's logs, this job's only
+    log_path, note, scan = _chosen_log(located, request.log, identity)
     probe, probe_note = _probe() if request.probe else (None, None)
     log_diagnosis = diagnose(scan, document.view(), answers=None, probe=probe, changelog=changelog)
     return OpenedJob(
@@ -176,19 +179,40 @@ def _bytes_of(path: Path) -> bytes:
         return b""
 
 
+def _identity(document: JobDocument, db_job: DbJob | None) -> JobIdentity:
+    """The job as its log would name it: ``config.name``, and a web-UI job's id."""
+    from oom_wizard.storage.jobdir import JobIdentity
+
+    if db_job is not None:
+        return JobIdentity(db_job.name, db_job.id)
+    name = document.get(("config", "name"))
+    return JobIdentity(name if isinstance(name, str) and name.strip() else None)
+
+
+def _another_jobs(located: JobLocation, identity: JobIdentity) -> bool:
+    """Whether the log a job folder's reading took, knowing no job, names another job."""
+    scan = located.log_scan
+    return scan is not None and identity.other_job(scan) is not None
+
+
 def _chosen_log(
-    located: JobLocation, log: Path | None
+    located: JobLocation, log: Path | None, identity: JobIdentity
 ) -> tuple[Path | None, str | None, LogScan | None]:
     """The log given by the user (it wins), else the job folder's, else the one beside a
     config file that the result screen told the user to write (``NAME.log.txt``); its note
-    and its scan."""
+    and its scan. A log found (not given) that names another job is not read: the note says
+    whose it looks like (:meth:`~oom_wizard.storage.jobdir.JobIdentity.refusal`)."""
     if log is not None:
         return log, None, scan_log(log)
     if located.log is None and not located.ui_job:
         beside = run_log_for(located.config)  # the log the result screen said to write
         if beside.is_file():
+            found = scan_log(beside)
+            refusal = identity.refusal(beside.name, found)
+            if refusal is not None:
+                return None, refusal, None
             note = f"the log beside the config, {beside.name} (python run.py ... -l)"
-            return beside, note, scan_log(beside)
+            return beside, note, found
     scan = located.log_scan
     if scan is None and located.log is not None:
         scan = scan_log(located.log)
@@ -198,7 +222,6 @@ def _chosen_log(
 def _probe() -> tuple[ProbeResult | None, str | None]:
     """The GPU probe, and why its answer was ignored (not nvidia-smi's, or figures no card
     has: :func:`oom_wizard.rules.limits.probe_problem`)."""
-
     probe, note = read_probe()
     problem = probe_problem(probe) if probe is not None else None
     if problem is not None:

@@ -2,33 +2,24 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from oom_wizard.application.attempts import describe_record
+from oom_wizard.application.attempts import repeated_crash_note
 from oom_wizard.application.fitting import probed_card
+from oom_wizard.application.history import NextScaleUps, offered_scale_ups
 from oom_wizard.application.saving import Destination, Saved, memory_record, write_run
 from oom_wizard.application.settling import WizardState, start
 from oom_wizard.errors import WizardError
-from oom_wizard.formats.document import JobDocument, load_document
 from oom_wizard.paths import MISSING, parse_path
 from oom_wizard.request import JobRequest
 from oom_wizard.rules.memory import Prediction
 from oom_wizard.rules.plan import ScaleUp, next_scale_up as plan_next_scale_up
 from oom_wizard.rules.scaleup import (
-    ELSE_TO_CHANGE,
-    CrashedConfig,
     crashed_config_note,
     nothing_left_text,
-    pending_scale_ups as pending,
     predict,
-    repeated_crash,
     stop_text,
 )
-from oom_wizard.spelling import value
 from oom_wizard.storage.changelog import (
-    ChangeLog,
     read_changelog,
-    resolve_recorded,
 )
 from oom_wizard.storage.changes import Change, Prepared, prepare
 from oom_wizard.vocabulary import MODEL_KINDS, ModelKind
@@ -155,24 +146,15 @@ def nothing_left(state: WizardState) -> tuple[str, ...]:
     return nothing_left_text(state.document, state.changelog)
 
 
-def pending_scale_ups(saved: Saved, ready: Prepared) -> tuple[ScaleUp, ...]:
-    """The re-adds ahead of a config just saved, in order: the list ``history`` prints.
+def pending_scale_ups(saved: Saved, ready: Prepared) -> NextScaleUps:
+    """The settings offered back after a config just saved, in the scale-up's order: the
+    list ``history`` prints (:func:`~oom_wizard.application.history.offered_scale_ups`).
 
     The save hands back the change log it wrote; a result without it (made elsewhere) has
     it read (run it in the save's worker).
     """
     log = saved.log if saved.log is not None else read_changelog(saved.changelog)
-    return scale_ups_ahead(ready.after, log)
-
-
-def scale_ups_ahead(document: JobDocument, changelog: ChangeLog) -> tuple[ScaleUp, ...]:
-    """Every re-add still ahead of ``document``, in the order the scale-up makes them.
-
-    The one list behind the result screen's "later" section and ``history``'s: the first is
-    :func:`next_scale_up`'s.
-    """
-
-    return pending(document, changelog)
+    return offered_scale_ups(ready.after, log, saved.changelog)
 
 
 def scale_up_notes(state: WizardState, ready: Prepared, scale_up: ScaleUp) -> tuple[str, ...]:
@@ -190,49 +172,6 @@ def scale_up_notes(state: WizardState, ready: Prepared, scale_up: ScaleUp) -> tu
             repeated_crash_note(state.document, ready.after, changelog, state.changelog_path)
         )
     return tuple(note for note in notes if note is not None)
-
-
-def crashed_configs(changelog: ChangeLog, log_path: Path | None) -> tuple[CrashedConfig, ...]:
-    """The configs the change log's crashed attempts ran, read from disk, oldest first (one
-    that is gone or cannot be read is left out: there is nothing to compare)."""
-
-    if log_path is None:
-        return ()
-    found: list[CrashedConfig] = []
-    for number, record in enumerate(changelog.attempts, start=1):
-        if record.outcome != "crashed":
-            continue
-        try:
-            document = load_document(resolve_recorded(log_path, record.config))
-        except (WizardError, OSError):
-            continue
-        found.append(CrashedConfig(number, document))
-    return tuple(found)
-
-
-def repeated_crash_note(
-    now: JobDocument, after: JobDocument, changelog: ChangeLog, log_path: Path | None
-) -> str | None:
-    """When the config ``after`` (a re-add on ``now``) gives back what an attempt crashed
-    with, in words (None: it does not); ``scale-up``, the app and ``history`` say it."""
-
-    found = repeated_crash(now, after, changelog, crashed_configs(changelog, log_path))
-    if found is None:
-        return None
-    number = found.crashed.number
-    record = changelog.attempts[number - 1]
-    if found.today:
-        return (
-            f"the last attempt, {number}, crashed with this config's own settings "
-            f"({describe_record(record)}): roll it back further first (oom-wizard on this "
-            "config, or 'oom-wizard run'); a re-add only after a run of it trains through"
-        )
-    settings = ", ".join(f"{path} {value(setting)}" for path, setting in found.settings)
-    return (
-        f"this gives back what attempt {number} crashed with ({describe_record(record)}): "
-        f"{settings}; it will likely crash again unless something else changes "
-        f"({ELSE_TO_CHANGE})"
-    )
 
 
 def scale_up_prediction(state: WizardState, scale_up: ScaleUp) -> Prediction | None:

@@ -393,7 +393,10 @@ def last_run(state: WizardState) -> LastRun | None:
     else:
         ending = "unknown"
     where = f"phase {scan.phase}" if scan.phase else "phase unknown"
-    if scan.last_step is not None and scan.total_steps:
+    if diagnosis.crash_step is not None:  # the step it ended in, not the bar's count of those done
+        total = f" of {scan.total_steps}" if scan.total_steps else ""
+        where += f" · in step {diagnosis.crash_step}{total}"
+    elif scan.last_step is not None and scan.total_steps:
         where += f" · step {scan.last_step}/{scan.total_steps}"
     return LastRun(
         ending,

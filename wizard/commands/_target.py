@@ -76,7 +76,15 @@ def target_notes(state: WizardState, *, new_crash_flag: bool = False) -> tuple[s
     if settled.moment_source == "answer":
         notes.append(f"moment {settled.moment} (--moment)")
     elif settled.moment_source == "found":
-        notes.append(f"moment {settled.moment} (from the log)")
+        found = settled.diagnosis
+        total = f" of {found.total_steps}" if found.total_steps else ""
+        ended = "crashed" if found.crashed else "stops"
+        at = (
+            f": it {ended} in step {found.crash_step}{total}"
+            if found.crash_step is not None
+            else ""
+        )
+        notes.append(f"moment {settled.moment} (from the log{at})")
     else:
         why = "the log does not say when" if state.log_path else "no --moment and no log"
         notes.append(

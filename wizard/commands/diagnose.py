@@ -158,7 +158,11 @@ def _log_line(diagnosis: Diagnosis) -> str:
         parts.append(f"{diagnosis.run_count} runs, the last one read")
     if diagnosis.resumed:
         parts.append("a resumed run")
-    if diagnosis.last_step is not None:
+    if diagnosis.crash_step is not None:  # the step it ended in, not the bar's count of those done
+        total = f" of {diagnosis.total_steps}" if diagnosis.total_steps else ""
+        ended = "crashed" if diagnosis.crashed else "stops"
+        parts.append(f"{ended} in step {diagnosis.crash_step}{total}")
+    elif diagnosis.last_step is not None:
         total = f"/{diagnosis.total_steps}" if diagnosis.total_steps else ""
         parts.append(f"last step {diagnosis.last_step}{total}")
     if diagnosis.skip_count:

@@ -36,6 +36,7 @@ class LineRules:
         """Apply every rule to the line ``text`` (``body``: without a paste's indent) of
         ``run``, at line number ``line``."""
         self.resume(run, body, line)
+        self.job(run, body)
         self.signals(run, text, line)
         self.failure(run, body, line)
         self.frames(run, text, line)
@@ -69,6 +70,15 @@ class LineRules:
             if pattern.search(text):
                 run.traceback_hint = run.frame_phase = phase
                 run.note(line, text, "frame")
+                return
+
+    def job(self, run: RunState, text: str) -> None:
+        """Which job the run is (``job``): the name its banner gives, the web-UI id it prints."""
+        for pattern in self._p.job:
+            if match := pattern.search(text):
+                found = match.groupdict()
+                run.job_name = found.get("name") or run.job_name
+                run.job_id = found.get("id") or run.job_id
                 return
 
     def resume(self, run: RunState, text: str, line: int) -> None:

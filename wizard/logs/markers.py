@@ -126,6 +126,7 @@ class LogMarkers(_Frozen):
 
     run_start: tuple[Regex, ...]
     config_dump: ConfigDump
+    job: tuple[Regex, ...] = ()
     resume: tuple[Regex, ...]
     phases: tuple[PhaseRule, ...]
     bars: tuple[BarRule, ...]
@@ -178,6 +179,7 @@ class CompiledMarkers:
         self.dump_open = re.compile(markers.config_dump.open)
         self.dump_key = re.compile(markers.config_dump.key)
         self.resume = [re.compile(p) for p in markers.resume]
+        self.job = [re.compile(p) for p in markers.job]
         self.phases = [(_rule_pattern(r), r.phase) for r in markers.phases]
         self.bars = [(_rule_pattern(r), r.phase) for r in markers.bars]
         self.named_bars = [(_rule_pattern(r), r.phase) for r in markers.bars if r.over_loss]
@@ -218,6 +220,7 @@ class CompiledMarkers:
             *markers.run_start,
             markers.config_dump.open,
             *markers.resume,
+            *markers.job,
         )
         rules = (*markers.phases, *markers.signals)
         tail = (

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from oom_wizard.logs.signals import DataFrame, Phase, Signal
+from oom_wizard.logs.signals import STEP_SIGNALS, DataFrame, Phase, Signal
 
 
 @dataclass(frozen=True)
@@ -136,6 +136,9 @@ class LogScan:
         modified: The log file's modification time (seconds since the epoch), if a file.
         config_dump: The memory fields (``config_fields``) of the process config the run
             printed at its start: (path relative to the process, value).
+        job_name: The job the run's banner names (AI Toolkit's ``# Running job: NAME``, its
+            ``config.name``), if the log shows it.
+        job_id: The id of the web-UI job the run printed (``Job ID: "…"``), if any.
         host_pressure_line: The last line that shows the host's RAM as the limit (Colab's
             huge-allocation warnings, a Colab runtime's paths: ``host_pressure``).
         sample_first: The launch command in the log makes a sample come first.
@@ -173,6 +176,8 @@ class LogScan:
     stall_line: int | None = None
     modified: float | None = None
     config_dump: tuple[tuple[str, Any], ...] | None = None
+    job_name: str | None = None
+    job_id: str | None = None
     cpu_copy: bool = False
     data_frame: DataFrame | None = None
     host_pressure_line: int | None = None
@@ -211,3 +216,46 @@ def log_still_written(scan: LogScan, now: float) -> bool:
     job may still be running (or stalled). The one rule for the diagnosis
     and the log a job folder's reading picks."""
     return scan.modified is not None and now - scan.modified < LOG_STILL_WRITTEN_S
+
+
+def crash_phase(scan: LogScan) -> Phase:
+    """The phase a run's end is placed in: the scan's, or a training step where the log's
+    only word for it is one of the trainer's own step banners (``# OOM during training step``)."""
+    if scan.phase == "unknown" and scan.has(*STEP_SIGNALS):
+        return "training"
+    return scan.phase
+
+
+def crash_step_of(done: int | None, phase: str | None) -> int | None:
+    """The step a run ended in (a crash, a stall, a kill), numbered as AI Toolkit numbers
+    them, from its training bar's count ``done`` and the phase it ended in: the one rule for
+    the number every front end says (``diagnose``, ``plan``, ``run``, ``history``, ``watch``,
+    the app).
+
+    * ``training``: the bar counts the steps completed (AI Toolkit advances it to ``step + 1``
+      after each step), so a run whose bar last read ``4/3000`` ended in step 5, the one then
+      running; an OOM skip banner under ``58/3000`` is step 59's.
+    * ``periodic_sample``, ``save``: they run after step ``done`` trained and before the bar
+      moves on, and AI Toolkit names them by it (``Saving at step 250``, sample files
+      ``…__000000250_…``, the bar still at ``250/3000``): step ``done``.
+    * any other phase (loading, the baseline sample, unknown): None; no step is placed.
+
+    Args:
+        done: The training bar's last count (:attr:`LogScan.last_step`, an attempt's ``step``).
+        phase: The phase it ended in (:func:`crash_phase`).
+    """
+    if done is None:
+        return None
+    if phase == "training":
+        return done + 1
+    if phase in ("periodic_sample", "save"):
+        return done
+    return None
+
+
+def crash_step(scan: LogScan) -> int | None:
+    """The step the log's last run ended in (:func:`crash_step_of`); None when it finished,
+    or when no step was running."""
+    if scan.finished:
+        return None
+    return crash_step_of(scan.last_step, crash_phase(scan))

@@ -92,6 +92,10 @@ class RunState:
     """The training step the bar showed when the pending failure was printed."""
     zero_bar_line: int | None = None
     config_dump: tuple[tuple[str, Any], ...] | None = None
+    job_name: str | None = None
+    """The job the run's banner names (``job``: ``# Running job: NAME``)."""
+    job_id: str | None = None
+    """The web-UI job's id the run printed (``job``: ``Job ID: "…"``)."""
     bar_steps: BarSteps = ()
     host_pressure_line: int | None = None
     """The last line that shows the host's RAM as the limit (``host_pressure``)."""
@@ -291,6 +295,8 @@ class RunState:
             spill_step=self.spill_step,
             stall_line=stall_line,
             config_dump=self.config_dump,
+            job_name=self.job_name,
+            job_id=self.job_id,
             host_pressure_line=self.host_pressure_line,
             sample_first=self.sample_first,
             best_rate=self.best_rate,

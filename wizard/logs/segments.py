@@ -265,6 +265,7 @@ class SegmentReader:
             return
         if self._p.run_start.search(body):
             self._start_run(line)
+            self._rules.job(self.run, body)  # the job banner starts a run and names its job
             return
         if self._p.dump_open.match(body):
             self._dump_line = line

@@ -117,3 +117,6 @@ imports the training script again, which needs the host's commit charge), or a b
 fetched inside the training loop."""
 STOP_SIGNALS: Final = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
 """A job ended by one of these was stopped (by the user, the UI or a shutdown), not crashed."""
+
+STEP_SIGNALS: Final[frozenset[Signal]] = frozenset({"oom_skip", "oom_abort", "loss_dict_followon"})
+"""Signals only a training step produces."""

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from oom_wizard.logs.bars import RATE, TRAINING_POSTFIX
-from oom_wizard.logs.result import LogScan
+from oom_wizard.logs.result import LogScan, crash_step, crash_step_of
 from oom_wizard.logs.scan import LiveScan
 
 READ_LIMIT: Final = 4 << 20
@@ -257,6 +257,9 @@ class LiveStatus:
     """The file of the run that crashed (the followed path, or where a rotation moved it)."""
     refused: str | None = None
     """Why the log is not read (not a regular file, or not text)."""
+    crash_step: int | None = None
+    """The step the crash was in (:func:`~oom_wizard.logs.result.crash_step`; None: no
+    crash, or no step placed): ``step`` is the bar's count of the steps done."""
 
 
 @dataclass(frozen=True)
@@ -405,8 +408,8 @@ class LiveJob:
         new_skips = scan.skip_count - self._skips_seen
         if new_skips > 0:
             for banner in list(scan.skips)[-min(new_skips, len(scan.skips)) :]:
-                # The bar shows the steps done: the one that ran out is the next.
-                at = f"step {banner.step + 1}" if banner.step is not None else "a training step"
+                step = crash_step_of(banner.step, "training")
+                at = f"step {step}" if step is not None else "a training step"
                 news.append(
                     f"OOM at {at}: the toolkit skipped the batch ({banner.attempt}/3 in a row)"
                 )
@@ -473,6 +476,7 @@ class LiveJob:
             crash_log=self._crash_log or (self._source if crashed else None),
             refused=self._refused
             or ("this is not a text log (binary bytes): not read" if self._binary else None),
+            crash_step=crash_step(scan) if crashed and scan is not None else None,
         )
 
 

@@ -63,12 +63,21 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from oom_wizard.errors import WizardError
-from oom_wizard.logs.result import EvidenceLine, LogScan, OomFigures, log_still_written
+from oom_wizard.logs.result import (
+    EvidenceLine,
+    LogScan,
+    OomFigures,
+    crash_phase,
+    crash_step,
+    crash_step_of,
+    log_still_written,
+)
 from oom_wizard.logs.signals import (
     GPU_SIGNALS,
     HOST_SIGNALS,
     LOADING_PHASES,
     SIGNALS,
+    STEP_SIGNALS,
     Phase,
     Signal,
 )
@@ -139,8 +148,6 @@ DRIVER_SIGNALS: Final[frozenset[Signal]] = frozenset(
     {"zero_free", "cublas_alloc", "cuda_error_oom"}
 )
 """Signals below PyTorch's allocator: the card itself had nothing left to give."""
-STEP_SIGNALS: Final[frozenset[Signal]] = frozenset({"oom_skip", "oom_abort", "loss_dict_followon"})
-"""Signals only a training step produces."""
 
 _EVIDENCE_PRIORITY: Final[tuple[str, ...]] = (
     "cuda_oom",
@@ -249,8 +256,10 @@ class Diagnosis:
         reasons: Why the environment is or is not suspected.
         evidence: The lines that support the verdict, in file order.
         oom: PyTorch's allocator figures.
-        last_step: The last training step the log shows.
+        last_step: The last training step the log shows (the bar's count: steps completed).
         total_steps: The training bar's total.
+        crash_step: The step the run ended in (:func:`crash_step`): the one every front end
+            names, never ``last_step`` for it.
         advice: Advice beyond the config, each with its evidence present.
         verdict: The finding in one sentence.
         first_change: The first thing to change (or to do).
@@ -300,6 +309,7 @@ class Diagnosis:
     log_mismatch: tuple[LogMismatch, ...] = ()
     log_note: str = ""
     basis: str = ""
+    crash_step: int | None = None
 
     @property
     def certainty(self) -> str:
@@ -320,6 +330,7 @@ class Diagnosis:
             "oom": _oom_json(self.oom),
             "last_step": self.last_step,
             "total_steps": self.total_steps,
+            "crash_step": self.crash_step,
             "advice": [{"id": a.id, "text": a.text} for a in self.advice],
             "verdict": self.verdict,
             "first_change": self.first_change,
@@ -464,6 +475,7 @@ def diagnose(
         oom=scan.oom if scan is not None else None,
         last_step=scan.last_step if scan is not None else None,
         total_steps=scan.total_steps if scan is not None else None,
+        crash_step=crash_step(scan) if scan is not None else None,
         advice=advice,
         verdict=verdict,
         first_change=_first_change(moment, model_kind, advice),
@@ -647,9 +659,7 @@ def _moment_from_phase(scan: LogScan, process: ProcessView | None) -> _Moment:
     """Loading phases (the baseline sample included) are ``loading``; a periodic sample is
     ``sampling``; a training step (or a save) depends on the step: within the first
     ``EARLY_STEP_LIMIT`` steps ``early_steps``, after healthy progress ``intermittent``."""
-    phase = scan.phase
-    if phase == "unknown" and scan.has(*STEP_SIGNALS):
-        phase = "training"
+    phase = crash_phase(scan)
     sure, basis = _phase_certainty(scan, phase)
     if phase in LOADING_PHASES:
         return _Moment("loading", _PHASE_WORDS[phase], sure, (), basis)
@@ -699,21 +709,22 @@ def _training_moment(
 
 def _trouble_step(scan: LogScan) -> int | None:
     """The step of this run that ran out of memory, counted from the run's start (1 = the
-    first step it made): the one after the bar's last count, or without a crash (skips
-    only) the one of the last skip banner.
+    first step it made): the one it ended in (:func:`crash_step_of`), or without a crash
+    (skips only) the one of the last skip banner.
 
     A resumed run counts from where it resumed: a config that dies at once after a resume
     (the optimizer state loaded back adds memory) did not survive its first steps.
     """
     if not scan.crashed and scan.spill_step is not None:
-        step: int | None = scan.spill_step
+        done: int | None = scan.spill_step
     elif not scan.crashed and scan.skips:
-        step = scan.skips[-1].step
+        done = scan.skips[-1].step
     else:
-        step = scan.last_step
+        done = scan.last_step
+    step = crash_step_of(done, "training")
     if step is None:
         return None
-    return step - (scan.first_step or 0) + 1
+    return step - (scan.first_step or 0)
 
 
 def _unknown_step_moment(process: ProcessView | None, where: str) -> _Moment:
@@ -756,12 +767,15 @@ def _moment_without_phase(scan: LogScan) -> _Moment:
 
 def _phase_words(scan: LogScan, phase: Phase) -> str:
     words = _PHASE_WORDS[phase]
-    step, total = scan.last_step, scan.total_steps
+    step, total = crash_step_of(scan.last_step, phase), scan.total_steps
     if phase == "training" and step is not None:
-        words = f"in training step {step + 1}" + (f" of {total}" if total else "")
+        words = f"in training step {step}" + (f" of {total}" if total else "")
     elif phase in ("periodic_sample", "save") and step is not None:
         words += f" at step {step}"
     return words
+
+
+# --- the step a run ended in ---------------------------------------------------------------------
 
 
 # --- the environment ----------------------------------------------------------------------------
@@ -1203,7 +1217,8 @@ def _host_ram_end(scan: LogScan, strong: list[str], advice: list[Advice]) -> Non
     line = scan.host_pressure_line
     if line is None or scan.has(*GPU_SIGNALS, *HOST_SIGNALS):
         return
-    step = f" at step {scan.last_step}" if scan.last_step is not None else ""
+    ended_in = crash_step(scan)
+    step = f" at step {ended_in}" if ended_in is not None else ""
     if scan.ends_open and scan.phase == "save":
         what = f"the log ends on a checkpoint save{step} and then nothing"
     elif scan.ends_open and scan.phase == "model_load":

@@ -139,7 +139,8 @@ class AttemptRecord(_Frozen):
         kind: ``full``, or ``validation`` (the short run after a fix).
         outcome: ``crashed``, ``passed_validation``, ``finished``, ``failed`` (not out of
             memory), ``stopped`` (the trainer's log says so), or ``interrupted``.
-        step: The last training step the log showed.
+        step: The training bar's last count (the steps done); the step it crashed in is
+            :func:`~oom_wizard.logs.result.crash_step_of` of it and ``phase``.
         phase: Where it was when it ended (the log scan's phase).
         moment: The diagnosed moment of a crash.
         exit_code: The trainer's exit status (negative: the signal that ended it).

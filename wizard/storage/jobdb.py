@@ -59,7 +59,7 @@ from oom_wizard.storage.changelog import (
     sha256_of,
 )
 from oom_wizard.storage.changes import Change, Prepared, prepare
-from oom_wizard.storage.jobdir import JobLocation, choose_log
+from oom_wizard.storage.jobdir import JobIdentity, JobLocation, choose_log
 from oom_wizard.storage.leftovers import SETTLE_WAIT_S, alive
 
 #: How long we wait for the UI or a trainer to release the database, in seconds.
@@ -473,8 +473,10 @@ def locate_job_log(
         where = " or ".join(str(root) for root in roots)
         note = f"the job's folder '{job.name}' is not in {where}; pass its log with --log"
         return JobLocation(config=job.source, log=None, log_note=note, ui_job=True)
-    log, note, scan = choose_log(folder)
-    return JobLocation(config=job.source, log=log, log_note=note, ui_job=True, log_scan=scan)
+    log, note, scan = choose_log(folder, JobIdentity(job.name, job.id))
+    return JobLocation(
+        config=job.source, log=log, log_note=note, ui_job=True, log_scan=scan, folder=folder
+    )
 
 
 def _folder_in(roots: Sequence[Path], name: str) -> Path | None:

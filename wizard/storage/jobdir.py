@@ -9,6 +9,10 @@ previous one to ``logs/<n>_log.txt``.
 The log to diagnose is the newest one that crashed: ``log.txt`` if it did, else the old log
 with the highest ``n`` that did. A retry that is still running, or was stopped, does not hide
 the crash before it. Which log was taken, and why, is said in ``JobLocation.log_note``.
+
+A log is the job's only if it says so or says nothing: AI Toolkit's log names its job
+(``# Running job: NAME``, the config's ``config.name``) and a web-UI job's id; a log that names
+another job (:meth:`JobIdentity.other_job`) is never taken for this one.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ class JobLocation:
         ui_job: The config is the web UI's ``.job_config.json``: a fixed config must go back
             into the UI, editing this file changes nothing.
         log_scan: The chosen log's scan, when choosing it needed one (saves a second read).
+        folder: The job folder the log was chosen in (None: a config file alone).
     """
 
     config: Path
@@ -64,14 +69,54 @@ class JobLocation:
     log_note: str | None
     ui_job: bool
     log_scan: LogScan | None = None
+    folder: Path | None = None
 
 
-def locate_job(path: Path) -> JobLocation:
+@dataclass(frozen=True)
+class JobIdentity:
+    """Who a job is, in the words its log would use: its ``config.name`` (AI Toolkit's job
+    banner prints it, ``# Running job: NAME``) and, for a job of the web UI, its row's id
+    (the trainer prints ``Job ID: "…"``).
+
+    Attributes:
+        name: ``config.name`` (a web-UI job's name; None: the config has none).
+        id: The web-UI job's id (None: a config file).
+    """
+
+    name: str | None
+    id: str | None = None
+
+    def other_job(self, scan: LogScan) -> str | None:
+        """Why ``scan`` is another job's log, in words (None: it is this job's, or it does not
+        say whose it is). The id decides where the log and the job both have one (a job
+        renamed in the UI keeps its id); else the job banner's name."""
+        if self.id is not None and scan.job_id is not None:
+            if scan.job_id == self.id:
+                return None
+            return f'it printed Job ID "{scan.job_id}", and this job\'s id is "{self.id}"'
+        if self.name is not None and scan.job_name is not None and scan.job_name != self.name:
+            return f"its job banner names job '{scan.job_name}', and this job is '{self.name}'"
+        return None
+
+    def refusal(self, log: str, scan: LogScan) -> str | None:
+        """The note for a log found beside the job that is another job's: it is not read
+        (None: it may be read)."""
+        why = self.other_job(scan)
+        if why is None:
+            return None
+        whose = f"job '{scan.job_name}'" if scan.job_name is not None else "another job"
+        return (
+            f"{log} looks like the log of {whose} ({why}): not read; pass this job's log with --log"
+        )
+
+
+def locate_job(path: Path, job: JobIdentity | None = None) -> JobLocation:
     """The config and log for a config file or a job folder.
 
     A config file named like the toolkit's own (``.job_config.json``, ``config.yaml``) in a
     folder that has logs is treated as that job folder's config; any other file has no log
-    (pass one with ``--log``).
+    (pass one with ``--log``). A log that names another job than ``job`` is passed over
+    (:func:`choose_log`).
 
     Raises:
         ConfigError: the path does not exist, or is a folder without a config.
@@ -81,9 +126,9 @@ def locate_job(path: Path) -> JobLocation:
         raise ConfigError("no such file or folder", file=path)
     if path.is_dir():
         config = _folder_config(path)
-        return _with_log(config, path)
+        return _with_log(config, path, job)
     if path.name in (UI_CONFIG, CLI_CONFIG) and _logs_in(path.parent):
-        return _with_log(path, path.parent)
+        return _with_log(path, path.parent, job)
     return JobLocation(config=path, log=None, log_note=None, ui_job=path.name == UI_CONFIG)
 
 
@@ -96,9 +141,9 @@ def _folder_config(folder: Path) -> Path:
     )
 
 
-def _with_log(config: Path, folder: Path) -> JobLocation:
-    log, note, scan = choose_log(folder)
-    return JobLocation(config, log, note, config.name == UI_CONFIG, scan)
+def _with_log(config: Path, folder: Path, job: JobIdentity | None) -> JobLocation:
+    log, note, scan = choose_log(folder, job)
+    return JobLocation(config, log, note, config.name == UI_CONFIG, scan, folder)
 
 
 def _logs_in(folder: Path) -> list[Path]:
@@ -115,14 +160,18 @@ def _logs_in(folder: Path) -> list[Path]:
     return found
 
 
-def choose_log(folder: Path) -> tuple[Path | None, str, LogScan | None]:
+def choose_log(
+    folder: Path, job: JobIdentity | None = None
+) -> tuple[Path | None, str, LogScan | None]:
     """The newest log in ``folder`` that went wrong, a note saying which, and its scan.
 
     A log went wrong when its run crashed, or when it just stops inside a phase and has not
     been written for a while (:func:`~oom_wizard.logs.result.log_still_written`): that job
     stalled or was killed there, and it is newer than any crash before it. A log that stops
     but is still being written may be a retry that is running: an older crash is read
-    instead. When nothing went wrong, the newest log is taken and the note says so.
+    instead. When nothing went wrong, the newest log is taken and the note says so. A log
+    that names another job than ``job`` (:meth:`JobIdentity.other_job`) is never taken, and
+    the note says which were left out.
 
     Raises:
         LogError: a log cannot be read.
@@ -132,18 +181,30 @@ def choose_log(folder: Path) -> tuple[Path | None, str, LogScan | None]:
         return None, f"no {LOG_FILE} in this folder; pass the log with --log", None
 
     now = time.time()
-    newest_scan: LogScan | None = None
+    own: list[tuple[Path, LogScan]] = []
+    refused: list[str] = []
     for log in candidates:
         scan = scan_log(log)
-        newest_scan = newest_scan or scan
+        name = log.relative_to(folder).as_posix()
+        refusal = job.refusal(name, scan) if job is not None else None
+        if refusal is not None:
+            refused.append(refusal)
+            continue
+        own.append((log, scan))
         if scan.crashed or (scan.ends_open and not log_still_written(scan, now)):
-            return log, _note(folder, log, candidates[0], crashed=scan.crashed), scan
-    name = candidates[0].relative_to(folder).as_posix()
-    return (
-        candidates[0],
-        f"{name}: no log in this folder shows a crash; reading the newest",
-        newest_scan,
-    )
+            note = _note(folder, log, own[0][0], crashed=scan.crashed)
+            return log, _with_refused(note, refused), scan
+    if not own:
+        return None, "; ".join(refused), None
+    newest, newest_scan = own[0]
+    name = newest.relative_to(folder).as_posix()
+    note = f"{name}: no log in this folder shows a crash; reading the newest"
+    return newest, _with_refused(note, refused), newest_scan
+
+
+def _with_refused(note: str, refused: list[str]) -> str:
+    """The chosen log's note, with the logs left out as another job's."""
+    return f"{note} (left out: {'; '.join(refused)})" if refused else note
 
 
 def _note(folder: Path, chosen: Path, newest: Path, *, crashed: bool) -> str:

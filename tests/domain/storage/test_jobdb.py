@@ -194,6 +194,24 @@ def test_the_newest_crashed_log_is_chosen_as_in_a_job_folder(db: Path) -> None:
     assert found.log_scan is not None and found.log_scan.crashed
 
 
+def test_a_log_that_printed_another_jobs_id_is_not_this_jobs(db: Path) -> None:
+    """The job's folder holds the log of a deleted job of the same name: its ``Job ID`` is not
+    this row's, so it is passed over for the older log this job printed its own id in."""
+    job = load_job(db, "my_lora")
+    folder = db.parent / "output" / "my_lora"
+    (folder / "logs").mkdir(parents=True)
+    (folder / "log.txt").write_text('Job ID: "a-deleted-job"\n' + CRASHED, encoding="utf-8")
+    (folder / "logs" / "0_log.txt").write_text(f'Job ID: "{job.id}"\n' + CRASHED, "utf-8")
+
+    found = locate_job_log(job, job_document(job).tree)
+
+    assert found.log == folder / "logs" / "0_log.txt"
+    assert found.log_note is not None
+    assert 'log.txt looks like the log of another job (it printed Job ID "a-deleted-job"' in (
+        found.log_note
+    )
+
+
 def test_log_found_through_the_training_folder_setting(db: Path, tmp_path: Path) -> None:
     config = ui_job_config("moved")
     config["config"]["process"][0]["training_folder"] = "/nowhere/that/exists"

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from oom_wizard.errors import ConfigError
-from oom_wizard.storage.jobdir import locate_job
+from oom_wizard.logs.scan import scan_text
+from oom_wizard.storage.jobdir import JobIdentity, locate_job
 
 CONFIG = {
     "job": "extension",
@@ -147,3 +148,60 @@ def test_a_folder_with_no_config_is_a_config_error(tmp_path: Path) -> None:
 def test_a_missing_path_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no such file or folder"):
         locate_job(tmp_path / "absent")
+
+
+# --- a log that names another job is never taken for this one -----------------------------------
+
+
+def banner(name: str, job_id: str | None = None) -> str:
+    """AI Toolkit's start of a run: a web-UI job's id, then the job banner with its name."""
+    printed_id = f'Job ID: "{job_id}"\n' if job_id is not None else ""
+    return f"Running 1 job\n{printed_id}####\n# Running job: {name}\n####\n"
+
+
+def test_a_log_whose_banner_names_another_job_is_passed_over(tmp_path: Path) -> None:
+    """log.txt crashed, but its banner names job 'their_lora': the newest crash of this job,
+    logs/1_log.txt, is read, and the note says which log was left out and why."""
+    folder = job_folder(
+        tmp_path,
+        banner("their_lora") + CRASHED_AT_LOAD,
+        {1: banner("my_lora") + CRASHED_AT_SAMPLE},
+    )
+    found = locate_job(folder, JobIdentity("my_lora"))
+    assert found.log == folder / "logs" / "1_log.txt"
+    assert found.log_note is not None
+    assert "left out: log.txt looks like the log of job 'their_lora'" in found.log_note
+    # Without knowing the job, the newest crash is taken, as before.
+    assert locate_job(folder).log == folder / "log.txt"
+
+
+def test_a_folder_of_another_jobs_logs_gives_no_log_and_says_whose(tmp_path: Path) -> None:
+    folder = job_folder(tmp_path, banner("their_lora") + CRASHED_AT_LOAD, {})
+    found = locate_job(folder, JobIdentity("my_lora"))
+    assert found.log is None and found.log_scan is None
+    assert found.log_note == (
+        "log.txt looks like the log of job 'their_lora' (its job banner names job 'their_lora', "
+        "and this job is 'my_lora'): not read; pass this job's log with --log"
+    )
+
+
+@pytest.mark.parametrize(
+    ("printed", "job", "other"),
+    [
+        (banner("my_lora"), JobIdentity("my_lora"), False),
+        (banner("their_lora"), JobIdentity("my_lora"), True),
+        ("Running 1 job\nLoading Wan model\n", JobIdentity("my_lora"), False),  # says nothing
+        (banner("their_lora"), JobIdentity(None), False),  # a config without a name
+        # A web-UI job's id decides: a job renamed in the UI keeps its id and its logs ...
+        (banner("old_name", "id-1"), JobIdentity("my_lora", "id-1"), False),
+        # ... and a deleted job's logs, in the folder of a new job of the same name, are not
+        # the new job's.
+        (banner("my_lora", "id-0"), JobIdentity("my_lora", "id-1"), True),
+        (banner("their_lora"), JobIdentity("my_lora", "id-1"), True),  # no id printed: the name
+    ],
+)
+def test_whose_log_it_is_by_what_the_log_prints(
+    printed: str, job: JobIdentity, other: bool
+) -> None:
+    scan = scan_text(printed + CRASHED_AT_LOAD)
+    assert (job.other_job(scan) is not None) is other
