@@ -30,7 +30,7 @@ from oom_wizard.storage.jobdb import (
     load_job,
     locate_job_log,
 )
-from oom_wizard.storage.jobdir import locate_job, run_log_for
+from oom_wizard.storage.jobdir import JobIdentity, locate_job, run_log_for
 from oom_wizard.storage.leftovers import SETTLE_WAIT_S
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from oom_wizard.rules.diagnosis import Diagnosis
     from oom_wizard.storage.changelog import Belonging, ChangeLog
     from oom_wizard.storage.jobdb import DbJob
-    from oom_wizard.storage.jobdir import JobIdentity, JobLocation
+    from oom_wizard.storage.jobdir import JobLocation
 
 
 @dataclass(frozen=True)
@@ -181,8 +181,6 @@ def _bytes_of(path: Path) -> bytes:
 
 def _identity(document: JobDocument, db_job: DbJob | None) -> JobIdentity:
     """The job as its log would name it: ``config.name``, and a web-UI job's id."""
-    from oom_wizard.storage.jobdir import JobIdentity
-
     if db_job is not None:
         return JobIdentity(db_job.name, db_job.id)
     name = document.get(("config", "name"))
