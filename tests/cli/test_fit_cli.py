@@ -25,6 +25,7 @@ PARTS = {
     "vae_pass",
     "overhead",
     "context",
+    "unexplained",
 }
 
 

@@ -115,8 +115,10 @@ THE calibration rule (:func:`_scale_for`, :func:`_facts_first`): PyTorch's OOM m
 floor (the crashed phase needed more than allocated + tried, and more than the card), so that
 phase's low edge is lifted to it, never lowered; a run's measured peak is a point the band is
 centred on; either way by one factor on the varying part of every phase, today's and after any
-change. The phases the log shows passing are within the card, and stay so after a change that
-does not make them heavier.
+change. The factor stays within SCALE_RANGE: what a figure needs beyond it is a fixed amount the
+model cannot name (``unexplained``), carried by the phases that hold what that phase holds
+(HOLDS_THE_SAME), not a tenfold factor on every other phase's activations. The phases the log
+shows passing are within the card, and stay so after a change that does not make them heavier.
 
 Left out, with a note where it matters: the text encoder's forward, cuDNN benchmark workspaces.
 """
@@ -200,6 +202,26 @@ ITEM_GIB: Final = (0.1, 0.6)
 """Per batch item, what does not scale with the pixels: the latents, noise and targets, the
 text embeddings and the fp32 loss of one item (Krea 2 at 512², batch 8 against batch 1, on
 SimpleTuner's published peaks: about 0.35 GiB an item the per-token figures leave out)."""
+
+SCALE_RANGE: Final = (0.05, 2.0)
+"""The calibration's factor on the varying part stays within this. A crash's figure far above
+the estimate is not activations ten times what the blocks measure: it is something this model
+does not see (a text encoder parked on the card, another process's tensors, a regression of
+the stack), so what the factor at its upper bound leaves unexplained is a fixed amount
+(:data:`HOLDS_THE_SAME`), not a factor on every other phase's activations. Downwards the log's
+facts win (a step that ran on the card was within it), as far as the lower bound."""
+
+HOLDS_THE_SAME: Final[Mapping[Phase, tuple[Phase, ...]]] = MappingProxyType(
+    {
+        "load": ("load", "baseline_sample", "training", "sample"),
+        "baseline_sample": ("baseline_sample", "sample"),
+        "sample": ("baseline_sample", "sample"),
+        "training": ("training",),
+    }
+)
+"""The phases that hold what a calibrated phase holds, and so carry what its figure leaves
+unexplained: what the loaded model holds stays through the run; a sample's (its decode, its
+pipeline) comes back at every sample; a training step's belongs to the step."""
 
 ADAPTER_SAVED_FACTOR: Final = 2.0
 """A family measured with frozen blocks (no adapter) saves this much more per token per block
@@ -423,6 +445,9 @@ class Parts:
     where it, not the denoiser's pass, sets the phase's peak."""
     context: float = 0.0
     """The CUDA context, part of ``overhead``."""
+    unexplained: float = 0.0
+    """What the log's figure says the phase held beyond this model's estimate with its
+    factor at :data:`SCALE_RANGE`'s bound: a fixed amount, not any named part."""
 
     def as_dict(self) -> dict[str, float]:
         """The parts rounded to 0.01 GiB, in the contract's order (``overhead`` holds the CUDA
@@ -437,6 +462,7 @@ class Parts:
             "vae_pass": round(self.vae_pass, 2),
             "overhead": round(self.overhead, 2),
             "context": round(self.context, 2),
+            "unexplained": round(self.unexplained, 2),
         }
 
     @property
@@ -612,13 +638,17 @@ def job_memory(
         # The figures are about today's config: its scale carries over to the changed one.
         base = (calibrated_on or document).view()
         today = _accounts(base, presets, lookup, video, gpus).per_phase
-        scale = _scale_for(today, calibration)
+        fitted = _scale_for(today, calibration)
     else:
-        scale = _scale_for(per_phase, calibration)
+        fitted = _scale_for(per_phase, calibration)
+    scale, unexplained = fitted
     phases: dict[Phase, Band | None] = {}
     parts: dict[Phase, Parts] = {}
     for phase in PHASES:
-        bands = [_band_of(terms, quantized, scale) for terms, quantized in per_phase[phase]]
+        bands = [
+            _band_of(terms, quantized, scale, _unexplained_in(phase, calibration, unexplained))
+            for terms, quantized in per_phase[phase]
+        ]
         if not bands:
             phases[phase] = None
             continue
@@ -628,7 +658,7 @@ def job_memory(
     if calibration is not None and today is None:
         _facts_first(phases, calibration)
     elif calibration is not None and today is not None:
-        _passed_stays_passed(phases, today, scale, calibration)
+        _passed_stays_passed(phases, today, fitted, calibration)
     happening = [phase for phase in PHASES if phases[phase] is not None]
     peak_phase: Phase = max(
         happening or ["load"],
@@ -639,6 +669,15 @@ def job_memory(
         parts["load"] = Parts(0, 0, 0, 0, 0, 0, 0)
     if calibration is not None and scale != 1.0:
         notes.append(f"Calibrated by {calibration.source}: activations and overhead × {scale:.2f}.")
+    if calibration is not None and unexplained > 0.0:
+        named = [PHASE_WORDS[p] for p in HOLDS_THE_SAME[calibration.phase]]
+        held = " and ".join([", ".join(named[:-1]), named[-1]] if len(named) > 1 else named)
+        notes.append(
+            f"The figure of {calibration.source} is {unexplained:.1f} GiB above what this model "
+            "explains even "
+            f"with the activations × {SCALE_RANGE[1]:g}: something it does not see held that "
+            f"much, so it is counted as a fixed amount in the {held}, after any change too."
+        )
     return JobMemory(
         phases=MappingProxyType(phases),
         parts=MappingProxyType(parts),
@@ -749,7 +788,7 @@ def _facts_first(phases: dict[Phase, Band | None], calibration: Calibration) -> 
 def _passed_stays_passed(
     phases: dict[Phase, Band | None],
     today: Mapping[Phase, Sequence[tuple[_Terms, bool]]],
-    scale: float,
+    fitted: tuple[float, float],
     calibration: Calibration,
 ) -> None:
     """A phase that passed on today's config and that the changes do not make heavier still
@@ -757,9 +796,11 @@ def _passed_stays_passed(
     card = calibration.card_gib
     if card is None:
         return
+    scale, unexplained = fitted
     for phase in calibration.passed:
         band = phases.get(phase)
-        found = [_band_of(terms, quantized, scale)[0] for terms, quantized in today[phase]]
+        extra = _unexplained_in(phase, calibration, unexplained)
+        found = [_band_of(terms, quantized, scale, extra)[0] for terms, quantized in today[phase]]
         if band is None or not found or phase == calibration.phase:
             continue
         if band.high <= max(b.high for b in found) + 1e-9 and band.high > card:
@@ -780,12 +821,22 @@ def _presets_families(presets: Presets) -> FamilyLookup:
     return lookup
 
 
-def _band_of(terms: _Terms, quantized: bool, scale: float) -> tuple[Band, Parts]:
+def _unexplained_in(phase: Phase, calibration: Calibration | None, unexplained: float) -> float:
+    """The GiB of the calibration's figure left unexplained that ``phase`` holds too."""
+    if calibration is None or phase not in HOLDS_THE_SAME[calibration.phase]:
+        return 0.0
+    return unexplained
+
+
+def _band_of(
+    terms: _Terms, quantized: bool, scale: float, unexplained: float = 0.0
+) -> tuple[Band, Parts]:
     """The band and parts (GiB) of one phase of one process.
 
-    ``weights + varying × scale + context``: the varying part is the activations (or the
-    VAE's pass) with the allocator's slack on them, and outside loading the trainer's
-    workspaces; ``scale`` is the job's calibration (1 without one).
+    ``weights + varying × scale + context (+ unexplained)``: the varying part is the
+    activations (or the VAE's pass) with the allocator's slack on them, and outside loading
+    the trainer's workspaces; ``scale`` is the job's calibration (1 without one), and
+    ``unexplained`` the GiB of its figure the factor at its bound does not reach.
     """
     del quantized  # its slack is in the transformer's edges already
     fixed_low, fixed_high = terms.fixed()
@@ -795,8 +846,8 @@ def _band_of(terms: _Terms, quantized: bool, scale: float) -> tuple[Band, Parts]
     over_low = (act_low + vae_low) * ALLOCATOR_SLACK[0] + runtime[0] * GIB_BYTES * scale
     over_high = (act_high + vae_high) * ALLOCATOR_SLACK[1] + runtime[1] * GIB_BYTES * scale
     context = (CUDA_CONTEXT_GIB[0] * GIB_BYTES, CUDA_CONTEXT_GIB[1] * GIB_BYTES)
-    low = (fixed_low + act_low + vae_low + over_low + context[0]) / GIB_BYTES
-    high = (fixed_high + act_high + vae_high + over_high + context[1]) / GIB_BYTES
+    low = (fixed_low + act_low + vae_low + over_low + context[0]) / GIB_BYTES + unexplained
+    high = (fixed_high + act_high + vae_high + over_high + context[1]) / GIB_BYTES + unexplained
 
     def mid(pair: tuple[float, float]) -> float:
         return (pair[0] + pair[1]) / 2.0 / GIB_BYTES
@@ -811,23 +862,27 @@ def _band_of(terms: _Terms, quantized: bool, scale: float) -> tuple[Band, Parts]
         overhead=mid((over_low + context[0], over_high + context[1])),
         vae_pass=(vae_low + vae_high) / 2.0 / GIB_BYTES,
         context=mid(context),
+        unexplained=unexplained,
     )
     return Band(low, high), parts
 
 
 def _scale_for(
     per_phase: Mapping[Phase, Sequence[tuple[_Terms, bool]]], calibration: Calibration | None
-) -> float:
+) -> tuple[float, float]:
     """The factor on the varying part (activations, the VAE's pass, their slack and the
-    trainer's workspaces) that makes the calibrated phase agree: THE calibration rule.
+    trainer's workspaces) that makes the calibrated phase agree, and the GiB it leaves
+    unexplained at its bound: THE calibration rule.
 
     A crash's figure is a floor: the phase needed more than it (and more than the card it
     crashed on), so the band's low edge is lifted to it, never lowered. A phase that crashed
     only now and then also ran on that card before, so its low edge is put on the floor from
-    either side. A run's measured peak is a point: the band's midpoint is put on it.
+    either side. A run's measured peak is a point: the band's midpoint is put on it. The
+    factor stays within :data:`SCALE_RANGE`; what a floor or a point above the band needs
+    beyond it is a fixed amount (the second value, GiB), never a larger factor.
     """
     if calibration is None or not per_phase[calibration.phase]:
-        return 1.0
+        return 1.0, 0.0
     found = per_phase[calibration.phase]
 
     def band(scale: float) -> Band:
@@ -838,7 +893,7 @@ def _scale_for(
     if floor is not None:
         goal = floor
         if band(1.0).low >= goal and not calibration.also_ran:
-            return 1.0
+            return 1.0, 0.0
 
         def target(b: Band) -> float:
             return b.low
@@ -850,19 +905,19 @@ def _scale_for(
             return b.mid
 
     else:
-        return 1.0
-    low, high = 0.05, 1.0
-    while target(band(high)) < goal and high < 1e4:
-        high *= 2.0
+        return 1.0, 0.0
+    low, high = SCALE_RANGE
+    if target(band(high)) < goal:
+        return high, goal - target(band(high))
     if target(band(low)) > goal:
-        return low
+        return low, 0.0
     for _ in range(60):
         middle = (low + high) / 2.0
         if target(band(middle)) < goal:
             low = middle
         else:
             high = middle
-    return high
+    return high, 0.0
 
 
 class _Account:

@@ -22,6 +22,7 @@ from oom_wizard.rules.memory import (
     BLOCKS_IN_FLIGHT,
     ITEM_GIB,
     NON_BLOCK_SHARE,
+    SCALE_RANGE,
     Band,
     Calibration,
     FamilyLike,
@@ -462,6 +463,42 @@ def test_a_crash_floor_lifts_the_phase_to_it_and_carries_over_to_the_fix() -> No
     )
     assert smaller.scale == pytest.approx(lifted.scale)
     assert smaller.parts["training"].activations < batch
+
+
+def test_a_floor_far_above_the_estimate_is_a_fixed_amount_not_a_tenfold_factor() -> None:
+    """A first sample that needed 30 GiB more than the model explains: the factor stops at its
+    bound, the rest is held by both sample phases (and named), and the training step, which
+    does not hold a sample's pipeline, keeps its own estimate at that bound."""
+    config = tree(sample={"width": 1024, "height": 1024, "guidance_scale": 4.0})
+    plain = memory(config)
+    sample_band = plain.phases["baseline_sample"]
+    assert sample_band is not None
+    floor = sample_band.low + 30.0
+    found = memory(
+        config,
+        calibration=Calibration("baseline_sample", floor, None, floor - 1.0, "a crash"),
+    )
+    assert found.scale == SCALE_RANGE[1]
+    first, periodic, training = (found.phases[p] for p in ("baseline_sample", "sample", "training"))
+    assert first is not None and periodic is not None and training is not None
+    assert first.low == pytest.approx(floor, abs=0.05)
+    extra = found.parts["baseline_sample"].unexplained
+    assert 20.0 < extra < 30.0
+    assert found.parts["sample"].unexplained == extra
+    assert found.parts["training"].unexplained == 0.0
+    today = plain.phases["training"]
+    assert today is not None and training.high <= today.high * SCALE_RANGE[1]
+    assert any("fixed amount in the first sample and periodic sample" in n for n in found.notes)
+
+
+def test_a_loading_floor_above_the_estimate_stays_in_every_later_phase() -> None:
+    """What the loaded model held beyond the estimate stays on the card through the run."""
+    config = tree()
+    load = memory(config).phases["load"]
+    assert load is not None
+    found = memory(config, calibration=Calibration("load", load.high + 20.0, None, None, "x"))
+    extra = found.parts["load"].unexplained
+    assert extra > 0.0 and found.parts["training"].unexplained == extra
 
 
 def test_a_crash_floor_below_the_band_changes_nothing() -> None:
