@@ -2883,6 +2883,45 @@ def params_of(family: Family) -> dict[str, Any]:
     }
 
 
+# --- what layer offloading leaves on the card ------------------------------------------------
+#
+# toolkit/memory_management/manager.py (MemoryManager.attach, ai-toolkit 27a03a91 and the
+# 2026-08-28 versions alike) walks the WHOLE module, blocks or not, and hands every Linear and
+# Conv2d (LINEAR_MODULES, CONV_MODULES) to a layer manager with the probability of the offload
+# percent: its weight lives in system RAM and is copied to the card when the layer runs. Norms,
+# embeddings, Conv3d, rotary tables (UNMANAGED_MODULES) and the model's
+# get_offload_ignore_modules() pins stay on the card. manager_modules.py stages the copies in a
+# ring of PIPELINE_DEPTH slots (AI_TOOLKIT_OFFLOAD_DEPTH, default 4) for the forward and another
+# for the backward, each a whole weight at the compute dtype (a quantized weight is dequantized
+# on the card), and _BouncingLinearFn keeps each layer's input for its backward.
+
+OFFLOADED_CLASSES = ("Linear", "Conv2d")
+
+
+def offload_of(module: Module) -> dict[str, Any]:
+    """The parameters layer offloading leaves on the card (outside every Linear and Conv2d)
+    and the largest offloaded layer's, of one transformer built on the meta device."""
+    model = build_meta(module)
+    moved: set[int] = set()
+    largest = 0
+    for layer in model.modules():
+        if type(layer).__name__ in OFFLOADED_CLASSES:
+            size = 0
+            for param in layer.parameters(recurse=False):
+                if id(param) not in moved:
+                    moved.add(id(param))
+                    size += param.numel()
+            largest = max(largest, size)
+    resident = sum(p.numel() for p in model.parameters() if id(p) not in moved)
+    return {
+        "resident_params": resident,
+        "largest_layer_params": largest,
+        "source": f"{module.describe()} on the meta device: the parameters outside every "
+        "Linear and Conv2d (toolkit/memory_management/manager.py MemoryManager.attach offloads "
+        "those two classes, model-wide), and the largest of those layers",
+    }
+
+
 # --- memory.yaml -------------------------------------------------------------------------------
 
 
@@ -2937,11 +2976,15 @@ HEADER = """\
 #   vae           the peak of a decode and an encode above the VAE's weights, no gradients, bf16,
 #                 one image: fixed_bytes + bytes_per_pixel x pixels; a frame_by_frame video VAE:
 #                 bytes_per_pixel per pixel of one frame, + bytes_per_clip_pixel x frames x pixels
+#   offload       what AI Toolkit's layer offloading leaves on the card: the transformer's
+#                 parameters outside every Linear and Conv2d (resident_params: norms, embeddings,
+#                 Conv3d, modulation tables) and its largest Linear or Conv2d
+#                 (largest_layer_params), whose copies fill the manager's staging ring
 """
 
 # A family's keys in the order they are written (the nested ones keep the order they are built
 # in); a mapping of scalars without a `source` is written on one line ({...}), as is each block.
-_FAMILY_ORDER = ("checked", "params", "activations", "unet", "vae", "unknown")
+_FAMILY_ORDER = ("checked", "params", "offload", "activations", "unet", "vae", "unknown")
 
 
 def _scalar(value: Any) -> str:
@@ -3148,6 +3191,10 @@ def measure_family(
     """One family's entry of memory.yaml: ``kind`` measured anew, the rest as ``old`` has it
     (``real``: the blocks with real tensors, for --check --real)."""
     entry: dict[str, Any] = {"params": params_of(family)}
+    if family.card is None:
+        entry["offload"] = offload_of(family.transformer)
+    elif "offload" in old:
+        entry["offload"] = old["offload"]
     kept = ("checked", "activations", "unet", "unknown")
     if kind in ("all", "activations"):
         if family.unet:

@@ -22,7 +22,7 @@ The formula
 Per training process (the job's figure of a phase is the largest over its processes), in bytes,
 turned into GiB at the end (``/ 2³⁰``)::
 
-    transformer  = P_t × b_t × E × (1 − o_t)                       resident transformer
+    transformer  = P_t × b_t × E × (1 − o_t × (1 − k)) + ring       resident transformer
     text_encoder = P_te × b_te × (1 − o_te)        0 with te_device: cpu
     vae          = P_vae × b_vae                   0 with vae_device: cpu
     trainable    = adapter weights + gradients (+ EMA's copy)  or, for a full fine-tune,
@@ -42,6 +42,11 @@ turned into GiB at the end (``/ 2³⁰``)::
                  b_te: ``te_dtype``'s bytes, the qtype_te's with ``quantize_te``, and at most
                  ``text_encoder_bits`` / 8; b_vae: ``vae_dtype``'s bytes, else b
     E            the arch's experts, 1 with ``low_vram``; o_t, o_te the layer-offloading shares
+    k, ring      under layer offloading (AI Toolkit's memory manager moves each Linear and
+                 Conv2d of the model, blocks or not): k the share of the transformer's
+                 parameters outside those layers, which stays; ring = OFFLOAD_RING_SLOTS copies
+                 of its largest layer at the compute dtype (memory.yaml's ``offload``); each
+                 moved layer also keeps its bf16 input for backward (BOUNCED_INPUT_SHARE)
 
 The adapter's trained weights n, per transformer weight (``d`` = the family's width, 3072 without
 figures; each d×d Linear layer is adapted):
@@ -138,6 +143,7 @@ from oom_wizard.formats.view import DatasetView, JobView, ProcessView, SampleVie
 from oom_wizard.rules.catalog import (
     ArchFacts,
     LeversFile,
+    OffloadMemory,
     Presets,
     UnetMemory,
     UnetPass,
@@ -230,11 +236,21 @@ without checkpointing once AI Toolkit's adapters are on every Linear (FLUX.1 on 
 adapter's weight gradient. Applied as a stand-in to every family whose figures are frozen."""
 
 NON_BLOCK_SHARE: Final = 0.03
-"""The transformer's parameters outside its stacked blocks (embedders, norms, output layers):
-FLUX.1's are 0.5 %, larger for models with big embedders; what layer offloading leaves."""
+"""Without a family's offload figures (memory.yaml ``offload``): the share of the transformer
+layer offloading is assumed to leave on the card (a stand-in; measured families leave 0-0.4 %,
+HiDream-O1's token embedding 7 %)."""
 BLOCKS_IN_FLIGHT: Final = 2
-"""Blocks whose weights the memory manager has on the card at once (the one running and the
-next, prefetched)."""
+"""Without a family's offload figures: the blocks whose weights are assumed on the card at once
+(a stand-in for the staging ring)."""
+OFFLOAD_RING_SLOTS: Final = 8
+"""Weights AI Toolkit's memory manager has on the card at once: a ring of PIPELINE_DEPTH = 4
+slots (``AI_TOOLKIT_OFFLOAD_DEPTH``) for the forward pass and another for the backward
+(toolkit/memory_management/manager_modules.py), each a whole layer at the compute dtype (a
+quantized weight is dequantized into it); counted at the family's largest layer."""
+BOUNCED_INPUT_SHARE: Final = 0.5
+"""An offloaded Linear keeps its own input for its backward (``_BouncingLinearFn`` saves it,
+even for a frozen weight), in bf16: half the fp32 copy an adapter keeps of the same input, so
+a block saves this share of (saved with adapters − saved frozen) more per offloaded layer."""
 UNET_BLOCKS: Final = 20
 """A UNet's blocks for the share of one (no stacked blocks to count)."""
 
@@ -387,6 +403,8 @@ class FamilyLike(Protocol):
     def unet(self) -> UnetMemory | None: ...
     @property
     def vae(self) -> VaeMemory | None: ...
+    @property
+    def offload(self) -> OffloadMemory | None: ...
 
 
 FamilyLookup = Callable[[ArchFacts | None], "FamilyLike | None"]
@@ -1097,18 +1115,11 @@ class _Account:
             )
         experts = 1 if model.low_vram is True else self.experts
         o_t, o_te = offloaded_fractions(self.process, self.facts)
+        self.offloaded = o_t
         whole = self.p_t * BILLION * b_t * experts
         block = self._largest_block_share()
-        stays = 0.0
-        if o_t > 0:
-            # The memory manager moves the blocks' Linear weights in as they run: the modules
-            # outside the blocks and the blocks in flight stay on the card.
-            stays = o_t * (NON_BLOCK_SHARE + BLOCKS_IN_FLIGHT * block)
-            self.notes.append(
-                f"Layer offloading moves {o_t:.0%} of the transformer's block weights to system "
-                f"RAM; its other modules and {BLOCKS_IN_FLIGHT} blocks in flight stay on the card."
-            )
-        self.transformer = whole * (1.0 - o_t + stays)
+        resident, ring = self._offload_residency(o_t, whole, block)
+        self.transformer = resident + ring
         # AI Toolkit's loader quantizes block by block on the card: the load peaks at the
         # final residency plus one block at full precision (with low_vram it quantizes in
         # system RAM, and pre-quantized weights are never at full precision).
@@ -1117,7 +1128,7 @@ class _Account:
             if self.quantized and not comfy and model.low_vram is not True
             else 0.0
         )
-        self.transformer_load = self.transformer + in_flight
+        self.transformer_load = resident + in_flight
         te_on_cpu = _on_cpu(model.te_device)
         self.text_encoder = 0.0 if te_on_cpu else self.p_te * BILLION * b_te * (1.0 - o_te)
         self.te_load = self.text_encoder
@@ -1126,6 +1137,36 @@ class _Account:
             self.notes.append("The text encoder lives on the CPU (te_device): 0 GiB on the card.")
         if _on_cpu(model.vae_device):
             self.notes.append("The VAE lives on the CPU (vae_device): 0 GiB on the card.")
+
+    def _offload_residency(self, o_t: float, whole: float, block: float) -> tuple[float, float]:
+        """(what stays resident, the staging ring) of the transformer, in bytes, under layer
+        offloading of the share ``o_t`` (whole ``whole`` bytes without it).
+
+        AI Toolkit's memory manager moves each Linear and Conv2d of the whole model with the
+        probability ``o_t`` and keeps the rest (norms, embeddings, Conv3d, tables; memory.yaml's
+        ``offload``); the moved weights come to the card through a ring of
+        :data:`OFFLOAD_RING_SLOTS` copies of a layer at the compute dtype.
+        """
+        if o_t <= 0:
+            return whole, 0.0
+        figures = self.family.offload if self.family is not None else None
+        if figures is None or self.p_t <= 0:
+            stays = NON_BLOCK_SHARE + BLOCKS_IN_FLIGHT * block
+            self.notes.append(
+                f"Layer offloading moves {o_t:.0%} of the transformer's weights to system RAM; "
+                f"what stays on the card is a stand-in ({NON_BLOCK_SHARE:.0%} of it and "
+                f"{BLOCKS_IN_FLIGHT} blocks in flight): this arch's layers are not counted."
+            )
+            return whole * (1.0 - o_t + o_t * stays), 0.0
+        kept = min(figures.resident_params / (self.p_t * BILLION), 1.0)
+        ring = OFFLOAD_RING_SLOTS * figures.largest_layer_params * self.full
+        self.notes.append(
+            f"Layer offloading moves {o_t:.0%} of the transformer's Linear and Conv2d weights to "
+            f"system RAM; its other parameters ({kept:.1%}) stay on the card, and "
+            f"{OFFLOAD_RING_SLOTS} copies of its largest layer ({ring / GIB_BYTES:.2f} GiB) are "
+            "in flight; each offloaded layer keeps its input for the backward pass."
+        )
+        return whole * (1.0 - o_t * (1.0 - kept)), ring
 
     # --- what trains
 
@@ -1356,6 +1397,10 @@ class _Account:
             tokens = image_tokens + (self.text_tokens if block.tokens != "image" else 0)
             matrix = self._matrix_bytes(tokens)
             saved = block.saved_bytes_per_token * factor
+            if self.offloaded > 0:
+                frozen = getattr(block, "frozen_saved_bytes_per_token", None)
+                base = float(frozen) if frozen else block.saved_bytes_per_token
+                saved += self.offloaded * BOUNCED_INPUT_SHARE * max(saved - base, 0.0)
             if checkpointing:
                 kept += count * block.input_bytes_per_token * tokens
                 transient = max(

@@ -15,7 +15,7 @@ import pytest
 
 from oom_wizard.formats.document import JobDocument, load_document
 from oom_wizard.logs.scan import scan_log
-from oom_wizard.rules.catalog import ArchFacts, UnetMemory, VaeMemory
+from oom_wizard.rules.catalog import ArchFacts, OffloadMemory, UnetMemory, VaeMemory
 from oom_wizard.rules.diagnosis import diagnose
 from oom_wizard.rules.memory import (
     ACTIVATION_BAND,
@@ -71,6 +71,7 @@ class Family:
     checked: str | None = "cpu"
     unet: UnetMemory | None = None
     vae: VaeMemory | None = None
+    offload: OffloadMemory | None = None
 
 
 FAMILY = Family(
