@@ -1068,6 +1068,9 @@ class _Account:
         stand_in = self.presets.memory_families[VIDEO_VAE_STAND_IN if video else IMAGE_VAE_STAND_IN]
         self.vae_measured = own if own is not None else stand_in.vae
         self.vae_checked = own is not None and own.checked == "gpu"
+        pixel_space = self.facts is not None and self.facts.spatial_compression == 1
+        if own is None and pixel_space and self.family is not None and self.family.params.vae == 0:
+            self.vae_measured = None  # a pixel-space model: no VAE, nothing to decode or encode
 
     def _largest_block_share(self) -> float:
         """The largest block's share of the transformer's parameters (levers.yaml's block

@@ -7,7 +7,7 @@ so that its behaviour does not move when ``presets/memory.yaml`` gains measured 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -930,3 +930,33 @@ def test_bands_are_as_wide_as_their_figures_are_sure() -> None:
     ]
     assert spread[0] < spread[1] < spread[2]
     assert "checked on a GPU" in checked.basis() and "stand-in" in stand_in.basis()
+
+
+def test_layer_offloading_leaves_what_ai_toolkit_s_manager_leaves() -> None:
+    """With a family's offload figures: the parameters outside the Linear and Conv2d layers,
+    the unmoved share of those, and eight staging copies of the largest layer at bf16."""
+    figures = OffloadMemory(
+        resident_params=120_000_000, largest_layer_params=50_000_000, source="x"
+    )
+    measured = replace(FAMILY, offload=figures)
+    whole = 12.0e9 * 2
+    for percent in (1.0, 0.5):
+        setting = {"layer_offloading": True, "layer_offloading_transformer_percent": percent}
+        config = tree(arch="qwen_image", model=setting)
+        doc = document(config)
+        found = job_memory(doc, [], "image", families=lambda _f: measured).parts["training"]
+        kept = whole * (1 - percent * (1 - 0.01)) + 8 * 50_000_000 * 2
+        assert found.transformer * 2**30 == pytest.approx(kept, rel=0.02), percent
+
+
+def test_a_pixel_space_model_has_no_vae_pass() -> None:
+    """Iris-3B denoises pixels (no VAE): no encode while caching, no decode in a sample."""
+    config = tree(
+        arch="iris3b",
+        sample={"width": 1024, "height": 1024},
+        dataset={"cache_latents_to_disk": True},
+    )
+    found = job_memory(document(config), [], "image")
+    for phase in ("load", "baseline_sample", "sample"):
+        assert found.parts[phase].vae_pass == 0.0, phase
+    assert found.parts["training"].transformer == pytest.approx(2.988e9 * 2 / 2**30, rel=0.02)
