@@ -217,6 +217,11 @@ the stack), so what the factor at its upper bound leaves unexplained is a fixed 
 (:data:`HOLDS_THE_SAME`), not a factor on every other phase's activations. Downwards the log's
 facts win (a step that ran on the card was within it), as far as the lower bound."""
 
+DISAGREES_BELOW: Final = 0.5
+"""A calibration factor below this means the log's figure and the model disagree beyond any
+band: said in a note (the Wan demo's log, 81 frames at 1008 x 576 trained on 23.5 GiB, needs
+×0.08, below even the block inputs that gradient checkpointing keeps)."""
+
 HOLDS_THE_SAME: Final[Mapping[Phase, tuple[Phase, ...]]] = MappingProxyType(
     {
         "load": ("load", "baseline_sample", "training", "sample"),
@@ -687,6 +692,13 @@ def job_memory(
         parts["load"] = Parts(0, 0, 0, 0, 0, 0, 0)
     if calibration is not None and scale != 1.0:
         notes.append(f"Calibrated by {calibration.source}: activations and overhead × {scale:.2f}.")
+    if calibration is not None and scale < DISAGREES_BELOW:
+        notes.append(
+            f"{calibration.source} says this phase held far less than the model's figures "
+            f"(activations × {scale:.2f}): the log and the config disagree (was the config the "
+            "one that ran, at these sizes?), so every figure of this job carries that factor "
+            "and is less sure than its band says."
+        )
     if calibration is not None and unexplained > 0.0:
         named = [PHASE_WORDS[p] for p in HOLDS_THE_SAME[calibration.phase]]
         held = " and ".join([", ".join(named[:-1]), named[-1]] if len(named) > 1 else named)
