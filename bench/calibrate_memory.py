@@ -1681,6 +1681,76 @@ _FAMILIES += (
 )
 
 
+# Iris-3B (AI Toolkit 2fa0bd87 extensions_built_in/diffusion_models/iris3b): its own pixel-space
+# DiT, vendored in iris3b/src/dit.py, whose IrisConfig defaults are the release's ("defaults =
+# Iris-3B"; the checkpoint's config.yaml overrides them when present). No diffusers or
+# transformers class builds it, so the transformer is counted from those defaults layer by layer
+# (IRIS3B_TRANSFORMER below); the text encoder is Qwen3-VL-4B-Instruct with its vision tower
+# dropped (iris3b.py _load_text_encoder: drop_vision_tower), counted on the meta device.
+QWEN3_VL_4B_TEXT = Module(
+    "transformers",
+    "Qwen3VLTextModel:Qwen3VLTextConfig",
+    QWEN3_VL_4B.config["text_config"],
+    "Qwen3-VL-4B-Instruct language model",
+    "Qwen/Qwen3-VL-4B-Instruct config; AI Toolkit iris3b.py drops the vision tower",
+)
+
+
+def _iris3b_transformer() -> int:
+    """Iris-3B's parameters from IrisConfig's defaults (iris3b/src/dit.py): 8 dual-stream and 16
+    single-stream blocks of width 2560 (20 query heads, 5 KV heads, gated attention, sandwich
+    norms, SwiGLU of 6826, shared-bias adaLN), the patch and timestep embedders, the
+    layerwise text adapter over 12 encoder layers with its 2-block refiner, the text position
+    table (300), two shared adaLN cores, and the 4-block per-pixel head."""
+    d, head, kv = 2560, 128, 640
+    swiglu = 3 * d * int(2 * int(d * 4.0) / 3)
+
+    def linear(i: int, o: int, bias: bool = True) -> int:
+        return i * o + (o if bias else 0)
+
+    gqa = linear(d, d, False) + 2 * linear(d, kv, False)
+    dual = 4 * d + 2 * gqa + 4 * head + 2 * linear(d, d) + 2 * d * d + 4 * d + 2 * swiglu + 12 * d
+    single = 2 * d + gqa + 2 * head + d * d + linear(d, d) + 2 * d + swiglu + 6 * d
+    layer_block = 2 * d + linear(d, 3 * d, False) + linear(d, d) + linear(d, 3328) + linear(3328, d)
+    refiner_block = 2 * d + linear(d, 3 * d, False) + 2 * head + linear(d, d) + swiglu
+    text = 2 * layer_block + linear(12, 1) + linear(d, d) + 2 * refiner_block + d
+    pixel_block = (
+        2 * 16
+        + linear(d, 4 * 16 * 256)
+        + linear(4096, 1280)
+        + linear(1280, 4096)
+        + linear(1280, 3 * 1280, False)
+        + 2 * head
+        + linear(1280, 1280)
+        + linear(16, 64)
+        + linear(64, 16)
+    )
+    embedders = linear(16 * 16 * 3, d) + linear(256, d) + linear(d, d)
+    pixel = linear(3, 16) + 4 * pixel_block + 16 + linear(16, 3)
+    return 8 * dual + 16 * single + embedders + text + 300 * d + 2 * linear(d, 6 * d) + pixel
+
+
+_FAMILIES += (
+    Family(
+        id="iris3b",
+        transformer=Module("none", "IrisDiT", {}, "Iris-3B pixel-space DiT", ""),
+        text_encoders=(QWEN3_VL_4B_TEXT,),
+        vae=(),
+        card={
+            "transformer": round(_iris3b_transformer() / 1e9, 3),
+            "text_encoder": round(4_022_468_096 / 1e9, 3),
+            "vae": 0.0,
+            "source": f"Iris-3B transformer: AI Toolkit 2fa0bd87 iris3b/src/dit.py IrisConfig "
+            f"defaults (= the release, README), counted layer by layer = "
+            f"{_iris3b_transformer():,}; Qwen3-VL-4B-Instruct language model (vision tower "
+            "dropped by iris3b.py): transformers Qwen3VLTextModel on the meta device = "
+            "4,022,468,096; pixel space: no VAE",
+        },
+        unknown="not measured: AI Toolkit runs its own Iris DiT (iris3b/src/dit.py), which no "
+        "library class builds, so there is no block to measure the same way",
+    ),
+)
+
 # Which modules AI Toolkit adapts, per family: the model class its `target_lora_modules` (or
 # lora_special.py's is_* flag) names, the block names `transformer_only` keeps (the model's
 # get_transformer_block_names(), else lora_special.py's fallbacks), and whether the toolkit's own
@@ -2883,6 +2953,46 @@ def params_of(family: Family) -> dict[str, Any]:
     }
 
 
+# --- what layer offloading leaves on the card ------------------------------------------------
+#
+# toolkit/memory_management/manager.py (MemoryManager.attach, ai-toolkit 27a03a91 and the
+# 2026-08-28 versions alike) walks the WHOLE module, blocks or not, and hands every Linear and
+# Conv2d (LINEAR_MODULES, CONV_MODULES) to a layer manager with the probability of the offload
+# percent: its weight lives in system RAM and is copied to the card when the layer runs. Norms,
+# embeddings, Conv3d, rotary tables (UNMANAGED_MODULES) and the model's
+# get_offload_ignore_modules() pins stay on the card. manager_modules.py stages the copies in a
+# ring of PIPELINE_DEPTH slots (AI_TOOLKIT_OFFLOAD_DEPTH, default 4) for the forward and another
+# for the backward, each a whole weight at the compute dtype (a quantized weight is dequantized
+# on the card), and _BouncingLinearFn keeps each layer's input for its backward.
+
+OFFLOADED_CLASSES = ("Linear", "Conv2d")
+
+
+def offload_of(module: Module) -> dict[str, Any]:
+    """The parameters layer offloading leaves on the card (outside every Linear and Conv2d)
+    and the largest offloaded layer's, of one transformer built on the meta device."""
+    model = build_meta(module)
+    moved: set[int] = set()
+    largest = 0
+    for layer in model.modules():
+        if type(layer).__name__ in OFFLOADED_CLASSES:
+            size = 0
+            for param in layer.parameters(recurse=False):
+                if id(param) not in moved:
+                    moved.add(id(param))
+                    size += param.numel()
+            largest = max(largest, size)
+    resident = sum(p.numel() for p in model.parameters() if id(p) not in moved)
+    return {
+        "resident_params": resident,
+        "largest_layer_params": largest,
+        "source": f"{module.describe()} on the meta device: the parameters outside every "
+        "Linear and Conv2d (AI Toolkit 27a03a91 toolkit/memory_management/manager.py "
+        "MemoryManager.attach offloads "
+        "those two classes, model-wide), and the largest of those layers",
+    }
+
+
 # --- memory.yaml -------------------------------------------------------------------------------
 
 
@@ -2937,11 +3047,15 @@ HEADER = """\
 #   vae           the peak of a decode and an encode above the VAE's weights, no gradients, bf16,
 #                 one image: fixed_bytes + bytes_per_pixel x pixels; a frame_by_frame video VAE:
 #                 bytes_per_pixel per pixel of one frame, + bytes_per_clip_pixel x frames x pixels
+#   offload       what AI Toolkit's layer offloading leaves on the card: the transformer's
+#                 parameters outside every Linear and Conv2d (resident_params: norms, embeddings,
+#                 Conv3d, modulation tables) and its largest Linear or Conv2d
+#                 (largest_layer_params), whose copies fill the manager's staging ring
 """
 
 # A family's keys in the order they are written (the nested ones keep the order they are built
 # in); a mapping of scalars without a `source` is written on one line ({...}), as is each block.
-_FAMILY_ORDER = ("checked", "params", "activations", "unet", "vae", "unknown")
+_FAMILY_ORDER = ("checked", "params", "offload", "activations", "unet", "vae", "unknown")
 
 
 def _scalar(value: Any) -> str:
@@ -3148,6 +3262,10 @@ def measure_family(
     """One family's entry of memory.yaml: ``kind`` measured anew, the rest as ``old`` has it
     (``real``: the blocks with real tensors, for --check --real)."""
     entry: dict[str, Any] = {"params": params_of(family)}
+    if family.card is None:
+        entry["offload"] = offload_of(family.transformer)
+    elif "offload" in old:
+        entry["offload"] = old["offload"]
     kept = ("checked", "activations", "unet", "unknown")
     if kind in ("all", "activations"):
         if family.unet:

@@ -25,6 +25,7 @@ PARTS = {
     "vae_pass",
     "overhead",
     "context",
+    "unexplained",
 }
 
 
@@ -297,6 +298,9 @@ def test_an_intermittent_crash_puts_the_step_at_its_floor_from_either_side(tmp_p
     assert training["low"] == pytest.approx(found["card_gib"], abs=0.3)
     assert training["high"] < 1.25 * found["card_gib"]
     assert found["fix_fits"] is True
+    # 81 frames at 1008x576 on 23.5 GiB is below the block inputs checkpointing keeps: said so
+    assert found["calibration_scale"] < 0.5
+    assert any("disagree" in note for note in found["notes"])
 
 
 def test_when_nothing_fits_it_says_so_and_prints_no_apply_line(demo: Path) -> None:

@@ -51,6 +51,7 @@ PART_WORDS = {
     "optimizer": "optimizer state",
     "activations": "activations",
     "vae_pass": "VAE decode/encode",
+    "unexplained": "held beyond the estimate (the log's figure)",
 }
 
 

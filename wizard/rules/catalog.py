@@ -587,6 +587,19 @@ class VaeMemory(_Frozen):
         return self
 
 
+class OffloadMemory(_Frozen):
+    """What AI Toolkit's layer offloading leaves of one transformer on the card: its memory
+    manager moves every Linear and Conv2d of the whole model (toolkit/memory_management/
+    manager.py) and keeps the rest, and stages the moved weights in a ring of copies the size of
+    its largest such layer (manager_modules.py)."""
+
+    resident_params: int = Field(ge=0)
+    """Parameters outside every Linear and Conv2d (norms, embeddings, Conv3d, tables)."""
+    largest_layer_params: int = Field(gt=0)
+    """The largest Linear or Conv2d, whose copies fill the staging ring."""
+    source: NonEmpty
+
+
 class MemoryFamily(_Frozen):
     """One memory family: its parameter counts and, when measured, its activation figures
     (``activations`` for a stack of blocks, ``unet`` for a UNet) and its VAE's passes."""
@@ -595,6 +608,7 @@ class MemoryFamily(_Frozen):
     checked: Checked | None = None
     """How the training figures (``activations`` or ``unet``) are checked; given with them."""
     params: FamilyParams
+    offload: OffloadMemory | None = None
     activations: FamilyActivations | None = None
     unet: UnetMemory | None = None
     vae: VaeMemory | None = None

@@ -22,7 +22,7 @@ The formula
 Per training process (the job's figure of a phase is the largest over its processes), in bytes,
 turned into GiB at the end (``/ 2³⁰``)::
 
-    transformer  = P_t × b_t × E × (1 − o_t)                       resident transformer
+    transformer  = P_t × b_t × E × (1 − o_t × (1 − k)) + ring       resident transformer
     text_encoder = P_te × b_te × (1 − o_te)        0 with te_device: cpu
     vae          = P_vae × b_vae                   0 with vae_device: cpu
     trainable    = adapter weights + gradients (+ EMA's copy)  or, for a full fine-tune,
@@ -42,6 +42,11 @@ turned into GiB at the end (``/ 2³⁰``)::
                  b_te: ``te_dtype``'s bytes, the qtype_te's with ``quantize_te``, and at most
                  ``text_encoder_bits`` / 8; b_vae: ``vae_dtype``'s bytes, else b
     E            the arch's experts, 1 with ``low_vram``; o_t, o_te the layer-offloading shares
+    k, ring      under layer offloading (AI Toolkit's memory manager moves each Linear and
+                 Conv2d of the model, blocks or not): k the share of the transformer's
+                 parameters outside those layers, which stays; ring = OFFLOAD_RING_SLOTS copies
+                 of its largest layer at the compute dtype (memory.yaml's ``offload``); each
+                 moved layer also keeps its bf16 input for backward (BOUNCED_INPUT_SHARE)
 
 The adapter's trained weights n, per transformer weight (``d`` = the family's width, 3072 without
 figures; each d×d Linear layer is adapted):
@@ -115,8 +120,10 @@ THE calibration rule (:func:`_scale_for`, :func:`_facts_first`): PyTorch's OOM m
 floor (the crashed phase needed more than allocated + tried, and more than the card), so that
 phase's low edge is lifted to it, never lowered; a run's measured peak is a point the band is
 centred on; either way by one factor on the varying part of every phase, today's and after any
-change. The phases the log shows passing are within the card, and stay so after a change that
-does not make them heavier.
+change. The factor stays within SCALE_RANGE: what a figure needs beyond it is a fixed amount the
+model cannot name (``unexplained``), carried by the phases that hold what that phase holds
+(HOLDS_THE_SAME), not a tenfold factor on every other phase's activations. The phases the log
+shows passing are within the card, and stay so after a change that does not make them heavier.
 
 Left out, with a note where it matters: the text encoder's forward, cuDNN benchmark workspaces.
 """
@@ -136,6 +143,7 @@ from oom_wizard.formats.view import DatasetView, JobView, ProcessView, SampleVie
 from oom_wizard.rules.catalog import (
     ArchFacts,
     LeversFile,
+    OffloadMemory,
     Presets,
     UnetMemory,
     UnetPass,
@@ -201,6 +209,31 @@ ITEM_GIB: Final = (0.1, 0.6)
 text embeddings and the fp32 loss of one item (Krea 2 at 512², batch 8 against batch 1, on
 SimpleTuner's published peaks: about 0.35 GiB an item the per-token figures leave out)."""
 
+SCALE_RANGE: Final = (0.05, 2.0)
+"""The calibration's factor on the varying part stays within this. A crash's figure far above
+the estimate is not activations ten times what the blocks measure: it is something this model
+does not see (a text encoder parked on the card, another process's tensors, a regression of
+the stack), so what the factor at its upper bound leaves unexplained is a fixed amount
+(:data:`HOLDS_THE_SAME`), not a factor on every other phase's activations. Downwards the log's
+facts win (a step that ran on the card was within it), as far as the lower bound."""
+
+DISAGREES_BELOW: Final = 0.5
+"""A calibration factor below this means the log's figure and the model disagree beyond any
+band: said in a note (the Wan demo's log, 81 frames at 1008 x 576 trained on 23.5 GiB, needs
+×0.08, below even the block inputs that gradient checkpointing keeps)."""
+
+HOLDS_THE_SAME: Final[Mapping[Phase, tuple[Phase, ...]]] = MappingProxyType(
+    {
+        "load": ("load", "baseline_sample", "training", "sample"),
+        "baseline_sample": ("baseline_sample", "sample"),
+        "sample": ("baseline_sample", "sample"),
+        "training": ("training",),
+    }
+)
+"""The phases that hold what a calibrated phase holds, and so carry what its figure leaves
+unexplained: what the loaded model holds stays through the run; a sample's (its decode, its
+pipeline) comes back at every sample; a training step's belongs to the step."""
+
 ADAPTER_SAVED_FACTOR: Final = 2.0
 """A family measured with frozen blocks (no adapter) saves this much more per token per block
 without checkpointing once AI Toolkit's adapters are on every Linear (FLUX.1 on the H200:
@@ -208,11 +241,21 @@ without checkpointing once AI Toolkit's adapters are on every Linear (FLUX.1 on 
 adapter's weight gradient. Applied as a stand-in to every family whose figures are frozen."""
 
 NON_BLOCK_SHARE: Final = 0.03
-"""The transformer's parameters outside its stacked blocks (embedders, norms, output layers):
-FLUX.1's are 0.5 %, larger for models with big embedders; what layer offloading leaves."""
+"""Without a family's offload figures (memory.yaml ``offload``): the share of the transformer
+layer offloading is assumed to leave on the card (a stand-in; measured families leave 0-0.4 %,
+HiDream-O1's token embedding 7 %)."""
 BLOCKS_IN_FLIGHT: Final = 2
-"""Blocks whose weights the memory manager has on the card at once (the one running and the
-next, prefetched)."""
+"""Without a family's offload figures: the blocks whose weights are assumed on the card at once
+(a stand-in for the staging ring)."""
+OFFLOAD_RING_SLOTS: Final = 8
+"""Weights AI Toolkit's memory manager has on the card at once: a ring of PIPELINE_DEPTH = 4
+slots (``AI_TOOLKIT_OFFLOAD_DEPTH``) for the forward pass and another for the backward
+(toolkit/memory_management/manager_modules.py), each a whole layer at the compute dtype (a
+quantized weight is dequantized into it); counted at the family's largest layer."""
+BOUNCED_INPUT_SHARE: Final = 0.5
+"""An offloaded Linear keeps its own input for its backward (``_BouncingLinearFn`` saves it,
+even for a frozen weight), in bf16: half the fp32 copy an adapter keeps of the same input, so
+a block saves this share of (saved with adapters − saved frozen) more per offloaded layer."""
 UNET_BLOCKS: Final = 20
 """A UNet's blocks for the share of one (no stacked blocks to count)."""
 
@@ -365,6 +408,8 @@ class FamilyLike(Protocol):
     def unet(self) -> UnetMemory | None: ...
     @property
     def vae(self) -> VaeMemory | None: ...
+    @property
+    def offload(self) -> OffloadMemory | None: ...
 
 
 FamilyLookup = Callable[[ArchFacts | None], "FamilyLike | None"]
@@ -423,6 +468,9 @@ class Parts:
     where it, not the denoiser's pass, sets the phase's peak."""
     context: float = 0.0
     """The CUDA context, part of ``overhead``."""
+    unexplained: float = 0.0
+    """What the log's figure says the phase held beyond this model's estimate with its
+    factor at :data:`SCALE_RANGE`'s bound: a fixed amount, not any named part."""
 
     def as_dict(self) -> dict[str, float]:
         """The parts rounded to 0.01 GiB, in the contract's order (``overhead`` holds the CUDA
@@ -437,6 +485,7 @@ class Parts:
             "vae_pass": round(self.vae_pass, 2),
             "overhead": round(self.overhead, 2),
             "context": round(self.context, 2),
+            "unexplained": round(self.unexplained, 2),
         }
 
     @property
@@ -612,13 +661,17 @@ def job_memory(
         # The figures are about today's config: its scale carries over to the changed one.
         base = (calibrated_on or document).view()
         today = _accounts(base, presets, lookup, video, gpus).per_phase
-        scale = _scale_for(today, calibration)
+        fitted = _scale_for(today, calibration)
     else:
-        scale = _scale_for(per_phase, calibration)
+        fitted = _scale_for(per_phase, calibration)
+    scale, unexplained = fitted
     phases: dict[Phase, Band | None] = {}
     parts: dict[Phase, Parts] = {}
     for phase in PHASES:
-        bands = [_band_of(terms, quantized, scale) for terms, quantized in per_phase[phase]]
+        bands = [
+            _band_of(terms, quantized, scale, _unexplained_in(phase, calibration, unexplained))
+            for terms, quantized in per_phase[phase]
+        ]
         if not bands:
             phases[phase] = None
             continue
@@ -628,7 +681,7 @@ def job_memory(
     if calibration is not None and today is None:
         _facts_first(phases, calibration)
     elif calibration is not None and today is not None:
-        _passed_stays_passed(phases, today, scale, calibration)
+        _passed_stays_passed(phases, today, fitted, calibration)
     happening = [phase for phase in PHASES if phases[phase] is not None]
     peak_phase: Phase = max(
         happening or ["load"],
@@ -639,6 +692,22 @@ def job_memory(
         parts["load"] = Parts(0, 0, 0, 0, 0, 0, 0)
     if calibration is not None and scale != 1.0:
         notes.append(f"Calibrated by {calibration.source}: activations and overhead × {scale:.2f}.")
+    if calibration is not None and scale < DISAGREES_BELOW:
+        notes.append(
+            f"{calibration.source} says this phase held far less than the model's figures "
+            f"(activations × {scale:.2f}): the log and the config disagree (was the config the "
+            "one that ran, at these sizes?), so every figure of this job carries that factor "
+            "and is less sure than its band says."
+        )
+    if calibration is not None and unexplained > 0.0:
+        named = [PHASE_WORDS[p] for p in HOLDS_THE_SAME[calibration.phase]]
+        held = " and ".join([", ".join(named[:-1]), named[-1]] if len(named) > 1 else named)
+        notes.append(
+            f"The figure of {calibration.source} is {unexplained:.1f} GiB above what this model "
+            "explains even "
+            f"with the activations × {SCALE_RANGE[1]:g}: something it does not see held that "
+            f"much, so it is counted as a fixed amount in the {held}, after any change too."
+        )
     return JobMemory(
         phases=MappingProxyType(phases),
         parts=MappingProxyType(parts),
@@ -749,7 +818,7 @@ def _facts_first(phases: dict[Phase, Band | None], calibration: Calibration) -> 
 def _passed_stays_passed(
     phases: dict[Phase, Band | None],
     today: Mapping[Phase, Sequence[tuple[_Terms, bool]]],
-    scale: float,
+    fitted: tuple[float, float],
     calibration: Calibration,
 ) -> None:
     """A phase that passed on today's config and that the changes do not make heavier still
@@ -757,9 +826,11 @@ def _passed_stays_passed(
     card = calibration.card_gib
     if card is None:
         return
+    scale, unexplained = fitted
     for phase in calibration.passed:
         band = phases.get(phase)
-        found = [_band_of(terms, quantized, scale)[0] for terms, quantized in today[phase]]
+        extra = _unexplained_in(phase, calibration, unexplained)
+        found = [_band_of(terms, quantized, scale, extra)[0] for terms, quantized in today[phase]]
         if band is None or not found or phase == calibration.phase:
             continue
         if band.high <= max(b.high for b in found) + 1e-9 and band.high > card:
@@ -780,12 +851,22 @@ def _presets_families(presets: Presets) -> FamilyLookup:
     return lookup
 
 
-def _band_of(terms: _Terms, quantized: bool, scale: float) -> tuple[Band, Parts]:
+def _unexplained_in(phase: Phase, calibration: Calibration | None, unexplained: float) -> float:
+    """The GiB of the calibration's figure left unexplained that ``phase`` holds too."""
+    if calibration is None or phase not in HOLDS_THE_SAME[calibration.phase]:
+        return 0.0
+    return unexplained
+
+
+def _band_of(
+    terms: _Terms, quantized: bool, scale: float, unexplained: float = 0.0
+) -> tuple[Band, Parts]:
     """The band and parts (GiB) of one phase of one process.
 
-    ``weights + varying × scale + context``: the varying part is the activations (or the
-    VAE's pass) with the allocator's slack on them, and outside loading the trainer's
-    workspaces; ``scale`` is the job's calibration (1 without one).
+    ``weights + varying × scale + context (+ unexplained)``: the varying part is the
+    activations (or the VAE's pass) with the allocator's slack on them, and outside loading
+    the trainer's workspaces; ``scale`` is the job's calibration (1 without one), and
+    ``unexplained`` the GiB of its figure the factor at its bound does not reach.
     """
     del quantized  # its slack is in the transformer's edges already
     fixed_low, fixed_high = terms.fixed()
@@ -795,8 +876,8 @@ def _band_of(terms: _Terms, quantized: bool, scale: float) -> tuple[Band, Parts]
     over_low = (act_low + vae_low) * ALLOCATOR_SLACK[0] + runtime[0] * GIB_BYTES * scale
     over_high = (act_high + vae_high) * ALLOCATOR_SLACK[1] + runtime[1] * GIB_BYTES * scale
     context = (CUDA_CONTEXT_GIB[0] * GIB_BYTES, CUDA_CONTEXT_GIB[1] * GIB_BYTES)
-    low = (fixed_low + act_low + vae_low + over_low + context[0]) / GIB_BYTES
-    high = (fixed_high + act_high + vae_high + over_high + context[1]) / GIB_BYTES
+    low = (fixed_low + act_low + vae_low + over_low + context[0]) / GIB_BYTES + unexplained
+    high = (fixed_high + act_high + vae_high + over_high + context[1]) / GIB_BYTES + unexplained
 
     def mid(pair: tuple[float, float]) -> float:
         return (pair[0] + pair[1]) / 2.0 / GIB_BYTES
@@ -811,23 +892,27 @@ def _band_of(terms: _Terms, quantized: bool, scale: float) -> tuple[Band, Parts]
         overhead=mid((over_low + context[0], over_high + context[1])),
         vae_pass=(vae_low + vae_high) / 2.0 / GIB_BYTES,
         context=mid(context),
+        unexplained=unexplained,
     )
     return Band(low, high), parts
 
 
 def _scale_for(
     per_phase: Mapping[Phase, Sequence[tuple[_Terms, bool]]], calibration: Calibration | None
-) -> float:
+) -> tuple[float, float]:
     """The factor on the varying part (activations, the VAE's pass, their slack and the
-    trainer's workspaces) that makes the calibrated phase agree: THE calibration rule.
+    trainer's workspaces) that makes the calibrated phase agree, and the GiB it leaves
+    unexplained at its bound: THE calibration rule.
 
     A crash's figure is a floor: the phase needed more than it (and more than the card it
     crashed on), so the band's low edge is lifted to it, never lowered. A phase that crashed
     only now and then also ran on that card before, so its low edge is put on the floor from
-    either side. A run's measured peak is a point: the band's midpoint is put on it.
+    either side. A run's measured peak is a point: the band's midpoint is put on it. The
+    factor stays within :data:`SCALE_RANGE`; what a floor or a point above the band needs
+    beyond it is a fixed amount (the second value, GiB), never a larger factor.
     """
     if calibration is None or not per_phase[calibration.phase]:
-        return 1.0
+        return 1.0, 0.0
     found = per_phase[calibration.phase]
 
     def band(scale: float) -> Band:
@@ -838,7 +923,7 @@ def _scale_for(
     if floor is not None:
         goal = floor
         if band(1.0).low >= goal and not calibration.also_ran:
-            return 1.0
+            return 1.0, 0.0
 
         def target(b: Band) -> float:
             return b.low
@@ -850,19 +935,19 @@ def _scale_for(
             return b.mid
 
     else:
-        return 1.0
-    low, high = 0.05, 1.0
-    while target(band(high)) < goal and high < 1e4:
-        high *= 2.0
+        return 1.0, 0.0
+    low, high = SCALE_RANGE
+    if target(band(high)) < goal:
+        return high, goal - target(band(high))
     if target(band(low)) > goal:
-        return low
+        return low, 0.0
     for _ in range(60):
         middle = (low + high) / 2.0
         if target(band(middle)) < goal:
             low = middle
         else:
             high = middle
-    return high
+    return high, 0.0
 
 
 class _Account:
@@ -995,6 +1080,9 @@ class _Account:
         stand_in = self.presets.memory_families[VIDEO_VAE_STAND_IN if video else IMAGE_VAE_STAND_IN]
         self.vae_measured = own if own is not None else stand_in.vae
         self.vae_checked = own is not None and own.checked == "gpu"
+        pixel_space = self.facts is not None and self.facts.spatial_compression == 1
+        if own is None and pixel_space and self.family is not None and self.family.params.vae == 0:
+            self.vae_measured = None  # a pixel-space model: no VAE, nothing to decode or encode
 
     def _largest_block_share(self) -> float:
         """The largest block's share of the transformer's parameters (levers.yaml's block
@@ -1042,18 +1130,11 @@ class _Account:
             )
         experts = 1 if model.low_vram is True else self.experts
         o_t, o_te = offloaded_fractions(self.process, self.facts)
+        self.offloaded = o_t
         whole = self.p_t * BILLION * b_t * experts
         block = self._largest_block_share()
-        stays = 0.0
-        if o_t > 0:
-            # The memory manager moves the blocks' Linear weights in as they run: the modules
-            # outside the blocks and the blocks in flight stay on the card.
-            stays = o_t * (NON_BLOCK_SHARE + BLOCKS_IN_FLIGHT * block)
-            self.notes.append(
-                f"Layer offloading moves {o_t:.0%} of the transformer's block weights to system "
-                f"RAM; its other modules and {BLOCKS_IN_FLIGHT} blocks in flight stay on the card."
-            )
-        self.transformer = whole * (1.0 - o_t + stays)
+        resident, ring = self._offload_residency(o_t, whole, block)
+        self.transformer = resident + ring
         # AI Toolkit's loader quantizes block by block on the card: the load peaks at the
         # final residency plus one block at full precision (with low_vram it quantizes in
         # system RAM, and pre-quantized weights are never at full precision).
@@ -1062,7 +1143,7 @@ class _Account:
             if self.quantized and not comfy and model.low_vram is not True
             else 0.0
         )
-        self.transformer_load = self.transformer + in_flight
+        self.transformer_load = resident + in_flight
         te_on_cpu = _on_cpu(model.te_device)
         self.text_encoder = 0.0 if te_on_cpu else self.p_te * BILLION * b_te * (1.0 - o_te)
         self.te_load = self.text_encoder
@@ -1071,6 +1152,36 @@ class _Account:
             self.notes.append("The text encoder lives on the CPU (te_device): 0 GiB on the card.")
         if _on_cpu(model.vae_device):
             self.notes.append("The VAE lives on the CPU (vae_device): 0 GiB on the card.")
+
+    def _offload_residency(self, o_t: float, whole: float, block: float) -> tuple[float, float]:
+        """(what stays resident, the staging ring) of the transformer, in bytes, under layer
+        offloading of the share ``o_t`` (whole ``whole`` bytes without it).
+
+        AI Toolkit's memory manager moves each Linear and Conv2d of the whole model with the
+        probability ``o_t`` and keeps the rest (norms, embeddings, Conv3d, tables; memory.yaml's
+        ``offload``); the moved weights come to the card through a ring of
+        :data:`OFFLOAD_RING_SLOTS` copies of a layer at the compute dtype.
+        """
+        if o_t <= 0:
+            return whole, 0.0
+        figures = self.family.offload if self.family is not None else None
+        if figures is None or self.p_t <= 0:
+            stays = NON_BLOCK_SHARE + BLOCKS_IN_FLIGHT * block
+            self.notes.append(
+                f"Layer offloading moves {o_t:.0%} of the transformer's weights to system RAM; "
+                f"what stays on the card is a stand-in ({NON_BLOCK_SHARE:.0%} of it and "
+                f"{BLOCKS_IN_FLIGHT} blocks in flight): this arch's layers are not counted."
+            )
+            return whole * (1.0 - o_t + o_t * stays), 0.0
+        kept = min(figures.resident_params / (self.p_t * BILLION), 1.0)
+        ring = OFFLOAD_RING_SLOTS * figures.largest_layer_params * self.full
+        self.notes.append(
+            f"Layer offloading moves {o_t:.0%} of the transformer's Linear and Conv2d weights to "
+            f"system RAM; its other parameters ({kept:.1%}) stay on the card, and "
+            f"{OFFLOAD_RING_SLOTS} copies of its largest layer ({ring / GIB_BYTES:.2f} GiB) are "
+            "in flight; each offloaded layer keeps its input for the backward pass."
+        )
+        return whole * (1.0 - o_t * (1.0 - kept)), ring
 
     # --- what trains
 
@@ -1301,6 +1412,10 @@ class _Account:
             tokens = image_tokens + (self.text_tokens if block.tokens != "image" else 0)
             matrix = self._matrix_bytes(tokens)
             saved = block.saved_bytes_per_token * factor
+            if self.offloaded > 0:
+                frozen = getattr(block, "frozen_saved_bytes_per_token", None)
+                base = float(frozen) if frozen else block.saved_bytes_per_token
+                saved += self.offloaded * BOUNCED_INPUT_SHARE * max(saved - base, 0.0)
             if checkpointing:
                 kept += count * block.input_bytes_per_token * tokens
                 transient = max(

@@ -108,6 +108,12 @@ def test_no_step_raises_the_estimate(moment: str, kind: str) -> None:
         every_field = {f.key: True for f in step.fields}
         choice = {step.id: StepChoice(step.id, True, fields=every_field)}
         figures = estimate(doc, changes_for(plan, choice), kind)
+        if step.id == "layer_offloading":
+            # Each offloaded layer keeps its own input for backward (AI Toolkit's
+            # _BouncingLinearFn saves it): more activations, the weights off the card.
+            before, after = figures.gib
+            assert after.parts["training"].transformer < before.parts["training"].transformer
+            continue
         assert figures.train_pct <= 100.0, step.id
         assert figures.sample_pct is None or figures.sample_pct <= 100.0, step.id
 

@@ -70,7 +70,8 @@ def test_the_check_fails_for_a_point_far_from_its_band() -> None:
 def test_most_points_with_counts_are_within_15_percent_of_the_midpoint() -> None:
     counted = [p for p in POINTS if p.has_counts]
     near = [p for p in counted if abs(p.band.mid - p.measured_gib) <= 0.15 * p.band.mid]
-    assert len(near) >= 0.6 * len(counted), [p.id for p in counted if p not in near]
+    # 28 of 35 (80 %) on 2026-12-04; this holds the share above three quarters
+    assert len(near) >= 0.75 * len(counted), [p.id for p in counted if p not in near]
 
 
 def test_more_pixels_cost_less_than_their_share_as_krea2_s_table_shows() -> None:

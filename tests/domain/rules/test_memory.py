@@ -7,7 +7,7 @@ so that its behaviour does not move when ``presets/memory.yaml`` gains measured 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +15,14 @@ import pytest
 
 from oom_wizard.formats.document import JobDocument, load_document
 from oom_wizard.logs.scan import scan_log
-from oom_wizard.rules.catalog import ArchFacts, UnetMemory, VaeMemory
+from oom_wizard.rules.catalog import ArchFacts, OffloadMemory, UnetMemory, VaeMemory
 from oom_wizard.rules.diagnosis import diagnose
 from oom_wizard.rules.memory import (
     ACTIVATION_BAND,
     BLOCKS_IN_FLIGHT,
     ITEM_GIB,
     NON_BLOCK_SHARE,
+    SCALE_RANGE,
     Band,
     Calibration,
     FamilyLike,
@@ -70,6 +71,7 @@ class Family:
     checked: str | None = "cpu"
     unet: UnetMemory | None = None
     vae: VaeMemory | None = None
+    offload: OffloadMemory | None = None
 
 
 FAMILY = Family(
@@ -462,6 +464,42 @@ def test_a_crash_floor_lifts_the_phase_to_it_and_carries_over_to_the_fix() -> No
     )
     assert smaller.scale == pytest.approx(lifted.scale)
     assert smaller.parts["training"].activations < batch
+
+
+def test_a_floor_far_above_the_estimate_is_a_fixed_amount_not_a_tenfold_factor() -> None:
+    """A first sample that needed 30 GiB more than the model explains: the factor stops at its
+    bound, the rest is held by both sample phases (and named), and the training step, which
+    does not hold a sample's pipeline, keeps its own estimate at that bound."""
+    config = tree(sample={"width": 1024, "height": 1024, "guidance_scale": 4.0})
+    plain = memory(config)
+    sample_band = plain.phases["baseline_sample"]
+    assert sample_band is not None
+    floor = sample_band.low + 30.0
+    found = memory(
+        config,
+        calibration=Calibration("baseline_sample", floor, None, floor - 1.0, "a crash"),
+    )
+    assert found.scale == SCALE_RANGE[1]
+    first, periodic, training = (found.phases[p] for p in ("baseline_sample", "sample", "training"))
+    assert first is not None and periodic is not None and training is not None
+    assert first.low == pytest.approx(floor, abs=0.05)
+    extra = found.parts["baseline_sample"].unexplained
+    assert 20.0 < extra < 30.0
+    assert found.parts["sample"].unexplained == extra
+    assert found.parts["training"].unexplained == 0.0
+    today = plain.phases["training"]
+    assert today is not None and training.high <= today.high * SCALE_RANGE[1]
+    assert any("fixed amount in the first sample and periodic sample" in n for n in found.notes)
+
+
+def test_a_loading_floor_above_the_estimate_stays_in_every_later_phase() -> None:
+    """What the loaded model held beyond the estimate stays on the card through the run."""
+    config = tree()
+    load = memory(config).phases["load"]
+    assert load is not None
+    found = memory(config, calibration=Calibration("load", load.high + 20.0, None, None, "x"))
+    extra = found.parts["load"].unexplained
+    assert extra > 0.0 and found.parts["training"].unexplained == extra
 
 
 def test_a_crash_floor_below_the_band_changes_nothing() -> None:
@@ -892,3 +930,33 @@ def test_bands_are_as_wide_as_their_figures_are_sure() -> None:
     ]
     assert spread[0] < spread[1] < spread[2]
     assert "checked on a GPU" in checked.basis() and "stand-in" in stand_in.basis()
+
+
+def test_layer_offloading_leaves_what_ai_toolkit_s_manager_leaves() -> None:
+    """With a family's offload figures: the parameters outside the Linear and Conv2d layers,
+    the unmoved share of those, and eight staging copies of the largest layer at bf16."""
+    figures = OffloadMemory(
+        resident_params=120_000_000, largest_layer_params=50_000_000, source="x"
+    )
+    measured = replace(FAMILY, offload=figures)
+    whole = 12.0e9 * 2
+    for percent in (1.0, 0.5):
+        setting = {"layer_offloading": True, "layer_offloading_transformer_percent": percent}
+        config = tree(arch="qwen_image", model=setting)
+        doc = document(config)
+        found = job_memory(doc, [], "image", families=lambda _f: measured).parts["training"]
+        kept = whole * (1 - percent * (1 - 0.01)) + 8 * 50_000_000 * 2
+        assert found.transformer * 2**30 == pytest.approx(kept, rel=0.02), percent
+
+
+def test_a_pixel_space_model_has_no_vae_pass() -> None:
+    """Iris-3B denoises pixels (no VAE): no encode while caching, no decode in a sample."""
+    config = tree(
+        arch="iris3b",
+        sample={"width": 1024, "height": 1024},
+        dataset={"cache_latents_to_disk": True},
+    )
+    found = job_memory(document(config), [], "image")
+    for phase in ("load", "baseline_sample", "sample"):
+        assert found.parts[phase].vae_pass == 0.0, phase
+    assert found.parts["training"].transformer == pytest.approx(2.988e9 * 2 / 2**30, rel=0.02)
