@@ -508,6 +508,7 @@ def summary(state: WizardState) -> Content:
         *([_row("", Content.styled(ui_note, "$text-warning"))] if ui_note else []),
         _row("Log", str(state.log_path) if state.log_path else "none (answer from memory)"),
         *([_row("", state.log_note)] if state.log_note else []),
+        *([_row("GPU probe", state.job.probe_note)] if state.job.probe_note else []),
         _row("Job", view.name or "(no name)"),
     ]
     for process in view.processes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -246,6 +247,29 @@ def test_a_clean_finish_is_not_labelled_a_crash(tmp_path: Path) -> None:
     assert "Finished" in text and "step 3000/3000" in text
     crashed = start(JobRequest(folder / IMAGE_JOB.config, folder / IMAGE_JOB.log, probe=False))
     assert "Crash " in str(summary(crashed))
+
+
+def test_the_summary_says_why_the_gpu_probe_was_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ``nvidia-smi`` answer that is not its answer is ignored, and the app says so, as
+    ``plan`` does."""
+    from oom_wizard.request import JobRequest
+    from oom_wizard.screens.load import summary
+    from oom_wizard.service import start
+
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.parent.mkdir()
+    smi.write_text("#!/bin/sh\nprintf '0, NVIDIA \\377, 24564, 0, 24564\\n'\n", encoding="utf-8")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{smi.parent}{os.pathsep}{os.environ['PATH']}")
+    folder = demo_folder(tmp_path)
+
+    state = start(JobRequest(folder / IMAGE_JOB.config, folder / IMAGE_JOB.log, probe=True))
+
+    assert state.job.probe_note is not None
+    assert f"GPU probe   {state.job.probe_note}" in str(summary(state))
+    assert "the GPU probe is ignored" in state.job.probe_note
 
 
 # --- item 5 and the picker's log -------------------------------------------------------------

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from oom_wizard.cli import main
+from tests.support.app_support import UI_JOB, ui_jobs_db
 
 BATCH = "config.process[0].train.batch_size=1"
 
@@ -681,6 +682,23 @@ ABUSE: dict[str, tuple[object, str]] = {
             "config.process[0].train.batch_size=1",
         ],
         "the anchor &train (line 6)",
+    ),
+    "restore without --db": (lambda d: ["restore", "--job", "a"], "--job NAME needs --db"),
+    "restore a missing database": (
+        lambda d: ["restore", "--db", d / "aitk_db.db", "--job", "a"],
+        "no such file",
+    ),
+    "restore from a file that is not a database": (
+        lambda d: ["restore", "--db", _good(d), "--job", "a"],
+        "not a SQLite database",
+    ),
+    "restore a job the database lacks": (
+        lambda d: ["restore", "--db", ui_jobs_db(d), "--job", "nobody"],
+        "no job 'nobody'; the jobs are",
+    ),
+    "restore a job never updated in place": (
+        lambda d: ["restore", "--db", ui_jobs_db(d), "--job", UI_JOB],
+        "so there is nothing to restore",
     ),
     "an anchored flow list": (
         lambda d: [

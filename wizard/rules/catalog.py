@@ -844,6 +844,9 @@ class ValueRule(_Frozen):
     multiple_of: int | Literal["arch"] | None = None
     grid: Literal["frames"] | None = None
     heavier: Literal["higher", "lower", "none"]
+    off_value: float | None = None
+    """The value that turns the thing off (``sample_every: 0``): it weighs nothing, whatever
+    ``heavier`` says of the values around it."""
 
     @model_validator(mode="after")
     def _consistent(self) -> ValueRule:

@@ -75,17 +75,13 @@ def validate_value(
         return ValueCheck(ok=False, value=None, reason=problem)
     increase = _heavier(rule, parsed, before)
     confirm = increase and direction == "rollback"
-    reason = (
-        f"{_show(parsed)} is above today's {_show(before)}" if rule.heavier == "higher" else None
-    )
-    if increase and rule.heavier == "lower":
-        reason = f"{_show(parsed)} is below today's {_show(before)}"
+    reason = _increase_words(rule, parsed, before) if increase else None
     if confirm and reason:
         reason += ": it costs more memory, so this roll-back would raise it; confirm to keep it"
     return ValueCheck(
         ok=True,
         value=parsed,
-        reason=reason if increase else None,
+        reason=reason,
         increase=increase,
         needs_confirmation=confirm,
     )
@@ -118,10 +114,21 @@ def _check(rule: ValueRule, value: Any, arch: ArchFacts | None, presets: Presets
 
 
 def _heavier(rule: ValueRule, value: Any, before: Any) -> bool:
-    """Whether ``value`` costs more memory than ``before``."""
+    """Whether ``value`` costs more memory than ``before``: turning the thing off never does,
+    turning it on always does."""
     if rule.heavier == "none" or isinstance(before, bool) or not isinstance(before, (int, float)):
         return False
+    if rule.off_value is not None and rule.off_value in (value, before):
+        return bool(value != rule.off_value)
     return bool(value > before if rule.heavier == "higher" else value < before)
+
+
+def _increase_words(rule: ValueRule, value: Any, before: Any) -> str:
+    """How ``value`` goes beyond today's ``before``, in the words of its rule."""
+    if before == rule.off_value:
+        return f"{_show(value)} turns on what today's {_show(before)} leaves off"
+    side = "above" if rule.heavier == "higher" else "below"
+    return f"{_show(value)} is {side} today's {_show(before)}"
 
 
 def _show(value: Any) -> str:

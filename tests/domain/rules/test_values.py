@@ -64,6 +64,16 @@ def test_a_heavier_value_in_a_rollback_needs_a_confirmation() -> None:
     assert not validate_value("train.steps", "5000", None, before=100).increase
 
 
+def test_turning_a_thing_off_never_weighs_more_and_turning_it_on_does() -> None:
+    # sample_every: a lower value samples more often (heavier), but 0 samples never.
+    off = validate_value("sample.sample_every", "0", None, before=250)
+    assert off.ok and off.value == 0 and not off.increase and off.reason is None
+    on = validate_value("sample.sample_every", "250", None, before=0)
+    assert on.increase and on.needs_confirmation
+    assert on.reason is not None and "250 turns on what today's 0 leaves off" in on.reason
+    assert not validate_value("sample.sample_every", "0", None, before=0).increase
+
+
 def test_a_field_without_rules_is_passed_through() -> None:
     check = validate_value("train.lr", "1e-4", None)
     assert check.ok and check.value == "1e-4"
