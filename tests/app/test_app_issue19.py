@@ -256,7 +256,7 @@ def test_the_summary_says_why_the_gpu_probe_was_ignored(
     ``plan`` does."""
     from oom_wizard.request import JobRequest
     from oom_wizard.screens.load import summary
-    from oom_wizard.service import start
+    from oom_wizard.application.settling import start
 
     smi = tmp_path / "bin" / "nvidia-smi"
     smi.parent.mkdir()
