@@ -254,9 +254,9 @@ def test_the_summary_says_why_the_gpu_probe_was_ignored(
 ) -> None:
     """An ``nvidia-smi`` answer that is not its answer is ignored, and the app says so, as
     ``plan`` does."""
+    from oom_wizard.application.settling import start
     from oom_wizard.request import JobRequest
     from oom_wizard.screens.load import summary
-    from oom_wizard.application.settling import start
 
     smi = tmp_path / "bin" / "nvidia-smi"
     smi.parent.mkdir()

@@ -40,6 +40,7 @@ in any case the next saved change log carries the attempts before it.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -858,7 +859,6 @@ def _document(where: Where) -> JobDocument:
 
 def entry_lines(prepared: Prepared) -> tuple[str, ...]:
     """The changes in lines, ``path: before → after`` (what the loop says and asks)."""
-    import json
 
     def shown(value: object) -> str:
         return "(absent)" if value is None else json.dumps(value, default=str)

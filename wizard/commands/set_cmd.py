@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from oom_wizard.application.editing import prepare_set, save_set
@@ -36,8 +37,6 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Apply the assignments and save, or show them with ``--dry-run``."""
-    from pathlib import Path
-
     edit = prepare_set(Path(args.config), args.assignments, args.unset, force=args.force)
     prepared = edit.prepared
     console = stdout()

@@ -27,6 +27,7 @@ import contextlib
 import os
 import re
 import sqlite3
+import stat
 import time
 import unicodedata
 import uuid
@@ -1148,8 +1149,6 @@ _WHERE_THE_DB_IS: Final = "AI Toolkit's jobs database is aitk_db.db in the toolk
 
 def _what_is(path: Path) -> str:
     """What a path that is not a regular file is: missing, a folder, a FIFO, a device..."""
-    import stat
-
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
