@@ -23,7 +23,7 @@ from tests.support.app_support import (
     demo_folder,
     press,
     review_first_step,
-    roll_back_with_defaults,
+    rolled_back_demo,
     save_from_review,
     screen_name,
     screen_text,
@@ -261,11 +261,7 @@ async def test_save_refused_when_the_output_exists(tmp_path: Path) -> None:
 
 async def test_coming_back_and_scaling_up_one_step(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
-    first = demo_app(folder)
-    async with first.run_test(size=SIZE) as pilot:
-        await roll_back_with_defaults(pilot)
-    output = folder / "flux_portrait_lora.oomfix.yaml"
-    again = create_app(output)
+    again = create_app(rolled_back_demo(folder))
     async with again.run_test(size=SIZE) as pilot:
         await wait_for_state(pilot)
         await press(pilot, "enter")
@@ -333,10 +329,7 @@ async def test_an_invalid_number_keeps_the_step_open(tmp_path: Path) -> None:
 
 async def test_coming_back_after_another_crash_goes_one_rung_further(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
-    first = demo_app(folder)
-    async with first.run_test(size=SIZE) as pilot:
-        await roll_back_with_defaults(pilot)
-    again = create_app(folder / "flux_portrait_lora.oomfix.yaml")
+    again = create_app(rolled_back_demo(folder))
     async with again.run_test(size=SIZE) as pilot:
         await wait_for_state(pilot)
         await press(pilot, "enter", "down", "down", "enter")  # none preselected: No
