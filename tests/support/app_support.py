@@ -13,6 +13,8 @@ from textual.widgets import Input, OptionList, Static
 from textual.worker import WorkerFailed
 
 from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB, DemoJob, copy_demo
+from oom_wizard.application.settling import start
+from oom_wizard.request import JobRequest
 from oom_wizard.screens.app import OomWizardApp, create_app
 from tests.support.aitk_db import CREATED_MS, add_job, make_db, ui_job_config
 from tests.support.plan_support import cli
@@ -41,6 +43,14 @@ def rolled_back_ui_job(db: Path, job: str) -> None:
     place, as the app's first offer does (see :func:`rolled_back_demo`)."""
     status, _, err = cli("apply", "--db", db, "--job", job, "--in-place")
     assert status == 0, err
+
+
+def review_app(request: JobRequest) -> OomWizardApp:
+    """The app opened on the review of the fix preselected for ``request``'s job, settled as
+    ``run`` opens it (``create_app(opened=..., first="review")``): for a test about what
+    comes after the save, which need not walk the moment and every step to get there (the
+    walk has tests of its own: ``test_app_flows.py``, the parity tests)."""
+    return create_app(opened=start(request), first="review")
 
 
 def demo_app(folder: Path, job: DemoJob = IMAGE_JOB, *, log: Path | None = None) -> OomWizardApp:
