@@ -11,6 +11,7 @@ from textual.widgets import Input, OptionList, Static
 
 from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB
 from oom_wizard.formats.document import load_document
+from oom_wizard.request import JobRequest
 from oom_wizard.screens.app import OomWizardApp, create_app
 from oom_wizard.screens.environment import EnvironmentScreen
 from oom_wizard.screens.step import StepScreen
@@ -22,6 +23,7 @@ from tests.support.app_support import (
     demo_app,
     demo_folder,
     press,
+    review_app,
     review_first_step,
     rolled_back_demo,
     save_from_review,
@@ -296,12 +298,9 @@ async def test_a_web_ui_job_folder_says_what_to_do_in_the_ui(tmp_path: Path) -> 
     tree = load_document(folder / IMAGE_JOB.config).tree
     (job / ".job_config.json").write_text(json.dumps(tree, indent=2), encoding="utf-8")
     (job / "log.txt").write_bytes((folder / IMAGE_JOB.log).read_bytes())
-    app = create_app(job)
+    app = review_app(JobRequest(target=job))  # the walk to the review: the parity tests
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for_state(pilot)
         assert app.require_state().log_path == job / "log.txt"
-        await press(pilot, "enter", "enter")
-        await accept_steps(pilot)
         await save_from_review(pilot)
         how = screen_text(pilot, "#run")
         assert "web UI" in how
