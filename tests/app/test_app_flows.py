@@ -244,23 +244,6 @@ async def test_the_run_command_names_the_saved_file_by_its_absolute_path(
     assert copied == f"python run.py {saved_file} -l {run_log}"
 
 
-async def test_save_refused_when_the_output_exists(tmp_path: Path) -> None:
-    folder = demo_folder(tmp_path)
-    taken = folder / "taken.yaml"
-    taken.write_text("# mine\n", encoding="utf-8")
-    app = demo_app(folder)
-    async with app.run_test(size=SIZE) as pilot:
-        await review_first_step(pilot)
-        app.screen.query_one("#output", Input).value = str(taken)
-        await press(pilot, "enter")
-        await wait_for_screen(pilot, "ReviewScreen")
-        error = screen_text(pilot, "#error")
-        assert "already exists" in error
-        assert error.startswith(f"{taken}")  # the app's line: no "oom-wizard: error:"
-    assert taken.read_text(encoding="utf-8") == "# mine\n"
-    assert not (folder / "taken.changelog.json").exists()
-
-
 async def test_coming_back_and_scaling_up_one_step(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
     again = create_app(rolled_back_demo(folder))
