@@ -42,21 +42,31 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     return max(1, round(WORKERS_PER_CORE * len(os.sched_getaffinity(0))))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Collect garbage less often from the start, collection included.
+
+    Collecting imports every test module and rewrites its asserts: hundreds of thousands of
+    syntax-tree nodes, most of them kept. At Python's default threshold the collector walks
+    them again and again (about a sixth of each worker's collection CPU); the young
+    generation is collected every :data:`YOUNG_COLLECTION_EVERY` allocations instead.
+    """
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(YOUNG_COLLECTION_EVERY, middle, old)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Collect garbage less often while the tests run.
+    """Freeze what collection left, for the tests that follow.
 
     Every Pilot test builds and drops a whole Textual app: thousands of short-lived objects
     in reference cycles. At Python's default threshold the collector runs so often, and
     walks the session's long-lived objects (imported modules, collected tests) so many
     times, that it costs about a sixth of the suite's CPU time. Once collection is over,
-    the objects alive now are frozen (never scanned again) and the young generation is
-    collected every :data:`YOUNG_COLLECTION_EVERY` allocations instead; garbage is still
-    collected, in larger batches.
+    the objects alive now are frozen (never scanned again), and the young generation stays
+    collected every :data:`YOUNG_COLLECTION_EVERY` allocations (:func:`pytest_configure`);
+    garbage is still collected, in larger batches.
     """
     gc.collect()
     gc.freeze()
-    _, middle, old = gc.get_threshold()
-    gc.set_threshold(YOUNG_COLLECTION_EVERY, middle, old)
 
 
 _STOPS = (signal.SIGINT, signal.SIGTERM)

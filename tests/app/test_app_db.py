@@ -27,7 +27,7 @@ from tests.support.app_support import (
     accept_steps,
     press,
     review_first_step,
-    roll_back_with_defaults,
+    rolled_back_ui_job,
     save_from_review,
     screen_name,
     screen_text,
@@ -118,9 +118,7 @@ async def test_a_database_job_rolled_back_and_updated_in_place(tmp_path: Path) -
 
 async def test_coming_back_to_a_database_job_scales_it_up_in_place(tmp_path: Path) -> None:
     db = ui_jobs_db(tmp_path)
-    first = create_app(db=db, job=UI_JOB)
-    async with first.run_test(size=SIZE) as pilot:
-        await roll_back_with_defaults(pilot)
+    rolled_back_ui_job(db, UI_JOB)
     again = create_app(db=db, job=UI_JOB)
     async with again.run_test(size=SIZE) as pilot:
         await wait_for_state(pilot)

@@ -10,16 +10,18 @@ from pathlib import Path
 import pytest
 from textual.widgets import Markdown
 
+from oom_wizard.application.demo import IMAGE_JOB
+from oom_wizard.request import JobRequest
 from oom_wizard.screens.help import HelpScreen
 from oom_wizard.screens.step import StepScreen
 from oom_wizard.screens.toggles import Choice, Tick
 from oom_wizard.screens.widgets import ladder_legend
 from oom_wizard.storage.settings import settings_path
 from tests.support.app_support import (
-    accept_steps,
     demo_app,
     demo_folder,
     press,
+    review_app,
     save_from_review,
     screen_name,
     screen_text,
@@ -161,11 +163,9 @@ def test_without_xdg_config_home_the_settings_go_to_dot_config(
 
 
 async def test_the_result_names_the_dataset_in_the_ui_hint(tmp_path: Path) -> None:
-    app = demo_app(demo_folder(tmp_path))
+    folder = demo_folder(tmp_path)
+    app = review_app(JobRequest(target=folder / IMAGE_JOB.config, log=folder / IMAGE_JOB.log))
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for_state(pilot)
-        await press(pilot, "enter", "enter")
-        await accept_steps(pilot)
         await wait_for_screen(pilot, "ReviewScreen")
         app.screen.query_one("#fix-safe", Choice).value = True  # the safe set drops a bucket
         await pilot.pause()

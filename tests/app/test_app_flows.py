@@ -11,6 +11,7 @@ from textual.widgets import Input, OptionList, Static
 
 from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB
 from oom_wizard.formats.document import load_document
+from oom_wizard.request import JobRequest
 from oom_wizard.screens.app import OomWizardApp, create_app
 from oom_wizard.screens.environment import EnvironmentScreen
 from oom_wizard.screens.step import StepScreen
@@ -22,8 +23,9 @@ from tests.support.app_support import (
     demo_app,
     demo_folder,
     press,
+    review_app,
     review_first_step,
-    roll_back_with_defaults,
+    rolled_back_demo,
     save_from_review,
     screen_name,
     screen_text,
@@ -242,30 +244,9 @@ async def test_the_run_command_names_the_saved_file_by_its_absolute_path(
     assert copied == f"python run.py {saved_file} -l {run_log}"
 
 
-async def test_save_refused_when_the_output_exists(tmp_path: Path) -> None:
-    folder = demo_folder(tmp_path)
-    taken = folder / "taken.yaml"
-    taken.write_text("# mine\n", encoding="utf-8")
-    app = demo_app(folder)
-    async with app.run_test(size=SIZE) as pilot:
-        await review_first_step(pilot)
-        app.screen.query_one("#output", Input).value = str(taken)
-        await press(pilot, "enter")
-        await wait_for_screen(pilot, "ReviewScreen")
-        error = screen_text(pilot, "#error")
-        assert "already exists" in error
-        assert error.startswith(f"{taken}")  # the app's line: no "oom-wizard: error:"
-    assert taken.read_text(encoding="utf-8") == "# mine\n"
-    assert not (folder / "taken.changelog.json").exists()
-
-
 async def test_coming_back_and_scaling_up_one_step(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
-    first = demo_app(folder)
-    async with first.run_test(size=SIZE) as pilot:
-        await roll_back_with_defaults(pilot)
-    output = folder / "flux_portrait_lora.oomfix.yaml"
-    again = create_app(output)
+    again = create_app(rolled_back_demo(folder))
     async with again.run_test(size=SIZE) as pilot:
         await wait_for_state(pilot)
         await press(pilot, "enter")
@@ -300,12 +281,9 @@ async def test_a_web_ui_job_folder_says_what_to_do_in_the_ui(tmp_path: Path) -> 
     tree = load_document(folder / IMAGE_JOB.config).tree
     (job / ".job_config.json").write_text(json.dumps(tree, indent=2), encoding="utf-8")
     (job / "log.txt").write_bytes((folder / IMAGE_JOB.log).read_bytes())
-    app = create_app(job)
+    app = review_app(JobRequest(target=job))  # the walk to the review: the parity tests
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for_state(pilot)
         assert app.require_state().log_path == job / "log.txt"
-        await press(pilot, "enter", "enter")
-        await accept_steps(pilot)
         await save_from_review(pilot)
         how = screen_text(pilot, "#run")
         assert "web UI" in how
@@ -333,10 +311,7 @@ async def test_an_invalid_number_keeps_the_step_open(tmp_path: Path) -> None:
 
 async def test_coming_back_after_another_crash_goes_one_rung_further(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
-    first = demo_app(folder)
-    async with first.run_test(size=SIZE) as pilot:
-        await roll_back_with_defaults(pilot)
-    again = create_app(folder / "flux_portrait_lora.oomfix.yaml")
+    again = create_app(rolled_back_demo(folder))
     async with again.run_test(size=SIZE) as pilot:
         await wait_for_state(pilot)
         await press(pilot, "enter", "down", "down", "enter")  # none preselected: No

@@ -18,6 +18,7 @@ from textual.pilot import Pilot
 
 from oom_wizard.application.demo import IMAGE_JOB
 from oom_wizard.commands._common import run_wizard
+from oom_wizard.request import JobRequest
 from oom_wizard.screens.app import create_app
 from oom_wizard.screens.ask import LeaveScreen
 from oom_wizard.screens.result import ResultScreen
@@ -28,7 +29,8 @@ from tests.support.app_support import (
     demo_app,
     demo_folder,
     press,
-    roll_back_with_defaults,
+    review_app,
+    save_from_review,
     screen_text,
     ui_job_folder,
     ui_jobs_db,
@@ -36,6 +38,11 @@ from tests.support.app_support import (
 )
 
 SIZE = (80, 24)
+
+
+def demo_request(folder: Path) -> JobRequest:
+    """The image demo job of ``folder`` with its log."""
+    return JobRequest(target=folder / IMAGE_JOB.config, log=folder / IMAGE_JOB.log)
 
 
 def expected_commands(folder: Path) -> tuple[str, str]:
@@ -50,9 +57,9 @@ def expected_commands(folder: Path) -> tuple[str, str]:
 
 async def test_the_summary_names_the_files_and_the_command_with_its_log(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
-    app = demo_app(folder)
+    app = review_app(demo_request(folder))
     async with app.run_test(size=SIZE) as pilot:
-        await roll_back_with_defaults(pilot)
+        await save_from_review(pilot)
         assert isinstance(app.screen, ResultScreen)
         run, reopen = expected_commands(folder)
         assert run in screen_text(pilot, "#run")  # the screen and the summary agree
@@ -121,9 +128,9 @@ async def test_ctrl_q_before_any_choice_leaves_at_once(tmp_path: Path) -> None:
 
 async def test_ctrl_q_after_the_save_leaves_at_once(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
-    app = demo_app(folder)
+    app = review_app(demo_request(folder))
     async with app.run_test(size=SIZE) as pilot:
-        await roll_back_with_defaults(pilot)
+        await save_from_review(pilot)
         await press(pilot, "ctrl+q")
         assert app.return_code == 0
     assert app.leaving().saved
@@ -131,11 +138,11 @@ async def test_ctrl_q_after_the_save_leaves_at_once(tmp_path: Path) -> None:
 
 def test_the_command_line_prints_the_summary_after_the_app(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
-    app = demo_app(folder)
+    app = review_app(demo_request(folder))
 
     async def drive(pilot: Pilot[object]) -> None:
         driven = cast("Pilot[int]", pilot)  # Textual types the auto-pilot's pilot loosely
-        await roll_back_with_defaults(driven)
+        await save_from_review(driven)
         await press(driven, "enter")
 
     out = io.StringIO()
@@ -149,9 +156,9 @@ def test_the_command_line_prints_the_summary_after_the_app(tmp_path: Path) -> No
 
 async def test_the_summary_of_a_ui_job_names_the_job_to_start(tmp_path: Path) -> None:
     db = ui_jobs_db(tmp_path)
-    app = create_app(db=db, job=UI_JOB)
+    app = review_app(JobRequest(db=db, job=UI_JOB))
     async with app.run_test(size=SIZE) as pilot:
-        await roll_back_with_defaults(pilot)  # "Update job" is the first place offered
+        await save_from_review(pilot)  # "Update job" is the first place offered
         await press(pilot, "enter")
         assert app.return_code == 0
     lines = app.leaving().lines
@@ -176,9 +183,9 @@ async def test_ctrl_q_on_a_ui_job_names_the_job_not_a_pseudo_path(tmp_path: Path
 async def test_a_ui_job_folder_saved_as_a_file_says_what_to_do_in_the_ui(tmp_path: Path) -> None:
     folder = ui_job_folder(tmp_path)
     db = tmp_path / "aitk_db.db"
-    app = create_app(folder, probe=False)
+    app = review_app(JobRequest(target=folder, probe=False))
     async with app.run_test(size=SIZE) as pilot:
-        await roll_back_with_defaults(pilot)
+        await save_from_review(pilot)
         await press(pilot, "enter")
     lines = app.leaving().lines
     assert app.leaving().saved

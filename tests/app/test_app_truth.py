@@ -15,16 +15,17 @@ from pathlib import Path
 from textual.widgets import OptionList, Static
 
 from oom_wizard.application.demo import IMAGE_JOB
+from oom_wizard.request import JobRequest
 from oom_wizard.screens.app import create_app
 from oom_wizard.screens.environment import EnvironmentScreen
 from oom_wizard.screens.moment import MomentScreen
 from oom_wizard.screens.toggles import Choice, Tick
 from oom_wizard.vocabulary import MOMENTS
 from tests.support.app_support import (
-    accept_steps,
     demo_app,
     demo_folder,
     press,
+    review_app,
     save_from_review,
     screen_text,
     settle,
@@ -113,11 +114,8 @@ def history_later(out: str) -> list[str]:
 
 async def test_the_later_list_is_the_list_history_prints(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
-    app = demo_app(folder)
+    app = review_app(JobRequest(target=folder / IMAGE_JOB.config, log=folder / IMAGE_JOB.log))
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for_state(pilot)
-        await press(pilot, "enter", "enter")
-        await accept_steps(pilot)
         await wait_for_screen(pilot, "ReviewScreen")
         app.screen.query_one("#fix-safe", Choice).value = True  # the seed's set: several steps
         await pilot.pause()

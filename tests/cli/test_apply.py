@@ -1,34 +1,30 @@
 """Tests of ``oom-wizard apply``: what it writes, what it records, and that it can be repeated.
 
-The example loop runs ``apply --all`` on every AI Toolkit example config for every moment,
-checks each output with ``verify_change.py`` (in-process) and plans the output again with
-its change log: every step must then be satisfied.
+The example loop (``tests/support/sweeps.py``) runs ``apply --all`` on a config for every
+moment, checks each output with the exactness check and plans the output again with its
+change log: every step must then be satisfied. The suite runs it on a fixed sample of configs;
+``python bench/sweep_examples.py`` on every one, AI Toolkit's examples too.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from oom_wizard.formats.document import load_document
 from oom_wizard.rules.catalog import MOMENTS
-from oom_wizard.rules.plan import build_plan, default_model_kind
-from oom_wizard.storage.changelog import read_changelog
 from tests.support.aitk_db import add_job, job_row, make_db
 from tests.support.plan_support import (
     assert_exact,
     cli,
     differing,
-    examples,
     job,
-    verify,
     write_job,
 )
+from tests.support.sweeps import apply_every_moment, sample
 
 TREE = job(
     arch="flux",
@@ -47,28 +43,12 @@ def changelog_of(config: Path) -> Any:
     return json.loads(config.with_name(config.stem + ".changelog.json").read_text("utf-8"))
 
 
-@pytest.mark.parametrize("example", examples(), ids=lambda path: path.stem)
+@pytest.mark.parametrize("example", sample(), ids=lambda path: path.stem)
 def test_apply_all_verifies_and_replans_satisfied_for_every_moment(
     example: Path, tmp_path: Path
 ) -> None:
-    source = tmp_path / example.name
-    shutil.copyfile(example, source)
-    kind, _ = default_model_kind(load_document(source))
-    for moment in MOMENTS:
-        out = tmp_path / f"{moment}{source.suffix}"  # JSON stays JSON
-        status, stdout, stderr = cli("apply", source, "--all", "--moment", moment, "-o", out)
-        assert status == 0, stderr
-        if moment == "environment":
-            assert not out.exists() and "Nothing in the config changes" in stdout
-            continue
-        if "Nothing to change" in stdout:  # a config already at the floor of every step
-            assert not out.exists()
-            continue
-        log = tmp_path / f"{moment}.changelog.json"
-        verdict, report = verify(source, out, log)
-        assert verdict == 0, report
-        again = build_plan(load_document(out), moment, kind, changelog=read_changelog(log))
-        assert [s.id for s in again.steps if not s.satisfied] == [], moment
+    done = apply_every_moment(example, tmp_path)
+    assert set(done) == set(MOMENTS)
 
 
 def test_default_apply_saves_the_default_steps_beside_the_source(tmp_path: Path) -> None:

@@ -13,8 +13,11 @@ from textual.widgets import Input, OptionList, Static
 from textual.worker import WorkerFailed
 
 from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB, DemoJob, copy_demo
+from oom_wizard.application.settling import start
+from oom_wizard.request import JobRequest
 from oom_wizard.screens.app import OomWizardApp, create_app
 from tests.support.aitk_db import CREATED_MS, add_job, make_db, ui_job_config
+from tests.support.plan_support import cli
 
 REPO = Path(__file__).resolve().parents[2]
 FIXED_TIME = "2026-01-01T12:00:00+00:00"
@@ -23,6 +26,31 @@ FIXED_TIME = "2026-01-01T12:00:00+00:00"
 def demo_folder(root: Path) -> Path:
     """A fresh copy of the demo jobs under ``root``."""
     return copy_demo(root / "oom-wizard-demo")
+
+
+def rolled_back_demo(folder: Path) -> Path:
+    """The image demo job of ``folder`` rolled back with every default, saved beside it; the
+    saved config. ``apply`` in-process: the parity tests (``tests/application/test_parity.py``)
+    hold that it saves the bytes and change log the app's walk saves, so a test about coming
+    back starts from it rather than walking the first roll-back key by key."""
+    status, out, err = cli("apply", folder / IMAGE_JOB.config, "--log", folder / IMAGE_JOB.log)
+    assert status == 0, err
+    return Path(next(line for line in out.splitlines() if line.startswith("Wrote "))[6:])
+
+
+def rolled_back_ui_job(db: Path, job: str) -> None:
+    """Job ``job`` of the jobs database ``db`` rolled back with every default and updated in
+    place, as the app's first offer does (see :func:`rolled_back_demo`)."""
+    status, _, err = cli("apply", "--db", db, "--job", job, "--in-place")
+    assert status == 0, err
+
+
+def review_app(request: JobRequest) -> OomWizardApp:
+    """The app opened on the review of the fix preselected for ``request``'s job, settled as
+    ``run`` opens it (``create_app(opened=..., first="review")``): for a test about what
+    comes after the save, which need not walk the moment and every step to get there (the
+    walk has tests of its own: ``test_app_flows.py``, the parity tests)."""
+    return create_app(opened=start(request), first="review")
 
 
 def demo_app(folder: Path, job: DemoJob = IMAGE_JOB, *, log: Path | None = None) -> OomWizardApp:

@@ -242,7 +242,7 @@ def log_lines() -> st.SearchStrategy[str]:
     ).map("".join)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     st.lists(st.tuples(log_lines(), st.sampled_from(["\n", "\r", "\r\n", "\n\n"])), max_size=60),
     st.sampled_from([7, 64, 300, 1 << 20]),
@@ -495,7 +495,7 @@ def _line(text: str) -> bytes:
     return text.replace("\r", " ").replace("\n", " ").encode("utf-8", "replace")
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_every_match_of_every_marker_gets_past_the_required_strings_the_trigger_and_the_gate(
     data: st.DataObject,
@@ -509,7 +509,7 @@ def test_every_match_of_every_marker_gets_past_the_required_strings_the_trigger_
     - the gate finds the line with text around the match, alone and inside a block.
 
     One pass over one draw: drawing a string from every pattern is nearly all of the cost
-    (a second per example, the suite's costliest test). Ten examples draw ten matches of
+    (a second per example, the suite's costliest test). Five examples draw five matches of
     every pattern, the same ones on every run (the suite's profile);
     ``HYPOTHESIS_PROFILE=explore`` draws new ones.
     """
@@ -649,7 +649,7 @@ def bar_runs(draw: st.DrawFn) -> str:
     return before + ("\r" if before and not before.endswith("\r") else "") + "\r".join(redraws)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     st.lists(
         st.one_of(bar_runs(), bar_runs(), st.sampled_from([*ORDINARY, *BARS, "Running 1 job"])),

@@ -1,15 +1,13 @@
 """Tests of the scale-up: one re-add per run, in order, back to the original values.
 
-The round trip runs on every AI Toolkit example config: roll back every step the scale-up
-order knows, then ``scale-up --yes`` until nothing is left; the final config must have the
-source's values (the exactness check of SOURCE against FINAL: no field differs).
+The round trip (``tests/support/sweeps.py``): roll back every step the scale-up order knows,
+then ``scale-up --yes`` until nothing is left; the final config must have the source's values
+(the exactness check of SOURCE against FINAL: no field differs). The suite runs it on a fixed
+sample of configs; ``python bench/sweep_examples.py`` on every one, AI Toolkit's examples too.
 """
 
 from __future__ import annotations
 
-import json
-import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -22,74 +20,29 @@ from oom_wizard.storage.changes import prepare
 from tests.support.corpus import FLOOR_CONFIG
 from tests.support.plan_support import (
     SCALE_UP_ORDER,
-    assert_exact,
     cli,
     differing,
-    examples,
     job,
     write_job,
 )
 from tests.support.saving import commit_beside
-
-
-def latest(folder: Path) -> Path:
-    """The newest config in ``folder`` (each save gets the next ``.oomfix-N`` name)."""
-    configs = [path for path in folder.glob("*.oomfix*") if ".changelog" not in path.name]
-    return max(configs, key=_save_number)
-
-
-def _save_number(config: Path) -> int:
-    match = re.search(r"\.oomfix(?:-(\d+))?$", config.stem)
-    return int(match.group(1) or 1) if match else 0
-
-
-def changelog_beside(config: Path) -> Path:
-    return config.with_name(config.stem + ".changelog.json")
-
-
-def scale_up_all(folder: Path) -> list[str]:
-    """Run ``scale-up --yes`` until nothing is left; the step each run restored."""
-    restored: list[str] = []
-    for _ in range(len(SCALE_UP_ORDER) + 2):
-        config = latest(folder)
-        status, out, err = cli("scale-up", config, "--yes")
-        assert status == 0, err
-        if "Nothing left to re-add" in out:
-            return restored
-        runs = json.loads(changelog_beside(latest(folder)).read_text("utf-8"))["runs"]
-        assert runs[-1]["direction"] == "scale_up" and len(runs[-1]["steps"]) == 1
-        restored.append(runs[-1]["steps"][0])
-    raise AssertionError(f"scale-up did not finish: {restored}")
-
-
-def rollback_steps(config: Path, moment: str = "early_steps") -> list[str]:
-    """The steps of the plan that the scale-up order can undo."""
-    document = load_document(config)
-    from oom_wizard.rules.plan import default_model_kind
-
-    plan = build_plan(document, moment, default_model_kind(document)[0])
-    return [step.id for step in plan.steps if step.id in SCALE_UP_ORDER]
+from tests.support.sweeps import (
+    changelog_beside,
+    latest,
+    round_trip,
+    sample,
+    save_number,
+    scale_up_all,
+)
 
 
 @pytest.mark.parametrize(
     "example",
-    [path for path in examples() if path.name != FLOOR_CONFIG],  # it has nothing to roll back
+    [path for path in sample() if path.name != FLOOR_CONFIG],  # it has nothing to roll back
     ids=lambda path: path.stem,
 )
 def test_round_trip_restores_every_value(example: Path, tmp_path: Path) -> None:
-    source = tmp_path / example.name
-    shutil.copyfile(example, source)
-    steps = ",".join(rollback_steps(source))
-    status, out, err = cli("apply", source, "--moment", "early_steps", "--steps", steps)
-    assert status == 0, err
-    assert "Nothing to change" not in out
-    rolled = json.loads(changelog_beside(latest(tmp_path)).read_text("utf-8"))
-    applied = rolled["runs"][0]["steps"]
-    restored = scale_up_all(tmp_path)
-    assert restored == [step for step in SCALE_UP_ORDER if step in applied]
-    final = latest(tmp_path)
-    assert differing(source, final) == set()
-    assert_exact(source, final, changelog_beside(final))
+    assert round_trip(example, tmp_path)
 
 
 def test_round_trip_after_all_steps_restores_every_value(tmp_path: Path) -> None:
@@ -281,7 +234,7 @@ def test_two_levers_on_one_list_come_back_one_at_a_time(tmp_path: Path) -> None:
 
 
 def sorted_saves(folder: Path) -> list[Path]:
-    return sorted(folder.glob("*.oomfix*.yaml"), key=_save_number)
+    return sorted(folder.glob("*.oomfix*.yaml"), key=save_number)
 
 
 def test_the_why_names_only_the_steps_this_rollback_lowered(tmp_path: Path) -> None:
