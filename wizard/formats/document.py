@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
 from oom_wizard.errors import ConfigError, EditError
+from oom_wizard.files import file_kind
 from oom_wizard.formats.jsonedit import JsonText, duplicate_keys
 from oom_wizard.formats.view import JobView, build_view
 from oom_wizard.formats.yamledit import YamlText
@@ -404,14 +405,16 @@ def read_regular_file(path: Path, limit: int) -> bytes:
         os.close(fd)
 
 
+#: Why reading a file of a kind would not end (:func:`oom_wizard.files.file_kind`).
+_ENDLESS = {
+    "a pipe (FIFO)": ", which could wait forever",
+    "a device": ", which can be read forever",
+}
+
+
 def _kind_of(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a pipe (FIFO), which could wait forever"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device, which can be read forever"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
+    kind = file_kind(mode)
+    return kind + _ENDLESS.get(kind, "")
 
 
 def parse_document(text: str, *, source: Path, fmt: Format, bom: bool = False) -> JobDocument:

@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Final
 
 from oom_wizard.errors import LogError
+from oom_wizard.files import file_kind
 from oom_wizard.logs.bars import (
     bar_lines,
     count_bytes,
@@ -126,7 +127,7 @@ def scan_log(
         status = os.fstat(fd)
         if not stat.S_ISREG(status.st_mode):
             os.close(fd)
-            kind = "a pipe (FIFO)" if stat.S_ISFIFO(status.st_mode) else "a device or socket"
+            kind = file_kind(status.st_mode)
             raise LogError(
                 f"this is {kind}, not a log file: reading it could wait or go on forever; "
                 "pass the log file (log.txt)",

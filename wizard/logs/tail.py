@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
+from oom_wizard.files import file_kind
 from oom_wizard.logs.bars import RATE, TRAINING_POSTFIX
 from oom_wizard.logs.result import LogScan, crash_step, crash_step_of
 from oom_wizard.logs.scan import LiveScan
@@ -65,18 +66,6 @@ FEED_BYTES: Final = 64 * 1024
 """Bytes given to the scanner at a time (as ``diagnose`` reads a file)."""
 
 Restart = Literal["opened", "rotated", "truncated"]
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a pipe (FIFO)"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
 
 
 def looks_binary(sample: bytes) -> bool:
@@ -148,7 +137,7 @@ class Follower:
             return self._drain_old(), None
         if not stat.S_ISREG(status.st_mode):
             rest = self._drain_old()
-            self.refused = f"this is {_kind(status.st_mode)}, not a log file: it is not read"
+            self.refused = f"this is {file_kind(status.st_mode)}, not a log file: it is not read"
             return rest, None
         self.refused = None
         identity = (status.st_dev, status.st_ino)
@@ -194,7 +183,7 @@ class Follower:
         status = os.fstat(fd)
         if not stat.S_ISREG(status.st_mode):  # replaced between the stat and the open
             os.close(fd)
-            self.refused = f"this is {_kind(status.st_mode)}, not a log file: it is not read"
+            self.refused = f"this is {file_kind(status.st_mode)}, not a log file: it is not read"
             return b"", None
         self._fd = fd
         self._inode = (status.st_dev, status.st_ino)

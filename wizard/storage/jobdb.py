@@ -27,7 +27,6 @@ import contextlib
 import os
 import re
 import sqlite3
-import stat
 import time
 import unicodedata
 import uuid
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Any, Final, TypeAlias
 
 from oom_wizard.errors import ConfigError, JobDatabaseError, SaveRefused, WizardError
+from oom_wizard.files import file_kind
 from oom_wizard.formats.document import MAX_CONFIG_BYTES, JobDocument, parse_document
 from oom_wizard.storage.atomic import (
     RowCommit,
@@ -1155,15 +1155,12 @@ def _what_is(path: Path) -> str:
         return "no such file"
     except OSError as exc:
         return f"cannot look at it: {exc.strerror or exc}"
-    if stat.S_ISDIR(mode):
+    kind = file_kind(mode)
+    if kind == "a folder":
         return f"a folder without {DB_FILE_NAME}"
-    if stat.S_ISFIFO(mode):
-        return "this is a pipe (FIFO), not a database"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "this is a device, not a database"
-    if stat.S_ISSOCK(mode):
-        return "this is a socket, not a database"
-    return "not a regular file, so not a database"
+    if kind == "not a regular file":
+        return "not a regular file, so not a database"
+    return f"this is {kind}, not a database"
 
 
 def _database_error(exc: sqlite3.Error, db_path: Path, busy_timeout: float) -> JobDatabaseError:
