@@ -4,7 +4,6 @@ signals, the project's fake trainer)."""
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
 import os
 import signal
@@ -18,7 +17,6 @@ import pytest
 
 from oom_wizard.application.autopilot import Settings, autopilot
 from oom_wizard.application.trainer import TrainerEnd, stops_as_from_a_terminal
-from oom_wizard.cli import main
 from oom_wizard.formats.document import load_document
 from oom_wizard.paths import parse_path
 from oom_wizard.storage.changelog import changelog_path_for, read_changelog
@@ -27,9 +25,11 @@ from tests.support.autopilot_support import (
     FAKE,
     FAKE_COMMAND,
     SCENARIOS,
+    Ran,
     Scenario,
     fake_runner,
     pid_alive,
+    run_here,
     wait_for,
     wait_for_bytes,
     write_config,
@@ -45,22 +45,12 @@ SHORT = dataclasses.replace(EARLY, edits={**EARLY.edits, "process.0.train.steps"
 """The early-steps job at a fifth of its steps: a run that fits ends in about a second."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Ran:
-    """What ``oom-wizard run`` returned and printed."""
-
-    returncode: int
-    stdout: str
-    stderr: str
-
-
 @pytest.fixture
 def run_cli(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> Callable[..., Ran]:
-    """``oom-wizard run`` in this process (``cli.main``, what the script calls), from the
-    config's folder, with no terminal on stdin. The trainer is still a real child; what a
-    real ``run`` process does with signals is tested below on the script itself."""
+    """``oom-wizard run`` in this process (see ``run_here``); the signal tests below start
+    the script itself."""
 
     def run(
         tmp_path: Path,
@@ -69,14 +59,9 @@ def run_cli(
         *extra: str,
         env: dict[str, str] | None = None,
     ) -> Ran:
-        monkeypatch.chdir(tmp_path)
-        monkeypatch.setattr(sys, "stdin", io.StringIO(""))
-        for name, value in (env or {}).items():
-            monkeypatch.setenv(name, value)
-        capsys.readouterr()
-        status = main(["run", str(config), *extra, "--", *trainer])
-        out, err = capsys.readouterr()
-        return Ran(status, out, err)
+        return run_here(
+            monkeypatch, capsys, tmp_path, ["run", str(config), *extra, "--", *trainer], env
+        )
 
     return run
 
