@@ -118,7 +118,7 @@ def fit_overhead(counted: list[Point]) -> None:
 
 
 def examples() -> None:
-    if not EXAMPLES.is_dir():
+    if EXAMPLES is None or not EXAMPLES.is_dir():
         print("\n(no ../shared/aitk-examples here: the example table is left out)")
         return
     print(f"\n{'AI Toolkit example':46} {'card':>5} {'peak phase':>16} {'band GiB':>13}  verdict")

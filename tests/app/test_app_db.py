@@ -16,6 +16,7 @@ import pytest
 from textual.widgets import Input, OptionList
 
 from oom_wizard.paths import FieldPath, parse_path
+from oom_wizard.request import JobRequest
 from oom_wizard.screens.app import create_app
 from oom_wizard.screens.destination import AS_NEW, IN_PLACE, TO_FILE, DestinationPicker
 from oom_wizard.storage.jobdb import load_job
@@ -26,7 +27,7 @@ from tests.support.app_support import (
     UI_JOB,
     accept_steps,
     press,
-    review_first_step,
+    review_app,
     rolled_back_ui_job,
     save_from_review,
     screen_name,
@@ -137,9 +138,9 @@ async def test_coming_back_to_a_database_job_scales_it_up_in_place(tmp_path: Pat
 async def test_saving_as_a_new_job_under_a_typed_name(tmp_path: Path) -> None:
     db = ui_jobs_db(tmp_path)
     rows_before = all_rows(db)
-    app = create_app(db=db, job=UI_JOB)
+    app = review_app(JobRequest(db=db, job=UI_JOB))
     async with app.run_test(size=SIZE) as pilot:
-        await review_first_step(pilot)
+        await wait_for_screen(pilot, "ReviewScreen")
         assert not app.screen.query_one("#name-row").display
         await press(pilot, "down")
         assert app.screen.query_one(DestinationPicker).choice == AS_NEW
@@ -160,9 +161,9 @@ async def test_a_taken_new_name_is_said_as_it_is_typed(tmp_path: Path) -> None:
     """ "Save as a new job" under the name of another job says it is taken on its row as it
     is typed, in the words the save refuses it with, not only once Save is pressed."""
     db = ui_jobs_db(tmp_path)
-    app = create_app(db=db, job=UI_JOB)
+    app = review_app(JobRequest(db=db, job=UI_JOB))
     async with app.run_test(size=SIZE) as pilot:
-        await review_first_step(pilot)
+        await wait_for_screen(pilot, "ReviewScreen")
         await press(pilot, "down")
         assert app.screen.query_one(DestinationPicker).choice == AS_NEW
         app.screen.query_one("#new-name", Input).value = "sdxl_style"  # another job's
@@ -180,9 +181,9 @@ async def test_a_running_job_is_saved_only_to_a_file(
     monkeypatch.chdir(tmp_path)
     db = ui_jobs_db(tmp_path)
     rows_before = all_rows(db)
-    app = create_app(db=db, job=RUNNING_JOB)
+    app = review_app(JobRequest(db=db, job=RUNNING_JOB))
     async with app.run_test(size=SIZE) as pilot:
-        await review_first_step(pilot)
+        await wait_for_screen(pilot, "ReviewScreen")
         where = app.screen.query_one("#where", OptionList)
         assert [where.get_option(option).disabled for option in (IN_PLACE, AS_NEW, TO_FILE)] == [
             True,
@@ -228,9 +229,9 @@ def test_the_wizard_refuses_half_a_database_job(
 
 async def test_saving_as_a_new_job_warns_that_nothing_is_resumed(tmp_path: Path) -> None:
     db = ui_jobs_db(tmp_path)
-    app = create_app(db=db, job=UI_JOB)
+    app = review_app(JobRequest(db=db, job=UI_JOB))
     async with app.run_test(size=SIZE) as pilot:
-        await review_first_step(pilot)
+        await wait_for_screen(pilot, "ReviewScreen")
         note = app.screen.query_one("#new-job-note")
         assert not note.display  # "Update job" is highlighted: nothing to warn about
         await press(pilot, "down")

@@ -11,6 +11,7 @@ from textual.pilot import Pilot
 from textual.widgets import DirectoryTree, Input, OptionList, Static
 
 from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB
+from oom_wizard.request import JobRequest
 from oom_wizard.screens.step import StepScreen
 from oom_wizard.screens.toggles import Tick
 from oom_wizard.vocabulary import MOMENTS
@@ -19,7 +20,7 @@ from tests.support.app_support import (
     demo_app,
     demo_folder,
     press,
-    review_first_step,
+    review_app,
     save_from_review,
     screen_name,
     screen_text,
@@ -40,6 +41,12 @@ async def told_the_moment(pilot: Pilot[int], moment: str) -> None:
     await press(pilot, "enter")
 
 
+def demo_request(folder: Path) -> JobRequest:
+    """The demo's image job with its log. The tests of the save-as row open on its review
+    (``review_app``): the walk to it has tests of its own (``test_app_flows.py``)."""
+    return JobRequest(folder / IMAGE_JOB.config, log=folder / IMAGE_JOB.log)
+
+
 def row_reason(app: object, selector: str = "#output-reason") -> str:
     return str(app.screen.query_one(selector, Static).render())  # type: ignore[attr-defined]
 
@@ -56,9 +63,9 @@ async def test_an_empty_save_as_is_refused_on_its_row_and_nothing_is_written(
 ) -> None:
     folder = demo_folder(tmp_path)
     before = sorted(path.name for path in folder.iterdir())
-    app = demo_app(folder)
+    app = review_app(demo_request(folder))
     async with app.run_test(size=SIZE) as pilot:
-        await review_first_step(pilot)
+        await wait_for_screen(pilot, "ReviewScreen")
         await clear_output(pilot)
         assert app.screen.query_one("#output", Input).value == ""
         await press(pilot, "enter")
@@ -71,9 +78,9 @@ async def test_the_source_typed_then_cleared_is_refused_on_the_row(tmp_path: Pat
     folder = demo_folder(tmp_path)
     source = folder / IMAGE_JOB.config
     before = source.read_bytes()
-    app = demo_app(folder)
+    app = review_app(demo_request(folder))
     async with app.run_test(size=SIZE) as pilot:
-        await review_first_step(pilot)
+        await wait_for_screen(pilot, "ReviewScreen")
         await clear_output(pilot)
         # Typed at once: a path key by key is a hundred presses, each waiting for the screen.
         app.screen.query_one("#output", Input).insert_text_at_cursor(str(source))
@@ -96,9 +103,9 @@ async def test_a_refused_save_says_what_to_do_in_the_app_not_with_a_flag(tmp_pat
     folder = demo_folder(tmp_path)
     taken = folder / "taken.yaml"
     taken.write_text("# mine\n", encoding="utf-8")
-    app = demo_app(folder)
+    app = review_app(demo_request(folder))
     async with app.run_test(size=SIZE) as pilot:
-        await review_first_step(pilot)
+        await wait_for_screen(pilot, "ReviewScreen")
         app.screen.query_one("#output", Input).value = str(taken)
         await press(pilot, "enter")
         await wait_for_screen(pilot, "ReviewScreen")

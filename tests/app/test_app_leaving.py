@@ -19,6 +19,7 @@ from textual.pilot import Pilot
 from oom_wizard.application.demo import IMAGE_JOB
 from oom_wizard.commands._common import run_wizard
 from oom_wizard.request import JobRequest
+from oom_wizard.rules.diagnosis import Answers
 from oom_wizard.screens.app import create_app
 from oom_wizard.screens.ask import LeaveScreen
 from oom_wizard.screens.result import ResultScreen
@@ -32,8 +33,10 @@ from tests.support.app_support import (
     review_app,
     save_from_review,
     screen_text,
+    step_app,
     ui_job_folder,
     ui_jobs_db,
+    wait_for_screen,
     wait_for_state,
 )
 
@@ -77,10 +80,9 @@ async def test_the_summary_names_the_files_and_the_command_with_its_log(tmp_path
 
 async def test_ctrl_q_on_a_step_asks_and_stay_keeps_the_wizard(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
-    app = demo_app(folder)
+    app = step_app(folder, Answers())
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for_state(pilot)
-        await press(pilot, "enter", "enter")
+        await wait_for_screen(pilot, "StepScreen")
         assert isinstance(app.screen, StepScreen)
         await press(pilot, "enter")  # one step decided
         step = app.screen
@@ -106,10 +108,10 @@ async def test_ctrl_q_on_a_step_asks_and_stay_keeps_the_wizard(tmp_path: Path) -
 
 async def test_ctrl_q_twice_leaves(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
-    app = demo_app(folder)
+    app = step_app(folder, Answers())
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for_state(pilot)
-        await press(pilot, "enter", "enter", "ctrl+q")
+        await wait_for_screen(pilot, "StepScreen")
+        await press(pilot, "ctrl+q")
         assert isinstance(app.screen, LeaveScreen)
         await press(pilot, "ctrl+q")
         assert app.return_code == 0

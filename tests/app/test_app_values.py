@@ -14,31 +14,34 @@ from pathlib import Path
 
 import yaml
 from textual.pilot import Pilot
-from textual.widgets import Input, OptionList, Static
+from textual.widgets import Input, Static
 
+from oom_wizard.rules.diagnosis import Answers
 from oom_wizard.screens.app import OomWizardApp
 from oom_wizard.screens.step import FieldRow, StepScreen
 from oom_wizard.screens.toggles import Tick
-from oom_wizard.vocabulary import MOMENTS
 from tests.support.app_support import (
-    demo_app,
     demo_folder,
     press,
     save_from_review,
     settle,
-    wait_for_state,
+    step_app,
+    wait_for_screen,
 )
 
 SIZE = (80, 24)
 WIDTH = "config.process[0].sample.width"
 
 
+def sampling_app(folder: Path) -> OomWizardApp:
+    """The app on the demo, opened on the walk for "while generating samples" (picking a
+    moment on the moment screen is walked by the parity tests, ``parity_support.py``)."""
+    return step_app(folder, Answers(moment="sampling"))
+
+
 async def to_lighter_samples(app: OomWizardApp, pilot: Pilot[int]) -> StepScreen:
-    """From launch to the "Lighter samples" step (the moment: while generating samples)."""
-    await wait_for_state(pilot)
-    await press(pilot, "enter")
-    app.screen.query_one("#moments", OptionList).highlighted = MOMENTS.index("sampling")
-    await press(pilot, "enter")
+    """The "Lighter samples" step, first of that walk."""
+    await wait_for_screen(pilot, "StepScreen")
     screen = app.screen
     assert isinstance(screen, StepScreen) and screen.step.id == "sampling"
     row = next(r for r in screen.query(FieldRow) if r.proposal.key == WIDTH)
@@ -64,7 +67,7 @@ async def type_width(pilot: Pilot[int], screen: StepScreen, text: str) -> None:
 
 async def test_a_width_of_6_is_refused_on_its_row_and_blocks_next(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
-    app = demo_app(folder)
+    app = sampling_app(folder)
     async with app.run_test(size=SIZE) as pilot:
         screen = await to_lighter_samples(app, pilot)
         assert not reason(screen).display  # the proposed 768 is fine
@@ -88,7 +91,7 @@ async def test_a_width_of_6_is_refused_on_its_row_and_blocks_next(tmp_path: Path
 
 async def test_a_refused_value_on_a_row_switched_off_does_not_block(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
-    app = demo_app(folder)
+    app = sampling_app(folder)
     async with app.run_test(size=SIZE) as pilot:
         screen = await to_lighter_samples(app, pilot)
         await type_width(pilot, screen, "6")
@@ -102,7 +105,7 @@ async def test_a_refused_value_on_a_row_switched_off_does_not_block(tmp_path: Pa
 
 async def test_a_width_above_todays_asks_and_is_logged_as_an_increase(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
-    app = demo_app(folder)
+    app = sampling_app(folder)
     async with app.run_test(size=SIZE) as pilot:
         screen = await to_lighter_samples(app, pilot)
         await type_width(pilot, screen, "4096")
@@ -127,7 +130,7 @@ async def test_a_width_above_todays_asks_and_is_logged_as_an_increase(tmp_path: 
 
 async def test_a_kept_value_is_shown_again_when_the_step_is_reopened(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
-    app = demo_app(folder)
+    app = sampling_app(folder)
     async with app.run_test(size=SIZE) as pilot:
         screen = await to_lighter_samples(app, pilot)
         await type_width(pilot, screen, "4096")
@@ -147,7 +150,7 @@ async def test_a_typed_value_whose_switch_is_off_is_said_not_used(tmp_path: Path
     """Enter on a step whose row is switched off keeps the typed width out of the config,
     and says so rather than dropping it silently (issue 33)."""
     folder = demo_folder(tmp_path)
-    app = demo_app(folder)
+    app = sampling_app(folder)
     async with app.run_test(size=SIZE) as pilot:
         screen = await to_lighter_samples(app, pilot)
         await type_width(pilot, screen, "640")

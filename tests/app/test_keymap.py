@@ -18,6 +18,7 @@ from textual.dom import DOMNode
 from textual.widgets import Markdown
 
 import oom_wizard.screens
+from oom_wizard.rules.diagnosis import Answers
 from oom_wizard.screens.app import OomWizardApp
 from oom_wizard.screens.help import HelpScreen
 from oom_wizard.screens.keys import binding_ids, key_problem, key_rows, key_words
@@ -29,6 +30,8 @@ from tests.support.app_support import (
     demo_folder,
     press,
     screen_text,
+    step_app,
+    wait_for_screen,
     wait_for_state,
 )
 
@@ -161,6 +164,13 @@ def test_a_new_theme_keeps_the_keymap(own_config_home: Path) -> None:
     }
 
 
+def first_step_app(folder: Path) -> OomWizardApp:
+    """The app on the demo, opened on the first step of its walk as the moment screen leaves
+    it (``step_app``); the tests that read the notifications open on the load screen, which
+    shows none but the keymap's."""
+    return step_app(folder, Answers())
+
+
 def notifications(app: App[Any]) -> list[str]:
     return [notification.message for notification in app._notifications]
 
@@ -249,10 +259,10 @@ class NoQuitApp(OomWizardApp, inherit_bindings=False):
 async def test_the_help_table_is_the_bindings_in_force(tmp_path: Path) -> None:
     folder = demo_folder(tmp_path)
     tables: list[list[tuple[tuple[str, ...], str | None]]] = []
-    for app in (demo_app(folder), NoQuitApp(demo_app(folder).request)):
+    default = first_step_app(folder)
+    for app in (default, NoQuitApp(default.request, opened=default.opened)):
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for_state(pilot)
-            await press(pilot, "enter", "enter")
+            await wait_for_screen(pilot, "StepScreen")
             stage = app.screen
             rows = [(row.keys, row.binding_id) for row in key_rows(stage)]
             await press(pilot, "f1")
@@ -272,10 +282,9 @@ async def test_a_key_taken_from_another_binding_of_the_stage_moves(
     tmp_path: Path, own_config_home: Path
 ) -> None:
     write_settings(own_config_home, {"keymap": {"step.skip": "ctrl+s"}})
-    app = demo_app(demo_folder(tmp_path))
+    app = first_step_app(demo_folder(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for_state(pilot)
-        await press(pilot, "enter", "enter")
+        await wait_for_screen(pilot, "StepScreen")
         first = screen_text(pilot, "#step-title")
         await press(pilot, "ctrl+s")  # skips: it no longer saves now
         assert isinstance(app.screen, StepScreen)
@@ -291,10 +300,10 @@ async def test_a_question_names_its_keys_as_bound(tmp_path: Path, own_config_hom
     labels: list[tuple[str, str]] = []
     for keymap in ({}, {"leave.yes": "x", "ask.no": "n"}):
         write_settings(own_config_home, {"keymap": keymap})
-        app = demo_app(folder)
+        app = first_step_app(folder)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for_state(pilot)
-            await press(pilot, "enter", "enter", "enter", "ctrl+q")
+            await wait_for_screen(pilot, "StepScreen")
+            await press(pilot, "enter", "ctrl+q")
             assert isinstance(app.screen, LeaveScreen)
             no, yes = (app.screen.query_one(f"#{i}", Button) for i in ("no", "yes"))
             labels.append((str(no.label), str(yes.label)))

@@ -23,12 +23,14 @@ from oom_wizard.storage.changelog import ChangeLog, changelog_path_for, read_cha
 from tests.support.autopilot_support import (
     DEMO,
     FAKE,
+    FAKE_COMMAND,
     FLUX,
     SCENARIOS,
     Scenario,
     fake_runner,
     pid_alive,
     play,
+    run_here,
     wait_for,
     wait_for_bytes,
     write_config,
@@ -290,14 +292,15 @@ def test_the_command_runs_to_a_finished_config(tmp_path: Path) -> None:
     assert (tmp_path / "image-early-steps.oomfix-2.yaml").is_file()
 
 
-@pytest.mark.skipif(not WIZARD.exists(), reason="the oom-wizard script is not installed")
-def test_an_unknown_trainer_is_one_line_and_status_2(tmp_path: Path) -> None:
+def test_an_unknown_trainer_is_one_line_and_status_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = write_config(tmp_path, scenario("image-early-steps"))
-    done = subprocess.run(
-        [str(WIZARD), "run", str(config), "--", str(tmp_path / "nope"), "{config}"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
+    done = run_here(
+        monkeypatch,
+        capsys,
+        tmp_path,
+        ["run", str(config), "--", str(tmp_path / "nope"), "{config}"],
     )
     assert done.returncode == 2
     assert done.stderr.startswith("oom-wizard: error: cannot start the trainer")
@@ -324,30 +327,23 @@ def test_history_shows_the_attempts_as_a_timeline(
     assert "image-intermittent.oomfix-2.yaml · full run · finished (3000 steps)" in lines[2]
 
 
-@pytest.mark.skipif(not WIZARD.exists(), reason="the oom-wizard script is not installed")
-def test_a_stall_is_told_while_the_trainer_lives(tmp_path: Path) -> None:
-    proc, _ = start_run(
-        tmp_path,
-        {"FAKE_VRAM_GB": "48", "FAKE_STALL_AT": "5", "FAKE_STALL_S": "2.5"},
-        "--stall-minutes",
-        "0.01",
-    )
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0, err
-    assert b"[oom-wizard] \xe2\x9a\xa0 Stalled: no new step for 0 min after step 5" in out
+def test_a_stall_is_told_while_the_trainer_lives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_config(tmp_path, scenario("image-early-steps"))
+    env = {"FAKE_VRAM_GB": "48", "FAKE_STALL_AT": "5", "FAKE_STALL_S": "2.5"}
+    args = ["run", str(config), "--auto", "--stall-minutes", "0.01", "--", *FAKE_COMMAND]
+    done = run_here(monkeypatch, capsys, tmp_path, args, env)
+    assert done.returncode == 0, done.stderr
+    assert "[oom-wizard] ⚠ Stalled: no new step for 0 min after step 5" in done.stdout
 
 
-@pytest.mark.skipif(not WIZARD.exists(), reason="the oom-wizard script is not installed")
-def test_run_scale_up_from_a_finished_config(tmp_path: Path) -> None:
+def test_run_scale_up_from_a_finished_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     finished = play(tmp_path, scenario("image-early-steps")).config
-    done = subprocess.run(
-        [str(WIZARD), "run", str(finished), "--scale-up", "--auto", "--", sys.executable,
-         str(FAKE), "{config}"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={**os.environ, "FAKE_VRAM_GB": "24"},
-    )  # fmt: skip
+    args = ["run", str(finished), "--scale-up", "--auto", "--", *FAKE_COMMAND]
+    done = run_here(monkeypatch, capsys, tmp_path, args, {"FAKE_VRAM_GB": "24"})
     assert done.returncode == 0, done.stderr
     assert "Scale-up: Re-add the biggest resolution" in done.stdout
     assert "crashed at step 4 in training (early_steps)" in done.stdout
@@ -385,17 +381,12 @@ def test_a_trainer_stopped_from_outside_is_not_a_crash(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("*.oomfix*"))
 
 
-@pytest.mark.skipif(not WIZARD.exists(), reason="the oom-wizard script is not installed")
-def test_without_auto_and_no_terminal_to_ask_in_it_stops(tmp_path: Path) -> None:
+def test_without_auto_and_no_terminal_to_ask_in_it_stops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = write_config(tmp_path, scenario("image-early-steps"))
-    done = subprocess.run(
-        [str(WIZARD), "run", str(config), "--", sys.executable, str(FAKE), "{config}"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, "FAKE_VRAM_GB": "24"},
-    )
+    args = ["run", str(config), "--", *FAKE_COMMAND]  # stdin is empty, not a terminal
+    done = run_here(monkeypatch, capsys, tmp_path, args, {"FAKE_VRAM_GB": "24"})
     assert done.returncode == 2
     assert "gradient_checkpointing: false → true" in done.stdout
     # It says what happened: nobody to ask, so it stops; and how to go on.

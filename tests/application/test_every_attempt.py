@@ -11,9 +11,7 @@ crashed with; ``scale-up`` warns before it.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -33,12 +31,7 @@ from oom_wizard.request import JobRequest
 from oom_wizard.storage.changelog import changelog_path_for, read_changelog
 from oom_wizard.storage.jobdb import load_job
 from tests.support.aitk_db import add_job, make_db, stringify
-from tests.support.autopilot_support import DEMO, FAKE, FLUX
-from tests.support.tmux_support import WIZARD
-
-pytestmark = pytest.mark.skipif(
-    not WIZARD.exists(), reason="the oom-wizard script is not installed"
-)
+from tests.support.autopilot_support import DEMO, FAKE_COMMAND, FLUX, Ran, run_here
 
 #: How the four attempts end, in order.
 TIMELINE = [
@@ -58,17 +51,18 @@ ENDINGS = [
 JOB = "flux_portrait_lora"
 
 
-def run_auto(folder: Path, *target: str) -> subprocess.CompletedProcess[str]:
-    """``oom-wizard run TARGET --auto`` with the stand-in trainer on an 18 GiB card."""
-    return subprocess.run(
-        [str(WIZARD), "run", *target, "--auto", "--", sys.executable, str(FAKE), "{config}"],
-        capture_output=True,
-        text=True,
-        cwd=folder,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, "FAKE_VRAM_GB": "18"},
-        timeout=300,
-    )
+@pytest.fixture
+def run_auto(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[..., Ran]:
+    """``oom-wizard run TARGET --auto`` with the stand-in trainer on an 18 GiB card (in this
+    process, see ``run_here``; the trainer is a real child)."""
+
+    def run(folder: Path, *target: str) -> Ran:
+        args = ["run", *target, "--auto", "--", *FAKE_COMMAND]
+        return run_here(monkeypatch, capsys, folder, args, {"FAKE_VRAM_GB": "18"})
+
+    return run
 
 
 def timeline(text: str) -> list[str]:
@@ -78,7 +72,7 @@ def timeline(text: str) -> list[str]:
 
 
 def test_a_file_job_keeps_every_attempt_and_the_scale_up_knows_the_crash(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], run_auto: Callable[..., Ran]
 ) -> None:
     source = tmp_path / "portrait.yaml"
     source.write_bytes((DEMO / FLUX).read_bytes())
@@ -136,7 +130,7 @@ def test_a_file_job_keeps_every_attempt_and_the_scale_up_knows_the_crash(
 
 
 def test_a_web_ui_job_keeps_every_attempt(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], run_auto: Callable[..., Ran]
 ) -> None:
     db = make_db(tmp_path / "aitk_db.db")
     add_job(db, JOB, text=stringify(load_document(DEMO / FLUX).tree), status="error")

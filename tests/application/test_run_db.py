@@ -9,10 +9,7 @@ log, as ``apply --db --in-place`` saves it.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -25,12 +22,7 @@ from oom_wizard.storage.changelog import read_changelog
 from oom_wizard.storage.jobdb import load_job
 from tests.app.test_run_wizard import headless, save
 from tests.support.aitk_db import add_job, job_row, make_db, stringify
-from tests.support.autopilot_support import DEMO, FAKE, FLUX, fake_runner
-from tests.support.tmux_support import WIZARD
-
-pytestmark = pytest.mark.skipif(
-    not WIZARD.exists(), reason="the oom-wizard script is not installed"
-)
+from tests.support.autopilot_support import DEMO, FAKE_COMMAND, FLUX, Ran, fake_runner, run_here
 
 
 def ui_job(tmp_path: Path, status: str = "error") -> tuple[Path, str]:
@@ -41,17 +33,18 @@ def ui_job(tmp_path: Path, status: str = "error") -> tuple[Path, str]:
     return db, text
 
 
-def run(tmp_path: Path, db: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(WIZARD), "run", "--db", str(db), "--job", "flux_portrait_lora", *extra, "--auto",
-         "--", sys.executable, str(FAKE), "{config}"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, "FAKE_VRAM_GB": "24"},
-        timeout=120,
-    )  # fmt: skip
+@pytest.fixture
+def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Callable[..., Ran]:
+    """``oom-wizard run --db DB --job flux_portrait_lora ... --auto`` with the stand-in trainer
+    on a 24 GiB card (in this process, see ``run_here``; the trainer is a real child)."""
+
+    def run_job(tmp_path: Path, db: Path, *extra: str) -> Ran:
+        args = ["run", "--db", str(db), "--job", "flux_portrait_lora", *extra, "--auto", "--"]
+        return run_here(
+            monkeypatch, capsys, tmp_path, [*args, *FAKE_COMMAND], {"FAKE_VRAM_GB": "24"}
+        )
+
+    return run_job
 
 
 def train(text: str) -> dict[str, object]:
@@ -60,7 +53,9 @@ def train(text: str) -> dict[str, object]:
     return train
 
 
-def test_a_web_ui_job_is_rolled_back_in_place_until_it_fits(tmp_path: Path) -> None:
+def test_a_web_ui_job_is_rolled_back_in_place_until_it_fits(
+    tmp_path: Path, run: Callable[..., Ran]
+) -> None:
     db, original = ui_job(tmp_path)
 
     done = run(tmp_path, db)
@@ -87,7 +82,7 @@ def test_a_web_ui_job_is_rolled_back_in_place_until_it_fits(tmp_path: Path) -> N
     assert train(ran[2].read_text(encoding="utf-8")) == now
 
 
-def test_a_job_the_ui_is_running_is_not_written(tmp_path: Path) -> None:
+def test_a_job_the_ui_is_running_is_not_written(tmp_path: Path, run: Callable[..., Ran]) -> None:
     db, original = ui_job(tmp_path, status="running")
 
     done = run(tmp_path, db)
@@ -101,15 +96,14 @@ def test_a_job_the_ui_is_running_is_not_written(tmp_path: Path) -> None:
     assert not (tmp_path / "oom-wizard").exists()  # nothing written
 
 
-def test_run_with_db_and_a_config_is_refused(tmp_path: Path) -> None:
+def test_run_with_db_and_a_config_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     db, _ = ui_job(tmp_path)
     config = tmp_path / "x.yaml"
     config.write_text((DEMO / FLUX).read_text(encoding="utf-8"), encoding="utf-8")
-    done = subprocess.run(
-        [str(WIZARD), "run", str(config), "--db", str(db), "--job", "flux_portrait_lora",
-         "--", sys.executable, str(FAKE), "{config}"],
-        capture_output=True, text=True, cwd=tmp_path, stdin=subprocess.DEVNULL, timeout=60,
-    )  # fmt: skip
+    args = ["run", str(config), "--db", str(db), "--job", "flux_portrait_lora", "--"]
+    done = run_here(monkeypatch, capsys, tmp_path, [*args, *FAKE_COMMAND])
     assert done.returncode == 2
     assert "either a config file or --db" in done.stderr
 

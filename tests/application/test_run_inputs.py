@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from oom_wizard.cli import main
-from tests.support.tmux_support import WIZARD
+from tests.support.autopilot_support import run_here
 
-needs_wizard = pytest.mark.skipif(
-    not WIZARD.exists(), reason="the oom-wizard script is not installed"
-)
 CONFIG = """\
 job: extension
 config:
@@ -28,20 +23,9 @@ config:
 TRAINER = [sys.executable, "-c", "print('trained nothing')"]
 
 
-def run_cli(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(WIZARD), "run", *args],
-        capture_output=True,
-        text=True,
-        cwd=folder,
-        env=os.environ.copy(),
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-    )
-
-
-@needs_wizard
-def test_run_takes_the_edited_ok_its_refusal_asks_for(tmp_path: Path) -> None:
+def test_run_takes_the_edited_ok_its_refusal_asks_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     source = tmp_path / "job.yaml"
     source.write_text(CONFIG, encoding="utf-8")
     assert main(["set", str(source), "config.process[0].train.batch_size=1", "-o",
@@ -50,13 +34,15 @@ def test_run_takes_the_edited_ok_its_refusal_asks_for(tmp_path: Path) -> None:
     fixed.write_text(fixed.read_text(encoding="utf-8") + "# my own note\n", encoding="utf-8")
     before = sorted(p.name for p in tmp_path.iterdir())
 
-    refused = run_cli(tmp_path, str(fixed), "--auto", "--", *TRAINER)
+    refused = run_here(monkeypatch, capsys, tmp_path, ["run", str(fixed), "--auto", "--", *TRAINER])
 
     assert refused.returncode == 2
     assert refused.stderr.count("\n") == 1 and "pass --edited-ok" in refused.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # refused before it started
 
-    taken = run_cli(tmp_path, str(fixed), "--auto", "--edited-ok", "--", *TRAINER)
+    taken = run_here(
+        monkeypatch, capsys, tmp_path, ["run", str(fixed), "--auto", "--edited-ok", "--", *TRAINER]
+    )
 
     assert "unrecognized arguments" not in taken.stderr, taken.stderr
     assert "Attempt 1: full run of" in taken.stdout and "trained nothing" in taken.stdout

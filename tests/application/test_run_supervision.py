@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,9 +25,11 @@ from tests.support.autopilot_support import (
     FAKE,
     FAKE_COMMAND,
     SCENARIOS,
+    Ran,
     Scenario,
     fake_runner,
     pid_alive,
+    run_here,
     wait_for,
     wait_for_bytes,
     write_config,
@@ -42,25 +45,33 @@ SHORT = dataclasses.replace(EARLY, edits={**EARLY.edits, "process.0.train.steps"
 """The early-steps job at a fifth of its steps: a run that fits ends in about a second."""
 
 
+@pytest.fixture
 def run_cli(
-    tmp_path: Path, config: Path, trainer: list[str], *extra: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(WIZARD), "run", str(config), *extra, "--", *trainer],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={**os.environ, **(env or {})},
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-    )
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[..., Ran]:
+    """``oom-wizard run`` in this process (see ``run_here``); the signal tests below start
+    the script itself."""
+
+    def run(
+        tmp_path: Path,
+        config: Path,
+        trainer: list[str],
+        *extra: str,
+        env: dict[str, str] | None = None,
+    ) -> Ran:
+        return run_here(
+            monkeypatch, capsys, tmp_path, ["run", str(config), *extra, "--", *trainer], env
+        )
+
+    return run
 
 
 # --- D3: a clean exit without a training step is not a fit -----------------------------------
 
 
-@needs_wizard
-def test_a_trainer_that_exits_0_without_a_step_is_not_a_finished_run(tmp_path: Path) -> None:
+def test_a_trainer_that_exits_0_without_a_step_is_not_a_finished_run(
+    tmp_path: Path, run_cli: Callable[..., Ran]
+) -> None:
     config = write_config(tmp_path, EARLY)
     done = run_cli(tmp_path, config, [sys.executable, "-c", "print('all good')"], "--auto")
 
@@ -73,9 +84,8 @@ def test_a_trainer_that_exits_0_without_a_step_is_not_a_finished_run(tmp_path: P
 # --- item 11: an unexplained exit is not a loading OOM ----------------------------------------
 
 
-@needs_wizard
 def test_an_exit_with_no_sign_of_memory_changes_nothing_and_shows_the_log_tail(
-    tmp_path: Path,
+    tmp_path: Path, run_cli: Callable[..., Ran]
 ) -> None:
     config = write_config(tmp_path, EARLY)
     before = sorted(p.name for p in tmp_path.iterdir())
@@ -99,7 +109,6 @@ def test_an_exit_with_no_sign_of_memory_changes_nothing_and_shows_the_log_tail(
 HOST_KILL = next(s for s in SCENARIOS if s.name == "video-host-oom-kill")
 
 
-@needs_wizard
 @pytest.mark.parametrize(
     ("scenario", "env", "verdict"),
     [
@@ -111,7 +120,11 @@ HOST_KILL = next(s for s in SCENARIOS if s.name == "video-host-oom-kill")
     ids=["cudnn-attention", "cublas", "illegal-access", "host-ram-kill"],
 )
 def test_run_auto_stops_on_a_failure_that_is_not_memory_with_its_verdict(
-    tmp_path: Path, scenario: Scenario, env: dict[str, str], verdict: str
+    tmp_path: Path,
+    run_cli: Callable[..., Ran],
+    scenario: Scenario,
+    env: dict[str, str],
+    verdict: str,
 ) -> None:
     """One launch, the verdict and what to try shown, nothing saved, exit status 2."""
     config = write_config(tmp_path, scenario)
@@ -132,8 +145,9 @@ def test_run_auto_stops_on_a_failure_that_is_not_memory_with_its_verdict(
 BASELINE = next(s for s in SCENARIOS if s.name == "image-loading-baseline-sample")
 
 
-@needs_wizard
-def test_run_auto_rolls_a_capped_process_back_against_its_allowance(tmp_path: Path) -> None:
+def test_run_auto_rolls_a_capped_process_back_against_its_allowance(
+    tmp_path: Path, run_cli: Callable[..., Ran]
+) -> None:
     """A process capped at 16 GiB of an 80 GiB card ran out of its allowance in the baseline
     sample: a config OOM, rolled back as on a 16 GiB card, never 'the card was not full'."""
     config = write_config(tmp_path, BASELINE)
@@ -149,8 +163,9 @@ def test_run_auto_rolls_a_capped_process_back_against_its_allowance(tmp_path: Pa
 # --- E2: a config that does not parse is refused before the trainer starts -------------------
 
 
-@needs_wizard
-def test_a_config_that_does_not_parse_is_refused_before_anything_starts(tmp_path: Path) -> None:
+def test_a_config_that_does_not_parse_is_refused_before_anything_starts(
+    tmp_path: Path, run_cli: Callable[..., Ran]
+) -> None:
     config = tmp_path / "broken.yaml"
     config.write_text("job: extension\nconfig:\n  name: [unclosed\n", encoding="utf-8")
     marker = tmp_path / "started"

@@ -15,6 +15,7 @@ from textual.worker import WorkerFailed
 from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB, DemoJob, copy_demo
 from oom_wizard.application.settling import start
 from oom_wizard.request import JobRequest
+from oom_wizard.rules.diagnosis import Answers
 from oom_wizard.screens.app import OomWizardApp, create_app
 from tests.support.aitk_db import CREATED_MS, add_job, make_db, ui_job_config
 from tests.support.plan_support import cli
@@ -51,6 +52,15 @@ def review_app(request: JobRequest) -> OomWizardApp:
     comes after the save, which need not walk the moment and every step to get there (the
     walk has tests of its own: ``test_app_flows.py``, the parity tests)."""
     return create_app(opened=start(request), first="review")
+
+
+def step_app(folder: Path, answers: Answers, job: DemoJob = IMAGE_JOB) -> OomWizardApp:
+    """The app on one demo job of ``folder``, opened on the first step of the walk for
+    ``answers`` as the moment screen leaves it (``create_app(opened=start(...))``, as ``run``
+    and ``watch`` open it): for a test about a step, which need not walk the load and moment
+    screens (the walk to it has tests of its own: ``test_app_flows.py``, the parity tests)."""
+    request = JobRequest(folder / job.config, log=folder / job.log, probe=False)
+    return create_app(opened=start(request, answers))
 
 
 def demo_app(folder: Path, job: DemoJob = IMAGE_JOB, *, log: Path | None = None) -> OomWizardApp:

@@ -9,6 +9,7 @@ runs ``oom_wizard.application.autopilot`` on it with real child processes of
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import sys
 import time
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from oom_wizard.application.autopilot import Outcome, Settings, autopilot
@@ -25,6 +27,7 @@ from oom_wizard.application.trainer import (
     run_trainer,
     trainer_argv,
 )
+from oom_wizard.cli import main
 
 FAKE = Path(__file__).with_name("fake_trainer.py")
 DEMO = Path(__file__).resolve().parents[2] / "presets" / "demo"
@@ -244,3 +247,33 @@ def tagged(tag: str) -> list[int]:
             continue  # run itself (killed) or its watchdog: not a trainer process
         found.append(int(entry.name))
     return found
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What ``oom-wizard`` returned and printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_here(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    folder: Path,
+    args: list[str],
+    env: Mapping[str, str] | None = None,
+) -> Ran:
+    """``oom-wizard ARGS`` in this process: ``oom_wizard.cli.main``, which the script returns
+    from, run in ``folder`` with ``env`` added and an empty stdin (no terminal to ask in).
+    A trainer it starts is still a real child. For what only the real process shows (its
+    signals, its end by a kill), start the script itself."""
+    monkeypatch.chdir(folder)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    for name, value in (env or {}).items():
+        monkeypatch.setenv(name, value)
+    capsys.readouterr()
+    status = main(args)
+    out, err = capsys.readouterr()
+    return Ran(status, out, err)

@@ -17,12 +17,14 @@ import yaml
 from oom_wizard.rules.catalog import Presets, load_presets
 from oom_wizard.rules.memory import Band, JobMemory, job_memory
 from oom_wizard.rules.shape import arch_facts
+from tests.support import corpus
 from tests.support.plan_support import document
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "measured_peaks.yaml"
 GPU_FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "gpu_peaks.yaml"
 """The H200 rows of ``../shared/gpu-measurements.md``, as AI Toolkit jobs."""
-EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "aitk-examples"
+EXAMPLES: Path | None = corpus.EXAMPLES
+"""AI Toolkit's example configs (``../shared/aitk-examples``, or under ``OOM_WIZARD_SHARED``)."""
 TOLERANCE = 0.15
 """A point agrees when it lies within its band widened by this share on each side."""
 
