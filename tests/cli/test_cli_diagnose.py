@@ -211,8 +211,14 @@ def test_a_log_found_that_names_another_job_is_not_diagnosed(tmp_path: Path, whe
         "'their_lora', and this job is 'my_lora'): not read; pass this job's log with --log" in note
         for note in data["notes"]
     )
-    # Given with --log, it is the user's choice, and read.
-    assert run_json(str(config), "--log", str(log), "--no-probe")["log"] == str(log)
+    # Given with --log, it is the user's choice: read, and the note says whose it looks like.
+    given = run_json(str(config), "--log", str(log), "--no-probe")
+    assert given["log"] == str(log)
+    assert any(
+        f"{log.name} looks like the log of job 'their_lora' (its job banner names job "
+        "'their_lora', and this job is 'my_lora'): read as you asked; is it this job's log?" in note
+        for note in given["notes"]
+    )
 
 
 def test_a_job_of_the_ui_database_is_diagnosed_from_its_folder(tmp_path: Path) -> None:

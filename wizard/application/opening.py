@@ -198,10 +198,12 @@ def _chosen_log(
 ) -> tuple[Path | None, str | None, LogScan | None]:
     """The log given by the user (it wins), else the job folder's, else the one beside a
     config file that the result screen told the user to write (``NAME.log.txt``); its note
-    and its scan. A log found (not given) that names another job is not read: the note says
-    whose it looks like (:meth:`~oom_wizard.storage.jobdir.JobIdentity.refusal`)."""
+    and its scan. A log found (not given) that names another job is not read; a log given that
+    does is read, as asked. Either way the note says whose it looks like
+    (:meth:`~oom_wizard.storage.jobdir.JobIdentity.refusal`, ``warning``)."""
     if log is not None:
-        return log, None, scan_log(log)
+        given = scan_log(log)
+        return log, identity.warning(log.name, given), given
     if located.log is None and not located.ui_job:
         beside = run_log_for(located.config)  # the log the result screen said to write
         if beside.is_file():

@@ -101,13 +101,21 @@ class JobIdentity:
     def refusal(self, log: str, scan: LogScan) -> str | None:
         """The note for a log found beside the job that is another job's: it is not read
         (None: it may be read)."""
+        looks = self._looks_like(log, scan)
+        return None if looks is None else f"{looks}: not read; pass this job's log with --log"
+
+    def warning(self, log: str, scan: LogScan) -> str | None:
+        """The note for a log the user gave (``--log``) that is another job's: it is read, as
+        asked, and the note says whose it looks like (None: nothing to say)."""
+        looks = self._looks_like(log, scan)
+        return None if looks is None else f"{looks}: read as you asked; is it this job's log?"
+
+    def _looks_like(self, log: str, scan: LogScan) -> str | None:
         why = self.other_job(scan)
         if why is None:
             return None
         whose = f"job '{scan.job_name}'" if scan.job_name is not None else "another job"
-        return (
-            f"{log} looks like the log of {whose} ({why}): not read; pass this job's log with --log"
-        )
+        return f"{log} looks like the log of {whose} ({why})"
 
 
 def locate_job(path: Path, job: JobIdentity | None = None) -> JobLocation:
