@@ -308,9 +308,9 @@ def _let_others_run() -> None:
 
 
 def row_text(row: JobRow) -> str:
-    """``UI job: running · step 250 · Training``."""
+    """``UI job: running · step 250 · Training``; after an error, ``last saved at step 250``."""
     info = row.info.strip().splitlines()[0] if row.info.strip() else ""
-    return f"UI job: {row.status} · step {row.step}" + (f" · {info}" if info else "")
+    return f"UI job: {row.status} · {row.step_words}" + (f" · {info}" if info else "")
 
 
 def progress_text(status: LiveStatus) -> str:

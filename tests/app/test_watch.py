@@ -21,7 +21,7 @@ from oom_wizard.application.follow import (
 )
 from oom_wizard.screens.app import create_app
 from oom_wizard.screens.step import StepScreen
-from oom_wizard.screens.watch import WatchApp
+from oom_wizard.screens.watch import WatchApp, row_text
 from tests.domain.logs.test_follow import fake_log
 from tests.support.aitk_db import add_job, all_rows, make_db, stringify
 from tests.support.app_support import wait_for_screen
@@ -166,6 +166,15 @@ def test_watch_in_tmux_beside_the_fake_trainer(tmp_path: Path) -> None:
         finally:
             if trainer is not None and trainer.poll() is None:
                 trainer.kill()
+
+
+def test_a_failed_rows_step_is_the_last_save_not_the_step_that_failed() -> None:
+    """After an exception AI Toolkit's trainer writes the last save's step into the row
+    (`DiffusionTrainer.py`: `step=last_save_step`): the row says so, beside the log's own step."""
+    assert row_text(JobRow("error", 250, "CUDA out of memory")) == (
+        "UI job: error · last saved at step 250 · CUDA out of memory"
+    )
+    assert row_text(JobRow("running", 312, "Training")) == "UI job: running · step 312 · Training"
 
 
 async def test_a_web_ui_job_shows_its_row_and_is_read_without_blocking(tmp_path: Path) -> None:

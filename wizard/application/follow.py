@@ -77,6 +77,14 @@ class JobRow:
     step: int
     info: str
 
+    @property
+    def step_words(self) -> str:
+        """The row's step as the user reads it: after an error AI Toolkit puts the last save's
+        step there (``DiffusionTrainer.py``: ``step=last_save_step``), not the step that failed."""
+        if self.status == "error":
+            return f"last saved at step {self.step}"
+        return f"step {self.step}"
+
 
 ROW_BUSY_S: Final = 0.2
 """Seconds a read of the UI's database may wait for a lock before it is skipped."""
