@@ -14,7 +14,7 @@ from oom_wizard.errors import WizardError
 from oom_wizard.logs.tail import STALL_S, LiveJob
 from oom_wizard.rules.limits import check_document
 from oom_wizard.storage.jobdb import find_db, job_document, load_job, training_roots
-from oom_wizard.storage.jobdir import CLI_CONFIG, LOG_FILE, UI_CONFIG, load_config, locate_job
+from oom_wizard.storage.jobdir import CLI_CONFIG, LOG_FILE, UI_CONFIG, config_of, load_config
 
 
 def follow_log(
@@ -117,7 +117,7 @@ def watch_target(target: Path | None, log: Path | None) -> WatchTarget:
             raise WizardError("give the job's config, its output folder, or --log LOG")
         return WatchTarget(log, None, log.parent.name)
     if target.is_dir():
-        config = locate_job(target).config
+        config, _ = config_of(target)
         return WatchTarget(log or target / LOG_FILE, config, target.name)
     if not target.is_file():
         raise WizardError("no such file or folder", file=target)

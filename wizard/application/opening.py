@@ -30,7 +30,7 @@ from oom_wizard.storage.jobdb import (
     load_job,
     locate_job_log,
 )
-from oom_wizard.storage.jobdir import JobIdentity, locate_job, run_log_for
+from oom_wizard.storage.jobdir import JobIdentity, config_of, logs_of, run_log_for
 from oom_wizard.storage.leftovers import SETTLE_WAIT_S
 
 if TYPE_CHECKING:
@@ -112,15 +112,17 @@ def open_job(request: JobRequest) -> OpenedJob:
         located = locate_job_log(job, document.tree)
         db_job: DbJob | None = job
     elif request.target is not None:
-        located = locate_job(request.target)
-        changelog_file = request.changelog or changelog_path_for(located.config)
+        config, folder = config_of(request.target)
+        changelog_file = request.changelog or changelog_path_for(config)
         # A save killed in either folder is finished or undone first: from here on the job is
         # only read, and reads the old pair or the new one.
-        recover_beside(located.config, changelog_file)
-        document = load_document(located.config)
+        recover_beside(config, changelog_file)
+        document = load_document(config)
+        # The folder's logs are read once the job is known (its own only), and not for --log.
+        located = logs_of(config, folder if request.log is None else None, _identity(document))
         belonging = changelog_for(
-            located.config,
-            _bytes_of(located.config),
+            config,
+            _bytes_of(config),
             changelog_file,
             given=request.changelog is not None,
         )
@@ -134,10 +136,7 @@ def open_job(request: JobRequest) -> OpenedJob:
         check_changelog(belonging.log, belonging.path)
     changelog = belonging.log if belonging is not None else None
     changelog_path = belonging.path if belonging is not None else None
-    identity = _identity(document, db_job)
-    if request.target is not None and request.db is None and _another_jobs(located, identity):
-        located = locate_job(request.target, identity)  # the folder's logs, this job's only
-    log_path, note, scan = _chosen_log(located, request.log, identity)
+    log_path, note, scan = _chosen_log(located, request.log, _identity(document, db_job))
     probe, probe_note = _probe() if request.probe else (None, None)
     log_diagnosis = diagnose(scan, document.view(), answers=None, probe=probe, changelog=changelog)
     return OpenedJob(
@@ -179,18 +178,12 @@ def _bytes_of(path: Path) -> bytes:
         return b""
 
 
-def _identity(document: JobDocument, db_job: DbJob | None) -> JobIdentity:
+def _identity(document: JobDocument, db_job: DbJob | None = None) -> JobIdentity:
     """The job as its log would name it: ``config.name``, and a web-UI job's id."""
     if db_job is not None:
         return JobIdentity(db_job.name, db_job.id)
     name = document.get(("config", "name"))
     return JobIdentity(name if isinstance(name, str) and name.strip() else None)
-
-
-def _another_jobs(located: JobLocation, identity: JobIdentity) -> bool:
-    """Whether the log a job folder's reading took, knowing no job, names another job."""
-    scan = located.log_scan
-    return scan is not None and identity.other_job(scan) is not None
 
 
 def _chosen_log(

@@ -119,25 +119,47 @@ class JobIdentity:
 
 
 def locate_job(path: Path, job: JobIdentity | None = None) -> JobLocation:
-    """The config and log for a config file or a job folder.
-
-    A config file named like the toolkit's own (``.job_config.json``, ``config.yaml``) in a
-    folder that has logs is treated as that job folder's config; any other file has no log
-    (pass one with ``--log``). A log that names another job than ``job`` is passed over
-    (:func:`choose_log`).
+    """The config and log for a config file or a job folder (:func:`config_of`, then
+    :func:`logs_of`).
 
     Raises:
         ConfigError: the path does not exist, or is a folder without a config.
         LogError: a log in the folder cannot be read.
     """
+    config, folder = config_of(path)
+    return logs_of(config, folder, job)
+
+
+def config_of(path: Path) -> tuple[Path, Path | None]:
+    """The config a path names, and the job folder whose logs go with it (None: a config file
+    of its own, with no log: pass one with ``--log``). A config file named like the
+    toolkit's own (``.job_config.json``, ``config.yaml``) in a folder that has logs is that
+    job folder's config. No log is read.
+
+    Raises:
+        ConfigError: the path does not exist, or is a folder without a config.
+    """
     if not path.exists():
         raise ConfigError("no such file or folder", file=path)
     if path.is_dir():
-        config = _folder_config(path)
-        return _with_log(config, path, job)
+        return _folder_config(path), path
     if path.name in (UI_CONFIG, CLI_CONFIG) and _logs_in(path.parent):
-        return _with_log(path, path.parent, job)
-    return JobLocation(config=path, log=None, log_note=None, ui_job=path.name == UI_CONFIG)
+        return path, path.parent
+    return path, None
+
+
+def logs_of(config: Path, folder: Path | None, job: JobIdentity | None = None) -> JobLocation:
+    """The config with the log its job folder holds (none without a folder). A log that
+    names another job than ``job`` is passed over (:func:`choose_log`).
+
+    Raises:
+        LogError: a log in the folder cannot be read.
+    """
+    ui_job = config.name == UI_CONFIG
+    if folder is None:
+        return JobLocation(config=config, log=None, log_note=None, ui_job=ui_job)
+    log, note, scan = choose_log(folder, job)
+    return JobLocation(config, log, note, ui_job, scan, folder)
 
 
 def _folder_config(folder: Path) -> Path:
@@ -147,11 +169,6 @@ def _folder_config(folder: Path) -> Path:
     raise ConfigError(
         f"no {UI_CONFIG} or {CLI_CONFIG} in this folder; pass the config file", file=folder
     )
-
-
-def _with_log(config: Path, folder: Path, job: JobIdentity | None) -> JobLocation:
-    log, note, scan = choose_log(folder, job)
-    return JobLocation(config, log, note, config.name == UI_CONFIG, scan, folder)
 
 
 def _logs_in(folder: Path) -> list[Path]:
