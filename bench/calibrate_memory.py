@@ -1073,6 +1073,22 @@ _LTX_NOTE = (
     "VAE 32x32 spatial, 8x temporal, patch 1: a 768x512 121-frame clip is 16 x 24 x 16 = "
     "6,144 video tokens; the audio stream's tokens are a constant beside them"
 )
+#: SD3 Medium's transformer (stabilityai/stable-diffusion-3-medium-diffusers); the SD3.5 sizes
+#: differ from it in the keys their entries set.
+SD3_MEDIUM: dict[str, Any] = {
+    "num_layers": 24,
+    "attention_head_dim": 64,
+    "num_attention_heads": 24,
+    "joint_attention_dim": 4096,
+    "caption_projection_dim": 1536,
+    "pooled_projection_dim": 2048,
+    "pos_embed_max_size": 192,
+    "in_channels": 16,
+    "out_channels": 16,
+    "patch_size": 2,
+    "sample_size": 128,
+}
+
 _FAMILIES += (
     Family(
         id="ltx2",
@@ -1182,19 +1198,7 @@ _FAMILIES += (
         transformer=Module(
             "diffusers",
             "SD3Transformer2DModel",
-            {
-                "num_layers": 24,
-                "attention_head_dim": 64,
-                "num_attention_heads": 24,
-                "joint_attention_dim": 4096,
-                "caption_projection_dim": 1536,
-                "pooled_projection_dim": 2048,
-                "pos_embed_max_size": 192,
-                "in_channels": 16,
-                "out_channels": 16,
-                "patch_size": 2,
-                "sample_size": 128,
-            },
+            SD3_MEDIUM,
             "SD3-medium transformer",
             "stabilityai/stable-diffusion-3-medium-diffusers transformer config",
         ),
@@ -1212,17 +1216,10 @@ _FAMILIES += (
             "diffusers",
             "SD3Transformer2DModel",
             {
+                **SD3_MEDIUM,
                 "num_layers": 38,
-                "attention_head_dim": 64,
                 "num_attention_heads": 38,
-                "joint_attention_dim": 4096,
                 "caption_projection_dim": 2432,
-                "pooled_projection_dim": 2048,
-                "pos_embed_max_size": 192,
-                "in_channels": 16,
-                "out_channels": 16,
-                "patch_size": 2,
-                "sample_size": 128,
                 "qk_norm": "rms_norm",
             },
             "SD3.5-large transformer",
@@ -1242,18 +1239,9 @@ _FAMILIES += (
             "diffusers",
             "SD3Transformer2DModel",
             {
-                "num_layers": 24,
-                "attention_head_dim": 64,
-                "num_attention_heads": 24,
-                "joint_attention_dim": 4096,
-                "caption_projection_dim": 1536,
-                "pooled_projection_dim": 2048,
+                **SD3_MEDIUM,
                 "pos_embed_max_size": 384,
                 "dual_attention_layers": tuple(range(13)),
-                "in_channels": 16,
-                "out_channels": 16,
-                "patch_size": 2,
-                "sample_size": 128,
                 "qk_norm": "rms_norm",
             },
             "SD3.5-medium transformer",
