@@ -9,7 +9,7 @@ from textual import on, work
 from textual.content import Content
 from textual.widgets import Input, OptionList, Static
 
-from oom_wizard.application.scale_up import pending_scale_ups
+from oom_wizard.application.scale_up import offered_after_save
 from oom_wizard.errors import WizardError
 from oom_wizard.screens.base import Back, Finished, StageScreen
 from oom_wizard.screens.destination import DestinationPicker
@@ -82,7 +82,7 @@ class SavingStage(StageScreen[Finished | Back]):
         except WizardError as exc:
             self.post_message(SaveFailed(exc.one_line("app")))
             return
-        self.post_message(ConfigSaved(result, pending_scale_ups(result, ready)))
+        self.post_message(ConfigSaved(result, offered_after_save(result, ready)))
 
     @on(ConfigSaved)
     def _saved(self, event: ConfigSaved) -> None:

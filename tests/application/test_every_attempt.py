@@ -20,8 +20,8 @@ from oom_wizard.application.history import next_scale_ups, read_history
 from oom_wizard.application.saving import SaveResult, ToFile
 from oom_wizard.application.scale_up import (
     next_scale_up,
+    offered_after_save,
     open_for_scale_up,
-    pending_scale_ups,
     prepare_scale_up,
     save_scale_up,
 )
@@ -112,7 +112,7 @@ def test_a_file_job_keeps_every_attempt_and_the_scale_up_knows_the_crash(
     ready = prepare_scale_up(state, readd)
     saved = save_scale_up(state, readd, ToFile(tmp_path / "app-side.yaml"), ready=ready)
     assert isinstance(saved, SaveResult)  # a file destination writes a file
-    offered = pending_scale_ups(saved, ready)
+    offered = offered_after_save(saved, ready)
     assert offered == next_scale_ups(read_history(str(saved.config)))
     assert offered.ahead == ()
     assert offered.stopped is not None

@@ -135,7 +135,7 @@ def test_the_change_log_is_read_once_for_an_open_a_save_and_its_result(
     the change log once: the save hands back the log it wrote. ``apply`` reads it once."""
     from oom_wizard.application.choosing import prepared
     from oom_wizard.application.saving import ToFile, save
-    from oom_wizard.application.scale_up import pending_scale_ups
+    from oom_wizard.application.scale_up import offered_after_save
     from oom_wizard.application.settling import start as open_state
     from oom_wizard.request import JobRequest
     from tests.support.scale_up_parity import ScaleUpCase, rolled_back
@@ -145,7 +145,7 @@ def test_the_change_log_is_read_once_for_an_open_a_save_and_its_result(
     state = open_state(JobRequest(ours, probe=False))
     ready = prepared(state, None)
     saved = save(state, None, ToFile(), ready=ready)
-    pending_scale_ups(saved, ready)
+    offered_after_save(saved, ready)
     assert len(reads) == 1, reads
 
     again = rolled_back(tmp_path / "cli", ScaleUpCase(IMAGE_JOB, None))

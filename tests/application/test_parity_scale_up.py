@@ -19,7 +19,7 @@ from oom_wizard.application.choosing import review
 from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB, DemoJob, copy_demo
 from oom_wizard.application.history import next_scale_ups, read_history
 from oom_wizard.application.saving import SaveResult, ToFile, save
-from oom_wizard.application.scale_up import pending_scale_ups
+from oom_wizard.application.scale_up import offered_after_save
 from oom_wizard.application.settling import start
 from oom_wizard.cli import main
 from oom_wizard.request import JobRequest
@@ -67,7 +67,7 @@ def test_the_app_offers_back_in_the_order_scale_up_gives_them(
     validation: bool | None,
 ) -> None:
     """The app saves the safe fix and lists what the scale-up gives back
-    (:func:`~oom_wizard.application.scale_up.pending_scale_ups`, its result screen's list);
+    (:func:`~oom_wizard.application.scale_up.offered_after_save`, its result screen's list);
     ``history`` lists the same, and ``scale-up --yes`` run again and again gives exactly
     those settings back, in that order: one order, owned by
     :func:`~oom_wizard.application.history.offered_scale_ups`."""
@@ -77,7 +77,7 @@ def test_the_app_offers_back_in_the_order_scale_up_gives_them(
     shown = review(state, "safe", validation=validation)
     saved = save(state, shown.choices, ToFile(), ready=shown.ready)
     assert isinstance(saved, SaveResult)  # a file destination writes a file
-    offered = pending_scale_ups(saved, shown.ready)
+    offered = offered_after_save(saved, shown.ready)
     assert len(offered.ahead) >= 2 and offered.stopped is None
     history = read_history(str(saved.config))
     assert next_scale_ups(history) == offered

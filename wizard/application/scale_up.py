@@ -146,7 +146,7 @@ def nothing_left(state: WizardState) -> tuple[str, ...]:
     return nothing_left_text(state.document, state.changelog)
 
 
-def pending_scale_ups(saved: Saved, ready: Prepared) -> NextScaleUps:
+def offered_after_save(saved: Saved, ready: Prepared) -> NextScaleUps:
     """The settings offered back after a config just saved, in the scale-up's order: the
     list ``history`` prints (:func:`~oom_wizard.application.history.offered_scale_ups`).
 
