@@ -315,11 +315,14 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
             )
             return
         self.query_one("#memory", MemoryBar).show(memory_peak(state, upto))
-        text = f"Activations against today's (≈): training {figure.train_pct:.0f}%"
-        if figure.sample_pct is not None:
-            text += f" · samples {figure.sample_pct:.0f}%"
+        text = ""
+        if figure.not_estimated is None:
+            text = f"Activations against today's (≈): training {figure.train_pct:.0f}%"
+            if figure.sample_pct is not None:
+                text += f" · samples {figure.sample_pct:.0f}%"
+            text += "\n"
         self.query_one("#estimate", Static).update(
-            Content.assemble(text, ("\n" + figure.note if figure.note else "", "$text-muted"))
+            Content.assemble(text, (figure.note, "$text-muted"))
         )
         self.query_one("#step-diff", DiffView).show(ready)
 

@@ -316,8 +316,44 @@ def test_a_job_type_the_model_does_not_cover_gets_no_verdict(tmp_path: Path) -> 
     config.write_text(text.replace("type: 'sd_trainer'", "type: 'textual_inversion_trainer'"))
     found = fit_json(config, "--gpu", "24")
     assert found["verdict"] == "not_estimated" and "job type" in found["not_estimated"]
+    assert set(found["phases"].values()) == {None} and found["parts_gib"] is None
     status, out, _err = cli("fit", config, "--gpu", "24", "--no-probe")
     assert status == 0 and "not estimated: this job type" in out and "apply" not in out
+
+
+@pytest.mark.parametrize(
+    ("arch", "why"),
+    [
+        ("textual_inversion_trainer", "this job type (textual_inversion_trainer)"),
+        ("ming_image", "the parameter counts of Ming-Image (model.arch ming_image)"),
+    ],
+)
+def test_a_job_without_figures_gets_no_gib_anywhere(tmp_path: Path, arch: str, why: str) -> None:
+    """The plan still offers its steps by which way they move the peak, but no GiB: not in
+    ``plan``, ``plan --json``, ``apply`` nor the change log, as ``fit`` says."""
+    config = tmp_path / "job.yaml"
+    text = (DEMO / "flux_portrait_lora.yaml").read_text(encoding="utf-8")
+    if arch == "textual_inversion_trainer":
+        text = text.replace("type: 'sd_trainer'", "type: 'textual_inversion_trainer'")
+    else:
+        text = text.replace('arch: "flux"', f'arch: "{arch}"')
+    config.write_text(text, encoding="utf-8")
+    log = ("--log", DEMO / "flux_portrait_lora.log")
+    status, out, err = cli("plan", config, *log, "--no-probe")
+    assert status == 0, err
+    assert f"with the default steps: memory not estimated: {why}" in out
+    assert "GiB (" not in out and "% of today's" not in out
+    assert "Fixes: only the safe set (no GiB to weigh a smaller one against" in out
+    status, out, err = cli("plan", config, *log, "--no-probe", "--json")
+    assert status == 0, err
+    estimate = json.loads(out)["estimate"]
+    assert why in estimate["not_estimated"] and "gib" not in estimate
+    assert estimate["lowers_peak"] is True
+    status, out, err = cli("apply", config, *log, "--no-probe")
+    assert status == 0, err
+    assert "Estimate: memory not estimated" in out
+    saved = json.loads((tmp_path / "job.oomfix.changelog.json").read_text(encoding="utf-8"))
+    assert why in saved["runs"][-1]["memory"]["not_estimated"]
 
 
 def test_the_parts_are_named_for_what_they_are(demo: Path) -> None:

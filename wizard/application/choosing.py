@@ -121,6 +121,19 @@ def fix_steps_words(state: WizardState, fix: FixName) -> str:
     return ", ".join(steps) if steps else "no step"
 
 
+def _unsized_because(plan: Plan) -> str:
+    """Why the plan offers the safe set alone, without weighing a smaller fix."""
+    today = plan.estimate.gib[0] if plan.estimate is not None else None
+    if today is not None and today.not_estimated is not None:
+        return f"no GiB to weigh a smaller one against; {today.not_estimated}"
+    if plan.exhausted:
+        return "nothing left on the ladder lowers the peak it ran into"
+    return (
+        "no card size is known to weigh a smaller one against: no OOM message with the card's "
+        "capacity, no nvidia-smi"
+    )
+
+
 def fix_summary(state: WizardState) -> tuple[str, ...]:
     """The fixes in a few lines, for ``plan``, ``apply`` and the app: how they were sized
     (the deficit, where it comes from, the margin), then one line per fix, the default first."""
@@ -131,10 +144,7 @@ def fix_summary(state: WizardState) -> tuple[str, ...]:
     lines: list[str] = []
     sizing = plan.sizing
     if sizing is None:
-        lines.append(
-            "Fixes: only the safe set (no card size is known to weigh a smaller one against: "
-            "no OOM message with the card's capacity, no nvidia-smi)."
-        )
+        lines.append(f"Fixes: only the safe set ({_unsized_because(plan)}).")
     else:
         if sizing.calibrated:
             need = f"it needed more than the card ({sizing.source})"
@@ -635,25 +645,27 @@ def estimate_words(figures: MemoryEstimate, moment: str | None = None) -> str:
     23.88 GiB; figures checked on a GPU); activations ≈ 7 % of today's in a training step, 100 %
     in a sample; weights on the GPU ≈ 14.0 GiB → 14.0 GiB``: the crashed phase's band first,
     with what it rests on, and for a crash ``moment``, whether the peak it ran into goes down
-    (``plan`` and ``apply`` print it). Every figure is the one model's."""
+    (``plan`` and ``apply`` print it). Every figure is the one model's; a job it does not
+    estimate gets why, and no figure."""
 
+    today, changed = figures.gib
+    if today.not_estimated is not None:
+        return f"memory {today.not_estimated}"
     text = ""
-    if figures.gib is not None:
-        today, changed = figures.gib
-        phase = CRASHED_PEAK.get(moment or "", changed.peak_phase)
-        now, then = changed.phases.get(phase), today.phases.get(phase)
-        if now is not None and then is not None:
-            calibration = today.calibrated_by
-            basis = ""
-            if calibration is not None and calibration.phase == phase:
-                if calibration.at_least_gib is not None:
-                    basis = f"; it crashed needing more than {calibration.at_least_gib:.2f} GiB"
-                elif calibration.measured_gib is not None:
-                    basis = f"; a run peaked at {calibration.measured_gib:.1f} GiB"
-            text = (
-                f"{PHASE_WORDS[phase]} ≈ {now.mid:.1f} GiB ({now.low:.1f}–{now.high:.1f}; "
-                f"today {then.low:.1f}–{then.high:.1f} GiB{basis}; {today.basis()}); "
-            )
+    phase = CRASHED_PEAK.get(moment or "", changed.peak_phase)
+    now, then = changed.phases.get(phase), today.phases.get(phase)
+    if now is not None and then is not None:
+        calibration = today.calibrated_by
+        basis = ""
+        if calibration is not None and calibration.phase == phase:
+            if calibration.at_least_gib is not None:
+                basis = f"; it crashed needing more than {calibration.at_least_gib:.2f} GiB"
+            elif calibration.measured_gib is not None:
+                basis = f"; a run peaked at {calibration.measured_gib:.1f} GiB"
+        text = (
+            f"{PHASE_WORDS[phase]} ≈ {now.mid:.1f} GiB ({now.low:.1f}–{now.high:.1f}; "
+            f"today {then.low:.1f}–{then.high:.1f} GiB{basis}; {today.basis()}); "
+        )
     text += f"activations ≈ {figures.train_pct:g} % of today's in a training step"
     if figures.sample_pct is not None:
         text += f", {figures.sample_pct:g} % in a sample"

@@ -172,15 +172,16 @@ class FitReport:
         """DESIGN.md's ``fit --json`` shape (``fix_moment`` and ``fix_fits`` beside ``fix``)."""
         memory = self.memory
         fix = self.fix
+        estimated = memory.not_estimated is None
         return {
             "card_gib": round(self.card.gib, 2),
             "card_source": self.card.source,
             "phases": memory.phases_json(),
-            "peak_phase": memory.peak_phase,
+            "peak_phase": memory.peak_phase if estimated else None,
             "verdict": self.verdict,
             "not_estimated": memory.not_estimated,
             "certainty": memory.certainty,
-            "parts_gib": memory.parts[memory.peak_phase].as_dict(),
+            "parts_gib": memory.parts[memory.peak_phase].as_dict() if estimated else None,
             "calibrated_by": memory.calibrated_by.as_json() if memory.calibrated_by else None,
             "calibration_scale": round(memory.scale, 3),
             "known": memory.known,

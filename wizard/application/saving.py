@@ -249,6 +249,8 @@ def memory_record(state: WizardState, ready: Prepared, kind: ModelKind) -> dict[
         )
     except WizardError:
         return None
+    if after.not_estimated is not None:
+        return {"not_estimated": after.not_estimated}
     return {
         "phase": after.peak_phase,
         "estimated_gib": after.peak().rounded(),

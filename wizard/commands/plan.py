@@ -72,7 +72,7 @@ def plan_json(state: WizardState) -> dict[str, Any]:
     figures when it has them (see :func:`oom_wizard.application.settling.memory_calibration`)."""
 
     found = state.plan.to_json()
-    if found.get("estimate") is not None:
+    if found.get("estimate") is not None and "gib" in found["estimate"]:
         found["estimate"]["gib"] = estimate(state, None).gib_json()
     return found
 

@@ -289,6 +289,7 @@ class ArchFacts(_Frozen):
     memory_unknown: NonEmpty | None = None
     """Why the arch has no memory family (then the memory accounting has no figures for it)."""
     memory_by_name: tuple[NamedFamily, ...] = ()
+    """With memory_unknown: the family ``model.name_or_path`` gives, first match wins."""
     low_vram_sample_unloads_te: bool = False
     """With low_vram, sampling holds the text encoder only while it encodes the prompts."""
     ui_control_paths: Literal["single", "multi"] | None = None
@@ -296,7 +297,6 @@ class ArchFacts(_Frozen):
     control_pixels: ControlPixels | None = None
     """How the model resizes the raw control images it takes (None: the dataloader gives
     them at the target's bucket)."""
-    """With memory_unknown: the family ``model.name_or_path`` gives, first match wins."""
 
     @model_validator(mode="after")
     def _consistent(self) -> ArchFacts:

@@ -25,6 +25,11 @@ NOTE: Final = (
     "activations against today's."
 )
 
+NOT_ESTIMATED_NOTE: Final = (
+    "No GiB from the memory model for this job: a step is offered where the model says it "
+    "lowers the peak the crash ran into, without a figure."
+)
+
 Peak = Literal["load", "training", "sample"]
 
 CRASHED_PEAK: Final[Mapping[str, Peak]] = MappingProxyType(
@@ -66,11 +71,20 @@ class MemoryEstimate:
 
     Attributes:
         gib: Each phase's band in GiB (:class:`JobMemory`) before and after the changes.
-        note: How to read the figures.
     """
 
     gib: tuple[JobMemory, JobMemory]
-    note: str = NOTE
+
+    @property
+    def not_estimated(self) -> str | None:
+        """Why the job gets no GiB (None: it does); its bands then only give the direction
+        of the changes (:meth:`lowers`)."""
+        return self.gib[0].not_estimated
+
+    @property
+    def note(self) -> str:
+        """How to read the figures."""
+        return NOTE if self.not_estimated is None else NOT_ESTIMATED_NOTE
 
     @property
     def train_pct(self) -> float:

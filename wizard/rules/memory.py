@@ -566,8 +566,9 @@ class JobMemory:
     certainty: Certainty = "cpu"
     """How the activation figures were checked (the least sure of the job's processes)."""
     not_estimated: str | None = None
-    """Why the job gets no verdict (a process type the model does not cover, an arch AI
-    Toolkit does not know), in words; None when it is estimated."""
+    """Why the job gets no GiB figure and no verdict (a process type the model does not
+    cover, an arch AI Toolkit does not know or whose counts are unknown), in words; None when
+    it is estimated. Its bands then only tell which way a change moves a phase."""
 
     def basis(self) -> str:
         """What the band rests on, in words: its figures and its calibration."""
@@ -584,9 +585,10 @@ class JobMemory:
         return band
 
     def phases_json(self) -> dict[str, dict[str, float] | None]:
-        """``{"load": {"low", "high"} | None, ...}`` as ``fit --json`` gives them."""
+        """``{"load": {"low", "high"} | None, ...}`` as ``fit --json`` gives them (every phase
+        None for a job that is not estimated)."""
         return {
-            phase: (band.rounded() if band is not None else None)
+            phase: (band.rounded() if band is not None and self.not_estimated is None else None)
             for phase, band in self.phases.items()
         }
 
@@ -742,6 +744,36 @@ class _Found:
     not_estimated: str | None
 
 
+def _not_estimated(
+    process: ProcessView, facts: ArchFacts | None, family: FamilyLike | None
+) -> str | None:
+    """Why a process gets no GiB figure, in words (None: it gets them): a job type the model
+    does not cover, an arch AI Toolkit does not know, or one whose parameter counts no source
+    gives. Its bands are still weighed, with nominal counts, for the direction a change
+    moves them (which step lowers which phase), never shown as GiB."""
+    if process.type not in ESTIMATED_TYPES:
+        return (
+            f"not estimated: this job type ({process.type}) is not one of AI Toolkit's "
+            "LoRA or fine-tune trainers the memory model covers"
+        )
+    if facts is None:
+        return (
+            f"not estimated: model.arch {process.model.arch!r} is not an arch AI Toolkit "
+            "knows, so the job stops with an error while loading"
+        )
+    if family is not None or facts.params is not None:
+        return None
+    if facts.memory_by_name:
+        name = process.model.name_or_path
+        named = f"model.name_or_path {name!r} names none" if name else "no model.name_or_path"
+        return f"not estimated: model.arch {facts.id}: {facts.memory_unknown}, and {named}"
+    return (
+        f"not estimated: the parameter counts of {facts.label} (model.arch {facts.id}) are "
+        "not known to this tool (no stored source gives its released config), so a GiB "
+        "figure would be a guess"
+    )
+
+
 def _accounts(
     view: JobView, presets: Presets, lookup: FamilyLookup, video: bool, gpus: int = 1
 ) -> _Found:
@@ -754,17 +786,6 @@ def _accounts(
     refused: str | None = None
     for process in view.processes:
         facts = arch_facts(process, presets)
-        if process.type not in ESTIMATED_TYPES and refused is None:
-            refused = (
-                f"not estimated: this job type ({process.type}) is not one of AI Toolkit's "
-                "LoRA or fine-tune trainers the memory model covers"
-            )
-        arch = process.model.arch
-        if facts is None and arch and refused is None:
-            refused = (
-                f"not estimated: model.arch {arch!r} is not an arch AI Toolkit knows, so the "
-                "job stops with an error while loading"
-            )
         if not process.model.arch_keys():
             notes.append(
                 "No model.arch (and no is_* flag): AI Toolkit takes it as sd1 (SD 1.x), and so "
@@ -773,20 +794,12 @@ def _accounts(
         family = lookup(facts)
         if family is None and facts is not None and facts.memory_by_name:
             family = presets.memory_of(facts, process.model.name_or_path)
-            if family is None:
-                name = process.model.name_or_path
-                notes.append(
-                    f"model.arch {facts.id} has no size of its own and model.name_or_path "
-                    f"{name!r} names none (1.3B or 14B): nominal figures are used."
-                    if name
-                    else f"model.arch {facts.id} has no size of its own and no "
-                    "model.name_or_path names one (1.3B or 14B): nominal figures are used."
-                )
-            else:
+            if family is not None:
                 notes.append(
                     f"model.arch {facts.id}: the size comes from model.name_or_path "
                     f"({family.id}'s figures)."
                 )
+        refused = refused or _not_estimated(process, facts, family)
         account = _Account(process, facts, family, presets, video, gpus)
         cards = max(cards, len(account.split or ()) or 1)
         for phase in PHASES:
@@ -1002,15 +1015,11 @@ class _Account:
                 p2.experts,
             )
             self.notes.append("The VAE's parameters are not counted for this arch.")
-        else:
+        else:  # not estimated (_not_estimated): nominal counts, for the direction only
             self.known = False
             self.p_t = levers.unknown_params.transformer
             self.p_te = levers.unknown_params.text_encoder
             self.p_vae, self.experts = 0.0, 1
-            self.notes.append(
-                "The arch's parameter counts are unknown: nominal counts are used, so the "
-                "GiB are rough."
-            )
 
     def _blocks(self) -> None:
         family_id = self.family.id if self.family is not None else ""
@@ -1976,8 +1985,9 @@ def predict_readd(
 ) -> Prediction | None:
     """Whether ``changes`` (a re-add) are predicted to fit, from the known headroom.
 
-    The card is ``card_gib`` (the probe), else the calibration's. None when neither is known.
-    ``gpus``: how many GPUs the probe sees (a split model is weighed per card).
+    The card is ``card_gib`` (the probe), else the calibration's. None when neither is known,
+    or when the job is not estimated (no GiB to predict with). ``gpus``: how many GPUs the
+    probe sees (a split model is weighed per card).
     """
     card = card_gib if card_gib is not None else (calibration.card_gib if calibration else None)
     if card is None:
@@ -1991,6 +2001,8 @@ def predict_readd(
         calibrated_on=calibrated_on,
         gpus=gpus,
     )
+    if after.not_estimated is not None:
+        return None
     peak = after.peak()
     found = verdict(peak, card)
     where = (

@@ -379,7 +379,13 @@ class Plan:
             "exhausted": self.exhausted,
             "estimate": None,
         }
-        if self.estimate is not None:
+        if self.estimate is not None and self.estimate.not_estimated is not None:
+            result["estimate"] = {
+                "not_estimated": self.estimate.not_estimated,
+                "peak": self.peak,
+                "lowers_peak": self.estimate.lowers(self.moment),
+            }
+        elif self.estimate is not None:
             before, after = self.estimate.weights_gib(self.moment)
             result["estimate"] = {
                 "training": self.estimate.train_pct,

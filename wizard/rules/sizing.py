@@ -214,7 +214,8 @@ class MemoryPeak:
         known: Every part of the estimate had real figures (False: a nominal stand-in).
         basis: What the band rests on, in words (how its figures were checked, and what
             calibrated it).
-        not_estimated: Why the job gets no figure (None: it does).
+        not_estimated: Why the job gets no figure (None: it does); its band is then only
+            for the direction of a change, never shown.
     """
 
     band: Band
@@ -254,6 +255,7 @@ def peak_of(
     weigher: Weigher, changes: Sequence[Change], card_gib: float | None, source: str | None
 ) -> MemoryPeak | None:
     """The peak of the config with ``changes`` as :class:`MemoryPeak` (None: nothing weighs)."""
+    memory = weigher.memory(changes)
     found = weigher.peak(changes)
     if found is None:
         return None
@@ -264,9 +266,9 @@ def peak_of(
         card_gib=card_gib,
         card_source=source if card_gib else None,
         calibrated=weigher.calibration is not None,
-        known=weigher.memory(changes).known,
-        basis=weigher.memory(changes).basis(),
-        not_estimated=weigher.memory(changes).not_estimated,
+        known=memory.known,
+        basis=memory.basis(),
+        not_estimated=memory.not_estimated,
     )
 
 
@@ -319,6 +321,8 @@ def size_fixes(
     if phase is None or card is None or card <= 0:
         return SizedFixes({"safe": safe_fix}, "safe", None)
     weigher = Weigher(document, model_kind, presets, calibration, gpus)
+    if weigher.memory(()).not_estimated is not None:
+        return SizedFixes({"safe": safe_fix}, "safe", None)
     cache: dict[frozenset[str], Band | None] = {}
 
     def band(ids: Collection[str]) -> Band | None:

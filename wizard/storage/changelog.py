@@ -115,7 +115,8 @@ class RunRecord(_Frozen):
     database: DatabaseRecord | None = None
     memory: dict[str, Any] | None = None
     """The saved config's estimated peak: ``{"phase", "estimated_gib": {"low", "high"},
-    "calibrated_by": {...} | null}`` (absent in logs written before it existed)."""
+    "calibrated_by": {...} | null}``, or ``{"not_estimated": why}`` for a job the memory model
+    does not estimate (absent in logs written before it existed)."""
 
     @model_serializer(mode="wrap")
     def _written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

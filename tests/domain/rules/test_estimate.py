@@ -143,13 +143,23 @@ def test_the_weights_held_are_the_model_s_parts_beside_activations_and_overhead(
     assert before is not None and after is not None and after < before
 
 
-def test_an_arch_without_counts_gives_a_direction_but_no_gib() -> None:
-    tree = job(arch="brand_new", train={"dtype": "bf16"})
+@pytest.mark.parametrize(
+    ("arch", "why"),
+    [
+        ("brand_new", "'brand_new' is not an arch AI Toolkit knows"),
+        ("ming_image", "the parameter counts of Ming-Image (model.arch ming_image) are not known"),
+        ("sd3", "model.arch sd3: the size follows name_or_path"),
+    ],
+)
+def test_an_arch_without_counts_gives_a_direction_but_no_gib(arch: str, why: str) -> None:
+    tree = job(arch=arch, train={"dtype": "bf16"})
+    tree["config"]["process"][0]["model"]["name_or_path"] = "/models/mine"
     change = Change(path=(*P0, "model", "quantize"), after=True, step="quantize", reason="q")
     figures = estimate(document(tree), [change], "image")
     assert figures.lowers("early_steps")
     assert figures.weights_gib("early_steps") == (None, None)
-    assert any("unknown" in note for note in figures.gib[0].notes)
+    assert figures.not_estimated is not None and why in figures.not_estimated
+    assert figures.note.startswith("No GiB from the memory model")
 
 
 @pytest.mark.parametrize(

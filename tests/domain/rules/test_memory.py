@@ -681,14 +681,15 @@ def test_the_generic_wan21_arch_takes_its_size_from_name_or_path(name: str, fami
 
 
 @pytest.mark.parametrize("name", ["/models/my_wan", None])
-def test_a_wan21_name_without_a_size_says_so(name: str | None) -> None:
+def test_a_wan21_name_without_a_size_is_not_estimated(name: str | None) -> None:
     config = tree(arch="wan21", model={"name_or_path": name} if name else {})
     found = job_memory(document(config), [], "video")
     assert not found.known
-    said = " ".join(found.notes)
-    assert "model.arch wan21 has no size of its own" in said and "nominal figures" in said
-    if name:
-        assert repr(name) in said
+    assert found.not_estimated is not None
+    assert found.not_estimated.startswith("not estimated: model.arch wan21: the size (1.3B or 14B)")
+    named = f"model.name_or_path {name!r} names none" if name else "no model.name_or_path"
+    assert found.not_estimated.endswith(named)
+    assert set(found.phases_json().values()) == {None}
 
 
 # --- model.split_model_over_gpus (the shipped FLUX.1 figures: the split needs its block sizes)
