@@ -411,6 +411,22 @@ LLAMA31_8B = Module(
     "Llama-3.1-8B-Instruct",
     "meta-llama/Llama-3.1-8B-Instruct config",
 )
+SMOLLM3_3B = Module(
+    "transformers",
+    "SmolLM3ForCausalLM:SmolLM3Config",
+    {
+        "hidden_size": 2048,
+        "intermediate_size": 11008,
+        "num_hidden_layers": 36,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 4,
+        "vocab_size": 128256,
+        "tie_word_embeddings": True,
+    },
+    "SmolLM3-3B",
+    "HuggingFaceTB/SmolLM3-3B config (no tie_word_embeddings key: SmolLM3Config's default, "
+    "tied: its two safetensors files hold 6.15 GB, about 3.075 B bf16 weights)",
+)
 
 # VAEs (diffusers classes)
 VAE_FLUX = Module(
@@ -510,6 +526,20 @@ def _flux_inputs(torch: Any, config: Mapping[str, Any], grid: Grid) -> Inputs:
 def _chroma_inputs(torch: Any, config: Mapping[str, Any], grid: Grid) -> Inputs:
     inputs = _flux_inputs(torch, config, grid)
     inputs.pop("pooled_projections", None)
+    return inputs
+
+
+def _fibo_inputs(torch: Any, config: Mapping[str, Any], grid: Grid) -> Inputs:
+    # FLUX's inputs without the pooled projection (the class has the key, set to None), and
+    # DimFusion's per-block text: one hidden state of the text encoder for every block (AI
+    # Toolkit fibo_model.py get_noise_prediction repeats the last one where the encoder has
+    # fewer layers than the transformer has blocks).
+    flux = {key: value for key, value in config.items() if key != "pooled_projection_dim"}
+    inputs = _flux_inputs(torch, flux, grid)
+    blocks = config["num_layers"] + config["num_single_layers"]
+    inputs["text_encoder_layers"] = [
+        _randn(torch, 1, grid.text, config["text_encoder_dim"]) for _ in range(blocks)
+    ]
     return inputs
 
 
@@ -1739,6 +1769,51 @@ _FAMILIES += (
     ),
 )
 
+# FIBO (Bria; AI Toolkit's fibo arch loads diffusers' BriaFiboPipeline from briaai/FIBO): a
+# FLUX-layout DiT whose blocks also take one text-encoder layer each (DimFusion), SmolLM3-3B as
+# that encoder, the Wan 2.2 VAE at patch 1. diffusers' BriaFiboTransformer2DModel defaults are
+# FLUX.1's (19 double blocks, 64 input channels), not the release's: the paper's architecture
+# table gives the blocks and heads, mflux's port of the release the input and text widths.
+FIBO = {
+    "patch_size": 1,
+    "in_channels": 48,
+    "num_layers": 8,
+    "num_single_layers": 38,
+    "attention_head_dim": 128,
+    "num_attention_heads": 24,
+    "joint_attention_dim": 4096,
+    "text_encoder_dim": 2048,
+    "axes_dims_rope": [16, 56, 56],
+    "guidance_embeds": False,
+}
+_FAMILIES += (
+    Family(
+        id="fibo",
+        transformer=Module(
+            "diffusers",
+            "BriaFiboTransformer2DModel",
+            FIBO,
+            "FIBO transformer",
+            "the FIBO paper (arXiv 2511.06876) table tab:model_arch: 8 dual-stream and 38 "
+            "single-stream blocks, FFN 12288, 24 heads of 128, RoPE axes (16, 56, 56); "
+            "in_channels 48 (the Wan 2.2 VAE's latents at patch 1), joint_attention_dim 4096 "
+            "(the encoder's last two layers side by side), text_encoder_dim 2048, no guidance "
+            "embedding: filipstrand/mflux src/mflux/models/fibo/model/fibo_transformer/"
+            "transformer.py, its port of the release",
+        ),
+        text_encoders=(SMOLLM3_3B,),
+        vae=(VAE_WAN22,),
+        text_tokens=1176,
+        text_tokens_source="the median structured caption of the FIBO paper's table "
+        "tab:caption_stats (1,176 tokens; mean 1,160, max 1,800): AI Toolkit fibo_model.py pads "
+        "to the batch's longest caption (max_length 2048), no fixed length",
+        blocks=("transformer_blocks", "single_transformer_blocks"),
+        reduce={"num_layers": 1, "num_single_layers": 1},
+        inputs=_fibo_inputs,
+        note="VAE 16x16 spatial, patch 1: a 1024x1024 image is 64 x 64 = 4,096 tokens",
+    ),
+)
+
 # Which modules AI Toolkit adapts, per family: the model class its `target_lora_modules` (or
 # lora_special.py's is_* flag) names, the block names `transformer_only` keeps (the model's
 # get_transformer_block_names(), else lora_special.py's fallbacks), and whether the toolkit's own
@@ -1890,6 +1965,16 @@ TOOLKIT_ADAPTERS: Mapping[str, Mapping[str, Any]] = {
             "transformer_blocks",
             f"toolkit/models/cogview4.py target_lora_modules CogView4Transformer2DModel; {_LS}: "
             "transformer_only keeps the names with transformer_blocks",
+        )
+    },
+    "fibo": {
+        "adapted": _linears(
+            "",
+            "transformer_blocks and single_transformer_blocks",
+            f"AI Toolkit PR 732 (16566f51) {_EXT}/fibo/fibo_model.py target_lora_modules "
+            f"BriaFiboTransformer2DModel, no get_transformer_block_names; {_LS}: "
+            "transformer_only keeps the names with transformer_blocks (the model has that "
+            "attribute), so caption_projection and the embedders stay frozen",
         )
     },
     "hidream_o1": {
@@ -2809,9 +2894,8 @@ def _vae_pass(module: Module, direction: str, frames: int, height: int, width: i
         return live.peak
 
 
-def _vae_fits(module: Module) -> dict[str, Any]:
+def _vae_fits(module: Module, frame_by_frame: bool) -> dict[str, Any]:
     """A fit of each pass: images by pixel; a frame-by-frame video VAE by frame and clip pixel."""
-    frame_by_frame = module.name.split(":")[0] in FRAME_BY_FRAME
     passes: dict[str, Any] = {}
     for direction in ("decode", "encode"):
         if frame_by_frame:
@@ -2855,7 +2939,7 @@ VAE_REFERENCE = {
     "AutoencoderKLWan": VAE_WAN21,
     "AutoencoderKLQwenImage": VAE_WAN21,
 }
-_VAE_CACHE: dict[str, dict[str, Any]] = {}
+_VAE_CACHE: dict[tuple[str, bool], dict[str, Any]] = {}
 
 
 def vae_factor(module: Module) -> tuple[dict[str, float], str]:
@@ -2876,13 +2960,18 @@ def vae_factor(module: Module) -> tuple[dict[str, float], str]:
 
 def measure_vae(family: Family) -> dict[str, Any] | None:
     """The family's VAE passes (its first VAE: the image or video one), or None without one or
-    without a GPU reference for its architecture."""
+    without a GPU reference for its architecture. A video VAE serving an image family (FIBO's
+    Wan 2.2 VAE) is measured on one frame: its first chunk decodes one frame, where each later
+    chunk of a clip decodes four, so a clip's per-frame figures would overstate an image."""
     if not family.vae or family.vae[0].name.split(":")[0] not in VAE_REFERENCE:
         return None
     module = family.vae[0]
-    if module.label in _VAE_CACHE:
-        return _VAE_CACHE[module.label]
-    fits = _vae_fits(module)
+    video_vae = module.name.split(":")[0] in FRAME_BY_FRAME
+    frame_by_frame = video_vae and family.video
+    key = (module.label, frame_by_frame)
+    if key in _VAE_CACHE:
+        return _VAE_CACHE[key]
+    fits = _vae_fits(module, frame_by_frame)
     factors, factor_words = vae_factor(module)
     for direction in ("decode", "encode"):
         fits[direction] = {
@@ -2894,6 +2983,7 @@ def measure_vae(family: Family) -> dict[str, Any] | None:
         f"{VAE_FRAMES[0][2]} and {VAE_FRAMES[1][1]}x{VAE_FRAMES[1][2]}"
         if fits["frame_by_frame"]
         else f"{VAE_SIDES[0]} and {VAE_SIDES[1]} px squares"
+        + (" of one frame (an image family)" if video_vae and not family.video else "")
     )
     source = (
         f"bench/calibrate_memory.py {family.id} --kind vae: {module.describe()}, bf16 fake tensors "
@@ -2917,8 +3007,8 @@ def measure_vae(family: Family) -> dict[str, Any] | None:
                 )
         checked = "gpu" if worst <= 0.15 else "cpu"
         source += "; the fit against those rows: " + ", ".join(checks)
-    _VAE_CACHE[module.label] = {"checked": checked, **fits, "source": source}
-    return _VAE_CACHE[module.label]
+    _VAE_CACHE[key] = {"checked": checked, **fits, "source": source}
+    return _VAE_CACHE[key]
 
 
 def params_of(family: Family) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from oom_wizard.rules.memory import (
     job_memory,
     verdict,
 )
+from tests.support.corpus import OWN_CONFIGS
 from tests.support.plan_support import document, job
 
 DEMO = Path(__file__).resolve().parents[3] / "presets" / "demo"
@@ -961,3 +962,19 @@ def test_a_pixel_space_model_has_no_vae_pass() -> None:
     for phase in ("load", "baseline_sample", "sample"):
         assert found.parts[phase].vae_pass == 0.0, phase
     assert found.parts["training"].transformer == pytest.approx(2.988e9 * 2 / 2**30, rel=0.02)
+
+
+def test_a_fibo_lora_is_counted_from_its_own_family() -> None:
+    """FIBO's LoRA at 1024 px on a 24 GiB card with the arch's UI defaults (both models
+    quantized): the fibo family's counts and CPU-measured blocks, not nominal ones, and it fits;
+    unquantized, the transformer is the family's 8.286 B at bf16."""
+    doc = load_document(OWN_CONFIGS / "fibo_lora_24gb.yaml")
+    found = job_memory(doc, [], "image")
+    assert found.known and found.certainty == "cpu" and found.not_estimated is None
+    assert not any("nominal" in note for note in found.notes), found.notes
+    assert verdict(found.peak(), 24.0) == "fits"
+    whole = copy.deepcopy(doc.tree)
+    whole["config"]["process"][0]["model"].update(quantize=False, quantize_te=False)
+    training = job_memory(document(whole), [], "image").parts["training"]
+    assert training.transformer == pytest.approx(8.286e9 * 2 / 2**30, rel=0.02)
+    assert training.text_encoder == pytest.approx(3.075e9 * 2 / 2**30, rel=0.02)

@@ -497,15 +497,38 @@ def test_a_head_width_for_a_missing_family_is_refused(preset_copy: Path) -> None
 
 def test_the_archs_ai_toolkit_added_are_counted_or_say_why_not(presets: Presets) -> None:
     """Iris-3B is counted from AI Toolkit's vendored config (about 3 B, as its README says);
-    Ming-Image and FIBO name the configs no stored source holds."""
+    FIBO from its paper's architecture table and mflux's port of the release (the paper's
+    "8B parameters"), with SmolLM3-3B and the Wan 2.2 VAE; Ming-Image names the configs no
+    stored source holds."""
     iris = presets.memory_families["iris3b"]
     assert iris.params.transformer == pytest.approx(2.988)
     assert iris.params.text_encoder == pytest.approx(4.022) and iris.params.vae == 0.0
     assert "2fa0bd87" in iris.params.source and iris.activations is None
-    for arch in ("ming_image", "fibo"):
-        facts = presets.arch(arch)
-        assert facts is not None and presets.memory_of(facts) is None
-        assert "no stored source holds" in (facts.memory_unknown or ""), arch
+    fibo = presets.memory_of(presets.arch("fibo"))
+    assert fibo is not None and fibo.id == "fibo" and fibo.checked == "cpu"
+    assert fibo.params.transformer == pytest.approx(8.286)
+    assert fibo.params.text_encoder == pytest.approx(3.075)
+    assert fibo.params.vae == presets.memory_families["wan22_5b"].params.vae
+    assert "2511.06876" in fibo.params.source and "mflux" in fibo.params.source
+    assert fibo.activations is not None
+    assert [(b.name, b.count) for b in fibo.activations.blocks] == [
+        ("BriaFiboTransformerBlock", 8),
+        ("BriaFiboSingleTransformerBlock", 38),
+    ]
+    facts = presets.arch("ming_image")
+    assert facts is not None and presets.memory_of(facts) is None
+    assert "no stored source holds" in (facts.memory_unknown or "")
+
+
+def test_a_video_vae_under_an_image_family_is_measured_on_one_frame(presets: Presets) -> None:
+    """FIBO decodes one 1024 px frame with the Wan 2.2 VAE: its first chunk, one frame, not a
+    clip's four-frame chunks (the video fit of Wan 2.2 5B gives over 11 GiB for it)."""
+    fibo, wan = (presets.memory_families[key].vae for key in ("fibo", "wan22_5b"))
+    assert fibo is not None and wan is not None
+    assert not fibo.frame_by_frame and wan.frame_by_frame
+    image = fibo.decode.at(1024 * 1024) / 2**30
+    assert 2.5 < image < 4.0
+    assert wan.decode.at(1024 * 1024) / 2**30 > 3 * image
 
 
 def test_offload_figures_say_what_stays_and_the_largest_layer(presets: Presets) -> None:
