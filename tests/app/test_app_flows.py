@@ -101,11 +101,11 @@ async def test_video_job_crashing_intermittently(tmp_path: Path) -> None:
         assert seen[0] == "num_frames"
         await save_from_review(pilot)
     config, _ = saved(folder, VIDEO_JOB.config)
-    # The step crashed only now and then, at its floor: cached text embeddings (which cost no
-    # quality) are just enough, and the clips keep their length.
-    assert process(config)["train"]["cache_text_embeddings"] is True  # type: ignore[index]
+    # The step crashed only now and then, at its floor, with checkpointing on and the text
+    # embeddings cached already: half the frames are just enough.
+    assert process(config)["train"]["gradient_checkpointing"] is True  # type: ignore[index]
     dataset = process(config)["datasets"][0]  # type: ignore[index]
-    assert dataset["num_frames"] == 81
+    assert dataset["num_frames"] == 41
 
 
 async def test_crash_at_loading_disables_sampling(tmp_path: Path) -> None:

@@ -51,11 +51,11 @@ def test_the_scale_up_keeps_the_kind_the_roll_back_confirmed(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(
-    ("demo", "moment", "validation"),
+    ("demo", "moment", "validation", "uncached"),
     [
-        (IMAGE_JOB, "early_steps", None),
-        (VIDEO_JOB, "early_steps", None),
-        (IMAGE_JOB, "loading", True),
+        (IMAGE_JOB, "early_steps", None, False),
+        (VIDEO_JOB, "early_steps", None, True),
+        (IMAGE_JOB, "loading", True, False),
     ],
     ids=["image", "video", "image-loading-with-validation"],
 )
@@ -65,13 +65,19 @@ def test_the_app_offers_back_in_the_order_scale_up_gives_them(
     demo: DemoJob,
     moment: Moment,
     validation: bool | None,
+    uncached: bool,
 ) -> None:
     """The app saves the safe fix and lists what the scale-up gives back
     (:func:`~oom_wizard.application.scale_up.offered_after_save`, its result screen's list);
     ``history`` lists the same, and ``scale-up --yes`` run again and again gives exactly
     those settings back, in that order: one order, owned by
-    :func:`~oom_wizard.application.history.offered_scale_ups`."""
+    :func:`~oom_wizard.application.history.offered_scale_ups`. (The video demo without its
+    cached text embeddings, so that its safe fix has two steps to give back.)"""
     folder = copy_demo(tmp_path / "demo")
+    if uncached:
+        config = folder / demo.config
+        text = config.read_text(encoding="utf-8")
+        config.write_text(text.replace("        cache_text_embeddings: true\n", ""), "utf-8")
     request = JobRequest(folder / demo.config, folder / demo.log, probe=False)
     state = start(request, Answers(moment=moment))
     shown = review(state, "safe", validation=validation)

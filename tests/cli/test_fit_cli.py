@@ -288,17 +288,38 @@ def test_with_the_log_the_fix_is_for_the_log_s_moment(tmp_path: Path) -> None:
 
 
 def test_an_intermittent_crash_puts_the_step_at_its_floor_from_either_side(tmp_path: Path) -> None:
-    """The Wan demo trained 612 steps on its card before one crashed: the training step is at
-    the crash's floor, not the CPU figures' 57-84 GiB, and a fix on the ladder fits."""
+    """The Wan demo trained 612 steps on its 47.5 GiB card before one crashed: the training
+    step's low edge is on the crash's floor, lowered to it from the CPU figures' 52-78 GiB,
+    and a fix on the ladder fits. Its log and its config agree: the factor is within the
+    model's range, and no note says they disagree."""
     for name in ("wan_dance_lora.yaml", "wan_dance_lora.log"):
         shutil.copyfile(DEMO / name, tmp_path / name)
-    found = fit_json(tmp_path / "wan_dance_lora.yaml", "--log", tmp_path / "wan_dance_lora.log")
+    config, log = tmp_path / "wan_dance_lora.yaml", tmp_path / "wan_dance_lora.log"
+    alone = fit_json(config, "--gpu", "47.54")["phases"]["training"]
+    found = fit_json(config, "--log", log)
     training = found["phases"]["training"]
     assert found["calibrated_by"]["also_ran"] is True
+    assert found["card_gib"] == pytest.approx(47.54)
+    assert alone["low"] > found["card_gib"]
     assert training["low"] == pytest.approx(found["card_gib"], abs=0.3)
-    assert training["high"] < 1.25 * found["card_gib"]
-    assert found["fix_fits"] is True
-    # 81 frames at 1008x576 on 23.5 GiB is below the block inputs checkpointing keeps: said so
+    assert found["verdict"] == "tight" and found["fix_fits"] is True
+    assert 0.5 <= found["calibration_scale"] < 1.0
+    assert not any("disagree" in note for note in found["notes"])
+
+
+def test_a_log_that_says_far_less_than_its_config_needs_is_called_out(tmp_path: Path) -> None:
+    """The same job's log on a 23.5 GiB card, where 81 frames at 1008x576 cannot have trained
+    612 steps (the block inputs checkpointing keeps are more than the card): the factor falls
+    under 0.5 and a note says the log and the config disagree."""
+    shutil.copyfile(DEMO / "wan_dance_lora.yaml", tmp_path / "wan_dance_lora.yaml")
+    text = (DEMO / "wan_dance_lora.log").read_bytes()
+    smaller = text.replace(b"capacity of 47.54 GiB", b"capacity of 23.54 GiB").replace(
+        b"44.18 GiB is allocated", b"20.18 GiB is allocated"
+    )
+    assert smaller != text
+    (tmp_path / "wan_dance_lora.log").write_bytes(smaller)
+    found = fit_json(tmp_path / "wan_dance_lora.yaml", "--log", tmp_path / "wan_dance_lora.log")
+    assert found["card_gib"] == pytest.approx(23.54)
     assert found["calibration_scale"] < 0.5
     assert any("disagree" in note for note in found["notes"])
 
