@@ -123,9 +123,8 @@ def fix_steps_words(state: WizardState, fix: FixName) -> str:
 
 def _unsized_because(plan: Plan) -> str:
     """Why the plan offers the safe set alone, without weighing a smaller fix."""
-    today = plan.estimate.gib[0] if plan.estimate is not None else None
-    if today is not None and today.not_estimated is not None:
-        return f"no GiB to weigh a smaller one against; {today.not_estimated}"
+    if plan.estimate is not None and plan.estimate.not_estimated is not None:
+        return f"no GiB to weigh a smaller one against; {plan.estimate.not_estimated}"
     if plan.exhausted:
         return "nothing left on the ladder lowers the peak it ran into"
     return (
@@ -648,9 +647,9 @@ def estimate_words(figures: MemoryEstimate, moment: str | None = None) -> str:
     (``plan`` and ``apply`` print it). Every figure is the one model's; a job it does not
     estimate gets why, and no figure."""
 
+    if figures.not_estimated is not None:
+        return f"memory {figures.not_estimated}"
     today, changed = figures.gib
-    if today.not_estimated is not None:
-        return f"memory {today.not_estimated}"
     text = ""
     phase = CRASHED_PEAK.get(moment or "", changed.peak_phase)
     now, then = changed.phases.get(phase), today.phases.get(phase)
