@@ -179,8 +179,10 @@ class Delta:
 
     @property
     def within_band(self) -> bool:
-        """The measured difference lies within the model's, widened by :data:`TOLERANCE`."""
-        return self.low * (1 - TOLERANCE) <= self.measured_gib <= self.high * (1 + TOLERANCE)
+        """The measured difference lies within the model's, widened by :data:`TOLERANCE` of
+        each edge's size (a difference may be negative: the second run held less)."""
+        low, high = sorted((self.low, self.high))
+        return low - TOLERANCE * abs(low) <= self.measured_gib <= high + TOLERANCE * abs(high)
 
 
 def deltas(presets: Presets | None = None) -> list[Delta]:
