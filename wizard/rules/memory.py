@@ -27,10 +27,13 @@ turned into GiB at the end (``/ 2³⁰``)::
     text_encoder = P_te × b_te × (1 − o_te) + o_te × R_te × b_te'   0 with te_device: cpu
     vae          = P_vae × b_vae                   0 with vae_device: cpu
     trainable    = adapter weights + gradients (+ EMA's copy)  or, for a full fine-tune,
-                   P_t × b × s (gradients) (+ P_t × b, EMA); s = ``paramiter_swapping_factor``
+                   P_t' × b × s (gradients) (+ P_t' × b, EMA), P_t' the weights left on the
+                   card by layer offloading (a moved weight's gradient goes to system RAM as
+                   it is made, and its state and EMA copy live beside it there; its gradient
+                   ring of depth copies is in ``in_flight``); s = ``paramiter_swapping_factor``
                    with ``do_paramiter_swapping`` on an optimizer that swaps (levers.yaml's
                    ``paramiter_swapping``), else 1: only that share holds a gradient
-    optimizer    = n × S                           n trained weights, S state bytes per weight
+    optimizer    = n × S                           n trained weights on the card, S state bytes each
     activations  = see below
     overhead     = C + k × activations + W         the CUDA context (a constant), the allocator's
                                                    slack (a share of the activations) and, outside
@@ -1209,12 +1212,15 @@ class _Account:
         it meanwhile: manager_modules.py:290-303), or the codes of AI Toolkit's own quantizers,
         which run their forward on them (:727-763).
         """
+        self.moved_share = 0.0
+        self.largest_layer = 0.0
         if o_t <= 0:
             return whole, 0.0, 0.0
         figures = self.family.offload if self.family is not None else None
         if figures is None or self.p_t <= 0:
             block = self._largest_block_share()
             stays = NON_BLOCK_SHARE + BLOCKS_IN_FLIGHT * block
+            self.moved_share = o_t * (1.0 - stays)
             self.notes.append(
                 f"Layer offloading moves {o_t:.0%} of the transformer's weights to system RAM; "
                 f"what stays on the card is a stand-in ({NON_BLOCK_SHARE:.0%} of it and "
@@ -1223,6 +1229,8 @@ class _Account:
             return whole * (1.0 - o_t + o_t * stays), 0.0, 0.0
         kept = min(figures.resident_params / (self.p_t * BILLION), 1.0)
         layer = figures.largest_layer_params
+        self.moved_share = o_t * (1.0 - kept)
+        self.largest_layer = float(layer)
         depth = OFFLOAD_PIPELINE_DEPTH
         if own_quantizer:  # codes through the forward ring only; autograd keeps the rest
             ring_pass = ring_step = (depth + 1) * layer * b_t
@@ -1310,11 +1318,16 @@ class _Account:
         trains_te = train.train_text_encoder is True
         if network is None:  # a full fine-tune
             n = self.p_t * BILLION
+            on_card = n * (1.0 - self.moved_share)
             if trains_te:
                 n += self.p_te * BILLION
+                on_card += self.p_te * BILLION
             self.adapter_weights = 0.0
-            self.gradients = n * self.full * self._swapped_share()
-            self.ema = n * self.full if ema else 0.0
+            self.gradients = on_card * self.full * self._swapped_share()
+            self.ema = on_card * self.full if ema else 0.0
+            self.optimizer = on_card * state
+            if self.moved_share > 0:
+                self._offloaded_full_fine_tune()
         else:
             share = self._adapter_share(process)
             n = self.p_t * BILLION * share
@@ -1323,12 +1336,26 @@ class _Account:
             self.adapter_weights = n * ADAPTER_BYTES
             self.gradients = n * ADAPTER_BYTES
             self.ema = n * ADAPTER_BYTES if ema else 0.0
+            self.optimizer = n * state
         self.trained_weights = n
-        self.optimizer = n * state
         if ema:
             self.notes.append("EMA keeps a second copy of the trained weights.")
         if trains_te:
             self.notes.append("The text encoder is trained: it stays on the card while training.")
+
+    def _offloaded_full_fine_tune(self) -> None:
+        """A full fine-tune under layer offloading: each moved weight's gradient is made on the
+        card into a ring of :data:`OFFLOAD_PIPELINE_DEPTH` slots and copied to its pinned
+        weight in system RAM (manager_modules.py:121-146, 394-411), so the gradient, and the
+        optimizer's state and EMA's copy that the optimizer makes beside each weight, leave the
+        card with it."""
+        ring = OFFLOAD_PIPELINE_DEPTH * self.largest_layer * self.full
+        self.in_flight_step += ring
+        self.notes.append(
+            f"Layer offloading: {self.moved_share:.0%} of the transformer's weights train in "
+            "system RAM; their gradients are copied there as they are made, and their optimizer "
+            "state lives beside them, off the card."
+        )
 
     def _swapped_share(self) -> float:
         """The share of a full fine-tune's weights that holds a gradient: the swapping factor

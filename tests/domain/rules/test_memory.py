@@ -1018,6 +1018,22 @@ def test_text_encoder_offloading_leaves_its_embedding_on_the_card() -> None:
     assert any("token embedding) is not counted" in note for note in unknown.notes)
 
 
+def test_an_offloaded_full_fine_tune_trains_the_moved_weights_in_system_ram() -> None:
+    """Each moved weight's gradient is made on the card into a ring of 4 slots and copied to
+    its pinned weight in system RAM (manager_modules.py:121-146, 394-411): the gradients and
+    the optimizer's state of the moved weights leave the card with them."""
+    resident = full_fine_tune(optimizer="adamw")
+    resident["config"]["process"][0]["model"]["arch"] = "qwen_image"
+    offloaded = copy.deepcopy(resident)
+    offloaded["config"]["process"][0]["model"]["layer_offloading"] = True
+    whole, found = measured(resident), measured(offloaded)
+    on_card = 120_000_000 / 12.0e9  # the parameters outside the Linear and Conv2d layers
+    assert found.trainable == pytest.approx(whole.trainable * on_card, rel=0.02)
+    assert found.optimizer == pytest.approx(whole.optimizer * on_card, rel=0.02)
+    rings = (9 + 4) * 50_000_000 * 2
+    assert found.in_flight * 2**30 == pytest.approx(rings, rel=1e-6)
+
+
 def test_a_pixel_space_model_has_no_vae_pass() -> None:
     """Iris-3B denoises pixels (no VAE): no encode while caching, no decode in a sample."""
     config = tree(
