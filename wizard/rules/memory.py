@@ -25,7 +25,8 @@ turned into GiB at the end (``/ 2³⁰``)::
     transformer  = P_t × b_t × E × (1 − o_t × (1 − k))             resident transformer
     in_flight    = ring (+ kept)                    weight copies made for the pass
     text_encoder = P_te × b_te × (1 − o_te) + o_te × R_te × b_te'   0 with te_device: cpu
-    vae          = P_vae × b_vae                   0 with vae_device: cpu
+    vae          = P_vae × b_vae                   0 with vae_device: cpu, and in a training
+                                                   step when every dataset's latents are cached
     trainable    = adapter weights + gradients (+ EMA's copy)  or, for a full fine-tune,
                    P_t' × b × s (gradients) (+ P_t' × b, EMA), P_t' the weights left on the
                    card by layer offloading (a moved weight's gradient goes to system RAM as
@@ -1466,6 +1467,12 @@ class _Account:
             return unet.checkpointed_fixed + unet.checkpointed_per_pixel * pixels
         return unet.step_fixed + unet.step_per_pixel * pixels
 
+    def _latents_cached(self) -> bool:
+        """Whether every dataset caches its latents (AI Toolkit's ``is_latents_cached``,
+        BaseSDTrainProcess.py:143-172)."""
+        datasets = self.process.datasets or ()
+        return all(d.cache_latents is True or d.cache_latents_to_disk is True for d in datasets)
+
     def _encode(self) -> float:
         """The VAE's encode of a training batch at its largest bucket, in bytes: 0 where every
         dataset's latents are cached (then it runs once, while caching)."""
@@ -1766,6 +1773,9 @@ class _Account:
         if phase == "training":
             unloaded = cached or self.process.train.unload_text_encoder is True
             te = held.text_encoder if trains_te or not unloaded else 0.0
+            # With every dataset's latents cached the training state puts the VAE in system
+            # RAM (BaseSDTrainProcess.py:2514; sd_device_states_presets.py:47-49).
+            vae = 0.0 if self._latents_cached() else held.vae
             trainable = held.adapter_weights + held.gradients + held.ema
             act = self._training_activations(blocks)
             encode = self._encode() if first else 0.0
@@ -1778,7 +1788,7 @@ class _Account:
                 transformer=(held.transformer, held.transformer * w),
                 in_flight=(held.in_flight_step, held.in_flight_step),
                 text_encoder=(te, te * te_slack),
-                vae=(held.vae, held.vae * te_slack),
+                vae=(vae, vae * te_slack),
                 trainable=(trainable, trainable),
                 optimizer=(held.optimizer, held.optimizer),
                 activations=zero if encode > act else self._with_items(act, band),

@@ -247,8 +247,25 @@ def test_te_device_cpu_keeps_the_text_encoder_off_the_card() -> None:
 
 
 def test_vae_device_cpu_keeps_the_vae_off_the_card() -> None:
-    assert parts(tree())["vae"] > 0.1
-    assert parts(tree(model={"vae_device": "cpu"}))["vae"] == 0
+    uncached = {"cache_latents_to_disk": False}
+    assert parts(tree(), "load")["vae"] > 0.1
+    assert parts(tree(dataset=uncached))["vae"] > 0.1
+    assert parts(tree(model={"vae_device": "cpu"}), "load")["vae"] == 0
+    assert parts(tree(model={"vae_device": "cpu"}, dataset=uncached))["vae"] == 0
+
+
+def test_cached_latents_leave_the_vae_in_system_ram_for_the_training_step() -> None:
+    """AI Toolkit's training state puts the VAE on the CPU when every dataset's latents are
+    cached (BaseSDTrainProcess.py:2514, sd_device_states_presets.py:47-49); a sample brings it
+    back to decode."""
+    sample = {"sample_every": 250}
+    cached = tree(sample=sample)
+    assert parts(cached)["vae"] == 0
+    assert parts(cached, "sample")["vae"] > 0.1
+    one_uncached = tree(sample=sample)
+    datasets = one_uncached["config"]["process"][0]["datasets"]
+    datasets.append({**datasets[0], "cache_latents_to_disk": False})
+    assert parts(one_uncached)["vae"] > 0.1
 
 
 @pytest.mark.parametrize(
