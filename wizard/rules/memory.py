@@ -141,7 +141,9 @@ model cannot name (``unexplained``), carried by the phases that hold what that p
 (HOLDS_THE_SAME), not a tenfold factor on every other phase's activations. The phases the log
 shows passing are within the card, and stay so after a change that does not make them heavier.
 
-Left out, with a note where it matters: the text encoder's forward, cuDNN benchmark workspaces.
+Left out, with a note where it matters: the text encoder's forward, cuDNN benchmark workspaces,
+an accuracy recovery adapter's weights (its rank is in its file), a quantized layer's transient
+dequantization beyond its slot (one layer at most).
 """
 
 from __future__ import annotations
@@ -1175,6 +1177,15 @@ class _Account:
         whole = self.p_t * BILLION * b_t * experts
         block = self._largest_block_share()
         own_quantizer = self.quantized and not comfy and self._dequantized_per_forward(model.qtype)
+        if self.quantized and "|" in (model.qtype or ""):
+            # config_modules.py:741-743 reads the adapter from the qtype; quantize.py:391-394
+            # puts it on the card, and the memory manager offloads its layers with the model's
+            # (manager.py:126-133).
+            self.notes.append(
+                "The accuracy recovery adapter named in model.qtype is a LoRA beside every "
+                "quantized layer, on the card at the model's dtype unless layer offloading moves "
+                "it with its layers: its rank is in the adapter's file, so it is not counted."
+            )
         resident, ring_pass, ring_step = self._offload_residency(o_t, whole, b_t, own_quantizer)
         self.transformer = resident
         kept = self._dequantized_kept(block, own_quantizer)

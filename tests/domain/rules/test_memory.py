@@ -1014,6 +1014,14 @@ def test_ai_toolkit_s_own_quantizer_keeps_each_dequantized_layer_for_backward() 
     assert plain.in_flight == 0.0
 
 
+def test_an_accuracy_recovery_adapter_is_said_to_be_left_out() -> None:
+    model = {"quantize": True, "qtype": "uint3|ostris/accuracy_recovery_adapters/x.safetensors"}
+    found = memory(tree(arch="qwen_image", model=model))
+    assert any("accuracy recovery adapter" in note for note in found.notes)
+    plain = memory(tree(arch="qwen_image", model={"quantize": True, "qtype": "uint3"}))
+    assert not any("accuracy recovery adapter" in note for note in plain.notes)
+
+
 def test_text_encoder_offloading_leaves_its_embedding_on_the_card() -> None:
     """The memory manager moves the text encoder's Linear and Conv2d weights to system RAM and
     its other parameters (the token embedding above all) to the card, unquantized."""
