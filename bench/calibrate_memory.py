@@ -3046,29 +3046,45 @@ def params_of(family: Family) -> dict[str, Any]:
 OFFLOADED_CLASSES = ("Linear", "Conv2d")
 
 
-def offload_of(module: Module) -> dict[str, Any]:
-    """The parameters layer offloading leaves on the card (outside every Linear and Conv2d)
-    and the largest offloaded layer's, of one transformer built on the meta device."""
-    model = build_meta(module)
+def _split_of(model: Any) -> tuple[int, int]:
+    """(the parameters layer offloading leaves on the card, the largest offloaded layer's) of
+    one model built on the meta device. A parameter stays when any module that holds it is not
+    offloaded: a text encoder whose output head shares its token embedding (tie_word_embeddings)
+    keeps that weight on the card, as MemoryManager.memory_managed_to moves the Embedding there
+    after the head's manager pinned it in system RAM."""
+    staying: set[int] = set()
     moved: set[int] = set()
     largest = 0
     for layer in model.modules():
+        own = list(layer.parameters(recurse=False))
         if type(layer).__name__ in OFFLOADED_CLASSES:
-            size = 0
-            for param in layer.parameters(recurse=False):
-                if id(param) not in moved:
-                    moved.add(id(param))
-                    size += param.numel()
+            size = sum(p.numel() for p in own if id(p) not in moved)
+            moved.update(id(p) for p in own)
             largest = max(largest, size)
-    resident = sum(p.numel() for p in model.parameters() if id(p) not in moved)
-    return {
-        "resident_params": resident,
-        "largest_layer_params": largest,
-        "source": f"{module.describe()} on the meta device: the parameters outside every "
-        "Linear and Conv2d (AI Toolkit 27a03a91 toolkit/memory_management/manager.py "
-        "MemoryManager.attach offloads "
-        "those two classes, model-wide), and the largest of those layers",
-    }
+        else:
+            staying.update(id(p) for p in own)
+    resident = sum(p.numel() for p in model.parameters() if id(p) not in moved or id(p) in staying)
+    return resident, largest
+
+
+def offload_of(module: Module, text_encoders: Sequence[Module] = ()) -> dict[str, Any]:
+    """What layer offloading leaves on the card of one transformer (the parameters outside every
+    Linear and Conv2d, and the largest offloaded layer's) and of its text encoders (the same
+    count, summed), each built on the meta device."""
+    resident, largest = _split_of(build_meta(module))
+    found: dict[str, Any] = {"resident_params": resident, "largest_layer_params": largest}
+    if text_encoders:
+        found["text_encoder_resident_params"] = sum(
+            _split_of(build_meta(encoder))[0] for encoder in text_encoders
+        )
+    words = " and ".join(m.describe() for m in (module, *text_encoders))
+    found["source"] = (
+        f"{words} on the meta device: the parameters outside every Linear and Conv2d (AI "
+        "Toolkit 27a03a91 toolkit/memory_management/manager.py MemoryManager.attach offloads "
+        "those two classes, model-wide, and moves the rest to the card: norms, embeddings, "
+        "Conv3d, tables), and the transformer's largest such layer"
+    )
+    return found
 
 
 # --- memory.yaml -------------------------------------------------------------------------------
@@ -3128,7 +3144,10 @@ HEADER = """\
 #   offload       what AI Toolkit's layer offloading leaves on the card: the transformer's
 #                 parameters outside every Linear and Conv2d (resident_params: norms, embeddings,
 #                 Conv3d, modulation tables) and its largest Linear or Conv2d
-#                 (largest_layer_params), whose copies fill the manager's staging ring
+#                 (largest_layer_params), whose copies fill the manager's staging ring; and
+#                 the same count of its text encoders (text_encoder_resident_params: their
+#                 token embeddings above all), which stay on the card under text-encoder
+#                 offloading
 """
 
 # A family's keys in the order they are written (the nested ones keep the order they are built
@@ -3341,7 +3360,7 @@ def measure_family(
     (``real``: the blocks with real tensors, for --check --real)."""
     entry: dict[str, Any] = {"params": params_of(family)}
     if family.card is None:
-        entry["offload"] = offload_of(family.transformer)
+        entry["offload"] = offload_of(family.transformer, family.text_encoders)
     elif "offload" in old:
         entry["offload"] = old["offload"]
     kept = ("checked", "activations", "unet", "unknown")

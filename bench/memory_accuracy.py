@@ -4,8 +4,9 @@
 
 Prints, for every point of ``tests/fixtures/measured_peaks.yaml``: its band, the measured peak,
 the midpoint's error, and whether it lies within ±15 % of the midpoint; then the share within
-±15 %, the least-squares fit of the overhead term (C + f × the rest) on the points whose arch
-has parameter counts, and ``fit`` on every AI Toolkit example config at the card in its name
+±15 % and the points under layer offloading, the measured differences between two runs, the
+least-squares fit of the overhead term (C + f × the rest) on the points whose arch has
+parameter counts, and ``fit`` on every AI Toolkit example config at the card in its name
 (``../shared/aitk-examples``, when it is there). Asserts nothing.
 """
 
@@ -70,6 +71,15 @@ def main() -> None:
             f"  of the {len(counted)} whose arch has parameter counts: {near} "
             f"({100 * near / len(counted):.0f} %)"
         )
+    offloaded = [p for p in found if p.offloaded > 0]
+    if offloaded:
+        print("  under layer offloading (the share of the transformer moved; block swap as it):")
+        for p in offloaded:
+            close = abs(p.band.mid - p.measured_gib) <= SHARE * p.band.mid
+            print(
+                f"    {p.id:42} {p.offloaded:4.0%}  {100 * p.error:+4.0f}%  "
+                f"{'yes' if close else 'no'}"
+            )
     differences()
     fit_overhead(counted)
     examples()

@@ -17,6 +17,7 @@ DEMO = Path(__file__).resolve().parents[2] / "presets" / "demo"
 PHASES = {"load", "baseline_sample", "training", "sample"}
 PARTS = {
     "transformer",
+    "in_flight",
     "text_encoder",
     "vae",
     "trainable",
@@ -382,3 +383,24 @@ def test_the_parts_are_named_for_what_they_are(demo: Path) -> None:
     assert status == 0
     assert "CUDA context 0.7, allocator reserve and workspaces" in out
     assert "CUDA context + allocator reserve" not in out
+
+
+def test_layer_offloading_names_the_layer_copies_it_stages(demo: Path) -> None:
+    """Under 100 % layer offloading the transformer's weights leave the card; the copies its
+    memory manager stages are their own part, in the text and in ``parts_gib``."""
+    tree = yaml.safe_load(demo.read_text("utf-8"))
+    model = tree["config"]["process"][0]["model"]
+    model.update(
+        arch="qwen_image",
+        name_or_path="Qwen/Qwen-Image",
+        quantize=False,
+        layer_offloading=True,
+        layer_offloading_transformer_percent=1.0,
+    )
+    demo.write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
+    found = fit_json(demo, "--gpu", "24")
+    parts = found["parts_gib"]
+    assert parts["transformer"] < 0.1 and 0.5 < parts["in_flight"] < 2.0
+    status, out, _err = cli("fit", demo, "--gpu", "24", "--no-probe")
+    assert status == 0
+    assert "layer copies in flight" in out

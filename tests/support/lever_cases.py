@@ -255,7 +255,7 @@ TERMS: tuple[Term, ...] = (
     Term(
         "VAE on the CPU",
         "model.vae_device",
-        "training",
+        "load",  # a training step with cached latents has it in system RAM already
         lambda p: p["model"].update(vae_device="cpu"),
     ),
     Term(

@@ -46,6 +46,8 @@ class Point:
     known_miss: str | None = None
     step_gib: float | None = None
     """A GPU row's step peak above the resident weights (its activations, measured)."""
+    offloaded: float = 0.0
+    """The share of the transformer's layers ``model.layer_offloading`` moves (0 without it)."""
 
     @property
     def error(self) -> float:
@@ -115,6 +117,15 @@ def gpu_setup(presets: Presets) -> Any:
     return lookup
 
 
+def _offloaded(process: Mapping[str, Any]) -> float:
+    """The transformer's layer-offloading share a point's process sets (AI Toolkit's default
+    percent, 1.0, when it only turns offloading on)."""
+    model = process.get("model") or {}
+    if model.get("layer_offloading") is not True:
+        return 0.0
+    return float(model.get("layer_offloading_transformer_percent", 1.0))
+
+
 def points(
     presets: Presets | None = None, fixture: Path = FIXTURE, *, rows_setup: bool = False
 ) -> list[Point]:
@@ -149,6 +160,7 @@ def points(
                 has_counts=family is not None,
                 has_activations=family is not None and family.activations is not None,
                 known_miss=raw.get("known_miss"),
+                offloaded=_offloaded(raw["process"]),
                 step_gib=raw.get("step_gib"),
             )
         )
@@ -179,8 +191,10 @@ class Delta:
 
     @property
     def within_band(self) -> bool:
-        """The measured difference lies within the model's, widened by :data:`TOLERANCE`."""
-        return self.low * (1 - TOLERANCE) <= self.measured_gib <= self.high * (1 + TOLERANCE)
+        """The measured difference lies within the model's, widened by :data:`TOLERANCE` of
+        each edge's size (a difference may be negative: the second run held less)."""
+        low, high = sorted((self.low, self.high))
+        return low - TOLERANCE * abs(low) <= self.measured_gib <= high + TOLERANCE * abs(high)
 
 
 def deltas(presets: Presets | None = None) -> list[Delta]:

@@ -45,6 +45,7 @@ CARD_WORDS = {
 }
 PART_WORDS = {
     "transformer": "transformer",
+    "in_flight": "layer copies in flight",
     "text_encoder": "text encoder",
     "vae": "VAE",
     "trainable": "trained weights + gradients",

@@ -597,6 +597,10 @@ class OffloadMemory(_Frozen):
     """Parameters outside every Linear and Conv2d (norms, embeddings, Conv3d, tables)."""
     largest_layer_params: int = Field(gt=0)
     """The largest Linear or Conv2d, whose copies fill the staging ring."""
+    text_encoder_resident_params: int | None = Field(default=None, ge=0)
+    """The text encoders' parameters outside every Linear and Conv2d (their token embeddings
+    above all): what stays of them on the card under text-encoder offloading. None where the
+    encoders were not built (counts from a model card)."""
     source: NonEmpty
 
 
@@ -898,6 +902,9 @@ class LeversFile(_Frozen):
     dtype_bytes: Mapping[NonEmpty, float] = Field(min_length=1)
     qtype_bytes: Mapping[NonEmpty, float] = Field(min_length=1)
     default_qtype: NonEmpty
+    dequantized_per_forward: frozenset[NonEmpty] = frozenset()
+    """The qtypes of AI Toolkit's own quantizers that dequantize a layer at every forward,
+    whose copy autograd keeps for backward."""
     optimizers: Mapping[NonEmpty, OptimizerInfo] = Field(min_length=1)
     unknown_optimizer_state_bytes: float = Field(ge=0)
     lora: LoraFacts
@@ -913,6 +920,9 @@ class LeversFile(_Frozen):
     def _consistent(self) -> LeversFile:
         if self.default_qtype not in self.qtype_bytes:
             raise ValueError(f"default_qtype {self.default_qtype} has no qtype_bytes entry")
+        unknown = sorted(self.dequantized_per_forward - set(self.qtype_bytes))
+        if unknown:
+            raise ValueError(f"dequantized_per_forward names unknown qtypes: {', '.join(unknown)}")
         stray = sorted(
             info.eight_bit
             for info in self.optimizers.values()

@@ -22,14 +22,19 @@ The formula
 Per training process (the job's figure of a phase is the largest over its processes), in bytes,
 turned into GiB at the end (``/ 2³⁰``)::
 
-    transformer  = P_t × b_t × E × (1 − o_t × (1 − k)) + ring       resident transformer
-    text_encoder = P_te × b_te × (1 − o_te)        0 with te_device: cpu
-    vae          = P_vae × b_vae                   0 with vae_device: cpu
+    transformer  = P_t × b_t × E × (1 − o_t × (1 − k))             resident transformer
+    in_flight    = ring (+ kept)                    weight copies made for the pass
+    text_encoder = P_te × b_te × (1 − o_te) + o_te × R_te × b_te'   0 with te_device: cpu
+    vae          = P_vae × b_vae                   0 with vae_device: cpu, and in a training
+                                                   step when every dataset's latents are cached
     trainable    = adapter weights + gradients (+ EMA's copy)  or, for a full fine-tune,
-                   P_t × b × s (gradients) (+ P_t × b, EMA); s = ``paramiter_swapping_factor``
+                   P_t' × b × s (gradients) (+ P_t' × b, EMA), P_t' the weights left on the
+                   card by layer offloading (a moved weight's gradient goes to system RAM as
+                   it is made, and its state and EMA copy live beside it there; its gradient
+                   ring of depth copies is in ``in_flight``); s = ``paramiter_swapping_factor``
                    with ``do_paramiter_swapping`` on an optimizer that swaps (levers.yaml's
                    ``paramiter_swapping``), else 1: only that share holds a gradient
-    optimizer    = n × S                           n trained weights, S state bytes per weight
+    optimizer    = n × S                           n trained weights on the card, S state bytes each
     activations  = see below
     overhead     = C + k × activations + W         the CUDA context (a constant), the allocator's
                                                    slack (a share of the activations) and, outside
@@ -44,9 +49,20 @@ turned into GiB at the end (``/ 2³⁰``)::
     E            the arch's experts, 1 with ``low_vram``; o_t, o_te the layer-offloading shares
     k, ring      under layer offloading (AI Toolkit's memory manager moves each Linear and
                  Conv2d of the model, blocks or not): k the share of the transformer's
-                 parameters outside those layers, which stays; ring = OFFLOAD_RING_SLOTS copies
-                 of its largest layer at the compute dtype (memory.yaml's ``offload``); each
-                 moved layer also keeps its bf16 input for backward (BOUNCED_INPUT_SHARE)
+                 parameters outside those layers, which stays; ring = the staging rings'
+                 copies of its largest layer (memory.yaml's ``offload``): depth + 1 for a
+                 forward pass, 2 × depth + 1 in a training step (OFFLOAD_PIPELINE_DEPTH), at
+                 the compute dtype (a torchao or quanto weight is dequantized into its slot,
+                 with its stored copy beside it while it is), or at b_t for AI Toolkit's own
+                 quantizers, which stage their codes; each moved layer also keeps its bf16
+                 input for backward (BOUNCED_INPUT_SHARE)
+    kept         a qtype AI Toolkit's own quantizers dequantize at every forward (levers.yaml's
+                 ``dequantized_per_forward``, offloaded or not): F.linear keeps that copy for
+                 the input's gradient until backward: the largest block's Linear weights at
+                 the compute dtype with checkpointing, every Linear weight's without
+    R_te, b_te'  the text encoders' parameters outside their Linear and Conv2d layers
+                 (memory.yaml's ``offload.text_encoder_resident_params``: token embeddings
+                 above all), which text-encoder offloading leaves on the card, unquantized
 
 The adapter's trained weights n, per transformer weight (``d`` = the family's width, 3072 without
 figures; each d×d Linear layer is adapted):
@@ -125,7 +141,9 @@ model cannot name (``unexplained``), carried by the phases that hold what that p
 (HOLDS_THE_SAME), not a tenfold factor on every other phase's activations. The phases the log
 shows passing are within the card, and stay so after a change that does not make them heavier.
 
-Left out, with a note where it matters: the text encoder's forward, cuDNN benchmark workspaces.
+Left out, with a note where it matters: the text encoder's forward, cuDNN benchmark workspaces,
+an accuracy recovery adapter's weights (its rank is in its file), a quantized layer's transient
+dequantization beyond its slot (one layer at most).
 """
 
 from __future__ import annotations
@@ -247,11 +265,14 @@ HiDream-O1's token embedding 7 %)."""
 BLOCKS_IN_FLIGHT: Final = 2
 """Without a family's offload figures: the blocks whose weights are assumed on the card at once
 (a stand-in for the staging ring)."""
-OFFLOAD_RING_SLOTS: Final = 8
-"""Weights AI Toolkit's memory manager has on the card at once: a ring of PIPELINE_DEPTH = 4
-slots (``AI_TOOLKIT_OFFLOAD_DEPTH``) for the forward pass and another for the backward
-(toolkit/memory_management/manager_modules.py), each a whole layer at the compute dtype (a
-quantized weight is dequantized into it); counted at the family's largest layer."""
+OFFLOAD_PIPELINE_DEPTH: Final = 4
+"""The slots of each of AI Toolkit's staging rings (PIPELINE_DEPTH, ``AI_TOOLKIT_OFFLOAD_DEPTH``;
+toolkit/memory_management/manager_modules.py:27 at 27a03a91). A slot keeps its weight until the
+layer ``depth`` places later replaces it, and the new copy is made before the old one is let go
+(:88, :111): depth + 1 copies through a forward pass. The forward ring is never emptied, so in a
+training step the backward ring's depth + 1 come on top of its depth (:57-59); AI Toolkit's own
+quantizers stage through the forward ring only (:743-763). Counted at the family's largest
+layer."""
 BOUNCED_INPUT_SHARE: Final = 0.5
 """An offloaded Linear keeps its own input for its backward (``_BouncingLinearFn`` saves it,
 even for a frozen weight), in bf16: half the fp32 copy an adapter keeps of the same input, so
@@ -463,6 +484,11 @@ class Parts:
     optimizer: float
     activations: float
     overhead: float
+    in_flight: float = 0.0
+    """Copies of the transformer's weights made for the pass: under layer offloading the
+    staging rings' copies of the layers in flight (the moved layers themselves live in system
+    RAM), and the dequantized copies of a layer of AI Toolkit's own quantizers that autograd
+    keeps until backward; ``transformer`` holds what stays resident."""
     vae_pass: float = 0.0
     """The VAE's decode (a sample) or encode (latents not cached, or while caching them),
     where it, not the denoiser's pass, sets the phase's peak."""
@@ -477,6 +503,7 @@ class Parts:
         context, ``context`` says how much of it that is)."""
         return {
             "transformer": round(self.transformer, 2),
+            "in_flight": round(self.in_flight, 2),
             "text_encoder": round(self.text_encoder, 2),
             "vae": round(self.vae, 2),
             "trainable": round(self.trainable, 2),
@@ -492,7 +519,14 @@ class Parts:
     def weights(self) -> float:
         """What the phase holds beside its activations and overhead: the weights, the
         trained state and the optimizer's."""
-        return self.transformer + self.text_encoder + self.vae + self.trainable + self.optimizer
+        return (
+            self.transformer
+            + self.in_flight
+            + self.text_encoder
+            + self.vae
+            + self.trainable
+            + self.optimizer
+        )
 
 
 @dataclass(frozen=True)
@@ -617,12 +651,20 @@ class _Terms:
     activations: tuple[float, float]
     loading: bool = False
     """Loading: whole tensors moved in, no trainer workspaces."""
+    in_flight: tuple[float, float] = (0.0, 0.0)
     vae_pass: tuple[float, float] = (0.0, 0.0)
     """The VAE's decode or encode where it is the larger of it and the denoiser's pass (then
     ``activations`` is 0): it is the phase's varying part in their place."""
 
     def fixed(self) -> tuple[float, float]:
-        parts = (self.transformer, self.text_encoder, self.vae, self.trainable, self.optimizer)
+        parts = (
+            self.transformer,
+            self.in_flight,
+            self.text_encoder,
+            self.vae,
+            self.trainable,
+            self.optimizer,
+        )
         return sum(p[0] for p in parts), sum(p[1] for p in parts)
 
 
@@ -897,6 +939,7 @@ def _band_of(
 
     parts = Parts(
         transformer=mid(terms.transformer),
+        in_flight=mid(terms.in_flight),
         text_encoder=mid(terms.text_encoder),
         vae=mid(terms.vae),
         trainable=mid(terms.trainable),
@@ -1142,19 +1185,32 @@ class _Account:
         self.offloaded = o_t
         whole = self.p_t * BILLION * b_t * experts
         block = self._largest_block_share()
-        resident, ring = self._offload_residency(o_t, whole, block)
-        self.transformer = resident + ring
+        own_quantizer = self.quantized and not comfy and self._dequantized_per_forward(model.qtype)
+        if self.quantized and "|" in (model.qtype or ""):
+            # config_modules.py:741-743 reads the adapter from the qtype; quantize.py:391-394
+            # puts it on the card, and the memory manager offloads its layers with the model's
+            # (manager.py:126-133).
+            self.notes.append(
+                "The accuracy recovery adapter named in model.qtype is a LoRA beside every "
+                "quantized layer, on the card at the model's dtype unless layer offloading moves "
+                "it with its layers: its rank is in the adapter's file, so it is not counted."
+            )
+        resident, ring_pass, ring_step = self._offload_residency(o_t, whole, b_t, own_quantizer)
+        self.transformer = resident
+        kept = self._dequantized_kept(block, own_quantizer)
+        self.in_flight_pass = ring_pass
+        self.in_flight_step = ring_step + kept
         # AI Toolkit's loader quantizes block by block on the card: the load peaks at the
         # final residency plus one block at full precision (with low_vram it quantizes in
         # system RAM, and pre-quantized weights are never at full precision).
-        in_flight = (
+        quantizing = (
             self.p_t * BILLION * self.full * block
             if self.quantized and not comfy and model.low_vram is not True
             else 0.0
         )
-        self.transformer_load = resident + in_flight
+        self.transformer_load = resident + quantizing
         te_on_cpu = _on_cpu(model.te_device)
-        self.text_encoder = 0.0 if te_on_cpu else self.p_te * BILLION * b_te * (1.0 - o_te)
+        self.text_encoder = 0.0 if te_on_cpu else self._text_encoder_on_card(o_te, b_te)
         self.te_load = self.text_encoder
         self.vae = 0.0 if _on_cpu(model.vae_device) else self.p_vae * BILLION * b_vae
         if te_on_cpu:
@@ -1162,35 +1218,114 @@ class _Account:
         if _on_cpu(model.vae_device):
             self.notes.append("The VAE lives on the CPU (vae_device): 0 GiB on the card.")
 
-    def _offload_residency(self, o_t: float, whole: float, block: float) -> tuple[float, float]:
-        """(what stays resident, the staging ring) of the transformer, in bytes, under layer
-        offloading of the share ``o_t`` (whole ``whole`` bytes without it).
+    def _offload_residency(
+        self, o_t: float, whole: float, b_t: float, own_quantizer: bool
+    ) -> tuple[float, float, float]:
+        """(what stays resident, the staging rings through a forward pass, through a training
+        step) of the transformer, in bytes, under layer offloading of the share ``o_t`` (whole
+        ``whole`` bytes without it).
 
         AI Toolkit's memory manager moves each Linear and Conv2d of the whole model with the
         probability ``o_t`` and keeps the rest (norms, embeddings, Conv3d, tables; memory.yaml's
-        ``offload``); the moved weights come to the card through a ring of
-        :data:`OFFLOAD_RING_SLOTS` copies of a layer at the compute dtype.
+        ``offload``; toolkit/memory_management/manager.py:102-168). The moved weights come to
+        the card through rings of :data:`OFFLOAD_PIPELINE_DEPTH` slots: a weight at the compute
+        dtype (a torchao or quanto weight is dequantized into its slot, its stored copy beside
+        it meanwhile: manager_modules.py:290-303), or the codes of AI Toolkit's own quantizers,
+        which run their forward on them (:727-763).
         """
+        self.moved_share = 0.0
+        self.largest_layer = 0.0
         if o_t <= 0:
-            return whole, 0.0
+            return whole, 0.0, 0.0
         figures = self.family.offload if self.family is not None else None
         if figures is None or self.p_t <= 0:
+            block = self._largest_block_share()
             stays = NON_BLOCK_SHARE + BLOCKS_IN_FLIGHT * block
+            self.moved_share = o_t * (1.0 - stays)
             self.notes.append(
                 f"Layer offloading moves {o_t:.0%} of the transformer's weights to system RAM; "
                 f"what stays on the card is a stand-in ({NON_BLOCK_SHARE:.0%} of it and "
                 f"{BLOCKS_IN_FLIGHT} blocks in flight): this arch's layers are not counted."
             )
-            return whole * (1.0 - o_t + o_t * stays), 0.0
+            return whole * (1.0 - o_t + o_t * stays), 0.0, 0.0
         kept = min(figures.resident_params / (self.p_t * BILLION), 1.0)
-        ring = OFFLOAD_RING_SLOTS * figures.largest_layer_params * self.full
+        layer = figures.largest_layer_params
+        self.moved_share = o_t * (1.0 - kept)
+        self.largest_layer = float(layer)
+        depth = OFFLOAD_PIPELINE_DEPTH
+        if own_quantizer:  # codes through the forward ring only; autograd keeps the rest
+            ring_pass = ring_step = (depth + 1) * layer * b_t
+        else:
+            stored = layer * b_t if b_t < self.full else 0.0  # the stored copy while it dequantizes
+            ring_pass = (depth + 1) * layer * self.full + stored
+            ring_step = (2 * depth + 1) * layer * self.full + stored
         self.notes.append(
             f"Layer offloading moves {o_t:.0%} of the transformer's Linear and Conv2d weights to "
-            f"system RAM; its other parameters ({kept:.1%}) stay on the card, and "
-            f"{OFFLOAD_RING_SLOTS} copies of its largest layer ({ring / GIB_BYTES:.2f} GiB) are "
-            "in flight; each offloaded layer keeps its input for the backward pass."
+            f"system RAM; its other parameters ({kept:.1%}) stay on the card, and the staging "
+            f"rings hold copies of up to {2 * depth + 1} of its layers in a training step (at "
+            f"most {ring_step / GIB_BYTES:.2f} GiB, {depth + 1} in a sample's pass); each "
+            "offloaded layer keeps its input for the backward pass."
         )
-        return whole * (1.0 - o_t * (1.0 - kept)), ring
+        return whole * (1.0 - o_t * (1.0 - kept)), ring_pass, ring_step
+
+    def _dequantized_per_forward(self, qtype: str | None) -> bool:
+        """Whether ``qtype`` is one of AI Toolkit's own quantizers that dequantize a layer at
+        every forward (levers.yaml's ``dequantized_per_forward``)."""
+        levers = self.presets.levers
+        name = (qtype or levers.default_qtype).split("|", 1)[0].strip().lower()
+        return name in levers.dequantized_per_forward
+
+    def _dequantized_kept(self, block: float, own_quantizer: bool) -> float:
+        """Bytes of dequantized weights autograd keeps for backward in a training step.
+
+        AI Toolkit's own quantizers (OstrisLinear: uint2-8, orbit, nvfp4) build the layer's
+        weight at the compute dtype under no_grad and call F.linear with it
+        (toolkit/util/ostris_quant.py:66-72, uintx_quant.py:198-205): F.linear keeps that copy
+        for the input's gradient, offloaded or not. With gradient checkpointing only the block
+        being recomputed holds them; without, every Linear of the transformer does.
+        """
+        if not own_quantizer or self.p_t <= 0:
+            return 0.0
+        figures = self.family.offload if self.family is not None else None
+        kept = figures.resident_params / (self.p_t * BILLION) if figures is not None else 0.0
+        linear = self.p_t * BILLION * max(1.0 - kept, 0.0)
+        checkpointing = self.process.train.gradient_checkpointing is not False
+        share = block if checkpointing else 1.0
+        found = linear * share * self.full
+        self.notes.append(
+            f"AI Toolkit's {self.process.model.qtype or 'own'} quantizer dequantizes each layer "
+            "at every forward, and autograd keeps that copy until backward: "
+            + (
+                f"the recomputed block's layers ({found / GIB_BYTES:.2f} GiB) with checkpointing."
+                if checkpointing
+                else f"every layer of the transformer ({found / GIB_BYTES:.2f} GiB) without "
+                "checkpointing."
+            )
+        )
+        return found
+
+    def _text_encoder_on_card(self, o_te: float, b_te: float) -> float:
+        """Bytes of the text encoders on the card.
+
+        Their Linear and Conv2d weights at ``b_te``, less the share ``o_te`` text-encoder
+        offloading moves to system RAM; their other parameters (token embeddings above all,
+        memory.yaml's ``offload.text_encoder_resident_params``) at ``te_dtype``: neither
+        quantizer touches them (quanto and torchao quantize Linear and Conv2d weights), and the
+        memory manager moves them to the card (toolkit/memory_management/manager.py:56-63).
+        """
+        whole = self.p_te * BILLION
+        figures = self.family.offload if self.family is not None else None
+        resident = figures.text_encoder_resident_params if figures is not None else None
+        if resident is None:
+            if o_te > 0:
+                self.notes.append(
+                    "Text-encoder offloading: what stays of the text encoder on the card (its "
+                    "token embedding) is not counted for this arch."
+                )
+            return whole * b_te * (1.0 - o_te)
+        te_dtype = _dtype_bytes(self.presets.levers, self.process.model.te_dtype, self.full)
+        moved = max(whole - resident, 0.0)
+        return moved * b_te * (1.0 - o_te) + min(resident, whole) * max(te_dtype, b_te)
 
     # --- what trains
 
@@ -1204,11 +1339,16 @@ class _Account:
         trains_te = train.train_text_encoder is True
         if network is None:  # a full fine-tune
             n = self.p_t * BILLION
+            on_card = n * (1.0 - self.moved_share)
             if trains_te:
                 n += self.p_te * BILLION
+                on_card += self.p_te * BILLION
             self.adapter_weights = 0.0
-            self.gradients = n * self.full * self._swapped_share()
-            self.ema = n * self.full if ema else 0.0
+            self.gradients = on_card * self.full * self._swapped_share()
+            self.ema = on_card * self.full if ema else 0.0
+            self.optimizer = on_card * state
+            if self.moved_share > 0:
+                self._offloaded_full_fine_tune()
         else:
             share = self._adapter_share(process)
             n = self.p_t * BILLION * share
@@ -1217,12 +1357,26 @@ class _Account:
             self.adapter_weights = n * ADAPTER_BYTES
             self.gradients = n * ADAPTER_BYTES
             self.ema = n * ADAPTER_BYTES if ema else 0.0
+            self.optimizer = n * state
         self.trained_weights = n
-        self.optimizer = n * state
         if ema:
             self.notes.append("EMA keeps a second copy of the trained weights.")
         if trains_te:
             self.notes.append("The text encoder is trained: it stays on the card while training.")
+
+    def _offloaded_full_fine_tune(self) -> None:
+        """A full fine-tune under layer offloading: each moved weight's gradient is made on the
+        card into a ring of :data:`OFFLOAD_PIPELINE_DEPTH` slots and copied to its pinned
+        weight in system RAM (manager_modules.py:121-146, 394-411), so the gradient, and the
+        optimizer's state and EMA's copy that the optimizer makes beside each weight, leave the
+        card with it."""
+        ring = OFFLOAD_PIPELINE_DEPTH * self.largest_layer * self.full
+        self.in_flight_step += ring
+        self.notes.append(
+            f"Layer offloading: {self.moved_share:.0%} of the transformer's weights train in "
+            "system RAM; their gradients are copied there as they are made, and their optimizer "
+            "state lives beside them, off the card."
+        )
 
     def _swapped_share(self) -> float:
         """The share of a full fine-tune's weights that holds a gradient: the swapping factor
@@ -1332,6 +1486,12 @@ class _Account:
         if checkpointing:
             return unet.checkpointed_fixed + unet.checkpointed_per_pixel * pixels
         return unet.step_fixed + unet.step_per_pixel * pixels
+
+    def _latents_cached(self) -> bool:
+        """Whether every dataset caches its latents (AI Toolkit's ``is_latents_cached``,
+        BaseSDTrainProcess.py:143-172)."""
+        datasets = self.process.datasets or ()
+        return all(d.cache_latents is True or d.cache_latents_to_disk is True for d in datasets)
 
     def _encode(self) -> float:
         """The VAE's encode of a training batch at its largest bucket, in bytes: 0 where every
@@ -1581,6 +1741,8 @@ class _Account:
                 self.gradients,
                 self.ema,
                 self.optimizer,
+                self.in_flight_pass,
+                self.in_flight_step,
             )
         first = card.index == 0
         whole = 1.0 if first else 0.0
@@ -1596,6 +1758,8 @@ class _Account:
             self.gradients * by_share,
             self.ema * whole,
             self.optimizer * by_share,
+            self.in_flight_pass * card.share,
+            self.in_flight_step * card.share,
         )
 
     def terms(self, phase: Phase, card: _Card | None = None) -> _Terms | None:
@@ -1629,6 +1793,9 @@ class _Account:
         if phase == "training":
             unloaded = cached or self.process.train.unload_text_encoder is True
             te = held.text_encoder if trains_te or not unloaded else 0.0
+            # With every dataset's latents cached the training state puts the VAE in system
+            # RAM (BaseSDTrainProcess.py:2514; sd_device_states_presets.py:47-49).
+            vae = 0.0 if self._latents_cached() else held.vae
             trainable = held.adapter_weights + held.gradients + held.ema
             act = self._training_activations(blocks)
             encode = self._encode() if first else 0.0
@@ -1639,8 +1806,9 @@ class _Account:
                 )
             return _Terms(
                 transformer=(held.transformer, held.transformer * w),
+                in_flight=(held.in_flight_step, held.in_flight_step),
                 text_encoder=(te, te * te_slack),
-                vae=(held.vae, held.vae * te_slack),
+                vae=(vae, vae * te_slack),
                 trainable=(trainable, trainable),
                 optimizer=(held.optimizer, held.optimizer),
                 activations=zero if encode > act else self._with_items(act, band),
@@ -1672,6 +1840,7 @@ class _Account:
         decoded = decode > (low + high) / 2.0
         return _Terms(
             transformer=(held.transformer, held.transformer * w),
+            in_flight=(held.in_flight_pass, held.in_flight_pass),
             text_encoder=(te, te * te_slack),
             vae=(held.vae, held.vae * te_slack),
             trainable=(weights, weights),
@@ -1800,6 +1969,10 @@ class _Held:
     gradients: float
     ema: float
     optimizer: float
+    in_flight_pass: float = 0.0
+    """Weight copies made for a forward pass (offloading's staging rings)."""
+    in_flight_step: float = 0.0
+    """Weight copies made for a training step (both rings, and dequantized copies kept)."""
 
 
 def _dtype_bytes(levers: LeversFile, dtype: str | None, default: float) -> float:

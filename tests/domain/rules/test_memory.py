@@ -27,6 +27,8 @@ from oom_wizard.rules.memory import (
     Calibration,
     FamilyLike,
     JobMemory,
+    Parts,
+    Phase,
     calibration_from,
     calibration_from_attempts,
     job_memory,
@@ -246,8 +248,25 @@ def test_te_device_cpu_keeps_the_text_encoder_off_the_card() -> None:
 
 
 def test_vae_device_cpu_keeps_the_vae_off_the_card() -> None:
-    assert parts(tree())["vae"] > 0.1
-    assert parts(tree(model={"vae_device": "cpu"}))["vae"] == 0
+    uncached = {"cache_latents_to_disk": False}
+    assert parts(tree(), "load")["vae"] > 0.1
+    assert parts(tree(dataset=uncached))["vae"] > 0.1
+    assert parts(tree(model={"vae_device": "cpu"}), "load")["vae"] == 0
+    assert parts(tree(model={"vae_device": "cpu"}, dataset=uncached))["vae"] == 0
+
+
+def test_cached_latents_leave_the_vae_in_system_ram_for_the_training_step() -> None:
+    """AI Toolkit's training state puts the VAE on the CPU when every dataset's latents are
+    cached (BaseSDTrainProcess.py:2514, sd_device_states_presets.py:47-49); a sample brings it
+    back to decode."""
+    sample = {"sample_every": 250}
+    cached = tree(sample=sample)
+    assert parts(cached)["vae"] == 0
+    assert parts(cached, "sample")["vae"] > 0.1
+    one_uncached = tree(sample=sample)
+    datasets = one_uncached["config"]["process"][0]["datasets"]
+    datasets.append({**datasets[0], "cache_latents_to_disk": False})
+    assert parts(one_uncached)["vae"] > 0.1
 
 
 @pytest.mark.parametrize(
@@ -934,21 +953,112 @@ def test_bands_are_as_wide_as_their_figures_are_sure() -> None:
     assert "checked on a GPU" in checked.basis() and "stand-in" in stand_in.basis()
 
 
+OFFLOAD_FIGURES = OffloadMemory(
+    resident_params=120_000_000,
+    largest_layer_params=50_000_000,
+    text_encoder_resident_params=400_000_000,
+    source="x",
+)
+MEASURED = replace(FAMILY, offload=OFFLOAD_FIGURES)
+
+
+def measured(config: dict[str, Any], phase: Phase = "training") -> Parts:
+    """The phase's parts with the fixture family's offload figures."""
+    return job_memory(document(config), [], "image", families=lambda _f: MEASURED).parts[phase]
+
+
 def test_layer_offloading_leaves_what_ai_toolkit_s_manager_leaves() -> None:
-    """With a family's offload figures: the parameters outside the Linear and Conv2d layers,
-    the unmoved share of those, and eight staging copies of the largest layer at bf16."""
-    figures = OffloadMemory(
-        resident_params=120_000_000, largest_layer_params=50_000_000, source="x"
-    )
-    measured = replace(FAMILY, offload=figures)
+    """The transformer's parameters outside its Linear and Conv2d layers and the unmoved share
+    of those stay resident; the staging rings' copies of its largest layer are their own part:
+    2 x 4 + 1 in a training step (the forward ring stays full through backward), 4 + 1 in a
+    sample's pass (manager_modules.py: PIPELINE_DEPTH 4, a slot's weight replaced only after
+    the next copy is made)."""
     whole = 12.0e9 * 2
+    layer = 50_000_000 * 2
     for percent in (1.0, 0.5):
         setting = {"layer_offloading": True, "layer_offloading_transformer_percent": percent}
-        config = tree(arch="qwen_image", model=setting)
-        doc = document(config)
-        found = job_memory(doc, [], "image", families=lambda _f: measured).parts["training"]
-        kept = whole * (1 - percent * (1 - 0.01)) + 8 * 50_000_000 * 2
-        assert found.transformer * 2**30 == pytest.approx(kept, rel=0.02), percent
+        config = tree(arch="qwen_image", model=setting, sample={"sample_every": 250})
+        found = measured(config)
+        resident = whole * (1 - percent * (1 - 0.01))
+        assert found.transformer * 2**30 == pytest.approx(resident, rel=0.02), percent
+        assert found.in_flight * 2**30 == pytest.approx(9 * layer, rel=1e-6), percent
+        assert measured(config, "sample").in_flight * 2**30 == pytest.approx(5 * layer, rel=1e-6)
+    # Without offloading nothing is staged.
+    assert measured(tree(arch="qwen_image")).in_flight == 0.0
+
+
+def test_a_quantized_layer_is_dequantized_into_its_slot_beside_its_stored_copy() -> None:
+    """torchao and quanto weights are staged at their stored precision and dequantized on the
+    card into the ring's slot (manager_modules.py:290-303): one stored copy is in flight beside
+    the ring's compute-dtype copies."""
+    setting = {"layer_offloading": True, "quantize": True, "qtype": "qfloat8"}
+    found = measured(tree(arch="qwen_image", model=setting))
+    assert found.in_flight * 2**30 == pytest.approx(9 * 100_000_000 + 50_000_000, rel=1e-6)
+
+
+def test_ai_toolkit_s_own_quantizer_keeps_each_dequantized_layer_for_backward() -> None:
+    """uint2-8, orbit and nvfp4 layers build their weight at the compute dtype at every forward
+    and hand it to F.linear, which keeps it for the input's gradient (ostris_quant.py:66-72,
+    uintx_quant.py:198-205): one recomputed block's layers with checkpointing, every layer
+    without; offloaded or not. Offloaded, their ring holds codes (forward ring only)."""
+    linear = 12.0e9 - 120_000_000
+    block = linear / 57 * 2  # the fixture's 57 blocks, an even share
+    model = {"quantize": True, "qtype": "uint4|ostris/some_adapter.safetensors"}
+    resident = measured(tree(arch="qwen_image", model=model))
+    assert resident.in_flight * 2**30 == pytest.approx(block, rel=0.02)
+    no_checkpointing = tree(arch="qwen_image", model=model, train={"gradient_checkpointing": False})
+    assert measured(no_checkpointing).in_flight * 2**30 == pytest.approx(linear * 2, rel=0.02)
+    offloaded = measured(tree(arch="qwen_image", model={**model, "layer_offloading": True}))
+    codes = 5 * 50_000_000 * 0.5
+    assert offloaded.in_flight * 2**30 == pytest.approx(block + codes, rel=0.02)
+    # A qtype the toolkit stages as a torchao or quanto weight keeps nothing of the kind.
+    plain = measured(tree(arch="qwen_image", model={"quantize": True, "qtype": "qfloat8"}))
+    assert plain.in_flight == 0.0
+
+
+def test_an_accuracy_recovery_adapter_is_said_to_be_left_out() -> None:
+    model = {"quantize": True, "qtype": "uint3|ostris/accuracy_recovery_adapters/x.safetensors"}
+    found = memory(tree(arch="qwen_image", model=model))
+    assert any("accuracy recovery adapter" in note for note in found.notes)
+    plain = memory(tree(arch="qwen_image", model={"quantize": True, "qtype": "uint3"}))
+    assert not any("accuracy recovery adapter" in note for note in plain.notes)
+
+
+def test_text_encoder_offloading_leaves_its_embedding_on_the_card() -> None:
+    """The memory manager moves the text encoder's Linear and Conv2d weights to system RAM and
+    its other parameters (the token embedding above all) to the card, unquantized."""
+    moved = 4.9e9 - 400_000_000
+    train = {"cache_text_embeddings": False}
+    for percent in (1.0, 0.5):
+        model = {"layer_offloading": True, "layer_offloading_text_encoder_percent": percent}
+        found = measured(tree(arch="qwen_image", model=model, train=train))
+        expected = moved * 2 * (1 - percent) + 400_000_000 * 2
+        assert found.text_encoder * 2**30 == pytest.approx(expected, rel=0.02), percent
+    # Quantized, the embedding stays at the encoder's dtype (quanto and torchao quantize
+    # Linear and Conv2d weights only).
+    quantized = {"layer_offloading": True, "quantize_te": True, "qtype_te": "qfloat8"}
+    found = measured(tree(arch="qwen_image", model=quantized, train=train))
+    assert found.text_encoder * 2**30 == pytest.approx(400_000_000 * 2, rel=0.02)
+    # An arch without the figure says that part is not counted.
+    unknown = memory(tree(arch="qwen_image", model={"layer_offloading": True}, train=train))
+    assert unknown.parts["training"].text_encoder == 0.0
+    assert any("token embedding) is not counted" in note for note in unknown.notes)
+
+
+def test_an_offloaded_full_fine_tune_trains_the_moved_weights_in_system_ram() -> None:
+    """Each moved weight's gradient is made on the card into a ring of 4 slots and copied to
+    its pinned weight in system RAM (manager_modules.py:121-146, 394-411): the gradients and
+    the optimizer's state of the moved weights leave the card with them."""
+    resident = full_fine_tune(optimizer="adamw")
+    resident["config"]["process"][0]["model"]["arch"] = "qwen_image"
+    offloaded = copy.deepcopy(resident)
+    offloaded["config"]["process"][0]["model"]["layer_offloading"] = True
+    whole, found = measured(resident), measured(offloaded)
+    on_card = 120_000_000 / 12.0e9  # the parameters outside the Linear and Conv2d layers
+    assert found.trainable == pytest.approx(whole.trainable * on_card, rel=0.02)
+    assert found.optimizer == pytest.approx(whole.optimizer * on_card, rel=0.02)
+    rings = (9 + 4) * 50_000_000 * 2
+    assert found.in_flight * 2**30 == pytest.approx(rings, rel=1e-6)
 
 
 def test_a_pixel_space_model_has_no_vae_pass() -> None:
