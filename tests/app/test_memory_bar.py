@@ -85,3 +85,25 @@ async def test_without_a_card_the_peak_is_shown_alone(tmp_path: Path) -> None:
         await pilot.pause()
         shown = screen_text(pilot, "#memory")
         assert "card size unknown" in shown and " of " not in shown.splitlines()[0]
+
+
+async def test_a_job_without_counts_shows_why_and_no_figure(tmp_path: Path) -> None:
+    """Ming-Image has no parameter counts a source gives: the load screen's bar and every
+    step say "not estimated" and why, with no GiB and no percentage of today's."""
+    from oom_wizard.screens.app import create_app
+
+    folder = demo_folder(tmp_path)
+    config = folder / "ming.yaml"
+    text = (folder / "flux_portrait_lora.yaml").read_text(encoding="utf-8")
+    config.write_text(text.replace('arch: "flux"', 'arch: "ming_image"'), encoding="utf-8")
+    app = create_app(config, log=folder / "flux_portrait_lora.log", probe=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for_state(pilot)
+        await pilot.pause()
+        today = screen_text(pilot, "#memory")
+        assert today.startswith("Memory: not estimated: the parameter counts of Ming-Image")
+        await press(pilot, "enter", "enter")
+        assert isinstance(app.screen, StepScreen)
+        assert screen_text(pilot, "#memory") == today
+        estimate = screen_text(pilot, "#estimate")
+        assert estimate.startswith("No GiB from the memory model") and "%" not in estimate
