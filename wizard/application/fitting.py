@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from oom_wizard.application.settling import VALIDATION_STEP, WizardState, given, memory_calibration
+from oom_wizard.rules.accounts import Phase
 from oom_wizard.rules.limits import card_problem
 from oom_wizard.rules.memory import (
     PHASE_MOMENT,
     JobMemory,
-    Phase,
     Verdict,
     job_memory as memory_of,
     verdict,

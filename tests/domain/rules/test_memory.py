@@ -15,20 +15,22 @@ import pytest
 
 from oom_wizard.formats.document import JobDocument, load_document
 from oom_wizard.logs.scan import scan_log
-from oom_wizard.rules.catalog import ArchFacts, OffloadMemory, UnetMemory, VaeMemory
-from oom_wizard.rules.diagnosis import diagnose
-from oom_wizard.rules.memory import (
+from oom_wizard.rules.accounts import (
     ACTIVATION_BAND,
     BLOCKS_IN_FLIGHT,
     ITEM_GIB,
     NON_BLOCK_SHARE,
+    FamilyLike,
+    Phase,
+)
+from oom_wizard.rules.catalog import ArchFacts, OffloadMemory, UnetMemory, VaeMemory
+from oom_wizard.rules.diagnosis import diagnose
+from oom_wizard.rules.memory import (
     SCALE_RANGE,
     Band,
     Calibration,
-    FamilyLike,
     JobMemory,
     Parts,
-    Phase,
     calibration_from,
     calibration_from_attempts,
     job_memory,
