@@ -31,6 +31,18 @@ storages and the inputs every block shares left out); the transient peak from a 
 that follows every storage the region allocates. FLUX.1's double block gives 126.5 and 379.4
 MiB at 1,024 and 4,096 image tokens + 512 text tokens frozen, as a real bf16 CPU run did.
 
+Two families need values, not shapes (``Family.real`` says why): HiDream-I1 routes each token to
+its experts by the gate's scores, and Lumina 2 reads its text mask's values. Their blocks run with
+real bf16 tensors on the CPU instead, the same hooks counting, at small token counts (a block of
+each kind built once at its real width, its frozen weights shared by the adapters' copies, fixed
+seeds): the bytes are linear in the tokens with a flash kernel, so the slope between two small
+grids is the figure and a third grid checks it. A bf16 matrix product on a CPU without bf16
+units takes PyTorch's scalar path, so each is computed in fp32 and rounded to bf16 once
+(``_fp32_matmuls``: the same output tensor, nothing else counted); a family then takes minutes.
+The method checks out: ``--check --real zimage`` (Z-Image's blocks with real tensors at 256 and
+512 image tokens) agrees with its fake-tensor figures within 2 %, and HiDream's figures are the
+same to the byte from 144/256/400 and 256/400/576 image tokens, whichever experts the gate chose.
+
 Usage (torch, diffusers and transformers come from the ``measure`` extra, in a venv of their own;
 each family is written as soon as it is measured, so a run can be stopped and resumed by naming
 the families left)::
@@ -142,6 +154,9 @@ class Family:
     adapted_blocks: tuple[str, ...] | None = None  # the block lists it adapts (None: all)
     fused: bool = False  # the toolkit's own class fuses the projections that read one tensor
     unet: bool = False  # a UNet: measured whole, per latent pixel
+    real: str | None = None  # why fake tensors cannot measure the blocks: real ones, fewer tokens
+    square: bool = False  # the class pads a non-square latent: measure square grids only
+    prepare: Callable[[Any], None] | None = None  # the built model set to AI Toolkit's code path
 
     def width(self, config: Mapping[str, Any]) -> int:
         """The hidden width, from the full configuration (class defaults filled in)."""
@@ -730,6 +745,56 @@ def _llm_inputs(torch: Any, config: Mapping[str, Any], grid: Grid) -> Inputs:
         "inputs_embeds": _randn(torch, 1, total, config["hidden_size"]),
         "position_ids": torch.arange(total).view(1, 1, total).expand(3, 1, total),
         "use_cache": False,
+    }
+
+
+def _hidream_inputs(torch: Any, config: Mapping[str, Any], grid: Grid) -> Inputs:
+    # A block's text is three equal sequences (AI Toolkit hidream_model.py get_prompt_embeds:
+    # max_sequence_length 128 for each encoder): the T5 one and the last Llama layer's, which
+    # every block carries on, and the Llama layer of the block itself.
+    assert grid.text % 3 == 0, grid
+    text = grid.text // 3
+    return {
+        "hidden_states": _randn(torch, 1, config["in_channels"], grid.height * 2, grid.width * 2),
+        "timesteps": torch.tensor([500.0]),
+        "encoder_hidden_states_t5": _randn(torch, 1, text, config["caption_channels"][0]),
+        "encoder_hidden_states_llama3": [
+            _randn(torch, 1, text, config["caption_channels"][1])
+            for _ in range(max(config["llama_layers"]) + 1)
+        ],
+        "pooled_embeds": _randn(torch, 1, config["text_emb_dim"]),
+    }
+
+
+def _hidream_toolkit_moe(model: Any) -> None:
+    """Route each mixture-of-experts layer as AI Toolkit's HiDream code does in training.
+
+    diffusers' MOEFeedForwardSwiGLU trains through its reference path (every token repeated
+    top-k times); AI Toolkit's own copy (hidream/src/models/moe.py) always takes the sorted
+    dispatch (``moe_infer``: each expert runs on the tokens routed to it, the results are
+    scattered back), with gradients and without the auxiliary loss. diffusers has that path
+    too, as ``moe_infer`` under ``torch.no_grad``, taken with ``force_inference_output``: this
+    takes it with gradients, as the toolkit does.
+    """
+    from diffusers.models.transformers.transformer_hidream_image import MOEFeedForwardSwiGLU
+
+    dispatch = MOEFeedForwardSwiGLU.moe_infer.__wrapped__  # the method without torch.no_grad
+    for module in model.modules():
+        if isinstance(module, MOEFeedForwardSwiGLU):
+            module._force_inference_output = True
+            module.gate._force_inference_output = True  # no auxiliary loss, as in the toolkit
+            module.moe_infer = dispatch.__get__(module)
+
+
+def _lumina2_inputs(torch: Any, config: Mapping[str, Any], grid: Grid) -> Inputs:
+    # AI Toolkit (stable_diffusion_model.py predict_noise) passes the Gemma mask as int64; the
+    # joint blocks see the caption's unmasked tokens only (the model counts them with .tolist()):
+    # every text token is unmasked here, the longest caption.
+    return {
+        "hidden_states": _randn(torch, 1, config["in_channels"], grid.height * 2, grid.width * 2),
+        "timestep": torch.tensor([0.5], dtype=torch.bfloat16),
+        "encoder_hidden_states": _randn(torch, 1, grid.text, config["cap_feat_dim"]),
+        "encoder_attention_mask": torch.ones(1, grid.text, dtype=torch.int64),
     }
 
 
@@ -1366,8 +1431,8 @@ _HIDREAM = {
     "llama_layers": list(range(32)) + [31] * 16,
 }
 _MOE = (
-    "a mixture-of-experts block routes tokens with data-dependent shapes, which the shape-only "
-    "(fake tensor) measurement cannot follow, and a real bf16 run is too slow on this CPU"
+    "its mixture-of-experts layers route tokens with data-dependent shapes, which the shape-only "
+    "(fake tensor) measurement cannot follow"
 )
 _FAMILIES += (
     Family(
@@ -1381,7 +1446,18 @@ _FAMILIES += (
         ),
         text_encoders=(LLAMA31_8B, T5_XXL, CLIP_L, CLIP_G),
         vae=(VAE_FLUX,),
-        unknown=_MOE,
+        text_tokens=384,
+        text_tokens_source=(
+            "AI Toolkit hidream_model.py get_prompt_embeds max_sequence_length 128: each block "
+            "sees the T5 and the last Llama layer's 128 tokens and its own Llama layer's 128"
+        ),
+        blocks=("double_stream_blocks", "single_stream_blocks"),
+        # one block of each kind; the caption projections follow the Llama layers it reads
+        reduce={"num_layers": 1, "num_single_layers": 1, "llama_layers": [0, 1]},
+        inputs=_hidream_inputs,
+        real=_MOE,
+        square=True,  # patchify pads a non-square latent to max_resolution's 4096 tokens
+        prepare=_hidream_toolkit_moe,
     ),
     Family(
         id="lumina2",
@@ -1406,8 +1482,17 @@ _FAMILIES += (
         ),
         text_encoders=(GEMMA2_2B,),
         vae=(VAE_FLUX,),
-        unknown="its forward reads the text mask's values (.tolist()), which the shape-only "
-        "(fake tensor) measurement cannot give, and a real bf16 run is too slow on this CPU",
+        text_tokens=256,
+        text_tokens_source=(
+            "AI Toolkit stable_diffusion_model.py encode_prompt max_sequence_length 256 (the "
+            "joint blocks see the caption's unmasked tokens: an upper bound)"
+        ),
+        # the context_refiner blocks see the text only (their bytes do not grow with the image)
+        blocks=("noise_refiner", "layers"),
+        reduce={"num_layers": 1, "num_refiner_layers": 1},
+        inputs=_lumina2_inputs,
+        real="its forward reads the text mask's values (.tolist()), which the shape-only "
+        "(fake tensor) measurement cannot give",
     ),
     Family(
         id="sdxl",
@@ -1977,6 +2062,22 @@ TOOLKIT_ADAPTERS: Mapping[str, Mapping[str, Any]] = {
             "attribute), so caption_projection and the embedders stay frozen",
         )
     },
+    "hidream": {
+        "adapted": _linears(
+            " (the attention, every expert and the shared experts; the router is no Linear)",
+            "double_stream_blocks and single_stream_blocks",
+            f"{_EXT}/hidream/hidream_model.py target_lora_modules HiDreamImageTransformer2DModel, "
+            "get_transformer_block_names",
+        )
+    },
+    "lumina2": {
+        "adapted": _linears(
+            "",
+            "layers, noise_refiner and context_refiner",
+            f"{_LS}: is_lumina2 targets Lumina2Transformer2DModel; transformer_only keeps the "
+            "names with layers, noise_refiner or context_refiner",
+        )
+    },
     "hidream_o1": {
         "adapted": _linears(
             "",
@@ -2283,6 +2384,41 @@ def _ptr(tensor: Any) -> int:
     return int(tensor.untyped_storage()._cdata)
 
 
+def _fp32_matmuls() -> Any:
+    """With real tensors: each bf16 matrix product computed in fp32 and rounded to bf16 once.
+
+    A CPU without bf16 units multiplies bf16 matrices through PyTorch's scalar fallback, ten and
+    more times slower than fp32 (a HiDream block took an hour). The product's output is the
+    bf16 tensor the kernel would give, of the same shape and strides (a GPU's bf16 GEMM also
+    accumulates in fp32 and rounds once); the fp32 operands exist only inside this mode's own
+    call, where neither the saved-tensor hooks nor ``_LiveBytes`` (a mode entered inside this
+    one) see them, so what is counted is unchanged.
+    """
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    aten = torch.ops.aten
+    products = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default}
+
+    def up(value: Any) -> Any:
+        if isinstance(value, torch.Tensor) and value.dtype == torch.bfloat16:
+            return value.float()
+        return value
+
+    class Fp32Matmuls(TorchDispatchMode):  # type: ignore[misc]
+        def __torch_dispatch__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
+            kwargs = kwargs or {}
+            if func in products and any(
+                isinstance(a, torch.Tensor) and a.dtype == torch.bfloat16 for a in args
+            ):
+                return func(*(up(a) for a in args), **kwargs).to(torch.bfloat16)
+            return func(*args, **kwargs)
+
+    return Fp32Matmuls()
+
+
 class _LiveBytes:
     """Follows every storage created inside the region: live bytes now and at their peak."""
 
@@ -2463,14 +2599,24 @@ def _reduced(family: Family) -> Any:
     return model
 
 
+# The square latent token grids of a family measured with real tensors that pads non-square
+# ones (``Family.square``): two for the slope, a third for the check (256, 400 and 576 tokens).
+REAL_SQUARE_SIDES = (16, 20, 24)
+REAL_TEXT_TOKENS = 96
+
+
 def _grids(family: Family, real: bool = False) -> list[Grid]:
     """Two image-token counts for the slope, a third for the check, half the text for its slope.
 
-    ``real``: a quarter of the tokens and 64 text tokens, so that real tensors stay affordable.
+    ``real``: a quarter of the tokens and 96 text tokens (HiDream's three text sequences of 32),
+    so that real tensors stay affordable.
     """
-    text = 64 if real else family.text_tokens
+    text = REAL_TEXT_TOKENS if real else family.text_tokens
     side = 16 if real else 32
-    if family.video:
+    if family.square:
+        sides = REAL_SQUARE_SIDES if real else (32, 40, 48)
+        points = [Grid(1, s, s, text) for s in sides]
+    elif family.video:
         # 1, 2 and 4 latent frames of side x side tokens: the same counts, along the time axis
         points = [Grid(f, side, side, text) for f in (1, 2, 4)]
     else:
@@ -2520,6 +2666,37 @@ def _adapters(family: Family) -> tuple[str, ...]:
     return ("none", "lora", "lokr", *extra)
 
 
+def _models(family: Family, adapters: Sequence[str], real: bool) -> dict[str, Any]:
+    """One reduced model per adapter (each gets its own adapters attached). With real tensors
+    they share one set of frozen weights, initialised once: the weights are excluded from what
+    is counted, and building a block at its real width is most of a real run's setup."""
+    import copy
+
+    if not real:
+        models = {adapter: _reduced(family) for adapter in adapters}
+    else:
+        base = _reduced(family)
+        shared = {id(t): t for t in (*base.parameters(), *base.buffers())}
+        models = {adapter: copy.deepcopy(base, dict(shared)) for adapter in adapters}
+    if family.prepare is not None:
+        for model in models.values():
+            family.prepare(model)
+    return models
+
+
+def _routing(model: Any) -> str:
+    """For a mixture-of-experts model: how its tokens were routed while measuring."""
+    gates = [m for m in model.modules() if hasattr(m, "top_k") and hasattr(m, "n_routed_experts")]
+    if not gates:
+        return ""
+    gate = gates[0]
+    return (
+        f"; each token routed by the real gate to {gate.top_k} of {gate.n_routed_experts} experts "
+        "besides the shared ones: the saved bytes are the sum over the routing, whichever "
+        "experts the tokens reach"
+    )
+
+
 def _slope(a: int, b: int, d: int) -> float:
     return (b - a) / d
 
@@ -2542,9 +2719,11 @@ def measure(family: Family, real: bool = False) -> dict[str, Any]:
     # Fake tensors: the real model code and the real kernels' shapes and dtypes (the CPU flash
     # attention's meta functions), without computing values; what is saved for backward and
     # allocated depends on the shapes only. (Checked against a real bf16 run of FLUX.1's double
-    # block: 127 and 379 MiB saved at 1,024 and 4,096 image tokens + 512 text tokens.)
-    with contextlib.nullcontext() if real else FakeTensorMode():
-        models = {adapter: _reduced(family) for adapter in adapters}
+    # block: 127 and 379 MiB saved at 1,024 and 4,096 image tokens + 512 text tokens.) A family
+    # whose forward needs values (``Family.real``) computes with real bf16 tensors.
+    real = real or family.real is not None
+    with _fp32_matmuls() if real else FakeTensorMode():
+        models = _models(family, adapters, real)
         copies = {
             (adapter, name): attach(getattr(models[adapter], name)[0], adapter, fused=family.fused)
             if name in adapted
@@ -2615,18 +2794,28 @@ def measure(family: Family, real: bool = False) -> dict[str, Any]:
             entry["text_bytes_per_token"] = max(0, round(text_slope))
         blocks.append(entry)
     module = family.measured or family.transformer
+    points = results["lora", family.blocks[0]]
+    tensors = "fake tensors"
+    if real:
+        tensors = (
+            f"real tensors (each matrix product computed in fp32 and rounded to bf16 once) at "
+            f"{points[0].grid.text} and {points[3].grid.text} text tokens "
+            f"(fixed seeds{_routing(full)})"
+        )
     source = (
         f"bench/calibrate_memory.py {family.id}: {module.library} "
         f"{module.name.split(':')[0]} at its real width ({width}), one block of each kind, bf16 "
-        f"fake tensors on CPU, flash SDPA, AI Toolkit's LoRA (rank {LORA_RANK}, fp32, input "
+        f"{tensors} on CPU, flash SDPA, AI Toolkit's LoRA (rank {LORA_RANK}, fp32, input "
         "cast to fp32, no autocast) on "
         + ("every block" if adapted == family.blocks else f"the {', '.join(adapted)} blocks")
         + ("; projections that read one tensor share its fp32 copy (fused)" if family.fused else "")
         + "; frozen: no adapter; lokr: its fast linear path (factor -1); "
-        f"slope between {results['lora', family.blocks[0]][0].grid.image_tokens} and "
-        f"{results['lora', family.blocks[0]][1].grid.image_tokens} image tokens"
+        f"slope between {points[0].grid.image_tokens} and {points[1].grid.image_tokens} image "
+        "tokens"
         + (" (1 and 2 latent frames)" if family.video else "")
+        + (f", checked at {points[2].grid.image_tokens}" if real else "")
         + f"; text tokens: {family.text_tokens_source}"
+        + (f"; real tensors because {family.real}" if family.real else "")
     )
     if family.id in GPU_ROWS:
         source += f"; against the shared GPU rows in their setup: {gpu_check(family, blocks)}"
@@ -3105,7 +3294,8 @@ def versions() -> dict[str, str]:
         "sdpa": "flash or efficient requested (sdpa_kernel); activations.attention names the "
         "kernels that ran",
         "tensors": "fake (FakeTensorMode on CPU: the real code and kernels' shapes and dtypes, no "
-        "values); FLUX.1's double block agrees with a real bf16 run (127 and 379 MiB)",
+        "values); FLUX.1's double block agrees with a real bf16 run (127 and 379 MiB); real bf16 "
+        "where an activations source says so (a forward that needs values)",
     }
 
 

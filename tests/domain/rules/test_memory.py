@@ -945,7 +945,7 @@ def test_an_arch_ai_toolkit_does_not_know_is_a_load_error() -> None:
 def test_bands_are_as_wide_as_their_figures_are_sure() -> None:
     checked = shipped(tree(arch="flux", train={"gradient_checkpointing": False}))
     cpu = shipped(tree(arch="krea2", train={"gradient_checkpointing": False}))
-    stand_in = shipped(tree(arch="hidream", train={"gradient_checkpointing": False}))
+    stand_in = shipped(tree(arch="iris3b", train={"gradient_checkpointing": False}))
     assert (checked.certainty, cpu.certainty, stand_in.certainty) == ("gpu", "cpu", "stand_in")
     spread = [
         (m.phases["training"].high - m.phases["training"].low) / m.phases["training"].mid  # type: ignore[union-attr]

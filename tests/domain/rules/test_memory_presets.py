@@ -545,3 +545,46 @@ def test_offload_figures_say_what_stays_and_the_largest_layer(presets: Presets) 
         assert offload is not None, family.id
         share = offload.resident_params / (family.params.transformer * 1e9)
         assert share < (0.08 if family.id == "hidream_o1" else 0.01), family.id
+
+
+def test_the_families_fake_tensors_cannot_follow_run_real_ones_on_grids_they_take() -> None:
+    """HiDream-I1 routes each token by its gate's values and Lumina 2 reads its text mask's:
+    both are measured with real tensors at small token counts. HiDream pads a non-square latent
+    to 4096 tokens, so its grids are square, and its text splits into three equal sequences."""
+    script = _script()
+    by_id = {family.id: family for family in script.FAMILIES}
+    for family_id in ("hidream", "lumina2"):
+        family = by_id[family_id]
+        assert family.real and family.unknown is None and family.inputs is not None, family_id
+        grids = script._grids(family, real=True)
+        assert max(grid.image_tokens + grid.text for grid in grids) <= 1024 + 96, family_id
+    hidream = script._grids(by_id["hidream"], real=True)
+    assert all(grid.height == grid.width and grid.text % 3 == 0 for grid in hidream)
+    flux = by_id["flux"]
+    assert flux.real is None and not flux.square
+
+
+def test_hidream_and_lumina2_have_real_tensor_figures(presets: Presets) -> None:
+    """Measured with AI Toolkit's LoRA on every block (HiDream: also each routed expert and the
+    shared ones), checked on the CPU; the fit holds at a third grid."""
+    expected = {
+        "hidream": [
+            ("HiDreamBlock (double_stream_blocks)", 16),
+            ("HiDreamBlock (single_stream_blocks)", 32),
+        ],
+        "lumina2": [
+            ("Lumina2TransformerBlock (noise_refiner)", 2),
+            ("Lumina2TransformerBlock (layers)", 26),
+        ],
+    }
+    for family_id, blocks in expected.items():
+        family = presets.memory_families[family_id]
+        acts = family.activations
+        assert family.checked == "cpu" and acts is not None and acts.adapter == "lora", family_id
+        assert [(block.name, block.count) for block in acts.blocks] == blocks
+        assert "bf16 real tensors" in acts.source and "fake tensors on" not in acts.source
+        assert acts.linearity is not None and acts.linearity < 0.02, family_id
+        assert "flash" in (acts.attention or ""), family_id
+    hidream = presets.memory_families["hidream"].activations
+    assert hidream is not None and hidream.text_tokens == 384
+    assert "2 of 4 experts" in hidream.source
