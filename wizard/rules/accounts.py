@@ -287,6 +287,8 @@ class BlockLike(Protocol):
     def peak_bytes_per_token(self) -> float: ...
     @property
     def tokens(self) -> str: ...
+    @property
+    def text_bytes_per_token(self) -> float | None: ...
 
 
 class ActivationsLike(Protocol):
@@ -344,6 +346,7 @@ class NominalBlock:
     input_bytes_per_token: float = 6_144.0
     peak_bytes_per_token: float = 120_000.0
     tokens: str = "joint"
+    text_bytes_per_token: float | None = None
 
 
 NOMINAL_TEXT_TOKENS: Final = 512
@@ -955,6 +958,7 @@ class ProcessAccount:
         for block, count in self._placed(blocks):
             tokens = image_tokens + (self.text_tokens if block.tokens != "image" else 0)
             matrix = self._matrix_bytes(tokens)
+            text = self._text_saved(block) * factor
             saved = block.saved_bytes_per_token * factor
             if self.offloaded > 0:
                 frozen = getattr(block, "frozen_saved_bytes_per_token", None)
@@ -965,14 +969,23 @@ class ProcessAccount:
                 transient = max(
                     transient,
                     (saved + block.peak_bytes_per_token) * tokens
+                    + text
                     + (saved_matrix + transient_matrix) * matrix,
                 )
             else:
-                kept += count * (saved * tokens + saved_matrix * matrix)
+                kept += count * (saved * tokens + text + saved_matrix * matrix)
                 transient = max(
                     transient, block.peak_bytes_per_token * tokens + transient_matrix * matrix
                 )
         return kept, transient
+
+    def _text_saved(self, block: BlockLike) -> float:
+        """Bytes a block that attends to the text by cross-attention (``tokens: image``) saves
+        for the text tokens: memory.yaml's ``text_bytes_per_token`` (its keys' and values'
+        inputs) × the text tokens; 0 for a joint block, whose text tokens are in its tokens."""
+        if block.tokens != "image":
+            return 0.0
+        return (block.text_bytes_per_token or 0.0) * self.text_tokens
 
     def _eager_matrices(self) -> tuple[float, float]:
         """(saved, transient) attention matrices per block: 0 for a flash or memory-efficient

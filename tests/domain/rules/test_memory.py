@@ -50,6 +50,7 @@ class Block:
     input_bytes_per_token: float
     peak_bytes_per_token: float
     tokens: str = "joint"
+    text_bytes_per_token: float | None = None
 
 
 @dataclass(frozen=True)
@@ -1090,3 +1091,26 @@ def test_a_fibo_lora_is_counted_from_its_own_family() -> None:
     training = job_memory(document(whole), [], "image").parts["training"]
     assert training.transformer == pytest.approx(8.286e9 * 2 / 2**30, rel=0.02)
     assert training.text_encoder == pytest.approx(3.075e9 * 2 / 2**30, rel=0.02)
+
+
+def test_a_cross_attention_block_saves_its_text_tokens_too() -> None:
+    """A block that sees the image tokens and attends to the text by cross-attention (Wan,
+    LTX-2, HiDream's double-stream blocks) saves memory.yaml's text_bytes_per_token for each
+    text token: in every block without checkpointing, in the recomputed one with it."""
+    assert FAMILY.activations is not None
+    block = Block("cross", 40, 400_000.0, 10_240.0, 120_000.0, tokens="image")
+    with_text = replace(block, text_bytes_per_token=80_000.0)
+
+    def activations(chosen: Block, checkpointing: bool) -> float:
+        assert FAMILY.activations is not None
+        family = replace(FAMILY, activations=replace(FAMILY.activations, blocks=(chosen,)))
+        config = tree(train={"gradient_checkpointing": checkpointing})
+        found = job_memory(document(config), [], "image", families=lambda _f: family)
+        return found.parts["training"].activations
+
+    added = {
+        checkpointing: activations(with_text, checkpointing) - activations(block, checkpointing)
+        for checkpointing in (False, True)
+    }
+    assert added[True] > 0.0
+    assert added[False] == pytest.approx(40 * added[True], rel=1e-6)
