@@ -14,7 +14,7 @@ from oom_wizard.formats.fields import parse_assignment, parse_unset
 from oom_wizard.paths import MISSING, format_path
 from oom_wizard.rules.limits import check_changelog, check_document
 from oom_wizard.rules.values import validate_value
-from oom_wizard.storage.changelog import ChangeLog, changelog_path_for
+from oom_wizard.storage.changelog import ChangeLog, RunFacts, changelog_path_for
 from oom_wizard.storage.changes import REQUIRED, Change, Prepared, changelog_of, prepare
 from oom_wizard.storage.jobdir import load_config
 from oom_wizard.storage.save import commit
@@ -69,7 +69,7 @@ def save_set(edit: Edit, *, output: Path | None, changelog: Path | None, force: 
 
     return commit(
         edit.prepared,
-        direction="edit",
+        RunFacts("edit"),
         output=output,
         changelog_path=changelog,
         force=force,

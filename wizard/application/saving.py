@@ -17,6 +17,7 @@ from oom_wizard.rules.memory import job_memory as memory_of
 from oom_wizard.rules.plan import StepChoice
 from oom_wizard.storage.changelog import (
     Direction,
+    RunFacts,
     changelog_path_for,
 )
 from oom_wizard.storage.changes import Prepared
@@ -203,16 +204,18 @@ def write_run(
     """Save ``ready`` where ``destination`` says, with one run of the change log recording
     ``model_kind`` (the settled kind for a roll-back, :func:`~oom_wizard.application.scale_up.
     scale_up_kind` for a re-add)."""
-    recorded = diagnosis.to_json() if diagnosis is not None else None
+    run = RunFacts(
+        direction,
+        moment=moment,
+        model_kind=model_kind,
+        diagnosis=diagnosis.to_json() if diagnosis is not None else None,
+        steps=tuple(steps),
+        memory=memory,
+    )
     if isinstance(destination, ToFile):
         return commit(
             ready,
-            direction=direction,
-            moment=moment,
-            model_kind=model_kind,
-            diagnosis=recorded,
-            steps=steps,
-            memory=memory,
+            run,
             output=destination.output,
             changelog_path=destination.changelog,
             force=destination.force,
@@ -221,18 +224,7 @@ def write_run(
     if state.db_job is None:
         raise WizardError("only a job of the web UI's database can be saved into it")
 
-    return save_to_db(
-        ready,
-        state.db_job,
-        destination,
-        direction=direction,
-        moment=moment,
-        model_kind=model_kind,
-        diagnosis=recorded,
-        steps=steps,
-        memory=memory,
-        prior=state.changelog,
-    )
+    return save_to_db(ready, state.db_job, destination, run, prior=state.changelog)
 
 
 def memory_record(state: WizardState, ready: Prepared, kind: ModelKind) -> dict[str, object] | None:

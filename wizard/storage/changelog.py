@@ -132,6 +132,32 @@ class RunRecord(_Frozen):
         return data
 
 
+@dataclass(frozen=True)
+class RunFacts:
+    """What a save records of the run that made it: a :class:`RunRecord` less the time of the
+    save and, for a web-UI job, what the save did to the database (both the saver's)."""
+
+    direction: Direction
+    moment: str | None = None
+    model_kind: str | None = None
+    diagnosis: dict[str, Any] | None = None
+    steps: tuple[str, ...] = ()
+    memory: dict[str, Any] | None = None
+
+    def record(self, database: DatabaseRecord | None = None) -> RunRecord:
+        """The run as the change log keeps it, saved now."""
+        return RunRecord(
+            at=now_iso(),
+            direction=self.direction,
+            moment=self.moment,
+            model_kind=self.model_kind,
+            diagnosis=self.diagnosis,
+            steps=self.steps,
+            database=database,
+            memory=self.memory,
+        )
+
+
 class AttemptRecord(_Frozen):
     """One run of the trainer under ``oom-wizard run``.
 

@@ -51,11 +51,10 @@ from oom_wizard.storage.changelog import (
     ChangeEntry,
     ChangeLog,
     DatabaseRecord,
-    Direction,
     FileRef,
+    RunFacts,
     RunRecord,
     changelog_for,
-    now_iso,
     read_changelog,
     sha256_of,
 )
@@ -504,13 +503,8 @@ def save_to_db(
     prepared: Prepared,
     job: DbJob,
     mode: SaveMode,
+    run_facts: RunFacts,
     *,
-    direction: Direction,
-    moment: str | None = None,
-    model_kind: str | None = None,
-    diagnosis: dict[str, Any] | None = None,
-    steps: Sequence[str] = (),
-    memory: dict[str, Any] | None = None,
     busy_timeout: float = BUSY_TIMEOUT_S,
     prior: ChangeLog | None,
 ) -> DbSaveResult:
@@ -535,15 +529,7 @@ def save_to_db(
         if problem is not None:
             raise JobDatabaseError(f"{problem}; nothing was written", file=job.db_path)
     _check_writable_folder(job)
-    run = _run_record(
-        direction,
-        moment=moment,
-        model_kind=model_kind,
-        diagnosis=diagnosis,
-        steps=steps,
-        memory=memory,
-        database=DatabaseRecord(job_id=job.id, job_name=job.name),
-    )
+    run = run_facts.record(DatabaseRecord(job_id=job.id, job_name=job.name))
     if isinstance(mode, InPlace):
         with _connect(job.db_path, write=True, busy_timeout=busy_timeout) as conn:
             _begin(conn, job)
@@ -658,8 +644,8 @@ def restore_job(
         )
         for entry in reversed(log.changes_of_run(target))
     )
-    run = _run_record(
-        "restore", database=DatabaseRecord(job_id=job.id, job_name=job.name, undoes=target)
+    run = RunFacts("restore").record(
+        DatabaseRecord(job_id=job.id, job_name=job.name, undoes=target)
     )
     new_log = log.with_run(
         run, entries, output=FileRef(path=str(job.source), sha256=_sha(previous))
@@ -1014,28 +1000,6 @@ def _check_fillable(columns: dict[str, _Column], values: dict[str, Any], job: Db
 
 
 # --------------------------------------------------------------- the log
-
-
-def _run_record(
-    direction: Direction,
-    *,
-    moment: str | None = None,
-    model_kind: str | None = None,
-    diagnosis: dict[str, Any] | None = None,
-    steps: Sequence[str] = (),
-    memory: dict[str, Any] | None = None,
-    database: DatabaseRecord,
-) -> RunRecord:
-    return RunRecord(
-        memory=memory,
-        at=now_iso(),
-        direction=direction,
-        moment=moment,
-        model_kind=model_kind,
-        diagnosis=diagnosis,
-        steps=tuple(steps),
-        database=database,
-    )
 
 
 def _with_database(run: RunRecord, **extra: Any) -> RunRecord:

@@ -39,11 +39,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from oom_wizard.errors import NameTaken, SaveRefused
 from oom_wizard.formats.document import (
@@ -55,11 +55,9 @@ from oom_wizard.formats.document import (
 from oom_wizard.storage.atomic import commit_pair, mode_of, recover, same_file, signals_held
 from oom_wizard.storage.changelog import (
     ChangeLog,
-    Direction,
     FileRef,
-    RunRecord,
+    RunFacts,
     changelog_path_for,
-    now_iso,
     record_path,
     sha256_of,
 )
@@ -283,13 +281,8 @@ def _what(log_path: Path) -> Callable[[Path], str]:
 
 def commit(
     prepared: Prepared,
+    run: RunFacts,
     *,
-    direction: Direction,
-    moment: str | None = None,
-    model_kind: str | None = None,
-    diagnosis: dict[str, Any] | None = None,
-    steps: Sequence[str] = (),
-    memory: dict[str, Any] | None = None,
     output: Path | None = None,
     changelog_path: Path | None = None,
     force: bool = False,
@@ -308,12 +301,7 @@ def commit(
     write = partial(
         _commit,
         prepared,
-        direction=direction,
-        moment=moment,
-        model_kind=model_kind,
-        diagnosis=diagnosis,
-        steps=steps,
-        memory=memory,
+        run,
         changelog_path=changelog_path,
         force=force,
         prior=prior,
@@ -337,13 +325,8 @@ NAME_RACE_TRIES: Final = 20
 
 def _commit(
     prepared: Prepared,
+    run: RunFacts,
     *,
-    direction: Direction,
-    moment: str | None,
-    model_kind: str | None,
-    diagnosis: dict[str, Any] | None,
-    steps: Sequence[str],
-    memory: dict[str, Any] | None,
     output: Path,
     changelog_path: Path | None = None,
     force: bool,
@@ -351,22 +334,13 @@ def _commit(
 ) -> SaveResult:
 
     source = prepared.before.source
-    run = RunRecord(
-        at=now_iso(),
-        direction=direction,
-        moment=moment,
-        model_kind=model_kind,
-        diagnosis=diagnosis,
-        steps=tuple(steps),
-        memory=memory,
-    )
     base = prior
     if base is None:
         base = ChangeLog(
             source=FileRef(path=str(source), sha256=sha256_of(prepared.before.to_bytes())),
             output=FileRef(path=str(output)),
         )
-    log = base.with_run(run, prepared.entries, output=FileRef(path=str(output)))
+    log = base.with_run(run.record(), prepared.entries, output=FileRef(path=str(output)))
     return save(
         prepared.after,
         log,
