@@ -61,20 +61,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         for note in notes:
             print(f"oom-wizard: {note}", file=sys.stderr)
-        print(json.dumps(plan_json(state), indent=2, ensure_ascii=False))
+        print(json.dumps(state.plan.to_json(), indent=2, ensure_ascii=False))
         return 0
     render_plan(stdout(), state, notes)
     return 0
-
-
-def plan_json(state: WizardState) -> dict[str, Any]:
-    """``plan --json``: the plan's JSON, its ``estimate.gib`` calibrated by the job's own
-    figures when it has them (see :func:`oom_wizard.application.settling.memory_calibration`)."""
-
-    found = state.plan.to_json()
-    if found.get("estimate") is not None and "gib" in found["estimate"]:
-        found["estimate"]["gib"] = estimate(state, None).gib_json()
-    return found
 
 
 # --------------------------------------------------------------------------- text
