@@ -142,7 +142,7 @@ PHASE_MOMENT: Final[Mapping[Phase, str]] = MappingProxyType(
 """The plan's moment whose ladder lowers a phase's peak."""
 
 
-FamilyLookup = Callable[[ArchFacts | None], "FamilyLike | None"]
+FamilyLookup = Callable[[ArchFacts | None], FamilyLike | None]
 
 
 # --------------------------------------------------------------------------- the values
