@@ -50,6 +50,9 @@ Environment knobs (all optional):
   FAKE_HANG_AFTER_ERROR  1: after printing the fatal error, do not exit (a worker keeps it up)
   FAKE_ALLOWED_GB        cap the process below the card (a memory fraction): it runs out of
                          this allowance, and PyTorch's message says "N GiB allowed;"
+  FAKE_FRAGMENTED        1: the first training step runs out of memory with 6 GiB reserved
+                         by PyTorch but unallocated (fragmentation), unless
+                         PYTORCH_CUDA_ALLOC_CONF has expandable_segments:True; "always": even then
   FAKE_FAULT             a CUDA library or driver fault to fail the first training step with,
                          not memory (one of FAULTS: cudnn_attention, cublas, illegal_access),
                          printed in PyTorch's words as reported on torch 2.11 with an H200
@@ -297,6 +300,33 @@ FAULTS: dict[str, tuple[str, str]] = {
 """The faults ``FAKE_FAULT`` names: (exception, message), the words of ../shared's H200 runs."""
 
 
+def fragmented_message(card: float) -> str:
+    """PyTorch's message for an allocation that failed while 6 GiB lay reserved but
+    unallocated: the room was there, in pieces."""
+    this = card - 0.4
+    return (
+        f"CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+        f"{card:.2f} GiB of which 400.00 MiB is free. Including non-PyTorch memory, this process "
+        f"has {this:.2f} GiB memory in use. Of the allocated memory {this - 6.5:.2f} GiB is "
+        "allocated by PyTorch, and 6.00 GiB is reserved by PyTorch but unallocated. If reserved "
+        "but unallocated memory is large try setting "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
+        "documentation for Memory Management  "
+        "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
+    )
+
+
+def fragmented_now() -> bool:
+    """Whether ``FAKE_FRAGMENTED`` makes this run's first training step fail."""
+    mode = os.environ.get("FAKE_FRAGMENTED")
+    expandable = "expandable_segments:True" in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
+    return mode == "always" or (mode == "1" and not expandable)
+
+
+class Fragmented(Exception):
+    """The fake's out of memory from fragmentation (``FAKE_FRAGMENTED``)."""
+
+
 class Fault(Exception):
     """A CUDA library or driver fault (``FAKE_FAULT``): not memory."""
 
@@ -364,6 +394,8 @@ class Trainer:
             )
         except StepAbort as exc:
             return self.hang(self.fail(str(exc), "RuntimeError"))
+        except Fragmented:
+            return self.hang(self.fail(fragmented_message(self.card), "torch.OutOfMemoryError"))
         except Fault as exc:
             kind, text = FAULTS[str(exc)]
             return self.hang(self.fail(text, kind))
@@ -540,6 +572,8 @@ class Trainer:
             fault = os.environ.get("FAKE_FAULT")
             if fault:
                 raise Fault(fault)
+            if step == self.start_step and fragmented_now():
+                raise Fragmented
             try:
                 self.need(self.demand.step_gib(self.bucket_at(step)))
                 in_a_row = 0

@@ -55,7 +55,8 @@ def describe_record(record: AttemptRecord) -> str:
         if record.peak_gib is not None and record.card_gib is not None
         else ""
     )
-    return f"{record.config} · {record.kind} run · {ended} · {record.duration_s:.1f} s{peak}"
+    given = f" · with {' '.join(record.environment)}" if record.environment else ""
+    return f"{record.config} · {record.kind} run{given} · {ended} · {record.duration_s:.1f} s{peak}"
 
 
 def crashed_configs(changelog: ChangeLog, log_path: Path | None) -> tuple[CrashedConfig, ...]:

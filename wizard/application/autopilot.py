@@ -41,7 +41,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, Protocol
@@ -70,6 +71,7 @@ from oom_wizard.logs.result import crash_phase
 from oom_wizard.logs.scan import scan_log
 from oom_wizard.logs.signals import GPU_SIGNALS, HOST_SIGNALS
 from oom_wizard.request import JobRequest
+from oom_wizard.rules.oneoff import one_off_oom, with_expandable_segments
 from oom_wizard.rules.scaleup import pending_scale_ups
 from oom_wizard.storage.atomic import atomic_write
 from oom_wizard.storage.changelog import (
@@ -125,9 +127,13 @@ DEFAULT_VALIDATION_STEPS: Final = 100
 
 
 class Runner(Protocol):
-    """Runs the trainer on ``config`` to its end, its output appended to ``log``."""
+    """Runs the trainer on ``config`` to its end, its output appended to ``log``; ``env``: what
+    the trainer's environment gains for this run only (the allocator setting of the one retry
+    of a one-off crash), never the user's config."""
 
-    def __call__(self, config: Path, log: Path) -> TrainerEnd: ...
+    def __call__(
+        self, config: Path, log: Path, env: Mapping[str, str] | None = None
+    ) -> TrainerEnd: ...
 
 
 @dataclass(frozen=True)
@@ -251,6 +257,9 @@ class Attempt:
     """It printed its fatal error, then nothing for this many seconds, and was ended."""
     processes: str = ""
     """What became of its processes (:func:`~oom_wizard.application.trainer.processes_note`)."""
+    environment: tuple[str, ...] = ()
+    """What its trainer's environment was given beyond the user's (``NAME=value``): the
+    allocator setting of the one retry of a one-off crash."""
 
     def describe(self) -> str:
         """``crashed at step 3 in training (early_steps)`` and the like."""
@@ -281,6 +290,7 @@ class Attempt:
             log=str(self.log),
             peak_gib=self.peak_gib,
             card_gib=self.card_gib,
+            environment=self.environment,
         )
 
 
@@ -305,6 +315,8 @@ class Outcome:
         lines = []
         for attempt in self.attempts:
             before = f" after changing {', '.join(attempt.changed)}:" if attempt.changed else ":"
+            if attempt.environment:
+                before = f" with {' '.join(attempt.environment)}, the config unchanged:"
             peak = (
                 f", {attempt.peak_gib:.1f} of {attempt.card_gib:.1f} GiB at most"
                 if attempt.peak_gib is not None and attempt.card_gib is not None
@@ -349,19 +361,26 @@ class _Loop:
     """The changes the last save made: they belong to the next attempt."""
     tried: list[str] = field(default_factory=list)
     """The roll-backs' field changes so far (the validation run's step count left out)."""
+    allocator_retried: bool = False
+    """The one retry of a one-off crash with the allocator setting was made."""
 
     def run_once(
-        self, where: Where, kind: Literal["full", "validation"]
+        self,
+        where: Where,
+        kind: Literal["full", "validation"],
+        env: Mapping[str, str] | None = None,
     ) -> tuple[Attempt, LogScan]:
 
         config = _runnable(where)
         log = fresh_log_path(config)
-        self.say(f"Attempt {len(self.attempts) + 1}: {kind} run of {where} (log {log})")
+        extra = tuple(f"{name}={value}" for name, value in (env or {}).items())
+        given = f" with {' '.join(extra)} in the trainer's environment" if extra else ""
+        self.say(f"Attempt {len(self.attempts) + 1}: {kind} run of {where}{given} (log {log})")
         warning = resume_warning(_document(where))
         if warning is not None:
             self.say(f"⚠ {warning}")
         at = now_iso()
-        end = self.runner(config, log)
+        end = self.runner(config, log, env) if env else self.runner(config, log)
         if not log.exists():
             log.touch()
         scan = scan_log(log)
@@ -387,6 +406,7 @@ class _Loop:
             card_gib=end.card_gib,
             hung_after_error=end.hung_after_error,
             processes=processes_note(end),
+            environment=extra,
         )
         self.changed = ()
         return attempt, scan
@@ -480,8 +500,10 @@ def autopilot(
 
 def _downward(loop: _Loop, config: Where, kind: Literal["full", "validation"]) -> Outcome:
     retries = 0
+    env: Mapping[str, str] | None = None
     while True:
-        attempt, scan = loop.run_once(config, kind)
+        attempt, scan = loop.run_once(config, kind, env)
+        env = None
         if attempt.outcome in ("interrupted", "terminated"):
             return loop.interrupted(attempt, config)
         if attempt.outcome == "untrained":
@@ -510,6 +532,9 @@ def _downward(loop: _Loop, config: Where, kind: Literal["full", "validation"]) -
             return loop.stop("stopped", _unexplained_reason(attempt, scan, diagnosis), config)
         attempt = dataclasses.replace(attempt, outcome="crashed")
         loop.remember(attempt, config)
+        env = _allocator_retry(loop, scan)
+        if env is not None:
+            continue
         if diagnosis.moment == "environment":
             why = "; ".join(diagnosis.reasons) or diagnosis.verdict
             instead = f" What to do: {diagnosis.first_change}" if diagnosis.first_change else ""
@@ -532,6 +557,28 @@ def _downward(loop: _Loop, config: Where, kind: Literal["full", "validation"]) -
             return loop.stop("stopped", saved, config)
         config, kind = saved
         retries += 1
+
+
+def _allocator_retry(loop: _Loop, scan: LogScan) -> Mapping[str, str] | None:
+    """The environment of the one retry of a crash that is the allocator's, not the config's
+    (:func:`~oom_wizard.rules.oneoff.one_off_oom`), said; None when the crash is not one, the
+    retry was made already, or expandable segments were on already."""
+    if loop.allocator_retried:
+        return None
+    reason = one_off_oom(scan)
+    if reason is None:
+        return None
+    env = with_expandable_segments(os.environ)
+    if env is None:
+        return None
+    loop.allocator_retried = True
+    setting = " ".join(f"{name}={value}" for name, value in env.items())
+    loop.say(
+        f"A one-off, not the config: {reason}. Retrying the same config once with {setting} "
+        "in the trainer's environment (the config is not changed); a roll-back follows only "
+        "if it crashes again."
+    )
+    return env
 
 
 def _upward(loop: _Loop, config: Path) -> Outcome:

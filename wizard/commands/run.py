@@ -23,10 +23,11 @@ Exit status: 0 the last attempt finished and trained; 2 it stopped without a fin
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -191,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
         template = found
     echo = sys.stdout.buffer
 
-    def runner(config: Path, log: Path) -> TrainerEnd:
+    def runner(config: Path, log: Path, env: Mapping[str, str] | None = None) -> TrainerEnd:
         done = threading.Event()
         stall_s = args.stall_minutes * 60
         watcher = threading.Thread(target=_watch, args=(log, done, stall_s), daemon=True)
@@ -201,6 +202,7 @@ def run(args: argparse.Namespace) -> int:
                 trainer_argv(template, config),
                 log,
                 echo=echo,
+                env={**os.environ, **env} if env else None,
                 grace_s=args.grace,
                 silence_s=args.silence,
             )

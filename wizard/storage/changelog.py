@@ -173,6 +173,8 @@ class AttemptRecord(_Frozen):
         exit_code: The trainer's exit status (negative: the signal that ended it).
         duration_s: Seconds it ran.
         log: The log it wrote.
+        environment: What the trainer's environment was given beyond the user's
+            (``NAME=value``): the allocator setting of the one retry of a one-off crash.
     """
 
     at: str
@@ -187,6 +189,7 @@ class AttemptRecord(_Frozen):
     log: str | None = None
     peak_gib: float | None = None
     card_gib: float | None = None
+    environment: tuple[str, ...] = ()
 
 
 class ChangeLog(_Frozen):
