@@ -42,6 +42,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +55,7 @@ from oom_wizard.application.choosing import (
     preselect_fix,
     validation_note,
 )
+from oom_wizard.application.learned import learned
 from oom_wizard.application.opening import open_job, settle_database
 from oom_wizard.application.saving import InPlace, SaveResult, ToFile, save
 from oom_wizard.application.scale_up import (
@@ -260,6 +262,10 @@ class Attempt:
     environment: tuple[str, ...] = ()
     """What its trainer's environment was given beyond the user's (``NAME=value``): the
     allocator setting of the one retry of a one-off crash."""
+    learned: str = ""
+    """After a clean end: what its saved adapter and its loss show
+    (:func:`~oom_wizard.application.learned.learned`); ``trained_nothing`` says it did not
+    change, with these words."""
 
     def describe(self) -> str:
         """``crashed at step 3 in training (early_steps)`` and the like."""
@@ -291,6 +297,7 @@ class Attempt:
             peak_gib=self.peak_gib,
             card_gib=self.card_gib,
             environment=self.environment,
+            learned=self.learned or None,
         )
 
 
@@ -379,19 +386,26 @@ class _Loop:
         warning = resume_warning(_document(where))
         if warning is not None:
             self.say(f"⚠ {warning}")
-        at = now_iso()
+        at, since = now_iso(), time.time() - 1.0  # a file's time may round down
         end = self.runner(config, log, env) if env else self.runner(config, log)
         if not log.exists():
             log.touch()
         scan = scan_log(log)
         start = scan.first_step or 0
         trained = max((scan.last_step or 0) - start, 0) if scan.last_step is not None else 0
+        outcome, read = _outcome(end, scan, kind, trained), ""
+        if outcome in ("finished", "passed_validation"):
+            found = learned(_document(where), log, since)
+            read = found.verdict() if found.nothing else found.words
+            if found.nothing:
+                outcome = "trained_nothing"
+                self.say(f"⚠ {found.verdict()}")
         attempt = Attempt(
             number=len(self.attempts) + 1,
             config=config,
             kind=kind,
             log=log,
-            outcome=_outcome(end, scan, kind, trained),
+            outcome=outcome,
             step=scan.last_step,
             total=scan.total_steps,
             phase=crash_phase(scan),
@@ -407,6 +421,7 @@ class _Loop:
             hung_after_error=end.hung_after_error,
             processes=processes_note(end),
             environment=extra,
+            learned=read,
         )
         self.changed = ()
         return attempt, scan
@@ -509,6 +524,9 @@ def _downward(loop: _Loop, config: Where, kind: Literal["full", "validation"]) -
         if attempt.outcome == "untrained":
             loop.remember(attempt, config)
             return loop.stop("stopped", _untrained_reason(attempt, scan), config)
+        if attempt.outcome == "trained_nothing":
+            loop.remember(attempt, config)
+            return loop.stop("stopped", _trained_nothing_reason(attempt), config)
         if attempt.outcome == "passed_validation":
             loop.remember(attempt, config)
             full = _restore_steps(loop, config, attempt.log)
@@ -606,13 +624,14 @@ def _upward(loop: _Loop, config: Path) -> Outcome:
         attempt, scan = loop.run_once(result.config, "full")
         if attempt.outcome in ("interrupted", "terminated"):
             return loop.interrupted(attempt, result.config, stable)
-        if attempt.outcome == "untrained":
+        if attempt.outcome in ("untrained", "trained_nothing"):
             loop.remember(attempt, result.config)
-            return loop.stop(
-                "stopped",
-                _untrained_reason(attempt, scan) + f" The stable config is {stable}.",
-                stable,
+            why = (
+                _untrained_reason(attempt, scan)
+                if attempt.outcome == "untrained"
+                else _trained_nothing_reason(attempt)
             )
+            return loop.stop("stopped", why + f" The stable config is {stable}.", stable)
         if attempt.outcome == "finished":
             loop.remember(attempt, result.config)
             stable = config = result.config
@@ -725,6 +744,17 @@ def _untrained_reason(attempt: Attempt, scan: LogScan) -> str:
         f"Stopped: the trainer exited with status {attempt.exit_code} but trained no step "
         f"({seen}); a run that trained nothing is not a pass, and it does not show the "
         "config fits."
+    )
+
+
+def _trained_nothing_reason(attempt: Attempt) -> str:
+    """Why a clean run whose adapter did not move is not a fit."""
+    return (
+        f"Stopped: {attempt.learned}. The trainer exited cleanly after {attempt.step} steps, "
+        "but a config that trains nothing is not a fit, and it is not called one. Check what "
+        "the roll-back or the config takes away from training: layer offloading of every "
+        "layer with a quantized model (ai-toolkit#1057), a learning rate of 0, a network "
+        "that targets no layer."
     )
 
 
