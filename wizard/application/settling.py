@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from oom_wizard.application.labels import moment_info
 from oom_wizard.application.opening import OpenedJob, open_job
 from oom_wizard.formats.document import JobDocument
+from oom_wizard.host.tenants import card_tenants
 from oom_wizard.logs.read import Watch, watching
 from oom_wizard.request import JobRequest
 from oom_wizard.rules.diagnosis import (
@@ -24,6 +25,7 @@ from oom_wizard.rules.diagnosis import (
 from oom_wizard.rules.memory import Calibration, calibration_from, calibration_from_attempts
 from oom_wizard.rules.modelkind import find_model_kind
 from oom_wizard.rules.plan import Plan, StepChoice, StepProposal, build_plan, given_choices
+from oom_wizard.rules.tenants import real_share, room_gib, tenants_words
 from oom_wizard.spelling import value as show_value
 from oom_wizard.storage.changelog import ChangeLog
 from oom_wizard.vocabulary import DEFAULT_MOMENT, VALIDATION_RUN, ModelKind, Moment
@@ -140,8 +142,21 @@ def card_of(job: OpenedJob, diagnosis: Diagnosis) -> tuple[float | None, str | N
     if diagnosis.oom is not None and diagnosis.oom.total:
         return diagnosis.oom.total, "PyTorch's OOM message"
     if job.probe is not None and job.probe.gpus:
+        tenants = card_tenants(job.probe, job.probe.gpus[0].index)
+        if len(job.probe.gpus) == 1 and tenants is not None and real_share(tenants):
+            return room_gib(tenants), "nvidia-smi: what is free beside the card's other tenants"
         return max(gpu.total_gib for gpu in job.probe.gpus), "nvidia-smi"
     return None, None
+
+
+def card_note(job: OpenedJob) -> str | None:
+    """The job's card's other tenants in a sentence (``nvidia-smi``: pid, name, GiB), and what
+    the job is weighed against; None without a probe or with nothing worth a word. ``fit``,
+    ``plan`` and the app say it."""
+    if job.probe is None or not job.probe.gpus:
+        return None
+    tenants = card_tenants(job.probe, job.probe.gpus[0].index)
+    return tenants_words(tenants) if tenants is not None else None
 
 
 def diagnosis_of(job: OpenedJob, answers: Answers) -> Diagnosis:

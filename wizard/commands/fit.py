@@ -209,6 +209,9 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
         f"Will it fit: {state.source} on a {card.gib:.1f} GiB card ({CARD_WORDS[card.source]})",
         markup=False,
     )
+    words = card.tenants_words()
+    if words is not None:
+        console.print(f"  on the card: {words}", markup=False)
     if memory.not_estimated is not None:
         console.print(f"  {memory.not_estimated}.", markup=False)
         return
@@ -226,7 +229,7 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
         console.print(f"  {words} {band_text(band.low, band.high).ljust(16)} {mark}", markup=False)
     peak = memory.peak()
     console.print(
-        f"  peak: {PHASE_WORDS[memory.peak_phase]}, {peak.mid:.1f} of {card.gib:.1f} GiB "
+        f"  peak: {PHASE_WORDS[memory.peak_phase]}, {peak.mid:.1f} of {card.room_gib:.1f} GiB "
         f"({peak.low:.1f}–{peak.high:.1f}): {report.verdict.replace('_', ' ')}; "
         f"{memory.basis()}",
         markup=False,
