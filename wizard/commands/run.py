@@ -42,6 +42,7 @@ from oom_wizard.application.autopilot import (
     db_job_to_run,
     entry_lines,
 )
+from oom_wizard.application.card_wait import CardWait
 from oom_wizard.application.follow import follow_log
 from oom_wizard.application.labels import log_claim
 from oom_wizard.application.trainer import (
@@ -191,8 +192,10 @@ def run(args: argparse.Namespace) -> int:
             )
         template = found
     echo = sys.stdout.buffer
+    card = CardWait()
 
     def runner(config: Path, log: Path, env: Mapping[str, str] | None = None) -> TrainerEnd:
+        card.before_attempt(_say)
         done = threading.Event()
         stall_s = args.stall_minutes * 60
         watcher = threading.Thread(target=_watch, args=(log, done, stall_s), daemon=True)
