@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
@@ -9,6 +10,7 @@ from typing import Literal, TypeAlias
 from oom_wizard.application.settling import VALIDATION_STEP, WizardState, given, memory_calibration
 from oom_wizard.host.tenants import CardTenants, card_tenants
 from oom_wizard.rules.accounts import Phase
+from oom_wizard.rules.host import HostMemory, host_memory
 from oom_wizard.rules.limits import card_problem
 from oom_wizard.rules.memory import (
     PHASE_MOMENT,
@@ -176,6 +178,8 @@ class FitReport:
     memory: JobMemory
     verdict: Verdict | Literal["not_estimated"]
     fix: FitFix | None
+    host: HostMemory | None = None
+    """The job's host RAM per phase against the machine's (:mod:`oom_wizard.rules.host`)."""
 
     def phase_verdict(self, phase: Phase) -> Verdict | None:
         """The verdict of one phase's band against the card (None: the phase does not
@@ -219,16 +223,26 @@ class FitReport:
             "fix_fits": fix.reaches if fix is not None else None,
             "fix_peak_gib": fix.memory.peak().rounded() if fix is not None else None,
             "fix_phases": fix.memory.phases_json() if fix is not None else None,
+            "host": self.host.to_json() if self.host is not None else None,
         }
 
 
-def fit(state: WizardState, card: Card) -> FitReport:
+def machine_ram(state: WizardState) -> float | None:
+    """The machine's RAM in GiB as the probe read it (None: no probe, or not Linux)."""
+    probe = state.job.probe
+    return probe.host_total_gib if probe is not None else None
+
+
+def fit(state: WizardState, card: Card, ram_gib: float | None = None) -> FitReport:
     """Will the job fit on ``card``: its phases' bands, the verdict and, when it does not
-    fit, the roll-back that would make it."""
+    fit, the roll-back that would make it; and the host's RAM per phase against ``ram_gib``
+    (default: the machine's, :func:`machine_ram`)."""
 
     memory, _after = job_memory(state, {})
+    ram = ram_gib if ram_gib is not None else machine_ram(state)
+    host = host_memory(state.document, ram, windows=sys.platform == "win32")
     if memory.not_estimated is not None:
-        return FitReport(card, memory, "not_estimated", None)
+        return FitReport(card, memory, "not_estimated", None, host)
     found = verdict(memory.peak(), card.room_gib)
     fix = fit_fix(state, memory, card.room_gib) if found != "fits" else None
-    return FitReport(card, memory, found, fix)
+    return FitReport(card, memory, found, fix, host)
