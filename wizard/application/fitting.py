@@ -19,6 +19,7 @@ from oom_wizard.rules.memory import (
     job_memory as memory_of,
     verdict,
 )
+from oom_wizard.rules.options import OptionFinding, option_findings
 from oom_wizard.rules.plan import (
     Plan,
     StepChoice,
@@ -180,6 +181,8 @@ class FitReport:
     fix: FitFix | None
     host: HostMemory | None = None
     """The job's host RAM per phase against the machine's (:mod:`oom_wizard.rules.host`)."""
+    options: tuple[OptionFinding, ...] = ()
+    """The newer options that change memory (:mod:`oom_wizard.rules.options`)."""
 
     def phase_verdict(self, phase: Phase) -> Verdict | None:
         """The verdict of one phase's band against the card (None: the phase does not
@@ -224,6 +227,7 @@ class FitReport:
             "fix_peak_gib": fix.memory.peak().rounded() if fix is not None else None,
             "fix_phases": fix.memory.phases_json() if fix is not None else None,
             "host": self.host.to_json() if self.host is not None else None,
+            "options": [finding.to_json() for finding in self.options],
         }
 
 
@@ -241,8 +245,9 @@ def fit(state: WizardState, card: Card, ram_gib: float | None = None) -> FitRepo
     memory, _after = job_memory(state, {})
     ram = ram_gib if ram_gib is not None else machine_ram(state)
     host = host_memory(state.document, ram, windows=sys.platform == "win32")
+    options = option_findings(state.document)
     if memory.not_estimated is not None:
-        return FitReport(card, memory, "not_estimated", None, host)
+        return FitReport(card, memory, "not_estimated", None, host, options)
     found = verdict(memory.peak(), card.room_gib)
     fix = fit_fix(state, memory, card.room_gib) if found != "fits" else None
-    return FitReport(card, memory, found, fix, host)
+    return FitReport(card, memory, found, fix, host, options)

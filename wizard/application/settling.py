@@ -24,6 +24,7 @@ from oom_wizard.rules.diagnosis import (
 )
 from oom_wizard.rules.memory import Calibration, calibration_from, calibration_from_attempts
 from oom_wizard.rules.modelkind import find_model_kind
+from oom_wizard.rules.options import option_findings
 from oom_wizard.rules.plan import Plan, StepChoice, StepProposal, build_plan, given_choices
 from oom_wizard.rules.tenants import real_share, room_gib, tenants_words
 from oom_wizard.spelling import value as show_value
@@ -147,6 +148,12 @@ def card_of(job: OpenedJob, diagnosis: Diagnosis) -> tuple[float | None, str | N
             return room_gib(tenants), "nvidia-smi: what is free beside the card's other tenants"
         return max(gpu.total_gib for gpu in job.probe.gpus), "nvidia-smi"
     return None, None
+
+
+def option_notes(state: WizardState) -> tuple[str, ...]:
+    """The newer options of the config that change memory, each with its source, effect and
+    lever (:mod:`oom_wizard.rules.options`): ``fit``, ``plan`` and ``apply`` say them."""
+    return tuple(finding.words() for finding in option_findings(state.document))
 
 
 def card_note(job: OpenedJob) -> str | None:

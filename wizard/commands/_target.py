@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oom_wizard.application.leaving import crashed_job_note, ui_job_note
-from oom_wizard.application.settling import Answers, WizardState, card_note, start
+from oom_wizard.application.settling import (
+    Answers,
+    WizardState,
+    card_note,
+    option_notes,
+    start,
+)
 from oom_wizard.commands._common import add_crash_arguments
 from oom_wizard.commands._jobdb import wants_db
 from oom_wizard.request import JobRequest
@@ -76,6 +82,7 @@ def target_notes(state: WizardState, *, new_crash_flag: bool = False) -> tuple[s
     tenants = card_note(state.job)
     if tenants is not None:
         notes.append(f"on the card: {tenants}")
+    notes.extend(f"option {words}" for words in option_notes(state))
     if settled.moment_source == "answer":
         notes.append(f"moment {settled.moment} (--moment)")
     elif settled.moment_source == "found":

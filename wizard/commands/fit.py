@@ -264,6 +264,8 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
         console.print(f"  {calibration_words(calibration, memory.scale)}", markup=False)
     for note in memory.notes:
         console.print(f"  note: {note}", markup=False)
+    for finding in report.options:
+        console.print(f"  option: {finding.words()}", markup=False)
     if report.host is not None:
         render_host(console, report.host)
     fix = report.fix
