@@ -4,6 +4,7 @@ model kind and one plan, held in the immutable :class:`WizardState`.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -22,6 +23,7 @@ from oom_wizard.rules.diagnosis import (
     Diagnosis,
     diagnose,
 )
+from oom_wizard.rules.host import host_memory
 from oom_wizard.rules.memory import Calibration, calibration_from, calibration_from_attempts
 from oom_wizard.rules.modelkind import find_model_kind
 from oom_wizard.rules.options import option_findings
@@ -154,6 +156,17 @@ def option_notes(state: WizardState) -> tuple[str, ...]:
     """The newer options of the config that change memory, each with its source, effect and
     lever (:mod:`oom_wizard.rules.options`): ``fit``, ``plan`` and ``apply`` say them."""
     return tuple(finding.words() for finding in option_findings(state.document))
+
+
+def host_note(state: WizardState) -> str | None:
+    """The host's RAM in a sentence when it is the limit or close to it, against the RAM the
+    probe read (:mod:`oom_wizard.rules.host`); None otherwise. ``plan`` and the app say it,
+    ``fit`` gives it whole."""
+    probe = state.job.probe
+    ram = probe.host_total_gib if probe is not None else None
+    if ram is None:
+        return None
+    return host_memory(state.document, ram, windows=sys.platform == "win32").words()
 
 
 def card_note(job: OpenedJob) -> str | None:

@@ -13,6 +13,7 @@ from oom_wizard.application.settling import (
     Answers,
     WizardState,
     card_note,
+    host_note,
     option_notes,
     start,
 )
@@ -83,6 +84,9 @@ def target_notes(state: WizardState, *, new_crash_flag: bool = False) -> tuple[s
     if tenants is not None:
         notes.append(f"on the card: {tenants}")
     notes.extend(f"option {words}" for words in option_notes(state))
+    host = host_note(state)
+    if host is not None:
+        notes.append(host)
     if settled.moment_source == "answer":
         notes.append(f"moment {settled.moment} (--moment)")
     elif settled.moment_source == "found":

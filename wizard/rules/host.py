@@ -100,6 +100,24 @@ class HostMemory:
     def peak_phase(self) -> HostPhase:
         return max(HOST_PHASES, key=lambda phase: self.phases[phase].high)
 
+    def words(self) -> str | None:
+        """The host's verdict in a sentence when the host is the limit or close to it (None:
+        it fits, or the RAM is not known)."""
+        if self.verdict not in ("tight", "wont_fit"):
+            return None
+        phase = self.peak_phase
+        band = self.phases[phase]
+        pinned = (
+            f", {self.pinned.low:.1f}–{self.pinned.high:.1f} GiB of it pinned"
+            if self.pinned.high > 0 and phase != "load"
+            else ""
+        )
+        lever = f"; to lower it: {self.levers[0]}" if self.levers else ""
+        return (
+            f"host RAM: the {phase} phase needs {band.low:.1f}–{band.high:.1f} GiB{pinned} of "
+            f"{self.ram_gib:.1f} GiB: {self.verdict.replace('_', ' ')}{lever}"
+        )
+
     def to_json(self) -> dict[str, object]:
         """``fit --json``'s ``host``."""
         return {

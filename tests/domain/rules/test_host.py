@@ -90,3 +90,22 @@ def test_loading_reads_each_model_at_full_precision(tmp_path: Path) -> None:
     assert load.low < load.high  # one after the other, or both
     assert load.high > 26  # 14 B at bf16 and the UMT5 encoder
     shutil.rmtree(tmp_path)
+
+
+def test_plan_and_the_app_say_the_host_when_it_is_the_limit(tmp_path: Path) -> None:
+    import dataclasses
+
+    from oom_wizard.application.settling import Answers, host_note, start
+    from oom_wizard.host.probe import GpuInfo, ProbeResult
+    from oom_wizard.request import JobRequest
+    from oom_wizard.screens.load import summary
+
+    config = wan(tmp_path, **OFFLOADED)
+    state = start(JobRequest(target=config, probe=False), Answers(moment="early_steps"))
+    assert host_note(state) is None  # no RAM read: nothing said
+    probe = ProbeResult((GpuInfo(0, "RTX 4090", 24.0, 0.0, 24.0),), (), host_total_gib=16.0)
+    state = dataclasses.replace(state, job=dataclasses.replace(state.job, probe=probe))
+    words = host_note(state)
+    assert words is not None and words.startswith("host RAM: the ")
+    assert "of 16.0 GiB: wont fit" in words and "pinned" in words
+    assert "Host RAM" in summary(state).plain
