@@ -203,7 +203,13 @@ def check_adapter(document: JobDocument, since: float) -> AdapterCheck:
         return AdapterCheck(None, "no output folder of the job to read its adapter from")
     folder = folders[0]
     saved: list[tuple[float, Path]] = []
-    for path in folder.glob(f"{name}*.safetensors"):
+    try:
+        entries = [p for p in folder.iterdir() if p.name.startswith(name)]
+    except OSError:
+        entries = []
+    for path in entries:
+        if path.suffix != ".safetensors":
+            continue
         try:
             modified = path.stat().st_mtime
         except OSError:
