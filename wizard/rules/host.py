@@ -52,9 +52,10 @@ PROCESS_GIB: Final = (2.5, 4.0)
 """A training process's own RAM before any model: Python, torch and CUDA's libraries mapped and
 touched (an estimate from typical CUDA processes, not measured here)."""
 PINNED_ROUNDING: Final = (1.25, 2.0)
-"""torch's pinned allocator rounds each pinned copy up to a power of two: a layer of 18 MiB
-(3072² in bf16) takes 32, one of 50 MiB (5120²) 64; over a model's layer sizes the factor lies
-in this band."""
+"""PyTorch's caching host allocator (``pin_memory()``) rounds each request up to a power of two:
+a layer of 18 MiB (3072² in bf16) takes 32, one of 50 MiB (5120²) 64, one of 135 MiB
+(5120 × 13824) 256; over a model's layer sizes the factor lies in this band (ai-toolkit's
+unmerged PR #948 keeps a ledger of pinned bytes for this reason)."""
 WINDOWS_PINNED_SHARE: Final = 0.5
 """The share of RAM Windows lets a process pin, about."""
 TIGHT_SHARE: Final = 0.85
@@ -246,7 +247,9 @@ def host_memory(
         phases = {phase: empty for phase in HOST_PHASES}
     notes.append(
         "left out: DataLoader workers (a process each), the OS's file cache of the model files "
-        "(reclaimable); the process's own share is an estimate, not a measurement"
+        "(reclaimable); the process's own share is an estimate, not a measurement; loading "
+        "counts each model copied into RAM at train.dtype, and beyond the RAM it goes to swap "
+        "or the page file (slow) before the kernel kills it"
     )
     verdict = _verdict(phases, pinned, ram_gib, windows)
     levers = _levers(phases, pinned) if verdict in ("tight", "wont_fit") else ()
