@@ -500,6 +500,7 @@ def summary(state: WizardState) -> Content:
     # boundary (b): the application layer, imported after the first frame
     from oom_wizard.application.labels import arch_label
     from oom_wizard.application.leaving import ui_job_note
+    from oom_wizard.application.settling import card_note, host_note
 
     view = state.document.view()
     ui_note = ui_job_note(state)
@@ -509,6 +510,8 @@ def summary(state: WizardState) -> Content:
         _row("Log", str(state.log_path) if state.log_path else "none (answer from memory)"),
         *([_row("", state.log_note)] if state.log_note else []),
         *([_row("GPU probe", state.job.probe_note)] if state.job.probe_note else []),
+        *([_row("On the card", tenants)] if (tenants := card_note(state.job)) else []),
+        *([_row("Host RAM", host)] if (host := host_note(state)) else []),
         _row("Job", view.name or "(no name)"),
     ]
     for process in view.processes:

@@ -230,7 +230,7 @@ def test_a_trainer_hanging_after_its_fatal_oom_is_ended_and_the_loop_goes_on(
 
     full_env = {**os.environ, "FAKE_VRAM_GB": "24", **env}
 
-    def runner(config: Path, log: Path) -> TrainerEnd:
+    def runner(config: Path, log: Path, env: object = None) -> TrainerEnd:
         argv = trainer_argv([sys.executable, str(FAKE), "{config}"], config)
         return run_trainer(argv, log, env=full_env, grace_s=2.0, silence_s=1.0)
 
@@ -256,7 +256,7 @@ def test_a_silent_trainer_without_a_fatal_error_is_left_to_train(tmp_path: Path)
 
     full_env = {**os.environ, "FAKE_VRAM_GB": "48", "FAKE_STALL_AT": "2", "FAKE_STALL_S": "2"}
 
-    def runner(config: Path, log: Path) -> TrainerEnd:
+    def runner(config: Path, log: Path, env: object = None) -> TrainerEnd:
         argv = trainer_argv([sys.executable, str(FAKE), "{config}"], config)
         return run_trainer(argv, log, env=full_env, grace_s=2.0, silence_s=0.5)
 

@@ -108,8 +108,9 @@ def fake_runner(card_gb: float, env: Mapping[str, str] | None = None, *, grace_s
     """A runner that starts the fake trainer as a real child on a card of ``card_gb``."""
     full_env = {**os.environ, "FAKE_VRAM_GB": str(card_gb), **(env or {})}
 
-    def runner(config: Path, log: Path) -> TrainerEnd:
-        return run_trainer(trainer_argv(FAKE_COMMAND, config), log, env=full_env, grace_s=grace_s)
+    def runner(config: Path, log: Path, extra: Mapping[str, str] | None = None) -> TrainerEnd:
+        given = {**full_env, **(extra or {})}
+        return run_trainer(trainer_argv(FAKE_COMMAND, config), log, env=given, grace_s=grace_s)
 
     return runner
 

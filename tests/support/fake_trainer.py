@@ -50,6 +50,13 @@ Environment knobs (all optional):
   FAKE_HANG_AFTER_ERROR  1: after printing the fatal error, do not exit (a worker keeps it up)
   FAKE_ALLOWED_GB        cap the process below the card (a memory fraction): it runs out of
                          this allowance, and PyTorch's message says "N GiB allowed;"
+  FAKE_FRAGMENTED        1: the first training step runs out of memory with 6 GiB reserved
+                         by PyTorch but unallocated (fragmentation), unless
+                         PYTORCH_CUDA_ALLOC_CONF has expandable_segments:True; "always": even then
+  FAKE_ADAPTER           "zero" or "trained": the final save writes a LoRA (bf16 tensors: a
+                         down and an up weight per layer) whose up weights are all still zero,
+                         as they start, or have moved
+  FAKE_FLAT_LOSS         1: the bar's loss is the same at every step (else it wanders)
   FAKE_FAULT             a CUDA library or driver fault to fail the first training step with,
                          not memory (one of FAULTS: cudnn_attention, cublas, illegal_access),
                          printed in PyTorch's words as reported on torch 2.11 with an H200
@@ -58,6 +65,7 @@ Environment knobs (all optional):
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import struct
@@ -264,6 +272,28 @@ def write_checkpoint(path: Path, step: int) -> None:
     path.write_bytes(struct.pack("<Q", len(header)) + header)
 
 
+def write_lora(path: Path, step: int, *, trained: bool) -> None:
+    """A LoRA as AI Toolkit saves one: per layer a ``lora_A`` (down, random) and a ``lora_B``
+    (up: zero as it starts, or moved) weight in bf16, with ``training_info`` metadata."""
+    rank, width, header, blobs, offset = 4, 8, {}, [], 0
+    for layer in range(3):
+        for part, value in (("lora_A", 0x3C00 + layer), ("lora_B", 0x3A00 if trained else 0)):
+            shape = [rank, width] if part == "lora_A" else [width, rank]
+            blob = struct.pack(f"<{rank * width}H", *([value] * (rank * width)))
+            name = f"transformer.blocks.{layer}.attn.to_q.{part}.weight"
+            header[name] = {
+                "dtype": "BF16",
+                "shape": shape,
+                "data_offsets": [offset, offset + len(blob)],
+            }
+            blobs.append(blob)
+            offset += len(blob)
+    header["__metadata__"] = {"training_info": json.dumps({"step": step, "epoch": 0})}
+    text = json.dumps(header).encode()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
 def checkpoint_step(path: Path) -> int | None:
     """``training_info.step`` from a safetensors file's metadata (the fake's own reader)."""
     try:
@@ -295,6 +325,33 @@ FAULTS: dict[str, tuple[str, str]] = {
     ),
 }
 """The faults ``FAKE_FAULT`` names: (exception, message), the words of ../shared's H200 runs."""
+
+
+def fragmented_message(card: float) -> str:
+    """PyTorch's message for an allocation that failed while 6 GiB lay reserved but
+    unallocated: the room was there, in pieces."""
+    this = card - 0.4
+    return (
+        f"CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+        f"{card:.2f} GiB of which 400.00 MiB is free. Including non-PyTorch memory, this process "
+        f"has {this:.2f} GiB memory in use. Of the allocated memory {this - 6.5:.2f} GiB is "
+        "allocated by PyTorch, and 6.00 GiB is reserved by PyTorch but unallocated. If reserved "
+        "but unallocated memory is large try setting "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
+        "documentation for Memory Management  "
+        "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
+    )
+
+
+def fragmented_now() -> bool:
+    """Whether ``FAKE_FRAGMENTED`` makes this run's first training step fail."""
+    mode = os.environ.get("FAKE_FRAGMENTED")
+    expandable = "expandable_segments:True" in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
+    return mode == "always" or (mode == "1" and not expandable)
+
+
+class Fragmented(Exception):
+    """The fake's out of memory from fragmentation (``FAKE_FRAGMENTED``)."""
 
 
 class Fault(Exception):
@@ -364,6 +421,8 @@ class Trainer:
             )
         except StepAbort as exc:
             return self.hang(self.fail(str(exc), "RuntimeError"))
+        except Fragmented:
+            return self.hang(self.fail(fragmented_message(self.card), "torch.OutOfMemoryError"))
         except Fault as exc:
             kind, text = FAULTS[str(exc)]
             return self.hang(self.fail(text, kind))
@@ -401,7 +460,10 @@ class Trainer:
         suffix = f"_{step:09d}" if step is not None else ""
         path = self.save_root / f"{self.name}{suffix}.safetensors"
         out(f"Saved checkpoint to {path}")
-        if self.checkpoints:
+        adapter = os.environ.get("FAKE_ADAPTER")
+        if adapter and step is None:
+            write_lora(path, self.steps_done, trained=adapter == "trained")
+        elif self.checkpoints:
             write_checkpoint(path, self.steps_done)
 
     steps_done = 0
@@ -520,7 +582,8 @@ class Trainer:
         pct = step * 100 // self.steps
         filled = "#" * (pct // 10)
         elapsed, left = clock(step * rate), clock((self.steps - step) * rate)
-        post = ", lr: 1.0e-04 loss: 4.512e-01" if step else ""
+        loss = 0.4512 if os.environ.get("FAKE_FLAT_LOSS") == "1" else 0.4512 + 0.05 * math.sin(step)
+        post = f", lr: 1.0e-04 loss: {loss:.3e}" if step else ""
         shown = f"{rate:.2f}s/it" if step else "?it/s"
         count = f"{step}/{self.steps}"
         return f"{self.name}: {pct:>3}%|{filled:<10}| {count} [{elapsed}<{left}, {shown}{post}]"
@@ -540,6 +603,8 @@ class Trainer:
             fault = os.environ.get("FAKE_FAULT")
             if fault:
                 raise Fault(fault)
+            if step == self.start_step and fragmented_now():
+                raise Fragmented
             try:
                 self.need(self.demand.step_gib(self.bucket_at(step)))
                 in_a_row = 0

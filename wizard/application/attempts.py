@@ -42,6 +42,9 @@ def describe_outcome(
         return f"exited with status {exit_code} without training a step{at}"
     if outcome == "stopped":
         return "stopped (the trainer says so)"
+    if outcome == "trained_nothing":
+        at = f" ({step} steps)" if step is not None else ""
+        return f"ran to its end{at}, but its adapter did not change: it trained nothing"
     return f"failed (exit status {exit_code}), not out of memory"
 
 
@@ -55,7 +58,10 @@ def describe_record(record: AttemptRecord) -> str:
         if record.peak_gib is not None and record.card_gib is not None
         else ""
     )
-    return f"{record.config} · {record.kind} run · {ended} · {record.duration_s:.1f} s{peak}"
+    if record.outcome == "trained_nothing" and record.learned:
+        ended = f"ran to its end, but {record.learned}"
+    given = f" · with {' '.join(record.environment)}" if record.environment else ""
+    return f"{record.config} · {record.kind} run{given} · {ended} · {record.duration_s:.1f} s{peak}"
 
 
 def crashed_configs(changelog: ChangeLog, log_path: Path | None) -> tuple[CrashedConfig, ...]:

@@ -41,7 +41,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Sequence
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, Protocol
@@ -53,6 +55,7 @@ from oom_wizard.application.choosing import (
     preselect_fix,
     validation_note,
 )
+from oom_wizard.application.learned import learned
 from oom_wizard.application.opening import open_job, settle_database
 from oom_wizard.application.saving import InPlace, SaveResult, ToFile, save
 from oom_wizard.application.scale_up import (
@@ -70,6 +73,7 @@ from oom_wizard.logs.result import crash_phase
 from oom_wizard.logs.scan import scan_log
 from oom_wizard.logs.signals import GPU_SIGNALS, HOST_SIGNALS
 from oom_wizard.request import JobRequest
+from oom_wizard.rules.oneoff import one_off_oom, with_expandable_segments
 from oom_wizard.rules.scaleup import pending_scale_ups
 from oom_wizard.storage.atomic import atomic_write
 from oom_wizard.storage.changelog import (
@@ -125,9 +129,13 @@ DEFAULT_VALIDATION_STEPS: Final = 100
 
 
 class Runner(Protocol):
-    """Runs the trainer on ``config`` to its end, its output appended to ``log``."""
+    """Runs the trainer on ``config`` to its end, its output appended to ``log``; ``env``: what
+    the trainer's environment gains for this run only (the allocator setting of the one retry
+    of a one-off crash), never the user's config."""
 
-    def __call__(self, config: Path, log: Path) -> TrainerEnd: ...
+    def __call__(
+        self, config: Path, log: Path, env: Mapping[str, str] | None = None
+    ) -> TrainerEnd: ...
 
 
 @dataclass(frozen=True)
@@ -251,6 +259,13 @@ class Attempt:
     """It printed its fatal error, then nothing for this many seconds, and was ended."""
     processes: str = ""
     """What became of its processes (:func:`~oom_wizard.application.trainer.processes_note`)."""
+    environment: tuple[str, ...] = ()
+    """What its trainer's environment was given beyond the user's (``NAME=value``): the
+    allocator setting of the one retry of a one-off crash."""
+    learned: str = ""
+    """After a clean end: what its saved adapter and its loss show
+    (:func:`~oom_wizard.application.learned.learned`); ``trained_nothing`` says it did not
+    change, with these words."""
 
     def describe(self) -> str:
         """``crashed at step 3 in training (early_steps)`` and the like."""
@@ -281,6 +296,8 @@ class Attempt:
             log=str(self.log),
             peak_gib=self.peak_gib,
             card_gib=self.card_gib,
+            environment=self.environment,
+            learned=self.learned or None,
         )
 
 
@@ -305,6 +322,8 @@ class Outcome:
         lines = []
         for attempt in self.attempts:
             before = f" after changing {', '.join(attempt.changed)}:" if attempt.changed else ":"
+            if attempt.environment:
+                before = f" with {' '.join(attempt.environment)}, the config unchanged:"
             peak = (
                 f", {attempt.peak_gib:.1f} of {attempt.card_gib:.1f} GiB at most"
                 if attempt.peak_gib is not None and attempt.card_gib is not None
@@ -349,30 +368,44 @@ class _Loop:
     """The changes the last save made: they belong to the next attempt."""
     tried: list[str] = field(default_factory=list)
     """The roll-backs' field changes so far (the validation run's step count left out)."""
+    allocator_retried: bool = False
+    """The one retry of a one-off crash with the allocator setting was made."""
 
     def run_once(
-        self, where: Where, kind: Literal["full", "validation"]
+        self,
+        where: Where,
+        kind: Literal["full", "validation"],
+        env: Mapping[str, str] | None = None,
     ) -> tuple[Attempt, LogScan]:
 
         config = _runnable(where)
         log = fresh_log_path(config)
-        self.say(f"Attempt {len(self.attempts) + 1}: {kind} run of {where} (log {log})")
+        extra = tuple(f"{name}={value}" for name, value in (env or {}).items())
+        given = f" with {' '.join(extra)} in the trainer's environment" if extra else ""
+        self.say(f"Attempt {len(self.attempts) + 1}: {kind} run of {where}{given} (log {log})")
         warning = resume_warning(_document(where))
         if warning is not None:
             self.say(f"⚠ {warning}")
-        at = now_iso()
-        end = self.runner(config, log)
+        at, since = now_iso(), time.time() - 1.0  # a file's time may round down
+        end = self.runner(config, log, env) if env else self.runner(config, log)
         if not log.exists():
             log.touch()
         scan = scan_log(log)
         start = scan.first_step or 0
         trained = max((scan.last_step or 0) - start, 0) if scan.last_step is not None else 0
+        outcome, read = _outcome(end, scan, kind, trained), ""
+        if outcome in ("finished", "passed_validation"):
+            found = learned(_document(where), log, since)
+            read = found.verdict() if found.nothing else found.words
+            if found.nothing:
+                outcome = "trained_nothing"
+                self.say(f"⚠ {found.verdict()}")
         attempt = Attempt(
             number=len(self.attempts) + 1,
             config=config,
             kind=kind,
             log=log,
-            outcome=_outcome(end, scan, kind, trained),
+            outcome=outcome,
             step=scan.last_step,
             total=scan.total_steps,
             phase=crash_phase(scan),
@@ -387,6 +420,8 @@ class _Loop:
             card_gib=end.card_gib,
             hung_after_error=end.hung_after_error,
             processes=processes_note(end),
+            environment=extra,
+            learned=read,
         )
         self.changed = ()
         return attempt, scan
@@ -480,13 +515,18 @@ def autopilot(
 
 def _downward(loop: _Loop, config: Where, kind: Literal["full", "validation"]) -> Outcome:
     retries = 0
+    env: Mapping[str, str] | None = None
     while True:
-        attempt, scan = loop.run_once(config, kind)
+        attempt, scan = loop.run_once(config, kind, env)
+        env = None
         if attempt.outcome in ("interrupted", "terminated"):
             return loop.interrupted(attempt, config)
         if attempt.outcome == "untrained":
             loop.remember(attempt, config)
             return loop.stop("stopped", _untrained_reason(attempt, scan), config)
+        if attempt.outcome == "trained_nothing":
+            loop.remember(attempt, config)
+            return loop.stop("stopped", _trained_nothing_reason(attempt), config)
         if attempt.outcome == "passed_validation":
             loop.remember(attempt, config)
             full = _restore_steps(loop, config, attempt.log)
@@ -510,6 +550,9 @@ def _downward(loop: _Loop, config: Where, kind: Literal["full", "validation"]) -
             return loop.stop("stopped", _unexplained_reason(attempt, scan, diagnosis), config)
         attempt = dataclasses.replace(attempt, outcome="crashed")
         loop.remember(attempt, config)
+        env = _allocator_retry(loop, scan)
+        if env is not None:
+            continue
         if diagnosis.moment == "environment":
             why = "; ".join(diagnosis.reasons) or diagnosis.verdict
             instead = f" What to do: {diagnosis.first_change}" if diagnosis.first_change else ""
@@ -532,6 +575,28 @@ def _downward(loop: _Loop, config: Where, kind: Literal["full", "validation"]) -
             return loop.stop("stopped", saved, config)
         config, kind = saved
         retries += 1
+
+
+def _allocator_retry(loop: _Loop, scan: LogScan) -> Mapping[str, str] | None:
+    """The environment of the one retry of a crash that is the allocator's, not the config's
+    (:func:`~oom_wizard.rules.oneoff.one_off_oom`), said; None when the crash is not one, the
+    retry was made already, or expandable segments were on already."""
+    if loop.allocator_retried:
+        return None
+    reason = one_off_oom(scan)
+    if reason is None:
+        return None
+    env = with_expandable_segments(os.environ)
+    if env is None:
+        return None
+    loop.allocator_retried = True
+    setting = " ".join(f"{name}={value}" for name, value in env.items())
+    loop.say(
+        f"A one-off, not the config: {reason}. Retrying the same config once with {setting} "
+        "in the trainer's environment (the config is not changed); a roll-back follows only "
+        "if it crashes again."
+    )
+    return env
 
 
 def _upward(loop: _Loop, config: Path) -> Outcome:
@@ -559,13 +624,14 @@ def _upward(loop: _Loop, config: Path) -> Outcome:
         attempt, scan = loop.run_once(result.config, "full")
         if attempt.outcome in ("interrupted", "terminated"):
             return loop.interrupted(attempt, result.config, stable)
-        if attempt.outcome == "untrained":
+        if attempt.outcome in ("untrained", "trained_nothing"):
             loop.remember(attempt, result.config)
-            return loop.stop(
-                "stopped",
-                _untrained_reason(attempt, scan) + f" The stable config is {stable}.",
-                stable,
+            why = (
+                _untrained_reason(attempt, scan)
+                if attempt.outcome == "untrained"
+                else _trained_nothing_reason(attempt)
             )
+            return loop.stop("stopped", why + f" The stable config is {stable}.", stable)
         if attempt.outcome == "finished":
             loop.remember(attempt, result.config)
             stable = config = result.config
@@ -678,6 +744,17 @@ def _untrained_reason(attempt: Attempt, scan: LogScan) -> str:
         f"Stopped: the trainer exited with status {attempt.exit_code} but trained no step "
         f"({seen}); a run that trained nothing is not a pass, and it does not show the "
         "config fits."
+    )
+
+
+def _trained_nothing_reason(attempt: Attempt) -> str:
+    """Why a clean run whose adapter did not move is not a fit."""
+    return (
+        f"Stopped: {attempt.learned}. The trainer exited cleanly after {attempt.step} steps, "
+        "but a config that trains nothing is not a fit, and it is not called one. Check what "
+        "the roll-back or the config takes away from training: layer offloading of every "
+        "layer with a quantized model (ai-toolkit#1057), a learning rate of 0, a network "
+        "that targets no layer."
     )
 
 

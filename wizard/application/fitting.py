@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from oom_wizard.application.settling import VALIDATION_STEP, WizardState, given, memory_calibration
+from oom_wizard.host.tenants import CardTenants, card_tenants
 from oom_wizard.rules.accounts import Phase
+from oom_wizard.rules.host import HostMemory, host_memory
 from oom_wizard.rules.limits import card_problem
 from oom_wizard.rules.memory import (
     PHASE_MOMENT,
@@ -16,6 +19,7 @@ from oom_wizard.rules.memory import (
     job_memory as memory_of,
     verdict,
 )
+from oom_wizard.rules.options import OptionFinding, option_findings
 from oom_wizard.rules.plan import (
     Plan,
     StepChoice,
@@ -24,6 +28,7 @@ from oom_wizard.rules.plan import (
     build_plan,
     changes_for,
 )
+from oom_wizard.rules.tenants import room_gib, tenants_words
 from oom_wizard.vocabulary import Moment
 
 CardSource: TypeAlias = Literal["nvidia-smi", "--gpu", "oom-message", "asked"]
@@ -31,10 +36,24 @@ CardSource: TypeAlias = Literal["nvidia-smi", "--gpu", "oom-message", "asked"]
 
 @dataclass(frozen=True)
 class Card:
-    """The card the job is measured against: its memory in GiB and where that comes from."""
+    """The card the job is measured against: its memory in GiB and where that comes from.
+
+    ``tenants``: what else holds memory on it now (``nvidia-smi``); when that is a real share
+    the job is weighed against what is free (:attr:`room_gib`, :mod:`oom_wizard.rules.tenants`).
+    """
 
     gib: float
     source: CardSource
+    tenants: CardTenants | None = None
+
+    @property
+    def room_gib(self) -> float:
+        """What the job is weighed against: the card, or what is free beside its tenants."""
+        return room_gib(self.tenants) if self.tenants is not None else self.gib
+
+    def tenants_words(self) -> str | None:
+        """The card's other tenants in a sentence (None: nothing worth a word)."""
+        return tenants_words(self.tenants) if self.tenants is not None else None
 
 
 def card_gib_problem(gib: float) -> str | None:
@@ -49,7 +68,7 @@ def probed_card(state: WizardState) -> Card | None:
     PyTorch's OOM message in the log names; None when neither says."""
     probe = state.job.probe
     if probe is not None and probe.gpus:
-        return Card(probe.gpus[0].total_gib, "nvidia-smi")
+        return Card(probe.gpus[0].total_gib, "nvidia-smi", card_tenants(probe, probe.gpus[0].index))
     oom = state.diagnosis.oom
     if oom is not None and oom.total:
         return Card(oom.total, "oom-message")
@@ -160,22 +179,38 @@ class FitReport:
     memory: JobMemory
     verdict: Verdict | Literal["not_estimated"]
     fix: FitFix | None
+    host: HostMemory | None = None
+    """The job's host RAM per phase against the machine's (:mod:`oom_wizard.rules.host`)."""
+    options: tuple[OptionFinding, ...] = ()
+    """The newer options that change memory (:mod:`oom_wizard.rules.options`)."""
 
     def phase_verdict(self, phase: Phase) -> Verdict | None:
         """The verdict of one phase's band against the card (None: the phase does not
         happen)."""
 
         band = self.memory.phases.get(phase)
-        return verdict(band, self.card.gib) if band is not None else None
+        return verdict(band, self.card.room_gib) if band is not None else None
 
     def to_json(self) -> dict[str, object]:
         """DESIGN.md's ``fit --json`` shape (``fix_moment`` and ``fix_fits`` beside ``fix``)."""
         memory = self.memory
         fix = self.fix
         estimated = memory.not_estimated is None
+        tenants = self.card.tenants
         return {
             "card_gib": round(self.card.gib, 2),
             "card_source": self.card.source,
+            "weighed_against_gib": round(self.card.room_gib, 2),
+            "tenants": None
+            if tenants is None
+            else {
+                "processes": [
+                    {"pid": p.pid, "name": p.name, "gib": p.used_gib} for p in tenants.tenants
+                ],
+                "in_use_gib": round(tenants.used_gib, 2),
+                "free_gib": round(tenants.free_gib, 2),
+                "words": self.card.tenants_words(),
+            },
             "phases": memory.phases_json(),
             "peak_phase": memory.peak_phase if estimated else None,
             "verdict": self.verdict,
@@ -191,16 +226,28 @@ class FitReport:
             "fix_fits": fix.reaches if fix is not None else None,
             "fix_peak_gib": fix.memory.peak().rounded() if fix is not None else None,
             "fix_phases": fix.memory.phases_json() if fix is not None else None,
+            "host": self.host.to_json() if self.host is not None else None,
+            "options": [finding.to_json() for finding in self.options],
         }
 
 
-def fit(state: WizardState, card: Card) -> FitReport:
+def machine_ram(state: WizardState) -> float | None:
+    """The machine's RAM in GiB as the probe read it (None: no probe, or not Linux)."""
+    probe = state.job.probe
+    return probe.host_total_gib if probe is not None else None
+
+
+def fit(state: WizardState, card: Card, ram_gib: float | None = None) -> FitReport:
     """Will the job fit on ``card``: its phases' bands, the verdict and, when it does not
-    fit, the roll-back that would make it."""
+    fit, the roll-back that would make it; and the host's RAM per phase against ``ram_gib``
+    (default: the machine's, :func:`machine_ram`)."""
 
     memory, _after = job_memory(state, {})
+    ram = ram_gib if ram_gib is not None else machine_ram(state)
+    host = host_memory(state.document, ram, windows=sys.platform == "win32")
+    options = option_findings(state.document)
     if memory.not_estimated is not None:
-        return FitReport(card, memory, "not_estimated", None)
-    found = verdict(memory.peak(), card.gib)
-    fix = fit_fix(state, memory, card.gib) if found != "fits" else None
-    return FitReport(card, memory, found, fix)
+        return FitReport(card, memory, "not_estimated", None, host, options)
+    found = verdict(memory.peak(), card.room_gib)
+    fix = fit_fix(state, memory, card.room_gib) if found != "fits" else None
+    return FitReport(card, memory, found, fix, host, options)

@@ -4,6 +4,7 @@ model kind and one plan, held in the immutable :class:`WizardState`.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from oom_wizard.application.labels import moment_info
 from oom_wizard.application.opening import OpenedJob, open_job
 from oom_wizard.formats.document import JobDocument
+from oom_wizard.host.tenants import card_tenants
 from oom_wizard.logs.read import Watch, watching
 from oom_wizard.request import JobRequest
 from oom_wizard.rules.diagnosis import (
@@ -21,9 +23,12 @@ from oom_wizard.rules.diagnosis import (
     Diagnosis,
     diagnose,
 )
+from oom_wizard.rules.host import host_memory
 from oom_wizard.rules.memory import Calibration, calibration_from, calibration_from_attempts
 from oom_wizard.rules.modelkind import find_model_kind
+from oom_wizard.rules.options import option_findings
 from oom_wizard.rules.plan import Plan, StepChoice, StepProposal, build_plan, given_choices
+from oom_wizard.rules.tenants import real_share, room_gib, tenants_words
 from oom_wizard.spelling import value as show_value
 from oom_wizard.storage.changelog import ChangeLog
 from oom_wizard.vocabulary import DEFAULT_MOMENT, VALIDATION_RUN, ModelKind, Moment
@@ -140,8 +145,38 @@ def card_of(job: OpenedJob, diagnosis: Diagnosis) -> tuple[float | None, str | N
     if diagnosis.oom is not None and diagnosis.oom.total:
         return diagnosis.oom.total, "PyTorch's OOM message"
     if job.probe is not None and job.probe.gpus:
+        tenants = card_tenants(job.probe, job.probe.gpus[0].index)
+        if len(job.probe.gpus) == 1 and tenants is not None and real_share(tenants):
+            return room_gib(tenants), "nvidia-smi: what is free beside the card's other tenants"
         return max(gpu.total_gib for gpu in job.probe.gpus), "nvidia-smi"
     return None, None
+
+
+def option_notes(state: WizardState) -> tuple[str, ...]:
+    """The newer options of the config that change memory, each with its source, effect and
+    lever (:mod:`oom_wizard.rules.options`): ``fit``, ``plan`` and ``apply`` say them."""
+    return tuple(finding.words() for finding in option_findings(state.document))
+
+
+def host_note(state: WizardState) -> str | None:
+    """The host's RAM in a sentence when it is the limit or close to it, against the RAM the
+    probe read (:mod:`oom_wizard.rules.host`); None otherwise. ``plan`` and the app say it,
+    ``fit`` gives it whole."""
+    probe = state.job.probe
+    ram = probe.host_total_gib if probe is not None else None
+    if ram is None:
+        return None
+    return host_memory(state.document, ram, windows=sys.platform == "win32").words()
+
+
+def card_note(job: OpenedJob) -> str | None:
+    """The job's card's other tenants in a sentence (``nvidia-smi``: pid, name, GiB), and what
+    the job is weighed against; None without a probe or with nothing worth a word. ``fit``,
+    ``plan`` and the app say it."""
+    if job.probe is None or not job.probe.gpus:
+        return None
+    tenants = card_tenants(job.probe, job.probe.gpus[0].index)
+    return tenants_words(tenants) if tenants is not None else None
 
 
 def diagnosis_of(job: OpenedJob, answers: Answers) -> Diagnosis:

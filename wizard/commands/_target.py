@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oom_wizard.application.leaving import crashed_job_note, ui_job_note
-from oom_wizard.application.settling import Answers, WizardState, start
+from oom_wizard.application.settling import (
+    Answers,
+    WizardState,
+    card_note,
+    host_note,
+    option_notes,
+    start,
+)
 from oom_wizard.commands._common import add_crash_arguments
 from oom_wizard.commands._jobdb import wants_db
 from oom_wizard.request import JobRequest
@@ -73,6 +80,13 @@ def target_notes(state: WizardState, *, new_crash_flag: bool = False) -> tuple[s
     notes = [state.log_note] if state.log_note else []
     if state.job.probe_note:
         notes.append(state.job.probe_note)
+    tenants = card_note(state.job)
+    if tenants is not None:
+        notes.append(f"on the card: {tenants}")
+    notes.extend(f"option {words}" for words in option_notes(state))
+    host = host_note(state)
+    if host is not None:
+        notes.append(host)
     if settled.moment_source == "answer":
         notes.append(f"moment {settled.moment} (--moment)")
     elif settled.moment_source == "found":

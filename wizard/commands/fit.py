@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from oom_wizard.application.fitting import FitReport
     from oom_wizard.application.settling import WizardState
+    from oom_wizard.rules.host import HostMemory
     from oom_wizard.rules.memory import Calibration
 
 PHASE_WORDS = {
@@ -79,6 +80,13 @@ def add_parser(subparsers: Any) -> None:
         metavar="GIB",
         help="the card's memory in GiB (default: from nvidia-smi, else asked)",
     )
+    parser.add_argument(
+        "--ram",
+        type=_ram,
+        metavar="GIB",
+        help="the machine's RAM in GiB, for the host's verdict (default: this machine's, read "
+        "with the GPU probe)",
+    )
     add_crash_arguments(
         parser,
         moment_help="when it crashed, if it did (the fix then follows the peak anyway)",
@@ -104,6 +112,16 @@ def _gib(text: str) -> float:
     return value
 
 
+def _ram(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of GiB, such as 32") from None
+    if not math.isfinite(value) or value <= 0 or value > 1024 * 1024:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an amount of RAM; give GiB above 0")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the fit (as text, or as JSON with ``--json``); 0 whatever the verdict."""
 
@@ -111,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         return show_jobs(args.db, stdout())
     state = load_target(_with_defaults(args))
     card = card_of(state, args.gpu)
-    report = fit(state, card)
+    report = fit(state, card, args.ram)
     if args.json:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
         return 0
@@ -209,6 +227,9 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
         f"Will it fit: {state.source} on a {card.gib:.1f} GiB card ({CARD_WORDS[card.source]})",
         markup=False,
     )
+    words = card.tenants_words()
+    if words is not None:
+        console.print(f"  on the card: {words}", markup=False)
     if memory.not_estimated is not None:
         console.print(f"  {memory.not_estimated}.", markup=False)
         return
@@ -226,7 +247,7 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
         console.print(f"  {words} {band_text(band.low, band.high).ljust(16)} {mark}", markup=False)
     peak = memory.peak()
     console.print(
-        f"  peak: {PHASE_WORDS[memory.peak_phase]}, {peak.mid:.1f} of {card.gib:.1f} GiB "
+        f"  peak: {PHASE_WORDS[memory.peak_phase]}, {peak.mid:.1f} of {card.room_gib:.1f} GiB "
         f"({peak.low:.1f}–{peak.high:.1f}): {report.verdict.replace('_', ' ')}; "
         f"{memory.basis()}",
         markup=False,
@@ -243,6 +264,10 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
         console.print(f"  {calibration_words(calibration, memory.scale)}", markup=False)
     for note in memory.notes:
         console.print(f"  note: {note}", markup=False)
+    for finding in report.options:
+        console.print(f"  option: {finding.words()}", markup=False)
+    if report.host is not None:
+        render_host(console, report.host)
     fix = report.fix
     if fix is None:
         return
@@ -285,3 +310,33 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
         ),
         markup=False,
     )
+
+
+HOST_PHASE_WORDS = {"load": "loading", "caching": "caching", "training": "training step"}
+
+
+def render_host(console: Console, host: HostMemory) -> None:
+    """The host's RAM per phase, its verdict and, when it is the limit, what lowers it."""
+    ram = f"{host.ram_gib:.1f} GiB of RAM" if host.ram_gib is not None else "RAM not known"
+    console.print(f"Host RAM ({ram}):", markup=False)
+    for phase, band in host.phases.items():
+        parts = ", ".join(f"{name} {lo:.1f}–{hi:.1f}" for name, lo, hi in band.parts)
+        console.print(
+            f"  {HOST_PHASE_WORDS[phase].ljust(16)} {band_text(band.low, band.high).ljust(16)} "
+            f"({parts})",
+            markup=False,
+        )
+    verdict = host.verdict.replace("_", " ")
+    if host.verdict == "unknown":
+        verdict += " (give --ram GIB)"
+    pinned = (
+        f"; pinned {band_text(host.pinned.low, host.pinned.high)}"
+        + (" against Windows' cap of half the RAM" if host.windows else "")
+        if host.pinned.high > 0
+        else ""
+    )
+    console.print(f"  host: {verdict}{pinned}", markup=False)
+    for lever in host.levers:
+        console.print(f"  to lower it: {lever}", markup=False)
+    for note in host.notes:
+        console.print(f"  note: {note}", markup=False)

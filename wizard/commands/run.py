@@ -23,10 +23,11 @@ Exit status: 0 the last attempt finished and trained; 2 it stopped without a fin
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,7 @@ from oom_wizard.application.autopilot import (
     db_job_to_run,
     entry_lines,
 )
+from oom_wizard.application.card_wait import CardWait
 from oom_wizard.application.follow import follow_log
 from oom_wizard.application.labels import log_claim
 from oom_wizard.application.trainer import (
@@ -190,8 +192,10 @@ def run(args: argparse.Namespace) -> int:
             )
         template = found
     echo = sys.stdout.buffer
+    card = CardWait()
 
-    def runner(config: Path, log: Path) -> TrainerEnd:
+    def runner(config: Path, log: Path, env: Mapping[str, str] | None = None) -> TrainerEnd:
+        card.before_attempt(_say)
         done = threading.Event()
         stall_s = args.stall_minutes * 60
         watcher = threading.Thread(target=_watch, args=(log, done, stall_s), daemon=True)
@@ -201,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
                 trainer_argv(template, config),
                 log,
                 echo=echo,
+                env={**os.environ, **env} if env else None,
                 grace_s=args.grace,
                 silence_s=args.silence,
             )

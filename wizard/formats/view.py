@@ -337,6 +337,9 @@ class TrainView(_Section):
     ema_config: EmaView | None = None
     """``train.ema_config``; None when absent (EMA off)."""
     attention_backend: OptionalText = None
+    diffusion_feature_extractor_path: OptionalText = None
+    """A feature-extractor loss (``v3``…``v10`` or a file): its model beside the job's, on the
+    card, run on every step (SDTrainer.py:392-410, 660-727)."""
     """diffusers' attention backend (``native`` when unset); an eager one keeps the matrix."""
     do_paramiter_swapping: Flag = False
     """Adafactor/Automagic train a random share of a full fine-tune's weights per step."""
@@ -602,6 +605,10 @@ class DatasetView(_Section):
     control_path_3: OptionalText = None
     full_size_control_images: Flag = True
     """False: the dataloader resizes each control image to 512×512 (not to the target's)."""
+    control_from_same_folder: Flag = False
+    """Each item draws its control images from the other images of its own folder
+    (dataloader_mixins.py:1124-1141), ``num_controls_from_same_folder`` of them."""
+    num_controls_from_same_folder: Count = 1
 
     @classmethod
     def _complete(cls, raw: Mapping[str, Any], values: dict[str, Any]) -> None:
@@ -609,9 +616,13 @@ class DatasetView(_Section):
 
     @property
     def control_images(self) -> int:
-        """How many control images each item brings (edit models): the non-empty paths of
-        ``control_path_1..3`` when any is set, else of ``control_path`` (text or a list), as
-        the toolkit's DatasetConfig reads them."""
+        """How many control images each item brings (edit models): with
+        ``control_from_same_folder``, ``num_controls_from_same_folder`` (the dataloader draws
+        that many of the folder's other images, fewer only where the folder has fewer);
+        else the non-empty paths of ``control_path_1..3`` when any is set, else of
+        ``control_path`` (text or a list), as the toolkit's DatasetConfig reads them."""
+        if self.control_from_same_folder:
+            return self.num_controls_from_same_folder or 1  # at most the folder's others
         numbered = [p for p in (self.control_path_1, self.control_path_2, self.control_path_3) if p]
         if numbered:
             return len(numbered)

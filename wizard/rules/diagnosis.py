@@ -83,6 +83,12 @@ from oom_wizard.logs.signals import (
 )
 from oom_wizard.rules.catalog import MODEL_KINDS, MOMENTS, ModelKind, Moment, load_presets
 from oom_wizard.rules.modelkind import KindFinding as _Kind, find_model_kind as _model_kind
+from oom_wizard.rules.oneoff import (
+    ALLOCATOR_SETTING,
+    FRAGMENTED_MIN_GIB,
+    RETRY_WORDS,
+    one_off_oom,
+)
 from oom_wizard.spelling import change, gib
 
 if TYPE_CHECKING:
@@ -133,7 +139,7 @@ CARD_FULL_SHARE: Final = 0.95
 SPILL_CARD_MAX_GIB: Final = 24.5
 """NVIDIA's system-memory fallback turns an OOM into a crawl on consumer cards: a bar stuck at
 no progress on a card below this size is read as the spill, not only as a stall."""
-FRAGMENTATION_MIN_GIB: Final = 1.0
+FRAGMENTATION_MIN_GIB: Final = FRAGMENTED_MIN_GIB
 """Reserved-but-unallocated memory at least this large (or as large as the failed allocation)
 is worth ``expandable_segments:True``, as PyTorch's own message suggests."""
 CONSERVATIVE_MAX_BUCKET: Final = 768
@@ -869,7 +875,7 @@ def _environment(
             _driver_signal_at_once(scan, process, strong, suspected, advice)
             rated("medium", "a small config failed at once at the driver's level", before)
         _silent_exit(scan, suspected, advice)
-        _fragmentation(oom, advice)
+        _fragmentation(scan, oom, advice)
     if given.worked_before:
         _worked_before(suspected, advice)
     reasons = [*strong, *suspected] + ([against] if against else [])
@@ -1403,8 +1409,22 @@ def _silent_exit(scan: LogScan, suspected: list[str], advice: list[Advice]) -> N
     )
 
 
-def _fragmentation(oom: OomFigures | None, advice: list[Advice]) -> None:
-    """Reserved-but-unallocated memory that is large: expandable segments, where to put it."""
+def _fragmentation(scan: LogScan, oom: OomFigures | None, advice: list[Advice]) -> None:
+    """Reserved-but-unallocated memory that is large: expandable segments, where to put it; a
+    crash the allocator's figures call a one-off (:func:`~oom_wizard.rules.oneoff.one_off_oom`)
+    is worth one retry of the same config with them, which ``run --auto`` makes."""
+    one_off = one_off_oom(scan)
+    if one_off is not None:
+        advice.append(
+            Advice(
+                "expandable_segments",
+                f"A one-off, not the config: {one_off}. Retry the same config once with "
+                f"{ALLOCATOR_SETTING} where the trainer starts (the shell before `python "
+                "run.py`, the AI Toolkit UI server's environment, or <toolkit root>/.env); "
+                f"{RETRY_WORDS}.",
+            )
+        )
+        return
     if oom is None or oom.reserved_unallocated is None:
         return
     wasted = oom.reserved_unallocated

@@ -165,7 +165,8 @@ class AttemptRecord(_Frozen):
         config: The config it ran.
         kind: ``full``, or ``validation`` (the short run after a fix).
         outcome: ``crashed``, ``passed_validation``, ``finished``, ``failed`` (not out of
-            memory), ``stopped`` (the trainer's log says so), or ``interrupted``.
+            memory), ``stopped`` (the trainer's log says so), ``trained_nothing`` (it ended
+            cleanly but its adapter did not move), or ``interrupted``.
         step: The training bar's last count (the steps done); the step it crashed in is
             :func:`~oom_wizard.logs.result.crash_step_of` of it and ``phase``.
         phase: Where it was when it ended (the log scan's phase).
@@ -173,6 +174,10 @@ class AttemptRecord(_Frozen):
         exit_code: The trainer's exit status (negative: the signal that ended it).
         duration_s: Seconds it ran.
         log: The log it wrote.
+        environment: What the trainer's environment was given beyond the user's
+            (``NAME=value``): the allocator setting of the one retry of a one-off crash.
+        learned: After a clean end, what the adapter it saved and its loss showed; an
+            attempt whose adapter did not move is ``trained_nothing``.
     """
 
     at: str
@@ -187,6 +192,8 @@ class AttemptRecord(_Frozen):
     log: str | None = None
     peak_gib: float | None = None
     card_gib: float | None = None
+    environment: tuple[str, ...] = ()
+    learned: str | None = None
 
 
 class ChangeLog(_Frozen):

@@ -369,7 +369,10 @@ def test_an_allocation_failing_with_the_card_far_from_full_is_the_environment(
     result = diagnose(log(message), view_of())
     assert result.moment == "environment"
     assert "the card was not full" in result.reasons[0]
-    assert advice_ids(result) == ["host_ram"]
+    # The host's side first; and the run's only OOM with most of the card free is a one-off:
+    # one retry of the same config with expandable segments (rules.oneoff).
+    assert advice_ids(result) == ["host_ram", "expandable_segments"]
+    assert result.advice[1].text.startswith("A one-off, not the config: the run's only")
 
 
 def test_a_large_allocation_above_what_is_free_is_still_the_config() -> None:
@@ -658,7 +661,10 @@ def test_expandable_segments_when_much_is_reserved_but_unallocated() -> None:
 
 def test_expandable_segments_that_would_make_room() -> None:
     scan = log(*LOADING, oom_message(this=23.0, unallocated="1.50 GiB", tried="1.00 GiB"))
-    assert "could make room" in diagnose(scan, view_of()).advice[0].text
+    text = diagnose(scan, view_of()).advice[0].text
+    assert text.startswith("A one-off, not the config: PyTorch held 1.50 GiB reserved")
+    assert "covered the 1.00 GiB allocation that failed" in text
+    assert "retries such a crash once with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in text
 
 
 def test_no_expandable_segments_when_little_is_reserved() -> None:

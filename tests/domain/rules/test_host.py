@@ -1,0 +1,111 @@
+"""The host's RAM per phase (``rules.host``): layer offloading's pinned copies with the pinned
+allocator's rounding, the text encoder parked or freed, the loader's full-precision read, and
+the verdict against the machine's RAM (Windows' pinned cap too); ``fit`` shows it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from oom_wizard.formats.document import load_document
+from oom_wizard.rules.host import PINNED_ROUNDING, host_memory
+from tests.support.plan_support import cli
+
+DEMO = Path(__file__).resolve().parents[3] / "presets" / "demo" / "wan_dance_lora.yaml"
+
+
+def wan(tmp_path: Path, **model: object) -> Path:
+    """The demo Wan 2.1 14B job at 33 frames of 512 px, with ``model`` fields set."""
+    tree = yaml.safe_load(DEMO.read_text("utf-8"))
+    process = tree["config"]["process"][0]
+    process["model"].update(model)
+    for dataset in process["datasets"]:
+        dataset.update(num_frames=33, resolution=[512])
+    process["sample"].update(width=512, height=512, num_frames=33)
+    path = tmp_path / f"wan-{len(list(tmp_path.glob('*.yaml')))}.yaml"
+    path.write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
+    return path
+
+
+OFFLOADED = {
+    "arch": "wan21",  # the Python class AI Toolkit attaches the memory manager to
+    "layer_offloading": True,
+    "layer_offloading_transformer_percent": 1.0,
+    "layer_offloading_text_encoder_percent": 1.0,
+}
+
+
+def test_offloading_pins_the_moved_layers_rounded_and_the_host_is_the_limit(
+    tmp_path: Path,
+) -> None:
+    config = wan(tmp_path, **OFFLOADED)
+    alone = host_memory(load_document(wan(tmp_path)), 16.0)
+    host = host_memory(load_document(config), 16.0)
+    assert alone.pinned.high == 0.0 and alone.phases["training"].high < 8
+    # 14 B weights at the qtype's byte, each copy rounded up by the pinned allocator.
+    low, high = PINNED_ROUNDING
+    assert host.pinned.high / host.pinned.low == pytest.approx(high / low)
+    assert 12 < host.pinned.low < 20
+    assert host.verdict == "wont_fit" and host.phases["training"].low > 16
+    assert any("layer_offloading_transformer_percent" in lever for lever in host.levers)
+    # The same job fits a 24 GiB card: the card is not where it fails.
+    status, out, _ = cli("fit", config, "--gpu", "24", "--ram", "16", "--no-probe", "--json")
+    found = json.loads(out)
+    assert status == 0 and found["verdict"] == "fits" and found["host"]["verdict"] == "wont_fit"
+    assert set(found["host"]["phases"]) == {"load", "caching", "training"}
+    assert set(found["host"]["phases"]["training"]) == {"low", "high"}
+    assert found["host"]["ram_gib"] == 16.0
+    _, text, _ = cli("fit", config, "--gpu", "24", "--ram", "16", "--no-probe")
+    assert "Host RAM (16.0 GiB of RAM):" in text and "host: wont fit" in text
+
+
+def test_windows_weighs_the_pinned_share_against_half_the_ram(tmp_path: Path) -> None:
+    document = load_document(wan(tmp_path, **OFFLOADED))
+    linux = host_memory(document, 52.0)  # pinned 16.6-26.6 GiB, Windows' cap 26
+    windows = host_memory(document, 52.0, windows=True)
+    assert linux.verdict == "fits" and windows.verdict in ("tight", "wont_fit")
+
+
+def test_a_parked_text_encoder_counts_and_a_freed_one_does_not(tmp_path: Path) -> None:
+    freed = host_memory(load_document(wan(tmp_path)), None)  # cache_text_embeddings: true
+    tree = yaml.safe_load(wan(tmp_path).read_text("utf-8"))
+    train = tree["config"]["process"][0]["train"]
+    train.update(cache_text_embeddings=False, unload_text_encoder=True)
+    parked_path = tmp_path / "parked.yaml"
+    parked_path.write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
+    parked = host_memory(load_document(parked_path), None)
+    names = [name for name, _, _ in parked.phases["training"].parts]
+    assert "text encoder on the CPU" in names
+    assert parked.phases["training"].high > freed.phases["training"].high + 2
+    assert freed.verdict == "unknown"
+
+
+def test_loading_reads_each_model_at_full_precision(tmp_path: Path) -> None:
+    host = host_memory(load_document(wan(tmp_path)), 64.0)
+    load = host.phases["load"]
+    assert load.low < load.high  # one after the other, or both
+    assert load.high > 26  # 14 B at bf16 and the UMT5 encoder
+    shutil.rmtree(tmp_path)
+
+
+def test_plan_and_the_app_say_the_host_when_it_is_the_limit(tmp_path: Path) -> None:
+    import dataclasses
+
+    from oom_wizard.application.settling import Answers, host_note, start
+    from oom_wizard.host.probe import GpuInfo, ProbeResult
+    from oom_wizard.request import JobRequest
+    from oom_wizard.screens.load import summary
+
+    config = wan(tmp_path, **OFFLOADED)
+    state = start(JobRequest(target=config, probe=False), Answers(moment="early_steps"))
+    assert host_note(state) is None  # no RAM read: nothing said
+    probe = ProbeResult((GpuInfo(0, "RTX 4090", 24.0, 0.0, 24.0),), (), host_total_gib=16.0)
+    state = dataclasses.replace(state, job=dataclasses.replace(state.job, probe=probe))
+    words = host_note(state)
+    assert words is not None and words.startswith("host RAM: the ")
+    assert "of 16.0 GiB: wont fit" in words and "pinned" in words
+    assert "Host RAM" in summary(state).plain
