@@ -27,7 +27,9 @@ from tests.support.measured_peaks import (
     Point,
     deltas,
     example_card,
+    held_out,
     points,
+    refit,
 )
 
 SHARE = 0.15
@@ -46,8 +48,57 @@ def gpu_rows() -> None:
     print()
 
 
+def held_out_table() -> None:
+    """In-sample against leave-one-source-out, per certainty class: the share within 15 % of
+    the midpoint and the share inside the band, for the published points and the GPU rows."""
+    rows = points(fixture=GPU_FIXTURE, rows_setup=True)
+    published = points()
+    everything = rows + published
+    away = held_out(everything)
+    fitted = refit(everything)
+    print(
+        "refit on every source: workspaces "
+        f"{fitted.workspace_gib[0]:.2f}–{fitted.workspace_gib[1]:.2f} GiB, slack "
+        f"{fitted.slack[0]:.3f}–{fitted.slack[1]:.3f} of the varying part, each item "
+        f"{fitted.item_gib[0]:.2f}–{fitted.item_gib[1]:.2f} GiB, context "
+        f"{fitted.context_gib[0]:.2f}–{fitted.context_gib[1]:.2f} GiB (measured)"
+    )
+    print("held out: each point with its source's points left out of every refit\n")
+    print(f"{'held out':44} {'band GiB':>13} {'measured':>9} {'error':>7}  ±15%  inside  source")
+    for p in away:
+        print(
+            f"{p.id:44} {p.band.low:6.1f}–{p.band.high:5.1f} {p.measured_gib:9.2f} "
+            f"{100 * p.error:+6.0f}%  {'yes' if p.close else 'no ':4} "
+            f"{'yes' if p.inside else 'no ':6}  {p.group[-40:]}"
+        )
+    print(
+        f"\n{'set':10} {'class':9} {'n':>3}  {'in-sample ±15%':>15} {'inside':>7}   "
+        f"{'held-out ±15%':>14} {'inside':>7}"
+    )
+    for name, subset in (("published", published), ("GPU rows", rows)):
+        ids = {p.id for p in subset}
+        for certainty in ("gpu", "cpu", "stand_in", "all"):
+            inn = [p for p in subset if certainty in ("all", p.certainty)]
+            out = [p for p in away if p.id in ids and certainty in ("all", p.certainty)]
+            if not inn:
+                continue
+            n = len(inn)
+            print(
+                f"{name:10} {certainty:9} {n:3}  {_share(inn, 'close'):>15} "
+                f"{_share(inn, 'inside'):>7}   {_share(out, 'close'):>14} "
+                f"{_share(out, 'inside'):>7}"
+            )
+    print()
+
+
+def _share(found: list[Point], what: str) -> str:
+    hits = sum(bool(getattr(p, what)) for p in found)
+    return f"{hits}/{len(found)} {100 * hits / len(found):3.0f}%"
+
+
 def main() -> None:
     gpu_rows()
+    held_out_table()
     found = points()
     print("error: (midpoint − measured) / measured; ±15%: measured within 15 % of the midpoint;")
     print("~: published as about / a bit more than; figures: what the arch has in memory.yaml\n")

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
 from oom_wizard.rules.catalog import Presets, load_presets
-from oom_wizard.rules.memory import Band, JobMemory, job_memory
+from oom_wizard.rules.memory import OVERHEADS, Band, JobMemory, Overheads, job_memory
 from oom_wizard.rules.shape import arch_facts
 from tests.support import corpus
 from tests.support.plan_support import document
@@ -27,6 +27,16 @@ EXAMPLES: Path | None = corpus.EXAMPLES
 """AI Toolkit's example configs (``../shared/aitk-examples``, or under ``OOM_WIZARD_SHARED``)."""
 TOLERANCE = 0.15
 """A point agrees when it lies within its band widened by this share on each side."""
+SHARE = 0.15
+"""A midpoint is close when the measured peak lies within this share of it."""
+
+Kind = Literal["allocated", "reserved", "used"]
+"""What a published figure is: PyTorch's peak allocation (no allocator slack, no context), its
+peak reservation (no context), or the process's memory as nvidia-smi shows it."""
+GPU_SOURCE = "../shared/gpu-measurements.md"
+
+
+_NO_MEMORY: Any = None
 
 
 @dataclass(frozen=True)
@@ -48,6 +58,35 @@ class Point:
     """A GPU row's step peak above the resident weights (its activations, measured)."""
     offloaded: float = 0.0
     """The share of the transformer's layers ``model.layer_offloading`` moves (0 without it)."""
+    kind: Kind = "used"
+    """What the figure is, and so what of the band it is compared with."""
+    phase: str = "training"
+    config: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    """The AI Toolkit job the point was run as (to run it again with other overheads)."""
+    rows_setup: bool = False
+    vae_on_card: bool = True
+
+    @property
+    def group(self) -> str:
+        """The source the point is left out with: its address; the shared H200 rows by
+        family (one session measured them, each family with its own classes)."""
+        if self.source.startswith(GPU_SOURCE):
+            return self.source.split(",")[0] + ")"
+        return self.source
+
+    @property
+    def certainty(self) -> str:
+        return self.memory.certainty
+
+    @property
+    def close(self) -> bool:
+        """The measured peak lies within :data:`SHARE` of the band's midpoint."""
+        return abs(self.band.mid - self.measured_gib) <= SHARE * self.band.mid
+
+    @property
+    def inside(self) -> bool:
+        """The measured peak lies inside the band itself (no tolerance)."""
+        return self.band.low <= self.measured_gib <= self.band.high
 
     @property
     def error(self) -> float:
@@ -127,44 +166,187 @@ def _offloaded(process: Mapping[str, Any]) -> float:
 
 
 def points(
-    presets: Presets | None = None, fixture: Path = FIXTURE, *, rows_setup: bool = False
+    presets: Presets | None = None,
+    fixture: Path = FIXTURE,
+    *,
+    rows_setup: bool = False,
+    overheads: Overheads = OVERHEADS,
 ) -> list[Point]:
     """Every point of the fixture with its band (a GPU row measured without a VAE on the card
-    has the VAE's bytes taken off its band)."""
+    has the VAE's bytes taken off its band; a figure published as PyTorch's allocation or
+    reservation is compared with the band less what it does not hold)."""
     presets = presets or load_presets()
     data = yaml.safe_load(fixture.read_text(encoding="utf-8"))
     found = []
     for raw in data["points"]:
         config = job_tree(data["defaults"], raw["process"])
-        doc = document(config)
-        families = gpu_setup(presets) if rows_setup else None
-        memory = job_memory(doc, [], "image", presets=presets, families=families)
-        phase = raw.get("phase", "training")
-        band = memory.phases[phase]
-        assert band is not None, raw["id"]
-        if raw.get("vae_on_card", True) is False:
-            vae = memory.parts[phase].vae
-            band = Band(band.low - vae, band.high - vae)
-        process = doc.view().processes[0]
+        process = document(config).view().processes[0]
         family = presets.memory_of(arch_facts(process, presets))
-        found.append(
-            Point(
-                id=raw["id"],
-                source=raw["source"],
-                arch=raw["arch"],
-                settings=raw["settings"],
-                measured_gib=float(raw["measured_gib"]),
-                approximate=bool(raw.get("approximate", False)),
-                memory=memory,
-                band=band,
-                has_counts=family is not None,
-                has_activations=family is not None and family.activations is not None,
-                known_miss=raw.get("known_miss"),
-                offloaded=_offloaded(raw["process"]),
-                step_gib=raw.get("step_gib"),
-            )
+        point = Point(
+            id=raw["id"],
+            source=raw["source"],
+            arch=raw["arch"],
+            settings=raw["settings"],
+            measured_gib=float(raw["measured_gib"]),
+            approximate=bool(raw.get("approximate", False)),
+            memory=_NO_MEMORY,
+            band=Band(0.0, 0.0),
+            has_counts=family is not None,
+            has_activations=family is not None and family.activations is not None,
+            known_miss=raw.get("known_miss"),
+            offloaded=_offloaded(raw["process"]),
+            step_gib=raw.get("step_gib"),
+            kind=raw.get("kind", "used"),
+            phase=raw.get("phase", "training"),
+            config=config,
+            rows_setup=rows_setup,
+            vae_on_card=raw.get("vae_on_card", True) is not False,
         )
+        found.append(evaluate(point, presets, overheads))
     return found
+
+
+def evaluate(point: Point, presets: Presets, overheads: Overheads = OVERHEADS) -> Point:
+    """``point`` with the model's memory and band under ``overheads``."""
+    families = gpu_setup(presets) if point.rows_setup else None
+    memory = job_memory(
+        document(dict(point.config)),
+        [],
+        "image",
+        presets=presets,
+        families=families,
+        overheads=overheads,
+    )
+    band = memory.phases[point.phase]  # type: ignore[index]
+    assert band is not None, point.id
+    parts = memory.parts[point.phase]  # type: ignore[index]
+    off = 0.0 if point.vae_on_card else parts.vae
+    if point.kind in ("reserved", "allocated"):
+        off += parts.context
+    if point.kind == "allocated":
+        off += parts.slack
+    return replace(point, memory=memory, band=Band(band.low - off, band.high - off))
+
+
+# --------------------------------------------------------------------------- held out
+
+
+def _mid(pair: tuple[float, float]) -> float:
+    return (pair[0] + pair[1]) / 2.0
+
+
+def _scaled(pair: tuple[float, float], value: float) -> tuple[float, float]:
+    """``pair``'s edges around a new midpoint ``value``, in the same ratio."""
+    middle = _mid(pair)
+    if middle <= 0.0:
+        return (value, value)
+    return (pair[0] * value / middle, pair[1] * value / middle)
+
+
+@dataclass(frozen=True)
+class _Terms:
+    """A point's figures as the refit sees them (GiB, the band's midpoints)."""
+
+    measured: float
+    fixed: float
+    varying: float
+    """The activations without the items' own cost, and the VAE's pass."""
+    items: int
+    slack: bool
+    context: float
+    gpu: bool
+    key: str
+
+
+def _terms_of(point: Point, overheads: Overheads) -> _Terms:
+    parts = point.memory.parts[point.phase]  # type: ignore[index]
+    fixed = parts.weights - (0.0 if point.vae_on_card else parts.vae)
+    item = _mid(overheads.item_gib)
+    train = dict(point.config["config"]["process"][0].get("train") or {})
+    train.pop("batch_size", None)
+    process = {**point.config["config"]["process"][0], "train": train}
+    return _Terms(
+        measured=point.measured_gib,
+        fixed=fixed,
+        varying=parts.activations - parts.items * item + parts.vae_pass,
+        items=parts.items,
+        slack=point.kind != "allocated",
+        context=parts.context if point.kind == "used" else 0.0,
+        gpu=point.source.startswith(GPU_SOURCE),
+        key=point.group + repr(sorted(process.items(), key=lambda kv: kv[0])),
+    )
+
+
+def refit(found: Sequence[Point], base: Overheads = OVERHEADS) -> Overheads:
+    """The overheads refitted on ``found`` (each evaluated with ``base``):
+
+    - each batch item's own cost from the differences within one source between runs that
+      differ only in the batch size (what the source's own extras do not touch);
+    - the trainer's workspaces (a constant) and the allocator's slack (a share of the
+      activations) by least squares on the shared GPU rows among ``found``, the only points
+      measured the way AI Toolkit trains;
+    - the CUDA context is measured (used − reserved on every H200 row), not refitted.
+
+    Each stays at or above 0; a term with nothing to fit on keeps ``base``'s value. The edges
+    keep ``base``'s ratio to the midpoint."""
+    terms = [_terms_of(p, base) for p in found if p.phase == "training"]
+    item = _mid(base.item_gib)
+    k = _mid(base.slack)
+    work = _mid(base.workspace_gib)
+    for _ in range(3):
+        ones = [t for t in terms if t.items == 1]
+        num = den = 0.0
+        for t in terms:
+            if t.items <= 1:
+                continue
+            for one in (o for o in ones if o.key == t.key):
+                gain = 1.0 + (k if t.slack else 0.0)
+                dn = (t.items - one.items) * gain
+                dy = (t.measured - one.measured) - (t.varying - one.varying) * gain
+                num += dy * dn
+                den += dn * dn
+        if den > 0.0:
+            item = max(num / den, 0.0)
+        rows = [t for t in terms if t.gpu]
+        if len(rows) >= 2:
+            xs = [t.varying + t.items * item for t in rows]
+            ys = [t.measured - t.fixed - x - t.context for t, x in zip(rows, xs, strict=True)]
+            k, work = _line(xs, ys)
+    return Overheads(
+        context_gib=base.context_gib,
+        slack=_scaled(base.slack, k),
+        workspace_gib=_scaled(base.workspace_gib, work),
+        item_gib=_scaled(base.item_gib, item),
+    )
+
+
+def _line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+    """Least squares ``y = intercept + slope × x`` with both at or above 0: (slope, intercept)."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
+    intercept = my - slope * mx
+    if slope < 0.0:
+        return 0.0, max(my, 0.0)
+    if intercept < 0.0:
+        sxy = sum(x * y for x, y in zip(xs, ys, strict=True))
+        sx2 = sum(x * x for x in xs)
+        return (max(sxy / sx2, 0.0) if sx2 else 0.0), 0.0
+    return slope, intercept
+
+
+def held_out(found: Sequence[Point], presets: Presets | None = None) -> list[Point]:
+    """Every point as the model gives it when its source's points are left out of the refit
+    (leave-one-source-out), in ``found``'s order."""
+    presets = presets or load_presets()
+    out: dict[str, Point] = {}
+    for group in dict.fromkeys(p.group for p in found):
+        fitted = refit([p for p in found if p.group != group])
+        for p in found:
+            if p.group == group:
+                out[p.id] = evaluate(p, presets, fitted)
+    return [out[p.id] for p in found]
 
 
 @dataclass(frozen=True)

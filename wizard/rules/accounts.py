@@ -371,6 +371,10 @@ class Terms:
     vae_pass: tuple[float, float] = (0.0, 0.0)
     """The VAE's decode or encode where it is the larger of it and the denoiser's pass (then
     ``activations`` is 0): it is the phase's varying part in their place."""
+    items: int = 0
+    """A training step's batch items whose own cost (latents, noise, targets, the loss) the
+    per-token figures leave out: :mod:`oom_wizard.rules.memory` adds each at its fitted
+    ``item_gib`` (0 for a UNet, whose fitted figures hold it, and outside a training step)."""
 
     def fixed(self) -> tuple[float, float]:
         parts = (
@@ -834,18 +838,15 @@ class ProcessAccount:
             loads.append(kept + transient)
         return max(loads)
 
-    def _with_items(self, act: float, band: tuple[float, float]) -> tuple[float, float]:
-        """A training step's activations at the band's edges, with each batch item's own cost
-        (:data:`ITEM_GIB`; a UNet's fitted figures hold it already)."""
+    def _items(self) -> int:
+        """A training step's batch items whose own cost the per-token figures leave out
+        (:data:`ITEM_GIB`, added by :mod:`oom_wizard.rules.memory`); 0 for a UNet, whose
+        fitted figures hold it already."""
         if self.unet is not None:
-            return act * band[0], act * band[1]
-        items = max(
+            return 0
+        return max(
             (d.batch_size or self.process.train.batch_size or 1 for d in self.process.datasets),
             default=self.process.train.batch_size or 1,
-        )
-        return (
-            act * band[0] + items * ITEM_GIB[0] * GIB_BYTES,
-            act * band[1] + items * ITEM_GIB[1] * GIB_BYTES,
         )
 
     def _unet_item(self, resolution: int, checkpointing: bool) -> float:
@@ -1199,8 +1200,9 @@ class ProcessAccount:
                 vae=(vae, vae * te_slack),
                 trainable=(trainable, trainable),
                 optimizer=(held.optimizer, held.optimizer),
-                activations=zero if encode > act else self._with_items(act, band),
+                activations=zero if encode > act else (act * band[0], act * band[1]),
                 vae_pass=(encode * vae_band[0], encode * vae_band[1]) if encode > act else zero,
+                items=0 if encode > act else self._items(),
             )
         sample = self._samples(first=phase == "baseline_sample")
         validation = self._validation_activations(blocks) if phase == "sample" else None

@@ -43,6 +43,7 @@ from oom_wizard.formats.document import JobDocument, apply_edits
 from oom_wizard.formats.view import JobView, ProcessView, build_view
 from oom_wizard.rules.accounts import (
     GIB_BYTES,
+    ITEM_GIB,
     Certainty,
     FamilyLike,
     Phase,
@@ -82,6 +83,26 @@ RUNTIME_GIB: Final = (0.3, 1.3)
 """What a trainer process holds beside the model's tensors and the context, whatever its
 size: the loss and latents, cuBLAS and attention workspaces, the optimizer step's temporaries
 (on the H200 rows 0.2–1.5 GiB above weights + activations + context)."""
+
+
+@dataclass(frozen=True)
+class Overheads:
+    """What no CPU can measure, beside the terms (each (low, high)): the CUDA context (GiB), the
+    allocator's slack (a share of the varying part), the trainer's workspaces outside loading
+    (GiB) and each batch item's own cost in a training step (GiB; ``Terms.items``).
+
+    :data:`OVERHEADS` is what the model ships; ``bench/memory_accuracy.py`` refits them with
+    each source of the fixtures left out (``tests/support/measured_peaks.py``) to judge the
+    model on what it was not fitted to."""
+
+    context_gib: tuple[float, float] = CUDA_CONTEXT_GIB
+    slack: tuple[float, float] = ALLOCATOR_SLACK
+    workspace_gib: tuple[float, float] = RUNTIME_GIB
+    item_gib: tuple[float, float] = ITEM_GIB
+
+
+OVERHEADS: Final = Overheads()
+"""The overheads the model uses unless told otherwise."""
 
 SCALE_RANGE: Final = (0.05, 2.0)
 """The calibration's factor on the varying part stays within this. A crash's figure far above
@@ -186,6 +207,11 @@ class Parts:
     where it, not the denoiser's pass, sets the phase's peak."""
     context: float = 0.0
     """The CUDA context, part of ``overhead``."""
+    slack: float = 0.0
+    """The allocator's slack, part of ``overhead`` (reserved but not allocated): a figure
+    published as PyTorch's peak allocation holds neither it nor the context."""
+    items: int = 0
+    """The batch items whose own cost (``Overheads.item_gib``) is in ``activations``."""
     unexplained: float = 0.0
     """What the log's figure says the phase held beyond this model's estimate with its
     factor at :data:`SCALE_RANGE`'s bound: a fixed amount, not any named part."""
@@ -338,6 +364,7 @@ def job_memory(
     families: FamilyLookup | None = None,
     calibrated_on: JobDocument | None = None,
     gpus: int = 1,
+    overheads: Overheads = OVERHEADS,
 ) -> JobMemory:
     """Each phase's band for ``document`` with ``changes`` applied.
 
@@ -353,6 +380,8 @@ def job_memory(
             ``document`` (a saved fix is estimated with its source's crash figures).
         gpus: How many GPUs the probe sees (1 without a probe): with
             ``model.split_model_over_gpus`` on, each phase is its fullest card's.
+        overheads: The terms no CPU measures (default: the shipped :data:`OVERHEADS`; the
+            accuracy bench passes a refit without one source).
     """
     presets = presets or load_presets()
     lookup = families or _presets_families(presets)
@@ -365,15 +394,21 @@ def job_memory(
         # The figures are about today's config: its scale carries over to the changed one.
         base = (calibrated_on or document).view()
         today = _accounts(base, presets, lookup, video, gpus).per_phase
-        fitted = _scale_for(today, calibration)
+        fitted = _scale_for(today, calibration, overheads)
     else:
-        fitted = _scale_for(per_phase, calibration)
+        fitted = _scale_for(per_phase, calibration, overheads)
     scale, unexplained = fitted
     phases: dict[Phase, Band | None] = {}
     parts: dict[Phase, Parts] = {}
     for phase in PHASES:
         bands = [
-            _band_of(terms, quantized, scale, _unexplained_in(phase, calibration, unexplained))
+            _band_of(
+                terms,
+                quantized,
+                scale,
+                _unexplained_in(phase, calibration, unexplained),
+                overheads,
+            )
             for terms, quantized in per_phase[phase]
         ]
         if not bands:
@@ -385,7 +420,7 @@ def job_memory(
     if calibration is not None and today is None:
         _facts_first(phases, calibration)
     elif calibration is not None and today is not None:
-        _passed_stays_passed(phases, today, fitted, calibration)
+        _passed_stays_passed(phases, today, fitted, calibration, overheads)
     happening = [phase for phase in PHASES if phases[phase] is not None]
     peak_phase: Phase = max(
         happening or ["load"],
@@ -535,6 +570,7 @@ def _passed_stays_passed(
     today: Mapping[Phase, Sequence[tuple[Terms, bool]]],
     fitted: tuple[float, float],
     calibration: Calibration,
+    overheads: Overheads = OVERHEADS,
 ) -> None:
     """A phase that passed on today's config and that the changes do not make heavier still
     passes: it keeps the card as its ceiling."""
@@ -545,7 +581,10 @@ def _passed_stays_passed(
     for phase in calibration.passed:
         band = phases.get(phase)
         extra = _unexplained_in(phase, calibration, unexplained)
-        found = [_band_of(terms, quantized, scale, extra)[0] for terms, quantized in today[phase]]
+        found = [
+            _band_of(terms, quantized, scale, extra, overheads)[0]
+            for terms, quantized in today[phase]
+        ]
         if band is None or not found or phase == calibration.phase:
             continue
         if band.high <= max(b.high for b in found) + 1e-9 and band.high > card:
@@ -574,7 +613,11 @@ def _unexplained_in(phase: Phase, calibration: Calibration | None, unexplained: 
 
 
 def _band_of(
-    terms: Terms, quantized: bool, scale: float, unexplained: float = 0.0
+    terms: Terms,
+    quantized: bool,
+    scale: float,
+    unexplained: float = 0.0,
+    overheads: Overheads = OVERHEADS,
 ) -> tuple[Band, Parts]:
     """The band and parts (GiB) of one phase of one process.
 
@@ -585,12 +628,17 @@ def _band_of(
     """
     del quantized  # its slack is in the transformer's edges already
     fixed_low, fixed_high = terms.fixed()
-    act_low, act_high = (a * scale for a in terms.activations)
+    item = overheads.item_gib
+    act_low, act_high = (
+        (a + terms.items * i * GIB_BYTES) * scale
+        for a, i in zip(terms.activations, item, strict=True)
+    )
     vae_low, vae_high = (a * scale for a in terms.vae_pass)
-    runtime = (0.0, 0.0) if terms.loading else RUNTIME_GIB
-    over_low = (act_low + vae_low) * ALLOCATOR_SLACK[0] + runtime[0] * GIB_BYTES * scale
-    over_high = (act_high + vae_high) * ALLOCATOR_SLACK[1] + runtime[1] * GIB_BYTES * scale
-    context = (CUDA_CONTEXT_GIB[0] * GIB_BYTES, CUDA_CONTEXT_GIB[1] * GIB_BYTES)
+    runtime = (0.0, 0.0) if terms.loading else overheads.workspace_gib
+    slack = overheads.slack
+    over_low = (act_low + vae_low) * slack[0] + runtime[0] * GIB_BYTES * scale
+    over_high = (act_high + vae_high) * slack[1] + runtime[1] * GIB_BYTES * scale
+    context = (overheads.context_gib[0] * GIB_BYTES, overheads.context_gib[1] * GIB_BYTES)
     low = (fixed_low + act_low + vae_low + over_low + context[0]) / GIB_BYTES + unexplained
     high = (fixed_high + act_high + vae_high + over_high + context[1]) / GIB_BYTES + unexplained
 
@@ -608,13 +656,17 @@ def _band_of(
         overhead=mid((over_low + context[0], over_high + context[1])),
         vae_pass=(vae_low + vae_high) / 2.0 / GIB_BYTES,
         context=mid(context),
+        slack=((act_low + vae_low) * slack[0] + (act_high + vae_high) * slack[1]) / 2 / GIB_BYTES,
+        items=terms.items,
         unexplained=unexplained,
     )
     return Band(low, high), parts
 
 
 def _scale_for(
-    per_phase: Mapping[Phase, Sequence[tuple[Terms, bool]]], calibration: Calibration | None
+    per_phase: Mapping[Phase, Sequence[tuple[Terms, bool]]],
+    calibration: Calibration | None,
+    overheads: Overheads = OVERHEADS,
 ) -> tuple[float, float]:
     """The factor on the varying part (activations, the VAE's pass, their slack and the
     trainer's workspaces) that makes the calibrated phase agree, and the GiB it leaves
@@ -632,7 +684,9 @@ def _scale_for(
     found = per_phase[calibration.phase]
 
     def band(scale: float) -> Band:
-        return max((_band_of(t, q, scale)[0] for t, q in found), key=lambda b: b.high)
+        return max(
+            (_band_of(t, q, scale, 0.0, overheads)[0] for t, q in found), key=lambda b: b.high
+        )
 
     target: Callable[[Band], float]
     floor = calibration.floor_gib
