@@ -19,15 +19,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from oom_wizard.errors import ConfigError
 from oom_wizard.formats.document import load_document
-from oom_wizard.rules.memory import job_memory, verdict
+from oom_wizard.rules.memory import BAND_RATE, job_memory, verdict
 from oom_wizard.rules.modelkind import find_model_kind
 from tests.support.measured_peaks import (
     EXAMPLES,
     GPU_FIXTURE,
     Point,
+    class_bands,
     deltas,
     example_card,
-    held_out,
+    held_out_errors,
     points,
     refit,
 )
@@ -54,14 +55,18 @@ def held_out_table() -> None:
     rows = points(fixture=GPU_FIXTURE, rows_setup=True)
     published = points()
     everything = rows + published
-    away = held_out(everything)
+    found = held_out_errors(everything)
+    away = found.points
     fitted = refit(everything)
     print(
-        "refit on every source: workspaces "
-        f"{fitted.workspace_gib[0]:.2f}–{fitted.workspace_gib[1]:.2f} GiB, slack "
-        f"{fitted.slack[0]:.3f}–{fitted.slack[1]:.3f} of the varying part, each item "
-        f"{fitted.item_gib[0]:.2f}–{fitted.item_gib[1]:.2f} GiB, context "
-        f"{fitted.context_gib[0]:.2f}–{fitted.context_gib[1]:.2f} GiB (measured)"
+        f"refit on every source: slack {fitted.slack:.3f} of the varying part, each item "
+        f"{fitted.item_gib:.2f} GiB; workspaces {fitted.workspace_gib:.2f} GiB (the "
+        f"libraries'), context {fitted.context_gib:.3f} GiB (measured)"
+    )
+    widths = class_bands(found.errors)
+    print(
+        f"bands from the held-out errors (± the {100 * BAND_RATE:.0f}th percentile of their size): "
+        + ", ".join(f"{c} {100 * lo:+.1f} %..{100 * hi:+.1f} %" for c, (lo, hi) in widths.items())
     )
     print("held out: each point with its source's points left out of every refit\n")
     print(f"{'held out':44} {'band GiB':>13} {'measured':>9} {'error':>7}  ±15%  inside  source")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import re
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -15,7 +16,14 @@ from typing import Any, Literal
 import yaml
 
 from oom_wizard.rules.catalog import Presets, load_presets
-from oom_wizard.rules.memory import OVERHEADS, Band, JobMemory, Overheads, job_memory
+from oom_wizard.rules.memory import (
+    BAND_RATE,
+    OVERHEADS,
+    Band,
+    JobMemory,
+    Overheads,
+    job_memory,
+)
 from oom_wizard.rules.shape import arch_facts
 from tests.support import corpus
 from tests.support.plan_support import document
@@ -231,26 +239,15 @@ def evaluate(point: Point, presets: Presets, overheads: Overheads = OVERHEADS) -
 # --------------------------------------------------------------------------- held out
 
 
-def _mid(pair: tuple[float, float]) -> float:
-    return (pair[0] + pair[1]) / 2.0
-
-
-def _scaled(pair: tuple[float, float], value: float) -> tuple[float, float]:
-    """``pair``'s edges around a new midpoint ``value``, in the same ratio."""
-    middle = _mid(pair)
-    if middle <= 0.0:
-        return (value, value)
-    return (pair[0] * value / middle, pair[1] * value / middle)
-
-
 @dataclass(frozen=True)
 class _Terms:
-    """A point's figures as the refit sees them (GiB, the band's midpoints)."""
+    """A point's figures as the refit sees them (GiB)."""
 
     measured: float
     fixed: float
     varying: float
     """The activations without the items' own cost, and the VAE's pass."""
+    in_flight: float
     items: int
     slack: bool
     context: float
@@ -260,15 +257,15 @@ class _Terms:
 
 def _terms_of(point: Point, overheads: Overheads) -> _Terms:
     parts = point.memory.parts[point.phase]  # type: ignore[index]
-    fixed = parts.weights - (0.0 if point.vae_on_card else parts.vae)
-    item = _mid(overheads.item_gib)
+    fixed = parts.weights - parts.in_flight - (0.0 if point.vae_on_card else parts.vae)
     train = dict(point.config["config"]["process"][0].get("train") or {})
     train.pop("batch_size", None)
     process = {**point.config["config"]["process"][0], "train": train}
     return _Terms(
         measured=point.measured_gib,
         fixed=fixed,
-        varying=parts.activations - parts.items * item + parts.vae_pass,
+        varying=parts.activations - parts.items * overheads.item_gib + parts.vae_pass,
+        in_flight=parts.in_flight,
         items=parts.items,
         slack=point.kind != "allocated",
         context=parts.context if point.kind == "used" else 0.0,
@@ -281,25 +278,21 @@ def refit(found: Sequence[Point], base: Overheads = OVERHEADS) -> Overheads:
     """The overheads refitted on ``found`` (each evaluated with ``base``):
 
     - each batch item's own cost from the differences within one source between runs that
-      differ only in the batch size (what the source's own extras do not touch);
-    - the trainer's workspaces (a constant) and the allocator's slack (a share of the
-      activations) by least squares on the shared GPU rows among ``found``, the only points
-      measured the way AI Toolkit trains;
-    - the CUDA context is measured (used − reserved on every H200 row), not refitted.
+      differ only in the batch size (a trainer's own extras cancel out there);
+    - the allocator's slack (a share of the activations, the VAE's pass and the layers in
+      flight) by least squares through 0 on the shared GPU rows among ``found``, the only
+      points measured the way AI Toolkit trains;
+    - the context (measured) and the workspaces (the libraries' sizes) are not refitted, nor
+      the bands' widths (:func:`class_bands` makes those from held-out errors).
 
-    Each stays at or above 0; a term with nothing to fit on keeps ``base``'s value. The edges
-    keep ``base``'s ratio to the midpoint."""
+    Each stays at or above 0; a term with nothing to fit on keeps ``base``'s value."""
     terms = [_terms_of(p, base) for p in found if p.phase == "training"]
-    item = _mid(base.item_gib)
-    k = _mid(base.slack)
-    work = _mid(base.workspace_gib)
+    item, k = base.item_gib, base.slack
     for _ in range(3):
         ones = [t for t in terms if t.items == 1]
         num = den = 0.0
         for t in terms:
-            if t.items <= 1:
-                continue
-            for one in (o for o in ones if o.key == t.key):
+            for one in (o for o in ones if t.items > 1 and o.key == t.key):
                 gain = 1.0 + (k if t.slack else 0.0)
                 dn = (t.items - one.items) * gain
                 dy = (t.measured - one.measured) - (t.varying - one.varying) * gain
@@ -308,45 +301,78 @@ def refit(found: Sequence[Point], base: Overheads = OVERHEADS) -> Overheads:
         if den > 0.0:
             item = max(num / den, 0.0)
         rows = [t for t in terms if t.gpu]
-        if len(rows) >= 2:
-            xs = [t.varying + t.items * item for t in rows]
-            ys = [t.measured - t.fixed - x - t.context for t, x in zip(rows, xs, strict=True)]
-            k, work = _line(xs, ys)
-    return Overheads(
-        context_gib=base.context_gib,
-        slack=_scaled(base.slack, k),
-        workspace_gib=_scaled(base.workspace_gib, work),
-        item_gib=_scaled(base.item_gib, item),
-    )
+        xs = [t.varying + t.items * item + t.in_flight for t in rows]
+        ys = [
+            t.measured - t.fixed - (t.varying + t.items * item) - base.workspace_gib - t.context
+            for t in rows
+        ]
+        sxx = sum(x * x for x in xs)
+        if sxx > 0.0:
+            k = max(sum(x * y for x, y in zip(xs, ys, strict=True)) / sxx, 0.0)
+    return replace(base, slack=k, item_gib=item)
 
 
-def _line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
-    """Least squares ``y = intercept + slope × x`` with both at or above 0: (slope, intercept)."""
-    n = len(xs)
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
-    intercept = my - slope * mx
-    if slope < 0.0:
-        return 0.0, max(my, 0.0)
-    if intercept < 0.0:
-        sxy = sum(x * y for x, y in zip(xs, ys, strict=True))
-        sx2 = sum(x * x for x in xs)
-        return (max(sxy / sx2, 0.0) if sx2 else 0.0), 0.0
-    return slope, intercept
+NO_WIDTH: Mapping[Any, tuple[float, float]] = {
+    "gpu": (0.0, 0.0),
+    "cpu": (0.0, 0.0),
+    "stand_in": (0.0, 0.0),
+}
+"""Every class's band of zero width: the band is then the model's figure itself."""
+
+
+def class_bands(errors: Sequence[tuple[str, float]], rate: float = BAND_RATE) -> dict[Any, Any]:
+    """Each certainty class's band around the figure (± a share of it) from its points'
+    held-out errors (``(class, measured / figure − 1)``): the ``rate`` quantile of their size,
+    so that a band holds that share of them. A class with fewer than 3 points takes every
+    point's; a stand-in has none of its own: the CPU class's width doubled."""
+    out: dict[str, tuple[float, float]] = {}
+    for certainty in ("gpu", "cpu"):
+        found = sorted(abs(e) for c, e in errors if c == certainty)
+        if len(found) < 3:
+            found = sorted(abs(e) for _c, e in errors)
+        width = statistics.quantiles(found, n=100, method="inclusive")[round(rate * 100) - 1]
+        out[certainty] = (-round(width, 3), round(width, 3))
+    out["stand_in"] = (2 * out["cpu"][0], 2 * out["cpu"][1])
+    return out
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """Every point held out (in the order given), and each one's error."""
+
+    points: list[Point]
+    errors: list[tuple[str, float]]
+    """``(certainty class, measured / the held-out figure − 1)`` for each point."""
 
 
 def held_out(found: Sequence[Point], presets: Presets | None = None) -> list[Point]:
-    """Every point as the model gives it when its source's points are left out of the refit
-    (leave-one-source-out), in ``found``'s order."""
+    """Every point as the model gives it when its source's points are left out of every refit
+    (leave-one-source-out), in ``found``'s order: its figure from the overheads refitted
+    without them, its band's width from the held-out errors of the other sources' points of
+    its class."""
+    return held_out_errors(found, presets).points
+
+
+def held_out_errors(found: Sequence[Point], presets: Presets | None = None) -> HeldOut:
+    """:func:`held_out` with each point's held-out error."""
     presets = presets or load_presets()
-    out: dict[str, Point] = {}
+    figure: dict[str, Point] = {}
     for group in dict.fromkeys(p.group for p in found):
-        fitted = refit([p for p in found if p.group != group])
+        fitted = replace(refit([p for p in found if p.group != group]), band=NO_WIDTH)
         for p in found:
             if p.group == group:
-                out[p.id] = evaluate(p, presets, fitted)
-    return [out[p.id] for p in found]
+                figure[p.id] = evaluate(p, presets, fitted)
+    errors = {p.id: (p.certainty, p.measured_gib / p.band.low - 1.0) for p in figure.values()}
+    out: dict[str, Point] = {}
+    for group in dict.fromkeys(p.group for p in found):
+        widths = class_bands([errors[p.id] for p in found if p.group != group])
+        for p in found:
+            if p.group == group:
+                held = figure[p.id]
+                low, high = widths[held.certainty]
+                mid = held.band.low
+                out[p.id] = replace(held, band=Band(mid * (1 + low), mid * (1 + high)))
+    return HeldOut([out[p.id] for p in found], [errors[p.id] for p in found])
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,10 @@ turned into GiB at the end (``/ 2³⁰``)::
                    ``paramiter_swapping``), else 1: only that share holds a gradient
     optimizer    = n × S                           n trained weights on the card, S state bytes each
     activations  = see below
-    overhead     = C + k × activations + W         the CUDA context (a constant), the allocator's
-                                                   slack (a share of the activations) and, outside
-                                                   loading, the trainer's workspaces
+    overhead     = C + k × (activations + in_flight) + W
+                                                   the CUDA context (a constant), the allocator's
+                                                   slack (a share) and, outside loading, the
+                                                   libraries' workspaces (memory.py's Overheads)
 
     P_t, P_te, P_vae  billions of parameters (memory.yaml's family, else archs.yaml, else nominal;
                  an arch whose size follows ``model.name_or_path``, the generic ``wan21``, takes
@@ -121,10 +122,11 @@ The phases::
     (``low_vram_sample_unloads_te``, Wan 2.1), a sample counts the larger of the encoder and
     the activations, not their sum.
 
-The weights' and activations' edges: weights × [1, 1 + WEIGHT_SLACK] (quantized models keep
-some layers unquantized and carry scales: + QUANT_SLACK), activations × ACTIVATION_BAND[certainty]
-(how their figures were checked: on a GPU, on CPU only, a stand-in), each batch item's own cost
-ITEM_GIB.
+The weights' edges: weights × [1, 1 + WEIGHT_SLACK] (quantized models keep some layers
+unquantized and carry scales: + QUANT_SLACK), counted at their middle; a training step adds each
+batch item's own cost ITEM_GIB (``Terms.items``). The band around the sum is
+:mod:`oom_wizard.rules.memory`'s (``CLASS_BAND``, by how the activations were checked: on a GPU,
+on CPU only, a stand-in).
 
 Left out, with a note where it matters: the text encoder's forward, cuDNN benchmark workspaces,
 an accuracy recovery adapter's weights (its rank is in its file), a quantized layer's transient
@@ -134,9 +136,8 @@ dequantization beyond its slot (one layer at most).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Final, Literal, Protocol
 
 from oom_wizard.formats.view import DatasetView, ProcessView, SampleView
@@ -166,21 +167,12 @@ Certainty = Literal["gpu", "cpu", "stand_in"]
 rows), measured on CPU only (``bench/calibrate_memory.py``), or a stand-in (another family's
 figures, or nominal ones)."""
 
-ACTIVATION_BAND: Final[Mapping[Certainty, tuple[float, float]]] = MappingProxyType(
-    {
-        "gpu": (0.92, 1.08),
-        "cpu": (0.85, 1.30),
-        "stand_in": (0.60, 1.80),
-    }
-)
-"""The activations × this at the band's edges, by how they were checked: a GPU-checked figure
-is within a few per cent of the H200 rows; a CPU measurement leaves out the loss, fp32 upcasts
-and workspaces; a stand-in can be off by half."""
-
-ITEM_GIB: Final = (0.1, 0.6)
+ITEM_GIB: Final = 1.30
 """Per batch item, what does not scale with the pixels: the latents, noise and targets, the
-text embeddings and the fp32 loss of one item (Krea 2 at 512², batch 8 against batch 1, on
-SimpleTuner's published peaks: about 0.35 GiB an item the per-token figures leave out)."""
+text embeddings and the fp32 loss of one item. Refitted on the published batch series (each
+source's runs that differ only in the batch size: SimpleTuner's Krea 2 and Ideogram 4), where
+a trainer's own extras cancel out; ``bench/memory_accuracy.py`` prints the refit and a test
+keeps this at it."""
 
 ADAPTER_SAVED_FACTOR: Final = 2.0
 """A family measured with frozen blocks (no adapter) saves this much more per token per block
@@ -371,6 +363,9 @@ class Terms:
     vae_pass: tuple[float, float] = (0.0, 0.0)
     """The VAE's decode or encode where it is the larger of it and the denoiser's pass (then
     ``activations`` is 0): it is the phase's varying part in their place."""
+    certainty: Certainty = "cpu"
+    """How the process's activation figures were checked: the band's width
+    (:data:`oom_wizard.rules.memory.CLASS_BAND`)."""
     items: int = 0
     """A training step's batch items whose own cost (latents, noise, targets, the loss) the
     per-token figures leave out: :mod:`oom_wizard.rules.memory` adds each at its fitted
@@ -513,7 +508,6 @@ class ProcessAccount:
         video = self.video or (self.facts is not None and self.facts.kind == "video")
         stand_in = self.presets.memory_families[VIDEO_VAE_STAND_IN if video else IMAGE_VAE_STAND_IN]
         self.vae_measured = own if own is not None else stand_in.vae
-        self.vae_checked = own is not None and own.checked == "gpu"
         pixel_space = self.facts is not None and self.facts.spatial_compression == 1
         if own is None and pixel_space and self.family is not None and self.family.params.vae == 0:
             self.vae_measured = None  # a pixel-space model: no VAE, nothing to decode or encode
@@ -1156,8 +1150,6 @@ class ProcessAccount:
         blocks = card.blocks if card is not None else None
         w = 1.0 + WEIGHT_SLACK + (QUANT_SLACK if self.quantized else 0.0)
         te_slack = 1.0 + WEIGHT_SLACK
-        band = ACTIVATION_BAND[self.certainty]
-        vae_band = ACTIVATION_BAND["gpu" if self.vae_checked else "stand_in"]
         first = card is None or card.index == 0  # the VAE lives on cuda:0
         cached = self.process.train.cache_text_embeddings is True or any(
             d.cache_text_embeddings is True for d in self.process.datasets
@@ -1177,7 +1169,8 @@ class ProcessAccount:
                 optimizer=zero,
                 activations=zero,
                 loading=True,
-                vae_pass=(encode * vae_band[0], encode * vae_band[1]),
+                vae_pass=(encode, encode),
+                certainty=self.certainty,
             )
         if phase == "training":
             unloaded = cached or self.process.train.unload_text_encoder is True
@@ -1200,9 +1193,10 @@ class ProcessAccount:
                 vae=(vae, vae * te_slack),
                 trainable=(trainable, trainable),
                 optimizer=(held.optimizer, held.optimizer),
-                activations=zero if encode > act else (act * band[0], act * band[1]),
-                vae_pass=(encode * vae_band[0], encode * vae_band[1]) if encode > act else zero,
+                activations=zero if encode > act else (act, act),
+                vae_pass=(encode, encode) if encode > act else zero,
                 items=0 if encode > act else self._items(),
+                certainty=self.certainty,
             )
         sample = self._samples(first=phase == "baseline_sample")
         validation = self._validation_activations(blocks) if phase == "sample" else None
@@ -1235,8 +1229,9 @@ class ProcessAccount:
             vae=(held.vae, held.vae * te_slack),
             trainable=(weights, weights),
             optimizer=(optimizer, optimizer),
-            activations=zero if decoded else (low * band[0], high * band[1]),
-            vae_pass=(decode * vae_band[0], decode * vae_band[1]) if decoded else zero,
+            activations=zero if decoded else (low, high),
+            vae_pass=(decode, decode) if decoded else zero,
+            certainty=self.certainty,
         )
 
     # --- a model split over the GPUs
