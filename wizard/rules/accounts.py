@@ -303,6 +303,8 @@ class ParamsLike(Protocol):
     def vae(self) -> float: ...
     @property
     def experts(self) -> int: ...
+    @property
+    def beside(self) -> float: ...
 
 
 class FamilyLike(Protocol):
@@ -585,6 +587,16 @@ class ProcessAccount:
             else 0.0
         )
         self.transformer_load = resident + quantizing
+        beside = self.family.params.beside if self.family is not None else 0.0
+        if beside:
+            # ltx2.py get_noise_prediction moves the connectors to the transformer's device
+            # at the first pass; quantize_model and the memory manager see the transformer only
+            self.transformer = resident + beside * BILLION * self.full
+            self.notes.append(
+                f"The text connectors and text projection ({beside:.2f} B parameters) stay on "
+                "the card beside the transformer from the first pass on, at the train dtype: "
+                "AI Toolkit neither quantizes nor offloads them."
+            )
         te_on_cpu = _on_cpu(model.te_device)
         self.text_encoder = 0.0 if te_on_cpu else self._text_encoder_on_card(o_te, b_te)
         self.te_load = self.text_encoder

@@ -404,6 +404,10 @@ class FamilyParams(_Frozen):
     """All text encoders together."""
     vae: float = Field(ge=0)
     experts: int = Field(default=1, ge=1)
+    beside: float = Field(default=0.0, ge=0)
+    """Parameters of modules beside the transformer that AI Toolkit moves to the transformer's
+    card for every pass and never quantizes nor offloads (LTX-2's text connectors and text
+    projection): on the card at the train dtype from the first pass on, not while loading."""
     source: NonEmpty
 
 

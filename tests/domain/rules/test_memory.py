@@ -66,6 +66,7 @@ class Params:
     text_encoder: float
     vae: float
     experts: int = 1
+    beside: float = 0.0
 
 
 @dataclass(frozen=True)
