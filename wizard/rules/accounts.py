@@ -145,6 +145,7 @@ from oom_wizard.rules.catalog import (
     ArchFacts,
     LeversFile,
     OffloadMemory,
+    OptimizerInfo,
     Presets,
     UnetMemory,
     UnetPass,
@@ -734,7 +735,7 @@ class ProcessAccount:
             self.adapter_weights = 0.0
             self.gradients = on_card * self.full * self._swapped_share()
             self.ema = on_card * self.full if ema else 0.0
-            self.optimizer = on_card * state
+            self.optimizer = on_card * self._full_state(info, state)
             if self.moved_share > 0:
                 self._offloaded_full_fine_tune()
         else:
@@ -751,6 +752,18 @@ class ProcessAccount:
             self.notes.append("EMA keeps a second copy of the trained weights.")
         if trains_te:
             self.notes.append("The text encoder is trained: it stays on the card while training.")
+
+    def _full_state(self, info: OptimizerInfo | None, state: float) -> float:
+        """A full fine-tune's optimizer state per weight: an optimizer that makes its state
+        like the weights keeps it at their bytes (levers.yaml's ``follows_weights``: bf16
+        weights, half of ``state_bytes``); a factored one its ``full_state_bytes``."""
+        if info is None:
+            return state
+        if info.full_state_bytes is not None:
+            return info.full_state_bytes
+        if info.follows_weights:
+            return state * min(self.full, ADAPTER_BYTES) / ADAPTER_BYTES
+        return state
 
     def _offloaded_full_fine_tune(self) -> None:
         """A full fine-tune under layer offloading: each moved weight's gradient is made on the

@@ -827,6 +827,12 @@ class OptimizerInfo(_Frozen):
 
     state_bytes: float = Field(ge=0)
     eight_bit: NonEmpty | None = None
+    follows_weights: bool = False
+    """Its state is made like the weights it trains (``zeros_like(p)``): ``state_bytes`` is
+    at fp32, a full fine-tune's bf16 weights keep it at their own bytes."""
+    full_state_bytes: float | None = None
+    """The state per weight of a full fine-tune where it is not ``state_bytes`` (a factored
+    second moment: rows and columns of each matrix, next to nothing per weight)."""
 
 
 class LoraFacts(_Frozen):

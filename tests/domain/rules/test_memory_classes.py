@@ -67,3 +67,30 @@ def test_ltx23_s_published_peaks_are_within_4_gib_of_the_figure(
     band = ltx23(percent).phases["training"]
     assert band is not None
     assert abs(band.mid - measured_gb * GB) < 4.0, (band, measured_gb * GB)
+
+
+def full_fine_tune(optimizer: str) -> JobMemory:
+    """Lumina 2 fully fine-tuned in bf16, as AI Toolkit's example does it."""
+    process = {"model": {"arch": "lumina2"}, "network": None, "train": {"optimizer": optimizer}}
+    return memory(process)
+
+
+def test_a_full_fine_tune_s_adafactor_keeps_a_row_and_a_column_per_matrix() -> None:
+    # toolkit/optimizers/adafactor.py:276-295 (beta1 None, as toolkit/optimizer.py:88-96 makes
+    # it): a matrix's second moment is one fp32 row and one fp32 column. Before: 1 byte a
+    # weight, 2.4 GiB for Lumina 2's 2.6 B.
+    parts = full_fine_tune("adafactor").parts["training"]
+    assert parts.optimizer < 0.1
+    assert parts.trainable == pytest.approx(parts.transformer, rel=0.05)  # bf16 gradients
+
+
+def test_a_full_fine_tune_s_adamw_keeps_its_state_at_the_weights_bytes() -> None:
+    # torch.optim.AdamW makes exp_avg and exp_avg_sq with zeros_like(p): bf16 weights keep
+    # 2 + 2 bytes, not the 4 + 4 an fp32 adapter's do. Before: 8 bytes a weight.
+    full = full_fine_tune("adamw").parts["training"]
+    assert full.optimizer == pytest.approx(2 * full.transformer, rel=0.05)
+    # a LoRA's adapter is fp32 (BaseSDTrainProcess.py:1983, network.force_to float32) at any
+    # rank: its state stays at 8 bytes a trained weight, its weight and gradient 4 + 4
+    lora = memory({"model": {"arch": "lumina2"}, "train": {"optimizer": "adamw"}})
+    adapter = lora.parts["training"]
+    assert adapter.optimizer == pytest.approx(adapter.trainable, rel=0.01)
