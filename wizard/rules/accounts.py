@@ -579,12 +579,15 @@ class ProcessAccount:
         kept = self._dequantized_kept(block, own_quantizer)
         self.in_flight_pass = ring_pass
         self.in_flight_step = ring_step + kept
-        # AI Toolkit's loader quantizes block by block on the card: the load peaks at the
-        # final residency plus one block at full precision (with low_vram it quantizes in
-        # system RAM, and pre-quantized weights are never at full precision).
+        # A loader that quantizes in place on the card peaks at the final residency plus one
+        # block at full precision (with low_vram it quantizes in system RAM, and pre-quantized
+        # weights are never at full precision); quantize_model's loaders (levers.yaml's
+        # quantized_off_card) send each block back to system RAM before the rest arrives.
+        loader = self.facts.python_class if self.facts is not None else None
+        off_card = loader in levers.quantized_off_card
         quantizing = (
             self.p_t * BILLION * self.full * block
-            if self.quantized and not comfy and model.low_vram is not True
+            if self.quantized and not comfy and model.low_vram is not True and not off_card
             else 0.0
         )
         self.transformer_load = resident + quantizing

@@ -915,6 +915,9 @@ class LeversFile(_Frozen):
     dequantized_per_forward: frozenset[NonEmpty] = frozenset()
     """The qtypes of AI Toolkit's own quantizers that dequantize a layer at every forward,
     whose copy autograd keeps for backward."""
+    quantized_off_card: frozenset[NonEmpty] = frozenset()
+    """The loaders (``python_class``) whose transformer is quantized block by block on the
+    card and each block moved back to system RAM, before the rest comes to the card."""
     optimizers: Mapping[NonEmpty, OptimizerInfo] = Field(min_length=1)
     unknown_optimizer_state_bytes: float = Field(ge=0)
     lora: LoraFacts

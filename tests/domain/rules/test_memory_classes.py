@@ -94,3 +94,12 @@ def test_a_full_fine_tune_s_adamw_keeps_its_state_at_the_weights_bytes() -> None
     lora = memory({"model": {"arch": "lumina2"}, "train": {"optimizer": "adamw"}})
     adapter = lora.parts["training"]
     assert adapter.optimizer == pytest.approx(adapter.trainable, rel=0.01)
+
+
+def test_quantize_model_s_block_at_full_precision_does_not_stack_on_the_loaded_model() -> None:
+    # toolkit/util/quantize.py:449-466: quantize_model moves one block to the card, quantizes
+    # it and sends it back to system RAM before the text encoder, the VAE and the quantized
+    # transformer arrive; qwen_image.py:126-220 loads in that order. Before: the load held
+    # the quantized transformer plus one block at full precision (0.68 GiB for Qwen-Image).
+    found = memory({"model": {"arch": "qwen_image", "quantize": True, "qtype": "qfloat8"}})
+    assert found.parts["load"].transformer == pytest.approx(found.parts["training"].transformer)
