@@ -443,6 +443,15 @@ class ProcessAccount:
             self.p_t = levers.unknown_params.transformer
             self.p_te = levers.unknown_params.text_encoder
             self.p_vae, self.experts = 0.0, 1
+            return
+        loader = facts.python_class if facts is not None else None
+        dropped = levers.text_encoder_dropped.get(loader or "", 0.0)
+        if dropped and self.p_te > dropped:
+            self.p_te -= dropped
+            self.notes.append(
+                f"The text encoder's vision tower ({dropped:.2f} B parameters) is dropped "
+                "before the encoder comes to the card."
+            )
 
     def _blocks(self) -> None:
         family_id = self.family.id if self.family is not None else ""

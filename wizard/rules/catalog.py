@@ -915,6 +915,9 @@ class LeversFile(_Frozen):
     dequantized_per_forward: frozenset[NonEmpty] = frozenset()
     """The qtypes of AI Toolkit's own quantizers that dequantize a layer at every forward,
     whose copy autograd keeps for backward."""
+    text_encoder_dropped: Mapping[NonEmpty, float] = Field(default_factory=dict)
+    """Billions of its text encoder's parameters a loader (``python_class``) drops before the
+    encoder comes to the card (Qwen-Image's vision tower)."""
     quantized_off_card: frozenset[NonEmpty] = frozenset()
     """The loaders (``python_class``) whose transformer is quantized block by block on the
     card and each block moved back to system RAM, before the rest comes to the card."""

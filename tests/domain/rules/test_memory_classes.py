@@ -103,3 +103,14 @@ def test_quantize_model_s_block_at_full_precision_does_not_stack_on_the_loaded_m
     # the quantized transformer plus one block at full precision (0.68 GiB for Qwen-Image).
     found = memory({"model": {"arch": "qwen_image", "quantize": True, "qtype": "qfloat8"}})
     assert found.parts["load"].transformer == pytest.approx(found.parts["training"].transformer)
+
+
+def test_qwen_image_drops_its_text_encoder_s_vision_tower_and_its_edit_models_keep_it() -> None:
+    # qwen_image.py:157-158 sets text_encoder.model.visual = None unless the class keeps it
+    # (qwen_image_edit.py:42, qwen_image_edit_plus.py:46). Before: the whole Qwen2.5-VL-7B,
+    # 8.29 B, was counted at load for both.
+    process = {"model": {"arch": "qwen_image"}, "train": {"cache_text_embeddings": False}}
+    plain = memory(process).parts["load"].text_encoder
+    edit = memory({**process, "model": {"arch": "qwen_image_edit"}}).parts["load"].text_encoder
+    assert edit - plain == pytest.approx(0.677e9 * 2 / GIB, rel=0.05)
+    assert plain == pytest.approx((8.292 - 0.677) * 1e9 * 2 / GIB, rel=0.05)
