@@ -2,12 +2,15 @@
 
     python bench/memory_accuracy.py
 
-Prints, for every point of ``tests/fixtures/measured_peaks.yaml``: its band, the measured peak,
-the midpoint's error, and whether it lies within ±15 % of the midpoint; then the share within
-±15 % and the points under layer offloading, the measured differences between two runs, the
-least-squares fit of the overhead term (C + f × the rest) on the points whose arch has
-parameter counts, and ``fit`` on every AI Toolkit example config at the card in its name
-(``../shared/aitk-examples``, when it is there). Asserts nothing.
+Prints the H200 rows against ``fit``'s band; the refit of the overheads on every source and
+the bands' widths from the held-out errors; every published point and GPU row held out (its
+source left out of every refit and of the widths) and, per certainty class, the in-sample and
+held-out shares within ±15 % of the midpoint and inside the band; then, for every point of
+``tests/fixtures/measured_peaks.yaml``, its band, the measured peak, the midpoint's error and
+whether it lies within ±15 %; the points under layer offloading, the measured differences
+between two runs, a diagnostic least-squares overhead (C + f × the rest) on the published
+points (the model does not use it), and ``fit`` on every AI Toolkit example config at the card
+in its name (``../shared/aitk-examples``, when it is there). Asserts nothing.
 """
 
 from __future__ import annotations
@@ -178,7 +181,11 @@ def fit_overhead(counted: list[Point]) -> None:
     c = my - f * mx
     spread = sorted(y - (c + f * x) for x, y in zip(xs, ys, strict=True))
     print(
-        f"\noverhead fit on {n} points: C = {c:.2f} GiB, f = {f:.3f}; residuals from "
+        "\n(diagnostic, not used by the model: what other trainers' points would make a "
+        "constant and a share)"
+    )
+    print(
+        f"overhead fit on {n} points: C = {c:.2f} GiB, f = {f:.3f}; residuals from "
         f"{spread[0]:+.1f} to {spread[-1]:+.1f} GiB (median {spread[n // 2]:+.1f})"
     )
 
