@@ -3549,6 +3549,13 @@ def measure_family(
     """One family's entry of memory.yaml: ``kind`` measured anew, the rest as ``old`` has it
     (``real``: the blocks with real tensors, for --check --real)."""
     entry: dict[str, Any] = {"params": params_of(family)}
+    beside = (old.get("params") or {}).get("beside")
+    if beside:  # counted from AI Toolkit's connector config, not built here: kept as it is
+        source = str(old["params"]["source"])
+        tail = source[source.index("; text connectors") :] if "; text connectors" in source else ""
+        params = dict(entry["params"])
+        params["source"] = str(params.get("source", "")) + tail
+        entry["params"] = {**params, "beside": beside}
     if family.card is None:
         entry["offload"] = offload_of(family.transformer, family.text_encoders)
     elif "offload" in old:

@@ -30,9 +30,10 @@ turned into GiB at the end (``/ 2³⁰``)::
                    ``paramiter_swapping``), else 1: only that share holds a gradient
     optimizer    = n × S                           n trained weights on the card, S state bytes each
     activations  = see below
-    overhead     = C + k × activations + W         the CUDA context (a constant), the allocator's
-                                                   slack (a share of the activations) and, outside
-                                                   loading, the trainer's workspaces
+    overhead     = C + k × (activations + in_flight) + W
+                                                   the CUDA context (a constant), the allocator's
+                                                   slack (a share) and, outside loading, the
+                                                   libraries' workspaces (memory.py's Overheads)
 
     P_t, P_te, P_vae  billions of parameters (memory.yaml's family, else archs.yaml, else nominal;
                  an arch whose size follows ``model.name_or_path``, the generic ``wan21``, takes
@@ -121,10 +122,11 @@ The phases::
     (``low_vram_sample_unloads_te``, Wan 2.1), a sample counts the larger of the encoder and
     the activations, not their sum.
 
-The weights' and activations' edges: weights × [1, 1 + WEIGHT_SLACK] (quantized models keep
-some layers unquantized and carry scales: + QUANT_SLACK), activations × ACTIVATION_BAND[certainty]
-(how their figures were checked: on a GPU, on CPU only, a stand-in), each batch item's own cost
-ITEM_GIB.
+The weights' edges: weights × [1, 1 + WEIGHT_SLACK] (quantized models keep some layers
+unquantized and carry scales: + QUANT_SLACK), counted at their middle; a training step adds each
+batch item's own cost ITEM_GIB (``Terms.items``). The band around the sum is
+:mod:`oom_wizard.rules.memory`'s (``CLASS_BAND``, by how the activations were checked: on a GPU,
+on CPU only, a stand-in).
 
 Left out, with a note where it matters: the text encoder's forward, cuDNN benchmark workspaces,
 an accuracy recovery adapter's weights (its rank is in its file), a quantized layer's transient
@@ -134,9 +136,8 @@ dequantization beyond its slot (one layer at most).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Final, Literal, Protocol
 
 from oom_wizard.formats.view import DatasetView, ProcessView, SampleView
@@ -144,6 +145,7 @@ from oom_wizard.rules.catalog import (
     ArchFacts,
     LeversFile,
     OffloadMemory,
+    OptimizerInfo,
     Presets,
     UnetMemory,
     UnetPass,
@@ -166,21 +168,12 @@ Certainty = Literal["gpu", "cpu", "stand_in"]
 rows), measured on CPU only (``bench/calibrate_memory.py``), or a stand-in (another family's
 figures, or nominal ones)."""
 
-ACTIVATION_BAND: Final[Mapping[Certainty, tuple[float, float]]] = MappingProxyType(
-    {
-        "gpu": (0.92, 1.08),
-        "cpu": (0.85, 1.30),
-        "stand_in": (0.60, 1.80),
-    }
-)
-"""The activations × this at the band's edges, by how they were checked: a GPU-checked figure
-is within a few per cent of the H200 rows; a CPU measurement leaves out the loss, fp32 upcasts
-and workspaces; a stand-in can be off by half."""
-
-ITEM_GIB: Final = (0.1, 0.6)
+ITEM_GIB: Final = 1.30
 """Per batch item, what does not scale with the pixels: the latents, noise and targets, the
-text embeddings and the fp32 loss of one item (Krea 2 at 512², batch 8 against batch 1, on
-SimpleTuner's published peaks: about 0.35 GiB an item the per-token figures leave out)."""
+text embeddings and the fp32 loss of one item. Refitted on the published batch series (each
+source's runs that differ only in the batch size: SimpleTuner's Krea 2 and Ideogram 4), where
+a trainer's own extras cancel out; ``bench/memory_accuracy.py`` prints the refit and a test
+keeps this at it."""
 
 ADAPTER_SAVED_FACTOR: Final = 2.0
 """A family measured with frozen blocks (no adapter) saves this much more per token per block
@@ -311,6 +304,8 @@ class ParamsLike(Protocol):
     def vae(self) -> float: ...
     @property
     def experts(self) -> int: ...
+    @property
+    def beside(self) -> float: ...
 
 
 class FamilyLike(Protocol):
@@ -371,6 +366,13 @@ class Terms:
     vae_pass: tuple[float, float] = (0.0, 0.0)
     """The VAE's decode or encode where it is the larger of it and the denoiser's pass (then
     ``activations`` is 0): it is the phase's varying part in their place."""
+    certainty: Certainty = "cpu"
+    """How the process's activation figures were checked: the band's width
+    (:data:`oom_wizard.rules.memory.CLASS_BAND`)."""
+    items: int = 0
+    """A training step's batch items whose own cost (latents, noise, targets, the loss) the
+    per-token figures leave out: :mod:`oom_wizard.rules.memory` adds each at its fitted
+    ``item_gib`` (0 for a UNet, whose fitted figures hold it, and outside a training step)."""
 
     def fixed(self) -> tuple[float, float]:
         parts = (
@@ -441,6 +443,15 @@ class ProcessAccount:
             self.p_t = levers.unknown_params.transformer
             self.p_te = levers.unknown_params.text_encoder
             self.p_vae, self.experts = 0.0, 1
+            return
+        loader = facts.python_class if facts is not None else None
+        dropped = levers.text_encoder_dropped.get(loader or "", 0.0)
+        if dropped and self.p_te > dropped:
+            self.p_te -= dropped
+            self.notes.append(
+                f"The text encoder's vision tower ({dropped:.2f} B parameters) is dropped "
+                "before the encoder comes to the card."
+            )
 
     def _blocks(self) -> None:
         family_id = self.family.id if self.family is not None else ""
@@ -509,7 +520,6 @@ class ProcessAccount:
         video = self.video or (self.facts is not None and self.facts.kind == "video")
         stand_in = self.presets.memory_families[VIDEO_VAE_STAND_IN if video else IMAGE_VAE_STAND_IN]
         self.vae_measured = own if own is not None else stand_in.vae
-        self.vae_checked = own is not None and own.checked == "gpu"
         pixel_space = self.facts is not None and self.facts.spatial_compression == 1
         if own is None and pixel_space and self.family is not None and self.family.params.vae == 0:
             self.vae_measured = None  # a pixel-space model: no VAE, nothing to decode or encode
@@ -578,15 +588,28 @@ class ProcessAccount:
         kept = self._dequantized_kept(block, own_quantizer)
         self.in_flight_pass = ring_pass
         self.in_flight_step = ring_step + kept
-        # AI Toolkit's loader quantizes block by block on the card: the load peaks at the
-        # final residency plus one block at full precision (with low_vram it quantizes in
-        # system RAM, and pre-quantized weights are never at full precision).
+        # A loader that quantizes in place on the card peaks at the final residency plus one
+        # block at full precision (with low_vram it quantizes in system RAM, and pre-quantized
+        # weights are never at full precision); quantize_model's loaders (levers.yaml's
+        # quantized_off_card) send each block back to system RAM before the rest arrives.
+        loader = self.facts.python_class if self.facts is not None else None
+        off_card = loader in levers.quantized_off_card
         quantizing = (
             self.p_t * BILLION * self.full * block
-            if self.quantized and not comfy and model.low_vram is not True
+            if self.quantized and not comfy and model.low_vram is not True and not off_card
             else 0.0
         )
         self.transformer_load = resident + quantizing
+        beside = self.family.params.beside if self.family is not None else 0.0
+        if beside:
+            # ltx2.py get_noise_prediction moves the connectors to the transformer's device
+            # at the first pass; quantize_model and the memory manager see the transformer only
+            self.transformer = resident + beside * BILLION * self.full
+            self.notes.append(
+                f"The text connectors and text projection ({beside:.2f} B parameters) stay on "
+                "the card beside the transformer from the first pass on, at the train dtype: "
+                "AI Toolkit neither quantizes nor offloads them."
+            )
         te_on_cpu = _on_cpu(model.te_device)
         self.text_encoder = 0.0 if te_on_cpu else self._text_encoder_on_card(o_te, b_te)
         self.te_load = self.text_encoder
@@ -724,7 +747,7 @@ class ProcessAccount:
             self.adapter_weights = 0.0
             self.gradients = on_card * self.full * self._swapped_share()
             self.ema = on_card * self.full if ema else 0.0
-            self.optimizer = on_card * state
+            self.optimizer = on_card * self._full_state(info, state)
             if self.moved_share > 0:
                 self._offloaded_full_fine_tune()
         else:
@@ -741,6 +764,18 @@ class ProcessAccount:
             self.notes.append("EMA keeps a second copy of the trained weights.")
         if trains_te:
             self.notes.append("The text encoder is trained: it stays on the card while training.")
+
+    def _full_state(self, info: OptimizerInfo | None, state: float) -> float:
+        """A full fine-tune's optimizer state per weight: an optimizer that makes its state
+        like the weights keeps it at their bytes (levers.yaml's ``follows_weights``: bf16
+        weights, half of ``state_bytes``); a factored one its ``full_state_bytes``."""
+        if info is None:
+            return state
+        if info.full_state_bytes is not None:
+            return info.full_state_bytes
+        if info.follows_weights:
+            return state * min(self.full, ADAPTER_BYTES) / ADAPTER_BYTES
+        return state
 
     def _offloaded_full_fine_tune(self) -> None:
         """A full fine-tune under layer offloading: each moved weight's gradient is made on the
@@ -834,18 +869,15 @@ class ProcessAccount:
             loads.append(kept + transient)
         return max(loads)
 
-    def _with_items(self, act: float, band: tuple[float, float]) -> tuple[float, float]:
-        """A training step's activations at the band's edges, with each batch item's own cost
-        (:data:`ITEM_GIB`; a UNet's fitted figures hold it already)."""
+    def _items(self) -> int:
+        """A training step's batch items whose own cost the per-token figures leave out
+        (:data:`ITEM_GIB`, added by :mod:`oom_wizard.rules.memory`); 0 for a UNet, whose
+        fitted figures hold it already."""
         if self.unet is not None:
-            return act * band[0], act * band[1]
-        items = max(
+            return 0
+        return max(
             (d.batch_size or self.process.train.batch_size or 1 for d in self.process.datasets),
             default=self.process.train.batch_size or 1,
-        )
-        return (
-            act * band[0] + items * ITEM_GIB[0] * GIB_BYTES,
-            act * band[1] + items * ITEM_GIB[1] * GIB_BYTES,
         )
 
     def _unet_item(self, resolution: int, checkpointing: bool) -> float:
@@ -1155,8 +1187,6 @@ class ProcessAccount:
         blocks = card.blocks if card is not None else None
         w = 1.0 + WEIGHT_SLACK + (QUANT_SLACK if self.quantized else 0.0)
         te_slack = 1.0 + WEIGHT_SLACK
-        band = ACTIVATION_BAND[self.certainty]
-        vae_band = ACTIVATION_BAND["gpu" if self.vae_checked else "stand_in"]
         first = card is None or card.index == 0  # the VAE lives on cuda:0
         cached = self.process.train.cache_text_embeddings is True or any(
             d.cache_text_embeddings is True for d in self.process.datasets
@@ -1176,7 +1206,8 @@ class ProcessAccount:
                 optimizer=zero,
                 activations=zero,
                 loading=True,
-                vae_pass=(encode * vae_band[0], encode * vae_band[1]),
+                vae_pass=(encode, encode),
+                certainty=self.certainty,
             )
         if phase == "training":
             unloaded = cached or self.process.train.unload_text_encoder is True
@@ -1199,8 +1230,10 @@ class ProcessAccount:
                 vae=(vae, vae * te_slack),
                 trainable=(trainable, trainable),
                 optimizer=(held.optimizer, held.optimizer),
-                activations=zero if encode > act else self._with_items(act, band),
-                vae_pass=(encode * vae_band[0], encode * vae_band[1]) if encode > act else zero,
+                activations=zero if encode > act else (act, act),
+                vae_pass=(encode, encode) if encode > act else zero,
+                items=0 if encode > act else self._items(),
+                certainty=self.certainty,
             )
         sample = self._samples(first=phase == "baseline_sample")
         validation = self._validation_activations(blocks) if phase == "sample" else None
@@ -1233,8 +1266,9 @@ class ProcessAccount:
             vae=(held.vae, held.vae * te_slack),
             trainable=(weights, weights),
             optimizer=(optimizer, optimizer),
-            activations=zero if decoded else (low * band[0], high * band[1]),
-            vae_pass=(decode * vae_band[0], decode * vae_band[1]) if decoded else zero,
+            activations=zero if decoded else (low, high),
+            vae_pass=(decode, decode) if decoded else zero,
+            certainty=self.certainty,
         )
 
     # --- a model split over the GPUs

@@ -404,6 +404,10 @@ class FamilyParams(_Frozen):
     """All text encoders together."""
     vae: float = Field(ge=0)
     experts: int = Field(default=1, ge=1)
+    beside: float = Field(default=0.0, ge=0)
+    """Parameters of modules beside the transformer that AI Toolkit moves to the transformer's
+    card for every pass and never quantizes nor offloads (LTX-2's text connectors and text
+    projection): on the card at the train dtype from the first pass on, not while loading."""
     source: NonEmpty
 
 
@@ -823,6 +827,12 @@ class OptimizerInfo(_Frozen):
 
     state_bytes: float = Field(ge=0)
     eight_bit: NonEmpty | None = None
+    follows_weights: bool = False
+    """Its state is made like the weights it trains (``zeros_like(p)``): ``state_bytes`` is
+    at fp32, a full fine-tune's bf16 weights keep it at their own bytes."""
+    full_state_bytes: float | None = None
+    """The state per weight of a full fine-tune where it is not ``state_bytes`` (a factored
+    second moment: rows and columns of each matrix, next to nothing per weight)."""
 
 
 class LoraFacts(_Frozen):
@@ -905,6 +915,12 @@ class LeversFile(_Frozen):
     dequantized_per_forward: frozenset[NonEmpty] = frozenset()
     """The qtypes of AI Toolkit's own quantizers that dequantize a layer at every forward,
     whose copy autograd keeps for backward."""
+    text_encoder_dropped: Mapping[NonEmpty, float] = Field(default_factory=dict)
+    """Billions of its text encoder's parameters a loader (``python_class``) drops before the
+    encoder comes to the card (Qwen-Image's vision tower)."""
+    quantized_off_card: frozenset[NonEmpty] = frozenset()
+    """The loaders (``python_class``) whose transformer is quantized block by block on the
+    card and each block moved back to system RAM, before the rest comes to the card."""
     optimizers: Mapping[NonEmpty, OptimizerInfo] = Field(min_length=1)
     unknown_optimizer_state_bytes: float = Field(ge=0)
     lora: LoraFacts

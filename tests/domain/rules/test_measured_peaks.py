@@ -9,24 +9,31 @@ their name, must never be ``wont_fit`` at that card.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from oom_wizard.errors import ConfigError
 from oom_wizard.formats.document import load_document
-from oom_wizard.rules.memory import Band, job_memory, verdict
+from oom_wizard.rules.catalog import load_presets
+from oom_wizard.rules.memory import BAND_RATE, OVERHEADS, Band, job_memory, verdict
 from oom_wizard.rules.modelkind import find_model_kind
 from tests.support.corpus import needs_examples, shared_example
 from tests.support.measured_peaks import (
     EXAMPLES,
     GPU_FIXTURE,
+    NO_WIDTH,
     TOLERANCE,
     Delta,
     Point,
+    class_bands,
     deltas,
+    evaluate,
     example_card,
+    held_out_errors,
     points,
+    refit,
 )
 
 POINTS = points()
@@ -35,11 +42,14 @@ GPU_ROWS = points(fixture=GPU_FIXTURE, rows_setup=True)
 
 @pytest.mark.parametrize("row", GPU_ROWS, ids=lambda p: p.id)
 def test_each_h200_row_lies_within_its_band_and_near_its_midpoint(row: Point) -> None:
-    # The rows the context and allocator terms were fitted on: no tolerance on the band.
+    # The rows the allocator's slack is refitted on: no tolerance on the band.
     where = (
         f"{row.id}: measured {row.measured_gib:.2f}, band {row.band.low:.2f}–{row.band.high:.2f}"
     )
-    assert row.band.low <= row.measured_gib <= row.band.high, where
+    if row.known_miss is not None:
+        assert not row.inside, f"{where} now agrees: drop its known_miss"
+        return
+    assert row.inside, where
     # FLUX's figures are checked on the GPU (a narrow band); SDXL's toolkit path is measured on
     # CPU (``checked: cpu`` in memory.yaml), so its band is wider and so is its miss.
     assert row.memory.certainty == ("gpu" if row.arch.startswith("flux") else "cpu"), where
@@ -70,7 +80,7 @@ def test_the_check_fails_for_a_point_far_from_its_band() -> None:
 def test_most_points_with_counts_are_within_15_percent_of_the_midpoint() -> None:
     counted = [p for p in POINTS if p.has_counts]
     near = [p for p in counted if abs(p.band.mid - p.measured_gib) <= 0.15 * p.band.mid]
-    # 28 of 37 (76 %) on 2026-12-05; this holds the share above three quarters
+    # 33 of 37 (89 %) on 2026-12-07 (28 on 2026-12-05); this holds it above three quarters
     assert len(near) >= 0.75 * len(counted), [p.id for p in counted if p not in near]
 
 
@@ -134,3 +144,63 @@ def test_the_examples_are_there_or_the_test_says_it_skipped() -> None:
         pytest.skip("../shared/aitk-examples is not here")
     assert examples(), "no example config with a card in its name"
     assert isinstance(Band(1, 2).mid, float)
+
+
+# --------------------------------------------------------------------------- held out
+
+ALL_POINTS = GPU_ROWS + POINTS
+FOUND = held_out_errors(ALL_POINTS)
+HELD_OUT = FOUND.points
+
+
+def test_a_held_out_point_is_run_with_a_refit_that_never_saw_its_source() -> None:
+    krea = [p for p in ALL_POINTS if p.arch == "krea2"]
+    others = [p for p in ALL_POINTS if p.group != krea[0].group]
+    assert {p.group for p in krea} == {krea[0].group} and len(krea) == 12
+    # Krea 2's and Ideogram 4's batch series are what the items' own cost is fitted on: with
+    # either left out the refit moves, with both left out it keeps its base value.
+    assert refit(others).item_gib != refit(ALL_POINTS).item_gib
+    no_batches = [p for p in others if p.arch != "ideogram4"]
+    assert refit(no_batches).item_gib == pytest.approx(OVERHEADS.item_gib)
+    away = {p.id: p for p in HELD_OUT}
+    for point in krea:
+        # the held-out figure is the refit's without them; its band's width comes from the
+        # other sources' held-out errors
+        again = evaluate(point, load_presets(), replace(refit(others), band=NO_WIDTH))
+        assert away[point.id].band.mid == pytest.approx(again.band.low)
+
+
+def test_the_held_out_shares_hold_their_floors() -> None:
+    # Each point with its source left out of every refit and of its band's width, on
+    # 2026-12-07: published 29 of 37 within 15 % (as before the overheads were split) and 28
+    # inside the band (21 before); GPU rows 12 of 13 and 11 (9 before).
+    published = [p for p in HELD_OUT if p.id in {q.id for q in POINTS}]
+    assert sum(p.close for p in published) >= 29, [p.id for p in published if not p.close]
+    assert sum(p.inside for p in published) >= 28, [p.id for p in published if not p.inside]
+    rows = [p for p in HELD_OUT if p.id in {q.id for q in GPU_ROWS}]
+    assert sum(p.close for p in rows) >= 12, [p.id for p in rows if not p.close]
+    assert sum(p.inside for p in rows) >= 11, [p.id for p in rows if not p.inside]
+
+
+def test_a_band_holds_the_held_out_truth_as_often_as_it_says() -> None:
+    inside = sum(p.inside for p in HELD_OUT)
+    assert inside >= (BAND_RATE - 0.05) * len(HELD_OUT), (inside, len(HELD_OUT))
+
+
+def test_the_shipped_overheads_are_the_refit_and_the_bands_the_held_out_errors() -> None:
+    fitted = refit(ALL_POINTS)
+    assert OVERHEADS.item_gib == pytest.approx(fitted.item_gib, abs=0.01)
+    assert OVERHEADS.slack == pytest.approx(fitted.slack, abs=0.005)
+    for certainty, width in class_bands(FOUND.errors).items():
+        assert OVERHEADS.band[certainty] == pytest.approx(width, abs=0.002), certainty
+    # the workspaces are the libraries' (cuBLAS and cuBLASLt), not a constant other trainers'
+    # extras earned: a small job's figure holds little beside its tensors and the context
+    assert OVERHEADS.workspace_gib < 0.1
+
+
+def test_a_figure_published_as_pytorch_s_allocation_is_compared_without_context_or_slack() -> None:
+    (sdnq,) = [p for p in POINTS if p.id == "simpletuner-zimage-int8-sdnq"]
+    assert sdnq.kind == "allocated"
+    used = evaluate(replace(sdnq, kind="used"), load_presets())
+    parts = used.memory.parts["training"]
+    assert used.band.low - sdnq.band.low == pytest.approx(parts.context + parts.slack)
