@@ -25,7 +25,7 @@ from typing import Final
 from oom_wizard import __version__
 from oom_wizard.errors import PROGRAM, WizardError, error_line, os_error_line
 from oom_wizard.host.interrupts import Terminated, raise_terminated, redeliver_lost_interrupts
-from oom_wizard.storage.atomic import recover
+from oom_wizard.storage.atomic import recover, settle
 from oom_wizard.storage.leftovers import dead_leftovers, unresolved_notes
 
 PROG = PROGRAM
@@ -152,6 +152,7 @@ def _main(args_list: list[str]) -> int:
             return EXIT_OK
         _, commands = _build(only=_command_named(rest))
         args = _dispatch(commands, rest)
+        _recover_given(args)
         args.debug = debug  # the app writes its tracebacks to a file with --debug
         handler = args.handler
         result: int = handler(args)
@@ -211,6 +212,24 @@ def _recover_here() -> None:
         return
     with contextlib.suppress(OSError):
         recover(Path.cwd())
+
+
+#: The arguments that name a job's files: the folder of each is settled before the command runs.
+_GIVEN: Final = ("config", "target", "changelog")
+
+
+def _recover_given(args: argparse.Namespace) -> None:
+    """Finish or undo what a killed save left in the folder of each file the command was given
+    (and in a job folder given itself), before the command checks that the file is there: the
+    config of a pair killed between its two renames is there only once its journal is replayed
+    (``save.recover``), whatever folder the command runs in."""
+    for name in _GIVEN:
+        given = getattr(args, name, None)
+        if not isinstance(given, (str, Path)) or not str(given):
+            continue
+        path = Path(given)
+        with contextlib.suppress(OSError, ValueError):
+            settle(path.parent, *([path] if path.is_dir() else []))
 
 
 def _internal(exc: Exception, debug: bool) -> int:

@@ -1,0 +1,167 @@
+"""Every command recovers before it reads, from any folder (R5-2, R5-3): a save killed between
+its pair's two renames (past the commit point) is finished by whatever command opens the job
+next, even when that command is given the config the kill left unrenamed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from oom_wizard.cli import main
+from oom_wizard.storage.jobdb import CHANGELOG_FOLDER
+from tests.support.aitk_db import add_job, job_row, make_db
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "configs" / "flux_portrait_24gb.yaml"
+TOKEN = "0123456789abcdef"
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _half_pair(src: Path, pid: int, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path]:
+    """A saved pair as a SIGKILL between its renames leaves it: the change log renamed in,
+    the config still its temp, the journal naming both (as ``commit_pair`` writes it)."""
+    shutil.copyfile(FIXTURE, src / "job.yaml")
+    assert (
+        main(["apply", str(src / "job.yaml"), "--all", "--moment", "sampling", "--no-probe"]) == 0
+    )
+    capsys.readouterr()
+    config, changelog = src / "job.oomfix.yaml", src / "job.oomfix.changelog.json"
+    entries = []
+    for final in (changelog, config):
+        entries.append(
+            {
+                "final": final.name,
+                "temp": f".{final.name}.oomw-{pid}-{TOKEN}.tmp",
+                "backup": f".{final.name}.oomw-{pid}-{TOKEN}.bak",
+                "sha256": _sha(final.read_bytes()),
+            }
+        )
+    config.rename(src / entries[1]["temp"])
+    journal = src / f".oomw-{pid}-{TOKEN}.journal"
+    record = {"version": 2, "files": entries, "replace": False, "journals": [journal.name]}
+    journal.write_text(json.dumps(record), encoding="utf-8")
+    return config, changelog
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("plan", "../src/job.oomfix.yaml", "--moment", "sampling", "--no-probe"),
+        ("scale-up", "../src/job.oomfix.yaml", "--dry-run"),
+        ("diagnose", "../src/job.oomfix.yaml", "--moment", "sampling", "--no-probe"),
+        ("history", "../src/job.oomfix.yaml"),
+    ],
+    ids=lambda command: command[0],
+)
+def test_the_next_command_from_another_folder_finishes_a_killed_pair(
+    command: tuple[str, ...],
+    tmp_path: Path,
+    ended_pid: int,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    src, elsewhere = tmp_path / "src", tmp_path / "elsewhere"
+    src.mkdir()
+    elsewhere.mkdir()
+    config, changelog = _half_pair(src, ended_pid, capsys)
+    monkeypatch.chdir(elsewhere)
+
+    status = main(list(command))
+
+    said = capsys.readouterr()
+    assert status == 0, said.err
+    assert "no such file" not in said.err and "note:" not in said.err, said.err
+    log = json.loads(changelog.read_bytes())
+    assert log["output"]["sha256"] == _sha(config.read_bytes())
+    assert [path.name for path in src.iterdir() if ".oomw-" in path.name] == []
+
+
+def _db_saved(root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path]:
+    toolkit = root / "toolkit"
+    toolkit.mkdir()
+    db = make_db(toolkit / "aitk_db.db")
+    add_job(db, "my_lora", step=120)
+    args = ["apply", "--db", str(db), "--job", "my_lora", "--in-place", "--all"]
+    assert main([*args, "--moment", "sampling", "--no-probe"]) == 0
+    capsys.readouterr()
+    row = job_row(db, "my_lora")
+    assert row is not None
+    changelog = toolkit / CHANGELOG_FOLDER / db.name / f"{row['id']}.changelog.json"
+    assert changelog.is_file()
+    return db, changelog
+
+
+def test_history_db_finishes_a_killed_database_save_before_it_reads(
+    tmp_path: Path,
+    ended_pid: int,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """R5-3: the row took the save (its commit point), the change log was still its temp."""
+    db, changelog = _db_saved(tmp_path, capsys)
+    row = job_row(db, "my_lora")
+    assert row is not None
+    folder = changelog.parent
+    temp = folder / f".{changelog.name}.oomw-{ended_pid}-{TOKEN}.tmp"
+    journal = folder / f".oomw-{ended_pid}-{TOKEN}.journal"
+    entry = {
+        "final": changelog.name,
+        "temp": temp.name,
+        "backup": f".{changelog.name}.oomw-{ended_pid}-{TOKEN}.bak",
+        "sha256": _sha(changelog.read_bytes()),
+    }
+    database = {
+        "path": f"../../{db.name}",
+        "job_id": row["id"],
+        "sha256": _sha(str(row["job_config"]).encode("utf-8")),
+        "updated_at": row["updated_at"],
+        "before": None,
+    }
+    record = {"version": 2, "files": [entry], "replace": False, "journals": [journal.name]}
+    journal.write_text(json.dumps({**record, "database": database}), encoding="utf-8")
+    changelog.rename(temp)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+
+    status = main(["history", "--db", "../toolkit/aitk_db.db", "--job", "my_lora"])
+
+    said = capsys.readouterr()
+    assert status == 0, said.err
+    assert changelog.is_file() and not journal.exists() and not temp.exists()
+
+
+def test_a_hot_sqlite_journal_is_rolled_back_not_called_read_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """R5-3: a writer killed mid-transaction leaves ``aitk_db.db-journal``; a read-only open
+    cannot roll it back, so every read said "the database is read-only for you"."""
+    db, _ = _db_saved(tmp_path, capsys)
+    killed = (
+        "import os, sqlite3, sys\n"
+        "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "c.execute('PRAGMA cache_size=2')\n"
+        "c.execute('BEGIN IMMEDIATE')\n"
+        "c.execute('UPDATE \"Job\" SET \"info\" = \\'half\\'')\n"
+        "c.execute('CREATE TABLE big(x)')\n"
+        "for _ in range(200): c.execute('INSERT INTO big VALUES (?)', ('z' * 4000,))\n"
+        "os._exit(9)\n"
+    )
+    subprocess.run([sys.executable, "-c", killed, str(db)], check=False)
+    assert db.with_name(db.name + "-journal").stat().st_size > 0
+    monkeypatch.chdir(tmp_path)
+
+    status = main(["history", "--db", str(db), "--job", "my_lora"])
+
+    said = capsys.readouterr()
+    assert status == 0, said.err
+    assert "read-only" not in said.err
+    assert job_row(db, "my_lora") is not None and (job_row(db, "my_lora") or {})["info"] != "half"
