@@ -10,6 +10,7 @@ the app).
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import importlib
 import os
@@ -17,6 +18,7 @@ import signal
 import sys
 import threading
 import traceback
+import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -124,6 +126,7 @@ def _dispatch(commands: dict[str, argparse.ArgumentParser], rest: list[str]) -> 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     args_list = list(sys.argv[1:] if argv is None else argv)
+    _ascii_fallback()
     restore = _install_signal_handlers()
     noted = len(unresolved_notes())
     try:
@@ -169,7 +172,7 @@ def _main(args_list: list[str]) -> int:
         return EXIT_OK
     except OSError as exc:
         if os_error_line(exc) is None:
-            return _internal(exc, debug)
+            return _internal(exc, debug, before)
         if debug:
             traceback.print_exc()
         if exc.filename is None:
@@ -179,7 +182,7 @@ def _main(args_list: list[str]) -> int:
     except Exception as exc:
         if _an_interrupt_inside(exc):
             return _interrupted(KeyboardInterrupt(), before)
-        return _internal(exc, debug)
+        return _internal(exc, debug, before)
 
 
 def _interrupted(exc: KeyboardInterrupt, before: tuple[Path, ...]) -> int:
@@ -232,10 +235,10 @@ def _recover_given(args: argparse.Namespace) -> None:
             settle(path.parent, *([path] if path.is_dir() else []))
 
 
-def _internal(exc: Exception, debug: bool) -> int:
+def _internal(exc: Exception, debug: bool, before: tuple[Path, ...] = ()) -> int:
     if debug:
         traceback.print_exc()
-    _say(error_line(exc))
+    _say(f"{error_line(exc)}{_written_note(before)}")
     return EXIT_INTERNAL
 
 
@@ -273,6 +276,47 @@ def _silence_stdout() -> None:
         os.close(null)
     except (OSError, ValueError):
         return
+
+
+#: What a character the output's encoding cannot carry is written as (others: their letter
+#: without its accent, else ``?``).
+_STAND_INS: Final = {
+    "→": "->", "←": "<-", "…": "...", "—": "-", "–": "-", "−": "-", "×": "x", "≈": "~",
+    "≤": "<=", "≥": ">=", "±": "+/-", "·": "-", "•": "*", "²": "^2", "³": "^3", "√": "sqrt",
+    "Σ": "sum", "α": "alpha", "§": "S", "⚠": "!", "▶": ">", "│": "|", "─": "-", "“": '"',
+    "”": '"', "‘": "'", "’": "'", "█": "#", "▉": "#", "▊": "#", "▋": "#", "▌": "#", "▍": "#",
+    "▎": "#", "▏": "#",
+}  # fmt: skip
+_FALLBACK: Final = "oom-wizard-ascii"
+
+
+def _stand_in(exc: UnicodeError) -> tuple[str | bytes, int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    text = exc.object[exc.start : exc.end]
+    if all("\udc80" <= char <= "\udcff" for char in text):
+        # A file name's undecodable bytes (surrogateescape): written back as they were.
+        return bytes(ord(char) - 0xDC00 for char in text), exc.end
+    return "".join(_STAND_INS.get(char) or _bare(char) for char in text), exc.end
+
+
+def _bare(char: str) -> str:
+    bare = unicodedata.normalize("NFKD", char).encode("ascii", "ignore").decode("ascii")
+    return bare or "?"
+
+
+codecs.register_error(_FALLBACK, _stand_in)
+
+
+def _ascii_fallback() -> None:
+    """Output never fails on its encoding (``PYTHONIOENCODING=ascii``, a C locale): a
+    character stdout or stderr cannot carry is written as an ASCII stand-in (``→`` as ``->``),
+    not raised after the work is done (a save's pair already written)."""
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) not in ("strict", "surrogateescape"):
+            continue
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(errors=_FALLBACK)  # type: ignore[union-attr]
 
 
 def _install_signal_handlers() -> Callable[[], None]:
