@@ -4,6 +4,7 @@ next, even when that command is given the config the kill left unrenamed."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import shutil
@@ -165,3 +166,62 @@ def test_a_hot_sqlite_journal_is_rolled_back_not_called_read_only(
     assert status == 0, said.err
     assert "read-only" not in said.err
     assert job_row(db, "my_lora") is not None and (job_row(db, "my_lora") or {})["info"] != "half"
+
+
+def test_a_committed_save_on_read_only_media_is_said_as_such_not_as_an_edit(
+    tmp_path: Path,
+    ended_pid: int,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """R5-6: a second save of a web-UI job killed after the row's commit, its change log still
+    the temp, on media that are read-only now: the row holds the new config and the change log
+    on disk the old story. That is a save that could not be finished, not an edit in the UI."""
+    import errno
+    import sqlite3
+
+    from oom_wizard.storage import atomic
+
+    db, changelog = _db_saved(tmp_path, capsys)
+    row = job_row(db, "my_lora")
+    assert row is not None
+    newer = str(row["job_config"]).replace('"batch_size":', '"batch_size": 1, "x_":', 1)
+    stamp = int(row["updated_at"]) + 1000
+    with contextlib.closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute(
+            'UPDATE "Job" SET "job_config" = ?, "updated_at" = ? WHERE "id" = ?',
+            (newer, stamp, row["id"]),
+        )
+    log = json.loads(changelog.read_bytes())
+    log["output"]["sha256"] = _sha(newer.encode("utf-8"))
+    new_log = json.dumps(log).encode("utf-8")
+    folder = changelog.parent
+    temp = folder / f".{changelog.name}.oomw-{ended_pid}-{TOKEN}.tmp"
+    backup = folder / f".{changelog.name}.oomw-{ended_pid}-{TOKEN}.bak"
+    temp.write_bytes(new_log)
+    backup.hardlink_to(changelog)
+    journal = folder / f".oomw-{ended_pid}-{TOKEN}.journal"
+    entry = {"final": changelog.name, "temp": temp.name, "backup": backup.name}
+    database = {
+        "path": f"../../{db.name}",
+        "job_id": row["id"],
+        "sha256": _sha(newer.encode("utf-8")),
+        "updated_at": stamp,
+        "before": _sha(str(row["job_config"]).encode("utf-8")),
+    }
+    record = {"version": 2, "replace": True, "journals": [journal.name], "database": database}
+    record["files"] = [{**entry, "sha256": _sha(new_log)}]
+    journal.write_text(json.dumps(record), encoding="utf-8")
+
+    def read_only(*_: object, **__: object) -> None:
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(atomic, "_rename_in", read_only)
+    monkeypatch.chdir(tmp_path)
+
+    status = main(["plan", "--db", str(db), "--job", "my_lora", "--no-probe"])
+
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "read-only" in err and "edited" not in err and "--edited-ok" not in err, err
+    assert temp.exists() and journal.exists()

@@ -44,6 +44,7 @@ from oom_wizard.storage.leftovers import (
     dead_leftovers,
     journal_name,
     journal_of,
+    note_unfinished,
     note_unresolved,
     save_name,
     temp_name,
@@ -565,7 +566,11 @@ def _replay(journal: Path) -> list[Path]:
     try:
         for entry in mine:
             if entry.temp.exists() and not _holds(entry):
-                _rename_in(entry.temp, entry.final, replace=read.replace)
+                try:
+                    _rename_in(entry.temp, entry.final, replace=read.replace)
+                except OSError as exc:
+                    _note_unfinished(journal, entry, exc)
+                    return touched
                 touched.append(entry.final)
     except SaveRefused:
         # A name was taken meanwhile (never without --force): undo ours instead.
@@ -824,6 +829,27 @@ def _note_unresolved(
         f"{journal}: a save killed earlier left this journal, and {what}; it and the save's "
         f"temp files ({kept}) are left as they are: move the folders back, or copy the temp "
         "files you need, then delete the journal"
+    )
+
+
+def _note_unfinished(journal: Path, entry: _Entry, exc: OSError) -> None:
+    """A committed save whose next rename failed now: said as what it is (a read-only folder
+    is not an edit), its temp and journal kept for a run where the folder can be written."""
+    read_only = exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM)
+    why = (
+        f"its folder {entry.final.parent} is read-only"
+        if read_only
+        else f"{entry.final.name} could not be put in place ({exc.strerror or exc})"
+    )
+    note_unfinished(
+        journal.parent,
+        f"a save killed earlier was committed, but could not be finished because {why}; "
+        f"its new {entry.final.name} is kept as {entry.temp.name}, and the next oom-wizard "
+        "command run where the folder can be written finishes it",
+    )
+    note_unresolved(
+        f"{journal}: a save killed earlier was committed and could not be finished because "
+        f"{why}; it and {entry.temp.name} are kept until a command runs where it can be written"
     )
 
 

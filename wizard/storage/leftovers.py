@@ -92,6 +92,20 @@ def note_unresolved(note: str) -> None:
         _unresolved.append(note)
 
 
+_unfinished: dict[str, str] = {}
+
+
+def note_unfinished(folder: Path, why: str) -> None:
+    """Record that a killed save in ``folder`` passed its commit point and could not be
+    finished now, and why (a read-only folder): what is read there is then half a save."""
+    _unfinished[os.path.realpath(folder)] = why
+
+
+def unfinished_in(folder: Path) -> str | None:
+    """Why a committed save in ``folder`` could not be finished by this process (None: none)."""
+    return _unfinished.get(os.path.realpath(folder))
+
+
 def unresolved_notes() -> tuple[str, ...]:
     """Every journal this process found and could not finish or undo, each in a line."""
     return tuple(_unresolved)
