@@ -251,7 +251,9 @@ def _written() -> tuple[Path, ...]:
 
 
 def _new_files(before: tuple[Path, ...]) -> tuple[Path, ...]:
-    return _written()[len(before) :]
+    """What was written since ``before``, each once (a change log that records a later
+    attempt is written again: still one file)."""
+    return tuple(dict.fromkeys(_written()[len(before) :]))
 
 
 def _written_note(before: tuple[Path, ...]) -> str:

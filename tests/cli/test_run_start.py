@@ -30,3 +30,30 @@ def test_a_trainer_that_cannot_start_leaves_no_file(
     err = capsys.readouterr().err
     assert status == 2 and "cannot start the trainer" in err, err
     assert sorted(path.name for path in tmp_path.iterdir()) == before
+
+
+TRAINER = """\
+if [ -e marker ]; then echo "# edited while it ran" >> "$1"; else touch marker; fi
+echo "step: 3/501"
+echo "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+exit 1
+"""
+
+
+def test_the_edited_after_stop_names_each_file_written_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """R5-9: the roll-back's change log, written at its save and again with the attempt it
+    records, was listed twice in the stop's "the save itself was complete" part."""
+    shutil.copyfile(FIXTURE, tmp_path / "job.yaml")
+    (tmp_path / "trainer.sh").write_text(TRAINER, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    args = ["run", "job.yaml", "--auto", "--validation-steps", "0"]
+
+    status = main([*args, "--", "sh", "trainer.sh", "{config}"])
+
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert status == 2 and "edited after oom-wizard saved it" in err, err
+    written = err.split("the save itself was complete: ", 1)[1].removesuffix(" were written)")
+    names = written.split(" and ")
+    assert len(names) == len(set(names)) and "job.oomfix.changelog.json" in names, err
