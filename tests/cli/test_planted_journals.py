@@ -43,6 +43,11 @@ COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "set": ("job", ("set", "../job/job.yaml", STEPS)),
     "scale-up --dry-run": ("job", ("scale-up", "../job/job.yaml", "--dry-run")),
     "run": ("job", ("run", "../job/job.yaml", "--", "/nonexistent/trainer", "{config}")),
+    # The full-screen ones refuse without a terminal (as here), after the recovery.
+    "open": ("job", ("../job/job.yaml",)),
+    "watch": ("job", ("watch", "../job/job.yaml")),
+    "plan --db": ("db", ("plan", *DB, *MOMENT)),
+    "fit --db": ("db", ("fit", *DB, "--gpu", "24", *MOMENT)),
     "diagnose --db": ("db", ("diagnose", *DB, *MOMENT)),
     "apply --db --dry-run": ("db", ("apply", *DB, "--in-place", "--dry-run", "--all", *MOMENT)),
     "history --db": ("db", ("history", *DB)),
