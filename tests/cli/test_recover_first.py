@@ -219,9 +219,10 @@ def test_a_committed_save_on_read_only_media_is_said_as_such_not_as_an_edit(
     monkeypatch.setattr(atomic, "_rename_in", read_only)
     monkeypatch.chdir(tmp_path)
 
-    status = main(["plan", "--db", str(db), "--job", "my_lora", "--no-probe"])
+    for command in (["plan", "--no-probe"], ["history"]):
+        status = main([command[0], "--db", str(db), "--job", "my_lora", *command[1:]])
 
-    err = capsys.readouterr().err
-    assert status == 2
-    assert "read-only" in err and "edited" not in err and "--edited-ok" not in err, err
-    assert temp.exists() and journal.exists()
+        err = capsys.readouterr().err
+        assert status == 2
+        assert "read-only" in err and "edited" not in err and "--edited-ok" not in err, err
+        assert temp.exists() and journal.exists()

@@ -34,7 +34,7 @@ from oom_wizard.storage.changelog import (
 )
 from oom_wizard.storage.changes import prepare
 from oom_wizard.storage.jobdb import changelog_folder, find_db, job_document, load_job
-from oom_wizard.storage.leftovers import SETTLE_WAIT_S
+from oom_wizard.storage.leftovers import SETTLE_WAIT_S, unfinished_in
 
 
 @dataclass(frozen=True)
@@ -130,6 +130,9 @@ def read_job_history(db: Path, name: str) -> History:
             f"no change log of oom-wizard tells the story of {words}: oom-wizard has not "
             "saved it (or the UI created it anew)"
         )
+    unfinished = unfinished_in(belonging.path.parent) if belonging.edited else None
+    if unfinished is not None:  # a committed save a read-only folder kept from finishing
+        raise WizardError(f"{unfinished}; nothing was written", file=belonging.path)
     document = None if belonging.edited else job_document(job)
     note = (
         f"{words} was edited in the UI after oom-wizard saved it; its story ends at that save"
