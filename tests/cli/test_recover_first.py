@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import shutil
 import subprocess
@@ -20,20 +21,45 @@ from tests.support.aitk_db import add_job, job_row, make_db
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "configs" / "flux_portrait_24gb.yaml"
 TOKEN = "0123456789abcdef"
+MOMENT = ("--moment", "sampling", "--no-probe")
 
 
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _half_pair(src: Path, pid: int, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path]:
+def _quiet(args: list[str]) -> int:
+    """``oom-wizard ARGS`` in-process, its output dropped (for a module's fixtures)."""
+    sink = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        return main(args)
+
+
+@pytest.fixture(scope="module")
+def saved_pair(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with a job and the pair one ``apply`` saved of it (made once, copied)."""
+    src = tmp_path_factory.mktemp("pair") / "src"
+    src.mkdir()
+    shutil.copyfile(FIXTURE, src / "job.yaml")
+    assert _quiet(["apply", str(src / "job.yaml"), "--all", *MOMENT]) == 0
+    return src
+
+
+@pytest.fixture(scope="module")
+def saved_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A toolkit folder whose job one ``apply --in-place`` saved (made once, copied)."""
+    toolkit = tmp_path_factory.mktemp("db") / "toolkit"
+    toolkit.mkdir()
+    db = make_db(toolkit / "aitk_db.db")
+    add_job(db, "my_lora", step=120)
+    args = ["apply", "--db", str(db), "--job", "my_lora", "--in-place", "--all"]
+    assert _quiet([*args, *MOMENT]) == 0
+    return toolkit
+
+
+def _half_pair(src: Path, pid: int) -> tuple[Path, Path]:
     """A saved pair as a SIGKILL between its renames leaves it: the change log renamed in,
     the config still its temp, the journal naming both (as ``commit_pair`` writes it)."""
-    shutil.copyfile(FIXTURE, src / "job.yaml")
-    assert (
-        main(["apply", str(src / "job.yaml"), "--all", "--moment", "sampling", "--no-probe"]) == 0
-    )
-    capsys.readouterr()
     config, changelog = src / "job.oomfix.yaml", src / "job.oomfix.changelog.json"
     entries = []
     for final in (changelog, config):
@@ -64,15 +90,16 @@ def _half_pair(src: Path, pid: int, capsys: pytest.CaptureFixture[str]) -> tuple
 )
 def test_the_next_command_from_another_folder_finishes_a_killed_pair(
     command: tuple[str, ...],
+    saved_pair: Path,
     tmp_path: Path,
     ended_pid: int,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     src, elsewhere = tmp_path / "src", tmp_path / "elsewhere"
-    src.mkdir()
+    shutil.copytree(saved_pair, src)
     elsewhere.mkdir()
-    config, changelog = _half_pair(src, ended_pid, capsys)
+    config, changelog = _half_pair(src, ended_pid)
     monkeypatch.chdir(elsewhere)
 
     status = main(list(command))
@@ -85,14 +112,10 @@ def test_the_next_command_from_another_folder_finishes_a_killed_pair(
     assert [path.name for path in src.iterdir() if ".oomw-" in path.name] == []
 
 
-def _db_saved(root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path]:
+def _db_saved(root: Path, template: Path) -> tuple[Path, Path]:
     toolkit = root / "toolkit"
-    toolkit.mkdir()
-    db = make_db(toolkit / "aitk_db.db")
-    add_job(db, "my_lora", step=120)
-    args = ["apply", "--db", str(db), "--job", "my_lora", "--in-place", "--all"]
-    assert main([*args, "--moment", "sampling", "--no-probe"]) == 0
-    capsys.readouterr()
+    shutil.copytree(template, toolkit)
+    db = toolkit / "aitk_db.db"
     row = job_row(db, "my_lora")
     assert row is not None
     changelog = toolkit / CHANGELOG_FOLDER / db.name / f"{row['id']}.changelog.json"
@@ -101,13 +124,14 @@ def _db_saved(root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Pat
 
 
 def test_history_db_finishes_a_killed_database_save_before_it_reads(
+    saved_db: Path,
     tmp_path: Path,
     ended_pid: int,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """R5-3: the row took the save (its commit point), the change log was still its temp."""
-    db, changelog = _db_saved(tmp_path, capsys)
+    db, changelog = _db_saved(tmp_path, saved_db)
     row = job_row(db, "my_lora")
     assert row is not None
     folder = changelog.parent
@@ -141,11 +165,14 @@ def test_history_db_finishes_a_killed_database_save_before_it_reads(
 
 
 def test_a_hot_sqlite_journal_is_rolled_back_not_called_read_only(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    saved_db: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """R5-3: a writer killed mid-transaction leaves ``aitk_db.db-journal``; a read-only open
     cannot roll it back, so every read said "the database is read-only for you"."""
-    db, _ = _db_saved(tmp_path, capsys)
+    db, _ = _db_saved(tmp_path, saved_db)
     killed = (
         "import os, sqlite3, sys\n"
         "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
@@ -169,6 +196,7 @@ def test_a_hot_sqlite_journal_is_rolled_back_not_called_read_only(
 
 
 def test_a_committed_save_on_read_only_media_is_said_as_such_not_as_an_edit(
+    saved_db: Path,
     tmp_path: Path,
     ended_pid: int,
     monkeypatch: pytest.MonkeyPatch,
@@ -182,7 +210,7 @@ def test_a_committed_save_on_read_only_media_is_said_as_such_not_as_an_edit(
 
     from oom_wizard.storage import atomic
 
-    db, changelog = _db_saved(tmp_path, capsys)
+    db, changelog = _db_saved(tmp_path, saved_db)
     row = job_row(db, "my_lora")
     assert row is not None
     newer = str(row["job_config"]).replace('"batch_size":', '"batch_size": 1, "x_":', 1)
