@@ -431,7 +431,11 @@ def recover(folder: Path) -> tuple[Path, ...]:
     (:func:`oom_wizard.storage.leftovers.unresolved_notes`). Temps and backups of a save
     without a journal in their folder (a process killed before its renames began) are
     removed. Only the tool's own names whose process is gone are touched
-    (:func:`oom_wizard.storage.leftovers.dead_leftovers`); other errors are ignored (recovery
+    (:func:`oom_wizard.storage.leftovers.dead_leftovers`), and a journal is followed only for
+    the names its own save could have made (:func:`_read_journal`): one that names anything
+    else is left as it is, with every file it names, and noted. A committed save that cannot
+    be finished now (a read-only folder) is left for a later run and recorded as such
+    (:func:`oom_wizard.storage.leftovers.unfinished_in`). Other errors are ignored (recovery
     never stops a save).
     """
     touched: list[Path] = []
