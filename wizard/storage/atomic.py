@@ -546,12 +546,17 @@ def _replay(journal: Path) -> list[Path]:
     files = list(read.files)
     # Every file of the save is either still its temp or in place with its bytes: a journal
     # whose files are elsewhere (or gone) is not understood, and nothing of it is touched.
-    missing = [entry for entry in files if not entry.temp.exists() and not _holds(entry)]
+    # Only in a folder without its copy may a temp be gone: the save was killed before it
+    # wrote that copy (no rename happened), and the temp was swept as a stray.
+    gone = [entry for entry in files if not entry.temp.exists() and not _holds(entry)]
+    missing = [entry for entry in gone if entry.own or not entry.final.parent.is_dir()]
     committed = (
         _row_committed(read.database, read.row)
         if read.row is not None and read.database is not None
         else _any_holds(files)
     )
+    if committed and not missing:
+        missing = gone  # past the commit point, every file must be there to finish it
     if missing or committed is None:
         _note_unresolved(journal, files, missing, read.row if committed is None else None)
         return []

@@ -121,3 +121,41 @@ def test_a_copy_that_is_another_journal_is_refused(tmp_path: Path, ended_pid: in
     assert atomic.recover(job) == ()
 
     assert victim.read_bytes() == b"mine" and journal.exists()
+
+
+def test_a_save_killed_before_its_second_journal_rolls_back_without_a_note(
+    tmp_path: Path, ended_pid: int
+) -> None:
+    """A pair in two folders killed after its first journal copy: the other folder has only a
+    temp, swept as a stray by whichever folder is settled first (here: the config's). The
+    change log's folder then rolls back without a note: no rename happened."""
+    logs, dst = tmp_path / "logs", tmp_path / "dst"
+    logs.mkdir()
+    dst.mkdir()
+    (dst / "out.yaml").write_bytes(b"old config")
+    (logs / "out.changelog.json").write_bytes(b"old log")
+    log_temp = logs / f".out.changelog.json.oomw-{ended_pid}-{TOKEN}.tmp"
+    log_temp.write_bytes(b"new log")
+    config_temp = dst / f".out.yaml.oomw-{ended_pid}-{TOKEN}.tmp"
+    config_temp.write_bytes(b"new config")
+    journal = logs / f".oomw-{ended_pid}-{TOKEN}.journal"
+    config_entry = {
+        key: f"../dst/{value}" if key != "sha256" else value
+        for key, value in _entry("out.yaml", ended_pid, b"new config").items()
+    }
+    record = {
+        "version": 2,
+        "files": [_entry("out.changelog.json", ended_pid, b"new log"), config_entry],
+        "replace": True,
+        "journals": [journal.name, f"../dst/{journal.name}"],
+    }
+    journal.write_text(json.dumps(record), encoding="utf-8")
+    before = len(unresolved_notes())
+
+    atomic.recover(dst)  # the stray temp goes
+    atomic.recover(logs)
+
+    assert not config_temp.exists() and not log_temp.exists() and not journal.exists()
+    assert (dst / "out.yaml").read_bytes() == b"old config"
+    assert (logs / "out.changelog.json").read_bytes() == b"old log"
+    assert unresolved_notes()[before:] == ()
