@@ -17,7 +17,7 @@ ones that lost the race were told: each must be "another oom-wizard run just sav
 
 Usage::
 
-    python bench/bench_save_kill.py [--only NAME] [--table]
+    python bench/bench_save_kill.py [--only NAME] [--table] [--next plan,scale-up,history]
     python bench/bench_save_kill.py --race 10 [--rounds 3]
 """
 
@@ -35,8 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support.killed_saves import (
     BY_NAME,
+    NEXT,
     SCENARIOS,
     WIZARD,
+    Scenario,
     count_points,
     kill_and_check,
     quiet_env,
@@ -93,10 +95,29 @@ def race(saves: int, rounds: int) -> int:
     return 0 if right == losers else 1
 
 
+def _variants(args: argparse.Namespace, scenario: Scenario) -> tuple[str, ...]:
+    """The next commands asked for that differ on this kind of save (history is the default
+    on a file pair)."""
+    asked = tuple(name.strip() for name in args.next.split(",") if name.strip())
+    unknown = [name for name in asked if name not in NEXT]
+    if unknown:
+        raise SystemExit(f"unknown --next: {', '.join(unknown)} (of {', '.join(NEXT)})")
+    if not scenario.database:
+        asked = tuple(dict.fromkeys("default" if name == "history" else name for name in asked))
+    return asked
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="one scenario, by name")
     parser.add_argument("--table", action="store_true", help="a row for every point")
+    parser.add_argument(
+        "--next",
+        default="default",
+        help="the next commands, comma-separated, of: " + ", ".join(NEXT) + " (default: "
+        "history on a file pair, diagnose --db on a database job); history is history --db "
+        "on a database job",
+    )
     parser.add_argument("--race", type=int, metavar="N", help="N concurrent in-place saves")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of --race")
     args = parser.parse_args()
@@ -106,7 +127,7 @@ def main() -> int:
         print("strace is not installed")
         return 2
     started = time.perf_counter()
-    total = held = 0
+    total = held = points_total = 0
     failures: list[str] = []
     print("| save | points | next commands | held |")
     print("|---|---|---|---|")
@@ -119,7 +140,9 @@ def main() -> int:
             new = reference(root / "reference", scenario)
             mine = kept = 0
             for index, (call, when) in enumerate(points):
-                killed, outcomes = kill_and_check(root / f"p{index}", scenario, call, when, new)
+                killed, outcomes = kill_and_check(
+                    root / f"p{index}", scenario, call, when, new, _variants(args, scenario)
+                )
                 for where, outcome in outcomes.items():
                     mine += 1
                     kept += outcome.held
@@ -130,10 +153,11 @@ def main() -> int:
                         failures.append(f"{row}: {outcome.detail()}")
                 shutil.rmtree(root / f"p{index}")
         print(f"| {scenario.name} | {len(points)} | {mine} | {kept} |", flush=True)
+        points_total += len(points)
         total += mine
         held += kept
     took = time.perf_counter() - started
-    print(f"\n{total // 2} kill points, each followed by the next command from two folders:")
+    print(f"\n{points_total} kill points, each followed by the next command from two folders:")
     print(f"{held} of {total} left the pair old or new with nothing false said ({took:.0f} s)")
     for failure in failures:
         print(f"  FAILED {failure}")

@@ -10,6 +10,7 @@ the app).
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import importlib
 import os
@@ -17,6 +18,7 @@ import signal
 import sys
 import threading
 import traceback
+import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -25,7 +27,7 @@ from typing import Final
 from oom_wizard import __version__
 from oom_wizard.errors import PROGRAM, WizardError, error_line, os_error_line
 from oom_wizard.host.interrupts import Terminated, raise_terminated, redeliver_lost_interrupts
-from oom_wizard.storage.atomic import recover
+from oom_wizard.storage.atomic import recover, settle
 from oom_wizard.storage.leftovers import dead_leftovers, unresolved_notes
 
 PROG = PROGRAM
@@ -124,6 +126,7 @@ def _dispatch(commands: dict[str, argparse.ArgumentParser], rest: list[str]) -> 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     args_list = list(sys.argv[1:] if argv is None else argv)
+    _ascii_fallback()
     restore = _install_signal_handlers()
     noted = len(unresolved_notes())
     try:
@@ -152,6 +155,7 @@ def _main(args_list: list[str]) -> int:
             return EXIT_OK
         _, commands = _build(only=_command_named(rest))
         args = _dispatch(commands, rest)
+        _recover_given(args)
         args.debug = debug  # the app writes its tracebacks to a file with --debug
         handler = args.handler
         result: int = handler(args)
@@ -168,7 +172,7 @@ def _main(args_list: list[str]) -> int:
         return EXIT_OK
     except OSError as exc:
         if os_error_line(exc) is None:
-            return _internal(exc, debug)
+            return _internal(exc, debug, before)
         if debug:
             traceback.print_exc()
         if exc.filename is None:
@@ -178,7 +182,7 @@ def _main(args_list: list[str]) -> int:
     except Exception as exc:
         if _an_interrupt_inside(exc):
             return _interrupted(KeyboardInterrupt(), before)
-        return _internal(exc, debug)
+        return _internal(exc, debug, before)
 
 
 def _interrupted(exc: KeyboardInterrupt, before: tuple[Path, ...]) -> int:
@@ -213,10 +217,28 @@ def _recover_here() -> None:
         recover(Path.cwd())
 
 
-def _internal(exc: Exception, debug: bool) -> int:
+#: The arguments that name a job's files: the folder of each is settled before the command runs.
+_GIVEN: Final = ("config", "target", "changelog")
+
+
+def _recover_given(args: argparse.Namespace) -> None:
+    """Finish or undo what a killed save left in the folder of each file the command was given
+    (and in a job folder given itself), before the command checks that the file is there: the
+    config of a pair killed between its two renames is there only once its journal is replayed
+    (``save.recover``), whatever folder the command runs in."""
+    for name in _GIVEN:
+        given = getattr(args, name, None)
+        if not isinstance(given, (str, Path)) or not str(given):
+            continue
+        path = Path(given)
+        with contextlib.suppress(OSError, ValueError):
+            settle(path.parent, *([path] if path.is_dir() else []))
+
+
+def _internal(exc: Exception, debug: bool, before: tuple[Path, ...] = ()) -> int:
     if debug:
         traceback.print_exc()
-    _say(error_line(exc))
+    _say(f"{error_line(exc)}{_written_note(before)}")
     return EXIT_INTERNAL
 
 
@@ -229,7 +251,9 @@ def _written() -> tuple[Path, ...]:
 
 
 def _new_files(before: tuple[Path, ...]) -> tuple[Path, ...]:
-    return _written()[len(before) :]
+    """What was written since ``before``, each once (a change log that records a later
+    attempt is written again: still one file)."""
+    return tuple(dict.fromkeys(_written()[len(before) :]))
 
 
 def _written_note(before: tuple[Path, ...]) -> str:
@@ -254,6 +278,47 @@ def _silence_stdout() -> None:
         os.close(null)
     except (OSError, ValueError):
         return
+
+
+#: What a character the output's encoding cannot carry is written as (others: their letter
+#: without its accent, else ``?``).
+_STAND_INS: Final = {
+    "→": "->", "←": "<-", "…": "...", "—": "-", "–": "-", "−": "-", "×": "x", "≈": "~",
+    "≤": "<=", "≥": ">=", "±": "+/-", "·": "-", "•": "*", "²": "^2", "³": "^3", "√": "sqrt",
+    "Σ": "sum", "α": "alpha", "§": "S", "⚠": "!", "▶": ">", "│": "|", "─": "-", "“": '"',
+    "”": '"', "‘": "'", "’": "'", "█": "#", "▉": "#", "▊": "#", "▋": "#", "▌": "#", "▍": "#",
+    "▎": "#", "▏": "#",
+}  # fmt: skip
+_FALLBACK: Final = "oom-wizard-ascii"
+
+
+def _stand_in(exc: UnicodeError) -> tuple[str | bytes, int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    text = exc.object[exc.start : exc.end]
+    if all("\udc80" <= char <= "\udcff" for char in text):
+        # A file name's undecodable bytes (surrogateescape): written back as they were.
+        return bytes(ord(char) - 0xDC00 for char in text), exc.end
+    return "".join(_STAND_INS.get(char) or _bare(char) for char in text), exc.end
+
+
+def _bare(char: str) -> str:
+    bare = unicodedata.normalize("NFKD", char).encode("ascii", "ignore").decode("ascii")
+    return bare or "?"
+
+
+codecs.register_error(_FALLBACK, _stand_in)
+
+
+def _ascii_fallback() -> None:
+    """Output never fails on its encoding (``PYTHONIOENCODING=ascii``, a C locale): a
+    character stdout or stderr cannot carry is written as an ASCII stand-in (``→`` as ``->``),
+    not raised after the work is done (a save's pair already written)."""
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) not in ("strict", "surrogateescape"):
+            continue
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(errors=_FALLBACK)  # type: ignore[union-attr]
 
 
 def _install_signal_handlers() -> Callable[[], None]:

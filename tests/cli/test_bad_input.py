@@ -9,6 +9,7 @@ position, and ``oom-wizard: error: FILE: message`` where it does not.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -18,10 +19,12 @@ import tracemalloc
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
 from oom_wizard.cli import main
+from oom_wizard.commands import _common
 from tests.support.app_support import UI_JOB, ui_jobs_db
 
 BATCH = "config.process[0].train.batch_size=1"
@@ -51,7 +54,11 @@ class Result:
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str | Path) -> Result:
-    status = main([str(arg) for arg in args])
+    # demo's folder checks are made on a terminal: with none, demo refuses before them
+    # (tests/cli/test_no_terminal.py).
+    terminal = mock.patch.object(_common, "_a_terminal", return_value=True)
+    with terminal if args and args[0] == "demo" else contextlib.nullcontext():
+        status = main([str(arg) for arg in args])
     captured = capsys.readouterr()
     return Result(status, captured.out, captured.err)
 

@@ -89,8 +89,15 @@ def test_a_journal_left_alone_is_said_at_exit(
     temp = tmp_path / f".job.oomfix.yaml.oomw-{ended_pid}-{token}.tmp"
     temp.write_text("job: extension\n", encoding="utf-8")
     journal = tmp_path / f".oomw-{ended_pid}-{token}.journal"
-    entry = {"final": "a/job.oomfix.yaml", "temp": f"a/{temp.name}", "backup": "a/x", "sha256": "0"}
-    journal.write_text(json.dumps({"files": [entry], "replace": False}), encoding="utf-8")
+    backup = f"a/{temp.name.removesuffix('.tmp')}.bak"
+    entry = {
+        "final": "a/job.oomfix.yaml",
+        "temp": f"a/{temp.name}",
+        "backup": backup,
+        "sha256": "0",
+    }
+    record = {"files": [entry], "replace": False, "journals": [f"a/{journal.name}"]}
+    journal.write_text(json.dumps(record), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
 
     main(["history", "job.oomfix.yaml"])

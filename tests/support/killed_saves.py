@@ -46,7 +46,7 @@ FALSE = (
     "changed in AI Toolkit's UI",
     "Traceback",
     "internal error",
-    "note: ",
+    "oom-wizard: note: ",  # a journal left unresolved (not a plan's "note: " on a step)
     "interrupted before the database took it",
 )
 
@@ -354,15 +354,36 @@ def in_process(args: list[str], cwd: Path) -> tuple[int, str]:
     return status, out.getvalue()
 
 
-def next_command(root: Path, scenario: Scenario, where: str) -> tuple[int, str]:
+#: The commands a user may run next (``--next`` of the bench): ``history`` on a file pair and
+#: ``diagnose --db`` on a database job (the default), ``plan``, ``scale-up --dry-run``, and
+#: ``history`` (``--db`` for a database job).
+NEXT = ("default", "plan", "scale-up", "history")
+
+
+def next_command(
+    root: Path, scenario: Scenario, where: str, variant: str = "default"
+) -> tuple[int, str]:
     """The command a user runs next, from the save's folder (``here``) or another one."""
     cwd = root / scenario.folder if where == "here" else root / "elsewhere"
     prefix = "" if where == "here" else f"../{scenario.folder}/"
     if not scenario.database:
+        config = [prefix + scenario.config]
+        if scenario.opens != scenario.config:  # a change log in another folder: named
+            config += ["--changelog", prefix + scenario.changelog]
+        if variant == "plan":
+            return in_process(["plan", prefix + scenario.config, "--moment", "sampling"], cwd)
+        if variant == "scale-up":
+            return in_process(["scale-up", *config, "--dry-run"], cwd)
         return in_process(["history", prefix + scenario.opens], cwd)
     name = COPY if COPY in dict(rows(root / "toolkit" / "aitk_db.db")) else DB_JOB
-    db = prefix + "aitk_db.db"
-    return in_process(["diagnose", "--db", db, "--job", name, "--no-probe"], cwd)
+    job = ["--db", prefix + "aitk_db.db", "--job", name]
+    if variant == "plan":
+        return in_process(["plan", *job, "--moment", "sampling", "--no-probe"], cwd)
+    if variant == "scale-up":
+        return in_process(["scale-up", *job, "--dry-run"], cwd)
+    if variant == "history":
+        return in_process(["history", *job], cwd)
+    return in_process(["diagnose", *job, "--no-probe"], cwd)
 
 
 def restore_reaches_the_original(root: Path, original: str, where: str) -> str | None:
@@ -411,23 +432,48 @@ class Outcome:
         )
 
 
-def after_kill(root: Path, scenario: Scenario, where: str, old: Pair, new: Pair | None) -> Outcome:
+def after_kill(
+    root: Path,
+    scenario: Scenario,
+    where: str,
+    old: Pair,
+    new: Pair | None,
+    variant: str = "default",
+) -> Outcome:
     """Run the next command on the killed folder at ``root`` from ``where``, and judge it."""
-    status, said = next_command(root, scenario, where)
+    status, said = next_command(root, scenario, where, variant)
     outcome = judge(pair_of(root, scenario), old, new)
     restore = restore_reaches_the_original(root, ORIGINAL, where) if scenario.database else None
-    return Outcome(outcome, status, said, tuple(leftovers(root)), restore)
+    left = leftovers(root)
+    if variant == "plan" and scenario.opens != scenario.config:
+        # plan takes no --changelog: it settles the config's folder only, and what a save
+        # killed before it wrote the journal there left in the change log's folder waits for
+        # the next command that opens that change log (history, scale-up --changelog).
+        folder = str(Path(scenario.folder, scenario.config).parent)
+        left = [
+            path for path in left if os.path.normpath(Path(path).parent) == os.path.normpath(folder)
+        ]
+    return Outcome(outcome, status, said, tuple(left), restore)
 
 
 def kill_and_check(
-    folder: Path, scenario: Scenario, call: str, when: int, new: Pair | None = None
+    folder: Path,
+    scenario: Scenario,
+    call: str,
+    when: int,
+    new: Pair | None = None,
+    variants: tuple[str, ...] = ("default",),
 ) -> tuple[str, dict[str, Outcome]]:
     """Kill the save at (``call``, ``when``), copy the folder, and run the next command on
-    each copy from the save's folder and from another one (``new``: :func:`reference`)."""
-    first = folder / "here"
-    killed, old = kill_at(first, scenario, call, when)
-    shutil.copytree(first, folder / "elsewhere", symlinks=True)
-    return killed, {
-        where: after_kill(folder / where, scenario, where, old, new)
-        for where in ("here", "elsewhere")
-    }
+    each copy from the save's folder and from another one (``new``: :func:`reference`); with
+    several ``variants`` (:data:`NEXT`), each on copies of its own, keyed ``VARIANT WHERE``."""
+    killed_at = folder / "killed"
+    killed, old = kill_at(killed_at, scenario, call, when)
+    outcomes: dict[str, Outcome] = {}
+    for variant in variants:
+        for where in ("here", "elsewhere"):
+            copy = folder / f"{variant}-{where}"
+            shutil.copytree(killed_at, copy, symlinks=True)
+            key = where if variants == ("default",) else f"{variant} {where}"
+            outcomes[key] = after_kill(copy, scenario, where, old, new, variant)
+    return killed, outcomes

@@ -21,7 +21,7 @@ from oom_wizard.rules.catalog import load_presets
 from oom_wizard.rules.limits import check_changelog
 from oom_wizard.rules.plan import ScaleUp
 from oom_wizard.rules.scaleup import nothing_left_text, pending_scale_ups, stop_text
-from oom_wizard.storage.atomic import recover_beside
+from oom_wizard.storage.atomic import recover_beside, settle
 from oom_wizard.storage.changelog import (
     CHANGELOG_SUFFIX,
     ChangeEntry,
@@ -33,7 +33,8 @@ from oom_wizard.storage.changelog import (
     sha256_of,
 )
 from oom_wizard.storage.changes import prepare
-from oom_wizard.storage.jobdb import find_db, job_document, load_job
+from oom_wizard.storage.jobdb import changelog_folder, find_db, job_document, load_job
+from oom_wizard.storage.leftovers import SETTLE_WAIT_S, unfinished_in
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,11 @@ def read_job_history(db: Path, name: str) -> History:
         WizardError: no such database or job, or no change log of oom-wizard tells its story.
     """
 
-    job = load_job(find_db(db), name)
+    db_path = find_db(db)
+    # A save of one of its jobs killed between the row's commit and its change log's rename is
+    # finished (or undone) first, as every open does: then the row and its log are read in step.
+    settle(changelog_folder(db_path), wait_s=SETTLE_WAIT_S)
+    job = load_job(db_path, name)
     belonging = changelog_for(job.source, job.job_config.encode("utf-8"), job.changelog_to_read)
     words = f"job '{job.name}' of {job.db_path}"
     if belonging is None:
@@ -125,6 +130,9 @@ def read_job_history(db: Path, name: str) -> History:
             f"no change log of oom-wizard tells the story of {words}: oom-wizard has not "
             "saved it (or the UI created it anew)"
         )
+    unfinished = unfinished_in(belonging.path.parent) if belonging.edited else None
+    if unfinished is not None:  # a committed save a read-only folder kept from finishing
+        raise WizardError(f"{unfinished}; nothing was written", file=belonging.path)
     document = None if belonging.edited else job_document(job)
     note = (
         f"{words} was edited in the UI after oom-wizard saved it; its story ends at that save"

@@ -31,7 +31,7 @@ from oom_wizard.storage.jobdb import (
     locate_job_log,
 )
 from oom_wizard.storage.jobdir import JobIdentity, config_of, logs_of, run_log_for
-from oom_wizard.storage.leftovers import SETTLE_WAIT_S
+from oom_wizard.storage.leftovers import SETTLE_WAIT_S, unfinished_in
 
 if TYPE_CHECKING:
     from oom_wizard.formats.document import JobDocument
@@ -131,6 +131,10 @@ def open_job(request: JobRequest) -> OpenedJob:
         raise WizardError("give the job's config file (or its folder), or --db PATH --job NAME")
     check_document(document)
     if belonging is not None and belonging.edited and not request.edited_ok:
+        # A committed save that could not be finished (a read-only folder) is not an edit.
+        unfinished = unfinished_in(belonging.path.parent)
+        if unfinished is not None:
+            raise WizardError(f"{unfinished}; nothing was written", file=belonging.path)
         raise refuse_edited(belonging, document.source)
     if belonging is not None:
         check_changelog(belonging.log, belonging.path)

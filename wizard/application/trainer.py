@@ -283,6 +283,7 @@ class TrainerProcess:
             WizardError: the command cannot be started.
         """
         self.log.parent.mkdir(parents=True, exist_ok=True)
+        existed = self.log.exists()
         sink = self.log.open("ab")
         env = dict(os.environ if self._env is None else self._env)
         env.setdefault("PYTHONUNBUFFERED", "1")
@@ -301,6 +302,9 @@ class TrainerProcess:
             )
         except (OSError, subprocess.SubprocessError) as exc:
             sink.close()
+            if not existed:  # nothing was written on exit 2: not even an empty log
+                with contextlib.suppress(OSError):
+                    self.log.unlink()
             self._release_watchdog()
             self._stop_adopting()
             raise WizardError(f"cannot start the trainer {self.argv[0]!r}: {exc}") from None

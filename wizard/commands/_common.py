@@ -8,9 +8,11 @@ application layer: what the commands print of its results is in
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from oom_wizard.errors import WizardError
 from oom_wizard.spelling import change
 from oom_wizard.vocabulary import MODEL_KINDS, MOMENTS
 
@@ -92,6 +94,32 @@ def change_line(path: str, before: Any, after: Any) -> str:
     """``  path: before → after``, spelled by :func:`oom_wizard.spelling.change`."""
 
     return f"  {change(path, before, after)}"
+
+
+def need_terminal(command: str, instead: str) -> None:
+    """Refuse a full-screen command without a terminal on standard input and output: the app
+    would never end there, and would write its escape sequences into the redirected output.
+
+    Raises:
+        WizardError: one line naming ``instead``, what does the same job without a terminal.
+    """
+    streams = (("standard input", sys.stdin), ("standard output", sys.stdout))
+    missing = [name for name, stream in streams if not _a_terminal(stream)]
+    if not missing:
+        return
+    which = (
+        f"{missing[0]} is not one" if len(missing) == 1 else "neither standard input nor output is"
+    )
+    raise WizardError(
+        f"'oom-wizard {command}' is full-screen and needs a terminal, and {which}; {instead}"
+    )
+
+
+def _a_terminal(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError, OSError):
+        return False  # none (a closed descriptor), or closed
 
 
 def run_wizard(

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB, copy_demo
-from oom_wizard.commands._common import run_wizard
+from oom_wizard.commands._common import need_terminal, run_wizard
 
 DEFAULT_DIR = Path("oom-wizard-demo")
 
@@ -42,6 +42,11 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Copy the demo jobs and open the wizard on one of them."""
+    need_terminal(
+        "demo",
+        "without one, 'oom-wizard plan' and 'oom-wizard apply --all' do the wizard's work "
+        "on a config of yours",
+    )
     # boundary (a): the app, imported only to start it
     from oom_wizard.screens.app import create_app
 

@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from oom_wizard.commands._common import add_probe_argument, run_wizard
+from oom_wizard.commands._common import add_probe_argument, need_terminal, run_wizard
 from oom_wizard.commands._jobdb import add_db_arguments, wants_db
 from oom_wizard.errors import WizardError
 
@@ -49,6 +49,11 @@ def run(args: argparse.Namespace) -> int:
     for given, what in ((args.target, "config or job folder"), (args.log, "log")):
         if given is not None and not given.exists():
             raise WizardError(f"no such {what}; check the path", file=given)
+    need_terminal(
+        "open",
+        "without one, 'oom-wizard diagnose' says why it crashed, 'oom-wizard plan' shows the "
+        "roll-back and 'oom-wizard apply --all' saves it",
+    )
     # boundary (a): the app, imported only to start it
     from oom_wizard.screens.app import create_app
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from oom_wizard.application.follow import watch_db_target, watch_target
-from oom_wizard.commands._common import run_wizard
+from oom_wizard.commands._common import need_terminal, run_wizard
 from oom_wizard.commands._jobdb import add_db_arguments, wants_db
 from oom_wizard.errors import WizardError
 
@@ -66,6 +66,11 @@ def run(args: argparse.Namespace) -> int:
         target = watch_db_target(args.db, args.job, args.log)
     else:
         target = watch_target(args.target, args.log)
+    need_terminal(
+        "watch",
+        "without one, 'oom-wizard run' starts the trainer and says its warnings line by line, "
+        "and 'oom-wizard diagnose' reads the log as it is now",
+    )
     app = WatchApp(target, probe=not args.no_probe, stall_s=args.stall_minutes * 60)
     result = app.run()
     if result is None or not result.open_wizard:

@@ -115,6 +115,8 @@ class Follower:
         """Where the file being drained after a rotation is now, when it can be told."""
         self.rotated_from: Path | None = None
         """Where the file read before the last rotation is now, when it could be told."""
+        self._let_go = False
+        """A file read before was moved or deleted and let go: the next one is a rotation."""
 
     def close(self) -> None:
         """Let go of the file."""
@@ -142,7 +144,9 @@ class Follower:
         self.refused = None
         identity = (status.st_dev, status.st_ino)
         if self._fd is None:
-            return self._open(identity, "opened")
+            # A new file after one that was let go (the UI moved log.txt away, and a poll came
+            # before the new one was there) is a rotation, as when both are seen in one poll.
+            return self._open(identity, "rotated" if self._let_go else "opened")
         if identity != self._inode:
             rest = self._drain_old()
             if rest:
@@ -187,6 +191,7 @@ class Follower:
             return b"", None
         self._fd = fd
         self._inode = (status.st_dev, status.st_ino)
+        self._let_go = False
         self._restart_at(0)
         self.old_path = None
         if status.st_size > self.behind_bytes:
@@ -203,6 +208,7 @@ class Follower:
         if not data:
             self.close()
             self._inode = None
+            self._let_go = True
             self.rotated_from = self.old_path
         return data
 
@@ -445,7 +451,10 @@ class LiveJob:
         """The status as of the last poll."""
         scan = self._latest
         crashed = self._crash_log is not None or (scan is not None and self.crashed(scan))
-        failing = scan is not None and scan.crashed and not crashed
+        # A failure printed is watched for grace_s of silence; then the wait is over, a crash
+        # or not (a quoted message is not one), and the "waiting" line with it.
+        quiet_s = self.clock() - self._last_data_at
+        failing = scan is not None and scan.crashed and not crashed and quiet_s < self.grace_s
         ended = crashed or (scan is not None and (scan.stopped or _finished(scan)))
         return LiveStatus(
             phase=scan.phase if scan is not None else "unknown",

@@ -48,7 +48,8 @@ def parse_number(rule: ValueRule, value: Any) -> tuple[Any, str | None]:
         number = value
     else:
         return None, "a number is needed"
-    if not math.isfinite(number):
+    # An int of any size is finite (and math.isfinite cannot take one past a float's range).
+    if isinstance(number, float) and not math.isfinite(number):
         return None, "a finite number is needed"
     if rule.kind == "int":
         if isinstance(number, float) and not number.is_integer():
@@ -74,10 +75,21 @@ def value_problem(field: FieldPath | str, value: Any, presets: Presets | None = 
     if isinstance(value, float) and not math.isfinite(value):
         return f"{value!r} is not a finite number, which AI Toolkit cannot train with"
     rule = (presets or load_presets()).levers.values.get(generic_field_key(field))
+    if isinstance(value, int) and not _fits_a_float(value):
+        # Past any field's limits, ruled or not: AI Toolkit (Python, torch) reads it as a float.
+        return f"{shown(value)} is beyond any number AI Toolkit can train with"
     if rule is None or rule.kind == "text":
         return None
     parsed, problem = parse_number(rule, value)
     return problem if problem is not None else range_problem(rule, parsed)
+
+
+def _fits_a_float(value: int) -> bool:
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
 
 
 def card_problem(gib: float, presets: Presets | None = None) -> str | None:
@@ -184,7 +196,11 @@ def shown(value: float) -> str:
     """A limit or a value as a person writes it (``256``, ``0.0001``, ``1e+50``)."""
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         return str(int(value))
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    text = str(value)
+    # A whole number of hundreds of digits is said by its size, not spelled out.
+    return text if len(text) <= 24 else f"a number of {len(text.lstrip('-'))} digits"
 
 
 def _short(value: Any) -> str:

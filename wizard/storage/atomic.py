@@ -44,7 +44,9 @@ from oom_wizard.storage.leftovers import (
     dead_leftovers,
     journal_name,
     journal_of,
+    note_unfinished,
     note_unresolved,
+    save_name,
     temp_name,
 )
 
@@ -429,7 +431,11 @@ def recover(folder: Path) -> tuple[Path, ...]:
     (:func:`oom_wizard.storage.leftovers.unresolved_notes`). Temps and backups of a save
     without a journal in their folder (a process killed before its renames began) are
     removed. Only the tool's own names whose process is gone are touched
-    (:func:`oom_wizard.storage.leftovers.dead_leftovers`); other errors are ignored (recovery
+    (:func:`oom_wizard.storage.leftovers.dead_leftovers`), and a journal is followed only for
+    the names its own save could have made (:func:`_read_journal`): one that names anything
+    else is left as it is, with every file it names, and noted. A committed save that cannot
+    be finished now (a read-only folder) is left for a later run and recorded as such
+    (:func:`oom_wizard.storage.leftovers.unfinished_in`). Other errors are ignored (recovery
     never stops a save).
     """
     touched: list[Path] = []
@@ -491,66 +497,283 @@ def _live_journals(folder: Path) -> bool:
 
 @dataclass(frozen=True)
 class _Entry:
-    """One file of a journal, its paths resolved."""
+    """One file of a journal, its paths resolved. ``own``: its folder is the journal's or holds
+    a copy of it, so recovery may act on it; otherwise it is only looked at (a folder whose copy
+    an earlier recovery already removed)."""
 
     final: Path
     temp: Path
     backup: Path
     sha256: str
+    own: bool = True
+
+
+@dataclass(frozen=True)
+class _Journal:
+    """A journal as read: its files, its copies in other folders (each checked to be the same
+    journal), and ``foreign``: the first name in it that its own save could not have made
+    (None: every one could)."""
+
+    files: tuple[_Entry, ...]
+    replace: bool
+    copies: tuple[Path, ...]
+    row: dict[str, object] | None
+    database: Path | None
+    foreign: str | None
+
+
+#: How much of a journal is read (a real one is a few hundred bytes).
+_JOURNAL_MAX: Final = 1024 * 1024
 
 
 def _replay(journal: Path) -> list[Path]:
-    """Finish (roll forward) or undo (roll back) the commit that ``journal`` describes."""
+    """Finish (roll forward) or undo (roll back) the commit that ``journal`` describes.
+
+    A journal is a request, not an order: it is followed only for the names its own save could
+    have made (:func:`_read_journal`); one that names anything else is left as it is, with every
+    file it names, and noted.
+    """
     try:
-        record = json.loads(journal.read_bytes()[: 1024 * 1024])
-        base = _journal_base(journal, record)
-        files = [
-            _Entry(
-                base / str(item["final"]),
-                base / str(item["temp"]),
-                base / str(item["backup"]),
-                str(item["sha256"]),
-            )
-            for item in record["files"]
-        ]
-        replace = bool(record["replace"])
-        copies = [base / str(path) for path in record.get("journals", ())]
-        row = record.get("database")
+        read = _read_journal(journal)
     except (ValueError, KeyError, TypeError, AttributeError):
         # Cut short while it was written: it is fsynced before the first rename, so no
         # rename happened. Its temps are strays of a dead process, removed like any other.
         _unlink(journal)
         return [journal]
+    if read.foreign is not None:
+        _note_foreign(journal, read.foreign)
+        return []
+    files = list(read.files)
     # Every file of the save is either still its temp or in place with its bytes: a journal
     # whose files are elsewhere (or gone) is not understood, and nothing of it is touched.
-    missing = [entry for entry in files if not entry.temp.exists() and not _holds(entry)]
-    committed = _row_committed(base, row) if isinstance(row, dict) else _any_holds(files)
+    # Only in a folder without its copy may a temp be gone: the save was killed before it
+    # wrote that copy (no rename happened), and the temp was swept as a stray.
+    gone = [entry for entry in files if not entry.temp.exists() and not _holds(entry)]
+    missing = [entry for entry in gone if entry.own or not entry.final.parent.is_dir()]
+    committed = (
+        _row_committed(read.database, read.row)
+        if read.row is not None and read.database is not None
+        else _any_holds(files)
+    )
+    if committed and not missing:
+        missing = gone  # past the commit point, every file must be there to finish it
     if missing or committed is None:
-        _note_unresolved(journal, files, missing, row if committed is None else None)
+        _note_unresolved(journal, files, missing, read.row if committed is None else None)
         return []
-    others = [copy for copy in copies if os.path.realpath(copy) != os.path.realpath(journal)]
     if not committed:
         # Before the commit point: the journals go first (the temps left without one are
-        # strays the next recovery removes), then every temp and backup.
-        touched = _remove([*others, journal])
+        # strays the next recovery removes), then every temp and backup (its own names: in
+        # any folder it names, with or without its copy there, only they are removed).
+        touched = _remove([*read.copies, journal])
         return touched + _remove([path for entry in files for path in (entry.temp, entry.backup)])
+    mine = [entry for entry in files if entry.own]
+    refused = _unsafe_forward(files, read.replace)
+    if refused is not None:
+        _note_foreign(journal, refused)
+        return []
     touched = []
     try:
-        for entry in files:
+        for entry in mine:
             if entry.temp.exists() and not _holds(entry):
-                _rename_in(entry.temp, entry.final, replace=replace)
+                try:
+                    _rename_in(entry.temp, entry.final, replace=read.replace)
+                except OSError as exc:
+                    _note_unfinished(journal, entry, exc)
+                    return touched
                 touched.append(entry.final)
     except SaveRefused:
         # A name was taken meanwhile (never without --force): undo ours instead.
-        for entry in files:
-            if entry.backup.exists():
+        for entry in mine:
+            if read.replace and entry.backup.exists():
                 os.replace(entry.backup, entry.final)
             elif _holds(entry):
                 _unlink(entry.final)
             touched.append(entry.final)
-    touched += _remove([path for entry in files for path in (entry.temp, entry.backup)])
+    touched += _remove([path for entry in mine for path in (entry.temp, entry.backup)])
     # Its copies in the other folders go last: until then, either folder can replay it.
-    return touched + _remove([*others, journal])
+    return touched + _remove([*read.copies, journal])
+
+
+def _unsafe_forward(files: list[_Entry], replace: bool) -> str | None:
+    """Why rolling ``files`` forward would do what no save of the tool leaves to do (None: it
+    would not): rename into a folder without the journal, rename what is not a plain file, or
+    replace a file whose backup (made before the first rename of a save) is not a copy of it."""
+    for entry in files:
+        if entry.temp.exists() and not _holds(entry):
+            if not entry.own:
+                return f"{entry.final} is in a folder that does not hold this journal"
+            if not _regular(entry.temp):
+                return f"{entry.temp.name} is not a plain file"
+            present = entry.final.exists() or entry.final.is_symlink()
+            if replace and present and not _backs_up(entry):
+                return f"{entry.final.name} would be replaced, and it has no backup"
+    return None
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _backs_up(entry: _Entry) -> bool:
+    """Whether ``entry``'s backup is a copy of its final (a hard link, or the same bytes)."""
+    if not _regular(entry.backup) or not _regular(entry.final):
+        return False
+    try:
+        if os.path.samefile(entry.backup, entry.final):
+            return True
+        return entry.backup.read_bytes() == entry.final.read_bytes()
+    except OSError:
+        return False
+
+
+def _read_journal(journal: Path) -> _Journal:
+    """``journal``, read, its names checked against those its own save could have made.
+
+    A save of process PID with token TOKEN writes ``.NAME.oomw-PID-TOKEN.tmp`` (and ``.bak``)
+    beside each file NAME, in the folder of that file, and a copy of its journal in each of
+    those folders. So every path is relative; a temp and a backup carry the journal's own PID
+    and token and the name of their file; each file is in the journal's folder or in one that
+    holds a copy of the same journal (or held it: one an earlier recovery finished, which is
+    then only looked at); a database is the one the folder is named after, two folders up
+    (``jobdb.changelog_folder``). Anything else makes ``foreign`` say what.
+
+    Raises:
+        ValueError, KeyError, TypeError, AttributeError: not a journal (cut short).
+    """
+    base, raw, replace, named, row = _journal_fields(journal)
+    match = LEFTOVER_NAME.match(journal.name)
+    if match is None:
+        raise ValueError(journal.name)
+    pid, token = int(match.group("pid")), match.group("token")
+    own = os.path.realpath(journal.parent)
+    foreign = _foreign_name(raw, named, pid, token, journal.name)
+    copies: list[Path] = []
+    holding = {own}
+    named_folders = {own}
+    if foreign is None:
+        signature = _signature(base, raw, replace)
+        for rel in named:
+            copy = Path(_real(base, rel))
+            named_folders.add(str(copy.parent))
+            if str(copy.parent) == own:
+                continue
+            if not copy.exists() and not copy.is_symlink():
+                continue  # removed by an earlier recovery of this journal
+            same = _same_journal(copy, signature)
+            if same is False:
+                foreign = f"{rel} is not a copy of it"
+                break
+            copies.append(copy)
+            if same:
+                holding.add(str(copy.parent))
+    files = []
+    for final, temp, backup, sha in raw:
+        folder = os.path.realpath(os.path.join(base, os.path.dirname(final)))
+        if foreign is None and folder not in named_folders:
+            foreign = f"{final} is outside the folders it names"
+        files.append(
+            _Entry(
+                Path(folder, os.path.basename(final)),
+                Path(folder, os.path.basename(temp)),
+                Path(folder, os.path.basename(backup)),
+                sha,
+                own=folder in holding,
+            )
+        )
+    database = None
+    if row is not None:
+        path = str(row["path"])
+        database = Path(_real(base, path))
+        expected = os.path.join(os.path.dirname(os.path.dirname(own)), os.path.basename(own))
+        if foreign is None and (_absolute(path) or str(database) != expected):
+            foreign = f"{path} is not the jobs database of this folder"
+    return _Journal(tuple(files), replace, tuple(copies), row, database, foreign)
+
+
+def _journal_fields(
+    journal: Path,
+) -> tuple[Path, list[tuple[str, str, str, str]], bool, list[str], dict[str, object] | None]:
+    """A journal's fields as written: the folder its paths start from, its files (final,
+    temp, backup, hash), ``replace``, its copies, its database row."""
+    with open(journal, "rb") as stream:
+        record = json.loads(stream.read(_JOURNAL_MAX))
+    if not isinstance(record, dict):
+        raise TypeError("not a journal")
+    items = record["files"]
+    named = record.get("journals", [])
+    if not isinstance(items, list) or not isinstance(named, list):
+        raise TypeError("not a journal")
+    raw = [
+        (str(item["final"]), str(item["temp"]), str(item["backup"]), str(item["sha256"]))
+        for item in items
+    ]
+    row = record.get("database")
+    if row is not None and not isinstance(row, dict):
+        raise TypeError("not a journal")
+    copies = [str(path) for path in named]
+    return _journal_base(journal, record), raw, bool(record["replace"]), copies, row
+
+
+def _foreign_name(
+    raw: list[tuple[str, str, str, str]], named: list[str], pid: int, token: str, name: str
+) -> str | None:
+    """The first name that the save ``pid``/``token`` could not have written (None: none)."""
+    for final, temp, backup, _ in raw:
+        for path in (final, temp, backup):
+            if _absolute(path):
+                return f"{path} is an absolute path"
+        folder, bare = os.path.split(final)
+        if bare in ("", os.curdir, os.pardir):
+            return f"{final} is not a file name"
+        for path, kind in ((temp, "tmp"), (backup, "bak")):
+            expected = save_name(bare, pid, token, kind)  # type: ignore[arg-type]
+            if os.path.split(path) != (folder, expected):
+                return f"{path} is not the {'temp' if kind == 'tmp' else 'backup'} of {final}"
+    for path in named:
+        if _absolute(path):
+            return f"{path} is an absolute path"
+        if os.path.basename(path) != name:
+            return f"{path} is not a copy of {name}"
+    return None
+
+
+def _absolute(path: str) -> bool:
+    """An absolute path on this system or any other (``/x``, ``C:\\x``, ``\\\\host\\x``)."""
+    return os.path.isabs(path) or path.startswith(("/", "\\")) or (len(path) > 1 and path[1] == ":")
+
+
+def _real(base: Path, path: str) -> str:
+    """``base / path``, its folder resolved (the file itself, a link or not, is not)."""
+    joined = os.path.join(base, path)
+    return os.path.join(os.path.realpath(os.path.dirname(joined)), os.path.basename(joined))
+
+
+def _signature(
+    base: Path, raw: list[tuple[str, str, str, str]], replace: bool
+) -> tuple[object, ...]:
+    """What a journal's copies must agree on: its files, resolved, and ``replace``."""
+    files = tuple(
+        (_real(base, final), _real(base, temp), _real(base, backup), sha)
+        for final, temp, backup, sha in raw
+    )
+    return (files, replace)
+
+
+def _same_journal(copy: Path, signature: tuple[object, ...]) -> bool | None:
+    """Whether ``copy`` is a plain file holding the same journal (its paths from its folder);
+    None when it was cut short while it was written (so no rename of its save happened)."""
+    if not _regular(copy):
+        return False
+    try:
+        base, raw, replace, _, _ = _journal_fields(copy)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    except OSError:
+        return False
+    return _signature(base, raw, replace) == signature
 
 
 def _journal_base(journal: Path, record: dict[str, object]) -> Path:
@@ -568,12 +791,11 @@ def _any_holds(files: list[_Entry]) -> bool:
     return any(_holds(entry) for entry in files)
 
 
-def _row_committed(base: Path, row: dict[str, object]) -> bool | None:
+def _row_committed(db_path: Path, row: dict[str, object]) -> bool | None:
     """Whether a database pair's transaction committed: the row holds the saved config,
     stamped when it was saved (None: the database cannot be read now, so nobody can tell)."""
     import sqlite3  # deferred: only a database pair's journal needs it
 
-    db_path = base / str(row["path"])
     if not db_path.is_file():
         return None
     try:
@@ -616,6 +838,35 @@ def _note_unresolved(
         f"{journal}: a save killed earlier left this journal, and {what}; it and the save's "
         f"temp files ({kept}) are left as they are: move the folders back, or copy the temp "
         "files you need, then delete the journal"
+    )
+
+
+def _note_unfinished(journal: Path, entry: _Entry, exc: OSError) -> None:
+    """A committed save whose next rename failed now: said as what it is (a read-only folder
+    is not an edit), its temp and journal kept for a run where the folder can be written."""
+    read_only = exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM)
+    why = (
+        f"its folder {entry.final.parent} is read-only"
+        if read_only
+        else f"{entry.final.name} could not be put in place ({exc.strerror or exc})"
+    )
+    note_unfinished(
+        journal.parent,
+        f"a save killed earlier was committed, but could not be finished because {why}; "
+        f"its new {entry.final.name} is kept as {entry.temp.name}, and the next oom-wizard "
+        "command run where the folder can be written finishes it",
+    )
+    note_unresolved(
+        f"{journal}: a save killed earlier was committed and could not be finished because "
+        f"{why}; it and {entry.temp.name} are kept until a command runs where it can be written"
+    )
+
+
+def _note_foreign(journal: Path, why: str) -> None:
+    note_unresolved(
+        f"{journal}: a save journal that oom-wizard did not follow, because {why}: a save of "
+        "oom-wizard never writes that, so nothing it names was touched; delete it if you "
+        "did not expect it"
     )
 
 

@@ -1089,7 +1089,11 @@ def _connect(db_path: Path, *, write: bool, busy_timeout: float) -> Iterator[sql
     """
     if not db_path.is_file():
         raise JobDatabaseError(f"{_what_is(db_path)}; {_WHERE_THE_DB_IS}", file=db_path)
-    uri = f"{db_path.resolve().as_uri()}?mode={'rw' if write else 'ro'}"
+    # A writer killed mid-transaction leaves a hot rollback journal, which SQLite rolls back on
+    # the next read, and only through a connection that may write: a read opens read-write then
+    # (it writes nothing of its own), where the file lets it.
+    writable = write or (_hot_journal(db_path) and os.access(db_path, os.W_OK))
+    uri = f"{db_path.resolve().as_uri()}?mode={'rw' if writable else 'ro'}"
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout, isolation_level=None)
     except sqlite3.Error as exc:
@@ -1158,6 +1162,15 @@ def _database_error(exc: sqlite3.Error, db_path: Path, busy_timeout: float) -> J
             "the database is read-only for you; nothing was written", file=db_path
         )
     return JobDatabaseError(f"SQLite error: {text}; nothing was written", file=db_path)
+
+
+def _hot_journal(db_path: Path) -> bool:
+    """A rollback journal beside the database that is not empty (SQLite's own test for a hot
+    one adds the locks, which it takes itself when it opens)."""
+    try:
+        return db_path.with_name(db_path.name + "-journal").stat().st_size > 0
+    except OSError:
+        return False
 
 
 def _is_wal(db_path: Path) -> bool:

@@ -3,7 +3,9 @@
 A save (:mod:`oom_wizard.storage.save`) writes ``.NAME.oomw-PID-TOKEN.tmp`` beside each file,
 moves an old file it replaces to ``.NAME.oomw-PID-TOKEN.bak``, and describes its renames in
 ``.oomw-PID-TOKEN.journal``. Whatever a dead process left under those names is its own to
-finish or undo; nothing else is ever touched.
+finish or undo; nothing else is ever touched. A journal is a request, not an order: it is
+followed only for names of its own save (:func:`save_name`, with its own PID and token) in
+the folders that save wrote, whatever else it names (``oom_wizard.storage.atomic``).
 
 Every use case that opens a job first settles its folders with
 :func:`oom_wizard.storage.save.recover_beside`, so that the reads after it write nothing; a
@@ -35,7 +37,13 @@ Kind = Literal["tmp", "bak", "journal"]
 
 def temp_name(path: Path, token: str, kind: Literal["tmp", "bak"]) -> Path:
     """The name of this process's temp file or backup of ``path``, for the save ``token``."""
-    return path.parent / f".{path.name[:_NAME_KEPT]}{MARK}{os.getpid()}-{token}.{kind}"
+    return path.parent / save_name(path.name, os.getpid(), token, kind)
+
+
+def save_name(final: str, pid: int, token: str, kind: Literal["tmp", "bak"]) -> str:
+    """The bare name that the save ``token`` of process ``pid`` gives the temp file or the
+    backup of a file named ``final`` (in the same folder): the one name recovery may act on."""
+    return f".{final[:_NAME_KEPT]}{MARK}{pid}-{token}.{kind}"
 
 
 def journal_name(folder: Path, token: str) -> Path:
@@ -82,6 +90,20 @@ def note_unresolved(note: str) -> None:
     """Record that a killed save's journal was left as it is, and why (said at exit)."""
     if note not in _unresolved:
         _unresolved.append(note)
+
+
+_unfinished: dict[str, str] = {}
+
+
+def note_unfinished(folder: Path, why: str) -> None:
+    """Record that a killed save in ``folder`` passed its commit point and could not be
+    finished now, and why (a read-only folder): what is read there is then half a save."""
+    _unfinished[os.path.realpath(folder)] = why
+
+
+def unfinished_in(folder: Path) -> str | None:
+    """Why a committed save in ``folder`` could not be finished by this process (None: none)."""
+    return _unfinished.get(os.path.realpath(folder))
 
 
 def unresolved_notes() -> tuple[str, ...]:

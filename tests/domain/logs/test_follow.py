@@ -375,3 +375,39 @@ def test_a_killed_trainer_is_a_crash_at_once_never_one_that_may_go_on(tmp_path: 
     update = job.poll()
     assert update.status.crashed and update.status.ended
     assert not any("may go on" in line for line in update.warnings)
+
+
+def test_a_rotation_seen_between_the_move_and_the_new_log_is_a_new_run(tmp_path: Path) -> None:
+    """R5-10: AI Toolkit moves ``log.txt`` to ``logs/0_log.txt`` and then starts a new one; a
+    poll between the two found no file, the next one opened the new log as if it were the
+    first, and the run that crashed next was diagnosed from the old run's log."""
+    folder = tmp_path / "job"
+    (folder / "logs").mkdir(parents=True)
+    log = folder / "log.txt"
+    log.write_bytes(b"Running 1 job\n" + bar(5, 1.5) + b"\nThe run before, it finished\n")
+    job = LiveJob(log, clock=lambda: 0.0)
+    job.poll()
+    log.rename(folder / "logs" / "0_log.txt")  # the UI starts the job again
+    job.poll()  # between the move and the new log
+    log.write_bytes(b"Running 1 job\n" + b"".join(bar(n, 1.5) for n in range(1, 4)) + b"\n")
+    update = job.poll()
+    assert update.restart == "rotated"
+    append(log, b"Error running job: CUDA out of memory.\n" + OOM_LINE)
+    status = job.poll().status
+
+    assert status.crashed and status.crash_log == log
+
+
+def test_the_waiting_line_ends_when_the_wait_does(tmp_path: Path) -> None:
+    """R4-8's residue: after a prompt quoting an OOM and the grace period's silence, the run is
+    no crash, and no longer "waiting to see whether the job goes on" either."""
+    now = [0.0]
+    log = tmp_path / "log.txt"
+    log.write_bytes(b"Running 1 job\n" + b"".join(bar(n, 1.5) for n in range(1, 8)) + b"\n")
+    job = LiveJob(log, clock=lambda: now[0], grace_s=30)
+    job.poll()
+    append(log, b"Generating Images\n" + QUOTED_OOM)
+    assert job.poll().status.failing
+    now[0] = 40.0
+    status = job.poll().status
+    assert not status.crashed and not status.failing
