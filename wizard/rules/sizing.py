@@ -29,7 +29,6 @@ that); past three, the rungs are taken in the plan's order until they cover.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -47,23 +46,10 @@ from oom_wizard.rules.memory import (
     job_memory,
     verdict,
 )
+from oom_wizard.rules.solver import MARGIN_SHARE as MARGIN_SHARE, solve
 
 FixName = Literal["just_enough", "safe"]
 FIX_NAMES: Final[tuple[FixName, ...]] = ("just_enough", "safe")
-
-MARGIN_SHARE: Final = 0.10
-"""The room a "just enough" fix leaves on the card, as a share of it (2.4 GiB on a 24 GiB card).
-
-Why this much: PyTorch's message bounds the crashed phase's need from below only (the
-allocation that failed need not be the last of the step), an intermittent crash is one whose
-peak moves from step to step with the bucket and caption length, and the caching allocator
-fragments: a fix sized to the last GiB would crash again on the next unlucky step."""
-
-MIN_SAVING: Final = 0.01
-"""GiB: the least a fix must save (a fix lowers the crashed peak, whatever the estimate says)."""
-
-EXHAUSTIVE_UP_TO: Final = 3
-"""Combinations of up to this many rungs are searched for the fewest; past it, plan order."""
 
 FIX_WORDS: Final[Mapping[FixName, str]] = {
     "just_enough": "just enough",
@@ -342,19 +328,15 @@ def size_fixes(
         source = "the high edge of today's estimate against the card"
     margin = MARGIN_SHARE * card
 
-    def saving(ids: Collection[str]) -> float:
-        """The drop of the band's high edge (what ``covers`` needs first)."""
-        after = band(ids)
-        return today.high - (after.high if after is not None else 0.0)
-
-    def covers(ids: Collection[str]) -> bool:
-        """The phase fits as ``fit`` says it, with the margin at the midpoint; and a fix
-        lowers the peak the crash ran into, whatever the estimate says of today."""
-        after = band(ids)
-        fits = after is None or (after.high <= card and after.mid + margin <= card)
-        return fits and saving(ids) >= MIN_SAVING
-
-    chosen, covered = _fewest(list(free), list(candidates), today.high - card, covers, saving)
+    solution = solve(
+        weigher.memory,
+        [*free, *(step for step in candidates if step not in free)],
+        changes_of,
+        card,
+        crashed=(phase,) if floor is not None else tuple(phases_of_moment(moment)),
+        must_lower=True,
+    )
+    chosen, covered = list(solution.steps), solution.fits
     fixes: dict[FixName, tuple[str, ...]] = {"just_enough": ordered(chosen), "safe": safe_fix}
     sizing = FixSizing(
         phase=phase,
@@ -372,31 +354,3 @@ def size_fixes(
     )
     default: FixName = "just_enough" if floor is not None and covered else "safe"
     return SizedFixes(fixes, default, sizing)
-
-
-def _fewest(
-    free: list[str],
-    candidates: list[str],
-    need: float,
-    covers: Callable[[Collection[str]], bool],
-    saving: Callable[[Collection[str]], float],
-) -> tuple[list[str], bool]:
-    """The free steps and the fewest candidates that cover; whether they do. ``need`` is the
-    drop of the band's high edge that covering takes at least (``saving``'s units)."""
-    if covers(free):
-        return free, True
-    alone = {step: saving([*free, step]) - saving(free) for step in candidates}
-    useful = [step for step in candidates if alone[step] > 1e-9]
-    base = saving(free)
-    for size in range(1, min(EXHAUSTIVE_UP_TO, len(useful)) + 1):
-        for combination in itertools.combinations(useful, size):
-            if base + sum(alone[step] for step in combination) < need - 1e-9:
-                continue
-            if covers([*free, *combination]):
-                return [*free, *combination], True
-    taken = list(free)
-    for step in useful:
-        taken.append(step)
-        if len(taken) - len(free) > EXHAUSTIVE_UP_TO and covers(taken):
-            return taken, True
-    return taken, False

@@ -4,7 +4,6 @@ deficit the crash's own figures give (issue 18 item 6)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ from oom_wizard.formats.document import load_document
 from oom_wizard.request import JobRequest
 from oom_wizard.rules.diagnosis import Answers
 from oom_wizard.rules.plan import StepChoice, build_plan, changes_for
-from oom_wizard.rules.sizing import MARGIN_SHARE, FixName, _fewest
+from oom_wizard.rules.sizing import MARGIN_SHARE, FixName
 from oom_wizard.screens.toggles import Choice
 from tests.support.plan_support import cli
 
@@ -92,24 +91,6 @@ def test_without_the_crashs_figures_the_safe_set_is_the_default(tmp_path: Path) 
     assert sized.default_fix == "safe" and "just_enough" in sized.fixes
     assert sized.sizing is not None and not sized.sizing.calibrated
     assert [s.id for s in sized.steps if s.default_on] == list(sized.fixes["safe"])
-
-
-def test_the_fewest_rungs_that_cover_the_need_win_over_the_first_ones() -> None:
-    worth = {"free": 1.0, "a": 1.0, "b": 1.0, "c": 5.0, "d": 0.0}
-
-    def saving(ids: Collection[str]) -> float:
-        return sum(worth[step] for step in set(ids))
-
-    def covering(need: float) -> Callable[[Collection[str]], bool]:
-        return lambda ids: saving(ids) >= need
-
-    assert _fewest(["free"], ["a", "b", "c", "d"], 5.5, covering(5.5), saving) == (
-        ["free", "c"],
-        True,
-    )
-    assert _fewest(["free"], ["a", "b", "c", "d"], 0.5, covering(0.5), saving) == (["free"], True)
-    assert _fewest([], ["a", "b", "c"], 5.5, covering(5.5), saving) == (["a", "c"], True)
-    assert _fewest([], ["a", "b", "d"], 9.0, covering(9.0), saving) == (["a", "b"], False)
 
 
 def test_one_rule_of_the_defaults_for_the_cli_the_app_and_run(tmp_path: Path) -> None:
