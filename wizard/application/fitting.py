@@ -6,7 +6,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
 
-from oom_wizard.application.settling import VALIDATION_STEP, WizardState, given, memory_calibration
+from oom_wizard.application.settling import (
+    VALIDATION_STEP,
+    WizardState,
+    given,
+    job_card,
+    memory_calibration,
+)
 from oom_wizard.rules.accounts import Phase
 from oom_wizard.rules.limits import card_problem
 from oom_wizard.rules.memory import (
@@ -59,15 +65,13 @@ def card_gib_problem(gib: float) -> str | None:
 
 
 def probed_card(state: WizardState) -> Card | None:
-    """The first GPU ``nvidia-smi`` showed at the open (the job's ``cuda:0``), else the card
-    PyTorch's OOM message in the log names; None when neither says."""
-    probe = state.job.probe
-    if probe is not None and probe.gpus:
-        return Card(probe.gpus[0].total_gib, "nvidia-smi")
-    oom = state.diagnosis.oom
-    if oom is not None and oom.total:
-        return Card(oom.total, "oom-message")
-    return None
+    """The job's card without an answer (:func:`~oom_wizard.application.settling.job_card`:
+    the card AI Toolkit trains on as ``nvidia-smi`` shows it, else the one PyTorch's OOM
+    message names); None when neither says."""
+    card = job_card(state.job, state.diagnosis)
+    if card is None or card.source not in ("nvidia-smi", "oom-message"):
+        return None
+    return Card(card.gib, "nvidia-smi" if card.source == "nvidia-smi" else "oom-message")
 
 
 def job_memory(
@@ -111,6 +115,8 @@ class FitFix:
     memory: JobMemory
     reaches: bool
     lacks_gib: float = 0.0
+    margin: bool = True
+    """The fix leaves :data:`FIT_MARGIN` of the card free (False: it fits with less)."""
 
     def choices(self) -> dict[str, StepChoice]:
         """The steps as choices, each with its default field toggles."""
@@ -166,6 +172,13 @@ def fit_fix(state: WizardState, memory: JobMemory, card_gib: float) -> FitFix | 
         and not fits_card_band(training, card_gib)
     ):
         moment = "early_steps"
+    settled = state.plan
+    if (
+        settled.moment == moment
+        and settled.sizing is not None
+        and abs(settled.sizing.card_gib - card_gib) < 1e-9
+    ):
+        return solved_fix(state, settled, moment, card_gib)  # the plan asked once
     calibration = memory_calibration(state)
     gpus = len(state.job.probe.gpus) if state.job.probe is not None else 1
     plan = build_plan(
@@ -197,9 +210,11 @@ def solved_fix(state: WizardState, plan: Plan, moment: Moment, card_gib: float) 
         calibrated_on=state.document if wanted else None,
         gpus=plan.gpus,
     )
-    reaches = plan.sizing.covered if plan.sizing is not None else fits_card(memory, card_gib)
+    sizing = plan.sizing
+    reaches = sizing.covered if sizing is not None else fits_card(memory, card_gib)
+    margin = sizing.margin_kept if sizing is not None else reaches
     lacks = 0.0 if reaches else max(0.0, memory.peak().high - card_gib)
-    return FitFix(moment, plan, taken, memory, reaches, lacks)
+    return FitFix(moment, plan, taken, memory, reaches, lacks, margin)
 
 
 def fits_card_band(band: Band, card_gib: float) -> bool:
@@ -263,6 +278,7 @@ class FitReport:
             "fix_fits": fix.reaches if fix is not None else None,
             "fix_apply": self.apply_args,
             "fix_lacks_gib": round(fix.lacks_gib, 2) if fix is not None else None,
+            "fix_margin": fix.margin if fix is not None else None,
             "fix_peak_gib": fix.memory.peak().rounded() if fix is not None else None,
             "fix_phases": fix.memory.phases_json() if fix is not None else None,
         }

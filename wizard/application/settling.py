@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from oom_wizard.application.labels import moment_info
 from oom_wizard.application.opening import OpenedJob, open_job
@@ -109,13 +109,16 @@ def settle(job: OpenedJob, answers: Answers, *, new_crash: bool = False) -> Sett
 def crash_figures(
     job: OpenedJob, diagnosis: Diagnosis, moment: str
 ) -> tuple[Calibration | None, float | None]:
-    """The job's own figures (:func:`job_calibration`) and the card's capacity: the OOM
-    message's, else the probe's (None: unknown). ``moment`` is kept for the callers that
-    settle a moment: the figures are about the phase that crashed, whatever the moment."""
+    """The job's own figures (:func:`job_calibration`) and the card's capacity
+    (:func:`job_card`; a run's record without a probe or a message: the card it ran on; None:
+    unknown). ``moment`` is kept for the callers that settle a moment: the figures are about
+    the phase that crashed, whatever the moment."""
     del moment
     calibration = job_calibration(job, diagnosis)
-    card = calibration.card_gib if calibration is not None else None
-    return calibration, card if card is not None else card_of(job, diagnosis)[0]
+    card = job_card(job, diagnosis)
+    if card is not None:
+        return calibration, card.gib
+    return calibration, calibration.card_gib if calibration is not None else None
 
 
 def job_calibration(job: OpenedJob, diagnosis: Diagnosis) -> Calibration | None:
@@ -134,14 +137,71 @@ def job_calibration(job: OpenedJob, diagnosis: Diagnosis) -> Calibration | None:
     return None
 
 
-def card_of(job: OpenedJob, diagnosis: Diagnosis) -> tuple[float | None, str | None]:
-    """The card's capacity in GiB and where it comes from: PyTorch's OOM message in the log,
-    else ``nvidia-smi`` (the largest card); ``(None, None)`` when neither says."""
-    if diagnosis.oom is not None and diagnosis.oom.total:
-        return diagnosis.oom.total, "PyTorch's OOM message"
+CardOrigin: TypeAlias = Literal["--gpu", "asked", "nvidia-smi", "oom-message"]
+
+#: Where a card's size comes from, in words.
+CARD_ORIGIN_WORDS: Final[Mapping[str, str]] = {
+    "--gpu": "--gpu",
+    "asked": "your answer",
+    "nvidia-smi": "nvidia-smi",
+    "oom-message": "PyTorch's OOM message",
+}
+
+
+@dataclass(frozen=True)
+class JobCard:
+    """The card a job is weighed against, settled once by :func:`job_card`.
+
+    Attributes:
+        gib: Its memory in GiB.
+        source: Where that comes from.
+        device: The device AI Toolkit trains on (``cuda:0`` unless the process says).
+        count: How many GPUs ``nvidia-smi`` saw (0: not probed, or none).
+    """
+
+    gib: float
+    source: CardOrigin
+    device: str = "cuda:0"
+    count: int = 0
+
+    @property
+    def words(self) -> str:
+        """Where its size comes from, in words."""
+        return CARD_ORIGIN_WORDS[self.source]
+
+
+def job_card(
+    job: OpenedJob,
+    diagnosis: Diagnosis,
+    given: float | None = None,
+    given_source: CardOrigin = "--gpu",
+) -> JobCard | None:
+    """THE card of a job, by one written rule: the size the user gave (``--gpu``, an
+    answer); else the card AI Toolkit will train on as ``nvidia-smi`` shows it (the first
+    process's ``device``, ``cuda:0`` by default); else the card in the crash's OOM message
+    (that card stays with the calibration too, which says when it differs). None when
+    nothing says."""
+
+    processes = job.document.view().processes
+    index = processes[0].gpu_index if processes else 0
+    device = f"cuda:{index}"
+    count = len(job.probe.gpus) if job.probe is not None else 0
+    if given is not None:
+        return JobCard(given, given_source, device, count)
     if job.probe is not None and job.probe.gpus:
-        return max(gpu.total_gib for gpu in job.probe.gpus), "nvidia-smi"
-    return None, None
+        gpus = job.probe.gpus
+        gpu = next((g for g in gpus if g.index == index), gpus[0])
+        return JobCard(gpu.total_gib, "nvidia-smi", device, count)
+    if diagnosis.oom is not None and diagnosis.oom.total:
+        return JobCard(diagnosis.oom.total, "oom-message", device, count)
+    return None
+
+
+def card_of(job: OpenedJob, diagnosis: Diagnosis) -> tuple[float | None, str | None]:
+    """The job's card (:func:`job_card`) in GiB and where it comes from, in words;
+    ``(None, None)`` when nothing says."""
+    card = job_card(job, diagnosis)
+    return (card.gib, card.words) if card is not None else (None, None)
 
 
 def diagnosis_of(job: OpenedJob, answers: Answers) -> Diagnosis:

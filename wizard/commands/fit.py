@@ -272,12 +272,18 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
         )
         return
     after = fix.memory.phases.get(memory.peak_phase)
+    room = (
+        f"with {FIT_MARGIN:.0%} of the card free"
+        if fix.margin
+        else f"but with less than {FIT_MARGIN:.0%} of the card free: no change AI Toolkit "
+        "offers leaves more"
+    )
     today = (
         f"{PHASE_WORDS[memory.peak_phase]} {band_text(after.low, after.high)}; " if after else ""
     )
     console.print(
         f"To fit, the least loss: {steps} ({today}peak {PHASE_WORDS[fix.memory.peak_phase]} "
-        f"{band_text(fixed.low, fixed.high)}: fits with {FIT_MARGIN:.0%} of the card free)",
+        f"{band_text(fixed.low, fixed.high)}: fits, {room})",
         markup=False,
     )
     line = report.apply_args

@@ -6,25 +6,21 @@ Two default fixes are offered for a roll-back, both in the seed's order (the pla
   ``no_quality_cost``: checkpointing for a training step, cached text embeddings, lighter
   samples for a sampling crash, the low-memory path for loading), then all the moment's first
   rungs (and, when they leave the crashed peak where it was, the next step down that lowers it).
-- **just enough**: the same free steps, then the *fewest* rungs that cost quality whose
-  estimated saving covers the deficit with :data:`MARGIN_SHARE` of the card to spare.
+- **just enough**: the one solver's answer (:func:`oom_wizard.rules.solver.solve`): the plan's
+  levers by what the user loses (time, samples, quality), the least loss at which every phase
+  fits the card with :data:`MARGIN_SHARE` of it to spare and the crashed phase is lower; when
+  no set does, the closest one (``covered`` is then False).
 
 Every figure is the one memory model's (:func:`oom_wizard.rules.memory.job_memory`, through
 :class:`Weigher`), with the job's own calibration: the crash's figure is a floor of the phase
 that crashed, so today's band there is never under it. The deficit is what that phase needed
 beyond the card: the crash's floor against the card when PyTorch's message is there (a floor,
-so "more than"), else the high edge of today's band. A fix **covers** the phase when its
-predicted band there fits the card as ``fit`` says it (its high edge within the card) and
-leaves :data:`MARGIN_SHARE` of the card free at the band's midpoint.
+so "more than"), else the high edge of today's band.
 
 "Just enough" is the default only when the crash's own figures say the phase crashed on this
 card (:attr:`FixSizing.calibrated`); otherwise the safe set stays the default, and "just
-enough" is still offered where a card is known.
-
-"Fewest": every combination of one, two, then three rungs is tried in the plan's order (a
-combination whose steps' savings at the band's high edge, each alone, add up to less than the
-high edge must drop is skipped: the savings of combined rungs never add up to more than
-that); past three, the rungs are taken in the plan's order until they cover.
+enough" is still offered where a card is known. ``fit`` reads the plan's "just enough" as its
+fix, so both say the same steps for the same job and card.
 """
 
 from __future__ import annotations
@@ -72,8 +68,10 @@ class FixSizing:
         today: Today's band at the phase (calibrated by the crash when it can be).
         savings: Each fix's estimated saving at the phase (the band's midpoint), in GiB.
         bands: Each fix's predicted band at the phase.
-        covered: Whether "just enough" covers the deficit with the margin (False: no
-            combination of rungs is predicted to, and it is the whole ladder's best try).
+        covered: Whether "just enough" fits the card (False: no combination of rungs is
+            predicted to, and it is the closest config the ladder reaches).
+        margin_kept: Whether it leaves the margin free (False: no set does; it fits with
+            less room).
     """
 
     phase: Phase
@@ -86,6 +84,7 @@ class FixSizing:
     savings: Mapping[FixName, float]
     bands: Mapping[FixName, Band]
     covered: bool
+    margin_kept: bool = True
 
     def predicted(self, fix: FixName) -> Band:
         """The fix's predicted band at the phase."""
@@ -101,6 +100,7 @@ class FixSizing:
             "source": self.source,
             "calibrated": self.calibrated,
             "covered": self.covered,
+            "margin_kept": self.margin_kept,
             "predicted_gib": {fix: self.predicted(fix).rounded() for fix in self.savings},
         }
 
@@ -351,6 +351,7 @@ def size_fixes(
         },
         bands={name: band(ids) or Band(0.0, 0.0) for name, ids in fixes.items()},
         covered=covered,
+        margin_kept=solution.margin,
     )
     default: FixName = "just_enough" if floor is not None and covered else "safe"
     return SizedFixes(fixes, default, sizing)

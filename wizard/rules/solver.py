@@ -15,8 +15,8 @@ crash ran into come first: a fix for a crash while loading starts with what lowe
 load, never with lighter samples (issue 40).
 
 **Fits.** Every phase's band has its high edge within the card, and its midpoint leaves
-:data:`MARGIN_SHARE` of the card free (``fit``'s "fits" with the
-margin the roll-back keeps).
+:data:`MARGIN_SHARE` of the card free; when no set of levers leaves that room, the least loss
+with every high edge within the card (``fit``'s "fits"), which says that its margin is thin.
 
 **The search.** Each lever in turn is taken when it lowers a phase that is still over the
 card; the search stops at the first set that fits. Then each step taken is tried without,
@@ -105,6 +105,8 @@ class Solution:
             closest config, every lever that helps taken, and ``lacks_gib`` says how far).
         lacks_gib: How much the peak's high edge is still over the card (0 when it fits).
         tried: Every lever that was weighed, in the order it was tried.
+        margin: The answer leaves the margin free (False: no set does; it fits within the
+            card, with less room than :data:`MARGIN_SHARE` of it).
     """
 
     steps: tuple[str, ...]
@@ -112,15 +114,16 @@ class Solution:
     fits: bool
     lacks_gib: float
     tried: tuple[str, ...]
+    margin: bool = True
 
     def losses(self) -> dict[str, Loss]:
         """Each step's loss."""
         return {step: loss_of(step) for step in self.steps}
 
 
-def fits_card(memory: JobMemory, card_gib: float) -> bool:
+def fits_card(memory: JobMemory, card_gib: float, margin_share: float = MARGIN_SHARE) -> bool:
     """Every phase's high edge within the card, its midpoint with the margin free."""
-    margin = MARGIN_SHARE * card_gib
+    margin = margin_share * card_gib
     return all(
         band is None or (band.high <= card_gib and band.mid + margin <= card_gib)
         for band in memory.phases.values()
@@ -199,8 +202,10 @@ def solve(
                 return True
         return False
 
+    share = MARGIN_SHARE
+
     def done(after: JobMemory) -> bool:
-        return fits_card(after, card_gib) and (not must_lower or lowered(after))
+        return fits_card(after, card_gib, share) and (not must_lower or lowered(after))
 
     def lowers_crash(step: str) -> bool:
         return lowered(memory([*given, step]))
@@ -221,6 +226,9 @@ def solve(
             taken.append(step)
             current = trial
     fits = done(current)
+    if not fits:
+        share = 0.0  # within the card without the margin: the least loss that fits at all
+        fits = done(current)
     if fits:
         for step in reversed(taken[len(given) :]):
             without = [s for s in taken if s != step]
@@ -228,4 +236,4 @@ def solve(
                 taken = without
         current = memory(taken)
     lacks = 0.0 if fits else max(0.0, current.peak().high - card_gib)
-    return Solution(tuple(taken), current, fits, lacks, tuple(order))
+    return Solution(tuple(taken), current, fits, lacks, tuple(order), share > 0)
