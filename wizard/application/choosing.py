@@ -82,11 +82,15 @@ def default_choice(
 
 def fix_names(state: WizardState) -> tuple[FixName, ...]:
     """The fixes the plan offers, the default first ("safe" alone without a card to size
-    "just enough" against)."""
+    "just enough" against); one only when both are the same set of steps."""
 
-    offered = [name for name in FIX_NAMES if name in state.plan.fixes]
+    fixes = state.plan.fixes
     default = state.plan.default_fix
-    return tuple(sorted(offered, key=lambda name: name != default))
+    offered = [name for name in FIX_NAMES if name in fixes]
+    ordered = sorted(offered, key=lambda name: name != default)
+    if len(ordered) == 2 and set(fixes[ordered[0]]) == set(fixes[ordered[1]]):
+        return (ordered[0],)
+    return tuple(ordered)
 
 
 def fix_words(state: WizardState, fix: FixName, *, short: bool = False) -> str:
@@ -103,7 +107,9 @@ def fix_words(state: WizardState, fix: FixName, *, short: bool = False) -> str:
         band = sizing.predicted(fix)
         peak = f"{sizing.phase} peak"
         text += f", {peak} ≈ {band.mid:.1f} of {sizing.card_gib:.1f} GiB"
-        if fix == "just_enough" and not sizing.covered:
+        if band.high > sizing.card_gib:
+            text += " (predicted not to fit)"
+        elif fix == "just_enough" and not sizing.covered:
             text += (
                 " (not enough room left)"
                 if short

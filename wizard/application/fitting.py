@@ -304,3 +304,47 @@ def apply_target(state: WizardState) -> tuple[str, ...]:
     if db is not None:
         return ("--db", str(db.db_path), "--job", db.name, "--as-new")
     return (str(state.source),)
+
+
+@dataclass(frozen=True)
+class SavedVerdict:
+    """What ``apply`` says of the config it saves: its predicted peak against the job's card.
+
+    Attributes:
+        verdict: ``fits``, ``tight`` or ``wont_fit`` (None: no card known, or no figure).
+        card: The card (None: unknown).
+        peak: The saved config's peak band (None: not estimated).
+        phase: The phase of that peak.
+    """
+
+    verdict: Verdict | None
+    card: Card | None
+    peak: Band | None
+    phase: Phase | None
+
+    @property
+    def status(self) -> int:
+        """The exit status (:data:`VERDICT_STATUS`; 0 when nothing is known)."""
+        return VERDICT_STATUS[self.verdict] if self.verdict is not None else 0
+
+    def warning(self) -> str | None:
+        """The line ``apply`` prints when the saved config is predicted not to fit."""
+        if self.verdict in (None, "fits") or self.peak is None or self.card is None:
+            return None
+        words = "predicted not to fit" if self.verdict == "wont_fit" else "tight"
+        return (
+            f"warning: {words}: the saved config peaks at {self.peak.low:.1f}–"
+            f"{self.peak.high:.1f} GiB ({self.phase}) on the {self.card.gib:.1f} GiB card; "
+            "'oom-wizard fit' on it says what else would make it fit"
+        )
+
+
+def saved_verdict(state: WizardState, after: JobMemory) -> SavedVerdict:
+    """The verdict of a config ``apply`` saves (``after``: its memory) against the job's card
+    (:func:`~oom_wizard.application.settling.job_card`)."""
+
+    card = probed_card(state)
+    if card is None or after.not_estimated is not None:
+        return SavedVerdict(None, card, None, None)
+    peak = after.peak()
+    return SavedVerdict(verdict(peak, card.gib), card, peak, after.peak_phase)

@@ -17,10 +17,11 @@ that crashed, so today's band there is never under it. The deficit is what that 
 beyond the card: the crash's floor against the card when PyTorch's message is there (a floor,
 so "more than"), else the high edge of today's band.
 
-"Just enough" is the default only when the crash's own figures say the phase crashed on this
-card (:attr:`FixSizing.calibrated`); otherwise the safe set stays the default, and "just
-enough" is still offered where a card is known. ``fit`` reads the plan's "just enough" as its
-fix, so both say the same steps for the same job and card.
+"Just enough" is the default when it fits and the crash's own figures say the phase crashed on
+this card (:attr:`FixSizing.calibrated`), or the safe set is predicted not to fit; otherwise
+the safe set stays the default, and "just enough" is still offered where a card is known.
+``fit`` reads the plan's "just enough" as its fix, so both say the same steps for the same job
+and card.
 """
 
 from __future__ import annotations
@@ -353,5 +354,7 @@ def size_fixes(
         covered=covered,
         margin_kept=solution.margin,
     )
-    default: FixName = "just_enough" if floor is not None and covered else "safe"
+    safe_band = sizing.bands["safe"]
+    safe_over = safe_band.high > card and safe_band.mid > 0
+    default: FixName = "just_enough" if covered and (floor is not None or safe_over) else "safe"
     return SizedFixes(fixes, default, sizing)
