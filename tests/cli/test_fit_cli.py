@@ -413,3 +413,46 @@ def test_layer_offloading_names_the_layer_copies_it_stages(demo: Path) -> None:
     status, out, _err = cli("fit", demo, "--gpu", "24", "--no-probe")
     assert status == VERDICT_STATUS[found["verdict"]]
     assert "layer copies in flight" in out
+
+
+def cards(folder: Path, monkeypatch: pytest.MonkeyPatch, *mib: int) -> None:
+    """An ``nvidia-smi`` first on PATH that shows idle cards of these sizes (MiB), in order."""
+    import os
+    import stat
+
+    folder.mkdir()
+    rows = "".join(f"{i}, NVIDIA GPU, {size}, 0, {size}\\n" for i, size in enumerate(mib))
+    script = folder / "nvidia-smi"
+    script.write_text(
+        f"#!/bin/sh\ncase \"$1\" in\n  --query-gpu=*) printf '{rows}' ;;\n"
+        "  --query-compute-apps=*) printf '' ;;\nesac\n",
+        encoding="utf-8",
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+@pytest.mark.parametrize(("sizes", "card"), [((24564, 81920), 23.99), ((49152,), 48.0)])
+def test_plan_and_fit_weigh_against_one_card(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sizes: tuple[int, ...], card: float
+) -> None:
+    """One card by one rule (issue 38 item 1): the card AI Toolkit trains on (cuda:0), as
+    nvidia-smi shows it, before the card in the crash's message. A 24 GiB and an 80 GiB card:
+    24, not the largest; a 48 GiB card with the demo's crash log of a 23.5 GiB card: 48.
+    ``plan --json`` and ``fit --json`` name the same card and the same fix."""
+    cards(tmp_path / "bin", monkeypatch, *sizes)
+    log = ("--log", DEMO / "flux_portrait_lora.log")
+    status, out, err = cli("plan", demo, *log, "--json")
+    assert status == 0, err
+    plan = json.loads(out)
+    status, out, err = cli("fit", demo, *log, "--json")
+    fitted = json.loads(out)
+    assert status == VERDICT_STATUS[fitted["verdict"]], err
+    assert fitted["card_source"] == "nvidia-smi"
+    assert fitted["card_gib"] == pytest.approx(card, abs=0.05)
+    assert plan["sizing"]["card_gib"] == pytest.approx(card, abs=0.05)
+    assert fitted["calibrated_by"]["card_gib"] == pytest.approx(23.54, abs=0.01)  # the crash's
+    assert [step["id"] for step in fitted["fix"]] == [
+        s for s in plan["fixes"]["just_enough"] if s != "validation_run"
+    ]
+    assert fitted["fix_fits"] is plan["sizing"]["covered"]
