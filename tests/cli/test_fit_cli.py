@@ -456,3 +456,5 @@ def test_plan_and_fit_weigh_against_one_card(
         s for s in plan["fixes"]["just_enough"] if s != "validation_run"
     ]
     assert fitted["fix_fits"] is plan["sizing"]["covered"]
+    status, out, _err = cli("fit", demo, *log)
+    assert "note: that crash was on a 23.5 GiB card; this fit weighs the job against the" in out

@@ -293,7 +293,7 @@ def fit(state: WizardState, card: Card) -> FitReport:
     if memory.not_estimated is not None:
         return FitReport(card, memory, "not_estimated", None, target)
     found = verdict(memory.peak(), card.gib)
-    fix = fit_fix(state, memory, card.gib)
+    fix = fit_fix(state, memory, card.gib) if found != "fits" else None
     return FitReport(card, memory, found, fix, target)
 
 

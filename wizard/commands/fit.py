@@ -250,6 +250,13 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
     calibration = memory.calibrated_by
     if calibration is not None:
         console.print(f"  {calibration_words(calibration, memory.scale)}", markup=False)
+        crash_card = calibration.card_gib
+        if crash_card and abs(crash_card - card.gib) > 0.05:
+            console.print(
+                f"  note: that crash was on a {crash_card:.1f} GiB card; this fit weighs the "
+                f"job against the {card.gib:.1f} GiB card ({CARD_WORDS[card.source]})",
+                markup=False,
+            )
     for note in memory.notes:
         console.print(f"  note: {note}", markup=False)
     fix = report.fix
