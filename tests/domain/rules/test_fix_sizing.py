@@ -12,11 +12,16 @@ import yaml
 from oom_wizard.application.choosing import (
     answer,
     choose,
+    chosen_fix,
+    chosen_fix_names,
+    chosen_fix_words,
     default_choice,
     default_choices,
     effective_choices,
     preselect_fix,
 )
+from oom_wizard.application.fitting import Card, fit
+from oom_wizard.application.saving import SaveResult, ToFile, save
 from oom_wizard.application.settling import WizardState, start
 from oom_wizard.formats.document import load_document
 from oom_wizard.request import JobRequest
@@ -168,9 +173,9 @@ async def test_the_review_offers_just_enough_and_the_safe_set_by_keyboard(
         await wait_for_screen(pilot, "ReviewScreen")
         fixes = app.screen.query_one("#fix", RadioSet)
         labels = [str(button.label) for button in fixes.query(Choice)]
-        assert labels[0].startswith("just enough: 2 steps, training peak ≈ ")
-        assert labels[0].endswith(" of 23.5 GiB (default)")
-        assert labels[1].startswith("safe: 3 steps, training peak ≈ ")
+        assert labels[0].startswith("just enough: 2 steps, peak ≈ ")
+        assert labels[0].endswith(" (default)") and " of 23.5 GiB (" in labels[0]
+        assert labels[1].startswith("safe: 3 steps, peak ≈ ")
         hint = str(app.screen.query("#fixes Static").last().render())
         assert "just enough: Gradient checkpointing on, Batch size to 1" in hint
         assert "safe: Gradient checkpointing on, Batch size to 1, Drop the biggest" in hint
@@ -186,3 +191,31 @@ async def test_the_review_offers_just_enough_and_the_safe_set_by_keyboard(
     train = saved["config"]["process"][0]["train"]
     assert train["gradient_checkpointing"] is True and train["batch_size"] == 1
     assert saved["config"]["process"][0]["datasets"][0]["resolution"] == [512, 768]
+
+
+def test_the_review_prices_each_fix_as_the_user_left_the_walk(tmp_path: Path) -> None:
+    """Issue 38 item 6: a step the user switched off stays off in every fix the review offers,
+    the fix is priced without it, and the figure shown is ``fit``'s on the saved bytes (the
+    demo: checkpointing alone, 19.7-24.2 GiB on the 23.5 GiB card, predicted not to fit)."""
+    state = demo_state("early_steps", tmp_path)
+    assert chosen_fix(state, "just_enough") == ("gradient_checkpointing", "batch_size")
+    skipped = choose(state, StepChoice("batch_size", enabled=False))
+    assert chosen_fix(skipped, "just_enough") == ("gradient_checkpointing",)
+    assert "batch_size" not in chosen_fix(skipped, "safe")
+    words = chosen_fix_words(skipped, "just_enough")
+    assert words.startswith("just enough: 1 step, peak ≈ ") and "(predicted not to fit)" in words
+    choices = effective_choices(skipped, fix="just_enough")
+    saved = save(skipped, choices, ToFile(None, None))
+    assert isinstance(saved, SaveResult)
+    again = start(JobRequest(target=saved.config, probe=False))
+    fitted = fit(again, Card(23.54, "--gpu")).memory.peak()
+    assert f"({fitted.low:.1f}–{fitted.high:.1f})" in words
+
+
+def test_the_review_offers_one_fix_when_the_users_choices_make_both_the_same(
+    tmp_path: Path,
+) -> None:
+    state = demo_state("early_steps", tmp_path)
+    assert len(chosen_fix_names(state)) == 2
+    on = choose(state, StepChoice("top_bucket", enabled=True))  # the safe set's extra step
+    assert chosen_fix_names(on) == ("just_enough",)
