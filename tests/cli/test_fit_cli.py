@@ -78,6 +78,15 @@ def test_the_fix_is_the_plan_s_steps_in_its_order_and_reaches_fits(demo: Path) -
 
 def test_apply_takes_the_fix_as_it_is(demo: Path, tmp_path: Path) -> None:
     found = fit_json(demo, "--gpu", "24")
+    assert found["fix_apply"] == [
+        "oom-wizard",
+        "apply",
+        str(demo),
+        "--moment",
+        found["fix_moment"],
+        "--steps",
+        ",".join(step["id"] for step in found["fix"]),
+    ]
     out = tmp_path / "fixed.yaml"
     ids = ",".join(step["id"] for step in found["fix"])
     status, _out, err = cli(
@@ -138,6 +147,10 @@ def test_fit_reads_a_web_ui_job(tmp_path: Path) -> None:
     add_job(db, "portrait", config=config)
     found = fit_json("--db", db, "--job", "portrait", "--gpu", "24")
     assert found["verdict"] == "wont_fit" and found["peak_phase"] == "training"
+    line = found["fix_apply"]
+    assert line[:7] == ["oom-wizard", "apply", "--db", str(db), "--job", "portrait", "--as-new"]
+    status, _out, err = cli(*line[1:], "--no-probe")  # saved as a new job of the UI
+    assert status == 0, err  # no card known to apply: 0
 
 
 def test_plan_json_gives_the_bands_before_and_after(demo: Path) -> None:
