@@ -12,10 +12,10 @@ from textual.widgets import Header, RadioSet, Static
 
 from oom_wizard.application.choosing import (
     Review,
-    fix_names,
-    fix_steps_words,
+    chosen_fix_names,
+    chosen_fix_words,
+    chosen_steps_words,
     fix_summary,
-    fix_words,
     optional_line,
     review,
     validation_choice,
@@ -59,7 +59,7 @@ class ReviewScreen(SavingStage):
             yield Static("", id="summary")
             yield MemoryBar(id="memory")
             yield DestinationPicker(state, id="destination")
-            fixes = fix_names(state)
+            fixes = chosen_fix_names(state)
             if len(fixes) > 1:
                 with Vertical(classes="field-row", id="fixes"):
                     yield Static(
@@ -69,13 +69,14 @@ class ReviewScreen(SavingStage):
                     with RadioSet(id="fix", compact=True):
                         for name in fixes:
                             yield Choice(
-                                fix_words(state, name, short=True),
+                                chosen_fix_words(state, name),
                                 value=name == state.plan.default_fix,
                                 id=f"fix-{name}",
                             )
                     yield Static(
                         "\n".join(
-                            f"{FIX_WORDS[name]}: {fix_steps_words(state, name)}" for name in fixes
+                            f"{FIX_WORDS[name]}: {chosen_steps_words(state, name)}"
+                            for name in fixes
                         ),
                         classes="field-hint",
                     )
@@ -102,7 +103,7 @@ class ReviewScreen(SavingStage):
     def _fix_chosen(self, event: RadioSet.Changed) -> None:
         """The steps accepted as they were follow the fix picked; the diff follows."""
         name = (event.pressed.id or "").removeprefix("fix-")
-        self.fix = next((fix for fix in fix_names(self.state) if fix == name), None)
+        self.fix = next((fix for fix in chosen_fix_names(self.state) if fix == name), None)
         self.refresh_diff()
 
     @on(Tick.Changed, "#validation")

@@ -87,12 +87,12 @@ async def test_the_progress_line_says_why_it_jumps_and_marks_each_step(tmp_path:
         title = screen_text(pilot, "#step-title")
         assert title == (
             "Step 10 of 15 · Extra passes and copies off (steps 5-9 already done in the config, "
-            "or for a later retry)"
+            "or for a later retry, or optional)"
         )
         ladder = screen_text(pilot, "#ladder")
     assert "+ Gradient checkpointing on" in ladder and "+ Batch size to 1" in ladder
     assert "− Lighter samples" in ladder
-    assert "✓ Quantized weights" in ladder and "× Offload layers to system RAM" in ladder
+    assert "· Quantized weights" in ladder and "× Offload layers to system RAM" in ladder
     assert "▶ Extra passes and copies off" in ladder  # the demo keeps an EMA copy
 
 

@@ -95,13 +95,14 @@ def test_a_file_job_keeps_every_attempt_and_the_scale_up_knows_the_crash(
     assert len(lines) == 4
     for number, (line, ending) in enumerate(zip(lines, ENDINGS, strict=True), start=1):
         assert line.startswith(f"  {number}. ") and ending in line, line
-    # The samples attempt 2 crashed with are not offered back; the biggest bucket is.
+    # The 8-bit weights attempt 2 crashed with in a sample (its fix: 4-bit weights, what
+    # lowers every phase at the least loss) are not offered back; the biggest bucket is.
     assert (
-        "The scale-up stops before: Richer samples [sampling]: this gives back what attempt 2 "
-        "crashed with"
+        "The scale-up stops before: Full-precision weights [quantize]: this gives back what "
+        "attempt 2 crashed with"
     ) in text
     assert "Next scale-up: Re-add the biggest resolution [top_bucket]" in text
-    assert text.rstrip().endswith("1. Re-add the biggest resolution")
+    assert text.rstrip().endswith("1. Re-add the biggest resolution\n  2. Larger batch")
 
     # The app gives the biggest bucket back (its scale-up screen's save): its result screen
     # offers back what history then offers, and stops where it stops (issue 33: the app
@@ -114,19 +115,20 @@ def test_a_file_job_keeps_every_attempt_and_the_scale_up_knows_the_crash(
     assert isinstance(saved, SaveResult)  # a file destination writes a file
     offered = offered_after_save(saved, ready)
     assert offered == next_scale_ups(read_history(str(saved.config)))
-    assert offered.ahead == ()
+    assert [readd.step for readd in offered.ahead] == ["batch_size"]
     assert offered.stopped is not None
     assert offered.stopped.startswith(
-        "Richer samples [sampling]: this gives back what attempt 2 crashed with"
+        "Full-precision weights [quantize]: this gives back what attempt 2 crashed with"
     )
 
     assert main(["scale-up", str(final), "--yes"]) == 0  # the biggest bucket back
+    assert main(["scale-up", str(tmp_path / "portrait.oomfix-4.yaml"), "--yes"]) == 0  # batch
     capsys.readouterr()
-    assert main(["scale-up", str(tmp_path / "portrait.oomfix-4.yaml")]) == 0
+    assert main(["scale-up", str(tmp_path / "portrait.oomfix-5.yaml")]) == 0
     shown = capsys.readouterr().out
-    assert "Next re-add: Richer samples [sampling]" in shown
+    assert "Next re-add: Full-precision weights [quantize]" in shown
     assert "warning: this gives back what attempt 2 crashed with (" in shown
-    assert "config.process[0].sample.width 1024" in shown
+    assert 'config.process[0].model.qtype "qfloat8"' in shown
 
 
 def test_a_web_ui_job_keeps_every_attempt(
@@ -148,4 +150,4 @@ def test_a_web_ui_job_keeps_every_attempt(
     assert len(lines) == 4
     for line, ending in zip(lines, ENDINGS, strict=True):
         assert ending in line, line
-    assert "The scale-up stops before: Richer samples [sampling]" in text
+    assert "The scale-up stops before: Full-precision weights [quantize]" in text

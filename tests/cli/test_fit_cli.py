@@ -38,10 +38,14 @@ def demo(tmp_path: Path) -> Path:
     return config
 
 
+#: ``fit``'s exit status by verdict (README: the exit statuses).
+VERDICT_STATUS = {"fits": 0, "tight": 3, "wont_fit": 4, "not_estimated": 5}
+
+
 def fit_json(*args: str | Path) -> dict[str, Any]:
     status, out, err = cli("fit", *args, "--no-probe", "--json")
-    assert status == 0, err
     found: dict[str, Any] = json.loads(out)
+    assert status == VERDICT_STATUS[found["verdict"]], err
     return found
 
 
@@ -74,6 +78,15 @@ def test_the_fix_is_the_plan_s_steps_in_its_order_and_reaches_fits(demo: Path) -
 
 def test_apply_takes_the_fix_as_it_is(demo: Path, tmp_path: Path) -> None:
     found = fit_json(demo, "--gpu", "24")
+    assert found["fix_apply"] == [
+        "oom-wizard",
+        "apply",
+        str(demo),
+        "--moment",
+        found["fix_moment"],
+        "--steps",
+        ",".join(step["id"] for step in found["fix"]),
+    ]
     out = tmp_path / "fixed.yaml"
     ids = ",".join(step["id"] for step in found["fix"])
     status, _out, err = cli(
@@ -103,7 +116,7 @@ def test_the_crash_s_own_figures_calibrate_the_fit(demo: Path) -> None:
 
 def test_the_text_report_names_the_peak_and_the_apply_line(demo: Path) -> None:
     status, out, _err = cli("fit", demo, "--gpu", "24", "--no-probe")
-    assert status == 0
+    assert status == VERDICT_STATUS["wont_fit"]
     assert "peak: training step, " in out and "wont fit" in out
     assert "oom-wizard apply" in out and "--steps gradient_checkpointing" in out
 
@@ -134,6 +147,10 @@ def test_fit_reads_a_web_ui_job(tmp_path: Path) -> None:
     add_job(db, "portrait", config=config)
     found = fit_json("--db", db, "--job", "portrait", "--gpu", "24")
     assert found["verdict"] == "wont_fit" and found["peak_phase"] == "training"
+    line = found["fix_apply"]
+    assert line[:7] == ["oom-wizard", "apply", "--db", str(db), "--job", "portrait", "--as-new"]
+    status, _out, err = cli(*line[1:], "--no-probe")  # saved as a new job of the UI
+    assert status == 0, err  # no card known to apply: 0
 
 
 def test_plan_json_gives_the_bands_before_and_after(demo: Path) -> None:
@@ -207,8 +224,8 @@ def test_on_a_terminal_without_a_card_it_asks(demo: Path) -> None:
     finally:
         os.close(master)
         os.close(slave)
-    assert child.returncode == 0
     found = json.loads(out)
+    assert child.returncode == VERDICT_STATUS[found["verdict"]]
     assert found["card_gib"] == 24.0 and found["card_source"] == "asked"
 
 
@@ -239,8 +256,8 @@ def test_fit_and_plan_json_weigh_a_split_model_per_card_with_two_gpus(
     one = fit_json(demo, "--gpu", "24")  # no probe: one card
     two_cards(tmp_path / "bin", monkeypatch)
     status, out, err = cli("fit", demo, "--json")
-    assert status == 0, err
     two = json.loads(out)
+    assert status == VERDICT_STATUS[two["verdict"]], err
     assert two["card_gib"] == pytest.approx(24.0, abs=0.05) and two["card_source"] == "nvidia-smi"
     assert two["phases"]["training"]["high"] < one["phases"]["training"]["high"] - 1.0
     assert any("over 2 GPUs" in note for note in two["notes"])
@@ -327,9 +344,13 @@ def test_a_log_that_says_far_less_than_its_config_needs_is_called_out(tmp_path: 
 
 def test_when_nothing_fits_it_says_so_and_prints_no_apply_line(demo: Path) -> None:
     status, out, _err = cli("fit", demo, "--gpu", "6", "--no-probe")
-    assert status == 0
-    assert "Nothing on the roll-back ladder" in out and "oom-wizard apply" not in out
-    assert fit_json(demo, "--gpu", "6")["fix_fits"] is False
+    assert status == VERDICT_STATUS["wont_fit"]
+    assert "Nothing AI Toolkit offers for this job is predicted to fit" in out
+    assert "The closest config, with " in out and "GiB over the 6.0 GiB card" in out
+    assert "oom-wizard apply" not in out
+    found = fit_json(demo, "--gpu", "6")
+    assert found["fix_fits"] is False and found["fix_apply"] is None
+    assert found["fix"] and found["fix_lacks_gib"] > 0
 
 
 def test_a_job_type_the_model_does_not_cover_gets_no_verdict(tmp_path: Path) -> None:
@@ -340,7 +361,8 @@ def test_a_job_type_the_model_does_not_cover_gets_no_verdict(tmp_path: Path) -> 
     assert found["verdict"] == "not_estimated" and "job type" in found["not_estimated"]
     assert set(found["phases"].values()) == {None} and found["parts_gib"] is None
     status, out, _err = cli("fit", config, "--gpu", "24", "--no-probe")
-    assert status == 0 and "not estimated: this job type" in out and "apply" not in out
+    assert status == VERDICT_STATUS["not_estimated"]
+    assert "not estimated: this job type" in out and "apply" not in out
 
 
 @pytest.mark.parametrize(
@@ -380,7 +402,7 @@ def test_a_job_without_figures_gets_no_gib_anywhere(tmp_path: Path, arch: str, w
 
 def test_the_parts_are_named_for_what_they_are(demo: Path) -> None:
     status, out, _err = cli("fit", demo, "--gpu", "24", "--no-probe")
-    assert status == 0
+    assert status == VERDICT_STATUS["wont_fit"]
     assert "CUDA context 0.7, allocator reserve and workspaces" in out
     assert "CUDA context + allocator reserve" not in out
 
@@ -402,5 +424,50 @@ def test_layer_offloading_names_the_layer_copies_it_stages(demo: Path) -> None:
     parts = found["parts_gib"]
     assert parts["transformer"] < 0.1 and 0.5 < parts["in_flight"] < 2.0
     status, out, _err = cli("fit", demo, "--gpu", "24", "--no-probe")
-    assert status == 0
+    assert status == VERDICT_STATUS[found["verdict"]]
     assert "layer copies in flight" in out
+
+
+def cards(folder: Path, monkeypatch: pytest.MonkeyPatch, *mib: int) -> None:
+    """An ``nvidia-smi`` first on PATH that shows idle cards of these sizes (MiB), in order."""
+    import os
+    import stat
+
+    folder.mkdir()
+    rows = "".join(f"{i}, NVIDIA GPU, {size}, 0, {size}\\n" for i, size in enumerate(mib))
+    script = folder / "nvidia-smi"
+    script.write_text(
+        f"#!/bin/sh\ncase \"$1\" in\n  --query-gpu=*) printf '{rows}' ;;\n"
+        "  --query-compute-apps=*) printf '' ;;\nesac\n",
+        encoding="utf-8",
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+@pytest.mark.parametrize(("sizes", "card"), [((24564, 81920), 23.99), ((49152,), 48.0)])
+def test_plan_and_fit_weigh_against_one_card(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sizes: tuple[int, ...], card: float
+) -> None:
+    """One card by one rule (issue 38 item 1): the card AI Toolkit trains on (cuda:0), as
+    nvidia-smi shows it, before the card in the crash's message. A 24 GiB and an 80 GiB card:
+    24, not the largest; a 48 GiB card with the demo's crash log of a 23.5 GiB card: 48.
+    ``plan --json`` and ``fit --json`` name the same card and the same fix."""
+    cards(tmp_path / "bin", monkeypatch, *sizes)
+    log = ("--log", DEMO / "flux_portrait_lora.log")
+    status, out, err = cli("plan", demo, *log, "--json")
+    assert status == 0, err
+    plan = json.loads(out)
+    status, out, err = cli("fit", demo, *log, "--json")
+    fitted = json.loads(out)
+    assert status == VERDICT_STATUS[fitted["verdict"]], err
+    assert fitted["card_source"] == "nvidia-smi"
+    assert fitted["card_gib"] == pytest.approx(card, abs=0.05)
+    assert plan["sizing"]["card_gib"] == pytest.approx(card, abs=0.05)
+    assert fitted["calibrated_by"]["card_gib"] == pytest.approx(23.54, abs=0.01)  # the crash's
+    assert [step["id"] for step in fitted["fix"]] == [
+        s for s in plan["fixes"]["just_enough"] if s != "validation_run"
+    ]
+    assert fitted["fix_fits"] is plan["sizing"]["covered"]
+    status, out, _err = cli("fit", demo, *log)
+    assert "note: that crash was on a 23.5 GiB card; this fit weighs the job against the" in out

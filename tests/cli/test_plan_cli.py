@@ -12,7 +12,7 @@ import pytest
 
 from oom_wizard.application.demo import IMAGE_JOB, VIDEO_JOB, copy_demo
 from tests.support.corpus import FIXTURES
-from tests.support.plan_support import cli, job, write_job
+from tests.support.plan_support import APPLY_SAVED, cli, job, write_job
 
 TREE = job(
     arch="wan21:14b",
@@ -184,5 +184,5 @@ def test_the_validation_run_shows_the_count_it_is_written_with(tmp_path: Path) -
     output = tmp_path / "out.yaml"
     steps = "gradient_checkpointing,validation_run"
     status, _, err = cli("apply", config, "--log", log, "--steps", steps, "-o", output)
-    assert status == 0, err
+    assert status in APPLY_SAVED, err
     assert "  steps: 251\n" in output.read_text(encoding="utf-8")

@@ -206,6 +206,7 @@ SCENARIOS: tuple[Scenario, ...] = (
             "process.0.datasets.0.resolution": [512],
             "process.0.train.disable_sampling": True,
             "process.0.train.skip_first_sample": True,
+            "process.0.model.qtype": "uint4",
             "process.0.train.steps": 100,
         },
     ),

@@ -149,6 +149,11 @@ def verify(original: Path, edited: Path, changelog: Path | None = None) -> tuple
     return (0 if verdict.ok else 1), "\n".join([*verdict.problems, verdict.line()])
 
 
+#: ``apply``'s exit statuses when it saved: the saved config fits (or no card is known), is
+#: tight, or is predicted not to fit (README: the exit statuses).
+APPLY_SAVED = (0, 3, 4)
+
+
 def cli(*args: str | Path) -> tuple[int, str, str]:
     """Run ``oom-wizard ARGS`` in-process: status, stdout, stderr."""
     out, err = io.StringIO(), io.StringIO()

@@ -914,7 +914,24 @@ def _restore_steps(loop: _Loop, where: Where, log: Path) -> Where | None:
     loop.saved.append(_path_of(config))
     loop.changed = entry_lines(ready)
     loop.say(f"Validation passed: {scale.title} → {config}")
+    off = samples_off(_document(config))
+    if off is not None:
+        loop.say(off)
     return config
+
+
+def samples_off(document: JobDocument) -> str | None:
+    """What to say before a full run whose config makes no samples (the roll-back switched
+    them off with the short validation run): the run keeps them off, and how to get them
+    back. None when it samples."""
+
+    if not any(p.train.disable_sampling is True for p in document.view().processes):
+        return None
+    return (
+        "Note: samples stay off for the full run (train.disable_sampling: true, from the "
+        "roll-back); it makes no preview images. 'oom-wizard scale-up' on the config gives "
+        "them back once it has trained."
+    )
 
 
 def _still_short(where: Where) -> bool:

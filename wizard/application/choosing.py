@@ -82,11 +82,15 @@ def default_choice(
 
 def fix_names(state: WizardState) -> tuple[FixName, ...]:
     """The fixes the plan offers, the default first ("safe" alone without a card to size
-    "just enough" against)."""
+    "just enough" against); one only when both are the same set of steps."""
 
-    offered = [name for name in FIX_NAMES if name in state.plan.fixes]
+    fixes = state.plan.fixes
     default = state.plan.default_fix
-    return tuple(sorted(offered, key=lambda name: name != default))
+    offered = [name for name in FIX_NAMES if name in fixes]
+    ordered = sorted(offered, key=lambda name: name != default)
+    if len(ordered) == 2 and set(fixes[ordered[0]]) == set(fixes[ordered[1]]):
+        return (ordered[0],)
+    return tuple(ordered)
 
 
 def fix_words(state: WizardState, fix: FixName, *, short: bool = False) -> str:
@@ -103,7 +107,9 @@ def fix_words(state: WizardState, fix: FixName, *, short: bool = False) -> str:
         band = sizing.predicted(fix)
         peak = f"{sizing.phase} peak"
         text += f", {peak} ≈ {band.mid:.1f} of {sizing.card_gib:.1f} GiB"
-        if fix == "just_enough" and not sizing.covered:
+        if band.high > sizing.card_gib:
+            text += " (predicted not to fit)"
+        elif fix == "just_enough" and not sizing.covered:
             text += (
                 " (not enough room left)"
                 if short
@@ -112,6 +118,52 @@ def fix_words(state: WizardState, fix: FixName, *, short: bool = False) -> str:
     if fix == plan.default_fix:
         text += " (default)"
     return text
+
+
+def chosen_fix(state: WizardState, fix: FixName) -> tuple[str, ...]:
+    """The steps a fix saves as the user left the walk (:func:`effective_choices`: a step the
+    user skipped or switched off stays off, one switched on stays on), in the plan's order."""
+
+    choices = effective_choices(state, fix=fix)
+    return tuple(
+        step.id
+        for step in state.plan.steps
+        if step.id != VALIDATION_STEP and step.id in choices and choices[step.id].enabled
+    )
+
+
+def chosen_fix_words(state: WizardState, fix: FixName) -> str:
+    """The review's line for a fix as the user's choices leave it: its name, how many steps it
+    saves and the saved config's peak against the card (:func:`memory_peak` of exactly those
+    choices), "predicted not to fit" when it is above the card (issue 38 items 5 and 6)."""
+
+    steps = chosen_fix(state, fix)
+    text = f"{FIX_WORDS[fix]}: {len(steps)} step{'s' if len(steps) != 1 else ''}"
+    peak = memory_peak(state, effective_choices(state, fix=fix))
+    if peak is not None and peak.not_estimated is None:
+        text += f", peak ≈ {peak.words()}"
+        if peak.card_gib and peak.band.high > peak.card_gib:
+            text += " (predicted not to fit)"
+    if fix == state.plan.default_fix:
+        text += " (default)"
+    return text
+
+
+def chosen_steps_words(state: WizardState, fix: FixName) -> str:
+    """The steps a fix saves as the user left the walk, by title (``no step``)."""
+    titles = {step.id: step.title for step in state.plan.steps}
+    steps = [titles[step] for step in chosen_fix(state, fix)]
+    return ", ".join(steps) if steps else "no step"
+
+
+def chosen_fix_names(state: WizardState) -> tuple[FixName, ...]:
+    """The fixes the review offers: :func:`fix_names`, one only when, as the user's choices
+    leave them, both save the same steps."""
+
+    names = fix_names(state)
+    if len(names) == 2 and set(chosen_fix(state, names[0])) == set(chosen_fix(state, names[1])):
+        return names[:1]
+    return names
 
 
 def fix_steps_words(state: WizardState, fix: FixName) -> str:

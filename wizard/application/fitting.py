@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Final, Literal, TypeAlias
 
-from oom_wizard.application.settling import VALIDATION_STEP, WizardState, given, memory_calibration
-from oom_wizard.host.tenants import CardTenants, card_tenants
+from oom_wizard.application.settling import (
+    VALIDATION_STEP,
+    WizardState,
+    given,
+    job_card,
+    memory_calibration,
+)
+from oom_wizard.host.tenants import CardTenants
 from oom_wizard.rules.accounts import Phase
 from oom_wizard.rules.host import HostMemory, host_memory
 from oom_wizard.rules.limits import card_problem
 from oom_wizard.rules.memory import (
     PHASE_MOMENT,
+    Band,
     JobMemory,
     Verdict,
     job_memory as memory_of,
@@ -28,8 +35,21 @@ from oom_wizard.rules.plan import (
     build_plan,
     changes_for,
 )
+from oom_wizard.rules.solver import MARGIN_SHARE, fits_card, loss_words
 from oom_wizard.rules.tenants import room_gib, tenants_words
 from oom_wizard.vocabulary import Moment
+
+#: The room a fix leaves on the card, as a share of it (the roll-back's margin).
+FIT_MARGIN: Final = MARGIN_SHARE
+
+#: ``fit``'s and ``apply``'s exit status by verdict, for a launcher to test: 0 fits, 3 tight,
+#: 4 won't fit, 5 not estimated (1 is an internal error, 2 a bad input).
+VERDICT_STATUS: Final[Mapping[str, int]] = {
+    "fits": 0,
+    "tight": 3,
+    "wont_fit": 4,
+    "not_estimated": 5,
+}
 
 CardSource: TypeAlias = Literal["nvidia-smi", "--gpu", "oom-message", "asked"]
 
@@ -64,15 +84,14 @@ def card_gib_problem(gib: float) -> str | None:
 
 
 def probed_card(state: WizardState) -> Card | None:
-    """The first GPU ``nvidia-smi`` showed at the open (the job's ``cuda:0``), else the card
-    PyTorch's OOM message in the log names; None when neither says."""
-    probe = state.job.probe
-    if probe is not None and probe.gpus:
-        return Card(probe.gpus[0].total_gib, "nvidia-smi", card_tenants(probe, probe.gpus[0].index))
-    oom = state.diagnosis.oom
-    if oom is not None and oom.total:
-        return Card(oom.total, "oom-message")
-    return None
+    """The job's card without an answer (:func:`~oom_wizard.application.settling.job_card`:
+    the card AI Toolkit trains on as ``nvidia-smi`` shows it, with its other tenants, else the
+    one PyTorch's OOM message names); None when neither says."""
+    card = job_card(state.job, state.diagnosis)
+    if card is None or card.source not in ("nvidia-smi", "oom-message"):
+        return None
+    source: CardSource = "nvidia-smi" if card.source == "nvidia-smi" else "oom-message"
+    return Card(card.gib, source, card.tenants)
 
 
 def job_memory(
@@ -98,14 +117,16 @@ def job_memory(
 
 @dataclass(frozen=True)
 class FitFix:
-    """The roll-back steps that bring a job to ``fits``, as the plan offers them.
+    """What to change so the job fits: the solver's answer (:mod:`oom_wizard.rules.solver`).
 
     Attributes:
-        moment: The plan's moment the steps come from (chosen from the peak phase).
+        moment: The plan's moment the steps come from (the log's, else the peak's).
         plan: That plan.
         steps: The steps taken, in the plan's order.
         memory: The job's memory with them.
-        reaches: Whether the peak's high edge is then within the card.
+        reaches: Whether every phase then fits the card with the margin (False: ``steps``
+            is the closest config, and ``lacks_gib`` says how far it still is).
+        lacks_gib: How far the closest config's peak is still over the card (0 when it fits).
     """
 
     moment: Moment
@@ -113,32 +134,73 @@ class FitFix:
     steps: tuple[StepProposal, ...]
     memory: JobMemory
     reaches: bool
+    lacks_gib: float = 0.0
+    margin: bool = True
+    """The fix leaves :data:`FIT_MARGIN` of the card free (False: it fits with less)."""
 
     def choices(self) -> dict[str, StepChoice]:
         """The steps as choices, each with its default field toggles."""
 
         return {step.id: StepChoice(step_id=step.id, enabled=True) for step in self.steps}
 
+    def apply_args(self, target: Sequence[str]) -> list[str] | None:
+        """The ``apply`` command that saves the fix to the default output name (a web-UI
+        job: as a new job), as an argument list, the program name first; None when the fix
+        does not fit."""
+
+        if not self.reaches or not self.steps:
+            return None
+        steps = ",".join(step.id for step in self.steps)
+        return ["oom-wizard", "apply", *target, "--moment", self.moment, "--steps", steps]
+
+
+def step_loss(step_id: str) -> str:
+    """What a step of a fix takes from the user, in words (``costs time``...)."""
+
+    return loss_words(step_id)
+
+
+def fix_moment(state: WizardState, memory: JobMemory) -> Moment:
+    """The moment whose plan holds the fix: the log's (or the user's) when it says when it
+    crashed; else a training step's when that phase is over the card too (its plan has every
+    lever), else the peak phase's."""
+
+    if state.settled.moment_source != "assumed" and state.moment != "environment":
+        return state.moment
+    return PHASE_MOMENT[memory.peak_phase]  # type: ignore[return-value]
+
 
 def fit_fix(state: WizardState, memory: JobMemory, card_gib: float) -> FitFix | None:
-    """The plan's default fix against the card (:mod:`oom_wizard.rules.sizing`: what costs no
-    quality, then the fewest rungs that fit with a margin), in the plan's order; None when
-    the peak's high edge is within the card already.
+    """What to change so the job fits ``card_gib`` (None when every phase fits already).
 
-    The plan is the one for the log's moment when the log (or the user) says when it
-    crashed, else for the moment of the peak phase (a training peak: ``early_steps``, a
-    sample: ``sampling``, loading or the first sample: ``loading``), sized against the card
-    with the job's calibration; ``apply --moment M --steps ...`` takes the steps as they are.
+    The plan of :func:`fix_moment` names the levers AI Toolkit honours for the arch (one
+    that it ignores is ``not for this model``, never a candidate); the one solver
+    (:func:`oom_wizard.rules.solver.solve`) takes them by what the user loses and stops at the
+    least loss that fits with the margin, weighed with the job's calibration. A training
+    moment's plan is used when the training step is over the card as well, so that its
+    levers (the rank, the optimizer, EMA) are among the candidates.
     """
 
-    if memory.peak().high <= card_gib:
+    if fits_card(memory, card_gib):
         return None
-    moment: Moment
-    if state.settled.moment_source != "assumed" and state.moment != "environment":
-        moment = state.moment
-    else:
-        moment = PHASE_MOMENT[memory.peak_phase]  # type: ignore[assignment]
+    moment = fix_moment(state, memory)
+    training = memory.phases.get("training")
+    if (
+        state.settled.moment_source == "assumed"
+        and moment not in ("early_steps", "intermittent")
+        and training is not None
+        and not fits_card_band(training, card_gib)
+    ):
+        moment = "early_steps"
+    settled = state.plan
+    if (
+        settled.moment == moment
+        and settled.sizing is not None
+        and abs(settled.sizing.card_gib - card_gib) < 1e-9
+    ):
+        return solved_fix(state, settled, moment, card_gib)  # the plan asked once
     calibration = memory_calibration(state)
+    gpus = len(state.job.probe.gpus) if state.job.probe is not None else 1
     plan = build_plan(
         state.document,
         moment,
@@ -147,20 +209,38 @@ def fit_fix(state: WizardState, memory: JobMemory, card_gib: float) -> FitFix | 
         diagnosis=state.diagnosis,
         calibration=calibration,
         card_gib=card_gib,
-        gpus=len(state.job.probe.gpus) if state.job.probe is not None else 1,
+        gpus=max(gpus, 1),
     )
-    wanted = set(plan.fix_steps(plan.default_fix))
-    taken = [step for step in plan.steps if step.id in wanted and step.id != VALIDATION_STEP]
+    return solved_fix(state, plan, moment, card_gib)
+
+
+def solved_fix(state: WizardState, plan: Plan, moment: Moment, card_gib: float) -> FitFix:
+    """The plan's own answer to "what to change so it fits" (its ``just_enough`` fix, which
+    the one solver sized against ``card_gib``), as a :class:`FitFix`."""
+
+    calibration = memory_calibration(state)
+    wanted = set(plan.fix_steps("just_enough")) - {VALIDATION_STEP}
+    taken = tuple(step for step in plan.steps if step.id in wanted)
     trial = {s.id: Choice(step_id=s.id, enabled=s.id in wanted) for s in plan.steps}
-    current = memory_of(
+    memory = memory_of(
         state.document,
         changes_for(plan, trial),
         state.model_kind,
         calibration=calibration,
-        calibrated_on=state.document,
+        calibrated_on=state.document if wanted else None,
         gpus=plan.gpus,
     )
-    return FitFix(moment, plan, tuple(taken), current, current.peak().high <= card_gib)
+    sizing = plan.sizing
+    reaches = sizing.covered if sizing is not None else fits_card(memory, card_gib)
+    margin = sizing.margin_kept if sizing is not None else reaches
+    lacks = 0.0 if reaches else max(0.0, memory.peak().high - card_gib)
+    return FitFix(moment, plan, taken, memory, reaches, lacks, margin)
+
+
+def fits_card_band(band: Band, card_gib: float) -> bool:
+    """A phase's band within the card with the solver's margin."""
+
+    return band.high <= card_gib and band.mid + MARGIN_SHARE * card_gib <= card_gib
 
 
 @dataclass(frozen=True)
@@ -183,6 +263,14 @@ class FitReport:
     """The job's host RAM per phase against the machine's (:mod:`oom_wizard.rules.host`)."""
     options: tuple[OptionFinding, ...] = ()
     """The newer options that change memory (:mod:`oom_wizard.rules.options`)."""
+    target: tuple[str, ...] = ()
+    """What ``apply`` is given to open the same job (the config, or ``--db PATH --job NAME
+    --as-new``)."""
+
+    @property
+    def apply_args(self) -> list[str] | None:
+        """The ``apply`` line of the fix (None: no fix, or it does not fit)."""
+        return self.fix.apply_args(self.target) if self.fix is not None else None
 
     def phase_verdict(self, phase: Phase) -> Verdict | None:
         """The verdict of one phase's band against the card (None: the phase does not
@@ -224,6 +312,9 @@ class FitReport:
             "fix": [step.to_json() for step in fix.steps] if fix is not None else [],
             "fix_moment": fix.moment if fix is not None else None,
             "fix_fits": fix.reaches if fix is not None else None,
+            "fix_apply": self.apply_args,
+            "fix_lacks_gib": round(fix.lacks_gib, 2) if fix is not None else None,
+            "fix_margin": fix.margin if fix is not None else None,
             "fix_peak_gib": fix.memory.peak().rounded() if fix is not None else None,
             "fix_phases": fix.memory.phases_json() if fix is not None else None,
             "host": self.host.to_json() if self.host is not None else None,
@@ -246,8 +337,62 @@ def fit(state: WizardState, card: Card, ram_gib: float | None = None) -> FitRepo
     ram = ram_gib if ram_gib is not None else machine_ram(state)
     host = host_memory(state.document, ram, windows=sys.platform == "win32")
     options = option_findings(state.document)
+    target = apply_target(state)
     if memory.not_estimated is not None:
-        return FitReport(card, memory, "not_estimated", None, host, options)
+        return FitReport(card, memory, "not_estimated", None, host, options, target)
     found = verdict(memory.peak(), card.room_gib)
     fix = fit_fix(state, memory, card.room_gib) if found != "fits" else None
-    return FitReport(card, memory, found, fix, host, options)
+    return FitReport(card, memory, found, fix, host, options, target)
+
+
+def apply_target(state: WizardState) -> tuple[str, ...]:
+    """How ``apply`` names this job: its config, or its web-UI row (saved as a new job)."""
+
+    db = state.job.db_job
+    if db is not None:
+        return ("--db", str(db.db_path), "--job", db.name, "--as-new")
+    return (str(state.source),)
+
+
+@dataclass(frozen=True)
+class SavedVerdict:
+    """What ``apply`` says of the config it saves: its predicted peak against the job's card.
+
+    Attributes:
+        verdict: ``fits``, ``tight`` or ``wont_fit`` (None: no card known, or no figure).
+        card: The card (None: unknown).
+        peak: The saved config's peak band (None: not estimated).
+        phase: The phase of that peak.
+    """
+
+    verdict: Verdict | None
+    card: Card | None
+    peak: Band | None
+    phase: Phase | None
+
+    @property
+    def status(self) -> int:
+        """The exit status (:data:`VERDICT_STATUS`; 0 when nothing is known)."""
+        return VERDICT_STATUS[self.verdict] if self.verdict is not None else 0
+
+    def warning(self) -> str | None:
+        """The line ``apply`` prints when the saved config is predicted not to fit."""
+        if self.verdict in (None, "fits") or self.peak is None or self.card is None:
+            return None
+        words = "predicted not to fit" if self.verdict == "wont_fit" else "tight"
+        return (
+            f"warning: {words}: the saved config peaks at {self.peak.low:.1f}–"
+            f"{self.peak.high:.1f} GiB ({self.phase}) on the {self.card.gib:.1f} GiB card; "
+            "'oom-wizard fit' on it says what else would make it fit"
+        )
+
+
+def saved_verdict(state: WizardState, after: JobMemory) -> SavedVerdict:
+    """The verdict of a config ``apply`` saves (``after``: its memory) against the job's card
+    (:func:`~oom_wizard.application.settling.job_card`)."""
+
+    card = probed_card(state)
+    if card is None or after.not_estimated is not None:
+        return SavedVerdict(None, card, None, None)
+    peak = after.peak()
+    return SavedVerdict(verdict(peak, card.room_gib), card, peak, after.peak_phase)

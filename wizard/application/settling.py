@@ -10,12 +10,12 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from oom_wizard.application.labels import moment_info
 from oom_wizard.application.opening import OpenedJob, open_job
 from oom_wizard.formats.document import JobDocument
-from oom_wizard.host.tenants import card_tenants
+from oom_wizard.host.tenants import CardTenants, card_tenants
 from oom_wizard.logs.read import Watch, watching
 from oom_wizard.request import JobRequest
 from oom_wizard.rules.diagnosis import (
@@ -28,7 +28,7 @@ from oom_wizard.rules.memory import Calibration, calibration_from, calibration_f
 from oom_wizard.rules.modelkind import find_model_kind
 from oom_wizard.rules.options import option_findings
 from oom_wizard.rules.plan import Plan, StepChoice, StepProposal, build_plan, given_choices
-from oom_wizard.rules.tenants import real_share, room_gib, tenants_words
+from oom_wizard.rules.tenants import room_gib, tenants_words
 from oom_wizard.spelling import value as show_value
 from oom_wizard.storage.changelog import ChangeLog
 from oom_wizard.vocabulary import DEFAULT_MOMENT, VALIDATION_RUN, ModelKind, Moment
@@ -114,13 +114,16 @@ def settle(job: OpenedJob, answers: Answers, *, new_crash: bool = False) -> Sett
 def crash_figures(
     job: OpenedJob, diagnosis: Diagnosis, moment: str
 ) -> tuple[Calibration | None, float | None]:
-    """The job's own figures (:func:`job_calibration`) and the card's capacity: the OOM
-    message's, else the probe's (None: unknown). ``moment`` is kept for the callers that
-    settle a moment: the figures are about the phase that crashed, whatever the moment."""
+    """The job's own figures (:func:`job_calibration`) and the card's capacity
+    (:func:`job_card`; a run's record without a probe or a message: the card it ran on; None:
+    unknown). ``moment`` is kept for the callers that settle a moment: the figures are about
+    the phase that crashed, whatever the moment."""
     del moment
     calibration = job_calibration(job, diagnosis)
-    card = calibration.card_gib if calibration is not None else None
-    return calibration, card if card is not None else card_of(job, diagnosis)[0]
+    card = job_card(job, diagnosis)
+    if card is not None:
+        return calibration, card.room_gib
+    return calibration, calibration.card_gib if calibration is not None else None
 
 
 def job_calibration(job: OpenedJob, diagnosis: Diagnosis) -> Calibration | None:
@@ -139,17 +142,91 @@ def job_calibration(job: OpenedJob, diagnosis: Diagnosis) -> Calibration | None:
     return None
 
 
-def card_of(job: OpenedJob, diagnosis: Diagnosis) -> tuple[float | None, str | None]:
-    """The card's capacity in GiB and where it comes from: PyTorch's OOM message in the log,
-    else ``nvidia-smi`` (the largest card); ``(None, None)`` when neither says."""
-    if diagnosis.oom is not None and diagnosis.oom.total:
-        return diagnosis.oom.total, "PyTorch's OOM message"
+CardOrigin: TypeAlias = Literal["--gpu", "asked", "nvidia-smi", "oom-message"]
+
+#: Where a card's size comes from, in words.
+CARD_ORIGIN_WORDS: Final[Mapping[str, str]] = {
+    "--gpu": "--gpu",
+    "asked": "your answer",
+    "nvidia-smi": "nvidia-smi",
+    "oom-message": "PyTorch's OOM message",
+}
+
+
+@dataclass(frozen=True)
+class JobCard:
+    """The card a job is weighed against, settled once by :func:`job_card`.
+
+    Attributes:
+        gib: Its memory in GiB.
+        source: Where that comes from.
+        device: The device AI Toolkit trains on (``cuda:0`` unless the process says).
+        count: How many GPUs ``nvidia-smi`` saw (0: not probed, or none).
+        tenants: What else holds memory on it now (``nvidia-smi``; None: not probed).
+    """
+
+    gib: float
+    source: CardOrigin
+    device: str = "cuda:0"
+    count: int = 0
+    tenants: CardTenants | None = None
+
+    @property
+    def room_gib(self) -> float:
+        """What the job is weighed against: the card, or what is free beside its other tenants
+        when they hold a real share of it (:mod:`oom_wizard.rules.tenants`)."""
+        return room_gib(self.tenants) if self.tenants is not None else self.gib
+
+    @property
+    def words(self) -> str:
+        """Where its size comes from, in words."""
+        return CARD_ORIGIN_WORDS[self.source]
+
+
+def job_card(
+    job: OpenedJob,
+    diagnosis: Diagnosis,
+    given: float | None = None,
+    given_source: CardOrigin = "--gpu",
+) -> JobCard | None:
+    """THE card of a job, by one written rule: the size the user gave (``--gpu``, an
+    answer); else the card AI Toolkit will train on as ``nvidia-smi`` shows it (the first
+    process's ``device``, ``cuda:0`` by default); else the card in the crash's OOM message
+    (that card stays with the calibration too, which says when it differs). None when
+    nothing says."""
+
+    index = _trained_gpu_index(job)
+    device = f"cuda:{index}"
+    count = len(job.probe.gpus) if job.probe is not None else 0
+    if given is not None:
+        return JobCard(given, given_source, device, count)
     if job.probe is not None and job.probe.gpus:
-        tenants = card_tenants(job.probe, job.probe.gpus[0].index)
-        if len(job.probe.gpus) == 1 and tenants is not None and real_share(tenants):
-            return room_gib(tenants), "nvidia-smi: what is free beside the card's other tenants"
-        return max(gpu.total_gib for gpu in job.probe.gpus), "nvidia-smi"
-    return None, None
+        gpus = job.probe.gpus
+        gpu = next((g for g in gpus if g.index == index), gpus[0])
+        tenants = card_tenants(job.probe, gpu.index)
+        return JobCard(gpu.total_gib, "nvidia-smi", device, count, tenants)
+    if diagnosis.oom is not None and diagnosis.oom.total:
+        return JobCard(diagnosis.oom.total, "oom-message", device, count)
+    return None
+
+
+def _trained_gpu_index(job: OpenedJob) -> int:
+    """The index of the GPU AI Toolkit trains the job on: the first process's ``device``
+    (``cuda:0`` when it names none)."""
+    processes = job.document.view().processes
+    return processes[0].gpu_index if processes else 0
+
+
+def card_of(job: OpenedJob, diagnosis: Diagnosis) -> tuple[float | None, str | None]:
+    """What the job is weighed against (:func:`job_card`'s :attr:`JobCard.room_gib`: the card,
+    or what is free beside its other tenants) in GiB, and where it comes from, in words;
+    ``(None, None)`` when nothing says."""
+    card = job_card(job, diagnosis)
+    if card is None:
+        return None, None
+    if card.room_gib < card.gib:
+        return card.room_gib, f"{card.words}: what is free beside the card's other tenants"
+    return card.gib, card.words
 
 
 def option_notes(state: WizardState) -> tuple[str, ...]:
@@ -175,7 +252,7 @@ def card_note(job: OpenedJob) -> str | None:
     ``plan`` and the app say it."""
     if job.probe is None or not job.probe.gpus:
         return None
-    tenants = card_tenants(job.probe, job.probe.gpus[0].index)
+    tenants = card_tenants(job.probe, _trained_gpu_index(job))
     return tenants_words(tenants) if tenants is not None else None
 
 

@@ -5,18 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from oom_wizard.application.choosing import default_choices
+from oom_wizard.application.fitting import job_memory
 from oom_wizard.application.follow import (
     WatchTarget,
 )
 from oom_wizard.application.labels import log_claim
 from oom_wizard.application.log_alone import diagnose_log_alone
-from oom_wizard.application.settling import WizardState, start
+from oom_wizard.application.settling import WizardState, memory_calibration, start
 from oom_wizard.errors import WizardError
 from oom_wizard.host.probe import probe_gpu, read_host_memory
 from oom_wizard.logs.markers import load_log_markers
 from oom_wizard.request import JobRequest
 from oom_wizard.rules.catalog import load_presets
 from oom_wizard.rules.diagnosis import Diagnosis
+from oom_wizard.rules.memory import phase_of
+from oom_wizard.rules.plan import StepChoice
+from oom_wizard.rules.sizing import phases_of_moment
 from oom_wizard.spelling import change
 from oom_wizard.storage.jobdb import find_db, request_save_now as ask
 
@@ -34,7 +38,10 @@ def first_step(state: WizardState) -> str | None:
         first: str | None = diagnosis.first_change
         return first
     defaults = default_choices(state)  # the one default set (the default fix's steps)
-    step = next((s for s in state.rollback_steps() if defaults[s.id].enabled and s.fields), None)
+    taken = [s for s in state.rollback_steps() if defaults[s.id].enabled and s.fields]
+    # The first step offered lowers what crashed (issue 40): the first of the default set whose
+    # change alone lowers the crashed phase, else the first of the set.
+    step = next((s for s in taken if lowers_the_crash(state, s.id)), taken[0] if taken else None)
     if step is None:
         return (
             state.plan.exhausted_advice
@@ -43,6 +50,27 @@ def first_step(state: WizardState) -> str | None:
 
     changes = [change(f.label, f.before, f.after) for f in step.fields if f.default_on]
     return f"{step.title}: {', '.join(changes)}" if changes else step.title
+
+
+def lowers_the_crash(state: WizardState, step_id: str) -> bool:
+    """Whether one step alone, with its default toggles, lowers the phase the crash ran into
+    (the crash's own phase when its figures say it, else the log's finer phase, else the
+    moment's), by the one memory model with the job's calibration."""
+
+    calibration = memory_calibration(state)
+    finer = phase_of(state.diagnosis) if state.diagnosis.moment == state.moment else None
+    if calibration is not None and calibration.at_least_gib is not None:
+        phases: frozenset[str] = frozenset({calibration.phase})
+    elif finer is not None and finer in phases_of_moment(state.moment):
+        phases = frozenset({finer})  # the log's finer phase: the load, not its first sample
+    else:
+        phases = phases_of_moment(state.moment)
+    today, after = job_memory(state, {step_id: StepChoice(step_id=step_id, enabled=True)})
+    for phase in phases:
+        before, now = today.phases.get(phase), after.phases.get(phase)  # type: ignore[call-overload]
+        if before is not None and (now is None or now.high < before.high - 1e-6):
+            return True
+    return False
 
 
 def _advice_first(diagnosis: Diagnosis) -> bool:

@@ -21,6 +21,7 @@ from oom_wizard.application.choosing import (
     fix_words,
     prepared,
 )
+from oom_wizard.application.fitting import saved_verdict
 from oom_wizard.application.saving import DbSaveResult, SaveResult, ToFile, save
 from oom_wizard.commands._common import add_output_arguments, stdout
 from oom_wizard.commands._jobdb import add_db_arguments, wants_db
@@ -80,7 +81,8 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Apply the chosen steps and save (through the application layer), or show them with
-    ``--dry-run``."""
+    ``--dry-run``; the exit status is the saved config's verdict against the job's card (0
+    fits or no card known, 3 tight, 4 predicted not to fit, with a warning)."""
 
     console = stdout()
     if wants_db(args, args.config) and args.job is None:
@@ -108,6 +110,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     figures = estimate(state, choices)
     console.print(f"Estimate: {estimate_words(figures, plan.moment)}", markup=False)
+    judged = saved_verdict(state, figures.gib[1])
+    warning = judged.warning()
+    if warning is not None:
+        console.print(warning, markup=False)
     if args.dry_run:
         if state.db_job is None:
             console.print(ready.shown_diff(), markup=False)
@@ -117,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
                 "fields above are the whole difference; nothing was written.",
                 markup=False,
             )
-        return 0
+        return judged.status
     if state.db_job is not None:
         if args.output is not None or args.changelog is not None:
             raise WizardError(
@@ -127,11 +133,11 @@ def run(args: argparse.Namespace) -> int:
         result = save(state, choices, save_mode(args), ready=ready)
         assert isinstance(result, DbSaveResult)
         print_db_saved(console, result)
-        return 0
+        return judged.status
     saved = save(state, choices, ToFile(args.output, args.changelog, force=args.force), ready=ready)
     assert isinstance(saved, SaveResult)
     print_saved(console, saved, ui_job=state.ui_job)
-    return 0
+    return judged.status
 
 
 def choose(plan: Plan, *, all_steps: bool, named: str | None) -> Mapping[str, StepChoice] | None:

@@ -17,7 +17,15 @@ import shlex
 import sys
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
-from oom_wizard.application.fitting import Card, card_gib_problem, fit, probed_card
+from oom_wizard.application.fitting import (
+    FIT_MARGIN,
+    VERDICT_STATUS,
+    Card,
+    card_gib_problem,
+    fit,
+    probed_card,
+    step_loss,
+)
 from oom_wizard.commands._common import add_crash_arguments, stdout
 from oom_wizard.commands._jobdb import add_db_arguments, wants_db
 from oom_wizard.commands._report import show_jobs
@@ -123,7 +131,8 @@ def _ram(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the fit (as text, or as JSON with ``--json``); 0 whatever the verdict."""
+    """Print the fit (as text, or as JSON with ``--json``); the verdict's exit status
+    (:data:`~oom_wizard.application.fitting.VERDICT_STATUS`)."""
 
     if wants_db(args, args.config) and args.job is None:
         return show_jobs(args.db, stdout())
@@ -132,9 +141,9 @@ def run(args: argparse.Namespace) -> int:
     report = fit(state, card, args.ram)
     if args.json:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
-        return 0
-    render(stdout(), state, report)
-    return 0
+    else:
+        render(stdout(), state, report)
+    return VERDICT_STATUS[report.verdict]
 
 
 def _with_defaults(args: argparse.Namespace) -> argparse.Namespace:
@@ -262,6 +271,13 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
     calibration = memory.calibrated_by
     if calibration is not None:
         console.print(f"  {calibration_words(calibration, memory.scale)}", markup=False)
+        crash_card = calibration.card_gib
+        if crash_card and abs(crash_card - card.gib) > 0.05:
+            console.print(
+                f"  note: that crash was on a {crash_card:.1f} GiB card; this fit weighs the "
+                f"job against the {card.gib:.1f} GiB card ({CARD_WORDS[card.source]})",
+                markup=False,
+            )
     for note in memory.notes:
         console.print(f"  note: {note}", markup=False)
     for finding in report.options:
@@ -273,43 +289,38 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
         return
     console.print("", markup=False)
     if not fix.steps:
-        console.print("No roll-back step lowers this peak.", markup=False)
+        console.print("No change AI Toolkit offers for this job lowers this peak.", markup=False)
         return
     fixed = fix.memory.peak()
+    steps = ", ".join(f"{s.id} ({step_loss(s.id)})" for s in fix.steps)
     if not fix.reaches:
         console.print(
-            f"Nothing on the roll-back ladder for '{fix.moment}' is predicted to fit this card: "
-            f"with {', '.join(s.id for s in fix.steps)} the peak is still "
-            f"{band_text(fixed.low, fixed.high)} of {card.gib:.1f} GiB. What is left: a bigger "
-            "card, a smaller or quantized variant of the model, or more layer offloading.",
+            f"Nothing AI Toolkit offers for this job is predicted to fit this card. The closest "
+            f"config, with {steps}, peaks at {PHASE_WORDS[fix.memory.peak_phase]} "
+            f"{band_text(fixed.low, fixed.high)}: {fix.lacks_gib:.1f} GiB over the "
+            f"{card.gib:.1f} GiB card at its high edge. What is left: a bigger card, or a "
+            "smaller variant of the model.",
             markup=False,
         )
         return
     after = fix.memory.phases.get(memory.peak_phase)
+    room = (
+        f"with {FIT_MARGIN:.0%} of the card free"
+        if fix.margin
+        else f"but with less than {FIT_MARGIN:.0%} of the card free: no change AI Toolkit "
+        "offers leaves more"
+    )
     today = (
         f"{PHASE_WORDS[memory.peak_phase]} {band_text(after.low, after.high)}; " if after else ""
     )
     console.print(
-        f"To fit, the roll-back for '{fix.moment}' with: {', '.join(s.id for s in fix.steps)} "
-        f"({today}peak {PHASE_WORDS[fix.memory.peak_phase]} {band_text(fixed.low, fixed.high)}: "
-        "fits)",
+        f"To fit, the least loss: {steps} ({today}peak {PHASE_WORDS[fix.memory.peak_phase]} "
+        f"{band_text(fixed.low, fixed.high)}: fits, {room})",
         markup=False,
     )
-    console.print(
-        "  "
-        + shlex.join(
-            [
-                "oom-wizard",
-                "apply",
-                str(state.source),
-                "--moment",
-                fix.moment,
-                "--steps",
-                ",".join(s.id for s in fix.steps),
-            ]
-        ),
-        markup=False,
-    )
+    line = report.apply_args
+    if line is not None:
+        console.print("  " + shlex.join(line), markup=False)
 
 
 HOST_PHASE_WORDS = {"load": "loading", "caching": "caching", "training": "training step"}

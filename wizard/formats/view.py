@@ -688,6 +688,7 @@ class _ProcessHeader(_Fields):
     type: Annotated[Text, _Expect("text naming the process type, such as sd_trainer")]
     name: OptionalText = None
     training_folder: OptionalText = None
+    device: OptionalText = None
 
 
 class ProcessView(FrozenModel):
@@ -713,6 +714,15 @@ class ProcessView(FrozenModel):
     """The ``network:`` section; None without one (a full fine-tune)."""
     adapter: AdapterView | None = None
     """The ``adapter:`` section (control LoRA and other adapters), if any."""
+    device: str | None = None
+    """The process's ``device`` (AI Toolkit trains on ``cuda:0`` when it is absent)."""
+
+    @property
+    def gpu_index(self) -> int:
+        """The index of the GPU AI Toolkit trains on: ``cuda:N``'s N, else 0."""
+        device = (self.device or "cuda:0").strip().lower()
+        number = device.partition(":")[2]
+        return int(number) if device.startswith("cuda") and number.isdigit() else 0
 
     @property
     def first_sample_section(self) -> bool:
@@ -892,6 +902,7 @@ class _Reader:
             network_rank=_rank(network),
             network=network,
             adapter=adapter,
+            device=header.device,
         )
 
     def _sample(self, entry: Mapping[str, Any], key: str, base: FieldPath) -> SampleView | None:

@@ -109,6 +109,7 @@ ROLLBACK_RUNG_STEPS: Final[frozenset[AnyStepId]] = frozenset(
         "layer_offloading",
         "lora_rank",
         "control_images",
+        "quantize",
     }
 )
 """Steps that go down one rung per roll-back (done when the last roll-back applied them)."""
@@ -1348,6 +1349,40 @@ def _quantize(process: _Process, moment: Moment, found: _Found) -> None:
     if process.facts.low_memory.quantize is None:
         found.notes.append(f"AI Toolkit does not offer quantization for {process.facts.label}.")
         found.unavailable += 1
+        return
+    if not found.fields:
+        _four_bit(process, found)
+
+
+#: The next rung down from an 8-bit transformer: AI Toolkit's own 4-bit type, which every arch
+#: that quantizes takes (toolkit/util/quantize.py:42-74, uintx_quant.py:42).
+FOUR_BIT: Final = "uint4"
+
+
+def _four_bit(process: _Process, found: _Found) -> None:
+    """An 8-bit transformer one rung down, to 4 bits (with the accuracy-recovery adapter the
+    user named, which stays after ``|``)."""
+    model = process.view.model
+    if model.quantize is not True or not model.is_known("qtype"):
+        return
+    base = model.qtype_base or process.presets.levers.default_qtype
+    if process.presets.levers.quantized_bytes(base) < 1.0:
+        return
+    adapter = model.qtype_adapter
+    after = FOUR_BIT if adapter is None else f"{FOUR_BIT}|{adapter}"
+    _propose(
+        found,
+        process,
+        ("model", "qtype"),
+        after,
+        before=process.get("model", "qtype"),
+        control="text",
+        label="model.qtype (4-bit transformer weights)",
+    )
+    found.notes.append(
+        "4-bit weights are half of 8-bit ones and lose more detail than 8-bit; the text "
+        "encoder keeps its qtype."
+    )
 
 
 def _text_encoder(process: _Process, moment: Moment, found: _Found) -> None:

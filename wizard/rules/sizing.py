@@ -6,30 +6,26 @@ Two default fixes are offered for a roll-back, both in the seed's order (the pla
   ``no_quality_cost``: checkpointing for a training step, cached text embeddings, lighter
   samples for a sampling crash, the low-memory path for loading), then all the moment's first
   rungs (and, when they leave the crashed peak where it was, the next step down that lowers it).
-- **just enough**: the same free steps, then the *fewest* rungs that cost quality whose
-  estimated saving covers the deficit with :data:`MARGIN_SHARE` of the card to spare.
+- **just enough**: the one solver's answer (:func:`oom_wizard.rules.solver.solve`): the plan's
+  levers by what the user loses (time, samples, quality), the least loss at which every phase
+  fits the card with :data:`MARGIN_SHARE` of it to spare and the crashed phase is lower; when
+  no set does, the closest one (``covered`` is then False).
 
 Every figure is the one memory model's (:func:`oom_wizard.rules.memory.job_memory`, through
 :class:`Weigher`), with the job's own calibration: the crash's figure is a floor of the phase
 that crashed, so today's band there is never under it. The deficit is what that phase needed
 beyond the card: the crash's floor against the card when PyTorch's message is there (a floor,
-so "more than"), else the high edge of today's band. A fix **covers** the phase when its
-predicted band there fits the card as ``fit`` says it (its high edge within the card) and
-leaves :data:`MARGIN_SHARE` of the card free at the band's midpoint.
+so "more than"), else the high edge of today's band.
 
-"Just enough" is the default only when the crash's own figures say the phase crashed on this
-card (:attr:`FixSizing.calibrated`); otherwise the safe set stays the default, and "just
-enough" is still offered where a card is known.
-
-"Fewest": every combination of one, two, then three rungs is tried in the plan's order (a
-combination whose steps' savings at the band's high edge, each alone, add up to less than the
-high edge must drop is skipped: the savings of combined rungs never add up to more than
-that); past three, the rungs are taken in the plan's order until they cover.
+"Just enough" is the default when it fits and the crash's own figures say the phase crashed on
+this card (:attr:`FixSizing.calibrated`), or the safe set is predicted not to fit; otherwise
+the safe set stays the default, and "just enough" is still offered where a card is known.
+``fit`` reads the plan's "just enough" as its fix, so both say the same steps for the same job
+and card.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -47,23 +43,10 @@ from oom_wizard.rules.memory import (
     job_memory,
     verdict,
 )
+from oom_wizard.rules.solver import MARGIN_SHARE as MARGIN_SHARE, solve
 
 FixName = Literal["just_enough", "safe"]
 FIX_NAMES: Final[tuple[FixName, ...]] = ("just_enough", "safe")
-
-MARGIN_SHARE: Final = 0.10
-"""The room a "just enough" fix leaves on the card, as a share of it (2.4 GiB on a 24 GiB card).
-
-Why this much: PyTorch's message bounds the crashed phase's need from below only (the
-allocation that failed need not be the last of the step), an intermittent crash is one whose
-peak moves from step to step with the bucket and caption length, and the caching allocator
-fragments: a fix sized to the last GiB would crash again on the next unlucky step."""
-
-MIN_SAVING: Final = 0.01
-"""GiB: the least a fix must save (a fix lowers the crashed peak, whatever the estimate says)."""
-
-EXHAUSTIVE_UP_TO: Final = 3
-"""Combinations of up to this many rungs are searched for the fewest; past it, plan order."""
 
 FIX_WORDS: Final[Mapping[FixName, str]] = {
     "just_enough": "just enough",
@@ -86,8 +69,10 @@ class FixSizing:
         today: Today's band at the phase (calibrated by the crash when it can be).
         savings: Each fix's estimated saving at the phase (the band's midpoint), in GiB.
         bands: Each fix's predicted band at the phase.
-        covered: Whether "just enough" covers the deficit with the margin (False: no
-            combination of rungs is predicted to, and it is the whole ladder's best try).
+        covered: Whether "just enough" fits the card (False: no combination of rungs is
+            predicted to, and it is the closest config the ladder reaches).
+        margin_kept: Whether it leaves the margin free (False: no set does; it fits with
+            less room).
     """
 
     phase: Phase
@@ -100,6 +85,7 @@ class FixSizing:
     savings: Mapping[FixName, float]
     bands: Mapping[FixName, Band]
     covered: bool
+    margin_kept: bool = True
 
     def predicted(self, fix: FixName) -> Band:
         """The fix's predicted band at the phase."""
@@ -115,6 +101,7 @@ class FixSizing:
             "source": self.source,
             "calibrated": self.calibrated,
             "covered": self.covered,
+            "margin_kept": self.margin_kept,
             "predicted_gib": {fix: self.predicted(fix).rounded() for fix in self.savings},
         }
 
@@ -342,19 +329,15 @@ def size_fixes(
         source = "the high edge of today's estimate against the card"
     margin = MARGIN_SHARE * card
 
-    def saving(ids: Collection[str]) -> float:
-        """The drop of the band's high edge (what ``covers`` needs first)."""
-        after = band(ids)
-        return today.high - (after.high if after is not None else 0.0)
-
-    def covers(ids: Collection[str]) -> bool:
-        """The phase fits as ``fit`` says it, with the margin at the midpoint; and a fix
-        lowers the peak the crash ran into, whatever the estimate says of today."""
-        after = band(ids)
-        fits = after is None or (after.high <= card and after.mid + margin <= card)
-        return fits and saving(ids) >= MIN_SAVING
-
-    chosen, covered = _fewest(list(free), list(candidates), today.high - card, covers, saving)
+    solution = solve(
+        weigher.memory,
+        [*free, *(step for step in candidates if step not in free)],
+        changes_of,
+        card,
+        crashed=(phase,) if floor is not None else tuple(phases_of_moment(moment)),
+        must_lower=True,
+    )
+    chosen, covered = list(solution.steps), solution.fits
     fixes: dict[FixName, tuple[str, ...]] = {"just_enough": ordered(chosen), "safe": safe_fix}
     sizing = FixSizing(
         phase=phase,
@@ -369,34 +352,9 @@ def size_fixes(
         },
         bands={name: band(ids) or Band(0.0, 0.0) for name, ids in fixes.items()},
         covered=covered,
+        margin_kept=solution.margin,
     )
-    default: FixName = "just_enough" if floor is not None and covered else "safe"
+    safe_band = sizing.bands["safe"]
+    safe_over = safe_band.high > card and safe_band.mid > 0
+    default: FixName = "just_enough" if covered and (floor is not None or safe_over) else "safe"
     return SizedFixes(fixes, default, sizing)
-
-
-def _fewest(
-    free: list[str],
-    candidates: list[str],
-    need: float,
-    covers: Callable[[Collection[str]], bool],
-    saving: Callable[[Collection[str]], float],
-) -> tuple[list[str], bool]:
-    """The free steps and the fewest candidates that cover; whether they do. ``need`` is the
-    drop of the band's high edge that covering takes at least (``saving``'s units)."""
-    if covers(free):
-        return free, True
-    alone = {step: saving([*free, step]) - saving(free) for step in candidates}
-    useful = [step for step in candidates if alone[step] > 1e-9]
-    base = saving(free)
-    for size in range(1, min(EXHAUSTIVE_UP_TO, len(useful)) + 1):
-        for combination in itertools.combinations(useful, size):
-            if base + sum(alone[step] for step in combination) < need - 1e-9:
-                continue
-            if covers([*free, *combination]):
-                return [*free, *combination], True
-    taken = list(free)
-    for step in useful:
-        taken.append(step)
-        if len(taken) - len(free) > EXHAUSTIVE_UP_TO and covers(taken):
-            return taken, True
-    return taken, False

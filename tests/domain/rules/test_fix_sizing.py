@@ -4,7 +4,6 @@ deficit the crash's own figures give (issue 18 item 6)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection
 from pathlib import Path
 
 import pytest
@@ -13,17 +12,22 @@ import yaml
 from oom_wizard.application.choosing import (
     answer,
     choose,
+    chosen_fix,
+    chosen_fix_names,
+    chosen_fix_words,
     default_choice,
     default_choices,
     effective_choices,
     preselect_fix,
 )
+from oom_wizard.application.fitting import Card, fit
+from oom_wizard.application.saving import SaveResult, ToFile, save
 from oom_wizard.application.settling import WizardState, start
 from oom_wizard.formats.document import load_document
 from oom_wizard.request import JobRequest
 from oom_wizard.rules.diagnosis import Answers
 from oom_wizard.rules.plan import StepChoice, build_plan, changes_for
-from oom_wizard.rules.sizing import MARGIN_SHARE, FixName, _fewest
+from oom_wizard.rules.sizing import MARGIN_SHARE, FixName
 from oom_wizard.screens.toggles import Choice
 from tests.support.plan_support import cli
 
@@ -92,24 +96,6 @@ def test_without_the_crashs_figures_the_safe_set_is_the_default(tmp_path: Path) 
     assert sized.default_fix == "safe" and "just_enough" in sized.fixes
     assert sized.sizing is not None and not sized.sizing.calibrated
     assert [s.id for s in sized.steps if s.default_on] == list(sized.fixes["safe"])
-
-
-def test_the_fewest_rungs_that_cover_the_need_win_over_the_first_ones() -> None:
-    worth = {"free": 1.0, "a": 1.0, "b": 1.0, "c": 5.0, "d": 0.0}
-
-    def saving(ids: Collection[str]) -> float:
-        return sum(worth[step] for step in set(ids))
-
-    def covering(need: float) -> Callable[[Collection[str]], bool]:
-        return lambda ids: saving(ids) >= need
-
-    assert _fewest(["free"], ["a", "b", "c", "d"], 5.5, covering(5.5), saving) == (
-        ["free", "c"],
-        True,
-    )
-    assert _fewest(["free"], ["a", "b", "c", "d"], 0.5, covering(0.5), saving) == (["free"], True)
-    assert _fewest([], ["a", "b", "c"], 5.5, covering(5.5), saving) == (["a", "c"], True)
-    assert _fewest([], ["a", "b", "d"], 9.0, covering(9.0), saving) == (["a", "b"], False)
 
 
 def test_one_rule_of_the_defaults_for_the_cli_the_app_and_run(tmp_path: Path) -> None:
@@ -187,9 +173,9 @@ async def test_the_review_offers_just_enough_and_the_safe_set_by_keyboard(
         await wait_for_screen(pilot, "ReviewScreen")
         fixes = app.screen.query_one("#fix", RadioSet)
         labels = [str(button.label) for button in fixes.query(Choice)]
-        assert labels[0].startswith("just enough: 2 steps, training peak ≈ ")
-        assert labels[0].endswith(" of 23.5 GiB (default)")
-        assert labels[1].startswith("safe: 3 steps, training peak ≈ ")
+        assert labels[0].startswith("just enough: 2 steps, peak ≈ ")
+        assert labels[0].endswith(" (default)") and " of 23.5 GiB (" in labels[0]
+        assert labels[1].startswith("safe: 3 steps, peak ≈ ")
         hint = str(app.screen.query("#fixes Static").last().render())
         assert "just enough: Gradient checkpointing on, Batch size to 1" in hint
         assert "safe: Gradient checkpointing on, Batch size to 1, Drop the biggest" in hint
@@ -205,3 +191,31 @@ async def test_the_review_offers_just_enough_and_the_safe_set_by_keyboard(
     train = saved["config"]["process"][0]["train"]
     assert train["gradient_checkpointing"] is True and train["batch_size"] == 1
     assert saved["config"]["process"][0]["datasets"][0]["resolution"] == [512, 768]
+
+
+def test_the_review_prices_each_fix_as_the_user_left_the_walk(tmp_path: Path) -> None:
+    """Issue 38 item 6: a step the user switched off stays off in every fix the review offers,
+    the fix is priced without it, and the figure shown is ``fit``'s on the saved bytes (the
+    demo: checkpointing alone, 19.7-24.2 GiB on the 23.5 GiB card, predicted not to fit)."""
+    state = demo_state("early_steps", tmp_path)
+    assert chosen_fix(state, "just_enough") == ("gradient_checkpointing", "batch_size")
+    skipped = choose(state, StepChoice("batch_size", enabled=False))
+    assert chosen_fix(skipped, "just_enough") == ("gradient_checkpointing",)
+    assert "batch_size" not in chosen_fix(skipped, "safe")
+    words = chosen_fix_words(skipped, "just_enough")
+    assert words.startswith("just enough: 1 step, peak ≈ ") and "(predicted not to fit)" in words
+    choices = effective_choices(skipped, fix="just_enough")
+    saved = save(skipped, choices, ToFile(None, None))
+    assert isinstance(saved, SaveResult)
+    again = start(JobRequest(target=saved.config, probe=False))
+    fitted = fit(again, Card(23.54, "--gpu")).memory.peak()
+    assert f"({fitted.low:.1f}–{fitted.high:.1f})" in words
+
+
+def test_the_review_offers_one_fix_when_the_users_choices_make_both_the_same(
+    tmp_path: Path,
+) -> None:
+    state = demo_state("early_steps", tmp_path)
+    assert len(chosen_fix_names(state)) == 2
+    on = choose(state, StepChoice("top_bucket", enabled=True))  # the safe set's extra step
+    assert chosen_fix_names(on) == ("just_enough",)

@@ -335,11 +335,11 @@ def test_parameter_swapping_shows_its_saving_in_gib() -> None:
 
 
 def lean(network: bool) -> Callable[[dict[str, Any]], None]:
-    """Everything but the split already done (batch 1, 512 px, rank 4, 8-bit Adam, no samples),
-    with model.is_flux set: a LoRA, or a full fine-tune."""
+    """Everything but the split already done (batch 1, 512 px, rank 4, 8-bit Adam, no samples,
+    4-bit weights), with model.is_flux set: a LoRA, or a full fine-tune."""
 
     def change(process: dict[str, Any]) -> None:
-        process["model"]["is_flux"] = True
+        process["model"].update(is_flux=True, qtype="uint4")
         process["network"].update(linear=4, linear_alpha=4)
         if not network:
             process.pop("network")
