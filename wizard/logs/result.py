@@ -143,6 +143,9 @@ class LogScan:
             huge-allocation warnings, a Colab runtime's paths: ``host_pressure``).
         sample_first: The launch command in the log makes a sample come first.
         best_rate: The training bar's fastest step after its first, in seconds per step.
+        frame_hint: Where the phase came from only a hint of the failing traceback's frames
+            (``hint`` rules: attention, which training and sampling both run), that phase;
+            ``frame_phase`` is then None.
     """
 
     source: str | None
@@ -184,6 +187,7 @@ class LogScan:
     sample_first: bool = False
     best_rate: float | None = None
     job_ended: bool = False
+    frame_hint: Phase | None = None
 
     @property
     def failure_shaped(self) -> bool:

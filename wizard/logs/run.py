@@ -73,6 +73,9 @@ class RunState:
     frames_seen: bool = False
     traceback_hint: FramePhase | None = None
     frame_phase: FramePhase | None = None
+    frame_hint: FramePhase | None = None
+    """The phase a ``hint`` frame of the failing traceback suggests (attention: a training
+    step), used only where nothing else places the failure."""
     data_frame: DataFrame | None = None
     """The outermost frame of data loading in the failing traceback (``data_frames``)."""
     host_copy: bool = False
@@ -118,7 +121,7 @@ class RunState:
             self.failing = self.oom_failure = False
             self.frames_seen = False
             self.traceback_hint = None
-            self.frame_phase = None
+            self.frame_phase = self.frame_hint = None
             self.data_frame = None
             self.host_copy = self.cpu_copy = False
 
@@ -243,10 +246,18 @@ class RunState:
             signals.add("sysmem_spill")
         phase = self.phase
         frame_phase: Phase | None = None
-        if crashed and self.frame_phase is not None:
+        frame_hint: Phase | None = None
+        if crashed and "cache_followon" in signals:
+            # The error surfaces where the trainer checks its cache; the OOM it stands for
+            # happened while the latents were cached.
+            phase = "cache_latents"
+        elif crashed and self.frame_phase is not None:
             during = self.training_started or self.opened_in_frames
             frame_phase = _resolve_frame_phase(self.frame_phase, during)
             phase = frame_phase
+        elif crashed and self.frame_hint is not None and phase in ("unknown", "launch", "training"):
+            frame_hint = _resolve_frame_phase(self.frame_hint, self.training_started)
+            phase = frame_hint
         elif (
             crashed
             and phase in ("unknown", "launch")
@@ -300,6 +311,7 @@ class RunState:
             host_pressure_line=self.host_pressure_line,
             sample_first=self.sample_first,
             best_rate=self.best_rate,
+            frame_hint=frame_hint,
         )
 
 

@@ -157,6 +157,7 @@ _EVIDENCE_PRIORITY: Final[tuple[str, ...]] = (
     "zero_free",
     "oom_abort",
     "loss_dict_followon",
+    "cache_followon",
     "host_oom_kill",
     "exception",
     "host_copy",
@@ -572,6 +573,7 @@ def _moment_from_log(scan: LogScan | None, process: ProcessView | None, now: flo
             )
         if (
             scan.frame_phase is None
+            and scan.frame_hint is None
             and scan.marker_phase == "unknown"
             and not scan.training_started
         ):
@@ -678,6 +680,13 @@ def _phase_certainty(scan: LogScan, phase: Phase) -> tuple[Confidence, str]:
     dataset's, which no OOM comes from."""
     if phase == "launch":
         return "low", "the only lines before it are the launcher's or the dataset settings"
+    if scan.has("cache_followon"):
+        return "medium", (
+            "the trainer's own check failed on images it could not cache: an out-of-memory it "
+            "caught while caching latents, not the error line itself"
+        )
+    if scan.frame_hint is not None:
+        return "medium", "the failing traceback is in attention, which a training step runs"
     if scan.frame_phase is not None:
         return "high", f"the failing traceback's frames are {_PHASE_WORDS[phase]}"
     if scan.marker_phase == phase and scan.has(*GPU_SIGNALS):
@@ -1386,10 +1395,32 @@ _SIGNAL_WORDS: Final[Mapping[Signal, str]] = {
 }
 
 
+WINDOWS_ACCESS_VIOLATION: Final = frozenset({3221225477, -1073741819})
+"""0xC0000005 (as an unsigned and a signed exit status): Windows' access violation. A trainer
+that dies with it and no Python error has most often run out of host memory (the page file:
+an allocation that failed and was used anyway in native code), the way the kernel's OOM
+killer ends one on Linux."""
+
+
 def _silent_exit(scan: LogScan, suspected: list[str], advice: list[Advice]) -> None:
     if not scan.has("silent_exit"):
         return
     code = f" {scan.exit_code}" if scan.exit_code is not None else ""
+    if scan.exit_code in WINDOWS_ACCESS_VIOLATION:
+        suspected.append(
+            f"the process ended with exit{code} (0xC0000005, Windows' access violation) and no "
+            "Python error: on Windows that is most often host memory (the page file) running "
+            "out in native code"
+        )
+        advice.append(
+            Advice(
+                "host_ram",
+                "Host RAM (the page file) first: let Windows manage the page file or enlarge it, "
+                "close other programs, and watch the commit charge in Task Manager while the "
+                "step that died runs; then retry before rolling the config back.",
+            )
+        )
+        return
     suspected.append(
         f"the process ended (exit{code}) with no Python error: the log cannot show an "
         "out-of-memory; it may have been killed or crashed in native code"
@@ -1728,6 +1759,11 @@ def _verdict(
 def _what_happened(scan: LogScan | None) -> str:
     if scan is None:
         return "No log was read"
+    if scan.has("cache_followon"):
+        return (
+            "The VAE ran out of GPU memory (the trainer caught it, went on, and failed on the "
+            "images it could not cache)"
+        )
     if (scan.has("cuda_error_oom") and scan.host_copy) or _cut_off_in_cpu_copy(scan):
         return "CUDA ran out of pinned host memory while copying weights"
     if scan.has("host_oom_kill") and not scan.has(*GPU_SIGNALS):
