@@ -29,8 +29,9 @@ named function below, with its reasoning in its docstring:
 - the model kind: the one rule of :mod:`oom_wizard.rules.modelkind`, shared with the plan and
   the app;
 - a log that just stops, with no error, gives its phase's moment with low confidence
-  (:func:`_open_end_moment`; a log written in the last ``LOG_STILL_WRITTEN_S`` may still be
-  running); a slowdown or a stall is the driver's system-memory fallback, with its advice
+  (:func:`_open_end_moment`; it may still be running only where something alive says so: the
+  web UI's status, or a process nvidia-smi lists on the card; a log's age alone never does); a
+  slowdown or a stall is the driver's system-memory fallback, with its advice
   (:func:`_slowdown`, ``SPILL_CARD_MAX_GIB``); a training bar slow from its first steps on a
   full card is a first-steps memory problem, not a stall after many steps
   (:func:`_crawl_from_start`, ``SLOW_FROM_START_S``, ``CARD_FULL_SHARE``); a cut-off
@@ -56,7 +57,6 @@ is kept and shown.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -70,7 +70,6 @@ from oom_wizard.logs.result import (
     crash_phase,
     crash_step,
     crash_step_of,
-    log_still_written,
 )
 from oom_wizard.logs.signals import (
     GPU_SIGNALS,
@@ -419,7 +418,7 @@ def diagnose(
     answers: Answers | Mapping[str, Any] | None = None,
     probe: ProbeResult | None = None,
     changelog: ChangeLog | None = None,
-    now: float | None = None,
+    running: str | None = None,
 ) -> Diagnosis:
     """Say when and why the job ran out of memory, from whatever is known.
 
@@ -430,7 +429,8 @@ def diagnose(
             over the log, and a disagreement is shown.
         probe: The GPU as it is now (None when it could not be looked at).
         changelog: The config's change log, when it is the wizard's own output.
-        now: The time to compare the log's modification time with (default: now).
+        running: What says the job is running now, in words (the web UI's status); None when
+            nothing does. A log's age is no such thing: a pasted log is new and its job dead.
 
     Raises:
         WizardError: an answer names an unknown moment or kind.
@@ -438,7 +438,7 @@ def diagnose(
     given = Answers.coerce(answers)
     process = view.primary if view is not None else None
     kind = _model_kind(process)
-    found = _moment_from_log(scan, process, time.time() if now is None else now)
+    found = _moment_from_log(scan, process, _alive(running, probe))
     crawl = _crawl_from_start(scan, probe, kind.kind)
     if crawl is not None:
         found = _Moment(
@@ -540,12 +540,25 @@ class _Moment:
     """Why that confidence, in a few words (:func:`certainty_line`)."""
 
 
-def _moment_from_log(scan: LogScan | None, process: ProcessView | None, now: float) -> _Moment:
+def _alive(running: str | None, probe: ProbeResult | None) -> str | None:
+    """What says the job may still be running, in words: the caller's (the web UI's status),
+    else the processes nvidia-smi lists on the card now. None: nothing alive says so."""
+    if running:
+        return running
+    if probe is not None and (listed := [p for p in probe.processes if p.pid]):
+        names = ", ".join(f"{p.name} (pid {p.pid})" for p in listed[:3])
+        return f"nvidia-smi lists {names} on the card now"
+    return None
+
+
+def _moment_from_log(
+    scan: LogScan | None, process: ProcessView | None, alive: str | None
+) -> _Moment:
     """The moment the log points to, or None with the reason it does not point anywhere."""
     if scan is None:
         return _Moment(None, "no log", "low", (), "there is no log")
     if not scan.crashed and scan.ends_open and not scan.has("oom_skip"):
-        return _open_end_moment(scan, process, now)
+        return _open_end_moment(scan, process, alive)
     if not scan.crashed and not scan.has("oom_skip"):
         note = "The log's last run shows no crash"
         if scan.stopped:
@@ -617,7 +630,7 @@ def _library_fault(scan: LogScan) -> _Moment:
     )
 
 
-def _open_end_moment(scan: LogScan, process: ProcessView | None, now: float) -> _Moment:
+def _open_end_moment(scan: LogScan, process: ProcessView | None, alive: str | None) -> _Moment:
     """The run just stops inside a phase, with no error and no sign that it finished: the job
     stalled there (the driver's system-memory fallback crawls for hours), was killed from
     outside, or the log was pasted up to there. That phase's moment, said with low confidence."""
@@ -638,12 +651,9 @@ def _open_end_moment(scan: LogScan, process: ProcessView | None, now: float) -> 
     else:
         why = f"{where}, with no error: the job stalled or was killed there"
     notes = list(found.notes)
-    if log_still_written(scan, now):
-        assert scan.modified is not None
-        minutes = max(int((now - scan.modified) // 60), 0)
-        ago = "less than a minute ago" if minutes == 0 else f"{minutes} min ago"
+    if alive is not None:
         notes.append(
-            f"The log was written {ago}: the job may still be running, or stalled. "
+            f"The job may still be running, or stalled: {alive}. "
             "Check that its process is alive before you change anything."
         )
     else:
