@@ -42,11 +42,13 @@ named function below, with its reasoning in its docstring:
   file); a CUDA library or driver fault is its own verdict, never a roll-back
   (:func:`_library_fault`, :func:`_library_fault_advice`); a capped process ran out of its
   allowance, which is its card (:func:`_capped_note`; the allocator's figures already use it);
-- how sure (:func:`_how_sure`, :func:`_phase_certainty`): ``high`` only where the evidence pins
-  the moment (the failing frames in a phase, PyTorch's message in a phase the trainer's lines
-  announced or right after a step, the host's own kill or error, PyTorch's figures of other
-  processes), ``medium`` where one line points one way, ``low`` otherwise; the reason goes
-  with it (:attr:`Diagnosis.certainty`);
+- how sure (:func:`_how_sure`, :func:`_phase_certainty`, :func:`_cut_certainty`): ``high``
+  only where the evidence pins the moment (the failing frames in a phase, with or without their
+  error line, PyTorch's message in a phase the trainer's lines announced or right after a step,
+  the host's own kill or error, PyTorch's figures of other processes), ``medium`` where one line
+  points one way (or the frames pin a training step whose number the log does not show),
+  ``low`` otherwise; the reason goes with it (:attr:`Diagnosis.certainty`);
+  ``bench/bench_confidence.py`` measures it on every report held;
 - the right run (:func:`_log_match`): the config the log printed against the config given, and
   the log's age against the change log's last run; when they differ the verdict says the log
   is from the run before the change.
@@ -607,9 +609,35 @@ def _moment_from_log(
             "The log does not show the error itself (it is cut off); the phase it stops in "
             "points to memory, so out of memory is assumed."
         )
-        basis = "the error line is cut off; the phase it stops in is only a hint"
-        return _Moment(found.moment, found.why, "low", (*found.notes, note), basis)
+        sure, basis = _cut_certainty(scan, found)
+        return _Moment(found.moment, found.why, sure, (*found.notes, note), basis)
     return _moment_from_phase(scan, process)
+
+
+def _cut_certainty(scan: LogScan, found: _Moment) -> tuple[Confidence, str]:
+    """How sure a traceback cut before its error line makes the moment.
+
+    The moment is when it crashed, and the failing frames say that whether or not the error
+    line is there: frames that place the phase (``frame_phase``, not a hint) pin it, ``high``,
+    as with the error line, unless the phase is a training step whose number the log does not
+    show (``medium``: the phase is pinned, early or intermittent is not). A phase from the
+    trainer's lines alone, or an attention frame's hint, stays ``low``: the crash may have come
+    after the line that announced it. On the real reports the frames placed, the moment was
+    right every time (``bench/bench_confidence.py``); that the error was out of memory is
+    assumed, and the note says so.
+    """
+    if scan.frame_phase is None:
+        return "low", "the error line is cut off; the phase it stops in is only a hint"
+    where = _PHASE_WORDS[scan.frame_phase]
+    if found.confidence != "high":  # a training step whose number the log does not show
+        return "medium", (
+            f"the failing traceback's frames are {where} (its error line is cut off); "
+            "which step, the log does not show"
+        )
+    return "high", (
+        f"the failing traceback's frames are {where}; its error line is cut off, so out of "
+        "memory is assumed"
+    )
 
 
 def _library_fault(scan: LogScan) -> _Moment:
@@ -717,7 +745,7 @@ def _training_moment(
     trouble = _trouble_step(scan)
     where = _phase_words(scan, phase)
     if trouble is None:
-        return _unknown_step_moment(process, where)
+        return _unknown_step_moment(process, where, pinned=scan.frame_phase is not None)
     if trouble <= EARLY_STEP_LIMIT:
         first = " after resuming" if scan.resumed else ""
         return _Moment("early_steps", f"{where}, within the first steps{first}", sure, (), basis)
@@ -746,18 +774,29 @@ def _trouble_step(scan: LogScan) -> int | None:
     return step - (scan.first_step or 0)
 
 
-def _unknown_step_moment(process: ProcessView | None, where: str) -> _Moment:
+def _unknown_step_moment(
+    process: ProcessView | None, where: str, *, pinned: bool = False
+) -> _Moment:
     """A training-step crash whose step the log does not show (a pasted traceback).
 
     With several resolution buckets (or clip lengths taken from each clip) the step that fails
-    is the one that draws the biggest bucket: a borderline config, ``intermittent``. Otherwise
-    the first step is the likeliest: ``early_steps``. Either way the confidence is low.
+    is the one that draws the biggest bucket: a borderline config, ``intermittent``, said with
+    low confidence. Otherwise every step weighs the same, so the first one is the likeliest:
+    ``early_steps``, said with medium confidence where the failing frames pin a training step
+    (``pinned``), else low.
     """
     basis = "the log does not show which step it was"
     if process is not None and _several_buckets(process):
         why = f"{where} whose number the log does not show, with several buckets"
         return _Moment("intermittent", why, "low", (), basis)
-    return _Moment("early_steps", f"{where} whose number the log does not show", "low", (), basis)
+    why = f"{where} whose number the log does not show"
+    if pinned:
+        basis = (
+            "the failing traceback's frames are in a training step and every step weighs the "
+            "same; which step, the log does not show"
+        )
+        return _Moment("early_steps", why, "medium", (), basis)
+    return _Moment("early_steps", why, "low", (), basis)
 
 
 def _several_buckets(process: ProcessView) -> bool:

@@ -175,8 +175,10 @@ def test_a_training_traceback_without_a_bar_and_several_buckets_is_intermittent(
 
 
 def test_a_training_traceback_without_a_bar_and_one_bucket_is_early_steps() -> None:
+    # The frames pin a training step and every step weighs the same: medium (issue 40).
     result = diagnose(log(*TRACEBACK_IN_TRAINING), view_of())
-    assert (result.moment, result.confidence) == ("early_steps", "low")
+    assert (result.moment, result.confidence) == ("early_steps", "medium")
+    assert "which step, the log does not show" in result.basis
 
 
 def test_clip_lengths_from_each_clip_count_as_several_buckets() -> None:
@@ -1020,8 +1022,24 @@ def test_a_cut_off_traceback_in_a_training_step_assumes_oom_and_says_so() -> Non
         ),
         view_of(),
     )
-    assert (result.moment, result.confidence) == ("early_steps", "low")
+    # The frames pin the step's phase and the bar its number: the moment is sure; that it was
+    # out of memory is assumed, and said (issue 40).
+    assert (result.moment, result.confidence) == ("early_steps", "high")
     assert any("out of memory is assumed" in note for note in result.notes)
+    assert "its error line is cut off, so out of memory is assumed" in result.basis
+
+
+def test_a_cut_off_traceback_placed_only_by_the_trainers_lines_stays_low() -> None:
+    result = diagnose(
+        log(
+            "steps:   0%|          | 1/1150 [00:04<1:33:36,  4.89s/it, loss=0.43]",
+            "Traceback (most recent call last):",
+            '  File "D:\\kohya_ss\\train_network.py", line 610, in train',
+            "    x = helper(n",
+        ),
+        view_of(),
+    )
+    assert (result.moment, result.confidence) == ("early_steps", "low")
 
 
 def test_a_cut_off_traceback_that_points_nowhere_assumes_nothing() -> None:
