@@ -143,8 +143,11 @@ class LineRules:
             run.note(line, text, "error")
             if text.startswith("Traceback"):
                 run.traceback_hint = None
+            if "Traceback" in text:  # Python's header, or rich's boxed one
+                run.traceback_open = True
         if p.exception.match(text):
             run.fail()
+            run.traceback_open, run.error_line = False, True
             explained = run.signals & (FATAL_SIGNALS | HOST_SIGNALS)
             if run.exception is None and not explained and p.launcher_errors.match(text):
                 # Only the launcher's traceback: the trainer it started printed no error. Its
@@ -188,7 +191,7 @@ class LineRules:
             if not run.failing:  # frames with no header before them: a traceback all the same
                 run.opened_in_frames = not run.progressed and not run.header
                 run.fail()
-            run.frames_seen = run.python_error = True
+            run.frames_seen = run.python_error = run.traceback_open = True
             func = match["func"] or match.groupdict().get("rfunc") or ""
             file = match["file"] or match.groupdict().get("rfile") or ""
             if run.data_frame is None:

@@ -143,6 +143,8 @@ class LogScan:
             huge-allocation warnings, a Colab runtime's paths: ``host_pressure``).
         sample_first: The launch command in the log makes a sample come first.
         best_rate: The training bar's fastest step after its first, in seconds per step.
+        failure_whole: The run is failing and its failure has been printed whole: the
+            traceback's error line was read, and no traceback was opened after it.
         frame_hint: Where the phase came from only a hint of the failing traceback's frames
             (``hint`` rules: attention, which training and sampling both run), that phase;
             ``frame_phase`` is then None.
@@ -188,6 +190,7 @@ class LogScan:
     best_rate: float | None = None
     job_ended: bool = False
     frame_hint: Phase | None = None
+    failure_whole: bool = False
 
     @property
     def failure_shaped(self) -> bool:

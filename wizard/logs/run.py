@@ -71,6 +71,11 @@ class RunState:
     stopped: bool = False
     resumed: bool = False
     frames_seen: bool = False
+    traceback_open: bool = False
+    """A traceback's header or frames were read and its error line not yet: the failure is
+    still being printed."""
+    error_line: bool = False
+    """An exception line was read since the run began failing (the traceback's last line)."""
     traceback_hint: FramePhase | None = None
     frame_phase: FramePhase | None = None
     frame_hint: FramePhase | None = None
@@ -119,7 +124,7 @@ class RunState:
         self.expect_call = False
         if self.failing or self.frames_seen:
             self.failing = self.oom_failure = False
-            self.frames_seen = False
+            self.frames_seen = self.traceback_open = self.error_line = False
             self.traceback_hint = None
             self.frame_phase = self.frame_hint = None
             self.data_frame = None
@@ -129,7 +134,7 @@ class RunState:
         """A failure line: the run ends here unless progress follows."""
         if not self.failing:
             self.fail_step = self.current_step()
-            self.oom_failure = False
+            self.oom_failure = self.error_line = False
         self.oom_failure = self.oom_failure or oom
         self.progressed = True
         self.failing = True
@@ -312,6 +317,7 @@ class RunState:
             sample_first=self.sample_first,
             best_rate=self.best_rate,
             frame_hint=frame_hint,
+            failure_whole=crashed and self.error_line and not self.traceback_open,
         )
 
 
