@@ -631,7 +631,7 @@ def test_a_pattern_the_gate_cannot_translate_leaves_the_trigger_alone() -> None:
 
 
 @pytest.mark.parametrize("region", [64, 300, 4096])
-def test_the_gate_halves_regions_down_to_whole_lines(
+def test_the_gate_cuts_regions_down_to_whole_lines(
     region: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert GATE is not None
