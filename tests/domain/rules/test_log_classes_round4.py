@@ -169,9 +169,11 @@ RANK_TAGGED_ATTENTION_CUT = """\
 
 # --- 5. other trainers' step counters --------------------------------------------------------------
 
-# https://github.com/Stability-AI/StableCascade/issues/53 (its trainer prints `iter: 0` and a
-# `Training steps` counter; the OOM follows the first steps). Before: "no training progress":
-# the moment `loading`.
+# The three counters are issue 40's shapes from the held-out reports (`Training steps: 5`,
+# `steps: 12/1000`, `Epoch 1/10 ... it 30`); the nearest public report found,
+# https://github.com/Stability-AI/StableCascade/issues/53, prints its own counters as plain text
+# (`iter: 0`, `total_steps: 0`) before an OOM in its first steps. Before: "no training
+# progress": the moment `loading`, low.
 TRAINING_STEPS_COUNTER = """\
 STARTING JOB WITH CONFIG:
 batch_size: 4
