@@ -142,7 +142,10 @@ def open_job(request: JobRequest) -> OpenedJob:
     changelog_path = belonging.path if belonging is not None else None
     log_path, note, scan = _chosen_log(located, request.log, _identity(document, db_job))
     probe, probe_note = _probe() if request.probe else (None, None)
-    log_diagnosis = diagnose(scan, document.view(), answers=None, probe=probe, changelog=changelog)
+    running = db_job.running_words if db_job is not None else None
+    log_diagnosis = diagnose(
+        scan, document.view(), answers=None, probe=probe, changelog=changelog, running=running
+    )
     return OpenedJob(
         document=document,
         log_path=log_path,

@@ -262,7 +262,12 @@ def diagnosis_of(job: OpenedJob, answers: Answers) -> Diagnosis:
     if answers == Answers():
         return job.log_diagnosis
     return diagnose(
-        job.scan, job.document.view(), answers=answers, probe=job.probe, changelog=job.changelog
+        job.scan,
+        job.document.view(),
+        answers=answers,
+        probe=job.probe,
+        changelog=job.changelog,
+        running=job.db_job.running_words if job.db_job is not None else None,
     )
 
 

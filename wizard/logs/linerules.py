@@ -143,16 +143,21 @@ class LineRules:
             run.note(line, text, "error")
             if text.startswith("Traceback"):
                 run.traceback_hint = None
+            if "Traceback" in text:  # Python's header, or rich's boxed one
+                run.traceback_open = True
         if p.exception.match(text):
             run.fail()
+            run.traceback_open, run.error_line = False, True
             explained = run.signals & (FATAL_SIGNALS | HOST_SIGNALS)
             if run.exception is None and not explained and p.launcher_errors.match(text):
-                # Only the launcher's traceback: the trainer it started printed no error.
+                # Only the launcher's traceback: the trainer it started printed no error. Its
+                # code, and the child it names, are read below.
                 run.python_error, run.exit_seen = False, True
                 run.note(line, text, "exit")
+            else:
+                run.python_error = True
+                run.exception = EvidenceLine(line, shorten(text), "exception")
                 return
-            run.python_error = True
-            run.exception = EvidenceLine(line, shorten(text), "exception")
         for pattern in p.exits:
             if match := pattern.search(text):
                 groups = match.groupdict()
@@ -166,6 +171,16 @@ class LineRules:
                 run.exit_code, run.exit_seen = code, True
                 run.fail()
                 run.note(line, text, "exit")
+                self.child(run, text, line)
+                return
+
+    def child(self, run: RunState, text: str, line: int) -> None:
+        """The child a launcher's error or exit line names (``launcher_children``): a caching
+        script places the failure in caching. Entered without progress: the run still fails."""
+        for pattern, phase in self._p.launcher_children:
+            if pattern.search(text):
+                if phase in ("cache_latents", "cache_text"):
+                    run.enter(phase, line, text)
                 return
 
     def frames(self, run: RunState, text: str, line: int) -> None:
@@ -176,7 +191,7 @@ class LineRules:
             if not run.failing:  # frames with no header before them: a traceback all the same
                 run.opened_in_frames = not run.progressed and not run.header
                 run.fail()
-            run.frames_seen = run.python_error = True
+            run.frames_seen = run.python_error = run.traceback_open = True
             func = match["func"] or match.groupdict().get("rfunc") or ""
             file = match["file"] or match.groupdict().get("rfile") or ""
             if run.data_frame is None:
@@ -190,6 +205,12 @@ class LineRules:
                 for pattern, in_file, phase in self._p.frame_phases:
                     if pattern.search(func) and (in_file is None or in_file.search(file)):
                         run.traceback_hint = run.frame_phase = phase
+                        run.note(line, text, "frame")
+                        break
+            if run.frame_hint is None and run.frame_phase is None:
+                for pattern, in_file, phase in self._p.frame_hints:
+                    if pattern.search(func) and (in_file is None or in_file.search(file)):
+                        run.frame_hint = phase
                         run.note(line, text, "frame")
                         break
             return
@@ -216,6 +237,8 @@ class LineRules:
                 excerpt = not run.header and run.phase in ("unknown", "periodic_sample")
                 sampled_later = run.training_started or bool(step and int(step) > 0) or excerpt
                 run.enter("periodic_sample" if sampled_later else "baseline_sample", line, text)
+            elif kind == "launch" and run.training_started:
+                return  # start-up output (TensorBoard started beside a job) is not a new start
             elif kind == "training_start":
                 if not run.training_started and run.marker_step is None:
                     run.marker_step, run.marker_step_line = run.start_step, line

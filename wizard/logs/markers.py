@@ -90,6 +90,9 @@ class FrameRule(_Rule):
 
     phase: FramePhase
     file: Regex | None = None
+    hint: bool = False
+    """Only a hint: the frame says what kind of work failed (attention), not its phase; it
+    places the failure only where no other frame and no phase line does."""
 
 
 class DataFrameRule(_Rule):
@@ -151,6 +154,7 @@ class LogMarkers(_Frozen):
     host_pressure: tuple[Regex, ...] = ()
     sample_first: tuple[Regex, ...] = ()
     launcher_errors: tuple[Regex, ...] = ()
+    launcher_children: tuple[PhaseRule, ...] = ()
     data_frames: tuple[DataFrameRule, ...] = ()
 
     _compiled: CompiledMarkers | None = PrivateAttr(default=None)
@@ -193,6 +197,12 @@ class CompiledMarkers:
         self.frame_phases = [
             (_rule_pattern(r), re.compile(r.file) if r.file else None, r.phase)
             for r in markers.frame_phases
+            if not r.hint
+        ]
+        self.frame_hints = [
+            (_rule_pattern(r), re.compile(r.file) if r.file else None, r.phase)
+            for r in markers.frame_phases
+            if r.hint
         ]
         self.call_phases = [(_rule_pattern(r), r.phase) for r in markers.call_phases]
         self.finished = _any(markers.finished)
@@ -211,6 +221,7 @@ class CompiledMarkers:
         self.host_pressure = _any(markers.host_pressure)
         self.sample_first = _any(markers.sample_first)
         self.launcher_errors = _any(markers.launcher_errors)
+        self.launcher_children = [(_rule_pattern(r), r.phase) for r in markers.launcher_children]
         self.data_frames = [
             (_rule_pattern(r), re.compile(r.file), r.kind) for r in markers.data_frames
         ]

@@ -2,7 +2,7 @@
 
 :class:`LogScan` is the whole answer (phase, signals, evidence, the OOM message's figures, the
 training bar's progress and rate, skip banners); :func:`log_still_written` is the one rule for
-whether its job may still be running.
+which of a job folder's logs to read (a retry still being written is passed over).
 """
 
 from __future__ import annotations
@@ -143,6 +143,11 @@ class LogScan:
             huge-allocation warnings, a Colab runtime's paths: ``host_pressure``).
         sample_first: The launch command in the log makes a sample come first.
         best_rate: The training bar's fastest step after its first, in seconds per step.
+        failure_whole: The run is failing and its failure has been printed whole: the
+            traceback's error line was read, and no traceback was opened after it.
+        frame_hint: Where the phase came from only a hint of the failing traceback's frames
+            (``hint`` rules: attention, which training and sampling both run), that phase;
+            ``frame_phase`` is then None.
     """
 
     source: str | None
@@ -184,6 +189,8 @@ class LogScan:
     sample_first: bool = False
     best_rate: float | None = None
     job_ended: bool = False
+    frame_hint: Phase | None = None
+    failure_whole: bool = False
 
     @property
     def failure_shaped(self) -> bool:
@@ -207,14 +214,15 @@ class LogScan:
         return tuple(e for e in self.evidence if e.tag in tags)
 
 
-#: A log modified this recently may belong to a job that is still running (or stalled).
+#: A log modified this recently may be a retry still being written: a job folder's reading
+#: passes over it for an older crash. Never a reason to tell the user the job may be running:
+#: a pasted log is just as new (the diagnosis asks the web UI's status and the card's processes).
 LOG_STILL_WRITTEN_S: Final = 600.0
 
 
 def log_still_written(scan: LogScan, now: float) -> bool:
-    """Whether the log was modified in the last :data:`LOG_STILL_WRITTEN_S` before ``now``: its
-    job may still be running (or stalled). The one rule for the diagnosis
-    and the log a job folder's reading picks."""
+    """Whether the log was modified in the last :data:`LOG_STILL_WRITTEN_S` before ``now``: the
+    rule for the log a job folder's reading picks (:func:`oom_wizard.storage.jobdir.choose_log`)."""
     return scan.modified is not None and now - scan.modified < LOG_STILL_WRITTEN_S
 
 

@@ -71,8 +71,16 @@ class RunState:
     stopped: bool = False
     resumed: bool = False
     frames_seen: bool = False
+    traceback_open: bool = False
+    """A traceback's header or frames were read and its error line not yet: the failure is
+    still being printed."""
+    error_line: bool = False
+    """An exception line was read since the run began failing (the traceback's last line)."""
     traceback_hint: FramePhase | None = None
     frame_phase: FramePhase | None = None
+    frame_hint: FramePhase | None = None
+    """The phase a ``hint`` frame of the failing traceback suggests (attention: a training
+    step), used only where nothing else places the failure."""
     data_frame: DataFrame | None = None
     """The outermost frame of data loading in the failing traceback (``data_frames``)."""
     host_copy: bool = False
@@ -116,9 +124,9 @@ class RunState:
         self.expect_call = False
         if self.failing or self.frames_seen:
             self.failing = self.oom_failure = False
-            self.frames_seen = False
+            self.frames_seen = self.traceback_open = self.error_line = False
             self.traceback_hint = None
-            self.frame_phase = None
+            self.frame_phase = self.frame_hint = None
             self.data_frame = None
             self.host_copy = self.cpu_copy = False
 
@@ -126,7 +134,7 @@ class RunState:
         """A failure line: the run ends here unless progress follows."""
         if not self.failing:
             self.fail_step = self.current_step()
-            self.oom_failure = False
+            self.oom_failure = self.error_line = False
         self.oom_failure = self.oom_failure or oom
         self.progressed = True
         self.failing = True
@@ -243,10 +251,18 @@ class RunState:
             signals.add("sysmem_spill")
         phase = self.phase
         frame_phase: Phase | None = None
-        if crashed and self.frame_phase is not None:
+        frame_hint: Phase | None = None
+        if crashed and "cache_followon" in signals:
+            # The error surfaces where the trainer checks its cache; the OOM it stands for
+            # happened while the latents were cached.
+            phase = "cache_latents"
+        elif crashed and self.frame_phase is not None:
             during = self.training_started or self.opened_in_frames
             frame_phase = _resolve_frame_phase(self.frame_phase, during)
             phase = frame_phase
+        elif crashed and self.frame_hint is not None and phase in ("unknown", "launch", "training"):
+            frame_hint = _resolve_frame_phase(self.frame_hint, self.training_started)
+            phase = frame_hint
         elif (
             crashed
             and phase in ("unknown", "launch")
@@ -300,6 +316,8 @@ class RunState:
             host_pressure_line=self.host_pressure_line,
             sample_first=self.sample_first,
             best_rate=self.best_rate,
+            frame_hint=frame_hint,
+            failure_whole=crashed and self.error_line and not self.traceback_open,
         )
 
 

@@ -416,13 +416,16 @@ class _Scanner:
         run.spill_step = None
         start, stop, line = window
         counted = start
-        while run.spill_step is None and (cut := block.find(b"\r", start, stop)) >= 0:
-            ends = [block.find(b"\r", cut + 1, stop), block.find(b"\n", cut, stop)]
+        # Every redraw in the window: each "%|" is one, from the separator before it.
+        while run.spill_step is None and (mark := block.find(b"%|", start, stop)) >= 0:
+            cut = max(block.rfind(b"\r", start, mark), block.rfind(b"\n", start, mark))
+            cut = cut if cut >= 0 else start - 1
+            ends = [block.find(b"\r", mark, stop), block.find(b"\n", mark, stop)]
             end = min((i for i in ends if i >= 0), default=stop)
-            line += count_bytes(block, b"\n", counted, cut)
-            counted = cut
+            line += count_bytes(block, b"\n", counted, cut + 1)
+            counted = cut + 1
             run.rate_reading(block[cut + 1 : end], line)
-            start = cut + 1
+            start = end
         if run.spill_step is None and run.train_bar is not None:
             run.rate_reading(run.train_bar, run.train_bar_line)
 
@@ -441,7 +444,7 @@ class _Scanner:
         cut = block.find(b"\r", pos, limit)
         mark = block.find(b"%|", cut, limit) if cut >= 0 else -1
         if mark < 0 or block.find(b"\n", cut, mark) >= 0:
-            return pos
+            return self._skip_drawn_bars(block, pos, limit)
         needle = block[cut:mark] + b"%|"
         if self._reader.kinds.get(needle[1:-2]) != "training":
             return pos
@@ -450,7 +453,7 @@ class _Scanner:
         stop = block.rfind(b"\n", pos, last) + 1 or pos
         redraws = block.count(needle, pos, stop)
         if not redraws or count_bytes(block, b"\r", pos, stop) != redraws:
-            return pos
+            return self._skip_drawn_bars(block, pos, limit)
         if (
             count_bytes(block, b"%", pos, stop) != redraws
             and block.count(b"%|", pos, stop) != redraws
@@ -464,6 +467,50 @@ class _Scanner:
             self._reader.end_redraws()
         else:
             self._reader.redrawing_training_bar(needle[1:])
+        return stop
+
+    def _skip_drawn_bars(self, block: bytes, pos: int, limit: int) -> int:
+        """:meth:`_skip_redraws` for a training bar whose head changes from line to line (its
+        percentage moves at every step) or that a line draws afresh (no ``\\r`` before its
+        first redraw): skip its lines but the last in the next ``RATE_WINDOW`` bytes when every
+        bar there is the training bar's. Return where that last one's line starts (``pos``:
+        nothing skipped).
+
+        The stretch is cold text (no pattern matches it) and bar segments; it is skipped when
+        each of its ``%|`` starts a segment with the training bar's description (after a
+        ``\\r``, or at the start of a line) and each ``\\r`` starts such a segment: every
+        segment is then that bar's redraw, which the next one read replaces, and one rate is
+        read per window (the caller reads every redraw of it again when that one shows a
+        slowdown: :meth:`_read_window`).
+        """
+        reader = self._reader
+        prefix = reader.train_prefix
+        desc = prefix[1:]
+        if not desc:
+            return pos
+        end = block.find(b"\n", min(pos + RATE_WINDOW, limit - 1), limit) + 1 or limit
+        last = block.rfind(b"%|", pos, end)
+        stop = block.rfind(b"\n", pos, last) + 1 if last >= 0 else 0
+        if stop <= pos or not (block.startswith(desc, stop) or block.startswith(prefix, stop)):
+            return pos  # the line read next must redraw the training bar: it replaces these
+        # Single bytes are counted at memory speed (count_bytes); a needle of several once.
+        returns = count_bytes(block, b"\r", pos, stop)
+        redrawn = block.count(prefix, pos, stop) if returns else 0
+        if returns != redrawn:
+            return pos
+        bars = redrawn + block.count(b"\n" + desc, pos, stop) + block.startswith(desc, pos)
+        if not bars or (
+            count_bytes(block, b"%", pos, stop) != bars and block.count(b"%|", pos, stop) != bars
+        ):
+            return pos
+        self._line += count_bytes(block, b"\n", pos, stop)
+        mark = block.rfind(b"%|", pos, stop)
+        after = block.find(b"\n", mark, stop) + 1
+        if after < stop and _NOT_SEPARATOR.search(block, after, stop) is not None:
+            reader.end_redraws()
+        else:
+            head = max(block.rfind(b"\r", pos, mark), block.rfind(b"\n", pos, mark)) + 1
+            reader.redrawing_training_bar(block[head : mark + 2])
         return stop
 
     def _feed_bar_line(self, block: bytes, start: int, end: int) -> None:

@@ -37,8 +37,11 @@ GpuSignal = Literal[
     "oom_skip",
     "oom_abort",
     "loss_dict_followon",
+    "cache_followon",
 ]
-"""Signals that the GPU ran out of memory, directly or through a known follow-on error."""
+"""Signals that the GPU ran out of memory, directly or through a known follow-on error
+(``cache_followon``: a trainer caught an OOM while caching latents and fails later on the images
+it left out)."""
 
 HostSignal = Literal["host_oom_kill", "host_memory_error"]
 """Signals that the host (RAM), not the GPU, ran out: a kill from outside, Python's MemoryError."""
@@ -69,6 +72,7 @@ FATAL_SIGNALS: Final[frozenset[Signal]] = frozenset(
         "cublas_alloc",
         "oom_abort",
         "loss_dict_followon",
+        "cache_followon",
         "library_fault",
     }
 )

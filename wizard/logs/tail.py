@@ -52,6 +52,11 @@ past that position between two polls is a new file (its bytes there differ)."""
 GRACE_S: Final = 30.0
 """Seconds of silence after a failure line before the run counts as crashed, when nothing in
 the log says that the process ended: a trainer that catches an OOM goes on training."""
+SETTLE_S: Final = 5.0
+"""Seconds of silence after a job's own end line (AI Toolkit's ``Error running job``) with its
+traceback not yet printed whole, before the run counts as crashed: the toolkit prints the
+traceback, PyTorch's full message with the card's figures in it, after that line (stderr
+reaches the log up to a second or two later), and the fix is sized from those figures."""
 SKIP_TOLD_S: Final = 5.0
 """Seconds between two warnings that the reading fell behind (the skips in between are added)."""
 RATES_KEPT: Final = 120
@@ -277,6 +282,7 @@ class LiveJob:
         stall_s: float = STALL_S,
         slow_factor: float = SLOW_FACTOR,
         grace_s: float = GRACE_S,
+        settle_s: float = SETTLE_S,
         clock: Callable[[], float] = time.monotonic,
         follower: Follower | None = None,
         between: Callable[[], None] | None = None,
@@ -288,6 +294,7 @@ class LiveJob:
         self.stall_s = stall_s
         self.slow_factor = slow_factor
         self.grace_s = grace_s
+        self.settle_s = settle_s
         self.clock = clock
         self._refused: str | None = None
         self.busy = False
@@ -370,15 +377,20 @@ class LiveJob:
         return LiveUpdate(self.status(), tuple(warnings), restart, scan)
 
     def crashed(self, scan: LogScan) -> bool:
-        """Whether the run crashed for good: it shows a failure and the process ended (an exit
-        line, AI Toolkit's ``Error running job``, a kill), or nothing was written for ``grace_s``
-        seconds since. A trainer that catches an OOM and goes on prints the error too."""
+        """Whether the run crashed for good, its crash printed whole: it shows a failure and
+        the process ended (an exit line, a kill), or the job's own end line (AI Toolkit's
+        ``Error running job``) came and then the traceback's error line (or ``settle_s``
+        seconds of silence: no traceback is coming), or nothing was written for ``grace_s``
+        seconds since the failure. A trainer that catches an OOM and goes on prints the error
+        too; one that ends prints its traceback after its end line."""
         if not scan.crashed:
             return False
-        if scan.exit_code is not None or scan.job_ended:
+        if scan.exit_code is not None:
             return True
         if "host_oom_kill" in scan.signals:  # SIGKILL cannot be caught: nothing goes on
             return True
+        if scan.job_ended:
+            return scan.failure_whole or self.clock() - self._last_data_at >= self.settle_s
         # A message quoted in printed text (a prompt that names an OOM), then a slow sample,
         # is no crash: only a failure shaped as one ends the run by silence.
         return scan.failure_shaped and self.clock() - self._last_data_at >= self.grace_s
@@ -409,7 +421,12 @@ class LiveJob:
                     f"OOM at {at}: the toolkit skipped the batch ({banner.attempt}/3 in a row)"
                 )
             self._skips_seen = scan.skip_count
-        if scan.crashed and not self._failure_told and not self.crashed(scan):
+        if (
+            scan.crashed
+            and not scan.job_ended
+            and not self._failure_told
+            and not self.crashed(scan)
+        ):
             self._failure_told = True
             error = scan.exception.text if scan.exception is not None else "an error"
             news.append(

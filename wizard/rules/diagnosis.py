@@ -29,8 +29,9 @@ named function below, with its reasoning in its docstring:
 - the model kind: the one rule of :mod:`oom_wizard.rules.modelkind`, shared with the plan and
   the app;
 - a log that just stops, with no error, gives its phase's moment with low confidence
-  (:func:`_open_end_moment`; a log written in the last ``LOG_STILL_WRITTEN_S`` may still be
-  running); a slowdown or a stall is the driver's system-memory fallback, with its advice
+  (:func:`_open_end_moment`; it may still be running only where something alive says so: the
+  web UI's status, or a process nvidia-smi lists on the card; a log's age alone never does); a
+  slowdown or a stall is the driver's system-memory fallback, with its advice
   (:func:`_slowdown`, ``SPILL_CARD_MAX_GIB``); a training bar slow from its first steps on a
   full card is a first-steps memory problem, not a stall after many steps
   (:func:`_crawl_from_start`, ``SLOW_FROM_START_S``, ``CARD_FULL_SHARE``); a cut-off
@@ -41,11 +42,13 @@ named function below, with its reasoning in its docstring:
   file); a CUDA library or driver fault is its own verdict, never a roll-back
   (:func:`_library_fault`, :func:`_library_fault_advice`); a capped process ran out of its
   allowance, which is its card (:func:`_capped_note`; the allocator's figures already use it);
-- how sure (:func:`_how_sure`, :func:`_phase_certainty`): ``high`` only where the evidence pins
-  the moment (the failing frames in a phase, PyTorch's message in a phase the trainer's lines
-  announced or right after a step, the host's own kill or error, PyTorch's figures of other
-  processes), ``medium`` where one line points one way, ``low`` otherwise; the reason goes
-  with it (:attr:`Diagnosis.certainty`);
+- how sure (:func:`_how_sure`, :func:`_phase_certainty`, :func:`_cut_certainty`): ``high``
+  only where the evidence pins the moment (the failing frames in a phase, with or without their
+  error line, PyTorch's message in a phase the trainer's lines announced or right after a step,
+  the host's own kill or error, PyTorch's figures of other processes), ``medium`` where one line
+  points one way (or the frames pin a training step whose number the log does not show),
+  ``low`` otherwise; the reason goes with it (:attr:`Diagnosis.certainty`);
+  ``bench/bench_confidence.py`` measures it on every report held;
 - the right run (:func:`_log_match`): the config the log printed against the config given, and
   the log's age against the change log's last run; when they differ the verdict says the log
   is from the run before the change.
@@ -56,7 +59,6 @@ is kept and shown.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -70,7 +72,6 @@ from oom_wizard.logs.result import (
     crash_phase,
     crash_step,
     crash_step_of,
-    log_still_written,
 )
 from oom_wizard.logs.signals import (
     GPU_SIGNALS,
@@ -163,6 +164,7 @@ _EVIDENCE_PRIORITY: Final[tuple[str, ...]] = (
     "zero_free",
     "oom_abort",
     "loss_dict_followon",
+    "cache_followon",
     "host_oom_kill",
     "exception",
     "host_copy",
@@ -424,7 +426,7 @@ def diagnose(
     answers: Answers | Mapping[str, Any] | None = None,
     probe: ProbeResult | None = None,
     changelog: ChangeLog | None = None,
-    now: float | None = None,
+    running: str | None = None,
 ) -> Diagnosis:
     """Say when and why the job ran out of memory, from whatever is known.
 
@@ -435,7 +437,8 @@ def diagnose(
             over the log, and a disagreement is shown.
         probe: The GPU as it is now (None when it could not be looked at).
         changelog: The config's change log, when it is the wizard's own output.
-        now: The time to compare the log's modification time with (default: now).
+        running: What says the job is running now, in words (the web UI's status); None when
+            nothing does. A log's age is no such thing: a pasted log is new and its job dead.
 
     Raises:
         WizardError: an answer names an unknown moment or kind.
@@ -443,7 +446,7 @@ def diagnose(
     given = Answers.coerce(answers)
     process = view.primary if view is not None else None
     kind = _model_kind(process)
-    found = _moment_from_log(scan, process, time.time() if now is None else now)
+    found = _moment_from_log(scan, process, _alive(running, probe))
     crawl = _crawl_from_start(scan, probe, kind.kind)
     if crawl is not None:
         found = _Moment(
@@ -545,12 +548,25 @@ class _Moment:
     """Why that confidence, in a few words (:func:`certainty_line`)."""
 
 
-def _moment_from_log(scan: LogScan | None, process: ProcessView | None, now: float) -> _Moment:
+def _alive(running: str | None, probe: ProbeResult | None) -> str | None:
+    """What says the job may still be running, in words: the caller's (the web UI's status),
+    else the processes nvidia-smi lists on the card now. None: nothing alive says so."""
+    if running:
+        return running
+    if probe is not None and (listed := [p for p in probe.processes if p.pid]):
+        names = ", ".join(f"{p.name} (pid {p.pid})" for p in listed[:3])
+        return f"nvidia-smi lists {names} on the card now"
+    return None
+
+
+def _moment_from_log(
+    scan: LogScan | None, process: ProcessView | None, alive: str | None
+) -> _Moment:
     """The moment the log points to, or None with the reason it does not point anywhere."""
     if scan is None:
         return _Moment(None, "no log", "low", (), "there is no log")
     if not scan.crashed and scan.ends_open and not scan.has("oom_skip"):
-        return _open_end_moment(scan, process, now)
+        return _open_end_moment(scan, process, alive)
     if not scan.crashed and not scan.has("oom_skip"):
         note = "The log's last run shows no crash"
         if scan.stopped:
@@ -578,6 +594,7 @@ def _moment_from_log(scan: LogScan | None, process: ProcessView | None, now: flo
             )
         if (
             scan.frame_phase is None
+            and scan.frame_hint is None
             and scan.marker_phase == "unknown"
             and not scan.training_started
         ):
@@ -598,9 +615,35 @@ def _moment_from_log(scan: LogScan | None, process: ProcessView | None, now: flo
             "The log does not show the error itself (it is cut off); the phase it stops in "
             "points to memory, so out of memory is assumed."
         )
-        basis = "the error line is cut off; the phase it stops in is only a hint"
-        return _Moment(found.moment, found.why, "low", (*found.notes, note), basis)
+        sure, basis = _cut_certainty(scan, found)
+        return _Moment(found.moment, found.why, sure, (*found.notes, note), basis)
     return _moment_from_phase(scan, process)
+
+
+def _cut_certainty(scan: LogScan, found: _Moment) -> tuple[Confidence, str]:
+    """How sure a traceback cut before its error line makes the moment.
+
+    The moment is when it crashed, and the failing frames say that whether or not the error
+    line is there: frames that place the phase (``frame_phase``, not a hint) pin it, ``high``,
+    as with the error line, unless the phase is a training step whose number the log does not
+    show (``medium``: the phase is pinned, early or intermittent is not). A phase from the
+    trainer's lines alone, or an attention frame's hint, stays ``low``: the crash may have come
+    after the line that announced it. On the real reports the frames placed, the moment was
+    right every time (``bench/bench_confidence.py``); that the error was out of memory is
+    assumed, and the note says so.
+    """
+    if scan.frame_phase is None:
+        return "low", "the error line is cut off; the phase it stops in is only a hint"
+    where = _PHASE_WORDS[scan.frame_phase]
+    if found.confidence != "high":  # a training step whose number the log does not show
+        return "medium", (
+            f"the failing traceback's frames are {where} (its error line is cut off); "
+            "which step, the log does not show"
+        )
+    return "high", (
+        f"the failing traceback's frames are {where}; its error line is cut off, so out of "
+        "memory is assumed"
+    )
 
 
 def _library_fault(scan: LogScan) -> _Moment:
@@ -621,7 +664,7 @@ def _library_fault(scan: LogScan) -> _Moment:
     )
 
 
-def _open_end_moment(scan: LogScan, process: ProcessView | None, now: float) -> _Moment:
+def _open_end_moment(scan: LogScan, process: ProcessView | None, alive: str | None) -> _Moment:
     """The run just stops inside a phase, with no error and no sign that it finished: the job
     stalled there (the driver's system-memory fallback crawls for hours), was killed from
     outside, or the log was pasted up to there. That phase's moment, said with low confidence."""
@@ -642,12 +685,9 @@ def _open_end_moment(scan: LogScan, process: ProcessView | None, now: float) -> 
     else:
         why = f"{where}, with no error: the job stalled or was killed there"
     notes = list(found.notes)
-    if log_still_written(scan, now):
-        assert scan.modified is not None
-        minutes = max(int((now - scan.modified) // 60), 0)
-        ago = "less than a minute ago" if minutes == 0 else f"{minutes} min ago"
+    if alive is not None:
         notes.append(
-            f"The log was written {ago}: the job may still be running, or stalled. "
+            f"The job may still be running, or stalled: {alive}. "
             "Check that its process is alive before you change anything."
         )
     else:
@@ -684,6 +724,13 @@ def _phase_certainty(scan: LogScan, phase: Phase) -> tuple[Confidence, str]:
     dataset's, which no OOM comes from."""
     if phase == "launch":
         return "low", "the only lines before it are the launcher's or the dataset settings"
+    if scan.has("cache_followon"):
+        return "medium", (
+            "the trainer's own check failed on images it could not cache: an out-of-memory it "
+            "caught while caching latents, not the error line itself"
+        )
+    if scan.frame_hint is not None:
+        return "medium", "the failing traceback is in attention, which a training step runs"
     if scan.frame_phase is not None:
         return "high", f"the failing traceback's frames are {_PHASE_WORDS[phase]}"
     if scan.marker_phase == phase and scan.has(*GPU_SIGNALS):
@@ -704,7 +751,7 @@ def _training_moment(
     trouble = _trouble_step(scan)
     where = _phase_words(scan, phase)
     if trouble is None:
-        return _unknown_step_moment(process, where)
+        return _unknown_step_moment(process, where, pinned=scan.frame_phase is not None)
     if trouble <= EARLY_STEP_LIMIT:
         first = " after resuming" if scan.resumed else ""
         return _Moment("early_steps", f"{where}, within the first steps{first}", sure, (), basis)
@@ -733,18 +780,29 @@ def _trouble_step(scan: LogScan) -> int | None:
     return step - (scan.first_step or 0)
 
 
-def _unknown_step_moment(process: ProcessView | None, where: str) -> _Moment:
+def _unknown_step_moment(
+    process: ProcessView | None, where: str, *, pinned: bool = False
+) -> _Moment:
     """A training-step crash whose step the log does not show (a pasted traceback).
 
     With several resolution buckets (or clip lengths taken from each clip) the step that fails
-    is the one that draws the biggest bucket: a borderline config, ``intermittent``. Otherwise
-    the first step is the likeliest: ``early_steps``. Either way the confidence is low.
+    is the one that draws the biggest bucket: a borderline config, ``intermittent``, said with
+    low confidence. Otherwise every step weighs the same, so the first one is the likeliest:
+    ``early_steps``, said with medium confidence where the failing frames pin a training step
+    (``pinned``), else low.
     """
     basis = "the log does not show which step it was"
     if process is not None and _several_buckets(process):
         why = f"{where} whose number the log does not show, with several buckets"
         return _Moment("intermittent", why, "low", (), basis)
-    return _Moment("early_steps", f"{where} whose number the log does not show", "low", (), basis)
+    why = f"{where} whose number the log does not show"
+    if pinned:
+        basis = (
+            "the failing traceback's frames are in a training step and every step weighs the "
+            "same; which step, the log does not show"
+        )
+        return _Moment("early_steps", why, "medium", (), basis)
+    return _Moment("early_steps", why, "low", (), basis)
 
 
 def _several_buckets(process: ProcessView) -> bool:
@@ -1392,10 +1450,32 @@ _SIGNAL_WORDS: Final[Mapping[Signal, str]] = {
 }
 
 
+WINDOWS_ACCESS_VIOLATION: Final = frozenset({3221225477, -1073741819})
+"""0xC0000005 (as an unsigned and a signed exit status): Windows' access violation. A trainer
+that dies with it and no Python error has most often run out of host memory (the page file:
+an allocation that failed and was used anyway in native code), the way the kernel's OOM
+killer ends one on Linux."""
+
+
 def _silent_exit(scan: LogScan, suspected: list[str], advice: list[Advice]) -> None:
     if not scan.has("silent_exit"):
         return
     code = f" {scan.exit_code}" if scan.exit_code is not None else ""
+    if scan.exit_code in WINDOWS_ACCESS_VIOLATION:
+        suspected.append(
+            f"the process ended with exit{code} (0xC0000005, Windows' access violation) and no "
+            "Python error: on Windows that is most often host memory (the page file) running "
+            "out in native code"
+        )
+        advice.append(
+            Advice(
+                "host_ram",
+                "Host RAM (the page file) first: let Windows manage the page file or enlarge it, "
+                "close other programs, and watch the commit charge in Task Manager while the "
+                "step that died runs; then retry before rolling the config back.",
+            )
+        )
+        return
     suspected.append(
         f"the process ended (exit{code}) with no Python error: the log cannot show an "
         "out-of-memory; it may have been killed or crashed in native code"
@@ -1748,6 +1828,11 @@ def _verdict(
 def _what_happened(scan: LogScan | None) -> str:
     if scan is None:
         return "No log was read"
+    if scan.has("cache_followon"):
+        return (
+            "The VAE ran out of GPU memory (the trainer caught it, went on, and failed on the "
+            "images it could not cache)"
+        )
     if (scan.has("cuda_error_oom") and scan.host_copy) or _cut_off_in_cpu_copy(scan):
         return "CUDA ran out of pinned host memory while copying weights"
     if scan.has("host_oom_kill") and not scan.has(*GPU_SIGNALS):

@@ -190,6 +190,15 @@ class DbJob:
         return self.status
 
     @property
+    def running_words(self) -> str | None:
+        """What the row says of a job still running, in words (None when it says nothing):
+        the diagnosis's one sign, with the processes on the card, that a log which just stops
+        may belong to a live job."""
+        if self.status not in ("running", "stopping") or self.crashed_while_running:
+            return None
+        return f"the web UI says job '{self.name}' is {self.status}"
+
+    @property
     def status_short(self) -> str:
         """The status in a column of a list: ``crashed`` for a ``running`` row whose process
         is gone, else the row's."""

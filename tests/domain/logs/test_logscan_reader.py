@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+import oom_wizard.logs.scan as scan_module
 from oom_wizard.logs import bars as logs_bars, read as logread, run as logs_run, scan as logscan
 from oom_wizard.logs.lines import clean
 from oom_wizard.logs.markers import LogMarkers, _unnamed, load_log_markers
@@ -470,6 +471,54 @@ def test_a_bar_drawn_without_its_bar_is_read_far_into_a_long_log(chunk_bytes: in
     assert fast.training_started and (fast.last_step, fast.total_steps) == (3, 2300)
 
 
+def drawn_bars_log(steps: int, *, slow_from: int | None = None, foreign_at: int = -1) -> bytes:
+    """The shared yardstick's shape (``../shared/bench/make_mixed_log.py``): per step a training
+    bar drawn three times on one line, its percentage moving at every step and no ``\\r``
+    before the first draw, then three ordinary lines; optionally a slowdown from a step, and
+    another bar's line (a sample pass drawn without a phase line) at one step; the error far
+    after the last bar (a stretch no rule reads between them)."""
+    out = ["Running 1 job\n# Running job: big\nLoading transformer\n"]
+    for step in range(1, steps + 1):
+        rate = 9.0 if slow_from is not None and step >= slow_from else 1.5
+        bar = (
+            f"big:  {step % 100:2d}%|#####     | {step}/90000 [1:02:03<3:04:05, "
+            f"{rate:.2f}s/it, lr: 1.0e-04 loss: 4.512e-01]"
+        )
+        out.append("\r".join([bar] * 3) + "\n")
+        if step == foreign_at:
+            out.append(" 40%|####      | 8/20 [00:04<00:06,  2.00it/s]\n")
+        out += [f"INFO:toolkit.data_loader:loaded 1 image(s) from /data/{step}.jpg\n"] * 3
+    out += [f"INFO:toolkit.data_loader:loaded 1 image(s) from /data/x{n}.jpg\n" for n in range(200)]
+    out.append("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+    return "".join(out).encode()
+
+
+@pytest.mark.parametrize(
+    "shape", [{}, {"slow_from": 900}, {"foreign_at": 1500}, {"foreign_at": 500, "chunk": 4096}]
+)
+def test_a_training_bar_whose_head_moves_at_every_step_is_skipped_as_every_rule_reads_it(
+    shape: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 40's yardstick: redraws of a bar whose percentage changes at every step, drawn
+    afresh on each line, are skipped in bulk (``_Scanner._skip_drawn_bars``): the scan is the
+    one every rule gives, the slowdown's step and another bar's line included."""
+    skipped: list[int] = []
+    original = scan_module._Scanner._skip_drawn_bars
+
+    def spy(self: scan_module._Scanner, block: bytes, pos: int, limit: int) -> int:
+        stop = original(self, block, pos, limit)
+        skipped.append(stop - pos)
+        return stop
+
+    monkeypatch.setattr(scan_module._Scanner, "_skip_drawn_bars", spy)
+    chunk = shape.pop("chunk", 1 << 16)
+    fast, full = scan_both(drawn_bars_log(1500, **shape), chunk)
+    assert fast == full
+    assert fast.last_step == 1500 and fast.crashed
+    assert (fast.spill_step is not None) == ("slow_from" in shape)
+    assert sum(skipped) > 100_000  # most of the log was skipped in bulk
+
+
 # --- the gate: the trigger's question for whole regions ------------------------------------------
 
 GATE = COMPILED.gate
@@ -582,7 +631,7 @@ def test_a_pattern_the_gate_cannot_translate_leaves_the_trigger_alone() -> None:
 
 
 @pytest.mark.parametrize("region", [64, 300, 4096])
-def test_the_gate_halves_regions_down_to_whole_lines(
+def test_the_gate_cuts_regions_down_to_whole_lines(
     region: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert GATE is not None

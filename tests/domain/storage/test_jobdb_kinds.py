@@ -6,6 +6,7 @@ shaped by ``tests/support/aitk_db.py`` (the toolkit's Prisma schema)."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -231,3 +232,16 @@ def test_apply_as_new_warns_that_the_checkpoints_are_not_resumed(
     new = load_job(db, "dog_v2")
     log = json.loads(new.changelog_path.read_text(encoding="utf-8"))
     assert "(step 500 of 'dog_lora') are not resumed" in log["runs"][-1]["database"]["warning"]
+
+
+def test_only_a_row_running_with_its_process_alive_says_the_job_may_still_run(
+    tmp_path: Path, ended_pid: int
+) -> None:
+    """The diagnosis's sign of a live job (issue 40): the row's status, never a log's age."""
+    db = make_db(tmp_path / "aitk_db.db")
+    add_job(db, "alive", status="running", info="Training", step=40, pid=os.getpid())
+    add_job(db, "gone", status="running", info="Training", step=40, pid=ended_pid)
+    add_job(db, "failed", status="error", info="CUDA out of memory")
+    assert load_job(db, "alive").running_words == "the web UI says job 'alive' is running"
+    assert load_job(db, "gone").running_words is None
+    assert load_job(db, "failed").running_words is None
