@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from oom_wizard.application.fitting import VERDICT_STATUS
 from oom_wizard.application.settling import Answers, card_of, start
 from oom_wizard.host.probe import GpuProcess
 from oom_wizard.host.tenants import CardTenants
@@ -48,8 +49,8 @@ def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_fit_names_the_other_process_and_weighs_against_what_is_free(demo: Path) -> None:
     status, out, err = cli("fit", demo, "--json")
-    assert status == 0, err
     found = json.loads(out)
+    assert status == VERDICT_STATUS[found["verdict"]], err
     assert found["card_gib"] == 24.0 and found["weighed_against_gib"] == 18.0
     assert found["tenants"]["processes"] == [{"pid": 4242, "name": "python", "gib": 6.0}]
     assert "weighed against the 18.00 GiB free" in found["tenants"]["words"]

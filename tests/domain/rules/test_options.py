@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from oom_wizard.application.fitting import VERDICT_STATUS
 from oom_wizard.formats.document import load_document
 from oom_wizard.rules.options import option_findings
 from tests.support.plan_support import cli
@@ -46,8 +47,9 @@ def test_each_option_is_read_with_its_source_effect_and_lever(tmp_path: Path) ->
     assert "2 other images" in found["control_from_same_folder"].effect
     assert found["control_from_same_folder"].counted and not found["compile"].counted
     status, out, err = cli("fit", config, "--gpu", "24", "--no-probe", "--json")
-    assert status == 0, err
-    assert len(json.loads(out)["options"]) == 3
+    report = json.loads(out)
+    assert status == VERDICT_STATUS[report["verdict"]], err
+    assert len(report["options"]) == 3
     _, text, _ = cli("plan", config, "--moment", "early_steps", "--no-probe")
     assert "option config.process[0].model.compile: True" in text
 
