@@ -16,7 +16,6 @@ from oom_wizard.screens.step import StepScreen
 from oom_wizard.screens.toggles import Tick
 from oom_wizard.vocabulary import MOMENTS
 from tests.support.app_support import (
-    IDLE_POINTS,
     demo_app,
     demo_folder,
     press,
@@ -25,6 +24,7 @@ from tests.support.app_support import (
     screen_name,
     screen_text,
     settle,
+    until,
     video_app,
     wait_for_screen,
     wait_for_state,
@@ -323,10 +323,7 @@ async def test_the_picker_chooses_the_log_as_well_as_the_config(
         app.screen.query_one("#path", Input).value = str(folder / IMAGE_JOB.config)
         app.screen.query_one("#path", Input).focus()
         await pilot.press("enter")
-        for _ in range(IDLE_POINTS):
-            if app.state is not None:
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: app.state is not None, idle=False)
         assert app.require_state().log_path == log
 
 

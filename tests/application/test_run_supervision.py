@@ -523,12 +523,13 @@ def test_the_peak_is_the_trainers_own_when_nvidia_smi_lists_its_processes(tmp_pa
         "esac\n"
     )
     script.chmod(0o755)
-    config = write_config(tmp_path, EARLY)  # long enough for a second reading
+    # Read every 0.05 s (not every 2 s), so that a short run has readings after the pid file.
+    config = write_config(tmp_path, SHORT)
     old_path = os.environ["PATH"]
     os.environ["PATH"] = f"{bin_dir}{os.pathsep}{old_path}"
     try:
         env = {"FAKE_STEP_S": "0.002", "FAKE_PIDFILE": str(pidfile)}
-        outcome = autopilot(config, fake_runner(48, env))
+        outcome = autopilot(config, fake_runner(48, env, measure_s=0.05))
     finally:
         os.environ["PATH"] = old_path
 

@@ -242,8 +242,10 @@ class TrainerProcess:
         cwd: Path | None = None,
         grace_s: float = GRACE_S,
         silence_s: float = FATAL_SILENCE_S,
+        measure_s: float = MEASURE_S,
     ) -> None:
         self.argv = list(argv)
+        self.measure_s = measure_s
         self.log = log
         self.echo = echo
         self.grace_s = grace_s
@@ -372,7 +374,7 @@ class TrainerProcess:
         return now - max(ended, self._last_output) >= QUIET_S or now - ended >= DRAIN_S
 
     def _measure(self) -> None:
-        """Read the card's memory every :data:`MEASURE_S` s; keep the highest.
+        """Read the card's memory every ``measure_s`` s (:data:`MEASURE_S`); keep the highest.
 
         What the trainer's own processes hold when ``nvidia-smi`` lists them with figures
         (their pids are in its group); else what is in use on the busiest card.
@@ -395,7 +397,7 @@ class TrainerProcess:
             # The trainer's own processes' figures when nvidia-smi ever listed them; else (a
             # container's pids, a driver that hides them) what was in use on the card.
             self.peak_gib = self._own_peak if self._own_peak is not None else self._card_peak
-            if self._measuring.wait(MEASURE_S):
+            if self._measuring.wait(self.measure_s):
                 return
 
     def wait(self) -> TrainerEnd:
@@ -739,6 +741,7 @@ def run_trainer(
     cwd: Path | None = None,
     grace_s: float = GRACE_S,
     silence_s: float = FATAL_SILENCE_S,
+    measure_s: float = MEASURE_S,
 ) -> TrainerEnd:
     """Run the trainer to its end; Ctrl-C (KeyboardInterrupt) or SIGTERM
     (:class:`~oom_wizard.host.interrupts.Terminated`) stops its whole group cleanly.
@@ -748,7 +751,14 @@ def run_trainer(
     """
 
     child = TrainerProcess(
-        argv, log, echo=echo, env=env, cwd=cwd, grace_s=grace_s, silence_s=silence_s
+        argv,
+        log,
+        echo=echo,
+        env=env,
+        cwd=cwd,
+        grace_s=grace_s,
+        silence_s=silence_s,
+        measure_s=measure_s,
     )
     child.start()
     try:
