@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Final, Literal, TypeAlias
 
 from oom_wizard.application.settling import VALIDATION_STEP, WizardState, given, memory_calibration
 from oom_wizard.rules.accounts import Phase
@@ -24,7 +24,10 @@ from oom_wizard.rules.plan import (
     build_plan,
     changes_for,
 )
-from oom_wizard.vocabulary import Moment
+from oom_wizard.vocabulary import Moment, json_schema
+
+JSON_SCHEMA: Final = json_schema("fit", 1)
+"""The ``"schema"`` of ``fit --json``."""
 
 CardSource: TypeAlias = Literal["nvidia-smi", "--gpu", "oom-message", "asked"]
 
@@ -169,11 +172,13 @@ class FitReport:
         return verdict(band, self.card.gib) if band is not None else None
 
     def to_json(self) -> dict[str, object]:
-        """DESIGN.md's ``fit --json`` shape (``fix_moment`` and ``fix_fits`` beside ``fix``)."""
+        """DESIGN.md's ``fit --json`` shape (``fix_moment`` and ``fix_fits`` beside ``fix``),
+        named by :data:`JSON_SCHEMA`."""
         memory = self.memory
         fix = self.fix
         estimated = memory.not_estimated is None
         return {
+            "schema": JSON_SCHEMA,
             "card_gib": round(self.card.gib, 2),
             "card_source": self.card.source,
             "phases": memory.phases_json(),

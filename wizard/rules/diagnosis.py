@@ -84,6 +84,7 @@ from oom_wizard.logs.signals import (
 from oom_wizard.rules.catalog import MODEL_KINDS, MOMENTS, ModelKind, Moment, load_presets
 from oom_wizard.rules.modelkind import KindFinding as _Kind, find_model_kind as _model_kind
 from oom_wizard.spelling import change, gib
+from oom_wizard.vocabulary import json_schema
 
 if TYPE_CHECKING:
     # Types only: a log read alone loads neither the config's models nor the change log's.
@@ -107,6 +108,9 @@ AdviceId = Literal[
     "library_fault",
     "data_loading",
 ]
+
+JSON_SCHEMA: Final = json_schema("diagnose", 1)
+"""The ``"schema"`` of ``diagnose --json`` (and of the diagnosis a change log records)."""
 
 EARLY_STEP_LIMIT: Final = 10
 """A training crash in steps 1-10 is ``early_steps`` (DESIGN.md); later, after healthy progress,
@@ -317,8 +321,10 @@ class Diagnosis:
         return certainty_line(self.confidence, self.basis)
 
     def to_json(self) -> dict[str, Any]:
-        """The diagnosis as JSON-ready data (DESIGN.md's keys, and a few more)."""
+        """The diagnosis as JSON-ready data (DESIGN.md's keys, and a few more), named by
+        :data:`JSON_SCHEMA`."""
         return {
+            "schema": JSON_SCHEMA,
             "moment": self.moment,
             "phase": self.phase,
             "model_kind": self.model_kind,
