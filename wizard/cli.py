@@ -60,8 +60,12 @@ COMMANDS: Final[dict[str, str]] = {
     "watch": "watch",
     "run": "run",
     "fit": "fit",
+    "completion": "completion",
 }
 DEFAULT_COMMAND: Final = "open"
+#: The commands that describe the whole command line: they are given its parser as
+#: ``args.parser`` (and build every command's, as ``--help`` does).
+WHOLE_LINE: Final = frozenset({"completion"})
 
 
 def command_module(name: str) -> ModuleType:
@@ -150,8 +154,10 @@ def _main(args_list: list[str]) -> int:
         if rest and rest[0] in ("-h", "--help"):
             _build()[0].print_help()
             return EXIT_OK
-        _, commands = _build(only=_command_named(rest))
+        name = _command_named(rest)
+        parser, commands = _build(only=None if name in WHOLE_LINE else name)
         args = _dispatch(commands, rest)
+        args.parser = parser
         args.debug = debug  # the app writes its tracebacks to a file with --debug
         handler = args.handler
         result: int = handler(args)
