@@ -33,7 +33,7 @@ from oom_wizard.screens.base import StageScreen
 from oom_wizard.screens.memory_bar import MemoryBar
 from oom_wizard.screens.messages import EditedAsked, JobChosen, JobLoaded, JobsListed, LoadFailed
 from oom_wizard.screens.widgets import MARKER_WIDTH, KeyBar, MarkedOptionList, PlainInput
-from oom_wizard.spelling import oom_figures
+from oom_wizard.spelling import counted, oom_figures
 
 if TYPE_CHECKING:
     from textual.widgets import ProgressBar
@@ -520,13 +520,14 @@ def summary(state: WizardState) -> Content:
             _row(
                 "  Training",
                 f"batch {train.batch_size} · gradient checkpointing "
-                f"{'on' if train.gradient_checkpointing else 'off'} · {train.steps} steps",
+                f"{'on' if train.gradient_checkpointing else 'off'} · "
+                f"{_count(train.steps, 'step')}",
             )
         )
         for dataset in process.datasets:
             sizes = dataset.resolution
             buckets = ", ".join(str(size) for size in sizes) if sizes else "(a placeholder)"
-            frames = f" · {dataset.num_frames} frames" if dataset.is_video else ""
+            frames = f" · {_count(dataset.num_frames, 'frame')}" if dataset.is_video else ""
             if dataset.auto_frame_count:
                 frames = " · frames from clip length"
             lines.append(_row("  Dataset", f"{dataset.name} · buckets {buckets}{frames}"))
@@ -566,6 +567,11 @@ def _gpu_rows(state: WizardState) -> list[Content]:
         rows.append(_row("GPU", " · ".join(figures)))
     rows.append(_row(run.label, run.where))
     return rows
+
+
+def _count(count: int | None, noun: str) -> str:
+    """``1 step``, ``3000 steps``; a placeholder's count is unknown."""
+    return counted(count, noun) if count is not None else f"{noun}s: a placeholder"
 
 
 def _row(label: str, value: str | Content) -> Content:

@@ -47,7 +47,7 @@ from oom_wizard.logs.tail import LiveStatus, LiveUpdate
 from oom_wizard.screens.ask import SaveNowScreen
 from oom_wizard.screens.keys import apply_user_keymap
 from oom_wizard.screens.widgets import KeyBar
-from oom_wizard.spelling import rate_axes
+from oom_wizard.spelling import counted, rate_axes
 
 POLL_S = 0.1
 """Seconds between two reads of the log."""
@@ -331,7 +331,7 @@ def progress_text(status: LiveStatus) -> str:
     if status.left and not status.ended:
         parts.append(f"{status.left} left")
     if status.skip_count:
-        parts.append(f"{status.skip_count} OOM skip(s)")
+        parts.append(counted(status.skip_count, "OOM skip"))
     if status.crashed:
         if status.crash_step is None:  # else said with its step, above
             parts.append("crashed")

@@ -241,17 +241,22 @@ async def wait_for_state(pilot: Pilot[int]) -> None:
 async def wait_for_jobs(pilot: Pilot[int]) -> OptionList:
     """Wait until the jobs database's list is filled; the list."""
 
-    def jobs() -> OptionList:
-        return pilot.app.screen.query_one("#jobs", OptionList)
+    def listed() -> bool:
+        jobs = pilot.app.screen.query("#jobs").results(OptionList)
+        return any(found.option_count for found in jobs)
 
-    if not await until(pilot, lambda: bool(jobs().option_count)):
+    if not await until(pilot, listed):
         pytest.fail("the jobs were not listed")
-    return jobs()
+    return pilot.app.screen.query_one("#jobs", OptionList)
 
 
 async def wait_for_error(pilot: Pilot[int]) -> str:
     """Wait until the screen's ``#error`` line says something; that line."""
-    if not await until(pilot, lambda: bool(screen_text(pilot, "#error"))):
+
+    def said() -> bool:
+        return bool(pilot.app.screen.query("#error")) and bool(screen_text(pilot, "#error"))
+
+    if not await until(pilot, said):
         pytest.fail("no error was shown")
     return screen_text(pilot, "#error")
 

@@ -71,6 +71,7 @@ from oom_wizard.logs.scan import scan_log
 from oom_wizard.logs.signals import GPU_SIGNALS, HOST_SIGNALS
 from oom_wizard.request import JobRequest
 from oom_wizard.rules.scaleup import pending_scale_ups
+from oom_wizard.spelling import counted
 from oom_wizard.storage.atomic import atomic_write
 from oom_wizard.storage.changelog import (
     AttemptRecord,
@@ -522,7 +523,7 @@ def _downward(loop: _Loop, config: Where, kind: Literal["full", "validation"]) -
         if retries >= loop.settings.max_retries:
             return loop.stop(
                 "stopped",
-                f"Stopped: {retries} roll-back(s) tried (--max-retries "
+                f"Stopped: {counted(retries, 'roll-back')} tried (--max-retries "
                 f"{loop.settings.max_retries}) and it still runs out of memory. "
                 + _what_next(loop, state.document, more_retries=True),
                 config,
@@ -593,7 +594,7 @@ def _upward(loop: _Loop, config: Path) -> Outcome:
         )
     return loop.stop(
         "stopped",
-        f"Stopped after {loop.settings.max_retries} scale-up(s) (--max-retries); "
+        f"Stopped after {counted(loop.settings.max_retries, 'scale-up')} (--max-retries); "
         f"the stable config is {stable}.",
         stable,
     )

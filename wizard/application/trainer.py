@@ -61,6 +61,7 @@ from oom_wizard.host.processes import (
 )
 from oom_wizard.logs.scan import scan_log
 from oom_wizard.rules.limits import probe_problem
+from oom_wizard.spelling import counted
 
 GRACE_S: Final = 10.0
 """Seconds each signal of the stop sequence gets before the next one."""
@@ -200,7 +201,7 @@ def processes_note(end: TrainerEnd) -> str:
         pids = " ".join(str(pid) for pid in end.left_running)
         count = len(end.left_running)
         return (
-            f"the trainer was stopped, but {count} process{'es' if count > 1 else ''} it "
+            f"the trainer was stopped, but {counted(count, 'process', 'processes')} it "
             f"started still run{'' if count > 1 else 's'} after SIGKILL (pid {pids}); "
             "check them with ps and end them yourself"
         )

@@ -22,7 +22,7 @@ from oom_wizard.commands._jobdb import add_db_arguments, wants_db
 from oom_wizard.commands._report import show_jobs
 from oom_wizard.commands._target import request_of
 from oom_wizard.errors import WizardError
-from oom_wizard.spelling import gib, oom_figures
+from oom_wizard.spelling import counted, gib, oom_figures
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -166,7 +166,7 @@ def _log_line(diagnosis: Diagnosis) -> str:
         total = f"/{diagnosis.total_steps}" if diagnosis.total_steps else ""
         parts.append(f"last step {diagnosis.last_step}{total}")
     if diagnosis.skip_count:
-        parts.append(f"{diagnosis.skip_count} OOM-skipped batch(es)")
+        parts.append(counted(diagnosis.skip_count, "OOM-skipped batch", "OOM-skipped batches"))
     return " · ".join(parts)
 
 

@@ -17,6 +17,7 @@ import shlex
 import sys
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
+from oom_wizard import spelling
 from oom_wizard.application.fitting import Card, card_gib_problem, fit, probed_card
 from oom_wizard.commands._common import add_crash_arguments, stdout
 from oom_wizard.commands._jobdb import add_db_arguments, wants_db
@@ -217,7 +218,7 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
         if band is None:
             console.print(f"  {words} does not happen", markup=False)
             continue
-        mark = (report.phase_verdict(phase) or "").replace("_", " ")
+        mark = spelling.verdict(report.phase_verdict(phase) or "")
         calibration = memory.calibrated_by
         if calibration is not None and phase in calibration.passed:
             mark += " (the log shows it passed)"
@@ -227,7 +228,7 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
     peak = memory.peak()
     console.print(
         f"  peak: {PHASE_WORDS[memory.peak_phase]}, {peak.mid:.1f} of {card.gib:.1f} GiB "
-        f"({peak.low:.1f}–{peak.high:.1f}): {report.verdict.replace('_', ' ')}; "
+        f"({peak.low:.1f}–{peak.high:.1f}): {spelling.verdict(report.verdict)}; "
         f"{memory.basis()}",
         markup=False,
     )

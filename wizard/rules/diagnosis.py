@@ -83,7 +83,7 @@ from oom_wizard.logs.signals import (
 )
 from oom_wizard.rules.catalog import MODEL_KINDS, MOMENTS, ModelKind, Moment, load_presets
 from oom_wizard.rules.modelkind import KindFinding as _Kind, find_model_kind as _model_kind
-from oom_wizard.spelling import change, gib
+from oom_wizard.spelling import change, counted, gib
 from oom_wizard.vocabulary import json_schema
 
 if TYPE_CHECKING:
@@ -708,8 +708,12 @@ def _training_moment(
     if trouble <= EARLY_STEP_LIMIT:
         first = " after resuming" if scan.resumed else ""
         return _Moment("early_steps", f"{where}, within the first steps{first}", sure, (), basis)
-    skipped = f" and {scan.skip_count} skipped batches" if scan.skip_count else ""
-    why = f"{where}, after {trouble - 1} steps that fit{skipped}"
+    skipped = (
+        f" and {counted(scan.skip_count, 'skipped batch', 'skipped batches')}"
+        if scan.skip_count
+        else ""
+    )
+    why = f"{where}, after {counted(trouble - 1, 'step')} that fit{skipped}"
     return _Moment("intermittent", why, sure, (), basis)
 
 
@@ -1315,7 +1319,7 @@ def conservative(process: ProcessView) -> tuple[bool, str]:
         "gradient checkpointing on": train.gradient_checkpointing is True,
         f"biggest bucket {max(buckets, default=0)}": bool(buckets)
         and max(buckets) <= CONSERVATIVE_MAX_BUCKET,
-        f"{frames} frame(s)": frames <= CONSERVATIVE_MAX_FRAMES
+        counted(frames, "frame"): frames <= CONSERVATIVE_MAX_FRAMES
         and not any(d.auto_frame_count for d in process.datasets),
         _sampling_words(process): _small_sampling(process),
     }
@@ -1753,7 +1757,8 @@ def _what_happened(scan: LogScan | None) -> str:
     if scan.crashed:
         return "The job crashed (the error itself is not in the log)"
     if scan.has("oom_skip"):
-        return f"Training skipped {scan.skip_count} batch(es) for lack of GPU memory and went on"
+        skipped = counted(scan.skip_count, "batch", "batches")
+        return f"Training skipped {skipped} for lack of GPU memory and went on"
     if scan.ends_open and scan.spill_step is not None:
         return "The job slowed to a crawl"
     if scan.ends_open:
