@@ -1,5 +1,5 @@
-"""The application layer's share of issue 33's minors: each a statement the user reads that
-must be true."""
+"""Statements the user reads that the application layer makes, each checked against what is
+true: a quantize suggestion, a re-add after a crash, the validation run's words."""
 
 from __future__ import annotations
 

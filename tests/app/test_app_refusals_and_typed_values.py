@@ -1,4 +1,6 @@
-"""Issue 19: what a new user found wrong in the app (the app's items)."""
+"""The app as a new user tries it: a refused Save as on its row, the retry answer preselected
+from the log, the picker, the words of history and counts, typed values kept across steps and
+moments."""
 
 from __future__ import annotations
 
