@@ -355,3 +355,23 @@ def test_the_saved_yaml_differs_by_the_changed_lines_and_the_header_the_readme_n
     assert len(added) - 1 <= len(changes) and len(removed) <= len(changes)
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     assert f"`# {HEADER.split(':')[0]}: …`" in readme
+
+
+@pytest.mark.parametrize("name", ["chroma_fix.txt", "job.yaml"])
+def test_a_refused_output_name_is_one_line_before_anything_is_shown(
+    tmp_path: Path, name: str
+) -> None:
+    source = write(tmp_path)
+    status, out, err = cli("apply", source, "--moment", "early_steps", "-o", tmp_path / name)
+    assert status == 2
+    assert out == "" and len(err.strip().splitlines()) == 1, (out, err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job.yaml"]
+
+
+def test_scale_up_refuses_its_output_name_before_anything_is_shown(tmp_path: Path) -> None:
+    source = write(tmp_path)
+    assert cli("apply", source, "--moment", "early_steps")[0] == 0
+    saved = tmp_path / "job.oomfix.yaml"
+    status, out, err = cli("scale-up", saved, "-o", tmp_path / "next.txt")
+    assert status == 2
+    assert out == "" and len(err.strip().splitlines()) == 1, (out, err)
