@@ -14,6 +14,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from oom_wizard.application.leaving import job_notes
 from oom_wizard.application.log_alone import Answers, diagnose_log_alone
 from oom_wizard.application.settling import start
 from oom_wizard.application.watching import first_step
@@ -104,6 +105,7 @@ def diagnose_args(args: argparse.Namespace) -> Diagnosis:
         *state.document.warnings,
         *((f"Log: {state.log_note}",) if state.log_note else ()),
         *((state.job.probe_note,) if state.job.probe_note else ()),
+        *job_notes(state),
     )
     return dataclasses.replace(diagnosis, notes=notes, first_change=first_step(state))
 

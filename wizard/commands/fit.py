@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from oom_wizard import spelling
 from oom_wizard.application.fitting import Card, card_gib_problem, fit, probed_card
+from oom_wizard.application.leaving import job_notes
 from oom_wizard.commands._common import add_crash_arguments, stdout
 from oom_wizard.commands._jobdb import add_db_arguments, wants_db
 from oom_wizard.commands._report import show_jobs
@@ -111,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
     if wants_db(args, args.config) and args.job is None:
         return show_jobs(args.db, stdout())
     state = load_target(_with_defaults(args))
+    for note in job_notes(state):  # on stderr: the JSON on stdout stays one object
+        print(f"note: {note}", file=sys.stderr)
     card = card_of(state, args.gpu)
     report = fit(state, card)
     if args.json:
