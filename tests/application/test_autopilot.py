@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from oom_wizard.application.autopilot import Settings, autopilot
+from oom_wizard.application.running import group_alive, stops_as_from_a_terminal
 from oom_wizard.application.settling import WizardState
-from oom_wizard.application.trainer import group_alive, stops_as_from_a_terminal
 from oom_wizard.cli import main
 from oom_wizard.formats.document import load_document
 from oom_wizard.paths import parse_path

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from oom_wizard.application.autopilot import Outcome, Settings, autopilot
-from oom_wizard.application.trainer import (
+from oom_wizard.application.running import (
     MEASURE_S,
     TrainerEnd,
     run_trainer,

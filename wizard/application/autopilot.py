@@ -1,6 +1,6 @@
 """The autopilot: run the trainer, and on an out-of-memory crash roll back one step and retry.
 
-Plain logic. The trainer is behind :class:`Runner` (``oom_wizard.application.trainer`` runs a real
+Plain logic. The trainer is behind :class:`Runner` (``oom_wizard.application.running`` runs a real
 child; a test can pass a function), the user behind :class:`Asker`. After a crash the job is
 opened on that attempt's log through the application layer (``oom_wizard.application``), as the
 wizard opens it: one diagnosis, one plan, the next fix preselected
@@ -54,6 +54,7 @@ from oom_wizard.application.choosing import (
     validation_note,
 )
 from oom_wizard.application.opening import open_job, settle_database
+from oom_wizard.application.running import TrainerEnd, processes_note
 from oom_wizard.application.saving import InPlace, SaveResult, ToFile, save
 from oom_wizard.application.scale_up import (
     next_scale_up,
@@ -64,7 +65,6 @@ from oom_wizard.application.scale_up import (
     scale_up_notes,
 )
 from oom_wizard.application.settling import start
-from oom_wizard.application.trainer import TrainerEnd, processes_note
 from oom_wizard.errors import WizardError
 from oom_wizard.logs.result import crash_phase
 from oom_wizard.logs.scan import scan_log
@@ -251,7 +251,7 @@ class Attempt:
     hung_after_error: float | None = None
     """It printed its fatal error, then nothing for this many seconds, and was ended."""
     processes: str = ""
-    """What became of its processes (:func:`~oom_wizard.application.trainer.processes_note`)."""
+    """What became of its processes (:func:`~oom_wizard.application.running.processes_note`)."""
 
     def describe(self) -> str:
         """``crashed at step 3 in training (early_steps)`` and the like."""
