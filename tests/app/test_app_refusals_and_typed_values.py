@@ -70,9 +70,16 @@ async def test_an_empty_save_as_is_refused_on_its_row_and_nothing_is_written(
         await wait_for_screen(pilot, "ReviewScreen")
         await clear_output(pilot)
         assert app.screen.query_one("#output", Input).value == ""
+        # The change log follows the output: emptied with it, not the last name kept.
+        assert app.screen.query_one("#changelog", Input).value == ""
         await press(pilot, "enter")
         assert screen_name(pilot) == "ReviewScreen"
         assert "a file name is needed" in row_reason(app)
+        app.screen.query_one("#output", Input).value = str(folder / "again.yaml")
+        await pilot.pause()
+        assert app.screen.query_one("#changelog", Input).value == str(
+            folder / "again.changelog.json"
+        )
     assert sorted(path.name for path in folder.iterdir()) == before
 
 
