@@ -358,16 +358,17 @@ class _Loop:
         config = _runnable(where)
         log = fresh_log_path(config)
         self.say(f"Attempt {len(self.attempts) + 1}: {kind} run of {where} (log {log})")
-        warning = resume_warning(_document(where))
+        document = _document(where)
+        warning = resume_warning(document)
         if warning is not None:
             self.say(f"⚠ {warning}")
+        resume = resume_point(document)
         at = now_iso()
         end = self.runner(config, log)
         if not log.exists():
             log.touch()
         scan = scan_log(log)
-        start = scan.first_step or 0
-        trained = max((scan.last_step or 0) - start, 0) if scan.last_step is not None else 0
+        start, trained = steps_trained(scan, resumable=resume is not None)
         attempt = Attempt(
             number=len(self.attempts) + 1,
             config=config,
@@ -385,7 +386,7 @@ class _Loop:
             resumed_from=start or None,
             trained=trained,
             peak_gib=end.peak_gib,
-            card_gib=end.card_gib,
+            card_gib=card_of(end, scan),
             hung_after_error=end.hung_after_error,
             processes=processes_note(end),
         )
@@ -613,6 +614,27 @@ def _undo_last(loop: _Loop, config: Path, step: str) -> Path:
 
 def _exception(scan: LogScan) -> str:
     return scan.exception.text if scan.exception is not None else f"exit status {scan.exit_code}"
+
+
+def steps_trained(scan: LogScan, *, resumable: bool) -> tuple[int, int]:
+    """The step this attempt resumed from (0: from the start) and the steps it trained.
+
+    A resume is claimed only where one could happen (a checkpoint or ``train.start_step``
+    before the run, ``resumable``) or the log says so (AI Toolkit's ``Found step N`` line): a
+    bar first drawn past step 0 is otherwise a run whose first redraws came late.
+    """
+    said = bool(scan.evidence_for("resume"))
+    start = (scan.first_step or 0) if scan.resumed and (resumable or said) else 0
+    trained = max((scan.last_step or 0) - start, 0) if scan.last_step is not None else 0
+    return start, trained
+
+
+def card_of(end: TrainerEnd, scan: LogScan) -> float | None:
+    """The card's memory: ``nvidia-smi``'s while it ran, else the one PyTorch's out-of-memory
+    message names (its total capacity), else unknown."""
+    if end.card_gib is not None:
+        return end.card_gib
+    return round(scan.oom.total, 2) if scan.oom is not None and scan.oom.total else None
 
 
 def resume_warning(document: JobDocument) -> str | None:
