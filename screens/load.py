@@ -564,9 +564,26 @@ def _gpu_rows(state: WizardState) -> list[Content]:
     rows: list[Content] = []
     figures = oom_figures(report.get("oom") or {})
     if figures:
-        rows.append(_row("GPU", " · ".join(figures)))
+        rows.extend(_field_rows("GPU", figures))
     rows.append(_row(run.label, run.where))
     return rows
+
+
+#: The widest a row of fields may be: what the value column holds on an 80-column terminal
+#: (the narrowest the wizard is made for), so that a line never breaks inside a field.
+FIELD_ROW_WIDTH = 62
+
+
+def _field_rows(label: str, fields: list[str]) -> list[Content]:
+    """Fields joined with `` · `` into rows of at most :data:`FIELD_ROW_WIDTH` cells, the
+    label on the first: a row breaks between two fields, never inside one."""
+    lines: list[str] = []
+    for field in fields:
+        if lines and len(lines[-1]) + 3 + len(field) <= FIELD_ROW_WIDTH:
+            lines[-1] += " · " + field
+        else:
+            lines.append(field)
+    return [_row(label if number == 0 else "", line) for number, line in enumerate(lines)]
 
 
 def _count(count: int | None, noun: str) -> str:

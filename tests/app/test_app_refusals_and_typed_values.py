@@ -616,3 +616,21 @@ def test_the_rate_chart_names_its_axes() -> None:
     assert y == "s/it (vertical): 1.70 at the bottom, 1.95 at the top"
     assert x == "time (across): the last 3 readings, oldest left, step 250 right"
     assert rate_axes((), step=None) == ("", "")
+
+
+def test_a_row_of_fields_breaks_between_fields_never_inside_one() -> None:
+    from oom_wizard.screens.load import FIELD_ROW_WIDTH, _field_rows
+
+    fields = [
+        "tried 2.25 GiB",
+        "card 23.54 GiB",
+        "free 1.12 GiB",
+        "this process 22.40 GiB",
+        "allocated 21.63 GiB",
+        "reserved unallocated 0.40 GiB",
+    ]
+    rows = [str(row.plain) for row in _field_rows("GPU", fields)]
+    assert rows[0].startswith("GPU ") and all(r.startswith(" " * 12) for r in rows[1:])
+    values = [row[12:] for row in rows]
+    assert all(len(value) <= FIELD_ROW_WIDTH for value in values)
+    assert [f for value in values for f in value.split(" · ")] == fields
