@@ -268,12 +268,13 @@ def _install_signal_handlers() -> Callable[[], None]:
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     old_hook = redeliver_lost_interrupts()
-    old_term = signal.signal(signal.SIGTERM, raise_terminated)
-    old_hup = signal.signal(signal.SIGHUP, raise_terminated)
+    # Windows has no SIGHUP (a closed console sends CTRL_CLOSE, which Python does not map).
+    stops = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
+    old = {stop: signal.signal(stop, raise_terminated) for stop in stops}
 
     def restore() -> None:
-        signal.signal(signal.SIGTERM, old_term)
-        signal.signal(signal.SIGHUP, old_hup)
+        for stop, handler in old.items():
+            signal.signal(stop, handler)
         old_hook()
 
     return restore

@@ -134,3 +134,32 @@ def test_host_memory_on_linux_is_still_proc_meminfo(tmp_path: Path) -> None:
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("MemTotal:       33554432 kB\nMemAvailable:   16777216 kB\n")
     assert read_host_memory(meminfo, platform="linux") == (32.0, 16.0)
+
+
+def test_without_a_signal_mask_a_stop_during_the_renames_lands_after_them() -> None:
+    """Windows has no ``pthread_sigmask``: the save's renames hold SIGINT off with handlers
+    of their own, and the Ctrl-C lands once they are done (run here for real, on Linux)."""
+    import os
+
+    from oom_wizard.storage.atomic import signals_held
+
+    done: list[str] = []
+    with pytest.raises(KeyboardInterrupt), signals_held(mask=False):
+        os.kill(os.getpid(), signal.SIGINT)
+        done.append("renamed")  # not interrupted in the middle
+    assert done == ["renamed"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_the_command_line_starts_where_there_is_no_sighup(monkeypatch: pytest.MonkeyPatch) -> None:
+    from oom_wizard import cli
+    from oom_wizard.host.interrupts import raise_terminated
+
+    before = signal.getsignal(signal.SIGTERM)
+    monkeypatch.delattr(signal, "SIGHUP")
+    restore = cli._install_signal_handlers()
+    try:
+        assert signal.getsignal(signal.SIGTERM) is raise_terminated
+    finally:
+        restore()
+    assert signal.getsignal(signal.SIGTERM) is before
