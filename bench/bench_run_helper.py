@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from oom_wizard.application.trainer import stops_as_from_a_terminal
+from oom_wizard.application.running import stops_as_from_a_terminal
 from tests.support.autopilot_support import (
     FAKE,
     SCENARIOS,

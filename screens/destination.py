@@ -191,12 +191,13 @@ class DestinationPicker(Vertical):
 
     @on(Input.Changed, "#output")
     def _output_changed(self, event: Input.Changed) -> None:
-        """Keep the change log beside the output (while it is a file name); the reasons."""
+        """Keep the change log beside the output (emptied with it, while the output is no
+        file name); the reasons."""
         changelog = self.query_one("#changelog", Input)
         beside = file_target(self.state, event.value, None).changelog_beside
-        if beside is not None and changelog.value.strip() == self._derived_changelog:
+        if changelog.value.strip() == self._derived_changelog:
             # It follows the output as typed, refused or not: never a stale name.
-            self._derived_changelog = str(beside)
+            self._derived_changelog = str(beside) if beside is not None else ""
             changelog.value = self._derived_changelog
         self.show_reasons()
 

@@ -14,6 +14,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Markdown
 
+from oom_wizard.application.preferences import settings_place
 from oom_wizard.screens.keys import key_table, keys_phrase
 from oom_wizard.screens.widgets import ladder_legend
 
@@ -30,9 +31,9 @@ under the cursor):
 
 {keys}
 
-Your own keys go in the settings file (`$XDG_CONFIG_HOME/oom-wizard/settings.json`, else
-`~/.config/oom-wizard/settings.json`) as `"keymap": {{"step.skip": "ctrl+k"}}`: a keymap id
-of the table, then one key or several, comma-separated.
+Your own keys go in the settings file ({settings}) as
+`"keymap": {{"step.skip": "ctrl+k"}}`: a keymap id of the table, then one key or several,
+comma-separated.
 
 **The progress line** on a step: {legend}. A step done already, or not for this model,
 is passed over; a click on a step in that line, or the palette ({palette}, "Step N"),
@@ -67,6 +68,7 @@ class HelpScreen(ModalScreen[None]):
             keys=key_table(self.stage),
             legend=ladder_legend(),
             palette=keys_phrase([self.app.COMMAND_PALETTE_BINDING]),
+            settings=settings_place(),
         )
         with VerticalScroll():
             yield Markdown(text)

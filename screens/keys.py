@@ -24,6 +24,7 @@ from textual.keys import REPLACED_KEYS, Keys, key_to_character
 from textual.screen import Screen
 
 from oom_wizard.application.preferences import keymap_problems_line, saved_keymap
+from oom_wizard.spelling import mid_sentence
 
 if TYPE_CHECKING:
     from oom_wizard.storage.settings import UserKeymap
@@ -205,7 +206,7 @@ def _what(binding: Binding) -> str:
     tooltip = binding.tooltip
     if not tooltip or tooltip == binding.description:
         return binding.description
-    return f"{binding.description}: {tooltip[:1].lower()}{tooltip[1:]}"
+    return f"{binding.description}: {mid_sentence(tooltip)}"
 
 
 def keys_phrase(keys: tuple[str, ...] | list[str]) -> str:

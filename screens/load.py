@@ -33,7 +33,7 @@ from oom_wizard.screens.base import StageScreen
 from oom_wizard.screens.memory_bar import MemoryBar
 from oom_wizard.screens.messages import EditedAsked, JobChosen, JobLoaded, JobsListed, LoadFailed
 from oom_wizard.screens.widgets import MARKER_WIDTH, KeyBar, MarkedOptionList, PlainInput
-from oom_wizard.spelling import oom_figures
+from oom_wizard.spelling import counted, oom_figures
 
 if TYPE_CHECKING:
     from textual.widgets import ProgressBar
@@ -523,13 +523,14 @@ def summary(state: WizardState) -> Content:
             _row(
                 "  Training",
                 f"batch {train.batch_size} · gradient checkpointing "
-                f"{'on' if train.gradient_checkpointing else 'off'} · {train.steps} steps",
+                f"{'on' if train.gradient_checkpointing else 'off'} · "
+                f"{_count(train.steps, 'step')}",
             )
         )
         for dataset in process.datasets:
             sizes = dataset.resolution
             buckets = ", ".join(str(size) for size in sizes) if sizes else "(a placeholder)"
-            frames = f" · {dataset.num_frames} frames" if dataset.is_video else ""
+            frames = f" · {_count(dataset.num_frames, 'frame')}" if dataset.is_video else ""
             if dataset.auto_frame_count:
                 frames = " · frames from clip length"
             lines.append(_row("  Dataset", f"{dataset.name} · buckets {buckets}{frames}"))
@@ -566,9 +567,31 @@ def _gpu_rows(state: WizardState) -> list[Content]:
     rows: list[Content] = []
     figures = oom_figures(report.get("oom") or {})
     if figures:
-        rows.append(_row("GPU", " · ".join(figures)))
+        rows.extend(_field_rows("GPU", figures))
     rows.append(_row(run.label, run.where))
     return rows
+
+
+#: The widest a row of fields may be: what the value column holds on an 80-column terminal
+#: (the narrowest the wizard is made for), so that a line never breaks inside a field.
+FIELD_ROW_WIDTH = 62
+
+
+def _field_rows(label: str, fields: list[str]) -> list[Content]:
+    """Fields joined with `` · `` into rows of at most :data:`FIELD_ROW_WIDTH` cells, the
+    label on the first: a row breaks between two fields, never inside one."""
+    lines: list[str] = []
+    for field in fields:
+        if lines and len(lines[-1]) + 3 + len(field) <= FIELD_ROW_WIDTH:
+            lines[-1] += " · " + field
+        else:
+            lines.append(field)
+    return [_row(label if number == 0 else "", line) for number, line in enumerate(lines)]
+
+
+def _count(count: int | None, noun: str) -> str:
+    """``1 step``, ``3000 steps``; a placeholder's count is unknown."""
+    return counted(count, noun) if count is not None else f"{noun}s: a placeholder"
 
 
 def _row(label: str, value: str | Content) -> Content:

@@ -14,17 +14,19 @@ from typing import TYPE_CHECKING, Final
 from textual.content import Content
 from textual.widgets import Static
 
+from oom_wizard import spelling
+
 if TYPE_CHECKING:
     from oom_wizard.rules.sizing import MemoryPeak
 
 #: Cells of the bar between its ends.
 BAR_WIDTH: Final = 16
 
-#: The verdict in words and its colour.
-VERDICTS: Final = {
-    "fits": ("fits", "$text-success"),
-    "tight": ("tight", "$text-warning"),
-    "wont_fit": ("won't fit", "$text-error"),
+#: The colour of each verdict (its words: :data:`oom_wizard.spelling.VERDICT_WORDS`).
+VERDICT_STYLES: Final = {
+    "fits": "$text-success",
+    "tight": "$text-warning",
+    "wont_fit": "$text-error",
 }
 
 
@@ -43,7 +45,7 @@ def bar_content(peak: MemoryPeak | None) -> Content:
     parts: list[Content | str] = [Content.styled("Memory ", "bold")]
     verdict = peak.verdict
     if peak.card_gib and verdict is not None:
-        words, style = VERDICTS[verdict]
+        words, style = spelling.verdict(verdict), VERDICT_STYLES[verdict]
         filled = min(BAR_WIDTH, round(BAR_WIDTH * peak.gib / peak.card_gib))
         parts += [
             "▕",

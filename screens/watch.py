@@ -47,7 +47,7 @@ from oom_wizard.logs.tail import LiveStatus, LiveUpdate
 from oom_wizard.screens.ask import SaveNowScreen
 from oom_wizard.screens.keys import apply_user_keymap
 from oom_wizard.screens.widgets import KeyBar
-from oom_wizard.spelling import rate_axes
+from oom_wizard.spelling import counted, rate_axes
 
 POLL_S = 0.1
 """Seconds between two reads of the log."""
@@ -117,7 +117,7 @@ class WatchApp(App[WatchResult]):
         self.crash: CrashReport | None = None
         self.diagnosing = False
         self._shown = ""
-        self._rates: tuple[float, ...] = ()
+        self._rates: tuple[tuple[float, ...], int | None] = ((), None)
         #: The log showed trouble (a warning: a spill, a stall, a skipped OOM batch).
         self.troubled = False
         self._switch_interval = sys.getswitchinterval()
@@ -195,10 +195,12 @@ class WatchApp(App[WatchResult]):
         if shown != self._shown:  # repaint only what changed: a busy log costs little
             self._shown = shown
             self.query_one("#progress", Static).update(shown)
-        if status.rates and status.rates != self._rates:
-            self._rates = status.rates
+        # A full window of equal readings is the same tuple: the newest reading's step tells
+        # a new one (the caption names it).
+        if status.rates and (status.rates, status.rate_step) != self._rates:
+            self._rates = (status.rates, status.rate_step)
             self.query_one("#rates", Sparkline).data = list(status.rates)
-            y_axis, x_axis = rate_axes(status.rates, step=status.step)
+            y_axis, x_axis = rate_axes(status.rates, step=status.rate_step)
             self.query_one("#rates-y", Static).update(y_axis)
             self.query_one("#rates-x", Static).update(x_axis)
         if status.crashed and self.crash is None and not self.diagnosing:
@@ -331,7 +333,7 @@ def progress_text(status: LiveStatus) -> str:
     if status.left and not status.ended:
         parts.append(f"{status.left} left")
     if status.skip_count:
-        parts.append(f"{status.skip_count} OOM skip(s)")
+        parts.append(counted(status.skip_count, "OOM skip"))
     if status.crashed:
         if status.crash_step is None:  # else said with its step, above
             parts.append("crashed")

@@ -62,8 +62,12 @@ COMMANDS: Final[dict[str, str]] = {
     "watch": "watch",
     "run": "run",
     "fit": "fit",
+    "completion": "completion",
 }
 DEFAULT_COMMAND: Final = "open"
+#: The commands that describe the whole command line: they are given its parser as
+#: ``args.parser`` (and build every command's, as ``--help`` does).
+WHOLE_LINE: Final = frozenset({"completion"})
 
 
 def command_module(name: str) -> ModuleType:
@@ -153,9 +157,11 @@ def _main(args_list: list[str]) -> int:
         if rest and rest[0] in ("-h", "--help"):
             _build()[0].print_help()
             return EXIT_OK
-        _, commands = _build(only=_command_named(rest))
+        name = _command_named(rest)
+        parser, commands = _build(only=None if name in WHOLE_LINE else name)
         args = _dispatch(commands, rest)
         _recover_given(args)
+        args.parser = parser
         args.debug = debug  # the app writes its tracebacks to a file with --debug
         handler = args.handler
         result: int = handler(args)
@@ -327,12 +333,13 @@ def _install_signal_handlers() -> Callable[[], None]:
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     old_hook = redeliver_lost_interrupts()
-    old_term = signal.signal(signal.SIGTERM, raise_terminated)
-    old_hup = signal.signal(signal.SIGHUP, raise_terminated)
+    # Windows has no SIGHUP (a closed console sends CTRL_CLOSE, which Python does not map).
+    stops = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
+    old = {stop: signal.signal(stop, raise_terminated) for stop in stops}
 
     def restore() -> None:
-        signal.signal(signal.SIGTERM, old_term)
-        signal.signal(signal.SIGHUP, old_hup)
+        for stop, handler in old.items():
+            signal.signal(stop, handler)
         old_hook()
 
     return restore

@@ -113,9 +113,34 @@ def rate_axes(rates: tuple[float, ...], *, step: int | None) -> tuple[str, str]:
     newest = f"step {step}" if step is not None else "the newest"
     return (
         f"s/it (vertical): {low:.2f} at the bottom, {high:.2f} at the top",
-        f"time (across): the last {count} reading{'s' if count != 1 else ''}, oldest left, "
-        f"{newest} right",
+        f"time (across): the last {counted(count, 'reading')}, oldest left, {newest} right",
     )
+
+
+def counted(count: int, singular: str, plural: str | None = None) -> str:
+    """``1 skipped batch``, ``3 skipped batches``: a count and its noun, agreeing (``plural``:
+    when it is not ``singular`` + s, ``process`` → ``processes``)."""
+    noun = singular if count == 1 else (plural or singular + "s")
+    return f"{count} {noun}"
+
+
+def mid_sentence(title: str) -> str:
+    """A title inside a sentence: ``Larger batch`` → ``larger batch``, while an acronym keeps
+    its capitals (``LoRA rank as it was``, ``OOM skips``, ``GPU``)."""
+    first = title.split(" ", 1)[0]
+    if len(first) > 1 and any(char.isupper() for char in first[1:]):
+        return title
+    return title[:1].lower() + title[1:]
+
+
+#: A memory verdict (``fits``, ``tight``, ``wont_fit``) as the user reads it: the JSON keeps the
+#: identifier, every text (``fit``, the app's memory bar) these words.
+VERDICT_WORDS: Final = {"fits": "fits", "tight": "tight", "wont_fit": "won't fit"}
+
+
+def verdict(recorded: str) -> str:
+    """``wont_fit`` → ``won't fit``: a memory verdict in words."""
+    return VERDICT_WORDS.get(recorded, recorded.replace("_", " "))
 
 
 #: A change log run's direction (``rollback``, ``scale_up``...) as the user reads it.

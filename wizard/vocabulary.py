@@ -45,3 +45,13 @@ ARCH_KINDS: Final[tuple[ArchKind, ...]] = get_args(ArchKind)
 STEP_IDS: Final[tuple[LadderStepId, ...]] = get_args(LadderStepId)
 VALIDATION_RUN: Final = "validation_run"
 ALL_STEP_IDS: Final[tuple[AnyStepId, ...]] = get_args(AnyStepId)
+
+
+def json_schema(command: str, version: int) -> str:
+    """The ``"schema"`` of a command's ``--json`` object: ``oom-wizard.fit/1``.
+
+    The version goes up when a key is removed or renamed, or its meaning or type changes; a
+    key added leaves it as it is (a script reads the keys it knows and passes over the rest).
+    Each shape's version stands beside the code that builds it.
+    """
+    return f"oom-wizard.{command}/{version}"

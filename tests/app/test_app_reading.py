@@ -17,7 +17,14 @@ from textual.worker import WorkerState
 from oom_wizard.application.demo import IMAGE_JOB
 from oom_wizard.logs import read as logread
 from oom_wizard.screens.load import LoadScreen
-from tests.support.app_support import demo_app, demo_folder, screen_text, wait_for_screen, wizard
+from tests.support.app_support import (
+    demo_app,
+    demo_folder,
+    screen_text,
+    until,
+    wait_for_screen,
+    wizard,
+)
 
 FILLER = (
     "/venv/lib/python3.10/site-packages/torch/utils/checkpoint.py:91: UserWarning: None of the "
@@ -44,13 +51,10 @@ def big_log(folder: Path, size: int = BIG) -> Path:
     return path
 
 
-async def wait_until(pilot: Pilot[int], condition: Callable[[], bool], tries: int = 3000) -> None:
+async def wait_until(pilot: Pilot[int], condition: Callable[[], bool]) -> None:
     """Let the app run until ``condition`` holds (the worker's messages arrive meanwhile)."""
-    for _ in range(tries):
-        if condition():
-            return
-        await pilot.pause(0.02)
-    pytest.fail("the condition never held")
+    if not await until(pilot, condition, idle=False):
+        pytest.fail("the condition never held")
 
 
 class ReadSpy:

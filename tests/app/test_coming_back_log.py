@@ -9,7 +9,7 @@ from textual.widgets import OptionList
 
 from oom_wizard.screens.app import create_app
 from oom_wizard.storage.jobdir import run_log_for
-from tests.app.test_app_issue19 import crashed_log, rolled_back
+from tests.app.test_app_refusals_and_typed_values import crashed_log, rolled_back
 from tests.support.app_support import demo_folder, press, screen_name, wait_for_state
 
 SIZE = (100, 30)

@@ -33,7 +33,13 @@ from oom_wizard.screens.toggles import Tick
 from oom_wizard.storage.changelog import changelog_path_for, read_changelog
 from tests.support.app_support import settle, wait_for_screen
 from tests.support.autopilot_support import FAKE, SCENARIOS, Scenario, fake_runner, write_config
-from tests.support.tmux_support import WIZARD, in_a_real_terminal, terminal
+from tests.support.tmux_support import (
+    HOLD,
+    SCREEN_WAIT_S,
+    WIZARD,
+    in_a_real_terminal,
+    terminal,
+)
 
 STEPS = "config.process[0].train.steps"
 
@@ -221,7 +227,7 @@ def test_run_asks_in_the_wizard_in_a_real_terminal(tmp_path: Path) -> None:
     config = write_config(tmp_path, scenario("image-early-steps"))
     command = (
         f"env FAKE_VRAM_GB=24 {WIZARD} run {config} -- {sys.executable} {FAKE} {{config}}; "
-        "echo EXIT=$?; sleep 30"
+        f"echo EXIT=$?; {HOLD}"
     )
     with terminal(command, cwd=tmp_path) as pane:
         pane.wait_for("Review and save")
@@ -240,13 +246,13 @@ def test_with_the_output_piped_it_asks_y_n_in_the_terminal(tmp_path: Path) -> No
     config = write_config(tmp_path, scenario("image-early-steps"))
     command = (
         f"env FAKE_VRAM_GB=24 {WIZARD} run {config} -- {sys.executable} {FAKE} {{config}} "
-        "| tail -n 3; echo EXIT=${PIPESTATUS[0]}; sleep 30"
+        f"| tail -n 3; echo EXIT=${{PIPESTATUS[0]}}; {HOLD}"
     )
     run_log = tmp_path / "image-early-steps.run.log"
     with terminal(f"bash -c '{command}'", cwd=tmp_path) as pane:
-        for _ in range(300):
-            if run_log.is_file() and "Error running job" in run_log.read_text():
-                break
+        deadline = time.monotonic() + SCREEN_WAIT_S
+        while not (run_log.is_file() and "Error running job" in run_log.read_text()):
+            assert time.monotonic() < deadline, "the trainer never crashed"
             time.sleep(0.1)
         time.sleep(1.0)  # the question is asked into the pipe; the answer comes from the tty
         pane.send("Enter")

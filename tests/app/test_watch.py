@@ -24,9 +24,9 @@ from oom_wizard.screens.step import StepScreen
 from oom_wizard.screens.watch import WatchApp, row_text
 from tests.domain.logs.test_follow import fake_log
 from tests.support.aitk_db import add_job, all_rows, make_db, stringify
-from tests.support.app_support import wait_for_screen
+from tests.support.app_support import until, wait_for_screen
 from tests.support.autopilot_support import FAKE, SCENARIOS, write_config
-from tests.support.tmux_support import WIZARD, in_a_real_terminal, terminal
+from tests.support.tmux_support import HOLD, WIZARD, in_a_real_terminal, terminal
 
 
 def text_of(app: WatchApp, selector: str) -> str:
@@ -43,26 +43,23 @@ async def test_the_live_screen_shows_progress_a_skip_then_leaves_for_the_wizard_
     cut = data.index(b"# OOM during training step, skipping batch 1/3 #")
     async with app.run_test(size=(100, 30)) as pilot:
 
-        async def until(check: Callable[[], bool]) -> None:
-            for _ in range(200):
-                if check():
-                    return
-                await pilot.pause(0.05)
-            raise AssertionError("the screen never showed it")
+        async def shown(check: Callable[[], bool]) -> None:
+            if not await until(pilot, check, idle=False):
+                raise AssertionError("the screen never showed it")
 
         def warnings() -> str:
             return "\n".join(app.query_one("#warnings", Log).lines)
 
-        await until(lambda: "Waiting for the log" in text_of(app, "#progress"))
+        await shown(lambda: "Waiting for the log" in text_of(app, "#progress"))
         log.write_bytes(data[:cut])
-        await until(lambda: "Phase training · step 0/3000" in text_of(app, "#progress"))
+        await shown(lambda: "Phase training · step 0/3000" in text_of(app, "#progress"))
         log.write_bytes(data[: cut + 200])
-        await until(
+        await shown(
             lambda: "OOM at step 1: the toolkit skipped the batch (1/3 in a row)" in warnings()
         )
         assert app.crash is None
         log.write_bytes(data)
-        await until(lambda: app.return_value is not None)
+        await shown(lambda: app.return_value is not None)
     report = app.crash
     assert report is not None
     assert report.verdict.startswith("The job ran out of GPU memory in training step 4")
@@ -104,10 +101,7 @@ async def test_a_crash_that_is_not_out_of_memory_stays_on_the_live_screen(
             b'Traceback (most recent call last):\n  File "run.py", line 90, in <module>\n'
             b"FileNotFoundError: [Errno 2] No such file or directory: 'dataset/img'\n"
         )
-        for _ in range(200):
-            if app.crash is not None:
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: app.crash is not None, idle=False)
         assert app.crash is not None and app.crash.moment is None
         assert app.return_value is None  # still on the live screen
         assert "CRASHED" in text_of(app, "#crash")
@@ -133,7 +127,7 @@ def test_watch_in_tmux_beside_the_fake_trainer(tmp_path: Path) -> None:
     scenario = next(s for s in SCENARIOS if s.name == "image-intermittent")
     config = write_config(tmp_path, scenario)
     log = tmp_path / "log.txt"
-    command = f"{WIZARD} watch {config} --log {log} --no-probe; echo EXIT=$?; sleep 30"
+    command = f"{WIZARD} watch {config} --log {log} --no-probe; echo EXIT=$?; {HOLD}"
     trainer = None
     with terminal(command, cwd=tmp_path) as pane:
         try:
@@ -186,10 +180,7 @@ async def test_a_web_ui_job_shows_its_row_and_is_read_without_blocking(tmp_path:
 
     app = WatchApp(target, poll_s=0.05, probe=False)
     async with app.run_test(size=(100, 30)) as pilot:
-        for _ in range(200):
-            await pilot.pause(0.05)
-            if "UI job" in text_of(app, "#row"):
-                break
+        await until(pilot, lambda: "UI job" in text_of(app, "#row"), idle=False)
         assert text_of(app, "#row") == "UI job: running · step 250 · Training"
 
     assert read_job_row(db, "my_lora") == JobRow("running", 250, "Training")
@@ -213,10 +204,7 @@ async def test_a_web_ui_job_that_crashes_opens_the_wizard_on_its_row(tmp_path: P
     app = WatchApp(watch_db_target(db, "flux_portrait_lora", log), poll_s=0.02, probe=False)
     async with app.run_test(size=(100, 30)) as pilot:
         log.write_bytes(fake_log(tmp_path))
-        for _ in range(200):
-            if app.return_value is not None:
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: app.return_value is not None, idle=False)
     result = app.return_value
     assert result is not None and result.state is not None
     assert result.state.db_job is not None and result.state.db_job.name == "flux_portrait_lora"
@@ -278,28 +266,19 @@ async def test_an_oom_the_job_goes_on_from_does_not_open_the_wizard(tmp_path: Pa
     log.write_bytes(("Running 1 job\n" + "".join(bar.format(n=n) for n in range(1, 6))).encode())
     app = WatchApp(WatchTarget(log, config, "image-early-steps"), poll_s=0.02, probe=False)
     async with app.run_test(size=(100, 30)) as pilot:
-        for _ in range(100):
-            if "step 5/3000" in text_of(app, "#progress"):
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: "step 5/3000" in text_of(app, "#progress"), idle=False)
         with log.open("ab") as stream:
             stream.write(
                 b"\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.27 GiB.\n"
             )
-        for _ in range(100):
-            if "error printed" in text_of(app, "#progress"):
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: "error printed" in text_of(app, "#progress"), idle=False)
         assert "error printed: waiting to see whether the job goes on" in text_of(app, "#progress")
         await pilot.pause(0.5)
         assert (app.crash, app.diagnosing, app.return_value) == (None, False, None)
         with log.open("ab") as stream:
             stream.write(b"\n# OOM during training step, skipping batch 1/3 #\n")
             stream.write("".join(bar.format(n=n) for n in range(6, 9)).encode())
-        for _ in range(100):
-            if "step 8/3000" in text_of(app, "#progress"):
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: "step 8/3000" in text_of(app, "#progress"), idle=False)
         assert "error printed" not in text_of(app, "#progress")
         warnings = "\n".join(app.query_one("#warnings", Log).lines)
         assert "OOM at step 6: the toolkit skipped the batch (1/3 in a row)" in warnings

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from oom_wizard.application.autopilot import Settings, autopilot
+from oom_wizard.application.running import group_alive, stops_as_from_a_terminal
 from oom_wizard.application.settling import WizardState
-from oom_wizard.application.trainer import group_alive, stops_as_from_a_terminal
 from oom_wizard.cli import main
 from oom_wizard.formats.document import load_document
 from oom_wizard.paths import parse_path
@@ -35,7 +35,7 @@ from tests.support.autopilot_support import (
     wait_for_bytes,
     write_config,
 )
-from tests.support.tmux_support import WIZARD, in_a_real_terminal, terminal
+from tests.support.tmux_support import HOLD, WIZARD, in_a_real_terminal, terminal
 
 
 def scenario(name: str) -> Scenario:
@@ -430,13 +430,13 @@ def test_ctrl_c_in_a_real_terminal_leaves_no_process(tmp_path: Path) -> None:
     command = (
         f"env FAKE_VRAM_GB=24 FAKE_STALL_AT=1 FAKE_WORKER=1 FAKE_PIDFILE={pidfile} "
         f"{WIZARD} run {config} --auto --grace 2 -- {sys.executable} {FAKE} {{config}}; "
-        f"echo EXIT=$?; sleep 30"
+        f"echo EXIT=$?; {HOLD}"
     )
     with terminal(command, cwd=tmp_path, width=120) as pane:
         pid, pgid, worker = (int(x) for x in wait_for(pidfile).split())
         assert group_alive(pgid)
         pane.send("C-c")
-        shown = pane.wait_for("EXIT=", timeout=10)
+        shown = pane.wait_for("EXIT=")
         assert "EXIT=130" in shown, shown
         assert not group_alive(pgid)
         assert not pid_alive(pid) and not pid_alive(worker)

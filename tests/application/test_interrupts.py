@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from oom_wizard.application.trainer import stops_as_from_a_terminal
+from oom_wizard.application.running import stops_as_from_a_terminal
 
 CHILD = textwrap.dedent(
     """

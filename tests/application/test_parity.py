@@ -258,8 +258,14 @@ async def test_memory_figures_are_spelled_alike(tmp_path: Path) -> None:
         await wait_for_state(pilot)
         summary = str(app.screen.query_one("#summary", Static).render())
 
-    row = next(line for line in summary.splitlines() if line.startswith("GPU "))
-    figures = row.removeprefix("GPU").strip().split(" · ")
+    lines = summary.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("GPU "))
+    rows = [lines[first]]  # the GPU row, then its continuation rows (no label of their own)
+    for line in lines[first + 1 :]:
+        if not line.startswith(" " * 12):
+            break
+        rows.append(line)
+    figures = [f for row in rows for f in row.removeprefix("GPU").strip().split(" · ")]
     flat = " ".join(report.split())
     assert "reserved unallocated 0.40 GiB" in figures
     assert all(figure in flat for figure in figures), (figures, flat)

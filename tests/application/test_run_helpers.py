@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from oom_wizard.application import trainer as trainer_module
-from oom_wizard.application.trainer import (
+from oom_wizard.application.running import (
     TrainerEnd,
     processes_note,
     run_trainer,
     stops_as_from_a_terminal,
 )
+from oom_wizard.host import supervision as trainer_module
 from tests.support.autopilot_support import (
     FAKE,
     SCENARIOS,

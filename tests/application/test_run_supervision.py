@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from oom_wizard.application.autopilot import Settings, autopilot
-from oom_wizard.application.trainer import TrainerEnd, stops_as_from_a_terminal
+from oom_wizard.application.running import TrainerEnd, stops_as_from_a_terminal
 from oom_wizard.formats.document import load_document
 from oom_wizard.paths import parse_path
 from oom_wizard.storage.changelog import changelog_path_for, read_changelog
@@ -226,7 +226,7 @@ def test_a_trainer_hanging_after_its_fatal_oom_is_ended_and_the_loop_goes_on(
     config = write_config(tmp_path, EARLY)
     pidfile = tmp_path / "pids"
     env = {"FAKE_HANG_AFTER_ERROR": "1", "FAKE_WORKER": "1", "FAKE_PIDFILE": str(pidfile)}
-    from oom_wizard.application.trainer import run_trainer, trainer_argv
+    from oom_wizard.application.running import run_trainer, trainer_argv
 
     full_env = {**os.environ, "FAKE_VRAM_GB": "24", **env}
 
@@ -252,7 +252,7 @@ def test_a_silent_trainer_without_a_fatal_error_is_left_to_train(tmp_path: Path)
     """Silence alone (a slow step, a stall) is no reason to end a trainer: only silence after
     its fatal error is."""
     config = write_config(tmp_path, EARLY)
-    from oom_wizard.application.trainer import run_trainer, trainer_argv
+    from oom_wizard.application.running import run_trainer, trainer_argv
 
     full_env = {**os.environ, "FAKE_VRAM_GB": "48", "FAKE_STALL_AT": "2", "FAKE_STALL_S": "2"}
 
@@ -523,12 +523,13 @@ def test_the_peak_is_the_trainers_own_when_nvidia_smi_lists_its_processes(tmp_pa
         "esac\n"
     )
     script.chmod(0o755)
-    config = write_config(tmp_path, EARLY)  # long enough for a second reading
+    # Read every 0.05 s (not every 2 s), so that a short run has readings after the pid file.
+    config = write_config(tmp_path, SHORT)
     old_path = os.environ["PATH"]
     os.environ["PATH"] = f"{bin_dir}{os.pathsep}{old_path}"
     try:
         env = {"FAKE_STEP_S": "0.002", "FAKE_PIDFILE": str(pidfile)}
-        outcome = autopilot(config, fake_runner(48, env))
+        outcome = autopilot(config, fake_runner(48, env, measure_s=0.05))
     finally:
         os.environ["PATH"] = old_path
 
@@ -589,7 +590,7 @@ def test_the_apps_review_says_where_a_resumed_jobs_validation_counts_from(tmp_pa
 PARENT_WITHOUT_SIGINT = """
 import signal, sys
 from pathlib import Path
-from oom_wizard.application.trainer import run_trainer
+from oom_wizard.application.running import run_trainer
 
 signal.signal(signal.SIGINT, signal.SIG_IGN)  # as for `oom-wizard run ... &` in a script
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})

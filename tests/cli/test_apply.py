@@ -9,6 +9,7 @@ change log: every step must then be satisfied. The suite runs it on a fixed samp
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -329,3 +330,48 @@ def test_a_one_line_json_config_is_shown_field_by_field(tmp_path: Path) -> None:
     assert "The config is one long line; the fields that change:" in out
     assert "+ config.process[0].train.cache_text_embeddings: true" in out
     assert json.dumps(TREE) not in out  # the config's one line is not printed whole
+
+
+def test_the_saved_yaml_differs_by_the_changed_lines_and_the_header_the_readme_names(
+    tmp_path: Path,
+) -> None:
+    import difflib
+
+    from oom_wizard.storage.save import HEADER
+
+    source = write(tmp_path)
+    assert cli("apply", source, "--moment", "early_steps")[0] == 0
+    before = source.read_text(encoding="utf-8").splitlines()
+    after = (tmp_path / "job.oomfix.yaml").read_text(encoding="utf-8").splitlines()
+    diff = [d for d in difflib.ndiff(before, after) if d[:1] in "+-"]
+    added = [d[2:] for d in diff if d.startswith("+")]
+    removed = [d[2:] for d in diff if d.startswith("-")]
+    assert after[0] == f"# {HEADER}" == added[0]
+    changes = json.loads((tmp_path / "job.oomfix.changelog.json").read_text())["changes"]
+    # Every other line that differs is a field's own (a key or a list item), no comment, at
+    # most one removed and one added per change.
+    others = [*added[1:], *removed]
+    assert all(re.match(r"\s*(- |[\w.]+:)", line) for line in others), others
+    assert len(added) - 1 <= len(changes) and len(removed) <= len(changes)
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert f"`# {HEADER.split(':')[0]}: …`" in readme
+
+
+@pytest.mark.parametrize("name", ["chroma_fix.txt", "job.yaml"])
+def test_a_refused_output_name_is_one_line_before_anything_is_shown(
+    tmp_path: Path, name: str
+) -> None:
+    source = write(tmp_path)
+    status, out, err = cli("apply", source, "--moment", "early_steps", "-o", tmp_path / name)
+    assert status == 2
+    assert out == "" and len(err.strip().splitlines()) == 1, (out, err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job.yaml"]
+
+
+def test_scale_up_refuses_its_output_name_before_anything_is_shown(tmp_path: Path) -> None:
+    source = write(tmp_path)
+    assert cli("apply", source, "--moment", "early_steps")[0] == 0
+    saved = tmp_path / "job.oomfix.yaml"
+    status, out, err = cli("scale-up", saved, "-o", tmp_path / "next.txt")
+    assert status == 2
+    assert out == "" and len(err.strip().splitlines()) == 1, (out, err)

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.pilot import Pilot
@@ -180,12 +183,30 @@ def screen_text(pilot: Pilot[int], selector: str) -> str:
     return str(pilot.app.screen.query_one(selector, Static).render())
 
 
-#: How many idle points a wait lets pass before it gives up (each waits for every pending
-#: message and worker, never for a fixed time).
-IDLE_POINTS = 50
+SCREEN_WAIT_S = 120.0
+"""How long a wait for the app lets pass before it fails: generous, because on a busy
+two-core machine a worker's thread (the job loaded, a save) can take tens of seconds; a test
+that passes waits only as long as the app takes."""
 
 
-async def settle(pilot: Pilot[int]) -> None:
+async def until(pilot: Pilot[Any], check: Callable[[], bool], *, idle: bool = True) -> bool:
+    """Let the app run until ``check`` holds, at most :data:`SCREEN_WAIT_S` seconds; whether it
+    held. Each round lets everything under way land first (``idle``: the workers finish, then
+    every message is handled; else the messages only), then waits a little."""
+    deadline = time.monotonic() + SCREEN_WAIT_S
+    while True:
+        if check():
+            return True
+        if time.monotonic() > deadline:
+            return False
+        if idle:
+            await settle(pilot)
+        if check():
+            return True
+        await pilot.pause(0.02)
+
+
+async def settle(pilot: Pilot[Any]) -> None:
     """Let everything under way land: the workers finish, then every message is handled.
 
     A worker that failed is not an error here: the app reports it (see ``report_failure``),
@@ -200,49 +221,44 @@ async def wait_for_screen(pilot: Pilot[int], name: str) -> None:
     """Wait until the screen called ``name`` is on top (after workers and screen changes).
     A pushed screen is on top before its widgets are mounted: wait for those with
     :func:`wait_for_widget`."""
-    for _ in range(IDLE_POINTS):
-        if screen_name(pilot) == name:
-            return
-        await settle(pilot)
-    raise AssertionError(f"expected {name}, got {screen_name(pilot)}")
+    if not await until(pilot, lambda: screen_name(pilot) == name):
+        raise AssertionError(f"expected {name}, got {screen_name(pilot)}")
 
 
 async def wait_for_widget(pilot: Pilot[int], selector: str) -> None:
     """Wait until the screen on top has mounted a widget matching ``selector``."""
-    for _ in range(IDLE_POINTS):
-        if pilot.app.screen.query(selector):
-            return
-        await pilot.pause()
-    raise AssertionError(f"{selector} never appeared on {screen_name(pilot)}")
+    if not await until(pilot, lambda: bool(pilot.app.screen.query(selector)), idle=False):
+        raise AssertionError(f"{selector} never appeared on {screen_name(pilot)}")
 
 
 async def wait_for_state(pilot: Pilot[int]) -> None:
     """Wait until the load worker has put a state on the app, and its screen has updated."""
-    for _ in range(IDLE_POINTS):
-        await settle(pilot)
-        if wizard(pilot).state is not None:
-            return
-    pytest.fail("the job did not load")
+    if not await until(pilot, lambda: wizard(pilot).state is not None):
+        pytest.fail("the job did not load")
+    await settle(pilot)
 
 
 async def wait_for_jobs(pilot: Pilot[int]) -> OptionList:
     """Wait until the jobs database's list is filled; the list."""
-    for _ in range(IDLE_POINTS):
-        await settle(pilot)
-        jobs = pilot.app.screen.query_one("#jobs", OptionList)
-        if jobs.option_count:
-            return jobs
-    pytest.fail("the jobs were not listed")
+
+    def listed() -> bool:
+        jobs = pilot.app.screen.query("#jobs").results(OptionList)
+        return any(found.option_count for found in jobs)
+
+    if not await until(pilot, listed):
+        pytest.fail("the jobs were not listed")
+    return pilot.app.screen.query_one("#jobs", OptionList)
 
 
 async def wait_for_error(pilot: Pilot[int]) -> str:
     """Wait until the screen's ``#error`` line says something; that line."""
-    for _ in range(IDLE_POINTS):
-        await settle(pilot)
-        error = screen_text(pilot, "#error")
-        if error:
-            return error
-    pytest.fail("no error was shown")
+
+    def said() -> bool:
+        return bool(pilot.app.screen.query("#error")) and bool(screen_text(pilot, "#error"))
+
+    if not await until(pilot, said):
+        pytest.fail("no error was shown")
+    return screen_text(pilot, "#error")
 
 
 async def press(pilot: Pilot[int], *keys: str) -> None:

@@ -22,7 +22,8 @@ import pytest
 import yaml
 
 from oom_wizard.application.autopilot import Outcome, Settings, autopilot
-from oom_wizard.application.trainer import (
+from oom_wizard.application.running import (
+    MEASURE_S,
     TrainerEnd,
     run_trainer,
     trainer_argv,
@@ -104,13 +105,21 @@ def write_config(folder: Path, scenario: Scenario) -> Path:
     return path
 
 
-def fake_runner(card_gb: float, env: Mapping[str, str] | None = None, *, grace_s: float = 2.0):
-    """A runner that starts the fake trainer as a real child on a card of ``card_gb``."""
+def fake_runner(
+    card_gb: float,
+    env: Mapping[str, str] | None = None,
+    *,
+    grace_s: float = 2.0,
+    measure_s: float = MEASURE_S,
+):
+    """A runner that starts the fake trainer as a real child on a card of ``card_gb``
+    (``measure_s``: how often the card's memory is read)."""
     full_env = {**os.environ, "FAKE_VRAM_GB": str(card_gb), **(env or {})}
 
     def runner(config: Path, log: Path, extra: Mapping[str, str] | None = None) -> TrainerEnd:
+        argv = trainer_argv(FAKE_COMMAND, config)
         given = {**full_env, **(extra or {})}
-        return run_trainer(trainer_argv(FAKE_COMMAND, config), log, env=given, grace_s=grace_s)
+        return run_trainer(argv, log, env=given, grace_s=grace_s, measure_s=measure_s)
 
     return runner
 

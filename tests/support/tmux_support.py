@@ -25,6 +25,15 @@ Test = TypeVar("Test", bound=Callable[..., object])
 #: How long a screen must stay the same to count as drawn.
 STILL_S = 0.2
 
+SCREEN_WAIT_S = 120.0
+"""How long a test waits for the screen to show something before it fails: generous, because
+on a busy two-core machine (the app tests driven beside it, other work beside the suite) a
+screen can take tens of seconds to come; a test that passes waits only as long as it takes."""
+
+HOLD = "sleep 600"
+"""What a test's command ends with, so that the pane stays readable after the program exits
+(the server is killed on the way out, whatever the test did)."""
+
 
 def in_a_real_terminal(test: Test) -> Test:
     """Mark ``test`` end to end, skipped (with the reason) without tmux or the script."""
@@ -56,19 +65,26 @@ class Pane:
         joining = ["-J"] if joined else []
         return tmux("capture-pane", "-p", *joining, "-t", self.session, socket=self.session)
 
-    def wait_for(self, text: str, timeout: float = 30.0) -> str:
+    def wait_for(self, text: str, timeout: float = SCREEN_WAIT_S) -> str:
         """The screen, once it shows ``text`` (fails with the screen after ``timeout`` s)."""
+        return self.wait_until(lambda shown: text in shown, f"{text!r} never appeared", timeout)
+
+    def wait_until(
+        self, check: Callable[[str], bool], failure: str, timeout: float = SCREEN_WAIT_S
+    ) -> str:
+        """The screen, once ``check`` holds for it (fails with ``failure`` and the screen
+        after ``timeout`` s)."""
         deadline = time.monotonic() + timeout
         shown = self.screen()
-        while text not in shown:
+        while not check(shown):
             if time.monotonic() > deadline:
-                raise AssertionError(f"{text!r} never appeared; the pane shows:\n{shown}")
+                raise AssertionError(f"{failure}; the pane shows:\n{shown}")
             time.sleep(0.1)
             shown = self.screen()
         return shown
 
     def wait_for_change(
-        self, before: str, *, top: int = 8, timeout: float = 30.0, still_s: float = STILL_S
+        self, before: str, *, top: int = 8, timeout: float = SCREEN_WAIT_S, still_s: float = STILL_S
     ) -> str:
         """The screen, once its ``top`` lines differ from those of ``before`` (where each
         stage shows its title; notifications are drawn at the bottom) and it has stopped

@@ -12,7 +12,7 @@ these; they decide, composing the domain (the rest of ``oom_wizard``). One modul
 - :mod:`~oom_wizard.application.history`: ``history``.
 - :mod:`~oom_wizard.application.watching`: a crash diagnosed, for ``diagnose``, ``watch``
   and ``run``; :mod:`~oom_wizard.application.follow` follows a live job.
-- :mod:`~oom_wizard.application.autopilot` and :mod:`~oom_wizard.application.trainer`: ``run``.
+- :mod:`~oom_wizard.application.autopilot` and :mod:`~oom_wizard.application.running`: ``run``.
 - :mod:`~oom_wizard.application.fitting`: ``fit``.
 - :mod:`~oom_wizard.application.leaving`: what was saved, and the commands to go on.
 - :mod:`~oom_wizard.application.labels` and :mod:`~oom_wizard.application.preferences`: what

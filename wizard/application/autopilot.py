@@ -1,6 +1,6 @@
 """The autopilot: run the trainer, and on an out-of-memory crash roll back one step and retry.
 
-Plain logic. The trainer is behind :class:`Runner` (``oom_wizard.application.trainer`` runs a real
+Plain logic. The trainer is behind :class:`Runner` (``oom_wizard.application.running`` runs a real
 child; a test can pass a function), the user behind :class:`Asker`. After a crash the job is
 opened on that attempt's log through the application layer (``oom_wizard.application``), as the
 wizard opens it: one diagnosis, one plan, the next fix preselected
@@ -57,6 +57,7 @@ from oom_wizard.application.choosing import (
 )
 from oom_wizard.application.learned import learned
 from oom_wizard.application.opening import open_job, settle_database
+from oom_wizard.application.running import TrainerEnd, processes_note
 from oom_wizard.application.saving import InPlace, SaveResult, ToFile, save
 from oom_wizard.application.scale_up import (
     next_scale_up,
@@ -67,7 +68,6 @@ from oom_wizard.application.scale_up import (
     scale_up_notes,
 )
 from oom_wizard.application.settling import start
-from oom_wizard.application.trainer import TrainerEnd, processes_note
 from oom_wizard.errors import WizardError
 from oom_wizard.logs.result import crash_phase
 from oom_wizard.logs.scan import scan_log
@@ -75,6 +75,7 @@ from oom_wizard.logs.signals import GPU_SIGNALS, HOST_SIGNALS
 from oom_wizard.request import JobRequest
 from oom_wizard.rules.oneoff import one_off_oom, with_expandable_segments
 from oom_wizard.rules.scaleup import pending_scale_ups
+from oom_wizard.spelling import counted
 from oom_wizard.storage.atomic import atomic_write
 from oom_wizard.storage.changelog import (
     AttemptRecord,
@@ -258,7 +259,7 @@ class Attempt:
     hung_after_error: float | None = None
     """It printed its fatal error, then nothing for this many seconds, and was ended."""
     processes: str = ""
-    """What became of its processes (:func:`~oom_wizard.application.trainer.processes_note`)."""
+    """What became of its processes (:func:`~oom_wizard.application.running.processes_note`)."""
     environment: tuple[str, ...] = ()
     """What its trainer's environment was given beyond the user's (``NAME=value``): the
     allocator setting of the one retry of a one-off crash."""
@@ -383,19 +384,20 @@ class _Loop:
         extra = tuple(f"{name}={value}" for name, value in (env or {}).items())
         given = f" with {' '.join(extra)} in the trainer's environment" if extra else ""
         self.say(f"Attempt {len(self.attempts) + 1}: {kind} run of {where}{given} (log {log})")
-        warning = resume_warning(_document(where))
+        document = _document(where)
+        warning = resume_warning(document)
         if warning is not None:
             self.say(f"⚠ {warning}")
+        resume = resume_point(document)
         at, since = now_iso(), time.time() - 1.0  # a file's time may round down
         end = self.runner(config, log, env) if env else self.runner(config, log)
         if not log.exists():
             log.touch()
         scan = scan_log(log)
-        start = scan.first_step or 0
-        trained = max((scan.last_step or 0) - start, 0) if scan.last_step is not None else 0
+        start, trained = steps_trained(scan, resumable=resume is not None)
         outcome, read = _outcome(end, scan, kind, trained), ""
         if outcome in ("finished", "passed_validation"):
-            found = learned(_document(where), log, since)
+            found = learned(document, log, since)
             read = found.verdict() if found.nothing else found.words
             if found.nothing:
                 outcome = "trained_nothing"
@@ -417,7 +419,7 @@ class _Loop:
             resumed_from=start or None,
             trained=trained,
             peak_gib=end.peak_gib,
-            card_gib=end.card_gib,
+            card_gib=card_of(end, scan),
             hung_after_error=end.hung_after_error,
             processes=processes_note(end),
             environment=extra,
@@ -565,7 +567,7 @@ def _downward(loop: _Loop, config: Where, kind: Literal["full", "validation"]) -
         if retries >= loop.settings.max_retries:
             return loop.stop(
                 "stopped",
-                f"Stopped: {retries} roll-back(s) tried (--max-retries "
+                f"Stopped: {counted(retries, 'roll-back')} tried (--max-retries "
                 f"{loop.settings.max_retries}) and it still runs out of memory. "
                 + _what_next(loop, state.document, more_retries=True),
                 config,
@@ -659,7 +661,7 @@ def _upward(loop: _Loop, config: Path) -> Outcome:
         )
     return loop.stop(
         "stopped",
-        f"Stopped after {loop.settings.max_retries} scale-up(s) (--max-retries); "
+        f"Stopped after {counted(loop.settings.max_retries, 'scale-up')} (--max-retries); "
         f"the stable config is {stable}.",
         stable,
     )
@@ -678,6 +680,27 @@ def _undo_last(loop: _Loop, config: Path, step: str) -> Path:
 
 def _exception(scan: LogScan) -> str:
     return scan.exception.text if scan.exception is not None else f"exit status {scan.exit_code}"
+
+
+def steps_trained(scan: LogScan, *, resumable: bool) -> tuple[int, int]:
+    """The step this attempt resumed from (0: from the start) and the steps it trained.
+
+    A resume is claimed only where one could happen (a checkpoint or ``train.start_step``
+    before the run, ``resumable``) or the log says so (AI Toolkit's ``Found step N`` line): a
+    bar first drawn past step 0 is otherwise a run whose first redraws came late.
+    """
+    said = bool(scan.evidence_for("resume"))
+    start = (scan.first_step or 0) if scan.resumed and (resumable or said) else 0
+    trained = max((scan.last_step or 0) - start, 0) if scan.last_step is not None else 0
+    return start, trained
+
+
+def card_of(end: TrainerEnd, scan: LogScan) -> float | None:
+    """The card's memory: ``nvidia-smi``'s while it ran, else the one PyTorch's out-of-memory
+    message names (its total capacity), else unknown."""
+    if end.card_gib is not None:
+        return end.card_gib
+    return round(scan.oom.total, 2) if scan.oom is not None and scan.oom.total else None
 
 
 def resume_warning(document: JobDocument) -> str | None:

@@ -45,7 +45,7 @@ from oom_wizard.rules.sizing import (
     peak_of,
 )
 from oom_wizard.rules.values import ValueCheck, validate_value
-from oom_wizard.spelling import editable, field_changes, gib
+from oom_wizard.spelling import counted, editable, field_changes, gib
 from oom_wizard.storage.changes import Change, Prepared, prepare
 from oom_wizard.storage.resume import resume_point
 
@@ -99,7 +99,7 @@ def fix_words(state: WizardState, fix: FixName, *, short: bool = False) -> str:
     23.5 GiB``); ``short`` leaves the step ids out (the app lists them apart)."""
     plan = state.plan
     steps = [step for step in plan.fix_steps(fix) if step != VALIDATION_STEP]
-    text = f"{FIX_WORDS[fix]}: {len(steps)} step{'s' if len(steps) != 1 else ''}"
+    text = f"{FIX_WORDS[fix]}: {counted(len(steps), 'step')}"
     if steps and not short:
         text += f" ({', '.join(steps)})"
     sizing = plan.sizing

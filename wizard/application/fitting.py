@@ -37,7 +37,10 @@ from oom_wizard.rules.plan import (
 )
 from oom_wizard.rules.solver import MARGIN_SHARE, fits_card, loss_words
 from oom_wizard.rules.tenants import room_gib, tenants_words
-from oom_wizard.vocabulary import Moment
+from oom_wizard.vocabulary import Moment, json_schema
+
+JSON_SCHEMA: Final = json_schema("fit", 1)
+"""The ``"schema"`` of ``fit --json``."""
 
 #: The room a fix leaves on the card, as a share of it (the roll-back's margin).
 FIT_MARGIN: Final = MARGIN_SHARE
@@ -280,12 +283,14 @@ class FitReport:
         return verdict(band, self.card.room_gib) if band is not None else None
 
     def to_json(self) -> dict[str, object]:
-        """DESIGN.md's ``fit --json`` shape (``fix_moment`` and ``fix_fits`` beside ``fix``)."""
+        """DESIGN.md's ``fit --json`` shape (``fix_moment`` and ``fix_fits`` beside ``fix``),
+        named by :data:`JSON_SCHEMA`."""
         memory = self.memory
         fix = self.fix
         estimated = memory.not_estimated is None
         tenants = self.card.tenants
         return {
+            "schema": JSON_SCHEMA,
             "card_gib": round(self.card.gib, 2),
             "card_source": self.card.source,
             "weighed_against_gib": round(self.card.room_gib, 2),

@@ -181,6 +181,13 @@ def crashed_job_note(state: WizardState) -> str | None:
     return state.db_job.crashed_note() if state.db_job is not None else None
 
 
+def job_notes(state: WizardState) -> tuple[str, ...]:
+    """What every command that opens a job says about the job itself, besides its log: a
+    web-UI job's file opened without ``--db`` (:func:`ui_job_note`), a ``running`` row whose
+    process is gone (:func:`crashed_job_note`)."""
+    return tuple(note for note in (ui_job_note(state), crashed_job_note(state)) if note)
+
+
 def new_job_warning(state: WizardState) -> str | None:
     """What "save as a new job" costs, for a job of the web UI's database (None otherwise):
     :meth:`~oom_wizard.storage.jobdb.DbJob.new_job_warning`, the one rule the command line, the

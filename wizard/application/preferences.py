@@ -11,6 +11,7 @@ from oom_wizard.storage.settings import (
     read_keymap,
     save_theme,
     saved_theme as read,
+    settings_place as place,
 )
 
 
@@ -24,6 +25,12 @@ def remember_theme(theme: str) -> bool:
     """Remember the app's theme for the next start (atomically; False when it could not be)."""
 
     return save_theme(theme)
+
+
+def settings_place() -> str:
+    """Where this platform keeps the settings file, in words for the help."""
+
+    return place()
 
 
 def saved_keymap() -> UserKeymap:

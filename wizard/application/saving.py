@@ -139,6 +139,18 @@ class FileTarget:
         return self.output_refused or self.changelog_refused
 
 
+def check_destination(state: WizardState, destination: ToFile) -> None:
+    """Refuse the names a command was given (``-o``, ``--changelog``) before anything is
+    shown, as the save would refuse them after: a bad input is its one line alone.
+
+    Raises:
+        SaveRefused: a name AI Toolkit would not read, the source, or a file that exists.
+    """
+    for path in (destination.output, destination.changelog):
+        if path is not None:
+            check_output(path, source=state.source, force=destination.force)
+
+
 def default_file_target(state: WizardState) -> ToFile:
     """Where a save as a file goes when the user changes nothing: the first free name
     (:func:`default_file_output`) and its change log beside it, by the one rule of

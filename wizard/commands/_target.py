@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from oom_wizard.application.leaving import crashed_job_note, ui_job_note
+from oom_wizard.application.leaving import job_notes
 from oom_wizard.application.settling import (
     Answers,
     WizardState,
@@ -110,9 +110,7 @@ def target_notes(state: WizardState, *, new_crash_flag: bool = False) -> tuple[s
     else:
         notes.append(f"model kind {settled.model_kind} ({settled.kind_reason})")
 
-    for note in (ui_job_note(state), crashed_job_note(state)):
-        if note is not None:
-            notes.append(note)
+    notes.extend(job_notes(state))
     if state.job.crashed_since_rollback and not new_crash_flag:
         notes.append(
             "The log is newer than the last roll-back and shows a crash: one rung further."

@@ -22,7 +22,13 @@ from oom_wizard.application.choosing import (
     prepared,
 )
 from oom_wizard.application.fitting import saved_verdict
-from oom_wizard.application.saving import DbSaveResult, SaveResult, ToFile, save
+from oom_wizard.application.saving import (
+    DbSaveResult,
+    SaveResult,
+    ToFile,
+    check_destination,
+    save,
+)
 from oom_wizard.commands._common import add_output_arguments, stdout
 from oom_wizard.commands._jobdb import add_db_arguments, wants_db
 from oom_wizard.commands._report import (
@@ -88,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
     if wants_db(args, args.config) and args.job is None:
         return show_jobs(args.db, console)
     state = load_target(args)
+    if state.db_job is None and not args.dry_run:
+        check_destination(state, ToFile(args.output, args.changelog, force=args.force))
     plan = state.plan
     for note in target_notes(state, new_crash_flag=args.new_crash):
         console.print(note, markup=False)

@@ -14,6 +14,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from oom_wizard.application.leaving import job_notes
 from oom_wizard.application.log_alone import Answers, diagnose_log_alone
 from oom_wizard.application.settling import start
 from oom_wizard.application.watching import first_step
@@ -22,7 +23,7 @@ from oom_wizard.commands._jobdb import add_db_arguments, wants_db
 from oom_wizard.commands._report import show_jobs
 from oom_wizard.commands._target import request_of
 from oom_wizard.errors import WizardError
-from oom_wizard.spelling import gib, oom_figures
+from oom_wizard.spelling import counted, gib, oom_figures
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -104,6 +105,7 @@ def diagnose_args(args: argparse.Namespace) -> Diagnosis:
         *state.document.warnings,
         *((f"Log: {state.log_note}",) if state.log_note else ()),
         *((state.job.probe_note,) if state.job.probe_note else ()),
+        *job_notes(state),
     )
     return dataclasses.replace(diagnosis, notes=notes, first_change=first_step(state))
 
@@ -166,7 +168,7 @@ def _log_line(diagnosis: Diagnosis) -> str:
         total = f"/{diagnosis.total_steps}" if diagnosis.total_steps else ""
         parts.append(f"last step {diagnosis.last_step}{total}")
     if diagnosis.skip_count:
-        parts.append(f"{diagnosis.skip_count} OOM-skipped batch(es)")
+        parts.append(counted(diagnosis.skip_count, "OOM-skipped batch", "OOM-skipped batches"))
     return " · ".join(parts)
 
 

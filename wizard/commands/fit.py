@@ -17,6 +17,7 @@ import shlex
 import sys
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
+from oom_wizard import spelling
 from oom_wizard.application.fitting import (
     FIT_MARGIN,
     VERDICT_STATUS,
@@ -26,6 +27,7 @@ from oom_wizard.application.fitting import (
     probed_card,
     step_loss,
 )
+from oom_wizard.application.leaving import job_notes
 from oom_wizard.commands._common import add_crash_arguments, stdout
 from oom_wizard.commands._jobdb import add_db_arguments, wants_db
 from oom_wizard.commands._report import show_jobs
@@ -137,6 +139,8 @@ def run(args: argparse.Namespace) -> int:
     if wants_db(args, args.config) and args.job is None:
         return show_jobs(args.db, stdout())
     state = load_target(_with_defaults(args))
+    for note in job_notes(state):  # on stderr: the JSON on stdout stays one object
+        print(f"note: {note}", file=sys.stderr)
     card = card_of(state, args.gpu)
     report = fit(state, card, args.ram)
     if args.json:
@@ -247,7 +251,7 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
         if band is None:
             console.print(f"  {words} does not happen", markup=False)
             continue
-        mark = (report.phase_verdict(phase) or "").replace("_", " ")
+        mark = spelling.verdict(report.phase_verdict(phase) or "")
         calibration = memory.calibrated_by
         if calibration is not None and phase in calibration.passed:
             mark += " (the log shows it passed)"
@@ -257,7 +261,7 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
     peak = memory.peak()
     console.print(
         f"  peak: {PHASE_WORDS[memory.peak_phase]}, {peak.mid:.1f} of {card.room_gib:.1f} GiB "
-        f"({peak.low:.1f}–{peak.high:.1f}): {report.verdict.replace('_', ' ')}; "
+        f"({peak.low:.1f}–{peak.high:.1f}): {spelling.verdict(report.verdict)}; "
         f"{memory.basis()}",
         markup=False,
     )

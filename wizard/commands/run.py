@@ -45,7 +45,7 @@ from oom_wizard.application.autopilot import (
 from oom_wizard.application.card_wait import CardWait
 from oom_wizard.application.follow import follow_log
 from oom_wizard.application.labels import log_claim
-from oom_wizard.application.trainer import (
+from oom_wizard.application.running import (
     FATAL_SILENCE_S,
     default_command,
     run_trainer,
@@ -58,8 +58,8 @@ from oom_wizard.host.interrupts import Terminated, raise_terminated
 
 if TYPE_CHECKING:
     from oom_wizard.application.autopilot import NoTerminal, Where
+    from oom_wizard.application.running import TrainerEnd
     from oom_wizard.application.settling import WizardState
-    from oom_wizard.application.trainer import TrainerEnd
     from oom_wizard.screens.app import OomWizardApp
 
 PREFIX = "[oom-wizard] "

@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from oom_wizard.application.saving import DbSaveResult, SaveResult, ToFile
+from oom_wizard.application.saving import DbSaveResult, SaveResult, ToFile, check_destination
 from oom_wizard.application.scale_up import (
     next_scale_up,
     nothing_left,
@@ -90,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
             Path(args.config), probe=False, edited_ok=args.edited_ok, changelog=args.changelog
         )
     state = open_for_scale_up(request, hint=" (or pass it with --changelog)")
+    if state.db_job is None and args.output is not None and not args.dry_run:
+        check_destination(state, ToFile(args.output, force=args.force))
     changelog = state.changelog
     assert changelog is not None
     if state.job.changelog_note is not None:

@@ -1,9 +1,11 @@
 """A look at this machine's GPUs and host memory, for when the wizard runs where the job ran.
 
 ``nvidia-smi`` tells how full each card is right now and which processes hold memory on it;
-``/proc/meminfo`` tells how much host RAM is left. The job that crashed is gone by then, so a
-process still holding a large share of the card is competition (another job, a stuck worker),
-which the diagnosis reports as an environment problem.
+the host's RAM comes from ``/proc/meminfo`` on Linux, ``GlobalMemoryStatusEx`` on Windows and
+the page counts of ``sysconf`` elsewhere (macOS: the total only; :func:`read_host_memory`).
+The job that crashed is gone by then, so a process still holding a large share of the card
+is competition (another job, a stuck worker), which the diagnosis reports as an environment
+problem.
 
 Nothing here is required: without ``nvidia-smi`` (a laptop, a Mac, a machine other than the
 trainer's), or when it fails or hangs, :func:`probe_gpu` returns None without a word. An answer
@@ -18,7 +20,9 @@ import os
 import select
 import shutil
 import subprocess
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -28,6 +32,8 @@ PROBE_TIMEOUT_S: Final = 3.0
 GPU_QUERY: Final = "index,name,memory.total,memory.used,memory.free"
 APPS_QUERY: Final = "pid,process_name,used_memory"
 MEMINFO: Final = Path("/proc/meminfo")
+WINDOWS: Final = sys.platform == "win32"
+GIB: Final = 1024.0**3
 MAX_ANSWER_BYTES: Final = 1024 * 1024
 """The most of one answer read: a row is under 200 bytes, so this is thousands of cards or
 processes; anything longer is not ``nvidia-smi``'s answer and is not read to its end."""
@@ -141,9 +147,17 @@ def _query(executable: str, query: str, timeout: float) -> str | Ignored | None:
     assert child.stdout is not None
     answer = bytearray()
     deadline = time.monotonic() + timeout
+    if WINDOWS:  # no select on a pipe there: one read of the whole answer, in time or not
+        try:
+            out, _ = child.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+            return None  # it hangs (a wedged driver)
+        answer += out[: MAX_ANSWER_BYTES + 1]
     try:
         fd = child.stdout.fileno()
-        while len(answer) <= MAX_ANSWER_BYTES:
+        while not WINDOWS and len(answer) <= MAX_ANSWER_BYTES:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
                 return None  # it hangs (a wedged driver)
@@ -212,12 +226,31 @@ def parse_processes(text: str) -> tuple[GpuProcess, ...]:
     return tuple(processes)
 
 
-def read_host_memory(meminfo: Path = MEMINFO) -> tuple[float | None, float | None]:
-    """(total, available) host RAM in GiB from ``/proc/meminfo``; (None, None) elsewhere."""
+def read_host_memory(
+    meminfo: Path = MEMINFO,
+    *,
+    platform: str = sys.platform,
+    windows_status: Callable[[], tuple[int, int] | None] | None = None,
+    pages: Callable[[str], int] | None = None,
+) -> tuple[float | None, float | None]:
+    """(total, available) host RAM in GiB: ``/proc/meminfo`` on Linux; on Windows
+    ``GlobalMemoryStatusEx`` (``windows_status``: its total and available bytes); elsewhere
+    (macOS, the BSDs) the total from ``sysconf``'s page counts, the available unknown. None
+    for what cannot be read."""
+    if platform == "win32":
+        status = (windows_status or _global_memory_status)()
+        return (status[0] / GIB, status[1] / GIB) if status is not None else (None, None)
     try:
         text = meminfo.read_text(encoding="ascii", errors="replace")
     except OSError:
-        return None, None
+        count = pages if pages is not None else getattr(os, "sysconf", None)
+        if count is None:
+            return None, None
+        try:
+            total = count("SC_PHYS_PAGES") * count("SC_PAGE_SIZE")
+        except (OSError, ValueError):
+            return None, None
+        return (total / GIB if total > 0 else None), None
     values: dict[str, float] = {}
     for row in text.splitlines():
         key, _, rest = row.partition(":")
@@ -225,3 +258,31 @@ def read_host_memory(meminfo: Path = MEMINFO) -> tuple[float | None, float | Non
         if parts and parts[0].isdigit():
             values[key] = int(parts[0]) / (1024.0 * 1024.0)  # kB → GiB
     return values.get("MemTotal"), values.get("MemAvailable")
+
+
+def _global_memory_status() -> tuple[int, int] | None:
+    """Windows' ``GlobalMemoryStatusEx``: (total, available) physical bytes; None if it fails."""
+    try:
+        import ctypes
+
+        class Status(ctypes.Structure):
+            _fields_ = [
+                ("length", ctypes.c_ulong),
+                ("load", ctypes.c_ulong),
+                ("total_phys", ctypes.c_ulonglong),
+                ("avail_phys", ctypes.c_ulonglong),
+                ("total_page", ctypes.c_ulonglong),
+                ("avail_page", ctypes.c_ulonglong),
+                ("total_virtual", ctypes.c_ulonglong),
+                ("avail_virtual", ctypes.c_ulonglong),
+                ("avail_extended", ctypes.c_ulonglong),
+            ]
+
+        status = Status()
+        status.length = ctypes.sizeof(Status)
+        kernel32 = ctypes.windll.kernel32  # type: ignore[attr-defined]
+        if not kernel32.GlobalMemoryStatusEx(ctypes.byref(status)):
+            return None
+    except (OSError, AttributeError):
+        return None
+    return int(status.total_phys), int(status.avail_phys)

@@ -25,9 +25,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+_PR_SET_PDEATHSIG: Final = 1
 _PR_SET_CHILD_SUBREAPER: Final = 36
 _PR_GET_CHILD_SUBREAPER: Final = 37
 PROC: Final = Path("/proc")
+
+
+def _prctl() -> Callable[..., int] | None:
+    """Linux's ``prctl`` (None elsewhere, or where the C library does not have it)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        call: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return call
 
 
 @dataclass(frozen=True)
@@ -52,14 +66,11 @@ def adopt_orphans() -> Callable[[], None] | None:
     """Make this process the child subreaper of its descendants (Linux): an orphan below it
     comes to it, not to the system's first process. Returns what puts the previous setting
     back, or None where the system has no such request (or refuses it)."""
-    if not sys.platform.startswith("linux"):
+    prctl = _prctl()
+    if prctl is None:
         return None
-    try:
-        import ctypes
+    import ctypes
 
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
     before = ctypes.c_int(0)
     if prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(before), 0, 0, 0) != 0:
         return None
@@ -71,6 +82,22 @@ def adopt_orphans() -> Callable[[], None] | None:
         prctl(_PR_SET_CHILD_SUBREAPER, previous, 0, 0, 0)
 
     return restore
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """What a child runs before its exec so that it gets SIGKILL when we die (Linux's
+    ``PR_SET_PDEATHSIG``); None elsewhere (there the watchdog alone ends it)."""
+    prctl = _prctl()
+    if prctl is None:
+        return None
+    parent = os.getpid()
+
+    def arm() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the request was made
+            os._exit(137)
+
+    return arm
 
 
 def process_table() -> dict[int, ProcessEntry] | None:

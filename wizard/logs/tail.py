@@ -244,6 +244,9 @@ class LiveStatus:
     seconds_per_step: float | None
     left: str | None
     rates: tuple[float, ...]
+    """The s/it of the last training steps, oldest first (at most :data:`RATES_KEPT`)."""
+    rate_step: int | None
+    """The step of the newest of ``rates`` (None: no reading yet)."""
     skip_count: int
     skip_steps: tuple[int | None, ...]
     ended: bool
@@ -308,6 +311,7 @@ class LiveJob:
     def _reset(self) -> None:
         self.scan = LiveScan()
         self.rates: deque[float] = deque(maxlen=RATES_KEPT)
+        self.rate_step: int | None = None
         self._stable: list[float] = []
         self._last_step: int | None = None
         self._last_step_at = self.clock()
@@ -406,6 +410,7 @@ class LiveJob:
         value = float(found["rate"])
         seconds = value if found["unit"] == b"s/it" else (1 / value if value else 0.0)
         self.rates.append(seconds)
+        self.rate_step = step
         if step > STABLE_AFTER and len(self._stable) < 50:
             self._stable.append(seconds)
         self._left = found["left"].decode("ascii", "replace").strip() or None
@@ -480,6 +485,7 @@ class LiveJob:
             seconds_per_step=self.rates[-1] if self.rates else None,
             left=self._left,
             rates=tuple(self.rates),
+            rate_step=self.rate_step,
             skip_count=scan.skip_count if scan is not None else 0,
             skip_steps=tuple(s.step for s in scan.skips) if scan is not None else (),
             ended=ended,

@@ -152,6 +152,7 @@ from oom_wizard.rules.catalog import (
     VaeMemory,
 )
 from oom_wizard.rules.shape import Shape, dataset_frames, offloaded_fractions
+from oom_wizard.spelling import counted
 
 Phase = Literal["load", "baseline_sample", "training", "sample"]
 
@@ -1075,7 +1076,7 @@ class ProcessAccount:
         every = validation.validate_every_n_steps
         when = f"every {every} steps" if every else "at the start step"
         self.notes.append(
-            f"The validation pass ({batch} sigma{'s' if batch > 1 else ''} in one batch at "
+            f"The validation pass ({counted(batch, 'sigma')} in one batch at "
             f"{side} px, {when}) peaks beside the periodic sample."
         )
         return low * batch, high * batch

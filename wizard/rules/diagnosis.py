@@ -90,7 +90,8 @@ from oom_wizard.rules.oneoff import (
     RETRY_WORDS,
     one_off_oom,
 )
-from oom_wizard.spelling import change, gib
+from oom_wizard.spelling import change, counted, gib
+from oom_wizard.vocabulary import json_schema
 
 if TYPE_CHECKING:
     # Types only: a log read alone loads neither the config's models nor the change log's.
@@ -114,6 +115,9 @@ AdviceId = Literal[
     "library_fault",
     "data_loading",
 ]
+
+JSON_SCHEMA: Final = json_schema("diagnose", 1)
+"""The ``"schema"`` of ``diagnose --json`` (and of the diagnosis a change log records)."""
 
 EARLY_STEP_LIMIT: Final = 10
 """A training crash in steps 1-10 is ``early_steps`` (DESIGN.md); later, after healthy progress,
@@ -325,8 +329,10 @@ class Diagnosis:
         return certainty_line(self.confidence, self.basis)
 
     def to_json(self) -> dict[str, Any]:
-        """The diagnosis as JSON-ready data (DESIGN.md's keys, and a few more)."""
+        """The diagnosis as JSON-ready data (DESIGN.md's keys, and a few more), named by
+        :data:`JSON_SCHEMA`."""
         return {
+            "schema": JSON_SCHEMA,
             "moment": self.moment,
             "phase": self.phase,
             "model_kind": self.model_kind,
@@ -755,8 +761,12 @@ def _training_moment(
     if trouble <= EARLY_STEP_LIMIT:
         first = " after resuming" if scan.resumed else ""
         return _Moment("early_steps", f"{where}, within the first steps{first}", sure, (), basis)
-    skipped = f" and {scan.skip_count} skipped batches" if scan.skip_count else ""
-    why = f"{where}, after {trouble - 1} steps that fit{skipped}"
+    skipped = (
+        f" and {counted(scan.skip_count, 'skipped batch', 'skipped batches')}"
+        if scan.skip_count
+        else ""
+    )
+    why = f"{where}, after {counted(trouble - 1, 'step')} that fit{skipped}"
     return _Moment("intermittent", why, sure, (), basis)
 
 
@@ -1373,7 +1383,7 @@ def conservative(process: ProcessView) -> tuple[bool, str]:
         "gradient checkpointing on": train.gradient_checkpointing is True,
         f"biggest bucket {max(buckets, default=0)}": bool(buckets)
         and max(buckets) <= CONSERVATIVE_MAX_BUCKET,
-        f"{frames} frame(s)": frames <= CONSERVATIVE_MAX_FRAMES
+        counted(frames, "frame"): frames <= CONSERVATIVE_MAX_FRAMES
         and not any(d.auto_frame_count for d in process.datasets),
         _sampling_words(process): _small_sampling(process),
     }
@@ -1852,7 +1862,8 @@ def _what_happened(scan: LogScan | None) -> str:
     if scan.crashed:
         return "The job crashed (the error itself is not in the log)"
     if scan.has("oom_skip"):
-        return f"Training skipped {scan.skip_count} batch(es) for lack of GPU memory and went on"
+        skipped = counted(scan.skip_count, "batch", "batches")
+        return f"Training skipped {skipped} for lack of GPU memory and went on"
     if scan.ends_open and scan.spill_step is not None:
         return "The job slowed to a crawl"
     if scan.ends_open:

@@ -69,7 +69,7 @@ from oom_wizard.rules.sizing import FixName, FixSizing, SizedFixes, size_fixes
 from oom_wizard.rules.values import validate_value
 from oom_wizard.storage.changelog import ChangeLog
 from oom_wizard.storage.changes import prepare
-from oom_wizard.vocabulary import DEFAULT_MOMENT
+from oom_wizard.vocabulary import DEFAULT_MOMENT, json_schema
 
 __all__ = [
     "DEFAULT_MOMENT",
@@ -99,6 +99,9 @@ Control: TypeAlias = Literal["switch", "bucket", "number", "text"]
 """The moment assumed when neither the user nor a log says: the first training steps are
 where most OOM reports land, and their first changes (checkpointing, batch 1, the biggest
 bucket) are the procedure's main activation levers. Callers must say it was assumed."""
+
+JSON_SCHEMA: Final = json_schema("plan", 1)
+"""The ``"schema"`` of ``plan --json``."""
 
 ROLLBACK_RUNG_STEPS: Final[frozenset[AnyStepId]] = frozenset(
     {
@@ -371,8 +374,10 @@ class Plan:
         )
 
     def to_json(self) -> dict[str, Any]:
-        """The plan in DESIGN.md's ``plan --json`` shape, plus the environment checks."""
+        """The plan in DESIGN.md's ``plan --json`` shape, plus the environment checks, named
+        by :data:`JSON_SCHEMA`."""
         result: dict[str, Any] = {
+            "schema": JSON_SCHEMA,
             "moment": self.moment,
             "model_kind": self.model_kind,
             "steps": [step.to_json() for step in self.steps],

@@ -32,6 +32,7 @@ from oom_wizard.rules.memory import (
     calibration_from_record,
     predict_readd,
 )
+from oom_wizard.spelling import counted, mid_sentence
 from oom_wizard.storage.changelog import ChangeLog, resolve_recorded
 from oom_wizard.vocabulary import VALIDATION_RUN
 
@@ -101,7 +102,7 @@ def nothing_left_text(document: JobDocument, changelog: ChangeLog) -> tuple[str,
         return ("every setting the roll-back changed is back to its original value.",)
     return (
         "every setting the roll-back changed is back, but not everything is: "
-        f"{len(manual)} manual change{'s' if len(manual) != 1 else ''} made with "
+        f"{counted(len(manual), 'manual change')} made with "
         f"'oom-wizard set' still {'stand' if len(manual) != 1 else 'stands'} "
         "(the scale-up never undoes them):",
         *(f"  {m.path}: {_shown(m.original)} → {_shown(m.current)} (set by hand)" for m in manual),
@@ -203,7 +204,7 @@ def _why(presets: Presets, order: tuple[AnyStepId, ...], changelog: ChangeLog) -
     """Why this order, naming only the steps this change log lowered (the full order is long)."""
     lowered = {entry.step for entry in changelog.changes}
     names = [presets.step(step).restore or step for step in order if step in lowered]
-    said = ", then ".join(name[:1].lower() + name[1:] for name in names)
+    said = ", then ".join(mid_sentence(name) for name in names)
     return (
         "One heavier setting per retry, so that a new crash names its cause. "
         f"The order: {said}. Quality comes first; the memory settings (the low-memory "

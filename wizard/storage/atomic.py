@@ -400,20 +400,42 @@ _HELD: Final = frozenset({signal.SIGINT, signal.SIGTERM})
 
 
 @contextlib.contextmanager
-def signals_held() -> Iterator[None]:
+def signals_held(*, mask: bool = hasattr(signal, "pthread_sigmask")) -> Iterator[None]:
     """Hold SIGINT and SIGTERM off while the renames run (main thread only).
 
     A signal that arrives meanwhile is delivered when the block ends, so it lands
-    before the renames or after all of them, never between.
+    before the renames or after all of them, never between. POSIX masks them; Windows has no
+    signal mask (``mask`` False), so there they are noted by handlers of our own meanwhile and
+    raised again once the block ends.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
+        return
+    if not mask:
+        with _signals_noted():
+            yield
         return
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
     try:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+@contextlib.contextmanager
+def _signals_noted() -> Iterator[None]:
+    """SIGINT and SIGTERM noted, not acted on, until the block ends; then raised again."""
+    noted: list[int] = []
+    previous = {
+        held: signal.signal(held, lambda number, _frame: noted.append(number)) for held in _HELD
+    }
+    try:
+        yield
+    finally:
+        for held, handler in previous.items():
+            signal.signal(held, handler)
+        for number in dict.fromkeys(noted):
+            signal.raise_signal(number)
 
 
 # ------------------------------------------------------------------ recovery

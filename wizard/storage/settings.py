@@ -1,7 +1,11 @@
-"""The user's own settings of the app (the theme, a keymap), in the XDG config folder.
+"""The user's own settings of the app (the theme, a keymap), where the platform keeps them.
 
-``$XDG_CONFIG_HOME/oom-wizard/settings.json`` (``~/.config/oom-wizard/`` when the variable
-is unset or not an absolute path, as the XDG Base Directory specification says). The file
+On Linux and the other Unixes, ``$XDG_CONFIG_HOME/oom-wizard/settings.json``
+(``~/.config/oom-wizard/`` when the variable is unset or not an absolute path, as the XDG Base
+Directory specification says); on Windows ``%APPDATA%\\oom-wizard\\settings.json`` (the roaming
+profile's, as Windows programs keep settings); on macOS
+``~/Library/Application Support/oom-wizard/settings.json``, or under ``$XDG_CONFIG_HOME``
+when that is set (both from platformdirs). The file
 is a preference, not a job: one that is missing, unreadable or malformed is ignored (the
 defaults apply; the app says so once when it is not JSON), and a write that fails is dropped
 silently rather than stopping the app. Writes are atomic (a temp file in the same folder,
@@ -20,10 +24,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
+
+from platformdirs.macos import MacOS
+from platformdirs.windows import Windows
 
 from oom_wizard.errors import WizardError, error_line
 from oom_wizard.storage.atomic import atomic_write
@@ -33,11 +41,31 @@ SETTINGS_FILE: Final = "settings.json"
 KEYMAP: Final = "keymap"
 
 
-def settings_path() -> Path:
-    """Where the settings live, per the XDG convention."""
+#: Where each platform's settings are described, for the help (Linux and the rest: XDG).
+SETTINGS_PLACES: Final = {
+    "win32": r"`%APPDATA%\oom-wizard\settings.json`",
+    "darwin": "`~/Library/Application Support/oom-wizard/settings.json`",
+}
+XDG_PLACE: Final = (
+    "`$XDG_CONFIG_HOME/oom-wizard/settings.json`, else `~/.config/oom-wizard/settings.json`"
+)
+
+
+def settings_path(platform: str = sys.platform) -> Path:
+    """Where the settings live on ``platform`` (``sys.platform``'s spelling)."""
+    if platform == "win32":
+        folder = Windows(APP_FOLDER, appauthor=False, roaming=True).user_config_dir
+        return Path(folder) / SETTINGS_FILE
+    if platform == "darwin":
+        return Path(MacOS(APP_FOLDER, appauthor=False).user_config_dir) / SETTINGS_FILE
     base = os.environ.get("XDG_CONFIG_HOME", "")
     root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".config"
     return root / APP_FOLDER / SETTINGS_FILE
+
+
+def settings_place(platform: str = sys.platform) -> str:
+    """Where the settings file is on ``platform``, in words for the help."""
+    return SETTINGS_PLACES.get(platform, XDG_PLACE)
 
 
 def read_settings() -> dict[str, Any]:

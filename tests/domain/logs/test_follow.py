@@ -142,6 +142,25 @@ def bar(step: int, rate: float) -> bytes:
     return f"job:   1%|          | {step}/3000 [00:10<59:00, {rate:.2f}s/it, {post}]\r".encode()
 
 
+def test_the_newest_readings_step_moves_on_when_the_window_is_full_of_equal_readings(
+    tmp_path: Path,
+) -> None:
+    """``watch``'s chart caption names this step: once the window holds :data:`RATES_KEPT`
+    equal readings, the readings alone no longer tell a new one."""
+    log = tmp_path / "log.txt"
+    log.write_bytes(b"Running 1 job\n")
+    job = LiveJob(log)
+    for step in range(1, 130):
+        append(log, bar(step, 2.0))
+        job.poll()
+    before = job.status()
+    append(log, bar(130, 2.0))
+    job.poll()
+    after = job.status()
+    assert before.rates == after.rates  # the same window, to the reading
+    assert (before.rate_step, after.rate_step) == (129, 130)
+
+
 def test_a_stall_is_told_once_when_no_step_comes(tmp_path: Path) -> None:
     now = [0.0]
     log = tmp_path / "log.txt"

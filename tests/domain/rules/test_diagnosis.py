@@ -154,7 +154,7 @@ def test_skips_mixed_with_progress_are_intermittent_even_without_a_crash() -> No
     result = diagnose(scan, view_of())
     assert not scan.crashed
     assert result.moment == "intermittent"
-    assert result.verdict.startswith("Training skipped 1 batch(es)")
+    assert result.verdict.startswith("Training skipped 1 batch for")
 
 
 TRACEBACK_IN_TRAINING = [

@@ -631,6 +631,7 @@ def test_several_processes_are_all_planned_and_labelled() -> None:
 def test_json_has_exactly_the_design_shape() -> None:
     data = plan_of(HEAVY).to_json()
     assert set(data) == {
+        "schema",
         "moment",
         "model_kind",
         "steps",

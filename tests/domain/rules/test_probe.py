@@ -99,5 +99,13 @@ def test_garbage_rows_are_skipped() -> None:
     assert parse_processes("No running processes found\n") == ()
 
 
-def test_host_memory_is_unknown_without_meminfo(tmp_path: Path) -> None:
-    assert read_host_memory(tmp_path / "absent") == (None, None)
+def test_host_memory_without_meminfo_is_the_page_counts_total_else_unknown(
+    tmp_path: Path,
+) -> None:
+    pages = {"SC_PHYS_PAGES": 2 * 1024 * 1024, "SC_PAGE_SIZE": 4096}
+    assert read_host_memory(tmp_path / "absent", pages=pages.__getitem__) == (8.0, None)
+
+    def refused(name: str) -> int:
+        raise ValueError(name)
+
+    assert read_host_memory(tmp_path / "absent", pages=refused) == (None, None)

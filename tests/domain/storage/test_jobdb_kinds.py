@@ -82,6 +82,22 @@ def test_a_running_row_whose_process_is_gone_is_a_crash_not_a_busy_job(
     assert "Updated job 'my_lora'" in out
 
 
+@pytest.mark.parametrize(
+    "command",
+    [["diagnose"], ["diagnose", "--json"], ["plan"], ["fit", "--gpu", "24"]],
+    ids=["diagnose", "diagnose-json", "plan", "fit"],
+)
+def test_every_command_that_opens_the_job_says_its_process_is_gone(
+    tmp_path: Path, ended_pid: int, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    db = make_db(tmp_path / "aitk_db.db")
+    add_job(db, "ghost_lora", status="running", info="Training", step=40, pid=ended_pid)
+    assert main([*command, "--db", str(db), "--job", "ghost_lora", "--no-probe"]) == 0
+    captured = capsys.readouterr()
+    said = " ".join((captured.out + captured.err).split())
+    assert f"its process (pid {ended_pid}) is gone" in said
+
+
 def test_a_running_row_whose_process_is_gone_is_not_listed_as_plain_running(
     tmp_path: Path, ended_pid: int, capsys: pytest.CaptureFixture[str]
 ) -> None:

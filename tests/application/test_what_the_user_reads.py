@@ -1,5 +1,5 @@
-"""The application layer's share of issue 33's minors: each a statement the user reads that
-must be true."""
+"""Statements the user reads that the application layer makes, each checked against what is
+true: a quantize suggestion, a re-add after a crash, the validation run's words."""
 
 from __future__ import annotations
 
@@ -92,3 +92,50 @@ def test_the_validation_runs_words_are_what_the_save_writes(
         assert (run_saved(True), run_saved(False)) == ([751], [])
     if resumed_at == 2950:  # no run is shorter: the switch on saves none, and says so
         assert run_saved(True) == []
+
+
+def _bar(step: int, elapsed: str = "00:00") -> str:
+    return f"flux:   2%|▏         | {step}/3000 [{elapsed}<10:00,  0.20s/it, lr: 1.0e-04]\r"
+
+
+OOM_LINE = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total "
+    "capacity of 23.55 GiB of which 1.00 GiB is free. Including non-PyTorch memory, this "
+    "process has 22.50 GiB memory in use.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("found_step", "resumable", "expected"),
+    [
+        (False, False, (0, 300)),  # a bar first drawn at 50: no resume, 300 steps trained
+        (False, True, (50, 250)),  # a checkpoint was there: it resumed at 50
+        (True, False, (50, 250)),  # the log says so: "Found step 50 in metadata"
+    ],
+)
+def test_run_claims_a_resume_only_where_one_could_happen_or_the_log_says_so(
+    tmp_path: Path, found_step: bool, resumable: bool, expected: tuple[int, int]
+) -> None:
+    from oom_wizard.application.autopilot import steps_trained
+    from oom_wizard.logs.scan import scan_log
+
+    log = tmp_path / "log.txt"
+    said = "Found step 50 in metadata, starting from step 50\n" if found_step else ""
+    log.write_text(
+        "Running 1 job\n" + said + "".join(_bar(n) for n in range(50, 301, 50)) + "\n",
+        encoding="utf-8",
+    )
+    assert steps_trained(scan_log(log), resumable=resumable) == expected
+
+
+def test_without_nvidia_smi_the_card_is_the_one_the_oom_message_names(tmp_path: Path) -> None:
+    from oom_wizard.application.autopilot import card_of
+    from oom_wizard.host.supervision import TrainerEnd
+    from oom_wizard.logs.scan import scan_log
+
+    log = tmp_path / "log.txt"
+    log.write_text("Running 1 job\n" + _bar(3) + "\n" + OOM_LINE, encoding="utf-8")
+    scan = scan_log(log)
+    assert card_of(TrainerEnd(returncode=1, duration_s=1.0), scan) == 23.55
+    measured = TrainerEnd(returncode=1, duration_s=1.0, card_gib=24.0)
+    assert card_of(measured, scan) == 24.0

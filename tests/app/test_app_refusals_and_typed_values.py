@@ -1,4 +1,6 @@
-"""Issue 19: what a new user found wrong in the app (the app's items)."""
+"""The app as a new user tries it: a refused Save as on its row, the retry answer preselected
+from the log, the picker, the words of history and counts, typed values kept across steps and
+moments."""
 
 from __future__ import annotations
 
@@ -16,7 +18,6 @@ from oom_wizard.screens.step import StepScreen
 from oom_wizard.screens.toggles import Tick
 from oom_wizard.vocabulary import MOMENTS
 from tests.support.app_support import (
-    IDLE_POINTS,
     demo_app,
     demo_folder,
     press,
@@ -25,6 +26,7 @@ from tests.support.app_support import (
     screen_name,
     screen_text,
     settle,
+    until,
     video_app,
     wait_for_screen,
     wait_for_state,
@@ -68,9 +70,16 @@ async def test_an_empty_save_as_is_refused_on_its_row_and_nothing_is_written(
         await wait_for_screen(pilot, "ReviewScreen")
         await clear_output(pilot)
         assert app.screen.query_one("#output", Input).value == ""
+        # The change log follows the output: emptied with it, not the last name kept.
+        assert app.screen.query_one("#changelog", Input).value == ""
         await press(pilot, "enter")
         assert screen_name(pilot) == "ReviewScreen"
         assert "a file name is needed" in row_reason(app)
+        app.screen.query_one("#output", Input).value = str(folder / "again.yaml")
+        await pilot.pause()
+        assert app.screen.query_one("#changelog", Input).value == str(
+            folder / "again.changelog.json"
+        )
     assert sorted(path.name for path in folder.iterdir()) == before
 
 
@@ -323,10 +332,7 @@ async def test_the_picker_chooses_the_log_as_well_as_the_config(
         app.screen.query_one("#path", Input).value = str(folder / IMAGE_JOB.config)
         app.screen.query_one("#path", Input).focus()
         await pilot.press("enter")
-        for _ in range(IDLE_POINTS):
-            if app.state is not None:
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: app.state is not None, idle=False)
         assert app.require_state().log_path == log
 
 
@@ -610,3 +616,21 @@ def test_the_rate_chart_names_its_axes() -> None:
     assert y == "s/it (vertical): 1.70 at the bottom, 1.95 at the top"
     assert x == "time (across): the last 3 readings, oldest left, step 250 right"
     assert rate_axes((), step=None) == ("", "")
+
+
+def test_a_row_of_fields_breaks_between_fields_never_inside_one() -> None:
+    from oom_wizard.screens.load import FIELD_ROW_WIDTH, _field_rows
+
+    fields = [
+        "tried 2.25 GiB",
+        "card 23.54 GiB",
+        "free 1.12 GiB",
+        "this process 22.40 GiB",
+        "allocated 21.63 GiB",
+        "reserved unallocated 0.40 GiB",
+    ]
+    rows = [str(row.plain) for row in _field_rows("GPU", fields)]
+    assert rows[0].startswith("GPU ") and all(r.startswith(" " * 12) for r in rows[1:])
+    values = [row[12:] for row in rows]
+    assert all(len(value) <= FIELD_ROW_WIDTH for value in values)
+    assert [f for value in values for f in value.split(" · ")] == fields

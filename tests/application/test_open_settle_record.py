@@ -1,4 +1,4 @@
-"""Unit tests of the application service's rules (the parity tests run them through both
+"""Unit tests of the application layer's rules (the parity tests run them through both
 front ends): the change-log policy, the probe flag, settling answers, recording steps, and
 the typed run record of a web-UI job."""
 

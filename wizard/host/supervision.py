@@ -1,4 +1,5 @@
-"""The trainer as a child process: started in its own process group, watched, stopped cleanly.
+"""The trainer as a child process: started in its own process group, watched, stopped cleanly
+(``run``'s supervision; its options are one value, :class:`Supervision`).
 
 No shell stands between us and the trainer: the command is a list of arguments with
 ``{config}`` replaced by the config's path. The child gets a new session (so its own process
@@ -29,7 +30,18 @@ kernel for SIGKILL when its parent dies (``PR_SET_PDEATHSIG``, set before the ex
 small watchdog process holds the read end of a pipe whose only write end is ours; when the
 pipe closes without the word that all is well (our death closes it), the watchdog ends the
 trainer's whole process group, the workers the kernel signal does not reach included, and the
-processes it started outside the group, which we name to it as we find them (Linux).
+processes it started outside the group, which we name to it as we find them (Linux). The
+watchdog is a module of its own (:mod:`oom_wizard.host.watchdog`), run as a script.
+
+On Windows (:data:`WINDOWS`) there are no signals to a process group, no ``fork`` before the
+exec and no ``select`` on a pipe: the child starts in a new process group
+(``CREATE_NEW_PROCESS_GROUP``), the clean stop is CTRL_BREAK (what Python programs read as
+KeyboardInterrupt there), and the rest is ``taskkill /T`` (then ``/F``) on its process tree
+(:func:`group_stop`); the output is read by blocking reads, so a process that holds the pipe
+open after the trainer ended keeps the reading on until it closes; nothing asks the kernel to
+end the child with us (the watchdog alone does), and the processes it started outside its tree
+cannot be found (:attr:`TrainerEnd.sees_all` is False). tests/application/test_windows_seams.py
+drives these branches on Linux; the README says what is tested where.
 """
 
 from __future__ import annotations
@@ -46,21 +58,19 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Final
+from typing import IO, Any, Final
 
-from oom_wizard.errors import WizardError
 from oom_wizard.host.interrupts import Terminated
-from oom_wizard.host.probe import probe_gpu
+from oom_wizard.host.probe import ProbeResult, probe_gpu
 from oom_wizard.host.processes import (
     adopt_orphans,
     children_of,
+    die_with_parent,
     process_table,
     reap,
     signal_each,
     tree_below,
 )
-from oom_wizard.logs.scan import scan_log
-from oom_wizard.rules.limits import probe_problem
 
 GRACE_S: Final = 10.0
 """Seconds each signal of the stop sequence gets before the next one."""
@@ -84,77 +94,47 @@ MEASURE_S: Final = 2.0
 """Seconds between two readings of ``nvidia-smi`` while the trainer runs."""
 WATCHDOG_GRACE_S: Final = 2.0
 """Seconds the watchdog gives the group between SIGTERM and SIGKILL once we are gone."""
-_PR_SET_PDEATHSIG: Final = 1
+WATCHDOG: Final = Path(__file__).with_name("watchdog.py")
+"""The watchdog's program (:mod:`oom_wizard.host.watchdog`), run as ``python -I -S WATCHDOG``."""
 _ALL_IS_WELL: Final = b"done\n"
-_WATCHDOG: Final = r"""
-import os, signal, sys, time
-grace = float(sys.argv[1])
-stream = sys.stdin.buffer
-first = stream.readline()
-if not first.strip().isdigit():
-    sys.exit(0)
-pgid = int(first)
-strays = []
-for line in stream:
-    if line.startswith(b"done"):
-        sys.exit(0)
-    words = line.split()
-    if len(words) == 2 and words[0].isdigit():
-        strays.append((int(words[0]), words[1]))
-def same(pid, started):
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as stat:
-            fields = stat.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return False
-    return len(fields) > 19 and fields[19] == started and fields[0] not in (b"Z", b"X")
-def group_alive():
-    try:
-        os.killpg(pgid, 0)
-    except OSError:
-        return False
-    return True
-strays = [pid for pid, started in strays if same(pid, started)]
-for sig in (signal.SIGTERM, signal.SIGKILL):
-    try:
-        os.killpg(pgid, sig)
-    except OSError:
-        pass
-    for pid in strays:
-        try:
-            os.kill(pid, sig)
-        except OSError:
-            pass
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and (
-        group_alive() or any(os.path.exists("/proc/%d" % pid) for pid in strays)
-    ):
-        time.sleep(0.05)
-"""
-"""The watchdog's program (``python -I -S -c``): the group's id on the first line of its
-stdin, then one line per process the trainer started outside its group (``PID STARTED``,
-its start time telling it from a later process with the same pid), then the end of the pipe;
-anything but ``done`` there means we died, and the group and those processes are ended."""
-CONFIG_FIELD: Final = "{config}"
+
+WINDOWS: Final = sys.platform == "win32"
+"""Windows: process groups, stops and reading as the module doc says."""
+_KILL: Final[Any] = getattr(signal, "SIGKILL", "SIGKILL")
+"""SIGKILL; Windows has none, and :func:`group_stop` reads its name."""
+
 READ_BYTES: Final = 64 * 1024
 
 
-def trainer_argv(template: Sequence[str], config: Path) -> list[str]:
-    """The command with ``{config}`` replaced; without the field, the config is appended.
+class StartFailed(Exception):
+    """The trainer's command could not be started (its message says why)."""
 
-    Raises:
-        WizardError: an empty command.
+
+@dataclass(frozen=True)
+class Supervision:
+    """How a run of the trainer is supervised: one value, from ``run``'s options.
+
+    Attributes:
+        grace_s: Seconds each stop signal is given before the next.
+        silence_s: Seconds of silence after a fatal error before the group is ended.
+        measure_s: Seconds between two readings of the card's memory.
+        echo: Where the output is copied besides the log (the terminal), if anywhere.
+        env: The child's environment (None: ours).
+        cwd: The child's working folder (None: ours).
+        fatal_error: Whether the log ends in a fatal error (the rule is the logs' own: the
+            application layer gives it; by default nothing is).
+        read_card: One reading of the card, or None when there is none to trust (the
+            application layer checks it against the limits; default: ``nvidia-smi`` as is).
     """
-    if not template:
-        raise WizardError("no trainer command: give it after --, e.g. -- python run.py {config}")
-    if not any(CONFIG_FIELD in part for part in template):
-        return [*template, str(config)]
-    return [part.replace(CONFIG_FIELD, str(config)) for part in template]
 
-
-def default_command(folder: Path) -> list[str] | None:
-    """``python run.py {config}`` when ``folder`` is AI Toolkit's folder (it has run.py)."""
-    return ["python", "run.py", CONFIG_FIELD] if (folder / "run.py").is_file() else None
+    grace_s: float = GRACE_S
+    silence_s: float = FATAL_SILENCE_S
+    measure_s: float = MEASURE_S
+    echo: IO[bytes] | None = None
+    env: Mapping[str, str] | None = None
+    cwd: Path | None = None
+    fatal_error: Callable[[Path], bool] = lambda _log: False
+    read_card: Callable[[], ProbeResult | None] = probe_gpu
 
 
 @dataclass(frozen=True)
@@ -194,30 +174,6 @@ class TrainerEnd:
     output_cut: bool = False
 
 
-def processes_note(end: TrainerEnd) -> str:
-    """What became of the trainer's processes, as far as it is known (the summary's words)."""
-    if end.left_running:
-        pids = " ".join(str(pid) for pid in end.left_running)
-        count = len(end.left_running)
-        return (
-            f"the trainer was stopped, but {count} process{'es' if count > 1 else ''} it "
-            f"started still run{'' if count > 1 else 's'} after SIGKILL (pid {pids}); "
-            "check them with ps and end them yourself"
-        )
-    if not end.sees_all:
-        return (
-            "the trainer and its process group were stopped (a process it started in a "
-            "session of its own cannot be found on this system; check with ps)"
-        )
-    if end.outside_group:
-        count = end.outside_group
-        return (
-            f"the trainer's processes were stopped, {count} of them outside its process "
-            f"group (a helper in a session of its own)"
-        )
-    return "the trainer's processes were stopped"
-
-
 def epilogue(returncode: int) -> str:
     """The line AI Toolkit's UI worker appends to the log after a non-zero exit."""
     if returncode < 0:
@@ -232,22 +188,14 @@ def epilogue(returncode: int) -> str:
 class TrainerProcess:
     """One trainer child: its process group, the copy of its output, its stop."""
 
-    def __init__(
-        self,
-        argv: Sequence[str],
-        log: Path,
-        *,
-        echo: IO[bytes] | None = None,
-        env: Mapping[str, str] | None = None,
-        cwd: Path | None = None,
-        grace_s: float = GRACE_S,
-        silence_s: float = FATAL_SILENCE_S,
-    ) -> None:
+    def __init__(self, argv: Sequence[str], log: Path, options: Supervision) -> None:
         self.argv = list(argv)
+        self.options = options
+        self.measure_s = options.measure_s
         self.log = log
-        self.echo = echo
-        self.grace_s = grace_s
-        self.silence_s = silence_s
+        self.echo = options.echo
+        self.grace_s = options.grace_s
+        self.silence_s = options.silence_s
         self._last_output = 0.0
         self._watchdog: subprocess.Popen[bytes] | None = None
         self._leash: int | None = None
@@ -257,8 +205,8 @@ class TrainerProcess:
         self.card_gib: float | None = None
         self._own_peak: float | None = None
         self._card_peak: float | None = None
-        self._env = dict(env) if env is not None else None
-        self._cwd = cwd
+        self._env = dict(options.env) if options.env is not None else None
+        self._cwd = options.cwd
         self._proc: subprocess.Popen[bytes] | None = None
         self._pump: threading.Thread | None = None
         self._started = 0.0
@@ -280,7 +228,7 @@ class TrainerProcess:
         """Start the child in a new session, its output copied to the log (and the terminal).
 
         Raises:
-            WizardError: the command cannot be started.
+            StartFailed: the command cannot be started.
         """
         self.log.parent.mkdir(parents=True, exist_ok=True)
         existed = self.log.exists()
@@ -295,10 +243,9 @@ class TrainerProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,
                 env=env,
                 cwd=self._cwd,
-                preexec_fn=_before_exec(),
+                **child_options(WINDOWS),
             )
         except (OSError, subprocess.SubprocessError) as exc:
             sink.close()
@@ -307,7 +254,7 @@ class TrainerProcess:
                     self.log.unlink()
             self._release_watchdog()
             self._stop_adopting()
-            raise WizardError(f"cannot start the trainer {self.argv[0]!r}: {exc}") from None
+            raise StartFailed(f"cannot start the trainer {self.argv[0]!r}: {exc}") from None
         self._started = self._last_output = time.monotonic()
         self.pgid = self._proc.pid
         self._arm_watchdog(self.pgid)
@@ -341,7 +288,7 @@ class TrainerProcess:
         with sink:
             while True:
                 try:
-                    ready, _, _ = select.select([fd], [], [], POLL_S)
+                    ready = pipe_ready(fd, POLL_S, WINDOWS)
                 except (OSError, ValueError):
                     break
                 if not ready:
@@ -376,15 +323,15 @@ class TrainerProcess:
         return now - max(ended, self._last_output) >= QUIET_S or now - ended >= DRAIN_S
 
     def _measure(self) -> None:
-        """Read the card's memory every :data:`MEASURE_S` s; keep the highest.
+        """Read the card's memory every ``measure_s`` s (:data:`MEASURE_S`); keep the highest.
 
         What the trainer's own processes hold when ``nvidia-smi`` lists them with figures
         (their pids are in its group); else what is in use on the busiest card.
         """
 
         while True:
-            found = probe_gpu()
-            if found is None or probe_problem(found) is not None:
+            found = self.options.read_card()
+            if found is None:
                 return  # no nvidia-smi here, or no answer a card could give: nothing measured
             card = max(found.gpus, key=lambda gpu: gpu.used_gib)
             own = [
@@ -399,7 +346,7 @@ class TrainerProcess:
             # The trainer's own processes' figures when nvidia-smi ever listed them; else (a
             # container's pids, a driver that hides them) what was in use on the card.
             self.peak_gib = self._own_peak if self._own_peak is not None else self._card_peak
-            if self._measuring.wait(MEASURE_S):
+            if self._measuring.wait(self.measure_s):
                 return
 
     def wait(self) -> TrainerEnd:
@@ -424,7 +371,7 @@ class TrainerProcess:
             if quiet < self.silence_s or checked == self._last_output:
                 continue
             checked = self._last_output
-            if _ends_in_fatal_error(self.log):
+            if self.options.fatal_error(self.log):
                 returncode = self._end_group()
                 # No epilogue: the signal is ours, and the log's last word is the trainer's
                 # own fatal error, as when it exits after it.
@@ -435,7 +382,7 @@ class TrainerProcess:
     def _end_group(self) -> int:
         """SIGTERM, then SIGKILL, to the group; the child's exit status."""
         assert self._proc is not None
-        for sig in (signal.SIGTERM, signal.SIGKILL):
+        for sig in (signal.SIGTERM, _KILL):
             self._signal_group(sig)
             try:
                 return self._proc.wait(min(self.grace_s, 5.0))
@@ -452,7 +399,7 @@ class TrainerProcess:
         if self._end is not None:  # it had ended already: the interrupt came after
             return dataclasses.replace(self._end, interrupted=True, terminated=terminated)
         returncode: int | None = None
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        for sig in (signal.SIGINT, signal.SIGTERM, _KILL):
             try:
                 self._signal_group(sig)
                 returncode = self._proc.wait(self.grace_s)
@@ -477,11 +424,11 @@ class TrainerProcess:
             return
         try:
             self._watchdog = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-c", _WATCHDOG, str(WATCHDOG_GRACE_S)],
+                [sys.executable, "-I", "-S", str(WATCHDOG), str(WATCHDOG_GRACE_S)],
                 stdin=read,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-                start_new_session=True,
+                **child_options(WINDOWS, before_exec=False),
             )
         except OSError:
             os.close(write)
@@ -521,10 +468,15 @@ class TrainerProcess:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._watchdog.wait(5)
 
-    def _signal_group(self, sig: signal.Signals) -> bool:
-        """Send ``sig`` to the group; False when nobody is left in it."""
+    def _signal_group(self, sig: signal.Signals | str) -> bool:
+        """Send ``sig`` to the group (on Windows: :func:`group_stop`); False when nobody is
+        left in it."""
         if self.pgid is None:
             return False
+        if WINDOWS:
+            assert self._proc is not None
+            return group_stop(self._proc, sig)
+        assert isinstance(sig, signal.Signals)
         try:
             os.killpg(self.pgid, sig)
         except (ProcessLookupError, PermissionError):
@@ -532,7 +484,10 @@ class TrainerProcess:
         return True
 
     def group_alive(self) -> bool:
-        """Whether any live process (not a zombie) of the child's group still exists."""
+        """Whether any live process (not a zombie) of the child's group still exists (on
+        Windows: whether the trainer's own process does; its tree cannot be listed)."""
+        if WINDOWS:
+            return self._proc is not None and self._proc.poll() is None
         return self.pgid is not None and group_alive(self.pgid)
 
     def _left_behind(self) -> set[int] | None:
@@ -554,7 +509,7 @@ class TrainerProcess:
         processes it started outside the group; SIGTERM, then SIGKILL (at once: SIGKILL).
         Returns the pids still alive after SIGKILL, and how many were outside its group."""
         outside: set[int] = set()
-        for sig in (signal.SIGKILL,) if at_once else (signal.SIGTERM, signal.SIGKILL):
+        for sig in (_KILL,) if at_once else (signal.SIGTERM, _KILL):
             found = self._left_behind() or set()
             outside |= {pid for pid in found if not _in_group(pid, self.pgid or -1)}
             if not self._signal_group(sig) and not found:
@@ -677,51 +632,75 @@ def stops_as_from_a_terminal() -> None:
     """
     for stop in _STOPS:
         signal.signal(stop, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
+    if hasattr(signal, "pthread_sigmask"):  # POSIX only (this runs before a POSIX exec)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
 
 
 def _before_exec() -> Callable[[], None]:
-    """What the child runs before the exec: :func:`stops_as_from_a_terminal`, then (Linux)
-    its death with ours."""
-    die_with_parent = _die_with_parent()
+    """What the child runs before the exec (POSIX): :func:`stops_as_from_a_terminal`, then
+    (Linux) its death with ours (:func:`~oom_wizard.host.processes.die_with_parent`)."""
+    with_parent = die_with_parent()
 
     def prepare() -> None:
         stops_as_from_a_terminal()
-        if die_with_parent is not None:
-            die_with_parent()
+        if with_parent is not None:
+            with_parent()
 
     return prepare
 
 
-def _die_with_parent() -> Callable[[], None] | None:
-    """What the child runs before the exec: SIGKILL to it when its parent dies (Linux)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def arm() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before the request was made
-            os._exit(137)
-
-    return arm
+def pipe_ready(fd: int, timeout: float, windows: bool) -> bool:
+    """Whether the pipe has bytes (or its end) to read within ``timeout`` s. Windows cannot
+    ``select`` on a pipe: the read there blocks until bytes or the end come, so it is always
+    "ready" (and a process holding the pipe open keeps the reading on)."""
+    if windows:
+        return True
+    ready, _, _ = select.select([fd], [], [], timeout)
+    return bool(ready)
 
 
-def _ends_in_fatal_error(log: Path) -> bool:
-    """Whether the log's run ends in a failure shaped as one (a traceback, an exception
-    line, an exit), not in progress, and not a message a printed prompt quotes."""
+def child_options(windows: bool, *, before_exec: bool = True) -> dict[str, Any]:
+    """``Popen``'s options for a child in a process group of its own: on POSIX a new session
+    (and, for the trainer, :func:`_before_exec`); on Windows a new process group, since
+    Windows has neither sessions nor code run between fork and exec."""
+    if windows:
+        return {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0x200)}
+    options: dict[str, Any] = {"start_new_session": True}
+    if before_exec:
+        options["preexec_fn"] = _before_exec()
+    return options
 
-    try:
-        scan = scan_log(log)
-    except (OSError, WizardError):
+
+#: Each stop signal's Windows counterpart: the clean stop is CTRL_BREAK (Python reads it as
+#: KeyboardInterrupt); the others end the process tree, asked, then forced.
+WINDOWS_STOPS: Final = {
+    "SIGINT": "ctrl_break",
+    "SIGTERM": "taskkill",
+    "SIGKILL": "taskkill_force",
+}
+
+
+def group_stop(
+    proc: subprocess.Popen[bytes],
+    sig: signal.Signals | str,
+    run: Callable[[list[str]], int] | None = None,
+) -> bool:
+    """A stop signal (``SIGINT``, ``SIGTERM``, ``SIGKILL``, or its name) to the trainer's
+    tree on Windows; False when it has ended. ``run`` runs ``taskkill`` (for the tests)."""
+    if proc.poll() is not None:
         return False
-    return scan.crashed and scan.failure_shaped
+    name = sig.name if isinstance(sig, signal.Signals) else sig
+    how = WINDOWS_STOPS.get(name, "taskkill_force")
+    if how == "ctrl_break":
+        proc.send_signal(getattr(signal, "CTRL_BREAK_EVENT", signal.SIGINT))
+        return True
+    command = ["taskkill", "/T", *(["/F"] if how == "taskkill_force" else []), "/PID"]
+    call = run if run is not None else _taskkill
+    return call([*command, str(proc.pid)]) == 0
+
+
+def _taskkill(command: list[str]) -> int:
+    return subprocess.run(command, capture_output=True, check=False).returncode
 
 
 def _ends_mid_line(log: Path) -> bool:
@@ -734,26 +713,15 @@ def _ends_mid_line(log: Path) -> bool:
         return False
 
 
-def run_trainer(
-    argv: Sequence[str],
-    log: Path,
-    *,
-    echo: IO[bytes] | None = None,
-    env: Mapping[str, str] | None = None,
-    cwd: Path | None = None,
-    grace_s: float = GRACE_S,
-    silence_s: float = FATAL_SILENCE_S,
-) -> TrainerEnd:
+def run_trainer(argv: Sequence[str], log: Path, options: Supervision) -> TrainerEnd:
     """Run the trainer to its end; Ctrl-C (KeyboardInterrupt) or SIGTERM
     (:class:`~oom_wizard.host.interrupts.Terminated`) stops its whole group cleanly.
 
     Raises:
-        WizardError: the command cannot be started.
+        StartFailed: the command cannot be started.
     """
 
-    child = TrainerProcess(
-        argv, log, echo=echo, env=env, cwd=cwd, grace_s=grace_s, silence_s=silence_s
-    )
+    child = TrainerProcess(argv, log, options)
     child.start()
     try:
         return child.wait()

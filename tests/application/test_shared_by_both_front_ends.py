@@ -1,4 +1,4 @@
-"""The service functions the screens and the command line share (one truth, one place).
+"""The application functions the screens and the command line share (one truth, one place).
 
 The Pilot tests (``test_app_leaving``, ``test_app_truth``, ``test_app_values``,
 ``test_app_first_use``) drive them through the app; these pin their rules directly.
