@@ -113,7 +113,7 @@ def test_no_config_is_launched_twice(tmp_path: Path) -> None:
     texts = [a.config.read_bytes() for a in outcome.attempts]
     assert len(set(texts)) == len(texts)
     assert outcome.status == "stopped" and outcome.exit_status == 2
-    assert outcome.reason.startswith("Stopped: 5 roll-back(s) tried (--max-retries 5)")
+    assert outcome.reason.startswith("Stopped: 5 roll-backs tried (--max-retries 5)")
     assert all(a.outcome == "crashed" for a in outcome.attempts)
     # The first roll-back lowers what crashed, the load (4-bit weights), not only the samples
     # and the buckets (issue 40): the next attempt loads and crashes in a training step.

@@ -138,7 +138,7 @@ def chosen_fix_words(state: WizardState, fix: FixName) -> str:
     choices), "predicted not to fit" when it is above the card (issue 38 items 5 and 6)."""
 
     steps = chosen_fix(state, fix)
-    text = f"{FIX_WORDS[fix]}: {len(steps)} step{'s' if len(steps) != 1 else ''}"
+    text = f"{FIX_WORDS[fix]}: {counted(len(steps), 'step')}"
     peak = memory_peak(state, effective_choices(state, fix=fix))
     if peak is not None and peak.not_estimated is None:
         text += f", peak ≈ {peak.words()}"

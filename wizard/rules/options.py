@@ -31,6 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from oom_wizard.spelling import counted
+
 if TYPE_CHECKING:
     from oom_wizard.formats.document import JobDocument
 
@@ -136,7 +138,7 @@ def option_findings(document: JobDocument) -> tuple[OptionFinding, ...]:
                         f"{at}.datasets[{dataset.index}].control_from_same_folder",
                         True,
                         "dataloader_mixins.py:1124-1141; config_modules.py:963-964",
-                        f"each item brings {count} other image{'s' if count > 1 else ''} of its "
+                        f"each item brings {counted(count, 'other image')} of its "
                         "folder as control images, whose tokens join the training step",
                         "fewer of them (num_controls_from_same_folder), or "
                         "full_size_control_images: false (512 × 512 each)",
