@@ -56,7 +56,6 @@ the families left)::
     python bench/calibrate_memory.py --kind params      # parameter counts only (seconds)
     python bench/calibrate_memory.py --check flux       # measure, compare, exit 1 if they differ
     python bench/calibrate_memory.py --table            # the markdown table of memory.yaml
-    python bench/calibrate_memory.py --sync-archs       # archs.yaml's counts from memory.yaml
 
 The figures are deterministic: fixed seeds, fixed shapes, sorted output.
 """
@@ -1418,38 +1417,6 @@ def resolve(names: Sequence[str]) -> list[Family]:
     return chosen
 
 
-# --- archs.yaml's counts ---------------------------------------------------------------------
-
-
-def sync_archs(families: Mapping[str, Mapping[str, Any]]) -> str:
-    """archs.yaml with its `weights:` anchors rewritten from memory.yaml (one per family) and
-    every arch that names a family pointing its `params:` at that family's anchor."""
-    text = ARCHS_YAML.read_text(encoding="utf-8")
-    head, rest = text.split("\nweights:\n", 1)
-    _, archs = rest.split("\narchs:\n", 1)
-    lines = ["weights:"]
-    for fid in sorted(families):
-        p = families[fid]["params"]
-        lines.append(f"  {fid}: &w_{fid}")
-        lines.append(f"    transformer: {p['transformer']}")
-        lines.append(f"    text_encoder: {p['text_encoder']}")
-        if p["experts"] != 1:
-            lines.append(f"    experts: {p['experts']}")
-        lines.append(f'    source: "memory.yaml family {fid} (bench/calibrate_memory.py)"')
-    out: list[str] = []
-    family = None
-    for line in archs.split("\n"):
-        if line.startswith("  - id: "):
-            family = None
-        if line.startswith("    params: "):
-            continue
-        out.append(line)
-        if line.startswith("    memory: "):
-            family = line.split(": ", 1)[1].strip()
-            out.append(f"    params: *w_{family}")
-    return head + "\n" + "\n".join(lines) + "\n\narchs:\n" + "\n".join(out)
-
-
 # --- the table -----------------------------------------------------------------------------------
 
 
@@ -1616,9 +1583,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="with --check: compute with real bf16 tensors at fewer tokens (slow cross-check)",
     )
-    parser.add_argument(
-        "--sync-archs", action="store_true", help="rewrite archs.yaml's counts from memory.yaml"
-    )
     args = parser.parse_args(argv)
     if args.real and not args.check:
         parser.error("--real only checks the figures (its token counts differ): add --check")
@@ -1628,9 +1592,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     _, stored = load_memory()
     if args.table:
         print(table(stored, sources=not args.no_sources))
-        return 0
-    if args.sync_archs:
-        ARCHS_YAML.write_text(sync_archs(stored), encoding="utf-8")
         return 0
 
     differ: list[str] = []

@@ -139,17 +139,6 @@ def test_activation_figures_are_sane(presets: Presets) -> None:
         assert acts.attention and ("flash" in acts.attention or "efficient" in acts.attention)
 
 
-def test_archs_yaml_counts_agree_with_the_family(presets: Presets) -> None:
-    for facts in presets.archs:
-        family = presets.memory_of(facts)
-        if family is None:
-            continue
-        assert facts.params is not None, f"{facts.id}: archs.yaml lacks the family's counts"
-        assert facts.params.transformer == pytest.approx(family.params.transformer, abs=0.01)
-        assert facts.params.text_encoder == pytest.approx(family.params.text_encoder, abs=0.01)
-        assert facts.params.experts == family.params.experts, facts.id
-
-
 # --- bad data is refused, located ---------------------------------------------------------------
 
 
@@ -448,10 +437,18 @@ def test_memory_yaml_is_what_the_script_writes() -> None:
     assert script.dump(measured_with, families) == text
 
 
-def test_archs_yaml_counts_are_what_sync_archs_writes() -> None:
-    script = _script()
-    _, families = script.load_memory()
-    assert script.sync_archs(families) == (ROOT / "presets" / "archs.yaml").read_text("utf-8")
+def test_an_arch_with_a_family_copies_none_of_its_counts(preset_copy: Path) -> None:
+    # memory.yaml alone holds the counts: an arch that names a family takes the family's.
+    line = _replace(
+        preset_copy,
+        "archs.yaml",
+        "    memory: flux\n",
+        "    memory: flux\n    params: {transformer: 11.9, text_encoder: 4.9, source: copied}\n",
+    )
+    with pytest.raises(PresetError) as caught:
+        load_presets(preset_copy)
+    assert "memory.yaml holds its counts" in str(caught.value)
+    assert line > 0
 
 
 def test_every_family_of_the_yaml_is_one_the_script_knows() -> None:
