@@ -284,6 +284,8 @@ class ArchFacts(_Frozen):
     layer_offloading: OffloadSupport
     low_memory: LowMemoryRecipe
     params: ArchParams | None = None
+    """Counts for an arch without a memory family (none ships so): an arch with ``memory``
+    takes its family's, which ``memory.yaml`` alone holds."""
     memory: Annotated[NonEmpty, AfterValidator(_known_family)] | None = None
     """The memory family of ``memory.yaml`` whose counts and activation figures apply."""
     memory_unknown: NonEmpty | None = None
@@ -304,6 +306,10 @@ class ArchFacts(_Frozen):
             raise ValueError("needs exactly one of memory (a family id) and memory_unknown (why)")
         if self.memory_by_name and self.memory is not None:
             raise ValueError("memory_by_name is for an arch without a fixed memory family")
+        if self.params is not None and self.memory is not None:
+            raise ValueError(
+                "params is for an arch without a memory family: memory.yaml holds its counts"
+            )
         expected_kind = self.group if self.group in ("video", "audio") else "image"
         if self.kind != expected_kind:
             raise ValueError(f"group {self.group} needs kind {expected_kind}, not {self.kind}")
@@ -369,7 +375,6 @@ class ArchsFile(_Frozen):
     """The schema of ``archs.yaml``."""
 
     recipes: Mapping[str, LowMemoryRecipe]
-    weights: Mapping[str, ArchParams]
     unknown_arch: UnknownArch
     archs: Annotated[tuple[ArchFacts, ...], AfterValidator(_unique_ids)] = Field(min_length=1)
     legacy_flags: Annotated[tuple[str, ...], AfterValidator(_unique)]

@@ -959,6 +959,14 @@ def test_bands_are_as_wide_as_their_figures_are_sure() -> None:
     assert "checked on a GPU" in checked.basis() and "stand-in" in stand_in.basis()
 
 
+def test_an_arch_counted_by_arithmetic_is_estimated_on_a_stand_in_block() -> None:
+    # Z-Image L2P had no counts ("not estimated"); its transformer is counted from AI Toolkit's
+    # own code now, and no block of it is measured: a stand-in band that says so.
+    found = shipped(tree(arch="zimage_l2p", train={"gradient_checkpointing": True}))
+    assert found.not_estimated is None and found.certainty == "stand_in"
+    assert "stand-in" in found.basis()
+
+
 OFFLOAD_FIGURES = OffloadMemory(
     resident_params=120_000_000,
     largest_layer_params=50_000_000,
