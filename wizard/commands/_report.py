@@ -9,9 +9,6 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.table import Table
-from rich.text import Text
-
 from oom_wizard.application.leaving import run_command_for
 from oom_wizard.application.opening import list_jobs
 from oom_wizard.application.saving import AsNew, InPlace
@@ -20,6 +17,7 @@ from oom_wizard.errors import WizardError
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
     from oom_wizard.storage.changes import Prepared
     from oom_wizard.storage.jobdb import DbJob, DbSaveResult, SaveMode
@@ -44,6 +42,9 @@ def show_jobs(db: Path, console: Console) -> int:
 
 def job_table(jobs: tuple[DbJob, ...]) -> Table:
     """The job list as a table: name, status, step and the first line of ``info``."""
+    from rich.table import Table  # rich's tables on the paths that print one only
+    from rich.text import Text
+
     table = Table(box=None, pad_edge=False, show_edge=False)
     for title in ("NAME", "STATUS", "STEP", "INFO"):
         table.add_column(title, justify="right" if title == "STEP" else "left")

@@ -8,6 +8,47 @@ whether the environment rather than the config is to blame and why, the evidence
 allocator's numbers, and advice that goes beyond the config, each piece only when its evidence
 is there. It must never tell someone to shrink a config that is not the problem.
 
+The rules are two tables, each rule a function from what the log and the host show
+(:class:`Seen`: the scan, the config's process, the GPU now, the user's answers, what says the
+job is running) to a finding, or None where it finds nothing. A test checks that the two lists
+below and the tables name the same rules in the same order.
+
+Moment rules (:data:`MOMENT_RULES`): the first that finds a moment (a ``_Moment``: the moment,
+why, the confidence, notes and its basis) gives it; a training bar slow from its first step then
+makes it ``early_steps`` (:func:`_crawl_from_start`).
+
+1. :func:`_no_log`: no log, so the moment is only the user's.
+2. :func:`_open_end`: the run just stops with no error, at its phase's moment, low.
+3. :func:`_no_crash`: the last run shows no crash.
+4. :func:`_library_fault`: a CUDA library or driver fault, not memory.
+5. :func:`_not_out_of_memory`: an error line that is not an out-of-memory one.
+6. :func:`_cut_unplaced`: a traceback cut before its error line that nothing places.
+7. :func:`_cut_placed`: a cut traceback in a phase that points to memory.
+8. :func:`_in_phase`: the crash in the phase the log places it (always finds one).
+
+Environment rules (:data:`ENVIRONMENT_RULES`): each is asked; its :class:`Finding` has a
+weight (``strong`` makes the moment ``environment``, ``suspected``, ``against``, a ``note`` or
+only ``advice``), reasons, advice, and a strong finding's level and basis
+(:func:`_environment` joins them).
+
+1. :func:`_own_process_note`: which listed process was taken as the job's (note).
+2. :func:`_outside_note`: a little memory held outside the job (note).
+3. :func:`_capped_note`: a capped process's allowance is its card (note).
+4. :func:`_library_fault_advice`: a library or driver fault, what to try (suspected).
+5. :func:`_card_held_by_job`: the job alone held nearly the whole card (against).
+6. :func:`_others_in_message`: PyTorch's figures show other processes or memory outside.
+7. :func:`_room_left`: the card had room when the allocation failed.
+8. :func:`_others_now`: nvidia-smi shows the card held now.
+9. :func:`_pinned_copy`: a copy to pinned host memory failed.
+10. :func:`_host_kill`: the host's own kill or MemoryError.
+11. :func:`_save_cut_off`: a save died with no GPU error.
+12. :func:`_host_ram_end`: the log ends where host RAM peaks.
+13. :func:`_data_loading_cut`: a traceback cut in data loading.
+14. :func:`_driver_signal_at_once`: a small config failed at once at the driver's level.
+15. :func:`_silent_exit`: the process ended with no Python error (suspected).
+16. :func:`_fragmentation`: reserved but unallocated memory, or a one-off (advice).
+17. :func:`_worked_before`: the user says it worked before (suspected).
+
 Every judgement that is a heuristic rather than a fact of the toolkit is a named constant or a
 named function below, with its reasoning in its docstring:
 
@@ -15,7 +56,7 @@ named function below, with its reasoning in its docstring:
   a training crash at an unknown step with several buckets is ``intermittent``
   (:func:`_unknown_step_moment`); a crash with no phase line and no training bar happened
   before step 1 (:func:`_moment_without_phase`);
-- the environment rules (:func:`_environment`): other processes on the card, memory held
+- the environment rules: other processes on the card, memory held
   outside this process, a card with room to spare when the allocation failed
   (:func:`_room_left`, ``FREE_ROOM_FACTOR``), a conservative config dying at once with a
   driver-level signal, a
@@ -59,7 +100,7 @@ is kept and shown.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -452,13 +493,14 @@ def diagnose(
     given = Answers.coerce(answers)
     process = view.primary if view is not None else None
     kind = _model_kind(process)
-    found = _moment_from_log(scan, process, _alive(running, probe))
+    seen = Seen(scan, process, probe, given, running)
+    found = _moment_from_log(seen)
     crawl = _crawl_from_start(scan, probe, kind.kind)
     if crawl is not None:
         found = _Moment(
             "early_steps", crawl, "medium", found.notes, "a training bar slow from its first step"
         )
-    env = _environment(scan, process, probe, given)
+    env = _environment(seen)
     scaled = _scale_up_advice(changelog)
     signals, slow_advice = _slowdown(scan, probe, found, crawl=crawl is not None)
     match = _log_match(scan, process, changelog)
@@ -565,65 +607,181 @@ def _alive(running: str | None, probe: ProbeResult | None) -> str | None:
     return None
 
 
-def _moment_from_log(
-    scan: LogScan | None, process: ProcessView | None, alive: str | None
-) -> _Moment:
-    """The moment the log points to, or None with the reason it does not point anywhere."""
-    if scan is None:
-        return _Moment(None, "no log", "low", (), "there is no log")
-    if not scan.crashed and scan.ends_open and not scan.has("oom_skip"):
-        return _open_end_moment(scan, process, alive)
-    if not scan.crashed and not scan.has("oom_skip"):
-        note = "The log's last run shows no crash"
-        if scan.stopped:
-            note += " (it was stopped)"
-        elif scan.run_count > 1:
-            note += f" (the file holds {scan.run_count} runs; only the last is read)"
-        return _Moment(
-            None, "the log shows no crash", "low", (note + ".",), "the log shows no crash"
-        )
-    if scan.crashed and not (set(scan.signals) & (GPU_SIGNALS | {"host_oom_kill", "silent_exit"})):
-        if scan.has("library_fault"):
-            return _library_fault(scan)
-        if scan.exception is not None:
-            text = scan.exception.text
-            note = (
-                f"The job failed with '{text}' (line {scan.exception.line}), not with an "
-                "out-of-memory error: rolling the memory settings back will not fix that."
-            )
-            return _Moment(
-                None,
-                "the crash is not an out-of-memory error",
-                "low",
-                (note,),
-                "its error line is not an out-of-memory one, but the log cannot say more",
-            )
-        if (
-            scan.frame_phase is None
-            and scan.frame_hint is None
-            and scan.marker_phase == "unknown"
-            and not scan.training_started
-        ):
-            note = (
-                "The traceback is cut off before its error line and nothing in the log points to "
-                "a memory-hungry phase: the wizard does not assume an out-of-memory. Paste the "
-                "whole error, or say when it crashed."
-            )
-            return _Moment(
-                None,
-                "the error itself is not in the log",
-                "low",
-                (note,),
-                "the error line is cut off and nothing in the log places it",
-            )
-        found = _moment_from_phase(scan, process)
-        note = (
-            "The log does not show the error itself (it is cut off); the phase it stops in "
-            "points to memory, so out of memory is assumed."
-        )
-        sure, basis = _cut_certainty(scan, found)
-        return _Moment(found.moment, found.why, sure, (*found.notes, note), basis)
-    return _moment_from_phase(scan, process)
+@dataclass(frozen=True)
+class Seen:
+    """What the rules read: the log's scan, the config's process, the GPU now, the user's
+    answers and what says the job is still running (the web UI's status)."""
+
+    scan: LogScan | None
+    process: ProcessView | None
+    probe: ProbeResult | None
+    given: Answers
+    running: str | None = None
+
+    @property
+    def oom(self) -> OomFigures | None:
+        """PyTorch's out-of-memory figures, when the log has them."""
+        return self.scan.oom if self.scan is not None else None
+
+    @property
+    def job_alone(self) -> str | None:
+        """The counter-rule's words when the job alone held nearly the whole card."""
+        return _job_holds_card(self.oom)
+
+
+MomentRule = Callable[[Seen], "_Moment | None"]
+"""A moment rule: what the log and the host show, to the moment found, or None where the rule
+does not apply (the next one in :data:`MOMENT_RULES` is asked)."""
+
+
+def _moment_from_log(seen: Seen) -> _Moment:
+    """The moment the log points to: the first rule of :data:`MOMENT_RULES` that finds one (the
+    last, :func:`_in_phase`, always does)."""
+    for rule in MOMENT_RULES:
+        found = rule(seen)
+        if found is not None:
+            return found
+    raise AssertionError("the last moment rule always finds a moment")  # pragma: no cover
+
+
+def _no_log(seen: Seen) -> _Moment | None:
+    """No log: the moment comes only from the user."""
+    if seen.scan is not None:
+        return None
+    return _Moment(None, "no log", "low", (), "there is no log")
+
+
+def _open_end(seen: Seen) -> _Moment | None:
+    """A run that just stops with no error (:func:`_open_end_moment`)."""
+    scan = seen.scan
+    if scan is None or scan.crashed or not scan.ends_open or scan.has("oom_skip"):
+        return None
+    return _open_end_moment(scan, seen.process, _alive(seen.running, seen.probe))
+
+
+def _no_crash(seen: Seen) -> _Moment | None:
+    """The log's last run ended with no crash and no skipped batch."""
+    scan = seen.scan
+    if scan is None or scan.crashed or scan.has("oom_skip"):
+        return None
+    note = "The log's last run shows no crash"
+    if scan.stopped:
+        note += " (it was stopped)"
+    elif scan.run_count > 1:
+        note += f" (the file holds {scan.run_count} runs; only the last is read)"
+    return _Moment(None, "the log shows no crash", "low", (note + ".",), "the log shows no crash")
+
+
+def _crashed_without_oom_sign(scan: LogScan | None) -> LogScan | None:
+    """The scan of a crash with no GPU out-of-memory signal, no host kill and no silent exit;
+    None otherwise."""
+    if scan is None or not scan.crashed:
+        return None
+    if set(scan.signals) & (GPU_SIGNALS | {"host_oom_kill", "silent_exit"}):
+        return None
+    return scan
+
+
+def _library_fault(seen: Seen) -> _Moment | None:
+    """A CUDA library or the driver failed for a reason that is not memory (cuDNN's fused
+    attention, a cuBLAS kernel, an illegal address): no roll-back of the config changes it."""
+    scan = _crashed_without_oom_sign(seen.scan)
+    if scan is None or not scan.has("library_fault"):
+        return None
+    shown = scan.evidence_for("library_fault")
+    where = f" (line {shown[0].line})" if shown else ""
+    note = (
+        f"A CUDA library or the driver failed{where}, not for lack of memory: rolling the memory "
+        "settings back will not fix it."
+    )
+    return _Moment(
+        None,
+        "a CUDA library or driver fault, not out of memory",
+        "high",
+        (note,),
+        "the log's own error line is a CUDA library or driver fault",
+    )
+
+
+def _not_out_of_memory(seen: Seen) -> _Moment | None:
+    """The crash's error line is there and it is not an out-of-memory one."""
+    scan = _crashed_without_oom_sign(seen.scan)
+    if scan is None or scan.exception is None:
+        return None
+    text = scan.exception.text
+    note = (
+        f"The job failed with '{text}' (line {scan.exception.line}), not with an "
+        "out-of-memory error: rolling the memory settings back will not fix that."
+    )
+    return _Moment(
+        None,
+        "the crash is not an out-of-memory error",
+        "low",
+        (note,),
+        "its error line is not an out-of-memory one, but the log cannot say more",
+    )
+
+
+def _cut_unplaced(seen: Seen) -> _Moment | None:
+    """A traceback cut before its error line, with nothing in the log that points to a
+    memory-hungry phase: no out-of-memory is assumed."""
+    scan = _crashed_without_oom_sign(seen.scan)
+    if scan is None or (
+        scan.exception is not None
+        or scan.frame_phase is not None
+        or scan.frame_hint is not None
+        or scan.marker_phase != "unknown"
+        or scan.training_started
+    ):
+        return None
+    note = (
+        "The traceback is cut off before its error line and nothing in the log points to "
+        "a memory-hungry phase: the wizard does not assume an out-of-memory. Paste the "
+        "whole error, or say when it crashed."
+    )
+    return _Moment(
+        None,
+        "the error itself is not in the log",
+        "low",
+        (note,),
+        "the error line is cut off and nothing in the log places it",
+    )
+
+
+def _cut_placed(seen: Seen) -> _Moment | None:
+    """A traceback cut before its error line in a phase that points to memory: out of memory
+    is assumed, said so, as sure as :func:`_cut_certainty` makes it."""
+    scan = _crashed_without_oom_sign(seen.scan)
+    if scan is None or scan.exception is not None:
+        return None
+    found = _moment_from_phase(scan, seen.process)
+    note = (
+        "The log does not show the error itself (it is cut off); the phase it stops in "
+        "points to memory, so out of memory is assumed."
+    )
+    sure, basis = _cut_certainty(scan, found)
+    return _Moment(found.moment, found.why, sure, (*found.notes, note), basis)
+
+
+def _in_phase(seen: Seen) -> _Moment | None:
+    """An out-of-memory (or a skip) in the phase the log places it (:func:`_moment_from_phase`)."""
+    if seen.scan is None:  # pragma: no cover - _no_log comes first
+        return None
+    return _moment_from_phase(seen.scan, seen.process)
+
+
+MOMENT_RULES: Final[tuple[MomentRule, ...]] = (
+    _no_log,
+    _open_end,
+    _no_crash,
+    _library_fault,
+    _not_out_of_memory,
+    _cut_unplaced,
+    _cut_placed,
+    _in_phase,
+)
+"""The moment rules, in the order they are asked; the module's docstring names each in this
+order (a test checks that the two agree)."""
 
 
 def _cut_certainty(scan: LogScan, found: _Moment) -> tuple[Confidence, str]:
@@ -649,24 +807,6 @@ def _cut_certainty(scan: LogScan, found: _Moment) -> tuple[Confidence, str]:
     return "high", (
         f"the failing traceback's frames are {where}; its error line is cut off, so out of "
         "memory is assumed"
-    )
-
-
-def _library_fault(scan: LogScan) -> _Moment:
-    """A CUDA library or the driver failed for a reason that is not memory (cuDNN's fused
-    attention, a cuBLAS kernel, an illegal address): no roll-back of the config changes it."""
-    shown = scan.evidence_for("library_fault")
-    where = f" (line {shown[0].line})" if shown else ""
-    note = (
-        f"A CUDA library or the driver failed{where}, not for lack of memory: rolling the memory "
-        "settings back will not fix it."
-    )
-    return _Moment(
-        None,
-        "a CUDA library or driver fault, not out of memory",
-        "high",
-        (note,),
-        "the log's own error line is a CUDA library or driver fault",
     )
 
 
@@ -868,97 +1008,86 @@ class _Environment:
     """A reason says the job filled the card itself: then nothing short of a strong reason may
     make the GPU "suspect" beside it."""
     confidence: Confidence = "low"
-    """How sure the strongest strong reason is (:data:`_ENV_RULES`)."""
+    """How sure the first of the surest strong findings is."""
     basis: str = ""
 
 
-def _environment(
-    scan: LogScan | None, process: ProcessView | None, probe: ProbeResult | None, given: Answers
-) -> _Environment:
-    """Whether the GPU, the worker or the host is to blame, with reasons and advice.
+Weight = Literal["strong", "suspected", "against", "note", "advice"]
+"""What a finding weighs: ``strong`` makes the moment ``environment``; ``suspected`` makes the
+GPU suspect unless a finding is ``against`` (the job filled the card itself); a ``note`` is only
+said; ``advice`` is only advice."""
 
-    Strong (the moment becomes ``environment``): other processes or memory held outside the
-    job take a real share of the card; the card had room when the allocation failed; a
-    pinned-memory copy failed; a host-RAM kill; a checkpoint save died with no GPU error; a
-    conservative config died at once with a driver-level signal. Suspected only: a silent
-    exit; "it worked before"; a driver-level signal at once when the config is unknown.
-    Against: the job's own process (or PyTorch in it) held nearly the whole card.
+
+@dataclass(frozen=True)
+class Finding:
+    """What one environment rule found: its weight, its reasons (a note's words, for a
+    ``note``), its advice, and how sure a strong finding is, with why (its basis)."""
+
+    weight: Weight
+    reasons: tuple[str, ...] = ()
+    advice: tuple[Advice, ...] = ()
+    level: Confidence = "low"
+    basis: str = ""
+
+
+EnvironmentRule = Callable[[Seen], "Finding | None"]
+"""An environment rule: what the log and the host show, to a finding, or None where it finds
+nothing."""
+
+
+def _environment(seen: Seen) -> _Environment:
+    """Whether the GPU, the worker or the host is to blame: every rule of
+    :data:`ENVIRONMENT_RULES` is asked, in order, and their findings are joined.
+
+    Strong reasons come before suspected ones and the counter-rule's last; advice and notes
+    keep the table's order. The confidence is the surest strong finding's (the first, among
+    equals), with its basis.
     """
-    strong: list[str] = []
-    suspected: list[str] = []
-    advice: list[Advice] = []
-    notes: list[str] = []
-    oom = scan.oom if scan is not None else None
-    job_alone = _job_holds_card(oom)
-    _own_process_note(oom, notes)
-    _outside_note(oom, notes)
-    _capped_note(oom, notes)
-    if scan is not None:
-        _library_fault_advice(scan, suspected, advice)
-    levels: list[tuple[Confidence, str]] = []
+    found = [finding for rule in ENVIRONMENT_RULES if (finding := rule(seen)) is not None]
 
-    def rated(level: Confidence, basis: str, before: int) -> None:
-        if len(strong) > before:
-            levels.append((level, basis))
+    def said(weight: Weight) -> list[str]:
+        return [reason for f in found if f.weight == weight for reason in f.reasons]
 
-    if job_alone is not None:
-        against = job_alone
-    else:
-        against = ""
-        before = len(strong)
-        _others_in_message(oom, strong, advice)
-        if not strong:
-            _room_left(oom, strong, advice)
-        rated("high", "PyTorch's own figures show the card held or free outside the job", before)
-    if scan is None or scan.crashed:
-        before = len(strong)
-        _others_now(probe, strong, advice)
-        rated("high", "nvidia-smi shows the card held by something else now", before)
-    if scan is not None:
-        before = len(strong)
-        _pinned_copy(scan, process, strong, advice)
-        sure_copy = scan.has("cuda_error_oom")
-        rated(
-            "high" if sure_copy else "medium",
-            "the failing traceback copies weights to pinned host memory",
-            before,
-        )
-        before = len(strong)
-        _host_kill(scan, process, probe, strong, advice)
-        rated("high", "the log shows the host's own out-of-memory kill or error", before)
-        before = len(strong)
-        _save_cut_off(scan, strong, advice)
-        _host_ram_end(scan, strong, advice)
-        rated("medium", "the log ends where host RAM peaks, with no GPU error", before)
-        before = len(strong)
-        _data_loading_cut(scan, strong, advice)
-        worker = scan.data_frame == "worker_start"
-        rated(
-            "medium" if worker else "low",
-            "the traceback, cut before its error line, stops in data loading",
-            before,
-        )
-        if not job_alone:
-            before = len(strong)
-            _driver_signal_at_once(scan, process, strong, suspected, advice)
-            rated("medium", "a small config failed at once at the driver's level", before)
-        _silent_exit(scan, suspected, advice)
-        _fragmentation(scan, oom, advice)
-    if given.worked_before:
-        _worked_before(suspected, advice)
-    reasons = [*strong, *suspected] + ([against] if against else [])
+    strong, suspected, against = said("strong"), said("suspected"), said("against")
+    levels = [(f.level, f.basis) for f in found if f.weight == "strong" and f.reasons]
     order: tuple[Confidence, ...] = ("high", "medium", "low")
     level, basis = min(levels, key=lambda item: order.index(item[0]), default=("low", ""))
     return _Environment(
         bool(strong),
         bool(suspected),
-        tuple(reasons),
-        tuple(advice),
-        tuple(notes),
+        (*strong, *suspected, *against),
+        tuple(advice for f in found for advice in f.advice),
+        tuple(said("note")),
         bool(against),
         level,
         basis,
     )
+
+
+_HOST_RAM_END: Final = "the log ends where host RAM peaks, with no GPU error"
+
+
+def _strong(level: Confidence, basis: str, reason: str, advice: Advice) -> Finding:
+    return Finding("strong", (reason,), (advice,), level, basis)
+
+
+def _suspect(reason: str, advice: Advice) -> Finding:
+    return Finding("suspected", (reason,), (advice,))
+
+
+def _note(words: str) -> Finding:
+    return Finding("note", (words,))
+
+
+def _advise(advice: Advice) -> Finding:
+    return Finding("advice", (), (advice,))
+
+
+def _card_held_by_job(seen: Seen) -> Finding | None:
+    """The counter-rule (:func:`_job_holds_card`): the job alone held nearly the whole card,
+    so it is the config, not the environment."""
+    words = seen.job_alone
+    return Finding("against", (words,)) if words is not None else None
 
 
 def _share(gib: float, total: float | None) -> bool:
@@ -1024,224 +1153,246 @@ def _pytorch_holds_card(oom: OomFigures) -> str | None:
     )
 
 
-def _own_process_note(oom: OomFigures | None, notes: list[str]) -> None:
+def _own_process_note(seen: Seen) -> Finding | None:
     """Say which listed process was taken as the job when PyTorch named none its own."""
+    oom = seen.oom
     if oom is None or not oom.this_process_inferred or oom.this_process is None:
-        return
+        return None
     held = (oom.allocated or 0.0) + (oom.reserved_unallocated or 0.0)
-    notes.append(
+    return _note(
         f"PyTorch's message names no process as its own (the job runs in a container): the "
         f"one holding {gib(oom.this_process)}, which covers the {gib(held)} PyTorch held, is "
         "taken as the job itself."
     )
 
 
-def _library_fault_advice(scan: LogScan, suspected: list[str], advice: list[Advice]) -> None:
+def _library_fault_advice(seen: Seen) -> Finding | None:
     """A CUDA library or driver fault with no out-of-memory sign: what to try instead of a
     roll-back. cuDNN's fused attention is the usual culprit on new torch builds (PyTorch falls
     back to its other attention kernels when it is switched off); a cuBLAS kernel that failed or
     an illegal address points at the driver, torch's build or the card itself."""
-    if not scan.crashed or not scan.has("library_fault") or scan.has(*GPU_SIGNALS):
-        return
-    suspected.append(
+    scan = seen.scan
+    if scan is None or not scan.crashed or not scan.has("library_fault"):
+        return None
+    if scan.has(*GPU_SIGNALS):
+        return None
+    return _suspect(
         "a CUDA library or the driver failed (not an out-of-memory error): the software stack "
-        "or the card, not the config's memory"
-    )
-    advice.append(
+        "or the card, not the config's memory",
         Advice(
             "library_fault",
             "Not memory: switch off cuDNN's attention (torch.backends.cuda.enable_cudnn_sdp(False) "
             "before training starts) and retry the same config; if it persists, update the "
             "NVIDIA driver or move to another torch build (or back to the one that worked), and "
             "run with CUDA_LAUNCH_BLOCKING=1 to see which call fails. Do not roll the config back.",
-        )
+        ),
     )
 
 
-def _capped_note(oom: OomFigures | None, notes: list[str]) -> None:
+def _capped_note(seen: Seen) -> Finding | None:
     """A capped process (PyTorch's ``N GiB allowed``): its allowance is the card it has, and
     the verdict and the sizes use it as the card."""
+    oom = seen.oom
     if oom is None or oom.capacity is None or not oom.total:
-        return
-    notes.append(
+        return None
+    return _note(
         f"This process was capped at {gib(oom.total)} of the {gib(oom.capacity)} card "
         "(a memory fraction set for it): it ran out of its allowance, so the allowance is the "
         "card it has, and the roll-back is sized for it."
     )
 
 
-def _data_loading_cut(scan: LogScan, strong: list[str], advice: list[Advice]) -> None:
+def _data_loading_cut(seen: Seen) -> Finding | None:
     """A traceback cut off before its error line whose frames are data loading, not the model:
     a DataLoader worker starting (on Windows it imports the training script again, and that
     fails for want of commit charge: the page file), or a batch fetched in the training loop
     (the host's side: a worker killed for RAM). Neither touches the card's memory."""
-    if not (
+    scan = seen.scan
+    if scan is None or not (
         scan.crashed
         and scan.data_frame is not None
         and scan.exception is None
         and scan.frame_phase is None
         and not scan.has(*GPU_SIGNALS, *HOST_SIGNALS)
     ):
-        return
+        return None
+    basis = "the traceback, cut before its error line, stops in data loading"
     if scan.data_frame == "worker_start":
-        strong.append(
+        return _strong(
+            "medium",
+            basis,
             "the traceback (its error line cut off) is a DataLoader worker starting: on Windows "
             "each worker imports the training script and torch again, and that fails when the "
-            "page file has no room left, not the card"
-        )
-        advice.append(
+            "page file has no room left, not the card",
             Advice(
                 "data_loading",
                 "Host memory, not VRAM: let Windows manage the page file (or enlarge it) and "
                 "close other programs, or use fewer data-loader workers (0 loads in the main "
                 "process); rolling VRAM settings back will not help.",
-            )
+            ),
         )
-        return
-    strong.append(
+    return _strong(
+        "low",
+        basis,
         "the traceback (its error line cut off) stops while a batch was fetched from the data "
         "loader: that runs on the host (a worker killed for RAM, or a file it could not read), "
-        "not on the card"
-    )
-    advice.append(
+        "not on the card",
         Advice(
             "data_loading",
             "Look at the error line the paste cut off: a worker killed (RAM) wants fewer "
             "data-loader workers or more RAM; a file error wants that image or caption fixed. "
             "Rolling VRAM settings back will not help.",
-        )
+        ),
     )
 
 
-def _outside_note(oom: OomFigures | None, notes: list[str]) -> None:
+def _outside_note(seen: Seen) -> Finding | None:
     """Memory held outside the job that is too little to blame is still worth a line."""
+    oom = seen.oom
     if oom is None or not oom.total or oom.this_process is None or oom.free is None:
-        return
+        return None
     outside = oom.total - oom.free - oom.this_process - oom.others_total
-    if outside >= OUTSIDE_NOTE_MIN_GIB and not _share(outside, oom.total):
-        notes.append(
-            f"{outside:.2f} of {oom.total:.2f} GiB was in use outside this process (a desktop "
-            "session, a browser): too little to blame, but closing it gives the job that much."
-        )
+    if outside < OUTSIDE_NOTE_MIN_GIB or _share(outside, oom.total):
+        return None
+    return _note(
+        f"{outside:.2f} of {oom.total:.2f} GiB was in use outside this process (a desktop "
+        "session, a browser): too little to blame, but closing it gives the job that much."
+    )
 
 
-def _others_in_message(oom: OomFigures | None, strong: list[str], advice: list[Advice]) -> None:
-    """Other processes listed by PyTorch, or memory in use outside this process."""
-    if oom is None or not oom.total:
-        return
+def _others_in_message(seen: Seen) -> Finding | None:
+    """Other processes listed by PyTorch, or memory in use outside this process (unless the
+    job alone held nearly the whole card: :func:`_job_holds_card`)."""
+    oom = seen.oom
+    if oom is None or not oom.total or seen.job_alone is not None:
+        return None
+    basis = "PyTorch's own figures show the card held or free outside the job"
     if oom.other_processes and _share(oom.others_total, oom.total):
         listed = ", ".join(
             f"pid {p.pid} {gib(p.gib)}" if p.pid else f"{gib(p.gib)}" for p in oom.other_processes
         )
-        strong.append(
+        return _strong(
+            "high",
+            basis,
             f"other processes held {gib(oom.others_total)} of {gib(oom.total)} when it "
-            f"failed ({listed})"
-        )
-        advice.append(
+            f"failed ({listed})",
             Advice(
                 "other_processes",
                 f"Other processes held the card ({listed}): stop them (nvidia-smi lists them) "
                 "or start from a fresh worker, then retry the same config unchanged.",
-            )
+            ),
         )
-        return
     if oom.this_process is None or oom.free is None:
-        return
+        return None
     outside = oom.total - oom.free - oom.this_process - oom.others_total
-    if _share(outside, oom.total):
-        strong.append(
-            f"{gib(outside)} of {gib(oom.total)} was in use outside this process and no "
-            "process is listed for it (another container or a process this one cannot see)"
-        )
-        advice.append(
-            Advice(
-                "other_processes",
-                f"{gib(outside)} of the card was held by something else: check nvidia-smi "
-                "on the host, stop it or move to a fresh worker, then retry unchanged.",
-            )
-        )
+    if not _share(outside, oom.total):
+        return None
+    return _strong(
+        "high",
+        basis,
+        f"{gib(outside)} of {gib(oom.total)} was in use outside this process and no "
+        "process is listed for it (another container or a process this one cannot see)",
+        Advice(
+            "other_processes",
+            f"{gib(outside)} of the card was held by something else: check nvidia-smi "
+            "on the host, stop it or move to a fresh worker, then retry unchanged.",
+        ),
+    )
 
 
-def _room_left(oom: OomFigures | None, strong: list[str], advice: list[Advice]) -> None:
+def _room_left(seen: Seen) -> Finding | None:
     """The message says the card had room: free is a real share of it and many times the
     allocation that failed. Then VRAM was not what ran out; on Windows it is most often the
-    host's commit limit (the page file), which CUDA's allocations also draw on."""
+    host's commit limit (the page file), which CUDA's allocations also draw on. Asked only
+    where :func:`_others_in_message` found nothing."""
+    oom = seen.oom
     if oom is None or oom.free is None or oom.tried is None or not oom.total:
-        return
+        return None
+    if seen.job_alone is not None or _others_in_message(seen) is not None:
+        return None
     if not (_share(oom.free, oom.total) and oom.free >= FREE_ROOM_FACTOR * oom.tried):
-        return
-    strong.append(
+        return None
+    return _strong(
+        "high",
+        "PyTorch's own figures show the card held or free outside the job",
         f"{gib(oom.free)} of {gib(oom.total)} was free when an allocation of {gib(oom.tried)} "
-        "failed: the card was not full, so it is not the config's memory that ran out"
-    )
-    advice.append(
+        "failed: the card was not full, so it is not the config's memory that ran out",
         Advice(
             "host_ram",
             "The card had room, so the failure came from outside VRAM: on Windows most often "
             "the system's commit limit (enlarge the page file or let Windows manage it, close "
             "memory-hungry programs), else the driver's state (restart the machine or the "
             "worker). Then retry the same config unchanged.",
-        )
+        ),
     )
 
 
-def _others_now(probe: ProbeResult | None, strong: list[str], advice: list[Advice]) -> None:
-    """The probe, after the crash: whatever still holds the card is competition."""
-    if probe is None or not probe.gpus:
-        return
+def _others_now(seen: Seen) -> Finding | None:
+    """The probe, after the crash (or without a log): whatever still holds the card is
+    competition."""
+    probe = seen.probe
+    if probe is None or not probe.gpus or (seen.scan is not None and not seen.scan.crashed):
+        return None
     listed = [p for p in probe.processes if p.used_gib]
     held = probe.processes_gib if listed else probe.used_gib
     if not _share(held, probe.total_gib):
-        return
+        return None
     if listed:
         names = ", ".join(f"pid {p.pid} {p.name} {gib(p.used_gib or 0.0)}" for p in listed)
-        strong.append(f"right now {gib(held)} of {gib(probe.total_gib)} is held by {names}")
+        reason = f"right now {gib(held)} of {gib(probe.total_gib)} is held by {names}"
     else:
-        strong.append(
+        reason = (
             f"right now {gib(held)} of {gib(probe.total_gib)} of the GPU is in use and "
             "nvidia-smi lists no process for it"
         )
-    advice.append(
+    return _strong(
+        "high",
+        "nvidia-smi shows the card held by something else now",
+        reason,
         Advice(
             "other_processes",
             f"The GPU is not free now ({gib(held)} in use): stop what holds it or start from a "
             "fresh worker before the retry.",
-        )
+        ),
     )
 
 
-def _pinned_copy(
-    scan: LogScan, process: ProcessView | None, strong: list[str], advice: list[Advice]
-) -> None:
+def _pinned_copy(seen: Seen) -> Finding | None:
     """``CUDA error: out of memory`` raised while copying weights with ``non_blocking=True``
     (or pinning memory): the failed allocation is page-locked host RAM, not VRAM. Likewise a
     traceback cut off inside such a copy to the CPU (:func:`_cut_off_in_cpu_copy`)."""
+    scan, process = seen.scan, seen.process
+    if scan is None:
+        return None
     if scan.has("cuda_error_oom") and scan.host_copy:
-        strong.append(
+        reason = (
             "'CUDA error: out of memory' was raised while copying weights between the GPU and "
             "pinned (page-locked) host memory: that allocation is host RAM, which is scarce "
             "under WSL2 and Windows; it is not the GPU that is full"
         )
     elif _cut_off_in_cpu_copy(scan):
-        strong.append(
+        reason = (
             "the traceback stops inside a non_blocking copy of weights to the CPU (its error "
             "line is not in the log): that copy lands in pinned (page-locked) host memory, which "
             "is scarce under WSL2 and Windows; a copy off the card does not need VRAM"
         )
     else:
-        return
+        return None
     offloading = process is not None and process.model.layer_offloading is True
     where = (
         " (model.layer_offloading is on: lower layer_offloading_transformer_percent or turn it off)"
         if offloading
         else ""
     )
-    advice.append(
+    return _strong(
+        "high" if scan.has("cuda_error_oom") else "medium",
+        "the failing traceback copies weights to pinned host memory",
+        reason,
         Advice(
             "pinned_memory",
             "Do not add more offloading: it needs more pinned host memory, which is what ran "
             f"out. Use less offloading{where}; under WSL2 give WSL more memory, or run natively.",
-        )
+        ),
     )
 
 
@@ -1257,40 +1408,44 @@ def _cut_off_in_cpu_copy(scan: LogScan) -> bool:
     )
 
 
-def _save_cut_off(scan: LogScan, strong: list[str], advice: list[Advice]) -> None:
+def _save_cut_off(seen: Seen) -> Finding | None:
     """A crash while a checkpoint is written, with no GPU out-of-memory sign and no error
     line: the state dict is copied to and serialized in host RAM, so the save ran out of system
     memory (a MemoryError at save is :func:`_host_kill`'s)."""
-    if not (
+    scan = seen.scan
+    if scan is None or not (
         scan.crashed
         and scan.phase == "save"
         and scan.exception is None
         and not scan.has(*GPU_SIGNALS, *HOST_SIGNALS)
     ):
-        return
-    strong.append(
+        return None
+    return _strong(
+        "medium",
+        _HOST_RAM_END,
         "the job died while writing a checkpoint, with no GPU out-of-memory error in the log: "
         "a checkpoint is gathered and serialized in host RAM, so the save ran out of system "
-        "memory, not the card (the error line itself is not in the log)"
-    )
-    advice.append(
+        "memory, not the card (the error line itself is not in the log)",
         Advice(
             "host_ram",
             "Host RAM at save: close other programs, enlarge the swap file or Windows pagefile, "
             "or add RAM; rolling VRAM settings back will not help the save.",
-        )
+        ),
     )
 
 
-def _host_ram_end(scan: LogScan, strong: list[str], advice: list[Advice]) -> None:
+def _host_ram_end(seen: Seen) -> Finding | None:
     """A run that ends with no error of the trainer's own, where the log shows the host's RAM
     as the limit (a Colab runtime, the allocator's warnings of huge host allocations): it ends
     on a checkpoint save or while the model is loaded (the two peaks of host RAM) and then
     nothing, or on those warnings, or its trainer died with no Python error. The process was
     killed for host RAM; no marker says so."""
+    scan = seen.scan
+    if scan is None:
+        return None
     line = scan.host_pressure_line
     if line is None or scan.has(*GPU_SIGNALS, *HOST_SIGNALS):
-        return
+        return None
     ended_in = crash_step(scan)
     step = f" at step {ended_in}" if ended_in is not None else ""
     if scan.ends_open and scan.phase == "save":
@@ -1303,41 +1458,36 @@ def _host_ram_end(scan: LogScan, strong: list[str], advice: list[Advice]) -> Non
     elif scan.has("silent_exit"):
         what = "the trainer died with no Python error of its own"
     else:
-        return
+        return None
     shown = scan.evidence_for("host_pressure")
     sign = f" (line {shown[0].line}: {shown[0].text})" if shown else ""
-    strong.append(
+    return _strong(
+        "medium",
+        _HOST_RAM_END,
         f"{what}, where the log shows the host's RAM as the limit{sign}: the process was killed "
-        "for host RAM (a Colab runtime has 12-13 GB on its free tier), not the card"
-    )
-    advice.append(
+        "for host RAM (a Colab runtime has 12-13 GB on its free tier), not the card",
         Advice(
             "host_ram",
             "Host RAM, not VRAM: use a runtime with more RAM (Colab's high-RAM shape), load the "
             "model in fp16/bf16 or from safetensors, save less often, or add swap; rolling VRAM "
             "settings back will not help.",
-        )
+        ),
     )
 
 
-def _host_kill(
-    scan: LogScan,
-    process: ProcessView | None,
-    probe: ProbeResult | None,
-    strong: list[str],
-    advice: list[Advice],
-) -> None:
+def _host_kill(seen: Seen) -> Finding | None:
     """Killed from outside Python (SIGKILL, ``Killed``, exit 137, the kernel's OOM killer)
     with no GPU out-of-memory: the host ran out of RAM."""
-    if not scan.has(*HOST_SIGNALS) or scan.has(*GPU_SIGNALS):
-        return
+    scan, process, probe = seen.scan, seen.process, seen.probe
+    if scan is None or not scan.has(*HOST_SIGNALS) or scan.has(*GPU_SIGNALS):
+        return None
     if scan.has("host_oom_kill"):
-        strong.append(
+        reason = (
             "the trainer was killed from outside Python (SIGKILL / Killed / exit 137) with no GPU "
             "out-of-memory error: on Linux that is the kernel's OOM killer, the host ran out of RAM"
         )
     else:
-        strong.append(
+        reason = (
             "Python raised MemoryError with no GPU out-of-memory error: the host ran out of RAM "
             "(or of address space), not the card"
         )
@@ -1357,13 +1507,16 @@ def _host_kill(
             ram += f", {gib(probe.host_available_gib)} available now"
         ram += "."
     using = f" This config uses {', '.join(heavy)}." if heavy else ""
-    advice.append(
+    return _strong(
+        "high",
+        "the log shows the host's own out-of-memory kill or error",
+        reason,
         Advice(
             "host_ram",
             "Host RAM, not VRAM: offloading moves weights into RAM and makes this worse, so "
             "lower or turn off layer offloading, cache latents to disk instead of in memory, "
             f"close other programs, or add RAM or swap.{using}{ram}",
-        )
+        ),
     )
 
 
@@ -1419,37 +1572,39 @@ def _at_once(scan: LogScan) -> bool:
     return scan.last_step is None or scan.last_step == (scan.first_step or 0)
 
 
-def _driver_signal_at_once(
-    scan: LogScan,
-    process: ProcessView | None,
-    strong: list[str],
-    suspected: list[str],
-    advice: list[Advice],
-) -> None:
+def _driver_signal_at_once(seen: Seen) -> Finding | None:
     """A driver-level signal (0 bytes free, CUBLAS alloc, CUDA error) at once: with a config
-    that is already conservative, the GPU or worker is in a bad state."""
+    that is already conservative, the GPU or worker is in a bad state (unless the job alone
+    held nearly the whole card: :func:`_job_holds_card`)."""
+    scan, process = seen.scan, seen.process
+    if scan is None or seen.job_alone is not None:
+        return None
     signals = [s for s in scan.signals if s in DRIVER_SIGNALS]
     if not signals or not _at_once(scan) or scan.host_copy:
-        return
+        return None
     said = " and ".join(_SIGNAL_WORDS[s] for s in signals)
     if process is None:
-        suspected.append(
-            f"it failed at once with {said}: if the config is already small, suspect the GPU "
-            "or the worker rather than the config"
+        return Finding(
+            "suspected",
+            (
+                f"it failed at once with {said}: if the config is already small, suspect the "
+                "GPU or the worker rather than the config",
+            ),
         )
-        return
     small, how = conservative(process)
     if not small:
-        return
-    strong.append(f"a conservative config ({how}) failed at once with {said}")
-    advice.append(
+        return None
+    return _strong(
+        "medium",
+        "a small config failed at once at the driver's level",
+        f"a conservative config ({how}) failed at once with {said}",
         Advice(
             "fresh_worker",
             "Stop retrying the same job: the config is already small and the card had nothing "
             "left at once. Restart the worker (a fresh pod or container, or reboot), check that "
             "nvidia-smi shows the card empty, and if it still fails, report it with the driver, "
             "torch and toolkit versions instead of shrinking the config further.",
-        )
+        ),
     )
 
 
@@ -1467,45 +1622,46 @@ an allocation that failed and was used anyway in native code), the way the kerne
 killer ends one on Linux."""
 
 
-def _silent_exit(scan: LogScan, suspected: list[str], advice: list[Advice]) -> None:
-    if not scan.has("silent_exit"):
-        return
+def _silent_exit(seen: Seen) -> Finding | None:
+    """The process ended with no Python error: the log cannot show an out-of-memory (Windows'
+    access violation, :data:`WINDOWS_ACCESS_VIOLATION`, is most often the host's memory)."""
+    scan = seen.scan
+    if scan is None or not scan.has("silent_exit"):
+        return None
     code = f" {scan.exit_code}" if scan.exit_code is not None else ""
     if scan.exit_code in WINDOWS_ACCESS_VIOLATION:
-        suspected.append(
+        return _suspect(
             f"the process ended with exit{code} (0xC0000005, Windows' access violation) and no "
             "Python error: on Windows that is most often host memory (the page file) running "
-            "out in native code"
-        )
-        advice.append(
+            "out in native code",
             Advice(
                 "host_ram",
                 "Host RAM (the page file) first: let Windows manage the page file or enlarge it, "
                 "close other programs, and watch the commit charge in Task Manager while the "
                 "step that died runs; then retry before rolling the config back.",
-            )
+            ),
         )
-        return
-    suspected.append(
+    return _suspect(
         f"the process ended (exit{code}) with no Python error: the log cannot show an "
-        "out-of-memory; it may have been killed or crashed in native code"
-    )
-    advice.append(
+        "out-of-memory; it may have been killed or crashed in native code",
         Advice(
             "check_system_log",
             "Look at the system log for a kill or a driver fault (Linux: `dmesg | tail`, "
             "`journalctl -k`; Windows: Event Viewer) and at host RAM while the job runs.",
-        )
+        ),
     )
 
 
-def _fragmentation(scan: LogScan, oom: OomFigures | None, advice: list[Advice]) -> None:
+def _fragmentation(seen: Seen) -> Finding | None:
     """Reserved-but-unallocated memory that is large: expandable segments, where to put it; a
     crash the allocator's figures call a one-off (:func:`~oom_wizard.rules.oneoff.one_off_oom`)
     is worth one retry of the same config with them, which ``run --auto`` makes."""
+    scan, oom = seen.scan, seen.oom
+    if scan is None:
+        return None
     one_off = one_off_oom(scan)
     if one_off is not None:
-        advice.append(
+        return _advise(
             Advice(
                 "expandable_segments",
                 f"A one-off, not the config: {one_off}. Retry the same config once with "
@@ -1514,12 +1670,11 @@ def _fragmentation(scan: LogScan, oom: OomFigures | None, advice: list[Advice]) 
                 f"{RETRY_WORDS}.",
             )
         )
-        return
     if oom is None or oom.reserved_unallocated is None:
-        return
+        return None
     wasted = oom.reserved_unallocated
     if wasted < FRAGMENTATION_MIN_GIB and not (oom.tried and wasted >= oom.tried):
-        return
+        return None
     enough = ""
     if oom.tried:
         reachable = wasted + (oom.free or 0.0)
@@ -1528,7 +1683,7 @@ def _fragmentation(scan: LogScan, oom: OomFigures | None, advice: list[Advice]) 
             if reachable >= oom.tried
             else f" It will not cover the {gib(oom.tried)} allocation alone."
         )
-    advice.append(
+    return _advise(
         Advice(
             "expandable_segments",
             f"PyTorch held {gib(wasted)} reserved but unallocated (fragmentation): set "
@@ -1539,19 +1694,43 @@ def _fragmentation(scan: LogScan, oom: OomFigures | None, advice: list[Advice]) 
     )
 
 
-def _worked_before(suspected: list[str], advice: list[Advice]) -> None:
-    suspected.append(
+def _worked_before(seen: Seen) -> Finding | None:
+    """The user says this exact config worked before: something outside it changed."""
+    if not seen.given.worked_before:
+        return None
+    return _suspect(
         "you say this exact config worked before: something outside the config changed "
-        "(a toolkit, torch or driver update, another process, a dirty worker)"
-    )
-    advice.append(
+        "(a toolkit, torch or driver update, another process, a dirty worker)",
         Advice(
             "pin_version",
             "Suspect an update: go back to the toolkit version that worked (git log / git "
             "checkout in the toolkit folder, or the previous torch) and retry the same config; "
             "if that works, report the regression.",
-        )
+        ),
     )
+
+
+ENVIRONMENT_RULES: Final[tuple[EnvironmentRule, ...]] = (
+    _own_process_note,
+    _outside_note,
+    _capped_note,
+    _library_fault_advice,
+    _card_held_by_job,
+    _others_in_message,
+    _room_left,
+    _others_now,
+    _pinned_copy,
+    _host_kill,
+    _save_cut_off,
+    _host_ram_end,
+    _data_loading_cut,
+    _driver_signal_at_once,
+    _silent_exit,
+    _fragmentation,
+    _worked_before,
+)
+"""The environment rules, in the order they are asked (their reasons, advice and notes keep
+it); the module's docstring names each in this order (a test checks that the two agree)."""
 
 
 # --- slowdowns -----------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
 from typing import Any, Literal
 
 import pytest
@@ -14,6 +15,7 @@ from oom_wizard.formats.view import JobView, build_view
 from oom_wizard.host.probe import GpuInfo, GpuProcess, ProbeResult
 from oom_wizard.logs.result import LogScan
 from oom_wizard.logs.scan import scan_text
+from oom_wizard.rules import diagnosis as diagnosis_module
 from oom_wizard.rules.diagnosis import (
     EARLY_STEP_LIMIT,
     Answers,
@@ -1146,3 +1148,18 @@ def test_a_validation_crash_is_lowered_by_the_sampling_rung() -> None:
         "resolution",
         "validation_sigmas",
     }
+
+
+def _listed(doc: str, heading: str) -> list[str]:
+    """The rule names of one numbered list in the module's docstring, in order."""
+    section = doc.split(heading, 1)[1].split("\n\n", 2)[1]
+    return re.findall(r"^\d+\. :func:`(\w+)`", section, flags=re.MULTILINE)
+
+
+def test_the_docstring_names_the_rule_tables_in_order() -> None:
+    """The index in diagnosis.py's docstring and its two rule tables name the same rules."""
+    doc = diagnosis_module.__doc__ or ""
+    moment = [rule.__name__ for rule in diagnosis_module.MOMENT_RULES]
+    environment = [rule.__name__ for rule in diagnosis_module.ENVIRONMENT_RULES]
+    assert _listed(doc, "Moment rules (:data:`MOMENT_RULES`)") == moment
+    assert _listed(doc, "Environment rules (:data:`ENVIRONMENT_RULES`)") == environment
