@@ -293,6 +293,12 @@ class Calibration:
     also_ran: bool = False
     """Whether the crashed phase also ran on that card many times before it crashed (an
     intermittent crash): its peak is then at its floor, not far above it."""
+    on: JobDocument | None = field(default=None, compare=False, repr=False)
+    """The config the figures are about when it is not the one being weighed: an ancestor of
+    the lineage (the config that crashed, or that a run measured), whose factor every config
+    saved from it carries (:func:`job_memory` weighs the account against it)."""
+    measured_at: str | None = None
+    """When a run measured the peak (ISO-8601), for "measured on your card on <date>"."""
 
     @property
     def floor_gib(self) -> float | None:
@@ -413,6 +419,8 @@ def job_memory(
     found = _accounts(view, presets, lookup, video, gpus)
     per_phase, known, notes, cards = found.per_phase, found.known, found.notes, found.cards
     today: dict[Phase, list[tuple[Terms, bool]]] | None = None
+    if calibration is not None and calibration.on is not None:
+        calibrated_on = calibration.on  # the lineage's config, whatever the caller weighs
     if calibration is not None and (changes or calibrated_on is not None):
         # The figures are about today's config: its scale carries over to the changed one.
         base = (calibrated_on or document).view()
@@ -452,6 +460,8 @@ def job_memory(
     if not happening:
         phases["load"] = Band(0.0, 0.0)
         parts["load"] = Parts(0, 0, 0, 0, 0, 0, 0)
+    if calibration is not None and calibration.measured_gib is not None:
+        notes.append(measured_words(calibration))
     if calibration is not None and scale != 1.0:
         notes.append(f"Calibrated by {calibration.source}: activations and overhead × {scale:.2f}.")
     if calibration is not None and scale < DISAGREES_BELOW:
@@ -824,14 +834,25 @@ def calibration_from_attempts(
         peak = attempt.get("peak_gib")
         if isinstance(peak, int | float) and not isinstance(peak, bool) and peak > 0:
             card = attempt.get("card_gib")
+            at = attempt.get("at")
             return Calibration(
                 phase=phase,
                 at_least_gib=None,
                 measured_gib=float(peak),
                 card_gib=float(card) if isinstance(card, int | float) else None,
                 source=f"attempt {index + 1}'s measured peak (nvidia-smi)",
+                measured_at=at if isinstance(at, str) else None,
             )
     return None
+
+
+def measured_words(calibration: Calibration) -> str:
+    """A run's measured peak in one sentence: "Measured on your card on 2026-12-07: 17.8 GiB
+    in the training step (attempt 2's measured peak (nvidia-smi))." """
+    day = f" on {calibration.measured_at[:10]}" if calibration.measured_at else ""
+    gib = calibration.measured_gib or 0.0
+    where = PHASE_WORDS[calibration.phase]
+    return f"Measured on your card{day}: {gib:.1f} GiB in the {where} ({calibration.source})."
 
 
 def with_changes_note(memory: JobMemory, note: str) -> JobMemory:
