@@ -27,10 +27,10 @@ from oom_wizard.rules.diagnosis import (
 )
 from oom_wizard.rules.host import host_memory
 from oom_wizard.rules.memory import (
-    PHASES,
     Calibration,
     calibration_from,
     calibration_from_attempts,
+    calibration_from_json,
     calibration_from_record,
 )
 from oom_wizard.rules.modelkind import find_model_kind
@@ -204,7 +204,7 @@ def lineage_calibration(
         if run.direction != "rollback":
             continue
         recorded = (run.memory or {}).get("calibrated_by")
-        point = calibration_of_record(recorded) if isinstance(recorded, Mapping) else None
+        point = calibration_from_json(recorded) if isinstance(recorded, Mapping) else None
         point = point or calibration_from_record(run.diagnosis)
         if point is None or point.at_least_gib is None:
             continue
@@ -217,29 +217,6 @@ def lineage_calibration(
     if not points:
         return None
     return max(points, key=lambda item: item[0])[1]
-
-
-def calibration_of_record(recorded: Mapping[str, Any]) -> Calibration | None:
-    """A change log's ``memory.calibrated_by`` (:meth:`Calibration.as_json`) read back."""
-    phase = recorded.get("phase")
-    if phase not in PHASES:
-        return None
-
-    def gib(key: str) -> float | None:
-        value = recorded.get(key)
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        return float(value) if ok else None
-
-    passed = recorded.get("passed")
-    return Calibration(
-        phase=phase,
-        at_least_gib=gib("at_least_gib"),
-        measured_gib=gib("measured_gib"),
-        card_gib=gib("card_gib"),
-        source=str(recorded.get("source") or "the change log's calibration"),
-        passed=tuple(p for p in passed if p in PHASES) if isinstance(passed, list) else (),
-        also_ran=recorded.get("also_ran") is True,
-    )
 
 
 def _before_run(document: JobDocument, changelog: ChangeLog, run: int) -> JobDocument | None:

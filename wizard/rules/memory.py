@@ -921,6 +921,32 @@ def calibration_from_record(
     )
 
 
+def calibration_from_json(recorded: Mapping[str, object]) -> Calibration | None:
+    """A change log's ``memory.calibrated_by`` (:meth:`Calibration.as_json`) read back; None
+    when it names no phase."""
+    phase = next((p for p in PHASES if p == recorded.get("phase")), None)
+    if phase is None:
+        return None
+
+    def gib(key: str) -> float | None:
+        value = recorded.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        return None
+
+    passed = recorded.get("passed")
+    named = passed if isinstance(passed, list) else []
+    return Calibration(
+        phase=phase,
+        at_least_gib=gib("at_least_gib"),
+        measured_gib=gib("measured_gib"),
+        card_gib=gib("card_gib"),
+        source=str(recorded.get("source") or "the change log's calibration"),
+        passed=tuple(p for p in PHASES if p in named),
+        also_ran=recorded.get("also_ran") is True,
+    )
+
+
 def predict_readd(
     document: JobDocument,
     changes: Sequence[Change],
