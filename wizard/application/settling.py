@@ -146,15 +146,18 @@ def job_calibration(job: OpenedJob, diagnosis: Diagnosis) -> Calibration | None:
     card) or the crash a roll-back was saved from (``runs[].memory.calibrated_by``, else
     ``runs[].diagnosis``). A point about another config carries it (:attr:`Calibration.on`),
     so that the figure of every config saved from a crash rests on that crash's factor.
+    Last, the phases this config's log shows passing (no figure, only a ceiling).
     """
 
+    found = None
     if job.scan is not None and diagnosis.log_matches_config is not False:
         found = calibration_from(diagnosis, None)
-        if found is not None:
+        if found is not None and found.at_least_gib is not None:
             return found
-    if job.changelog is None:
-        return None
-    return lineage_calibration(job.document, job.changelog, job.changelog_path, _probed(job))
+    lineage = None
+    if job.changelog is not None:
+        lineage = lineage_calibration(job.document, job.changelog, job.changelog_path, _probed(job))
+    return lineage or found  # a log that only shows phases passing says the least
 
 
 def _probed(job: OpenedJob) -> float | None:
@@ -164,6 +167,9 @@ def _probed(job: OpenedJob) -> float | None:
 
 #: How a crash recorded by a roll-back of the lineage is named (its own words follow).
 RECORDED_CRASH: Final = "the crash's OOM message recorded in the change log"
+
+#: The outcomes of a run that went through its phases: its measured peak is a point of them.
+WENT_THROUGH: Final = frozenset({"finished", "passed_validation", "trained_nothing"})
 
 #: A measured peak is about "the same card" when the capacities differ by less than this.
 SAME_CARD_GIB: Final = 1.0
@@ -182,8 +188,8 @@ def lineage_calibration(
     points: list[tuple[str, Calibration]] = []
     attempts = [attempt.model_dump() for attempt in changelog.attempts]
     for index, attempt in enumerate(changelog.attempts):
-        if attempt.peak_gib is None or attempt.peak_gib <= 0:
-            continue
+        if attempt.peak_gib is None or attempt.peak_gib <= 0 or attempt.outcome not in WENT_THROUGH:
+            continue  # a crashed run's reading is below what its phase needed: no point
         if (
             card_gib is not None
             and attempt.card_gib is not None

@@ -835,8 +835,9 @@ def calibration_from_attempts(
         if isinstance(peak, int | float) and not isinstance(peak, bool) and peak > 0:
             card = attempt.get("card_gib")
             at = attempt.get("at")
+            recorded = next((p for p in PHASES if p == attempt.get("peak_phase")), None)
             return Calibration(
-                phase=phase,
+                phase=recorded or phase,
                 at_least_gib=None,
                 measured_gib=float(peak),
                 card_gib=float(card) if isinstance(card, int | float) else None,
@@ -844,6 +845,18 @@ def calibration_from_attempts(
                 measured_at=at if isinstance(at, str) else None,
             )
     return None
+
+
+def measured_phase(ended_in: str | None, finished: bool, memory: JobMemory) -> Phase:
+    """The phase a run's measured peak (nvidia-smi's highest reading while it ran) is a point
+    of: of the phases the run went through (every phase that happens when it trained through;
+    else those up to the one it ended in), the one ``memory`` estimates highest."""
+    last = CRASH_PHASE.get(ended_in or "", "training")
+    reached = PHASES if finished else PHASES[: PHASES.index(last) + 1]
+    happening = [p for p in reached if memory.phases.get(p) is not None]
+    if not happening:
+        return last
+    return max(happening, key=lambda p: (memory.phases[p] or Band(0.0, 0.0)).high)
 
 
 def measured_words(calibration: Calibration) -> str:
