@@ -77,6 +77,11 @@ def test_one_figure_per_lineage_the_qwen_repro(tmp_path: Path) -> None:
     # fit on the saved file, with and without --gpu (the card: the lineage's crash's)
     assert fit_peak(saved, "--gpu", "24") == (phase, band)
     assert fit_peak(saved) == (phase, band)
+    # plan: today's figures of the saved config
+    status, out, err = cli("plan", saved, "--no-probe", "--json")
+    assert status == 0, err
+    today = json.loads(out)["estimate"]["gib"]["before"][phase]
+    assert (today["low"], today["high"]) == band
     # the app's load screen, through the application layer
     peak = memory_peak(start(JobRequest(saved, probe=False)), {})
     assert peak is not None and peak.band.rounded() == {"low": band[0], "high": band[1]}
