@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from oom_wizard.application.attempts import describe_record
 from oom_wizard.application.autopilot import autopilot
@@ -17,6 +19,7 @@ from oom_wizard.application.choosing import memory_peak
 from oom_wizard.application.settling import start
 from oom_wizard.request import JobRequest
 from oom_wizard.storage.changelog import changelog_path_for, read_changelog
+from tests.support.aitk_db import add_job, make_db
 from tests.support.autopilot_support import SCENARIOS, fake_runner, write_config
 from tests.support.corpus import EXAMPLES, REPO
 from tests.support.plan_support import cli
@@ -138,3 +141,35 @@ def test_a_runs_measured_peak_is_recorded_then_used_by_fit_on_the_same_job(
     status, text, err = cli("fit", last, "--gpu", "24", "--no-probe")
     day = measured[-1].at[:10]
     assert f"Measured on your card on {day}: 17.8 GiB in the " in text
+
+
+@pytest.mark.skipif(EXAMPLES is None, reason="needs ../shared/aitk-examples")
+def test_one_figure_per_lineage_a_web_ui_job(tmp_path: Path) -> None:
+    """The Qwen repro as a web-UI job: apply --db, fit --db and scale-up --db (its printed
+    figure and its record) rest on the same crash."""
+    assert EXAMPLES is not None
+    tree = yaml.safe_load((EXAMPLES / QWEN).read_text(encoding="utf-8"))
+    tree["config"]["name"] = "qwen_lora"
+    tree["config"]["process"][0]["train"]["lr"] = 1e-4  # the UI saves a number
+    tree["config"]["process"][0]["training_folder"] = str(tmp_path / "output")
+    db = make_db(tmp_path / "aitk_db.db")
+    add_job(db, "qwen_lora", config=tree, step=3, info="CUDA out of memory.")
+    folder = tmp_path / "output" / "qwen_lora"
+    folder.mkdir(parents=True)
+    log = qwen_crash_log(folder).rename(folder / "log.txt")
+    crashed = time.time() - 600  # the crash came before the fix (a newer log is its retry's)
+    os.utime(log, (crashed, crashed))
+    job = ("--db", db, "--job", "qwen_lora")
+    status, out, err = cli("apply", *job, "--in-place", "--no-probe")
+    assert status in (0, 3, 4), err
+    changelog = Path(next(ln for ln in out.splitlines() if ln.startswith("Change log "))[11:])
+    memory = json.loads(changelog.read_text(encoding="utf-8"))["runs"][-1]["memory"]
+    assert memory["phase"] == "training" and band_of(memory)[1] > 18.0
+    assert fit_peak(*job, "--gpu", "24") == (memory["phase"], band_of(memory))
+    status, out, err = cli("scale-up", *job, "--in-place")
+    assert status == 0, err
+    said = re.search(r"peaks at (\d+\.\d)–(\d+\.\d) of", out)
+    assert said is not None
+    after = json.loads(changelog.read_text(encoding="utf-8"))["runs"][-1]["memory"]
+    assert band_of(after) == (float(said[1]), float(said[2]))
+    assert fit_peak(*job, "--gpu", "24") == (after["phase"], band_of(after))
