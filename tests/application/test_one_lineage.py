@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from oom_wizard.application.attempts import describe_record
-from oom_wizard.application.autopilot import autopilot
+from oom_wizard.application.autopilot import autopilot, estimate_before_run
 from oom_wizard.application.choosing import memory_peak
 from oom_wizard.application.settling import start
 from oom_wizard.request import JobRequest
@@ -89,6 +89,13 @@ def test_one_figure_per_lineage_the_qwen_repro(tmp_path: Path) -> None:
     peak = memory_peak(start(JobRequest(saved, probe=False)), {})
     assert peak is not None and peak.band.rounded() == {"low": band[0], "high": band[1]}
     assert peak.phase == phase and peak.card_gib == 23.99
+    # run: what its attempt records as the estimate of the config before it runs
+    before_run = estimate_before_run(saved)
+    assert before_run is not None
+    assert (before_run.peak_phase, before_run.peak().rounded()) == (
+        phase,
+        {"low": band[0], "high": band[1]},
+    )
     # scale-up on the file: the figure it prints is the one it records
     status, out, err = cli("scale-up", saved, "-o", tmp_path / "next.yaml")
     assert status == 0, err

@@ -398,7 +398,7 @@ class _Loop:
         if warning is not None:
             self.say(f"⚠ {warning}")
         resume = resume_point(document)
-        estimate = _estimate(where)
+        estimate = estimate_before_run(where)
         at, since = now_iso(), time.time() - 1.0  # a file's time may round down
         end = self.runner(config, log, env) if env else self.runner(config, log)
         if not log.exists():
@@ -825,7 +825,7 @@ def _what_next(loop: _Loop, document: JobDocument, *, more_retries: bool = False
 TRAINED_THROUGH: Final = frozenset({"finished", "passed_validation", "trained_nothing"})
 
 
-def _estimate(where: Where) -> JobMemory | None:
+def estimate_before_run(where: Where) -> JobMemory | None:
     """The config's memory before it runs, as ``fit`` weighs it (the lineage's one
     calibration); None when it cannot be weighed (the run goes on without it)."""
     try:
