@@ -165,7 +165,7 @@ def _probed(job: OpenedJob) -> float | None:
     return probe.gpus[0].total_gib if probe is not None and probe.gpus else None
 
 
-#: How a crash recorded by a roll-back of the lineage is named (its own words follow).
+#: How a crash recorded by a roll-back of the lineage is named.
 RECORDED_CRASH: Final = "the crash's OOM message recorded in the change log"
 
 #: The outcomes of a run that went through its phases: its measured peak is a point of them.
@@ -217,9 +217,7 @@ def lineage_calibration(
         crashed = _before_run(document, changelog, index)
         if crashed is None:
             continue
-        said = RECORDED_CRASH if point.source.startswith(RECORDED_CRASH) else None
-        words = said or f"{RECORDED_CRASH} ({point.source})"
-        points.append((run.at, replace(point, on=crashed, source=words)))
+        points.append((run.at, replace(point, on=crashed, source=RECORDED_CRASH)))
     if not points:
         return None
     return max(points, key=lambda item: item[0])[1]
