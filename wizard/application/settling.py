@@ -5,6 +5,7 @@ model kind and one plan, held in the immutable :class:`WizardState`.
 from __future__ import annotations
 
 import sys
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -149,6 +150,20 @@ def job_calibration(job: OpenedJob, diagnosis: Diagnosis) -> Calibration | None:
     Last, the phases this config's log shows passing (no figure, only a ceiling).
     """
 
+    for seen_job, seen_diagnosis, seen in _CALIBRATIONS:
+        if seen_job is job and seen_diagnosis is diagnosis:
+            return seen
+    found = _job_calibration(job, diagnosis)
+    _CALIBRATIONS.append((job, diagnosis, found))
+    return found
+
+
+_CALIBRATIONS: deque[tuple[OpenedJob, Diagnosis, Calibration | None]] = deque(maxlen=4)
+"""The last few answers of :func:`job_calibration` (a job and a diagnosis are immutable; a
+surface asks several times per figure, and rebuilding an ancestor costs tens of ms)."""
+
+
+def _job_calibration(job: OpenedJob, diagnosis: Diagnosis) -> Calibration | None:
     found = None
     if job.scan is not None and diagnosis.log_matches_config is not False:
         found = calibration_from(diagnosis, None)
