@@ -142,6 +142,7 @@ def test_a_runs_measured_peak_is_recorded_then_used_by_fit_on_the_same_job(
     assert status in (0, 3, 4), err
     found = json.loads(out)
     assert found["calibrated_by"]["measured_gib"] == 17.8
+    assert found["calibrated_by"]["measured_at"] == measured[-1].at
     phase = measured[-1].peak_phase
     band = found["phases"][phase]
     assert (band["low"] + band["high"]) / 2 == pytest.approx(17.8, abs=0.15)

@@ -309,8 +309,9 @@ class Calibration:
         return max(self.at_least_gib, self.card_gib or 0.0)
 
     def as_json(self) -> dict[str, object]:
-        """The change log's and ``fit --json``'s form."""
-        return {
+        """The change log's and ``fit --json``'s form (``measured_at`` only for a run's peak)."""
+        dated: dict[str, object] = {"measured_at": self.measured_at} if self.measured_at else {}
+        found: dict[str, object] = {
             "phase": self.phase,
             "passed": list(self.passed),
             "also_ran": self.also_ran,
@@ -319,6 +320,7 @@ class Calibration:
             "card_gib": _round(self.card_gib),
             "source": self.source,
         }
+        return found | dated
 
 
 @dataclass(frozen=True)
@@ -957,6 +959,7 @@ def calibration_from_json(recorded: Mapping[str, object]) -> Calibration | None:
         source=str(recorded.get("source") or "the change log's calibration"),
         passed=tuple(p for p in PHASES if p in named),
         also_ran=recorded.get("also_ran") is True,
+        measured_at=at if isinstance(at := recorded.get("measured_at"), str) else None,
     )
 
 
