@@ -115,9 +115,8 @@ def through_cli(root: Path, case: ScaleUpCase) -> ScaledUp:
         db, name = rolled_back_job(root, case)
         status, out, err = cli("scale-up", "--db", db, "--job", name, "--in-place")
         assert status == 0, err
-        changelog = Path(
-            next(line for line in out.splitlines() if "change log" in line.lower()).split()[-1]
-        )
+        said = next(line for line in out.splitlines() if line.startswith("Change log "))
+        changelog = Path(said[11:])
         return ScaledUp(_row_config(db, name), normal(changelog, root))
     config = rolled_back(root, case)
     status, out, err = cli("scale-up", config, "--yes")

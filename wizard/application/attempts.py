@@ -11,6 +11,7 @@ from pathlib import Path
 from oom_wizard.errors import WizardError
 from oom_wizard.formats.document import JobDocument, load_document
 from oom_wizard.logs.result import crash_step_of
+from oom_wizard.rules.memory import PHASE_WORDS
 from oom_wizard.rules.scaleup import ELSE_TO_CHANGE, CrashedConfig, repeated_crash
 from oom_wizard.spelling import value
 from oom_wizard.storage.changelog import AttemptRecord, ChangeLog, resolve_recorded
@@ -61,7 +62,33 @@ def describe_record(record: AttemptRecord) -> str:
     if record.outcome == "trained_nothing" and record.learned:
         ended = f"ran to its end, but {record.learned}"
     given = f" · with {' '.join(record.environment)}" if record.environment else ""
-    return f"{record.config} · {record.kind} run{given} · {ended} · {record.duration_s:.1f} s{peak}"
+    told = estimate_words(record)
+    return (
+        f"{record.config} · {record.kind} run{given} · {ended} · {record.duration_s:.1f} s"
+        f"{told}{peak}"
+    )
+
+
+def estimate_words(record: AttemptRecord) -> str:
+    """`` · estimated 19.3–23.5 GiB in the training step (the measured peak is inside it)``:
+    what the model said of the attempt's config before it ran, against what nvidia-smi
+    measured (the phase the peak is a point of); empty for an attempt recorded without one."""
+    estimate = record.estimate or {}
+    phases = estimate.get("phases")
+    named = record.peak_phase or estimate.get("phase")
+    phase = next((p for p in PHASE_WORDS if p == named), None)
+    band = phases.get(phase) if isinstance(phases, dict) and phase is not None else None
+    if not isinstance(band, dict) or phase is None:
+        return ""
+    low, high = band.get("low"), band.get("high")
+    if not isinstance(low, int | float) or not isinstance(high, int | float):
+        return ""
+    words = f" · estimated {low:.1f}–{high:.1f} GiB in the {PHASE_WORDS[phase]}"
+    peak = record.peak_gib
+    if peak is None:
+        return words + " (nothing measured)"
+    where = "inside it" if low <= peak <= high else ("below it" if peak < low else "above it")
+    return f"{words} (the measured peak is {where})"
 
 
 def crashed_configs(changelog: ChangeLog, log_path: Path | None) -> tuple[CrashedConfig, ...]:

@@ -55,10 +55,11 @@ from oom_wizard.application.choosing import (
     preselect_fix,
     validation_note,
 )
+from oom_wizard.application.fitting import job_memory
 from oom_wizard.application.learned import learned
 from oom_wizard.application.opening import open_job, settle_database
 from oom_wizard.application.running import TrainerEnd, processes_note
-from oom_wizard.application.saving import InPlace, SaveResult, ToFile, save
+from oom_wizard.application.saving import InPlace, SaveResult, ToFile, memory_json, save
 from oom_wizard.application.scale_up import (
     next_scale_up,
     open_for_scale_up,
@@ -73,6 +74,7 @@ from oom_wizard.logs.result import crash_phase
 from oom_wizard.logs.scan import scan_log
 from oom_wizard.logs.signals import GPU_SIGNALS, HOST_SIGNALS
 from oom_wizard.request import JobRequest
+from oom_wizard.rules.memory import JobMemory, measured_phase
 from oom_wizard.rules.oneoff import one_off_oom, with_expandable_segments
 from oom_wizard.rules.scaleup import pending_scale_ups
 from oom_wizard.spelling import counted
@@ -263,6 +265,11 @@ class Attempt:
     environment: tuple[str, ...] = ()
     """What its trainer's environment was given beyond the user's (``NAME=value``): the
     allocator setting of the one retry of a one-off crash."""
+    estimate: dict[str, object] | None = None
+    """What the model said of its config before it ran (the lineage's calibration): the
+    change log's ``memory`` shape."""
+    peak_phase: str | None = None
+    """The phase ``peak_gib`` is a point of (:func:`~oom_wizard.rules.memory.measured_phase`)."""
     learned: str = ""
     """After a clean end: what its saved adapter and its loss show
     (:func:`~oom_wizard.application.learned.learned`); ``trained_nothing`` says it did not
@@ -299,6 +306,8 @@ class Attempt:
             card_gib=self.card_gib,
             environment=self.environment,
             learned=self.learned or None,
+            estimate=self.estimate,
+            peak_phase=self.peak_phase,
         )
 
 
@@ -389,6 +398,7 @@ class _Loop:
         if warning is not None:
             self.say(f"⚠ {warning}")
         resume = resume_point(document)
+        estimate = estimate_before_run(where)
         at, since = now_iso(), time.time() - 1.0  # a file's time may round down
         end = self.runner(config, log, env) if env else self.runner(config, log)
         if not log.exists():
@@ -420,6 +430,12 @@ class _Loop:
             trained=trained,
             peak_gib=end.peak_gib,
             card_gib=card_of(end, scan),
+            estimate=memory_json(estimate) if estimate is not None else None,
+            peak_phase=(
+                measured_phase(crash_phase(scan), outcome in TRAINED_THROUGH, estimate)
+                if estimate is not None and end.peak_gib is not None
+                else None
+            ),
             hung_after_error=end.hung_after_error,
             processes=processes_note(end),
             environment=extra,
@@ -803,6 +819,20 @@ def _what_next(loop: _Loop, document: JobDocument, *, more_retries: bool = False
     if more_retries:
         options.insert(0, "more roll-backs (a higher --max-retries)")
     return done + "What is left: " + "; or ".join(options) + "."
+
+
+#: The outcomes of an attempt that went through every phase.
+TRAINED_THROUGH: Final = frozenset({"finished", "passed_validation", "trained_nothing"})
+
+
+def estimate_before_run(where: Where) -> JobMemory | None:
+    """The config's memory before it runs, as ``fit`` weighs it (the lineage's one
+    calibration); None when it cannot be weighed (the run goes on without it)."""
+    try:
+        memory, _after = job_memory(start(_request(where, None)), {})
+    except WizardError:
+        return None
+    return memory if memory.not_estimated is None else None
 
 
 def _crash_state(where: Where, log: Path, *, edited_ok: bool = False) -> WizardState:

@@ -13,7 +13,7 @@ from oom_wizard.application.choosing import prepared, recorded_steps
 from oom_wizard.application.settling import WizardState, memory_calibration
 from oom_wizard.errors import Front, SaveRefused, WizardError
 from oom_wizard.rules.diagnosis import Diagnosis
-from oom_wizard.rules.memory import job_memory as memory_of
+from oom_wizard.rules.memory import JobMemory, job_memory as memory_of
 from oom_wizard.rules.plan import StepChoice
 from oom_wizard.storage.changelog import (
     Direction,
@@ -253,6 +253,12 @@ def memory_record(state: WizardState, ready: Prepared, kind: ModelKind) -> dict[
         )
     except WizardError:
         return None
+    return memory_json(after)
+
+
+def memory_json(after: JobMemory) -> dict[str, object]:
+    """A config's memory as a change log records it (a run's ``memory``, an attempt's
+    ``estimate``)."""
     if after.not_estimated is not None:
         return {"not_estimated": after.not_estimated}
     return {

@@ -6,16 +6,15 @@ from oom_wizard.application.attempts import repeated_crash_note
 from oom_wizard.application.fitting import probed_card
 from oom_wizard.application.history import NextScaleUps, offered_scale_ups
 from oom_wizard.application.saving import Destination, Saved, memory_record, write_run
-from oom_wizard.application.settling import WizardState, start
+from oom_wizard.application.settling import WizardState, memory_calibration, start
 from oom_wizard.errors import WizardError
 from oom_wizard.paths import MISSING, parse_path
 from oom_wizard.request import JobRequest
-from oom_wizard.rules.memory import Prediction
+from oom_wizard.rules.memory import Prediction, predict_readd
 from oom_wizard.rules.plan import ScaleUp, next_scale_up as plan_next_scale_up
 from oom_wizard.rules.scaleup import (
     crashed_config_note,
     nothing_left_text,
-    predict,
     stop_text,
 )
 from oom_wizard.storage.changelog import (
@@ -176,18 +175,22 @@ def scale_up_notes(state: WizardState, ready: Prepared, scale_up: ScaleUp) -> tu
 
 def scale_up_prediction(state: WizardState, scale_up: ScaleUp) -> Prediction | None:
     """Whether the re-add is predicted to fit on the card (the probe's, else the one the
-    job's figures name), from the headroom its crash or its runs showed; None when no card is
-    known. The re-add stays allowed whatever it says."""
+    job's figures name), from the headroom its lineage showed (the one calibration,
+    :func:`~oom_wizard.application.settling.memory_calibration`, which the change log's
+    record of the saved re-add uses too); None when no card is known. The re-add stays
+    allowed whatever it says."""
 
     if state.changelog is None:
         return None
     card = probed_card(state)
-    return predict(
-        state.document,
-        state.changelog,
-        state.changelog_path,
-        scale_up,
-        scale_up_kind(state),
-        card_gib=card.gib if card is not None else None,
-        gpus=state.plan.gpus,
-    )
+    try:
+        return predict_readd(
+            state.document,
+            list(scale_up.changes),
+            scale_up_kind(state),
+            card_gib=card.gib if card is not None else None,
+            calibration=memory_calibration(state),
+            gpus=state.plan.gpus,
+        )
+    except WizardError:
+        return None

@@ -5,6 +5,7 @@ model kind and one plan, held in the immutable :class:`WizardState`.
 from __future__ import annotations
 
 import sys
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -14,9 +15,11 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from oom_wizard.application.labels import moment_info
 from oom_wizard.application.opening import OpenedJob, open_job
-from oom_wizard.formats.document import JobDocument
+from oom_wizard.errors import WizardError
+from oom_wizard.formats.document import Edit, JobDocument, RemoveKey, SetValue, load_document
 from oom_wizard.host.tenants import CardTenants, card_tenants
 from oom_wizard.logs.read import Watch, watching
+from oom_wizard.paths import parse_path
 from oom_wizard.request import JobRequest
 from oom_wizard.rules.diagnosis import (
     Answers as Answers,  # the answers a caller passes
@@ -24,13 +27,19 @@ from oom_wizard.rules.diagnosis import (
     diagnose,
 )
 from oom_wizard.rules.host import host_memory
-from oom_wizard.rules.memory import Calibration, calibration_from, calibration_from_attempts
+from oom_wizard.rules.memory import (
+    Calibration,
+    calibration_from,
+    calibration_from_attempts,
+    calibration_from_json,
+    calibration_from_record,
+)
 from oom_wizard.rules.modelkind import find_model_kind
 from oom_wizard.rules.options import option_findings
 from oom_wizard.rules.plan import Plan, StepChoice, StepProposal, build_plan, given_choices
 from oom_wizard.rules.tenants import room_gib, tenants_words
 from oom_wizard.spelling import value as show_value
-from oom_wizard.storage.changelog import ChangeLog
+from oom_wizard.storage.changelog import ChangeLog, resolve_recorded
 from oom_wizard.vocabulary import DEFAULT_MOMENT, VALIDATION_RUN, ModelKind, Moment
 
 if TYPE_CHECKING:
@@ -127,19 +136,136 @@ def crash_figures(
 
 
 def job_calibration(job: OpenedJob, diagnosis: Diagnosis) -> Calibration | None:
-    """The one calibration of a job's memory (:mod:`oom_wizard.rules.memory`'s rule): PyTorch's
-    OOM message in its log, a floor of the phase that crashed; else the measured peak of its
-    last ``run`` attempt (``attempts[].peak_gib``, a point). A log that is not this config's
-    (``log_matches_config`` false) says nothing about it."""
+    """THE calibration of a job's lineage (:mod:`oom_wizard.rules.memory`'s rule), asked by
+    every figure of the job (``fit``, ``plan``, ``apply``, the app, ``scale-up``, ``run``,
+    ``history``).
 
+    First found first: PyTorch's OOM message in this config's own log (a floor of the phase
+    that crashed; a log that is not this config's, ``log_matches_config`` false, says nothing
+    about it); else the newest point of its lineage in its change log: a ``run`` attempt's
+    measured peak (``attempts[].peak_gib``, of this config or of an ancestor on the same
+    card) or the crash a roll-back was saved from (``runs[].memory.calibrated_by``, else
+    ``runs[].diagnosis``). A point about another config carries it (:attr:`Calibration.on`),
+    so that the figure of every config saved from a crash rests on that crash's factor.
+    Last, the phases this config's log shows passing (no figure, only a ceiling).
+    """
+
+    for seen_job, seen_diagnosis, seen in _CALIBRATIONS:
+        if seen_job is job and seen_diagnosis is diagnosis:
+            return seen
+    found = _job_calibration(job, diagnosis)
+    _CALIBRATIONS.append((job, diagnosis, found))
+    return found
+
+
+_CALIBRATIONS: deque[tuple[OpenedJob, Diagnosis, Calibration | None]] = deque(maxlen=4)
+"""The last few answers of :func:`job_calibration` (a job and a diagnosis are immutable; a
+surface asks several times per figure, and rebuilding an ancestor costs tens of ms)."""
+
+
+def _job_calibration(job: OpenedJob, diagnosis: Diagnosis) -> Calibration | None:
+    found = None
     if job.scan is not None and diagnosis.log_matches_config is not False:
         found = calibration_from(diagnosis, None)
-        if found is not None:
+        if found is not None and found.at_least_gib is not None:
             return found
-    if job.changelog is not None and job.changelog.attempts:
-        attempts = [attempt.model_dump() for attempt in job.changelog.attempts]
-        return calibration_from_attempts(attempts, config=job.source.name)
-    return None
+    lineage = None
+    if job.changelog is not None:
+        lineage = lineage_calibration(job.document, job.changelog, job.changelog_path, _probed(job))
+    return lineage or found  # a log that only shows phases passing says the least
+
+
+def _probed(job: OpenedJob) -> float | None:
+    probe = job.probe
+    return probe.gpus[0].total_gib if probe is not None and probe.gpus else None
+
+
+#: How a crash recorded by a roll-back of the lineage is named.
+RECORDED_CRASH: Final = "the crash's OOM message recorded in the change log"
+
+#: The outcomes of a run that went through its phases: its measured peak is a point of them.
+WENT_THROUGH: Final = frozenset({"finished", "passed_validation", "trained_nothing"})
+
+#: A measured peak is about "the same card" when the capacities differ by less than this.
+SAME_CARD_GIB: Final = 1.0
+
+
+def lineage_calibration(
+    document: JobDocument,
+    changelog: ChangeLog,
+    changelog_path: Path | None,
+    card_gib: float | None = None,
+) -> Calibration | None:
+    """The newest calibration point of ``document``'s lineage in ``changelog`` (see
+    :func:`job_calibration`); ``card_gib``: today's card, when known (a peak measured on
+    another card says nothing about this one). None when the change log holds none."""
+
+    points: list[tuple[str, Calibration]] = []
+    attempts = [attempt.model_dump() for attempt in changelog.attempts]
+    for index, attempt in enumerate(changelog.attempts):
+        if attempt.peak_gib is None or attempt.peak_gib <= 0 or attempt.outcome not in WENT_THROUGH:
+            continue  # a crashed run's reading is below what its phase needed: no point
+        if (
+            card_gib is not None
+            and attempt.card_gib is not None
+            and abs(attempt.card_gib - card_gib) >= SAME_CARD_GIB
+        ):
+            continue
+        own = Path(attempt.config).name == document.source.name
+        point = calibration_from_attempts(attempts[: index + 1], config=Path(attempt.config).name)
+        if point is None:
+            continue
+        if not own:
+            ran = _recorded_document(changelog_path, attempt.config)
+            if ran is None:
+                continue
+            point = replace(point, on=ran, source=f"{point.source} of {Path(attempt.config).name}")
+        points.append((attempt.at, point))
+    for index, run in enumerate(changelog.runs):
+        if run.direction != "rollback":
+            continue
+        recorded = (run.memory or {}).get("calibrated_by")
+        point = calibration_from_json(recorded) if isinstance(recorded, Mapping) else None
+        point = point or calibration_from_record(run.diagnosis)
+        if point is None or point.at_least_gib is None:
+            continue
+        crashed = _before_run(document, changelog, index)
+        if crashed is None:
+            continue
+        points.append((run.at, replace(point, on=crashed, source=RECORDED_CRASH)))
+    if not points:
+        return None
+    return max(points, key=lambda item: item[0])[1]
+
+
+def _before_run(document: JobDocument, changelog: ChangeLog, run: int) -> JobDocument | None:
+    """``document`` (the change log's latest config) as it was before run ``run`` changed
+    it: the config that crashed, rebuilt from the entries of that run and of every later
+    one, undone newest first. None when a recorded field cannot be undone."""
+    edits: list[Edit] = []
+    for entry in reversed(changelog.changes):
+        if entry.run < run:
+            continue
+        try:
+            path = parse_path(entry.path)
+        except WizardError:
+            return None
+        edits.append(RemoveKey(path) if entry.before is None else SetValue(path, entry.before))
+    try:
+        crashed = document.with_edits(edits)
+    except (WizardError, KeyError, IndexError, TypeError, ValueError):
+        return None
+    return crashed
+
+
+def _recorded_document(changelog_path: Path | None, recorded: str) -> JobDocument | None:
+    """The config a change log records (an attempt's), loaded; None when it is gone."""
+    if changelog_path is None:
+        return None
+    try:
+        return load_document(resolve_recorded(changelog_path, recorded))
+    except (WizardError, OSError):
+        return None
 
 
 CardOrigin: TypeAlias = Literal["--gpu", "asked", "nvidia-smi", "oom-message"]
@@ -207,6 +333,9 @@ def job_card(
         return JobCard(gpu.total_gib, "nvidia-smi", device, count, tenants)
     if diagnosis.oom is not None and diagnosis.oom.total:
         return JobCard(diagnosis.oom.total, "oom-message", device, count)
+    calibration = job_calibration(job, diagnosis)  # the lineage's crash names its card
+    if calibration is not None and calibration.at_least_gib is not None and calibration.card_gib:
+        return JobCard(calibration.card_gib, "oom-message", device, count)
     return None
 
 

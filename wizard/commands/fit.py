@@ -253,10 +253,10 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
             continue
         mark = spelling.verdict(report.phase_verdict(phase) or "")
         calibration = memory.calibrated_by
-        if calibration is not None and phase in calibration.passed:
+        if calibration is not None and phase in calibration.passed and calibration.on is None:
             mark += " (the log shows it passed)"
         elif calibration is not None and calibration.floor_gib and phase == calibration.phase:
-            mark += " (it crashed here)"
+            mark += " (it crashed here)" if calibration.on is None else " (its source crashed here)"
         console.print(f"  {words} {band_text(band.low, band.high).ljust(16)} {mark}", markup=False)
     peak = memory.peak()
     console.print(

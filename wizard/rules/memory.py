@@ -293,6 +293,12 @@ class Calibration:
     also_ran: bool = False
     """Whether the crashed phase also ran on that card many times before it crashed (an
     intermittent crash): its peak is then at its floor, not far above it."""
+    on: JobDocument | None = field(default=None, compare=False, repr=False)
+    """The config the figures are about when it is not the one being weighed: an ancestor of
+    the lineage (the config that crashed, or that a run measured), whose factor every config
+    saved from it carries (:func:`job_memory` weighs the account against it)."""
+    measured_at: str | None = None
+    """When a run measured the peak (ISO-8601), for "measured on your card on <date>"."""
 
     @property
     def floor_gib(self) -> float | None:
@@ -303,8 +309,9 @@ class Calibration:
         return max(self.at_least_gib, self.card_gib or 0.0)
 
     def as_json(self) -> dict[str, object]:
-        """The change log's and ``fit --json``'s form."""
-        return {
+        """The change log's and ``fit --json``'s form (``measured_at`` only for a run's peak)."""
+        dated: dict[str, object] = {"measured_at": self.measured_at} if self.measured_at else {}
+        found: dict[str, object] = {
             "phase": self.phase,
             "passed": list(self.passed),
             "also_ran": self.also_ran,
@@ -313,6 +320,7 @@ class Calibration:
             "card_gib": _round(self.card_gib),
             "source": self.source,
         }
+        return found | dated
 
 
 @dataclass(frozen=True)
@@ -413,6 +421,8 @@ def job_memory(
     found = _accounts(view, presets, lookup, video, gpus)
     per_phase, known, notes, cards = found.per_phase, found.known, found.notes, found.cards
     today: dict[Phase, list[tuple[Terms, bool]]] | None = None
+    if calibration is not None and calibration.on is not None:
+        calibrated_on = calibration.on  # the lineage's config, whatever the caller weighs
     if calibration is not None and (changes or calibrated_on is not None):
         # The figures are about today's config: its scale carries over to the changed one.
         base = (calibrated_on or document).view()
@@ -452,6 +462,8 @@ def job_memory(
     if not happening:
         phases["load"] = Band(0.0, 0.0)
         parts["load"] = Parts(0, 0, 0, 0, 0, 0, 0)
+    if calibration is not None and calibration.measured_gib is not None:
+        notes.append(measured_words(calibration))
     if calibration is not None and scale != 1.0:
         notes.append(f"Calibrated by {calibration.source}: activations and overhead × {scale:.2f}.")
     if calibration is not None and scale < DISAGREES_BELOW:
@@ -824,14 +836,38 @@ def calibration_from_attempts(
         peak = attempt.get("peak_gib")
         if isinstance(peak, int | float) and not isinstance(peak, bool) and peak > 0:
             card = attempt.get("card_gib")
+            at = attempt.get("at")
+            recorded = next((p for p in PHASES if p == attempt.get("peak_phase")), None)
             return Calibration(
-                phase=phase,
+                phase=recorded or phase,
                 at_least_gib=None,
                 measured_gib=float(peak),
                 card_gib=float(card) if isinstance(card, int | float) else None,
                 source=f"attempt {index + 1}'s measured peak (nvidia-smi)",
+                measured_at=at if isinstance(at, str) else None,
             )
     return None
+
+
+def measured_phase(ended_in: str | None, finished: bool, memory: JobMemory) -> Phase:
+    """The phase a run's measured peak (nvidia-smi's highest reading while it ran) is a point
+    of: of the phases the run went through (every phase that happens when it trained through;
+    else those up to the one it ended in), the one ``memory`` estimates highest."""
+    last = CRASH_PHASE.get(ended_in or "", "training")
+    reached = PHASES if finished else PHASES[: PHASES.index(last) + 1]
+    happening = [p for p in reached if memory.phases.get(p) is not None]
+    if not happening:
+        return last
+    return max(happening, key=lambda p: (memory.phases[p] or Band(0.0, 0.0)).high)
+
+
+def measured_words(calibration: Calibration) -> str:
+    """A run's measured peak in one sentence: "Measured on your card on 2026-12-07: 17.8 GiB
+    in the training step (attempt 2's measured peak (nvidia-smi))." """
+    day = f" on {calibration.measured_at[:10]}" if calibration.measured_at else ""
+    gib = calibration.measured_gib or 0.0
+    where = PHASE_WORDS[calibration.phase]
+    return f"Measured on your card{day}: {gib:.1f} GiB in the {where} ({calibration.source})."
 
 
 def with_changes_note(memory: JobMemory, note: str) -> JobMemory:
@@ -897,6 +933,33 @@ def calibration_from_record(
         card_gib=float(total) if isinstance(total, int | float) else None,
         source="the crash's OOM message recorded in the change log",
         also_ran=moment == "intermittent",
+    )
+
+
+def calibration_from_json(recorded: Mapping[str, object]) -> Calibration | None:
+    """A change log's ``memory.calibrated_by`` (:meth:`Calibration.as_json`) read back; None
+    when it names no phase."""
+    phase = next((p for p in PHASES if p == recorded.get("phase")), None)
+    if phase is None:
+        return None
+
+    def gib(key: str) -> float | None:
+        value = recorded.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        return None
+
+    passed = recorded.get("passed")
+    named = passed if isinstance(passed, list) else []
+    return Calibration(
+        phase=phase,
+        at_least_gib=gib("at_least_gib"),
+        measured_gib=gib("measured_gib"),
+        card_gib=gib("card_gib"),
+        source=str(recorded.get("source") or "the change log's calibration"),
+        passed=tuple(p for p in PHASES if p in named),
+        also_ran=recorded.get("also_ran") is True,
+        measured_at=at if isinstance(at := recorded.get("measured_at"), str) else None,
     )
 
 

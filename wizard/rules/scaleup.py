@@ -19,25 +19,18 @@ step count follows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from oom_wizard.errors import WizardError
 from oom_wizard.formats.change import Change
-from oom_wizard.formats.document import MISSING, JobDocument, load_document, same_value
+from oom_wizard.formats.document import MISSING, JobDocument, same_value
 from oom_wizard.paths import parse_path
 from oom_wizard.rules.catalog import AnyStepId, Presets, load_presets
-from oom_wizard.rules.memory import (
-    calibration_from_attempts,
-    calibration_from_record,
-    predict_readd,
-)
 from oom_wizard.spelling import counted, mid_sentence
-from oom_wizard.storage.changelog import ChangeLog, resolve_recorded
+from oom_wizard.storage.changelog import ChangeLog
 from oom_wizard.vocabulary import VALIDATION_RUN
 
 if TYPE_CHECKING:
-    from oom_wizard.rules.memory import Prediction
+    pass
 
 
 @dataclass(frozen=True)
@@ -212,55 +205,6 @@ def _why(presets: Presets, order: tuple[AnyStepId, ...], changelog: ChangeLog) -
     )
 
 
-def predict(
-    document: JobDocument,
-    changelog: ChangeLog,
-    log_path: Path | None,
-    scale_up: ScaleUp,
-    model_kind: str,
-    *,
-    card_gib: float | None = None,
-    gpus: int = 1,
-) -> Prediction | None:
-    """Whether ``scale_up`` is predicted to fit, from the headroom the job's own figures show.
-
-    The figures, first found first: the measured peak of the last ``run`` attempt on this
-    config (``attempts[].peak_gib``), else the OOM message the last roll-back recorded (a floor
-    of the source config's crashed phase, so the source config is what it calibrates). The
-    card is ``card_gib`` (the probe's), else the one those figures name. None when no card is
-    known. The re-add stays allowed whatever the prediction says.
-    """
-
-    source: JobDocument | None = None
-    attempts = [attempt.model_dump() for attempt in changelog.attempts]
-    calibration = calibration_from_attempts(attempts, config=document.source.name)
-    if calibration is None:
-        rollbacks = [run for run in changelog.runs if run.direction == "rollback"]
-        recorded = rollbacks[-1].diagnosis if rollbacks else None
-        calibration = calibration_from_record(recorded)
-        if calibration is not None and log_path is not None:
-            try:
-                source = load_document(resolve_recorded(log_path, changelog.source.path))
-            except (WizardError, OSError):
-                source = None
-            if source is None:  # the floor is the source's: without it, only its card counts
-                card_gib = card_gib if card_gib is not None else calibration.card_gib
-                calibration = None
-    try:
-        return predict_readd(
-            document,
-            list(scale_up.changes),
-            model_kind,
-            card_gib=card_gib,
-            calibration=calibration,
-            calibrated_on=source,
-            gpus=gpus,
-        )
-    except WizardError:
-        return None
-
-
-#: What changes the outcome of a config that crashed, besides the config itself.
 ELSE_TO_CHANGE = (
     "a card with more memory, less else on the GPU, or "
     "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"

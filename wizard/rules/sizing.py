@@ -301,6 +301,7 @@ def size_fixes(
         if calibration is not None
         and calibration.phase in phases_of_moment(moment)
         and calibration.at_least_gib is not None
+        and calibration.on is None  # an ancestor's floor is not this config's
         else None
     )
     phase = floor.phase if floor is not None else phase_of_moment(moment)

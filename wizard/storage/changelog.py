@@ -178,6 +178,11 @@ class AttemptRecord(_Frozen):
             (``NAME=value``): the allocator setting of the one retry of a one-off crash.
         learned: After a clean end, what the adapter it saved and its loss showed; an
             attempt whose adapter did not move is ``trained_nothing``.
+        estimate: What the model said of the config before it ran, with the lineage's
+            calibration (the ``memory`` shape of a run: ``phase``, ``estimated_gib``,
+            ``phases``, ``certainty``, ``calibrated_by``).
+        peak_phase: The phase ``peak_gib`` is a point of: of the phases the attempt went
+            through, the one estimated highest (nvidia-smi's highest reading is theirs).
     """
 
     at: str
@@ -194,6 +199,8 @@ class AttemptRecord(_Frozen):
     card_gib: float | None = None
     environment: tuple[str, ...] = ()
     learned: str | None = None
+    estimate: dict[str, Any] | None = None
+    peak_phase: str | None = None
 
 
 class ChangeLog(_Frozen):
@@ -249,6 +256,10 @@ class ChangeLog(_Frozen):
         data = self.model_dump(mode="json")
         if not data["attempts"]:
             del data["attempts"]  # logs without trainer runs keep their old shape
+        for attempt in data.get("attempts", ()):
+            for key in ("estimate", "peak_phase"):  # an attempt without them keeps its shape
+                if attempt.get(key) is None:
+                    attempt.pop(key, None)
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 

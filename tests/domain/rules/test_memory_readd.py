@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from oom_wizard.application.settling import memory_calibration, start
 from oom_wizard.formats.document import load_document
+from oom_wizard.request import JobRequest
 from oom_wizard.rules.memory import Calibration, predict_readd
 from oom_wizard.rules.plan import next_scale_up
-from oom_wizard.rules.scaleup import predict
 from oom_wizard.storage.changelog import read_changelog
 from tests.support.plan_support import cli
 
@@ -60,7 +61,12 @@ def test_a_re_add_predicted_not_to_fit_is_said_and_still_offered(rolled_back: Pa
     changelog = read_changelog(rolled_back.with_name("flux_portrait_lora.oomfix.changelog.json"))
     step = next_scale_up(document, changelog)
     assert step is not None
-    small = predict(document, changelog, None, step, "image", card_gib=8.0)
+    state = start(JobRequest(rolled_back, probe=False))  # the lineage's one calibration
+    calibration = memory_calibration(state)
+    assert calibration is not None and calibration.on is not None  # the crashed config's
+    small = predict_readd(
+        document, list(step.changes), "image", card_gib=8.0, calibration=calibration
+    )
     assert small is not None and small.verdict == "wont_fit"
     assert (
         small.words.startswith("Predicted not to fit") and "You can still re-add it" in small.words
