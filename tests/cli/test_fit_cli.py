@@ -474,3 +474,34 @@ def test_plan_and_fit_weigh_against_one_card(
     assert fitted["fix_fits"] is plan["sizing"]["covered"]
     status, out, _err = cli("fit", demo, *log)
     assert "note: that crash was on a 23.5 GiB card; this fit weighs the job against the" in out
+
+
+def test_a_job_with_room_says_what_it_could_get_back_and_the_saved_config_fits(
+    demo: Path,
+) -> None:
+    """Issue 38 item 4: at 140 GiB the demo job (4-bit FLUX, low_vram) gets back its text
+    encoder at full precision and the faster load, not the full-precision transformer (it
+    would not fit with the margin); ``set`` with the printed fields saves a config whose own
+    ``fit`` fits with the same peak."""
+    found = fit_json(demo, "--gpu", "140")
+    room = found["give_back"]
+    assert found["verdict"] == "fits" and found["fix"] == []
+    assert [step["id"] for step in room["steps"]] == ["quantize_te", "low_vram"]
+    assert room["held"]["id"] == "quantize" and room["held"]["peak_gib"]["high"] > 140 * 0.9
+    command = room["command"]
+    assert command[:3] == ["oom-wizard", "set", str(demo)]
+    status, _out, err = cli(*command[1:], "-o", demo.with_name("back.yaml"))
+    assert status == 0, err
+    again = fit_json(demo.with_name("back.yaml"), "--gpu", "140")
+    assert again["verdict"] == "fits"
+    assert again["phases"][again["peak_phase"]] == room["peak_gib"]
+    assert again["give_back"]["steps"] == [] and again["give_back"]["held"]["id"] == "quantize"
+
+
+def test_a_rolled_back_job_with_room_gets_its_re_adds_through_scale_up(demo: Path) -> None:
+    status, _out, err = cli("apply", demo, "--log", DEMO / "flux_portrait_lora.log", "--no-probe")
+    assert status == 0, err
+    saved = demo.with_name("flux_portrait_lora.oomfix.yaml")
+    room = fit_json(saved, "--gpu", "32")["give_back"]
+    assert room["steps"][0]["id"] == "batch_size" and room["held"] is not None
+    assert room["command"] == ["oom-wizard", "scale-up", str(saved), "--yes"]

@@ -12,9 +12,11 @@ from typing import TypeAlias
 from oom_wizard.application.choosing import prepared, recorded_steps
 from oom_wizard.application.settling import WizardState, memory_calibration
 from oom_wizard.errors import Front, SaveRefused, WizardError
+from oom_wizard.formats.document import JobDocument
 from oom_wizard.rules.diagnosis import Diagnosis
-from oom_wizard.rules.memory import job_memory as memory_of
+from oom_wizard.rules.memory import JobMemory, job_memory as memory_of
 from oom_wizard.rules.plan import StepChoice
+from oom_wizard.rules.scaleup import ReaddFigures
 from oom_wizard.storage.changelog import (
     Direction,
     RunFacts,
@@ -239,19 +241,45 @@ def write_run(
     return save_to_db(ready, state.db_job, destination, run, prior=state.changelog)
 
 
-def memory_record(state: WizardState, ready: Prepared, kind: ModelKind) -> dict[str, object] | None:
-    """The change log run's ``memory`` for the saved config, weighed as a ``kind`` model."""
+def saved_memory(
+    state: WizardState,
+    after: JobDocument,
+    kind: ModelKind,
+    lineage: ReaddFigures | None = None,
+) -> JobMemory | None:
+    """The memory of a config saved from ``state`` (``after``: its document), weighed as a
+    ``kind`` model with the job's calibration, else ``lineage``'s (a re-add: the figures its
+    change log holds): the figure its change log records, and the one ``scale-up`` prints
+    before it saves (None: the config cannot be weighed)."""
 
+    calibration, calibrated_on = memory_calibration(state), state.document
+    if calibration is None and lineage is not None and lineage.calibration is not None:
+        calibration = lineage.calibration
+        calibrated_on = lineage.calibrated_on or state.document
     try:
-        after = memory_of(
-            ready.after,
+        return memory_of(
+            after,
             [],
             kind,
-            calibration=memory_calibration(state),
-            calibrated_on=state.document,
+            calibration=calibration,
+            calibrated_on=calibrated_on,
             gpus=state.plan.gpus,
         )
     except WizardError:
+        return None
+
+
+def memory_record(
+    state: WizardState,
+    ready: Prepared,
+    kind: ModelKind,
+    lineage: ReaddFigures | None = None,
+) -> dict[str, object] | None:
+    """The change log run's ``memory`` for the saved config, weighed as a ``kind`` model
+    (:func:`saved_memory`)."""
+
+    after = saved_memory(state, ready.after, kind, lineage)
+    if after is None:
         return None
     if after.not_estimated is not None:
         return {"not_estimated": after.not_estimated}

@@ -5,17 +5,24 @@ from __future__ import annotations
 from oom_wizard.application.attempts import repeated_crash_note
 from oom_wizard.application.fitting import probed_card
 from oom_wizard.application.history import NextScaleUps, offered_scale_ups
-from oom_wizard.application.saving import Destination, Saved, memory_record, write_run
-from oom_wizard.application.settling import WizardState, start
+from oom_wizard.application.saving import (
+    Destination,
+    Saved,
+    memory_record,
+    saved_memory,
+    write_run,
+)
+from oom_wizard.application.settling import WizardState, memory_calibration, start
 from oom_wizard.errors import WizardError
 from oom_wizard.paths import MISSING, parse_path
 from oom_wizard.request import JobRequest
-from oom_wizard.rules.memory import Prediction
+from oom_wizard.rules.memory import Prediction, readd_prediction
 from oom_wizard.rules.plan import ScaleUp, next_scale_up as plan_next_scale_up
 from oom_wizard.rules.scaleup import (
+    ReaddFigures,
     crashed_config_note,
     nothing_left_text,
-    predict,
+    readd_figures,
     stop_text,
 )
 from oom_wizard.storage.changelog import (
@@ -99,7 +106,7 @@ def save_scale_up(
         direction="scale_up",
         model_kind=kind,
         steps=steps,
-        memory=memory_record(state, ready, kind),
+        memory=memory_record(state, ready, kind, readd_lineage(state)),
     )
 
 
@@ -174,20 +181,35 @@ def scale_up_notes(state: WizardState, ready: Prepared, scale_up: ScaleUp) -> tu
     return tuple(note for note in notes if note is not None)
 
 
-def scale_up_prediction(state: WizardState, scale_up: ScaleUp) -> Prediction | None:
-    """Whether the re-add is predicted to fit on the card (the probe's, else the one the
-    job's figures name), from the headroom its crash or its runs showed; None when no card is
-    known. The re-add stays allowed whatever it says."""
+def readd_lineage(state: WizardState) -> ReaddFigures | None:
+    """The figures a re-add of this config is weighed with when the job has none of its own
+    (:func:`~oom_wizard.rules.scaleup.readd_figures`; None: no change log)."""
 
     if state.changelog is None:
         return None
+    return readd_figures(state.document, state.changelog, state.changelog_path)
+
+
+def scale_up_prediction(state: WizardState, scale_up: ScaleUp) -> Prediction | None:
+    """Whether the re-add is predicted to fit on the card (the probe's, else the one the
+    job's calibration names), weighed as the change log will record the saved config
+    (:func:`~oom_wizard.application.saving.saved_memory`: one figure, printed and recorded);
+    None when no card is known. The re-add stays allowed whatever it says."""
+
+    lineage = readd_lineage(state)
+    if lineage is None:
+        return None
     card = probed_card(state)
-    return predict(
-        state.document,
-        state.changelog,
-        state.changelog_path,
-        scale_up,
-        scale_up_kind(state),
-        card_gib=card.gib if card is not None else None,
-        gpus=state.plan.gpus,
-    )
+    calibration = memory_calibration(state)
+    card_gib = card.gib if card is not None else (calibration.card_gib if calibration else None)
+    card_gib = card_gib if card_gib is not None else lineage.card_gib
+    if card_gib is None:
+        return None
+    try:
+        ready = prepare_scale_up(state, scale_up)
+    except WizardError:
+        return None
+    after = saved_memory(state, ready.after, scale_up_kind(state), lineage)
+    if after is None or after.not_estimated is not None:
+        return None
+    return readd_prediction(after, card_gib, after.calibrated_by)

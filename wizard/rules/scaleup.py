@@ -37,7 +37,7 @@ from oom_wizard.storage.changelog import ChangeLog, resolve_recorded
 from oom_wizard.vocabulary import VALIDATION_RUN
 
 if TYPE_CHECKING:
-    from oom_wizard.rules.memory import Prediction
+    from oom_wizard.rules.memory import Calibration, Prediction
 
 
 @dataclass(frozen=True)
@@ -212,6 +212,49 @@ def _why(presets: Presets, order: tuple[AnyStepId, ...], changelog: ChangeLog) -
     )
 
 
+@dataclass(frozen=True)
+class ReaddFigures:
+    """What a re-add of a rolled-back config is weighed with: the job's own figures.
+
+    Attributes:
+        calibration: The measured peak of the last ``run`` attempt on this config, else the
+            OOM message the last roll-back recorded (None: neither).
+        calibrated_on: The config that calibration's figures come from (the roll-back's
+            source for a recorded OOM message; None: the config itself).
+        card_gib: The card those figures name (None: none).
+    """
+
+    calibration: Calibration | None
+    calibrated_on: JobDocument | None
+    card_gib: float | None
+
+
+def readd_figures(
+    document: JobDocument, changelog: ChangeLog, log_path: Path | None
+) -> ReaddFigures:
+    """The figures a re-add of ``document`` is weighed with (:class:`ReaddFigures`), first
+    found first; a recorded OOM message calibrates its source config, so without that config
+    only its card counts."""
+
+    source: JobDocument | None = None
+    attempts = [attempt.model_dump() for attempt in changelog.attempts]
+    calibration = calibration_from_attempts(attempts, config=document.source.name)
+    card = calibration.card_gib if calibration is not None else None
+    if calibration is None:
+        rollbacks = [run for run in changelog.runs if run.direction == "rollback"]
+        recorded = rollbacks[-1].diagnosis if rollbacks else None
+        calibration = calibration_from_record(recorded)
+        card = calibration.card_gib if calibration is not None else None
+        if calibration is not None and log_path is not None:
+            try:
+                source = load_document(resolve_recorded(log_path, changelog.source.path))
+            except (WizardError, OSError):
+                source = None
+        if source is None:
+            calibration = None
+    return ReaddFigures(calibration, source, card)
+
+
 def predict(
     document: JobDocument,
     changelog: ChangeLog,
@@ -222,38 +265,21 @@ def predict(
     card_gib: float | None = None,
     gpus: int = 1,
 ) -> Prediction | None:
-    """Whether ``scale_up`` is predicted to fit, from the headroom the job's own figures show.
-
-    The figures, first found first: the measured peak of the last ``run`` attempt on this
-    config (``attempts[].peak_gib``), else the OOM message the last roll-back recorded (a floor
-    of the source config's crashed phase, so the source config is what it calibrates). The
-    card is ``card_gib`` (the probe's), else the one those figures name. None when no card is
-    known. The re-add stays allowed whatever the prediction says.
+    """Whether ``scale_up`` is predicted to fit, from the headroom the job's own figures show
+    (:func:`readd_figures`). The card is ``card_gib`` (the probe's), else the one those
+    figures name. None when no card is known. The re-add stays allowed whatever the
+    prediction says.
     """
 
-    source: JobDocument | None = None
-    attempts = [attempt.model_dump() for attempt in changelog.attempts]
-    calibration = calibration_from_attempts(attempts, config=document.source.name)
-    if calibration is None:
-        rollbacks = [run for run in changelog.runs if run.direction == "rollback"]
-        recorded = rollbacks[-1].diagnosis if rollbacks else None
-        calibration = calibration_from_record(recorded)
-        if calibration is not None and log_path is not None:
-            try:
-                source = load_document(resolve_recorded(log_path, changelog.source.path))
-            except (WizardError, OSError):
-                source = None
-            if source is None:  # the floor is the source's: without it, only its card counts
-                card_gib = card_gib if card_gib is not None else calibration.card_gib
-                calibration = None
+    figures = readd_figures(document, changelog, log_path)
     try:
         return predict_readd(
             document,
             list(scale_up.changes),
             model_kind,
-            card_gib=card_gib,
-            calibration=calibration,
-            calibrated_on=source,
+            card_gib=card_gib if card_gib is not None else figures.card_gib,
+            calibration=figures.calibration,
+            calibrated_on=figures.calibrated_on,
             gpus=gpus,
         )
     except WizardError:

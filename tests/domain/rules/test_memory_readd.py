@@ -116,3 +116,17 @@ def test_a_re_add_on_a_split_model_is_weighed_per_card(tmp_path: Path) -> None:
         return found.memory.peak().high
 
     assert predicted(2) < predicted(1) - 1.0
+
+
+def test_scale_up_prints_the_figure_its_change_log_records(rolled_back: Path) -> None:
+    """Issue 38 item 4: one figure for a re-add, printed before the save and recorded in the
+    change log the save writes."""
+    status, out, _err = cli("scale-up", rolled_back, "--yes")
+    assert status == 0
+    printed = re.search(r"peaks at (\d+\.\d)–(\d+\.\d) of", out)
+    assert printed is not None
+    saved = sorted(rolled_back.parent.glob("flux_portrait_lora.oomfix-2.changelog.json"))
+    memory = read_changelog(saved[0]).runs[-1].memory
+    assert memory is not None
+    recorded = memory["estimated_gib"]
+    assert (float(printed[1]), float(printed[2])) == (recorded["low"], recorded["high"])
