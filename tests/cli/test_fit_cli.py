@@ -390,7 +390,7 @@ def test_a_job_without_figures_gets_no_gib_anywhere(tmp_path: Path, arch: str, w
     assert status == 0, err
     assert f"with the default steps: memory not estimated: {why}" in out
     assert "GiB (" not in out and "% of today's" not in out
-    assert "Fixes: only the safe set (no GiB to weigh a smaller one against" in out
+    assert "Fixes: only the moment's usual changes (no GiB to weigh a smaller one against" in out
     status, out, err = cli("plan", config, *log, "--no-probe", "--json")
     assert status == 0, err
     estimate = json.loads(out)["estimate"]
