@@ -505,3 +505,38 @@ def test_a_rolled_back_job_with_room_gets_its_re_adds_through_scale_up(demo: Pat
     room = fit_json(saved, "--gpu", "32")["give_back"]
     assert room["steps"][0]["id"] == "batch_size" and room["held"] is not None
     assert room["command"] == ["oom-wizard", "scale-up", str(saved), "--yes"]
+
+
+def test_a_phase_that_crashed_is_never_called_tight() -> None:
+    """Issue 43: "training step 23.5-30.4 GiB tight (it crashed here)" on the card it crashed
+    on is a contradiction: the crash is a fact, the phase does not fit that card (or a
+    smaller one); on a bigger card the band decides."""
+    from dataclasses import replace
+
+    from oom_wizard.application.fitting import Card, FitReport, crashed_here
+    from oom_wizard.rules.memory import Band, Calibration, JobMemory
+
+    crash = Calibration("training", 23.40, None, 23.99, "PyTorch's OOM message")
+    band = Band(23.5, 30.4)
+    memory = JobMemory(
+        phases={
+            "load": Band(10.0, 12.0),
+            "baseline_sample": None,
+            "training": band,
+            "sample": None,
+        },
+        parts={},
+        peak_phase="training",
+        known=True,
+        calibrated_by=crash,
+        notes=(),
+    )
+    assert crashed_here(memory, "training", 24.0) and not crashed_here(memory, "load", 24.0)
+    on_it = FitReport(Card(24.0, "--gpu"), memory, "wont_fit", None)
+    assert on_it.phase_verdict("training") == "wont_fit"
+    assert on_it.phase_verdict("load") == "fits"
+    bigger = FitReport(Card(28.0, "--gpu"), memory, "tight", None)
+    assert not crashed_here(memory, "training", 28.0)
+    assert bigger.phase_verdict("training") == "tight"
+    intermittent = replace(crash, also_ran=True)
+    assert not crashed_here(replace(memory, calibrated_by=intermittent), "training", 24.0)

@@ -292,7 +292,11 @@ class FitReport:
         happen)."""
 
         band = self.memory.phases.get(phase)
-        return verdict(band, self.card.room_gib) if band is not None else None
+        if band is None:
+            return None
+        if crashed_here(self.memory, phase, self.card.room_gib):
+            return "wont_fit"
+        return verdict(band, self.card.room_gib)
 
     def to_json(self) -> dict[str, object]:
         """DESIGN.md's ``fit --json`` shape (``fix_moment`` and ``fix_fits`` beside ``fix``),
@@ -359,9 +363,26 @@ def fit(state: WizardState, card: Card, ram_gib: float | None = None) -> FitRepo
     if memory.not_estimated is not None:
         return FitReport(card, memory, "not_estimated", None, host, options, target)
     found = verdict(memory.peak(), card.room_gib)
+    if any(crashed_here(memory, phase, card.room_gib) for phase in memory.phases):
+        found = "wont_fit"  # it crashed there, on this card or a bigger one: a fact
     fix = fit_fix(state, memory, card.room_gib) if found != "fits" else None
     room = room_to_give_back(state, card.room_gib) if fix is None and found == "fits" else None
     return FitReport(card, memory, found, fix, host, options, target, room)
+
+
+def crashed_here(memory: JobMemory, phase: Phase, card_gib: float) -> bool:
+    """Whether today's config crashed in ``phase`` on a card no smaller than ``card_gib`` (its
+    OOM message is the calibration): then that phase does not fit this card, whatever the
+    band's low edge says, and is never called "tight". An intermittent crash's phase also ran
+    on that card (``also_ran``): "tight" is then what it is."""
+
+    calibration = memory.calibrated_by
+    if calibration is None or calibration.phase != phase or calibration.floor_gib is None:
+        return False
+    if calibration.also_ran:
+        return False
+    crash_card = calibration.card_gib
+    return crash_card is None or card_gib <= crash_card + 0.05
 
 
 def apply_target(state: WizardState) -> tuple[str, ...]:

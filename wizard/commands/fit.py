@@ -212,7 +212,8 @@ def calibration_words(calibration: Calibration, scale: float) -> str:
     if calibration.at_least_gib is not None:
         said.append(
             f"the {PHASE_WORDS[calibration.phase]} needed more than "
-            f"{calibration.at_least_gib:.2f} GiB (a floor)"
+            f"{calibration.at_least_gib:.2f} GiB (a floor: what PyTorch held in tensors plus "
+            "the allocation it tried)"
         )
     elif calibration.measured_gib is not None:
         said.append(
