@@ -204,16 +204,17 @@ def fix_summary(state: WizardState) -> tuple[str, ...]:
     if sizing is None:
         lines.append(f"Fixes: only the moment's usual changes ({_unsized_because(plan)}).")
     else:
+        phase = PHASE_WORDS[sizing.phase]
         if sizing.calibrated:
-            need = f"it needed more than the card ({sizing.source})"
+            need = f"the {phase}, where it crashed, needed more than the card ({sizing.source})"
         elif sizing.deficit_gib >= 0:
-            need = f"{sizing.deficit_gib:.2f} GiB beyond the card ({sizing.source})"
+            need = f"the {phase} is {sizing.deficit_gib:.2f} GiB beyond the card ({sizing.source})"
         else:
-            need = f"today's estimate is within the card ({sizing.source})"
+            need = f"the {phase} is within the card ({sizing.source})"
         lines.append(
-            f"Fixes sized against the {sizing.card_gib:.1f} GiB card at the {sizing.phase} "
-            f"peak: {need}; a fix must fit with {sizing.margin_gib:.2f} GiB "
-            f"({MARGIN_SHARE:.0%} of the card) to spare."
+            f"Fixes sized against the {sizing.card_gib:.1f} GiB card: {need}; with a fix, "
+            f"every phase must fit with {sizing.margin_gib:.2f} GiB ({MARGIN_SHARE:.0%} of "
+            "the card) to spare."
         )
         if not sizing.calibrated:
             lines.append(

@@ -534,7 +534,7 @@ def _as_undo(step: StepProposal) -> StepProposal:
 
     if step.satisfied:
         return step
-    title = step.title[:1].lower() + step.title[1:]
+    title = spelling.mid_sentence(step.title)
     note = "The last scale-up gave this back and the job crashed after it: it is undone first."
     return dataclasses.replace(
         step,
@@ -671,10 +671,27 @@ def _with_defaults(
             )
         if step.id in free:
             notes.append("It costs no quality, so the default fix takes it first.")
+        if step.id in on and step.id != VALIDATION_RUN and not figures([step.id]).lowers(moment):
+            notes.append(_why_on_without_lowering(step.id, free, sized, peak))
         if notes != ([step.note] if step.note else []):
             step = dataclasses.replace(step, note=" ".join(notes))
         result.append(step)
     return result, exhausted, current, sized
+
+
+def _why_on_without_lowering(
+    step_id: str, free: Collection[str], sized: SizedFixes, peak: str
+) -> str:
+    """Why the default fix takes a step that, on its own, does not lower the peak the crash ran
+    into (issue 40: the plan says why)."""
+
+    if step_id in free:
+        why = "it costs no quality"
+    elif sized.default == "just_enough":
+        why = "with it another phase fits the card too, with the margin"
+    else:
+        why = "it is one of the moment's usual first changes"
+    return f"On its own it does not lower {peak}; the default fix takes it because {why}."
 
 
 def _with_validation(steps: Sequence[StepProposal], sized: SizedFixes) -> SizedFixes:

@@ -190,3 +190,21 @@ def test_giving_back_in_order_stops_at_the_first_that_does_not_fit() -> None:
     assert found.steps == ("a",) and found.held == "b"
     nothing = give_back(weigh, [_candidate("b")], 12.0)
     assert nothing.steps == () and nothing.memory.peak().high == pytest.approx(10.5)
+
+
+def test_a_default_step_that_does_not_lower_the_crashed_phase_says_why() -> None:
+    """Issue 40 item 3: a step the default fix takes, which on its own does not lower the
+    phase the crash ran into, says why it is taken; a step that lowers it says nothing."""
+    document = load_document(CONFIGS / "fibo_lora_24gb.yaml")
+    plan = sized(document, 12.0)
+    by_id = {step.id: step for step in plan.steps}
+    low_vram = by_id["low_vram"]
+    assert low_vram.default_on and low_vram.note is not None
+    assert "On its own it does not lower one training step" in low_vram.note
+    assert "another phase fits the card too" in low_vram.note
+    for step in plan.steps:
+        if step.default_on and step.id != "low_vram":
+            assert "On its own" not in (step.note or ""), step.id
+    sdxl = build_plan(load_document(CONFIGS / "sdxl_ui_defaults.yaml"), "loading", "image")
+    note = next(step.note for step in sdxl.steps if step.id == "low_vram")
+    assert note is not None and note.endswith("because it costs no quality.")
