@@ -15,6 +15,7 @@ from oom_wizard.application.choosing import (
     chosen_fix_names,
     chosen_fix_words,
     chosen_steps_words,
+    fix_name_words,
     fix_summary,
     optional_line,
     review,
@@ -22,7 +23,7 @@ from oom_wizard.application.choosing import (
 )
 from oom_wizard.application.saving import save
 from oom_wizard.errors import WizardError
-from oom_wizard.rules.sizing import FIX_WORDS, FixName
+from oom_wizard.rules.sizing import FixName
 from oom_wizard.screens.base import BACK
 from oom_wizard.screens.changes import DiffView
 from oom_wizard.screens.destination import DestinationPicker
@@ -75,7 +76,7 @@ class ReviewScreen(SavingStage):
                             )
                     yield Static(
                         "\n".join(
-                            f"{FIX_WORDS[name]}: {chosen_steps_words(state, name)}"
+                            f"{fix_name_words(state, name)}: {chosen_steps_words(state, name)}"
                             for name in fixes
                         ),
                         classes="field-hint",

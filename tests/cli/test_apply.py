@@ -125,7 +125,7 @@ def test_dry_run_s_estimate_is_the_sized_fix_s_peak_calibrated_by_the_crash(
     log = DEMO / "flux_portrait_lora.log"
     status, out, _ = cli("apply", config, "--log", log, "--dry-run", "--no-probe")
     assert status == 0
-    fix = re.search(r"^Applying just enough: .*training peak ≈ ([\d.]+) of ", out, re.M)
+    fix = re.search(r"^Applying least loss: .*training peak ≈ ([\d.]+) of ", out, re.M)
     line = re.search(
         r"^Estimate: training step ≈ ([\d.]+) GiB \(([\d.]+)–([\d.]+); today [\d.–]+ GiB; "
         r"it crashed needing more than 23.88 GiB",

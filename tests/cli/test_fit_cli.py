@@ -390,7 +390,7 @@ def test_a_job_without_figures_gets_no_gib_anywhere(tmp_path: Path, arch: str, w
     assert status == 0, err
     assert f"with the default steps: memory not estimated: {why}" in out
     assert "GiB (" not in out and "% of today's" not in out
-    assert "Fixes: only the safe set (no GiB to weigh a smaller one against" in out
+    assert "Fixes: only the moment's usual changes (no GiB to weigh a smaller one against" in out
     status, out, err = cli("plan", config, *log, "--no-probe", "--json")
     assert status == 0, err
     estimate = json.loads(out)["estimate"]
@@ -474,3 +474,69 @@ def test_plan_and_fit_weigh_against_one_card(
     assert fitted["fix_fits"] is plan["sizing"]["covered"]
     status, out, _err = cli("fit", demo, *log)
     assert "note: that crash was on a 23.5 GiB card; this fit weighs the job against the" in out
+
+
+def test_a_job_with_room_says_what_it_could_get_back_and_the_saved_config_fits(
+    demo: Path,
+) -> None:
+    """Issue 38 item 4: at 140 GiB the demo job (4-bit FLUX, low_vram) gets back its text
+    encoder at full precision and the faster load, not the full-precision transformer (it
+    would not fit with the margin); ``set`` with the printed fields saves a config whose own
+    ``fit`` fits with the same peak."""
+    found = fit_json(demo, "--gpu", "140")
+    room = found["give_back"]
+    assert found["verdict"] == "fits" and found["fix"] == []
+    assert [step["id"] for step in room["steps"]] == ["quantize_te", "low_vram"]
+    assert room["held"]["id"] == "quantize" and room["held"]["peak_gib"]["high"] > 140 * 0.9
+    command = room["command"]
+    assert command[:3] == ["oom-wizard", "set", str(demo)]
+    status, _out, err = cli(*command[1:], "-o", demo.with_name("back.yaml"))
+    assert status == 0, err
+    again = fit_json(demo.with_name("back.yaml"), "--gpu", "140")
+    assert again["verdict"] == "fits"
+    assert again["phases"][again["peak_phase"]] == room["peak_gib"]
+    assert again["give_back"]["steps"] == [] and again["give_back"]["held"]["id"] == "quantize"
+
+
+def test_a_rolled_back_job_with_room_gets_its_re_adds_through_scale_up(demo: Path) -> None:
+    status, _out, err = cli("apply", demo, "--log", DEMO / "flux_portrait_lora.log", "--no-probe")
+    assert status == 0, err
+    saved = demo.with_name("flux_portrait_lora.oomfix.yaml")
+    room = fit_json(saved, "--gpu", "32")["give_back"]
+    assert room["steps"][0]["id"] == "batch_size" and room["held"] is not None
+    assert room["command"] == ["oom-wizard", "scale-up", str(saved), "--yes"]
+
+
+def test_a_phase_that_crashed_is_never_called_tight() -> None:
+    """Issue 43: "training step 23.5-30.4 GiB tight (it crashed here)" on the card it crashed
+    on is a contradiction: the crash is a fact, the phase does not fit that card (or a
+    smaller one); on a bigger card the band decides."""
+    from dataclasses import replace
+
+    from oom_wizard.application.fitting import Card, FitReport, crashed_here
+    from oom_wizard.rules.memory import Band, Calibration, JobMemory
+
+    crash = Calibration("training", 23.40, None, 23.99, "PyTorch's OOM message")
+    band = Band(23.5, 30.4)
+    memory = JobMemory(
+        phases={
+            "load": Band(10.0, 12.0),
+            "baseline_sample": None,
+            "training": band,
+            "sample": None,
+        },
+        parts={},
+        peak_phase="training",
+        known=True,
+        calibrated_by=crash,
+        notes=(),
+    )
+    assert crashed_here(memory, "training", 24.0) and not crashed_here(memory, "load", 24.0)
+    on_it = FitReport(Card(24.0, "--gpu"), memory, "wont_fit", None)
+    assert on_it.phase_verdict("training") == "wont_fit"
+    assert on_it.phase_verdict("load") == "fits"
+    bigger = FitReport(Card(28.0, "--gpu"), memory, "tight", None)
+    assert not crashed_here(memory, "training", 28.0)
+    assert bigger.phase_verdict("training") == "tight"
+    intermittent = replace(crash, also_ran=True)
+    assert not crashed_here(replace(memory, calibrated_by=intermittent), "training", 24.0)

@@ -37,11 +37,11 @@ from oom_wizard.rules.plan import (
 )
 from oom_wizard.rules.sizing import (
     FIX_NAMES,
-    FIX_WORDS,
     MARGIN_SHARE,
     FixName,
     MemoryPeak,
     Weigher,
+    fix_label,
     peak_of,
 )
 from oom_wizard.rules.values import ValueCheck, validate_value
@@ -93,13 +93,20 @@ def fix_names(state: WizardState) -> tuple[FixName, ...]:
     return tuple(ordered)
 
 
+def fix_name_words(state: WizardState, fix: FixName) -> str:
+    """How a fix is named where the user reads it (:func:`~oom_wizard.rules.sizing.fix_label`
+    with the plan's sizing): ``least loss``, ``more margin``, ``usual changes``..."""
+
+    return fix_label(fix, state.plan.sizing)
+
+
 def fix_words(state: WizardState, fix: FixName, *, short: bool = False) -> str:
     """One line about a fix: its name, its steps and, where it was sized, its predicted peak
-    against the card (``just enough: 1 step (gradient_checkpointing), training peak ≈ 12.3 of
-    23.5 GiB``); ``short`` leaves the step ids out (the app lists them apart)."""
+    against the card (``least loss: 1 step (gradient_checkpointing), training peak ≈
+    12.3 of 23.5 GiB``); ``short`` leaves the step ids out (the app lists them apart)."""
     plan = state.plan
     steps = [step for step in plan.fix_steps(fix) if step != VALIDATION_STEP]
-    text = f"{FIX_WORDS[fix]}: {counted(len(steps), 'step')}"
+    text = f"{fix_label(fix, plan.sizing)}: {counted(len(steps), 'step')}"
     if steps and not short:
         text += f" ({', '.join(steps)})"
     sizing = plan.sizing
@@ -138,7 +145,7 @@ def chosen_fix_words(state: WizardState, fix: FixName) -> str:
     choices), "predicted not to fit" when it is above the card (issue 38 items 5 and 6)."""
 
     steps = chosen_fix(state, fix)
-    text = f"{FIX_WORDS[fix]}: {counted(len(steps), 'step')}"
+    text = f"{fix_label(fix, state.plan.sizing)}: {counted(len(steps), 'step')}"
     peak = memory_peak(state, effective_choices(state, fix=fix))
     if peak is not None and peak.not_estimated is None:
         text += f", peak ≈ {peak.words()}"
@@ -195,23 +202,25 @@ def fix_summary(state: WizardState) -> tuple[str, ...]:
     lines: list[str] = []
     sizing = plan.sizing
     if sizing is None:
-        lines.append(f"Fixes: only the safe set ({_unsized_because(plan)}).")
+        lines.append(f"Fixes: only the moment's usual changes ({_unsized_because(plan)}).")
     else:
+        phase = PHASE_WORDS[sizing.phase]
         if sizing.calibrated:
-            need = f"it needed more than the card ({sizing.source})"
+            need = f"the {phase}, where it crashed, needed more than the card ({sizing.source})"
         elif sizing.deficit_gib >= 0:
-            need = f"{sizing.deficit_gib:.2f} GiB beyond the card ({sizing.source})"
+            need = f"the {phase} is {sizing.deficit_gib:.2f} GiB beyond the card ({sizing.source})"
         else:
-            need = f"today's estimate is within the card ({sizing.source})"
+            need = f"the {phase} is within the card ({sizing.source})"
         lines.append(
-            f"Fixes sized against the {sizing.card_gib:.1f} GiB card at the {sizing.phase} "
-            f"peak: {need}; a fix must fit with {sizing.margin_gib:.2f} GiB "
-            f"({MARGIN_SHARE:.0%} of the card) to spare."
+            f"Fixes sized against the {sizing.card_gib:.1f} GiB card: {need}; with a fix, "
+            f"every phase must fit with {sizing.margin_gib:.2f} GiB ({MARGIN_SHARE:.0%} of "
+            "the card) to spare."
         )
         if not sizing.calibrated:
             lines.append(
-                "No OOM message of this crash sizes the deficit, so the safe set stays the "
-                "default; 'just enough' rests on the estimate alone."
+                "No OOM message of this crash sizes the deficit, so the moment's usual "
+                "changes stay the default; the least loss rests on the estimate "
+                "alone."
             )
     lines.extend(f"  {fix_words(state, name)}" for name in fix_names(state))
     return tuple(lines)

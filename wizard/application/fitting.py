@@ -14,7 +14,9 @@ from oom_wizard.application.settling import (
     job_card,
     memory_calibration,
 )
+from oom_wizard.formats.change import Change
 from oom_wizard.host.tenants import CardTenants
+from oom_wizard.paths import MISSING, format_path, parse_path
 from oom_wizard.rules.accounts import Phase
 from oom_wizard.rules.host import HostMemory, host_memory
 from oom_wizard.rules.limits import card_problem
@@ -35,7 +37,15 @@ from oom_wizard.rules.plan import (
     build_plan,
     changes_for,
 )
-from oom_wizard.rules.solver import MARGIN_SHARE, fits_card, loss_words
+from oom_wizard.rules.scaleup import pending_scale_ups
+from oom_wizard.rules.solver import (
+    MARGIN_SHARE,
+    GivenBack,
+    fits_card,
+    give_back,
+    loss_of,
+    loss_words,
+)
 from oom_wizard.rules.tenants import room_gib, tenants_words
 from oom_wizard.vocabulary import Moment, json_schema
 
@@ -269,6 +279,8 @@ class FitReport:
     target: tuple[str, ...] = ()
     """What ``apply`` is given to open the same job (the config, or ``--db PATH --job NAME
     --as-new``)."""
+    room: Room | None = None
+    """When the job fits with room: what it could get back (:func:`room_to_give_back`)."""
 
     @property
     def apply_args(self) -> list[str] | None:
@@ -280,7 +292,11 @@ class FitReport:
         happen)."""
 
         band = self.memory.phases.get(phase)
-        return verdict(band, self.card.room_gib) if band is not None else None
+        if band is None:
+            return None
+        if crashed_here(self.memory, phase, self.card.room_gib):
+            return "wont_fit"
+        return verdict(band, self.card.room_gib)
 
     def to_json(self) -> dict[str, object]:
         """DESIGN.md's ``fit --json`` shape (``fix_moment`` and ``fix_fits`` beside ``fix``),
@@ -324,6 +340,7 @@ class FitReport:
             "fix_phases": fix.memory.phases_json() if fix is not None else None,
             "host": self.host.to_json() if self.host is not None else None,
             "options": [finding.to_json() for finding in self.options],
+            "give_back": self.room.to_json() if self.room is not None else None,
         }
 
 
@@ -346,8 +363,26 @@ def fit(state: WizardState, card: Card, ram_gib: float | None = None) -> FitRepo
     if memory.not_estimated is not None:
         return FitReport(card, memory, "not_estimated", None, host, options, target)
     found = verdict(memory.peak(), card.room_gib)
+    if any(crashed_here(memory, phase, card.room_gib) for phase in memory.phases):
+        found = "wont_fit"  # it crashed there, on this card or a bigger one: a fact
     fix = fit_fix(state, memory, card.room_gib) if found != "fits" else None
-    return FitReport(card, memory, found, fix, host, options, target)
+    room = room_to_give_back(state, card.room_gib) if fix is None and found == "fits" else None
+    return FitReport(card, memory, found, fix, host, options, target, room)
+
+
+def crashed_here(memory: JobMemory, phase: Phase, card_gib: float) -> bool:
+    """Whether today's config crashed in ``phase`` on a card no smaller than ``card_gib`` (its
+    OOM message is the calibration): then that phase does not fit this card, whatever the
+    band's low edge says, and is never called "tight". An intermittent crash's phase also ran
+    on that card (``also_ran``): "tight" is then what it is."""
+
+    calibration = memory.calibrated_by
+    if calibration is None or calibration.phase != phase or calibration.floor_gib is None:
+        return False
+    if calibration.also_ran:
+        return False
+    crash_card = calibration.card_gib
+    return crash_card is None or card_gib <= crash_card + 0.05
 
 
 def apply_target(state: WizardState) -> tuple[str, ...]:
@@ -401,3 +436,204 @@ def saved_verdict(state: WizardState, after: JobMemory) -> SavedVerdict:
         return SavedVerdict(None, card, None, None)
     peak = after.peak()
     return SavedVerdict(verdict(peak, card.room_gib), card, peak, after.peak_phase)
+
+
+@dataclass(frozen=True)
+class GiveBack:
+    """One thing a job that fits with room could get back.
+
+    Attributes:
+        id: The step it undoes (a re-add of the change log) or the switch it turns off.
+        title: How it is named (``Re-add the biggest resolution``, ``Full-precision
+            transformer (quantize off)``).
+        loss: What it gives back: ``quality``, ``samples`` or ``time``.
+        changes: Its fields.
+    """
+
+    id: str
+    title: str
+    loss: str
+    changes: tuple[Change, ...]
+
+
+@dataclass(frozen=True)
+class Room:
+    """What a job that fits with room could get back, the most quality first, while it still
+    fits the card with the solver's margin (:func:`oom_wizard.rules.solver.give_back`).
+
+    Attributes:
+        taken: What it can get back.
+        memory: The job's memory with all of it.
+        held: The first one it cannot (it would not fit), with the memory it would have.
+        command: The command that makes it: ``scale-up`` (one re-add per run, in this order)
+            for a config its change log rolled back, else ``set`` with the fields; None when
+            nothing is taken or the job is a web-UI row (``set`` takes a config).
+        scale_up: ``taken`` are the change log's re-adds (``command`` is run once for each).
+    """
+
+    taken: tuple[GiveBack, ...]
+    memory: JobMemory
+    held: tuple[GiveBack, JobMemory] | None
+    command: tuple[str, ...] | None
+    scale_up: bool
+
+    def to_json(self) -> dict[str, object]:
+        """``fit --json``'s ``give_back``."""
+        held = self.held
+        return {
+            "steps": [
+                {
+                    "id": item.id,
+                    "title": item.title,
+                    "gives_back": item.loss,
+                    "fields": [
+                        {
+                            "path": format_path(c.path),
+                            "after": None if c.after is MISSING else c.after,
+                        }
+                        for c in item.changes
+                    ],
+                }
+                for item in self.taken
+            ],
+            "peak_gib": self.memory.peak().rounded() if self.taken else None,
+            "phases": self.memory.phases_json() if self.taken else None,
+            "held": None
+            if held is None
+            else {"id": held[0].id, "title": held[0].title, "peak_gib": held[1].peak().rounded()},
+            "command": list(self.command) if self.command is not None else None,
+            "runs": len(self.taken) if self.scale_up and self.command is not None else 1,
+        }
+
+
+#: The switches a config may hold that a job with room could turn off, the most quality first:
+#: (id, the field in the process, title, what it gives back).
+SWITCHES: Final = (
+    ("quantize", "model.quantize", "Full-precision transformer (quantize off)", "quality"),
+    (
+        "quantize_te",
+        "model.quantize_te",
+        "Full-precision text encoder (quantize_te off)",
+        "quality",
+    ),
+    (
+        "sampling",
+        "train.disable_sampling",
+        "Preview samples back (disable_sampling off)",
+        "samples",
+    ),
+    ("low_vram", "model.low_vram", "Faster loading (low_vram off)", "time"),
+)
+
+
+def _switches(state: WizardState) -> list[GiveBack]:
+    """The switches of :data:`SWITCHES` that the config has on."""
+
+    process = state.document.view().primary
+    if process is None:
+        return []
+    model, train = process.model, process.train
+    on = {
+        "quantize": model.quantize is True,
+        "quantize_te": model.quantize_te is True,
+        "sampling": train.disable_sampling is True,
+        "low_vram": model.low_vram is True,
+    }
+    te_path = parse_path(process.path_text("model.quantize_te"))
+    te_written = state.document.get(te_path) is not MISSING
+    found: list[GiveBack] = []
+    for switch, relative, title, loss in SWITCHES:
+        if not on[switch]:
+            continue
+        changes = [Change(parse_path(process.path_text(relative)), False, reason=title)]
+        if switch == "quantize" and on["quantize_te"] and not te_written:
+            # quantize_te follows quantize when absent: keep the text encoder as it is
+            changes.append(Change(te_path, True, reason=title))
+        found.append(GiveBack(switch, title, loss, tuple(changes)))
+    return found
+
+
+def _merged(changes: Sequence[Change]) -> tuple[Change, ...]:
+    """The changes with one per field, the last one winning."""
+
+    by_path: dict[object, Change] = {}
+    for change in changes:
+        by_path.pop(change.path, None)
+        by_path[change.path] = change
+    return tuple(by_path.values())
+
+
+def room_to_give_back(state: WizardState, card_gib: float) -> Room | None:
+    """What a job that fits ``card_gib`` with room could get back (None: it has no room, or
+    nothing to get back).
+
+    A config that a roll-back saved gets back its change log's re-adds, in the scale-up's
+    order, as many as still fit (``scale-up`` makes them one per run, so the walk stops at the
+    first that would not); any other config, the switches it holds on that cost quality,
+    samples or time (:data:`SWITCHES`), each taken that still fits. Both are weighed by the
+    one memory model with the job's calibration, as the change log records a save.
+    """
+
+    calibration, calibrated_on = memory_calibration(state), state.document
+
+    def weigh(changes: Sequence[Change]) -> JobMemory:
+        return memory_of(
+            state.document,
+            list(_merged(changes)),
+            state.model_kind,
+            calibration=calibration,
+            calibrated_on=calibrated_on,
+            gpus=state.plan.gpus,
+        )
+
+    readds = (
+        pending_scale_ups(state.document, state.changelog) if state.changelog is not None else ()
+    )
+    candidates = (
+        [GiveBack(s.step, s.title, step_gives(s.step), s.changes) for s in readds]
+        if readds
+        else _switches(state)
+    )
+    if not candidates:
+        return None
+    base = weigh(())
+    if base.not_estimated is not None or not fits_card(base, card_gib):
+        return None
+    by_id = {item.id: item for item in candidates}
+    found: GivenBack = give_back(
+        weigh, [(item.id, item.changes) for item in candidates], card_gib, in_order=bool(readds)
+    )
+    taken = tuple(by_id[name] for name in found.steps)
+    held = (
+        (by_id[found.held], found.held_memory)
+        if found.held is not None and found.held_memory is not None
+        else None
+    )
+    return Room(
+        taken, found.memory, held, _give_back_command(state, taken, bool(readds)), bool(readds)
+    )
+
+
+def step_gives(step_id: str) -> str:
+    """What re-adding a step gives back: what rolling it back lost (``quality``...)."""
+
+    return loss_of(step_id)
+
+
+def _give_back_command(
+    state: WizardState, taken: Sequence[GiveBack], scale_up: bool
+) -> tuple[str, ...] | None:
+    if not taken:
+        return None
+    if scale_up:
+        write = () if state.job.db_job is not None else ("--yes",)
+        return ("oom-wizard", "scale-up", *apply_target(state), *write)
+    if state.job.db_job is not None:
+        return None
+    fields = _merged([c for item in taken for c in item.changes])
+    return (
+        "oom-wizard",
+        "set",
+        str(state.source),
+        *(f"{format_path(c.path)}={str(c.after).lower()}" for c in fields),
+    )

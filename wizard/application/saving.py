@@ -12,6 +12,7 @@ from typing import TypeAlias
 from oom_wizard.application.choosing import prepared, recorded_steps
 from oom_wizard.application.settling import WizardState, memory_calibration
 from oom_wizard.errors import Front, SaveRefused, WizardError
+from oom_wizard.formats.document import JobDocument
 from oom_wizard.rules.diagnosis import Diagnosis
 from oom_wizard.rules.memory import JobMemory, job_memory as memory_of
 from oom_wizard.rules.plan import StepChoice
@@ -239,12 +240,15 @@ def write_run(
     return save_to_db(ready, state.db_job, destination, run, prior=state.changelog)
 
 
-def memory_record(state: WizardState, ready: Prepared, kind: ModelKind) -> dict[str, object] | None:
-    """The change log run's ``memory`` for the saved config, weighed as a ``kind`` model."""
+def saved_memory(state: WizardState, after: JobDocument, kind: ModelKind) -> JobMemory | None:
+    """The memory of a config saved from ``state`` (``after``: its document), weighed as a
+    ``kind`` model with the lineage's one calibration
+    (:func:`~oom_wizard.application.settling.memory_calibration`): the figure its change log
+    records, and the one ``scale-up`` prints before it saves (None: it cannot be weighed)."""
 
     try:
-        after = memory_of(
-            ready.after,
+        return memory_of(
+            after,
             [],
             kind,
             calibration=memory_calibration(state),
@@ -253,7 +257,14 @@ def memory_record(state: WizardState, ready: Prepared, kind: ModelKind) -> dict[
         )
     except WizardError:
         return None
-    return memory_json(after)
+
+
+def memory_record(state: WizardState, ready: Prepared, kind: ModelKind) -> dict[str, object] | None:
+    """The change log run's ``memory`` for the saved config, weighed as a ``kind`` model
+    (:func:`saved_memory`)."""
+
+    after = saved_memory(state, ready.after, kind)
+    return memory_json(after) if after is not None else None
 
 
 def memory_json(after: JobMemory) -> dict[str, object]:

@@ -177,11 +177,9 @@ def scale_up_prediction(state: WizardState, scale_up: ScaleUp) -> Prediction | N
     """Whether the re-add is predicted to fit on the card (the probe's, else the one the
     job's figures name), from the headroom its lineage showed (the one calibration,
     :func:`~oom_wizard.application.settling.memory_calibration`, which the change log's
-    record of the saved re-add uses too); None when no card is known. The re-add stays
-    allowed whatever it says."""
+    record of the saved re-add uses too: one figure, printed and recorded); None when no card
+    is known. The re-add stays allowed whatever it says."""
 
-    if state.changelog is None:
-        return None
     card = probed_card(state)
     try:
         return predict_readd(

@@ -3,7 +3,8 @@
 Without ``--steps`` or ``--all`` it applies the plan's default-on steps with their default
 field toggles (what the wizard saves when every default is accepted); ``--all`` applies
 every step of the plan with its default toggles; ``--steps ID,ID`` names the steps; ``--safe``
-takes the safe set where the default is "just enough" (:mod:`oom_wizard.rules.sizing`). The
+takes the moment's usual changes (``safe``) where the default is the least loss
+(``just_enough``) (:mod:`oom_wizard.rules.sizing`). The
 moment and kind are settled exactly as ``plan`` settles them. The source is never written.
 """
 
@@ -58,8 +59,9 @@ def add_parser(subparsers: Any) -> None:
         description=(
             "Apply the roll-back plan and save a new config (never the source) with a change "
             "log that records every change, its step and why. Default: the steps that are on "
-            "by default ('just enough' where the crash's own figures size it, else the safe "
-            "set); --safe: the safe set; --all: every step; --steps: the ones named."
+            "by default (the least loss where the crash's own figures size it, else "
+            "the moment's usual changes); --safe: the moment's usual changes; --all: every "
+            "step; --steps: the ones named."
         ),
     )
     add_target_arguments(parser)
@@ -76,8 +78,9 @@ def add_parser(subparsers: Any) -> None:
         "--safe",
         action="store_true",
         help=(
-            "apply the safe set: what costs no quality and all the moment's first rungs (the "
-            "default is 'just enough' where the crash's own figures size it)"
+            "apply the moment's usual changes: what costs no quality and all the moment's "
+            "first rungs (the default is the least loss where the crash's own "
+            "figures size it)"
         ),
     )
     add_output_arguments(parser)

@@ -37,7 +37,7 @@ from oom_wizard.errors import WizardError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from oom_wizard.application.fitting import FitReport
+    from oom_wizard.application.fitting import FitReport, Room
     from oom_wizard.application.settling import WizardState
     from oom_wizard.rules.host import HostMemory
     from oom_wizard.rules.memory import Calibration
@@ -212,7 +212,8 @@ def calibration_words(calibration: Calibration, scale: float) -> str:
     if calibration.at_least_gib is not None:
         said.append(
             f"the {PHASE_WORDS[calibration.phase]} needed more than "
-            f"{calibration.at_least_gib:.2f} GiB (a floor)"
+            f"{calibration.at_least_gib:.2f} GiB (a floor: what PyTorch held in tensors plus "
+            "the allocation it tried)"
         )
     elif calibration.measured_gib is not None:
         said.append(
@@ -288,6 +289,8 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
         console.print(f"  option: {finding.words()}", markup=False)
     if report.host is not None:
         render_host(console, report.host)
+    if report.room is not None:
+        render_room(console, report.room, report.card)
     fix = report.fix
     if fix is None:
         return
@@ -325,6 +328,40 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
     line = report.apply_args
     if line is not None:
         console.print("  " + shlex.join(line), markup=False)
+
+
+def render_room(console: Console, room: Room, card: Card) -> None:
+    """What a job that fits with room could get back, and the command that makes it."""
+
+    console.print("", markup=False)
+    if room.taken:
+        peak = room.memory.peak()
+        items = ", ".join(f"{item.title} ({item.loss})" for item in room.taken)
+        console.print(
+            f"Room to give back, the most quality that still fits with {FIT_MARGIN:.0%} of "
+            f"the card free: {items} (peak {PHASE_WORDS[room.memory.peak_phase]} "
+            f"{band_text(peak.low, peak.high)})",
+            markup=False,
+        )
+    held = room.held
+    if held is not None:
+        item, memory = held
+        peak = memory.peak()
+        words = "Left out:" if room.taken else "Room, but not enough to give back anything:"
+        console.print(
+            f"  {words} {item.title} would not fit with that margin "
+            f"({PHASE_WORDS[memory.peak_phase]} {band_text(peak.low, peak.high)} on the "
+            f"{card.room_gib:.1f} GiB card)",
+            markup=False,
+        )
+    if room.command is None:
+        return
+    line = shlex.join(room.command)
+    if room.scale_up and len(room.taken) > 1:
+        line += (
+            f"   (one re-add per run: {len(room.taken)} runs, each on the config the last saved)"
+        )
+    console.print("  " + line, markup=False)
 
 
 HOST_PHASE_WORDS = {"load": "loading", "caching": "caching", "training": "training step"}

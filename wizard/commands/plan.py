@@ -42,8 +42,9 @@ def add_parser(subparsers: Any) -> None:
         description=(
             "Show the memory roll-back for a job that died with CUDA out of memory: the steps "
             "in order, each with the fields it would change (before → after), which are on "
-            "by default, the fixes offered (just enough and safe) with their peak in GiB, and a "
-            "relative memory estimate. Writes nothing; 'apply' saves it."
+            "by default, the fixes offered (the least loss and the moment's usual "
+            "changes) with their peak in GiB, and a relative memory estimate. Writes nothing; "
+            "'apply' saves it."
         ),
     )
     add_target_arguments(parser)
@@ -101,8 +102,8 @@ def render_plan(console: Console, state: WizardState, notes: Sequence[str]) -> N
     for number, step in enumerate(plan.steps, start=1):
         render_step(console, state, number, step)
     console.print(
-        "Apply the default steps with 'oom-wizard apply', the safe set with --safe, all of "
-        "them with --all, or name them with --steps ID,ID.",
+        "Apply the default steps with 'oom-wizard apply', the moment's usual changes with "
+        "--safe, all of them with --all, or name them with --steps ID,ID.",
         markup=False,
     )
 

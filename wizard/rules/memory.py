@@ -994,6 +994,11 @@ def predict_readd(
     )
     if after.not_estimated is not None:
         return None
+    return readd_prediction(after, card, calibration)
+
+
+def readd_prediction(after: JobMemory, card: float, calibration: Calibration | None) -> Prediction:
+    """The prediction of a re-add whose config weighs ``after``, on a ``card`` GiB card."""
     peak = after.peak()
     found = verdict(peak, card)
     where = (

@@ -487,15 +487,20 @@ def build_plan(
     last_rollback = _done_by_last_rollback(changelog, presets)
     done = {} if new_crash else last_rollback
     applied_before = set(last_rollback) if new_crash else set()
-    first = presets.moment(checked_moment).first(kind)
+    first: tuple[str, ...] = presets.moment(checked_moment).first(kind)
     forward = {*first, *presets.ladder(kind), VALIDATION_RUN}
+    readded = _readded_by_last_run(changelog, order)
+    if readded:  # what the scale-up that crashed gave back goes first: the config before it
+        order = (*readded, *(step for step in order if step not in readded))  # trained
+        first = readded
     steps = [
         dataclasses.replace(
             _step(step_id, checked_moment, processes, presets, done, applied_before),
-            deeper=step_id not in forward,
+            deeper=step_id not in forward and step_id not in readded,
         )
         for step_id in order
     ]
+    steps = [_as_undo(step) if step.id in readded else step for step in steps]
     chosen, exhausted, figures, sized = _with_defaults(
         steps, first, document, checked_moment, kind, presets, calibration, card_gib, gpus
     )
@@ -509,6 +514,32 @@ def build_plan(
         default_fix=sized.default,
         sizing=sized.sizing,
         gpus=gpus,
+    )
+
+
+def _readded_by_last_run(
+    changelog: ChangeLog | None, order: Sequence[AnyStepId]
+) -> tuple[AnyStepId, ...]:
+    """The steps the change log's last run gave back, when that run is a scale-up (the config
+    crashed after it: what it gave back is the first thing to take back), in plan order."""
+
+    if changelog is None or not changelog.runs or changelog.runs[-1].direction != "scale_up":
+        return ()
+    readded = set(changelog.runs[-1].steps)
+    return tuple(step for step in order if step in readded)
+
+
+def _as_undo(step: StepProposal) -> StepProposal:
+    """A step that takes back what the scale-up that crashed gave back, named so."""
+
+    if step.satisfied:
+        return step
+    title = spelling.mid_sentence(step.title)
+    note = "The last scale-up gave this back and the job crashed after it: it is undone first."
+    return dataclasses.replace(
+        step,
+        title=f"Undo the scale-up that crashed: {title}",
+        note=f"{note} {step.note}" if step.note else note,
     )
 
 
@@ -640,10 +671,27 @@ def _with_defaults(
             )
         if step.id in free:
             notes.append("It costs no quality, so the default fix takes it first.")
+        if step.id in on and step.id != VALIDATION_RUN and not figures([step.id]).lowers(moment):
+            notes.append(_why_on_without_lowering(step.id, free, sized, peak))
         if notes != ([step.note] if step.note else []):
             step = dataclasses.replace(step, note=" ".join(notes))
         result.append(step)
     return result, exhausted, current, sized
+
+
+def _why_on_without_lowering(
+    step_id: str, free: Collection[str], sized: SizedFixes, peak: str
+) -> str:
+    """Why the default fix takes a step that, on its own, does not lower the peak the crash ran
+    into (issue 40: the plan says why)."""
+
+    if step_id in free:
+        why = "it costs no quality"
+    elif sized.default == "just_enough":
+        why = "with it another phase fits the card too, with the margin"
+    else:
+        why = "it is one of the moment's usual first changes"
+    return f"On its own it does not lower {peak}; the default fix takes it because {why}."
 
 
 def _with_validation(steps: Sequence[StepProposal], sized: SizedFixes) -> SizedFixes:

@@ -49,9 +49,25 @@ FixName = Literal["just_enough", "safe"]
 FIX_NAMES: Final[tuple[FixName, ...]] = ("just_enough", "safe")
 
 FIX_WORDS: Final[Mapping[FixName, str]] = {
-    "just_enough": "just enough",
-    "safe": "safe",
+    "just_enough": "least loss",
+    "safe": "usual changes",
 }
+"""How each fix is named where the user reads it, by what it is (:func:`fix_label` says
+more where the fixes were sized); the JSON keys stay ``just_enough`` and ``safe``."""
+
+
+def fix_label(name: FixName, sizing: FixSizing | None) -> str:
+    """A fix named by what it is: the solver's answer is the least loss (the
+    closest to fitting when nothing does); the moment's usual changes are "more margin"
+    only where they are predicted to fit and leave more room than the least loss."""
+
+    if name == "just_enough":
+        return FIX_WORDS[name] if sizing is None or sizing.covered else "closest to fitting"
+    if sizing is not None and "just_enough" in sizing.bands and "safe" in sizing.bands:
+        usual, least = sizing.bands["safe"], sizing.bands["just_enough"]
+        if usual.high <= sizing.card_gib and usual.mid < least.mid - 0.05:
+            return "more margin"
+    return FIX_WORDS[name]
 
 
 @dataclass(frozen=True)

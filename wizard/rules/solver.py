@@ -237,3 +237,56 @@ def solve(
         current = memory(taken)
     lacks = 0.0 if fits else max(0.0, current.peak().high - card_gib)
     return Solution(tuple(taken), current, fits, lacks, tuple(order), share > 0)
+
+
+@dataclass(frozen=True)
+class GivenBack:
+    """What a job that fits with room could get back: the solver's question turned round.
+
+    Attributes:
+        steps: The candidates taken, in the order they were weighed.
+        memory: The job's memory with all of them (the job as it is when ``steps`` is empty).
+        held: The first candidate left out because the job would then not fit with the
+            margin (None: every candidate fits).
+        held_memory: The job's memory with that candidate added to ``steps``.
+    """
+
+    steps: tuple[str, ...]
+    memory: JobMemory
+    held: str | None = None
+    held_memory: JobMemory | None = None
+
+
+def give_back(
+    weigh: Callable[[Sequence[Change]], JobMemory],
+    candidates: Sequence[tuple[str, Sequence[Change]]],
+    card_gib: float,
+    *,
+    in_order: bool = False,
+) -> GivenBack:
+    """The most of ``candidates`` (each a name and its changes, the most valuable to the user
+    first) that the job takes back while every phase still fits ``card_gib`` with the margin
+    (:func:`fits_card`, the solver's own test).
+
+    Each candidate is weighed on top of those taken before it; one that would not fit is left
+    out and the next is tried, or, with ``in_order`` (the scale-up's re-adds, which come back
+    one after another in a fixed order), the walk stops there.
+    """
+
+    taken: list[str] = []
+    changes: list[Change] = []
+    current = weigh(())
+    held: str | None = None
+    held_memory: JobMemory | None = None
+    for name, more in candidates:
+        trial = weigh((*changes, *more))
+        if trial.not_estimated is None and fits_card(trial, card_gib):
+            taken.append(name)
+            changes.extend(more)
+            current = trial
+            continue
+        if held is None:
+            held, held_memory = name, trial
+        if in_order:
+            break
+    return GivenBack(tuple(taken), current, held, held_memory)

@@ -131,13 +131,11 @@ def test_apply_takes_just_enough_by_default_and_the_safe_set_with_safe(tmp_path:
     args = ("--log", log, "--moment", "early_steps", "--no-probe", "--dry-run")
     status, out, err = cli("apply", source, *args)
     assert status == 0, err
-    assert (
-        "Applying just enough: 2 steps (gradient_checkpointing, batch_size), training peak" in out
-    )
+    assert "Applying least loss: 2 steps (gradient_checkpointing, batch_size), training peak" in out
     assert "gradient_checkpointing: false → true" in out and "resolution" not in out
     status, out, err = cli("apply", source, *args, "--safe")
     assert status == 0, err
-    assert "Applying safe: 3 steps (gradient_checkpointing, batch_size, top_bucket)" in out
+    assert "Applying more margin: 3 steps (gradient_checkpointing, batch_size, top_bucket)" in out
     assert "resolution: [512, 768, 1024] → [512, 768]" in out
     status, out, _ = cli("plan", source, *args[:-1], "--json")
     data = json.loads(out)
@@ -173,12 +171,12 @@ async def test_the_review_offers_just_enough_and_the_safe_set_by_keyboard(
         await wait_for_screen(pilot, "ReviewScreen")
         fixes = app.screen.query_one("#fix", RadioSet)
         labels = [str(button.label) for button in fixes.query(Choice)]
-        assert labels[0].startswith("just enough: 2 steps, peak ≈ ")
+        assert labels[0].startswith("least loss: 2 steps, peak ≈ ")
         assert labels[0].endswith(" (default)") and " of 23.5 GiB (" in labels[0]
-        assert labels[1].startswith("safe: 3 steps, peak ≈ ")
+        assert labels[1].startswith("more margin: 3 steps, peak ≈ ")
         hint = str(app.screen.query("#fixes Static").last().render())
-        assert "just enough: Gradient checkpointing on, Batch size to 1" in hint
-        assert "safe: Gradient checkpointing on, Batch size to 1, Drop the biggest" in hint
+        assert "least loss: Gradient checkpointing on, Batch size to 1" in hint
+        assert "more margin: Gradient checkpointing on, Batch size to 1, Drop the biggest" in hint
         for _ in range(12):  # Tab until the choice of fix has the focus
             if app.focused is fixes:
                 break
@@ -203,7 +201,8 @@ def test_the_review_prices_each_fix_as_the_user_left_the_walk(tmp_path: Path) ->
     assert chosen_fix(skipped, "just_enough") == ("gradient_checkpointing",)
     assert "batch_size" not in chosen_fix(skipped, "safe")
     words = chosen_fix_words(skipped, "just_enough")
-    assert words.startswith("just enough: 1 step, peak ≈ ") and "(predicted not to fit)" in words
+    assert words.startswith("least loss: 1 step, peak ≈ ")
+    assert "(predicted not to fit)" in words
     choices = effective_choices(skipped, fix="just_enough")
     saved = save(skipped, choices, ToFile(None, None))
     assert isinstance(saved, SaveResult)
@@ -219,3 +218,25 @@ def test_the_review_offers_one_fix_when_the_users_choices_make_both_the_same(
     assert len(chosen_fix_names(state)) == 2
     on = choose(state, StepChoice("top_bucket", enabled=True))  # the safe set's extra step
     assert chosen_fix_names(on) == ("just_enough",)
+
+
+def test_each_fix_is_named_by_what_it_is(tmp_path: Path) -> None:
+    """Issue 38 item 5: the solver's answer is the least loss (the closest to
+    fitting when nothing does); the moment's usual changes are "with more margin" only where
+    they fit and leave more room than it."""
+    import dataclasses
+
+    from oom_wizard.rules.memory import Band
+    from oom_wizard.rules.sizing import fix_label
+
+    sizing = demo_state("early_steps", tmp_path).plan.sizing
+    assert sizing is not None and sizing.covered
+    assert fix_label("just_enough", sizing) == "least loss"
+    assert fix_label("safe", sizing) == "more margin"
+    least = sizing.bands["just_enough"]
+    over = Band(sizing.card_gib - 1.0, sizing.card_gib + 1.0)
+    for usual in (least, over):  # no more room, or above the card: no margin to speak of
+        other = dataclasses.replace(sizing, bands={"just_enough": least, "safe": usual})
+        assert fix_label("safe", other) == "usual changes"
+    short = dataclasses.replace(sizing, covered=False)
+    assert fix_label("just_enough", short) == "closest to fitting"

@@ -122,3 +122,37 @@ def test_a_re_add_on_a_split_model_is_weighed_per_card(tmp_path: Path) -> None:
         return found.memory.peak().high
 
     assert predicted(2) < predicted(1) - 1.0
+
+
+def test_scale_up_prints_the_figure_its_change_log_records(rolled_back: Path) -> None:
+    """Issue 38 item 4: one figure for a re-add, printed before the save and recorded in the
+    change log the save writes."""
+    status, out, _err = cli("scale-up", rolled_back, "--yes")
+    assert status == 0
+    printed = re.search(r"peaks at (\d+\.\d)–(\d+\.\d) of", out)
+    assert printed is not None
+    saved = sorted(rolled_back.parent.glob("flux_portrait_lora.oomfix-2.changelog.json"))
+    memory = read_changelog(saved[0]).runs[-1].memory
+    assert memory is not None
+    recorded = memory["estimated_gib"]
+    assert (float(printed[1]), float(printed[2])) == (recorded["low"], recorded["high"])
+
+
+def test_after_a_scale_up_crashed_the_roll_back_first_takes_it_back(rolled_back: Path) -> None:
+    """Issue 43: the scale-up gave the batch back and the job crashed; the next roll-back's
+    first step undoes that re-add, named for what it is, and is the default fix alone (the
+    config before it trained), not a quality loss ahead of it."""
+    import json
+
+    status, _out, err = cli("scale-up", rolled_back, "--yes")
+    assert status == 0, err
+    scaled = rolled_back.with_name("flux_portrait_lora.oomfix-2.yaml")
+    status, out, err = cli("plan", scaled, "--moment", "early_steps", "--no-probe", "--json")
+    assert status == 0, err
+    plan = json.loads(out)
+    first = plan["steps"][0]
+    assert first["id"] == "batch_size" and first["default_on"] is True
+    assert first["title"] == "Undo the scale-up that crashed: batch size to 1"
+    assert plan["fixes"][plan["default_fix"]] == ["batch_size"]
+    top = next(step for step in plan["steps"] if step["id"] == "top_bucket")
+    assert top["default_on"] is False

@@ -4,7 +4,7 @@ levers first."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 import pytest
@@ -137,3 +137,74 @@ def test_every_example_fits_or_gets_an_irreducible_fix_or_the_closest_config() -
             continue  # not estimated, or nothing left on the ladder
         assert all(plan.step(s).available for s in plan.fixes["just_enough"]), path.name  # type: ignore[union-attr]
         assert_irreducible(document, plan, card)
+
+
+def _weigh_sum(
+    costs: dict[str, float], base: float = 10.0
+) -> Callable[[Sequence[Change]], JobMemory]:
+    """A job whose load and training step weigh ``base`` plus the cost of each change's step."""
+    from oom_wizard.rules.memory import Band
+
+    def weigh(changes: Sequence[Change]) -> JobMemory:
+        total = base + sum(costs[c.step or ""] for c in changes)
+        band = Band(total - 0.5, total + 0.5)
+        return JobMemory(
+            phases={"load": band, "baseline_sample": None, "training": band, "sample": None},
+            parts={},
+            peak_phase="training",
+            known=True,
+            calibrated_by=None,
+            notes=(),
+        )
+
+    return weigh
+
+
+def _candidate(step: str) -> tuple[str, list[Change]]:
+    from oom_wizard.paths import parse_path
+
+    return (step, [Change(parse_path(f"config.process[0].model.{step}"), False, step=step)])
+
+
+def test_giving_back_takes_the_most_valuable_that_still_fit_and_skips_one_that_does_not() -> None:
+    """Issue 38 item 4: a job with room gets back what still fits with the margin; one that
+    would not is left out (and named), the next is still tried."""
+    from oom_wizard.rules.solver import give_back
+
+    weigh = _weigh_sum({"a": 3.0, "b": 8.0, "c": 2.0})
+    found = give_back(weigh, [_candidate("a"), _candidate("b"), _candidate("c")], 20.0)
+    assert found.steps == ("a", "c")  # 10 + 3 + 2 = 15 (+0.5) with 2 GiB free; b: 21.5 > 20
+    assert found.held == "b" and found.held_memory is not None
+    assert fits_card(found.memory, 20.0)
+    assert found.held_memory.peak().high > 20.0 - MARGIN_SHARE * 20.0
+
+
+def test_giving_back_in_order_stops_at_the_first_that_does_not_fit() -> None:
+    """The scale-up's re-adds come back one per run in a fixed order: the walk stops there."""
+    from oom_wizard.rules.solver import give_back
+
+    weigh = _weigh_sum({"a": 3.0, "b": 8.0, "c": 2.0})
+    found = give_back(
+        weigh, [_candidate("a"), _candidate("b"), _candidate("c")], 20.0, in_order=True
+    )
+    assert found.steps == ("a",) and found.held == "b"
+    nothing = give_back(weigh, [_candidate("b")], 12.0)
+    assert nothing.steps == () and nothing.memory.peak().high == pytest.approx(10.5)
+
+
+def test_a_default_step_that_does_not_lower_the_crashed_phase_says_why() -> None:
+    """Issue 40 item 3: a step the default fix takes, which on its own does not lower the
+    phase the crash ran into, says why it is taken; a step that lowers it says nothing."""
+    document = load_document(CONFIGS / "fibo_lora_24gb.yaml")
+    plan = sized(document, 12.0)
+    by_id = {step.id: step for step in plan.steps}
+    low_vram = by_id["low_vram"]
+    assert low_vram.default_on and low_vram.note is not None
+    assert "On its own it does not lower one training step" in low_vram.note
+    assert "another phase fits the card too" in low_vram.note
+    for step in plan.steps:
+        if step.default_on and step.id != "low_vram":
+            assert "On its own" not in (step.note or ""), step.id
+    sdxl = build_plan(load_document(CONFIGS / "sdxl_ui_defaults.yaml"), "loading", "image")
+    note = next(step.note for step in sdxl.steps if step.id == "low_vram")
+    assert note is not None and note.endswith("because it costs no quality.")
