@@ -10,7 +10,7 @@ A report's evidence pins the moment when its last run crashed and the log places
 by itself: the failing traceback's frames name the phase (not a hint), or an error line (PyTorch's
 message, the trainer's OOM banner, a library fault, the host's kill or MemoryError) comes inside
 a phase the trainer's lines announced (not the launcher's); and, in a training step, the step's
-number is shown. The targets (issue 40): ``high`` on at least half of the pinned reports, and
+number is shown. The targets: ``high`` on at least half of the pinned reports, and
 right on at least 95 % of the reports said ``high``. It prints figures and asserts nothing.
 Usage::
 

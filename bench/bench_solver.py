@@ -3,8 +3,8 @@
 For each config and card: today's verdict, what ``fit`` proposes (the steps, or the closest
 config when nothing fits), the peak with them, and ``fit`` on the config that proposal saves
 (``apply`` through the application layer, into a temporary folder); then the CPU seconds of
-``fit`` itself (the job opened and settled once, outside the timing). It checks what issue 38
-asks of every answer: it fits, or its proposal's own ``fit`` fits, or it says nothing fits with
+``fit`` itself (the job opened and settled once, outside the timing). It checks what the solver
+promises of every answer: it fits, or its proposal's own ``fit`` fits, or it says nothing fits with
 the closest config; never a lever the arch ignores. Exit status 1 when one does not hold.
 
 Run it against another checkout's code to compare (its ``oom_wizard`` first on the path)::

@@ -1,4 +1,4 @@
-"""``diagnose`` on the shared mixed log, against Python reading the same file (issue 40).
+"""``diagnose`` on the shared mixed log, against Python reading the same file.
 
 The yardstick is ``../shared/bench/make_mixed_log.py``'s log (300 MB by default: a training
 bar redrawn three times per line, its percentage moving at every step, three ordinary lines per

@@ -142,7 +142,7 @@ def chosen_fix(state: WizardState, fix: FixName) -> tuple[str, ...]:
 def chosen_fix_words(state: WizardState, fix: FixName) -> str:
     """The review's line for a fix as the user's choices leave it: its name, how many steps it
     saves and the saved config's peak against the card (:func:`memory_peak` of exactly those
-    choices), "predicted not to fit" when it is above the card (issue 38 items 5 and 6)."""
+    choices), "predicted not to fit" when it is above the card."""
 
     steps = chosen_fix(state, fix)
     text = f"{fix_label(fix, state.plan.sizing)}: {counted(len(steps), 'step')}"

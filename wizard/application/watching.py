@@ -39,7 +39,7 @@ def first_step(state: WizardState) -> str | None:
         return first
     defaults = default_choices(state)  # the one default set (the default fix's steps)
     taken = [s for s in state.rollback_steps() if defaults[s.id].enabled and s.fields]
-    # The first step offered lowers what crashed (issue 40): the first of the default set whose
+    # The first step offered lowers what crashed: the first of the default set whose
     # change alone lowers the crashed phase, else the first of the set.
     step = next((s for s in taken if lowers_the_crash(state, s.id)), taken[0] if taken else None)
     if step is None:

@@ -683,7 +683,7 @@ def _why_on_without_lowering(
     step_id: str, free: Collection[str], sized: SizedFixes, peak: str
 ) -> str:
     """Why the default fix takes a step that, on its own, does not lower the peak the crash ran
-    into (issue 40: the plan says why)."""
+    into: the plan says why."""
 
     if step_id in free:
         why = "it costs no quality"

@@ -1,4 +1,4 @@
-"""What to change so it fits: the one solver of issue 38.
+"""What to change so it fits: the one solver every front end asks.
 
 Given a job's plan (its steps, each one rung of one lever AI Toolkit honours for the arch: the
 plan leaves out, as ``not_for_this_model``, a lever the arch ignores), the card and the job's
@@ -12,7 +12,7 @@ within a class (the plan puts the moment's ladder first, in the roll-back's orde
 that a lever which slows the step several-fold (:data:`SLOW`: layer offloading) comes last
 of the time class, and says so. Among the steps of a class, those that lower the phase the
 crash ran into come first: a fix for a crash while loading starts with what lowers the
-load, never with lighter samples (issue 40).
+load, never with lighter samples.
 
 **Fits.** Every phase's band has its high edge within the card, and its midpoint leaves
 :data:`MARGIN_SHARE` of the card free; when no set of levers leaves that room, the least loss
