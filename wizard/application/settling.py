@@ -26,7 +26,7 @@ from oom_wizard.rules.diagnosis import (
     Diagnosis,
     diagnose,
 )
-from oom_wizard.rules.host import host_memory
+from oom_wizard.rules.host import HostMemory, host_memory
 from oom_wizard.rules.memory import (
     Calibration,
     calibration_from,
@@ -364,15 +364,32 @@ def option_notes(state: WizardState) -> tuple[str, ...]:
     return tuple(finding.words() for finding in option_findings(state.document))
 
 
+def machine_ram(state: WizardState) -> float | None:
+    """The machine's RAM in GiB as the probe read it (None: no probe, or not Linux)."""
+    probe = state.job.probe
+    return probe.host_total_gib if probe is not None else None
+
+
+def host_of(
+    state: WizardState, document: JobDocument | None = None, ram_gib: float | None = None
+) -> HostMemory:
+    """The host's RAM per phase for ``document`` (default: the job's config) against
+    ``ram_gib`` (default: :func:`machine_ram`), on this platform: the one host account that
+    ``fit``, ``plan``, the app and the change log's ``runs[].memory.host`` state
+    (:mod:`oom_wizard.rules.host`)."""
+    ram = ram_gib if ram_gib is not None else machine_ram(state)
+    return host_memory(
+        document if document is not None else state.document, ram, windows=sys.platform == "win32"
+    )
+
+
 def host_note(state: WizardState) -> str | None:
     """The host's RAM in a sentence when it is the limit or close to it, against the RAM the
     probe read (:mod:`oom_wizard.rules.host`); None otherwise. ``plan`` and the app say it,
     ``fit`` gives it whole."""
-    probe = state.job.probe
-    ram = probe.host_total_gib if probe is not None else None
-    if ram is None:
+    if machine_ram(state) is None:
         return None
-    return host_memory(state.document, ram, windows=sys.platform == "win32").words()
+    return host_of(state).words()
 
 
 def card_note(job: OpenedJob) -> str | None:
