@@ -97,7 +97,7 @@ def test_the_change_log_records_the_saved_config_s_host_as_fit_gives_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``runs[].memory.host`` is ``fit --json``'s ``host`` for the saved config on the same
-    machine (the probe's RAM, here 16 GiB): phases, RAM, verdict."""
+    machine (the probe's RAM, here 16 GiB): phases, RAM, verdict; ``history`` says it."""
     from oom_wizard.host.probe import GpuInfo, ProbeResult
 
     probe = ProbeResult((GpuInfo(0, "RTX 4090", 24.0, 0.0, 24.0),), (), host_total_gib=16.0)
@@ -120,3 +120,9 @@ def test_the_change_log_records_the_saved_config_s_host_as_fit_gives_it(
     assert recorded["verdict"] == host["verdict"] != "unknown"
     assert recorded["phases"] == host["phases"]
     assert recorded["phases"]["training"]["high"] > 0
+    peak = host["phases"][host["peak_phase"]]
+    _, story, _ = cli("history", saved)
+    assert (
+        f"host RAM: the {host['peak_phase']} phase needs {peak['low']:.1f}–{peak['high']:.1f} "
+        f"GiB of 16.0 GiB: {host['verdict'].replace('_', ' ')}"
+    ) in story
