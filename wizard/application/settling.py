@@ -26,7 +26,7 @@ from oom_wizard.rules.diagnosis import (
     Diagnosis,
     diagnose,
 )
-from oom_wizard.rules.host import HostMemory, host_memory
+from oom_wizard.rules.host import HostMemory, host_memory, lowering_steps
 from oom_wizard.rules.memory import (
     Calibration,
     calibration_from,
@@ -36,7 +36,14 @@ from oom_wizard.rules.memory import (
 )
 from oom_wizard.rules.modelkind import find_model_kind
 from oom_wizard.rules.options import option_findings
-from oom_wizard.rules.plan import Plan, StepChoice, StepProposal, build_plan, given_choices
+from oom_wizard.rules.plan import (
+    Plan,
+    StepChoice,
+    StepProposal,
+    build_plan,
+    changes_for,
+    given_choices,
+)
 from oom_wizard.rules.tenants import room_gib, tenants_words
 from oom_wizard.spelling import value as show_value
 from oom_wizard.storage.changelog import ChangeLog, resolve_recorded
@@ -389,7 +396,27 @@ def host_note(state: WizardState) -> str | None:
     ``fit`` gives it whole."""
     if machine_ram(state) is None:
         return None
-    return host_of(state).words()
+    host = host_of(state)
+    words = host.words()
+    if words is None:
+        return None
+    steps = host_steps(state, host)
+    if steps:
+        return f"{words}; the plan's steps that lower it: {', '.join(steps)}"
+    return words
+
+
+def host_steps(state: WizardState, host: HostMemory) -> tuple[str, ...]:
+    """The plan's steps, each taken alone with its default fields, that lower the host's peak
+    by the one host account (:func:`~oom_wizard.rules.host.lowering_steps`): none that raises
+    host RAM (layer offloading, the low-memory path) is ever named."""
+    plan = state.plan
+    candidates = {
+        step.id: changes_for(plan, {step.id: StepChoice(step.id, True)})
+        for step in plan.steps
+        if step.available and not step.satisfied and step.id != VALIDATION_RUN
+    }
+    return lowering_steps(state.document, host.ram_gib, candidates, windows=sys.platform == "win32")
 
 
 def card_note(job: OpenedJob) -> str | None:
