@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from oom_wizard.application.choosing import fix_words, memory_peak
 from oom_wizard.application.demo import IMAGE_JOB, copy_demo
@@ -17,6 +18,7 @@ from oom_wizard.application.settling import start
 from oom_wizard.request import JobRequest
 from tests.support.plan_support import cli
 
+DEMO_VIDEO = Path(__file__).resolve().parents[2] / "presets" / "demo" / "wan_dance_lora.yaml"
 BAND = r"(\d+\.\d)–(\d+\.\d)"
 
 
@@ -89,3 +91,38 @@ def test_the_demo_s_training_and_fix_bands_are_one_figure_everywhere(
     fixed = sized.predicted(state.plan.default_fix)
     assert (f"{fixed.low:.1f}", f"{fixed.high:.1f}") == fix
     assert f"≈ {fixed.mid:.1f} of 23.5 GiB" in fix_words(state, state.plan.default_fix)
+
+
+def test_the_change_log_records_the_saved_config_s_host_as_fit_gives_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``runs[].memory.host`` is ``fit --json``'s ``host`` for the saved config on the same
+    machine (the probe's RAM, here 16 GiB): phases, RAM, verdict; ``history`` says it."""
+    from oom_wizard.host.probe import GpuInfo, ProbeResult
+
+    probe = ProbeResult((GpuInfo(0, "RTX 4090", 24.0, 0.0, 24.0),), (), host_total_gib=16.0)
+    monkeypatch.setattr("oom_wizard.application.opening.read_probe", lambda: (probe, None))
+    tree = yaml.safe_load(DEMO_VIDEO.read_text("utf-8"))
+    process = tree["config"]["process"][0]
+    process["model"].update(
+        arch="wan21", layer_offloading=True, layer_offloading_transformer_percent=1.0
+    )
+    config = tmp_path / "wan.yaml"
+    config.write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
+    status, _, err = cli("apply", config, "--moment", "early_steps")
+    assert status == 0, err
+    saved = tmp_path / "wan.oomfix.yaml"
+    log = json.loads((tmp_path / "wan.oomfix.changelog.json").read_text("utf-8"))
+    recorded = log["runs"][-1]["memory"]["host"]
+    _, out, _ = cli("fit", saved, "--json")
+    host = json.loads(out)["host"]
+    assert recorded["ram_gib"] == host["ram_gib"] == 16.0
+    assert recorded["verdict"] == host["verdict"] != "unknown"
+    assert recorded["phases"] == host["phases"]
+    assert recorded["phases"]["training"]["high"] > 0
+    peak = host["phases"][host["peak_phase"]]
+    _, story, _ = cli("history", saved)
+    assert (
+        f"host RAM: the {host['peak_phase']} phase needs {peak['low']:.1f}–{peak['high']:.1f} "
+        f"GiB of 16.0 GiB: {host['verdict'].replace('_', ' ')}"
+    ) in story

@@ -25,6 +25,7 @@ def test_history_of_a_config_shows_each_run_and_what_comes_next(tmp_path: Path) 
     assert f"original config: {tmp_path / 'job.yaml'}" in out
     assert "roll-back (moment early_steps, image model)" in out
     assert "config.process[0].train.batch_size: 4 → 1" in out
+    assert "  host RAM: the " in out  # the saved config's, as the change log recorded it
     assert "why: Batch size to 1: Activation memory grows with every item in the batch." in out
     assert "Next scale-up: Restore the step count [validation_run]" in out
     assert "config.process[0].train.steps: 1001 → 3000" in out  # past the first save

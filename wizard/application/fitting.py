@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
@@ -11,6 +10,7 @@ from oom_wizard.application.settling import (
     VALIDATION_STEP,
     WizardState,
     given,
+    host_of,
     job_card,
     memory_calibration,
 )
@@ -18,7 +18,7 @@ from oom_wizard.formats.change import Change
 from oom_wizard.host.tenants import CardTenants
 from oom_wizard.paths import MISSING, format_path, parse_path
 from oom_wizard.rules.accounts import Phase
-from oom_wizard.rules.host import HostMemory, host_memory
+from oom_wizard.rules.host import HostMemory
 from oom_wizard.rules.limits import card_problem
 from oom_wizard.rules.memory import (
     PHASE_MOMENT,
@@ -344,20 +344,13 @@ class FitReport:
         }
 
 
-def machine_ram(state: WizardState) -> float | None:
-    """The machine's RAM in GiB as the probe read it (None: no probe, or not Linux)."""
-    probe = state.job.probe
-    return probe.host_total_gib if probe is not None else None
-
-
 def fit(state: WizardState, card: Card, ram_gib: float | None = None) -> FitReport:
     """Will the job fit on ``card``: its phases' bands, the verdict and, when it does not
     fit, the roll-back that would make it; and the host's RAM per phase against ``ram_gib``
-    (default: the machine's, :func:`machine_ram`)."""
+    (default: the machine's, :func:`~oom_wizard.application.settling.machine_ram`)."""
 
     memory, _after = job_memory(state, {})
-    ram = ram_gib if ram_gib is not None else machine_ram(state)
-    host = host_memory(state.document, ram, windows=sys.platform == "win32")
+    host = host_of(state, ram_gib=ram_gib)
     options = option_findings(state.document)
     target = apply_target(state)
     if memory.not_estimated is not None:

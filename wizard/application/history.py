@@ -216,6 +216,29 @@ def _repeats_crash(
     return repeated_crash_note(now, after, changelog, changelog_path)
 
 
+def host_words(memory: dict[str, Any] | None) -> str | None:
+    """A run's recorded host RAM in one line (``runs[].memory.host``, written by
+    :func:`~oom_wizard.application.saving.host_record`): the peak phase's band against the
+    RAM of the machine that saved it, and the verdict; None when the run has none (a log
+    written before it, or another writer's shape)."""
+    host = (memory or {}).get("host")
+    if not isinstance(host, dict):
+        return None
+    phases, peak, ram = host.get("phases"), host.get("peak_phase"), host.get("ram_gib")
+    band = phases.get(peak) if isinstance(phases, dict) else None
+    if not isinstance(band, dict):
+        return None
+    low, high = band.get("low"), band.get("high")
+    if not all(isinstance(value, int | float) for value in (low, high)):
+        return None
+    against = (
+        f"of {ram:.1f} GiB: {str(host.get('verdict', '')).replace('_', ' ')}"
+        if isinstance(ram, int | float)
+        else "(the RAM was not known)"
+    )
+    return f"host RAM: the {peak} phase needs {low:.1f}–{high:.1f} GiB {against}"
+
+
 def change_why(entry: ChangeEntry, direction: str = "rollback") -> str:
     """Why a logged change was made (``history``'s "why" line): the step's title and its
     reason from the presets, then what the recorded reason adds beyond the field's name (a

@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import TypeAlias
 
 from oom_wizard.application.choosing import prepared, recorded_steps
-from oom_wizard.application.settling import WizardState, memory_calibration
+from oom_wizard.application.settling import WizardState, host_of, memory_calibration
 from oom_wizard.errors import Front, SaveRefused, WizardError
 from oom_wizard.formats.document import JobDocument
 from oom_wizard.rules.diagnosis import Diagnosis
+from oom_wizard.rules.host import HostMemory
 from oom_wizard.rules.memory import JobMemory, job_memory as memory_of
 from oom_wizard.rules.plan import StepChoice
 from oom_wizard.storage.changelog import (
@@ -264,7 +265,16 @@ def memory_record(state: WizardState, ready: Prepared, kind: ModelKind) -> dict[
     (:func:`saved_memory`)."""
 
     after = saved_memory(state, ready.after, kind)
-    return memory_json(after) if after is not None else None
+    if after is None:
+        return None
+    return {**memory_json(after), "host": host_record(host_of(state, ready.after))}
+
+
+def host_record(host: HostMemory) -> dict[str, object]:
+    """The saved config's host RAM as its change log records it (a run's ``memory.host``):
+    ``fit --json``'s ``host`` for that config on this machine, its phases, RAM and verdict."""
+    found = host.to_json()
+    return {key: found[key] for key in ("phases", "ram_gib", "verdict", "peak_phase")}
 
 
 def memory_json(after: JobMemory) -> dict[str, object]:

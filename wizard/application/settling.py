@@ -26,7 +26,7 @@ from oom_wizard.rules.diagnosis import (
     Diagnosis,
     diagnose,
 )
-from oom_wizard.rules.host import host_memory
+from oom_wizard.rules.host import HostMemory, host_memory, lowering_steps
 from oom_wizard.rules.memory import (
     Calibration,
     calibration_from,
@@ -36,7 +36,14 @@ from oom_wizard.rules.memory import (
 )
 from oom_wizard.rules.modelkind import find_model_kind
 from oom_wizard.rules.options import option_findings
-from oom_wizard.rules.plan import Plan, StepChoice, StepProposal, build_plan, given_choices
+from oom_wizard.rules.plan import (
+    Plan,
+    StepChoice,
+    StepProposal,
+    build_plan,
+    changes_for,
+    given_choices,
+)
 from oom_wizard.rules.tenants import room_gib, tenants_words
 from oom_wizard.spelling import value as show_value
 from oom_wizard.storage.changelog import ChangeLog, resolve_recorded
@@ -364,15 +371,52 @@ def option_notes(state: WizardState) -> tuple[str, ...]:
     return tuple(finding.words() for finding in option_findings(state.document))
 
 
+def machine_ram(state: WizardState) -> float | None:
+    """The machine's RAM in GiB as the probe read it (None: no probe, or not Linux)."""
+    probe = state.job.probe
+    return probe.host_total_gib if probe is not None else None
+
+
+def host_of(
+    state: WizardState, document: JobDocument | None = None, ram_gib: float | None = None
+) -> HostMemory:
+    """The host's RAM per phase for ``document`` (default: the job's config) against
+    ``ram_gib`` (default: :func:`machine_ram`), on this platform: the one host account that
+    ``fit``, ``plan``, the app and the change log's ``runs[].memory.host`` state
+    (:mod:`oom_wizard.rules.host`)."""
+    ram = ram_gib if ram_gib is not None else machine_ram(state)
+    return host_memory(
+        document if document is not None else state.document, ram, windows=sys.platform == "win32"
+    )
+
+
 def host_note(state: WizardState) -> str | None:
     """The host's RAM in a sentence when it is the limit or close to it, against the RAM the
     probe read (:mod:`oom_wizard.rules.host`); None otherwise. ``plan`` and the app say it,
     ``fit`` gives it whole."""
-    probe = state.job.probe
-    ram = probe.host_total_gib if probe is not None else None
-    if ram is None:
+    if machine_ram(state) is None:
         return None
-    return host_memory(state.document, ram, windows=sys.platform == "win32").words()
+    host = host_of(state)
+    words = host.words()
+    if words is None:
+        return None
+    steps = host_steps(state, host)
+    if steps:
+        return f"{words}; the plan's steps that lower it: {', '.join(steps)}"
+    return words
+
+
+def host_steps(state: WizardState, host: HostMemory) -> tuple[str, ...]:
+    """The plan's steps, each taken alone with its default fields, that lower the host's peak
+    by the one host account (:func:`~oom_wizard.rules.host.lowering_steps`): none that raises
+    host RAM (layer offloading, the low-memory path) is ever named."""
+    plan = state.plan
+    candidates = {
+        step.id: changes_for(plan, {step.id: StepChoice(step.id, True)})
+        for step in plan.steps
+        if step.available and not step.satisfied and step.id != VALIDATION_RUN
+    }
+    return lowering_steps(state.document, host.ram_gib, candidates, windows=sys.platform == "win32")
 
 
 def card_note(job: OpenedJob) -> str | None:

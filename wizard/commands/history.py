@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from oom_wizard.application.attempts import describe_record
 from oom_wizard.application.history import (
     change_why,
+    host_words,
     later_lines,
     next_scale_ups,
     read_history,
@@ -100,6 +101,8 @@ def render_history(console: Console, history: History) -> None:
         console.print(f"{header}{f' ({about})' if about else ''}", markup=False)
         if run.steps:
             console.print(f"  steps: {', '.join(run.steps)}", markup=False)
+        if (host := host_words(run.memory)) is not None:
+            console.print(f"  {host}", markup=False)
         entries = changelog.changes_of_run(index)
         if not entries:
             console.print("  no field changed", markup=False)

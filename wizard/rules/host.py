@@ -32,14 +32,17 @@ Windows machine the pinned share is weighed against that cap as well.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
 from oom_wizard.rules.accounts import BILLION, GIB_BYTES, ProcessAccount
 from oom_wizard.rules.catalog import load_presets
+from oom_wizard.rules.memory import view_after
 from oom_wizard.rules.shape import arch_facts, offloaded_fractions
 
 if TYPE_CHECKING:
+    from oom_wizard.formats.change import Change
     from oom_wizard.formats.document import JobDocument
     from oom_wizard.formats.view import ProcessView
     from oom_wizard.rules.catalog import Presets
@@ -229,13 +232,15 @@ def host_memory(
     *,
     windows: bool = False,
     presets: Presets | None = None,
+    changes: Sequence[Change] = (),
 ) -> HostMemory:
-    """Each phase's host RAM for ``document`` against ``ram_gib`` (module doc)."""
+    """Each phase's host RAM for ``document`` with ``changes`` (none: today's config) against
+    ``ram_gib`` (module doc)."""
     presets = presets or load_presets()
     notes: list[str] = []
     phases: dict[HostPhase, HostBand] = {}
     pinned = HostBand(0.0, 0.0)
-    for process in document.view().processes:
+    for process in view_after(document, changes).processes:
         found, pins = _process_phases(process, presets, notes)
         for phase in HOST_PHASES:
             if phase not in phases or found[phase].high > phases[phase].high:
@@ -294,4 +299,34 @@ def _levers(phases: dict[HostPhase, HostBand], pinned: HostBand) -> tuple[str, .
             "one) or more RAM (or a larger page file): loading reads each model at full "
             "precision"
         )
+    return tuple(found)
+
+
+def lowering_steps(
+    document: JobDocument,
+    ram_gib: float | None,
+    candidates: Mapping[str, Sequence[Change]],
+    *,
+    windows: bool = False,
+    presets: Presets | None = None,
+) -> tuple[str, ...]:
+    """The ids of ``candidates`` (step id → the changes it makes alone) that lower the host's
+    peak, weighed by this account before and after: a step counts only when the peak phase's
+    high edge falls by a tenth of a GiB or more and no phase's high edge rises (layer
+    offloading and ``low_vram`` move weights into RAM: they are never named)."""
+    presets = presets or load_presets()
+    today = host_memory(document, ram_gib, windows=windows, presets=presets)
+    peak = today.peak_phase
+    found: list[str] = []
+    for step_id, changes in candidates.items():
+        if not changes:
+            continue
+        after = host_memory(document, ram_gib, windows=windows, presets=presets, changes=changes)
+        rises = any(
+            after.phases[phase].high > today.phases[phase].high + 0.005 for phase in HOST_PHASES
+        )
+        lowered = after.phases[peak].high <= today.phases[peak].high - 0.1
+        pinned_lowered = after.pinned.high <= today.pinned.high - 0.1
+        if not rises and (lowered or (windows and pinned_lowered)):
+            found.append(step_id)
     return tuple(found)

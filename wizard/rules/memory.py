@@ -417,7 +417,7 @@ def job_memory(
     presets = presets or load_presets()
     lookup = families or _presets_families(presets)
     video = model_kind == "video"
-    view = _view_after(document, changes)
+    view = view_after(document, changes)
     found = _accounts(view, presets, lookup, video, gpus)
     per_phase, known, notes, cards = found.per_phase, found.known, found.notes, found.cards
     today: dict[Phase, list[tuple[Terms, bool]]] | None = None
@@ -626,7 +626,8 @@ def _passed_stays_passed(
             phases[phase] = Band(min(band.low, card), card)
 
 
-def _view_after(document: JobDocument, changes: Sequence[Change]) -> JobView:
+def view_after(document: JobDocument, changes: Sequence[Change]) -> JobView:
+    """The config's view with ``changes`` applied (none: today's view)."""
     if not changes:
         return document.view()
     tree = apply_edits(document.tree, [change.edit() for change in changes])

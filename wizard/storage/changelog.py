@@ -115,8 +115,11 @@ class RunRecord(_Frozen):
     database: DatabaseRecord | None = None
     memory: dict[str, Any] | None = None
     """The saved config's estimated peak: ``{"phase", "estimated_gib": {"low", "high"},
-    "calibrated_by": {...} | null}``, or ``{"not_estimated": why}`` for a job the memory model
-    does not estimate (absent in logs written before it existed)."""
+    "calibrated_by": {...} | null, "host": {...}}``, or ``{"not_estimated": why}`` for a job
+    the memory model does not estimate (absent in logs written before it existed). ``host``
+    is the saved config's host RAM as ``fit --json`` gives it on the machine that saved it
+    (``phases``: each phase's ``{"low", "high"}``, ``ram_gib``, ``verdict``, ``peak_phase``;
+    absent in logs written before it)."""
 
     @model_serializer(mode="wrap")
     def _written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

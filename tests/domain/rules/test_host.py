@@ -109,3 +109,28 @@ def test_plan_and_the_app_say_the_host_when_it_is_the_limit(tmp_path: Path) -> N
     assert words is not None and words.startswith("host RAM: the ")
     assert "of 16.0 GiB: wont fit" in words and "pinned" in words
     assert "Host RAM" in summary(state).plain
+
+
+def test_the_plan_s_host_note_names_the_steps_that_lower_the_host_and_never_one_that_raises_it(
+    tmp_path: Path,
+) -> None:
+    import dataclasses
+
+    from oom_wizard.application.settling import Answers, host_note, start
+    from oom_wizard.host.probe import GpuInfo, ProbeResult
+    from oom_wizard.request import JobRequest
+
+    # Half the transformer offloaded at bf16: its pinned copies set the peak; quantizing them
+    # lowers it, offloading more would raise it.
+    config = wan(
+        tmp_path, **{**OFFLOADED, "layer_offloading_transformer_percent": 0.5}, quantize=False
+    )
+    state = start(JobRequest(target=config, probe=False), Answers(moment="early_steps"))
+    offered = {s.id for s in state.plan.steps if s.available and not s.satisfied}
+    assert {"quantize", "layer_offloading"} <= offered
+    probe = ProbeResult((GpuInfo(0, "RTX 4090", 24.0, 0.0, 24.0),), (), host_total_gib=16.0)
+    state = dataclasses.replace(state, job=dataclasses.replace(state.job, probe=probe))
+    words = host_note(state)
+    assert words is not None and "wont fit" in words
+    named = words.split("the plan's steps that lower it: ")[1].split(", ")
+    assert "quantize" in named and "layer_offloading" not in named and "low_vram" not in named
