@@ -16,6 +16,7 @@ from oom_wizard.application.choosing import fix_words, memory_peak
 from oom_wizard.application.demo import IMAGE_JOB, copy_demo
 from oom_wizard.application.settling import start
 from oom_wizard.request import JobRequest
+from oom_wizard.spelling import verdict as verdict_words
 from tests.support.plan_support import cli
 
 DEMO_VIDEO = Path(__file__).resolve().parents[2] / "presets" / "demo" / "wan_dance_lora.yaml"
@@ -124,5 +125,5 @@ def test_the_change_log_records_the_saved_config_s_host_as_fit_gives_it(
     _, story, _ = cli("history", saved)
     assert (
         f"host RAM: the {host['peak_phase']} phase needs {peak['low']:.1f}–{peak['high']:.1f} "
-        f"GiB of 16.0 GiB: {host['verdict'].replace('_', ' ')}"
+        f"GiB of 16.0 GiB: {verdict_words(host['verdict'])}"
     ) in story

@@ -57,8 +57,12 @@ def test_no_module_lowers_a_title_by_hand() -> None:
     assert not found, "use oom_wizard.spelling.mid_sentence: " + ", ".join(found)
 
 
-#: Plurals spelt by hand: ``{n} skip(s)``, ``step{'s' if n != 1 else ''}``.
-HAND_SPELT = re.compile(r"""\}\s?[A-Za-z -]+\((s|es)\)|\{'e?s' if|\{"e?s" if""")
+#: Plurals and verdicts spelt by hand: ``{n} skip(s)``, ``step{'s' if n != 1 else ''}``,
+#: ``verdict.replace("_", " ")``.
+HAND_SPELT = re.compile(
+    r"""\}\s?[A-Za-z -]+\((s|es)\)|\{'e?s' if|\{"e?s" if"""
+    r"""|verdict.{0,24}\.replace\(["']_["'], ["'] ["']\)"""
+)
 
 
 def test_no_module_spells_a_plural_or_a_verdict_by_hand() -> None:
@@ -69,7 +73,7 @@ def test_no_module_spells_a_plural_or_a_verdict_by_hand() -> None:
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if HAND_SPELT.search(line)
     ]
-    assert not found, "use oom_wizard.spelling.counted:\n" + "\n".join(found)
+    assert not found, "use oom_wizard.spelling.counted or .verdict:\n" + "\n".join(found)
 
 
 @pytest.mark.parametrize(
@@ -79,6 +83,8 @@ def test_no_module_spells_a_plural_or_a_verdict_by_hand() -> None:
         """f"{n} step{'s' if n != 1 else ''}\"""",
         """f"{n} process{'es' if n > 1 else ''}\"""",
         """f"skipped {count} batch(es) for lack\"""",
+        """f"of {ram:.1f} GiB: {self.verdict.replace('_', ' ')}\"""",
+        """verdict = host.verdict.replace("_", " ")""",
     ],
 )
 def test_the_check_catches_a_hand_spelt_plural(line: str) -> None:

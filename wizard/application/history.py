@@ -21,6 +21,7 @@ from oom_wizard.rules.catalog import load_presets
 from oom_wizard.rules.limits import check_changelog
 from oom_wizard.rules.plan import ScaleUp
 from oom_wizard.rules.scaleup import nothing_left_text, pending_scale_ups, stop_text
+from oom_wizard.spelling import verdict as verdict_words
 from oom_wizard.storage.atomic import recover_beside, settle
 from oom_wizard.storage.changelog import (
     CHANGELOG_SUFFIX,
@@ -232,7 +233,7 @@ def host_words(memory: dict[str, Any] | None) -> str | None:
     if not all(isinstance(value, int | float) for value in (low, high)):
         return None
     against = (
-        f"of {ram:.1f} GiB: {str(host.get('verdict', '')).replace('_', ' ')}"
+        f"of {ram:.1f} GiB: {verdict_words(str(host.get('verdict', '')))}"
         if isinstance(ram, int | float)
         else "(the RAM was not known)"
     )

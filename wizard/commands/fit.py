@@ -378,7 +378,7 @@ def render_host(console: Console, host: HostMemory) -> None:
             f"({parts})",
             markup=False,
         )
-    verdict = host.verdict.replace("_", " ")
+    verdict = spelling.verdict(host.verdict)
     if host.verdict == "unknown":
         verdict += " (give --ram GIB)"
     pinned = (

@@ -40,6 +40,7 @@ from oom_wizard.rules.accounts import BILLION, GIB_BYTES, ProcessAccount
 from oom_wizard.rules.catalog import load_presets
 from oom_wizard.rules.memory import view_after
 from oom_wizard.rules.shape import arch_facts, offloaded_fractions
+from oom_wizard.spelling import verdict as verdict_words
 
 if TYPE_CHECKING:
     from oom_wizard.formats.change import Change
@@ -119,7 +120,7 @@ class HostMemory:
         lever = f"; to lower it: {self.levers[0]}" if self.levers else ""
         return (
             f"host RAM: the {phase} phase needs {band.low:.1f}–{band.high:.1f} GiB{pinned} of "
-            f"{self.ram_gib:.1f} GiB: {self.verdict.replace('_', ' ')}{lever}"
+            f"{self.ram_gib:.1f} GiB: {verdict_words(self.verdict)}{lever}"
         )
 
     def to_json(self) -> dict[str, object]:

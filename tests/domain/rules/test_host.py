@@ -60,7 +60,7 @@ def test_offloading_pins_the_moved_layers_rounded_and_the_host_is_the_limit(
     assert set(found["host"]["phases"]["training"]) == {"low", "high"}
     assert found["host"]["ram_gib"] == 16.0
     _, text, _ = cli("fit", config, "--gpu", "24", "--ram", "16", "--no-probe")
-    assert "Host RAM (16.0 GiB of RAM):" in text and "host: wont fit" in text
+    assert "Host RAM (16.0 GiB of RAM):" in text and "host: won't fit" in text
 
 
 def test_windows_weighs_the_pinned_share_against_half_the_ram(tmp_path: Path) -> None:
@@ -107,7 +107,7 @@ def test_plan_and_the_app_say_the_host_when_it_is_the_limit(tmp_path: Path) -> N
     state = dataclasses.replace(state, job=dataclasses.replace(state.job, probe=probe))
     words = host_note(state)
     assert words is not None and words.startswith("host RAM: the ")
-    assert "of 16.0 GiB: wont fit" in words and "pinned" in words
+    assert "of 16.0 GiB: won't fit" in words and "pinned" in words
     assert "Host RAM" in summary(state).plain
 
 
@@ -131,6 +131,6 @@ def test_the_plan_s_host_note_names_the_steps_that_lower_the_host_and_never_one_
     probe = ProbeResult((GpuInfo(0, "RTX 4090", 24.0, 0.0, 24.0),), (), host_total_gib=16.0)
     state = dataclasses.replace(state, job=dataclasses.replace(state.job, probe=probe))
     words = host_note(state)
-    assert words is not None and "wont fit" in words
+    assert words is not None and "won't fit" in words
     named = words.split("the plan's steps that lower it: ")[1].split(", ")
     assert "quantize" in named and "layer_offloading" not in named and "low_vram" not in named
