@@ -14,7 +14,6 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 from textual.pilot import Pilot
 from textual.widgets import RadioButton, Static
 
@@ -182,11 +181,6 @@ async def test_one_fix_is_offered_when_the_users_choices_make_both_the_same(
         assert fitted_band(folder / SAVED, shown.card_gib) in shown.bar
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a step off in the preselected fix and skipped with Ctrl+N is taken for one "
-    "accepted as shown, so it follows the fix picked: 'more margin' still lists it",
-)
 async def test_a_skipped_step_off_by_default_stays_out_of_every_fix(tmp_path: Path) -> None:
     """The biggest resolution, off in the preselected fix, skipped with Ctrl+N: "more margin"
     no longer lists it, so both fixes are the same set and one is offered; the save leaves
