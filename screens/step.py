@@ -384,7 +384,7 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
 
     def action_skip(self) -> None:
         """Leave this step out and go on to the next one."""
-        self.dismiss(Accepted(StepChoice(self.step.id, enabled=False)))
+        self.dismiss(Accepted(StepChoice(self.step.id, enabled=False, skipped=True)))
 
     def action_back(self) -> None:
         """Back to the previous step (or the moment)."""

@@ -419,12 +419,16 @@ class StepChoice:
         enabled: Whether the step is applied at all.
         fields: Field key → on/off; a field not listed keeps its ``default_on``.
         values: Field key → an edited value (number and text inputs).
+        skipped: The user left the step out (the app's Ctrl+N): it stays off whichever fix is
+            picked, even where the preselected fix had it off too (a step accepted as shown
+            follows the fix picked).
     """
 
     step_id: str
     enabled: bool
     fields: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
     values: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    skipped: bool = False
 
 
 def _json_value(value: Any) -> Any:

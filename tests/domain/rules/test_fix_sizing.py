@@ -220,6 +220,22 @@ def test_the_review_offers_one_fix_when_the_users_choices_make_both_the_same(
     assert chosen_fix_names(on) == ("just_enough",)
 
 
+def test_a_step_left_out_stays_out_of_every_fix_one_accepted_as_shown_follows_it(
+    tmp_path: Path,
+) -> None:
+    """The biggest resolution is off in the preselected fix and on in "more margin": accepted
+    as shown it follows the fix picked; left out (the app's Ctrl+N) it stays out of both,
+    which are then the same set, offered once."""
+    state = demo_state("early_steps", tmp_path)
+    step = state.plan.step("top_bucket")
+    assert step is not None
+    shown = choose(state, default_choice(state, step))
+    assert "top_bucket" in chosen_fix(shown, "safe")
+    left_out = choose(state, StepChoice("top_bucket", enabled=False, skipped=True))
+    assert "top_bucket" not in chosen_fix(left_out, "safe")
+    assert chosen_fix_names(left_out) == ("just_enough",)
+
+
 def test_each_fix_is_named_by_what_it_is(tmp_path: Path) -> None:
     """Issue 38 item 5: the solver's answer is the least loss (the closest to
     fitting when nothing does); the moment's usual changes are "with more margin" only where
