@@ -21,10 +21,11 @@ from oom_wizard.request import JobRequest
 from oom_wizard.storage.changelog import changelog_path_for, read_changelog
 from tests.support.aitk_db import add_job, make_db
 from tests.support.autopilot_support import SCENARIOS, fake_runner, write_config
-from tests.support.corpus import EXAMPLES, REPO
+from tests.support.corpus import OWN_CONFIGS, REPO
 from tests.support.plan_support import cli
 
-QWEN = "train_lora_qwen_image_24gb.yaml"
+#: A Qwen-Image LoRA set up as AI Toolkit's own Qwen-Image example sets it up (our fixture).
+QWEN = OWN_CONFIGS / "qwen_image_uint3_lora.yaml"
 
 #: PyTorch's message of the Qwen-Image repro (issue 38): 21.40 allocated + 1.97 tried, 23.99.
 QWEN_OOM = (
@@ -63,11 +64,9 @@ def fit_peak(*args: str | Path) -> tuple[str, tuple[float, float]]:
     return found["peak_phase"], (peak["low"], peak["high"])
 
 
-@pytest.mark.skipif(EXAMPLES is None, reason="needs ../shared/aitk-examples")
 def test_one_figure_per_lineage_the_qwen_repro(tmp_path: Path) -> None:
-    assert EXAMPLES is not None
     source = tmp_path / "qwen.yaml"
-    source.write_bytes((EXAMPLES / QWEN).read_bytes())
+    source.write_bytes(QWEN.read_bytes())
     log = qwen_crash_log(tmp_path)
     status, _out, err = cli("apply", source, "--log", log, "--no-probe")
     assert status in (0, 3, 4), err
@@ -151,12 +150,10 @@ def test_a_runs_measured_peak_is_recorded_then_used_by_fit_on_the_same_job(
     assert f"Measured on your card on {day}: 17.8 GiB in the " in text
 
 
-@pytest.mark.skipif(EXAMPLES is None, reason="needs ../shared/aitk-examples")
 def test_one_figure_per_lineage_a_web_ui_job(tmp_path: Path) -> None:
     """The Qwen repro as a web-UI job: apply --db, fit --db and scale-up --db (its printed
     figure and its record) rest on the same crash."""
-    assert EXAMPLES is not None
-    tree = yaml.safe_load((EXAMPLES / QWEN).read_text(encoding="utf-8"))
+    tree = yaml.safe_load(QWEN.read_text(encoding="utf-8"))
     tree["config"]["name"] = "qwen_lora"
     tree["config"]["process"][0]["train"]["lr"] = 1e-4  # the UI saves a number
     tree["config"]["process"][0]["training_folder"] = str(tmp_path / "output")
