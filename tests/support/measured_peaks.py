@@ -345,16 +345,11 @@ class HeldOut:
     """``(certainty class, measured / the held-out figure − 1)`` for each point."""
 
 
-def held_out(found: Sequence[Point], presets: Presets | None = None) -> list[Point]:
-    """Every point as the model gives it when its source's points are left out of every refit
-    (leave-one-source-out), in ``found``'s order: its figure from the overheads refitted
-    without them, its band's width from the held-out errors of the other sources' points of
-    its class."""
-    return held_out_errors(found, presets).points
-
-
 def held_out_errors(found: Sequence[Point], presets: Presets | None = None) -> HeldOut:
-    """:func:`held_out` with each point's held-out error."""
+    """Every point, and its error, as the model gives it when its source's points are left
+    out of every refit (leave-one-source-out), in ``found``'s order: its figure from the
+    overheads refitted without them, its band's width from the held-out errors of the other
+    sources' points of its class."""
     presets = presets or load_presets()
     figure: dict[str, Point] = {}
     for group in dict.fromkeys(p.group for p in found):

@@ -71,6 +71,7 @@ from oom_wizard.host.processes import (
     signal_each,
     tree_below,
 )
+from oom_wizard.host.watchdog import ALL_IS_WELL
 
 GRACE_S: Final = 10.0
 """Seconds each signal of the stop sequence gets before the next one."""
@@ -96,7 +97,6 @@ WATCHDOG_GRACE_S: Final = 2.0
 """Seconds the watchdog gives the group between SIGTERM and SIGKILL once we are gone."""
 WATCHDOG: Final = Path(__file__).with_name("watchdog.py")
 """The watchdog's program (:mod:`oom_wizard.host.watchdog`), run as ``python -I -S WATCHDOG``."""
-_ALL_IS_WELL: Final = b"done\n"
 
 WINDOWS: Final = sys.platform == "win32"
 """Windows: process groups, stops and reading as the module doc says."""
@@ -462,7 +462,7 @@ class TrainerProcess:
         leash, self._leash = self._leash, None
         if leash is not None:
             with contextlib.suppress(OSError):
-                os.write(leash, _ALL_IS_WELL)
+                os.write(leash, ALL_IS_WELL)
             os.close(leash)
         if self._watchdog is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):

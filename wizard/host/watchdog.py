@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import BinaryIO
 
 ALL_IS_WELL = b"done\n"
+"""The line the supervisor writes when all is well (:mod:`oom_wizard.host.supervision`)."""
 WINDOWS = sys.platform == "win32"
 
 
@@ -36,7 +37,7 @@ def orders(stream: BinaryIO) -> tuple[int, list[tuple[int, bytes]]] | None:
         return None
     strays: list[tuple[int, bytes]] = []
     for line in stream:
-        if line.startswith(b"done"):
+        if line.startswith(ALL_IS_WELL.rstrip()):
             return None
         words = line.split()
         if len(words) == 2 and words[0].isdigit():

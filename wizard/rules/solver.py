@@ -116,10 +116,6 @@ class Solution:
     tried: tuple[str, ...]
     margin: bool = True
 
-    def losses(self) -> dict[str, Loss]:
-        """Each step's loss."""
-        return {step: loss_of(step) for step in self.steps}
-
 
 def fits_card(memory: JobMemory, card_gib: float, margin_share: float = MARGIN_SHARE) -> bool:
     """Every phase's high edge within the card, its midpoint with the margin free."""
