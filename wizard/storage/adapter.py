@@ -23,14 +23,12 @@ read.
 
 from __future__ import annotations
 
-import json
 import re
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from oom_wizard.storage.resume import MAX_HEADER_BYTES, job_folders
+from oom_wizard.storage.resume import NotSafetensors, job_folders, read_header
 
 if TYPE_CHECKING:
     from oom_wizard.formats.document import JobDocument
@@ -65,32 +63,6 @@ class AdapterCheck:
     moved: bool | None
     words: str
     file: Path | None = None
-
-
-class _Unreadable(Exception):
-    """Not a safetensors file as the format writes it."""
-
-
-def read_header(path: Path) -> tuple[dict[str, Any], int]:
-    """The JSON header and where the tensor data starts.
-
-    Raises:
-        OSError: the file cannot be read; _Unreadable: it is not a safetensors file.
-    """
-    with path.open("rb") as stream:
-        head = stream.read(8)
-        if len(head) != 8:
-            raise _Unreadable
-        (size,) = struct.unpack("<Q", head)
-        if size <= 0 or size > MAX_HEADER_BYTES:
-            raise _Unreadable
-        try:
-            header = json.loads(stream.read(size))
-        except ValueError:
-            raise _Unreadable from None
-    if not isinstance(header, dict):
-        raise _Unreadable
-    return header, 8 + size
 
 
 def _tensors(header: dict[str, Any]) -> list[tuple[str, str, int, int]]:
@@ -141,7 +113,7 @@ def up_weights_moved(path: Path) -> AdapterCheck:
                 if not is_zero(data, dtype):
                     moved += 1
                     break  # one up weight that moved is enough
-    except (OSError, _Unreadable):
+    except (OSError, NotSafetensors):
         return AdapterCheck(None, f"{path} could not be read as a safetensors file", path)
     if moved:
         return AdapterCheck(True, f"its up weights are not all zero ({path})", path)
@@ -174,7 +146,7 @@ def same_tensors(first: Path, last: Path) -> AdapterCheck:
                 read += 1
                 if a.read(a_end - a_start) != b.read(end - start):
                     return AdapterCheck(True, f"{last} differs from {first}", last)
-    except (OSError, _Unreadable):
+    except (OSError, NotSafetensors):
         return AdapterCheck(None, f"{first} or {last} could not be read", last)
     if read < len(shared):
         return AdapterCheck(

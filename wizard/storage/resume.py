@@ -22,7 +22,7 @@ import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from oom_wizard.formats.document import JobDocument
@@ -46,20 +46,40 @@ class ResumePoint:
     source: str
 
 
+class NotSafetensors(ValueError):
+    """A file that is not a safetensors file as the format writes it."""
+
+
+def read_header(path: Path) -> tuple[dict[str, Any], int]:
+    """A safetensors file's JSON header (an 8-byte little-endian length, then the JSON) and
+    where its tensor data starts.
+
+    Raises:
+        OSError: the file cannot be read; NotSafetensors: it is not a safetensors file.
+    """
+    with path.open("rb") as stream:
+        head = stream.read(8)
+        if len(head) != 8:
+            raise NotSafetensors(path)
+        (size,) = struct.unpack("<Q", head)
+        if size <= 0 or size > MAX_HEADER_BYTES:
+            raise NotSafetensors(path)
+        try:
+            header = json.loads(stream.read(size))
+        except ValueError:
+            raise NotSafetensors(path) from None
+    if not isinstance(header, dict):
+        raise NotSafetensors(path)
+    return header, 8 + size
+
+
 def checkpoint_step(path: Path) -> int | None:
     """``training_info.step`` of a safetensors checkpoint's metadata (None: none or unreadable)."""
     try:
-        with path.open("rb") as stream:
-            head = stream.read(8)
-            if len(head) != 8:
-                return None
-            (size,) = struct.unpack("<Q", head)
-            if size <= 0 or size > MAX_HEADER_BYTES:
-                return None
-            header = json.loads(stream.read(size))
+        header, _ = read_header(path)
     except (OSError, ValueError):
         return None
-    meta = header.get("__metadata__") if isinstance(header, dict) else None
+    meta = header.get("__metadata__")
     if not isinstance(meta, dict):
         return None
     info = meta.get("training_info")
