@@ -7,37 +7,7 @@ up). ``before`` in each comment is what the diagnosis said before these rules.
 
 from __future__ import annotations
 
-import copy
-from typing import Any
-
-from oom_wizard.formats.view import JobView, build_view
-from oom_wizard.logs.scan import scan_text
-from oom_wizard.rules.diagnosis import Diagnosis, diagnose
-
-BASE: dict[str, Any] = {
-    "job": "extension",
-    "config": {
-        "name": "lora",
-        "process": [
-            {
-                "type": "sd_trainer",
-                "network": {"type": "lora", "linear": 16, "linear_alpha": 16},
-                "datasets": [{"folder_path": "/data", "resolution": [1024]}],
-                "train": {"batch_size": 1, "steps": 2000, "gradient_checkpointing": True},
-                "model": {"name_or_path": "black-forest-labs/FLUX.1-dev", "is_flux": True},
-            }
-        ],
-    },
-}
-
-
-def view() -> JobView:
-    return build_view(copy.deepcopy(BASE), file="job.yaml", locate=lambda path: None)
-
-
-def diagnosed(text: str) -> Diagnosis:
-    return diagnose(scan_text(text), view())
-
+from tests.support.log_classes import diagnosed
 
 # --- 1. a launcher's error that wraps its child's death -----------------------------------------
 
