@@ -124,12 +124,13 @@ t1 = time.process_time()
 catalog.load_presets()
 t2 = time.process_time()
 from pathlib import Path
-from oom_wizard.application.fitting import Card, fit
+from oom_wizard.application.settling import JobCard
+from oom_wizard.application.fitting import fit
 from oom_wizard.application.settling import start
 from oom_wizard.request import JobRequest
 state = start(JobRequest(target=Path({str(config)!r}), probe=False))
 t3 = time.process_time()
-fit(state, Card(24.0, "--gpu"))
+fit(state, JobCard(24.0, "--gpu"))
 t4 = time.process_time()
 print(f"in process (cpu): import yaml and pydantic {{ta - t0:.3f}} s, "
       f"pydantic's first model {{tb - ta:.3f}} s, the catalog's models {{t1 - tb:.3f}} s, "

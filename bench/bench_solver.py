@@ -25,8 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from oom_wizard.application.fitting import Card, fit
-from oom_wizard.application.settling import start
+from oom_wizard.application.fitting import fit
+from oom_wizard.application.settling import JobCard, start
 from oom_wizard.errors import WizardError
 from oom_wizard.request import JobRequest
 
@@ -52,7 +52,7 @@ def main() -> int:
             continue
         for card in CARDS:
             begin = time.process_time()
-            report = fit(state, Card(card, "--gpu"))
+            report = fit(state, JobCard(card, "--gpu"))
             times.append(time.process_time() - begin)
             if args.timing_only:
                 continue
@@ -107,7 +107,7 @@ def _fit_of_saved(config: Path, moment: str, steps: list[str], card: float) -> s
         saved = save(state, choices, ToFile(None, None))
         target = saved.config  # type: ignore[union-attr]
         again = start(JobRequest(target=target, probe=False))
-        return fit(again, Card(card, "--gpu")).verdict
+        return fit(again, JobCard(card, "--gpu")).verdict
 
 
 if __name__ == "__main__":

@@ -18,8 +18,8 @@ from textual.pilot import Pilot
 from textual.widgets import RadioButton, Static
 
 from oom_wizard.application.demo import IMAGE_JOB
-from oom_wizard.application.fitting import Card, fit
-from oom_wizard.application.settling import start
+from oom_wizard.application.fitting import fit
+from oom_wizard.application.settling import JobCard, start
 from oom_wizard.request import JobRequest
 from oom_wizard.screens.memory_bar import MemoryBar
 from oom_wizard.screens.review import ReviewScreen
@@ -106,7 +106,7 @@ async def pick(pilot: Pilot[int], fix: str) -> None:
 
 def fitted_band(saved: Path, card_gib: float) -> str:
     """``fit``'s peak band of the saved config on the card, as the review writes a band."""
-    report = fit(start(JobRequest(target=saved, probe=False)), Card(card_gib, "--gpu"))
+    report = fit(start(JobRequest(target=saved, probe=False)), JobCard(card_gib, "--gpu"))
     band = report.memory.peak()
     return f"({band.low:.1f}–{band.high:.1f})"
 

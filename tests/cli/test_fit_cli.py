@@ -513,7 +513,8 @@ def test_a_phase_that_crashed_is_never_called_tight() -> None:
     smaller one); on a bigger card the band decides."""
     from dataclasses import replace
 
-    from oom_wizard.application.fitting import Card, FitReport, crashed_here
+    from oom_wizard.application.fitting import FitReport, crashed_here
+    from oom_wizard.application.settling import JobCard
     from oom_wizard.rules.memory import Band, Calibration, JobMemory
 
     crash = Calibration("training", 23.40, None, 23.99, "PyTorch's OOM message")
@@ -532,10 +533,10 @@ def test_a_phase_that_crashed_is_never_called_tight() -> None:
         notes=(),
     )
     assert crashed_here(memory, "training", 24.0) and not crashed_here(memory, "load", 24.0)
-    on_it = FitReport(Card(24.0, "--gpu"), memory, "wont_fit", None)
+    on_it = FitReport(JobCard(24.0, "--gpu"), memory, "wont_fit", None)
     assert on_it.phase_verdict("training") == "wont_fit"
     assert on_it.phase_verdict("load") == "fits"
-    bigger = FitReport(Card(28.0, "--gpu"), memory, "tight", None)
+    bigger = FitReport(JobCard(28.0, "--gpu"), memory, "tight", None)
     assert not crashed_here(memory, "training", 28.0)
     assert bigger.phase_verdict("training") == "tight"
     intermittent = replace(crash, also_ran=True)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, TypeAlias
+from typing import Final, Literal
 
 from oom_wizard.application.settling import (
     VALIDATION_STEP,
+    JobCard,
     WizardState,
     given,
     host_of,
@@ -15,7 +16,6 @@ from oom_wizard.application.settling import (
     memory_calibration,
 )
 from oom_wizard.formats.change import Change
-from oom_wizard.host.tenants import CardTenants
 from oom_wizard.paths import MISSING, format_path, parse_path
 from oom_wizard.rules.accounts import Phase
 from oom_wizard.rules.host import HostMemory
@@ -46,7 +46,6 @@ from oom_wizard.rules.solver import (
     loss_of,
     loss_words,
 )
-from oom_wizard.rules.tenants import room_gib, tenants_words
 from oom_wizard.vocabulary import Moment, json_schema
 
 JSON_SCHEMA: Final = json_schema("fit", 1)
@@ -64,30 +63,6 @@ VERDICT_STATUS: Final[Mapping[str, int]] = {
     "not_estimated": 5,
 }
 
-CardSource: TypeAlias = Literal["nvidia-smi", "--gpu", "oom-message", "asked"]
-
-
-@dataclass(frozen=True)
-class Card:
-    """The card the job is measured against: its memory in GiB and where that comes from.
-
-    ``tenants``: what else holds memory on it now (``nvidia-smi``); when that is a real share
-    the job is weighed against what is free (:attr:`room_gib`, :mod:`oom_wizard.rules.tenants`).
-    """
-
-    gib: float
-    source: CardSource
-    tenants: CardTenants | None = None
-
-    @property
-    def room_gib(self) -> float:
-        """What the job is weighed against: the card, or what is free beside its tenants."""
-        return room_gib(self.tenants) if self.tenants is not None else self.gib
-
-    def tenants_words(self) -> str | None:
-        """The card's other tenants in a sentence (None: nothing worth a word)."""
-        return tenants_words(self.tenants) if self.tenants is not None else None
-
 
 def card_gib_problem(gib: float) -> str | None:
     """Why a card's memory typed by the user is not one a card has (None: it is), by the one
@@ -96,15 +71,12 @@ def card_gib_problem(gib: float) -> str | None:
     return card_problem(gib)
 
 
-def probed_card(state: WizardState) -> Card | None:
+def probed_card(state: WizardState) -> JobCard | None:
     """The job's card without an answer (:func:`~oom_wizard.application.settling.job_card`:
     the card AI Toolkit trains on as ``nvidia-smi`` shows it, with its other tenants, else the
     one PyTorch's OOM message names); None when neither says."""
     card = job_card(state.job, state.diagnosis)
-    if card is None or card.source not in ("nvidia-smi", "oom-message"):
-        return None
-    source: CardSource = "nvidia-smi" if card.source == "nvidia-smi" else "oom-message"
-    return Card(card.gib, source, card.tenants)
+    return card if card is not None and card.source in ("nvidia-smi", "oom-message") else None
 
 
 def job_memory(
@@ -268,7 +240,7 @@ class FitReport:
         fix: The roll-back steps that would make it fit (None when it fits).
     """
 
-    card: Card
+    card: JobCard
     memory: JobMemory
     verdict: Verdict | Literal["not_estimated"]
     fix: FitFix | None
@@ -344,7 +316,7 @@ class FitReport:
         }
 
 
-def fit(state: WizardState, card: Card, ram_gib: float | None = None) -> FitReport:
+def fit(state: WizardState, card: JobCard, ram_gib: float | None = None) -> FitReport:
     """Will the job fit on ``card``: its phases' bands, the verdict and, when it does not
     fit, the roll-back that would make it; and the host's RAM per phase against ``ram_gib``
     (default: the machine's, :func:`~oom_wizard.application.settling.machine_ram`)."""
@@ -399,7 +371,7 @@ class SavedVerdict:
     """
 
     verdict: Verdict | None
-    card: Card | None
+    card: JobCard | None
     peak: Band | None
     phase: Phase | None
 

@@ -315,6 +315,10 @@ class JobCard:
         """Where its size comes from, in words."""
         return CARD_ORIGIN_WORDS[self.source]
 
+    def tenants_words(self) -> str | None:
+        """Its other tenants in a sentence (None: not probed, or nothing worth a word)."""
+        return tenants_words(self.tenants) if self.tenants is not None else None
+
 
 def job_card(
     job: OpenedJob,

@@ -21,13 +21,13 @@ from oom_wizard import spelling
 from oom_wizard.application.fitting import (
     FIT_MARGIN,
     VERDICT_STATUS,
-    Card,
     card_gib_problem,
     fit,
     probed_card,
     step_loss,
 )
 from oom_wizard.application.leaving import job_notes
+from oom_wizard.application.settling import JobCard
 from oom_wizard.commands._common import add_crash_arguments, stdout
 from oom_wizard.commands._jobdb import add_db_arguments, wants_db
 from oom_wizard.commands._report import show_jobs
@@ -155,7 +155,7 @@ def _with_defaults(args: argparse.Namespace) -> argparse.Namespace:
     return argparse.Namespace(**{**vars(args), "new_crash": False})
 
 
-def card_of(state: WizardState, gpu: float | None) -> Card:
+def card_of(state: WizardState, gpu: float | None) -> JobCard:
     """The card: ``--gpu``, else nvidia-smi's, else the one PyTorch's OOM message in the log
     names, else asked on a terminal.
 
@@ -164,7 +164,7 @@ def card_of(state: WizardState, gpu: float | None) -> Card:
     """
 
     if gpu is not None:
-        return Card(gpu, "--gpu")
+        return JobCard(gpu, "--gpu")
     found = probed_card(state)
     if found is not None:
         return found
@@ -182,7 +182,7 @@ def card_of(state: WizardState, gpu: float | None) -> Card:
 CARD_TRIES: Final = 3
 
 
-def ask_card(answers: TextIO, prompts: TextIO) -> Card:
+def ask_card(answers: TextIO, prompts: TextIO) -> JobCard:
     """The card's memory asked on a terminal: a typo is said and asked again (three tries
     in all); an empty answer or the end of input gives up.
 
@@ -197,7 +197,7 @@ def ask_card(answers: TextIO, prompts: TextIO) -> Card:
         if not answer:
             raise WizardError("no card size given: give the card's memory, such as --gpu 24")
         try:
-            return Card(_gib(answer), "asked")
+            return JobCard(_gib(answer), "asked")
         except argparse.ArgumentTypeError as exc:
             if tried == CARD_TRIES:
                 raise WizardError(f"{exc} ({CARD_TRIES} tries); give it as --gpu 24") from None
@@ -330,7 +330,7 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
         console.print("  " + shlex.join(line), markup=False)
 
 
-def render_room(console: Console, room: Room, card: Card) -> None:
+def render_room(console: Console, room: Room, card: JobCard) -> None:
     """What a job that fits with room could get back, and the command that makes it."""
 
     console.print("", markup=False)

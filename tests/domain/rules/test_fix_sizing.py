@@ -20,9 +20,9 @@ from oom_wizard.application.choosing import (
     effective_choices,
     preselect_fix,
 )
-from oom_wizard.application.fitting import Card, fit
+from oom_wizard.application.fitting import fit
 from oom_wizard.application.saving import SaveResult, ToFile, save
-from oom_wizard.application.settling import WizardState, start
+from oom_wizard.application.settling import JobCard, WizardState, start
 from oom_wizard.formats.document import load_document
 from oom_wizard.request import JobRequest
 from oom_wizard.rules.diagnosis import Answers
@@ -207,7 +207,7 @@ def test_the_review_prices_each_fix_as_the_user_left_the_walk(tmp_path: Path) ->
     saved = save(skipped, choices, ToFile(None, None))
     assert isinstance(saved, SaveResult)
     again = start(JobRequest(target=saved.config, probe=False))
-    fitted = fit(again, Card(23.54, "--gpu")).memory.peak()
+    fitted = fit(again, JobCard(23.54, "--gpu")).memory.peak()
     assert f"({fitted.low:.1f}–{fitted.high:.1f})" in words
 
 
