@@ -186,6 +186,12 @@ class AttemptRecord(_Frozen):
             ``phases``, ``certainty``, ``calibrated_by``).
         peak_phase: The phase ``peak_gib`` is a point of: of the phases the attempt went
             through, the one estimated highest (nvidia-smi's highest reading is theirs).
+        watched: A run oom-wizard did not start, followed by ``watch``: its readings were
+            taken while the log was in each phase.
+        peaks_gib: Per phase, the most memory ``nvidia-smi`` showed in use on the card while
+            ``watch`` saw the log in it (``load``, ``baseline_sample``, ``training``,
+            ``sample``: the phases its readings cover); ``peak_gib`` is the highest of those
+            the run went through.
     """
 
     at: str
@@ -204,6 +210,8 @@ class AttemptRecord(_Frozen):
     learned: str | None = None
     estimate: dict[str, Any] | None = None
     peak_phase: str | None = None
+    watched: bool = False
+    peaks_gib: dict[str, float] | None = None
 
 
 class ChangeLog(_Frozen):
@@ -260,9 +268,11 @@ class ChangeLog(_Frozen):
         if not data["attempts"]:
             del data["attempts"]  # logs without trainer runs keep their old shape
         for attempt in data.get("attempts", ()):
-            for key in ("estimate", "peak_phase"):  # an attempt without them keeps its shape
+            for key in ("estimate", "peak_phase", "peaks_gib"):  # without them: its old shape
                 if attempt.get(key) is None:
                     attempt.pop(key, None)
+            if not attempt.get("watched"):
+                attempt.pop("watched", None)
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
