@@ -24,7 +24,12 @@ from oom_wizard.application.follow import WatchTarget
 from oom_wizard.application.watching import Readings, keep_readings
 from oom_wizard.host.probe import probe_gpu
 from oom_wizard.logs.tail import SETTLE_S, LiveJob, LiveStatus
-from oom_wizard.storage.changelog import changelog_path_for, now_iso, read_changelog
+from oom_wizard.storage.changelog import (
+    AttemptRecord,
+    changelog_path_for,
+    now_iso,
+    read_changelog,
+)
 from tests.support.autopilot_support import DEMO, FAKE
 from tests.support.plan_support import cli
 
@@ -137,6 +142,10 @@ def test_watchs_readings_are_kept_then_fit_and_plan_say_them(
     assert "training step: estimated " in told and "read 17.8 GiB (" in told
     assert "loading: estimated " in told and "read 9.0 GiB (" in told
 
+    status_history, out, err = cli("history", saved)
+    assert status_history == 0, err
+    assert "Attempts (oom-wizard run and watch)" in out and told in out
+
     monkeypatch.setenv("PATH", os.defpath)  # no nvidia-smi now: --gpu names the card
     day = attempt.at[:10]
     note = (
@@ -221,3 +230,21 @@ def test_a_crashed_phase_is_no_point_and_a_training_step_left_behind_is(
     last = read_changelog(changelog).attempts[-1]
     assert (last.outcome, last.peak_phase, last.peak_gib) == ("running", "training", 17.8)
     assert "still running at step 4 in training when watch left it" in describe_record(last)
+
+
+def test_history_says_estimate_against_measured_for_every_attempt() -> None:
+    """An attempt recorded without an estimate says so beside what was measured; one whose
+    config the model does not estimate says why."""
+    bare = AttemptRecord(
+        at="2026-12-07T10:00:00+00:00",
+        config="job.yaml",
+        outcome="finished",
+        step=30,
+        peak_gib=17.8,
+        card_gib=24.0,
+    )
+    assert describe_record(bare).endswith(
+        " · no estimate was recorded before it ran · 17.8 of 24.0 GiB at most"
+    )
+    unknown = bare.model_copy(update={"estimate": {"not_estimated": "no counts for this arch"}})
+    assert " · not estimated (no counts for this arch) · 17.8 of 24.0" in describe_record(unknown)
