@@ -37,22 +37,21 @@ from oom_wizard.application.follow import JobRow, WatchTarget, follow_log, read_
 from oom_wizard.application.settling import WizardState
 from oom_wizard.application.watching import (
     CrashReport,
+    MachineLook,
     Readings,
     diagnose_crash,
-    machine_line,
+    look_at_machine,
     offers_save_now,
     request_save_now,
     save_now_question,
     warm_up,
 )
 from oom_wizard.errors import WizardError
-from oom_wizard.host.probe import ProbeResult, probe_gpu
 from oom_wizard.logs.tail import LiveStatus, LiveUpdate
 from oom_wizard.screens.ask import SaveNowScreen
 from oom_wizard.screens.keys import apply_user_keymap
 from oom_wizard.screens.widgets import KeyBar
 from oom_wizard.spelling import counted, rate_axes
-from oom_wizard.storage.changelog import now_iso
 
 POLL_S = 0.1
 """Seconds between two reads of the log."""
@@ -266,13 +265,12 @@ class WatchApp(App[WatchResult]):
         self.run_worker(self._probe, thread=True, exclusive=True, group="probe")
 
     def _probe(self) -> None:
-        probe = probe_gpu()
-        self._from_thread(self._took, probe, machine_line(probe), now_iso())
+        self._from_thread(self._took, look_at_machine())
 
-    def _took(self, probe: ProbeResult | None, line: str, at: str) -> None:
+    def _took(self, look: MachineLook) -> None:
         """Show one look at the machine, and keep it as a reading of the log's phase."""
-        self._show("#gpu", line)
-        self.readings = self.readings.read(probe, at)
+        self._show("#gpu", look.line)
+        self.readings = self.readings.read(look)
 
     def _from_thread(self, callback: Callable[..., object], *args: object) -> None:
         """Run ``callback`` on the app's thread; dropped when the app is already gone."""

@@ -21,13 +21,11 @@ import yaml
 
 from oom_wizard.application.attempts import describe_record
 from oom_wizard.application.follow import WatchTarget
-from oom_wizard.application.watching import Readings, keep_readings
-from oom_wizard.host.probe import probe_gpu
+from oom_wizard.application.watching import Readings, keep_readings, look_at_machine
 from oom_wizard.logs.tail import SETTLE_S, LiveJob, LiveStatus
 from oom_wizard.storage.changelog import (
     AttemptRecord,
     changelog_path_for,
-    now_iso,
     read_changelog,
 )
 from tests.support.autopilot_support import DEMO, FAKE
@@ -101,7 +99,7 @@ def watch(log: Path, text: bytes, held: Path) -> tuple[Readings, LiveStatus]:
         readings = readings.saw(status)
         if readings.phase is not None and readings.phase != phase:
             held.write_text(str(HELD_MIB[readings.phase]))
-            readings = readings.read(probe_gpu(), now_iso())
+            readings = readings.read(look_at_machine())
     now[0] += SETTLE_S + 1
     status = live.poll().status
     return readings.saw(status), status
@@ -248,3 +246,33 @@ def test_history_says_estimate_against_measured_for_every_attempt() -> None:
     )
     unknown = bare.model_copy(update={"estimate": {"not_estimated": "no counts for this arch"}})
     assert " · not estimated (no counts for this arch) · 17.8 of 24.0" in describe_record(unknown)
+
+
+def test_the_watch_command_prints_what_became_of_the_readings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``oom-wizard watch`` keeps the readings the live screen leaves with, and says so (the
+    screen itself stands aside: it needs a terminal, and its own tests run it)."""
+    import oom_wizard.commands.watch as command
+    import oom_wizard.screens.watch as screen
+
+    _source, saved = saved_job(tmp_path)
+    path, held = fake_card(tmp_path)
+    monkeypatch.setenv("PATH", path)
+    log = tmp_path / "watched.log"
+    readings, status = watch(log, train(saved, 80), held)
+
+    class LiveScreen:
+        def __init__(self, target: WatchTarget, **_options: object) -> None:
+            assert (target.config, target.log) == (saved, log)
+
+        def run(self) -> screen.WatchResult:
+            return screen.WatchResult(False, None, readings, status)
+
+    monkeypatch.setattr(screen, "WatchApp", LiveScreen)
+    monkeypatch.setattr(command, "need_terminal", lambda *_args: None)
+    code, out, err = cli("watch", saved, "--log", log)
+    assert code == 0, err
+    assert out.startswith("nvidia-smi read 17.8 GiB in the training step")
+    assert f"kept in {changelog_path_for(saved)}" in out
+    assert read_changelog(changelog_path_for(saved)).attempts[-1].watched

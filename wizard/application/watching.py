@@ -20,7 +20,7 @@ from oom_wizard.application.log_alone import diagnose_log_alone
 from oom_wizard.application.saving import memory_json
 from oom_wizard.application.settling import WizardState, memory_calibration, start
 from oom_wizard.errors import WizardError
-from oom_wizard.host.probe import ProbeResult, read_host_memory
+from oom_wizard.host.probe import ProbeResult, probe_gpu, read_host_memory
 from oom_wizard.logs.markers import load_log_markers
 from oom_wizard.logs.tail import LiveStatus
 from oom_wizard.request import JobRequest
@@ -180,6 +180,22 @@ def request_save_now(target: WatchTarget) -> str:
     return ask(find_db(target.db), target.job)
 
 
+@dataclass(frozen=True)
+class MachineLook:
+    """One look at the machine: the line ``watch``'s panel shows, the reading it came from
+    (None: no ``nvidia-smi``), and when it was taken (ISO-8601)."""
+
+    line: str
+    probe: ProbeResult | None
+    at: str
+
+
+def look_at_machine() -> MachineLook:
+    """Ask ``nvidia-smi`` and ``/proc/meminfo`` once (``watch`` does it in a thread)."""
+    probe = probe_gpu()
+    return MachineLook(machine_line(probe), probe, now_iso())
+
+
 def machine_line(probe: ProbeResult | None) -> str:
     """The GPUs, the processes on them (``probe``: one reading of ``nvidia-smi``, None where
     there is none) and the host's RAM, in one line (``watch``'s panel)."""
@@ -246,10 +262,11 @@ class Readings:
                 through |= {"training"}
         return replace(self, through=through, phase=now, steps_from=steps_from)
 
-    def read(self, probe: ProbeResult | None, at: str) -> Readings:
-        """These readings with one more reading of the cards, taken at ``at``, while the log
-        is in :attr:`phase` (nothing is kept outside a phase, nor from a reading no card could
-        give: :func:`~oom_wizard.rules.limits.probe_problem`)."""
+    def read(self, look: MachineLook) -> Readings:
+        """These readings with one more look at the cards, while the log is in :attr:`phase`
+        (nothing is kept outside a phase, nor from a reading no card could give:
+        :func:`~oom_wizard.rules.limits.probe_problem`)."""
+        probe, at = look.probe, look.at
         if probe is None or self.phase is None or probe_problem(probe) is not None:
             return self
         peaks = {index: dict(phases) for index, phases in self.peaks.items()}
@@ -390,7 +407,10 @@ def keep_readings(target: WatchTarget, readings: Readings, status: LiveStatus | 
         watched=True,
         peaks_gib=dict(peak.phases),
     )
-    kept = keep_attempt(where, record)
+    try:
+        kept = keep_attempt(where, record)
+    except OSError as exc:  # the session went well: its end is no error
+        return f"{read}; not kept: the change log could not be written ({exc.strerror or exc})."
     if kept is None:
         return (
             f"{read}; not kept: {where} has no change log of oom-wizard's (only a config "

@@ -183,7 +183,8 @@ class AttemptRecord(_Frozen):
             attempt whose adapter did not move is ``trained_nothing``.
         estimate: What the model said of the config before it ran, with the lineage's
             calibration (the ``memory`` shape of a run: ``phase``, ``estimated_gib``,
-            ``phases``, ``certainty``, ``calibrated_by``).
+            ``phases``, ``certainty``, ``calibrated_by``); for a run ``watch`` followed, what
+            it said as ``watch`` left, before its readings were kept.
         peak_phase: The phase ``peak_gib`` is a point of: of the phases the attempt went
             through, the one estimated highest (nvidia-smi's highest reading is theirs).
         watched: A run oom-wizard did not start, followed by ``watch``: its readings were
