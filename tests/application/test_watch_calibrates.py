@@ -14,13 +14,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
 from oom_wizard.application.attempts import describe_record
-from oom_wizard.application.follow import WatchTarget
+from oom_wizard.application.follow import WatchTarget, watch_db_target
 from oom_wizard.application.watching import Readings, keep_readings, look_at_machine
 from oom_wizard.logs.tail import SETTLE_S, LiveJob, LiveStatus
 from oom_wizard.storage.changelog import (
@@ -28,6 +29,7 @@ from oom_wizard.storage.changelog import (
     changelog_path_for,
     read_changelog,
 )
+from tests.support.aitk_db import add_job, make_db
 from tests.support.autopilot_support import DEMO, FAKE
 from tests.support.plan_support import cli
 
@@ -276,3 +278,44 @@ def test_the_watch_command_prints_what_became_of_the_readings(
     assert out.startswith("nvidia-smi read 17.8 GiB in the training step")
     assert f"kept in {changelog_path_for(saved)}" in out
     assert read_changelog(changelog_path_for(saved)).attempts[-1].watched
+
+
+def test_a_web_ui_jobs_readings_go_into_its_change_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A web-UI job oom-wizard saved in place: watch keeps its readings in the job's change
+    log, and fit --db on the job says them."""
+    tree = yaml.safe_load((DEMO / "flux_portrait_lora.yaml").read_text(encoding="utf-8"))
+    tree["config"]["name"] = "portrait"
+    process = tree["config"]["process"][0]
+    process["train"].update({"steps": 30, "lr": 1e-4})
+    process["sample"]["sample_every"] = 10
+    process["training_folder"] = str(tmp_path / "output")
+    db = make_db(tmp_path / "aitk_db.db")
+    add_job(db, "portrait", config=tree, step=3, info="CUDA out of memory.")
+    folder = tmp_path / "output" / "portrait"
+    folder.mkdir(parents=True)
+    config = tmp_path / "portrait.yaml"
+    config.write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
+    crash = folder / "log.txt"
+    crash.write_bytes(train(config, 24))
+    crashed = time.time() - 600  # the crash came before the fix
+    os.utime(crash, (crashed, crashed))
+    job = ("--db", db, "--job", "portrait")
+    status, out, err = cli("apply", *job, "--in-place", "--no-probe")
+    assert status in (0, 3, 4), err
+    changelog = Path(next(ln for ln in out.splitlines() if ln.startswith("Change log "))[11:])
+
+    path, held = fake_card(tmp_path)
+    monkeypatch.setenv("PATH", path)
+    log = tmp_path / "watched.log"  # the retry's log (the fake trains the job's shape)
+    readings, status_log = watch(log, train(config, 80), held)
+    target = watch_db_target(db, "portrait", log)
+    line = keep_readings(target, readings, status_log)
+    assert line is not None and f"kept in {changelog}" in line, line
+    assert read_changelog(changelog).attempts[-1].peak_gib == 17.8
+
+    monkeypatch.setenv("PATH", os.defpath)
+    status, text, err = cli("fit", *job, "--gpu", "24", "--no-probe")
+    assert status in (0, 3, 4), err
+    assert "Measured on your card on " in text and "17.8 GiB in the training step" in text
