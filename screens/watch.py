@@ -11,7 +11,9 @@ change (Esc there goes back to the moment, Ctrl+Q quits). Any other crash, or a 
 config, shows the verdict on the crash panel (Enter still opens the wizard when there is a config).
 It never writes anything of the job's, except, for a web-UI job whose log shows trouble and only
 after a yes, the row's ``save_now`` (key ``s``: the UI's "save a checkpoint now", so that a retry
-resumes from there).
+resumes from there). Its readings of the GPU, by the phase the log was in, leave with it
+(:class:`WatchResult`): the command keeps them in the job's change log
+(:func:`~oom_wizard.application.watching.keep_readings`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from textual.app import App, ComposeResult
@@ -35,8 +37,10 @@ from oom_wizard.application.follow import JobRow, WatchTarget, follow_log, read_
 from oom_wizard.application.settling import WizardState
 from oom_wizard.application.watching import (
     CrashReport,
+    MachineLook,
+    Readings,
     diagnose_crash,
-    machine_line,
+    look_at_machine,
     offers_save_now,
     request_save_now,
     save_now_question,
@@ -69,10 +73,14 @@ class WatchResult:
         open_wizard: Open the wizard on the job.
         state: The job opened on the crash, diagnosed and settled: the wizard starts on it
             (None: the wizard opens the job itself, from its load screen).
+        readings: What ``nvidia-smi`` showed, by the phase the log was in.
+        status: The log's last status (None: never read).
     """
 
     open_wizard: bool
     state: WizardState | None = None
+    readings: Readings = field(default_factory=Readings)
+    status: LiveStatus | None = None
 
 
 class WatchApp(App[WatchResult]):
@@ -123,6 +131,9 @@ class WatchApp(App[WatchResult]):
         self._switch_interval = sys.getswitchinterval()
         #: Set when the screen goes: the reading worker stops at once, not after its sleep.
         self._leaving = threading.Event()
+        #: What nvidia-smi showed, by the log's phase at each reading.
+        self.readings = Readings()
+        self.status: LiveStatus | None = None
 
     def compose(self) -> ComposeResult:
         """Header, the job, progress, sparkline, warnings, GPU, and the crash panel."""
@@ -191,6 +202,11 @@ class WatchApp(App[WatchResult]):
             self.troubled = True
             self.refresh_bindings()
         status = update.status
+        self.status = status
+        phase = self.readings.phase
+        self.readings = self.readings.saw(status)
+        if self.probe and self.readings.phase not in (None, phase):
+            self.look_at_gpu()  # a reading in every phase, however short
         shown = progress_text(status)
         if shown != self._shown:  # repaint only what changed: a busy log costs little
             self._shown = shown
@@ -231,7 +247,7 @@ class WatchApp(App[WatchResult]):
         wizard at once, any other waits for Enter."""
         self.crash = report
         if report.state is not None and report.moment is not None:
-            self.exit(WatchResult(open_wizard=True, state=report.state))
+            self.leave(open_wizard=True, state=report.state)
             return
         lines = [f"CRASHED: {report.verdict}"]
         if report.certainty:
@@ -249,7 +265,12 @@ class WatchApp(App[WatchResult]):
         self.run_worker(self._probe, thread=True, exclusive=True, group="probe")
 
     def _probe(self) -> None:
-        self._from_thread(self._show, "#gpu", machine_line())
+        self._from_thread(self._took, look_at_machine())
+
+    def _took(self, look: MachineLook) -> None:
+        """Show one look at the machine, and keep it as a reading of the log's phase."""
+        self._show("#gpu", look.line)
+        self.readings = self.readings.read(look)
 
     def _from_thread(self, callback: Callable[..., object], *args: object) -> None:
         """Run ``callback`` on the app's thread; dropped when the app is already gone."""
@@ -263,7 +284,11 @@ class WatchApp(App[WatchResult]):
     def action_open_wizard(self) -> None:
         """Leave, asking the command to open the wizard on the crash."""
         if self.crash is not None and self.target.can_open_wizard:
-            self.exit(WatchResult(open_wizard=True))
+            self.leave(open_wizard=True)
+
+    def leave(self, *, open_wizard: bool, state: WizardState | None = None) -> None:
+        """Leave with the readings and the log's last status."""
+        self.exit(WatchResult(open_wizard, state, self.readings, self.status))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """``s`` only for a web-UI job whose log showed trouble."""
@@ -300,7 +325,7 @@ class WatchApp(App[WatchResult]):
 
     def action_quit_watch(self) -> None:
         """Leave."""
-        self.exit(WatchResult(open_wizard=False))
+        self.leave(open_wizard=False)
 
 
 def _let_others_run() -> None:

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from textual.widgets import Log
 
 from oom_wizard.application.follow import (
@@ -300,3 +301,30 @@ async def test_quitting_stops_the_reading_worker_without_waiting_for_its_next_re
         await pilot.press("q")
     assert app.return_value is not None
     assert time.monotonic() - started < 60  # not the 120 s of its interval
+
+
+async def test_the_live_screen_reads_the_card_in_each_phase_and_leaves_with_the_readings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A phase change is read at once (a short phase is read too); the readings leave with
+    the screen, for the command to keep (:func:`keep_readings`)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(
+        '#!/bin/sh\ncase "$1" in --query-gpu=*) echo "0, Fake RTX, 24576, 18227, 6349";; esac\n'
+    )
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    data = fake_log(tmp_path)
+    log = tmp_path / "log.txt"
+    log.write_bytes(data[: data.index(b"# OOM during training step, skipping batch 1/3 #")])
+    target = WatchTarget(log, tmp_path / "image-early-steps.yaml", "image-early-steps")
+    app = WatchApp(target, poll_s=0.02)
+    async with app.run_test(size=(100, 30)) as pilot:
+        assert await until(pilot, lambda: "training" in app.readings.peaks.get(0, {}), idle=False)
+        await pilot.press("q")
+    result = app.return_value
+    assert result is not None and not result.open_wizard
+    assert result.readings.peaks[0]["training"] == pytest.approx(17.8, abs=0.01)
+    assert result.status is not None and result.status.phase == "training"

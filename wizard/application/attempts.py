@@ -43,6 +43,10 @@ def describe_outcome(
         return f"exited with status {exit_code} without training a step{at}"
     if outcome == "stopped":
         return "stopped (the trainer says so)"
+    if outcome == "running":
+        at = f" at step {step}" if step is not None else ""
+        inside = f" in {phase}" if phase and phase != "unknown" else ""
+        return f"still running{at}{inside} when watch left it"
     if outcome == "trained_nothing":
         at = f" ({step} steps)" if step is not None else ""
         return f"ran to its end{at}, but its adapter did not change: it trained nothing"
@@ -63,32 +67,69 @@ def describe_record(record: AttemptRecord) -> str:
         ended = f"ran to its end, but {record.learned}"
     given = f" · with {' '.join(record.environment)}" if record.environment else ""
     told = estimate_words(record)
-    return (
-        f"{record.config} · {record.kind} run{given} · {ended} · {record.duration_s:.1f} s"
-        f"{told}{peak}"
-    )
+    if record.watched:  # a run oom-wizard did not start: how long watch followed it
+        run = f"a run followed by watch{given} · {ended} · watched {record.duration_s:.1f} s"
+    else:
+        run = f"{record.kind} run{given} · {ended} · {record.duration_s:.1f} s"
+    return f"{record.config} · {run}{told}{peak}"
 
 
 def estimate_words(record: AttemptRecord) -> str:
     """`` · estimated 19.3–23.5 GiB in the training step (the measured peak is inside it)``:
     what the model said of the attempt's config before it ran, against what nvidia-smi
-    measured (the phase the peak is a point of); empty for an attempt recorded without one."""
-    estimate = record.estimate or {}
+    measured (the phase the peak is a point of; for a run ``watch`` followed, every phase it
+    read); for an attempt recorded without an estimate, or whose config the model does not
+    estimate, that said."""
+    estimate = record.estimate
+    if estimate is None:
+        return " · no estimate was recorded before it ran"
+    if "not_estimated" in estimate:
+        return f" · not estimated ({estimate['not_estimated']})"
     phases = estimate.get("phases")
+    if record.watched and record.peaks_gib:
+        told = [
+            _phase_against(phases, phase, gib)
+            for phase, gib in record.peaks_gib.items()
+            if phase in PHASE_WORDS
+        ]
+        return " · " + "; ".join(told) if told else ""
     named = record.peak_phase or estimate.get("phase")
     phase = next((p for p in PHASE_WORDS if p == named), None)
-    band = phases.get(phase) if isinstance(phases, dict) and phase is not None else None
-    if not isinstance(band, dict) or phase is None:
+    band = _band(phases, phase)
+    if band is None or phase is None:
         return ""
-    low, high = band.get("low"), band.get("high")
-    if not isinstance(low, int | float) or not isinstance(high, int | float):
-        return ""
+    low, high = band
     words = f" · estimated {low:.1f}–{high:.1f} GiB in the {PHASE_WORDS[phase]}"
     peak = record.peak_gib
     if peak is None:
         return words + " (nothing measured)"
-    where = "inside it" if low <= peak <= high else ("below it" if peak < low else "above it")
-    return f"{words} (the measured peak is {where})"
+    return f"{words} (the measured peak is {_where(peak, low, high)})"
+
+
+def _band(phases: object, phase: str | None) -> tuple[float, float] | None:
+    """A recorded estimate's band of ``phase`` (None: not recorded)."""
+    band = phases.get(phase) if isinstance(phases, dict) and phase is not None else None
+    if not isinstance(band, dict):
+        return None
+    low, high = band.get("low"), band.get("high")
+    if not isinstance(low, int | float) or not isinstance(high, int | float):
+        return None
+    return float(low), float(high)
+
+
+def _where(gib: float, low: float, high: float) -> str:
+    return "inside it" if low <= gib <= high else ("below it" if gib < low else "above it")
+
+
+def _phase_against(phases: object, phase: str, gib: float) -> str:
+    """``training step: estimated 16.0–19.3 GiB, read 17.8 GiB (inside it)``."""
+    words = next(said for known, said in PHASE_WORDS.items() if known == phase)
+    band = _band(phases, phase)
+    if band is None:
+        return f"{words}: not estimated, read {gib:.1f} GiB"
+    low, high = band
+    where = _where(gib, low, high)
+    return f"{words}: estimated {low:.1f}–{high:.1f} GiB, read {gib:.1f} GiB ({where})"
 
 
 def crashed_configs(changelog: ChangeLog, log_path: Path | None) -> tuple[CrashedConfig, ...]:

@@ -450,13 +450,8 @@ class _Loop:
         self.say(f"Attempt {attempt.number}: {attempt.describe()} after {attempt.duration_s:.1f} s")
         record = attempt.record()
         self.records.append(record)
-        own = _own_log(where)
-        if own is None:
+        if keep_attempt(where, record) is None:
             self.pending.append(record)
-            return
-
-        log, path = own
-        atomic_write(path, log.with_attempts([record]).to_json().encode(), replace=True)
 
     def attach_pending(self, changelog: Path) -> None:
         """Give ``changelog`` (just saved) every attempt of this loop, in order, after the
@@ -1044,6 +1039,18 @@ def _own_changelog(config: Path) -> ChangeLog | None:
         return changelog_of(config)
     except WizardError:
         return None
+
+
+def keep_attempt(where: Where, record: AttemptRecord) -> Path | None:
+    """Append ``record`` to the change log of ``where`` when that config is our own save (the
+    one writer of a trainer attempt, ``run``'s and ``watch``'s: the whole file rewritten
+    atomically); the change log's path, or None when the config has none (nothing written)."""
+    own = _own_log(where)
+    if own is None:
+        return None
+    log, path = own
+    atomic_write(path, log.with_attempts([record]).to_json().encode(), replace=True)
+    return path
 
 
 def _own_log(where: Where) -> tuple[ChangeLog, Path] | None:

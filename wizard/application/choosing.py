@@ -722,7 +722,11 @@ def estimate_words(figures: MemoryEstimate, moment: str | None = None) -> str:
             if calibration.at_least_gib is not None:
                 basis = f"; it crashed needing more than {calibration.at_least_gib:.2f} GiB"
             elif calibration.measured_gib is not None:
-                basis = f"; a run peaked at {calibration.measured_gib:.1f} GiB"
+                day = f" on {calibration.measured_at[:10]}" if calibration.measured_at else ""
+                basis = (
+                    f"; measured on your card{day}: {calibration.measured_gib:.1f} GiB in the "
+                    f"{PHASE_WORDS[phase]}"
+                )
         text = (
             f"{PHASE_WORDS[phase]} ≈ {now.mid:.1f} GiB ({now.low:.1f}–{now.high:.1f}; "
             f"today {then.low:.1f}–{then.high:.1f} GiB{basis}; {today.basis()}); "

@@ -151,9 +151,10 @@ def job_calibration(job: OpenedJob, diagnosis: Diagnosis) -> Calibration | None:
     that crashed; a log that is not this config's, ``log_matches_config`` false, says nothing
     about it); else the newest point of its lineage in its change log: a ``run`` attempt's
     measured peak (``attempts[].peak_gib``, of this config or of an ancestor on the same
-    card) or the crash a roll-back was saved from (``runs[].memory.calibrated_by``, else
-    ``runs[].diagnosis``). A point about another config carries it (:attr:`Calibration.on`),
-    so that the figure of every config saved from a crash rests on that crash's factor.
+    card; what ``watch`` read of a run it followed is such an attempt too) or the crash a
+    roll-back was saved from (``runs[].memory.calibrated_by``, else ``runs[].diagnosis``).
+    A point about another config carries it (:attr:`Calibration.on`), so that the figure of
+    every config saved from a crash rests on that crash's factor.
     Last, the phases this config's log shows passing (no figure, only a ceiling).
     """
 
@@ -210,8 +211,12 @@ def lineage_calibration(
     points: list[tuple[str, Calibration]] = []
     attempts = [attempt.model_dump() for attempt in changelog.attempts]
     for index, attempt in enumerate(changelog.attempts):
-        if attempt.peak_gib is None or attempt.peak_gib <= 0 or attempt.outcome not in WENT_THROUGH:
+        if attempt.peak_gib is None or attempt.peak_gib <= 0:
+            continue
+        if attempt.outcome not in WENT_THROUGH and not attempt.watched:
             continue  # a crashed run's reading is below what its phase needed: no point
+        # (``watch`` keeps as the peak only a phase the run went through: its readings were
+        # taken phase by phase)
         if (
             card_gib is not None
             and attempt.card_gib is not None
@@ -222,6 +227,8 @@ def lineage_calibration(
         point = calibration_from_attempts(attempts[: index + 1], config=Path(attempt.config).name)
         if point is None:
             continue
+        if attempt.watched:
+            point = replace(point, source=f"attempt {index + 1}, read by watch from nvidia-smi")
         if not own:
             ran = _recorded_document(changelog_path, attempt.config)
             if ran is None:

@@ -118,9 +118,11 @@ def render_history(console: Console, history: History) -> None:
 
 
 def _render_attempts(console: Console, changelog: ChangeLog) -> None:
-    """The trainer runs of ``oom-wizard run``, in order: a timeline."""
+    """The trainer runs of ``oom-wizard run`` and those ``watch`` followed, in order: a
+    timeline, each with what the model said of its config against what was measured."""
 
-    console.print("Attempts (oom-wizard run)", markup=False)
+    watched = any(record.watched for record in changelog.attempts)
+    console.print(f"Attempts (oom-wizard run{' and watch' if watched else ''})", markup=False)
     for number, record in enumerate(changelog.attempts, start=1):
         console.print(f"  {number}. {record.at} · {describe_record(record)}", markup=False)
     console.print("", markup=False)

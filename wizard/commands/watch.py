@@ -4,7 +4,9 @@ The live screen (``oom_wizard.screens.watch``) follows the job's log as it grows
 progress, speed, skips and the GPU, tells a skip, a stall or a slowdown as it happens, and when
 the job runs out of memory opens the wizard on that crash, already diagnosed, on its first
 change (another crash shows its verdict; Enter opens the wizard). It never writes anything
-of the job's.
+of the job's; what ``nvidia-smi`` showed in each phase goes into the job's change log when
+oom-wizard saved its config (a point of the one calibration ``fit`` and ``plan`` use), and
+the line it prints on leaving says where, or that it was not kept.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from oom_wizard.application.follow import watch_db_target, watch_target
+from oom_wizard.application.watching import keep_readings
 from oom_wizard.commands._common import need_terminal, run_wizard
 from oom_wizard.commands._jobdb import add_db_arguments, wants_db
 from oom_wizard.errors import WizardError
@@ -28,7 +31,9 @@ def add_parser(subparsers: Any) -> None:
             "Follow a running job's log like tail -F (it may not exist yet, and may be "
             "truncated or rotated by a restart), show its phase, step, speed, OOM skips and "
             "the GPU, warn of a skip, a stall or a slowdown as it happens, and when the job "
-            "crashes, show the diagnosis and open the wizard on it. Writes nothing."
+            "crashes, show the diagnosis and open the wizard on it. Writes nothing of the "
+            "job's; when oom-wizard saved its config, what nvidia-smi showed in each phase "
+            "is kept in its change log, and fit and plan use it."
         ),
     )
     parser.add_argument(
@@ -73,6 +78,10 @@ def run(args: argparse.Namespace) -> int:
     )
     app = WatchApp(target, probe=not args.no_probe, stall_s=args.stall_minutes * 60)
     result = app.run()
+    if result is not None:
+        kept = keep_readings(target, result.readings, result.status)
+        if kept is not None:
+            print(kept, flush=True)
     if result is None or not result.open_wizard:
         return 0
     # boundary (a): the app, imported only to start it

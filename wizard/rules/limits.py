@@ -163,9 +163,10 @@ def check_changelog(log: ChangeLog, path: Path | str, presets: Presets | None = 
                         file=path,
                     )
     for attempt in log.attempts:
-        for name, gib in (("card_gib", attempt.card_gib), ("peak_gib", attempt.peak_gib)):
-            problem = None if gib is None else card_problem(gib, presets)
-            if name == "peak_gib" and gib is not None:  # any use of a card, none included
+        phases = [(f"peaks_gib.{k}", v) for k, v in (attempt.peaks_gib or {}).items()]
+        for name, gib in (("card_gib", attempt.card_gib), ("peak_gib", attempt.peak_gib), *phases):
+            problem = None if gib is None or name != "card_gib" else card_problem(gib, presets)
+            if name != "card_gib" and gib is not None:  # any use of a card, none included
                 top = presets.levers.card_gib.max
                 inside = math.isfinite(gib) and 0 <= gib <= (top if top is not None else gib)
                 problem = None if inside else f"{shown(gib)} GiB is no card's use"

@@ -183,9 +183,16 @@ class AttemptRecord(_Frozen):
             attempt whose adapter did not move is ``trained_nothing``.
         estimate: What the model said of the config before it ran, with the lineage's
             calibration (the ``memory`` shape of a run: ``phase``, ``estimated_gib``,
-            ``phases``, ``certainty``, ``calibrated_by``).
+            ``phases``, ``certainty``, ``calibrated_by``); for a run ``watch`` followed, what
+            it said as ``watch`` left, before its readings were kept.
         peak_phase: The phase ``peak_gib`` is a point of: of the phases the attempt went
             through, the one estimated highest (nvidia-smi's highest reading is theirs).
+        watched: A run oom-wizard did not start, followed by ``watch``: its readings were
+            taken while the log was in each phase.
+        peaks_gib: Per phase, the most memory ``nvidia-smi`` showed in use on the card while
+            ``watch`` saw the log in it (``load``, ``baseline_sample``, ``training``,
+            ``sample``: the phases its readings cover); ``peak_gib`` is the highest of those
+            the run went through.
     """
 
     at: str
@@ -204,6 +211,8 @@ class AttemptRecord(_Frozen):
     learned: str | None = None
     estimate: dict[str, Any] | None = None
     peak_phase: str | None = None
+    watched: bool = False
+    peaks_gib: dict[str, float] | None = None
 
 
 class ChangeLog(_Frozen):
@@ -260,9 +269,11 @@ class ChangeLog(_Frozen):
         if not data["attempts"]:
             del data["attempts"]  # logs without trainer runs keep their old shape
         for attempt in data.get("attempts", ()):
-            for key in ("estimate", "peak_phase"):  # an attempt without them keeps its shape
+            for key in ("estimate", "peak_phase", "peaks_gib"):  # without them: its old shape
                 if attempt.get(key) is None:
                     attempt.pop(key, None)
+            if not attempt.get("watched"):
+                attempt.pop("watched", None)
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
