@@ -202,7 +202,7 @@ def test_the_card_says_which_log_its_oom_message_is_in(tmp_path: Path) -> None:
     assert f"on a 23.5 GiB card (from {words})\n" in out
     assert f"  {words}: the training step needed more than 23.88 GiB" in out
     _status, out, _err = cli("plan", saved, "--no-probe")
-    assert f"Fixes sized against the 23.5 GiB card (card from {words}): " in out
+    assert f"Fixes sized against the 23.5 GiB card (from {words}): " in out
     peak = memory_peak(state, {})
     assert peak is not None and peak.card_source == words
     _status, out, _err = cli("fit", source, "--log", log, "--no-probe")

@@ -212,7 +212,7 @@ def fix_summary(state: WizardState) -> tuple[str, ...]:
         else:
             need = f"the {phase} is within the card ({sizing.source})"
         card, origin = card_of(state.job, state.diagnosis)
-        named = f" (card from {origin})" if origin and card == sizing.card_gib else ""
+        named = f" (from {origin})" if origin and card == sizing.card_gib else ""
         lines.append(
             f"Fixes sized against the {sizing.card_gib:.1f} GiB card{named}: {need}; with a fix, "
             f"every phase must fit with {sizing.margin_gib:.2f} GiB ({MARGIN_SHARE:.0%} of "
