@@ -9,6 +9,7 @@ from typing import Any
 from textual.app import App, ComposeResult
 
 from oom_wizard.application.choosing import walk_steps
+from oom_wizard.application.settling import JobCard
 from oom_wizard.rules.memory import Band
 from oom_wizard.rules.sizing import MemoryPeak
 from oom_wizard.screens.memory_bar import MemoryBar, bar_content
@@ -16,7 +17,8 @@ from oom_wizard.screens.step import StepScreen
 from tests.support.app_support import demo_app, demo_folder, press, screen_text, wait_for_state
 
 CHECKED = "figures checked on a GPU, calibrated by PyTorch's OOM message, log line 173"
-FITS = MemoryPeak(Band(17.1, 22.5), "training", 23.54, "PyTorch's OOM message", True, True, CHECKED)
+LOGGED = JobCard(23.54, "oom-message").words
+FITS = MemoryPeak(Band(17.1, 22.5), "training", 23.54, LOGGED, True, True, CHECKED)
 WONT = MemoryPeak(
     Band(30.2, 41.0), "sample", 23.54, "nvidia-smi", False, False, "figures a stand-in"
 )
@@ -28,7 +30,7 @@ UNKNOWN_CARD = MemoryPeak(
 def test_the_bar_says_the_peak_against_the_card_in_words() -> None:
     assert str(bar_content(FITS)).splitlines() == [
         "Memory ▕█████████████░░░▏ 19.8 of 23.5 GiB (17.1–22.5), fits",
-        f"in a training step · {CHECKED} · card from PyTorch's OOM message",
+        f"in a training step · {CHECKED} · card from PyTorch's OOM message in the log",
     ]
     assert str(bar_content(WONT)).splitlines() == [
         "Memory ▕████████████████▏ 35.6 of 23.5 GiB (30.2–41.0), won't fit",

@@ -16,7 +16,7 @@ import yaml
 from oom_wizard.application.attempts import describe_record
 from oom_wizard.application.autopilot import autopilot, estimate_before_run
 from oom_wizard.application.choosing import memory_peak
-from oom_wizard.application.settling import start
+from oom_wizard.application.settling import job_card, start
 from oom_wizard.request import JobRequest
 from oom_wizard.storage.changelog import changelog_path_for, read_changelog
 from tests.support.aitk_db import add_job, make_db
@@ -178,3 +178,43 @@ def test_one_figure_per_lineage_a_web_ui_job(tmp_path: Path) -> None:
     after = json.loads(changelog.read_text(encoding="utf-8"))["runs"][-1]["memory"]
     assert band_of(after) == (float(said[1]), float(said[2]))
     assert fit_peak(*job, "--gpu", "24") == (after["phase"], band_of(after))
+
+
+def test_the_card_says_which_log_its_oom_message_is_in(tmp_path: Path) -> None:
+    """A config saved from a crash is weighed against the card of that crash's OOM message:
+    ``fit``, ``plan``, the app's bar and the change log name that crash's log and the day of
+    the save, not "the log", which only a log given now is."""
+
+    for name in ("flux_portrait_lora.yaml", "flux_portrait_lora.log"):
+        (tmp_path / name).write_bytes((REPO / "presets" / "demo" / name).read_bytes())
+    source, log = tmp_path / "flux_portrait_lora.yaml", tmp_path / "flux_portrait_lora.log"
+    status, _out, err = cli("apply", source, "--log", log, "--no-probe")
+    assert status in (0, 3, 4), err
+    saved = source.with_name("flux_portrait_lora.oomfix.yaml")
+    day = read_changelog(changelog_path_for(saved)).runs[-1].at[:10]
+    crash = "PyTorch's OOM message in the log of the crash this config"
+    words = f"{crash} was saved from, flux_portrait_lora.log, {day}"
+
+    state = start(JobRequest(saved, probe=False))
+    card = job_card(state.job, state.diagnosis)
+    assert card is not None and (card.source, card.words) == ("oom-message", words)
+    _status, out, _err = cli("fit", saved, "--no-probe")
+    assert f"on a 23.5 GiB card (from {words})\n" in out
+    assert f"  {words}: the training step needed more than 23.88 GiB" in out
+    _status, out, _err = cli("plan", saved, "--no-probe")
+    assert f"Fixes sized against the 23.5 GiB card (from {words}): " in out
+    peak = memory_peak(state, {})
+    assert peak is not None and peak.card_source == words
+    _status, out, _err = cli("fit", source, "--log", log, "--no-probe")
+    assert "on a 23.5 GiB card (from PyTorch's OOM message in the log)\n" in out
+
+    # Rolled back again with no log of its own: the crash it descends from is still the one
+    # named, in the new change log too (its own run records no message).
+    status, _out, err = cli("apply", saved, "--new-crash", "--moment", "early_steps", "--no-probe")
+    assert status in (0, 3, 4), err
+    again = saved.with_name("flux_portrait_lora.oomfix-2.yaml")
+    words = f"{crash} descends from, flux_portrait_lora.log, {day}"
+    _status, out, _err = cli("fit", again, "--no-probe")
+    assert f"on a 23.5 GiB card (from {words})\n" in out
+    recorded = read_changelog(changelog_path_for(again)).runs[-1]
+    assert recorded.memory is not None and "flux_portrait_lora.log" in str(recorded.memory)

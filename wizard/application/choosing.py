@@ -211,8 +211,10 @@ def fix_summary(state: WizardState) -> tuple[str, ...]:
             need = f"the {phase} is {sizing.deficit_gib:.2f} GiB beyond the card ({sizing.source})"
         else:
             need = f"the {phase} is within the card ({sizing.source})"
+        card, origin = card_of(state.job, state.diagnosis)
+        named = f" (from {origin})" if origin and card == sizing.card_gib else ""
         lines.append(
-            f"Fixes sized against the {sizing.card_gib:.1f} GiB card: {need}; with a fix, "
+            f"Fixes sized against the {sizing.card_gib:.1f} GiB card{named}: {need}; with a fix, "
             f"every phase must fit with {sizing.margin_gib:.2f} GiB ({MARGIN_SHARE:.0%} of "
             "the card) to spare."
         )

@@ -188,9 +188,6 @@ def _probed(job: OpenedJob) -> float | None:
     return probe.gpus[0].total_gib if probe is not None and probe.gpus else None
 
 
-#: How a crash recorded by a roll-back of the lineage is named.
-RECORDED_CRASH: Final = "the crash's OOM message recorded in the change log"
-
 #: The outcomes of a run that went through its phases: its measured peak is a point of them.
 WENT_THROUGH: Final = frozenset({"finished", "passed_validation", "trained_nothing"})
 
@@ -238,6 +235,8 @@ def lineage_calibration(
     for index, run in enumerate(changelog.runs):
         if run.direction != "rollback":
             continue
+        if not isinstance((run.diagnosis or {}).get("oom"), Mapping):
+            continue  # no message in this run's log: what it recorded is an ancestor's point
         recorded = (run.memory or {}).get("calibrated_by")
         point = calibration_from_json(recorded) if isinstance(recorded, Mapping) else None
         point = point or calibration_from_record(run.diagnosis)
@@ -246,10 +245,26 @@ def lineage_calibration(
         crashed = _before_run(document, changelog, index)
         if crashed is None:
             continue
-        points.append((run.at, replace(point, on=crashed, source=RECORDED_CRASH)))
+        where = recorded_crash_words(changelog, index)
+        points.append((run.at, replace(point, on=crashed, source=where)))
     if not points:
         return None
     return max(points, key=lambda item: item[0])[1]
+
+
+def recorded_crash_words(changelog: ChangeLog, run: int) -> str:
+    """Where the OOM message of the crash that roll-back ``run`` was saved from is, in words:
+    ``PyTorch's OOM message in the log of the crash this config was saved from, log.txt,
+    2026-12-07``: the log's name as the change log records it and the day of the save (``this
+    config descends from`` when later saves followed). The figures it gives and the card it
+    names both say this."""
+
+    record = changelog.runs[run]
+    log = (record.diagnosis or {}).get("log")
+    day = record.at[:10]
+    where = f"{Path(log).name}, {day}" if isinstance(log, str) and log else day
+    whose = "was saved from" if run == len(changelog.runs) - 1 else "descends from"
+    return f"PyTorch's OOM message in the log of the crash this config {whose}, {where}"
 
 
 def _before_run(document: JobDocument, changelog: ChangeLog, run: int) -> JobDocument | None:
@@ -284,12 +299,14 @@ def _recorded_document(changelog_path: Path | None, recorded: str) -> JobDocumen
 
 CardOrigin: TypeAlias = Literal["--gpu", "asked", "nvidia-smi", "oom-message"]
 
-#: Where a card's size comes from, in words.
-CARD_ORIGIN_WORDS: Final[Mapping[str, str]] = {
+#: Where a card's size comes from, in words (:attr:`JobCard.words`, which ``fit``, ``plan``
+#: and the app say as "card from …"). An OOM message that is not in the log read now is
+#: named by :attr:`JobCard.message`.
+CARD_ORIGIN_WORDS: Final[Mapping[CardOrigin, str]] = {
     "--gpu": "--gpu",
     "asked": "your answer",
     "nvidia-smi": "nvidia-smi",
-    "oom-message": "PyTorch's OOM message",
+    "oom-message": "PyTorch's OOM message in the log",
 }
 
 
@@ -303,6 +320,8 @@ class JobCard:
         device: The device AI Toolkit trains on (``cuda:0`` unless the process says).
         count: How many GPUs ``nvidia-smi`` saw (0: not probed, or none).
         tenants: What else holds memory on it now (``nvidia-smi``; None: not probed).
+        message: For a card from an OOM message that is not in the log read now, where it is
+            in words: the crash its config was saved from (:func:`recorded_crash_words`).
     """
 
     gib: float
@@ -310,6 +329,7 @@ class JobCard:
     device: str = "cuda:0"
     count: int = 0
     tenants: CardTenants | None = None
+    message: str | None = None
 
     @property
     def room_gib(self) -> float:
@@ -319,7 +339,10 @@ class JobCard:
 
     @property
     def words(self) -> str:
-        """Where its size comes from, in words."""
+        """Where its size comes from, in words: the one wording ``fit``, ``plan``, the app and
+        the change log give (``PyTorch's OOM message in the log``, ``nvidia-smi``...)."""
+        if self.source == "oom-message" and self.message is not None:
+            return self.message
         return CARD_ORIGIN_WORDS[self.source]
 
     def tenants_words(self) -> str | None:
@@ -353,7 +376,8 @@ def job_card(
         return JobCard(diagnosis.oom.total, "oom-message", device, count)
     calibration = job_calibration(job, diagnosis)  # the lineage's crash names its card
     if calibration is not None and calibration.at_least_gib is not None and calibration.card_gib:
-        return JobCard(calibration.card_gib, "oom-message", device, count)
+        message = calibration.source if calibration.on is not None else None
+        return JobCard(calibration.card_gib, "oom-message", device, count, message=message)
     return None
 
 

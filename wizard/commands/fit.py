@@ -48,12 +48,6 @@ PHASE_WORDS = {
     "training": "training step",
     "sample": "periodic sample",
 }
-CARD_WORDS = {
-    "nvidia-smi": "nvidia-smi",
-    "--gpu": "--gpu",
-    "oom-message": "from PyTorch's OOM message in the log",
-    "asked": "asked",
-}
 PART_WORDS = {
     "transformer": "transformer",
     "in_flight": "layer copies in flight",
@@ -238,7 +232,7 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
     """The phases, the verdict, the parts of the peak and the fix, as text."""
     memory, card = report.memory, report.card
     console.print(
-        f"Will it fit: {state.source} on a {card.gib:.1f} GiB card ({CARD_WORDS[card.source]})",
+        f"Will it fit: {state.source} on a {card.gib:.1f} GiB card (from {card.words})",
         markup=False,
     )
     words = card.tenants_words()
@@ -280,7 +274,7 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
         if crash_card and abs(crash_card - card.gib) > 0.05:
             console.print(
                 f"  note: that crash was on a {crash_card:.1f} GiB card; this fit weighs the "
-                f"job against the {card.gib:.1f} GiB card ({CARD_WORDS[card.source]})",
+                f"job against the {card.gib:.1f} GiB card (from {card.words})",
                 markup=False,
             )
     for note in memory.notes:

@@ -66,6 +66,23 @@ _EPSILON: Final = 1e-4
 """GiB: a band that moves less than this has not moved."""
 
 
+def _lowered(before: JobMemory, after: JobMemory, moment: str) -> bool:
+    """Whether ``after`` holds less than ``before`` at the peak a crash at ``moment`` ran
+    into (see :meth:`MemoryEstimate.lowers`)."""
+    peak = CRASHED_PEAK.get(moment)
+    if peak is None:
+        return False
+    if after.cards > before.cards:
+        return True
+    for phase in _PEAK_PHASES[peak]:
+        then, now = before.phases.get(phase), after.phases.get(phase)
+        if then is None:
+            continue
+        if now is None or now.high < then.high - _EPSILON:
+            return True
+    return False
+
+
 @dataclass(frozen=True)
 class MemoryEstimate:
     """Today's memory and the changed config's, from the one model.
@@ -121,19 +138,12 @@ class MemoryEstimate:
         step for ``early_steps`` and ``intermittent``, the periodic sample for ``sampling``,
         the load or the first sample for ``loading``. A phase the changes take away is
         lowered; a model split over more cards lowers what each card holds."""
-        peak = CRASHED_PEAK.get(moment)
-        if peak is None:
-            return False
-        before, after = self.gib
-        if after.cards > before.cards:
-            return True
-        for phase in _PEAK_PHASES[peak]:
-            then, now = before.phases.get(phase), after.phases.get(phase)
-            if then is None:
-                continue
-            if now is None or now.high < then.high - _EPSILON:
-                return True
-        return False
+        return _lowered(*self.gib, moment)
+
+    def lowers_beyond(self, other: MemoryEstimate, moment: str) -> bool:
+        """Whether these changes hold less at the peak a crash at ``moment`` ran into than
+        ``other``'s (changes to the same config): what one step adds beside the others."""
+        return _lowered(other.gib[1], self.gib[1], moment)
 
     def weights_gib(self, moment: str) -> tuple[float | None, float | None]:
         """The weights held at the crashed peak (everything but activations and overhead),

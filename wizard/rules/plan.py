@@ -608,9 +608,11 @@ def _with_defaults(
 
     The safe set: the moment's first steps that have work left, and when they leave the
     crashed peak where it was, the next step down that lowers it (the seed's procedure), with
-    the steps that cost no quality for the moment and lower the crashed peak. The just-enough
-    set: the same free steps, then the fewest rungs that cost quality whose saving covers the
-    deficit (when a card is known).
+    the steps that cost no quality for the moment. Each of them must lower the crashed peak,
+    on its own or beside the others: one that does neither (the low-memory path of a model
+    that is not quantized on the card, for a crash while loading) is left off, whatever it
+    costs, and its note says why. The just-enough set: the solver's least loss that fits the
+    card (when a card is known), from the same free steps and the rungs that cost quality.
 
     Returns the steps (``default_on`` as the default fix has it), whether the ladder is
     exhausted (nothing lowers the peak: then no step is on), the estimate of the default fix,
@@ -627,7 +629,6 @@ def _with_defaults(
         return changes_for(Plan(moment, kind, tuple(_switched(steps, ids))))
 
     no_cost = presets.free_steps(moment)
-    free = [s.id for s in actionable if s.id in no_cost]
     chosen = [s.id for s in takeable if s.id in first]
     current = figures(chosen)
     promoted = None
@@ -638,13 +639,16 @@ def _with_defaults(
                 chosen.append(step.id)
                 current = figures(chosen)
                 break
-    chosen += [step for step in free if step not in chosen]
+    chosen += [s.id for s in actionable if s.id in no_cost and s.id not in chosen]
+    idle = _idle(chosen, figures, moment)
+    chosen = [step for step in chosen if step not in idle]
+    free = [s.id for s in actionable if s.id in no_cost and s.id not in idle]
     exhausted = not figures(chosen).lowers(moment)
     order = [s.id for s in steps]
     if exhausted:
         sized = SizedFixes({"safe": ()}, "safe", None)
     else:
-        candidates = [s.id for s in takeable if s.id not in no_cost]
+        candidates = [s.id for s in takeable if s.id not in free]
         sized = size_fixes(
             document,
             order,
@@ -665,6 +669,7 @@ def _with_defaults(
         document, changes_of(on), kind, presets=presets, calibration=calibration, gpus=gpus
     )
     peak = PEAK_WORDS.get(CRASHED_PEAK.get(moment, ""), "the peak")
+    titles = {s.id: s.title for s in steps}
     result: list[StepProposal] = []
     for step in _switched(steps, on):
         notes = [step.note] if step.note else []
@@ -676,25 +681,58 @@ def _with_defaults(
         if step.id in free:
             notes.append("It costs no quality, so the default fix takes it first.")
         if step.id in on and step.id != VALIDATION_RUN and not figures([step.id]).lowers(moment):
-            notes.append(_why_on_without_lowering(step.id, free, sized, peak))
+            notes.append(_why_on_without_lowering(step.id, on, titles, peak, figures, moment))
+        elif step.id in idle and step.id not in on:
+            notes.append(
+                f"It does not lower {peak} for this job, on its own or beside the other "
+                "steps, so the default fix leaves it off; it is yours to switch on."
+            )
         if notes != ([step.note] if step.note else []):
             step = dataclasses.replace(step, note=" ".join(notes))
         result.append(step)
     return result, exhausted, current, sized
 
 
+def _idle(
+    chosen: Sequence[str], figures: Callable[[Collection[str]], MemoryEstimate], moment: Moment
+) -> set[str]:
+    """The steps of ``chosen`` that do not lower the peak a crash at ``moment`` ran into, on
+    their own or beside the rest of ``chosen`` (the low-memory path of a model that is not
+    quantized on the card): no fix takes one for the crash's sake, whatever it costs."""
+
+    whole = figures(chosen)
+    return {
+        step
+        for step in chosen
+        if step != VALIDATION_RUN
+        and not figures([step]).lowers(moment)
+        and not whole.lowers_beyond(figures([s for s in chosen if s != step]), moment)
+    }
+
+
 def _why_on_without_lowering(
-    step_id: str, free: Collection[str], sized: SizedFixes, peak: str
+    step_id: str,
+    on: Sequence[str],
+    titles: Mapping[str, str],
+    peak: str,
+    figures: Callable[[Collection[str]], MemoryEstimate],
+    moment: Moment,
 ) -> str:
     """Why the default fix takes a step that, on its own, does not lower the peak the crash ran
-    into: the plan says why."""
+    into: the plan says why (the steps beside which it does, or the other phase it makes fit)."""
 
-    if step_id in free:
-        why = "it costs no quality"
-    elif sized.default == "just_enough":
+    others = [step for step in on if step != step_id and step != VALIDATION_RUN]
+    partners = [
+        spelling.mid_sentence(titles[other])
+        for other in others
+        if figures([step_id, other]).lowers_beyond(figures([other]), moment)
+    ]
+    if partners:
+        why = f"beside {', '.join(partners)} it lowers {peak}"
+    elif figures(on).lowers_beyond(figures(others), moment):
+        why = f"beside the fix's other steps it lowers {peak}"
+    else:  # the safe fix takes only what lowers it (:func:`_idle`): this is the solver's
         why = "with it another phase fits the card too, with the margin"
-    else:
-        why = "it is one of the moment's usual first changes"
     return f"On its own it does not lower {peak}; the default fix takes it because {why}."
 
 

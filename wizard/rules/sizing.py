@@ -5,7 +5,8 @@ Two default fixes are offered for a roll-back, both in the seed's order (the pla
 - **safe**: the steps that cost no quality for the moment (``ladders.yaml``'s
   ``no_quality_cost``: checkpointing for a training step, cached text embeddings, lighter
   samples for a sampling crash, the low-memory path for loading), then all the moment's first
-  rungs (and, when they leave the crashed peak where it was, the next step down that lowers it).
+  rungs (and, when they leave the crashed peak where it was, the next step down that lowers it);
+  a step of them that lowers the crashed peak neither alone nor beside the others is left out.
 - **just enough**: the one solver's answer (:func:`oom_wizard.rules.solver.solve`): the plan's
   levers by what the user loses (time, samples, quality), the least loss at which every phase
   fits the card with :data:`MARGIN_SHARE` of it to spare and the crashed phase is lower; when

@@ -4,6 +4,7 @@ deficit the crash's own figures give (issue 18 item 6)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
@@ -23,13 +24,15 @@ from oom_wizard.application.choosing import (
 from oom_wizard.application.fitting import fit
 from oom_wizard.application.saving import SaveResult, ToFile, save
 from oom_wizard.application.settling import JobCard, WizardState, start
-from oom_wizard.formats.document import load_document
+from oom_wizard.formats.document import JobDocument, load_document
 from oom_wizard.request import JobRequest
 from oom_wizard.rules.diagnosis import Answers
-from oom_wizard.rules.plan import StepChoice, build_plan, changes_for
+from oom_wizard.rules.estimate import estimate
+from oom_wizard.rules.memory import Calibration
+from oom_wizard.rules.plan import Plan, StepChoice, build_plan, changes_for
 from oom_wizard.rules.sizing import MARGIN_SHARE, FixName
 from oom_wizard.screens.toggles import Choice
-from tests.support.plan_support import cli
+from tests.support.plan_support import cli, document as plan_document, job
 
 DEMO = Path(__file__).resolve().parents[3] / "presets" / "demo"
 
@@ -256,3 +259,73 @@ def test_each_fix_is_named_by_what_it_is(tmp_path: Path) -> None:
         assert fix_label("safe", other) == "usual changes"
     short = dataclasses.replace(sizing, covered=False)
     assert fix_label("just_enough", short) == "closest to fitting"
+
+
+# ------------------------------------------------------------------ what a free step must do
+
+CONFIGS = Path(__file__).resolve().parents[2] / "fixtures" / "configs"
+
+
+def _lowers_the_load(plan: Plan, document: JobDocument, ids: Collection[str]) -> bool:
+    """Whether the plan's steps ``ids`` (with their default fields) lower a load crash's peak."""
+    trial = {step.id: StepChoice(step.id, step.id in ids) for step in plan.steps}
+    return estimate(document, changes_for(plan, trial), plan.model_kind).lowers("loading")
+
+
+@pytest.mark.parametrize("card", [None, 11.63])
+def test_a_free_step_that_does_not_lower_a_load_crash_is_left_off(card: float | None) -> None:
+    """SDXL is not quantized, so AI Toolkit's low_vram (quantizing in system RAM, parking idle
+    parts) moves nothing off the card at the load: it costs no quality, and still no fix for
+    a crash while loading takes it, without a card and with the crash's own figures; the plan
+    says why. The first step on, and every other, lowers the load."""
+
+    document = load_document(CONFIGS / "sdxl_ui_defaults.yaml")
+    crash = Calibration("load", 11.35, None, card, "PyTorch's OOM message") if card else None
+    plan = build_plan(document, "loading", "image", calibration=crash, card_gib=card)
+    low_vram = plan.step("low_vram")
+    assert low_vram is not None and low_vram.state == "not_needed"
+    assert not _lowers_the_load(plan, document, ["low_vram"])
+    for fix in plan.fixes:
+        assert "low_vram" not in plan.fix_steps(fix), fix
+    assert low_vram.note is not None
+    assert "does not lower the loaded weights and the first sample" in low_vram.note
+    assert "leaves it off" in low_vram.note and "takes it" not in low_vram.note
+    on = [step.id for step in plan.steps if step.default_on and step.id != "validation_run"]
+    assert on[0] == "sampling"
+    for step in on:
+        assert _lowers_the_load(plan, document, [step]), step
+
+
+@pytest.mark.parametrize(
+    ("config", "kind"), [("wan22_experts.yaml", "video"), ("flux_portrait_24gb.yaml", "image")]
+)
+def test_a_free_step_that_lowers_a_load_crash_is_taken_first(config: str, kind: str) -> None:
+    """Wan 2.2 14B with low_vram keeps the idle expert in system RAM; a FLUX.1 that is
+    quantized on the card quantizes in system RAM instead: low_vram lowers their load, so the
+    fix for a crash while loading takes it, as what costs no quality."""
+
+    document = load_document(CONFIGS / config)
+    plan = build_plan(document, "loading", kind)
+    low_vram = plan.step("low_vram")
+    assert low_vram is not None and low_vram.default_on
+    assert "low_vram" in plan.fix_steps(plan.default_fix)
+    assert _lowers_the_load(plan, document, ["low_vram"])
+    assert low_vram.note is not None and "costs no quality" in low_vram.note
+    assert "does not lower" not in low_vram.note
+
+
+def test_a_free_step_that_lowers_a_load_crash_beside_another_is_taken_and_says_so() -> None:
+    """A FLUX.1 that is not quantized: low_vram alone leaves the load where it was (nothing is
+    quantized on the card); beside the quantization the fix takes, it lowers it, and its
+    note names that step."""
+
+    document = plan_document(
+        job(arch="flux", model={"quantize": False}, sample={"width": 1024, "height": 1024})
+    )
+    plan = build_plan(document, "loading", "image")
+    low_vram = plan.step("low_vram")
+    assert low_vram is not None and low_vram.default_on
+    assert not _lowers_the_load(plan, document, ["low_vram"])
+    assert _lowers_the_load(plan, document, ["quantize", "low_vram"])
+    assert low_vram.note is not None
+    assert "beside quantized weights it lowers the loaded weights" in low_vram.note

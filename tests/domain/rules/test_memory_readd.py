@@ -53,7 +53,8 @@ def test_the_next_re_add_is_predicted_from_the_crash_s_headroom(rolled_back: Pat
     status, out, _err = cli("scale-up", rolled_back, "--dry-run")
     assert status == 0
     assert re.search(r"Predicted (to fit|tight|not to fit): the training step peaks at ", out)
-    assert "of 23.5 GiB (calibrated by the crash's OOM message" in out
+    crash = "PyTorch's OOM message in the log of the crash this config was saved from"
+    assert f"of 23.5 GiB (calibrated by {crash}, flux_portrait_lora.log, " in out
 
 
 def test_a_re_add_predicted_not_to_fit_is_said_and_still_offered(rolled_back: Path) -> None:
