@@ -17,6 +17,7 @@ from oom_wizard.application.labels import moment_info
 from oom_wizard.application.opening import OpenedJob, open_job
 from oom_wizard.errors import WizardError
 from oom_wizard.formats.document import Edit, JobDocument, RemoveKey, SetValue, load_document
+from oom_wizard.host.media import MediaCount, count_media
 from oom_wizard.host.probe import ProbeResult
 from oom_wizard.host.tenants import CardTenants, card_tenants
 from oom_wizard.logs.read import Watch, watching
@@ -27,7 +28,7 @@ from oom_wizard.rules.diagnosis import (
     Diagnosis,
     diagnose,
 )
-from oom_wizard.rules.host import HostMemory, host_memory, lowering_steps
+from oom_wizard.rules.host import DatasetKey, HostMemory, host_memory, lowering_steps
 from oom_wizard.rules.memory import (
     Calibration,
     calibration_from,
@@ -395,9 +396,27 @@ def host_of(
     ``fit``, ``plan``, the app and the change log's ``runs[].memory.host`` state
     (:mod:`oom_wizard.rules.host`)."""
     ram = ram_gib if ram_gib is not None else machine_ram(state)
+    document = document if document is not None else state.document
     return host_memory(
-        document if document is not None else state.document, ram, windows=sys.platform == "win32"
+        document, ram, windows=sys.platform == "win32", media=dataset_media(document)
     )
+
+
+def dataset_media(document: JobDocument) -> dict[DatasetKey, MediaCount | None]:
+    """The folders of the datasets that keep their latents in RAM (``cache_latents`` without
+    ``cache_latents_to_disk``), counted on this machine as AI Toolkit lists them
+    (:func:`~oom_wizard.host.media.count_media`); None for one that is not here. A relative
+    ``folder_path`` is taken from the config's folder."""
+    found: dict[DatasetKey, MediaCount | None] = {}
+    for process in document.view().processes:
+        for dataset in process.datasets:
+            if dataset.cache_latents is not True or dataset.cache_latents_to_disk is True:
+                continue
+            folder = Path(dataset.folder_path) if dataset.folder_path else None
+            if folder is not None and not folder.is_absolute():
+                folder = document.source.parent / folder
+            found[process.index, dataset.index] = count_media(folder) if folder else None
+    return found
 
 
 def host_note(state: WizardState) -> str | None:
@@ -426,7 +445,13 @@ def host_steps(state: WizardState, host: HostMemory) -> tuple[str, ...]:
         for step in plan.steps
         if step.available and not step.satisfied and step.id != VALIDATION_RUN
     }
-    return lowering_steps(state.document, host.ram_gib, candidates, windows=sys.platform == "win32")
+    return lowering_steps(
+        state.document,
+        host.ram_gib,
+        candidates,
+        windows=sys.platform == "win32",
+        media=dataset_media(state.document),
+    )
 
 
 def card_note(job: OpenedJob) -> str | None:
