@@ -83,6 +83,7 @@ def test_a_web_ui_job_is_rolled_back_in_place_until_it_fits(
     # Its validation run draws a periodic sample, as a file's does: the steps go one past the
     # first sample_every (250), so the sample after the save at step 250 tests the sampling
     # memory of a trained state before the full run (the web UI's sample_now is not needed).
+    assert log.attempts[1].log is not None
     validation = Path(log.attempts[1].log).read_text(encoding="utf-8")
     periodic = validation.index("Saving at step 250")
     last_save = validation.index("flux_portrait_lora.safetensors")

@@ -332,9 +332,10 @@ def _dataset_latents(
         if clips:
             each += f", {clip / 2**20:.1f} MiB a clip of {frames} frames"
         sizes.append(f"{each} at {side}²")
-    found = counted(count.images, "image")
-    if clips:
-        found += f" and {counted(clips, 'video')}"
+    found = " and ".join(
+        [counted(count.images, "image")] * bool(count.images or not clips)
+        + [counted(clips, "video")] * bool(clips)
+    )
     times = []
     if copies > 1:
         times.append(f"{copies} copies each (num_repeats, flips)")
