@@ -403,14 +403,14 @@ def host_of(
 
 
 def dataset_media(document: JobDocument) -> dict[DatasetKey, MediaCount | None]:
-    """The folders of the datasets that keep their latents in RAM (``cache_latents`` without
-    ``cache_latents_to_disk``), counted on this machine as AI Toolkit lists them
+    """The folders of the datasets that keep their latents in RAM (``cache_latents``, with or
+    without ``cache_latents_to_disk``), counted on this machine as AI Toolkit lists them
     (:func:`~oom_wizard.host.media.count_media`); None for one that is not here. A relative
     ``folder_path`` is taken from the config's folder."""
     found: dict[DatasetKey, MediaCount | None] = {}
     for process in document.view().processes:
         for dataset in process.datasets:
-            if dataset.cache_latents is not True or dataset.cache_latents_to_disk is True:
+            if dataset.cache_latents is not True:
                 continue
             folder = Path(dataset.folder_path) if dataset.folder_path else None
             if folder is not None and not folder.is_absolute():

@@ -23,19 +23,21 @@ share layer offloading moves) and AI Toolkit's source (27a03a91):
   moved weights' gradients and optimizer state in system RAM too (``manager_modules.py``).
 - every phase: the process itself (Python, torch, CUDA's libraries), :data:`PROCESS_GIB`.
 
-Latents kept in memory (``cache_latents`` without ``_to_disk``): the dataset keeps each item's
-latent on the CPU at ``train.dtype`` once it is encoded
-(``toolkit/dataloader_mixins.py:2083-2088``), so they fill the caching phase and stay through
-training. Each file of the folder is an item at each resolution of the list (the dataset is
-split by resolution, ``config_modules.py:1097-1111``), ``num_repeats`` times, doubled by each
-of ``flip_x`` and ``flip_y`` (``data_loader.py:452-592``); an item's latent is ``C × (W / s) ×
-(H / s) × latent frames`` values, its bucket about ``resolution²`` pixels (:data:`LATENT_CHANNELS`).
-The folder's files are counted by the application where the folder is on this machine
-(:class:`~oom_wizard.host.media.MediaCount`); where it is not, the size of the dataset is not
-known and this is a note. Left out, with a note: DataLoader workers (each a process of
-its own), the OS's file cache of the safetensors files (reclaimable). Windows pins at most about
-half of the RAM (:data:`WINDOWS_PINNED_SHARE`; AnimaLoraStudio budgets its block swap so); on a
-Windows machine the pinned share is weighed against that cap as well.
+Latents kept in memory (``cache_latents``; with ``cache_latents_to_disk`` as well they are
+saved to disk and kept in memory too, ``config_modules.py:1003-1006``): the dataset keeps each
+item's latent on the CPU at ``train.dtype`` once it is encoded or read back
+(``toolkit/dataloader_mixins.py:1990-1996, 2083-2088``), so they fill the caching phase and
+stay through training (augmentations turn caching off, ``config_modules.py:1021-1024``: not
+read). Each file of the folder is an item at each resolution of the list (the dataset is split
+by resolution, ``config_modules.py:1097-1111``), ``num_repeats`` times, doubled by each of
+``flip_x`` and ``flip_y`` (``data_loader.py:452-592``); an item's latent is ``C × (W / s) ×
+(H / s) × latent frames`` values, its bucket about ``resolution²`` pixels
+(:data:`LATENT_CHANNELS`). The folder's files are counted by the application where the folder
+is on this machine (:class:`~oom_wizard.host.media.MediaCount`); where it is not, the size of
+the dataset is not known and this is a note. Left out, with a note: DataLoader workers (each a
+process of its own), the OS's file cache of the safetensors files (reclaimable). Windows pins
+at most about half of the RAM (:data:`WINDOWS_PINNED_SHARE`; AnimaLoraStudio budgets its block
+swap so); on a Windows machine the pinned share is weighed against that cap as well.
 """
 
 from __future__ import annotations
@@ -284,14 +286,14 @@ def _latents_in_ram(
     channels, known = latent_channels(facts)
     audio = facts is not None and facts.kind == "audio"
     for dataset in process.datasets:
-        if dataset.cache_latents is not True or dataset.cache_latents_to_disk is True:
+        if dataset.cache_latents is not True:  # with _to_disk as well: on disk and in RAM
             continue
         count = None if audio else media.get((process.index, dataset.index))
         if count is None:
             notes.append(
                 f"cache_latents keeps every latent of dataset {dataset.name} in RAM: that grows "
                 "with the dataset, whose folder is not on this machine (not counted; "
-                "cache_latents_to_disk keeps them on disk instead)"
+                "with cache_latents off, cache_latents_to_disk keeps them on disk only)"
             )
             continue
         gib, words = _dataset_latents(dataset, count, shape, spatial, channels, item_bytes)
@@ -300,8 +302,9 @@ def _latents_in_ram(
         notes.append(
             f"cache_latents keeps every latent of dataset {dataset.name} in RAM: {words} "
             f"({channels} latent channels{assumed}, at 1/{spatial} of each side, "
-            f"{item_bytes:g} bytes a value): {gib:.2f} GiB in the caching and training phases "
-            "(cache_latents_to_disk keeps them on disk instead)"
+            f"{item_bytes:g} bytes a value, each bucket about resolution² pixels): {gib:.2f} GiB "
+            "in the caching and training phases (with cache_latents off, cache_latents_to_disk "
+            "keeps them on disk only)"
         )
     return ("latents kept in RAM", total, total)
 

@@ -186,6 +186,16 @@ def test_latents_kept_in_ram_count_each_image_at_each_resolution(tmp_path: Path)
     assert "16 latent channels" in said
     assert "0.50 MiB an image at 1024²" in said and "assumed" not in said
     assert "not on this machine" in " ".join(unknown.notes)
+    # With cache_latents_to_disk as well, AI Toolkit saves them and keeps them in RAM too.
+    both = with_dataset(
+        FLUX_DEMO,
+        tmp_path / "both.yaml",
+        resolution=[512, 1024],
+        num_repeats=2,
+        cache_latents_to_disk=True,
+    )
+    kept = host_memory(load_document(both), 16.0, media={(0, 0): MediaCount(tmp_path, images=3)})
+    assert kept.phases["training"].high == pytest.approx(counted.phases["training"].high)
 
 
 def test_a_video_datasets_clips_are_counted_at_their_latent_frames(tmp_path: Path) -> None:
