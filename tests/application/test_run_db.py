@@ -80,6 +80,14 @@ def test_a_web_ui_job_is_rolled_back_in_place_until_it_fits(
     assert ran[0].read_text(encoding="utf-8") == original
     assert train(ran[1].read_text(encoding="utf-8"))["steps"] == 251
     assert train(ran[2].read_text(encoding="utf-8")) == now
+    # Its validation run draws a periodic sample, as a file's does: the steps go one past the
+    # first sample_every (250), so the sample after the save at step 250 tests the sampling
+    # memory of a trained state before the full run (the web UI's sample_now is not needed).
+    assert log.attempts[1].log is not None
+    validation = Path(log.attempts[1].log).read_text(encoding="utf-8")
+    periodic = validation.index("Saving at step 250")
+    last_save = validation.index("flux_portrait_lora.safetensors")
+    assert "Generating Samples" in validation[periodic:last_save]
 
 
 def test_a_job_the_ui_is_running_is_not_written(tmp_path: Path, run: Callable[..., Ran]) -> None:

@@ -68,7 +68,7 @@ from oom_wizard.application.scale_up import (
     save_undo_scale_up,
     scale_up_notes,
 )
-from oom_wizard.application.settling import start
+from oom_wizard.application.settling import job_card, start
 from oom_wizard.errors import WizardError
 from oom_wizard.logs.result import crash_phase
 from oom_wizard.logs.scan import scan_log
@@ -105,6 +105,7 @@ if TYPE_CHECKING:
     from oom_wizard.application.saving import Destination
     from oom_wizard.application.settling import WizardState
     from oom_wizard.formats.document import JobDocument
+    from oom_wizard.host.probe import ProbeResult
     from oom_wizard.logs.result import LogScan
     from oom_wizard.rules.diagnosis import Diagnosis
     from oom_wizard.storage.changes import Prepared
@@ -380,6 +381,9 @@ class _Loop:
     """The roll-backs' field changes so far (the validation run's step count left out)."""
     allocator_retried: bool = False
     """The one retry of a one-off crash with the allocator setting was made."""
+    card_read: Callable[[], ProbeResult | None] = lambda: None
+    """The card as read before the first attempt (``run``'s :class:`CardWait`; None: not
+    read): each roll-back is sized against it, its other tenants included."""
 
     def run_once(
         self,
@@ -509,13 +513,20 @@ def autopilot(
     settings: Settings | None = None,
     ask: Asker = always_yes,
     say: Callable[[str], None] = lambda text: None,
+    card_read: Callable[[], ProbeResult | None] = lambda: None,
 ) -> Outcome:
     """Run ``config`` and retry until a run finishes or a reason to stop comes (module doc).
+
+    ``card_read`` gives the card as read before the first attempt (``run``'s
+    :class:`~oom_wizard.application.card_wait.CardWait`): each roll-back is sized against it,
+    what its other tenants hold included, as ``fit`` and ``plan`` weigh a job.
 
     Raises:
         WizardError: the config cannot be read, or a save is refused.
     """
-    loop = _Loop(runner=runner, ask=ask, settings=settings or Settings(), say=say)
+    loop = _Loop(
+        runner=runner, ask=ask, settings=settings or Settings(), say=say, card_read=card_read
+    )
     if loop.settings.scale_up:
         if not isinstance(config, Path):
             raise WizardError(
@@ -555,7 +566,9 @@ def _downward(loop: _Loop, config: Where, kind: Literal["full", "validation"]) -
             return loop.stop(
                 "stopped", "Stopped: the trainer was stopped (its log says so).", config
             )
-        state = _crash_state(config, attempt.log, edited_ok=loop.settings.edited_ok)
+        state = _crash_state(
+            config, attempt.log, edited_ok=loop.settings.edited_ok, card_read=loop.card_read()
+        )
         diagnosis = state.diagnosis
         attempt = dataclasses.replace(attempt, moment=diagnosis.moment)
         if attempt.outcome == "failed" and (diagnosis.moment is None or not _memory_evidence(scan)):
@@ -830,14 +843,19 @@ def estimate_before_run(where: Where) -> JobMemory | None:
     return memory if memory.not_estimated is None else None
 
 
-def _crash_state(where: Where, log: Path, *, edited_ok: bool = False) -> WizardState:
+def _crash_state(
+    where: Where, log: Path, *, edited_ok: bool = False, card_read: ProbeResult | None = None
+) -> WizardState:
     """The job opened on the attempt's log through the application layer, as the wizard opens it.
 
-    A config that is our own fix crashed again: its plan goes one rung further.
+    A config that is our own fix crashed again: its plan goes one rung further. The card is
+    ``card_read`` (the reading before the first attempt) where there is one: the card is not
+    probed again here, where the crashed trainer's memory may not be back yet and would be
+    counted as another tenant beside the crash's own figures.
     """
 
     request = dataclasses.replace(_request(where, log), edited_ok=edited_ok)
-    return start(request, new_crash=_own_log(where) is not None)
+    return start(request, new_crash=_own_log(where) is not None, card_read=card_read)
 
 
 def _request(where: Where, log: Path | None) -> JobRequest:
@@ -896,6 +914,9 @@ def _roll_back(
     if not fix:
         return _nothing_left(loop, attempt, state)
     lines = entry_lines(ready)
+    tenants = _tenants_said(state)
+    if tenants is not None:
+        loop.say(tenants)
     if validate:
         note = validation_note(state, choices, ready)
         if note is not None:
@@ -929,6 +950,19 @@ def _roll_back(
     loop.tried.extend(line for line in lines if line not in short and line not in loop.tried)
     loop.say(f"Roll-back ({state.moment}): " + "; ".join(lines) + f" → {config}")
     return config, "validation" if _still_short(config) else "full"
+
+
+def _tenants_said(state: WizardState) -> str | None:
+    """What the roll-back is sized against when the card's other tenants hold a real share
+    of it (the job's one card, :func:`~oom_wizard.application.settling.job_card`); None
+    otherwise."""
+    card = job_card(state.job, state.diagnosis)
+    if card is None or card.room_gib >= card.gib:
+        return None
+    return (
+        f"The roll-back is sized against the card as read before the first attempt: "
+        f"{card.tenants_words()}."
+    )
 
 
 def _nothing_left(loop: _Loop, attempt: Attempt, state: WizardState) -> str:

@@ -47,11 +47,18 @@ class CardWait:
     poll_s: float = POLL_S
     baseline_gib: float | None = None
     """In use on the card before the first attempt."""
+    first: ProbeResult | None = None
+    """The reading before the first attempt (no trainer of ``run``'s on the card): each
+    roll-back is sized against it
+    (:attr:`~oom_wizard.application.opening.OpenedJob.card_read`), as the wait below brings
+    the card back to it before the next attempt."""
 
     def _card(self) -> CardTenants | None:
         found = self.probe()
         if found is None or not found.gpus:
             return None
+        if self.baseline_gib is None:
+            self.first = found
         return card_tenants(found, found.gpus[0].index)
 
     def before_attempt(self, say: Callable[[str], None]) -> None:

@@ -67,6 +67,10 @@ class OpenedJob:
             has), None: it was not.
         crashed_since_rollback: The log is newer than the change log's last roll-back and
             shows a crash: the retry of our own fix crashed too (the plan goes a rung further).
+        card_read: A reading of the card the caller made already (``run``: before its first
+            attempt, while no trainer of its own held the card): the job's card and its other
+            tenants come from it where the open made no probe. The diagnosis does not read it
+            (a crash is told by its own log; a reading from before it is not the card "now").
     """
 
     document: JobDocument
@@ -82,19 +86,27 @@ class OpenedJob:
     crashed_since_rollback: bool
     changelog_note: str | None = None
     probe_note: str | None = None
+    card_read: ProbeResult | None = None
 
     @property
     def source(self) -> Path:
         """The config file the job was opened from (a database job's pseudo path)."""
         return self.document.source
 
+    @property
+    def card_probe(self) -> ProbeResult | None:
+        """What the job's card is read from: the probe at the open, else the caller's
+        reading (:attr:`card_read`)."""
+        return self.probe if self.probe is not None else self.card_read
+
 
 # The domain is imported where a job is opened, not with the module: the load screen asks
 # for its light names (the log suffixes, the picker's folder) before its first frame.
 
 
-def open_job(request: JobRequest) -> OpenedJob:
-    """Read what the request names: the config, its log, its change log, and the GPU.
+def open_job(request: JobRequest, *, card_read: ProbeResult | None = None) -> OpenedJob:
+    """Read what the request names: the config, its log, its change log, and the GPU
+    (``card_read``: the caller's reading of the card, :attr:`OpenedJob.card_read`).
 
     This reads files (and the database): the app runs it in a worker thread.
 
@@ -160,6 +172,7 @@ def open_job(request: JobRequest) -> OpenedJob:
         crashed_since_rollback=_crashed_since(log_path, changelog, log_diagnosis),
         changelog_note=belonging.note(document.source) if belonging is not None else None,
         probe_note=probe_note,
+        card_read=card_read,
     )
 
 

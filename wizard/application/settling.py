@@ -17,6 +17,8 @@ from oom_wizard.application.labels import moment_info
 from oom_wizard.application.opening import OpenedJob, open_job
 from oom_wizard.errors import WizardError
 from oom_wizard.formats.document import Edit, JobDocument, RemoveKey, SetValue, load_document
+from oom_wizard.host.media import MediaCount, count_media
+from oom_wizard.host.probe import ProbeResult
 from oom_wizard.host.tenants import CardTenants, card_tenants
 from oom_wizard.logs.read import Watch, watching
 from oom_wizard.paths import parse_path
@@ -26,7 +28,7 @@ from oom_wizard.rules.diagnosis import (
     Diagnosis,
     diagnose,
 )
-from oom_wizard.rules.host import HostMemory, host_memory, lowering_steps
+from oom_wizard.rules.host import DatasetKey, HostMemory, host_memory, lowering_steps
 from oom_wizard.rules.memory import (
     Calibration,
     calibration_from,
@@ -122,7 +124,7 @@ def settle(job: OpenedJob, answers: Answers, *, new_crash: bool = False) -> Sett
         new_crash=crashed,
         calibration=calibration,
         card_gib=card,
-        gpus=len(job.probe.gpus) if job.probe is not None else 1,
+        gpus=len(job.card_probe.gpus) if job.card_probe is not None else 1,
     )
     return Settled(moment, moment_source, kind, kind_source, found.source, diagnosis, plan, crashed)
 
@@ -184,7 +186,7 @@ def _job_calibration(job: OpenedJob, diagnosis: Diagnosis) -> Calibration | None
 
 
 def _probed(job: OpenedJob) -> float | None:
-    probe = job.probe
+    probe = job.card_probe
     return probe.gpus[0].total_gib if probe is not None and probe.gpus else None
 
 
@@ -358,19 +360,24 @@ def job_card(
 ) -> JobCard | None:
     """THE card of a job, by one written rule: the size the user gave (``--gpu``, an
     answer); else the card AI Toolkit will train on as ``nvidia-smi`` shows it (the first
-    process's ``device``, ``cuda:0`` by default); else the card in the crash's OOM message
-    (that card stays with the calibration too, which says when it differs). None when
-    nothing says."""
+    process's ``device``, ``cuda:0`` by default), with its other tenants: at the open, or as
+    ``run`` read it before its first attempt (:attr:`OpenedJob.card_read`); else the card in
+    the crash's OOM message (that card stays with the calibration too, which says when it
+    differs). None when nothing says.
+
+    The tenants count once, here, in :attr:`JobCard.room_gib`: the crash's calibration is
+    the job's own (PyTorch's allocated plus the allocation that failed), never the card's
+    memory in use, which holds the other processes the message names."""
 
     index = _trained_gpu_index(job)
     device = f"cuda:{index}"
-    count = len(job.probe.gpus) if job.probe is not None else 0
+    probe = job.card_probe  # nvidia-smi at the open, or run's reading before its first attempt
+    count = len(probe.gpus) if probe is not None else 0
     if given is not None:
         return JobCard(given, given_source, device, count)
-    if job.probe is not None and job.probe.gpus:
-        gpus = job.probe.gpus
-        gpu = next((g for g in gpus if g.index == index), gpus[0])
-        tenants = card_tenants(job.probe, gpu.index)
+    if probe is not None and probe.gpus:
+        gpu = next((g for g in probe.gpus if g.index == index), probe.gpus[0])
+        tenants = card_tenants(probe, gpu.index)
         return JobCard(gpu.total_gib, "nvidia-smi", device, count, tenants)
     if diagnosis.oom is not None and diagnosis.oom.total:
         return JobCard(diagnosis.oom.total, "oom-message", device, count)
@@ -420,9 +427,27 @@ def host_of(
     ``fit``, ``plan``, the app and the change log's ``runs[].memory.host`` state
     (:mod:`oom_wizard.rules.host`)."""
     ram = ram_gib if ram_gib is not None else machine_ram(state)
+    document = document if document is not None else state.document
     return host_memory(
-        document if document is not None else state.document, ram, windows=sys.platform == "win32"
+        document, ram, windows=sys.platform == "win32", media=dataset_media(document)
     )
+
+
+def dataset_media(document: JobDocument) -> dict[DatasetKey, MediaCount | None]:
+    """The folders of the datasets that keep their latents in RAM (``cache_latents``, with or
+    without ``cache_latents_to_disk``), counted on this machine as AI Toolkit lists them
+    (:func:`~oom_wizard.host.media.count_media`); None for one that is not here. A relative
+    ``folder_path`` is taken from the config's folder."""
+    found: dict[DatasetKey, MediaCount | None] = {}
+    for process in document.view().processes:
+        for dataset in process.datasets:
+            if dataset.cache_latents is not True:
+                continue
+            folder = Path(dataset.folder_path) if dataset.folder_path else None
+            if folder is not None and not folder.is_absolute():
+                folder = document.source.parent / folder
+            found[process.index, dataset.index] = count_media(folder) if folder else None
+    return found
 
 
 def host_note(state: WizardState) -> str | None:
@@ -451,7 +476,13 @@ def host_steps(state: WizardState, host: HostMemory) -> tuple[str, ...]:
         for step in plan.steps
         if step.available and not step.satisfied and step.id != VALIDATION_RUN
     }
-    return lowering_steps(state.document, host.ram_gib, candidates, windows=sys.platform == "win32")
+    return lowering_steps(
+        state.document,
+        host.ram_gib,
+        candidates,
+        windows=sys.platform == "win32",
+        media=dataset_media(state.document),
+    )
 
 
 def card_note(job: OpenedJob) -> str | None:
@@ -612,7 +643,11 @@ class WizardState:
 
 
 def start(
-    request: JobRequest, answers: Answers | None = None, *, new_crash: bool = False
+    request: JobRequest,
+    answers: Answers | None = None,
+    *,
+    new_crash: bool = False,
+    card_read: ProbeResult | None = None,
 ) -> WizardState:
     """Open the job and settle it: the one way a :class:`WizardState` comes to be, for the
     app's first state (no answer given yet), ``plan``, ``apply``, ``diagnose`` and ``run``.
@@ -622,11 +657,14 @@ def start(
         answers: What the user said on the command line (None: nothing yet).
         new_crash: The config is our own fix and its run crashed too (``run`` knows it, and
             ``--new-crash`` says it).
+        card_read: ``run``'s reading of the card before its first attempt: the job's card,
+            its other tenants included, where no probe is made at the open
+            (:attr:`~oom_wizard.application.opening.OpenedJob.card_read`).
 
     Raises:
         WizardError: see :func:`open_job`.
     """
-    job = open_job(request)
+    job = open_job(request, card_read=card_read)
     given = answers if answers is not None else Answers()
     return WizardState(job, given, settle(job, given, new_crash=new_crash))
 

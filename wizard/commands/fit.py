@@ -366,7 +366,10 @@ def render_host(console: Console, host: HostMemory) -> None:
     ram = f"{host.ram_gib:.1f} GiB of RAM" if host.ram_gib is not None else "RAM not known"
     console.print(f"Host RAM ({ram}):", markup=False)
     for phase, band in host.phases.items():
-        parts = ", ".join(f"{name} {lo:.1f}–{hi:.1f}" for name, lo, hi in band.parts)
+        parts = ", ".join(
+            f"{name} under 0.1" if hi < 0.05 else f"{name} {lo:.1f}–{hi:.1f}"
+            for name, lo, hi in band.parts
+        )
         console.print(
             f"  {HOST_PHASE_WORDS[phase].ljust(16)} {band_text(band.low, band.high).ljust(16)} "
             f"({parts})",

@@ -227,6 +227,7 @@ def run(args: argparse.Namespace) -> int:
             settings=settings,
             ask=always_yes if args.auto else _ask,
             say=_say,
+            card_read=lambda: card.first,
         )
     except KeyboardInterrupt as exc:  # between two attempts: what was saved is complete
         if isinstance(exc, Terminated):

@@ -609,6 +609,12 @@ class DatasetView(_Section):
     """Each item draws its control images from the other images of its own folder
     (dataloader_mixins.py:1124-1141), ``num_controls_from_same_folder`` of them."""
     num_controls_from_same_folder: Count = 1
+    num_repeats: StartStep = 1
+    """Each file is listed this many times (data_loader.py:452-454), an item each; 0 and 1
+    list it once."""
+    flip_x: Flag = False
+    """A mirrored copy of every item is added (data_loader.py:567-574); flip_y likewise."""
+    flip_y: Flag = False
 
     @classmethod
     def _complete(cls, raw: Mapping[str, Any], values: dict[str, Any]) -> None:

@@ -23,11 +23,21 @@ share layer offloading moves) and AI Toolkit's source (27a03a91):
   moved weights' gradients and optimizer state in system RAM too (``manager_modules.py``).
 - every phase: the process itself (Python, torch, CUDA's libraries), :data:`PROCESS_GIB`.
 
-Left out, with a note: latents kept in memory (``cache_latents`` without ``_to_disk``: they grow
-with the dataset, whose size the config does not give), DataLoader workers (each a process of
-its own), the OS's file cache of the safetensors files (reclaimable). Windows pins at most about
-half of the RAM (:data:`WINDOWS_PINNED_SHARE`; AnimaLoraStudio budgets its block swap so); on a
-Windows machine the pinned share is weighed against that cap as well.
+Latents kept in memory (``cache_latents``; with ``cache_latents_to_disk`` as well they are
+saved to disk and kept in memory too, ``config_modules.py:1003-1006``): the dataset keeps each
+item's latent on the CPU at ``train.dtype`` once it is encoded or read back
+(``toolkit/dataloader_mixins.py:1990-1996, 2083-2088``), so they fill the caching phase and
+stay through training (augmentations turn caching off, ``config_modules.py:1021-1024``: not
+read). Each file of the folder is an item at each resolution of the list (the dataset is split
+by resolution, ``config_modules.py:1097-1111``), ``num_repeats`` times, doubled by each of
+``flip_x`` and ``flip_y`` (``data_loader.py:452-592``); an item's latent is ``C × (W / s) ×
+(H / s) × latent frames`` values, its bucket about ``resolution²`` pixels
+(:data:`LATENT_CHANNELS`). The folder's files are counted by the application where the folder
+is on this machine (:class:`~oom_wizard.host.media.MediaCount`); where it is not, the size of
+the dataset is not known and this is a note. Left out, with a note: DataLoader workers (each a
+process of its own), the OS's file cache of the safetensors files (reclaimable). Windows pins
+at most about half of the RAM (:data:`WINDOWS_PINNED_SHARE`; AnimaLoraStudio budgets its block
+swap so); on a Windows machine the pinned share is weighed against that cap as well.
 """
 
 from __future__ import annotations
@@ -39,14 +49,18 @@ from typing import TYPE_CHECKING, Final, Literal
 from oom_wizard.rules.accounts import BILLION, GIB_BYTES, ProcessAccount
 from oom_wizard.rules.catalog import load_presets
 from oom_wizard.rules.memory import view_after
-from oom_wizard.rules.shape import arch_facts, offloaded_fractions
-from oom_wizard.spelling import verdict as verdict_words
+from oom_wizard.rules.shape import Shape, arch_facts, dataset_frames, offloaded_fractions
+from oom_wizard.spelling import counted, verdict as verdict_words
 
 if TYPE_CHECKING:
     from oom_wizard.formats.change import Change
     from oom_wizard.formats.document import JobDocument
-    from oom_wizard.formats.view import ProcessView
-    from oom_wizard.rules.catalog import Presets
+    from oom_wizard.formats.view import DatasetView, ProcessView
+    from oom_wizard.host.media import MediaCount
+    from oom_wizard.rules.catalog import ArchFacts, Presets
+
+DatasetKey = tuple[int, int]
+"""A dataset of a config: ``(process index, dataset index)``."""
 
 HostPhase = Literal["load", "caching", "training"]
 HOST_PHASES: Final[tuple[HostPhase, ...]] = ("load", "caching", "training")
@@ -62,6 +76,26 @@ a layer of 18 MiB (3072² in bf16) takes 32, one of 50 MiB (5120²) 64, one of 1
 unmerged PR #948 keeps a ledger of pinned bytes for this reason)."""
 WINDOWS_PINNED_SHARE: Final = 0.5
 """The share of RAM Windows lets a process pin, about."""
+LATENT_CHANNELS: Final[Mapping[str, int]] = {
+    **dict.fromkeys(("sd1", "sd15", "sd2", "sdxl", "ssd", "vega"), 4),
+    **dict.fromkeys(("pixart", "pixart_sigma", "auraflow"), 4),
+    **dict.fromkeys(("flux", "flux_kontext", "flex2", "chroma", "zimage", "sd3"), 16),
+    **dict.fromkeys(("hidream", "hidream_e1", "lumina2", "omnigen2"), 16),
+    **dict.fromkeys(("qwen_image", "qwen_image_edit", "qwen_image_edit_plus"), 16),
+    **dict.fromkeys(("wan21", "wan21_i2v", "wan22_14b", "wan22_14b_i2v"), 16),
+    **dict.fromkeys(("flux2", "flux2_klein_4b", "flux2_klein_9b"), 32),
+    "wan22_5b": 48,
+    **dict.fromkeys(("ltx2", "ltx2.3", "ltx2.5"), 128),
+}
+"""The channels of an arch's latent at the presets' spatial compression (its VAE's
+``latent_channels``): the SD and SDXL VAE 4 (PixArt and AuraFlow use SDXL's); FLUX.1's 16
+(its kin, SD3, HiDream, Lumina 2, OmniGen2 and Z-Image on the same or a like VAE), and Wan 2.1's
+16 (Qwen-Image's VAE is Wan's); FLUX.2's 32, Wan 2.2 5B's 48 at 1/16, LTX-2's 128 at 1/32; a
+pixel-space arch (spatial compression 1) keeps its 3 colour channels. Any other arch is taken
+at :data:`ASSUMED_LATENT_CHANNELS`, and says so."""
+ASSUMED_LATENT_CHANNELS: Final = 16
+"""The usual latent of a current arch (FLUX.1's, Wan 2.1's): what an arch not in
+:data:`LATENT_CHANNELS` is taken at."""
 TIGHT_SHARE: Final = 0.85
 """A phase whose high edge passes this share of the RAM is tight: the OS, the desktop and the
 file cache need the rest."""
@@ -142,12 +176,15 @@ class HostMemory:
 
 
 def _band(parts: list[tuple[str, float, float]]) -> HostBand:
-    kept = tuple((name, lo, hi) for name, lo, hi in parts if hi >= 0.05)
+    kept = tuple((name, lo, hi) for name, lo, hi in parts if hi > 0.0)
     return HostBand(sum(p[1] for p in kept), sum(p[2] for p in kept), kept)
 
 
 def _process_phases(
-    process: ProcessView, presets: Presets, notes: list[str]
+    process: ProcessView,
+    presets: Presets,
+    notes: list[str],
+    media: Mapping[DatasetKey, MediaCount | None],
 ) -> tuple[dict[HostPhase, HostBand], HostBand]:
     facts = arch_facts(process, presets)
     family = presets.memory_of(facts)
@@ -200,7 +237,8 @@ def _process_phases(
         ema = full if train.use_ema is True else 0.0
         held = moved * (full + state + ema)
         trained.append(("moved weights' gradients and optimizer state", held, held))
-    caching_parts = [base, *pinned.parts]
+    latents = _latents_in_ram(process, facts, presets, full, media, notes)
+    caching_parts = [base, *pinned.parts, latents]
     if model.low_vram is True:
         resident = t_params * (1.0 - account.moved_share) * b_t * gib
         caching_parts.append(("transformer parked (low_vram)", resident, resident))
@@ -215,16 +253,99 @@ def _process_phases(
             (why, parked, parked),
             ("idle expert (low_vram)", idle, idle),
             *trained,
+            latents,
         ]
     )
-    if any(
-        d.cache_latents is True and d.cache_latents_to_disk is not True for d in process.datasets
-    ):
-        notes.append(
-            "cache_latents keeps every latent in RAM: that grows with the dataset (not counted; "
-            "cache_latents_to_disk keeps them on disk instead)"
-        )
     return {"load": load, "caching": caching, "training": training}, pinned
+
+
+def latent_channels(facts: ArchFacts | None) -> tuple[int, bool]:
+    """The channels of the arch's latent (:data:`LATENT_CHANNELS`), and whether they are the
+    arch's own (False: :data:`ASSUMED_LATENT_CHANNELS`)."""
+    if facts is None:
+        return ASSUMED_LATENT_CHANNELS, False
+    if facts.spatial_compression == 1:
+        return 3, True
+    found = LATENT_CHANNELS.get(facts.python_arch)
+    return (found, True) if found is not None else (ASSUMED_LATENT_CHANNELS, False)
+
+
+def _latents_in_ram(
+    process: ProcessView,
+    facts: ArchFacts | None,
+    presets: Presets,
+    item_bytes: float,
+    media: Mapping[DatasetKey, MediaCount | None],
+    notes: list[str],
+) -> tuple[str, float, float]:
+    """The latents ``cache_latents`` keeps in RAM, over the datasets whose folder was counted
+    (module doc); a note for each, and for each whose folder was not."""
+    total = 0.0
+    shape = Shape.of(facts, presets)
+    spatial = (facts and facts.spatial_compression) or presets.unknown_arch.spatial_compression
+    channels, known = latent_channels(facts)
+    audio = facts is not None and facts.kind == "audio"
+    for dataset in process.datasets:
+        if dataset.cache_latents is not True:  # with _to_disk as well: on disk and in RAM
+            continue
+        count = None if audio else media.get((process.index, dataset.index))
+        if count is None:
+            notes.append(
+                f"cache_latents keeps every latent of dataset {dataset.name} in RAM: that grows "
+                "with the dataset, whose folder is not on this machine (not counted; "
+                "with cache_latents off, cache_latents_to_disk keeps them on disk only)"
+            )
+            continue
+        gib, words = _dataset_latents(dataset, count, shape, spatial, channels, item_bytes)
+        total += gib
+        assumed = "" if known else ", assumed: the arch's own is not known here"
+        notes.append(
+            f"cache_latents keeps every latent of dataset {dataset.name} in RAM: {words} "
+            f"({channels} latent channels{assumed}, at 1/{spatial} of each side, "
+            f"{item_bytes:g} bytes a value, each bucket about resolution² pixels): {gib:.2f} GiB "
+            "in the caching and training phases (with cache_latents off, cache_latents_to_disk "
+            "keeps them on disk only)"
+        )
+    return ("latents kept in RAM", total, total)
+
+
+def _dataset_latents(
+    dataset: DatasetView,
+    count: MediaCount,
+    shape: Shape,
+    spatial: int,
+    channels: int,
+    item_bytes: float,
+) -> tuple[float, str]:
+    """One dataset's latents in RAM in GiB, and the count and sizes it rests on in words."""
+    video = dataset.is_video
+    frames = dataset_frames(dataset, shape) if video else 1
+    clips = count.videos if video else 0
+    copies = max(dataset.num_repeats or 1, 1)
+    copies *= 2 if dataset.flip_x is True else 1
+    copies *= 2 if dataset.flip_y is True else 1
+    total = 0.0
+    sizes: list[str] = []
+    resolutions = dataset.resolution or ()
+    for side in resolutions:
+        pixel = channels * (side / spatial) ** 2 * item_bytes
+        image, clip = pixel, pixel * shape.latent_frames(frames)
+        total += copies * (count.images * image + clips * clip)
+        each = f"{image / 2**20:.2f} MiB an image"
+        if clips:
+            each += f", {clip / 2**20:.1f} MiB a clip of {frames} frames"
+        sizes.append(f"{each} at {side}²")
+    found = " and ".join(
+        [counted(count.images, "image")] * bool(count.images or not clips)
+        + [counted(clips, "video")] * bool(clips)
+    )
+    times = []
+    if copies > 1:
+        times.append(f"{copies} copies each (num_repeats, flips)")
+    if len(resolutions) > 1:
+        times.append(f"once per resolution of {list(resolutions)}")
+    extra = f", {', '.join(times)}" if times else ""
+    return total / GIB_BYTES, f"{found} counted in {count.folder}{extra}; {'; '.join(sizes)}"
 
 
 def host_memory(
@@ -234,15 +355,17 @@ def host_memory(
     windows: bool = False,
     presets: Presets | None = None,
     changes: Sequence[Change] = (),
+    media: Mapping[DatasetKey, MediaCount | None] | None = None,
 ) -> HostMemory:
     """Each phase's host RAM for ``document`` with ``changes`` (none: today's config) against
-    ``ram_gib`` (module doc)."""
+    ``ram_gib`` (module doc); ``media``: the folders of the datasets that keep their latents
+    in RAM, as counted on this machine (None where a folder is not here)."""
     presets = presets or load_presets()
     notes: list[str] = []
     phases: dict[HostPhase, HostBand] = {}
     pinned = HostBand(0.0, 0.0)
     for process in view_after(document, changes).processes:
-        found, pins = _process_phases(process, presets, notes)
+        found, pins = _process_phases(process, presets, notes, media or {})
         for phase in HOST_PHASES:
             if phase not in phases or found[phase].high > phases[phase].high:
                 phases[phase] = found[phase]
@@ -310,19 +433,22 @@ def lowering_steps(
     *,
     windows: bool = False,
     presets: Presets | None = None,
+    media: Mapping[DatasetKey, MediaCount | None] | None = None,
 ) -> tuple[str, ...]:
     """The ids of ``candidates`` (step id → the changes it makes alone) that lower the host's
     peak, weighed by this account before and after: a step counts only when the peak phase's
     high edge falls by a tenth of a GiB or more and no phase's high edge rises (layer
     offloading and ``low_vram`` move weights into RAM: they are never named)."""
     presets = presets or load_presets()
-    today = host_memory(document, ram_gib, windows=windows, presets=presets)
+    today = host_memory(document, ram_gib, windows=windows, presets=presets, media=media)
     peak = today.peak_phase
     found: list[str] = []
     for step_id, changes in candidates.items():
         if not changes:
             continue
-        after = host_memory(document, ram_gib, windows=windows, presets=presets, changes=changes)
+        after = host_memory(
+            document, ram_gib, windows=windows, presets=presets, changes=changes, media=media
+        )
         rises = any(
             after.phases[phase].high > today.phases[phase].high + 0.005 for phase in HOST_PHASES
         )

@@ -23,7 +23,9 @@ lever (AI Toolkit 27a03a91).
   trainer samples at its next step when it is set and clears it
   (``DiffusionTrainer.py:207-230``), but only a trainer the UI started (``AITK_JOB_ID`` and the
   database: ``is_ui_trainer``, ``DiffusionTrainer.py:20-31``). ``run --db`` starts the trainer
-  itself, so AI Toolkit does not read it there; it is a lever for a job the UI runs.
+  itself, so AI Toolkit does not read it there; it is a lever for a job the UI runs. The
+  short validation run tests a sample without it, file and web-UI jobs alike: its step count
+  goes one past the first ``sample_every`` (:func:`~oom_wizard.rules.plan.validation_run_steps`).
 """
 
 from __future__ import annotations

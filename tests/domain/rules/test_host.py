@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from oom_wizard.formats.document import load_document
+from oom_wizard.host.media import MediaCount, count_media
 from oom_wizard.rules.host import PINNED_ROUNDING, host_memory
 from tests.support.plan_support import cli
 
@@ -134,3 +135,92 @@ def test_the_plan_s_host_note_names_the_steps_that_lower_the_host_and_never_one_
     assert words is not None and "won't fit" in words
     named = words.split("the plan's steps that lower it: ")[1].split(", ")
     assert "quantize" in named and "layer_offloading" not in named and "low_vram" not in named
+
+
+FLUX_DEMO = DEMO.with_name("flux_portrait_lora.yaml")
+
+
+def with_dataset(source: Path, path: Path, **dataset: object) -> Path:
+    """``source`` with its first dataset's fields set (latents kept in RAM, not on disk)."""
+    tree = yaml.safe_load(source.read_text("utf-8"))
+    first = tree["config"]["process"][0]["datasets"][0]
+    first.pop("cache_latents_to_disk", None)
+    first.update(cache_latents=True, **dataset)
+    path.write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def folder_of(path: Path, *names: str) -> Path:
+    for name in names:
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).touch()
+    return path
+
+
+def test_a_folder_is_counted_as_ai_toolkit_lists_it(tmp_path: Path) -> None:
+    folder = folder_of(
+        tmp_path / "set",
+        *("a.jpg", "b.PNG", "c.webp", "sub/d.jpeg"),  # images, in subfolders and any case
+        *("a.txt", ".e.png", ".thumbs/f.jpg", "_controls/g.png"),  # captions, hidden, controls
+        "clip.mp4",
+    )
+    assert count_media(folder) == MediaCount(folder, images=4, videos=1)
+    assert count_media(tmp_path / "absent") is None
+
+
+def test_latents_kept_in_ram_count_each_image_at_each_resolution(tmp_path: Path) -> None:
+    config = with_dataset(FLUX_DEMO, tmp_path / "flux.yaml", resolution=[512, 1024], num_repeats=2)
+    document = load_document(config)
+    counted = host_memory(document, 16.0, media={(0, 0): MediaCount(tmp_path, images=3)})
+    unknown = host_memory(document, 16.0)
+    # FLUX.1's latent: 16 channels at 1/8 of each side, bf16; 3 images twice, at both sizes.
+    expected = 2 * 3 * 16 * ((512 / 8) ** 2 + (1024 / 8) ** 2) * 2 / 1024**3
+    for phase in ("caching", "training"):
+        parts = {name: hi for name, _, hi in counted.phases[phase].parts}
+        assert parts["latents kept in RAM"] == pytest.approx(expected)
+        added = counted.phases[phase].high - unknown.phases[phase].high
+        assert added == pytest.approx(expected)
+    assert counted.phases["load"] == unknown.phases["load"]
+    said = " ".join(counted.notes)
+    assert "3 images counted in" in said and "2 copies each" in said
+    assert "16 latent channels" in said
+    assert "0.50 MiB an image at 1024²" in said and "assumed" not in said
+    assert "not on this machine" in " ".join(unknown.notes)
+    # With cache_latents_to_disk as well, AI Toolkit saves them and keeps them in RAM too.
+    both = with_dataset(
+        FLUX_DEMO,
+        tmp_path / "both.yaml",
+        resolution=[512, 1024],
+        num_repeats=2,
+        cache_latents_to_disk=True,
+    )
+    kept = host_memory(load_document(both), 16.0, media={(0, 0): MediaCount(tmp_path, images=3)})
+    assert kept.phases["training"].high == pytest.approx(counted.phases["training"].high)
+
+
+def test_a_video_datasets_clips_are_counted_at_their_latent_frames(tmp_path: Path) -> None:
+    config = with_dataset(DEMO, tmp_path / "wan.yaml", resolution=[512], num_frames=33)
+    counted = host_memory(
+        load_document(config), 64.0, media={(0, 0): MediaCount(tmp_path, images=1, videos=2)}
+    )
+    # Wan 2.1's latent: 16 channels at 1/8, 1 + 32 / 4 = 9 latent frames a clip of 33; an
+    # image of a video dataset is one frame.
+    latent = 16 * (512 / 8) ** 2 * 2
+    expected = (2 * 9 * latent + latent) / 1024**3
+    parts = {name: hi for name, _, hi in counted.phases["training"].parts}
+    assert parts["latents kept in RAM"] == pytest.approx(expected)
+    assert "1 image and 2 videos counted" in " ".join(counted.notes)
+
+
+def test_fit_counts_the_folder_where_it_is_here_and_notes_it_where_not(tmp_path: Path) -> None:
+    folder_of(tmp_path / "imgs", "a.jpg", "b.jpg", "c.png")
+    here = with_dataset(FLUX_DEMO, tmp_path / "here.yaml", folder_path="imgs")  # relative
+    _, out, err = cli("fit", here, "--gpu", "24", "--ram", "16", "--no-probe", "--json")
+    host = json.loads(out)["host"]
+    assert "latents kept in RAM" in host["parts_gib"]["training"], err
+    assert any("3 images counted in" in note for note in host["notes"])
+    away = with_dataset(FLUX_DEMO, tmp_path / "away.yaml", folder_path=str(tmp_path / "gone"))
+    _, out, err = cli("fit", away, "--gpu", "24", "--ram", "16", "--no-probe", "--json")
+    host = json.loads(out)["host"]
+    assert "latents kept in RAM" not in host["parts_gib"]["training"], err
+    assert any("not on this machine" in note for note in host["notes"])
