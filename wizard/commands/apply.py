@@ -4,7 +4,9 @@ Without ``--steps`` or ``--all`` it applies the plan's default-on steps with the
 field toggles (what the wizard saves when every default is accepted); ``--all`` applies
 every step of the plan with its default toggles; ``--steps ID,ID`` names the steps; ``--safe``
 takes the moment's usual changes (``safe``) where the default is the least loss
-(``just_enough``) (:mod:`oom_wizard.rules.sizing`). The
+(``just_enough``) (:mod:`oom_wizard.rules.sizing`); ``--set FIELD=VALUE`` (repeatable) sets a
+field of a chosen step beyond its default, as ``fit``'s ``apply`` line carries a fix's rungs
+(:func:`~oom_wizard.application.choosing.set_values`). The
 moment and kind are settled exactly as ``plan`` settles them. The source is never written.
 """
 
@@ -21,6 +23,7 @@ from oom_wizard.application.choosing import (
     estimate_words,
     fix_words,
     prepared,
+    set_values,
 )
 from oom_wizard.application.fitting import saved_verdict
 from oom_wizard.application.saving import (
@@ -83,6 +86,19 @@ def add_parser(subparsers: Any) -> None:
             "figures size it)"
         ),
     )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        dest="set_values",
+        help=(
+            "set a field of a chosen step beyond its default (repeatable): FIELD as 'plan' "
+            "names it (model.layer_offloading_transformer_percent), VALUE a YAML scalar "
+            "(1.0, true), checked as the app checks a typed value; a field off by default is "
+            "switched on"
+        ),
+    )
     add_output_arguments(parser)
     add_db_arguments(parser, saving=True)
     parser.set_defaults(handler=run)
@@ -115,6 +131,9 @@ def run(args: argparse.Namespace) -> int:
         raise WizardError(
             f"{state.document.source}: ladder exhausted, nothing saved. {plan.exhausted_advice}"
         )
+    if args.set_values:
+        base = default_choices(state) if choices is None else choices
+        choices = set_values(state, base, args.set_values)
     ready = prepared(state, choices)
     print_changes(console, ready)
     if not ready.changed:

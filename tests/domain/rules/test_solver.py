@@ -4,7 +4,7 @@ levers first."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -31,21 +31,32 @@ def sized(document: JobDocument, card: float, moment: str = "early_steps") -> Pl
     return build_plan(document, moment, kind_of(document), card_gib=card)
 
 
-def changes_of(plan: Plan, ids: Collection[str]) -> list[Change]:
-    return changes_for(plan, {s.id: StepChoice(s.id, enabled=s.id in ids) for s in plan.steps})
+def changes_of(
+    plan: Plan, ids: Collection[str], rungs: Mapping[str, int] | None = None
+) -> list[Change]:
+    """The changes of the steps ``ids``, each at its rung in ``rungs`` (else its default)."""
+    up = rungs or {}
+    return changes_for(
+        plan,
+        {
+            s.id: s.rung_choice(up.get(s.id, 0)) if s.id in ids else StepChoice(s.id, False)
+            for s in plan.steps
+        },
+    )
 
 
 def assert_irreducible(document: JobDocument, plan: Plan, card: float) -> None:
-    """Undoing any one step of a fix that fits makes it not fit (the margin it was found
-    with, and the crashed phase lowered)."""
+    """Undoing any one change of a fix that fits makes it not fit (the margin it was found
+    with, and the crashed phase lowered): leaving a step out, or taking a step one rung down."""
     sizing = plan.sizing
     assert sizing is not None
     steps = plan.fixes["just_enough"]
+    rungs = plan.fix_rungs.get("just_enough", {})
     if not sizing.covered:
         return
     weigher = Weigher(document, plan.model_kind, load_presets(), None, plan.gpus)
     share = MARGIN_SHARE if sizing.margin_kept else 0.0
-    assert fits_card(weigher.memory(changes_of(plan, steps)), card, share)
+    assert fits_card(weigher.memory(changes_of(plan, steps, rungs)), card, share)
     today = weigher.memory(())
 
     def lowered(memory: JobMemory) -> bool:  # the solver's rule: the crashed phase is lower
@@ -55,8 +66,12 @@ def assert_irreducible(document: JobDocument, plan: Plan, card: float) -> None:
     for step in steps:
         if step == "validation_run":
             continue
-        memory = weigher.memory(changes_of(plan, [s for s in steps if s != step]))
+        memory = weigher.memory(changes_of(plan, [s for s in steps if s != step], rungs))
         assert not (fits_card(memory, card, share) and lowered(memory)), (step, steps)
+        if rungs.get(step, 0) > 0:
+            down = {**rungs, step: rungs[step] - 1}
+            memory = weigher.memory(changes_of(plan, steps, down))
+            assert not (fits_card(memory, card, share) and lowered(memory)), (step, down)
 
 
 def test_a_klein_ui_job_on_16_gib_gets_offloading_and_cached_embeddings() -> None:
