@@ -70,7 +70,7 @@ def default_choices(state: WizardState, fix: FixName | None = None) -> dict[str,
     """The one rule of the default set, for the command line, the app, ``run`` and ``fit``:
     every step of ``fix`` (None: the plan's default fix, "just enough" where the crash's own
     figures size it, else "safe"; see :mod:`oom_wizard.rules.sizing`) on with its default toggles,
-    every other step off."""
+    at the rung the fix takes it to (its values), every other step off."""
     return state.plan.default_choices(fix)
 
 
@@ -90,8 +90,11 @@ def fix_names(state: WizardState) -> tuple[FixName, ...]:
     default = state.plan.default_fix
     offered = [name for name in FIX_NAMES if name in fixes]
     ordered = sorted(offered, key=lambda name: name != default)
-    if len(ordered) == 2 and set(fixes[ordered[0]]) == set(fixes[ordered[1]]):
-        return (ordered[0],)
+    if len(ordered) == 2:
+        first, second = ordered
+        same_values = state.plan.fix_values(first) == state.plan.fix_values(second)
+        if set(fixes[first]) == set(fixes[second]) and same_values:
+            return (first,)
     return tuple(ordered)
 
 

@@ -139,10 +139,17 @@ class FitFix:
         return [*line, *set_arguments(self.plan, self.values)]
 
 
-def step_loss(step_id: str) -> str:
-    """What a step of a fix takes from the user, in words (``costs time``...)."""
+def step_loss(step: StepProposal) -> str:
+    """What a step of a fix, at the rung it is taken to, takes from the user, in words
+    (``costs time``...; no preview samples at all where it switches sampling off)."""
 
-    return loss_words(step_id)
+    off = any(
+        f.default_on and f.path[-2:] == ("train", "disable_sampling") and f.after is True
+        for f in step.fields
+    )
+    if off:
+        return "costs every preview sample: the run makes none until sampling is switched on"
+    return loss_words(step.id)
 
 
 def fix_moment(state: WizardState, memory: JobMemory) -> Moment:

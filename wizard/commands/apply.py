@@ -116,24 +116,28 @@ def run(args: argparse.Namespace) -> int:
     if state.db_job is None and not args.dry_run:
         check_destination(state, ToFile(args.output, args.changelog, force=args.force))
     plan = state.plan
-    for note in target_notes(state, new_crash_flag=args.new_crash):
-        console.print(note, markup=False)
+    notes = target_notes(state, new_crash_flag=args.new_crash)
     if plan.environment_checks:
+        for note in notes:
+            console.print(note, markup=False)
         render_checks(console, plan)
         return 0
-    choices = choose(plan, all_steps=args.all, named=args.steps)
+    picked = choose(plan, all_steps=args.all, named=args.steps)
     if args.safe:
-        choices = default_choices(state, "safe")
-    if choices is None or args.safe:
+        picked = default_choices(state, "safe")
+    choices = picked
+    if args.set_values:  # refused before anything is said: one line, nothing written
+        base = default_choices(state) if picked is None else picked
+        choices = set_values(state, base, args.set_values)
+    for note in notes:
+        console.print(note, markup=False)
+    if picked is None or args.safe:
         fix = "safe" if args.safe else plan.default_fix
         console.print(f"Applying {fix_words(state, fix)}", markup=False)
-    if choices is None and plan.exhausted_advice:
+    if picked is None and plan.exhausted_advice:
         raise WizardError(
             f"{state.document.source}: ladder exhausted, nothing saved. {plan.exhausted_advice}"
         )
-    if args.set_values:
-        base = default_choices(state) if choices is None else choices
-        choices = set_values(state, base, args.set_values)
     ready = prepared(state, choices)
     print_changes(console, ready)
     if not ready.changed:

@@ -271,21 +271,21 @@ def _reduced(
     given: Collection[str],
     fits: Callable[[Mapping[str, int]], bool],
 ) -> dict[str, int]:
-    """``taken`` with every step it still fits without left out and every rung it still fits
-    below stepped down, the costliest first, until nothing more goes: then undoing any one
-    change (a step, or one rung of it) makes it not fit."""
+    """``taken`` with every rung it still fits below stepped down and every step it still fits
+    without left out, the costliest step first (its rungs before a cheaper step goes), until
+    nothing more goes: then undoing any one change (a step, or one rung of it) makes it not
+    fit."""
     levels = dict(taken)
     changed = True
     while changed:
         changed = False
         for step in reversed([s for s in levels if s not in given]):
-            without = {s: r for s, r in levels.items() if s != step}
-            if fits(without):
-                levels, changed = without, True
-                continue
             while levels[step] > 0 and fits({**levels, step: levels[step] - 1}):
                 levels[step] -= 1
                 changed = True
+            without = {s: r for s, r in levels.items() if s != step}
+            if fits(without):
+                levels, changed = without, True
     return levels
 
 
