@@ -1413,6 +1413,7 @@ def _num_frames(process: _Process, moment: Moment, found: _Found) -> None:
     if process.kind != "video":
         return
     capped = False
+    further: dict[str, list[int]] = {}  # each dataset's count halved again, to the floor
     for dataset in process.view.datasets:
         frames_parts = ("datasets", dataset.index, "num_frames")
         if not (dataset.is_known("num_frames") and dataset.is_known("auto_frame_count")):
@@ -1421,14 +1422,23 @@ def _num_frames(process: _Process, moment: Moment, found: _Found) -> None:
             _cap_auto_frames(process, found, dataset.index, dataset.num_frames or 1)
             capped = True
         elif (lower := fewer_frames(dataset.num_frames or 1, process.grid)) is not None:
-            _propose(
+            key = _propose(
                 found,
                 process,
                 frames_parts,
                 lower,
                 before=dataset.num_frames or 1,
                 control="number",
-            )
+            ).key
+            while (lower := fewer_frames(lower, process.grid)) is not None:
+                further.setdefault(key, []).append(lower)
+    depth = max((len(chain) for chain in further.values()), default=0)
+    found.add_rungs(
+        [
+            {key: chain[min(i, len(chain) - 1)] for key, chain in further.items()}
+            for i in range(depth)
+        ]
+    )
     _sample_frames(process, found)
     if capped:
         found.notes.append(

@@ -346,3 +346,17 @@ def test_no_samples_is_the_sampling_step_s_last_rung_and_leaves_the_samples_as_t
     # A crash while loading keeps its own switch (on by default, no lighter samples).
     loading = build_plan(document, "loading", "image", card_gib=8.0).step("sampling")
     assert loading is not None and loading.rungs == ()
+
+
+def test_frames_and_rank_are_halved_again_as_stronger_rungs() -> None:
+    """Wan 2.1 14B: the clip halved, then halved again on the frame grid; the rank halved
+    to the floor, alpha in proportion."""
+    plan = sized(load_document(CONFIGS / "wan14b_video_lora.yaml"), 10.0)
+    frames, rank = plan.step("num_frames"), plan.step("lora_rank")
+    assert frames is not None and rank is not None
+    key = "config.process[0].datasets[0].num_frames"
+    assert [f.after for f in frames.fields if f.key == key] == [17]
+    assert [dict(rung) for rung in frames.rungs] == [{key: 9}, {key: 5}]
+    ranks = [rung["config.process[0].network.linear"] for rung in rank.rungs]
+    assert ranks == sorted(ranks, reverse=True) and ranks[-1] == 4
+    assert_irreducible(load_document(CONFIGS / "wan14b_video_lora.yaml"), plan, 10.0)
