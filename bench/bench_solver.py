@@ -96,7 +96,8 @@ def _row(report: object, config: Path, card: float) -> tuple[str, bool]:
 
 def _values(line: list[str]) -> str:
     """The ``--set`` values of an ``apply`` line, as `` [field=value ...]``."""
-    values = [line[i + 1].rsplit(".", 1)[-1] for i, word in enumerate(line) if word == "--set"]
+    pairs = [line[i + 1].partition("=") for i, word in enumerate(line) if word == "--set"]
+    values = [f"{name.rsplit('.', 1)[-1]}={value}" for name, _, value in pairs]
     return f" [{' '.join(values)}]" if values else ""
 
 
