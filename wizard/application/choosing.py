@@ -232,12 +232,16 @@ def fix_summary(state: WizardState) -> tuple[str, ...]:
 
 
 def _as_default(step: StepProposal, choice: StepChoice, default: StepChoice) -> bool:
-    """Whether a recorded choice is the step's defaults as they were (nothing toggled or typed,
-    and not left out: a skipped step is decided)."""
-    if choice.skipped or choice.enabled != default.enabled or choice.values:
+    """Whether a recorded choice is the step's defaults as they were (nothing toggled or typed
+    beyond the rung the default fix takes it to, and not left out: a skipped step is
+    decided)."""
+    if choice.skipped or choice.enabled != default.enabled:
+        return False
+    if dict(choice.values) != dict(default.values):
         return False
     return all(
-        choice.fields.get(proposal.key, proposal.default_on) == proposal.default_on
+        choice.fields.get(proposal.key, proposal.default_on)
+        == default.fields.get(proposal.key, proposal.default_on)
         for proposal in step.fields
     )
 
