@@ -113,7 +113,8 @@ def fix_words(state: WizardState, fix: FixName, *, short: bool = False) -> str:
     steps = [step for step in plan.fix_steps(fix) if step != VALIDATION_STEP]
     text = f"{fix_label(fix, plan.sizing)}: {counted(len(steps), 'step')}"
     if steps and not short:
-        text += f" ({', '.join(steps)})"
+        beyond = set_arguments(plan, plan.fix_values(fix))[1::2]  # past a default rung
+        text += f" ({', '.join(steps)}{'; ' if beyond else ''}{', '.join(beyond)})"
     sizing = plan.sizing
     if sizing is not None and fix in sizing.savings:
         band = sizing.predicted(fix)
