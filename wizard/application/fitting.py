@@ -213,7 +213,7 @@ def solved_fix(state: WizardState, plan: Plan, moment: Moment, card_gib: float) 
     calibration = memory_calibration(state)
     wanted = set(plan.fix_steps("just_enough")) - {VALIDATION_STEP}
     rungs = plan.fix_rungs.get("just_enough", {})
-    taken = tuple(step.at_rung(rungs.get(step.id, 0)) for step in plan.steps if step.id in wanted)
+    taken = tuple(plan.as_fixed(step, "just_enough") for step in plan.steps if step.id in wanted)
     trial = {
         s.id: s.rung_choice(rungs.get(s.id, 0))
         if s.id in wanted

@@ -400,6 +400,10 @@ class Plan:
             for step in self.steps
         }
 
+    def as_fixed(self, step: StepProposal, fix: FixName | None = None) -> StepProposal:
+        """``step`` as ``fix`` (None: the default fix) takes it: at the fix's rung."""
+        return step.at_rung(self.fix_rungs.get(fix or self.default_fix, {}).get(step.id, 0))
+
     def fix_values(self, fix: FixName | None = None) -> dict[str, Any]:
         """The field values a fix sets beyond its steps' defaults (field key → value): the
         rungs it takes them to, as ``apply --set`` carries them."""
