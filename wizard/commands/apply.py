@@ -64,7 +64,8 @@ def add_parser(subparsers: Any) -> None:
             "log that records every change, its step and why. Default: the steps that are on "
             "by default (the least loss where the crash's own figures size it, else "
             "the moment's usual changes); --safe: the moment's usual changes; --all: every "
-            "step; --steps: the ones named."
+            "step; --steps: the ones named; --set FIELD=VALUE: a field of a chosen step past "
+            "its default (the values 'fit' prints in its apply line)."
         ),
     )
     add_target_arguments(parser)
