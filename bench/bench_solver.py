@@ -1,8 +1,9 @@
 """``fit`` with the one solver on every AI Toolkit example config at 8, 12, 16, 24 and 48 GiB.
 
-For each config and card: today's verdict, what ``fit`` proposes (the steps, or the closest
-config when nothing fits), the peak with them, and ``fit`` on the config that proposal saves
-(``apply`` through the application layer, into a temporary folder); then the CPU seconds of
+For each config and card: today's verdict, what ``fit`` proposes (the steps and the values
+beyond their default rungs, or the closest config when nothing fits), the peak with them, and
+``fit`` on the config that proposal saves (``fit``'s own ``apply`` line, run on a copy of the
+config in a temporary folder); then the CPU seconds of
 ``fit`` itself (the job opened and settled once, outside the timing). It checks what the solver
 promises of every answer: it fits, or its proposal's own ``fit`` fits, or it says nothing fits with
 the closest config; never a lever the arch ignores. Exit status 1 when one does not hold.
@@ -85,28 +86,39 @@ def _row(report: object, config: Path, card: float) -> tuple[str, bool]:
             f"({fix.lacks_gib:.1f} over)",
             not ignored and report.apply_args is None,
         )
-    saved = _fit_of_saved(config, fix.moment, [s.id for s in fix.steps], card)
+    saved = _fit_of_saved(config, report.apply_args or [], card)
     return (
-        f"{verdict}: {steps} -> {peak.low:.1f}-{peak.high:.1f}; saved: {saved}",
+        f"{verdict}: {steps}{_values(report.apply_args or [])} -> {peak.low:.1f}-{peak.high:.1f}; "
+        f"saved: {saved}",
         not ignored and saved == "fits",
     )
 
 
-def _fit_of_saved(config: Path, moment: str, steps: list[str], card: float) -> str:
-    """``fit``'s verdict on the config ``apply --moment M --steps ...`` saves."""
-    from oom_wizard.application.choosing import answer
-    from oom_wizard.application.saving import ToFile, save
-    from oom_wizard.rules.diagnosis import Answers
-    from oom_wizard.rules.plan import StepChoice
+def _values(line: list[str]) -> str:
+    """The ``--set`` values of an ``apply`` line, as `` [field=value ...]``."""
+    pairs = [line[i + 1].partition("=") for i, word in enumerate(line) if word == "--set"]
+    values = [f"{name.rsplit('.', 1)[-1]}={value}" for name, _, value in pairs]
+    return f" [{' '.join(values)}]" if values else ""
+
+
+def _fit_of_saved(config: Path, line: list[str], card: float) -> str:
+    """``fit``'s verdict on the config that ``fit``'s own ``apply`` line saves (run as it is,
+    on a copy of the config)."""
+    import contextlib
+    import io
+
+    from oom_wizard.cli import main as cli
 
     with tempfile.TemporaryDirectory() as folder:
         source = Path(folder) / config.name
         shutil.copyfile(config, source)
-        state = answer(start(JobRequest(target=source, probe=False)), Answers(moment=moment))  # type: ignore[arg-type]
-        choices = {s.id: StepChoice(step_id=s.id, enabled=s.id in steps) for s in state.plan.steps}
-        saved = save(state, choices, ToFile(None, None))
-        target = saved.config  # type: ignore[union-attr]
-        again = start(JobRequest(target=target, probe=False))
+        args = [str(source) if word == str(config) else word for word in line[1:]]
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            status = cli([*args, "--no-probe"])
+        saved = sorted(Path(folder).glob("*.oomfix.yaml"))
+        if status not in (0, 3, 4) or not saved:
+            return f"apply failed ({status})"
+        again = start(JobRequest(target=saved[0], probe=False))
         return fit(again, JobCard(card, "--gpu")).verdict
 
 

@@ -202,11 +202,12 @@ class StepScreen(StageScreen[Accepted | SaveNow | Back]):
                 value=recorded.enabled if recorded else default_choice(state, step).enabled,
                 id="step-on",
             )
+            default = default_choice(state, step)  # the fix's rung: its values shown
             for number, proposal in enumerate(step.fields):
-                enabled = proposal.default_on
-                typed = None
+                enabled = default.fields.get(proposal.key, proposal.default_on)
+                typed = default.values.get(proposal.key)
                 if recorded is not None:
-                    enabled = recorded.fields.get(proposal.key, enabled)
+                    enabled = recorded.fields.get(proposal.key, proposal.default_on)
                     typed = recorded.values.get(proposal.key)
                     if typed is not None:  # kept before: an increase was confirmed then
                         self.confirmed.add((proposal.key, typed))

@@ -4,7 +4,7 @@ they weigh, and the edits they make in memory.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -19,8 +19,10 @@ from oom_wizard.application.settling import (
     memory_calibration,
     settle,
 )
+from oom_wizard.errors import EditError, WizardError
 from oom_wizard.formats.document import JobDocument, same_value
-from oom_wizard.paths import MISSING, parse_path
+from oom_wizard.formats.fields import parse_value
+from oom_wizard.paths import MISSING, format_path, parse_path
 from oom_wizard.rules.catalog import load_presets
 from oom_wizard.rules.diagnosis import Answers
 from oom_wizard.rules.estimate import CRASHED_PEAK, PEAK_WORDS
@@ -45,7 +47,7 @@ from oom_wizard.rules.sizing import (
     peak_of,
 )
 from oom_wizard.rules.values import ValueCheck, validate_value
-from oom_wizard.spelling import counted, editable, field_changes, gib
+from oom_wizard.spelling import counted, editable, field_changes, gib, value as spelling_value
 from oom_wizard.storage.changes import Change, Prepared, prepare
 from oom_wizard.storage.resume import resume_point
 
@@ -68,7 +70,7 @@ def default_choices(state: WizardState, fix: FixName | None = None) -> dict[str,
     """The one rule of the default set, for the command line, the app, ``run`` and ``fit``:
     every step of ``fix`` (None: the plan's default fix, "just enough" where the crash's own
     figures size it, else "safe"; see :mod:`oom_wizard.rules.sizing`) on with its default toggles,
-    every other step off."""
+    at the rung the fix takes it to (its values), every other step off."""
     return state.plan.default_choices(fix)
 
 
@@ -88,8 +90,11 @@ def fix_names(state: WizardState) -> tuple[FixName, ...]:
     default = state.plan.default_fix
     offered = [name for name in FIX_NAMES if name in fixes]
     ordered = sorted(offered, key=lambda name: name != default)
-    if len(ordered) == 2 and set(fixes[ordered[0]]) == set(fixes[ordered[1]]):
-        return (ordered[0],)
+    if len(ordered) == 2:
+        first, second = ordered
+        same_values = state.plan.fix_values(first) == state.plan.fix_values(second)
+        if set(fixes[first]) == set(fixes[second]) and same_values:
+            return (first,)
     return tuple(ordered)
 
 
@@ -108,7 +113,8 @@ def fix_words(state: WizardState, fix: FixName, *, short: bool = False) -> str:
     steps = [step for step in plan.fix_steps(fix) if step != VALIDATION_STEP]
     text = f"{fix_label(fix, plan.sizing)}: {counted(len(steps), 'step')}"
     if steps and not short:
-        text += f" ({', '.join(steps)})"
+        beyond = set_arguments(plan, plan.fix_values(fix))[1::2]  # past a default rung
+        text += f" ({', '.join(steps)}{'; ' if beyond else ''}{', '.join(beyond)})"
     sizing = plan.sizing
     if sizing is not None and fix in sizing.savings:
         band = sizing.predicted(fix)
@@ -229,12 +235,16 @@ def fix_summary(state: WizardState) -> tuple[str, ...]:
 
 
 def _as_default(step: StepProposal, choice: StepChoice, default: StepChoice) -> bool:
-    """Whether a recorded choice is the step's defaults as they were (nothing toggled or typed,
-    and not left out: a skipped step is decided)."""
-    if choice.skipped or choice.enabled != default.enabled or choice.values:
+    """Whether a recorded choice is the step's defaults as they were (nothing toggled or typed
+    beyond the rung the default fix takes it to, and not left out: a skipped step is
+    decided)."""
+    if choice.skipped or choice.enabled != default.enabled:
+        return False
+    if dict(choice.values) != dict(default.values):
         return False
     return all(
-        choice.fields.get(proposal.key, proposal.default_on) == proposal.default_on
+        choice.fields.get(proposal.key, proposal.default_on)
+        == default.fields.get(proposal.key, proposal.default_on)
         for proposal in step.fields
     )
 
@@ -609,6 +619,106 @@ def check_value(state: WizardState, proposal: FieldProposal, typed: str) -> Valu
     if not check.ok or not isinstance(check.value, str) or proposal.control != "number":
         return check
     return _plain_number(typed, proposal.after)
+
+
+def set_values(
+    state: WizardState, choices: Mapping[str, StepChoice], settings: Sequence[str]
+) -> dict[str, StepChoice]:
+    """The choices with ``apply --set FIELD=VALUE`` values: each FIELD a field of a step the
+    choices switch on (its key as ``plan`` prints it: ``model.layer_offloading_transformer_percent``
+    inside the job's one process, or in full, ``config.process[0]...``), each VALUE a YAML
+    scalar checked as the app checks a value typed on the field's row (:func:`check_value`;
+    a switch takes ``true`` or ``false``). A field that is off by default is switched on.
+
+    Raises:
+        WizardError: a setting that is not FIELD=VALUE, a field of no chosen step, or a
+            value the app would refuse.
+    """
+
+    chosen = dict(choices)
+    on = [step for step in state.plan.steps if step.id in chosen and chosen[step.id].enabled]
+    for text in settings:
+        field_text, sep, value_text = text.partition("=")
+        field_text = field_text.strip()
+        if not sep or not field_text:
+            raise WizardError(
+                f"--set '{text}' is not FIELD=VALUE "
+                "(for example model.layer_offloading_transformer_percent=1.0)"
+            )
+        found = [
+            (step, proposal)
+            for step in on
+            for proposal in step.fields
+            if field_text in (proposal.key, _process_key(proposal))
+        ]
+        if not found:
+            fields = sorted({set_key(state.plan, f) for s in on for f in s.fields})
+            raise WizardError(
+                f"--set {field_text}: not a field of the chosen steps "
+                f"({', '.join(s.id for s in on) or 'none'}); their fields are "
+                f"{', '.join(fields) or 'none'}"
+            )
+        if len(found) > 1:
+            raise WizardError(
+                f"--set {field_text}: more than one chosen field is named so; name it in full "
+                f"({', '.join(proposal.key for _, proposal in found)})"
+            )
+        step, proposal = found[0]
+        try:
+            value = parse_value(value_text, proposal.path)
+        except EditError as exc:
+            raise WizardError(f"--set {exc.message}") from None
+        if proposal.control == "bucket":
+            raise WizardError(
+                f"--set {field_text}: a bucket is dropped or kept, not set; choose the step "
+                "and its buckets in the app, or use 'oom-wizard set'"
+            )
+        if proposal.control == "switch":
+            if not isinstance(value, bool):
+                raise WizardError(f"--set {field_text}: a switch takes true or false")
+        else:
+            check = check_value(state, proposal, editable(value))
+            if not check.ok:
+                raise WizardError(f"--set {field_text}={value_text.strip()}: {check.reason}")
+            value = check.value
+        choice = chosen[step.id]
+        chosen[step.id] = replace(
+            choice,
+            fields=MappingProxyType({**choice.fields, proposal.key: True}),
+            values=MappingProxyType({**choice.values, proposal.key: value}),
+        )
+    return chosen
+
+
+def set_key(plan: Plan, proposal: FieldProposal) -> str:
+    """How ``apply --set`` names a field: inside its process where no other field of the
+    plan has that name, else in full."""
+
+    short = _process_key(proposal)
+    if short == proposal.key:
+        return short
+    same = {f.key for step in plan.steps for f in step.fields if _process_key(f) == short}
+    return short if len(same) == 1 else proposal.key
+
+
+def set_arguments(plan: Plan, values: Mapping[str, Any]) -> list[str]:
+    """``--set FIELD=VALUE`` for each value (field key → value), as ``apply`` reads them."""
+
+    fields = {f.key: f for step in plan.steps for f in step.fields}
+    arguments: list[str] = []
+    for key, value in values.items():
+        name = set_key(plan, fields[key]) if key in fields else key
+        arguments += ["--set", f"{name}={spelling_value(value)}"]
+    return arguments
+
+
+def _process_key(proposal: FieldProposal) -> str:
+    """The field's key inside its process (``model.low_vram``), or its whole key outside one."""
+
+    path = proposal.path
+    if len(path) > 3 and path[:2] == ("config", "process") and isinstance(path[2], int):
+        return format_path(path[3:])
+    return proposal.key
 
 
 #: The fields that keep the effective batch (``batch × accumulation``) of a lowered batch.

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from oom_wizard.application.choosing import set_arguments
 from oom_wizard.application.settling import (
     VALIDATION_STEP,
     JobCard,
@@ -107,7 +108,8 @@ class FitFix:
     Attributes:
         moment: The plan's moment the steps come from (the log's, else the peak's).
         plan: That plan.
-        steps: The steps taken, in the plan's order.
+        steps: The steps taken, in the plan's order, each as it is at the rung taken (its
+            fields' ``after`` values are the fix's).
         memory: The job's memory with them.
         reaches: Whether every phase then fits the card with the margin (False: ``steps``
             is the closest config, and ``lacks_gib`` says how far it still is).
@@ -122,27 +124,32 @@ class FitFix:
     lacks_gib: float = 0.0
     margin: bool = True
     """The fix leaves :data:`FIT_MARGIN` of the card free (False: it fits with less)."""
-
-    def choices(self) -> dict[str, StepChoice]:
-        """The steps as choices, each with its default field toggles."""
-
-        return {step.id: StepChoice(step_id=step.id, enabled=True) for step in self.steps}
+    values: Mapping[str, object] = field(default_factory=dict)
+    """The values the fix sets beyond its steps' default rungs (field key → value)."""
 
     def apply_args(self, target: Sequence[str]) -> list[str] | None:
         """The ``apply`` command that saves the fix to the default output name (a web-UI
-        job: as a new job), as an argument list, the program name first; None when the fix
-        does not fit."""
+        job: as a new job), as an argument list, the program name first, with a ``--set``
+        for each value beyond a step's default rung; None when the fix does not fit."""
 
         if not self.reaches or not self.steps:
             return None
         steps = ",".join(step.id for step in self.steps)
-        return ["oom-wizard", "apply", *target, "--moment", self.moment, "--steps", steps]
+        line = ["oom-wizard", "apply", *target, "--moment", self.moment, "--steps", steps]
+        return [*line, *set_arguments(self.plan, self.values)]
 
 
-def step_loss(step_id: str) -> str:
-    """What a step of a fix takes from the user, in words (``costs time``...)."""
+def step_loss(step: StepProposal) -> str:
+    """What a step of a fix, at the rung it is taken to, takes from the user, in words
+    (``costs time``...; no preview samples at all where it switches sampling off)."""
 
-    return loss_words(step_id)
+    off = any(
+        f.default_on and f.path[-2:] == ("train", "disable_sampling") and f.after is True
+        for f in step.fields
+    )
+    if off:
+        return "costs every preview sample: the run makes none until sampling is switched on"
+    return loss_words(step.id)
 
 
 def fix_moment(state: WizardState, memory: JobMemory) -> Moment:
@@ -205,8 +212,14 @@ def solved_fix(state: WizardState, plan: Plan, moment: Moment, card_gib: float) 
 
     calibration = memory_calibration(state)
     wanted = set(plan.fix_steps("just_enough")) - {VALIDATION_STEP}
-    taken = tuple(step for step in plan.steps if step.id in wanted)
-    trial = {s.id: Choice(step_id=s.id, enabled=s.id in wanted) for s in plan.steps}
+    rungs = plan.fix_rungs.get("just_enough", {})
+    taken = tuple(plan.as_fixed(step, "just_enough") for step in plan.steps if step.id in wanted)
+    trial = {
+        s.id: s.rung_choice(rungs.get(s.id, 0))
+        if s.id in wanted
+        else Choice(step_id=s.id, enabled=False)
+        for s in plan.steps
+    }
     memory = memory_of(
         state.document,
         changes_for(plan, trial),
@@ -219,7 +232,8 @@ def solved_fix(state: WizardState, plan: Plan, moment: Moment, card_gib: float) 
     reaches = sizing.covered if sizing is not None else fits_card(memory, card_gib)
     margin = sizing.margin_kept if sizing is not None else reaches
     lacks = 0.0 if reaches else max(0.0, memory.peak().high - card_gib)
-    return FitFix(moment, plan, taken, memory, reaches, lacks, margin)
+    values = plan.fix_values("just_enough")
+    return FitFix(moment, plan, taken, memory, reaches, lacks, margin, values)
 
 
 def fits_card_band(band: Band, card_gib: float) -> bool:

@@ -60,7 +60,8 @@ def first_step(state: WizardState) -> str | None:
             or "Every default step of this roll-back is already in the config."
         )
 
-    changes = [change(f.label, f.before, f.after) for f in step.fields if f.default_on]
+    fixed = state.plan.as_fixed(step)  # at the rung the default fix takes it to
+    changes = [change(f.label, f.before, f.after) for f in fixed.fields if f.default_on]
     return f"{step.title}: {', '.join(changes)}" if changes else step.title
 
 

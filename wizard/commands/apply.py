@@ -4,7 +4,9 @@ Without ``--steps`` or ``--all`` it applies the plan's default-on steps with the
 field toggles (what the wizard saves when every default is accepted); ``--all`` applies
 every step of the plan with its default toggles; ``--steps ID,ID`` names the steps; ``--safe``
 takes the moment's usual changes (``safe``) where the default is the least loss
-(``just_enough``) (:mod:`oom_wizard.rules.sizing`). The
+(``just_enough``) (:mod:`oom_wizard.rules.sizing`); ``--set FIELD=VALUE`` (repeatable) sets a
+field of a chosen step beyond its default, as ``fit``'s ``apply`` line carries a fix's rungs
+(:func:`~oom_wizard.application.choosing.set_values`). The
 moment and kind are settled exactly as ``plan`` settles them. The source is never written.
 """
 
@@ -21,6 +23,7 @@ from oom_wizard.application.choosing import (
     estimate_words,
     fix_words,
     prepared,
+    set_values,
 )
 from oom_wizard.application.fitting import saved_verdict
 from oom_wizard.application.saving import (
@@ -61,7 +64,8 @@ def add_parser(subparsers: Any) -> None:
             "log that records every change, its step and why. Default: the steps that are on "
             "by default (the least loss where the crash's own figures size it, else "
             "the moment's usual changes); --safe: the moment's usual changes; --all: every "
-            "step; --steps: the ones named."
+            "step; --steps: the ones named; --set FIELD=VALUE: a field of a chosen step past "
+            "its default (the values 'fit' prints in its apply line)."
         ),
     )
     add_target_arguments(parser)
@@ -83,6 +87,19 @@ def add_parser(subparsers: Any) -> None:
             "figures size it)"
         ),
     )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        dest="set_values",
+        help=(
+            "set a field of a chosen step beyond its default (repeatable): FIELD as 'plan' "
+            "names it (model.layer_offloading_transformer_percent), VALUE a YAML scalar "
+            "(1.0, true), checked as the app checks a typed value; a field off by default is "
+            "switched on"
+        ),
+    )
     add_output_arguments(parser)
     add_db_arguments(parser, saving=True)
     parser.set_defaults(handler=run)
@@ -100,18 +117,25 @@ def run(args: argparse.Namespace) -> int:
     if state.db_job is None and not args.dry_run:
         check_destination(state, ToFile(args.output, args.changelog, force=args.force))
     plan = state.plan
-    for note in target_notes(state, new_crash_flag=args.new_crash):
-        console.print(note, markup=False)
+    notes = target_notes(state, new_crash_flag=args.new_crash)
     if plan.environment_checks:
+        for note in notes:
+            console.print(note, markup=False)
         render_checks(console, plan)
         return 0
-    choices = choose(plan, all_steps=args.all, named=args.steps)
+    picked = choose(plan, all_steps=args.all, named=args.steps)
     if args.safe:
-        choices = default_choices(state, "safe")
-    if choices is None or args.safe:
+        picked = default_choices(state, "safe")
+    choices = picked
+    if args.set_values:  # refused before anything is said: one line, nothing written
+        base = default_choices(state) if picked is None else picked
+        choices = set_values(state, base, args.set_values)
+    for note in notes:
+        console.print(note, markup=False)
+    if picked is None or args.safe:
         fix = "safe" if args.safe else plan.default_fix
         console.print(f"Applying {fix_words(state, fix)}", markup=False)
-    if choices is None and plan.exhausted_advice:
+    if picked is None and plan.exhausted_advice:
         raise WizardError(
             f"{state.document.source}: ladder exhausted, nothing saved. {plan.exhausted_advice}"
         )

@@ -293,7 +293,7 @@ def render(console: Console, state: WizardState, report: FitReport) -> None:
         console.print("No change AI Toolkit offers for this job lowers this peak.", markup=False)
         return
     fixed = fix.memory.peak()
-    steps = ", ".join(f"{s.id} ({step_loss(s.id)})" for s in fix.steps)
+    steps = ", ".join(f"{s.id} ({step_loss(s)})" for s in fix.steps)
     if not fix.reaches:
         console.print(
             f"Nothing AI Toolkit offers for this job is predicted to fit this card. The closest "

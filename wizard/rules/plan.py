@@ -169,6 +169,8 @@ class FieldProposal:
         set_by: The title of an earlier step whose choice left ``before`` (None: ``before``
             is today's value); see :func:`given_choices`.
         today: The value in today's config when ``set_by`` says ``before`` is not it.
+        moots: The keys of the step's other fields that this one, on, makes moot: they are
+            left as they are (no preview samples leaves the samples' size as it is).
     """
 
     path: FieldPath
@@ -183,6 +185,7 @@ class FieldProposal:
     requires: str | None = None
     set_by: str | None = None
     today: Any = None
+    moots: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -263,6 +266,41 @@ class StepProposal:
     unsized: str | None = None
     """Why no default fix takes the step (AI Toolkit is reported to fail with it on this job):
     it stays offered, its note says why, and the user may switch it on."""
+    rungs: tuple[Mapping[str, Any], ...] = ()
+    """The lever's stronger rungs beyond its default one, weakest first: each maps field keys
+    to their values there (the fields named are on, the others keep their toggles). Layer
+    offloading's next percents, a lower rank, no preview samples after lighter ones: the
+    solver goes up them before it moves on to a lever of more loss."""
+
+    def rung_choice(self, rung: int = 0) -> StepChoice:
+        """The step on at ``rung`` (0: its default fields and values; ``n``: ``rungs[n-1]``'s
+        values over them)."""
+        if rung <= 0 or not self.rungs:
+            return StepChoice(step_id=self.id, enabled=True)
+        values = self.rungs[min(rung, len(self.rungs)) - 1]
+        return StepChoice(
+            step_id=self.id,
+            enabled=True,
+            fields=MappingProxyType(dict.fromkeys(values, True)),
+            values=MappingProxyType(dict(values)),
+        )
+
+    def at_rung(self, rung: int) -> StepProposal:
+        """The step as it is at ``rung``: the rung's fields on with their values (what a fix
+        that takes it there lists)."""
+        if rung <= 0 or not self.rungs:
+            return self
+        values = self.rungs[min(rung, len(self.rungs)) - 1]
+        moot = {key for f in self.fields if f.key in values for key in f.moots}
+        fields = tuple(
+            dataclasses.replace(f, after=values[f.key], default_on=True)
+            if f.key in values
+            else dataclasses.replace(f, default_on=False)
+            if f.key in moot
+            else f
+            for f in self.fields
+        )
+        return dataclasses.replace(self, fields=fields, default_on=True, satisfied=False)
 
     @property
     def state(self) -> StepState:
@@ -300,6 +338,7 @@ class StepProposal:
             "costs": self.costs,
             "available": self.available,
             "fields": [proposal.to_json() for proposal in self.fields],
+            "rungs": [{key: _json_value(value) for key, value in r.items()} for r in self.rungs],
         }
 
 
@@ -331,6 +370,11 @@ class Plan:
     exhausted: bool = False
     estimate: MemoryEstimate | None = None
     fixes: Mapping[FixName, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    fix_rungs: Mapping[FixName, Mapping[str, int]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    """Each fix's steps taken beyond their default rung: step id → rung (1: the first of
+    :attr:`StepProposal.rungs`)."""
     default_fix: FixName = "safe"
     sizing: FixSizing | None = None
     gpus: int = 1
@@ -348,10 +392,27 @@ class Plan:
         """The one rule of what accepting the defaults means: every step of ``fix`` (None:
         the default fix) on with its default field toggles, every other step off."""
         on = set(self.fix_steps(fix))
+        rungs = self.fix_rungs.get(fix or self.default_fix, {})
         return {
-            step.id: StepChoice(step_id=step.id, enabled=step.id in on and not step.satisfied)
+            step.id: step.rung_choice(rungs.get(step.id, 0))
+            if step.id in on and not step.satisfied
+            else StepChoice(step_id=step.id, enabled=False)
             for step in self.steps
         }
+
+    def as_fixed(self, step: StepProposal, fix: FixName | None = None) -> StepProposal:
+        """``step`` as ``fix`` (None: the default fix) takes it: at the fix's rung."""
+        return step.at_rung(self.fix_rungs.get(fix or self.default_fix, {}).get(step.id, 0))
+
+    def fix_values(self, fix: FixName | None = None) -> dict[str, Any]:
+        """The field values a fix sets beyond its steps' defaults (field key → value): the
+        rungs it takes them to, as ``apply --set`` carries them."""
+        rungs = self.fix_rungs.get(fix or self.default_fix, {})
+        values: dict[str, Any] = {}
+        for step in self.steps:
+            if step.id in rungs:
+                values.update(step.rung_choice(rungs[step.id]).values)
+        return values
 
     def step(self, step_id: str) -> StepProposal | None:
         """The step with id ``step_id``, if the plan has it."""
@@ -403,6 +464,10 @@ class Plan:
             }
         if self.fixes:
             result["fixes"] = {name: list(ids) for name, ids in self.fixes.items()}
+            result["fix_values"] = {
+                name: {key: _json_value(v) for key, v in self.fix_values(name).items()}
+                for name in self.fixes
+            }
             result["default_fix"] = self.default_fix
             result["sizing"] = self.sizing.to_json() if self.sizing is not None else None
         if self.exhausted:
@@ -515,6 +580,7 @@ def build_plan(
         exhausted=exhausted,
         estimate=figures,
         fixes=sized.fixes,
+        fix_rungs=sized.rungs,
         default_fix=sized.default,
         sizing=sized.sizing,
         gpus=gpus,
@@ -625,8 +691,9 @@ def _with_defaults(
         trial = Plan(moment, kind, tuple(_switched(steps, ids)))
         return estimate(document, changes_for(trial), kind, presets=presets, gpus=gpus)
 
-    def changes_of(ids: Collection[str]) -> list[Change]:
-        return changes_for(Plan(moment, kind, tuple(_switched(steps, ids))))
+    def changes_of(levels: Mapping[str, int]) -> list[Change]:
+        """The changes of the steps of ``levels``, each at its rung (0: its default)."""
+        return changes_for(Plan(moment, kind, tuple(steps)), _rung_choices(steps, levels))
 
     no_cost = presets.free_steps(moment)
     chosen = [s.id for s in takeable if s.id in first]
@@ -662,11 +729,17 @@ def _with_defaults(
             calibration=calibration,
             card_gib=card_gib,
             gpus=gpus,
+            rungs={s.id: len(s.rungs) for s in takeable if s.rungs},
         )
         sized = _with_validation(steps, sized)
     on = sized.fixes[sized.default]
     current = estimate(
-        document, changes_of(on), kind, presets=presets, calibration=calibration, gpus=gpus
+        document,
+        changes_of(dict.fromkeys(on, 0) | dict(sized.rungs.get(sized.default, {}))),
+        kind,
+        presets=presets,
+        calibration=calibration,
+        gpus=gpus,
     )
     peak = PEAK_WORDS.get(CRASHED_PEAK.get(moment, ""), "the peak")
     titles = {s.id: s.title for s in steps}
@@ -740,21 +813,30 @@ def _with_validation(steps: Sequence[StepProposal], sized: SizedFixes) -> SizedF
     """Each fix with the short validation run when it switches sampling off."""
     validation = [s.id for s in steps if s.id == VALIDATION_RUN and not s.satisfied]
     fixes = {
-        name: (*ids, *validation) if _disables_sampling(steps, ids) else ids
+        name: (*ids, *validation)
+        if _disables_sampling(steps, ids, sized.rungs.get(name, {}))
+        else ids
         for name, ids in sized.fixes.items()
     }
     return dataclasses.replace(sized, fixes=MappingProxyType(fixes))
 
 
-def _disables_sampling(steps: Sequence[StepProposal], ids: Collection[str]) -> bool:
-    """Whether the chosen steps switch sampling off by default: then the short validation run
-    goes with them, so that no full run is spent without a single sample."""
+def _disables_sampling(
+    steps: Sequence[StepProposal], ids: Collection[str], rungs: Mapping[str, int]
+) -> bool:
+    """Whether the chosen steps (at their rungs) switch sampling off: then the short
+    validation run goes with them, so that no full run is spent without a single sample."""
     return any(
         f.default_on and f.path[-2:] == ("train", "disable_sampling") and f.after is True
         for step in steps
         if step.id in ids
-        for f in step.fields
+        for f in step.at_rung(rungs.get(step.id, 0)).fields
     )
+
+
+def _rung_choices(steps: Sequence[StepProposal], rungs: Mapping[str, int]) -> dict[str, StepChoice]:
+    """Exactly the steps of ``rungs`` on, each at its rung."""
+    return {step.id: step.rung_choice(rungs[step.id]) for step in steps if step.id in rungs}
 
 
 def _switched(steps: Sequence[StepProposal], ids: Collection[str]) -> list[StepProposal]:
@@ -891,6 +973,19 @@ class _Found:
     """Why the step's rung is still ahead (see :attr:`StepProposal.later`)."""
     unsized: str | None = None
     """Why no default fix takes the step (see :attr:`StepProposal.unsized`)."""
+    rungs: list[dict[str, Any]] = field(default_factory=list)
+    """The stronger rungs (see :attr:`StepProposal.rungs`), merged over the processes."""
+
+    def add_rungs(self, rungs: Sequence[Mapping[str, Any]]) -> None:
+        """One process's stronger rungs, each cumulative; a process with fewer rungs than
+        another stays at its last one in the rungs after it."""
+        for index, rung in enumerate(rungs):
+            if index < len(self.rungs):
+                self.rungs[index].update(rung)
+            else:
+                self.rungs.append({**(self.rungs[-1] if self.rungs else {}), **rung})
+        for index in range(len(rungs), len(self.rungs)):
+            self.rungs[index].update(rungs[-1] if rungs else {})
 
     def note_placeholder(self, process: _Process, *parts: str | int) -> None:
         path = format_path(process.path(*parts))
@@ -946,6 +1041,7 @@ def _step(
         available=bool(found.fields) or found.unavailable < len(processes),
         later=found.later if satisfied else None,
         unsized=found.unsized,
+        rungs=tuple(MappingProxyType(rung) for rung in found.rungs) if not satisfied else (),
     )
 
 
@@ -1184,8 +1280,12 @@ def _sampling(process: _Process, moment: Moment, found: _Found) -> None:
             ),
         )
         return
+    lighter = len(found.fields)
     _lighter_samples(process, sample, found)
-    _propose(found, process, disable, True, default_on=False)
+    moots = tuple(f.key for f in found.fields[lighter:])
+    off = _propose(found, process, disable, True, default_on=False)
+    found.fields[-1] = dataclasses.replace(off, moots=moots)
+    found.add_rungs([{off.key: True}])
 
 
 def _lighter_validation(process: _Process, found: _Found) -> None:
@@ -1355,6 +1455,7 @@ def _num_frames(process: _Process, moment: Moment, found: _Found) -> None:
     if process.kind != "video":
         return
     capped = False
+    further: dict[str, list[int]] = {}  # each dataset's count halved again, to the floor
     for dataset in process.view.datasets:
         frames_parts = ("datasets", dataset.index, "num_frames")
         if not (dataset.is_known("num_frames") and dataset.is_known("auto_frame_count")):
@@ -1363,14 +1464,23 @@ def _num_frames(process: _Process, moment: Moment, found: _Found) -> None:
             _cap_auto_frames(process, found, dataset.index, dataset.num_frames or 1)
             capped = True
         elif (lower := fewer_frames(dataset.num_frames or 1, process.grid)) is not None:
-            _propose(
+            key = _propose(
                 found,
                 process,
                 frames_parts,
                 lower,
                 before=dataset.num_frames or 1,
                 control="number",
-            )
+            ).key
+            while (lower := fewer_frames(lower, process.grid)) is not None:
+                further.setdefault(key, []).append(lower)
+    depth = max((len(chain) for chain in further.values()), default=0)
+    found.add_rungs(
+        [
+            {key: chain[min(i, len(chain) - 1)] for key, chain in further.items()}
+            for i in range(depth)
+        ]
+    )
     _sample_frames(process, found)
     if capped:
         found.notes.append(
@@ -1518,11 +1628,12 @@ def _layer_offloading(process: _Process, moment: Moment, found: _Found) -> None:
     switch = None
     if not on:
         switch = _propose(found, process, ("model", "layer_offloading"), True)
+    proposed: dict[str, float] = {}
     for key in keys:
         current = float(getattr(model, key) or 0.0) if on else 0.0
         rung = next((r for r in process.limits.offload_rungs if r > current + 1e-9), None)
         if rung is not None:
-            _propose(
+            proposal = _propose(
                 found,
                 process,
                 ("model", key),
@@ -1530,6 +1641,16 @@ def _layer_offloading(process: _Process, moment: Moment, found: _Found) -> None:
                 control="number",
                 requires=switch.key if switch else None,
             )
+            proposed[proposal.key] = rung
+    # The stronger rungs: the text encoder's percents first (it runs once per caption or
+    # sample), then the transformer's (every step).
+    rungs: list[dict[str, Any]] = []
+    for key in reversed(list(proposed)):
+        for rung in process.limits.offload_rungs:
+            if rung > proposed[key] + 1e-9:
+                proposed[key] = rung
+                rungs.append(dict(proposed))
+    found.add_rungs(rungs)
     if found.fields:
         found.notes.append(
             "Offloaded weights live in system RAM (it needs a lot of it) and every step gets "
@@ -1562,15 +1683,35 @@ def _lora_rank(process: _Process, moment: Moment, found: _Found) -> None:
     if lower >= rank:
         return
     before = network.get(key, MISSING)
-    _propose(found, process, ("network", key), lower, before=before, control="number")
+    rank_key = _propose(
+        found, process, ("network", key), lower, before=before, control="number"
+    ).key
     alpha = network.get("linear_alpha")
+    alpha_key = None
     if isinstance(alpha, (int, float)) and not isinstance(alpha, bool):
-        scaled = alpha * lower / rank
-        new_alpha: float | int = int(scaled) if float(scaled).is_integer() else round(scaled, 4)
         label = "network.linear_alpha (same alpha/rank ratio)"
-        _propose(
-            found, process, ("network", "linear_alpha"), new_alpha, control="number", label=label
-        )
+        alpha_key = _propose(
+            found,
+            process,
+            ("network", "linear_alpha"),
+            _scaled_alpha(alpha, lower, rank),
+            control="number",
+            label=label,
+        ).key
+    rungs: list[dict[str, Any]] = []
+    while (further := max(floor, math.ceil(lower / 2))) < lower:  # half again, to the floor
+        lower = further
+        rung: dict[str, Any] = {rank_key: lower}
+        if alpha_key is not None and isinstance(alpha, (int, float)):
+            rung[alpha_key] = _scaled_alpha(alpha, lower, rank)
+        rungs.append(rung)
+    found.add_rungs(rungs)
+
+
+def _scaled_alpha(alpha: float, lower: int, rank: int) -> float | int:
+    """The LoRA alpha that keeps today's alpha/rank ratio at rank ``lower``."""
+    scaled = alpha * lower / rank
+    return int(scaled) if float(scaled).is_integer() else round(scaled, 4)
 
 
 def _attention(process: _Process, moment: Moment, found: _Found) -> None:
@@ -2059,6 +2200,8 @@ def _is_increase(proposal: FieldProposal, after: Any) -> bool:
 
 def _step_changes(step: StepProposal, choice: StepChoice) -> Iterable[Change]:
     on = {f.key: choice.fields.get(f.key, f.default_on) for f in step.fields}
+    for moot in [key for f in step.fields if on[f.key] for key in f.moots]:
+        on[moot] = False
     dropped: dict[str, tuple[FieldPath, tuple[Any, ...], set[int]]] = {}
     for proposal in step.fields:
         if not on[proposal.key] or (proposal.requires and not on.get(proposal.requires, False)):

@@ -28,7 +28,7 @@ and card.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from oom_wizard.formats.change import Change
@@ -125,11 +125,13 @@ class FixSizing:
 
 @dataclass(frozen=True)
 class SizedFixes:
-    """The two fixes (step ids, in plan order), the default one, and how they were sized."""
+    """The two fixes (step ids, in plan order), the default one, and how they were sized;
+    ``rungs``: each fix's steps taken beyond their default rung (step id → rung)."""
 
     fixes: Mapping[FixName, tuple[str, ...]]
     default: FixName
     sizing: FixSizing | None
+    rungs: Mapping[FixName, Mapping[str, int]] = field(default_factory=dict)
 
 
 def phase_of_moment(moment: str) -> Phase | None:
@@ -282,7 +284,7 @@ def size_fixes(
     free: Sequence[str],
     safe: Sequence[str],
     candidates: Sequence[str],
-    changes_of: Callable[[Collection[str]], Sequence[Change]],
+    changes_of: Callable[[Mapping[str, int]], Sequence[Change]],
     moment: str,
     model_kind: str,
     *,
@@ -290,6 +292,7 @@ def size_fixes(
     calibration: Calibration | None,
     card_gib: float | None,
     gpus: int = 1,
+    rungs: Mapping[str, int] | None = None,
 ) -> SizedFixes:
     """The safe and the just-enough fixes for a crash at ``moment``.
 
@@ -299,8 +302,9 @@ def size_fixes(
         free: The steps that cost no quality and lower the crashed peak (taken first).
         safe: The seed's safe set (free steps included).
         candidates: The rungs that cost quality, in plan order.
-        changes_of: The changes a set of steps makes with their default toggles.
+        changes_of: The changes a set of steps makes, each at its rung (0: its default).
         moment: The crash moment.
+        rungs: How many stronger rungs each candidate has (:attr:`StepProposal.rungs`).
         model_kind: ``image`` or ``video``.
         presets: The preset data.
         calibration: The job's own figures (a crash's floor, a run's measured peak), if any.
@@ -328,12 +332,13 @@ def size_fixes(
     weigher = Weigher(document, model_kind, presets, calibration, gpus)
     if weigher.memory(()).not_estimated is not None:
         return SizedFixes({"safe": safe_fix}, "safe", None)
-    cache: dict[frozenset[str], Band | None] = {}
+    cache: dict[frozenset[tuple[str, int]], Band | None] = {}
 
-    def band(ids: Collection[str]) -> Band | None:
-        key = frozenset(ids)
+    def band(ids: Collection[str], up: Mapping[str, int] | None = None) -> Band | None:
+        levels = dict.fromkeys(ids, 0) | dict(up or {})
+        key = frozenset(levels.items())
         if key not in cache:
-            cache[key] = weigher.band(changes_of(key), phase)
+            cache[key] = weigher.band(changes_of(levels), phase)
         return cache[key]
 
     today = band(())
@@ -354,9 +359,11 @@ def size_fixes(
         card,
         crashed=(phase,) if floor is not None else tuple(phases_of_moment(moment)),
         must_lower=True,
+        rungs=rungs,
     )
     chosen, covered = list(solution.steps), solution.fits
     fixes: dict[FixName, tuple[str, ...]] = {"just_enough": ordered(chosen), "safe": safe_fix}
+    up: dict[FixName, Mapping[str, int]] = {"just_enough": dict(solution.rungs)}
     sizing = FixSizing(
         phase=phase,
         card_gib=card,
@@ -366,13 +373,14 @@ def size_fixes(
         calibrated=floor is not None,
         today=today,
         savings={
-            name: today.mid - (band(ids) or Band(0.0, 0.0)).mid for name, ids in fixes.items()
+            name: today.mid - (band(ids, up.get(name)) or Band(0.0, 0.0)).mid
+            for name, ids in fixes.items()
         },
-        bands={name: band(ids) or Band(0.0, 0.0) for name, ids in fixes.items()},
+        bands={name: band(ids, up.get(name)) or Band(0.0, 0.0) for name, ids in fixes.items()},
         covered=covered,
         margin_kept=solution.margin,
     )
     safe_band = sizing.bands["safe"]
     safe_over = safe_band.high > card and safe_band.mid > 0
     default: FixName = "just_enough" if covered and (floor is not None or safe_over) else "safe"
-    return SizedFixes(fixes, default, sizing)
+    return SizedFixes(fixes, default, sizing, up)

@@ -18,18 +18,25 @@ load, never with lighter samples.
 :data:`MARGIN_SHARE` of the card free; when no set of levers leaves that room, the least loss
 with every high edge within the card (``fit``'s "fits"), which says that its margin is thin.
 
+**Rungs.** A lever may have stronger rungs than its default one (layer offloading's
+next percents, a lower rank, no preview samples after lighter ones: the plan step's
+``rungs``). When a class's levers at their default rungs leave a phase over the card, the
+solver goes up the rungs of the levers it took in that class, to each rung that lowers a phase
+still over (one that lowers none is passed over), before it moves on to a lever of more loss.
+
 **The search.** Each lever in turn is taken when it lowers a phase that is still over the
 card; the search stops at the first set that fits. Then each step taken is tried without,
-the costliest first: a step the set still fits without is left out. What is left is the
-answer, and it is irreducible: undoing any one of its steps makes it not fit (a property
-test holds this). A search weighs the job at most twice per lever, through one cached
-:class:`~oom_wizard.rules.sizing.Weigher`.
+the costliest first, and one rung down: a step the set still fits without is left out, a
+rung it still fits below is stepped down, until nothing more goes. What is left is the
+answer, and it is irreducible: undoing any one of its changes (a step, or one rung of it)
+makes it not fit (a property test holds this). A search weighs the job a few times per
+lever and rung, through one cached :class:`~oom_wizard.rules.sizing.Weigher`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from oom_wizard.formats.change import Change
@@ -100,6 +107,8 @@ class Solution:
 
     Attributes:
         steps: The step ids taken, in the order the levers were tried.
+        rungs: The steps taken beyond their default rung: step id → rung (1: the first
+            stronger one).
         memory: The job's memory with them.
         fits: Whether every phase fits the card with the margin (False: ``steps`` is the
             closest config, every lever that helps taken, and ``lacks_gib`` says how far).
@@ -115,6 +124,7 @@ class Solution:
     lacks_gib: float
     tried: tuple[str, ...]
     margin: bool = True
+    rungs: Mapping[str, int] = field(default_factory=dict)
 
 
 def fits_card(memory: JobMemory, card_gib: float, margin_share: float = MARGIN_SHARE) -> bool:
@@ -158,12 +168,13 @@ def lever_order(
 def solve(
     weigh: Callable[[Sequence[Change]], JobMemory],
     candidates: Sequence[str],
-    changes_of: Callable[[Collection[str]], Sequence[Change]],
+    changes_of: Callable[[Mapping[str, int]], Sequence[Change]],
     card_gib: float,
     *,
     crashed: Collection[Phase] = (),
     given: Sequence[str] = (),
     must_lower: bool = False,
+    rungs: Mapping[str, int] | None = None,
 ) -> Solution:
     """The least-loss set of ``candidates`` that fits ``card_gib`` (see the module's docstring).
 
@@ -171,20 +182,25 @@ def solve(
         weigh: The job's memory with some changes (its calibration included: the
             :class:`~oom_wizard.rules.sizing.Weigher`'s ``memory``).
         candidates: The step ids that may be taken, in the plan's order.
-        changes_of: The changes a set of steps makes with their default toggles.
+        changes_of: The changes a set of steps makes, each at its rung (step id → rung, 0:
+            its default toggles and values).
         card_gib: The card.
         crashed: The phases the crash ran into (their levers go first within a class).
         given: Steps already taken (kept, never pruned).
         must_lower: A fix must also lower one of the ``crashed`` phases by
             :data:`MIN_SAVING` (a crash happened there, whatever the estimate says).
+        rungs: How many stronger rungs each candidate has beyond its default one (a step
+            not named has none).
     """
 
-    cache: dict[frozenset[str], JobMemory] = {}
+    further = dict(rungs or {})
+    cache: dict[frozenset[tuple[str, int]], JobMemory] = {}
 
-    def memory(ids: Collection[str]) -> JobMemory:
-        key = frozenset(ids)
+    def memory(ids: Collection[str] | Mapping[str, int]) -> JobMemory:
+        levels = dict(ids) if isinstance(ids, Mapping) else dict.fromkeys(ids, 0)
+        key = frozenset(levels.items())
         if key not in cache:
-            cache[key] = weigh(tuple(changes_of(key)))
+            cache[key] = weigh(tuple(changes_of(levels)))
         return cache[key]
 
     base = memory(given)
@@ -209,30 +225,68 @@ def solve(
     order = lever_order(
         [c for c in candidates if c not in given], lowers_crash if crashed else None
     )
-    taken = list(given)
+    taken: dict[str, int] = dict.fromkeys(given, 0)
     current = base
-    for step in order:
-        if done(current):
-            break
+
+    def helps(trial: JobMemory) -> bool:
         over = _over(current, card_gib)
         if must_lower and not lowered(current):
             over.update({p: b for p, b in current.phases.items() if p in crashed and b})
-        trial = memory([*taken, step])
-        if any(_lowers(trial.phases.get(phase), band) for phase, band in over.items()):
-            taken.append(step)
+        return any(_lowers(trial.phases.get(phase), band) for phase, band in over.items())
+
+    for index, step in enumerate(order):
+        if done(current):
+            break
+        trial = memory({**taken, step: 0})
+        if helps(trial):
+            taken[step] = 0
             current = trial
+        last = index + 1 == len(order) or loss_of(order[index + 1]) != loss_of(step)
+        if not last:
+            continue
+        # The class is spent at its default rungs: up the rungs of its levers taken.
+        for lever in [s for s in taken if s not in given and loss_of(s) == loss_of(step)]:
+            for rung in range(taken[lever] + 1, further.get(lever, 0) + 1):
+                if done(current):
+                    break
+                trial = memory({**taken, lever: rung})
+                if helps(trial):  # a rung that lowers nothing still over is passed over
+                    taken[lever] = rung
+                    current = trial
     fits = done(current)
     if not fits:
         share = 0.0  # within the card without the margin: the least loss that fits at all
         fits = done(current)
     if fits:
-        for step in reversed(taken[len(given) :]):
-            without = [s for s in taken if s != step]
-            if done(memory(without)):
-                taken = without
+        taken = _reduced(taken, given, lambda levels: done(memory(levels)))
         current = memory(taken)
     lacks = 0.0 if fits else max(0.0, current.peak().high - card_gib)
-    return Solution(tuple(taken), current, fits, lacks, tuple(order), share > 0)
+    chosen = tuple(taken)
+    up = {step: rung for step, rung in taken.items() if rung > 0}
+    return Solution(chosen, current, fits, lacks, tuple(order), share > 0, up)
+
+
+def _reduced(
+    taken: Mapping[str, int],
+    given: Collection[str],
+    fits: Callable[[Mapping[str, int]], bool],
+) -> dict[str, int]:
+    """``taken`` with every rung it still fits below stepped down and every step it still fits
+    without left out, the costliest step first (its rungs before a cheaper step goes), until
+    nothing more goes: then undoing any one change (a step, or one rung of it) makes it not
+    fit."""
+    levels = dict(taken)
+    changed = True
+    while changed:
+        changed = False
+        for step in reversed([s for s in levels if s not in given]):
+            while levels[step] > 0 and fits({**levels, step: levels[step] - 1}):
+                levels[step] -= 1
+                changed = True
+            without = {s: r for s, r in levels.items() if s != step}
+            if fits(without):
+                levels, changed = without, True
+    return levels
 
 
 @dataclass(frozen=True)

@@ -639,10 +639,12 @@ def test_json_has_exactly_the_design_shape() -> None:
         "exhausted",
         "estimate",
         "fixes",
+        "fix_values",
         "default_fix",
         "sizing",
     }
     assert data["environment_checks"] == [] and data["exhausted"] is False
+    assert data["fix_values"] == {"safe": {}}  # the safe fix takes every step at its default
     assert set(data["fixes"]) == {"safe"} and data["default_fix"] == "safe"  # no card to size
     assert set(data["estimate"]) == {
         "training", "sample", "weights_gib", "peak", "lowers_peak", "gib"
@@ -654,7 +656,7 @@ def test_json_has_exactly_the_design_shape() -> None:
     for step in data["steps"]:
         assert set(step) == {
             "id", "title", "why", "state", "satisfied", "default_on", "ui_hint", "costs",
-            "available", "fields",
+            "available", "fields", "rungs",
         }  # fmt: skip
         for proposal in step["fields"]:
             assert set(proposal) == {"path", "before", "after", "default_on"}

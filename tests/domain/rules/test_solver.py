@@ -4,13 +4,14 @@ levers first."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 import pytest
 
 from oom_wizard.formats.change import Change
 from oom_wizard.formats.document import JobDocument, load_document
+from oom_wizard.paths import format_path
 from oom_wizard.rules.catalog import load_presets
 from oom_wizard.rules.memory import Calibration, JobMemory
 from oom_wizard.rules.plan import Plan, StepChoice, build_plan, changes_for, default_model_kind
@@ -31,21 +32,32 @@ def sized(document: JobDocument, card: float, moment: str = "early_steps") -> Pl
     return build_plan(document, moment, kind_of(document), card_gib=card)
 
 
-def changes_of(plan: Plan, ids: Collection[str]) -> list[Change]:
-    return changes_for(plan, {s.id: StepChoice(s.id, enabled=s.id in ids) for s in plan.steps})
+def changes_of(
+    plan: Plan, ids: Collection[str], rungs: Mapping[str, int] | None = None
+) -> list[Change]:
+    """The changes of the steps ``ids``, each at its rung in ``rungs`` (else its default)."""
+    up = rungs or {}
+    return changes_for(
+        plan,
+        {
+            s.id: s.rung_choice(up.get(s.id, 0)) if s.id in ids else StepChoice(s.id, False)
+            for s in plan.steps
+        },
+    )
 
 
 def assert_irreducible(document: JobDocument, plan: Plan, card: float) -> None:
-    """Undoing any one step of a fix that fits makes it not fit (the margin it was found
-    with, and the crashed phase lowered)."""
+    """Undoing any one change of a fix that fits makes it not fit (the margin it was found
+    with, and the crashed phase lowered): leaving a step out, or taking a step one rung down."""
     sizing = plan.sizing
     assert sizing is not None
     steps = plan.fixes["just_enough"]
+    rungs = plan.fix_rungs.get("just_enough", {})
     if not sizing.covered:
         return
     weigher = Weigher(document, plan.model_kind, load_presets(), None, plan.gpus)
     share = MARGIN_SHARE if sizing.margin_kept else 0.0
-    assert fits_card(weigher.memory(changes_of(plan, steps)), card, share)
+    assert fits_card(weigher.memory(changes_of(plan, steps, rungs)), card, share)
     today = weigher.memory(())
 
     def lowered(memory: JobMemory) -> bool:  # the solver's rule: the crashed phase is lower
@@ -55,8 +67,12 @@ def assert_irreducible(document: JobDocument, plan: Plan, card: float) -> None:
     for step in steps:
         if step == "validation_run":
             continue
-        memory = weigher.memory(changes_of(plan, [s for s in steps if s != step]))
+        memory = weigher.memory(changes_of(plan, [s for s in steps if s != step], rungs))
         assert not (fits_card(memory, card, share) and lowered(memory)), (step, steps)
+        if rungs.get(step, 0) > 0:
+            down = {**rungs, step: rungs[step] - 1}
+            memory = weigher.memory(changes_of(plan, steps, down))
+            assert not (fits_card(memory, card, share) and lowered(memory)), (step, down)
 
 
 def test_a_klein_ui_job_on_16_gib_gets_offloading_and_cached_embeddings() -> None:
@@ -205,3 +221,139 @@ def test_a_default_step_that_does_not_lower_the_crashed_phase_says_why() -> None
     for step in plan.steps:
         if step.default_on and step.id != "low_vram":
             assert "On its own" not in (step.note or ""), step.id
+
+
+def _weigh_rungs(base: float, savings: dict[str, list[float]]) -> Callable[..., JobMemory]:
+    """A job whose load and training step weigh ``base`` less what each step saves at its rung
+    (a change's ``after`` is the rung)."""
+    from oom_wizard.rules.memory import Band
+
+    def weigh(changes: Sequence[Change]) -> JobMemory:
+        total = base - sum(savings[c.step or ""][int(c.after)] for c in changes)
+        band = Band(total - 0.5, total + 0.5)
+        return JobMemory(
+            phases={"load": band, "baseline_sample": None, "training": band, "sample": None},
+            parts={},
+            peak_phase="training",
+            known=True,
+            calibrated_by=None,
+            notes=(),
+        )
+
+    return weigh
+
+
+def _at_rungs(levels: Mapping[str, int]) -> list[Change]:
+    from oom_wizard.paths import parse_path
+
+    return [
+        Change(parse_path(f"config.process[0].model.{step}"), rung, step=step)
+        for step, rung in levels.items()
+    ]
+
+
+def test_a_lever_goes_up_its_rungs_before_a_lever_of_more_loss() -> None:
+    """20 GiB on a 16 GiB card (14.4 with the margin): half the layers offloaded leaves it
+    over; all of them fits, so no samples and no rank are given up. Without its stronger rung
+    the same search gives up both."""
+    from oom_wizard.rules.solver import solve
+
+    savings = {"layer_offloading": [3.0, 6.0], "sampling": [1.0, 2.0], "lora_rank": [2.0]}
+    candidates = ["sampling", "lora_rank", "layer_offloading"]
+    weigh = _weigh_rungs(20.0, savings)
+    rungs = {"layer_offloading": 1, "sampling": 1}
+    found = solve(weigh, candidates, _at_rungs, 16.0, rungs=rungs)
+    assert found.fits and found.steps == ("layer_offloading",)
+    assert found.rungs == {"layer_offloading": 1}
+    one_rung = solve(weigh, candidates, _at_rungs, 16.0)
+    assert set(one_rung.steps) == {"layer_offloading", "sampling", "lora_rank"}
+    assert one_rung.rungs == {}
+
+
+def test_no_samples_comes_before_a_lever_that_costs_quality() -> None:
+    """Lighter samples leave it over; no samples at all fits before a bucket goes."""
+    from oom_wizard.rules.solver import solve
+
+    weigh = _weigh_rungs(18.0, {"sampling": [1.0, 4.0], "top_bucket": [4.0]})
+    found = solve(weigh, ["top_bucket", "sampling"], _at_rungs, 16.0, rungs={"sampling": 1})
+    assert found.steps == ("sampling",) and found.rungs == {"sampling": 1}
+
+
+def test_a_rung_that_lowers_nothing_is_passed_over() -> None:
+    """The text encoder's rung saves nothing in the training step: the next one is taken."""
+    from oom_wizard.rules.solver import solve
+
+    weigh = _weigh_rungs(20.0, {"layer_offloading": [3.0, 3.0, 6.0]})
+    found = solve(weigh, ["layer_offloading"], _at_rungs, 16.0, rungs={"layer_offloading": 2})
+    assert found.fits and found.rungs == {"layer_offloading": 2}
+
+
+def test_the_answer_steps_a_rung_down_that_a_later_lever_makes_needless() -> None:
+    """Both offloading rungs leave it over, a lower rank is needed anyway, and with it the
+    first offloading rung is enough: undoing any one change (the rank, the offloading, or
+    its rung) makes it not fit."""
+    from oom_wizard.rules.solver import solve
+
+    weigh = _weigh_rungs(20.0, {"layer_offloading": [1.0, 2.0], "lora_rank": [5.0]})
+    found = solve(
+        weigh, ["layer_offloading", "lora_rank"], _at_rungs, 16.0, rungs={"layer_offloading": 1}
+    )
+    assert found.fits and set(found.steps) == {"layer_offloading", "lora_rank"}
+    assert found.rungs == {}  # 20 - 1 - 5 = 14 (+0.5): fits with the margin
+    for undone in ({"lora_rank": 0}, {"layer_offloading": 0}):
+        assert not fits_card(weigh(_at_rungs(undone)), 16.0)
+
+
+def test_a_plan_step_carries_its_stronger_rungs_and_a_fix_its_values() -> None:
+    """FLUX.2 Klein on 12 GiB: layer offloading past its default half (the text encoder's
+    percent first), and the fix's values where every front end reads them: the default
+    choices (``apply``, ``run --auto``, the app's review) and ``plan --json``."""
+    document = load_document(CONFIGS / "klein9b_ui_defaults.yaml")
+    plan = sized(document, 12.0)
+    step = plan.step("layer_offloading")
+    assert step is not None
+    te = "config.process[0].model.layer_offloading_text_encoder_percent"
+    transformer = "config.process[0].model.layer_offloading_transformer_percent"
+    assert [dict(rung) for rung in step.rungs] == [
+        {transformer: 0.5, te: 1.0},
+        {transformer: 1.0, te: 1.0},
+    ]
+    assert plan.fix_rungs["just_enough"] == {"layer_offloading": 2}
+    values = {transformer: 1.0, te: 1.0}
+    assert plan.fix_values("just_enough") == values
+    assert plan.default_choices("just_enough")["layer_offloading"].values == values
+    assert plan.to_json()["fix_values"]["just_enough"] == values
+    changes = {c.path[-1]: c.after for c in changes_for(plan, plan.default_choices("just_enough"))}
+    assert changes["layer_offloading_transformer_percent"] == 1.0
+    assert_irreducible(document, plan, 12.0)
+
+
+def test_no_samples_is_the_sampling_step_s_last_rung_and_leaves_the_samples_as_they_are() -> None:
+    document = load_document(CONFIGS / "sdxl_ui_defaults.yaml")
+    plan = sized(document, 8.0)
+    step = plan.step("sampling")
+    assert step is not None
+    off = "config.process[0].train.disable_sampling"
+    assert [dict(rung) for rung in step.rungs] == [{off: True}]
+    lighter = {f.key for f in step.fields if f.key.startswith("config.process[0].sample.")}
+    assert lighter and all(f.default_on for f in step.fields if f.key in lighter)
+    changed = {format_path(c.path) for c in changes_for(plan, {step.id: step.rung_choice(1)})}
+    assert off in changed and not changed & lighter
+    assert {f.key for f in step.at_rung(1).fields if f.default_on} == {off}
+    # A crash while loading keeps its own switch (on by default, no lighter samples).
+    loading = build_plan(document, "loading", "image", card_gib=8.0).step("sampling")
+    assert loading is not None and loading.rungs == ()
+
+
+def test_frames_and_rank_are_halved_again_as_stronger_rungs() -> None:
+    """Wan 2.1 14B: the clip halved, then halved again on the frame grid; the rank halved
+    to the floor, alpha in proportion."""
+    plan = sized(load_document(CONFIGS / "wan14b_video_lora.yaml"), 10.0)
+    frames, rank = plan.step("num_frames"), plan.step("lora_rank")
+    assert frames is not None and rank is not None
+    key = "config.process[0].datasets[0].num_frames"
+    assert [f.after for f in frames.fields if f.key == key] == [17]
+    assert [dict(rung) for rung in frames.rungs] == [{key: 9}, {key: 5}]
+    ranks = [rung["config.process[0].network.linear"] for rung in rank.rungs]
+    assert ranks == sorted(ranks, reverse=True) and ranks[-1] == 4
+    assert_irreducible(load_document(CONFIGS / "wan14b_video_lora.yaml"), plan, 10.0)
