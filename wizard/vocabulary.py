@@ -7,32 +7,21 @@ command line (``--moment``, ``--kind`` choices) costs nothing at start-up.
 
 from __future__ import annotations
 
-from typing import Final, Literal, get_args
+from typing import Final, Literal, NewType, get_args
 
 Moment = Literal["loading", "early_steps", "sampling", "intermittent", "environment"]
 ModelKind = Literal["image", "video"]
 ArchKind = Literal["image", "video", "audio"]
-LadderStepId = Literal[
-    "gradient_checkpointing",
-    "batch_size",
-    "top_bucket",
-    "sampling",
-    "num_frames",
-    "low_vram",
-    "smaller_bucket",
-    "quantize",
-    "text_encoder",
-    "layer_offloading",
-    "lora_rank",
-    "optimizer_8bit",
-    "attention",
-    "extra_passes",
-    "placement",
-    "control_images",
-]
-"""DESIGN.md's six steps, then the deeper levers the ladder goes on to when the crash needs it."""
-AnyStepId = Literal[LadderStepId, "validation_run"]
-"""A ladder step, or the optional short validation run (``train.steps`` → 100)."""
+StepId = NewType("StepId", str)
+"""A roll-back step: a key of ``presets/ladders.yaml``'s ``steps`` (``top_bucket``...).
+
+The YAML is the one list of steps. Loading it checks that every step its ladders, moments and
+scale-up name has an entry there, and a plan checks that entry against the builders of
+``rules/plan.py``, both ways. mypy strict still tells a step id from any string in each
+signature: source that names a step says so, ``StepId("top_bucket")``."""
+Loss = Literal["time", "samples", "quality"]
+"""What a step takes from the user besides memory: only time (a slower step, a caching pass,
+system RAM), the preview samples, or quality (fewer pixels, frames, rank, bits or passes)."""
 
 MOMENTS: Final[tuple[Moment, ...]] = get_args(Moment)
 TRAINING_MOMENTS: Final[frozenset[Moment]] = frozenset({"early_steps", "intermittent"})
@@ -42,9 +31,8 @@ DEFAULT_MOMENT: Final[Moment] = "early_steps"
 steps are where most out-of-memory crashes happen, and their changes are the main levers."""
 MODEL_KINDS: Final[tuple[ModelKind, ...]] = get_args(ModelKind)
 ARCH_KINDS: Final[tuple[ArchKind, ...]] = get_args(ArchKind)
-STEP_IDS: Final[tuple[LadderStepId, ...]] = get_args(LadderStepId)
-VALIDATION_RUN: Final = "validation_run"
-ALL_STEP_IDS: Final[tuple[AnyStepId, ...]] = get_args(AnyStepId)
+VALIDATION_RUN: Final = StepId("validation_run")
+"""The optional short validation run (``train.steps`` → 100): a step, on no ladder."""
 
 
 def json_schema(command: str, version: int) -> str:

@@ -39,18 +39,16 @@ from oom_wizard.paths import FieldPath, format_path
 
 # Re-exported: the vocabulary belongs with the data it indexes.
 from oom_wizard.vocabulary import (
-    ALL_STEP_IDS as ALL_STEP_IDS,
     ARCH_KINDS as ARCH_KINDS,
     MODEL_KINDS as MODEL_KINDS,
     MOMENTS as MOMENTS,
-    STEP_IDS as STEP_IDS,
     TRAINING_MOMENTS as TRAINING_MOMENTS,
     VALIDATION_RUN as VALIDATION_RUN,
-    AnyStepId as AnyStepId,
     ArchKind as ArchKind,
-    LadderStepId as LadderStepId,
+    Loss as Loss,
     ModelKind as ModelKind,
     Moment as Moment,
+    StepId as StepId,
 )
 
 if TYPE_CHECKING:
@@ -670,7 +668,7 @@ class MemoryFile(_Frozen):
 
 # --- the procedure ---------------------------------------------------------------------------
 
-StepList = Annotated[tuple[LadderStepId, ...], AfterValidator(_unique)]
+StepList = Annotated[tuple[StepId, ...], AfterValidator(_unique)]
 
 
 class Ladders(_Frozen):
@@ -679,7 +677,7 @@ class Ladders(_Frozen):
     image: StepList
     video: StepList
 
-    def of(self, kind: ModelKind) -> tuple[LadderStepId, ...]:
+    def of(self, kind: ModelKind) -> tuple[StepId, ...]:
         """The ladder of ``kind``."""
         return self.image if kind == "image" else self.video
 
@@ -692,7 +690,7 @@ class MomentInfo(_Frozen):
     cause: NonEmpty
     first_steps: Ladders
 
-    def first(self, kind: ModelKind) -> tuple[LadderStepId, ...]:
+    def first(self, kind: ModelKind) -> tuple[StepId, ...]:
         """The steps that go first for a model of ``kind`` (empty: change nothing)."""
         return self.first_steps.of(kind)
 
@@ -707,6 +705,14 @@ class StepInfo(_Frozen):
     """How the scale-up names undoing this step; only steps of the scale-up order have one."""
     costs: NonEmpty | None = None
     """What the step costs besides memory (speed, system RAM, quality), for its note."""
+    loses: Loss | None = None
+    """What the user loses by it, which orders the solver's levers: only ``time``, the
+    preview ``samples``, or ``quality``; every step on a ladder says."""
+    slow: bool = False
+    """It slows every step several-fold: the last lever of the time class, and it says so."""
+    rungs: bool = False
+    """It goes down one rung per roll-back, so a next rung is always left: done when the
+    latest roll-back applied it, one rung further only after a new crash."""
 
 
 class PerKind(_Frozen):
@@ -760,15 +766,16 @@ class Limits(_Frozen):
 
 
 class LaddersFile(_Frozen):
-    """The schema of ``ladders.yaml``."""
+    """The schema of ``ladders.yaml``: its ``steps`` are the one list of roll-back steps, and
+    every other part names only steps that have an entry there."""
 
     ladders: Ladders
     deeper: Ladders
+    steps: Mapping[StepId, StepInfo]
     training_only: StepList
-    no_quality_cost: Mapping[LadderStepId, tuple[Moment, ...]] = Field(default_factory=dict)
+    no_quality_cost: Mapping[StepId, tuple[Moment, ...]] = Field(default_factory=dict)
     moments: Mapping[Moment, MomentInfo]
-    steps: Mapping[AnyStepId, StepInfo]
-    scale_up: Annotated[tuple[AnyStepId, ...], AfterValidator(_unique)]
+    scale_up: Annotated[tuple[StepId, ...], AfterValidator(_unique)]
     limits: Limits
     environment_checks: tuple[NonEmpty, ...] = Field(min_length=1)
 
@@ -781,6 +788,39 @@ class LaddersFile(_Frozen):
             if both:
                 raise ValueError(f"{sorted(both)} are in the {kind} ladder already")
         return deeper
+
+    @field_validator("steps")
+    @classmethod
+    def _steps_on_ladders(
+        cls, steps: Mapping[StepId, StepInfo], info: ValidationInfo
+    ) -> Mapping[StepId, StepInfo]:
+        """Every step a ladder names has an entry, every entry but the validation run is on
+        a ladder, and a step on a ladder says what it loses."""
+        ladders: Ladders | None = info.data.get("ladders")
+        deeper: Ladders | None = info.data.get("deeper")
+        if ladders is None or deeper is None:  # reported already
+            return steps
+        placed = {
+            step for lists in (ladders, deeper) for kind in MODEL_KINDS for step in lists.of(kind)
+        }
+        missing = sorted(placed - set(steps))
+        if missing:
+            raise ValueError(f"lacks {', '.join(missing)}, which ladders or deeper name")
+        for step, entry in steps.items():
+            if step != VALIDATION_RUN and step not in placed:
+                raise ValueError(f"{step} is on no ladder: put it in ladders or deeper")
+            if step in placed and entry.loses is None:
+                raise ValueError(f"{step} does not say what it loses: time, samples or quality")
+        return steps
+
+    @field_validator("training_only", "no_quality_cost", "scale_up")
+    @classmethod
+    def _known_steps(cls, named: Collection[StepId], info: ValidationInfo) -> Collection[StepId]:
+        steps: Mapping[StepId, StepInfo] | None = info.data.get("steps")
+        unknown = [step for step in named if steps is not None and step not in steps]
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)}: not a step (no entry under steps)")
+        return named
 
     @field_validator("moments")
     @classmethod
@@ -799,18 +839,12 @@ class LaddersFile(_Frozen):
                     raise ValueError(f"{moment}: {sorted(stray)} are not in the {kind} ladder")
         return moments
 
-    @field_validator("steps")
-    @classmethod
-    def _steps_complete(cls, steps: Mapping[AnyStepId, StepInfo]) -> Mapping[AnyStepId, StepInfo]:
-        _require_keys(steps.keys(), ALL_STEP_IDS)
-        return steps
-
     @field_validator("scale_up")
     @classmethod
     def _scale_up_restorable(
-        cls, scale_up: tuple[AnyStepId, ...], info: ValidationInfo
-    ) -> tuple[AnyStepId, ...]:
-        steps: Mapping[AnyStepId, StepInfo] = info.data.get("steps", {})
+        cls, scale_up: tuple[StepId, ...], info: ValidationInfo
+    ) -> tuple[StepId, ...]:
+        steps: Mapping[StepId, StepInfo] = info.data.get("steps", {})
         missing = [step for step in scale_up if step in steps and steps[step].restore is None]
         if missing:
             raise ValueError(f"steps without a restore title: {', '.join(missing)}")
@@ -1013,11 +1047,11 @@ class Presets(_Frozen):
     legacy_flags: tuple[str, ...]
     ladders: Ladders
     deeper: Ladders
-    training_only: tuple[LadderStepId, ...]
-    no_quality_cost: Mapping[LadderStepId, tuple[Moment, ...]]
+    training_only: tuple[StepId, ...]
+    no_quality_cost: Mapping[StepId, tuple[Moment, ...]]
     moments: Mapping[Moment, MomentInfo]
-    steps: Mapping[AnyStepId, StepInfo]
-    scale_up_order: tuple[AnyStepId, ...]
+    steps: Mapping[StepId, StepInfo]
+    scale_up_order: tuple[StepId, ...]
     limits: Limits
     environment_checks: tuple[str, ...]
     unknown_arch: UnknownArch
@@ -1084,7 +1118,7 @@ class Presets(_Frozen):
             return facts.frames
         return self.unknown_arch.frames
 
-    def ladder(self, kind: ModelKind) -> tuple[LadderStepId, ...]:
+    def ladder(self, kind: ModelKind) -> tuple[StepId, ...]:
         """The roll-back ladder for ``kind``, first step first."""
         return self.ladders.of(kind)
 
@@ -1092,11 +1126,11 @@ class Presets(_Frozen):
         """The moment table's row for ``moment_id``."""
         return self.moments[moment_id]
 
-    def step(self, step_id: AnyStepId) -> StepInfo:
+    def step(self, step_id: StepId) -> StepInfo:
         """Title, reason and fields of one step."""
         return self.steps[step_id]
 
-    def rollback_order(self, moment_id: Moment, kind: ModelKind) -> tuple[LadderStepId, ...]:
+    def rollback_order(self, moment_id: Moment, kind: ModelKind) -> tuple[StepId, ...]:
         """The steps in the order they are offered: the moment's first steps, then the ladder,
         then the deeper levers (the training-only ones for training-step crashes only).
 
@@ -1114,7 +1148,7 @@ class Presets(_Frozen):
         )
         return first + tuple(rest)
 
-    def free_steps(self, moment_id: Moment) -> frozenset[LadderStepId]:
+    def free_steps(self, moment_id: Moment) -> frozenset[StepId]:
         """The steps that cost no quality for a crash at ``moment_id`` (ladders.yaml's
         ``no_quality_cost``): the default fix takes them before any rung that costs quality."""
         return frozenset(

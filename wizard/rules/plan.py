@@ -8,6 +8,10 @@ to change by default is *satisfied* and shown as done. :func:`changes_for` turns
 choices (or the defaults) into :class:`~oom_wizard.formats.change.Change` values, which are the only
 way anything is written.
 
+The steps. Each key of ``presets/ladders.yaml``'s ``steps`` has one builder here, the
+function that proposes its edits on one process, registered by ``@_builds("step_id")`` above
+it; :func:`check_steps` refuses presets whose steps and builders differ, either way.
+
 The default fix. The moment's first steps that have work left are on; when they leave the
 estimate of the peak the crash ran into unchanged (see
 :meth:`~oom_wizard.rules.estimate.MemoryEstimate.lowers`), the next step down the ladder that lowers
@@ -20,9 +24,9 @@ remains. A fix that switches sampling off brings the short validation run with i
 Idempotence. Steps with an absolute target (checkpointing on, batch 1, the low-memory
 path, quantization, cached embeddings, the 8-bit optimizer, sampling disabled for a
 ``loading`` crash, the validation run) are satisfied by the config's values. Steps that go
-down one rung per roll-back (``top_bucket``, ``num_frames``, ``sampling``,
-``smaller_bucket``, ``layer_offloading``, ``lora_rank``) would always find a next rung, so
-they count as done when the latest roll-back run in the change log applied them; only a
+down one rung per roll-back (``rungs: true`` in ``presets/ladders.yaml``: the buckets, the
+frames, the samples, the offloaded share, the rank) would always find a next rung, so they
+count as done when the latest roll-back run in the change log applied them; only a
 new crash after that retry (``new_crash=True``) moves them one rung further, and the step's
 note says so.
 
@@ -38,19 +42,19 @@ import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Final, Literal, Protocol, TypeAlias, cast
+from typing import Any, Final, Literal, Protocol, TypeAlias
 
 from oom_wizard import spelling
-from oom_wizard.errors import ConfigError, WizardError
+from oom_wizard.errors import ConfigError, PresetError, WizardError
 from oom_wizard.formats.change import Change
 from oom_wizard.formats.document import MISSING, JobDocument, same_value
 from oom_wizard.formats.view import ProcessView, SampleView
 from oom_wizard.paths import FieldPath, format_path
 from oom_wizard.rules.catalog import (
+    LADDERS_FILE,
     MODEL_KINDS,
     MOMENTS,
     VALIDATION_RUN,
-    AnyStepId,
     ArchFacts,
     FrameGrid,
     Limits,
@@ -58,6 +62,7 @@ from oom_wizard.rules.catalog import (
     Moment,
     Presets,
     RecipeField,
+    StepId,
     load_presets,
 )
 from oom_wizard.rules.estimate import CRASHED_PEAK, PEAK_WORDS, MemoryEstimate, estimate
@@ -102,20 +107,6 @@ bucket) are the procedure's main activation levers. Callers must say it was assu
 
 JSON_SCHEMA: Final = json_schema("plan", 1)
 """The ``"schema"`` of ``plan --json``."""
-
-ROLLBACK_RUNG_STEPS: Final[frozenset[AnyStepId]] = frozenset(
-    {
-        "top_bucket",
-        "num_frames",
-        "sampling",
-        "smaller_bucket",
-        "layer_offloading",
-        "lora_rank",
-        "control_images",
-        "quantize",
-    }
-)
-"""Steps that go down one rung per roll-back (done when the last roll-back applied them)."""
 
 
 class DiagnosisLike(Protocol):
@@ -552,7 +543,7 @@ def build_plan(
             steps=(),
             environment_checks=_environment_checks(diagnosis, presets),
         )
-    order: tuple[AnyStepId, ...] = (*presets.rollback_order(checked_moment, kind), VALIDATION_RUN)
+    order: tuple[StepId, ...] = (*presets.rollback_order(checked_moment, kind), VALIDATION_RUN)
     last_rollback = _done_by_last_rollback(changelog, presets)
     done = {} if new_crash else last_rollback
     applied_before = set(last_rollback) if new_crash else set()
@@ -588,8 +579,8 @@ def build_plan(
 
 
 def _readded_by_last_run(
-    changelog: ChangeLog | None, order: Sequence[AnyStepId]
-) -> tuple[AnyStepId, ...]:
+    changelog: ChangeLog | None, order: Sequence[StepId]
+) -> tuple[StepId, ...]:
     """The steps the change log's last run gave back, when that run is a scale-up (the config
     crashed after it: what it gave back is the first thing to take back), in plan order."""
 
@@ -649,13 +640,10 @@ def _done_by_last_rollback(changelog: ChangeLog | None, presets: Presets) -> dic
         changelog.runs[last].steps
     )
     when = changelog.runs[last].at
-    done = {
-        step
-        for step in applied
-        if step is not None and step in ROLLBACK_RUNG_STEPS and step not in undone
-    }
-    main = {step: presets.steps[step].fields[0] for step in ROLLBACK_RUNG_STEPS}
-    done |= {step for step in ROLLBACK_RUNG_STEPS if main[step] in {main[d] for d in done}}
+    rungs = {step for step, info in presets.steps.items() if info.rungs}
+    done = {step for step in rungs if step in applied and step not in undone}
+    main = {step: presets.steps[step].fields[0] for step in rungs}
+    done |= {step for step in rungs if main[step] in {main[d] for d in done}}
     return {step: when for step in done}
 
 
@@ -997,18 +985,60 @@ class _Found:
 
 _Builder: TypeAlias = Callable[[_Process, Moment, _Found], None]
 
+_BUILDERS: Final[dict[StepId, _Builder]] = {}
+"""Step id → the function that proposes its edits on one process, each registered by
+:func:`_builds` above its definition; :func:`check_steps` holds them to ladders.yaml."""
+
+
+def _builds(step_id: str) -> Callable[[_Builder], _Builder]:
+    """Register the decorated function as the builder of step ``step_id`` (a key of
+    ``presets/ladders.yaml``'s ``steps``)."""
+
+    def register(builder: _Builder) -> _Builder:
+        if step_id in _BUILDERS:
+            raise ValueError(f"step {step_id} has two builders")
+        _BUILDERS[StepId(step_id)] = builder
+        return builder
+
+    return register
+
+
+def check_steps(presets: Presets) -> None:
+    """Refuse presets whose steps and this module's builders are not the same ids.
+
+    Raises:
+        PresetError: a step of ``ladders.yaml`` has no builder, or a builder no step.
+    """
+    if presets.steps.keys() == _BUILDERS.keys():
+        return
+    unbuilt = [step for step in presets.steps if step not in _BUILDERS]
+    if unbuilt:
+        raise PresetError(
+            f"steps.{unbuilt[0]} has no builder: write the function that proposes its edits "
+            f'in wizard/rules/plan.py and register it with @_builds("{unbuilt[0]}")',
+            file=LADDERS_FILE,
+        )
+    stray = next(step for step in _BUILDERS if step not in presets.steps)
+    raise PresetError(
+        f"steps lacks {stray}, which wizard/rules/plan.py builds: add its entry (title, "
+        "loses, why, fields) and its place in a ladder, or drop the builder",
+        file=LADDERS_FILE,
+    )
+
+
 _AS_WRITTEN: Final = object()
 """The default ``before`` of :func:`_propose`: the value as the file writes it."""
 
 
 def _step(
-    step_id: AnyStepId,
+    step_id: StepId,
     moment: Moment,
     processes: Sequence[_Process],
     presets: Presets,
     done: Mapping[str, str],
     applied_before: set[str],
 ) -> StepProposal:
+    check_steps(presets)
     info = presets.step(step_id)
     found = _Found()
     if step_id in done:
@@ -1095,6 +1125,7 @@ def _propose(
 # --- gradient checkpointing ------------------------------------------------------------------
 
 
+@_builds("gradient_checkpointing")
 def _gradient_checkpointing(process: _Process, moment: Moment, found: _Found) -> None:
     train = process.view.train
     if not train.is_known("gradient_checkpointing"):
@@ -1106,6 +1137,7 @@ def _gradient_checkpointing(process: _Process, moment: Moment, found: _Found) ->
 # --- batch size ------------------------------------------------------------------------------
 
 
+@_builds("batch_size")
 def _batch_size(process: _Process, moment: Moment, found: _Found) -> None:
     train = process.view.train
     if not train.is_known("batch_size"):
@@ -1184,6 +1216,7 @@ def _accumulation_key(process: _Process) -> str | None:
 # --- top bucket ------------------------------------------------------------------------------
 
 
+@_builds("top_bucket")
 def _top_bucket(process: _Process, moment: Moment, found: _Found) -> None:
     for dataset in process.view.datasets:
         if not dataset.is_known("resolution"):
@@ -1249,6 +1282,7 @@ def _step_down(
 # --- sampling --------------------------------------------------------------------------------
 
 
+@_builds("sampling")
 def _sampling(process: _Process, moment: Moment, found: _Found) -> None:
     train, sample = process.view.train, process.view.sample
     if moment != "loading":
@@ -1451,6 +1485,7 @@ def rewrite_prompt_flags(prompt: str, values: Mapping[str, int]) -> str:
 # --- frames ----------------------------------------------------------------------------------
 
 
+@_builds("num_frames")
 def _num_frames(process: _Process, moment: Moment, found: _Found) -> None:
     if process.kind != "video":
         return
@@ -1530,6 +1565,7 @@ def _sample_frames(process: _Process, found: _Found) -> None:
 # --- low-memory path -------------------------------------------------------------------------
 
 
+@_builds("low_vram")
 def _low_vram(process: _Process, moment: Moment, found: _Found) -> None:
     facts = process.facts
     if facts is None:
@@ -1544,6 +1580,7 @@ def _low_vram(process: _Process, moment: Moment, found: _Found) -> None:
         )
 
 
+@_builds("quantize")
 def _quantize(process: _Process, moment: Moment, found: _Found) -> None:
     """The transformer, then the text encoder, with the arch's own qtypes."""
     if process.facts is None:
@@ -1590,6 +1627,7 @@ def _four_bit(process: _Process, found: _Found) -> None:
     )
 
 
+@_builds("text_encoder")
 def _text_encoder(process: _Process, moment: Moment, found: _Found) -> None:
     """Cached text embeddings: the text encoder is freed for the whole run."""
     if process.facts is None:
@@ -1607,6 +1645,7 @@ def _text_encoder(process: _Process, moment: Moment, found: _Found) -> None:
         )
 
 
+@_builds("layer_offloading")
 def _layer_offloading(process: _Process, moment: Moment, found: _Found) -> None:
     """Layer offloading on, its percents one rung up (half, then all)."""
     facts, model = process.facts, process.view.model
@@ -1658,6 +1697,7 @@ def _layer_offloading(process: _Process, moment: Moment, found: _Found) -> None:
         )
 
 
+@_builds("lora_rank")
 def _lora_rank(process: _Process, moment: Moment, found: _Found) -> None:
     """About half the rank, alpha in proportion, never below the floor."""
     network = process.get("network")
@@ -1714,6 +1754,7 @@ def _scaled_alpha(alpha: float, lower: int, rank: int) -> float | int:
     return int(scaled) if float(scaled).is_integer() else round(scaled, 4)
 
 
+@_builds("attention")
 def _attention(process: _Process, moment: Moment, found: _Found) -> None:
     """An eager attention backend (it keeps the attention matrix) to the efficient one."""
     facts = process.presets.levers.attention
@@ -1739,6 +1780,7 @@ EXTRA_PASSES: Final[tuple[tuple[tuple[str, ...], str], ...]] = (
 )
 
 
+@_builds("extra_passes")
 def _extra_passes(process: _Process, moment: Moment, found: _Found) -> None:
     """Each extra pass or copy that is on, switched off (its quality cost in its label)."""
     for parts, cost in EXTRA_PASSES:
@@ -1766,6 +1808,7 @@ def _conv_rank(process: _Process, network: Mapping[str, Any], found: _Found) -> 
         )
 
 
+@_builds("control_images")
 def _control_images(process: _Process, moment: Moment, found: _Found) -> None:
     """One control image fewer per item, for each dataset with several, where the arch takes
     several (the simple form's Control Dataset 1-3); the last one listed goes first."""
@@ -1811,6 +1854,7 @@ def _control_images(process: _Process, moment: Moment, found: _Found) -> None:
     )
 
 
+@_builds("placement")
 def _placement(process: _Process, moment: Moment, found: _Found) -> None:
     """FLUX split over the GPUs the probe sees (with ``is_flux``, which AI Toolkit's check
     needs); parameter swapping for an Adafactor full fine-tune."""
@@ -1878,6 +1922,7 @@ def _placement(process: _Process, moment: Moment, found: _Found) -> None:
         found.unavailable += 1
 
 
+@_builds("optimizer_8bit")
 def _optimizer_8bit(process: _Process, moment: Moment, found: _Found) -> None:
     """The 8-bit variant of the optimizer, where it has one."""
     train = process.view.train
@@ -1890,6 +1935,7 @@ def _optimizer_8bit(process: _Process, moment: Moment, found: _Found) -> None:
     _propose(found, process, ("train", "optimizer"), info.eight_bit, control="text")
 
 
+@_builds("smaller_bucket")
 def _smaller_bucket(process: _Process, moment: Moment, found: _Found) -> None:
     """The largest bucket left when it is small enough that top_bucket keeps it."""
     keep = process.limits.keep_buckets_up_to
@@ -2032,6 +2078,7 @@ def validation_choice(
     )
 
 
+@_builds("validation_run")
 def _validation_run(process: _Process, moment: Moment, found: _Found) -> None:
     train = process.view.train
     if not train.is_known("steps"):
@@ -2046,29 +2093,6 @@ def _validation_run(process: _Process, moment: Moment, found: _Found) -> None:
         # again
         # from where the job resumes, on the config the other choices leave.
         _propose(found, process, ("train", "steps"), steps, control="number")
-
-
-_BUILDERS: Final[Mapping[str, _Builder]] = MappingProxyType(
-    {
-        "gradient_checkpointing": _gradient_checkpointing,
-        "batch_size": _batch_size,
-        "top_bucket": _top_bucket,
-        "sampling": _sampling,
-        "num_frames": _num_frames,
-        "low_vram": _low_vram,
-        "smaller_bucket": _smaller_bucket,
-        "quantize": _quantize,
-        "text_encoder": _text_encoder,
-        "layer_offloading": _layer_offloading,
-        "lora_rank": _lora_rank,
-        "optimizer_8bit": _optimizer_8bit,
-        "attention": _attention,
-        "extra_passes": _extra_passes,
-        "placement": _placement,
-        "control_images": _control_images,
-        VALIDATION_RUN: _validation_run,
-    }
-)
 
 
 # --------------------------------------------------------------------------- choices
@@ -2155,7 +2179,7 @@ def _rebased(
     """``step`` with the fields that earlier changes touch proposed again on ``current``."""
     moment, kind = _checked(plan.moment, plan.model_kind)
     processes = _processes(current, presets, kind, plan.gpus)
-    again = _step(cast(AnyStepId, step.id), moment, processes, presets, {}, set())
+    again = _step(StepId(step.id), moment, processes, presets, {}, set())
     fresh: dict[FieldPath, list[FieldProposal]] = {}
     for proposal in again.fields:
         fresh.setdefault(proposal.changes, []).append(proposal)

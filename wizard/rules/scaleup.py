@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from oom_wizard.formats.change import Change
 from oom_wizard.formats.document import MISSING, JobDocument, same_value
 from oom_wizard.paths import parse_path
-from oom_wizard.rules.catalog import AnyStepId, Presets, load_presets
+from oom_wizard.rules.catalog import Presets, StepId, load_presets
 from oom_wizard.spelling import counted, mid_sentence
 from oom_wizard.storage.changelog import ChangeLog
 from oom_wizard.vocabulary import VALIDATION_RUN
@@ -167,9 +167,9 @@ def _targets(
     return targets
 
 
-def _order(changelog: ChangeLog, presets: Presets) -> tuple[AnyStepId, ...]:
+def _order(changelog: ChangeLog, presets: Presets) -> tuple[StepId, ...]:
     """The scale-up order, with sampling first when it was switched off for a validation run."""
-    order: tuple[AnyStepId, ...] = presets.scale_up_order
+    order: tuple[StepId, ...] = presets.scale_up_order
     steps = {entry.step for entry in changelog.changes}
     sampling_off = any(
         entry.step == "sampling"
@@ -178,7 +178,7 @@ def _order(changelog: ChangeLog, presets: Presets) -> tuple[AnyStepId, ...]:
         for entry in changelog.changes
     )
     if sampling_off and "validation_run" in steps:
-        order = ("sampling", *(step for step in order if step != "sampling"))
+        order = (StepId("sampling"), *(step for step in order if step != "sampling"))
     return order
 
 
@@ -193,7 +193,7 @@ def _same(current: Any, original: Any) -> bool:
     return same_value(current, original)
 
 
-def _why(presets: Presets, order: tuple[AnyStepId, ...], changelog: ChangeLog) -> str:
+def _why(presets: Presets, order: tuple[StepId, ...], changelog: ChangeLog) -> str:
     """Why this order, naming only the steps this change log lowered (the full order is long)."""
     lowered = {entry.step for entry in changelog.changes}
     names = [presets.step(step).restore or step for step in order if step in lowered]

@@ -5,11 +5,11 @@ plan leaves out, as ``not_for_this_model``, a lever the arch ignores), the card 
 calibration, :func:`solve` answers with the set of steps that fits the card at the least loss
 to the user, or, when no set does, the closest config and what it still lacks.
 
-**What the user loses.** Each step loses one of three things (:data:`LOSS`): only time (a
-slower step, a caching pass, system RAM), the preview samples, or quality (fewer pixels,
-frames, rank, bits or passes). The levers are tried in that order, and in the plan's order
+**What the user loses.** Each step loses one of three things (``loses`` in ladders.yaml):
+only time (a slower step, a caching pass, system RAM), the preview samples, or quality (fewer
+pixels, frames, rank, bits or passes). The levers are tried in that order, and in the plan's order
 within a class (the plan puts the moment's ladder first, in the roll-back's order), except
-that a lever which slows the step several-fold (:data:`SLOW`: layer offloading) comes last
+that a lever which slows the step several-fold (``slow``: layer offloading) comes last
 of the time class, and says so. Among the steps of a class, those that lower the phase the
 crash ran into come first: a fix for a crash while loading starts with what lowers the
 load, never with lighter samples.
@@ -37,13 +37,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Final
 
 from oom_wizard.formats.change import Change
 from oom_wizard.rules.accounts import Phase
+from oom_wizard.rules.catalog import Loss, StepId, load_presets
 from oom_wizard.rules.memory import Band, JobMemory
-
-Loss = Literal["time", "samples", "quality"]
 
 MARGIN_SHARE: Final = 0.10
 """The room a fix leaves on the card, as a share of it (2.4 GiB on a 24 GiB card).
@@ -56,31 +55,7 @@ fragments: a fix sized to the last GiB would crash again on the next unlucky ste
 MIN_SAVING: Final = 0.01
 """GiB: the least a fix must save (a fix lowers the crashed peak, whatever the estimate says)."""
 
-#: What each step of the plan takes from the user, besides memory. Batch size counts as time:
-#: the plan keeps the effective batch with gradient accumulation.
-LOSS: Final[Mapping[str, Loss]] = {
-    "gradient_checkpointing": "time",
-    "attention": "time",
-    "text_encoder": "time",
-    "low_vram": "time",
-    "batch_size": "time",
-    "placement": "time",
-    "layer_offloading": "time",
-    "sampling": "samples",
-    "quantize": "quality",
-    "optimizer_8bit": "quality",
-    "extra_passes": "quality",
-    "lora_rank": "quality",
-    "top_bucket": "quality",
-    "num_frames": "quality",
-    "smaller_bucket": "quality",
-    "control_images": "quality",
-}
-
 LOSS_ORDER: Final[tuple[Loss, ...]] = ("time", "samples", "quality")
-
-#: Levers that cost only time but slow every step several-fold: last of the time class.
-SLOW: Final[frozenset[str]] = frozenset({"layer_offloading"})
 
 #: What each class of loss is, in words (a proposal says it).
 LOSS_WORDS: Final[Mapping[Loss, str]] = {
@@ -91,14 +66,21 @@ LOSS_WORDS: Final[Mapping[Loss, str]] = {
 
 
 def loss_of(step_id: str) -> Loss:
-    """What the step takes from the user (a step the table does not name: quality)."""
-    return LOSS.get(step_id, "quality")
+    """What the step takes from the user: its ``loses`` in ladders.yaml (else quality)."""
+    info = load_presets().steps.get(StepId(step_id))
+    return info.loses if info is not None and info.loses is not None else "quality"
+
+
+def slows(step_id: str) -> bool:
+    """Whether the step slows every step several-fold (``slow`` in ladders.yaml)."""
+    info = load_presets().steps.get(StepId(step_id))
+    return info is not None and info.slow
 
 
 def loss_words(step_id: str) -> str:
     """``costs time``, ``costs time (slows every step several-fold)``..."""
     words = LOSS_WORDS[loss_of(step_id)]
-    return f"{words} (slows every step several-fold)" if step_id in SLOW else words
+    return f"{words} (slows every step several-fold)" if slows(step_id) else words
 
 
 @dataclass(frozen=True)
@@ -160,7 +142,7 @@ def lever_order(
 
     def key(step: str) -> tuple[int, int, int, int]:
         crash = 0 if lowers_crash is None or lowers_crash(step) else 1
-        return (LOSS_ORDER.index(loss_of(step)), step in SLOW, crash, position[step])
+        return (LOSS_ORDER.index(loss_of(step)), slows(step), crash, position[step])
 
     return sorted(candidates, key=key)
 

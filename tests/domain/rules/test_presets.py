@@ -2,28 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
+from typing import Any, Final
 
 import pytest
+import yaml
 from hypothesis import given, strategies as st
 
 from oom_wizard.errors import PresetError
 from oom_wizard.paths import parse_path
 from oom_wizard.rules.catalog import (
-    ALL_STEP_IDS,
     MODEL_KINDS,
     MOMENTS,
-    STEP_IDS,
-    AnyStepId,
+    VALIDATION_RUN,
     ArchFacts,
     FrameGrid,
     ModelKind,
     Moment,
     Presets,
+    StepId,
     generic_field_key,
     load_presets,
 )
+from oom_wizard.rules.plan import build_plan, check_steps
+from oom_wizard.rules.solver import loss_of, slows
+from tests.support.plan_support import document, job
 
 UI_IMAGE_ARCHS = [
     "anima", "flux", "flux_kontext", "flex1", "flex2", "chroma", "zeta_chroma", "lumina2",
@@ -72,14 +77,6 @@ def preset_copy(tmp_path: Path) -> Path:
 def test_vocabulary_is_the_designs() -> None:
     assert MOMENTS == ("loading", "early_steps", "sampling", "intermittent", "environment")
     assert MODEL_KINDS == ("image", "video")
-    # DESIGN.md's six steps keep their ids and order; the deeper levers follow.
-    assert STEP_IDS == (
-        "gradient_checkpointing", "batch_size", "top_bucket", "sampling", "num_frames", "low_vram",
-        "smaller_bucket", "quantize", "text_encoder", "layer_offloading", "lora_rank",
-        "optimizer_8bit", "attention", "extra_passes", "placement", "control_images",
-    )  # fmt: skip
-    assert ALL_STEP_IDS[:-1] == STEP_IDS
-    assert ALL_STEP_IDS[-1] == "validation_run"
 
 
 def test_default_load_is_cached() -> None:
@@ -229,7 +226,7 @@ def test_recipes_only_change_fields_of_the_low_memory_steps(presets: Presets) ->
     allowed = {
         field
         for step in ("low_vram", "quantize", "text_encoder", "layer_offloading")
-        for field in presets.step(step).fields
+        for field in presets.step(StepId(step)).fields
     }
     for facts in presets.archs:
         assert {change.field for change in facts.low_memory.changes()} <= allowed, facts.id
@@ -424,14 +421,104 @@ def test_rollback_order_never_repeats_a_step(
     assert len(order) == len(set(order))
 
 
-@pytest.mark.parametrize("step_id", ALL_STEP_IDS)
-def test_every_step_has_a_title_a_two_line_why_and_fields(
-    presets: Presets, step_id: AnyStepId
+def test_every_step_has_a_title_a_two_line_why_and_fields(presets: Presets) -> None:
+    for step_id, info in presets.steps.items():
+        assert info.title and len(info.title) <= 40, step_id
+        assert len(info.why.splitlines()) == 2, step_id
+        assert info.fields, step_id
+
+
+# --- the step registry: ladders.yaml's steps, one builder each in rules/plan.py ---------------
+
+CROP: Final = {
+    "title": "Crop the buckets",
+    "loses": "quality",
+    "why": "One line of why.\nAnd its second line.",
+    "fields": ["datasets[].resolution"],
+}
+
+
+def _ladders(folder: Path, edit: Callable[[dict[str, Any]], object]) -> Path:
+    """Rewrite the copy's ladders.yaml through ``edit`` of its data; return the folder."""
+    path = folder / "ladders.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    edit(data)
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return folder
+
+
+def _gain_crop(data: dict[str, Any], deeper: bool = True) -> None:
+    data["steps"]["bucket_crop"] = CROP
+    if deeper:
+        data["deeper"]["image"].append("bucket_crop")
+
+
+def _lose_placement(data: dict[str, Any]) -> None:
+    del data["steps"]["placement"]
+    for kind in ("image", "video"):
+        data["deeper"][kind].remove("placement")
+    data["scale_up"].remove("placement")
+
+
+def test_the_steps_and_the_builders_are_the_same_ids(presets: Presets) -> None:
+    check_steps(presets)  # the shipped pair; the two tests below show it refuses a difference
+
+
+def test_a_step_without_a_builder_is_refused_with_what_to_write(preset_copy: Path) -> None:
+    presets = load_presets(_ladders(preset_copy, _gain_crop))
+    assert "bucket_crop" in presets.rollback_order("early_steps", "image")
+    with pytest.raises(PresetError) as caught:
+        check_steps(presets)
+    assert caught.value.file is not None and caught.value.file.endswith("ladders.yaml")
+    assert caught.value.message == (
+        "steps.bucket_crop has no builder: write the function that proposes its edits in "
+        'wizard/rules/plan.py and register it with @_builds("bucket_crop")'
+    )
+    with pytest.raises(PresetError, match="bucket_crop has no builder"):
+        build_plan(document(job()), "early_steps", "image", presets=presets)
+
+
+def test_a_builder_without_a_step_is_refused_with_what_to_add(preset_copy: Path) -> None:
+    presets = load_presets(_ladders(preset_copy, _lose_placement))
+    with pytest.raises(PresetError) as caught:
+        build_plan(document(job()), "early_steps", "image", presets=presets)
+    assert caught.value.message.startswith(
+        "steps lacks placement, which wizard/rules/plan.py builds: add its entry"
+    )
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda data: data["steps"].pop("placement"),
+            "lacks placement, which ladders or deeper name",
+        ),
+        (lambda data: _gain_crop(data, deeper=False), "bucket_crop is on no ladder"),
+        (
+            lambda data: data["steps"]["top_bucket"].pop("loses"),
+            "top_bucket does not say what it loses",
+        ),
+        (lambda data: data["training_only"].append("lora_rnak"), "lora_rnak: not a step"),
+        (lambda data: data["scale_up"].append("bucket_crop"), "bucket_crop: not a step"),
+    ],
+)
+def test_a_step_the_yaml_names_without_its_entry_is_refused_on_load(
+    preset_copy: Path, edit: Callable[[dict[str, Any]], object], message: str
 ) -> None:
-    info = presets.step(step_id)
-    assert info.title and len(info.title) <= 40
-    assert len(info.why.splitlines()) == 2
-    assert info.fields
+    with pytest.raises(PresetError, match=message) as caught:
+        load_presets(_ladders(preset_copy, edit))
+    assert caught.value.file is not None and caught.value.file.endswith("ladders.yaml")
+
+
+def test_what_a_step_loses_is_its_entrys() -> None:
+    assert (loss_of("batch_size"), loss_of("sampling"), loss_of("top_bucket")) == (
+        "time",
+        "samples",
+        "quality",
+    )
+    assert slows("layer_offloading") and not slows("low_vram")
+    assert loss_of("validation_run") == "quality"  # on no ladder: counted as the dearest
 
 
 def test_scale_up_order(presets: Presets) -> None:
@@ -442,7 +529,7 @@ def test_scale_up_order(presets: Presets) -> None:
         "attention",
     )  # fmt: skip
     assert all(presets.step(step).restore for step in presets.scale_up_order)
-    assert presets.step("validation_run").fields == ("train.steps",)
+    assert presets.step(VALIDATION_RUN).fields == ("train.steps",)
 
 
 # --- UI hints --------------------------------------------------------------------------------
