@@ -71,6 +71,7 @@ from oom_wizard.logs.bars import (
 from oom_wizard.logs.markers import CompiledMarkers, LogMarkers, load_log_markers
 from oom_wizard.logs.read import (
     Cancelled,
+    Gate,
     Progress,
     Readable,
     Watch,
@@ -92,6 +93,15 @@ RATE_WINDOW: Final = 32 * 1024
 """Bytes of a stretch of training-bar lines between text lines of which one redraw's rate is
 read (``_Scanner._skip_redraws``): a log that warns at every step draws a bar line every few
 lines, and only the first, the last, and one per window change what the run shows."""
+
+REDRAW_GATE_AFTER: Final = 4
+"""Windows of a training bar counted (:meth:`_Scanner._skip_drawn_bars`) before the gate is
+also asked about its redraws (:meth:`~oom_wizard.logs.read.Gate.with_redraws`): building that
+gate takes a few milliseconds, which a short log does not win back."""
+REDRAW_GATE_PAUSE: Final = 16
+"""Blocks read with the plain gate after one where asking about the redraws vouched for less
+than half of it (other bars, or text with a ``%``): there, each region the gate finds no
+pattern in costs a second reading."""
 
 _NOT_SEPARATOR = re.compile(rb"[^\r\n]")
 
@@ -251,6 +261,12 @@ class _Scanner:
         trigger = patterns.trigger if prefilter else None
         self._search = trigger.search if trigger is not None else None
         self._gate = patterns.gate if trigger is not None else None
+        self._clean: list[tuple[int, int]] = []
+        """Stretches of the current block (whole lines) where every bar is a redraw of the
+        training bar whose description is ``_clean_desc`` and no pattern matches."""
+        self._clean_desc = b""
+        self._counted = 0  # windows of the training bar counted (_skip_drawn_bars)
+        self._plain_blocks = 0  # blocks left to read with the plain gate (REDRAW_GATE_PAUSE)
         self._line = 1
         self._ends_with_newline = True  # an empty log has no lines
 
@@ -273,8 +289,13 @@ class _Scanner:
         pos, size = 0, len(block)
         search = trigger.search
         bars: list[tuple[int, int]] | None
+        self._clean = []
         if self._gate is not None and few_redraws(block):
-            bars, hot = None, self._gate.hot(block)
+            bars = None
+            redraws = self._redraw_gate(self._gate)
+            hot, self._clean = self._gate.regions(block, redraws)
+            if redraws is not None and 2 * sum(end - start for start, end in self._clean) < size:
+                self._plain_blocks = REDRAW_GATE_PAUSE
         elif self._gate is not None:
             bars = bar_lines(block)
             hot = self._hot_pieces(block, bars)
@@ -307,6 +328,18 @@ class _Scanner:
             self._skip(block, pos, start)
             self._feed_lines(block[start:end])
             pos = end
+
+    def _redraw_gate(self, gate: Gate) -> Gate | None:
+        """The gate that also vouches for the training bar's redraws (see ``_clean``), once
+        its windows have been counted a few times; None until then, or while paused."""
+        if self._plain_blocks:
+            self._plain_blocks -= 1
+            return None
+        desc = self._reader.train_prefix[1:]
+        if self._counted < REDRAW_GATE_AFTER or not desc:
+            return None
+        self._clean_desc = desc
+        return gate.with_redraws(desc)
 
     def _hot_pieces(self, block: bytes, bars: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """The pieces of ``block`` (whole lines, in order) where some pattern could match.
@@ -493,15 +526,7 @@ class _Scanner:
         stop = block.rfind(b"\n", pos, last) + 1 if last >= 0 else 0
         if stop <= pos or not (block.startswith(desc, stop) or block.startswith(prefix, stop)):
             return pos  # the line read next must redraw the training bar: it replaces these
-        # Single bytes are counted at memory speed (count_bytes); a needle of several once.
-        returns = count_bytes(block, b"\r", pos, stop)
-        redrawn = block.count(prefix, pos, stop) if returns else 0
-        if returns != redrawn:
-            return pos
-        bars = redrawn + block.count(b"\n" + desc, pos, stop) + block.startswith(desc, pos)
-        if not bars or (
-            count_bytes(block, b"%", pos, stop) != bars and block.count(b"%|", pos, stop) != bars
-        ):
+        if not self._only_redraws(block, pos, stop, prefix):
             return pos
         self._line += count_bytes(block, b"\n", pos, stop)
         mark = block.rfind(b"%|", pos, stop)
@@ -512,6 +537,31 @@ class _Scanner:
             head = max(block.rfind(b"\r", pos, mark), block.rfind(b"\n", pos, mark)) + 1
             reader.redrawing_training_bar(block[head : mark + 2])
         return stop
+
+    def _only_redraws(self, block: bytes, pos: int, stop: int, prefix: bytes) -> bool:
+        """Whether every segment of ``block[pos:stop]`` (whole lines) that holds a ``%|`` is
+        a redraw of the training bar (its segments start with ``prefix``), as
+        :meth:`_skip_drawn_bars` asks: each ``\\r`` starts one, and there are as many ``%``
+        (or ``%|``) as segments that start with its description, and some.
+
+        Where the gate vouched for the stretch (``_clean``: no ``\\r`` but the bar's, one
+        ``%`` in each of its segments and none elsewhere) the counts agree: only whether it
+        holds a bar at all is asked. Elsewhere they are counted."""
+        desc = prefix[1:]
+        if desc == self._clean_desc and (pos == 0 or block[pos - 1] in b"\r\n"):
+            at = bisect.bisect_right(self._clean, pos, key=itemgetter(0)) - 1
+            if at >= 0 and stop <= self._clean[at][1]:
+                return block.find(b"%", pos, stop) >= 0
+        self._counted += 1
+        # Single bytes are counted at memory speed (count_bytes); a needle of several once.
+        returns = count_bytes(block, b"\r", pos, stop)
+        redrawn = block.count(prefix, pos, stop) if returns else 0
+        if returns != redrawn:
+            return False
+        bars = redrawn + block.count(b"\n" + desc, pos, stop) + block.startswith(desc, pos)
+        return bool(bars) and (
+            count_bytes(block, b"%", pos, stop) == bars or block.count(b"%|", pos, stop) == bars
+        )
 
     def _feed_bar_line(self, block: bytes, start: int, end: int) -> None:
         """A bar line of a cold stretch. The gate saw its first segment (no pattern matches it:
