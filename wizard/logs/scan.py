@@ -251,6 +251,20 @@ def _first_separator(data: bytes) -> int:
     return min(found) if found else -1
 
 
+def _redrawn_later(block: bytes, needle: bytes, mark: int, end: int) -> bool:
+    """Whether the first line after the one of the redraw ``needle`` that ends at ``mark`` and
+    holds a ``\\r`` redraws ``needle`` again before ``end``; short searches, where
+    ``_Scanner._skip_redraws`` would search the whole window. When it does not, that window is
+    not one of repeats of this head: redrawn on a later line, it would hold that line's other
+    ``\\r`` before it; on none, no line before its last one redraws it."""
+    eol = block.find(b"\n", mark, end)
+    later = block.find(b"\r", eol, end) if eol >= 0 else -1
+    if later < 0:
+        return False
+    line_end = block.find(b"\n", later, end)
+    return block.find(needle, later, line_end if line_end >= 0 else end) >= 0
+
+
 class _Scanner:
     """Cuts blocks of the log into segments and hands the reader those that can matter; see the
     module docstring. It counts the lines, and skips what no rule would read: the lines the
@@ -482,6 +496,8 @@ class _Scanner:
         if self._reader.kinds.get(needle[1:-2]) != "training":
             return pos
         end = block.find(b"\n", min(pos + RATE_WINDOW, limit - 1), limit) + 1 or limit
+        if mark + 2 <= end and not _redrawn_later(block, needle, mark, end):
+            return self._skip_drawn_bars(block, pos, limit)
         last = block.rfind(needle, pos, end)
         stop = block.rfind(b"\n", pos, last) + 1 or pos
         redraws = block.count(needle, pos, stop)
