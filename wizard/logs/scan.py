@@ -339,9 +339,22 @@ class _Scanner:
                 continue
             start = block.rfind(b"\n", pos, match.start()) + 1 or pos
             end = block.find(b"\n", match.end()) + 1 or size
+            if self._gate is not None and not self._worth_reading(block, start, end):
+                self._skip(block, pos, end)
+                pos = end
+                continue
             self._skip(block, pos, start)
             self._feed_lines(block[start:end])
             pos = end
+
+    def _worth_reading(self, block: bytes, start: int, end: int) -> bool:
+        """Whether a line the trigger found in a hot piece can change the run: it holds a bar,
+        or the gate says some pattern could match it (a few per cent of the cost of reading
+        it). A line of text no pattern matches only ends the bar's redraws, as a line skipped
+        does (and when the line after an OOM or a frame is read whatever it holds, the caller
+        reads it without asking)."""
+        assert self._gate is not None
+        return find_bar(block, start, end) >= 0 or self._gate.matches(block[start:end])
 
     def _redraw_gate(self, gate: Gate) -> Gate | None:
         """The gate that also vouches for the training bar's redraws (see ``_clean``), once
