@@ -269,6 +269,22 @@ class Trigger:
             pos += 1
         return False
 
+    def patterns_in(self, raw: bytes) -> set[int] | None:
+        """The patterns (their indexes) whose fixed text the segment ``raw`` holds: no other
+        can match its cleaned form. None when it holds an escape (removing it makes new text)."""
+        if b"\x1b" in raw:
+            return None
+        found: set[int] = set()
+        search, windows = self.search.search, self._windows
+        pos = 0
+        while (match := search(raw, pos)) is not None:
+            pos = match.start()
+            for window in windows.get(raw[pos], ()):
+                if window.at(raw, pos):
+                    found.update(window.patterns)
+            pos += 1
+        return found
+
 
 def build_trigger(
     sources: Sequence[str],
