@@ -13,9 +13,16 @@ other lines are only counted. A progress-bar segment (it holds ``%|``) costs a f
 comparisons: a redraw of the same bar as the previous segment is only remembered, and only the
 last training-bar redraw is ever parsed. Every other segment the trigger found is decoded
 (``errors="replace"``), freed of ANSI codes and line prefixes, and tried against the few
-patterns whose fixed text it holds; only a segment that matches one is looked at rule by rule.
-``scan_stream(..., prefilter=False)`` skips both tests (every segment through every rule):
-the tests compare the two.
+patterns whose fixed text it holds; only a segment that matches one is looked at, by the rules
+that read those patterns (``CompiledMarkers.rule_of``). ``scan_stream(..., prefilter=False)``
+skips both tests (every segment through every rule): the tests compare the two.
+
+The trigger only searches the pieces the *gate* says yes to (one reading of a region by a
+DFA); elsewhere only the bars are read, and while the training bar runs, its redraws are
+skipped a window at a time (:meth:`_Scanner._skip_redraws`). Once that bar is known, the same
+reading of a region also says whether every bar there is one of its redraws
+(:meth:`~oom_wizard.logs.read.Gate.with_redraws`); a window inside such a stretch is skipped
+without counting its redraws.
 
 Reading reports its progress and can be cancelled between two chunks (``progress`` and
 ``cancelled`` of :func:`scan_log`, or a :func:`oom_wizard.logs.read.watching` block around a
