@@ -11,6 +11,7 @@ and the end of the run. Each rule reads and changes the
 
 from __future__ import annotations
 
+from collections.abc import Set
 from typing import Final
 
 from oom_wizard.logs.allocator import parse_allocator_message
@@ -32,17 +33,28 @@ class LineRules:
     def __init__(self, patterns: CompiledMarkers) -> None:
         self._p = patterns
 
-    def read(self, run: RunState, body: str, text: str, line: int) -> None:
+    def read(
+        self, run: RunState, body: str, text: str, line: int, rules: Set[str] | None = None
+    ) -> None:
         """Apply every rule to the line ``text`` (``body``: without a paste's indent) of
-        ``run``, at line number ``line``."""
-        self.resume(run, body, line)
-        self.job(run, body)
-        self.signals(run, text, line)
-        self.failure(run, body, line)
-        self.frames(run, text, line)
-        self.phase(run, body, line)
-        self.notes(run, body, line)
-        if self._p.finished.search(body):
+        ``run``, at line number ``line``. ``rules``: the only ones whose patterns could match
+        it (``CompiledMarkers.rule_of``; None: any); each of the others would find nothing,
+        and a rule that finds nothing changes nothing."""
+        if rules is None or "resume" in rules:
+            self.resume(run, body, line)
+        if rules is None or "job" in rules:
+            self.job(run, body)
+        if rules is None or "signals" in rules:
+            self.signals(run, text, line)
+        if rules is None or "failure" in rules:
+            self.failure(run, body, line)
+        if rules is None or "frames" in rules:
+            self.frames(run, text, line)
+        if rules is None or "phase" in rules:
+            self.phase(run, body, line)
+        if rules is None or "notes" in rules:
+            self.notes(run, body, line)
+        if (rules is None or "finished" in rules) and self._p.finished.search(body):
             run.finished = True
             run.progress()
             run.note(line, body, "finished")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Final, Literal
@@ -227,35 +228,49 @@ class CompiledMarkers:
         ]
         joined = "|".join(f"(?:{p})" for p in markers.line_prefixes)
         self.prefix = re.compile(f"(?:{joined})+") if joined else None
-        plain = (
-            *markers.run_start,
-            markers.config_dump.open,
-            *markers.resume,
-            *markers.job,
-        )
-        rules = (*markers.phases, *markers.signals)
-        tail = (
-            *markers.python_errors,
-            *markers.job_ends,
-            markers.exception,
-            *markers.exits,
-            *markers.stopped,
-            *markers.finished,
-            markers.frame,
-            *markers.host_copy,
-            *markers.cpu_target,
-            *markers.plain_bars,
-            *markers.steps,
-            *markers.host_pressure,
-            *markers.sample_first,
-            *markers.launcher_errors,
-        )
-        sources = [*plain, *(r.source() for r in rules), *tail]
-        patterns = [
-            *(re.compile(p) for p in plain),
-            *(_rule_pattern(r) for r in rules),
-            *(re.compile(p) for p in tail),
+        # Each pattern the trigger and the gate look for, by the rule that reads it (``text``:
+        # the reader's own, before the rules), in the order they are tried.
+        plain: list[tuple[str, Sequence[str]]] = [
+            ("text", (*markers.run_start, markers.config_dump.open)),
+            ("resume", markers.resume),
+            ("job", markers.job),
         ]
+        rules: list[tuple[str, Sequence[_Rule]]] = [
+            ("phase", markers.phases),
+            ("signals", markers.signals),
+        ]
+        tail: list[tuple[str, Sequence[str]]] = [
+            (
+                "failure",
+                (
+                    *markers.python_errors,
+                    *markers.job_ends,
+                    markers.exception,
+                    *markers.exits,
+                    *markers.stopped,
+                ),
+            ),
+            ("finished", markers.finished),
+            ("frames", (markers.frame, *markers.host_copy, *markers.cpu_target)),
+            ("text", markers.plain_bars),
+            ("notes", (*markers.steps, *markers.host_pressure, *markers.sample_first)),
+            ("failure", markers.launcher_errors),
+        ]
+        sources = [
+            *(p for _, group in plain for p in group),
+            *(r.source() for _, rule_group in rules for r in rule_group),
+            *(p for _, group in tail for p in group),
+        ]
+        patterns = [
+            *(re.compile(p) for _, group in plain for p in group),
+            *(_rule_pattern(r) for _, rule_group in rules for r in rule_group),
+            *(re.compile(p) for _, group in tail for p in group),
+        ]
+        self.rule_of: tuple[str, ...] = tuple(
+            name for name, group in [*plain, *rules, *tail] for _ in group
+        )
+        """Which of :class:`~oom_wizard.logs.linerules.LineRules`' rules reads each pattern of
+        the trigger, by its index (``text``: the reader's own, before the rules)."""
         self.prefilter = re.compile("|".join(f"(?:{_unnamed(s)})" for s in sources))
         self.trigger = build_trigger(sources, self.prefilter, patterns=patterns)
         """The prefilter's cheap form: over chunks of bytes, then segment by segment."""

@@ -269,6 +269,22 @@ class Trigger:
             pos += 1
         return False
 
+    def patterns_in(self, raw: bytes) -> set[int] | None:
+        """The patterns (their indexes) whose fixed text the segment ``raw`` holds: no other
+        can match its cleaned form. None when it holds an escape (removing it makes new text)."""
+        if b"\x1b" in raw:
+            return None
+        found: set[int] = set()
+        search, windows = self.search.search, self._windows
+        pos = 0
+        while (match := search(raw, pos)) is not None:
+            pos = match.start()
+            for window in windows.get(raw[pos], ()):
+                if window.at(raw, pos):
+                    found.update(window.patterns)
+            pos += 1
+        return found
+
 
 def build_trigger(
     sources: Sequence[str],
@@ -586,10 +602,16 @@ class Gate:
     It only answers yes or no; :meth:`hot` cuts the regions it says yes to into ``FANOUT``
     parts, again and again, so that the trigger (which finds the lines) only runs over small
     pieces.
+
+    Once the training bar is known, the same reading can also vouch for the bars of a region
+    (:meth:`with_redraws`, :meth:`regions`): the scanner then skips the redraws there without
+    counting them.
     """
 
-    def __init__(self, matches: Callable[[str], bool]) -> None:
+    def __init__(self, matches: Callable[[str], bool], expression: str = "") -> None:
         self._matches = matches
+        self._expression = expression
+        self._with_redraws: dict[bytes, Gate | None] = {}
 
     def matches(self, data: bytes) -> bool:
         """Whether some pattern could match a segment of ``data`` (or it holds an escape)."""
@@ -598,33 +620,142 @@ class Gate:
     def hot(self, block: bytes) -> list[tuple[int, int]]:
         """The pieces of ``block`` (whole lines, in order) where some pattern could match;
         no pattern matches a segment outside them."""
+        return self.regions(block)[0]
+
+    def regions(
+        self, block: bytes, redraws: Gate | None = None
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """:meth:`hot`'s pieces, and the stretches of ``block`` (whole lines, in order) that
+        ``redraws`` (this gate :meth:`with_redraws`) says no to: no pattern matches a segment
+        there, and every bar there is a redraw of the training bar (see
+        :func:`redraws_expression`). The pieces are those :meth:`hot` finds; each stretch
+        ``redraws`` says no to needs no question of this gate (it asks for more)."""
         text = _as_ascii(block)  # one character per byte: the same offsets
         pieces: list[tuple[int, int]] = []
+        clean: list[tuple[int, int]] = []
         start, size = 0, len(text)
         while start < size:
             end = text.find("\n", start + REGION) + 1 or size
-            if self._matches(text[start:end]):
-                self._cut(text, start, end, pieces)
+            self._ask(text, start, end, pieces, clean, redraws)
             start = end
-        return pieces
+        return pieces, clean
 
-    def _cut(self, text: str, start: int, end: int, pieces: list[tuple[int, int]]) -> None:
-        """Add the pieces of ``text[start:end]`` (which the gate said yes to) where some
-        pattern could match: itself when it is small or one line, else those of its parts."""
-        if end - start <= PIECE:
-            pieces.append((start, end))
+    def _ask(
+        self,
+        text: str,
+        start: int,
+        end: int,
+        pieces: list[tuple[int, int]],
+        clean: list[tuple[int, int]],
+        redraws: Gate | None,
+    ) -> None:
+        """Add the pieces of ``text[start:end]`` where some pattern could match, and, when
+        ``redraws`` says no to it, the stretch to ``clean``.
+
+        With ``redraws``, this gate is only asked about the smallest parts (a piece, or one
+        line) that ``redraws`` says yes to: a part this gate says yes to is in a part it says
+        yes to, so those are the pieces :meth:`hot` finds."""
+        part = text[start:end]
+        if redraws is None:
+            if self._matches(part):
+                parts = self._parts(text, start, end)
+                if not parts:
+                    pieces.append((start, end))
+                for low, high in parts:
+                    self._ask(text, low, high, pieces, clean, None)
             return
+        if not redraws._matches(part):
+            if clean and clean[-1][1] == start:
+                clean[-1] = (clean[-1][0], end)
+            else:
+                clean.append((start, end))
+            return
+        parts = self._parts(text, start, end)
+        if parts:
+            for low, high in parts:
+                self._ask(text, low, high, pieces, clean, redraws)
+        elif self._matches(part):
+            pieces.append((start, end))
+
+    def _parts(self, text: str, start: int, end: int) -> list[tuple[int, int]]:
+        """The ``FANOUT`` parts (whole lines) ``text[start:end]`` is cut into when the gate says
+        yes to it; none when it is a piece: small, or one line."""
+        if end - start <= PIECE:
+            return []
         step = max((end - start) // FANOUT, PIECE // 2)
         cuts = [start]
         while cuts[-1] < end:
             cut = text.find("\n", cuts[-1] + step, end - 1) + 1
             cuts.append(cut if cut > cuts[-1] else end)
-        if len(cuts) == 2:  # one line: it is the piece
-            pieces.append((start, end))
-            return
-        for low, high in itertools.pairwise(cuts):
-            if self._matches(text[low:high]):
-                self._cut(text, low, high, pieces)
+        return list(itertools.pairwise(cuts)) if len(cuts) > 2 else []
+
+    def with_redraws(self, desc: bytes) -> Gate | None:
+        """This gate, asked also whether some bar is not a redraw of the training bar whose
+        description is ``desc`` (:func:`redraws_expression`): it says no only where this
+        gate does and every bar is such a redraw. One reading answers both, at the cost of
+        one (a few per cent slower). None when ``desc`` cannot be asked about. Built once per
+        description (a few milliseconds)."""
+        if desc not in self._with_redraws:
+            if len(self._with_redraws) >= MAX_REDRAW_GATES:
+                self._with_redraws.clear()
+            extra = redraws_expression(desc)
+            gate = None
+            if extra is not None and self._expression:
+                gate = _compiled_gate(f"{self._expression}|{extra}")
+            self._with_redraws[desc] = gate
+        return self._with_redraws[desc]
+
+
+MAX_REDRAW_GATES: Final = 8
+"""Training-bar descriptions a gate keeps :meth:`Gate.with_redraws` for (a log with more
+builds them again)."""
+_SEPARATOR_CLASS: Final = r"\x{0a}\x{0d}"
+
+
+def redraws_expression(desc: bytes) -> str | None:
+    """A Rust-syntax expression that matches, in a region as the gate reads it, wherever a bar
+    there may be something else than a redraw of the training bar whose description is
+    ``desc``: a ``\\r`` not followed by ``desc``; a segment that does not start with ``desc``
+    but holds a ``%``; one that starts with it and holds no ``%``, or two.
+
+    Where it finds none, every segment that starts with ``desc`` holds one ``%`` and no other
+    segment holds one, so the number of ``%`` is the number of the bar's segments (what
+    ``_Scanner._skip_drawn_bars`` counts to tell). A segment starts at a ``\\r``, a
+    ``\\n`` or where the region starts. Only segments that end in the region are judged: a
+    stretch the scanner skips ends with a line end, and what follows the last one of a block is
+    read with the next block. None when ``desc`` is not ASCII (the gate reads every other byte
+    as DEL), is empty, or holds a ``%``, a DEL or a line end.
+    """
+    if not desc or not desc.isascii() or any(byte in desc for byte in b"%\x7f\r\n"):
+        return None
+    chars = [_hex(byte) for byte in desc]
+    not_line_end = f"[^{_SEPARATOR_CLASS}]"
+    no_percent = f"[^{_SEPARATOR_CLASS}\\x{{25}}]*"
+    percent = _hex(0x25)
+
+    def other_start(at: int) -> str:
+        # What follows a \r that goes on as desc[:at] and then leaves it.
+        leave = f"[^{chars[at]}]"
+        if at + 1 == len(desc):
+            return leave
+        return leave + "|" + chars[at] + "(?:" + other_start(at + 1) + ")"
+
+    def percent_elsewhere(at: int) -> str:
+        # A segment that leaves desc at desc[at] and holds a % from there on.
+        leave = f"{percent}|[^{chars[at]}{_SEPARATOR_CLASS}\\x{{25}}]{not_line_end}*{percent}"
+        if at + 1 == len(desc):
+            return leave
+        return leave + "|" + chars[at] + "(?:" + percent_elsewhere(at + 1) + ")"
+
+    start = f"(?:\\A|[{_SEPARATOR_CLASS}])"
+    parts = [
+        _hex(0x0D) + "(?:" + other_start(0) + ")",
+        "(?:\\A|" + _hex(0x0A) + ")(?:" + percent_elsewhere(0) + ")",
+        start
+        + "".join(chars)
+        + f"(?:{no_percent}[{_SEPARATOR_CLASS}]|{no_percent}{percent}{no_percent}{percent})",
+    ]
+    return "|".join(parts)
 
 
 def _as_ascii(data: bytes) -> str:
@@ -639,13 +770,19 @@ def build_gate(sources: Sequence[str]) -> Gate | None:
     if any(expression is None for expression in expressions):
         return None
     joined = "|".join(f"(?:{expression})" for expression in expressions) + "|" + _hex(0x1B)
+    return _compiled_gate(joined)
+
+
+def _compiled_gate(expression: str) -> Gate | None:
+    """The :class:`Gate` of a Rust-syntax expression (None: the engine refuses it, and the
+    trigger alone is still right)."""
     try:
         validator = SchemaValidator(
-            core_schema.str_schema(pattern=joined, regex_engine="rust-regex")
+            core_schema.str_schema(pattern=expression, regex_engine="rust-regex")
         )
-    except SchemaError:  # the engine refuses the expression: the trigger alone is still right
+    except SchemaError:
         return None
-    return Gate(validator.isinstance_python)
+    return Gate(validator.isinstance_python, expression)
 
 
 # --- progress and cancel -------------------------------------------------------------------------

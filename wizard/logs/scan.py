@@ -13,9 +13,16 @@ other lines are only counted. A progress-bar segment (it holds ``%|``) costs a f
 comparisons: a redraw of the same bar as the previous segment is only remembered, and only the
 last training-bar redraw is ever parsed. Every other segment the trigger found is decoded
 (``errors="replace"``), freed of ANSI codes and line prefixes, and tried against the few
-patterns whose fixed text it holds; only a segment that matches one is looked at rule by rule.
-``scan_stream(..., prefilter=False)`` skips both tests (every segment through every rule):
-the tests compare the two.
+patterns whose fixed text it holds; only a segment that matches one is looked at, by the rules
+that read those patterns (``CompiledMarkers.rule_of``). ``scan_stream(..., prefilter=False)``
+skips both tests (every segment through every rule): the tests compare the two.
+
+The trigger only searches the pieces the *gate* says yes to (one reading of a region by a
+DFA); elsewhere only the bars are read, and while the training bar runs, its redraws are
+skipped a window at a time (:meth:`_Scanner._skip_redraws`). Once that bar is known, the same
+reading of a region also says whether every bar there is one of its redraws
+(:meth:`~oom_wizard.logs.read.Gate.with_redraws`); a window inside such a stretch is skipped
+without counting its redraws.
 
 Reading reports its progress and can be cancelled between two chunks (``progress`` and
 ``cancelled`` of :func:`scan_log`, or a :func:`oom_wizard.logs.read.watching` block around a
@@ -71,6 +78,7 @@ from oom_wizard.logs.bars import (
 from oom_wizard.logs.markers import CompiledMarkers, LogMarkers, load_log_markers
 from oom_wizard.logs.read import (
     Cancelled,
+    Gate,
     Progress,
     Readable,
     Watch,
@@ -92,6 +100,15 @@ RATE_WINDOW: Final = 32 * 1024
 """Bytes of a stretch of training-bar lines between text lines of which one redraw's rate is
 read (``_Scanner._skip_redraws``): a log that warns at every step draws a bar line every few
 lines, and only the first, the last, and one per window change what the run shows."""
+
+REDRAW_GATE_AFTER: Final = 4
+"""Windows of a training bar counted (:meth:`_Scanner._skip_drawn_bars`) before the gate is
+also asked about its redraws (:meth:`~oom_wizard.logs.read.Gate.with_redraws`): building that
+gate takes a few milliseconds, which a short log does not win back."""
+REDRAW_GATE_PAUSE: Final = 16
+"""Blocks read with the plain gate after one where asking about the redraws vouched for less
+than half of it (other bars, or text with a ``%``): there, each region the gate finds no
+pattern in costs a second reading."""
 
 _NOT_SEPARATOR = re.compile(rb"[^\r\n]")
 
@@ -241,6 +258,20 @@ def _first_separator(data: bytes) -> int:
     return min(found) if found else -1
 
 
+def _redrawn_later(block: bytes, needle: bytes, mark: int, end: int) -> bool:
+    """Whether the first line after the one of the redraw ``needle`` that ends at ``mark`` and
+    holds a ``\\r`` redraws ``needle`` again before ``end``; short searches, where
+    ``_Scanner._skip_redraws`` would search the whole window. When it does not, that window is
+    not one of repeats of this head: redrawn on a later line, it would hold that line's other
+    ``\\r`` before it; on none, no line before its last one redraws it."""
+    eol = block.find(b"\n", mark, end)
+    later = block.find(b"\r", eol, end) if eol >= 0 else -1
+    if later < 0:
+        return False
+    line_end = block.find(b"\n", later, end)
+    return block.find(needle, later, line_end if line_end >= 0 else end) >= 0
+
+
 class _Scanner:
     """Cuts blocks of the log into segments and hands the reader those that can matter; see the
     module docstring. It counts the lines, and skips what no rule would read: the lines the
@@ -251,6 +282,12 @@ class _Scanner:
         trigger = patterns.trigger if prefilter else None
         self._search = trigger.search if trigger is not None else None
         self._gate = patterns.gate if trigger is not None else None
+        self._clean: list[tuple[int, int]] = []
+        """Stretches of the current block (whole lines) where every bar is a redraw of the
+        training bar whose description is ``_clean_desc`` and no pattern matches."""
+        self._clean_desc = b""
+        self._counted = 0  # windows of the training bar counted (_skip_drawn_bars)
+        self._plain_blocks = 0  # blocks left to read with the plain gate (REDRAW_GATE_PAUSE)
         self._line = 1
         self._ends_with_newline = True  # an empty log has no lines
 
@@ -273,8 +310,13 @@ class _Scanner:
         pos, size = 0, len(block)
         search = trigger.search
         bars: list[tuple[int, int]] | None
+        self._clean = []
         if self._gate is not None and few_redraws(block):
-            bars, hot = None, self._gate.hot(block)
+            bars = None
+            redraws = self._redraw_gate(self._gate)
+            hot, self._clean = self._gate.regions(block, redraws)
+            if redraws is not None and 2 * sum(end - start for start, end in self._clean) < size:
+                self._plain_blocks = REDRAW_GATE_PAUSE
         elif self._gate is not None:
             bars = bar_lines(block)
             hot = self._hot_pieces(block, bars)
@@ -304,9 +346,34 @@ class _Scanner:
                 continue
             start = block.rfind(b"\n", pos, match.start()) + 1 or pos
             end = block.find(b"\n", match.end()) + 1 or size
+            if self._gate is not None and not self._worth_reading(block, start, end):
+                self._skip(block, pos, end)
+                pos = end
+                continue
             self._skip(block, pos, start)
             self._feed_lines(block[start:end])
             pos = end
+
+    def _worth_reading(self, block: bytes, start: int, end: int) -> bool:
+        """Whether a line the trigger found in a hot piece can change the run: it holds a bar,
+        or the gate says some pattern could match it (a few per cent of the cost of reading
+        it). A line of text no pattern matches only ends the bar's redraws, as a line skipped
+        does (and when the line after an OOM or a frame is read whatever it holds, the caller
+        reads it without asking)."""
+        assert self._gate is not None
+        return find_bar(block, start, end) >= 0 or self._gate.matches(block[start:end])
+
+    def _redraw_gate(self, gate: Gate) -> Gate | None:
+        """The gate that also vouches for the training bar's redraws (see ``_clean``), once
+        its windows have been counted a few times; None until then, or while paused."""
+        if self._plain_blocks:
+            self._plain_blocks -= 1
+            return None
+        desc = self._reader.train_prefix[1:]
+        if self._counted < REDRAW_GATE_AFTER or not desc:
+            return None
+        self._clean_desc = desc
+        return gate.with_redraws(desc)
 
     def _hot_pieces(self, block: bytes, bars: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """The pieces of ``block`` (whole lines, in order) where some pattern could match.
@@ -449,6 +516,8 @@ class _Scanner:
         if self._reader.kinds.get(needle[1:-2]) != "training":
             return pos
         end = block.find(b"\n", min(pos + RATE_WINDOW, limit - 1), limit) + 1 or limit
+        if mark + 2 <= end and not _redrawn_later(block, needle, mark, end):
+            return self._skip_drawn_bars(block, pos, limit)
         last = block.rfind(needle, pos, end)
         stop = block.rfind(b"\n", pos, last) + 1 or pos
         redraws = block.count(needle, pos, stop)
@@ -493,15 +562,7 @@ class _Scanner:
         stop = block.rfind(b"\n", pos, last) + 1 if last >= 0 else 0
         if stop <= pos or not (block.startswith(desc, stop) or block.startswith(prefix, stop)):
             return pos  # the line read next must redraw the training bar: it replaces these
-        # Single bytes are counted at memory speed (count_bytes); a needle of several once.
-        returns = count_bytes(block, b"\r", pos, stop)
-        redrawn = block.count(prefix, pos, stop) if returns else 0
-        if returns != redrawn:
-            return pos
-        bars = redrawn + block.count(b"\n" + desc, pos, stop) + block.startswith(desc, pos)
-        if not bars or (
-            count_bytes(block, b"%", pos, stop) != bars and block.count(b"%|", pos, stop) != bars
-        ):
+        if not self._only_redraws(block, pos, stop, prefix):
             return pos
         self._line += count_bytes(block, b"\n", pos, stop)
         mark = block.rfind(b"%|", pos, stop)
@@ -512,6 +573,31 @@ class _Scanner:
             head = max(block.rfind(b"\r", pos, mark), block.rfind(b"\n", pos, mark)) + 1
             reader.redrawing_training_bar(block[head : mark + 2])
         return stop
+
+    def _only_redraws(self, block: bytes, pos: int, stop: int, prefix: bytes) -> bool:
+        """Whether every segment of ``block[pos:stop]`` (whole lines) that holds a ``%|`` is
+        a redraw of the training bar (its segments start with ``prefix``), as
+        :meth:`_skip_drawn_bars` asks: each ``\\r`` starts one, and there are as many ``%``
+        (or ``%|``) as segments that start with its description, and some.
+
+        Where the gate vouched for the stretch (``_clean``: no ``\\r`` but the bar's, one
+        ``%`` in each of its segments and none elsewhere) the counts agree: only whether it
+        holds a bar at all is asked. Elsewhere they are counted."""
+        desc = prefix[1:]
+        if desc == self._clean_desc and (pos == 0 or block[pos - 1] in b"\r\n"):
+            at = bisect.bisect_right(self._clean, pos, key=itemgetter(0)) - 1
+            if at >= 0 and stop <= self._clean[at][1]:
+                return block.find(b"%", pos, stop) >= 0
+        self._counted += 1
+        # Single bytes are counted at memory speed (count_bytes); a needle of several once.
+        returns = count_bytes(block, b"\r", pos, stop)
+        redrawn = block.count(prefix, pos, stop) if returns else 0
+        if returns != redrawn:
+            return False
+        bars = redrawn + block.count(b"\n" + desc, pos, stop) + block.startswith(desc, pos)
+        return bool(bars) and (
+            count_bytes(block, b"%", pos, stop) == bars or block.count(b"%|", pos, stop) == bars
+        )
 
     def _feed_bar_line(self, block: bytes, start: int, end: int) -> None:
         """A bar line of a cold stretch. The gate saw its first segment (no pattern matches it:

@@ -270,7 +270,10 @@ class SegmentReader:
         if self._p.dump_open.match(body):
             self._dump_line = line
             return
-        self._rules.read(run, body, text, line)
+        rules = None
+        if self._trigger is not None and (found := self._trigger.patterns_in(raw)) is not None:
+            rules = {self._p.rule_of[index] for index in found}
+        self._rules.read(run, body, text, line, rules)
 
     def _dump_text(self, text: str) -> None:
         """A line of the process config printed as JSON: kept until its closing brace."""

@@ -12,6 +12,7 @@ import re
 import threading
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -519,6 +520,114 @@ def test_a_training_bar_whose_head_moves_at_every_step_is_skipped_as_every_rule_
     assert sum(skipped) > 100_000  # most of the log was skipped in bulk
 
 
+def redraws_log(
+    steps: int,
+    *,
+    desc: str = "big",
+    text: str = "INFO:toolkit.data_loader:loaded 1 image(s) from /data/{step}.jpg",
+    repeat: int = 1,
+    line_end: str = "\n",
+    foreign_every: int = 0,
+) -> bytes:
+    """:func:`drawn_bars_log`'s shape with what can keep the gate from vouching for a stretch:
+    text lines that hold a ``%`` or characters of several bytes (cut between two chunks), a
+    bar description that is not ASCII, a head kept for ``repeat`` steps (a window of repeats of
+    one head), ``\\r`` for some line ends, another bar now and then."""
+    out = ["Running 1 job\n# Running job: big\nLoading transformer\n"]
+    for step in range(1, steps + 1):
+        pct = step // repeat % 100
+        bar = (
+            f"{desc}:  {pct:2d}%|#####     | {step}/90000 [1:02:03<3:04:05, "
+            f"1.50s/it, lr: 1.0e-04 loss: 4.512e-01]"
+        )
+        out.append("\r".join([bar] * 3) + ("\n" if step % 7 else line_end))
+        if foreign_every and step % foreign_every == 0:
+            out.append(" 40%|####      | 8/20 [00:04<00:06,  2.00it/s]\n")
+        out += [text.format(step=step) + "\n"] * 3
+    out.append("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+    return "".join(out).encode()
+
+
+@pytest.mark.parametrize(
+    ("shape", "vouched"),
+    [
+        ({}, True),
+        ({"text": "caption {step}: caf\u00e9 \u2588\u2588 \U0001f600 done"}, True),
+        ({"repeat": 40}, True),
+        ({"line_end": "\r"}, True),
+        ({"text": "cached {step} of 90000 (12%)"}, False),
+        ({"foreign_every": 50}, True),
+        ({"desc": "\u8bad\u7ec3"}, False),
+    ],
+)
+@pytest.mark.parametrize("chunk", [997, 1 << 16])
+def test_the_gate_vouches_for_training_bar_redraws_as_every_rule_reads_them(
+    shape: dict[str, Any], vouched: bool, chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the gate says no to a stretch with the training bar's redraws in question
+    (``Gate.with_redraws``), its windows are skipped without counting them: the scan is the
+    one every rule gives, at a chunk's edge, with a character of several bytes cut there, a
+    line of ``\\r`` redraws, repeats of one head, another bar; with a ``%`` in the text, or a
+    description that is not ASCII, the windows are counted as before."""
+    monkeypatch.setattr(scan_module, "RATE_WINDOW", 1500)
+    monkeypatch.setattr(scan_module, "REDRAW_GATE_AFTER", 1)
+    vouched_windows: list[bool] = []
+    original = scan_module._Scanner._only_redraws
+
+    def spy(self: scan_module._Scanner, block: bytes, pos: int, stop: int, prefix: bytes) -> bool:
+        counted = self._counted
+        answer = original(self, block, pos, stop, prefix)
+        vouched_windows.append(self._counted == counted)
+        return answer
+
+    monkeypatch.setattr(scan_module._Scanner, "_only_redraws", spy)
+    fast, full = scan_both(redraws_log(300, **shape), chunk)
+    assert fast == full
+    assert fast.last_step == 300 and fast.crashed
+    assert any(vouched_windows) is vouched
+
+
+SEGMENTS = st.sampled_from(
+    ["big: 5%|#", "big:\u00e9 5%|", "big: 5%|#%", "big:", "bi", "x", "x 5%", "\u00e9\x7f", "", "%|"]
+)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.lists(
+        st.tuples(SEGMENTS, st.sampled_from("\r\n")),
+        max_size=8,
+    ),
+    st.sampled_from(["big:", "b"]),
+)
+def test_a_stretch_the_gate_vouches_for_holds_only_the_training_bar_redraws(
+    segments: list[tuple[str, str]], desc: str
+) -> None:
+    """What ``Gate.with_redraws`` says no to: no pattern could match, every ``\\r`` starts
+    a segment with the description, each such segment holds one ``%`` and no other segment
+    holds one (the counts ``_Scanner._skip_drawn_bars`` would make agree)."""
+    assert GATE is not None
+    redraws = GATE.with_redraws(desc.encode())
+    assert redraws is not None
+    data = "".join(segment + end for segment, end in segments).encode()
+    if redraws.matches(data):
+        return
+    assert not GATE.matches(data)
+    lead = b"\n"
+    for segment, end in segments:
+        raw = segment.encode()
+        assert not (lead == b"\r" and not raw.startswith(desc.encode())), data
+        assert raw.count(b"%") == (1 if raw.startswith(desc.encode()) else 0), data
+        lead = end.encode()
+
+
+def test_the_gate_does_not_vouch_for_a_description_it_cannot_read() -> None:
+    assert GATE is not None
+    assert GATE.with_redraws("\u8bad\u7ec3:".encode()) is None
+    assert GATE.with_redraws(b"50% done") is None
+    assert GATE.with_redraws(b"") is None
+
+
 # --- the gate: the trigger's question for whole regions ------------------------------------------
 
 GATE = COMPILED.gate
@@ -580,6 +689,9 @@ def test_every_match_of_every_marker_gets_past_the_required_strings_the_trigger_
             if COMPILED.prefilter.search(text):
                 assert trigger.search.search(raw) is not None, (source, line)
                 assert trigger.passes(raw, text), (source, line)
+            if re.search(source, text) or re.search(source, text.lstrip(" ")):
+                found = trigger.patterns_in(raw)  # the rules it is read by: this one's too
+                assert found is None or SOURCES.index(source) in found, (source, line)
 
         line = prefix + before + match + after
         raw = _line(line)
