@@ -36,9 +36,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
-from oom_wizard.rules.accounts import BILLION, GIB_BYTES, ProcessAccount
 from oom_wizard.rules.catalog import load_presets
-from oom_wizard.rules.memory import view_after
+from oom_wizard.rules.memory import BILLION, GIB_BYTES, ProcessAccount, view_after
 from oom_wizard.rules.shape import arch_facts, offloaded_fractions
 from oom_wizard.spelling import verdict as verdict_words
 

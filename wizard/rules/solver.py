@@ -33,8 +33,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from oom_wizard.formats.change import Change
-from oom_wizard.rules.accounts import Phase
-from oom_wizard.rules.memory import Band, JobMemory
+from oom_wizard.rules.memory import Band, JobMemory, Phase
 
 Loss = Literal["time", "samples", "quality"]
 

@@ -15,17 +15,9 @@ import pytest
 
 from oom_wizard.formats.document import JobDocument, load_document
 from oom_wizard.logs.scan import scan_log
-from oom_wizard.rules.accounts import (
-    BLOCKS_IN_FLIGHT,
-    ITEM_GIB,
-    NON_BLOCK_SHARE,
-    FamilyLike,
-    Phase,
-)
 from oom_wizard.rules.catalog import ArchFacts, OffloadMemory, UnetMemory, VaeMemory
 from oom_wizard.rules.diagnosis import diagnose
 from oom_wizard.rules.memory import (
-    SCALE_RANGE,
     Band,
     Calibration,
     JobMemory,
@@ -35,6 +27,14 @@ from oom_wizard.rules.memory import (
     job_memory,
     verdict,
 )
+from oom_wizard.rules.memory.account import (
+    BLOCKS_IN_FLIGHT,
+    ITEM_GIB,
+    NON_BLOCK_SHARE,
+    FamilyLike,
+    Phase,
+)
+from oom_wizard.rules.memory.job import SCALE_RANGE
 from tests.support.corpus import OWN_CONFIGS
 from tests.support.plan_support import document, job
 

@@ -44,7 +44,12 @@ from typing import TYPE_CHECKING, Final, Literal
 from oom_wizard.formats.change import Change
 from oom_wizard.formats.document import JobDocument, apply_edits
 from oom_wizard.formats.view import JobView, ProcessView, build_view
-from oom_wizard.rules.accounts import (
+from oom_wizard.rules.catalog import (
+    ArchFacts,
+    Presets,
+    load_presets,
+)
+from oom_wizard.rules.memory.account import (
     GIB_BYTES,
     ITEM_GIB,
     Certainty,
@@ -52,11 +57,6 @@ from oom_wizard.rules.accounts import (
     Phase,
     ProcessAccount,
     Terms,
-)
-from oom_wizard.rules.catalog import (
-    ArchFacts,
-    Presets,
-    load_presets,
 )
 from oom_wizard.rules.shape import arch_facts
 
