@@ -22,6 +22,7 @@ from oom_wizard.rules.memory import (
     Calibration,
     JobMemory,
     Parts,
+    Phase,
     calibration_from,
     calibration_from_attempts,
     job_memory,
@@ -29,12 +30,11 @@ from oom_wizard.rules.memory import (
 )
 from oom_wizard.rules.memory.account import (
     BLOCKS_IN_FLIGHT,
-    ITEM_GIB,
     NON_BLOCK_SHARE,
     FamilyLike,
-    Phase,
 )
-from oom_wizard.rules.memory.job import SCALE_RANGE
+from oom_wizard.rules.memory.calibration import SCALE_RANGE
+from oom_wizard.rules.memory.overheads import ITEM_GIB
 from tests.support.corpus import OWN_CONFIGS
 from tests.support.plan_support import document, job
 

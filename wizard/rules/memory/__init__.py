@@ -7,32 +7,21 @@ wing each module imports its neighbours directly. How the figures are made, and 
 arch, is [MEMORY.md](MEMORY.md).
 """
 
-from oom_wizard.rules.memory.account import BILLION, GIB_BYTES, Phase, ProcessAccount
-from oom_wizard.rules.memory.job import (
-    BAND_RATE,
-    MOMENT_PHASE,
-    OVERHEADS,
-    PHASE_MOMENT,
-    PHASE_WORDS,
-    PHASES,
-    Band,
+from oom_wizard.rules.memory.account import BILLION, GIB_BYTES, ProcessAccount
+from oom_wizard.rules.memory.bands import BAND_RATE, Band, Verdict, verdict
+from oom_wizard.rules.memory.calibration import (
     Calibration,
-    JobMemory,
-    Overheads,
-    Parts,
-    Prediction,
-    Verdict,
     calibration_from,
     calibration_from_attempts,
     calibration_from_json,
     calibration_from_record,
-    job_memory,
-    measured_phase,
     phase_of,
-    predict_readd,
-    verdict,
-    view_after,
 )
+from oom_wizard.rules.memory.job import JobMemory, job_memory, measured_phase, view_after
+from oom_wizard.rules.memory.overheads import OVERHEADS, Overheads
+from oom_wizard.rules.memory.parts import Parts
+from oom_wizard.rules.memory.phases import MOMENT_PHASE, PHASE_MOMENT, PHASE_WORDS, PHASES, Phase
+from oom_wizard.rules.memory.readd import Prediction, predict_readd
 
 __all__ = [
     "BAND_RATE",

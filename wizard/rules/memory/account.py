@@ -138,7 +138,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, Protocol
+from typing import Final, Protocol
 
 from oom_wizard.formats.view import DatasetView, ProcessView, SampleView
 from oom_wizard.rules.catalog import (
@@ -151,10 +151,10 @@ from oom_wizard.rules.catalog import (
     UnetPass,
     VaeMemory,
 )
+from oom_wizard.rules.memory.bands import Certainty
+from oom_wizard.rules.memory.phases import Phase
 from oom_wizard.rules.shape import Shape, dataset_frames, offloaded_fractions
 from oom_wizard.spelling import counted
-
-Phase = Literal["load", "baseline_sample", "training", "sample"]
 
 GIB_BYTES: Final = float(2**30)
 BILLION: Final = 1e9
@@ -163,18 +163,6 @@ WEIGHT_SLACK: Final = 0.03
 """Buffers, norms and embeddings beyond the counted parameters (upper edge of the band)."""
 QUANT_SLACK: Final = 0.06
 """A quantized model keeps some layers in full precision and carries scales (upper edge)."""
-
-Certainty = Literal["gpu", "cpu", "stand_in"]
-"""How the activation figures of a process were checked: on a real GPU (the shared H200
-rows), measured on CPU only (``bench/calibrate_memory.py``), or a stand-in (another family's
-figures, or nominal ones)."""
-
-ITEM_GIB: Final = 1.30
-"""Per batch item, what does not scale with the pixels: the latents, noise and targets, the
-text embeddings and the fp32 loss of one item. Refitted on the published batch series (each
-source's runs that differ only in the batch size: SimpleTuner's Krea 2 and Ideogram 4), where
-a trainer's own extras cancel out; ``bench/memory_accuracy.py`` prints the refit and a test
-keeps this at it."""
 
 ADAPTER_SAVED_FACTOR: Final = 2.0
 """A family measured with frozen blocks (no adapter) saves this much more per token per block
