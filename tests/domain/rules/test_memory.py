@@ -28,13 +28,10 @@ from oom_wizard.rules.memory import (
     job_memory,
     verdict,
 )
-from oom_wizard.rules.memory.account import (
-    BLOCKS_IN_FLIGHT,
-    NON_BLOCK_SHARE,
-    FamilyLike,
-)
 from oom_wizard.rules.memory.calibration import SCALE_RANGE
+from oom_wizard.rules.memory.family import FamilyLike
 from oom_wizard.rules.memory.overheads import ITEM_GIB
+from oom_wizard.rules.memory.weights import BLOCKS_IN_FLIGHT, NON_BLOCK_SHARE
 from tests.support.corpus import OWN_CONFIGS
 from tests.support.plan_support import document, job
 

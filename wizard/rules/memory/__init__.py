@@ -7,7 +7,7 @@ wing each module imports its neighbours directly. How the figures are made, and 
 arch, is [MEMORY.md](MEMORY.md).
 """
 
-from oom_wizard.rules.memory.account import BILLION, GIB_BYTES, ProcessAccount
+from oom_wizard.rules.memory.account import ProcessAccount
 from oom_wizard.rules.memory.bands import BAND_RATE, Band, Verdict, verdict
 from oom_wizard.rules.memory.calibration import (
     Calibration,
@@ -17,6 +17,7 @@ from oom_wizard.rules.memory.calibration import (
     calibration_from_record,
     phase_of,
 )
+from oom_wizard.rules.memory.family import BILLION, GIB_BYTES
 from oom_wizard.rules.memory.job import JobMemory, job_memory, measured_phase, view_after
 from oom_wizard.rules.memory.overheads import OVERHEADS, Overheads
 from oom_wizard.rules.memory.parts import Parts

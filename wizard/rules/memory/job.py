@@ -27,7 +27,7 @@ from oom_wizard.formats.change import Change
 from oom_wizard.formats.document import JobDocument, apply_edits
 from oom_wizard.formats.view import JobView, ProcessView, build_view
 from oom_wizard.rules.catalog import ArchFacts, Presets, load_presets
-from oom_wizard.rules.memory.account import FamilyLike, ProcessAccount, Terms
+from oom_wizard.rules.memory.account import ProcessAccount, Terms
 from oom_wizard.rules.memory.bands import CERTAINTY_WORDS, Band, Certainty
 from oom_wizard.rules.memory.calibration import (
     DISAGREES_BELOW,
@@ -40,6 +40,7 @@ from oom_wizard.rules.memory.calibration import (
     scale_for,
     unexplained_in,
 )
+from oom_wizard.rules.memory.family import FamilyLike
 from oom_wizard.rules.memory.overheads import OVERHEADS, Overheads
 from oom_wizard.rules.memory.parts import Parts, band_of
 from oom_wizard.rules.memory.phases import CRASH_PHASE, PHASE_WORDS, PHASES, Phase

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from oom_wizard.rules.memory.account import GIB_BYTES, Terms
+from oom_wizard.rules.memory.account import Terms
 from oom_wizard.rules.memory.bands import Band
+from oom_wizard.rules.memory.family import GIB_BYTES
 from oom_wizard.rules.memory.overheads import OVERHEADS, Overheads
 
 
