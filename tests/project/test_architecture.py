@@ -475,6 +475,33 @@ def import_cycles(files: Mapping[str, str]) -> list[list[str]]:
     return cycles
 
 
+#: The memory model's wing: its package's ``__init__`` is the one door the rest of the code uses.
+MEMORY_WING = "oom_wizard.rules.memory"
+
+
+def side_doors(files: Mapping[str, str], wing: str = MEMORY_WING) -> list[str]:
+    """Every import of one of ``wing``'s modules by a file outside the wing (the package
+    itself, its front door, is what the others import)."""
+    inside = "wizard/" + "/".join(wing.split(".")[1:]) + "/"
+    return [
+        f"{path} imports {module}"
+        for path, source in files.items()
+        if not path.startswith(inside)
+        for module in imported_modules(source)
+        if module.startswith(wing + ".")
+    ]
+
+
+def test_the_memory_wing_is_entered_by_its_front_door() -> None:
+    assert side_doors(package_sources()) == []
+
+
+def test_a_side_door_into_the_memory_wing_is_caught() -> None:
+    files = package_sources()
+    files["wizard/rules/plan.py"] += "from oom_wizard.rules.memory.bands import Band\n"
+    assert side_doors(files) == ["wizard/rules/plan.py imports oom_wizard.rules.memory.bands"]
+
+
 def test_no_module_imports_itself_back() -> None:
     """No cycle between modules, counting every import: at the top, in a function, and for
     the type checker only (a deferred import that closes a cycle is a cycle all the same)."""

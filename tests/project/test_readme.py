@@ -52,15 +52,15 @@ def test_ci_installs_the_test_extra_as_the_readme_does() -> None:
 
 
 #: The README is for users: what it is, how to start, where to read more. The specification lives
-#: beside what it specifies (screens/README.md, wizard/commands/README.md, wizard/rules/MEMORY.md,
-#: wizard/ARCHITECTURE.md, bench/README.md).
+#: beside what it specifies (screens/README.md, wizard/commands/README.md,
+#: wizard/rules/memory/MEMORY.md, wizard/ARCHITECTURE.md, bench/README.md).
 README_MOST_LINES = 250
 
 DOCS = (
     "README.md",
     "screens/README.md",
     "wizard/commands/README.md",
-    "wizard/rules/MEMORY.md",
+    "wizard/rules/memory/MEMORY.md",
     "wizard/ARCHITECTURE.md",
     "bench/README.md",
 )

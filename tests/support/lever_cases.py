@@ -35,9 +35,9 @@ from oom_wizard.application.fitting import job_memory
 from oom_wizard.application.settling import WizardState, start
 from oom_wizard.host.probe import GpuInfo, ProbeResult
 from oom_wizard.request import JobRequest
-from oom_wizard.rules.accounts import Phase
 from oom_wizard.rules.catalog import load_presets
 from oom_wizard.rules.diagnosis import Answers
+from oom_wizard.rules.memory import Phase
 from oom_wizard.rules.plan import StepChoice
 from oom_wizard.spelling import before_after
 

@@ -18,13 +18,13 @@ from oom_wizard.application.settling import (
 )
 from oom_wizard.formats.change import Change
 from oom_wizard.paths import MISSING, format_path, parse_path
-from oom_wizard.rules.accounts import Phase
 from oom_wizard.rules.host import HostMemory
 from oom_wizard.rules.limits import card_problem
 from oom_wizard.rules.memory import (
     PHASE_MOMENT,
     Band,
     JobMemory,
+    Phase,
     Verdict,
     job_memory as memory_of,
     verdict,

@@ -24,7 +24,7 @@ from oom_wizard.host.probe import ProbeResult, probe_gpu, read_host_memory
 from oom_wizard.logs.markers import load_log_markers
 from oom_wizard.logs.tail import LiveStatus
 from oom_wizard.request import JobRequest
-from oom_wizard.rules.accounts import Phase
+from oom_wizard.rules.memory import Phase
 from oom_wizard.rules.catalog import load_presets
 from oom_wizard.rules.diagnosis import Diagnosis
 from oom_wizard.rules.limits import probe_problem

@@ -17,9 +17,8 @@ from typing import Final, Literal
 
 from oom_wizard.formats.change import Change
 from oom_wizard.formats.document import JobDocument
-from oom_wizard.rules.accounts import Phase
 from oom_wizard.rules.catalog import Presets
-from oom_wizard.rules.memory import Calibration, JobMemory, job_memory
+from oom_wizard.rules.memory import Calibration, JobMemory, Phase, job_memory
 
 NOTE: Final = (
     "From the memory model (GiB bands per phase); the percentages are the changed config's "

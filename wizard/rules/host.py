@@ -4,7 +4,7 @@ Users ask "why is my RAM (or page file) exhausted?" before any GPU error (ai-too
 layer offloading keeps the weights it moves in pinned host memory, a text encoder set aside is
 parked there, and the loader holds each model at full precision while it reads it. This module
 gives each phase a band of GiB against the machine's RAM, from the same process terms as the
-card's account (:class:`~oom_wizard.rules.accounts.ProcessAccount`: parameter counts, the
+card's account (:class:`~oom_wizard.rules.memory.ProcessAccount`: parameter counts, the
 share layer offloading moves) and AI Toolkit's source (27a03a91):
 
 - **load**: the loaders read each model to system RAM at ``train.dtype`` before it is quantized
@@ -46,9 +46,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
-from oom_wizard.rules.accounts import BILLION, GIB_BYTES, ProcessAccount
 from oom_wizard.rules.catalog import load_presets
-from oom_wizard.rules.memory import view_after
+from oom_wizard.rules.memory import BILLION, GIB_BYTES, ProcessAccount, view_after
 from oom_wizard.rules.shape import Shape, arch_facts, dataset_frames, offloaded_fractions
 from oom_wizard.spelling import counted, verdict as verdict_words
 

@@ -33,13 +33,13 @@ from typing import Final, Literal
 
 from oom_wizard.formats.change import Change
 from oom_wizard.formats.document import JobDocument
-from oom_wizard.rules.accounts import Phase
 from oom_wizard.rules.catalog import Presets
 from oom_wizard.rules.memory import (
     MOMENT_PHASE,
     Band,
     Calibration,
     JobMemory,
+    Phase,
     Verdict,
     job_memory,
     verdict,

@@ -40,9 +40,8 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from oom_wizard.formats.change import Change
-from oom_wizard.rules.accounts import Phase
 from oom_wizard.rules.catalog import Loss, StepId, load_presets
-from oom_wizard.rules.memory import Band, JobMemory
+from oom_wizard.rules.memory import Band, JobMemory, Phase
 
 MARGIN_SHARE: Final = 0.10
 """The room a fix leaves on the card, as a share of it (2.4 GiB on a 24 GiB card).

@@ -92,7 +92,7 @@ def test_an_extra_pass_or_copy_is_switched_off_with_its_cost_said(
     before, after = training_mid(document, None, plan), training_mid(document, step, plan)
     if name in ("inverted_mask_prior", "do_prior_divergence"):
         # A prior prediction made without gradients before the step: it does not stack on
-        # the step's peak (memory.py's accounting), so the training peak stays.
+        # the step's peak (the memory wing's account), so the training peak stays.
         assert after == pytest.approx(before)
     else:
         assert after < before

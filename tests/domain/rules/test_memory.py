@@ -15,26 +15,23 @@ import pytest
 
 from oom_wizard.formats.document import JobDocument, load_document
 from oom_wizard.logs.scan import scan_log
-from oom_wizard.rules.accounts import (
-    BLOCKS_IN_FLIGHT,
-    ITEM_GIB,
-    NON_BLOCK_SHARE,
-    FamilyLike,
-    Phase,
-)
 from oom_wizard.rules.catalog import ArchFacts, OffloadMemory, UnetMemory, VaeMemory
 from oom_wizard.rules.diagnosis import diagnose
 from oom_wizard.rules.memory import (
-    SCALE_RANGE,
     Band,
     Calibration,
     JobMemory,
     Parts,
+    Phase,
     calibration_from,
     calibration_from_attempts,
     job_memory,
     verdict,
 )
+from oom_wizard.rules.memory.calibration import SCALE_RANGE
+from oom_wizard.rules.memory.family import FamilyLike
+from oom_wizard.rules.memory.overheads import ITEM_GIB
+from oom_wizard.rules.memory.weights import BLOCKS_IN_FLIGHT, NON_BLOCK_SHARE
 from tests.support.corpus import OWN_CONFIGS
 from tests.support.plan_support import document, job
 

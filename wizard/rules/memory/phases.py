@@ -1,0 +1,63 @@
+"""The phases of a run the memory model weighs, and the log's phases and the plan's moments
+that map onto them.
+
+Four phases peak at different moments: the end of ``load`` (the weights just moved to the
+card), the ``baseline_sample`` before step 0, a ``training`` step, and a periodic ``sample``.
+Each gets its own band (:mod:`oom_wizard.rules.memory.job`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final, Literal
+
+Phase = Literal["load", "baseline_sample", "training", "sample"]
+
+
+PHASES: Final[tuple[Phase, ...]] = ("load", "baseline_sample", "training", "sample")
+
+
+CRASH_PHASE: Final[Mapping[str, Phase]] = MappingProxyType(
+    {
+        "model_load": "load",
+        "quantize": "load",
+        "cache_latents": "load",
+        "cache_text": "load",
+        "baseline_sample": "baseline_sample",
+        "training": "training",
+        "periodic_sample": "sample",
+    }
+)
+"""The memory phase of the log's finer phases."""
+
+MOMENT_PHASE: Final[Mapping[str, Phase]] = MappingProxyType(
+    {
+        "loading": "load",
+        "early_steps": "training",
+        "intermittent": "training",
+        "sampling": "sample",
+    }
+)
+"""The memory phase of a crash moment, when the log says nothing finer."""
+
+PHASE_MOMENT: Final[Mapping[Phase, str]] = MappingProxyType(
+    {
+        "load": "loading",
+        "baseline_sample": "loading",
+        "training": "early_steps",
+        "sample": "sampling",
+    }
+)
+"""The plan's moment whose ladder lowers a phase's peak."""
+
+
+PHASE_WORDS: Final[Mapping[Phase, str]] = MappingProxyType(
+    {
+        "load": "loading",
+        "baseline_sample": "first sample",
+        "training": "training step",
+        "sample": "periodic sample",
+    }
+)
+"""How a phase is named in a sentence."""

@@ -1,0 +1,91 @@
+"""The VAE's passes: a training batch's encode when its latents are not cached, one item's
+encode while they are cached (in the load phase), and a sample's decode (the account's
+``vae_pass``, where it, not the denoiser's pass, sets a phase's peak).
+
+The figures are memory.yaml's ``vae`` of the family (its own VAE's decode and encode, by pixels
+and frames), else a stand-in family's (:data:`IMAGE_VAE_STAND_IN`, :data:`VIDEO_VAE_STAND_IN`);
+a pixel-space model has no VAE to pass through.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from oom_wizard.formats.view import DatasetView
+from oom_wizard.rules.memory.family import FamilyFigures
+from oom_wizard.rules.memory.weights import on_cpu
+from oom_wizard.rules.shape import dataset_frames
+
+IMAGE_VAE_STAND_IN: Final = "flux"
+VIDEO_VAE_STAND_IN: Final = "wan21_14b"
+"""The memory families whose VAE figures (memory.yaml, checked on the H200) stand in for a family
+without its own: FLUX.1's for an image model (the SD and SDXL VAEs have the same decoder
+widths), Wan 2.1's for a video model. A stand-in never counts as checked."""
+
+
+class VaePasses:
+    """The VAE's passes of one process, in bytes (0 with ``vae_device: cpu``, or no VAE)."""
+
+    def __init__(self, figures: FamilyFigures) -> None:
+        self.figures = figures
+        """The VAE passes' figures: the family's own, else a stand-in family's
+        (:data:`IMAGE_VAE_STAND_IN`, :data:`VIDEO_VAE_STAND_IN`)."""
+        own = self.figures.family.vae if self.figures.family is not None else None
+        video = self.figures.video or (
+            self.figures.facts is not None and self.figures.facts.kind == "video"
+        )
+        stand_in = self.figures.presets.memory_families[
+            VIDEO_VAE_STAND_IN if video else IMAGE_VAE_STAND_IN
+        ]
+        self.measured = own if own is not None else stand_in.vae
+        pixel_space = self.figures.facts is not None and self.figures.facts.spatial_compression == 1
+        if (
+            own is None
+            and pixel_space
+            and self.figures.family is not None
+            and self.figures.family.params.vae == 0
+        ):
+            self.measured = None  # a pixel-space model: no VAE, nothing to decode or encode
+
+    def latents_cached(self) -> bool:
+        """Whether every dataset caches its latents (AI Toolkit's ``is_latents_cached``,
+        BaseSDTrainProcess.py:143-172)."""
+        datasets = self.figures.process.datasets or ()
+        return all(d.cache_latents is True or d.cache_latents_to_disk is True for d in datasets)
+
+    def encode(self) -> float:
+        """The VAE's encode of a training batch at its largest bucket, in bytes: 0 where every
+        dataset's latents are cached (then it runs once, while caching)."""
+        worst = 0.0
+        for dataset in self.figures.process.datasets or ():
+            if dataset.cache_latents is True or dataset.cache_latents_to_disk is True:
+                continue
+            batch = dataset.batch_size or self.figures.process.train.batch_size or 1
+            worst = max(worst, batch * self.item(dataset, decode=False))
+        return worst
+
+    def caching(self) -> float:
+        """The VAE's encode of one item while the latents are cached (0 when none are)."""
+        cached = [
+            self.item(dataset, decode=False)
+            for dataset in self.figures.process.datasets or ()
+            if dataset.cache_latents is True or dataset.cache_latents_to_disk is True
+        ]
+        return max(cached, default=0.0)
+
+    def item(self, dataset: DatasetView, *, decode: bool) -> float:
+        """One item of ``dataset`` through the VAE (encode; ``decode`` for a sample's size)."""
+        resolution = max(dataset.resolution or (512,))
+        frames = dataset_frames(dataset, self.figures.shape) if self.figures.video else 1
+        return self.passed(resolution, resolution, frames, decode=decode)
+
+    def passed(self, width: int, height: int, frames: int, *, decode: bool) -> float:
+        """Bytes of one VAE decode (or encode) of ``frames`` frames of width × height: a video
+        VAE decodes frame by frame with a cache, so its peak does not grow with the frames."""
+        if on_cpu(self.figures.process.model.vae_device):
+            return 0.0
+        measured = self.measured
+        if measured is None:
+            return 0.0
+        passed = measured.decode if decode else measured.encode
+        return passed.at(width * height, max(frames, 1))
