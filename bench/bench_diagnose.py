@@ -33,8 +33,8 @@ folder (``PYTHONPYCACHEPREFIX``), after one warm-up run: as an installed copy ru
 environment would otherwise make every child compile the project's sources again, about
 0.15 s that no user pays.)
 
-Targets: the bar log of 1 GB in <= 10 s (issue 3); on the mixed logs, diagnose at most 3x the
-text-mode line read (issue 9); <= 150 MB peak RSS everywhere. The machine is shared: run the
+Targets: the bar log of 1 GB in <= 10 s; on the mixed logs, diagnose at most 3x the
+text-mode line read; <= 150 MB peak RSS everywhere. The machine is shared: run the
 1 GB logs sparingly. Usage::
 
     python bench/bench_diagnose.py [--size-mb 1024] [--mixed-mb 300,1024] [--dense-mb 300]

@@ -1,4 +1,4 @@
-"""Benchmark ``plan`` and ``apply`` on configs with many sample prompts (issue 12, item 12).
+"""Benchmark ``plan`` and ``apply`` on configs with many sample prompts.
 
 Planning used to walk every sample's overrides once per sample (quadratic): 1,000 prompts took
 6.6 s and 10,000 minutes. This writes a sampling-heavy AI Toolkit job with N prompts (every

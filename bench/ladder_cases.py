@@ -1,4 +1,4 @@
-"""Count the cases of the ladder property (issue 11) and how many end "ladder exhausted".
+"""Count the cases of the ladder property and how many end "ladder exhausted".
 
 For every config (the test fixtures, the demo jobs, and the ``*.yaml`` of ``--examples`` when
 the folder exists) and every moment but ``environment``: build the plan, check that its

@@ -1,4 +1,4 @@
-"""Issue 23's must-show 3: each new lever or term on a config that uses it.
+"""Each lever or term on a config that uses it.
 
 For every rung (a plan step's field) and every term (a setting the estimate counts), built from
 the project's demo FLUX job (``tests/support/lever_cases.py`` says how), the config is opened

@@ -24,11 +24,10 @@ from oom_wizard.host.probe import ProbeResult, probe_gpu, read_host_memory
 from oom_wizard.logs.markers import load_log_markers
 from oom_wizard.logs.tail import LiveStatus
 from oom_wizard.request import JobRequest
-from oom_wizard.rules.memory import Phase
 from oom_wizard.rules.catalog import load_presets
 from oom_wizard.rules.diagnosis import Diagnosis
 from oom_wizard.rules.limits import probe_problem
-from oom_wizard.rules.memory import CRASH_PHASE, PHASE_WORDS, PHASES, phase_of
+from oom_wizard.rules.memory import CRASH_PHASE, PHASE_WORDS, PHASES, Phase, phase_of
 from oom_wizard.rules.plan import StepChoice
 from oom_wizard.rules.sizing import phases_of_moment
 from oom_wizard.spelling import change

@@ -1,4 +1,4 @@
-"""Fixes sized by the numbers: "just enough" beside the seed's "safe" set (issue 18 item 6).
+"""Fixes sized by the numbers: "just enough" beside the seed's "safe" set.
 
 Two default fixes are offered for a roll-back, both in the seed's order (the plan's order):
 

@@ -21,12 +21,20 @@ from oom_wizard.rules.memory.family import BILLION, GIB_BYTES
 from oom_wizard.rules.memory.job import JobMemory, job_memory, measured_phase, view_after
 from oom_wizard.rules.memory.overheads import OVERHEADS, Overheads
 from oom_wizard.rules.memory.parts import Parts
-from oom_wizard.rules.memory.phases import MOMENT_PHASE, PHASE_MOMENT, PHASE_WORDS, PHASES, Phase
+from oom_wizard.rules.memory.phases import (
+    CRASH_PHASE,
+    MOMENT_PHASE,
+    PHASE_MOMENT,
+    PHASE_WORDS,
+    PHASES,
+    Phase,
+)
 from oom_wizard.rules.memory.readd import Prediction, predict_readd
 
 __all__ = [
     "BAND_RATE",
     "BILLION",
+    "CRASH_PHASE",
     "GIB_BYTES",
     "MOMENT_PHASE",
     "OVERHEADS",
