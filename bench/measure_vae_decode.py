@@ -13,10 +13,14 @@ and follows its storage (each storage once, by its identity) until the storage i
 live bytes and their peak. The VAE's weights and the input latent are not counted (they are
 there before the decode starts); the decoded clip is.
 
-Per size it prints the peak, the cache the decoder holds after its last chunk, the decoded
-clip, and the chunk at which the peak fell. ``--check`` runs one small decode for real on the
-CPU (real tensors, random weights) and compares the same count there, and the CPU allocator's
-own peak from PyTorch's profiler, with the count on fake tensors.
+Per size it prints the peak, the same times the GPU factor (the Wan 2.1 VAE's H200 rows over
+the same count), what ``presets/memory.yaml`` gives (``fit``'s figure; bench/calibrate_memory.py
+writes those terms), the cache the decoder holds after its last chunk, the output, and the
+chunk that held the peak. ``--encode`` adds the encode (``vae.encode(...).latent_dist.sample()``
+as AI Toolkit's ``encode_images``), ``--tiled`` the tiled decode. ``--check`` runs one small
+pass for real on the CPU (real tensors, random weights) and prints the same count there and the
+CPU allocator's own peak (PyTorch's memory profiler, workspaces inside operators included)
+beside the count on fake tensors.
 
     /tmp/torchvenv/bin/python bench/measure_vae_decode.py            # Wan 2.1 and 2.2 VAEs
     /tmp/torchvenv/bin/python bench/measure_vae_decode.py --vae wan21 --tiled --check
@@ -283,17 +287,21 @@ def measure(
 
 
 def profiler_peak(run: Any) -> int:
-    """The CPU allocator's peak above its level at the start, from PyTorch's profiler."""
+    """The CPU allocator's peak above its level at the start: PyTorch's memory profiler's
+    timeline of every allocation and free (``_memory_profile``, the private half of
+    ``export_memory_timeline``), workspaces inside an operator included."""
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with profile(
+        activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=True, with_stack=True
+    ) as prof:
         run()
     level = peak = 0
-    events = sorted(
-        (e for e in prof.events() if e.name == "[memory]"), key=lambda e: e.time_range.start
-    )
-    for event in events:
-        level += event.cpu_memory_usage
+    for _, action, _, size in prof._memory_profile().timeline:
+        if action.name == "CREATE":
+            level += size
+        elif action.name == "DESTROY":
+            level -= size
         peak = max(peak, level)
     return peak
 
