@@ -1090,7 +1090,8 @@ def _vae_pass(module: Module, direction: str, frames: int, height: int, width: i
 
 
 def _vae_fits(module: Module, frame_by_frame: bool) -> dict[str, Any]:
-    """A fit of each pass: images by pixel; a frame-by-frame video VAE by frame and clip pixel."""
+    """A fit of each pass: images by pixel; a frame-by-frame video VAE's one frame by pixel too,
+    its later chunks by frame pixel and its clip by clip pixel."""
     passes: dict[str, Any] = {}
     for direction in ("decode", "encode"):
         small, large = (_vae_peak(module, direction, 1, s, s) for s in VAE_SIDES)
