@@ -21,8 +21,10 @@ module per family group, and this script holds the machinery. For each memory fa
     LoCon for the families ``LOCON_UNETS`` names), with and without diffusers' gradient
     checkpointing, and (SDXL) in the GPU rows' setup;
 * measures each VAE's decode and encode peak (no gradients), images by pixel, a frame-by-frame
-  video VAE by frame pixel and clip pixel, times its architecture's GPU factor (the shared GPU
-  rows of a reference VAE over the same measurement: what cuDNN allocates beside the tensors);
+  video VAE by frame pixel (its one-frame first chunk), what its later chunks of four frames and
+  their causal cache add per frame pixel, and clip pixel, times its architecture's GPU factor
+  (the shared GPU rows of a reference VAE over the same measurement: what cuDNN allocates
+  beside the tensors);
 * writes the figures, with the package versions, into ``presets/memory.yaml``.
 
 Everything runs under PyTorch's FakeTensorMode on the CPU: the real model code with the real
@@ -1017,7 +1019,9 @@ def unet_gpu_check(family: Family) -> tuple[dict[str, Any], str]:
 # the memory allocated before the pass (its input included there).
 
 VAE_SIDES = (512, 1024)  # images: the line through two sizes
-VAE_FRAMES = ((9, 240, 416), (9, 480, 832), (33, 480, 832))  # video: (frames, height, width)
+# A frame-by-frame video VAE, (frames, height, width): an image (its one chunk) at the two sizes,
+# and two clips (their later chunks, and the decoded clip growing with the frames).
+VAE_FRAMES = ((17, 480, 832), (81, 480, 832))
 # The shared GPU rows (GiB): FLUX VAE at 1024 and 1536 px, Wan 2.1 VAE at 33 and 81 frames.
 VAE_GPU_ROWS: Mapping[str, Mapping[str, Sequence[tuple[tuple[int, int, int], float]]]] = {
     "FLUX.1 VAE": {
@@ -1086,37 +1090,38 @@ def _vae_pass(module: Module, direction: str, frames: int, height: int, width: i
 
 
 def _vae_fits(module: Module, frame_by_frame: bool) -> dict[str, Any]:
-    """A fit of each pass: images by pixel; a frame-by-frame video VAE by frame and clip pixel."""
+    """A fit of each pass: images by pixel; a frame-by-frame video VAE's one frame by pixel too,
+    its later chunks by frame pixel and its clip by clip pixel."""
     passes: dict[str, Any] = {}
     for direction in ("decode", "encode"):
+        small, large = (_vae_peak(module, direction, 1, s, s) for s in VAE_SIDES)
+        a1, a2 = VAE_SIDES[0] ** 2, VAE_SIDES[1] ** 2
+        slope = (large - small) / (a2 - a1)
+        fixed = small - slope * a1
+        passes[direction] = {"fixed_bytes": round(fixed), "bytes_per_pixel": round(slope, 1)}
         if frame_by_frame:
-            (f1, h1, w1), (_, h2, w2), (f2, _, _) = VAE_FRAMES
-            small, large, longer = (_vae_peak(module, direction, *p) for p in VAE_FRAMES)
-            a1, a2 = h1 * w1, h2 * w2
-            per_clip = (longer - large) / ((f2 - f1) * a2)
-            per_frame = (large - small) / (a2 - a1) - per_clip * f1
-            fixed = large - per_frame * a2 - per_clip * f1 * a2
-            passes[direction] = {
-                "fixed_bytes": round(fixed),
-                "bytes_per_pixel": round(per_frame, 1),
-                "bytes_per_clip_pixel": round(max(per_clip, 0.0), 2),
-            }
-        else:
-            small, large = (_vae_peak(module, direction, 1, s, s) for s in VAE_SIDES)
-            a1, a2 = VAE_SIDES[0] ** 2, VAE_SIDES[1] ** 2
-            slope = (large - small) / (a2 - a1)
-            passes[direction] = {
-                "fixed_bytes": round(small - slope * a1),
-                "bytes_per_pixel": round(slope, 1),
+            # The first chunk is one frame (the image's line above); each later chunk holds
+            # four and the causal cache: what the shorter clip has beyond its first chunk's
+            # working set and its decoded frames, per pixel of a frame.
+            (f1, h, w), (f2, _, _) = VAE_FRAMES
+            short, long = (_vae_peak(module, direction, *p) for p in VAE_FRAMES)
+            pixels = h * w
+            per_clip = max((long - short) / ((f2 - f1) * pixels), 0.0)
+            chunk = (short - fixed - per_clip * f1 * pixels) / pixels - slope
+            passes[direction] |= {
+                "chunk_bytes_per_pixel": round(chunk, 1),
+                "bytes_per_clip_pixel": round(per_clip, 2),
             }
     return {"frame_by_frame": frame_by_frame, **passes}
 
 
 def _at(fit: Mapping[str, float], frames: int, height: int, width: int) -> float:
+    """catalog.VaePass.at: a later chunk's term once the clip has two latent frames (4n+1)."""
     pixels = height * width
     return (
         fit["fixed_bytes"]
         + fit["bytes_per_pixel"] * pixels
+        + (fit.get("chunk_bytes_per_pixel", 0.0) * pixels if frames > 4 else 0.0)
         + fit.get("bytes_per_clip_pixel", 0.0) * pixels * frames
     )
 
@@ -1169,13 +1174,15 @@ def measure_vae(family: Family) -> dict[str, Any] | None:
             key: round(value * factors[direction], 2 if key == "bytes_per_clip_pixel" else 1)
             for key, value in fits[direction].items()
         }
-    points = (
-        f"{VAE_FRAMES[0][0]} and {VAE_FRAMES[2][0]} frames at {VAE_FRAMES[0][1]}x"
-        f"{VAE_FRAMES[0][2]} and {VAE_FRAMES[1][1]}x{VAE_FRAMES[1][2]}"
-        if fits["frame_by_frame"]
-        else f"{VAE_SIDES[0]} and {VAE_SIDES[1]} px squares"
-        + (" of one frame (an image family)" if video_vae and not family.video else "")
+    points = f"{VAE_SIDES[0]} and {VAE_SIDES[1]} px squares" + (
+        " of one frame (an image family)" if video_vae and not family.video else ""
     )
+    if fits["frame_by_frame"]:
+        points += (
+            f" (one frame: the first chunk), and {VAE_FRAMES[0][0]} and {VAE_FRAMES[1][0]} frames"
+            f" at {VAE_FRAMES[0][1]}x{VAE_FRAMES[0][2]} (the later chunks of four frames with"
+            " the causal cache, and the clip)"
+        )
     source = (
         f"bench/calibrate_memory.py {family.id} --kind vae: {module.describe()}, bf16 fake tensors "
         f"on CPU, no gradients, batch 1, flash SDPA; the peak of the live storages a pass "
@@ -1198,6 +1205,11 @@ def measure_vae(family: Family) -> dict[str, Any] | None:
                 )
         checked = "gpu" if worst <= 0.15 else "cpu"
         source += "; the fit against those rows: " + ", ".join(checks)
+    if fits["frame_by_frame"]:
+        source += (
+            "; no GPU row has one frame: its first-chunk terms are measured on CPU only "
+            "(bench/measure_vae_decode.py lists each size)"
+        )
     _VAE_CACHE[key] = {"checked": checked, **fits, "source": source}
     return _VAE_CACHE[key]
 

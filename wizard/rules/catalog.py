@@ -554,20 +554,26 @@ class UnetMemory(_Frozen):
 class VaePass(_Frozen):
     """The peak of one VAE pass above its weights, no gradients, bf16, one image or clip.
 
-    ``bytes_per_pixel`` is per pixel of the image; for a VAE that works frame by frame, per pixel
-    of one frame (the working set it does not repeat per frame). ``bytes_per_clip_pixel`` is per
-    pixel of the whole clip (frames × height × width): what the assembled video costs.
+    ``bytes_per_pixel`` is per pixel of the image; for a VAE that works chunk by chunk, per
+    pixel of one frame in its first chunk (one frame: an image, or a clip's first).
+    ``chunk_bytes_per_pixel`` is what each later chunk adds to that, per pixel of one frame:
+    its frames (four for Wan's VAE) and its causal convolutions' cache, held from the second
+    chunk on. ``bytes_per_clip_pixel`` is per pixel of the whole clip (frames × height ×
+    width): what the assembled video costs.
     """
 
     fixed_bytes: float
     bytes_per_pixel: float = Field(gt=0)
+    chunk_bytes_per_pixel: float = Field(default=0.0, ge=0)
     bytes_per_clip_pixel: float = Field(default=0.0, ge=0)
 
-    def at(self, pixels: float, frames: int = 1) -> float:
-        """The pass's peak for one image of ``pixels`` (or a clip of ``frames`` such frames)."""
+    def at(self, pixels: float, frames: int = 1, chunks: int = 1) -> float:
+        """The pass's peak for one image of ``pixels`` (or a clip of ``frames`` such frames,
+        taken in ``chunks`` chunks)."""
         return (
             self.fixed_bytes
             + self.bytes_per_pixel * pixels
+            + (self.chunk_bytes_per_pixel * pixels if chunks > 1 else 0.0)
             + self.bytes_per_clip_pixel * pixels * frames
         )
 
@@ -578,17 +584,20 @@ class VaeMemory(_Frozen):
     checked: Checked
     frame_by_frame: bool = False
     """A video VAE that decodes and encodes one chunk of frames at a time with a cache, so its
-    working set does not grow with the frame count."""
+    working set does not grow with the frame count (a one-chunk image's is smaller)."""
     decode: VaePass
     encode: VaePass
     source: NonEmpty
 
     @model_validator(mode="after")
     def _clip_term(self) -> VaeMemory:
-        clip = (self.decode.bytes_per_clip_pixel, self.encode.bytes_per_clip_pixel)
-        if not self.frame_by_frame and any(clip):
-            raise ValueError("bytes_per_clip_pixel is for a frame_by_frame VAE")
         for name, fit in (("decode", self.decode), ("encode", self.encode)):
+            clip = (fit.bytes_per_clip_pixel, fit.chunk_bytes_per_pixel)
+            if not self.frame_by_frame and any(clip):
+                raise ValueError(
+                    f"{name}: bytes_per_clip_pixel and chunk_bytes_per_pixel are for a "
+                    "frame_by_frame VAE"
+                )
             if fit.at(256 * 256) <= 0:
                 raise ValueError(f"{name} is not positive at 256x256")
         return self

@@ -80,12 +80,19 @@ class VaePasses:
         return self.passed(resolution, resolution, frames, decode=decode)
 
     def passed(self, width: int, height: int, frames: int, *, decode: bool) -> float:
-        """Bytes of one VAE decode (or encode) of ``frames`` frames of width × height: a video
-        VAE decodes frame by frame with a cache, so its peak does not grow with the frames."""
+        """Bytes of one VAE decode (or encode) of ``frames`` frames of width × height.
+
+        A video VAE works chunk by chunk with a causal cache, so its peak barely grows with the
+        frames: the first chunk holds one frame (one latent frame), each later one the
+        temporal compression's frames and the cache, so a clip of more than one latent frame
+        costs its later chunk's working set and an image or a one-latent-frame clip only the
+        first's (diffusers ``AutoencoderKLWan._decode``, ``_encode``)."""
         if on_cpu(self.figures.process.model.vae_device):
             return 0.0
         measured = self.measured
         if measured is None:
             return 0.0
         passed = measured.decode if decode else measured.encode
-        return passed.at(width * height, max(frames, 1))
+        frames = max(frames, 1)
+        chunks = int(self.figures.shape.latent_frames(frames)) if measured.frame_by_frame else 1
+        return passed.at(width * height, frames, chunks)
