@@ -411,6 +411,10 @@ class FamilyParams(_Frozen):
     """Parameters of modules beside the transformer that AI Toolkit moves to the transformer's
     card for every pass and never quantizes nor offloads (LTX-2's text connectors and text
     projection): on the card at the train dtype from the first pass on, not while loading."""
+    after_sample: float = Field(default=0.0, ge=0)
+    """Parameters of modules a sample moves to the card and nothing moves back (LTX-2's
+    vocoder): on the card at the train dtype in a sample, and in every training step after the
+    first sample; not with sampling off."""
     source: NonEmpty
 
 

@@ -64,6 +64,7 @@ class Params:
     vae: float
     experts: int = 1
     beside: float = 0.0
+    after_sample: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -32,9 +32,11 @@ def memory(process: dict[str, Any], kind: str = "image") -> JobMemory:
     return job_memory(document(job_tree(DEFAULTS, process)), [], kind)
 
 
-def ltx23(percent: float) -> JobMemory:
-    """ai-toolkit#758's LTX-2.3 job: the UI's defaults (low_vram, quantized), rank 32, a 512
-    bucket (its clips' frames are not stated: one frame, the least), transformer offloading."""
+def ltx23(percent: float, sampling: bool = True) -> JobMemory:
+    """ai-toolkit#758's LTX-2.3 job as the UI makes it: low_vram, quantized, rank 32, a 512
+    bucket, one frame (ui jobConfig.ts defaultDatasetConfig), latents cached (options.tsx's
+    ltx2.3 defaults), text embeddings not cached (jobConfig.ts train), a 121-frame 768 x 768
+    sample every 250 steps (options.tsx, defaultSamples.ts); transformer offloading."""
     model = {
         "arch": "ltx2.3",
         "quantize": True,
@@ -43,7 +45,10 @@ def ltx23(percent: float) -> JobMemory:
         "layer_offloading_transformer_percent": percent,
     }
     dataset = {"resolution": [512], "num_frames": 1, "cache_latents_to_disk": True}
-    return memory({"model": model, "network": {"linear": 32}, "datasets": [dataset]}, "video")
+    train = {"cache_text_embeddings": False, "disable_sampling": not sampling}
+    sample = {"sample_every": 250, "width": 768, "height": 768, "num_frames": 121, "fps": 24}
+    process = {"model": model, "network": {"linear": 32}, "datasets": [dataset], "train": train}
+    return memory({**process, "sample": {**sample, "prompts": ["a bear"]}}, "video")
 
 
 def test_ltx2_s_text_connectors_stay_on_the_card_beside_the_offloaded_transformer() -> None:
@@ -58,15 +63,28 @@ def test_ltx2_s_text_connectors_stay_on_the_card_beside_the_offloaded_transforme
     assert full.parts["load"].transformer < 1.0
 
 
+def test_ltx2_s_vocoder_stays_on_the_card_after_the_first_sample() -> None:
+    # ltx2.py get_generation_pipeline moves the whole pipeline to the card to sample;
+    # BaseModel.restore_device_state moves back the VAE, transformer, text encoder and adapter,
+    # not the vocoder (LTX2VocoderWithBWE, 128.5 M parameters for LTX-2.3). Before: nothing.
+    vocoder = 128_537_448 * 2 / GIB
+    assert ltx23(1.0).parts["training"].vae == pytest.approx(vocoder, abs=0.01)
+    assert any("vocoder" in note for note in ltx23(1.0).notes)
+    # The cached latents put the VAEs in system RAM, and without a sample the vocoder stays there.
+    assert ltx23(1.0, sampling=False).parts["training"].vae == 0.0
+
+
 @pytest.mark.parametrize(("percent", "measured_gb"), [(0.5, 26.7), (1.0, 18.0)])
-def test_ltx23_s_published_peaks_are_within_4_gib_of_the_figure(
+def test_ltx23_s_published_peaks_are_within_1_5_gib_of_the_figure(
     percent: float, measured_gb: float
 ) -> None:
-    # ai-toolkit#758 (RTX 5090): 26.7 GB at 50 %, ~18 GB at 100 %. Before the connectors the
-    # figure was 6-9 GiB under both; now 2.4-3.5 GiB at one frame (its clips' frames unknown).
+    # ai-toolkit#758 (RTX 5090): 26.7 GB at 50 %, ~18 GB at 100 %. With the UI's defaults the
+    # text encoder is offloaded, not unloaded: its token embeddings (1.02 B) stay on the card,
+    # and so does the vocoder after the baseline sample. Before: 2.4-3.5 GiB under (the job
+    # taken with cached embeddings and no sample); with the connectors, 6-9 GiB.
     band = ltx23(percent).phases["training"]
     assert band is not None
-    assert abs(band.mid - measured_gb * GB) < 4.0, (band, measured_gb * GB)
+    assert abs(band.mid - measured_gb * GB) < 1.5, (band, measured_gb * GB)
 
 
 def full_fine_tune(optimizer: str) -> JobMemory:

@@ -24,6 +24,8 @@ turned into GiB at the end (``/ 2³⁰``)::
     text_encoder = P_te × b_te × (1 − o_te) + o_te × R_te × b_te'   0 with te_device: cpu
     vae          = P_vae × b_vae                   0 with vae_device: cpu, and in a training
                                                    step when every dataset's latents are cached
+                   + P_as × b                      in a sample, and in a training step when
+                                                   the job samples at all (a sample leaves them)
     trainable    = adapter weights + gradients (+ EMA's copy)  or, for a full fine-tune,
                    P_t' × b × s (gradients) (+ P_t' × b, EMA), P_t' the weights left on the
                    card by layer offloading (a moved weight's gradient goes to system RAM as
@@ -58,6 +60,8 @@ turned into GiB at the end (``/ 2³⁰``)::
                  ``dequantized_per_forward``, offloaded or not): F.linear keeps that copy for
                  the input's gradient until backward: the largest block's Linear weights at
                  the compute dtype with checkpointing, every Linear weight's without
+    P_as         parameters a sample moves to the card and nothing moves back (memory.yaml's
+                 ``params.after_sample``: LTX-2's vocoder)
     R_te, b_te'  the text encoders' parameters outside their Linear and Conv2d layers
                  (memory.yaml's ``offload.text_encoder_resident_params``: token embeddings
                  above all), which text-encoder offloading leaves on the card, unquantized
@@ -230,6 +234,10 @@ class ProcessAccount:
             return None
         return sample
 
+    def _samples_at_all(self) -> bool:
+        """Whether the run samples before or during training (a baseline or a periodic one)."""
+        return self._samples(first=True) is not None or self._samples(first=False) is not None
+
     def cards(self, phase: Phase) -> list[Terms]:
         """The phase's terms: one, or one per card of a split model (the fullest sets the
         phase's band); none where the phase does not happen."""
@@ -259,6 +267,7 @@ class ProcessAccount:
                 self.trained.optimizer,
                 self.weights.in_flight_pass,
                 self.in_flight_step,
+                self.weights.after_sample,
             )
         first = card.index == 0
         whole = 1.0 if first else 0.0
@@ -276,6 +285,7 @@ class ProcessAccount:
             self.trained.optimizer * by_share,
             self.weights.in_flight_pass * card.share,
             self.in_flight_step * card.share,
+            self.weights.after_sample * whole,
         )
 
     def terms(self, phase: Phase, card: SplitCard | None = None) -> Terms | None:
@@ -311,6 +321,13 @@ class ProcessAccount:
             # With every dataset's latents cached the training state puts the VAE in system
             # RAM (BaseSDTrainProcess.py:2514; sd_device_states_presets.py:47-49).
             vae = 0.0 if self.vae_passes.latents_cached() else held.vae
+            if held.after_sample and self._samples_at_all():
+                vae += held.after_sample
+                self.notes.append(
+                    f"The vocoder ({held.after_sample / 2**30:.2f} GiB) stays on the card after "
+                    "the first sample: AI Toolkit moves the whole pipeline there to sample and "
+                    "moves back only the VAE, the transformer and the text encoder."
+                )
             trainable = held.adapter_weights + held.gradients + held.ema
             act = self.activations.training(blocks)
             encode = self.vae_passes.encode() if first else 0.0
@@ -359,7 +376,7 @@ class ProcessAccount:
             transformer=(held.transformer, held.transformer * w),
             in_flight=(held.in_flight_pass, held.in_flight_pass),
             text_encoder=(te, te * te_slack),
-            vae=(held.vae, held.vae * te_slack),
+            vae=(held.vae + held.after_sample, (held.vae + held.after_sample) * te_slack),
             trainable=(weights, weights),
             optimizer=(optimizer, optimizer),
             activations=zero if decoded else (low, high),
@@ -397,3 +414,5 @@ class _Held:
     """Weight copies made for a forward pass (offloading's staging rings)."""
     in_flight_step: float = 0.0
     """Weight copies made for a training step (both rings, and dequantized copies kept)."""
+    after_sample: float = 0.0
+    """Modules a sample moves to the card and nothing moves back (LTX-2's vocoder)."""

@@ -49,7 +49,8 @@ class Weights:
     """The weights one process holds on the card, in bytes: ``transformer`` (resident),
     ``transformer_load`` (while it is quantized on the card), ``in_flight_pass`` and
     ``in_flight_step`` (the layers' copies made for a forward pass and a training step),
-    ``text_encoder``, ``te_load`` and ``vae``; with the bytes per weight (``full``) and the
+    ``text_encoder``, ``te_load``, ``vae`` and ``after_sample`` (what a sample leaves on the
+    card: memory.yaml's ``params.after_sample``); with the bytes per weight (``full``) and the
     share of the transformer layer offloading moves (``offloaded``, ``moved_share``)."""
 
     def __init__(self, figures: FamilyFigures) -> None:
@@ -119,6 +120,11 @@ class Weights:
                 "the card beside the transformer from the first pass on, at the train dtype: "
                 "AI Toolkit neither quantizes nor offloads them."
             )
+        # ltx2.py get_generation_pipeline moves the whole pipeline (its vocoder too) to the
+        # card for a sample; BaseModel.restore_device_state moves back only the VAE, the
+        # transformer, the encoders and the adapter, so the vocoder stays on cuda:0.
+        after = self.figures.family.params.after_sample if self.figures.family is not None else 0.0
+        self.after_sample = after * BILLION * self.full
         te_on_cpu = on_cpu(model.te_device)
         self.text_encoder = 0.0 if te_on_cpu else self._text_encoder_on_card(o_te, b_te)
         self.te_load = self.text_encoder
