@@ -337,9 +337,10 @@ class ArchFacts(_Frozen):
     def _tiled_decode_measured(self, info: ValidationInfo) -> ArchFacts:
         context = info.context if isinstance(info.context, dict) else {}
         measured = context.get("tiled_decode_families")
-        if self.sample_decode_tiled_by and measured is not None and self.memory not in measured:
+        families = {self.memory} if self.memory else {n.family for n in self.memory_by_name}
+        if self.sample_decode_tiled_by and measured is not None and families - measured:
             raise ValueError(
-                f"sample_decode_tiled_by needs its family's vae.tiled_decode in {MEMORY_FILE}"
+                f"sample_decode_tiled_by needs its families' vae.tiled_decode in {MEMORY_FILE}"
             )
         return self
 

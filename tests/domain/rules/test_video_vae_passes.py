@@ -101,8 +101,9 @@ def account(arch: str, model: dict[str, Any] | None = None) -> ProcessAccount:
     process = view_after(document(config), []).processes[0]
     presets = load_presets()
     facts = presets.arch(arch)
-    assert facts is not None and facts.memory is not None
-    return ProcessAccount(process, facts, presets.memory_families[facts.memory], presets, True)
+    assert facts is not None
+    family = presets.memory_of(facts, process.model.name_or_path)
+    return ProcessAccount(process, facts, family, presets, True)
 
 
 def sample_decode(
@@ -122,6 +123,9 @@ def test_low_vram_or_vae_tiling_tiles_a_text_to_video_sample_decode() -> None:
             longer = sample_decode(arch, switch, 832, 480, 81)
             assert longer == pytest.approx(TILED_CLIP_81_480P, rel=0.05)
         assert sample_decode(arch, None, 1024, 1024, 1) == pytest.approx(ONE_FRAME_1024, rel=0.03)
+    # The Python-only arch wan21 (its size from name_or_path) tiles as wan21:1b does.
+    named = account("wan21", {"name_or_path": "Wan-AI/Wan2.1-T2V-1.3B-Diffusers", **LOW_VRAM})
+    assert named.vae_passes.tiles_decode()
     # Wan 2.2 5B's own VAE (16x spatial compression, the same 256 px tiles): 0.84 GiB tiled.
     assert sample_decode("wan22_5b", LOW_VRAM, 832, 480, 33) == pytest.approx(0.84, rel=0.05)
     tiled = account("wan21:1b", LOW_VRAM)
