@@ -1040,18 +1040,30 @@ FRAME_BY_FRAME = frozenset({"AutoencoderKLWan"})
 FIVE_D = frozenset({"AutoencoderKLWan", "AutoencoderKLQwenImage", "AutoencoderKLLTX2Video"})
 
 
-_PEAKS: dict[tuple[str, str, int, int, int], int] = {}
+# A frame-by-frame video VAE's tiled decode (AI Toolkit's Wan text-to-video samples with
+# model.low_vram or model_kwargs.vae_tiling): one frame (one tile's first chunk, and the frame's
+# kept tiles), and two clips of the same frame (the later chunk, and the kept tiles and the clip
+# growing with the frames). Diffusers' AutoencoderKLWan tiles a frame wider or taller than its
+# tile_sample_min_width / _height (256 px).
+VAE_TILED_FRAMES = ((1, 480, 832), (33, 480, 832), (81, 480, 832))
+VAE_TILE = 256
+
+_PEAKS: dict[tuple[str, str, int, int, int, bool], int] = {}
 
 
-def _vae_peak(module: Module, direction: str, frames: int, height: int, width: int) -> int:
+def _vae_peak(
+    module: Module, direction: str, frames: int, height: int, width: int, *, tiled: bool = False
+) -> int:
     """The peak bytes of one pass (kept: the reference VAEs are measured once a run)."""
-    key = (module.label, direction, frames, height, width)
+    key = (module.label, direction, frames, height, width, tiled)
     if key not in _PEAKS:
-        _PEAKS[key] = _vae_pass(module, direction, frames, height, width)
+        _PEAKS[key] = _vae_pass(module, direction, frames, height, width, tiled=tiled)
     return _PEAKS[key]
 
 
-def _vae_pass(module: Module, direction: str, frames: int, height: int, width: int) -> int:
+def _vae_pass(
+    module: Module, direction: str, frames: int, height: int, width: int, *, tiled: bool = False
+) -> int:
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -1075,6 +1087,9 @@ def _vae_pass(module: Module, direction: str, frames: int, height: int, width: i
             size = (frames, height, width) if video else (height, width)
         shape = (1, channels, *size)
         x = _randn(torch, *shape)
+        if tiled:
+            assert vae.tile_sample_min_width == vae.tile_sample_min_height == VAE_TILE
+            vae.enable_tiling()
         exclude = {_ptr(p) for p in vae.parameters()} | {_ptr(b) for b in vae.buffers()}
         with (
             torch.no_grad(),
@@ -1113,6 +1128,18 @@ def _vae_fits(module: Module, frame_by_frame: bool) -> dict[str, Any]:
                 "bytes_per_clip_pixel": round(per_clip, 2),
             }
     return {"frame_by_frame": frame_by_frame, **passes}
+
+
+def _tiled_fit(module: Module) -> dict[str, float]:
+    """The tiled decode (catalog.TiledDecode): one tile's first chunk, a later chunk's extra and
+    the kept tiles per clip pixel, from one frame and two clips of the same frame."""
+    (_, h, w), (f2, _, _), (f3, _, _) = VAE_TILED_FRAMES
+    one, short, long = (_vae_peak(module, "decode", *p, tiled=True) for p in VAE_TILED_FRAMES)
+    pixels = h * w
+    per_clip = max((long - short) / ((f3 - f2) * pixels), 0.0)
+    fixed = one - per_clip * pixels
+    chunk = max(short - fixed - per_clip * f2 * pixels, 0.0)
+    return {"fixed_bytes": fixed, "chunk_bytes": chunk, "bytes_per_clip_pixel": per_clip}
 
 
 def _at(fit: Mapping[str, float], frames: int, height: int, width: int) -> float:
@@ -1210,8 +1237,42 @@ def measure_vae(family: Family) -> dict[str, Any] | None:
             "; no GPU row has one frame: its first-chunk terms are measured on CPU only "
             "(bench/measure_vae_decode.py lists each size)"
         )
-    _VAE_CACHE[key] = {"checked": checked, **fits, "source": source}
+    entry = {"checked": checked, **fits}
+    if fits["frame_by_frame"]:
+        entry["tiled_decode"] = _measure_tiled(module, factors["decode"], factor_words)
+    _VAE_CACHE[key] = {**entry, "source": source}
     return _VAE_CACHE[key]
+
+
+def _measure_tiled(module: Module, factor: float, factor_words: str) -> dict[str, Any]:
+    """The tiled decode's terms, times the decode's GPU factor, and what they give at each
+    point they were fitted on (and one 1024 px frame, which they were not)."""
+    fit = {
+        key: round(value * factor, 2 if key == "bytes_per_clip_pixel" else 1)
+        for key, value in _tiled_fit(module).items()
+    }
+    checks = []
+    for frames, height, width in (*VAE_TILED_FRAMES, (1, 1024, 1024)):
+        measured = _vae_peak(module, "decode", frames, height, width, tiled=True) * factor
+        found = (
+            fit["fixed_bytes"]
+            + (fit["chunk_bytes"] if frames > 4 else 0.0)
+            + fit["bytes_per_clip_pixel"] * frames * height * width
+        )
+        checks.append(
+            f"{frames}x{height}x{width} {found / 2**30:.2f} GiB vs {measured / 2**30:.2f}"
+        )
+    points = ", ".join(f"{f}x{h}x{w}" for f, h, w in VAE_TILED_FRAMES)
+    source = (
+        f"bench/calibrate_memory.py --kind vae: {module.describe()} with enable_tiling() "
+        f"(tiles of {VAE_TILE} px every 192 px, a frame wider or taller than {VAE_TILE} px), "
+        "bf16 fake tensors on CPU, no gradients, batch 1; the peak of the live storages the "
+        f"decode creates, fitted over {points}, times the untiled decode's GPU factor "
+        f"({factor_words.split(';')[0]}); the fit against the measurement: "
+        + ", ".join(checks)
+        + "; no GPU row has a tiled decode"
+    )
+    return {"tile": VAE_TILE, **fit, "source": source}
 
 
 def params_of(family: Family) -> dict[str, Any]:
@@ -1344,7 +1405,10 @@ HEADER = """\
 #                 checkpointed_peak likewise with diffusers' gradient checkpointing
 #   vae           the peak of a decode and an encode above the VAE's weights, no gradients, bf16,
 #                 one image: fixed_bytes + bytes_per_pixel x pixels; a frame_by_frame video VAE:
-#                 bytes_per_pixel per pixel of one frame, + bytes_per_clip_pixel x frames x pixels
+#                 bytes_per_pixel per pixel of one frame, + bytes_per_clip_pixel x frames x pixels;
+#                 tiled_decode: its decode tile by tile (a frame wider or taller than tile px):
+#                 fixed_bytes + chunk_bytes from the second latent frame + bytes_per_clip_pixel x
+#                 frames x pixels
 #   offload       what AI Toolkit's layer offloading leaves on the card: the transformer's
 #                 parameters outside every Linear and Conv2d (resident_params: norms, embeddings,
 #                 Conv3d, modulation tables) and its largest Linear or Conv2d

@@ -342,8 +342,11 @@ def gpu_factor(direction: str) -> float:
     return sum(ratios) / len(ratios)
 
 
-def modelled(name: str, direction: str, frames: int, height: int, width: int) -> float:
-    """What presets/memory.yaml's figures give (catalog.VaePass.at), bytes."""
+def modelled(
+    name: str, direction: str, frames: int, height: int, width: int, *, tiled: bool = False
+) -> float:
+    """What presets/memory.yaml's figures give (catalog.VaePass.at, catalog.TiledDecode.at for
+    a tiled decode), bytes."""
     import yaml
 
     families = yaml.safe_load(MEMORY_YAML.read_text(encoding="utf-8"))["families"]
@@ -351,6 +354,13 @@ def modelled(name: str, direction: str, frames: int, height: int, width: int) ->
     fit = vae[direction]
     pixels = height * width
     chunks = (frames - 1) // 4 + 1 if vae.get("frame_by_frame") else 1
+    tiles = vae.get("tiled_decode") if tiled else None
+    if tiles is not None and (width > tiles["tile"] or height > tiles["tile"]):
+        return float(
+            tiles["fixed_bytes"]
+            + (tiles["chunk_bytes"] if chunks > 1 else 0.0)
+            + tiles["bytes_per_clip_pixel"] * pixels * frames
+        )
     return float(
         fit["fixed_bytes"]
         + fit["bytes_per_pixel"] * pixels
@@ -367,7 +377,7 @@ def table(name: str, rows: Sequence[Pass], tiled: bool) -> None:
         f"\n{label}: {direction}, bf16, batch 1. Peak: the live bytes above the weights and the "
         f"{'latent' if direction == 'decode' else 'clip'} (fake tensors); x GPU: times "
         f"{factor:.3f}, the Wan 2.1 VAE's GPU rows over the same count; memory.yaml: what fit "
-        "counts (untiled)"
+        "counts"
     )
     out = "clip" if direction == "decode" else "latent"
     print(
@@ -382,7 +392,7 @@ def table(name: str, rows: Sequence[Pass], tiled: bool) -> None:
         print(
             f"| {r.frames} | {r.height}×{r.width} | {r.peak / GIB:.3f} | "
             f"{r.peak * factor / GIB:.2f} | "
-            f"{modelled(name, direction, r.frames, r.height, r.width) / GIB:.2f} | "
+            f"{modelled(name, direction, r.frames, r.height, r.width, tiled=tiled) / GIB:.2f} | "
             f"{r.cache / GIB:.3f} | {r.out / GIB:.3f} | {r.peak_chunk + 1} of "
             f"{len(r.chunk_peaks)} | " + (f"{gpu:.2f}" if gpu else "") + " |"
         )

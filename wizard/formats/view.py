@@ -304,6 +304,8 @@ class ModelKwargsView(_Section):
     """Krea 2 and Boogu edit: the pixel budget a control image is scaled down to."""
     use_comfy_weights: Flag = False
     """Load ComfyUI's pre-quantized weights: the transformer arrives at its file's precision."""
+    vae_tiling: Flag = False
+    """Wan's text-to-video archs: tile the VAE's decode of every sample."""
 
 
 class TrainView(_Section):

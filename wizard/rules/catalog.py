@@ -56,6 +56,9 @@ if TYPE_CHECKING:
 
 ArchGroup = Literal["image", "instruction", "video", "audio", "experimental"]
 OffloadSupport = Literal["works", "ignored", "raises"]
+DecodeTilingSwitch = Literal["low_vram", "vae_tiling"]
+"""A switch that tiles an arch's sample decode: ``model.low_vram``, or
+``model.model_kwargs.vae_tiling``."""
 UiCondition = Literal[
     "low_vram_box",
     "layer_offloading_box",
@@ -292,6 +295,8 @@ class ArchFacts(_Frozen):
     """With memory_unknown: the family ``model.name_or_path`` gives, first match wins."""
     low_vram_sample_unloads_te: bool = False
     """With low_vram, sampling holds the text encoder only while it encodes the prompts."""
+    sample_decode_tiled_by: Annotated[tuple[DecodeTilingSwitch, ...], AfterValidator(_unique)] = ()
+    """The switches, any of which tiles the VAE's decode of a sample (none: never tiled)."""
     ui_control_paths: Literal["single", "multi"] | None = None
     """An edit arch's control-image pickers in the simple form: one, or up to three."""
     control_pixels: ControlPixels | None = None
@@ -326,6 +331,17 @@ class ArchFacts(_Frozen):
             raise ValueError("needs spatial_compression, patch and bucket_divisibility")
         if self.layer_offloading != "works" and self.low_memory.layer_offloading:
             raise ValueError(f"layer offloading {self.layer_offloading}: keep it out of the recipe")
+        return self
+
+    @model_validator(mode="after")
+    def _tiled_decode_measured(self, info: ValidationInfo) -> ArchFacts:
+        context = info.context if isinstance(info.context, dict) else {}
+        measured = context.get("tiled_decode_families")
+        families = {self.memory} if self.memory else {n.family for n in self.memory_by_name}
+        if self.sample_decode_tiled_by and measured is not None and families - measured:
+            raise ValueError(
+                f"sample_decode_tiled_by needs its families' vae.tiled_decode in {MEMORY_FILE}"
+            )
         return self
 
     @property
@@ -582,6 +598,37 @@ class VaePass(_Frozen):
         )
 
 
+class TiledDecode(_Frozen):
+    """The peak of a spatially tiled decode above the VAE's weights, no gradients, bf16.
+
+    A frame wider or taller than ``tile`` pixels is decoded tile by tile (overlapping tiles of
+    ``tile`` pixels), each tile through every chunk of frames with its own causal cache, and the
+    decoded tiles are kept and blended into the clip: one tile's working set in its first chunk
+    (``fixed_bytes``), what a tile's later chunk of frames adds from the second latent frame on
+    (``chunk_bytes``), and the kept tiles and the assembled clip per pixel of the whole clip
+    (``bytes_per_clip_pixel``). A frame within one tile is decoded whole (the untiled figures).
+    """
+
+    tile: int = Field(gt=0)
+    fixed_bytes: float = Field(gt=0)
+    chunk_bytes: float = Field(ge=0)
+    bytes_per_clip_pixel: float = Field(ge=0)
+    source: NonEmpty
+
+    def tiles(self, width: int, height: int) -> bool:
+        """Whether a frame of width × height is decoded tile by tile."""
+        return width > self.tile or height > self.tile
+
+    def at(self, pixels: float, frames: int = 1, chunks: int = 1) -> float:
+        """The tiled decode's peak for a clip of ``frames`` frames of ``pixels`` each, taken in
+        ``chunks`` chunks."""
+        return (
+            self.fixed_bytes
+            + (self.chunk_bytes if chunks > 1 else 0.0)
+            + self.bytes_per_clip_pixel * pixels * frames
+        )
+
+
 class VaeMemory(_Frozen):
     """A family's VAE: the peaks of its decode (every sample) and encode (uncached latents)."""
 
@@ -591,6 +638,9 @@ class VaeMemory(_Frozen):
     working set does not grow with the frame count (a one-chunk image's is smaller)."""
     decode: VaePass
     encode: VaePass
+    tiled_decode: TiledDecode | None = None
+    """The decode tile by tile, where an arch of the family tiles its samples' decode
+    (archs.yaml ``sample_decode_tiled_by``)."""
     source: NonEmpty
 
     @model_validator(mode="after")
@@ -1210,7 +1260,16 @@ def _load(directory: Traversable) -> Presets:
     ui_fields = parse_preset(directory / UI_FIELDS_FILE, UiFieldsFile)
     memory = parse_preset(directory / MEMORY_FILE, MemoryFile)
     archs = parse_preset(
-        directory / ARCHS_FILE, ArchsFile, {"memory_families": set(memory.families)}
+        directory / ARCHS_FILE,
+        ArchsFile,
+        {
+            "memory_families": set(memory.families),
+            "tiled_decode_families": {
+                key
+                for key, family in memory.families.items()
+                if family.vae is not None and family.vae.tiled_decode is not None
+            },
+        },
     )
     ladders = parse_preset(
         directory / LADDERS_FILE, LaddersFile, {"ui_fields": set(ui_fields.fields)}

@@ -670,6 +670,20 @@ def test_a_repeated_arch_id_is_refused(preset_copy: Path) -> None:
         load_presets(preset_copy)
 
 
+def test_an_arch_that_tiles_its_sample_decode_needs_its_familys_tiled_figures(
+    preset_copy: Path,
+) -> None:
+    # Qwen-Image's family has no tiled decode figures.
+    _break(
+        preset_copy,
+        "archs.yaml",
+        "    python_arch: qwen_image\n",
+        "    python_arch: qwen_image\n    sample_decode_tiled_by: [vae_tiling]\n",
+    )
+    with pytest.raises(PresetError, match=r"vae\.tiled_decode"):
+        load_presets(preset_copy)
+
+
 def test_the_step_limits_are_data(presets: Presets) -> None:
     limits = presets.limits
     assert limits.resolution_rungs == (1536, 1280, 1024, 768, 512)

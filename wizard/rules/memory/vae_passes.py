@@ -4,7 +4,10 @@ encode while they are cached (in the load phase), and a sample's decode (the acc
 
 The figures are memory.yaml's ``vae`` of the family (its own VAE's decode and encode, by pixels
 and frames), else a stand-in family's (:data:`IMAGE_VAE_STAND_IN`, :data:`VIDEO_VAE_STAND_IN`);
-a pixel-space model has no VAE to pass through.
+a pixel-space model has no VAE to pass through. An arch that tiles its samples' decode
+(archs.yaml ``sample_decode_tiled_by``: Wan's text-to-video archs with ``model.low_vram`` or
+``model.model_kwargs.vae_tiling``) decodes a frame larger than one tile tile by tile: the
+family's ``vae.tiled_decode``.
 """
 
 from __future__ import annotations
@@ -92,7 +95,38 @@ class VaePasses:
         measured = self.measured
         if measured is None:
             return 0.0
-        passed = measured.decode if decode else measured.encode
         frames = max(frames, 1)
         chunks = int(self.figures.shape.latent_frames(frames)) if measured.frame_by_frame else 1
+        tiled = measured.tiled_decode if decode else None
+        if tiled is not None and self.tiles_decode() and tiled.tiles(width, height):
+            return tiled.at(width * height, frames, chunks)
+        passed = measured.decode if decode else measured.encode
         return passed.at(width * height, frames, chunks)
+
+    def tiles_decode(self) -> bool:
+        """Whether the samples' decode is tiled: a switch of the arch's
+        ``sample_decode_tiled_by`` is on (AI Toolkit's ``use_vae_tiling``, wan21.py:523-528)
+        and the family's VAE has the tiled figures. Says so in a note the first time."""
+        facts = self.figures.facts
+        if facts is None or not facts.sample_decode_tiled_by:
+            return False
+        if self.measured is None or self.measured.tiled_decode is None:
+            return False
+        model = self.figures.process.model
+        kwargs = model.model_kwargs
+        on = {
+            "low_vram": model.low_vram is True,
+            "vae_tiling": kwargs is not None and kwargs.vae_tiling is True,
+        }
+        switch = next((s for s in facts.sample_decode_tiled_by if on[s]), None)
+        if switch is None:
+            return False
+        named = "low_vram" if switch == "low_vram" else "model_kwargs.vae_tiling"
+        note = (
+            f"With {named} the VAE decodes each sample tile by tile (tiles of "
+            f"{self.measured.tiled_decode.tile} px), so the decode holds one tile's work, not "
+            "a whole frame's."
+        )
+        if note not in self.figures.notes:
+            self.figures.notes.append(note)
+        return True
