@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, seed, settings, strategies as st
 
 import oom_wizard.logs.scan as scan_module
 from oom_wizard.logs import bars as logs_bars, read as logread, run as logs_run, scan as logscan
@@ -653,7 +653,8 @@ def _line(text: str) -> bytes:
     return text.replace("\r", " ").replace("\n", " ").encode("utf-8", "replace")
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@seed(20261207)
 @given(st.data())
 def test_every_match_of_every_marker_gets_past_the_required_strings_the_trigger_and_the_gate(
     data: st.DataObject,
@@ -667,9 +668,11 @@ def test_every_match_of_every_marker_gets_past_the_required_strings_the_trigger_
     - the gate finds the line with text around the match, alone and inside a block.
 
     One pass over one draw: drawing a string from every pattern is nearly all of the cost
-    (a second per example, the suite's costliest test). Five examples draw five matches of
-    every pattern, the same ones on every run (the suite's profile);
-    ``HYPOTHESIS_PROFILE=explore`` draws new ones.
+    (seconds per example, the suite's costliest test). Three examples draw three matches of
+    every pattern from a fixed seed, the same ones on every run and in every checkout: the
+    derandomized profile drew other matches in a fresh clone of the same commit, and they
+    cost five minutes. ``HYPOTHESIS_PROFILE=explore`` does not change them: drop the seed to
+    draw new ones.
     """
     trigger = COMPILED.trigger
     assert trigger is not None
