@@ -337,17 +337,17 @@ class Point:
     ckpt_peak: int  # the peak of forward + recomputation + backward under checkpointing
 
 
-def _tensors(value: Any) -> Iterator[Any]:
+def tensors_in(value: Any) -> Iterator[Any]:
     import torch
 
     if isinstance(value, torch.Tensor):
         yield value
     elif isinstance(value, list | tuple):
         for item in value:
-            yield from _tensors(item)
+            yield from tensors_in(item)
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _tensors(item)
+            yield from tensors_in(item)
 
 
 def _clone(value: Any, grads: set[str], path: str = "") -> Any:
@@ -383,7 +383,7 @@ def _grad_paths(value: Any, path: str = "") -> set[str]:
     return found
 
 
-def _ptr(tensor: Any) -> int:
+def storage_id(tensor: Any) -> int:
     """The identity of a tensor's storage (its C++ StorageImpl; fake tensors have one too)."""
     return int(tensor.untyped_storage()._cdata)
 
@@ -395,7 +395,7 @@ def _fp32_matmuls() -> Any:
     more times slower than fp32 (a HiDream block took an hour). The product's output is the
     bf16 tensor the kernel would give, of the same shape and strides (a GPU's bf16 GEMM also
     accumulates in fp32 and rounds once); the fp32 operands exist only inside this mode's own
-    call, where neither the saved-tensor hooks nor ``_LiveBytes`` (a mode entered inside this
+    call, where neither the saved-tensor hooks nor ``LiveBytes`` (a mode entered inside this
     one) see them, so what is counted is unchanged.
     """
     import torch
@@ -423,8 +423,12 @@ def _fp32_matmuls() -> Any:
     return Fp32Matmuls()
 
 
-class _LiveBytes:
-    """Follows every storage created inside the region: live bytes now and at their peak."""
+class LiveBytes:
+    """Follows every storage created inside the region: live bytes now and at their peak.
+
+    A storage is counted once, however many tensors view it, from the operator that first
+    returns it until it is freed (a weakref finalizer on the storage); ``window`` is the peak
+    since the last :meth:`reset_window` (a VAE's peak chunk by chunk)."""
 
     def __init__(self, exclude: set[int]) -> None:
         from torch.utils._python_dispatch import TorchDispatchMode
@@ -438,7 +442,7 @@ class _LiveBytes:
                 out = func(*args, **(kwargs or {}))
                 if "scaled_dot_product" in str(func):
                     tracker.attention.add(str(func).split(".")[1])
-                for tensor in _tensors(out):
+                for tensor in tensors_in(out):
                     tracker.add(tensor)
                 return out
 
@@ -446,6 +450,7 @@ class _LiveBytes:
         self.live = 0
         self.peak = 0
         self.known: dict[int, int] = {}
+        self.window = 0
         self.attention: set[str] = set()  # the attention kernels that ran
         self.mode = Mode()
 
@@ -458,13 +463,17 @@ class _LiveBytes:
         self.known[ptr] = size
         self.live += size
         self.peak = max(self.peak, self.live)
+        self.window = max(self.window, self.live)
         weakref.finalize(storage, self.free, ptr)
+
+    def reset_window(self) -> None:
+        self.window = self.live
 
     def free(self, ptr: int) -> None:
         size = self.known.pop(ptr, 0)
         self.live -= size
 
-    def __enter__(self) -> _LiveBytes:
+    def __enter__(self) -> LiveBytes:
         self.mode.__enter__()
         return self
 
@@ -494,8 +503,8 @@ def _run_block(
 
     call_args = _clone(args, grads, "a")
     call_kwargs = _clone(kwargs, grads, "k")
-    exclude = {_ptr(p) for p in block.parameters()} | {_ptr(b) for b in block.buffers()}
-    shared = {_ptr(t) for t in _tensors((call_args, call_kwargs)) if not t.requires_grad}
+    exclude = {storage_id(p) for p in block.parameters()} | {storage_id(b) for b in block.buffers()}
+    shared = {storage_id(t) for t in tensors_in((call_args, call_kwargs)) if not t.requires_grad}
     saved: dict[int, int] = {}
     forward = True
 
@@ -507,11 +516,11 @@ def _run_block(
                 saved.setdefault(ptr, storage.nbytes())
         return tensor
 
-    inputs = {_ptr(t) for t in _tensors((call_args, call_kwargs))}
+    inputs = {storage_id(t) for t in tensors_in((call_args, call_kwargs))}
     with (
         sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]),
         torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t),
-        _LiveBytes(exclude | inputs) as live,
+        LiveBytes(exclude | inputs) as live,
         # (not under checkpointing: its recomputation runs outside the policy)
         contextlib.nullcontext() if checkpoint or recomputes else _cuda_policy(adapter),
     ):
@@ -521,7 +530,7 @@ def _run_block(
             else:
                 out = block(*call_args, **call_kwargs)
         forward = False
-        outs = [t for t in _tensors(out) if t.requires_grad]
+        outs = [t for t in tensors_in(out) if t.requires_grad]
         torch.autograd.backward(outs, [torch.ones_like(t) for t in outs])
         del out, outs
         if copies is not None:
@@ -746,7 +755,7 @@ def measure(family: Family, real: bool = False) -> dict[str, Any]:
                 args, kwargs, grads = captured[name]
                 kept = sum(
                     t.untyped_storage().nbytes()
-                    for t in _tensors((_clone(args, grads, "a"), _clone(kwargs, grads, "k")))
+                    for t in tensors_in((_clone(args, grads, "a"), _clone(kwargs, grads, "k")))
                     if t.requires_grad
                 )
                 for adapter in running:
@@ -1090,11 +1099,11 @@ def _vae_pass(
         if tiled:
             assert vae.tile_sample_min_width == vae.tile_sample_min_height == VAE_TILE
             vae.enable_tiling()
-        exclude = {_ptr(p) for p in vae.parameters()} | {_ptr(b) for b in vae.buffers()}
+        exclude = {storage_id(p) for p in vae.parameters()} | {storage_id(b) for b in vae.buffers()}
         with (
             torch.no_grad(),
             sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]),
-            _LiveBytes(exclude | {_ptr(x)}) as live,
+            LiveBytes(exclude | {storage_id(x)}) as live,
         ):
             if direction == "decode":
                 out = vae.decode(x).sample

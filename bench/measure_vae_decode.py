@@ -33,14 +33,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from calibrate_memory import LiveBytes, storage_id
 from families.encoders import VAE_WAN21, VAE_WAN22
 
 GIB = 2**30
@@ -74,76 +74,6 @@ GPU_ROWS = {
     "decode": {(33, 480, 832): 4.27, (81, 480, 832): 4.38},
     "encode": {(33, 480, 832): 3.20, (81, 480, 832): 3.20},
 }
-
-
-def _tensors(value: Any) -> Iterator[Any]:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, tuple | list):
-        for item in value:
-            yield from _tensors(item)
-
-
-def _storage_id(tensor: Any) -> int:
-    return int(tensor.untyped_storage()._cdata)
-
-
-class LiveBytes:
-    """Every storage an operator creates inside the region: the bytes live now and at the peak.
-
-    A storage is counted once, however many tensors view it, from the operator that first
-    returns it until it is freed (a weakref finalizer on the storage)."""
-
-    def __init__(self, exclude: set[int]) -> None:
-        from torch.utils._python_dispatch import TorchDispatchMode
-
-        tracker = self
-
-        class Mode(TorchDispatchMode):  # type: ignore[misc]
-            def __torch_dispatch__(
-                self, func: Any, types: Any, args: Any = (), kwargs: Any = None
-            ) -> Any:
-                out = func(*args, **(kwargs or {}))
-                if "scaled_dot_product" in str(func):
-                    tracker.attention.add(str(func))
-                for tensor in _tensors(out):
-                    tracker.add(tensor)
-                return out
-
-        self.exclude = exclude
-        self.known: dict[int, int] = {}
-        self.live = 0
-        self.peak = 0
-        self.window = 0  # the peak since the last reset_window()
-        self.attention: set[str] = set()
-        self.mode = Mode()
-
-    def add(self, tensor: Any) -> None:
-        storage = tensor.untyped_storage()
-        key = int(storage._cdata)
-        size = int(storage.nbytes())
-        if key in self.known or key in self.exclude or not size:
-            return
-        self.known[key] = size
-        self.live += size
-        self.peak = max(self.peak, self.live)
-        self.window = max(self.window, self.live)
-        weakref.finalize(storage, self.free, key)
-
-    def reset_window(self) -> None:
-        self.window = self.live
-
-    def free(self, key: int) -> None:
-        self.live -= self.known.pop(key, 0)
-
-    def __enter__(self) -> LiveBytes:
-        self.mode.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.mode.__exit__(*exc)
 
 
 @dataclass(frozen=True)
@@ -200,7 +130,7 @@ def _cache_bytes(feat_map: Sequence[Any] | None) -> int:
     seen: dict[int, int] = {}
     for item in feat_map or ():
         if isinstance(item, torch.Tensor):
-            seen[_storage_id(item)] = int(item.untyped_storage().nbytes())
+            seen[storage_id(item)] = int(item.untyped_storage().nbytes())
     return sum(seen.values())
 
 
@@ -214,7 +144,7 @@ def run(vae: Any, x: Any, direction: str, *, tiled: bool = False) -> Pass:
         vae.enable_tiling()
     else:
         vae.disable_tiling()
-    exclude = {_storage_id(t) for t in (*vae.parameters(), *vae.buffers(), x)}
+    exclude = {storage_id(t) for t in (*vae.parameters(), *vae.buffers(), x)}
     chunk_peaks: list[int] = []
     cache_after: list[int] = []
     module = vae.decoder if direction == "decode" else vae.encoder
