@@ -275,6 +275,7 @@ class ArchFacts(_Frozen):
     frames: FrameGrid | None = None
     temporal_compression: float | None = Field(default=None, gt=0)
     spatial_compression: int | None = Field(default=None, gt=0)
+    latent_channels: int | None = Field(default=None, gt=0)
     patch: int | None = Field(default=None, gt=0)
     bucket_divisibility: int | None = Field(default=None, gt=0)
     default_sample_frames: int | None = Field(default=None, gt=0)

@@ -31,13 +31,14 @@ stay through training (augmentations turn caching off, ``config_modules.py:1021-
 read). Each file of the folder is an item at each resolution of the list (the dataset is split
 by resolution, ``config_modules.py:1097-1111``), ``num_repeats`` times, doubled by each of
 ``flip_x`` and ``flip_y`` (``data_loader.py:452-592``); an item's latent is ``C × (W / s) ×
-(H / s) × latent frames`` values, its bucket about ``resolution²`` pixels
-(:data:`LATENT_CHANNELS`). The folder's files are counted by the application where the folder
-is on this machine (:class:`~oom_wizard.host.media.MediaCount`); where it is not, the size of
-the dataset is not known and this is a note. Left out, with a note: DataLoader workers (each a
-process of its own), the OS's file cache of the safetensors files (reclaimable). Windows pins
-at most about half of the RAM (:data:`WINDOWS_PINNED_SHARE`; AnimaLoraStudio budgets its block
-swap so); on a Windows machine the pinned share is weighed against that cap as well.
+(H / s) × latent frames`` values, its bucket about ``resolution²`` pixels (``C``: the
+arch's ``latent_channels`` in ``presets/archs.yaml``). The folder's files are counted by the
+application where the folder is on this machine (:class:`~oom_wizard.host.media.MediaCount`);
+where it is not, the size of the dataset is not known and this is a note. Left out, with a
+note: DataLoader workers (each a process of its own), the OS's file cache of the safetensors
+files (reclaimable). Windows pins at most about half of the RAM (:data:`WINDOWS_PINNED_SHARE`;
+AnimaLoraStudio budgets its block swap so); on a Windows machine the pinned share is weighed
+against that cap as well.
 """
 
 from __future__ import annotations
@@ -75,26 +76,9 @@ a layer of 18 MiB (3072² in bf16) takes 32, one of 50 MiB (5120²) 64, one of 1
 unmerged PR #948 keeps a ledger of pinned bytes for this reason)."""
 WINDOWS_PINNED_SHARE: Final = 0.5
 """The share of RAM Windows lets a process pin, about."""
-LATENT_CHANNELS: Final[Mapping[str, int]] = {
-    **dict.fromkeys(("sd1", "sd15", "sd2", "sdxl", "ssd", "vega"), 4),
-    **dict.fromkeys(("pixart", "pixart_sigma", "auraflow"), 4),
-    **dict.fromkeys(("flux", "flux_kontext", "flex2", "chroma", "zimage", "sd3"), 16),
-    **dict.fromkeys(("hidream", "hidream_e1", "lumina2", "omnigen2"), 16),
-    **dict.fromkeys(("qwen_image", "qwen_image_edit", "qwen_image_edit_plus"), 16),
-    **dict.fromkeys(("wan21", "wan21_i2v", "wan22_14b", "wan22_14b_i2v"), 16),
-    **dict.fromkeys(("flux2", "flux2_klein_4b", "flux2_klein_9b"), 32),
-    "wan22_5b": 48,
-    **dict.fromkeys(("ltx2", "ltx2.3", "ltx2.5"), 128),
-}
-"""The channels of an arch's latent at the presets' spatial compression (its VAE's
-``latent_channels``): the SD and SDXL VAE 4 (PixArt and AuraFlow use SDXL's); FLUX.1's 16
-(its kin, SD3, HiDream, Lumina 2, OmniGen2 and Z-Image on the same or a like VAE), and Wan 2.1's
-16 (Qwen-Image's VAE is Wan's); FLUX.2's 32, Wan 2.2 5B's 48 at 1/16, LTX-2's 128 at 1/32; a
-pixel-space arch (spatial compression 1) keeps its 3 colour channels. Any other arch is taken
-at :data:`ASSUMED_LATENT_CHANNELS`, and says so."""
 ASSUMED_LATENT_CHANNELS: Final = 16
-"""The usual latent of a current arch (FLUX.1's, Wan 2.1's): what an arch not in
-:data:`LATENT_CHANNELS` is taken at."""
+"""The usual latent of a current arch (FLUX.1's, Wan 2.1's): what an arch whose
+``latent_channels`` ``presets/archs.yaml`` does not give is taken at."""
 TIGHT_SHARE: Final = 0.85
 """A phase whose high edge passes this share of the RAM is tight: the OS, the desktop and the
 file cache need the rest."""
@@ -259,14 +243,16 @@ def _process_phases(
 
 
 def latent_channels(facts: ArchFacts | None) -> tuple[int, bool]:
-    """The channels of the arch's latent (:data:`LATENT_CHANNELS`), and whether they are the
-    arch's own (False: :data:`ASSUMED_LATENT_CHANNELS`)."""
+    """The channels of the arch's latent (its ``latent_channels`` in ``presets/archs.yaml``; a
+    pixel-space arch keeps its 3 colour channels), and whether they are the arch's own (False:
+    :data:`ASSUMED_LATENT_CHANNELS`)."""
     if facts is None:
         return ASSUMED_LATENT_CHANNELS, False
     if facts.spatial_compression == 1:
         return 3, True
-    found = LATENT_CHANNELS.get(facts.python_arch)
-    return (found, True) if found is not None else (ASSUMED_LATENT_CHANNELS, False)
+    if facts.latent_channels is None:
+        return ASSUMED_LATENT_CHANNELS, False
+    return facts.latent_channels, True
 
 
 def _latents_in_ram(

@@ -19,7 +19,7 @@ over its processes, and applies the one calibration (:mod:`oom_wizard.rules.memo
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
@@ -326,8 +326,3 @@ def measured_phase(ended_in: str | None, finished: bool, memory: JobMemory) -> P
     if not happening:
         return last
     return max(happening, key=lambda p: (memory.phases[p] or Band(0.0, 0.0)).high)
-
-
-def with_changes_note(memory: JobMemory, note: str) -> JobMemory:
-    """``memory`` with one more note."""
-    return replace(memory, notes=(*memory.notes, note))
