@@ -296,6 +296,8 @@ class ArchFacts(_Frozen):
     """With memory_unknown: the family ``model.name_or_path`` gives, first match wins."""
     low_vram_sample_unloads_te: bool = False
     """With low_vram, sampling holds the text encoder only while it encodes the prompts."""
+    low_vram_skips_device_presets: bool = False
+    """With low_vram, the model keeps its parts where they are while the latents are cached."""
     sample_decode_tiled_by: Annotated[tuple[DecodeTilingSwitch, ...], AfterValidator(_unique)] = ()
     """The switches, any of which tiles the VAE's decode of a sample (none: never tiled)."""
     ui_control_paths: Literal["single", "multi"] | None = None

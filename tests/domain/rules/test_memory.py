@@ -441,13 +441,14 @@ def test_a_video_vae_decodes_frame_by_frame() -> None:
 
 def test_uncached_latents_are_encoded_in_the_step() -> None:
     # SDXL's VAE (FLUX.1's figures stand in: 2.00 GiB at 1024²) is heavier than its UNet's
-    # checkpointed step: the encode is the step's peak, and while caching it is the load's.
+    # checkpointed step: the encode is the step's peak. While caching it runs with the VAE
+    # alone on the card, below the loaded weights.
     uncached = shipped(tree(arch="sdxl", dataset={"cache_latents_to_disk": False}))
     assert uncached.parts["training"].vae_pass == pytest.approx(2.0 * STAND_IN_MID, rel=0.01)
     assert uncached.parts["training"].activations == 0.0
     cached = shipped(tree(arch="sdxl"))
     assert cached.parts["training"].vae_pass == 0.0
-    assert cached.parts["load"].vae_pass == pytest.approx(2.0 * STAND_IN_MID, rel=0.01)
+    assert cached.parts["load"].vae_pass == 0.0
 
 
 # --- calibration --------------------------------------------------------------------------
@@ -522,6 +523,20 @@ def test_a_loading_floor_above_the_estimate_stays_in_every_later_phase() -> None
     found = memory(config, calibration=Calibration("load", load.high + 20.0, None, None, "x"))
     extra = found.parts["load"].unexplained
     assert extra > 0.0 and found.parts["training"].unexplained == extra
+
+
+def test_a_loading_floor_on_weights_alone_puts_no_factor_on_the_activations() -> None:
+    """A load that holds only weights has nothing a factor could scale: what its floor needs
+    is all held beyond the estimate, and the training step's activations stay as measured."""
+    config = tree()
+    plain = memory(config)
+    load = plain.phases["load"]
+    assert load is not None and plain.parts["load"].vae_pass == 0.0
+    floor = load.low + 1.0
+    found = memory(config, calibration=Calibration("load", floor, None, None, "x"))
+    assert found.scale == 1.0
+    assert found.parts["training"].activations == pytest.approx(plain.parts["training"].activations)
+    assert found.parts["training"].unexplained == pytest.approx(1.0, abs=0.01)
 
 
 def test_a_crash_floor_below_the_band_changes_nothing() -> None:

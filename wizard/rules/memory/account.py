@@ -68,10 +68,13 @@ turned into GiB at the end (``/ 2³⁰``)::
 
 The phases::
 
-    load            transformer + one block at full precision while it is quantized on the
-                    card (not with low_vram, which quantizes in system RAM, nor with ComfyUI's
-                    pre-quantized weights) + text_encoder + vae (+ one item's encode while the
-                    latents are cached) + the context
+    load            the larger of: transformer + one block at full precision while it is
+                    quantized on the card (not with low_vram, which quantizes in system RAM,
+                    nor with ComfyUI's pre-quantized weights) + text_encoder + vae; and, while
+                    the latents are cached, vae + one item's encode (the transformer and the
+                    text encoder wait on the CPU; on an arch that skips the device presets
+                    under low_vram, ``low_vram_skips_device_presets``, the encode stacks on
+                    the first); + the context
     baseline_sample transformer + text_encoder (0 when cached) + vae + adapter weights
                     + the larger of the sample's denoising pass and the VAE decode + overhead
     training        transformer + text_encoder (0 when cached or unloaded, unless trained) + vae
@@ -94,7 +97,7 @@ dequantization beyond its slot (one layer at most).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from oom_wizard.formats.view import ProcessView, SampleView
 from oom_wizard.rules.catalog import ArchFacts, Presets
@@ -288,6 +291,48 @@ class ProcessAccount:
             self.weights.after_sample * whole,
         )
 
+    def _load(self, held: _Held, w: float, te_slack: float, first: bool) -> Terms:
+        """The load phase: the larger of its two moments.
+
+        Loaded: the final residency plus the block being quantized on the card (block by
+        block), the text encoder and the VAE beside it. Then the latents are cached with the
+        VAE alone on the card: AI Toolkit parks the transformer and the text encoder on the
+        CPU first (``set_device_state_preset('cache_latents')``, base_model.py:1554-1599,
+        dataloader_mixins.py:1962-1965), so one item's encode stacks on the VAE only; on an
+        arch that skips the presets under ``low_vram`` (archs.yaml's
+        ``low_vram_skips_device_presets``) it stacks on everything loaded."""
+        zero = (0.0, 0.0)
+        encode = self.vae_passes.caching() if first else 0.0
+        vae = (held.vae, held.vae * te_slack)
+
+        def moment(transformer: tuple[float, float], text_encoder: tuple[float, float]) -> Terms:
+            return Terms(
+                transformer=transformer,
+                text_encoder=text_encoder,
+                vae=vae,
+                trainable=zero,
+                optimizer=zero,
+                activations=zero,
+                loading=True,
+                vae_pass=(encode, encode),
+                certainty=self.certainty,
+            )
+
+        loaded = moment(
+            (held.transformer_load, held.transformer_load * w),
+            (held.te_load, held.te_load * te_slack),
+        )
+        keeps = (
+            self.facts is not None
+            and self.facts.low_vram_skips_device_presets
+            and self.process.model.low_vram is True
+        )
+        if keeps or encode == 0.0:
+            return loaded
+        caching = moment(zero, zero)
+        loaded = replace(loaded, vae_pass=zero)
+        return max(loaded, caching, key=lambda t: t.fixed()[1] + t.vae_pass[1])
+
     def terms(self, phase: Phase, card: SplitCard | None = None) -> Terms | None:
         held = self._held(card)
         blocks = card.blocks if card is not None else None
@@ -300,21 +345,7 @@ class ProcessAccount:
         trains_te = self.process.train.train_text_encoder is True
         zero = (0.0, 0.0)
         if phase == "load":
-            # Quantized block by block on the card: the final residency plus the block being
-            # quantized; the encoder and VAE beside it, and while the latents are cached, one
-            # item's encode.
-            encode = self.vae_passes.caching() if first else 0.0
-            return Terms(
-                transformer=(held.transformer_load, held.transformer_load * w),
-                text_encoder=(held.te_load, held.te_load * te_slack),
-                vae=(held.vae, held.vae * te_slack),
-                trainable=zero,
-                optimizer=zero,
-                activations=zero,
-                loading=True,
-                vae_pass=(encode, encode),
-                certainty=self.certainty,
-            )
+            return self._load(held, w, te_slack, first)
         if phase == "training":
             unloaded = cached or self.process.train.unload_text_encoder is True
             te = held.text_encoder if trains_te or not unloaded else 0.0

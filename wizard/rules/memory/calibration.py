@@ -125,7 +125,8 @@ def scale_for(
     only now and then also ran on that card before, so its low edge is put on the floor from
     either side. A run's measured peak is a point: the band's midpoint is put on it. The
     factor stays within :data:`SCALE_RANGE`; what a floor or a point above the band needs
-    beyond it is a fixed amount (the second value, GiB), never a larger factor.
+    beyond it is a fixed amount (the second value, GiB), never a larger factor; so is all
+    of it where nothing in the phase varies (a load that holds only weights).
     """
     if calibration is None or not per_phase[calibration.phase]:
         return 1.0, 0.0
@@ -155,6 +156,10 @@ def scale_for(
     else:
         return 1.0, 0.0
     low, high = SCALE_RANGE
+    if target(band(high)) == target(band(1.0)):
+        # nothing in the phase varies (a load that only holds weights): no factor explains
+        # the figure, and one would only weigh on the other phases' activations
+        return 1.0, max(goal - target(band(1.0)), 0.0)
     if target(band(high)) < goal:
         return high, goal - target(band(high))
     if target(band(low)) > goal:
