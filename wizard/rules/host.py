@@ -11,7 +11,10 @@ share layer offloading moves) and AI Toolkit's source (27a03a91):
   (block by block, ``toolkit/util/quantize.py``) or moved to the card; the transformer and the
   text encoder are read one after the other, so the band runs from the larger of them to both
   (a ComfyUI pre-quantized file is read at its own precision).
-- **caching** (latents, text embeddings) and **training**: the memory manager pins every weight
+- **caching** (latents, text embeddings): each cache is filled with its own model alone on the
+  card (``set_device_state_preset``, ``dataloader_mixins.py:1962-1965, 2312-2315``), so the
+  transformer waits in RAM, and while the latents are encoded the text encoder too.
+- **caching** and **training**: the memory manager pins every weight
   it moves (``toolkit/memory_management/manager_modules.py:230-262``: ``pin_memory()`` per
   Linear and Conv2d, a quantized layer's inner buffers at their own bytes); torch's pinned
   (caching host) allocator rounds each allocation up to a power of two, so a layer takes 1 to 2
@@ -222,9 +225,19 @@ def _process_phases(
         trained.append(("moved weights' gradients and optimizer state", held, held))
     latents = _latents_in_ram(process, facts, presets, full, media, notes)
     caching_parts = [base, *pinned.parts, latents]
-    if model.low_vram is True:
-        resident = t_params * (1.0 - account.moved_share) * b_t * gib
+    resident = t_params * (1.0 - account.moved_share) * b_t * gib
+    encodes = any(
+        d.cache_latents is True or d.cache_latents_to_disk is True for d in process.datasets
+    )
+    if encodes or te_freed:
+        # each cache is filled with its own model alone on the card (set_device_state_preset
+        # 'cache_latents', then 'cache_text_encoder'): the transformer waits here
+        caching_parts.append(("transformer parked while caching", resident, resident))
+    elif model.low_vram is True:
         caching_parts.append(("transformer parked (low_vram)", resident, resident))
+    if encodes:  # and the text encoder while the latents are encoded, before it is freed
+        te_held = te_params * b_te * gib * (1.0 if te_freed else 1.0 - o_te)
+        caching_parts.append(("text encoder parked while caching", te_held, te_held))
     caching = _band(caching_parts)
     idle = 0.0
     if model.low_vram is True and account.experts > 1:  # the expert not in use waits on the CPU

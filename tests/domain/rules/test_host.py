@@ -85,6 +85,20 @@ def test_a_parked_text_encoder_counts_and_a_freed_one_does_not(tmp_path: Path) -
     assert freed.verdict == "unknown"
 
 
+def test_while_caching_the_models_not_in_use_wait_in_ram(tmp_path: Path) -> None:
+    # set_device_state_preset('cache_latents') keeps only the VAE on the card while the latents
+    # are encoded (dataloader_mixins.py:1962-1965, base_model.py:1554-1599): the transformer
+    # and the text encoder, not yet freed, are in RAM for that while.
+    host = host_memory(load_document(wan(tmp_path, quantize=True)), None)
+    parts = {name: high for name, _, high in host.phases["caching"].parts}
+    assert parts["transformer parked while caching"] == pytest.approx(14.3 * 1e9 / 2**30, rel=0.1)
+    # quantize_te follows quantize: the UMT5 encoder at a byte a weight too
+    assert parts["text encoder parked while caching"] == pytest.approx(5.7 * 1e9 / 2**30, rel=0.1)
+    assert "transformer parked while caching" not in dict(
+        (name, high) for name, _, high in host.phases["training"].parts
+    )
+
+
 def test_loading_reads_each_model_at_full_precision(tmp_path: Path) -> None:
     host = host_memory(load_document(wan(tmp_path)), 64.0)
     load = host.phases["load"]
