@@ -15,8 +15,9 @@ module per family group, and this script holds the machinery. For each memory fa
   copy of its input for the adapter's weight gradient, which frozen blocks do not;
   - a transformer at its real width with ONE block of each kind, forward and backward of one
     block at several token counts, with and without checkpointing, also frozen, with LoKr, and
-    (for families with shared GPU rows) in the rows' own setup: the adapter under bf16 autocast
-    with CUDA's float32 ops (``GPU_ROWS``): bytes per token per block;
+    (for families with shared GPU rows, or with another trainer's published point in that
+    setup: ``AUTOCAST_FAMILIES``) in the rows' own setup: the adapter under bf16 autocast with
+    CUDA's float32 ops, its input the base's own bf16 tensor: bytes per token per block;
   - a UNet whole, at 512 and 1024 px: a fixed part and a slope per latent pixel, for LoRA (and
     LoCon for the families ``LOCON_UNETS`` names), with and without diffusers' gradient
     checkpointing, and (SDXL) in the GPU rows' setup;
@@ -157,7 +158,8 @@ def billions(n: int) -> float:
 LORA_RANK = 16  # AI Toolkit's example configs: linear 16 (the rank barely moves the saved bytes)
 ADAPTERS = ("none", "lora", "lora_autocast", "lokr")
 """What a block is measured with: none (frozen), lora (AI Toolkit's fp32 path), lora_autocast
-(the adapter under bf16 autocast, as the shared GPU rows were taken), lokr (its fast path)."""
+(the adapter under bf16 autocast, as the shared GPU rows were taken and other trainers train:
+``AUTOCAST_FAMILIES``), lokr (its fast path)."""
 
 
 def _factor(dimension: int) -> tuple[int, int]:
@@ -646,6 +648,17 @@ GPU_ROWS: Mapping[str, Mapping[str, float]] = {
 }
 GPU_ROW_FAMILIES = frozenset(GPU_ROWS)
 """Families with shared GPU rows of a LoRA: their blocks are measured in the rows' setup too."""
+OTHER_TRAINERS: Mapping[str, str] = {
+    "wan21_14b": "diffusion-pipe (Wan 2.1 I2V 14B, tests/fixtures/measured_peaks.yaml)",
+    "wan21_1b": "diffusion-pipe (as Wan 2.1 14B)",
+    "wan22_14b": "diffusion-pipe (as Wan 2.1 14B)",
+    "wan22_5b": "diffusion-pipe (as Wan 2.1 14B)",
+}
+"""Families another trainer trains in the rows' setup (its LoRA under bf16 autocast, reading the
+base's own bf16 input; measured_peaks.yaml's ``lora_setup``), with the trainer whose published
+points they are compared with there."""
+AUTOCAST_FAMILIES = GPU_ROW_FAMILIES | frozenset(OTHER_TRAINERS)
+"""Families whose blocks are measured in that setup too (``autocast_*`` in memory.yaml)."""
 
 
 def gpu_check(family: Family, blocks: Sequence[Mapping[str, Any]]) -> str:
@@ -675,7 +688,7 @@ def gpu_check(family: Family, blocks: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _adapters(family: Family) -> tuple[str, ...]:
-    extra = ("lora_autocast",) if family.id in GPU_ROW_FAMILIES else ()
+    extra = ("lora_autocast",) if family.id in AUTOCAST_FAMILIES else ()
     return ("none", "lora", "lokr", *extra)
 
 
@@ -832,6 +845,11 @@ def measure(family: Family, real: bool = False) -> dict[str, Any]:
     )
     if family.id in GPU_ROWS:
         source += f"; against the shared GPU rows in their setup: {gpu_check(family, blocks)}"
+    elif family.id in OTHER_TRAINERS:
+        source += (
+            "; autocast_*: the LoRA under bf16 autocast (CUDA's float32 ops emulated), its input "
+            f"the base's own bf16 tensor, as {OTHER_TRAINERS[family.id]} trains it"
+        )
     activations: dict[str, Any] = {
         "width": width,
         "text_tokens": family.text_tokens,
@@ -1404,6 +1422,11 @@ HEADER = """\
 #                                           above its saved bytes
 #                   checkpointed_peak_bytes_per_token   with checkpointing, the block's peak
 #                                           while it is recomputed and back-propagated
+#                   autocast_saved_bytes_per_token, autocast_checkpointed_peak_bytes_per_token
+#                                           the same two with the LoRA under bf16 autocast,
+#                                           reading the base's bf16 input (the setup of the GPU
+#                                           rows and of other trainers' published points, which
+#                                           are compared with these; the wizard uses neither)
 #                   tokens                  joint: per image+text token; image: per image token
 #                                           (then text_bytes_per_token is per text token)
 #                 linearity: the fit's relative miss at a further token count;

@@ -41,9 +41,9 @@ SHARE = 0.15
 
 def gpu_rows() -> None:
     """The H200 rows (``tests/fixtures/gpu_peaks.yaml``) against ``fit``'s band, with the
-    figures in the rows' own setup (the LoRA under autocast)."""
+    figures in the rows' own setup (their ``lora_setup``: the LoRA under autocast)."""
     print(f"{'H200 row':44} {'band GiB':>13} {'measured':>9} {'error':>7}  in band  checked")
-    for p in points(fixture=GPU_FIXTURE, rows_setup=True):
+    for p in points(fixture=GPU_FIXTURE):
         inside = p.band.low <= p.measured_gib <= p.band.high
         print(
             f"{p.id:44} {p.band.low:6.1f}–{p.band.high:5.1f} {p.measured_gib:9.2f} "
@@ -55,7 +55,7 @@ def gpu_rows() -> None:
 def held_out_table() -> None:
     """In-sample against leave-one-source-out, per certainty class: the share within 15 % of
     the midpoint and the share inside the band, for the published points and the GPU rows."""
-    rows = points(fixture=GPU_FIXTURE, rows_setup=True)
+    rows = points(fixture=GPU_FIXTURE)
     published = points()
     everything = rows + published
     found = held_out_errors(everything)

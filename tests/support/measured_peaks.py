@@ -38,6 +38,15 @@ TOLERANCE = 0.15
 SHARE = 0.15
 """A midpoint is close when the measured peak lies within this share of it."""
 
+Setup = Literal["toolkit", "autocast"]
+"""How a point's trainer runs its LoRA, read from that trainer's code (the fixtures'
+``lora_setup``), and so which of memory.yaml's block figures the point is compared with:
+``toolkit``, AI Toolkit's own (the LoRA in fp32, each adapted Linear's input cast to fp32 with no
+autocast: an fp32 copy of the input per Linear; the figures the wizard uses, and the default);
+``autocast``, the LoRA under bf16 autocast reading the base's own bf16 input (one bf16 tensor kept
+per input the projections share): memory.yaml's ``autocast_*`` figures where the family has them,
+AI Toolkit's where it has none."""
+SETUPS: tuple[Setup, ...] = ("toolkit", "autocast")
 Kind = Literal["allocated", "reserved", "used"]
 """What a published figure is: PyTorch's peak allocation (no allocator slack, no context), its
 peak reservation (no context), or the process's memory as nvidia-smi shows it."""
@@ -71,7 +80,8 @@ class Point:
     phase: str = "training"
     config: Mapping[str, Any] = field(default_factory=dict, repr=False)
     """The AI Toolkit job the point was run as (to run it again with other overheads)."""
-    rows_setup: bool = False
+    lora_setup: Setup = "toolkit"
+    """The setup its trainer runs the LoRA in (:data:`Setup`)."""
     vae_on_card: bool = True
 
     @property
@@ -129,12 +139,31 @@ def job_tree(defaults: Mapping[str, Any], process: Mapping[str, Any]) -> dict[st
     }
 
 
-def gpu_setup(presets: Presets) -> Any:
-    """A family lookup with each family's figures in the setup of the shared H200 rows (the
-    LoRA under bf16 autocast, its input kept in bf16; SDXL's LoRA on the attention blocks'
-    Linears): memory.yaml's ``autocast_*`` block figures and the UNet's ``gpu_setup``. AI
-    Toolkit itself casts the LoRA's input to fp32 (the figures the wizard uses), so the rows
-    are checked against the same measurement in their own setup."""
+def setup_of(raw: Mapping[str, Any]) -> Setup:
+    """A fixture entry's ``lora_setup`` (``{setup, source}``; AI Toolkit's when it has none).
+    A setup is read from the trainer's code, so it comes with the source it was read from."""
+    found = raw.get("lora_setup")
+    if found is None:
+        return "toolkit"
+    setup, source = found.get("setup"), found.get("source")
+    if setup not in SETUPS or not str(source or "").strip():
+        choices = ", ".join(SETUPS)
+        raise ValueError(f"{raw['id']}: lora_setup needs a setup ({choices}) and a source")
+    return setup  # type: ignore[no-any-return]
+
+
+def families_in(setup: Setup, presets: Presets) -> Any:
+    """The family lookup a point in ``setup`` is compared with (None: the presets' own)."""
+    return autocast_setup(presets) if setup == "autocast" else None
+
+
+def autocast_setup(presets: Presets) -> Any:
+    """A family lookup with each family's figures in the autocast setup (the LoRA under bf16
+    autocast, its input kept in bf16 and shared with the base; SDXL's LoRA on the attention
+    blocks' Linears, as the shared H200 rows have it): memory.yaml's ``autocast_*`` block
+    figures and the UNet's ``gpu_setup``, AI Toolkit's where a family has none. AI Toolkit
+    itself casts the LoRA's input to fp32 (the figures the wizard uses), so a point taken in
+    that setup is checked against the same measurement in its own setup."""
 
     def lookup(facts: Any) -> Any:
         family = presets.memory_of(facts)
@@ -177,12 +206,11 @@ def points(
     presets: Presets | None = None,
     fixture: Path = FIXTURE,
     *,
-    rows_setup: bool = False,
     overheads: Overheads = OVERHEADS,
 ) -> list[Point]:
-    """Every point of the fixture with its band (a GPU row measured without a VAE on the card
-    has the VAE's bytes taken off its band; a figure published as PyTorch's allocation or
-    reservation is compared with the band less what it does not hold)."""
+    """Every point of the fixture with its band, in its trainer's LoRA setup (a GPU row measured
+    without a VAE on the card has the VAE's bytes taken off its band; a figure published as
+    PyTorch's allocation or reservation is compared with the band less what it does not hold)."""
     presets = presets or load_presets()
     data = yaml.safe_load(fixture.read_text(encoding="utf-8"))
     found = []
@@ -207,7 +235,7 @@ def points(
             kind=raw.get("kind", "used"),
             phase=raw.get("phase", "training"),
             config=config,
-            rows_setup=rows_setup,
+            lora_setup=setup_of(raw),
             vae_on_card=raw.get("vae_on_card", True) is not False,
         )
         found.append(evaluate(point, presets, overheads))
@@ -216,7 +244,7 @@ def points(
 
 def evaluate(point: Point, presets: Presets, overheads: Overheads = OVERHEADS) -> Point:
     """``point`` with the model's memory and band under ``overheads``."""
-    families = gpu_setup(presets) if point.rows_setup else None
+    families = families_in(point.lora_setup, presets)
     memory = job_memory(
         document(dict(point.config)),
         [],
@@ -382,6 +410,12 @@ class Delta:
     """The difference of the bands' low edges (the model's least)."""
     high: float
     """The difference of the high edges (the model's most)."""
+    lora_setup: Setup = "toolkit"
+    kind: str = "image"
+    """The model kind the jobs are estimated as (``video`` counts frames)."""
+    phase: str = "training"
+    configs: tuple[Mapping[str, Any], Mapping[str, Any]] = field(default=({}, {}), repr=False)
+    """The two AI Toolkit jobs (``from``, ``to``), to compare them again in another setup."""
 
     @property
     def mid(self) -> float:
@@ -401,30 +435,43 @@ class Delta:
 
 
 def deltas(presets: Presets | None = None) -> list[Delta]:
-    """Every measured difference of the fixture with the model's."""
+    """Every measured difference of the fixture with the model's, in its trainer's setup."""
     presets = presets or load_presets()
     data = yaml.safe_load(FIXTURE.read_text(encoding="utf-8"))
     found = []
     for raw in data.get("deltas", ()):
-        phase, kind = raw.get("phase", "training"), raw.get("kind", "image")
-        bands = []
-        for side in ("from", "to"):
-            config = job_tree(data["defaults"], raw[side])
-            band = job_memory(document(config), [], kind, presets=presets).phases[phase]
-            assert band is not None, raw["id"]
-            bands.append(band)
-        before, after = bands
-        found.append(
-            Delta(
-                id=raw["id"],
-                source=raw["source"],
-                settings=raw["settings"],
-                measured_gib=float(raw["measured_delta_gib"]),
-                low=after.low - before.low,
-                high=after.high - before.high,
-            )
+        delta = Delta(
+            id=raw["id"],
+            source=raw["source"],
+            settings=raw["settings"],
+            measured_gib=float(raw["measured_delta_gib"]),
+            low=0.0,
+            high=0.0,
+            lora_setup=setup_of(raw),
+            kind=raw.get("kind", "image"),
+            phase=raw.get("phase", "training"),
+            configs=(
+                job_tree(data["defaults"], raw["from"]),
+                job_tree(data["defaults"], raw["to"]),
+            ),
         )
+        found.append(evaluate_delta(delta, presets))
     return found
+
+
+def evaluate_delta(delta: Delta, presets: Presets) -> Delta:
+    """``delta`` with the model's difference of the two jobs' bands in ``delta.lora_setup``."""
+    families = families_in(delta.lora_setup, presets)
+    bands = []
+    for config in delta.configs:
+        memory = job_memory(
+            document(dict(config)), [], delta.kind, presets=presets, families=families
+        )
+        band = memory.phases[delta.phase]  # type: ignore[index]
+        assert band is not None, delta.id
+        bands.append(band)
+    before, after = bands
+    return replace(delta, low=after.low - before.low, high=after.high - before.high)
 
 
 def example_card(path: Path) -> float | None:

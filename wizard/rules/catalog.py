@@ -466,7 +466,8 @@ class BlockMemory(_Frozen):
     """With AI Toolkit's LoKr instead of its LoRA, where that saves a different amount."""
     autocast_saved_bytes_per_token: float | None = Field(default=None, gt=0)
     """With the LoRA run under bf16 autocast (its input kept in bf16, shared with the base), as
-    the shared GPU rows were taken: the figure that checks the method against them."""
+    the shared GPU rows were taken and other trainers train: the figure that checks the method
+    against them (the wizard's own figures are AI Toolkit's)."""
     autocast_checkpointed_peak_bytes_per_token: float | None = Field(default=None, ge=0)
     """``checkpointed_peak_bytes_per_token`` in that setup."""
 

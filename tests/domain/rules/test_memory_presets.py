@@ -385,6 +385,30 @@ def test_flux_blocks_in_the_gpu_rows_setup_reproduce_them(presets: Presets) -> N
     assert _mean(blocks, "saved_bytes_per_token") > _mean(blocks, "autocast_saved_bytes_per_token")
 
 
+@pytest.mark.parametrize(
+    ("family_id", "ffn"),
+    [("wan21_14b", 13824), ("wan21_1b", 8960), ("wan22_14b", 13824), ("wan22_5b", 14336)],
+)
+def test_wan_s_lora_costs_what_its_linears_inputs_count(
+    presets: Presets, family_id: str, ffn: int
+) -> None:
+    # Per image token, above the frozen block (whose Linears keep no input: their weights are
+    # frozen), with the width w: AI Toolkit's LoRA keeps an fp32 copy of the input of each of
+    # the 8 adapted Linears (self-attention q, k, v, out; cross-attention q, out; the FFN's two)
+    # and its rank-16 fp32 product; under bf16 autocast the LoRA reads the base's bf16 tensors,
+    # one per input the projections share (q, k and v read one; the attention outputs the out
+    # projections read are kept by the flash kernel already): the self-attention's and the
+    # cross-attention's query inputs, the FFN's input and its GELU's output.
+    family = presets.memory_families[family_id]
+    assert family.activations is not None
+    w = family.activations.width
+    (block,) = family.activations.blocks
+    frozen = block.frozen_saved_bytes_per_token
+    assert frozen is not None and block.autocast_saved_bytes_per_token is not None
+    assert block.saved_bytes_per_token - frozen == 4 * (7 * w + ffn) + 8 * 16 * 4
+    assert block.autocast_saved_bytes_per_token - frozen == 2 * (3 * w + ffn) + 8 * 16 * 2
+
+
 def test_a_lora_measurement_saves_more_than_frozen_blocks(presets: Presets) -> None:
     for family in families(presets):
         acts = family.activations
