@@ -34,8 +34,8 @@ CERTAINTY_WORDS: Final[Mapping[Certainty, str]] = MappingProxyType(
 CLASS_BAND: Final[Mapping[Certainty, tuple[float, float]]] = MappingProxyType(
     {
         "gpu": (-0.108, 0.108),
-        "cpu": (-0.165, 0.165),
-        "stand_in": (-0.33, 0.33),
+        "cpu": (-0.151, 0.151),
+        "stand_in": (-0.302, 0.302),
     }
 )
 """A phase's band around the model's figure (± a share of it), by how its varying part was
