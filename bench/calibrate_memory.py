@@ -828,6 +828,11 @@ def measure(family: Family, real: bool = False) -> dict[str, Any]:
         + (" (1 and 2 latent frames)" if family.video else "")
         + (f", checked at {points[2].grid.image_tokens}" if real else "")
         + f"; text tokens: {family.text_tokens_source}"
+        + (
+            f"; text embeddings: {family.text_embedding_source}"
+            if family.text_embedding_width
+            else ""
+        )
         + (f"; real tensors because {family.real}" if family.real else "")
     )
     if family.id in GPU_ROWS:
@@ -839,6 +844,8 @@ def measure(family: Family, real: bool = False) -> dict[str, Any]:
         "adapted": family.adapted,
         "blocks": blocks,
     }
+    if family.text_embedding_width:
+        activations["text_embedding_width"] = family.text_embedding_width
     if family.note:
         activations["tokens_per_frame_note"] = family.note
     activations["linearity"] = round(max(misses), 4)
