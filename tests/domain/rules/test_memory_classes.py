@@ -108,6 +108,21 @@ def test_ltx2_s_text_embeddings_stay_on_the_card_through_each_pass() -> None:
     # an arch whose embeddings are no wider than a block's input gives none
     assert presets.memory_families["flux"].activations is not None
     assert presets.memory_families["flux"].activations.text_embedding_width is None
+    # A sample holds the prompt's and the negative prompt's, both padded (ltx2.py
+    # generate_single_image), and with guidance their concatenation too (diffusers
+    # pipeline_ltx2.py __call__): through the denoising and the decode. Before: none.
+    for guidance, copies in ((4.0, 4), (1.0, 2)):
+        sample = {"sample_every": 250, "width": 512, "height": 512, "num_frames": 9, "fps": 24}
+        process = {
+            "model": {"arch": "ltx2.3", "quantize": True},
+            "train": {"disable_sampling": False},
+            "sample": {**sample, "guidance_scale": guidance, "prompts": ["a bear"]},
+        }
+        tree = job_tree(DEFAULTS, process)
+        found = job_memory(document(tree), [], "video")
+        before = job_memory(document(tree), [], "video", presets=without)
+        held = found.phases["sample"].mid - before.phases["sample"].mid  # type: ignore[union-attr]
+        assert held == pytest.approx(copies * embeddings, rel=0.01), guidance
 
 
 @pytest.mark.parametrize(("percent", "measured_gb"), [(0.5, 26.7), (1.0, 18.0)])
