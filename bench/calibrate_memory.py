@@ -1413,6 +1413,9 @@ HEADER = """\
 #                                           while it is recomputed and back-propagated
 #                   tokens                  joint: per image+text token; image: per image token
 #                                           (then text_bytes_per_token is per text token)
+#                 text_embedding_width: where a step's text embeddings are far wider than a
+#                 block's input (LTX-2's stacked Gemma states), the values per text token it
+#                 holds for each item (the source says where the toolkit's code does it);
 #                 linearity: the fit's relative miss at a further token count;
 #                 null with `unknown: why` where the blocks could not be measured
 #   unet          a UNet's activations per batch item, each a fit: fixed_bytes plus
