@@ -841,6 +841,11 @@ def measure(family: Family, real: bool = False) -> dict[str, Any]:
         + (" (1 and 2 latent frames)" if family.video else "")
         + (f", checked at {points[2].grid.image_tokens}" if real else "")
         + f"; text tokens: {family.text_tokens_source}"
+        + (
+            f"; text embeddings: {family.text_embedding_source}"
+            if family.text_embedding_width
+            else ""
+        )
         + (f"; real tensors because {family.real}" if family.real else "")
     )
     if family.id in GPU_ROWS:
@@ -857,6 +862,8 @@ def measure(family: Family, real: bool = False) -> dict[str, Any]:
         "adapted": family.adapted,
         "blocks": blocks,
     }
+    if family.text_embedding_width:
+        activations["text_embedding_width"] = family.text_embedding_width
     if family.note:
         activations["tokens_per_frame_note"] = family.note
     activations["linearity"] = round(max(misses), 4)
@@ -1429,6 +1436,9 @@ HEADER = """\
 #                                           are compared with these; the wizard uses neither)
 #                   tokens                  joint: per image+text token; image: per image token
 #                                           (then text_bytes_per_token is per text token)
+#                 text_embedding_width: where a step's text embeddings are far wider than a
+#                 block's input (LTX-2's stacked Gemma states), the values per text token it
+#                 holds for each item (the source says where the toolkit's code does it);
 #                 linearity: the fit's relative miss at a further token count;
 #                 null with `unknown: why` where the blocks could not be measured
 #   unet          a UNet's activations per batch item, each a fit: fixed_bytes plus

@@ -51,6 +51,11 @@ class Family:
     experts: int = 1
     text_tokens: int = 512
     text_tokens_source: str = ""
+    # Values per text token of the embeddings a training step holds on the card beside the
+    # blocks, where they are far wider than a block's input (None: no wider), and where the
+    # toolkit's code says so
+    text_embedding_width: int | None = None
+    text_embedding_source: str = ""
     blocks: tuple[str, ...] = ()  # the ModuleList attributes that hold the stacked blocks
     reduce: Mapping[str, Any] = field(default_factory=dict)  # config overrides: one block each
     inputs: Callable[[Any, Mapping[str, Any], Grid], Inputs] | None = None

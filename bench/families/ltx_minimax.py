@@ -37,6 +37,15 @@ _LTX_23 = {
     "perturbed_attn": True,
 }
 _LTX_SRC = "AI Toolkit ltx2/convert_ltx2_to_diffusers.py config"
+_GEMMA_TEXT = GEMMA3_12B.config["text_config"]
+# every hidden state of Gemma-3-12B stacked per token: its embeddings' output and each layer's
+_LTX_TEXT_WIDTH = (_GEMMA_TEXT["num_hidden_layers"] + 1) * _GEMMA_TEXT["hidden_size"]
+_LTX_TEXT_SOURCE = (
+    f"Gemma-3-12B's {_GEMMA_TEXT['num_hidden_layers'] + 1} hidden states of "
+    f"{_GEMMA_TEXT['hidden_size']:,} stacked per token (AI Toolkit ltx2.py get_prompt_embeds: "
+    "output_hidden_states, torch.stack, flatten), padded to 1,024 tokens for every prediction "
+    "(pad_embeds in get_noise_prediction) and fed to the text connectors on the card"
+)
 _LTX_NOTE = (
     "VAE 32x32 spatial, 8x temporal, patch 1: a 768x512 121-frame clip is 16 x 24 x 16 = "
     "6,144 video tokens; the audio stream's tokens are a constant beside them"
@@ -55,6 +64,8 @@ FAMILIES: tuple[Family, ...] = (
         vae=(VAE_LTX2, VAE_LTX2_AUDIO),
         text_tokens=1024,
         text_tokens_source="LTX-2 pipeline max_sequence_length 1024",
+        text_embedding_width=_LTX_TEXT_WIDTH,
+        text_embedding_source=_LTX_TEXT_SOURCE,
         blocks=("transformer_blocks",),
         reduce={"num_layers": 1},
         inputs=_ltx2_inputs,
@@ -75,6 +86,8 @@ FAMILIES: tuple[Family, ...] = (
         vae=(VAE_LTX2, VAE_LTX2_AUDIO),
         text_tokens=1024,
         text_tokens_source="LTX-2 pipeline max_sequence_length 1024",
+        text_embedding_width=_LTX_TEXT_WIDTH,
+        text_embedding_source=_LTX_TEXT_SOURCE,
         blocks=("transformer_blocks",),
         reduce={"num_layers": 1},
         inputs=_ltx2_inputs,

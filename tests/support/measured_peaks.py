@@ -24,6 +24,7 @@ from oom_wizard.rules.memory import (
     Overheads,
     job_memory,
 )
+from oom_wizard.rules.modelkind import find_model_kind
 from oom_wizard.rules.shape import arch_facts
 from tests.support import corpus
 from tests.support.plan_support import document
@@ -245,10 +246,11 @@ def points(
 def evaluate(point: Point, presets: Presets, overheads: Overheads = OVERHEADS) -> Point:
     """``point`` with the model's memory and band under ``overheads``."""
     families = families_in(point.lora_setup, presets)
+    job = document(dict(point.config))
     memory = job_memory(
-        document(dict(point.config)),
+        job,
         [],
-        "image",
+        find_model_kind(job.view().primary).kind or "image",  # a clip's frames count
         presets=presets,
         families=families,
         overheads=overheads,

@@ -487,6 +487,11 @@ class FamilyActivations(_Frozen):
     width: int = Field(gt=0)
     text_tokens: int = Field(ge=0)
     """The text sequence length AI Toolkit trains the arch with."""
+    text_embedding_width: int | None = Field(default=None, gt=0)
+    """Values per text token of the embeddings a training step holds on the card for each
+    batch item, at the train dtype, where they are far wider than a block's input (LTX-2:
+    Gemma's hidden states stacked, 188,160; the source says where the code does it). None:
+    no wider, and the item's own cost holds them."""
     adapter: Literal["lora", "none"]
     """What was in place while measuring: AI Toolkit's LoRA on the modules ``adapted`` names, or
     nothing (frozen blocks, an older measurement that counts no adapter inputs: too low for a

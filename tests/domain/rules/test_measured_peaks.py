@@ -83,7 +83,7 @@ def test_the_check_fails_for_a_point_far_from_its_band() -> None:
 def test_most_points_with_counts_are_within_15_percent_of_the_midpoint() -> None:
     counted = [p for p in POINTS if p.has_counts]
     near = [p for p in counted if abs(p.band.mid - p.measured_gib) <= 0.15 * p.band.mid]
-    # 33 of 37 (89 %) on 2026-12-07 (28 on 2026-12-05); this holds it above three quarters
+    # 36 of 40 (90 %) on 2026-12-07 (28 of 37 on 2026-12-05); this holds it above three quarters
     assert len(near) >= 0.75 * len(counted), [p.id for p in counted if p not in near]
 
 
@@ -200,14 +200,16 @@ def test_a_held_out_point_is_run_with_a_refit_that_never_saw_its_source() -> Non
 
 def test_the_held_out_shares_hold_their_floors() -> None:
     # Each point with its source left out of every refit and of its band's width, on
-    # 2026-12-07: published 29 of 37 within 15 % (as before the overheads were split) and 28
-    # inside the band (21 before); GPU rows 12 of 13 and 11 (9 before).
+    # 2026-12-07: published 32 of 40 within 15 % and 30 inside the band (29 and 28 of 37
+    # before LTX-2's three points from two other trainers); GPU rows 12 of 13 and 10. The rows'
+    # 11th went with those points: their small misses (4-5 %) narrow the CPU class's width
+    # from 16.5 % to 15.1 %, and SDXL's batch-4 row misses by 16 %.
     published = [p for p in HELD_OUT if p.id in {q.id for q in POINTS}]
-    assert sum(p.close for p in published) >= 29, [p.id for p in published if not p.close]
-    assert sum(p.inside for p in published) >= 28, [p.id for p in published if not p.inside]
+    assert sum(p.close for p in published) >= 32, [p.id for p in published if not p.close]
+    assert sum(p.inside for p in published) >= 30, [p.id for p in published if not p.inside]
     rows = [p for p in HELD_OUT if p.id in {q.id for q in GPU_ROWS}]
     assert sum(p.close for p in rows) >= 12, [p.id for p in rows if not p.close]
-    assert sum(p.inside for p in rows) >= 11, [p.id for p in rows if not p.inside]
+    assert sum(p.inside for p in rows) >= 10, [p.id for p in rows if not p.inside]
 
 
 def test_a_band_holds_the_held_out_truth_as_often_as_it_says() -> None:

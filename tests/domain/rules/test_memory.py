@@ -55,6 +55,7 @@ class Activations:
     text_tokens: int
     blocks: tuple[Block, ...]
     adapter: str = "none"
+    text_embedding_width: int | None = None
 
 
 @dataclass(frozen=True)

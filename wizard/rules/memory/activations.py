@@ -15,7 +15,10 @@ datasets)::
     checkpointing off:  Σ_blocks count × saved × T + max_blocks peak × T
 
     T is T_joint for a block that attends jointly, T_img for one that sees image tokens only;
-    input, saved and peak are memory.yaml's bytes per token. An eager ``attention_backend``
+    input, saved and peak are memory.yaml's bytes per token. Where the text embeddings are far
+    wider than a block's input (memory.yaml's ``text_embedding_width``, LTX-2's Gemma hidden
+    states stacked: 188,160 values a token), each item's pass also holds text tokens × that
+    width at the train dtype (0.36 GiB for LTX-2's 1,024 tokens). An eager ``attention_backend``
     (levers.yaml's ``attention.eager``) adds the attention matrix M = heads × T² × bytes
     (heads = d / head_dim, the family's own head width where levers.yaml gives one): each block
     saves ``eager_saved_matrices`` × M for backward (kept with checkpointing off, only the
@@ -70,6 +73,7 @@ class TrainingActivations:
             self.notes.append(
                 "The preservation pass runs with gradients: the step keeps two passes' activations."
             )
+        embeddings = self._text_embeddings()
         loads = []
         for dataset in process.datasets or ():
             resolution = max(dataset.resolution or (512,))
@@ -82,15 +86,29 @@ class TrainingActivations:
                 control = dataset.control_images
                 image_tokens = image + control * self._control_tokens(dataset, image)
                 kept, transient = self._per_item(image_tokens, checkpointing, blocks)
-            loads.append(batch * (kept * passes + transient))
+            loads.append(batch * ((kept + embeddings) * passes + transient))
         if not loads:
             if self.figures.unet is not None:
                 return self._unet_item(512, checkpointing)
             kept, transient = self._per_item(
                 self.figures.shape.tokens(512, 512, 1), checkpointing, blocks
             )
-            loads.append(kept + transient)
+            loads.append(kept + embeddings + transient)
         return max(loads)
+
+    def _text_embeddings(self) -> float:
+        """Bytes of one item's text embeddings where they are far wider than a block's input
+        (memory.yaml's ``text_embedding_width``): held on the card through the pass."""
+        width = self.figures.text_embedding_width
+        if not width:
+            return 0.0
+        held = self.figures.text_tokens * width * self.weights.full
+        self.notes.append(
+            f"The text embeddings (every hidden state of the text encoder stacked: {width:,} "
+            f"values a token, {self.figures.text_tokens:,} tokens) stay on the card through "
+            f"each pass: {held / 2**30:.2f} GiB a batch item, counted with the activations."
+        )
+        return held
 
     def items(self) -> int:
         """A training step's batch items whose own cost the per-token figures leave out

@@ -110,6 +110,8 @@ class ActivationsLike(Protocol):
     @property
     def text_tokens(self) -> int: ...
     @property
+    def text_embedding_width(self) -> int | None: ...
+    @property
     def blocks(self) -> Sequence[BlockLike]: ...
     @property
     def adapter(self) -> str: ...
@@ -195,6 +197,9 @@ class FamilyFigures:
         self.certainty: Certainty = "cpu"
         self.unet: UNetFigures | None = None
         self.unet_pass: UnetPass | None = None
+        # values per text token of the embeddings a step holds for each item, where
+        # memory.yaml's text_embedding_width gives them (0: the item's own cost holds them)
+        self.text_embedding_width = 0
         self._params()
         self._blocks()
 
@@ -277,6 +282,7 @@ class FamilyFigures:
         self.blocks = tuple(activations.blocks)
         self.width = activations.width
         self.text_tokens = activations.text_tokens
+        self.text_embedding_width = activations.text_embedding_width or 0
         checked = self.family.checked if self.family is not None else None
         if not self.known:
             self.certainty = "stand_in"

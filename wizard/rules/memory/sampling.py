@@ -7,6 +7,12 @@ A sample, per sample at its own width, height and frames::
     classifier-free guidance (guidance_scale > 1 on an arch that is not guidance-distilled),
     α = SAMPLE_SAVED_SHARE.
 
+Where the text embeddings are far wider than a block's input (memory.yaml's
+``text_embedding_width``: LTX-2's), a sample holds them through its denoising and its decode:
+the prompt's and the negative prompt's, each padded to the text tokens (ltx2.py
+generate_single_image, pad_embeds), and with classifier-free guidance the two again,
+concatenated by the pipeline (diffusers pipeline_ltx2.py ``__call__``, ``torch.cat``).
+
 The validation pass (``train.validation_config``, BaseSDTrainProcess.validate) is the same
 forward pass at ``resolution``² with one batch item per ``validation_sigmas`` entry and no
 guidance; it runs after a training step, so the periodic ``sample`` phase takes the larger of
@@ -101,7 +107,24 @@ class SamplingActivations:
             decode = max(
                 decode, self.vae.passed(size["width"], size["height"], frames, decode=True)
             )
-        return worst[0], worst[1], decode
+        held = self._text_embeddings(cfg)
+        return worst[0] + held, worst[1] + held, decode + held if decode else 0.0
+
+    def _text_embeddings(self, cfg: int) -> float:
+        """Bytes of a sample's text embeddings where they are far wider than a block's input:
+        the prompt's and the negative prompt's, and their concatenation with guidance."""
+        width = self.figures.text_embedding_width
+        if not width:
+            return 0.0
+        copies = 2 * cfg
+        dtype = self.figures.process.train.dtype
+        one = self.figures.text_tokens * width * self.figures.presets.levers.weight_bytes(dtype)
+        self.notes.append(
+            f"A sample holds {copies} copies of the wide text embeddings (the prompt's and the "
+            "negative prompt's" + (", and both again for guidance" if cfg > 1 else "") + "): "
+            f"{copies * one / 2**30:.2f} GiB through its denoising and decode."
+        )
+        return copies * one
 
     def _cfg(self, sample: SampleView) -> bool:
         arch = self.figures.facts.id if self.figures.facts is not None else None
