@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from textual import on
-from textual.app import App, SystemCommand
+from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.theme import Theme
@@ -28,6 +28,7 @@ from oom_wizard.request import JobRequest
 from oom_wizard.screens.base import CRASHED, RAN, Accepted, Back, Finished, SaveNow, StageScreen
 from oom_wizard.screens.keys import apply_user_keymap
 from oom_wizard.screens.messages import JobChosen, JobLoaded
+from oom_wizard.screens.terminal import TerminalApp
 
 if TYPE_CHECKING:
     from oom_wizard.application.leaving import LeavingSummary
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 FirstStage = Literal["plan", "review"]
 
 
-class OomWizardApp(App[int]):
+class OomWizardApp(TerminalApp[int]):
     """oom-wizard: from a job that ran out of memory to a config worth retrying."""
 
     CSS_PATH = "app.tcss"

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.css.query import NoMatches
@@ -50,6 +50,7 @@ from oom_wizard.errors import WizardError
 from oom_wizard.logs.tail import LiveStatus, LiveUpdate
 from oom_wizard.screens.ask import SaveNowScreen
 from oom_wizard.screens.keys import apply_user_keymap
+from oom_wizard.screens.terminal import TerminalApp
 from oom_wizard.screens.widgets import KeyBar
 from oom_wizard.spelling import counted, rate_axes
 
@@ -83,7 +84,7 @@ class WatchResult:
     status: LiveStatus | None = None
 
 
-class WatchApp(App[WatchResult]):
+class WatchApp(TerminalApp[WatchResult]):
     """The live screen (see the module docstring)."""
 
     TITLE = "oom-wizard watch"
