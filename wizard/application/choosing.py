@@ -25,8 +25,8 @@ from oom_wizard.formats.fields import parse_value
 from oom_wizard.paths import MISSING, format_path, parse_path
 from oom_wizard.rules.catalog import load_presets
 from oom_wizard.rules.diagnosis import Answers
-from oom_wizard.rules.estimate import CRASHED_PEAK, PEAK_WORDS
-from oom_wizard.rules.memory import PHASE_WORDS
+from oom_wizard.rules.estimate import PEAK_WORDS
+from oom_wizard.rules.memory import MOMENT_PHASE, PHASE_WORDS
 from oom_wizard.rules.plan import (
     FieldProposal,
     MemoryEstimate,
@@ -825,7 +825,7 @@ def estimate_words(figures: MemoryEstimate, moment: str | None = None) -> str:
         return f"memory {figures.not_estimated}"
     today, changed = figures.gib
     text = ""
-    phase = CRASHED_PEAK.get(moment or "", changed.peak_phase)
+    phase = MOMENT_PHASE.get(moment or "", changed.peak_phase)
     now, then = changed.phases.get(phase), today.phases.get(phase)
     if now is not None and then is not None:
         calibration = today.calibrated_by
@@ -850,8 +850,8 @@ def estimate_words(figures: MemoryEstimate, moment: str | None = None) -> str:
         before, after = figures.weights_gib(moment)
         if before is not None and after is not None:
             text += f"; weights on the GPU ≈ {gib(before)} → {gib(after)}"
-    if moment is not None and moment in CRASHED_PEAK and not figures.lowers(moment):
-        text += f"; this leaves {PEAK_WORDS[CRASHED_PEAK[moment]]} unchanged"
+    if moment is not None and moment in MOMENT_PHASE and not figures.lowers(moment):
+        text += f"; this leaves {PEAK_WORDS[MOMENT_PHASE[moment]]} unchanged"
     return text
 
 

@@ -13,12 +13,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Final, Literal
+from typing import Final
 
 from oom_wizard.formats.change import Change
 from oom_wizard.formats.document import JobDocument
 from oom_wizard.rules.catalog import Presets
-from oom_wizard.rules.memory import Calibration, JobMemory, Phase, job_memory
+from oom_wizard.rules.memory import (
+    MOMENT_PHASE,
+    Calibration,
+    JobMemory,
+    MomentPhase,
+    Phase,
+    job_memory,
+)
 
 NOTE: Final = (
     "From the memory model (GiB bands per phase); the percentages are the changed config's "
@@ -30,18 +37,6 @@ NOT_ESTIMATED_NOTE: Final = (
     "lowers the peak the crash ran into, without a figure."
 )
 
-Peak = Literal["load", "training", "sample"]
-
-CRASHED_PEAK: Final[Mapping[str, Peak]] = MappingProxyType(
-    {
-        "loading": "load",
-        "early_steps": "training",
-        "intermittent": "training",
-        "sampling": "sample",
-    }
-)
-"""The peak a crash at each moment ran into (``loading`` also counts the first sample)."""
-
 PEAK_WORDS: Final[Mapping[str, str]] = MappingProxyType(
     {
         "load": "the loaded weights and the first sample",
@@ -49,9 +44,9 @@ PEAK_WORDS: Final[Mapping[str, str]] = MappingProxyType(
         "sample": "the sample",
     }
 )
-"""How the plan names the peak a crash ran into (see :data:`CRASHED_PEAK`)."""
+"""How the plan names the peak a crash ran into (see :data:`MOMENT_PHASE`)."""
 
-_PEAK_PHASES: Final[Mapping[Peak, tuple[Phase, ...]]] = MappingProxyType(
+_PEAK_PHASES: Final[Mapping[MomentPhase, tuple[Phase, ...]]] = MappingProxyType(
     {
         "load": ("load", "baseline_sample", "sample"),
         "training": ("training",),
@@ -68,7 +63,7 @@ _EPSILON: Final = 1e-4
 def _lowered(before: JobMemory, after: JobMemory, moment: str) -> bool:
     """Whether ``after`` holds less than ``before`` at the peak a crash at ``moment`` ran
     into (see :meth:`MemoryEstimate.lowers`)."""
-    peak = CRASHED_PEAK.get(moment)
+    peak = MOMENT_PHASE.get(moment)
     if peak is None:
         return False
     if after.cards > before.cards:
@@ -147,7 +142,7 @@ class MemoryEstimate:
     def weights_gib(self, moment: str) -> tuple[float | None, float | None]:
         """The weights held at the crashed peak (everything but activations and overhead),
         before and after, in GiB rounded to 0.1; None where the arch's counts are unknown."""
-        phase: Phase = CRASHED_PEAK.get(moment, "training")
+        phase: Phase = MOMENT_PHASE.get(moment, "training")
         before, after = self.gib
         if not before.known:
             return None, None

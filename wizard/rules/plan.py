@@ -65,8 +65,8 @@ from oom_wizard.rules.catalog import (
     StepId,
     load_presets,
 )
-from oom_wizard.rules.estimate import CRASHED_PEAK, PEAK_WORDS, MemoryEstimate, estimate
-from oom_wizard.rules.memory import Calibration
+from oom_wizard.rules.estimate import PEAK_WORDS, MemoryEstimate, estimate
+from oom_wizard.rules.memory import MOMENT_PHASE, Calibration
 from oom_wizard.rules.modelkind import find_model_kind
 from oom_wizard.rules.scaleup import ScaleUp, next_scale_up, pending_scale_ups
 from oom_wizard.rules.shape import arch_facts, frame_floor
@@ -412,7 +412,7 @@ class Plan:
     @property
     def peak(self) -> str | None:
         """The peak the crash ran into (``load``, ``training``, ``sample``), if any."""
-        return CRASHED_PEAK.get(self.moment)
+        return MOMENT_PHASE.get(self.moment)
 
     @property
     def exhausted_advice(self) -> str | None:
@@ -729,7 +729,7 @@ def _with_defaults(
         calibration=calibration,
         gpus=gpus,
     )
-    peak = PEAK_WORDS.get(CRASHED_PEAK.get(moment, ""), "the peak")
+    peak = PEAK_WORDS.get(MOMENT_PHASE.get(moment, ""), "the peak")
     titles = {s.id: s.title for s in steps}
     result: list[StepProposal] = []
     for step in _switched(steps, on):

@@ -27,6 +27,7 @@ from oom_wizard.rules.memory.phases import (
     PHASE_MOMENT,
     PHASE_WORDS,
     PHASES,
+    MomentPhase,
     Phase,
 )
 from oom_wizard.rules.memory.readd import Prediction, predict_readd
@@ -44,6 +45,7 @@ __all__ = [
     "Band",
     "Calibration",
     "JobMemory",
+    "MomentPhase",
     "Overheads",
     "Parts",
     "Phase",

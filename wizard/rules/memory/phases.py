@@ -31,7 +31,10 @@ CRASH_PHASE: Final[Mapping[str, Phase]] = MappingProxyType(
 )
 """The memory phase of the log's finer phases."""
 
-MOMENT_PHASE: Final[Mapping[str, Phase]] = MappingProxyType(
+MomentPhase = Literal["load", "training", "sample"]
+"""The phases a crash moment maps onto (the first sample is weighed with the load)."""
+
+MOMENT_PHASE: Final[Mapping[str, MomentPhase]] = MappingProxyType(
     {
         "loading": "load",
         "early_steps": "training",
@@ -39,7 +42,8 @@ MOMENT_PHASE: Final[Mapping[str, Phase]] = MappingProxyType(
         "sampling": "sample",
     }
 )
-"""The memory phase of a crash moment, when the log says nothing finer."""
+"""The memory phase of a crash moment, when the log says nothing finer: the peak that crash ran
+into (a ``loading`` crash's counts the first sample too)."""
 
 PHASE_MOMENT: Final[Mapping[Phase, str]] = MappingProxyType(
     {
