@@ -25,6 +25,7 @@ from oom_wizard.rules.memory import (
     Phase,
     calibration_from,
     calibration_from_attempts,
+    calibration_from_json,
     job_memory,
     verdict,
 )
@@ -538,6 +539,55 @@ def test_a_loading_floor_on_weights_alone_puts_no_factor_on_the_activations() ->
     assert found.scale == 1.0
     assert found.parts["training"].activations == pytest.approx(plain.parts["training"].activations)
     assert found.parts["training"].unexplained == pytest.approx(1.0, abs=0.01)
+
+
+def test_a_crash_while_caching_the_latents_is_the_encode_s_and_stays_there() -> None:
+    """A crash the log shows while the latents were encoded (the VAE alone on the card) is
+    fitted on that moment of the load: what it leaves unexplained is the encode's, not the
+    loaded weights' nor any later phase's, as it is after a crash loading the weights."""
+    config = tree()
+    floor = band(config, "load").high + 5.0
+    caching = memory(
+        config, calibration=Calibration("load", floor, None, None, "x", moment="caching")
+    )
+    load = caching.parts["load"]
+    assert load.transformer == 0.0 and load.vae_pass > 0.0 and load.unexplained > 0.0
+    assert caching.parts["training"].unexplained == 0.0
+    assert any("latents' encode while loading" in note for note in caching.notes)
+    loaded = memory(
+        config, calibration=Calibration("load", floor, None, None, "x", moment="loaded")
+    )
+    assert loaded.parts["load"].transformer > 0.0
+    assert loaded.parts["training"].unexplained == pytest.approx(loaded.parts["load"].unexplained)
+    assert loaded.parts["training"].unexplained > 0.0
+
+
+def test_the_log_names_the_load_s_moment_of_its_crash(tmp_path: Path) -> None:
+    lines = (DEMO / "flux_portrait_lora.log").read_text("utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Caching latents to disk"))
+    log = tmp_path / "caching.log"
+    log.write_text(
+        "\n".join(
+            [
+                *lines[:start],
+                "Caching latents to disk:  14%|#4        | 6/42 [00:02<00:14, 2.50it/s]",
+                "Traceback (most recent call last):",
+                '  File "/home/me/ai-toolkit/toolkit/dataloader_mixins.py", line 1972, in '
+                "cache_latents_all_latents",
+                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has "
+                "a total capacity of 23.54 GiB of which 2.10 GiB is free. Of the allocated memory "
+                "20.60 GiB is allocated by PyTorch, and 0.20 GiB is reserved by PyTorch but "
+                "unallocated.",
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    doc = load_document(DEMO / "flux_portrait_lora.yaml")
+    found = calibration_from(diagnose(scan_log(log), doc.view(), answers=None), None)
+    assert found is not None and found.phase == "load" and found.moment == "caching"
+    assert found.as_json()["moment"] == "caching"
+    assert calibration_from_json(found.as_json()) == found
 
 
 def test_a_crash_floor_below_the_band_changes_nothing() -> None:

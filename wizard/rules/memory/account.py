@@ -104,7 +104,7 @@ from oom_wizard.rules.catalog import ArchFacts, Presets
 from oom_wizard.rules.memory.activations import TrainingActivations
 from oom_wizard.rules.memory.bands import Certainty
 from oom_wizard.rules.memory.family import FamilyFigures, FamilyLike
-from oom_wizard.rules.memory.phases import Phase
+from oom_wizard.rules.memory.phases import LoadMoment, Phase
 from oom_wizard.rules.memory.sampling import SamplingActivations
 from oom_wizard.rules.memory.split_model import SplitCard, split_cards
 from oom_wizard.rules.memory.trained import TrainedState
@@ -135,6 +135,9 @@ class Terms:
     """A training step's batch items whose own cost (latents, noise, targets, the loss) the
     per-token figures leave out: :mod:`oom_wizard.rules.memory.parts` adds each at its fitted
     ``item_gib`` (0 for a UNet, whose fitted figures hold it, and outside a training step)."""
+    moment: LoadMoment | None = None
+    """Which of the load's moments these are (:data:`~oom_wizard.rules.memory.phases.LoadMoment`;
+    None outside the load phase)."""
 
     def fixed(self) -> tuple[float, float]:
         parts = (
@@ -244,6 +247,8 @@ class ProcessAccount:
     def cards(self, phase: Phase) -> list[Terms]:
         """The phase's terms: one, or one per card of a split model (the fullest sets the
         phase's band); none where the phase does not happen."""
+        if phase == "load":  # each of its moments, the larger sets the band
+            return [t for card in self.split or (None,) for t in self.load_moments(card)]
         if self.split is None:
             terms = self.terms(phase)
             return [] if terms is None else [terms]
@@ -291,8 +296,14 @@ class ProcessAccount:
             self.weights.after_sample * whole,
         )
 
-    def _load(self, held: _Held, w: float, te_slack: float, first: bool) -> Terms:
-        """The load phase: the larger of its two moments.
+    def load_moments(self, card: SplitCard | None = None) -> tuple[Terms, ...]:
+        """The load phase's moments on ``card`` (None: one card), each its own terms."""
+        w = 1.0 + WEIGHT_SLACK + (QUANT_SLACK if self.quantized else 0.0)
+        first = card is None or card.index == 0  # the VAE lives on cuda:0
+        return self._load(self._held(card), w, 1.0 + WEIGHT_SLACK, first)
+
+    def _load(self, held: _Held, w: float, te_slack: float, first: bool) -> tuple[Terms, ...]:
+        """The load phase's moments, the larger of which is its peak.
 
         Loaded: the final residency plus the block being quantized on the card (block by
         block), the text encoder and the VAE beside it. Then the latents are cached with the
@@ -305,7 +316,9 @@ class ProcessAccount:
         encode = self.vae_passes.caching() if first else 0.0
         vae = (held.vae, held.vae * te_slack)
 
-        def moment(transformer: tuple[float, float], text_encoder: tuple[float, float]) -> Terms:
+        def moment(
+            at: LoadMoment, transformer: tuple[float, float], text_encoder: tuple[float, float]
+        ) -> Terms:
             return Terms(
                 transformer=transformer,
                 text_encoder=text_encoder,
@@ -316,9 +329,11 @@ class ProcessAccount:
                 loading=True,
                 vae_pass=(encode, encode),
                 certainty=self.certainty,
+                moment=at,
             )
 
         loaded = moment(
+            "loaded",
             (held.transformer_load, held.transformer_load * w),
             (held.te_load, held.te_load * te_slack),
         )
@@ -328,10 +343,8 @@ class ProcessAccount:
             and self.process.model.low_vram is True
         )
         if keeps or encode == 0.0:
-            return loaded
-        caching = moment(zero, zero)
-        loaded = replace(loaded, vae_pass=zero)
-        return max(loaded, caching, key=lambda t: t.fixed()[1] + t.vae_pass[1])
+            return (loaded,)
+        return replace(loaded, vae_pass=zero), moment("caching", zero, zero)
 
     def terms(self, phase: Phase, card: SplitCard | None = None) -> Terms | None:
         held = self._held(card)
@@ -345,7 +358,7 @@ class ProcessAccount:
         trains_te = self.process.train.train_text_encoder is True
         zero = (0.0, 0.0)
         if phase == "load":
-            return self._load(held, w, te_slack, first)
+            return max(self._load(held, w, te_slack, first), key=_size)
         if phase == "training":
             unloaded = cached or self.process.train.unload_text_encoder is True
             te = held.text_encoder if trains_te or not unloaded else 0.0
@@ -447,3 +460,8 @@ class _Held:
     """Weight copies made for a training step (both rings, and dequantized copies kept)."""
     after_sample: float = 0.0
     """Modules a sample moves to the card and nothing moves back (LTX-2's vocoder)."""
+
+
+def _size(terms: Terms) -> float:
+    """The high edge of what ``terms`` hold, unscaled: which of the load's moments is larger."""
+    return terms.fixed()[1] + terms.vae_pass[1]

@@ -25,7 +25,15 @@ from oom_wizard.rules.memory.account import Terms
 from oom_wizard.rules.memory.bands import Band
 from oom_wizard.rules.memory.overheads import OVERHEADS, Overheads
 from oom_wizard.rules.memory.parts import band_of
-from oom_wizard.rules.memory.phases import CRASH_PHASE, MOMENT_PHASE, PHASE_WORDS, PHASES, Phase
+from oom_wizard.rules.memory.phases import (
+    CRASH_PHASE,
+    LOAD_MOMENT,
+    MOMENT_PHASE,
+    PHASE_WORDS,
+    PHASES,
+    LoadMoment,
+    Phase,
+)
 
 if TYPE_CHECKING:
     from oom_wizard.rules.diagnosis import Diagnosis
@@ -87,6 +95,11 @@ class Calibration:
     against it)."""
     measured_at: str | None = None
     """When a run measured the peak (ISO-8601), for "measured on your card on <date>"."""
+    moment: LoadMoment | None = None
+    """For a load crash, which of the load's moments the log shows it in (while the latents
+    were encoded: ``caching``; loading or quantizing the weights: ``loaded``); None when it
+    does not say. The figures are fitted on that moment's terms, and what they leave
+    unexplained is held by the encode alone after a caching crash."""
 
     @property
     def floor_gib(self) -> float | None:
@@ -97,8 +110,11 @@ class Calibration:
         return max(self.at_least_gib, self.card_gib or 0.0)
 
     def as_json(self) -> dict[str, object]:
-        """The change log's and ``fit --json``'s form (``measured_at`` only for a run's peak)."""
+        """The change log's and ``fit --json``'s form (``measured_at`` only for a run's peak,
+        ``moment`` only where the log names the load's)."""
         dated: dict[str, object] = {"measured_at": self.measured_at} if self.measured_at else {}
+        if self.moment is not None:
+            dated["moment"] = self.moment
         found: dict[str, object] = {
             "phase": self.phase,
             "passed": list(self.passed),
@@ -131,6 +147,8 @@ def scale_for(
     if calibration is None or not per_phase[calibration.phase]:
         return 1.0, 0.0
     found = per_phase[calibration.phase]
+    if calibration.moment is not None:  # the load's moment the log shows the crash in
+        found = [(t, q) for t, q in found if t.moment == calibration.moment] or found
 
     def band(scale: float) -> Band:
         return max(
@@ -205,9 +223,14 @@ def passed_stays_passed(
     scale, unexplained = fitted
     for phase in calibration.passed:
         band = phases.get(phase)
-        extra = unexplained_in(phase, calibration, unexplained)
         found = [
-            band_of(terms, quantized, scale, extra, overheads)[0]
+            band_of(
+                terms,
+                quantized,
+                scale,
+                unexplained_in(phase, calibration, unexplained, terms),
+                overheads,
+            )[0]
             for terms, quantized in today[phase]
         ]
         if band is None or not found or phase == calibration.phase:
@@ -216,9 +239,15 @@ def passed_stays_passed(
             phases[phase] = Band(min(band.low, card), card)
 
 
-def unexplained_in(phase: Phase, calibration: Calibration | None, unexplained: float) -> float:
-    """The GiB of the calibration's figure left unexplained that ``phase`` holds too."""
+def unexplained_in(
+    phase: Phase, calibration: Calibration | None, unexplained: float, terms: Terms | None = None
+) -> float:
+    """The GiB of the calibration's figure left unexplained that ``phase`` (its ``terms``,
+    where a phase has more than one moment) holds too: after a crash while the latents were
+    encoded, only that moment."""
     if calibration is None or phase not in HOLDS_THE_SAME[calibration.phase]:
+        return 0.0
+    if calibration.moment == "caching" and (terms is None or terms.moment != "caching"):
         return 0.0
     return unexplained
 
@@ -268,6 +297,7 @@ def calibration_from(diagnosis: Diagnosis, phase_of_crash: Phase | None) -> Cali
             source=f"PyTorch's OOM message{line}",
             passed=passed_phases(diagnosis, phase),
             also_ran=diagnosis.moment == "intermittent",
+            moment=LOAD_MOMENT.get(diagnosis.phase) if phase == "load" else None,
         )
     crashed = phase if diagnosis.crashed else None
     passed = passed_phases(diagnosis, crashed)
@@ -348,6 +378,11 @@ def calibration_from_record(
         card_gib=float(total) if isinstance(total, int | float) else None,
         source="the crash's OOM message recorded in the change log",
         also_ran=moment == "intermittent",
+        moment=(
+            LOAD_MOMENT.get(recorded_phase)
+            if found == "load" and isinstance(recorded_phase, str)
+            else None
+        ),
     )
 
 
@@ -375,6 +410,7 @@ def calibration_from_json(recorded: Mapping[str, object]) -> Calibration | None:
         passed=tuple(p for p in PHASES if p in named),
         also_ran=recorded.get("also_ran") is True,
         measured_at=at if isinstance(at := recorded.get("measured_at"), str) else None,
+        moment=next((m for m in ("loaded", "caching") if m == recorded.get("moment")), None),
     )
 
 

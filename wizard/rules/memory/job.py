@@ -157,7 +157,7 @@ def job_memory(
                 terms,
                 quantized,
                 scale,
-                unexplained_in(phase, calibration, unexplained),
+                unexplained_in(phase, calibration, unexplained, terms),
                 overheads,
             )
             for terms, quantized in per_phase[phase]
@@ -194,6 +194,8 @@ def job_memory(
     if calibration is not None and unexplained > 0.0:
         named = [PHASE_WORDS[p] for p in HOLDS_THE_SAME[calibration.phase]]
         held = " and ".join([", ".join(named[:-1]), named[-1]] if len(named) > 1 else named)
+        if calibration.moment == "caching":
+            held = "latents' encode while loading (the VAE alone on the card)"
         notes.append(
             f"The figure of {calibration.source} is {unexplained:.1f} GiB above what this model "
             "explains even "

@@ -31,6 +31,16 @@ CRASH_PHASE: Final[Mapping[str, Phase]] = MappingProxyType(
 )
 """The memory phase of the log's finer phases."""
 
+LoadMoment = Literal["loaded", "caching"]
+"""The load phase's two moments: the weights loaded (quantized block by block, the text encoder
+and the VAE beside them), then the latents encoded with the VAE alone on the card."""
+
+LOAD_MOMENT: Final[Mapping[str, LoadMoment]] = MappingProxyType(
+    {"model_load": "loaded", "quantize": "loaded", "cache_latents": "caching"}
+)
+"""The load's moment of the log's finer phases (caching the text embeddings is neither: the
+text encoder's forward is not in the model)."""
+
 MomentPhase = Literal["load", "training", "sample"]
 """The phases a crash moment maps onto (the first sample is weighed with the load)."""
 
