@@ -562,6 +562,18 @@ def test_a_crash_while_caching_the_latents_is_the_encode_s_and_stays_there() -> 
     assert loaded.parts["training"].unexplained > 0.0
 
 
+def test_before_a_crash_while_caching_the_loaded_weights_were_within_the_card() -> None:
+    # FLUX's loaded weights at 8 bits came before the encode that crashed on a 16 GiB card:
+    # they fit it, so the load's band is the encode's moment, not the weights' high edge
+    config = tree(model={"quantize": True})
+    crash = Calibration("load", 16.5, None, 16.0, "x", moment="caching")
+    assert band(config, "load").high > 16.0
+    found = memory(config, calibration=crash)
+    assert found.parts["load"].transformer == 0.0 and found.parts["load"].vae_pass > 0.0
+    load = found.phases["load"]
+    assert load is not None and load.low == pytest.approx(16.5)
+
+
 def test_the_log_names_the_load_s_moment_of_its_crash(tmp_path: Path) -> None:
     lines = (DEMO / "flux_portrait_lora.log").read_text("utf-8").splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("Caching latents to disk"))

@@ -24,7 +24,7 @@ from oom_wizard.formats.document import JobDocument
 from oom_wizard.rules.memory.account import Terms
 from oom_wizard.rules.memory.bands import Band
 from oom_wizard.rules.memory.overheads import OVERHEADS, Overheads
-from oom_wizard.rules.memory.parts import band_of
+from oom_wizard.rules.memory.parts import Parts, band_of
 from oom_wizard.rules.memory.phases import (
     CRASH_PHASE,
     LOAD_MOMENT,
@@ -237,6 +237,33 @@ def passed_stays_passed(
             continue
         if band.high <= max(b.high for b in found) + 1e-9 and band.high > card:
             phases[phase] = Band(min(band.low, card), card)
+
+
+def loaded_before_the_crash(
+    bands: Sequence[tuple[Band, Parts]],
+    terms: Sequence[tuple[Terms, bool]],
+    today: Sequence[tuple[Terms, bool]],
+    fitted: tuple[float, float],
+    calibration: Calibration,
+    overheads: Overheads = OVERHEADS,
+) -> list[tuple[Band, Parts]]:
+    """The load's moments' bands (``bands``, of ``terms``) with the loaded weights within the
+    card after a crash while the latents were encoded: they came before it, on that card, and
+    stay within it after a change that does not make them heavier than today's (``today``)."""
+    card = calibration.card_gib
+    if calibration.moment != "caching" or card is None:
+        return list(bands)
+    scale, _ = fitted
+    before = [
+        band_of(t, q, scale, 0.0, overheads)[0].high for t, q in today if t.moment == "loaded"
+    ]
+    ceiling = max(before, default=0.0) + 1e-9
+    found: list[tuple[Band, Parts]] = []
+    for (band, parts), (moment_terms, _) in zip(bands, terms, strict=True):
+        if moment_terms.moment == "loaded" and card < band.high <= ceiling:
+            band = Band(min(band.low, card), card)
+        found.append((band, parts))
+    return found
 
 
 def unexplained_in(

@@ -35,6 +35,7 @@ from oom_wizard.rules.memory.calibration import (
     SCALE_RANGE,
     Calibration,
     facts_first,
+    loaded_before_the_crash,
     measured_words,
     passed_stays_passed,
     scale_for,
@@ -165,6 +166,10 @@ def job_memory(
         if not bands:
             phases[phase] = None
             continue
+        if phase == "load" and calibration is not None:
+            bands = loaded_before_the_crash(
+                bands, per_phase[phase], (today or per_phase)[phase], fitted, calibration, overheads
+            )
         band, phase_parts = max(bands, key=lambda item: item[0].high)
         phases[phase] = band
         parts[phase] = phase_parts
