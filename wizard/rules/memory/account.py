@@ -104,7 +104,7 @@ from oom_wizard.rules.catalog import ArchFacts, Presets
 from oom_wizard.rules.memory.activations import TrainingActivations
 from oom_wizard.rules.memory.bands import Certainty
 from oom_wizard.rules.memory.family import FamilyFigures, FamilyLike
-from oom_wizard.rules.memory.phases import LoadMoment, Phase
+from oom_wizard.rules.memory.phases import LoadMoment, PassPhase, Phase
 from oom_wizard.rules.memory.sampling import SamplingActivations
 from oom_wizard.rules.memory.split_model import SplitCard, split_cards
 from oom_wizard.rules.memory.trained import TrainedState
@@ -249,10 +249,7 @@ class ProcessAccount:
         phase's band); none where the phase does not happen."""
         if phase == "load":  # each of its moments, the larger sets the band
             return [t for card in self.split or (None,) for t in self.load_moments(card)]
-        if self.split is None:
-            terms = self.terms(phase)
-            return [] if terms is None else [terms]
-        found = (self.terms(phase, card) for card in self.split)
+        found = (self._terms(phase, card) for card in self.split or (None,))
         return [terms for terms in found if terms is not None]
 
     def _held(self, card: SplitCard | None) -> _Held:
@@ -297,13 +294,8 @@ class ProcessAccount:
         )
 
     def load_moments(self, card: SplitCard | None = None) -> tuple[Terms, ...]:
-        """The load phase's moments on ``card`` (None: one card), each its own terms."""
-        w = 1.0 + WEIGHT_SLACK + (QUANT_SLACK if self.quantized else 0.0)
-        first = card is None or card.index == 0  # the VAE lives on cuda:0
-        return self._load(self._held(card), w, 1.0 + WEIGHT_SLACK, first)
-
-    def _load(self, held: _Held, w: float, te_slack: float, first: bool) -> tuple[Terms, ...]:
-        """The load phase's moments, the larger of which is its peak.
+        """The load phase's moments on ``card`` (None: one card), each its own terms; the
+        larger is the phase's peak.
 
         Loaded: the final residency plus the block being quantized on the card (block by
         block), the text encoder and the VAE beside it. Then the latents are cached with the
@@ -312,6 +304,10 @@ class ProcessAccount:
         dataloader_mixins.py:1962-1965), so one item's encode stacks on the VAE only; on an
         arch that skips the presets under ``low_vram`` (archs.yaml's
         ``low_vram_skips_device_presets``) it stacks on everything loaded."""
+        held = self._held(card)
+        w = 1.0 + WEIGHT_SLACK + (QUANT_SLACK if self.quantized else 0.0)
+        te_slack = 1.0 + WEIGHT_SLACK
+        first = card is None or card.index == 0  # the VAE lives on cuda:0
         zero = (0.0, 0.0)
         encode = self.vae_passes.caching() if first else 0.0
         vae = (held.vae, held.vae * te_slack)
@@ -346,7 +342,8 @@ class ProcessAccount:
             return (loaded,)
         return replace(loaded, vae_pass=zero), moment("caching", zero, zero)
 
-    def terms(self, phase: Phase, card: SplitCard | None = None) -> Terms | None:
+    def _terms(self, phase: PassPhase, card: SplitCard | None = None) -> Terms | None:
+        """A phase after the load on ``card`` (None: one card); None where it does not happen."""
         held = self._held(card)
         blocks = card.blocks if card is not None else None
         w = 1.0 + WEIGHT_SLACK + (QUANT_SLACK if self.quantized else 0.0)
@@ -357,8 +354,6 @@ class ProcessAccount:
         )
         trains_te = self.process.train.train_text_encoder is True
         zero = (0.0, 0.0)
-        if phase == "load":
-            return max(self._load(held, w, te_slack, first), key=_size)
         if phase == "training":
             unloaded = cached or self.process.train.unload_text_encoder is True
             te = held.text_encoder if trains_te or not unloaded else 0.0
@@ -460,8 +455,3 @@ class _Held:
     """Weight copies made for a training step (both rings, and dequantized copies kept)."""
     after_sample: float = 0.0
     """Modules a sample moves to the card and nothing moves back (LTX-2's vocoder)."""
-
-
-def _size(terms: Terms) -> float:
-    """The high edge of what ``terms`` hold, unscaled: which of the load's moments is larger."""
-    return terms.fixed()[1] + terms.vae_pass[1]

@@ -220,23 +220,12 @@ def passed_stays_passed(
     card = calibration.card_gib
     if card is None:
         return
-    scale, unexplained = fitted
     for phase in calibration.passed:
         band = phases.get(phase)
-        found = [
-            band_of(
-                terms,
-                quantized,
-                scale,
-                unexplained_in(phase, calibration, unexplained, terms),
-                overheads,
-            )[0]
-            for terms, quantized in today[phase]
-        ]
+        found = calibrated_bands(phase, today[phase], fitted, calibration, overheads)
         if band is None or not found or phase == calibration.phase:
             continue
-        if band.high <= max(b.high for b in found) + 1e-9 and band.high > card:
-            phases[phase] = Band(min(band.low, card), card)
+        phases[phase] = within_card(band, max(b.high for b, _ in found), card)
 
 
 def loaded_before_the_crash(
@@ -247,23 +236,47 @@ def loaded_before_the_crash(
     calibration: Calibration,
     overheads: Overheads = OVERHEADS,
 ) -> list[tuple[Band, Parts]]:
-    """The load's moments' bands (``bands``, of ``terms``) with the loaded weights within the
-    card after a crash while the latents were encoded: they came before it, on that card, and
-    stay within it after a change that does not make them heavier than today's (``today``)."""
+    """The load's moments' bands (``bands``, of ``terms``) after a crash while the latents
+    were encoded: the loaded weights came before it, on that card, so that moment passed and
+    keeps the card as its ceiling as a passed phase does (:func:`within_card`)."""
     card = calibration.card_gib
     if calibration.moment != "caching" or card is None:
         return list(bands)
-    scale, _ = fitted
     before = [
-        band_of(t, q, scale, 0.0, overheads)[0].high for t, q in today if t.moment == "loaded"
+        band.high
+        for (band, _), (t, _) in zip(
+            calibrated_bands("load", today, fitted, calibration, overheads), today, strict=True
+        )
+        if t.moment == "loaded"
     ]
-    ceiling = max(before, default=0.0) + 1e-9
-    found: list[tuple[Band, Parts]] = []
-    for (band, parts), (moment_terms, _) in zip(bands, terms, strict=True):
-        if moment_terms.moment == "loaded" and card < band.high <= ceiling:
-            band = Band(min(band.low, card), card)
-        found.append((band, parts))
-    return found
+    return [
+        (within_card(band, max(before, default=0.0), card) if t.moment == "loaded" else band, parts)
+        for (band, parts), (t, _) in zip(bands, terms, strict=True)
+    ]
+
+
+def calibrated_bands(
+    phase: Phase,
+    terms: Sequence[tuple[Terms, bool]],
+    fitted: tuple[float, float],
+    calibration: Calibration | None,
+    overheads: Overheads = OVERHEADS,
+) -> list[tuple[Band, Parts]]:
+    """Each of ``phase``'s terms as a band under the fitted factor, with what the calibration
+    left unexplained where that phase (or moment) holds it."""
+    scale, unexplained = fitted
+    return [
+        band_of(t, quantized, scale, unexplained_in(phase, calibration, unexplained, t), overheads)
+        for t, quantized in terms
+    ]
+
+
+def within_card(band: Band, today_high: float, card: float) -> Band:
+    """A band that passed on the card today keeps the card as its ceiling, unless the changes
+    made it heavier than today's (``today_high``)."""
+    if card < band.high <= today_high + 1e-9:
+        return Band(min(band.low, card), card)
+    return band
 
 
 def unexplained_in(

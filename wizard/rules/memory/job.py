@@ -34,16 +34,16 @@ from oom_wizard.rules.memory.calibration import (
     HOLDS_THE_SAME,
     SCALE_RANGE,
     Calibration,
+    calibrated_bands,
     facts_first,
     loaded_before_the_crash,
     measured_words,
     passed_stays_passed,
     scale_for,
-    unexplained_in,
 )
 from oom_wizard.rules.memory.family import FamilyLike
 from oom_wizard.rules.memory.overheads import OVERHEADS, Overheads
-from oom_wizard.rules.memory.parts import Parts, band_of
+from oom_wizard.rules.memory.parts import Parts
 from oom_wizard.rules.memory.phases import CRASH_PHASE, PHASE_WORDS, PHASES, Phase
 from oom_wizard.rules.shape import arch_facts
 
@@ -153,16 +153,7 @@ def job_memory(
     phases: dict[Phase, Band | None] = {}
     parts: dict[Phase, Parts] = {}
     for phase in PHASES:
-        bands = [
-            band_of(
-                terms,
-                quantized,
-                scale,
-                unexplained_in(phase, calibration, unexplained, terms),
-                overheads,
-            )
-            for terms, quantized in per_phase[phase]
-        ]
+        bands = calibrated_bands(phase, per_phase[phase], fitted, calibration, overheads)
         if not bands:
             phases[phase] = None
             continue

@@ -14,6 +14,9 @@ from typing import Final, Literal
 
 Phase = Literal["load", "baseline_sample", "training", "sample"]
 
+PassPhase = Literal["baseline_sample", "training", "sample"]
+"""The phases after the load: each a pass through the transformer (a sample or a step)."""
+
 
 PHASES: Final[tuple[Phase, ...]] = ("load", "baseline_sample", "training", "sample")
 
