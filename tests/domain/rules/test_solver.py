@@ -159,21 +159,22 @@ def _weigh_sum(
     costs: dict[str, float], base: float = 10.0
 ) -> Callable[[Sequence[Change]], JobMemory]:
     """A job whose load and training step weigh ``base`` plus the cost of each change's step."""
+    return lambda changes: _weighing(base + sum(costs[c.step or ""] for c in changes))
+
+
+def _weighing(total: float) -> JobMemory:
+    """A job whose load and training step both weigh ``total`` GiB (± 0.5)."""
     from oom_wizard.rules.memory import Band
 
-    def weigh(changes: Sequence[Change]) -> JobMemory:
-        total = base + sum(costs[c.step or ""] for c in changes)
-        band = Band(total - 0.5, total + 0.5)
-        return JobMemory(
-            phases={"load": band, "baseline_sample": None, "training": band, "sample": None},
-            parts={},
-            peak_phase="training",
-            known=True,
-            calibrated_by=None,
-            notes=(),
-        )
-
-    return weigh
+    band = Band(total - 0.5, total + 0.5)
+    return JobMemory(
+        phases={"load": band, "baseline_sample": None, "training": band, "sample": None},
+        parts={},
+        peak_phase="training",
+        known=True,
+        calibrated_by=None,
+        notes=(),
+    )
 
 
 def _candidate(step: str) -> tuple[str, list[Change]]:
@@ -227,21 +228,9 @@ def test_a_default_step_that_does_not_lower_the_crashed_phase_says_why() -> None
 def _weigh_rungs(base: float, savings: dict[str, list[float]]) -> Callable[..., JobMemory]:
     """A job whose load and training step weigh ``base`` less what each step saves at its rung
     (a change's ``after`` is the rung)."""
-    from oom_wizard.rules.memory import Band
-
-    def weigh(changes: Sequence[Change]) -> JobMemory:
-        total = base - sum(savings[c.step or ""][int(c.after)] for c in changes)
-        band = Band(total - 0.5, total + 0.5)
-        return JobMemory(
-            phases={"load": band, "baseline_sample": None, "training": band, "sample": None},
-            parts={},
-            peak_phase="training",
-            known=True,
-            calibrated_by=None,
-            notes=(),
-        )
-
-    return weigh
+    return lambda changes: _weighing(
+        base - sum(savings[c.step or ""][int(c.after)] for c in changes)
+    )
 
 
 def _at_rungs(levels: Mapping[str, int]) -> list[Change]:
