@@ -639,6 +639,12 @@ class DatasetView(_Section):
         return len([p for p in self.control_path or () if p])
 
     @property
+    def caches_latents(self) -> bool:
+        """Whether the latents are encoded once, while caching, before training
+        (``cache_latents``, or ``cache_latents_to_disk``, which caches them too)."""
+        return self.cache_latents is True or self.cache_latents_to_disk is True
+
+    @property
     def name(self) -> str:
         """The dataset as people call it: its folder's name (``/data/portraits`` →
         ``portraits``, Windows paths too); ``#N`` (counted from 1) without a folder."""

@@ -226,9 +226,7 @@ def _process_phases(
     latents = _latents_in_ram(process, facts, presets, full, media, notes)
     caching_parts = [base, *pinned.parts, latents]
     resident = t_params * (1.0 - account.moved_share) * b_t * gib
-    encodes = any(
-        d.cache_latents is True or d.cache_latents_to_disk is True for d in process.datasets
-    )
+    encodes = any(d.caches_latents for d in process.datasets)
     if encodes or te_freed:
         # each cache is filled with its own model alone on the card (set_device_state_preset
         # 'cache_latents', then 'cache_text_encoder'): the transformer waits here

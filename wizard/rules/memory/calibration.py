@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, get_args
 
 from oom_wizard.formats.document import JobDocument
 from oom_wizard.rules.memory.account import Terms
@@ -450,7 +450,7 @@ def calibration_from_json(recorded: Mapping[str, object]) -> Calibration | None:
         passed=tuple(p for p in PHASES if p in named),
         also_ran=recorded.get("also_ran") is True,
         measured_at=at if isinstance(at := recorded.get("measured_at"), str) else None,
-        moment=next((m for m in ("loaded", "caching") if m == recorded.get("moment")), None),
+        moment=next((m for m in get_args(LoadMoment) if m == recorded.get("moment")), None),
     )
 
 

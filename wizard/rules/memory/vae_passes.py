@@ -54,14 +54,14 @@ class VaePasses:
         """Whether every dataset caches its latents (AI Toolkit's ``is_latents_cached``,
         BaseSDTrainProcess.py:143-172)."""
         datasets = self.figures.process.datasets or ()
-        return all(d.cache_latents is True or d.cache_latents_to_disk is True for d in datasets)
+        return all(d.caches_latents for d in datasets)
 
     def encode(self) -> float:
         """The VAE's encode of a training batch at its largest bucket, in bytes: 0 where every
         dataset's latents are cached (then it runs once, while caching)."""
         worst = 0.0
         for dataset in self.figures.process.datasets or ():
-            if dataset.cache_latents is True or dataset.cache_latents_to_disk is True:
+            if dataset.caches_latents:
                 continue
             batch = dataset.batch_size or self.figures.process.train.batch_size or 1
             worst = max(worst, batch * self.item(dataset, decode=False))
@@ -72,7 +72,7 @@ class VaePasses:
         cached = [
             self.item(dataset, decode=False)
             for dataset in self.figures.process.datasets or ()
-            if dataset.cache_latents is True or dataset.cache_latents_to_disk is True
+            if dataset.caches_latents
         ]
         return max(cached, default=0.0)
 
