@@ -99,10 +99,10 @@ class TrainingActivations:
     def _text_embeddings(self) -> float:
         """Bytes of one item's text embeddings where they are far wider than a block's input
         (memory.yaml's ``text_embedding_width``): held on the card through the pass."""
-        width = self.figures.text_embedding_width
-        if not width:
+        held = self.figures.wide_text_embeddings()
+        if not held:
             return 0.0
-        held = self.figures.text_tokens * width * self.weights.full
+        width = self.figures.text_embedding_width
         self.notes.append(
             f"The text embeddings (every hidden state of the text encoder stacked: {width:,} "
             f"values a token, {self.figures.text_tokens:,} tokens) stay on the card through "

@@ -309,6 +309,14 @@ class FamilyFigures:
         count = sum(b.count for b in self.blocks) or UNET_BLOCKS
         return 1.0 / count
 
+    def wide_text_embeddings(self) -> float:
+        """Bytes of one prompt's text embeddings where they are far wider than a block's input
+        (memory.yaml's ``text_embedding_width``, at ``train.dtype``); 0 where they are not."""
+        if not self.text_embedding_width:
+            return 0.0
+        dtype_bytes = self.presets.levers.weight_bytes(self.process.train.dtype)
+        return self.text_tokens * self.text_embedding_width * dtype_bytes
+
     def saved_factor(self) -> float:
         """The saved bytes of a block with AI Toolkit's adapters (or a full fine-tune's weight
         gradients) against memory.yaml's figures: 1 where they were measured with the adapters

@@ -113,12 +113,10 @@ class SamplingActivations:
     def _text_embeddings(self, cfg: int) -> float:
         """Bytes of a sample's text embeddings where they are far wider than a block's input:
         the prompt's and the negative prompt's, and their concatenation with guidance."""
-        width = self.figures.text_embedding_width
-        if not width:
+        one = self.figures.wide_text_embeddings()
+        if not one:
             return 0.0
         copies = 2 * cfg
-        dtype = self.figures.process.train.dtype
-        one = self.figures.text_tokens * width * self.figures.presets.levers.weight_bytes(dtype)
         self.notes.append(
             f"A sample holds {copies} copies of the wide text embeddings (the prompt's and the "
             "negative prompt's" + (", and both again for guidance" if cfg > 1 else "") + "): "
