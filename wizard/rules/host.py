@@ -226,14 +226,15 @@ def _process_phases(
     latents = _latents_in_ram(process, facts, presets, full, media, notes)
     caching_parts = [base, *pinned.parts, latents]
     resident = t_params * (1.0 - account.moved_share) * b_t * gib
+    parks = account.caching_parks_models
     encodes = any(d.caches_latents for d in process.datasets)
-    if encodes or te_freed:
+    if parks and (encodes or te_freed):
         # each cache is filled with its own model alone on the card (set_device_state_preset
         # 'cache_latents', then 'cache_text_encoder'): the transformer waits here
         caching_parts.append(("transformer parked while caching", resident, resident))
     elif model.low_vram is True:
         caching_parts.append(("transformer parked (low_vram)", resident, resident))
-    if encodes:  # and the text encoder while the latents are encoded, before it is freed
+    if parks and encodes:  # and the text encoder while the latents are encoded, before freed
         te_held = te_params * b_te * gib * (1.0 if te_freed else 1.0 - o_te)
         caching_parts.append(("text encoder parked while caching", te_held, te_held))
     caching = _band(caching_parts)

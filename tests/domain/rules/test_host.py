@@ -99,6 +99,16 @@ def test_while_caching_the_models_not_in_use_wait_in_ram(tmp_path: Path) -> None
     )
 
 
+def test_an_arch_that_skips_the_device_presets_parks_nothing_to_cache(tmp_path: Path) -> None:
+    # Wan 2.1 I2V under low_vram returns from set_device_state_preset (wan21_i2v.py:364-368):
+    # the card's load stacks the encode on the loaded weights, and the host holds no parked
+    # model for it beyond what low_vram parks anyway
+    host = host_memory(load_document(wan(tmp_path, arch="wan21_i2v:14b", low_vram=True)), None)
+    names = [name for name, _, _ in host.phases["caching"].parts]
+    assert "transformer parked (low_vram)" in names
+    assert not any("while caching" in name for name in names)
+
+
 def test_loading_reads_each_model_at_full_precision(tmp_path: Path) -> None:
     host = host_memory(load_document(wan(tmp_path)), 64.0)
     load = host.phases["load"]

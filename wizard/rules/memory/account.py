@@ -214,6 +214,17 @@ class ProcessAccount:
         return self.figures.p_te
 
     @property
+    def caching_parks_models(self) -> bool:
+        """Whether filling a cache moves the models it does not use to the CPU first (AI
+        Toolkit's device presets); not on an arch that skips them under ``low_vram``
+        (archs.yaml's ``low_vram_skips_device_presets``)."""
+        return not (
+            self.facts is not None
+            and self.facts.low_vram_skips_device_presets
+            and self.process.model.low_vram is True
+        )
+
+    @property
     def experts(self) -> int:
         """The transformer's experts (Wan 2.2's two)."""
         return self.figures.experts
@@ -333,12 +344,7 @@ class ProcessAccount:
             (held.transformer_load, held.transformer_load * w),
             (held.te_load, held.te_load * te_slack),
         )
-        keeps = (
-            self.facts is not None
-            and self.facts.low_vram_skips_device_presets
-            and self.process.model.low_vram is True
-        )
-        if keeps or encode == 0.0:
+        if not self.caching_parks_models or encode == 0.0:
             return (loaded,)
         return replace(loaded, vae_pass=zero), moment("caching", zero, zero)
 
